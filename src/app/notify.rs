@@ -1,0 +1,88 @@
+//! What the hooks call: find the new commits of watched branches and queue them. It must be fast
+//! (it runs inside the user's `git commit`) and must never make that command fail.
+
+use super::{repos, Context, Result};
+use crate::git;
+use gix::ObjectId;
+use std::collections::HashSet;
+use std::path::Path;
+
+/// How far back one notification walks a branch; older unqueued commits are left to the daemon's
+/// start-up scan, so a hook stays fast even on a huge adopted history.
+pub const WALK_LIMIT: usize = 1000;
+
+#[derive(Debug, Default, serde::Serialize)]
+pub struct Notified {
+    pub repository_id: Option<String>,
+    pub queued: usize,
+    /// A problem worth a warning (e.g. a broken `.sandbox.toml`); the hook still succeeds.
+    pub warning: Option<String>,
+}
+
+pub fn notify(ctx: &Context, cwd: &Path, trigger: &str) -> Result<Notified> {
+    let repo = git::discover(cwd)?;
+    let Some(row) = repos::registration(ctx, &repo)? else {
+        return Ok(Notified::default());
+    };
+    let mut warning = None;
+    let layers = match repo.workdir() {
+        Some(dir) => ctx.layers.with_repo_dir(dir).unwrap_or_else(|e| {
+            warning = Some(format!(
+                "{e}; using the default watched branches until it is fixed"
+            ));
+            ctx.layers.clone()
+        }),
+        None => ctx.layers.clone(),
+    };
+    let config = layers.resolve();
+    let notes = git::notes::all_notes(&repo)?;
+    let mut jobs = Vec::new();
+    let mut seen = HashSet::new();
+    for (branch, tip) in git::branches(&repo)? {
+        if !config.watches(&branch) {
+            continue;
+        }
+        let refname = format!("refs/heads/{branch}");
+        let mut found = Vec::new();
+        let mut stack = vec![tip];
+        while let Some(id) = stack.pop() {
+            if found.len() >= WALK_LIMIT || !seen.insert(id) {
+                continue;
+            }
+            let hex = id.to_string();
+            if notes.contains_key(&id) || ctx.index.has_job(&row.repository_id, &hex)? {
+                continue;
+            }
+            found.push((id, Some(refname.clone())));
+            stack.extend(parents(&repo, id));
+        }
+        jobs.extend(found);
+    }
+    // Oldest first, so a worker runs history in order.
+    jobs.reverse();
+    let jobs: Vec<(String, Option<String>)> = jobs
+        .into_iter()
+        .map(|(id, r)| (id.to_string(), r))
+        .collect();
+    let queued = ctx.index.enqueue(&row.repository_id, &jobs, trigger)?;
+    if queued > 0 {
+        ctx.index.touch_repository(&row.repository_id)?;
+    }
+    Ok(Notified {
+        repository_id: Some(row.repository_id),
+        queued,
+        warning,
+    })
+}
+
+fn parents(repo: &gix::Repository, id: ObjectId) -> Vec<ObjectId> {
+    repo.find_commit(id)
+        .ok()
+        .and_then(|c| {
+            c.parent_ids()
+                .map(|p| p.detach())
+                .collect::<Vec<_>>()
+                .into()
+        })
+        .unwrap_or_default()
+}

@@ -1,0 +1,91 @@
+//! Rebuilding the index from git: repositories from their own config (`sandbox.repositoryId`),
+//! runs from their notes. The index is a cache; this is how it is refilled.
+
+use super::{repos, Context, Result};
+use crate::git;
+use crate::model::RunRecord;
+use std::path::PathBuf;
+
+#[derive(Debug, serde::Serialize)]
+pub struct RepoReport {
+    pub path: String,
+    pub repository_id: Option<String>,
+    pub runs: usize,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, serde::Serialize)]
+pub struct Report {
+    pub repositories: Vec<RepoReport>,
+    pub runs: usize,
+}
+
+pub fn reindex(ctx: &Context, extra: &[PathBuf]) -> Result<Report> {
+    let mut paths: Vec<PathBuf> = ctx
+        .index
+        .repositories()?
+        .into_iter()
+        .map(|r| PathBuf::from(r.path))
+        .collect();
+    if let Ok(entries) = std::fs::read_dir(ctx.paths.repos()) {
+        paths.extend(
+            entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.join(".git").exists()),
+        );
+    }
+    paths.extend(extra.iter().cloned());
+    let mut seen = std::collections::HashSet::new();
+    let mut report = Report {
+        repositories: Vec::new(),
+        runs: 0,
+    };
+    for path in paths {
+        let canonical = std::fs::canonicalize(&path).unwrap_or(path.clone());
+        if !seen.insert(canonical.clone()) {
+            continue;
+        }
+        let mut entry = RepoReport {
+            path: canonical.display().to_string(),
+            repository_id: None,
+            runs: 0,
+            error: None,
+        };
+        match one(ctx, &canonical) {
+            Ok((id, runs)) => {
+                entry.repository_id = Some(id);
+                entry.runs = runs;
+                report.runs += runs;
+            }
+            Err(e) => entry.error = Some(e.to_string()),
+        }
+        report.repositories.push(entry);
+    }
+    Ok(report)
+}
+
+fn one(ctx: &Context, path: &std::path::Path) -> Result<(String, usize)> {
+    let repo = git::open(path)?;
+    let Some(row) = repos::registration(ctx, &repo)? else {
+        return Err(super::AppError::Usage(
+            "not set up; run `git sandbox init` in it".into(),
+        ));
+    };
+    ctx.index.delete_runs(&row.repository_id)?;
+    let mut runs = 0;
+    for (commit, blob) in git::notes::all_notes(&repo)? {
+        let Ok(body) = git::notes::read_blob(&repo, blob) else {
+            continue;
+        };
+        let Ok(record) = serde_json::from_slice::<RunRecord>(&body) else {
+            continue;
+        };
+        if record.commit != commit.to_hex().to_string() {
+            continue;
+        }
+        ctx.index.put_run(&row.repository_id, &record)?;
+        runs += 1;
+    }
+    Ok((row.repository_id, runs))
+}

@@ -1,0 +1,361 @@
+//! Experiment repositories: create one from the embedded templates, adopt an existing one, and
+//! keep the registration (the repository's id lives in its own git config, so the index can be
+//! rebuilt from the repositories themselves).
+
+use super::{io_err, AppError, Context, Result};
+use crate::git::{self, cli, hooks};
+use crate::store::RepoRow;
+use crate::util;
+use std::path::{Path, PathBuf};
+
+/// git config key holding the repository's id.
+pub const ID_KEY: &str = "sandbox.repositoryId";
+
+/// The files of a new experiment repository: (path in the repository, contents).
+const TEMPLATES: &[(&str, &str)] = &[
+    ("README.md", include_str!("../../templates/README.md")),
+    (
+        ".sandbox.toml",
+        include_str!("../../templates/sandbox.toml"),
+    ),
+    (".gitignore", include_str!("../../templates/gitignore")),
+    ("experiments/.gitkeep", ""),
+    ("results/.gitkeep", ""),
+    ("logs/.gitkeep", ""),
+    (
+        "tests/test_example.py",
+        include_str!("../../templates/tests/test_example.py"),
+    ),
+];
+
+/// The repository config `init` writes when a repository has none.
+pub fn default_repo_config() -> &'static str {
+    include_str!("../../templates/sandbox.toml")
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Created {
+    #[serde(flatten)]
+    pub repo: RepoRow,
+    #[serde(skip)]
+    pub hooks: Vec<hooks::HookInstall>,
+}
+
+pub fn check_name(name: &str) -> Result<()> {
+    match util::name_problem(name) {
+        None => Ok(()),
+        Some(problem) => Err(AppError::Usage(format!(
+            "invalid name {name:?}: it {problem}; use letters, digits, '-', '_' and '.' (at most 100 characters)"
+        ))),
+    }
+}
+
+/// `git sandbox new`: create, commit, install hooks, register. On any failure nothing remains.
+pub fn create(ctx: &Context, name: Option<&str>, path: Option<&Path>) -> Result<Created> {
+    let now = util::time::now_millis();
+    let name = match name {
+        Some(n) => n.to_string(),
+        None => format!("ai-sandbox-experiments-{}", util::time::compact(now)),
+    };
+    check_name(&name)?;
+    let target = match path {
+        Some(p) => absolute(p)?,
+        None => ctx.paths.repos().join(&name),
+    };
+    if target.exists() || target.is_symlink() {
+        return Err(AppError::Usage(format!(
+            "{} already exists; choose another name or --path, or adopt an existing repository with `git sandbox init`",
+            target.display()
+        )));
+    }
+    let parent = target
+        .parent()
+        .ok_or_else(|| {
+            AppError::Usage(format!(
+                "{} has no parent directory; pass a --path inside a directory",
+                target.display()
+            ))
+        })?
+        .to_path_buf();
+    // Remember the first directory we create so a failure can take everything back.
+    let first_created = first_missing_ancestor(&parent);
+    let result = (|| {
+        std::fs::create_dir_all(&parent).map_err(|e| {
+            AppError::Usage(format!(
+                "cannot create {}: {e}; choose a writable --path or set GIT_SANDBOX_HOME",
+                parent.display()
+            ))
+        })?;
+        let staging = tempfile::Builder::new()
+            .prefix(&format!(".{name}.creating-"))
+            .tempdir_in(&parent)
+            .map_err(|e| {
+                AppError::Usage(format!(
+                    "cannot write in {}: {e}; choose a writable --path or set GIT_SANDBOX_HOME",
+                    parent.display()
+                ))
+            })?;
+        let repo_id = format!("repo_{}", util::random_hex(8));
+        populate(staging.path(), &name, &repo_id)?;
+        // Move the finished repository into place in one step.
+        let staged = staging.keep();
+        std::fs::rename(&staged, &target).map_err(|e| {
+            let _ = std::fs::remove_dir_all(&staged);
+            AppError::Io {
+                context: format!("cannot move the new repository to {}", target.display()),
+                source: e,
+            }
+        })?;
+        finish(ctx, &target, &name, &repo_id, now).inspect_err(|_| {
+            let _ = std::fs::remove_dir_all(&target);
+        })
+    })();
+    if result.is_err() {
+        if let Some(dir) = first_created {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+    result
+}
+
+fn populate(dir: &Path, name: &str, repo_id: &str) -> Result<()> {
+    cli::git(dir, &["init", "-q", "-b", "main"])?;
+    for (rel, body) in TEMPLATES {
+        let path = dir.join(rel);
+        if let Some(p) = path.parent() {
+            std::fs::create_dir_all(p).map_err(io_err(format!("cannot create {}", p.display())))?;
+        }
+        std::fs::write(&path, body.replace("{{name}}", name))
+            .map_err(io_err(format!("cannot write {}", path.display())))?;
+    }
+    configure(dir, repo_id)?;
+    cli::git(dir, &["add", "-A"])?;
+    let env = cli::fallback_identity(dir);
+    // No hook may run here: ours is not installed yet and a global core.hooksPath is not ours to run.
+    cli::git_with_env(
+        dir,
+        &[
+            "-c",
+            "core.hooksPath=/dev/null",
+            "commit",
+            "-q",
+            "--no-verify",
+            "-m",
+            &format!("Create experiment repository {name}"),
+        ],
+        &env,
+    )?;
+    Ok(())
+}
+
+/// Settings every adopted repository gets: its id, and notes shown by `git log` and carried
+/// along by amend and rebase.
+fn configure(dir: &Path, repo_id: &str) -> Result<()> {
+    cli::set_config(dir, ID_KEY, repo_id)?;
+    if cli::get_config(dir, "notes.displayRef").as_deref() != Some(git::NOTES_REF) {
+        cli::git(
+            dir,
+            &[
+                "config",
+                "--local",
+                "--replace-all",
+                "notes.displayRef",
+                git::NOTES_REF,
+                &format!("^{}$", regex_escape(git::NOTES_REF)),
+            ],
+        )?;
+    }
+    if cli::get_config(dir, "notes.rewriteRef").as_deref() != Some(git::NOTES_REF) {
+        cli::git(
+            dir,
+            &[
+                "config",
+                "--local",
+                "--replace-all",
+                "notes.rewriteRef",
+                git::NOTES_REF,
+                &format!("^{}$", regex_escape(git::NOTES_REF)),
+            ],
+        )?;
+    }
+    Ok(())
+}
+
+fn regex_escape(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            if "\\.^$*+?()[]{}|".contains(c) {
+                vec!['\\', c]
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
+}
+
+fn finish(ctx: &Context, root: &Path, name: &str, repo_id: &str, now: i64) -> Result<Created> {
+    let root = std::fs::canonicalize(root)
+        .map_err(io_err(format!("cannot resolve {}", root.display())))?;
+    let hooks = install_hooks(&root)?;
+    let row = RepoRow {
+        repository_id: repo_id.to_string(),
+        name: name.to_string(),
+        path: root.display().to_string(),
+        url: file_url(&root),
+        repository_type: "local".into(),
+        created_at: util::time::rfc3339(now),
+        last_activity: Some(util::time::rfc3339(now)),
+    };
+    ctx.index.upsert_repository(&row)?;
+    ctx.index.add_event(
+        "repository.created",
+        Some(repo_id),
+        None,
+        None,
+        &serde_json::json!({"name": name, "path": row.path}),
+    )?;
+    Ok(Created { repo: row, hooks })
+}
+
+fn install_hooks(root: &Path) -> Result<Vec<hooks::HookInstall>> {
+    let repo = git::open(root)?;
+    let dir = hooks::hooks_dir(root, repo.common_dir());
+    let exe = std::env::current_exe()
+        .and_then(std::fs::canonicalize)
+        .unwrap_or_else(|_| PathBuf::from("git-sandbox"));
+    Ok(hooks::install(&dir, &exe)?)
+}
+
+/// `git sandbox init`: adopt the repository around `cwd`. Running it again changes nothing.
+pub fn adopt(ctx: &Context, cwd: &Path) -> Result<(Created, bool)> {
+    let repo = git::discover(cwd)?;
+    let root = git::repo_root(&repo);
+    let git_dir = repo.common_dir().to_path_buf();
+    hooks::check_dir(&hooks::hooks_dir(&root, &git_dir))?;
+    let mut wrote_config = false;
+    if let Some(workdir) = repo.workdir() {
+        // A broken config is refused before anything is installed.
+        ctx.layers.with_repo_dir(workdir)?;
+        let cfg = workdir.join(".sandbox.toml");
+        if !cfg.exists() {
+            util::write_atomic(&cfg, default_repo_config().as_bytes())
+                .map_err(io_err(format!("cannot write {}", cfg.display())))?;
+            wrote_config = true;
+        }
+    }
+    let existing = cli::get_config(&root, ID_KEY);
+    let repo_id = existing
+        .clone()
+        .unwrap_or_else(|| format!("repo_{}", util::random_hex(8)));
+    configure(&root, &repo_id)?;
+    let hooks = install_hooks(&root)?;
+    let row = match ctx.index.repository_by_id(&repo_id)? {
+        Some(row) if row.path == root.display().to_string() => row,
+        _ => {
+            let now = util::time::now_rfc3339();
+            let row = RepoRow {
+                repository_id: repo_id.clone(),
+                name: root
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| "repository".into()),
+                path: root.display().to_string(),
+                url: file_url(&root),
+                repository_type: "local".into(),
+                created_at: now.clone(),
+                last_activity: Some(now),
+            };
+            ctx.index.upsert_repository(&row)?;
+            ctx.index.add_event(
+                "repository.adopted",
+                Some(&repo_id),
+                None,
+                None,
+                &serde_json::json!({"path": row.path}),
+            )?;
+            row
+        }
+    };
+    let changed =
+        wrote_config || existing.is_none() || hooks.iter().any(|h| h.action != "unchanged");
+    Ok((Created { repo: row, hooks }, changed))
+}
+
+/// The registered row for the repository `repo`, registering it again from its git config when
+/// the index lost it (a deleted index.db loses nothing).
+pub fn registration(ctx: &Context, repo: &gix::Repository) -> Result<Option<RepoRow>> {
+    let Some(id) = repo.config_snapshot().string(ID_KEY).map(|v| v.to_string()) else {
+        return Ok(None);
+    };
+    if let Some(row) = ctx.index.repository_by_id(&id)? {
+        return Ok(Some(row));
+    }
+    let root = git::repo_root(repo);
+    let now = util::time::now_rfc3339();
+    let row = RepoRow {
+        repository_id: id,
+        name: root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        path: root.display().to_string(),
+        url: file_url(&root),
+        repository_type: "local".into(),
+        created_at: now.clone(),
+        last_activity: Some(now),
+    };
+    ctx.index.upsert_repository(&row)?;
+    Ok(Some(row))
+}
+
+/// The registered repository around `cwd`, or a clear error saying how to register it.
+pub fn require_registered(ctx: &Context, cwd: &Path) -> Result<(gix::Repository, RepoRow)> {
+    let repo = git::discover(cwd)?;
+    match registration(ctx, &repo)? {
+        Some(row) => Ok((repo, row)),
+        None => Err(AppError::Usage(format!(
+            "{} is not an experiment repository yet; run `git sandbox init` in it first",
+            git::repo_root(&repo).display()
+        ))),
+    }
+}
+
+fn file_url(path: &Path) -> String {
+    let mut url = String::from("file://");
+    for b in path.display().to_string().bytes() {
+        if b.is_ascii_alphanumeric() || b"/-_.~".contains(&b) {
+            url.push(b as char);
+        } else {
+            url.push_str(&format!("%{b:02X}"));
+        }
+    }
+    url
+}
+
+fn absolute(p: &Path) -> Result<PathBuf> {
+    if p.as_os_str().is_empty() {
+        return Err(AppError::Usage(
+            "--path is empty; give a directory to create".into(),
+        ));
+    }
+    Ok(if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map_err(io_err("cannot read the current directory"))?
+            .join(p)
+    })
+}
+
+fn first_missing_ancestor(dir: &Path) -> Option<PathBuf> {
+    let mut missing = None;
+    let mut cur = Some(dir);
+    while let Some(d) = cur {
+        if d.exists() {
+            break;
+        }
+        missing = Some(d.to_path_buf());
+        cur = d.parent();
+    }
+    missing
+}

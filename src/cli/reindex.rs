@@ -1,0 +1,42 @@
+use super::{print_json, CmdResult};
+use crate::app::{reindex, Context};
+
+/// Rebuild the index from the notes of every registered repository (and every repository under
+/// `$GIT_SANDBOX_HOME/repos`). Deleting index.db loses nothing: run this.
+///
+/// Example: `rm ~/.local/share/git-sandbox/index.db && git sandbox reindex`
+#[derive(clap::Args)]
+pub struct ReindexArgs {
+    /// Also adopt these repositories' results (paths of repositories set up with `init`).
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<std::path::PathBuf>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn cmd_reindex(args: ReindexArgs) -> CmdResult {
+    let ctx = Context::load()?;
+    let report = reindex::reindex(&ctx, &args.paths)?;
+    if args.json {
+        print_json(&report);
+    } else {
+        for r in &report.repositories {
+            match &r.error {
+                None => println!("{}: {} runs from notes", r.path, r.runs),
+                Some(e) => eprintln!("warning: {}: skipped: {e}", r.path),
+            }
+        }
+        println!(
+            "Indexed {} runs in {} repositories",
+            report.runs,
+            report
+                .repositories
+                .iter()
+                .filter(|r| r.error.is_none())
+                .count()
+        );
+    }
+    Ok(i32::from(
+        report.repositories.iter().any(|r| r.error.is_some()),
+    ))
+}

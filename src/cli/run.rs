@@ -1,0 +1,138 @@
+use super::{cwd, print_json, ui, CmdResult, CommandError};
+use crate::app::run::{run_commits, Progress, RunOptions};
+use crate::app::{repos, Context};
+use crate::config::ConfigFile;
+use crate::model::{Status, Trigger};
+use std::io::IsTerminal;
+
+/// Run the experiment for a commit or each commit of a range, now, in the foreground: checkout
+/// into a throw-away directory, tests, analysis, result as a note under refs/notes/sandbox.
+///
+/// Examples: `git sandbox run` (HEAD), `git sandbox run main~5..main`, `git sandbox run --force HEAD`
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// A commit (default HEAD) or a range OLDER..NEWER.
+    #[arg(value_name = "REV|RANGE")]
+    pub rev: Option<String>,
+    /// Run again even when a result for the same tree and config exists.
+    #[arg(long)]
+    pub force: bool,
+    /// Override the test command for this run.
+    #[arg(long, value_name = "CMD")]
+    pub command: Option<String>,
+    /// Override the test timeout for this run ("90s", "5m").
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
+    /// Print the records as a JSON array.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn cmd_run(args: RunArgs) -> CmdResult {
+    let mut flags = ConfigFile::default();
+    if let Some(c) = &args.command {
+        flags.test.command = Some(c.clone());
+    }
+    if let Some(t) = &args.timeout {
+        flags.test.timeout = Some(crate::config::parse_duration(t).ok_or_else(|| {
+            CommandError::usage(format!(
+                "invalid --timeout {t:?}: write a duration like \"90s\", \"5m\" or \"1h\""
+            ))
+        })?);
+    }
+    let dir = cwd()?;
+    crate::git::discover(&dir)?;
+    let ctx = Context::load()?;
+    let (repo, row) = repos::require_registered(&ctx, &dir)?;
+    let spec = args.rev.clone().unwrap_or_else(|| "HEAD".into());
+    let commits = crate::git::resolve_commits(&repo, &spec)?;
+    let refname = refname_for(&repo, &spec);
+    let _ = gix::interrupt::init_handler_default(1);
+    let opts = RunOptions {
+        force: args.force,
+        trigger: Trigger::Manual,
+        refname,
+        flags,
+        interrupt: &gix::interrupt::IS_INTERRUPTED,
+    };
+    let bar = (commits.len() > 1 && std::io::stderr().is_terminal()).then(|| {
+        let bar = indicatif::ProgressBar::new(commits.len() as u64);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} [{bar:30}] {pos}/{len} {msg}")
+                .expect("valid template")
+                .progress_chars("=> "),
+        );
+        bar
+    });
+    let json = args.json;
+    let mut summaries = std::collections::HashMap::new();
+    for &c in &commits {
+        if let Ok(info) = crate::git::commit_info(&repo, c) {
+            summaries.insert(c.to_string(), info.summary);
+        }
+    }
+    let mut on_progress = |p: Progress<'_>| match p {
+        Progress::Started { commit, .. } => {
+            if let Some(b) = &bar {
+                b.set_message(crate::util::short(&commit.to_string()).to_string());
+            }
+        }
+        Progress::Finished { record, .. } => {
+            let line = ui::oneline(
+                record,
+                summaries.get(&record.commit).map_or("", String::as_str),
+            );
+            match &bar {
+                Some(b) => {
+                    b.inc(1);
+                    if !json {
+                        b.println(line);
+                    }
+                }
+                None if !json => println!("{line}"),
+                None => {}
+            }
+        }
+    };
+    let outcome = run_commits(&ctx, &repo, &row, &commits, &opts, &mut on_progress)?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    if json {
+        print_json(&outcome.records);
+    }
+    if outcome.interrupted {
+        eprintln!(
+            "interrupted: {} of {} commits done; their results are saved",
+            outcome.records.len(),
+            commits.len()
+        );
+        return Ok(130);
+    }
+    for r in outcome.records.iter().filter(|r| r.status == Status::Error) {
+        if let Some(e) = &r.error {
+            eprintln!(
+                "error: {}: {}",
+                crate::util::short(&r.commit),
+                ui::first_line(e)
+            );
+        }
+    }
+    Ok(i32::from(
+        outcome.records.iter().any(|r| r.status != Status::Passed),
+    ))
+}
+
+/// The branch a revision names, as a full ref (`HEAD` → the checked-out branch).
+pub fn refname_for(repo: &gix::Repository, spec: &str) -> Option<String> {
+    let tip = spec.rsplit_once("..").map_or(spec, |(_, b)| b);
+    let tip = if tip.is_empty() { "HEAD" } else { tip };
+    if tip == "HEAD" {
+        return crate::git::head_branch(repo).map(|b| format!("refs/heads/{b}"));
+    }
+    let full = format!("refs/heads/{}", tip.trim_start_matches("refs/heads/"));
+    repo.try_find_reference(full.as_str())
+        .ok()
+        .flatten()
+        .map(|_| full)
+}

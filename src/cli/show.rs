@@ -1,0 +1,152 @@
+use super::{cwd, print_json, ui, CmdResult, CommandError};
+use crate::app::{repos, run::find_record, Context};
+use crate::model::RunRecord;
+
+/// Show the full result of a commit (default HEAD), like `git show` does for the commit itself.
+///
+/// Example: `git sandbox show HEAD~1 --json`
+#[derive(clap::Args)]
+pub struct ShowArgs {
+    #[arg(value_name = "REV")]
+    pub rev: Option<String>,
+    /// Print the run record exactly as stored in the note.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn cmd_show(args: ShowArgs) -> CmdResult {
+    let dir = cwd()?;
+    crate::git::discover(&dir)?;
+    let ctx = Context::load()?;
+    let (repo, row) = repos::require_registered(&ctx, &dir)?;
+    let rev = args.rev.as_deref().unwrap_or("HEAD");
+    let commit = crate::git::resolve_commit(&repo, rev)?;
+    let Some(record) = find_record(&ctx, &repo, &row, commit)? else {
+        return Err(CommandError {
+            exit: 1,
+            message: format!(
+                "{} has no result yet; run it with `git sandbox run {rev}`",
+                crate::util::short(&commit.to_string())
+            ),
+        });
+    };
+    if args.json {
+        print_json(&record);
+        return Ok(0);
+    }
+    let info = crate::git::commit_info(&repo, commit)?;
+    print_human(&record, &info.summary);
+    Ok(0)
+}
+
+fn print_human(r: &RunRecord, summary: &str) {
+    println!(
+        "{} {}",
+        ui::yellow(&format!("run {}", r.commit)),
+        r.refname
+            .as_deref()
+            .map(|x| format!("({x})"))
+            .unwrap_or_default()
+    );
+    println!("Status:   {} {}", ui::mark(r.status), r.status);
+    println!("Started:  {}", r.started_at);
+    println!("Duration: {}", ui::duration(r.duration_ms));
+    println!("Trigger:  {}", r.trigger.as_str());
+    if let Some(c) = &r.cached_from {
+        println!("Cached:   from {c} (same tree and config)");
+    }
+    if let Some(e) = &r.experiment {
+        println!("Experiment: {e}");
+    }
+    println!("\n    {summary}\n");
+    if let Some(e) = &r.error {
+        println!("Error: {e}\n");
+    }
+    match &r.tests {
+        Some(t) => {
+            println!(
+                "Tests: {} ({})",
+                ui::counts(r),
+                t.framework.as_deref().unwrap_or("unknown framework")
+            );
+            println!("  command:  {}", t.command);
+            println!(
+                "  exit:     {}{}",
+                t.exit_code.map_or("-".into(), |c| c.to_string()),
+                t.killed_by
+                    .as_deref()
+                    .map(|k| format!(" (killed by {k})"))
+                    .unwrap_or_default()
+            );
+            println!(
+                "  duration: {}  cpu: {}ms  max rss: {} KiB",
+                ui::duration(t.duration_ms),
+                t.resources.cpu_ms,
+                t.resources.max_rss_kb
+            );
+            if let Some(log) = &t.log {
+                println!("  log:      {log}");
+            }
+            for f in &t.failures {
+                println!(
+                    "  ✘ {}{}",
+                    f.name,
+                    if f.message.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {}", ui::first_line(&f.message))
+                    }
+                );
+            }
+            if !t.output_tail.is_empty() && r.status != crate::model::Status::Passed {
+                println!("  output (last lines):");
+                for l in t.output_tail.lines() {
+                    println!("    {l}");
+                }
+            }
+        }
+        None => println!("Tests: none configured or detected"),
+    }
+    if let Some(a) = &r.analysis {
+        println!(
+            "\nAnalysis: {} files, {} lines ({} code, {} comment, {} blank), {} functions, {} classes",
+            a.files_analyzed, a.total_lines, a.code_lines, a.comment_lines, a.blank_lines, a.functions_found, a.classes_found
+        );
+        println!(
+            "  complexity: mean {:.2}, max {}",
+            a.complexity_score, a.complexity_max
+        );
+        let langs: Vec<String> = a
+            .languages
+            .iter()
+            .map(|(k, v)| format!("{k} {} files", v.files))
+            .collect();
+        if !langs.is_empty() {
+            println!("  languages:  {}", langs.join(", "));
+        }
+        for i in a.potential_issues.iter().take(20) {
+            println!("  ! {}:{} {}: {}", i.path, i.line, i.kind, i.message);
+        }
+        if a.potential_issues.len() > 20 {
+            println!(
+                "  … and {} more issues (--json shows all)",
+                a.potential_issues.len() - 20
+            );
+        }
+    }
+    if let Some(c) = &r.changes {
+        println!(
+            "\n {} file{} changed, {} insertions(+), {} deletions(-)",
+            c.files_changed,
+            if c.files_changed == 1 { "" } else { "s" },
+            c.insertions,
+            c.deletions
+        );
+        for f in c.files.iter().take(50) {
+            println!(
+                "  {:<9} {} (+{} -{})",
+                f.status, f.path, f.insertions, f.deletions
+            );
+        }
+    }
+}

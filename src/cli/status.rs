@@ -1,0 +1,74 @@
+use super::{print_json, ui, CmdResult};
+use crate::app::Context;
+
+/// Summary: repositories, runs, success rate, mean duration, the queue.
+///
+/// Example: `git sandbox status`
+#[derive(clap::Args)]
+pub struct StatusArgs {
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn cmd_status(args: StatusArgs) -> CmdResult {
+    let ctx = Context::load()?;
+    let stats = ctx.index.repository_stats()?;
+    let (runs, passed, mean) = ctx.index.run_totals()?;
+    let pending: u64 = stats.iter().map(|s| s.pending_jobs).sum();
+    let experiments: u64 = stats.iter().map(|s| s.experiments).sum();
+    let success_rate = (runs > 0).then(|| passed as f64 / runs as f64);
+    if args.json {
+        print_json(&serde_json::json!({
+            "home": ctx.paths.home,
+            "index": ctx.index.path(),
+            "repositories": stats,
+            "totals": {
+                "repositories": stats.len(),
+                "experiments": experiments,
+                "runs": runs,
+                "passed_runs": passed,
+                "success_rate": success_rate,
+                "mean_duration_ms": mean,
+                "pending_jobs": pending,
+            },
+        }));
+        return Ok(0);
+    }
+    println!("home:          {}", ctx.paths.home.display());
+    println!("repositories:  {}", stats.len());
+    println!("experiments:   {experiments}");
+    println!(
+        "runs:          {runs} ({})",
+        success_rate.map_or("no runs yet".into(), |r| format!(
+            "{:.0}% passed",
+            r * 100.0
+        ))
+    );
+    println!(
+        "mean duration: {}",
+        mean.map_or("-".into(), |m| ui::duration(m.round() as u64))
+    );
+    println!("queue:         {pending} pending");
+    if !stats.is_empty() {
+        println!();
+        let rows: Vec<Vec<String>> = stats
+            .iter()
+            .map(|s| {
+                let rate = if s.runs > 0 {
+                    format!("{:.0}%", s.passed_runs as f64 * 100.0 / s.runs as f64)
+                } else {
+                    "-".into()
+                };
+                vec![
+                    s.repo.name.clone(),
+                    s.runs.to_string(),
+                    rate,
+                    s.pending_jobs.to_string(),
+                    s.repo.path.clone(),
+                ]
+            })
+            .collect();
+        ui::table(&["REPOSITORY", "RUNS", "PASSED", "PENDING", "PATH"], &rows);
+    }
+    Ok(0)
+}

@@ -1,0 +1,117 @@
+//! Installing the hooks that call `git sandbox notify`, without ever replacing a hook that is
+//! already there (pre-commit, lefthook, husky): the old hook is kept and chained to.
+
+use super::{cli, GitError, Result};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+/// The hooks we install; `reference-transaction` alone would do, the others cover git < 2.28.
+pub const HOOK_NAMES: &[&str] = &[
+    "reference-transaction",
+    "post-commit",
+    "post-merge",
+    "post-rewrite",
+];
+
+const SCRIPT: &str = include_str!("../../hooks/sandbox-hook.sh");
+const MARKER: &str = "# git-sandbox hook:";
+const CHAINED_SUFFIX: &str = ".pre-sandbox";
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct HookInstall {
+    pub name: String,
+    pub path: PathBuf,
+    /// installed | updated | unchanged
+    pub action: &'static str,
+    /// Where the hook that was there before now lives (it still runs, first).
+    pub chained: Option<PathBuf>,
+}
+
+/// The hooks directory git uses for the repository at `root` (honours `core.hooksPath`).
+pub fn hooks_dir(root: &Path, git_common_dir: &Path) -> PathBuf {
+    match cli::get_config(root, "core.hooksPath") {
+        Some(p) => {
+            let p = if let Some(rest) = p.strip_prefix("~/") {
+                PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(rest)
+            } else {
+                PathBuf::from(p)
+            };
+            if p.is_absolute() {
+                p
+            } else {
+                root.join(p)
+            }
+        }
+        None => git_common_dir.join("hooks"),
+    }
+}
+
+/// The script as installed: `fallback` is this binary's path, used when `git-sandbox` is not on PATH.
+pub fn script(fallback: &Path) -> String {
+    SCRIPT.replace(
+        "@GIT_SANDBOX_FALLBACK@",
+        &fallback.display().to_string().replace('"', ""),
+    )
+}
+
+/// What [`install`] would do, without doing it (so bad input can be refused before anything changes).
+pub fn check_dir(dir: &Path) -> Result<()> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(GitError::Io {
+            context: format!("the hooks path {} is not a directory", dir.display()),
+            source: std::io::Error::other("fix core.hooksPath"),
+        });
+    }
+    Ok(())
+}
+
+pub fn install(dir: &Path, fallback: &Path) -> Result<Vec<HookInstall>> {
+    let io = |context: String| move |source| GitError::Io { context, source };
+    check_dir(dir)?;
+    std::fs::create_dir_all(dir).map_err(io(format!("cannot create {}", dir.display())))?;
+    let ours = script(fallback);
+    let mut out = Vec::new();
+    for name in HOOK_NAMES {
+        let path = dir.join(name);
+        let mut chained = None;
+        let action = match std::fs::read(&path) {
+            Ok(existing) if existing == ours.as_bytes() => "unchanged",
+            Ok(existing) if String::from_utf8_lossy(&existing).contains(MARKER) => "updated",
+            Ok(_) => {
+                // Someone else's hook: keep it and run it first.
+                let keep = dir.join(format!("{name}{CHAINED_SUFFIX}"));
+                if keep.exists() {
+                    let backup = dir.join(format!(
+                        "{name}{CHAINED_SUFFIX}.{}",
+                        crate::util::time::compact(crate::util::time::now_millis())
+                    ));
+                    std::fs::rename(&keep, &backup)
+                        .map_err(io(format!("cannot move {}", keep.display())))?;
+                }
+                std::fs::rename(&path, &keep)
+                    .map_err(io(format!("cannot move {}", path.display())))?;
+                chained = Some(keep);
+                "installed"
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => "installed",
+            Err(e) => return Err(io(format!("cannot read {}", path.display()))(e)),
+        };
+        if action != "unchanged" {
+            crate::util::write_atomic(&path, ours.as_bytes())
+                .map_err(io(format!("cannot write {}", path.display())))?;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+                .map_err(io(format!("cannot make {} executable", path.display())))?;
+        }
+        let keep = dir.join(format!("{name}{CHAINED_SUFFIX}"));
+        if chained.is_none() && keep.exists() {
+            chained = Some(keep);
+        }
+        out.push(HookInstall {
+            name: name.to_string(),
+            path,
+            action,
+            chained,
+        });
+    }
+    Ok(out)
+}

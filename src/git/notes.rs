@@ -1,0 +1,126 @@
+//! Results as notes under `refs/notes/sandbox`: batched writes with a compare-and-swap ref update
+//! that retries on conflict, so a concurrent writer (the user's own `git notes`, another worker)
+//! never loses a note.
+
+use super::{gix_err, GitError, Result, NOTES_REF};
+use gix::bstr::ByteSlice;
+use gix::refs::transaction::PreviousValue;
+use gix::ObjectId;
+use std::collections::HashMap;
+
+/// The notes commit the ref points at, and its tree (None: no notes yet).
+fn notes_tip(repo: &gix::Repository) -> Result<Option<(ObjectId, ObjectId)>> {
+    let Some(mut reference) = repo.try_find_reference(NOTES_REF).map_err(gix_err)? else {
+        return Ok(None);
+    };
+    let commit = reference.peel_to_commit().map_err(gix_err)?;
+    let tree = commit.tree_id().map_err(gix_err)?.detach();
+    Ok(Some((commit.id, tree)))
+}
+
+/// The note on `commit`, if any.
+pub fn read_note(repo: &gix::Repository, commit: ObjectId) -> Result<Option<Vec<u8>>> {
+    let Some((_, tree)) = notes_tip(repo)? else {
+        return Ok(None);
+    };
+    let mut state = gix::note::plumbing::State::new(tree, &repo.objects).map_err(gix_err)?;
+    let Some(blob) = state.get(&commit, &repo.objects).map_err(gix_err)? else {
+        return Ok(None);
+    };
+    Ok(Some(repo.find_blob(blob).map_err(gix_err)?.data.clone()))
+}
+
+/// Every note: annotated object → note blob. Handles any fan-out git writes.
+pub fn all_notes(repo: &gix::Repository) -> Result<HashMap<ObjectId, ObjectId>> {
+    let mut out = HashMap::new();
+    if let Some((_, tree)) = notes_tip(repo)? {
+        collect(repo, tree, String::new(), &mut out)?;
+    }
+    Ok(out)
+}
+
+fn collect(
+    repo: &gix::Repository,
+    tree: ObjectId,
+    prefix: String,
+    out: &mut HashMap<ObjectId, ObjectId>,
+) -> Result<()> {
+    let tree = repo.find_tree(tree).map_err(gix_err)?;
+    for entry in tree.iter() {
+        let entry = entry.map_err(gix_err)?;
+        let name = format!("{prefix}{}", entry.filename().to_str_lossy());
+        if !name.bytes().all(|b| b.is_ascii_hexdigit()) {
+            continue;
+        }
+        if entry.mode().is_tree() && name.len() < 40 {
+            collect(repo, entry.oid().to_owned(), name, out)?;
+        } else if entry.mode().is_blob() && name.len() == 40 {
+            if let Ok(id) = ObjectId::from_hex(name.as_bytes()) {
+                out.insert(id, entry.oid().to_owned());
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn read_blob(repo: &gix::Repository, id: ObjectId) -> Result<Vec<u8>> {
+    Ok(repo.find_blob(id).map_err(gix_err)?.data.clone())
+}
+
+/// Write `notes` (commit → body) in one notes commit. On a concurrent update of the ref the
+/// edits are replayed on the new tip, so nobody's note is lost.
+pub fn write_notes(
+    repo: &gix::Repository,
+    notes: &[(ObjectId, Vec<u8>)],
+    message: &str,
+) -> Result<ObjectId> {
+    let blobs: Vec<(ObjectId, ObjectId)> = notes
+        .iter()
+        .map(|(commit, body)| Ok((*commit, repo.write_blob(body).map_err(gix_err)?.detach())))
+        .collect::<Result<_>>()?;
+    let signature = gix::actor::Signature {
+        name: "git-sandbox".into(),
+        email: "git-sandbox@localhost".into(),
+        time: gix::date::Time::now_utc(),
+    };
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let tip = notes_tip(repo)?;
+        let root = tip.map_or_else(|| ObjectId::empty_tree(repo.object_hash()), |(_, t)| t);
+        let mut state = gix::note::plumbing::State::new(root, &repo.objects).map_err(gix_err)?;
+        for (commit, blob) in &blobs {
+            state
+                .edit(*commit, Some(*blob), &repo.objects)
+                .map_err(gix_err)?;
+        }
+        let tree = state.write(&repo.objects).map_err(gix_err)?;
+        let parents: Vec<ObjectId> = tip.map(|(c, _)| c).into_iter().collect();
+        let commit = repo
+            .new_commit_as(
+                signature.to_ref(&mut Default::default()),
+                signature.to_ref(&mut Default::default()),
+                message,
+                tree,
+                parents,
+            )
+            .map_err(gix_err)?
+            .id;
+        let expected = match tip {
+            Some((c, _)) => PreviousValue::MustExistAndMatch(gix::refs::Target::Object(c)),
+            None => PreviousValue::MustNotExist,
+        };
+        match repo.reference(NOTES_REF, commit, expected, format!("notes: {message}")) {
+            Ok(_) => return Ok(commit),
+            Err(e) if attempt < 50 && is_conflict(&e) => {
+                std::thread::sleep(std::time::Duration::from_millis(2 * attempt));
+            }
+            Err(e) => return Err(GitError::Gix(format!("cannot update {NOTES_REF}: {e}"))),
+        }
+    }
+}
+
+fn is_conflict(e: &gix::Error) -> bool {
+    // A lock held by another writer shows up as a lock error rather than a value mismatch.
+    e.is_conflict() || e.to_string().contains("lock")
+}

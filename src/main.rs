@@ -1,0 +1,3 @@
+fn main() {
+    std::process::exit(git_sandbox::cli::main());
+}

@@ -1,0 +1,187 @@
+//! The run record: the JSON body of a `refs/notes/sandbox` note, schema `git-sandbox/run/v1`.
+//!
+//! These types are the contract with scripts: `git notes show`, `--json` output and the index all
+//! come from them. Adding a field is fine; changing the meaning of one needs a new schema version.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub const RUN_SCHEMA: &str = "git-sandbox/run/v1";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Passed,
+    Failed,
+    Error,
+    Timeout,
+    Killed,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Passed => "passed",
+            Status::Failed => "failed",
+            Status::Error => "error",
+            Status::Timeout => "timeout",
+            Status::Killed => "killed",
+        }
+    }
+
+    pub fn is_success(self) -> bool {
+        self == Status::Passed
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Trigger {
+    Hook,
+    Watch,
+    Webhook,
+    Manual,
+}
+
+impl Trigger {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trigger::Hook => "hook",
+            Trigger::Watch => "watch",
+            Trigger::Webhook => "webhook",
+            Trigger::Manual => "manual",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub schema: String,
+    pub commit: String,
+    pub tree: String,
+    pub parents: Vec<String>,
+    #[serde(rename = "ref")]
+    pub refname: Option<String>,
+    pub experiment: Option<String>,
+    pub trigger: Trigger,
+    pub status: Status,
+    pub started_at: String,
+    pub finished_at: String,
+    pub duration_ms: u64,
+    pub cached_from: Option<String>,
+    /// Why the run could not produce a result (`status: error`), e.g. a broken `.sandbox.toml`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Identifies the effective configuration the result was produced under (tree + config = cache key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_hash: Option<String>,
+    pub tests: Option<Tests>,
+    pub analysis: Option<Analysis>,
+    pub changes: Option<Changes>,
+}
+
+/// Counts parsed from a test run. All `None` when nobody could parse the output.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestCounts {
+    pub passed: Option<u64>,
+    pub failed: Option<u64>,
+    pub skipped: Option<u64>,
+    pub errors: Option<u64>,
+    pub total: Option<u64>,
+    pub failures: Vec<Failure>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failure {
+    pub name: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Resources {
+    pub cpu_ms: u64,
+    pub max_rss_kb: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tests {
+    pub command: String,
+    pub framework: Option<String>,
+    pub exit_code: Option<i32>,
+    pub passed: Option<u64>,
+    pub failed: Option<u64>,
+    pub skipped: Option<u64>,
+    pub errors: Option<u64>,
+    pub total: Option<u64>,
+    pub failures: Vec<Failure>,
+    pub duration_ms: u64,
+    pub output_tail: String,
+    /// What ended the run early: `timeout`, `output`, `signal`, … `None` when it ended by itself.
+    pub killed_by: Option<String>,
+    pub resources: Resources,
+    /// Path of the full (capped) log on the machine that ran it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<String>,
+    #[serde(default)]
+    pub output_truncated: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LanguageStats {
+    pub files: u64,
+    pub code_lines: u64,
+    pub functions: u64,
+    pub classes: u64,
+    pub complexity_total: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Issue {
+    pub path: String,
+    pub line: u64,
+    pub kind: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Analysis {
+    pub files_analyzed: u64,
+    pub total_lines: u64,
+    pub code_lines: u64,
+    pub comment_lines: u64,
+    pub blank_lines: u64,
+    pub functions_found: u64,
+    pub classes_found: u64,
+    pub complexity_score: f64,
+    pub complexity_max: u64,
+    pub languages: BTreeMap<String, LanguageStats>,
+    pub potential_issues: Vec<Issue>,
+    /// Extra keys the analysis engine adds (frameworks, dependencies, skipped files, …).
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileChange {
+    pub path: String,
+    /// added | modified | deleted | renamed | type_changed
+    pub status: String,
+    pub insertions: u64,
+    pub deletions: u64,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub binary: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Changes {
+    pub files_changed: u64,
+    pub insertions: u64,
+    pub deletions: u64,
+    pub files: Vec<FileChange>,
+}

@@ -1,0 +1,296 @@
+//! The SQLite index at `$GIT_SANDBOX_HOME/index.db`: a cache of what git holds (notes, refs) plus
+//! the job queue and the event log. Opening it checks the schema version and migrates.
+
+mod jobs;
+mod repos;
+mod runs;
+
+pub use jobs::Job;
+pub use repos::{RepoRow, RepoStats};
+pub use runs::RunRow;
+
+use rusqlite::{Connection, OpenFlags};
+use std::path::{Path, PathBuf};
+
+/// The schema this build writes. Bump it with a new entry in [`MIGRATIONS`].
+pub const SCHEMA_VERSION: i64 = 1;
+
+const MIGRATIONS: &[&str] = &[
+    // 1: the first schema.
+    r#"
+    CREATE TABLE repositories (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        path TEXT NOT NULL UNIQUE,
+        url TEXT NOT NULL,
+        repository_type TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        last_activity TEXT
+    );
+    CREATE TABLE experiments (
+        id INTEGER PRIMARY KEY,
+        repository_id TEXT NOT NULL REFERENCES repositories(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        branch TEXT NOT NULL,
+        state TEXT NOT NULL DEFAULT 'active',
+        hypothesis TEXT,
+        base_commit TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        UNIQUE (repository_id, name)
+    );
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        repository_id TEXT NOT NULL REFERENCES repositories(id) ON DELETE CASCADE,
+        commit_id TEXT NOT NULL,
+        tree_id TEXT NOT NULL,
+        config_hash TEXT,
+        refname TEXT,
+        experiment TEXT,
+        trigger TEXT NOT NULL,
+        status TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        finished_at TEXT NOT NULL,
+        duration_ms INTEGER NOT NULL,
+        passed INTEGER, failed INTEGER, skipped INTEGER, errors INTEGER, total INTEGER,
+        cached_from TEXT,
+        record TEXT NOT NULL,
+        UNIQUE (repository_id, commit_id)
+    );
+    CREATE INDEX runs_by_tree ON runs (repository_id, tree_id, config_hash);
+    CREATE TABLE jobs (
+        id INTEGER PRIMARY KEY,
+        repository_id TEXT NOT NULL REFERENCES repositories(id) ON DELETE CASCADE,
+        commit_id TEXT NOT NULL,
+        refname TEXT,
+        trigger TEXT NOT NULL,
+        state TEXT NOT NULL DEFAULT 'pending',
+        attempts INTEGER NOT NULL DEFAULT 0,
+        error TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        UNIQUE (repository_id, commit_id)
+    );
+    CREATE INDEX jobs_by_state ON jobs (state, id);
+    CREATE TABLE events (
+        id INTEGER PRIMARY KEY,
+        time TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        repository_id TEXT,
+        run_id INTEGER,
+        commit_id TEXT,
+        data TEXT
+    );
+    CREATE TABLE analysis_cache (
+        blob_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        result TEXT NOT NULL,
+        PRIMARY KEY (blob_id, key)
+    ) WITHOUT ROWID;
+    "#,
+];
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot create the data directory {path}: {source}; set GIT_SANDBOX_HOME to a writable directory")]
+    Home {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the index {path} is corrupt ({detail}); move it away and run `git sandbox reindex` to rebuild it from git notes")]
+    Corrupt { path: PathBuf, detail: String },
+    #[error("the index {path} was written by a newer git-sandbox (schema {found}, this build knows {known}); upgrade git-sandbox, or move the file away and run `git sandbox reindex`")]
+    TooNew {
+        path: PathBuf,
+        found: i64,
+        known: i64,
+    },
+    #[error("index query failed: {0}")]
+    Sql(#[from] rusqlite::Error),
+}
+
+pub type Result<T> = std::result::Result<T, StoreError>;
+
+pub struct Index {
+    pub(crate) conn: Connection,
+    path: PathBuf,
+}
+
+impl Index {
+    /// Open (creating if needed) the index in `home`, migrating it to [`SCHEMA_VERSION`].
+    pub fn open(home: &Path) -> Result<Index> {
+        std::fs::create_dir_all(home).map_err(|source| StoreError::Home {
+            path: home.to_path_buf(),
+            source,
+        })?;
+        let path = home.join("index.db");
+        Self::open_file(&path)
+    }
+
+    pub fn open_file(path: &Path) -> Result<Index> {
+        let corrupt = |e: rusqlite::Error| StoreError::Corrupt {
+            path: path.to_path_buf(),
+            detail: e.to_string(),
+        };
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags).map_err(|e| match e {
+            rusqlite::Error::SqliteFailure(ref f, _)
+                if f.code == rusqlite::ErrorCode::CannotOpen
+                    || f.code == rusqlite::ErrorCode::PermissionDenied
+                    || f.code == rusqlite::ErrorCode::ReadOnly =>
+            {
+                StoreError::Home {
+                    path: path.to_path_buf(),
+                    source: std::io::Error::other(e.to_string()),
+                }
+            }
+            e => corrupt(e),
+        })?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        // The first real read tells a database from garbage.
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(corrupt)?;
+        if version > SCHEMA_VERSION {
+            return Err(StoreError::TooNew {
+                path: path.to_path_buf(),
+                found: version,
+                known: SCHEMA_VERSION,
+            });
+        }
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .map_err(corrupt)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
+                .map_err(corrupt)?;
+        }
+        conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")
+            .map_err(corrupt)?;
+        let mut index = Index {
+            conn,
+            path: path.to_path_buf(),
+        };
+        if version < SCHEMA_VERSION {
+            index.migrate(version).map_err(corrupt)?;
+        }
+        Ok(index)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn migrate(&mut self, from: i64) -> rusqlite::Result<()> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        // Another process may have migrated while we waited for the lock.
+        let current: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        for (i, sql) in MIGRATIONS
+            .iter()
+            .enumerate()
+            .skip(current.max(from) as usize)
+        {
+            tx.execute_batch(sql)?;
+            tx.execute_batch(&format!("PRAGMA user_version = {}", i + 1))?;
+        }
+        tx.commit()
+    }
+
+    /// Append an event; returns its id.
+    pub fn add_event(
+        &self,
+        kind: &str,
+        repository_id: Option<&str>,
+        run_id: Option<i64>,
+        commit: Option<&str>,
+        data: &serde_json::Value,
+    ) -> Result<i64> {
+        self.conn.execute(
+            "INSERT INTO events (time, kind, repository_id, run_id, commit_id, data) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            rusqlite::params![
+                crate::util::time::now_rfc3339(),
+                kind,
+                repository_id,
+                run_id,
+                commit,
+                data.to_string()
+            ],
+        )?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    pub fn cached_analysis(&self, blob: &str, key: &str) -> Result<Option<String>> {
+        use rusqlite::OptionalExtension;
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT result FROM analysis_cache WHERE blob_id = ?1 AND key = ?2",
+                [blob, key],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
+    pub fn put_analysis(&self, entries: &[(String, String, String)]) -> Result<()> {
+        let tx = self.conn.unchecked_transaction()?;
+        {
+            let mut stmt = tx.prepare_cached(
+                "INSERT OR REPLACE INTO analysis_cache (blob_id, key, result) VALUES (?1, ?2, ?3)",
+            )?;
+            for (blob, key, result) in entries {
+                stmt.execute([blob, key, result])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn corrupt_and_newer_files_are_refused_clearly() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.db");
+        std::fs::write(
+            &path,
+            b"this is not a database, just some text padding it out".repeat(100),
+        )
+        .unwrap();
+        let err = Index::open_file(&path).err().unwrap().to_string();
+        assert!(
+            err.contains("is corrupt") && err.contains("reindex"),
+            "{err}"
+        );
+
+        let path = dir.path().join("new.db");
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch("PRAGMA user_version = 99").unwrap();
+        drop(conn);
+        let err = Index::open_file(&path).err().unwrap().to_string();
+        assert!(err.contains("newer git-sandbox (schema 99"), "{err}");
+    }
+
+    #[test]
+    fn opens_twice_and_keeps_wal() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = Index::open(dir.path()).unwrap();
+        let mode: String = a
+            .conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
+        let b = Index::open(dir.path()).unwrap();
+        let v: i64 = b
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, SCHEMA_VERSION);
+    }
+}

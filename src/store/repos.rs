@@ -1,0 +1,140 @@
+//! Registered repositories and the per-repository figures `list` and `status` show.
+
+use super::{Index, Result};
+use rusqlite::{params, OptionalExtension, Row};
+use serde::Serialize;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RepoRow {
+    pub repository_id: String,
+    pub name: String,
+    pub path: String,
+    pub url: String,
+    pub repository_type: String,
+    pub created_at: String,
+    pub last_activity: Option<String>,
+}
+
+/// A repository with its counts, as `list` and `status` print it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RepoStats {
+    #[serde(flatten)]
+    pub repo: RepoRow,
+    pub experiments: u64,
+    pub runs: u64,
+    pub passed_runs: u64,
+    pub failed_runs: u64,
+    pub pending_jobs: u64,
+    pub mean_duration_ms: Option<f64>,
+}
+
+fn row(r: &Row) -> rusqlite::Result<RepoRow> {
+    Ok(RepoRow {
+        repository_id: r.get(0)?,
+        name: r.get(1)?,
+        path: r.get(2)?,
+        url: r.get(3)?,
+        repository_type: r.get(4)?,
+        created_at: r.get(5)?,
+        last_activity: r.get(6)?,
+    })
+}
+
+const COLS: &str = "id, name, path, url, repository_type, created_at, last_activity";
+
+impl Index {
+    /// Register a repository, or update the row that has the same id or path.
+    pub fn upsert_repository(&self, repo: &RepoRow) -> Result<()> {
+        self.conn.execute(
+            "INSERT INTO repositories (id, name, path, url, repository_type, created_at, last_activity)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+             ON CONFLICT (id) DO UPDATE SET name = excluded.name, path = excluded.path, url = excluded.url",
+            params![
+                repo.repository_id,
+                repo.name,
+                repo.path,
+                repo.url,
+                repo.repository_type,
+                repo.created_at,
+                repo.last_activity
+            ],
+        )?;
+        Ok(())
+    }
+
+    pub fn repository_by_path(&self, path: &str) -> Result<Option<RepoRow>> {
+        Ok(self
+            .conn
+            .query_row(
+                &format!("SELECT {COLS} FROM repositories WHERE path = ?1"),
+                [path],
+                row,
+            )
+            .optional()?)
+    }
+
+    pub fn repository_by_id(&self, id: &str) -> Result<Option<RepoRow>> {
+        Ok(self
+            .conn
+            .query_row(
+                &format!("SELECT {COLS} FROM repositories WHERE id = ?1"),
+                [id],
+                row,
+            )
+            .optional()?)
+    }
+
+    pub fn repositories(&self) -> Result<Vec<RepoRow>> {
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT {COLS} FROM repositories ORDER BY created_at, name"
+        ))?;
+        let rows = stmt
+            .query_map([], row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    pub fn touch_repository(&self, id: &str) -> Result<()> {
+        self.conn.execute(
+            "UPDATE repositories SET last_activity = ?2 WHERE id = ?1",
+            params![id, crate::util::time::now_rfc3339()],
+        )?;
+        Ok(())
+    }
+
+    pub fn repository_stats(&self) -> Result<Vec<RepoStats>> {
+        let repos = self.repositories()?;
+        let mut out = Vec::with_capacity(repos.len());
+        for repo in repos {
+            let (runs, passed, failed, mean): (i64, i64, i64, Option<f64>) = self.conn.query_row(
+                "SELECT COUNT(*),
+                        COALESCE(SUM(status = 'passed'), 0),
+                        COALESCE(SUM(status != 'passed'), 0),
+                        AVG(CASE WHEN cached_from IS NULL THEN duration_ms END)
+                 FROM runs WHERE repository_id = ?1",
+                [&repo.repository_id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )?;
+            let experiments: i64 = self.conn.query_row(
+                "SELECT COUNT(*) FROM experiments WHERE repository_id = ?1",
+                [&repo.repository_id],
+                |r| r.get(0),
+            )?;
+            let pending_jobs: i64 = self.conn.query_row(
+                "SELECT COUNT(*) FROM jobs WHERE repository_id = ?1 AND state IN ('pending', 'assigned', 'running')",
+                [&repo.repository_id],
+                |r| r.get(0),
+            )?;
+            out.push(RepoStats {
+                repo,
+                experiments: experiments as u64,
+                runs: runs as u64,
+                passed_runs: passed as u64,
+                failed_runs: failed as u64,
+                pending_jobs: pending_jobs as u64,
+                mean_duration_ms: mean,
+            });
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,110 @@
+//! Indexed run records: one row per (repository, commit), the full record kept as JSON.
+
+use super::{Index, Result};
+use crate::model::RunRecord;
+use rusqlite::{params, OptionalExtension};
+
+#[derive(Debug, Clone)]
+pub struct RunRow {
+    pub id: i64,
+    pub record: RunRecord,
+}
+
+fn decode(id: i64, json: String) -> rusqlite::Result<RunRow> {
+    let record = serde_json::from_str(&json).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
+    })?;
+    Ok(RunRow { id, record })
+}
+
+impl Index {
+    /// Insert or replace the indexed copy of a record; returns the run id.
+    pub fn put_run(&self, repository_id: &str, r: &RunRecord) -> Result<i64> {
+        let t = r.tests.as_ref();
+        let json = serde_json::to_string(r).expect("records always serialize");
+        let id: i64 = self.conn.query_row(
+            "INSERT INTO runs (repository_id, commit_id, tree_id, config_hash, refname, experiment, trigger,
+                               status, started_at, finished_at, duration_ms, passed, failed, skipped, errors,
+                               total, cached_from, record)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
+             ON CONFLICT (repository_id, commit_id) DO UPDATE SET
+                tree_id = excluded.tree_id, config_hash = excluded.config_hash, refname = excluded.refname,
+                experiment = excluded.experiment, trigger = excluded.trigger, status = excluded.status,
+                started_at = excluded.started_at, finished_at = excluded.finished_at,
+                duration_ms = excluded.duration_ms, passed = excluded.passed, failed = excluded.failed,
+                skipped = excluded.skipped, errors = excluded.errors, total = excluded.total,
+                cached_from = excluded.cached_from, record = excluded.record
+             RETURNING id",
+            params![
+                repository_id,
+                r.commit,
+                r.tree,
+                r.config_hash,
+                r.refname,
+                r.experiment,
+                r.trigger.as_str(),
+                r.status.as_str(),
+                r.started_at,
+                r.finished_at,
+                r.duration_ms as i64,
+                t.and_then(|t| t.passed).map(|v| v as i64),
+                t.and_then(|t| t.failed).map(|v| v as i64),
+                t.and_then(|t| t.skipped).map(|v| v as i64),
+                t.and_then(|t| t.errors).map(|v| v as i64),
+                t.and_then(|t| t.total).map(|v| v as i64),
+                r.cached_from,
+                json
+            ],
+            |row| row.get(0),
+        )?;
+        Ok(id)
+    }
+
+    pub fn run_for_commit(&self, repository_id: &str, commit: &str) -> Result<Option<RunRow>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT id, record FROM runs WHERE repository_id = ?1 AND commit_id = ?2",
+                [repository_id, commit],
+                |r| decode(r.get(0)?, r.get(1)?),
+            )
+            .optional()?)
+    }
+
+    /// A finished, first-hand result for the same tree under the same config (the cache).
+    pub fn run_for_tree(
+        &self,
+        repository_id: &str,
+        tree: &str,
+        config_hash: Option<&str>,
+    ) -> Result<Option<RunRow>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT id, record FROM runs
+                 WHERE repository_id = ?1 AND tree_id = ?2 AND (?3 IS NULL OR config_hash = ?3)
+                   AND cached_from IS NULL AND status != 'error'
+                 ORDER BY finished_at DESC LIMIT 1",
+                params![repository_id, tree, config_hash],
+                |r| decode(r.get(0)?, r.get(1)?),
+            )
+            .optional()?)
+    }
+
+    pub fn delete_runs(&self, repository_id: &str) -> Result<usize> {
+        Ok(self
+            .conn
+            .execute("DELETE FROM runs WHERE repository_id = ?1", [repository_id])?)
+    }
+
+    /// Overall figures for `status`: (runs, passed, mean duration of first-hand runs).
+    pub fn run_totals(&self) -> Result<(u64, u64, Option<f64>)> {
+        let (runs, passed, mean): (i64, i64, Option<f64>) = self.conn.query_row(
+            "SELECT COUNT(*), COALESCE(SUM(status = 'passed'), 0),
+                    AVG(CASE WHEN cached_from IS NULL THEN duration_ms END) FROM runs",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )?;
+        Ok((runs as u64, passed as u64, mean))
+    }
+}
