@@ -1,0 +1,152 @@
+//! A hermetic world for driving the real binary: temp HOME, private data and config dirs, no
+//! system or global git config, a fixed identity and fixed dates.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_git-sandbox");
+
+pub struct World {
+    pub tmp: tempfile::TempDir,
+    pub extra_env: Vec<(String, String)>,
+}
+
+pub struct Out {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Out {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}\nstderr: {}", self.stdout, self.stderr))
+    }
+}
+
+impl std::fmt::Debug for Out {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "exit {}\n--- stdout\n{}\n--- stderr\n{}", self.code, self.stdout, self.stderr)
+    }
+}
+
+fn out(o: Output) -> Out {
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+impl World {
+    pub fn new() -> World {
+        let tmp = tempfile::tempdir().unwrap();
+        for d in ["home", "data", "config", "work"] {
+            std::fs::create_dir_all(tmp.path().join(d)).unwrap();
+        }
+        World { tmp, extra_env: Vec::new() }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.tmp.path().join(rel)
+    }
+
+    /// `$GIT_SANDBOX_HOME`
+    pub fn data(&self) -> PathBuf {
+        self.path("data")
+    }
+
+    pub fn work(&self) -> PathBuf {
+        self.path("work")
+    }
+
+    pub fn bin_dir() -> PathBuf {
+        Path::new(BIN).parent().unwrap().to_path_buf()
+    }
+
+    fn apply(&self, cmd: &mut Command, path_with_bin: bool) {
+        let path = std::env::var("PATH").unwrap_or_default();
+        let path = if path_with_bin {
+            format!("{}:{path}", Self::bin_dir().display())
+        } else {
+            path
+        };
+        cmd.env_clear()
+            .env("PATH", path)
+            .env("HOME", self.path("home"))
+            .env("GIT_SANDBOX_HOME", self.data())
+            .env("XDG_CONFIG_HOME", self.path("config"))
+            .env("XDG_DATA_HOME", self.path("home/.local/share"))
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", self.path("home/.gitconfig"))
+            .env("GIT_AUTHOR_NAME", "Test Author")
+            .env("GIT_AUTHOR_EMAIL", "author@example.com")
+            .env("GIT_COMMITTER_NAME", "Test Committer")
+            .env("GIT_COMMITTER_EMAIL", "committer@example.com")
+            .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+            .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
+            .env("TZ", "UTC")
+            .env("LC_ALL", "C")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null());
+        for k in ["PYENV_ROOT", "CARGO_HOME", "RUSTUP_HOME"] {
+            if let Ok(v) = std::env::var(k) {
+                cmd.env(k, v);
+            }
+        }
+        for (k, v) in &self.extra_env {
+            cmd.env(k, v);
+        }
+    }
+
+    /// Run `git-sandbox ARGS` in `dir`.
+    pub fn sandbox(&self, dir: &Path, args: &[&str]) -> Out {
+        self.sandbox_env(dir, args, &[])
+    }
+
+    pub fn sandbox_env(&self, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
+        let mut cmd = Command::new(BIN);
+        cmd.args(args).current_dir(dir);
+        self.apply(&mut cmd, true);
+        cmd.envs(env.iter().copied());
+        out(cmd.output().unwrap())
+    }
+
+    /// Run git in `dir`; panics on failure.
+    pub fn git(&self, dir: &Path, args: &[&str]) -> String {
+        let o = self.git_out(dir, args, true);
+        assert_eq!(o.code, 0, "git {args:?} failed: {o:?}");
+        o.stdout
+    }
+
+    pub fn git_out(&self, dir: &Path, args: &[&str], path_with_bin: bool) -> Out {
+        let mut cmd = Command::new("git");
+        cmd.args(args).current_dir(dir);
+        self.apply(&mut cmd, path_with_bin);
+        out(cmd.output().unwrap())
+    }
+
+    /// A new experiment repository named `name` under the data dir; returns its path.
+    pub fn new_repo(&self, name: &str) -> PathBuf {
+        let o = self.sandbox(&self.work(), &["new", name, "--json"]);
+        assert_eq!(o.code, 0, "{o:?}");
+        PathBuf::from(o.json()["path"].as_str().unwrap())
+    }
+
+    /// Write files and commit them; returns the new commit id.
+    pub fn commit(&self, repo: &Path, files: &[(&str, &str)], message: &str) -> String {
+        for (rel, body) in files {
+            let p = repo.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, body).unwrap();
+            self.git(repo, &["add", rel]);
+        }
+        self.git(repo, &["commit", "-q", "--allow-empty", "-m", message]);
+        self.git(repo, &["rev-parse", "HEAD"]).trim().to_string()
+    }
+
+    pub fn note(&self, repo: &Path, rev: &str) -> Option<serde_json::Value> {
+        let o = self.git_out(repo, &["notes", "--ref=sandbox", "show", rev], true);
+        (o.code == 0).then(|| serde_json::from_str(&o.stdout).expect("note is JSON"))
+    }
+}

@@ -1,0 +1,294 @@
+//! `new`, `init`, hooks, `list`/`status`, config and index errors, driven through the real binary.
+
+mod common;
+
+use common::World;
+use std::os::unix::fs::PermissionsExt;
+
+#[test]
+fn new_creates_the_layout_commits_installs_hooks_and_registers() {
+    let w = World::new();
+    let o = w.sandbox(&w.work(), &["new", "exp-one", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let j = o.json();
+    assert_eq!(j["name"], "exp-one");
+    assert_eq!(j["repository_type"], "local");
+    assert!(j["repository_id"].as_str().unwrap().starts_with("repo_"));
+    let path = std::path::PathBuf::from(j["path"].as_str().unwrap());
+    assert_eq!(path, std::fs::canonicalize(w.data().join("repos/exp-one")).unwrap());
+    assert_eq!(j["url"], format!("file://{}", path.display()));
+    assert!(j["created_at"].as_str().unwrap().ends_with('Z'));
+    for f in [
+        "README.md",
+        ".sandbox.toml",
+        ".gitignore",
+        "experiments/.gitkeep",
+        "tests/test_example.py",
+        "results/.gitkeep",
+        "logs/.gitkeep",
+    ] {
+        assert!(path.join(f).is_file(), "{f} missing");
+    }
+    assert!(std::fs::read_to_string(path.join("README.md")).unwrap().starts_with("# exp-one"));
+    // One clean initial commit on main, everything tracked.
+    assert_eq!(w.git(&path, &["rev-list", "--count", "HEAD"]).trim(), "1");
+    assert_eq!(w.git(&path, &["branch", "--show-current"]).trim(), "main");
+    assert_eq!(w.git(&path, &["status", "--porcelain"]), "");
+    for hook in ["reference-transaction", "post-commit", "post-merge", "post-rewrite"] {
+        let meta = std::fs::metadata(path.join(".git/hooks").join(hook)).unwrap();
+        assert!(meta.permissions().mode() & 0o111 != 0, "{hook} not executable");
+    }
+    assert_eq!(w.git(&path, &["config", "notes.displayRef"]).trim(), "refs/notes/sandbox");
+    assert_eq!(w.git(&path, &["config", "notes.rewriteRef"]).trim(), "refs/notes/sandbox");
+    let list = w.sandbox(&w.work(), &["list", "--json"]).json();
+    assert_eq!(list["total"], 1);
+    assert_eq!(list["repositories"][0]["name"], "exp-one");
+    assert_eq!(list["repositories"][0]["path"], path.display().to_string());
+    // The human table names it too.
+    let human = w.sandbox(&w.work(), &["list"]);
+    assert!(human.stdout.lines().nth(1).unwrap().starts_with("exp-one "), "{human:?}");
+}
+
+#[test]
+fn new_without_a_name_uses_a_timestamped_name() {
+    let w = World::new();
+    let j = w.sandbox(&w.work(), &["new", "--json"]).json();
+    let name = j["name"].as_str().unwrap();
+    let stamp = name.strip_prefix("ai-sandbox-experiments-").expect(name);
+    assert_eq!(stamp.len(), 15, "{name}");
+    assert!(stamp[..8].bytes().all(|b| b.is_ascii_digit()) && &stamp[8..9] == "_" && stamp[9..].bytes().all(|b| b.is_ascii_digit()), "{name}");
+}
+
+#[test]
+fn new_at_a_path() {
+    let w = World::new();
+    let target = w.work().join("here/nested");
+    let o = w.sandbox(&w.work(), &["new", "x1", "--path", target.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(target.join(".git").is_dir());
+    assert!(o.stdout.contains("Created experiment repository x1"), "{o:?}");
+}
+
+fn assert_nothing_created(w: &World) {
+    let repos = w.data().join("repos");
+    let leftovers: Vec<_> = std::fs::read_dir(&repos).map(|d| d.flatten().map(|e| e.path()).collect()).unwrap_or_default();
+    assert!(leftovers.is_empty(), "left behind: {leftovers:?}");
+    let list = w.sandbox(&w.work(), &["list", "--json"]).json();
+    assert_eq!(list["total"], 0);
+}
+
+#[test]
+fn bad_names_are_refused_with_one_line_and_nothing_created() {
+    let w = World::new();
+    let long = "x".repeat(101);
+    for bad in ["a/b", "..", "a..b", "has space", "tab\there", "-leading", "bell\u{7}", "", long.as_str()] {
+        let o = w.sandbox(&w.work(), &["new", "--", bad]);
+        assert_eq!(o.code, 2, "{bad:?}: {o:?}");
+        assert_eq!(o.stderr.lines().count(), 1, "{bad:?}: {o:?}");
+        assert!(o.stderr.starts_with("error: invalid name"), "{bad:?}: {o:?}");
+        assert!(o.stderr.contains("use letters"), "the error says how to fix it: {o:?}");
+        assert_nothing_created(&w);
+    }
+}
+
+#[test]
+fn an_existing_path_is_refused() {
+    let w = World::new();
+    w.new_repo("taken");
+    let o = w.sandbox(&w.work(), &["new", "taken"]);
+    assert_eq!(o.code, 2, "{o:?}");
+    assert!(o.stderr.contains("already exists"), "{o:?}");
+    let dir = w.work().join("occupied");
+    std::fs::create_dir(&dir).unwrap();
+    let o = w.sandbox(&w.work(), &["new", "y", "--path", dir.to_str().unwrap()]);
+    assert_eq!(o.code, 2, "{o:?}");
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "nothing written into it");
+}
+
+#[test]
+fn unwritable_home_is_a_clear_error() {
+    let w = World::new();
+    let file = w.path("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let home = file.join("sub");
+    let o = w.sandbox_env(&w.work(), &["new", "z"], &[("GIT_SANDBOX_HOME", home.to_str().unwrap())]);
+    assert_eq!(o.code, 2, "{o:?}");
+    assert_eq!(o.stderr.lines().count(), 1, "{o:?}");
+    assert!(o.stderr.contains("GIT_SANDBOX_HOME"), "{o:?}");
+}
+
+#[test]
+fn malformed_user_config_names_file_line_and_key() {
+    let w = World::new();
+    let cfg = w.path("config/git-sandbox/config.toml");
+    std::fs::create_dir_all(cfg.parent().unwrap()).unwrap();
+    std::fs::write(&cfg, "[limits]\nmemory_mb = 512\ncolour = \"blue\"\n").unwrap();
+    let o = w.sandbox(&w.work(), &["new", "cfg-test"]);
+    assert_eq!(o.code, 2, "{o:?}");
+    assert_eq!(o.stderr.lines().count(), 1, "{o:?}");
+    assert!(o.stderr.contains(&format!("{}:3: key `limits.colour`", cfg.display())), "{o:?}");
+    std::fs::write(&cfg, "[limits]\nmemory_mb = \"lots\"\n").unwrap();
+    let o = w.sandbox(&w.work(), &["new", "cfg-test"]);
+    assert_eq!(o.code, 2, "{o:?}");
+    assert!(o.stderr.contains(":2: key `limits.memory_mb`"), "{o:?}");
+    assert!(!w.data().join("repos/cfg-test").exists());
+    assert!(!w.data().join("index.db").exists(), "no index created on bad config");
+}
+
+#[test]
+fn init_outside_a_repository_is_refused() {
+    let w = World::new();
+    let o = w.sandbox(&w.work(), &["init"]);
+    assert_eq!(o.code, 2, "{o:?}");
+    assert!(o.stderr.contains("not inside a git repository"), "{o:?}");
+    assert!(!w.data().join("index.db").exists());
+}
+
+fn plain_repo(w: &World, name: &str) -> std::path::PathBuf {
+    let dir = w.work().join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    w.git(&dir, &["init", "-q", "-b", "main"]);
+    w.commit(&dir, &[("a.txt", "a\n")], "first");
+    dir
+}
+
+fn pending(w: &World) -> u64 {
+    w.sandbox(&w.work(), &["status", "--json"]).json()["totals"]["pending_jobs"].as_u64().unwrap()
+}
+
+#[test]
+fn init_keeps_an_existing_hook_running_and_chains_to_it() {
+    let w = World::new();
+    let repo = plain_repo(&w, "has-hook");
+    let marker = w.path("hook-ran");
+    let hook = repo.join(".git/hooks/post-commit");
+    std::fs::write(&hook, format!("#!/bin/sh\necho ran >> {}\n", marker.display())).unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let o = w.sandbox(&repo, &["init"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(o.stdout.contains("runs the existing"), "{o:?}");
+    assert!(repo.join(".sandbox.toml").is_file());
+    w.commit(&repo, &[("b.txt", "b\n")], "second");
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "ran\n", "the old hook still runs");
+    // Both commits of main are queued: the new one and the history before it.
+    assert_eq!(pending(&w), 2);
+}
+
+#[test]
+fn init_respects_core_hooks_path() {
+    let w = World::new();
+    let repo = plain_repo(&w, "hooks-path");
+    w.git(&repo, &["config", "core.hooksPath", ".githooks"]);
+    let o = w.sandbox(&repo, &["init"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(repo.join(".githooks/post-commit").is_file());
+    assert!(!repo.join(".git/hooks/post-commit").exists());
+    w.commit(&repo, &[("c.txt", "c\n")], "third");
+    assert_eq!(pending(&w), 2);
+}
+
+#[test]
+fn init_twice_changes_nothing_and_keeps_the_config() {
+    let w = World::new();
+    let repo = plain_repo(&w, "twice");
+    std::fs::write(repo.join(".sandbox.toml"), "[test]\ncommand = \"true\"\n").unwrap();
+    assert_eq!(w.sandbox(&repo, &["init"]).code, 0);
+    let snapshot = |p: &std::path::Path| {
+        let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(p.join(".git/hooks"))
+            .unwrap()
+            .flatten()
+            .map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap()))
+            .collect();
+        v.sort();
+        (v, std::fs::read(p.join(".git/config")).unwrap())
+    };
+    let before = snapshot(&repo);
+    let o = w.sandbox(&repo, &["init"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(o.stdout.contains("nothing changed"), "{o:?}");
+    assert_eq!(snapshot(&repo), before);
+    assert_eq!(std::fs::read_to_string(repo.join(".sandbox.toml")).unwrap(), "[test]\ncommand = \"true\"\n");
+    assert_eq!(w.sandbox(&w.work(), &["list", "--json"]).json()["total"], 1);
+}
+
+#[test]
+fn init_refuses_a_broken_repository_config_and_installs_nothing() {
+    let w = World::new();
+    let repo = plain_repo(&w, "broken-cfg");
+    std::fs::write(repo.join(".sandbox.toml"), "[test]\ncommand = \"x\"\ntimeout = \"soon\"\n").unwrap();
+    let o = w.sandbox(&repo, &["init"]);
+    assert_eq!(o.code, 2, "{o:?}");
+    assert!(o.stderr.contains(".sandbox.toml:3: key `test.timeout`"), "{o:?}");
+    assert!(!repo.join(".git/hooks/post-commit").exists());
+}
+
+#[test]
+fn the_hook_exits_zero_when_the_binary_is_gone() {
+    let w = World::new();
+    let repo = plain_repo(&w, "no-binary");
+    // Install with a copy of the binary, then delete the copy: neither PATH nor the recorded
+    // fallback finds git-sandbox any more.
+    let copy_dir = w.path("bin-copy");
+    std::fs::create_dir_all(&copy_dir).unwrap();
+    let copy = copy_dir.join("git-sandbox");
+    std::fs::copy(common::BIN, &copy).unwrap();
+    let mut cmd = std::process::Command::new(&copy);
+    cmd.arg("init").current_dir(&repo);
+    cmd.env("GIT_SANDBOX_HOME", w.data()).env("XDG_CONFIG_HOME", w.path("config")).env("HOME", w.path("home"));
+    assert!(cmd.output().unwrap().status.success());
+    std::fs::remove_file(&copy).unwrap();
+    std::fs::write(repo.join("d.txt"), "d").unwrap();
+    w.git(&repo, &["add", "d.txt"]);
+    let o = w.git_out(&repo, &["commit", "-q", "-m", "without the tool"], false);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(o.stderr, "", "{o:?}");
+    // And the same with a broken binary on PATH.
+    std::fs::write(&copy, "#!/bin/sh\necho broken >&2\nexit 3\n").unwrap();
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut cmd = std::process::Command::new("git");
+    cmd.args(["commit", "-q", "--allow-empty", "-m", "broken tool"]).current_dir(&repo);
+    cmd.env("PATH", format!("{}:{}", copy_dir.display(), std::env::var("PATH").unwrap()));
+    cmd.env("GIT_AUTHOR_NAME", "a").env("GIT_AUTHOR_EMAIL", "a@b").env("GIT_COMMITTER_NAME", "a").env("GIT_COMMITTER_EMAIL", "a@b");
+    assert!(cmd.output().unwrap().status.success());
+}
+
+#[test]
+fn watched_branches_follow_config_and_environment() {
+    let mut w = World::new();
+    let repo = w.new_repo("watch");
+    w.git(&repo, &["checkout", "-q", "-b", "scratch"]);
+    w.commit(&repo, &[("s.txt", "s")], "on an unwatched branch");
+    assert_eq!(pending(&w), 1, "only the initial commit of main");
+    w.git(&repo, &["checkout", "-q", "-b", "experiment/fast"]);
+    w.commit(&repo, &[("f.txt", "f")], "on an experiment branch");
+    // experiment/fast holds the scratch commit and its own.
+    assert_eq!(pending(&w), 3);
+    w.extra_env.push(("SANDBOX_WATCH_BRANCHES".into(), "nothing-matches".into()));
+    w.git(&repo, &["checkout", "-q", "main"]);
+    w.commit(&repo, &[("m.txt", "m")], "main, but unwatched by env");
+    assert_eq!(pending(&w), 3);
+}
+
+#[test]
+fn a_corrupt_or_newer_index_is_a_clear_error() {
+    let w = World::new();
+    std::fs::create_dir_all(w.data()).unwrap();
+    std::fs::write(w.data().join("index.db"), "garbage ".repeat(500)).unwrap();
+    let o = w.sandbox(&w.work(), &["list"]);
+    assert_eq!(o.code, 2, "{o:?}");
+    assert!(o.stderr.contains("is corrupt") && o.stderr.contains("git sandbox reindex"), "{o:?}");
+    assert_eq!(o.stderr.lines().count(), 1);
+}
+
+#[test]
+fn status_reports_totals() {
+    let w = World::new();
+    w.new_repo("s1");
+    w.new_repo("s2");
+    let j = w.sandbox(&w.work(), &["status", "--json"]).json();
+    assert_eq!(j["totals"]["repositories"], 2);
+    assert_eq!(j["totals"]["runs"], 0);
+    assert_eq!(j["totals"]["success_rate"], serde_json::Value::Null);
+    let human = w.sandbox(&w.work(), &["status"]);
+    assert!(human.stdout.contains("repositories:  2"), "{human:?}");
+}
