@@ -1,0 +1,117 @@
+//! Test-output parsing: dispatch over the per-framework parsers, and guessing the framework from
+//! a command line.
+//!
+//! Each parser reads the whole (ANSI-stripped) output once, line by line, and returns counts only
+//! when it recognised its framework's summary. Counts the summary gives are `Some`; `total` is the
+//! framework's own total where it prints one, else the sum. `failures` lists failing (and erroring)
+//! tests in the framework's own notation with a short message. Nothing here panics on garbage, and
+//! every parser is linear in the size of the output.
+
+mod cargo;
+mod go;
+mod js;
+mod junit;
+mod nextest;
+mod pytest;
+mod tap;
+mod text;
+mod unittest;
+
+use crate::model::TestCounts;
+
+/// Every framework name `parse_output` can return, in the order tried when the hint fails.
+/// `nextest` goes before `cargo` (nextest output embeds indented `test result:` lines).
+pub const FRAMEWORKS: [&str; 9] = [
+    "nextest", "cargo", "pytest", "unittest", "go", "jest", "vitest", "node", "junit",
+];
+
+/// Framework names: "pytest", "unittest", "cargo", "nextest", "go", "jest", "vitest", "node", "junit".
+/// `hint` is the framework the runner detected or guessed from the command (may be None or wrong);
+/// try it first, then the others.
+/// Returns the framework whose summary was recognised and the counts; None when nothing recognisable.
+pub fn parse_output(hint: Option<&str>, output: &str) -> Option<(&'static str, TestCounts)> {
+    let text = text::clean(output);
+    let hinted = hint.and_then(|h| FRAMEWORKS.iter().copied().find(|f| *f == h));
+    hinted
+        .into_iter()
+        .chain(FRAMEWORKS.iter().copied().filter(|f| Some(*f) != hinted))
+        .find_map(|fw| parse_as(fw, &text).map(|counts| (fw, counts)))
+}
+
+/// Parses a JUnit XML report (`<testsuites>`/`<testsuite>`/`<testcase>`), e.g. pytest `--junitxml`.
+pub fn parse_junit_xml(xml: &str) -> Option<TestCounts> {
+    junit::parse(xml)
+}
+
+fn parse_as(framework: &str, text: &str) -> Option<TestCounts> {
+    match framework {
+        "pytest" => pytest::parse(text),
+        "unittest" => unittest::parse(text),
+        "cargo" => cargo::parse(text),
+        "nextest" => nextest::parse(text),
+        "go" => go::parse(text),
+        "jest" => js::parse_jest(text),
+        "vitest" => js::parse_vitest(text),
+        "node" => tap::parse(text),
+        "junit" => junit::parse_embedded(text),
+        _ => None,
+    }
+}
+
+/// Guess the framework from a command line ("python3 -m pytest -q" -> pytest, "cargo nextest run"
+/// -> nextest, "npx vitest run" -> vitest, "node --test" -> node, "go test ./..." -> go,
+/// "npm test" -> None ...).
+pub fn framework_from_command(cmd: &str) -> Option<&'static str> {
+    let words: Vec<&str> = cmd
+        .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')'))
+        .map(|w| w.trim_matches(|c| c == '"' || c == '\''))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let base = |w: &str| -> String {
+        let b = w.rsplit('/').next().unwrap_or(w);
+        b.strip_suffix(".exe").unwrap_or(b).to_ascii_lowercase()
+    };
+    for (i, word) in words.iter().enumerate() {
+        let b = base(word);
+        let next = words.get(i + 1).map(|w| base(w));
+        let next = next.as_deref();
+        match b.as_str() {
+            "pytest" | "py.test" => return Some("pytest"),
+            "-m" => match next {
+                Some("pytest") => return Some("pytest"),
+                Some("unittest") => return Some("unittest"),
+                _ => {}
+            },
+            "manage.py" if next == Some("test") => return Some("unittest"),
+            "cargo-nextest" => return Some("nextest"),
+            "cargo" => {
+                // `cargo +nightly test`, `cargo --locked nextest run`: skip options.
+                let sub = words[i + 1..]
+                    .iter()
+                    .find(|w| !w.starts_with('-') && !w.starts_with('+'))
+                    .map(|w| w.to_ascii_lowercase());
+                match sub.as_deref() {
+                    Some("nextest") => return Some("nextest"),
+                    Some("test") | Some("t") => return Some("cargo"),
+                    _ => {}
+                }
+            }
+            "go" if next == Some("test") => return Some("go"),
+            "jest" => return Some("jest"),
+            "vitest" => return Some("vitest"),
+            "node" | "nodejs"
+                if words[i + 1..]
+                    .iter()
+                    .take_while(|w| w.starts_with('-'))
+                    .any(|w| *w == "--test") =>
+            {
+                return Some("node")
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests;

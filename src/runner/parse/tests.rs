@@ -1,0 +1,255 @@
+//! Tests across parsers: dispatch with right, wrong and missing hints, command guessing, garbage
+//! and truncated input, and the time to parse 10 MB.
+
+use super::*;
+
+const FIXTURES: &[(&str, &str)] = &[
+    (
+        "pytest",
+        include_str!("../../../tests/fixtures/output/pytest/some_fail.txt"),
+    ),
+    (
+        "pytest",
+        include_str!("../../../tests/fixtures/output/pytest/collection_error.txt"),
+    ),
+    (
+        "unittest",
+        include_str!("../../../tests/fixtures/output/unittest/some_fail_v.txt"),
+    ),
+    (
+        "cargo",
+        include_str!("../../../tests/fixtures/output/cargo/workspace_some_fail.txt"),
+    ),
+    (
+        "nextest",
+        include_str!("../../../tests/fixtures/output/nextest/workspace_some_fail.txt"),
+    ),
+    (
+        "go",
+        include_str!("../../../tests/fixtures/output/go/some_fail.txt"),
+    ),
+    (
+        "go",
+        include_str!("../../../tests/fixtures/output/go/some_fail_v.txt"),
+    ),
+    (
+        "go",
+        include_str!("../../../tests/fixtures/output/go/some_fail_json.txt"),
+    ),
+    (
+        "jest",
+        include_str!("../../../tests/fixtures/output/jest/some_fail_color.txt"),
+    ),
+    (
+        "vitest",
+        include_str!("../../../tests/fixtures/output/vitest/some_fail_color.txt"),
+    ),
+    (
+        "node",
+        include_str!("../../../tests/fixtures/output/node/some_fail.txt"),
+    ),
+    (
+        "node",
+        include_str!("../../../tests/fixtures/output/node/some_fail_spec.txt"),
+    ),
+    (
+        "junit",
+        include_str!("../../../tests/fixtures/output/junit/pytest_some_fail.xml"),
+    ),
+];
+
+#[test]
+fn every_fixture_is_recognised_without_a_hint_and_despite_a_wrong_one() {
+    for (framework, output) in FIXTURES {
+        let (found, _) = parse_output(None, output).unwrap_or_else(|| panic!("{framework}"));
+        assert_eq!(found, *framework);
+        for hint in FRAMEWORKS.iter().chain(&["npm", ""]) {
+            let (found, counts) = parse_output(Some(hint), output).unwrap();
+            assert_eq!(found, *framework, "hint {hint} on {framework} output");
+            assert!(counts.failed.is_some());
+        }
+    }
+}
+
+#[test]
+fn unparseable_output_gives_none() {
+    for output in [
+        "",
+        "hello\nworld\n",
+        include_str!("../../../tests/fixtures/output/cargo/compile_error.txt"),
+        include_str!("../../../tests/fixtures/output/nextest/compile_error.txt"),
+        "npm ERR! missing script: test\n",
+    ] {
+        assert_eq!(parse_output(None, output), None, "{output}");
+        assert_eq!(parse_output(Some("cargo"), output), None);
+    }
+}
+
+#[test]
+fn junit_xml_entry_point() {
+    let xml = include_str!("../../../tests/fixtures/output/junit/pytest_some_fail.xml");
+    let c = parse_junit_xml(xml).unwrap();
+    assert_eq!(c.total, Some(16));
+    assert_eq!(parse_junit_xml("not xml"), None);
+}
+
+#[test]
+fn guesses_framework_from_command() {
+    let cases = [
+        ("python3 -m pytest -q", Some("pytest")),
+        ("pytest tests/", Some("pytest")),
+        (".venv/bin/py.test -x", Some("pytest")),
+        ("python -m unittest discover -s tests", Some("unittest")),
+        ("python manage.py test", Some("unittest")),
+        ("cargo test --workspace", Some("cargo")),
+        ("cargo +nightly test", Some("cargo")),
+        ("cargo nextest run", Some("nextest")),
+        ("cargo --locked nextest run --no-fail-fast", Some("nextest")),
+        ("cargo build && cargo test", Some("cargo")),
+        ("cargo build", None),
+        ("go test ./...", Some("go")),
+        ("go test -v -race ./...", Some("go")),
+        ("go vet ./...", None),
+        ("npx jest --ci", Some("jest")),
+        ("./node_modules/.bin/jest", Some("jest")),
+        ("npx vitest run", Some("vitest")),
+        ("yarn vitest --run", Some("vitest")),
+        ("node --test", Some("node")),
+        ("node --experimental-vm-modules --test test/", Some("node")),
+        ("node script.js --test", None),
+        ("CI=1 npm test", None),
+        ("npm test", None),
+        ("make test", None),
+        ("", None),
+    ];
+    for (cmd, want) in cases {
+        assert_eq!(framework_from_command(cmd), want, "{cmd}");
+    }
+}
+
+/// A small deterministic generator (xorshift), so the garbage is the same on every run.
+fn xorshift(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}
+
+#[test]
+fn never_panics_on_garbage_or_truncated_output() {
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    // Random bytes (made valid UTF-8 the way the caller does), and random mixes of real lines.
+    let mut pool: Vec<&str> = Vec::new();
+    for (_, output) in FIXTURES {
+        pool.extend(output.lines());
+    }
+    for round in 0..300 {
+        let len = (xorshift(&mut seed) % 4000) as usize;
+        let bytes: Vec<u8> = (0..len).map(|_| xorshift(&mut seed) as u8).collect();
+        let text = String::from_utf8_lossy(&bytes);
+        for fw in FRAMEWORKS {
+            let _ = parse_output(Some(fw), &text);
+        }
+        let _ = parse_junit_xml(&text);
+        let mut mixed = String::new();
+        for _ in 0..(round % 60) {
+            let line = pool[(xorshift(&mut seed) as usize) % pool.len()];
+            let cut = (xorshift(&mut seed) as usize) % (line.len() + 1);
+            let cut = (0..=cut)
+                .rev()
+                .find(|c| line.is_char_boundary(*c))
+                .unwrap_or(0);
+            mixed.push_str(if round % 2 == 0 { line } else { &line[..cut] });
+            mixed.push('\n');
+        }
+        for fw in FRAMEWORKS {
+            if let Some((_, c)) = parse_output(Some(fw), &mixed) {
+                assert!(c.failures.len() <= text::MAX_FAILURES);
+            }
+        }
+        let _ = parse_junit_xml(&mixed);
+    }
+    // Every prefix of every fixture (truncated output), at a coarse step.
+    for (_, output) in FIXTURES {
+        let mut end = 0;
+        while end < output.len() {
+            if output.is_char_boundary(end) {
+                let _ = parse_output(None, &output[..end]);
+                let _ = parse_junit_xml(&output[..end]);
+            }
+            end += 7;
+        }
+    }
+    // Pathological shapes.
+    for s in [
+        "\x1b",
+        "\x1b[",
+        "\x1b]",
+        "\r\r\r",
+        "<",
+        "<testsuite",
+        "<testcase name='",
+        "<![CDATA[",
+        "&#xFFFFFFFFF;",
+        "&#99999999;",
+        "test result: . ; ;",
+        "Ran 99999999999999999999 tests in 1s\nOK",
+        "Tests: 18446744073709551615 passed, 18446744073709551615 failed, 1 total",
+        "=== RUN\n--- FAIL: \nFAIL\t\n",
+        "not ok\n  ---\n  error: |-\n",
+        " FAIL  ",
+        "  ● ",
+        "Summary [] : ",
+    ] {
+        for fw in FRAMEWORKS {
+            let _ = parse_output(Some(fw), s);
+        }
+        let _ = parse_junit_xml(s);
+    }
+}
+
+#[test]
+fn ten_megabytes_parse_quickly() {
+    // Realistic worst case: a huge pytest -v log with many failures, plus a line with no newline.
+    let mut big = String::with_capacity(10 << 20);
+    let mut i = 0;
+    while big.len() < (10 << 20) - 200 {
+        big.push_str(&format!(
+            "tests/test_{i}.py::test_case_{i} {}\x1b[0m    [ 50%]\n",
+            if i % 3 == 0 { "FAILED" } else { "PASSED" }
+        ));
+        i += 1;
+    }
+    big.push_str("1 failed, 2 passed in 1.00s\n");
+    let start = std::time::Instant::now();
+    let (fw, c) = parse_output(Some("jest"), &big).unwrap();
+    assert_eq!(fw, "pytest");
+    assert_eq!(c.failures.len(), text::MAX_FAILURES);
+    let one_line = "x".repeat(10 << 20);
+    assert_eq!(parse_output(None, &one_line), None);
+    let xml = format!(
+        "<testsuite>{}</testsuite>",
+        "<testcase name='a'/>".repeat(400_000)
+    );
+    assert_eq!(parse_junit_xml(&xml).unwrap().total, Some(400_000));
+    // Shapes that make a careless parser look ahead too far on every line.
+    for unit in [
+        "not ok 1 - x\n  ---\n",
+        "  ● a\nline\n",
+        " FAIL  f > t\nline\n",
+        "=====================================================================\nFAIL: t (m.T)\n",
+        "---- t stdout ----\nfailures:\n",
+        "--- FAIL: TestX/a/b/c/d (0.00s)\n    x\n",
+        "FAIL [ 1.0s] a b\n",
+        "<testcase name='a'><failure>",
+    ] {
+        let big = unit.repeat((10 << 20) / unit.len());
+        for fw in FRAMEWORKS {
+            let _ = parse_output(Some(fw), &big);
+        }
+        let _ = parse_junit_xml(&big);
+    }
+    let elapsed = start.elapsed();
+    // Generous for debug builds on a slow machine; the point is "linear", not a benchmark.
+    assert!(elapsed.as_secs() < 120, "took {elapsed:?}");
+}
