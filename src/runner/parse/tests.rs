@@ -208,12 +208,19 @@ fn never_panics_on_garbage_or_truncated_output() {
     }
 }
 
+/// 10 MB in release builds; 512 KiB in debug builds, where the same linear code runs ~10x slower.
+const BIG: usize = if cfg!(debug_assertions) {
+    512 << 10
+} else {
+    10 << 20
+};
+
 #[test]
-fn ten_megabytes_parse_quickly() {
-    // Realistic worst case: a huge pytest -v log with many failures, plus a line with no newline.
-    let mut big = String::with_capacity(10 << 20);
+fn big_outputs_parse_in_linear_time() {
+    // Realistic worst case: a huge pytest -v log with many failures.
+    let mut big = String::with_capacity(BIG);
     let mut i = 0;
-    while big.len() < (10 << 20) - 200 {
+    while big.len() < BIG - 200 {
         big.push_str(&format!(
             "tests/test_{i}.py::test_case_{i} {}\x1b[0m    [ 50%]\n",
             if i % 3 == 0 { "FAILED" } else { "PASSED" }
@@ -224,15 +231,16 @@ fn ten_megabytes_parse_quickly() {
     let start = std::time::Instant::now();
     let (fw, c) = parse_output(Some("jest"), &big).unwrap();
     assert_eq!(fw, "pytest");
-    assert_eq!(c.failures.len(), text::MAX_FAILURES);
-    let one_line = "x".repeat(10 << 20);
-    assert_eq!(parse_output(None, &one_line), None);
+    assert_eq!(c.failures.len(), text::MAX_FAILURES.min(i / 3 + 1));
+    // One endless line.
+    assert_eq!(parse_output(None, &"x".repeat(BIG)), None);
     let xml = format!(
         "<testsuite>{}</testsuite>",
-        "<testcase name='a'/>".repeat(400_000)
+        "<testcase name='a'/>".repeat(BIG / 20)
     );
-    assert_eq!(parse_junit_xml(&xml).unwrap().total, Some(400_000));
-    // Shapes that make a careless parser look ahead too far on every line.
+    assert_eq!(parse_junit_xml(&xml).unwrap().total, Some(BIG as u64 / 20));
+    // Shapes that make a careless parser look ahead too far on every line; no hint, so every
+    // parser reads them.
     for unit in [
         "not ok 1 - x\n  ---\n",
         "  ● a\nline\n",
@@ -243,13 +251,11 @@ fn ten_megabytes_parse_quickly() {
         "FAIL [ 1.0s] a b\n",
         "<testcase name='a'><failure>",
     ] {
-        let big = unit.repeat((10 << 20) / unit.len());
-        for fw in FRAMEWORKS {
-            let _ = parse_output(Some(fw), &big);
-        }
+        let big = unit.repeat(BIG / unit.len());
+        let _ = parse_output(None, &big);
         let _ = parse_junit_xml(&big);
     }
     let elapsed = start.elapsed();
-    // Generous for debug builds on a slow machine; the point is "linear", not a benchmark.
-    assert!(elapsed.as_secs() < 120, "took {elapsed:?}");
+    // About 1 s in release on this machine's 2 cores; the bound only catches quadratic blow-ups.
+    assert!(elapsed.as_secs() < 30, "took {elapsed:?}");
 }

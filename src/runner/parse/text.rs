@@ -12,6 +12,9 @@ pub const MAX_FAILURES: usize = 1000;
 /// turns `\r\n` into `\n` and keeps only what follows the last `\r` of a line (progress redraws).
 /// Linear in the input.
 pub fn clean(input: &str) -> String {
+    if !input.bytes().any(|b| b == 0x1b || b == b'\r') {
+        return input.to_string();
+    }
     let mut out = String::with_capacity(input.len());
     for (n, raw) in input.split('\n').enumerate() {
         if n > 0 {
