@@ -1,13 +1,15 @@
 //! git-sandbox: every commit of an experiment repository becomes an experiment.
 //!
-//! Layers, each using only those below it: `cli` (edge) → `app` (use-cases) → `runner`,
-//! `analysis` (domain) → `git`, `store`, `config` (infrastructure) → `model` (plain data).
+//! Layers, each using only those below it: `cli`, `daemon` (edges) → `app` (use-cases) →
+//! `runner`, `analysis` (domain) → `git`, `store`, `config`, `ipc` (infrastructure) → `model`.
 
 pub mod analysis;
 pub mod app;
 pub mod cli;
 pub mod config;
+pub mod daemon;
 pub mod git;
+pub mod ipc;
 pub mod model;
 pub mod runner;
 pub mod store;

@@ -14,7 +14,7 @@ mod walk;
 pub use aggregate::Aggregator;
 pub use lang::Lang;
 pub use manifest::is_manifest;
-pub use walk::{analyze_dir, glob_match, skip_reason, MAX_FILE_BYTES};
+pub use walk::{analyze_dir, glob_match, skip_reason};
 
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
@@ -123,6 +123,12 @@ impl FileAnalysis {
     }
 }
 
+/// Files above this size are parsed one at a time (see [`analyze_file`]).
+const BIG_FILE_BYTES: usize = 256 * 1024;
+static BIG_FILE: Mutex<()> = Mutex::new(());
+/// A parse that takes longer is abandoned; the file is reported with a syntax error.
+const PARSE_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 thread_local! {
     /// One parser per thread, reused across files (creating one per file costs more than a
     /// small file's parse).
@@ -142,7 +148,20 @@ fn parse(grammar: lang::Grammar, src: &[u8]) -> Option<tree_sitter::Tree> {
             *slot = Some((grammar, parser));
         }
         let (_, parser) = slot.as_mut()?;
-        parser.parse(src, None)
+        // Tree-sitter is near linear, but a pathological input must not stall a run.
+        let start = std::time::Instant::now();
+        let mut calls = 0u32;
+        let mut progress = |_: &tree_sitter::ParseState| {
+            calls = calls.wrapping_add(1);
+            if calls.is_multiple_of(256) && start.elapsed() > PARSE_TIME_LIMIT {
+                std::ops::ControlFlow::Break(())
+            } else {
+                std::ops::ControlFlow::Continue(())
+            }
+        };
+        let options = tree_sitter::ParseOptions::new().progress_callback(&mut progress);
+        let mut read = |i: usize, _: tree_sitter::Point| src.get(i..).unwrap_or(&[]);
+        parser.parse_with_options(&mut read, None, Some(options))
     })
 }
 
@@ -157,9 +176,19 @@ pub fn analyze_file(path: &str, bytes: &[u8], _opts: &Options) -> FileAnalysis {
     }
     let src = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     let table = grammar.table();
+    // A syntax tree takes tens of bytes per source byte: let only one big one exist at a time.
+    let _big =
+        (src.len() > BIG_FILE_BYTES).then(|| BIG_FILE.lock().unwrap_or_else(|e| e.into_inner()));
     let walked = match parse(grammar, src) {
         Some(tree) => metrics::walk(table, &tree, src),
-        None => metrics::Walked::default(),
+        None => metrics::Walked {
+            errors: vec![SyntaxError {
+                line: 1,
+                message: "could not be parsed (parser gave up)".into(),
+            }],
+            error_count: 1,
+            ..metrics::Walked::default()
+        },
     };
     let lines = lines::count_lines(src, &walked.comments, &walked.strings);
     FileAnalysis {

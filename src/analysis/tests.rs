@@ -5,13 +5,19 @@
 //! `code`, `comment`, `blank`, `errors`); a function's first line holds `cc=N` (`cc=N,M` when
 //! several functions start on that line, in order) and optionally `params=N`.
 
+use super::walk::MAX_FILE_BYTES;
 use super::*;
 use std::path::{Path, PathBuf};
 
 fn fixture_root() -> PathBuf {
-    // `file!()` is relative to the workspace in the main crate and absolute when this file is
-    // included by path from elsewhere; joining handles both.
-    let here = Path::new(env!("CARGO_MANIFEST_DIR")).join(file!());
+    // `file!()` is relative to the crate in the main crate and absolute when this file is
+    // included by path from elsewhere.
+    let file = Path::new(file!());
+    let here = if file.is_absolute() {
+        file.to_path_buf()
+    } else {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(file)
+    };
     here.parent()
         .and_then(Path::parent)
         .and_then(Path::parent)

@@ -24,6 +24,25 @@ pub fn notify(ctx: &Context, cwd: &Path, trigger: &str) -> Result<Notified> {
     let Some(row) = repos::registration(ctx, &repo)? else {
         return Ok(Notified::default());
     };
+    let (queued, warning) = scan(ctx, &repo, &row.repository_id, trigger)?;
+    if queued > 0 {
+        crate::ipc::ping(&ctx.paths.home, &row.repository_id);
+    }
+    Ok(Notified {
+        repository_id: Some(row.repository_id),
+        queued,
+        warning,
+    })
+}
+
+/// Queue the commits of watched branches that have neither a note nor a job. Returns how many
+/// were queued and a warning when the repository's config is broken (defaults are used then).
+pub fn scan(
+    ctx: &Context,
+    repo: &gix::Repository,
+    repository_id: &str,
+    trigger: &str,
+) -> Result<(usize, Option<String>)> {
     let mut warning = None;
     let layers = match repo.workdir() {
         Some(dir) => ctx.layers.with_repo_dir(dir).unwrap_or_else(|e| {
@@ -35,10 +54,10 @@ pub fn notify(ctx: &Context, cwd: &Path, trigger: &str) -> Result<Notified> {
         None => ctx.layers.clone(),
     };
     let config = layers.resolve();
-    let notes = git::notes::all_notes(&repo)?;
+    let notes = git::notes::all_notes(repo)?;
     let mut jobs = Vec::new();
     let mut seen = HashSet::new();
-    for (branch, tip) in git::branches(&repo)? {
+    for (branch, tip) in git::branches(repo)? {
         if !config.watches(&branch) {
             continue;
         }
@@ -50,11 +69,11 @@ pub fn notify(ctx: &Context, cwd: &Path, trigger: &str) -> Result<Notified> {
                 continue;
             }
             let hex = id.to_string();
-            if notes.contains_key(&id) || ctx.index.has_job(&row.repository_id, &hex)? {
+            if notes.contains_key(&id) || ctx.index.has_job(repository_id, &hex)? {
                 continue;
             }
             found.push((id, Some(refname.clone())));
-            stack.extend(parents(&repo, id));
+            stack.extend(parents(repo, id));
         }
         jobs.extend(found);
     }
@@ -64,15 +83,11 @@ pub fn notify(ctx: &Context, cwd: &Path, trigger: &str) -> Result<Notified> {
         .into_iter()
         .map(|(id, r)| (id.to_string(), r))
         .collect();
-    let queued = ctx.index.enqueue(&row.repository_id, &jobs, trigger)?;
+    let queued = ctx.index.enqueue(repository_id, &jobs, trigger)?;
     if queued > 0 {
-        ctx.index.touch_repository(&row.repository_id)?;
+        ctx.index.touch_repository(repository_id)?;
     }
-    Ok(Notified {
-        repository_id: Some(row.repository_id),
-        queued,
-        warning,
-    })
+    Ok((queued, warning))
 }
 
 fn parents(repo: &gix::Repository, id: ObjectId) -> Vec<ObjectId> {

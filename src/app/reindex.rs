@@ -4,6 +4,7 @@
 use super::{repos, Context, Result};
 use crate::git;
 use crate::model::RunRecord;
+use gix::ObjectId;
 use std::path::PathBuf;
 
 #[derive(Debug, serde::Serialize)]
@@ -81,7 +82,7 @@ fn one(ctx: &Context, path: &std::path::Path) -> Result<(String, usize)> {
         let Ok(record) = serde_json::from_slice::<RunRecord>(&body) else {
             continue;
         };
-        if record.commit != commit.to_hex().to_string() {
+        if ObjectId::from_hex(record.commit.as_bytes()).ok() != Some(commit) {
             continue;
         }
         ctx.index.put_run(&row.repository_id, &record)?;

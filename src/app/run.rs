@@ -69,6 +69,11 @@ pub fn run_commits(
         progress(Progress::Started { index, commit });
         let info = git::commit_info(repo, commit)?;
         let (record, reused) = run_one(ctx, repo, row, &info, opts, notes.contains_key(&commit))?;
+        // A run cut short by Ctrl-C or a stopping daemon is no result: it runs again later.
+        if record.tests.as_ref().and_then(|t| t.killed_by.as_deref()) == Some("interrupt") {
+            interrupted = true;
+            break;
+        }
         progress(Progress::Finished {
             index,
             record: &record,
@@ -228,11 +233,22 @@ fn run_one(
     record.config_hash = Some(key.clone());
     let tree_hex = info.tree.to_string();
     if !opts.force {
-        if let Some(existing) = ctx
+        // The commit's own result: from the index, or from its note when the index lost it
+        // (a deleted index, or a crash between writing the note and indexing it).
+        let existing = match ctx
             .index
             .run_for_commit(&row.repository_id, &record.commit)?
         {
-            let r = existing.record;
+            Some(run) => Some(run.record),
+            None if has_note => git::notes::read_note(repo, info.id)?
+                .and_then(|body| serde_json::from_slice::<RunRecord>(&body).ok())
+                .filter(|r| r.commit == record.commit)
+                .inspect(|r| {
+                    let _ = ctx.index.put_run(&row.repository_id, r);
+                }),
+            None => None,
+        };
+        if let Some(r) = existing {
             if has_note
                 && r.tree == tree_hex
                 && r.config_hash.as_deref() == Some(&key)
@@ -267,6 +283,19 @@ fn run_one(
                 return Ok((finish(record, started), false));
             }
         };
+    let event = |kind: &str, data: serde_json::Value| {
+        let _ = ctx.index.add_event(
+            kind,
+            Some(&row.repository_id),
+            None,
+            Some(&record.commit),
+            &data,
+        );
+    };
+    event(
+        "checkout.completed",
+        serde_json::json!({"files": work.files, "ms": time::now_millis() - started}),
+    );
     let log = ctx
         .paths
         .logs()
@@ -284,11 +313,22 @@ fn run_one(
                 analyze::analyze_tree(&index, &repo, tree, &cfg)
             })
         });
+        event("test.started", serde_json::json!({}));
         let tests = run_tests(&config, &work, &log, opts.interrupt);
+        event(
+            "test.completed",
+            serde_json::json!({"status": tests.0, "exit_code": tests.1.as_ref().and_then(|t| t.exit_code)}),
+        );
         let analysis = analysis.map(|h| {
             h.join()
                 .unwrap_or_else(|_| Err(AppError::Usage("analysis crashed".into())))
         });
+        if let Some(Ok(a)) = &analysis {
+            event(
+                "analysis.completed",
+                serde_json::json!({"files": a.files_analyzed, "functions": a.functions_found}),
+            );
+        }
         (tests, analysis)
     });
     drop(work);

@@ -2,7 +2,9 @@
 //! one line on stderr and an exit code: 0 success, 1 a reported failure, 2 bad usage or input.
 
 mod analyze;
+mod daemon;
 mod demo;
+mod events;
 mod exec;
 mod init;
 mod list;
@@ -43,6 +45,8 @@ enum Command {
     Analyze(analyze::AnalyzeArgs),
     Exec(exec::ExecArgs),
     Reindex(reindex::ReindexArgs),
+    Daemon(daemon::DaemonArgs),
+    Events(events::EventsArgs),
     Demo(demo::DemoArgs),
     #[command(hide = true)]
     Notify(notify::NotifyArgs),
@@ -113,6 +117,8 @@ pub fn main() -> i32 {
         Command::Analyze(a) => analyze::cmd_analyze(a),
         Command::Exec(a) => exec::cmd_exec(a),
         Command::Reindex(a) => reindex::cmd_reindex(a),
+        Command::Daemon(a) => daemon::cmd_daemon(a),
+        Command::Events(a) => events::cmd_events(a),
         Command::Demo(a) => demo::cmd_demo(a),
         Command::Notify(a) => notify::cmd_notify(a),
     };

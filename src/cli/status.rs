@@ -17,6 +17,8 @@ pub fn cmd_status(args: StatusArgs) -> CmdResult {
     let pending: u64 = stats.iter().map(|s| s.pending_jobs).sum();
     let experiments: u64 = stats.iter().map(|s| s.experiments).sum();
     let success_rate = (runs > 0).then(|| passed as f64 / runs as f64);
+    let daemon = crate::ipc::running(&ctx.paths.home);
+    let (queued, running) = ctx.index.queue_depth()?;
     if args.json {
         print_json(&serde_json::json!({
             "home": ctx.paths.home,
@@ -31,6 +33,7 @@ pub fn cmd_status(args: StatusArgs) -> CmdResult {
                 "mean_duration_ms": mean,
                 "pending_jobs": pending,
             },
+            "daemon": {"running": daemon.is_some(), "pid": daemon, "queued_jobs": queued, "running_jobs": running},
         }));
         return Ok(0);
     }
@@ -48,7 +51,14 @@ pub fn cmd_status(args: StatusArgs) -> CmdResult {
         "mean duration: {}",
         mean.map_or("-".into(), |m| ui::duration(m.round() as u64))
     );
-    println!("queue:         {pending} pending");
+    println!("queue:         {queued} pending, {running} running");
+    println!(
+        "daemon:        {}",
+        daemon.map_or(
+            "not running (start it with `git sandbox daemon`)".into(),
+            |pid| format!("running (pid {pid})")
+        )
+    );
     if !stats.is_empty() {
         println!();
         let rows: Vec<Vec<String>> = stats

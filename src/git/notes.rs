@@ -112,7 +112,10 @@ pub fn write_notes(
         };
         match repo.reference(NOTES_REF, commit, expected, format!("notes: {message}")) {
             Ok(_) => return Ok(commit),
-            Err(e) if attempt < 50 && is_conflict(&e) => {
+            Err(e) if attempt < 50 && is_conflict(repo, &e) => {
+                if attempt % 10 == 0 {
+                    remove_stale_locks(repo);
+                }
                 std::thread::sleep(std::time::Duration::from_millis(2 * attempt));
             }
             Err(e) => return Err(GitError::Gix(format!("cannot update {NOTES_REF}: {e}"))),
@@ -120,7 +123,31 @@ pub fn write_notes(
     }
 }
 
-fn is_conflict(e: &gix::Error) -> bool {
-    // A lock held by another writer shows up as a lock error rather than a value mismatch.
-    e.is_conflict() || e.to_string().contains("lock")
+/// A writer killed mid-update (kill -9) leaves its lock file behind and every later update of the
+/// ref fails. Nobody holds a ref lock for long, so a lock older than this is stale.
+const STALE_LOCK: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Remove lock files on the notes ref (or packed-refs) that are older than [`STALE_LOCK`].
+pub fn remove_stale_locks(repo: &gix::Repository) {
+    let dir = repo.common_dir();
+    for lock in [
+        dir.join(format!("{NOTES_REF}.lock")),
+        dir.join("packed-refs.lock"),
+    ] {
+        let age = std::fs::metadata(&lock)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok());
+        if age.is_some_and(|a| a > STALE_LOCK) {
+            let _ = std::fs::remove_file(&lock);
+        }
+    }
+}
+
+/// A value mismatch (someone else moved the ref), or a lock another writer holds right now.
+fn is_conflict(repo: &gix::Repository, e: &gix::Error) -> bool {
+    let dir = repo.common_dir();
+    e.is_conflict()
+        || dir.join(format!("{NOTES_REF}.lock")).exists()
+        || dir.join("packed-refs.lock").exists()
 }

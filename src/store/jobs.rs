@@ -97,3 +97,89 @@ impl Index {
         Ok(())
     }
 }
+
+/// How many times an infrastructure failure is retried before the job is given up.
+pub const MAX_ATTEMPTS: i64 = 5;
+
+impl Index {
+    /// Jobs cut off by a crash or kill (assigned or running) go back to the queue. Returns how many.
+    pub fn requeue_interrupted(&self) -> Result<usize> {
+        Ok(self.conn.execute(
+            "UPDATE jobs SET state = 'pending', updated_at = ?1 WHERE state IN ('assigned', 'running')",
+            [crate::util::time::now_rfc3339()],
+        )?)
+    }
+
+    /// Pending jobs whose back-off has passed, oldest first.
+    pub fn ready_jobs(&self, limit: usize) -> Result<Vec<Job>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, repository_id, commit_id, refname, trigger, state, attempts FROM jobs
+             WHERE state = 'pending' AND (not_before IS NULL OR not_before <= ?1)
+             ORDER BY id LIMIT ?2",
+        )?;
+        let rows = stmt
+            .query_map(
+                params![crate::util::time::now_rfc3339(), limit as i64],
+                |r| {
+                    Ok(Job {
+                        id: r.get(0)?,
+                        repository_id: r.get(1)?,
+                        commit_id: r.get(2)?,
+                        refname: r.get(3)?,
+                        trigger: r.get(4)?,
+                        state: r.get(5)?,
+                        attempts: r.get(6)?,
+                    })
+                },
+            )?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// Move a job from `from` to `to`; false when someone else moved it first.
+    pub fn transition_job(&self, id: i64, from: &str, to: &str) -> Result<bool> {
+        let now = crate::util::time::now_rfc3339();
+        let n = self.conn.execute(
+            "UPDATE jobs SET state = ?3, updated_at = ?4,
+                    started_at = CASE WHEN ?3 = 'running' THEN ?4 ELSE started_at END
+             WHERE id = ?1 AND state = ?2",
+            params![id, from, to, now],
+        )?;
+        Ok(n == 1)
+    }
+
+    /// An infrastructure failure: back off and retry, or give up after [`MAX_ATTEMPTS`].
+    pub fn retry_job(&self, id: i64, error: &str) -> Result<bool> {
+        let attempts: i64 =
+            self.conn
+                .query_row("SELECT attempts FROM jobs WHERE id = ?1", [id], |r| {
+                    r.get(0)
+                })?;
+        let attempts = attempts + 1;
+        let now = crate::util::time::now_millis();
+        let retry = attempts < MAX_ATTEMPTS;
+        let delay_ms = 1000i64 << attempts.min(8);
+        self.conn.execute(
+            "UPDATE jobs SET state = ?2, attempts = ?3, error = ?4, updated_at = ?5, not_before = ?6 WHERE id = ?1",
+            params![
+                id,
+                if retry { "pending" } else { "failed" },
+                attempts,
+                error,
+                crate::util::time::rfc3339(now),
+                crate::util::time::rfc3339(now + delay_ms)
+            ],
+        )?;
+        Ok(retry)
+    }
+
+    /// Jobs waiting or in flight.
+    pub fn queue_depth(&self) -> Result<(u64, u64)> {
+        let (pending, running): (i64, i64) = self.conn.query_row(
+            "SELECT COALESCE(SUM(state = 'pending'), 0), COALESCE(SUM(state IN ('assigned', 'running')), 0) FROM jobs",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        Ok((pending as u64, running as u64))
+    }
+}

@@ -1,10 +1,12 @@
 //! The SQLite index at `$GIT_SANDBOX_HOME/index.db`: a cache of what git holds (notes, refs) plus
 //! the job queue and the event log. Opening it checks the schema version and migrates.
 
+mod events;
 mod jobs;
 mod repos;
 mod runs;
 
+pub use events::{Event, EventFilter};
 pub use jobs::Job;
 pub use repos::{RepoRow, RepoStats};
 pub use runs::RunRow;
@@ -13,7 +15,7 @@ use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 
 /// The schema this build writes. Bump it with a new entry in [`MIGRATIONS`].
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 const MIGRATIONS: &[&str] = &[
     // 1: the first schema.
@@ -87,6 +89,12 @@ const MIGRATIONS: &[&str] = &[
         result TEXT NOT NULL,
         PRIMARY KEY (blob_id, key)
     ) WITHOUT ROWID;
+    "#,
+    // 2: the daemon's queue: retry back-off and when a job started.
+    r#"
+    ALTER TABLE jobs ADD COLUMN not_before TEXT;
+    ALTER TABLE jobs ADD COLUMN started_at TEXT;
+    CREATE INDEX events_by_kind ON events (kind, id);
     "#,
 ];
 

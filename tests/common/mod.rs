@@ -20,13 +20,22 @@ pub struct Out {
 
 impl Out {
     pub fn json(&self) -> serde_json::Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}\nstderr: {}", self.stdout, self.stderr))
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}):\n{}\nstderr: {}",
+                self.stdout, self.stderr
+            )
+        })
     }
 }
 
 impl std::fmt::Debug for Out {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "exit {}\n--- stdout\n{}\n--- stderr\n{}", self.code, self.stdout, self.stderr)
+        write!(
+            f,
+            "exit {}\n--- stdout\n{}\n--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        )
     }
 }
 
@@ -44,7 +53,10 @@ impl World {
         for d in ["home", "data", "config", "work"] {
             std::fs::create_dir_all(tmp.path().join(d)).unwrap();
         }
-        World { tmp, extra_env: Vec::new() }
+        World {
+            tmp,
+            extra_env: Vec::new(),
+        }
     }
 
     pub fn path(&self, rel: &str) -> PathBuf {
@@ -148,5 +160,46 @@ impl World {
     pub fn note(&self, repo: &Path, rev: &str) -> Option<serde_json::Value> {
         let o = self.git_out(repo, &["notes", "--ref=sandbox", "show", rev], true);
         (o.code == 0).then(|| serde_json::from_str(&o.stdout).expect("note is JSON"))
+    }
+}
+
+/// A background `git-sandbox` process (the daemon) that is killed when dropped.
+pub struct Background {
+    pub child: std::process::Child,
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl World {
+    pub fn spawn(&self, dir: &Path, args: &[&str]) -> Background {
+        let mut cmd = Command::new(BIN);
+        cmd.args(args).current_dir(dir);
+        self.apply(&mut cmd, true);
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.path("daemon.log"))
+            .unwrap();
+        cmd.stdout(Stdio::null()).stderr(log);
+        Background {
+            child: cmd.spawn().unwrap(),
+        }
+    }
+
+    /// Poll `f` every 50 ms until it is true or `secs` pass.
+    pub fn wait_until(&self, secs: u64, mut f: impl FnMut() -> bool) -> bool {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+        while std::time::Instant::now() < deadline {
+            if f() {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        f()
     }
 }

@@ -1,0 +1,119 @@
+use super::{print_json, CmdResult, CommandError};
+use crate::config::Paths;
+use std::time::{Duration, Instant};
+
+/// Run the daemon in the foreground: watch every registered repository, queue each new commit
+/// of a watched branch, and run the queue with N workers. Stop it with SIGTERM, Ctrl-C or
+/// `git sandbox daemon stop`: running jobs get a grace period, the rest stay queued.
+///
+/// Examples: `git sandbox daemon`, `git sandbox daemon --workers 4`, `git sandbox daemon status`
+#[derive(clap::Args)]
+pub struct DaemonArgs {
+    #[command(subcommand)]
+    pub action: Option<DaemonAction>,
+    /// Jobs run in parallel (default: the number of cores).
+    #[arg(long, value_name = "N")]
+    pub workers: Option<usize>,
+    /// How long running jobs may take to finish after a stop request ("30s", "2m").
+    #[arg(long, value_name = "DURATION", default_value = "30s")]
+    pub grace: String,
+}
+
+#[derive(clap::Subcommand)]
+pub enum DaemonAction {
+    /// Whether the daemon runs, its pid, workers and queue (exit 1 when it does not run).
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Ask the running daemon to stop and wait until it has.
+    Stop,
+}
+
+pub fn cmd_daemon(args: DaemonArgs) -> CmdResult {
+    let paths = Paths::from_env();
+    match args.action {
+        Some(DaemonAction::Status { json }) => status(&paths, json),
+        Some(DaemonAction::Stop) => stop(&paths),
+        None => {
+            let grace = crate::config::parse_duration(&args.grace).ok_or_else(|| {
+                CommandError::usage(format!(
+                    "invalid --grace {:?}: write a duration like \"30s\" or \"2m\"",
+                    args.grace
+                ))
+            })?;
+            if args.workers == Some(0) {
+                return Err(CommandError::usage("--workers must be at least 1"));
+            }
+            let workers = args
+                .workers
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+            crate::daemon::run(crate::daemon::Options { workers, grace }).map_err(|e| match e {
+                crate::daemon::DaemonError::App(e) => e.into(),
+                e => CommandError::usage(e.to_string()),
+            })?;
+            Ok(0)
+        }
+    }
+}
+
+fn status(paths: &Paths, json: bool) -> CmdResult {
+    let Some(pid) = crate::ipc::running(&paths.home) else {
+        if json {
+            print_json(&serde_json::json!({"running": false}));
+        } else {
+            println!("daemon: not running (start it with `git sandbox daemon`)");
+        }
+        return Ok(1);
+    };
+    let mut v: serde_json::Value =
+        crate::ipc::request(&paths.home, "status", Duration::from_secs(3))
+            .ok()
+            .and_then(|s| serde_json::from_str(&s).ok())
+            .unwrap_or_else(|| serde_json::json!({"pid": pid}));
+    v["running"] = true.into();
+    if json {
+        print_json(&v);
+    } else {
+        println!("daemon: running (pid {pid})");
+        for key in [
+            "workers",
+            "busy_workers",
+            "pending_jobs",
+            "running_jobs",
+            "repositories",
+            "uptime_s",
+        ] {
+            if let Some(x) = v.get(key) {
+                println!("  {key:<13} {x}");
+            }
+        }
+    }
+    Ok(0)
+}
+
+fn stop(paths: &Paths) -> CmdResult {
+    let Some(pid) = crate::ipc::running(&paths.home) else {
+        println!("daemon: not running");
+        return Ok(0);
+    };
+    if crate::ipc::request(&paths.home, "stop", Duration::from_secs(3)).is_err() && pid > 0 {
+        // The socket is gone but the process holds the lock: ask with a signal instead.
+        // SAFETY: sending SIGTERM to the pid recorded in our own lock file.
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+    }
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while crate::ipc::running(&paths.home).is_some() {
+        if Instant::now() > deadline {
+            return Err(CommandError {
+                exit: 1,
+                message: format!(
+                    "the daemon (pid {pid}) did not stop within 120 s; kill it with `kill {pid}`"
+                ),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    println!("daemon: stopped (pid {pid})");
+    Ok(0)
+}

@@ -1,0 +1,301 @@
+//! The daemon: watches every registered repository and runs each new commit of a watched branch
+//! through the same pipeline as `git sandbox run`. Threads on channels: the control socket and
+//! the ref watcher only send messages; the scheduler (this thread) owns the queue and hands jobs
+//! to N workers. Critical errors (cannot lock, bind or open the index) stop it; runtime errors
+//! are recorded as events and survived.
+
+mod control;
+mod watch;
+mod worker;
+
+use crate::app::{self, notify, AppError, Context};
+use crate::store::RepoRow;
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How often the daemon writes a heartbeat and rescans every repository (the safety net for
+/// anything the hooks and the watcher missed).
+pub const HEARTBEAT: Duration = Duration::from_secs(30);
+/// Watcher events closer together than this are handled as one.
+const DEBOUNCE: Duration = Duration::from_millis(30);
+
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error(
+        "a daemon is already running on {home} (pid {pid}); stop it with `git sandbox daemon stop`"
+    )]
+    AlreadyRunning { home: PathBuf, pid: String },
+    #[error("cannot listen on {path}: {source}; remove the file if no daemon runs, or set GIT_SANDBOX_HOME")]
+    Bind {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    App(#[from] AppError),
+}
+
+pub struct Options {
+    pub workers: usize,
+    /// How long running jobs may take to finish after a stop request.
+    pub grace: Duration,
+}
+
+/// Messages to the scheduler.
+pub(crate) enum Msg {
+    /// Refs may have changed (None: in any repository).
+    Wake(Option<String>),
+    Status(mpsc::Sender<serde_json::Value>),
+    Stop,
+    Done {
+        tree_key: (String, String),
+    },
+}
+
+pub(crate) struct Shared {
+    /// Set after the grace period: running tests are stopped and their jobs queued again.
+    pub abort: AtomicBool,
+}
+
+pub fn run(opts: Options) -> Result<(), DaemonError> {
+    let ctx = Context::load()?;
+    let home = ctx.paths.home.clone();
+    let _lock = crate::ipc::lock(&home).map_err(|pid| DaemonError::AlreadyRunning {
+        home: home.clone(),
+        pid: pid.map_or("unknown".into(), |p| p.to_string()),
+    })?;
+    let (tx, rx) = mpsc::sync_channel::<Msg>(1024);
+    let listener = control::listen(&home, tx.clone())?;
+    let stop_signal = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        let _ = signal_hook::flag::register(sig, stop_signal.clone());
+    }
+    let requeued = ctx.index.requeue_interrupted().map_err(AppError::from)?;
+    let shared = Arc::new(Shared {
+        abort: AtomicBool::new(false),
+    });
+    let workers = opts.workers.max(1);
+    let (job_tx, job_rx) = mpsc::channel::<worker::Assignment>();
+    let job_rx = Arc::new(Mutex::new(job_rx));
+    let mut handles = Vec::new();
+    for n in 0..workers {
+        let (rx, tx, shared) = (job_rx.clone(), tx.clone(), shared.clone());
+        handles.push(
+            std::thread::Builder::new()
+                .name(format!("worker-{n}"))
+                .spawn(move || worker::work(rx, tx, shared))
+                .expect("spawning a thread"),
+        );
+    }
+    let mut repos = Repos::default();
+    repos.reload(&ctx);
+    let watcher = watch::start(&repos.git_dirs(), tx.clone());
+    let event = |kind: &str, data: serde_json::Value| {
+        let _ = ctx.index.add_event(kind, None, None, None, &data);
+    };
+    event(
+        "daemon.started",
+        serde_json::json!({"pid": std::process::id(), "workers": workers, "repositories": repos.rows.len(), "requeued": requeued}),
+    );
+    log(&format!(
+        "started (pid {}, {workers} workers), watching {} repositories{}",
+        std::process::id(),
+        repos.rows.len(),
+        if requeued > 0 {
+            format!(", {requeued} interrupted jobs queued again")
+        } else {
+            String::new()
+        }
+    ));
+
+    let started = Instant::now();
+    let mut dirty: HashSet<Option<String>> = HashSet::from([None]);
+    let mut last_wake = Instant::now() - DEBOUNCE;
+    let mut last_beat = Instant::now();
+    let mut busy: HashSet<(String, String)> = HashSet::new();
+    let mut stopping: Option<Instant> = None;
+    let mut idle = workers;
+    loop {
+        match rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(Msg::Wake(r)) => {
+                dirty.insert(r);
+                last_wake = Instant::now();
+            }
+            Ok(Msg::Status(reply)) => {
+                let (pending, running) = ctx.index.queue_depth().unwrap_or((0, 0));
+                let _ = reply.send(serde_json::json!({
+                    "pid": std::process::id(), "workers": workers, "busy_workers": workers - idle,
+                    "pending_jobs": pending, "running_jobs": running, "repositories": repos.rows.len(),
+                    "uptime_s": started.elapsed().as_secs(), "stopping": stopping.is_some(),
+                }));
+            }
+            Ok(Msg::Stop) => {
+                stopping.get_or_insert_with(Instant::now);
+            }
+            Ok(Msg::Done { tree_key }) => {
+                busy.remove(&tree_key);
+                idle += 1;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        if stop_signal.load(Ordering::Relaxed) && stopping.is_none() {
+            stopping = Some(Instant::now());
+        }
+        if let Some(since) = stopping {
+            if idle == workers {
+                break;
+            }
+            if since.elapsed() > opts.grace && !shared.abort.swap(true, Ordering::Relaxed) {
+                log("grace period over: stopping running tests; their commits are queued again");
+            }
+            continue;
+        }
+        if last_beat.elapsed() >= HEARTBEAT {
+            last_beat = Instant::now();
+            let (pending, running) = ctx.index.queue_depth().unwrap_or((0, 0));
+            event(
+                "daemon.heartbeat",
+                serde_json::json!({"pending_jobs": pending, "running_jobs": running, "busy_workers": workers - idle}),
+            );
+            repos.reload(&ctx);
+            watcher.update(&repos.git_dirs());
+            dirty.insert(None);
+        }
+        if !dirty.is_empty() && last_wake.elapsed() >= DEBOUNCE {
+            for target in std::mem::take(&mut dirty) {
+                if target
+                    .as_ref()
+                    .is_some_and(|id| !repos.rows.contains_key(id))
+                {
+                    repos.reload(&ctx);
+                    watcher.update(&repos.git_dirs());
+                }
+                for (id, row) in &repos.rows {
+                    if target.as_ref().is_none_or(|t| t == id) {
+                        scan(&ctx, row);
+                    }
+                }
+            }
+        }
+        if idle > 0 {
+            dispatch(&ctx, &repos, &mut busy, &mut idle, &job_tx);
+        }
+    }
+    drop(job_tx);
+    for h in handles {
+        let _ = h.join();
+    }
+    drop(listener);
+    let requeued = ctx.index.requeue_interrupted().unwrap_or(0);
+    event("daemon.stopped", serde_json::json!({"requeued": requeued}));
+    log(&format!(
+        "stopped{}",
+        if requeued > 0 {
+            format!("; {requeued} jobs queued again")
+        } else {
+            String::new()
+        }
+    ));
+    let _ = std::fs::remove_file(crate::ipc::socket_path(&home));
+    Ok(())
+}
+
+pub(crate) fn log(msg: &str) {
+    eprintln!(
+        "{} git-sandbox daemon: {msg}",
+        crate::util::time::now_rfc3339()
+    );
+}
+
+fn scan(ctx: &Context, row: &RepoRow) {
+    let result = crate::git::open(std::path::Path::new(&row.path))
+        .map_err(AppError::from)
+        .and_then(|repo| {
+            // A daemon killed mid-write leaves a lock on the notes ref; clear it if it is old.
+            crate::git::notes::remove_stale_locks(&repo);
+            notify::scan(ctx, &repo, &row.repository_id, "watch")
+        });
+    if let Err(e) = result {
+        let _ = ctx.index.add_event(
+            "daemon.error",
+            Some(&row.repository_id),
+            None,
+            None,
+            &serde_json::json!({"error": e.to_string()}),
+        );
+    }
+}
+
+/// Hand ready jobs to idle workers, never two jobs for the same tree at once.
+fn dispatch(
+    ctx: &Context,
+    repos: &Repos,
+    busy: &mut HashSet<(String, String)>,
+    idle: &mut usize,
+    job_tx: &mpsc::Sender<worker::Assignment>,
+) {
+    let Ok(jobs) = ctx.index.ready_jobs(64) else {
+        return;
+    };
+    for job in jobs {
+        if *idle == 0 {
+            break;
+        }
+        let Some(row) = repos.rows.get(&job.repository_id) else {
+            continue;
+        };
+        let tree = worker::tree_of(row, &job.commit_id).unwrap_or_else(|| job.commit_id.clone());
+        let key = (job.repository_id.clone(), tree);
+        if busy.contains(&key) {
+            continue;
+        }
+        if !ctx
+            .index
+            .transition_job(job.id, "pending", "assigned")
+            .unwrap_or(false)
+        {
+            continue;
+        }
+        busy.insert(key.clone());
+        *idle -= 1;
+        let _ = job_tx.send(worker::Assignment {
+            job,
+            row: row.clone(),
+            tree_key: key,
+        });
+    }
+}
+
+/// The registered repositories, reloaded from the index on each heartbeat and when a ping
+/// names one we do not know yet.
+#[derive(Default)]
+struct Repos {
+    rows: HashMap<String, RepoRow>,
+}
+
+impl Repos {
+    fn reload(&mut self, ctx: &Context) {
+        if let Ok(rows) = ctx.index.repositories() {
+            self.rows = rows
+                .into_iter()
+                .filter(|r| std::path::Path::new(&r.path).exists())
+                .map(|r| (r.repository_id.clone(), r))
+                .collect();
+        }
+    }
+
+    fn git_dirs(&self) -> Vec<(String, PathBuf)> {
+        self.rows
+            .values()
+            .filter_map(|r| {
+                let repo = crate::git::open(std::path::Path::new(&r.path)).ok()?;
+                Some((r.repository_id.clone(), repo.common_dir().to_path_buf()))
+            })
+            .collect()
+    }
+}
+
+pub use app::repos::ID_KEY;

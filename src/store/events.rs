@@ -1,0 +1,72 @@
+//! The event log: what happened, when, to which repository, run and commit. Paged by id so a
+//! follower can resume where it stopped.
+
+use super::{Index, Result};
+use rusqlite::params;
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Event {
+    pub id: i64,
+    pub time: String,
+    pub kind: String,
+    pub repository_id: Option<String>,
+    pub run_id: Option<i64>,
+    pub commit: Option<String>,
+    pub data: serde_json::Value,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct EventFilter {
+    pub repository_id: Option<String>,
+    pub run_id: Option<i64>,
+    /// A kind (`run.completed`) or a prefix ending in `.` (`run.`).
+    pub kind: Option<String>,
+    /// Only events with an id greater than this.
+    pub since: Option<i64>,
+    pub limit: Option<u64>,
+}
+
+impl Index {
+    /// Events matching `f`, oldest first. Without `since`, the newest `limit` events.
+    pub fn events(&self, f: &EventFilter) -> Result<Vec<Event>> {
+        let kind_like = f.kind.as_ref().map(|k| {
+            if k.ends_with('.') {
+                format!("{k}%")
+            } else {
+                k.clone()
+            }
+        });
+        let limit = f.limit.unwrap_or(i64::MAX as u64).min(i64::MAX as u64) as i64;
+        let order = if f.since.is_some() { "ASC" } else { "DESC" };
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT id, time, kind, repository_id, run_id, commit_id, data FROM events
+             WHERE (?1 IS NULL OR repository_id = ?1) AND (?2 IS NULL OR run_id = ?2)
+               AND (?3 IS NULL OR kind LIKE ?3) AND id > COALESCE(?4, 0)
+             ORDER BY id {order} LIMIT ?5"
+        ))?;
+        let mut rows = stmt
+            .query_map(
+                params![f.repository_id, f.run_id, kind_like, f.since, limit],
+                |r| {
+                    let data: Option<String> = r.get(6)?;
+                    Ok(Event {
+                        id: r.get(0)?,
+                        time: r.get(1)?,
+                        kind: r.get(2)?,
+                        repository_id: r.get(3)?,
+                        run_id: r.get(4)?,
+                        commit: r.get(5)?,
+                        data: data
+                            .and_then(|d| serde_json::from_str(&d).ok())
+                            .unwrap_or(serde_json::Value::Null),
+                    })
+                },
+            )?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        if f.since.is_none() {
+            rows.reverse();
+        }
+        Ok(rows)
+    }
+}

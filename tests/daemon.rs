@@ -1,0 +1,317 @@
+//! The daemon: hooks and the ref watcher feed a durable queue, workers run it, events record it,
+//! and nothing is lost across kill -9.
+
+mod common;
+
+use common::World;
+use std::path::Path;
+
+fn quick_config(w: &World, repo: &Path, command: &str) -> String {
+    w.commit(
+        repo,
+        &[(
+            ".sandbox.toml",
+            &format!("[test]\ncommand = \"{command}\"\n[analysis]\nenabled = false\n"),
+        )],
+        "quick tests",
+    )
+}
+
+fn has_note(w: &World, repo: &Path, id: &str) -> bool {
+    w.git_out(repo, &["notes", "--ref=sandbox", "show", id], true)
+        .code
+        == 0
+}
+
+fn daemon_running(w: &World) -> bool {
+    w.sandbox(&w.work(), &["daemon", "status"]).code == 0
+}
+
+#[test]
+fn hook_queued_commits_are_run_and_the_daemon_stops_gracefully() {
+    let w = World::new();
+    let repo = w.new_repo("d1");
+    quick_config(&w, &repo, "true");
+    let mut daemon = w.spawn(&w.work(), &["daemon", "--workers", "2"]);
+    assert!(
+        w.wait_until(20, || daemon_running(&w)),
+        "daemon did not come up"
+    );
+    let ids: Vec<String> = (0..3)
+        .map(|i| w.commit(&repo, &[("f.txt", &i.to_string())], &format!("c{i}")))
+        .collect();
+    assert!(
+        w.wait_until(30, || ids.iter().all(|id| has_note(&w, &repo, id))),
+        "not every commit got a note"
+    );
+    for id in &ids {
+        let note = w.note(&repo, id).unwrap();
+        assert_eq!(note["status"], "passed");
+        assert_eq!(note["trigger"], "hook");
+        assert_eq!(note["ref"], "refs/heads/main");
+    }
+    let status = w.sandbox(&w.work(), &["daemon", "status", "--json"]).json();
+    assert_eq!(status["running"], true);
+    assert_eq!(status["workers"], 2);
+    let overall = w.sandbox(&w.work(), &["status", "--json"]).json();
+    assert_eq!(overall["daemon"]["running"], true);
+    let stop = w.sandbox(&w.work(), &["daemon", "stop"]);
+    assert_eq!(stop.code, 0, "{stop:?}");
+    let exit = daemon.child.wait().unwrap();
+    assert!(exit.success(), "the daemon exits 0 on stop: {exit:?}");
+    assert_eq!(w.sandbox(&w.work(), &["daemon", "status"]).code, 1);
+
+    let kinds: Vec<String> = w
+        .sandbox(&w.work(), &["events", "--limit", "1000", "--json"])
+        .stdout
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["kind"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    for k in [
+        "daemon.started",
+        "run.queued",
+        "run.started",
+        "checkout.completed",
+        "test.started",
+        "test.completed",
+        "run.completed",
+        "daemon.stopped",
+    ] {
+        assert!(kinds.iter().any(|x| x == k), "no {k} event in {kinds:?}");
+    }
+    // Paging and filters.
+    let runs = w.sandbox(
+        &w.work(),
+        &[
+            "events",
+            "--kind",
+            "run.completed",
+            "--repo",
+            "d1",
+            "--json",
+        ],
+    );
+    let lines: Vec<serde_json::Value> = runs
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(lines.len() >= 3, "{runs:?}");
+    assert!(lines.iter().all(|e| e["kind"] == "run.completed"));
+    let first = lines[0]["id"].as_i64().unwrap();
+    let after = w.sandbox(
+        &w.work(),
+        &[
+            "events",
+            "--kind",
+            "run.completed",
+            "--since",
+            &first.to_string(),
+            "--json",
+        ],
+    );
+    assert_eq!(after.stdout.lines().count(), lines.len() - 1);
+    let bad = w.sandbox(&w.work(), &["events", "--repo", "nope"]);
+    assert_eq!(bad.code, 2, "{bad:?}");
+}
+
+#[test]
+fn a_second_daemon_refuses_to_start() {
+    let w = World::new();
+    let _first = w.spawn(&w.work(), &["daemon", "--workers", "1"]);
+    assert!(w.wait_until(20, || daemon_running(&w)));
+    let second = w.sandbox(&w.work(), &["daemon"]);
+    assert_eq!(second.code, 2, "{second:?}");
+    assert!(second.stderr.contains("already running"), "{second:?}");
+    assert_eq!(second.stderr.lines().count(), 1);
+}
+
+#[test]
+fn commits_made_without_hooks_are_found_by_watching_refs() {
+    let w = World::new();
+    let repo = w.new_repo("d2");
+    quick_config(&w, &repo, "true");
+    // No hooks at all: only the watcher (or the heartbeat rescan) can see new commits.
+    w.git(&repo, &["config", "core.hooksPath", "/dev/null"]);
+    let _daemon = w.spawn(&w.work(), &["daemon", "--workers", "1"]);
+    assert!(w.wait_until(20, || daemon_running(&w)));
+    let head = w.git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    assert!(
+        w.wait_until(20, || has_note(&w, &repo, &head)),
+        "start-up scan runs existing commits"
+    );
+    let on_main = w.commit(&repo, &[("x.txt", "x")], "no hook");
+    // A branch in a new folder: inotify reports no event for it; the rescan must catch it.
+    w.git(&repo, &["checkout", "-q", "-b", "experiment/deep"]);
+    let on_exp = w.commit(&repo, &[("y.txt", "y")], "experiment without hook");
+    assert!(
+        w.wait_until(45, || has_note(&w, &repo, &on_main)
+            && has_note(&w, &repo, &on_exp)),
+        "the watcher missed a commit"
+    );
+    assert_eq!(w.note(&repo, &on_exp).unwrap()["trigger"], "watch");
+}
+
+#[test]
+fn sigterm_lets_a_running_job_finish_and_a_short_grace_queues_it_again() {
+    let w = World::new();
+    let repo = w.new_repo("d3");
+    let slow = quick_config(&w, &repo, "sleep 2");
+    let mut daemon = w.spawn(&w.work(), &["daemon", "--workers", "1"]);
+    assert!(w.wait_until(20, || w
+        .sandbox(&w.work(), &["events", "--kind", "test.started", "--json"])
+        .stdout
+        .contains(&slow)));
+    // SAFETY: signalling the child we spawned.
+    unsafe { libc::kill(daemon.child.id() as i32, libc::SIGTERM) };
+    assert!(daemon.child.wait().unwrap().success());
+    assert!(
+        has_note(&w, &repo, &slow),
+        "the running job finished within the grace period"
+    );
+
+    let very_slow = quick_config(&w, &repo, "sleep 30");
+    let mut daemon = w.spawn(&w.work(), &["daemon", "--workers", "1", "--grace", "1s"]);
+    assert!(w.wait_until(20, || w
+        .sandbox(&w.work(), &["events", "--kind", "test.started", "--json"])
+        .stdout
+        .contains(&very_slow)));
+    let t = std::time::Instant::now();
+    unsafe { libc::kill(daemon.child.id() as i32, libc::SIGTERM) };
+    assert!(daemon.child.wait().unwrap().success());
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        t.elapsed()
+    );
+    assert!(
+        !has_note(&w, &repo, &very_slow),
+        "a cut-off run is no result"
+    );
+    let pending = w.sandbox(&w.work(), &["status", "--json"]).json()["daemon"]["queued_jobs"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(pending, 1, "the cut-off job is queued again");
+}
+
+#[test]
+fn nothing_is_lost_across_kill_9_and_concurrent_user_notes() {
+    let w = World::new();
+    let repos = [w.new_repo("k1"), w.new_repo("k2")];
+    let mut expected: Vec<Vec<String>> = vec![Vec::new(), Vec::new()];
+    for (i, r) in repos.iter().enumerate() {
+        expected[i].push(w.git(r, &["rev-parse", "HEAD"]).trim().to_string());
+        expected[i].push(quick_config(&w, r, "sleep 0.05"));
+    }
+    let commit_round = |expected: &mut Vec<Vec<String>>, n: usize, tag: &str| {
+        for k in 0..n {
+            for (i, r) in repos.iter().enumerate() {
+                expected[i].push(w.commit(
+                    r,
+                    &[("n.txt", &format!("{tag}{k}"))],
+                    &format!("{tag} {k}"),
+                ));
+            }
+        }
+    };
+    let mut daemon = w.spawn(&w.work(), &["daemon", "--workers", "2"]);
+    assert!(w.wait_until(20, || daemon_running(&w)));
+    commit_round(&mut expected, 15, "before");
+    // Halfway: kill -9, mid-run most likely.
+    daemon.child.kill().unwrap();
+    daemon.child.wait().unwrap();
+    commit_round(&mut expected, 15, "while down");
+    // The user annotates commits of an unwatched branch by hand, in the same notes ref, while
+    // the daemon writes notes; and keeps committing.
+    w.git(&repos[0], &["branch", "scratch", "HEAD~3"]);
+    let mut side = Vec::new();
+    for k in 0..5 {
+        let o = w.git_out(
+            &repos[0],
+            &[
+                "commit-tree",
+                "-p",
+                "scratch",
+                "-m",
+                &format!("side {k}"),
+                "HEAD^{tree}",
+            ],
+            true,
+        );
+        side.push(o.stdout.trim().to_string());
+    }
+    let _daemon = w.spawn(&w.work(), &["daemon", "--workers", "2"]);
+    for k in 0..10 {
+        if let Some(id) = side.get(k) {
+            let o = w.git_out(
+                &repos[0],
+                &[
+                    "notes",
+                    "--ref=sandbox",
+                    "add",
+                    "-m",
+                    &format!("user {k}"),
+                    id,
+                ],
+                true,
+            );
+            assert_eq!(
+                o.code, 0,
+                "the user's git notes failed while the daemon ran: {o:?}"
+            );
+        }
+        let o = w.git_out(
+            &repos[1],
+            &[
+                "commit",
+                "-q",
+                "--allow-empty",
+                "-m",
+                &format!("racing {k}"),
+            ],
+            true,
+        );
+        assert_eq!(
+            o.code, 0,
+            "a git command failed while the daemon ran: {o:?}"
+        );
+        expected[1].push(w.git(&repos[1], &["rev-parse", "HEAD"]).trim().to_string());
+    }
+    let all_done = || {
+        repos
+            .iter()
+            .zip(&expected)
+            .all(|(r, ids)| ids.iter().all(|id| has_note(&w, r, id)))
+    };
+    if !w.wait_until(90, all_done) {
+        let missing: Vec<&String> = repos
+            .iter()
+            .zip(&expected)
+            .flat_map(|(r, ids)| ids.iter().filter(|id| !has_note(&w, r, id)))
+            .collect();
+        let events = w.sandbox(&w.work(), &["events", "--limit", "40"]).stdout;
+        let log = std::fs::read_to_string(w.path("daemon.log")).unwrap_or_default();
+        panic!("not every commit got its note: missing {missing:?}\n{events}\n{log}");
+    }
+    for (i, (r, ids)) in repos.iter().zip(&expected).enumerate() {
+        let listed = w.git(r, &["notes", "--ref=sandbox", "list"]);
+        let by_hand = if i == 0 { side.len() } else { 0 };
+        assert_eq!(
+            listed.lines().count(),
+            ids.len() + by_hand,
+            "exactly one note per commit, none extra"
+        );
+        for id in ids {
+            assert_eq!(w.note(r, id).unwrap()["commit"], id.as_str());
+        }
+    }
+    for (k, id) in side.iter().enumerate() {
+        let o = w.git_out(&repos[0], &["notes", "--ref=sandbox", "show", id], true);
+        assert_eq!(o.stdout, format!("user {k}\n"), "the user's note survives");
+    }
+}
