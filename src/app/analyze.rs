@@ -54,8 +54,9 @@ pub fn analyze_tree(
                 agg.add_manifest(&path, &blob.data);
             }
         }
-        let size = repo.find_header(entry.oid).map(|h| h.size()).unwrap_or(0);
-        if let Some(reason) = analysis::skip_reason(&path, size, &opts) {
+        // Path rules first; a cached result already encodes what the content said (binary,
+        // generated, too large), so only misses need the blob's size.
+        if let Some(reason) = analysis::skip_reason(&path, 0, &opts) {
             agg.add_skipped(&path, reason);
             continue;
         }
@@ -65,7 +66,13 @@ pub fn analyze_tree(
             .and_then(|json| serde_json::from_str::<FileAnalysis>(&json).ok())
         {
             Some(file) => agg.add(&path, &file),
-            None => misses.push((path, entry.oid)),
+            None => {
+                let size = repo.find_header(entry.oid).map(|h| h.size()).unwrap_or(0);
+                match analysis::skip_reason(&path, size, &opts) {
+                    Some(reason) => agg.add_skipped(&path, reason),
+                    None => misses.push((path, entry.oid)),
+                }
+            }
         }
     }
     if !misses.is_empty() {

@@ -233,14 +233,10 @@ impl Index {
 
     pub fn cached_analysis(&self, blob: &str, key: &str) -> Result<Option<String>> {
         use rusqlite::OptionalExtension;
-        Ok(self
+        let mut stmt = self
             .conn
-            .query_row(
-                "SELECT result FROM analysis_cache WHERE blob_id = ?1 AND key = ?2",
-                [blob, key],
-                |r| r.get(0),
-            )
-            .optional()?)
+            .prepare_cached("SELECT result FROM analysis_cache WHERE blob_id = ?1 AND key = ?2")?;
+        Ok(stmt.query_row([blob, key], |r| r.get(0)).optional()?)
     }
 
     pub fn put_analysis(&self, entries: &[(String, String, String)]) -> Result<()> {
