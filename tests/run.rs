@@ -502,3 +502,78 @@ fn a_stale_lock_left_by_a_killed_writer_does_not_block_notes() {
     assert!(w.note(&repo, "HEAD").is_some());
     assert!(!lock.exists());
 }
+
+#[test]
+fn ctrl_c_stops_the_run_records_nothing_and_removes_the_checkout() {
+    let mut w = World::new();
+    let scratch = w.path("scratch");
+    std::fs::create_dir_all(&scratch).unwrap();
+    w.extra_env
+        .push(("GIT_SANDBOX_TMPDIR".into(), scratch.display().to_string()));
+    let repo = w.new_repo("r15");
+    set_config(&w, &repo, "[test]\ncommand = \"sleep 30\"\n");
+    let mut run = w.spawn(&repo, &["run"]);
+    let started = w.wait_until(20, || {
+        w.sandbox(&w.work(), &["events", "--kind", "test.started", "--json"])
+            .stdout
+            .contains("test.started")
+    });
+    assert!(started);
+    assert_eq!(
+        std::fs::read_dir(&scratch).unwrap().count(),
+        1,
+        "the checkout exists while the test runs"
+    );
+    // SAFETY: signalling the child we spawned.
+    unsafe { libc::kill(run.child.id() as i32, libc::SIGINT) };
+    let status = run.child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(
+        w.note(&repo, "HEAD").is_none(),
+        "an interrupted run is no result"
+    );
+    assert_eq!(
+        std::fs::read_dir(&scratch).unwrap().count(),
+        0,
+        "the checkout is gone"
+    );
+}
+
+#[test]
+fn a_rewritten_commit_without_its_note_finds_the_result_by_tree() {
+    let w = World::new();
+    let repo = w.new_repo("r16");
+    assert_eq!(w.sandbox(&repo, &["run"]).code, 0);
+    let old = w.git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    // Rewrite without carrying notes (as a plain cherry-pick or a tool without rewriteRef would).
+    let new = w
+        .git(&repo, &["commit-tree", "HEAD^{tree}", "-m", "rewritten"])
+        .trim()
+        .to_string();
+    w.git(&repo, &["reset", "-q", "--hard", &new]);
+    assert!(w.note(&repo, "HEAD").is_none());
+    let shown = w.sandbox(&repo, &["show", "--json"]);
+    assert_eq!(shown.code, 0, "{shown:?}");
+    let j = shown.json();
+    assert_eq!(j["cached_from"], old.as_str());
+    assert_eq!(j["commit"], w.git(&repo, &["rev-parse", "HEAD"]).trim());
+    assert_eq!(j["status"], "passed");
+}
+
+#[test]
+fn a_commit_that_changes_nothing_reuses_its_parents_result() {
+    let w = World::new();
+    let repo = w.new_repo("r17");
+    let parent = w.git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    assert_eq!(w.sandbox(&repo, &["run"]).code, 0);
+    w.git(
+        &repo,
+        &["commit", "-q", "--allow-empty", "-m", "nothing changed"],
+    );
+    let rec = w.sandbox(&repo, &["run", "--json"]).json()[0].clone();
+    assert_eq!(rec["cached_from"], parent.as_str());
+    assert_eq!(rec["changes"]["files_changed"], 0);
+    assert_eq!(rec["status"], "passed");
+    let log = w.sandbox(&repo, &["log", "-n", "1"]);
+    assert!(log.stdout.contains("(cached)"), "{log:?}");
+}
