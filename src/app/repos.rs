@@ -197,15 +197,7 @@ fn finish(ctx: &Context, root: &Path, name: &str, repo_id: &str, now: i64) -> Re
     let root = std::fs::canonicalize(root)
         .map_err(io_err(format!("cannot resolve {}", root.display())))?;
     let hooks = install_hooks(&root)?;
-    let row = RepoRow {
-        repository_id: repo_id.to_string(),
-        name: name.to_string(),
-        path: root.display().to_string(),
-        url: file_url(&root),
-        repository_type: "local".into(),
-        created_at: util::time::rfc3339(now),
-        last_activity: Some(util::time::rfc3339(now)),
-    };
+    let row = local_row(repo_id, Some(name), &root, now);
     ctx.index.upsert_repository(&row)?;
     ctx.index.add_event(
         "repository.created",
@@ -252,19 +244,7 @@ pub fn adopt(ctx: &Context, cwd: &Path) -> Result<(Created, bool)> {
     let row = match ctx.index.repository_by_id(&repo_id)? {
         Some(row) if row.path == root.display().to_string() => row,
         _ => {
-            let now = util::time::now_rfc3339();
-            let row = RepoRow {
-                repository_id: repo_id.clone(),
-                name: root
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| "repository".into()),
-                path: root.display().to_string(),
-                url: file_url(&root),
-                repository_type: "local".into(),
-                created_at: now.clone(),
-                last_activity: Some(now),
-            };
+            let row = local_row(&repo_id, None, &root, util::time::now_millis());
             ctx.index.upsert_repository(&row)?;
             ctx.index.add_event(
                 "repository.adopted",
@@ -291,19 +271,7 @@ pub fn registration(ctx: &Context, repo: &gix::Repository) -> Result<Option<Repo
         return Ok(Some(row));
     }
     let root = git::repo_root(repo);
-    let now = util::time::now_rfc3339();
-    let row = RepoRow {
-        repository_id: id,
-        name: root
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        path: root.display().to_string(),
-        url: file_url(&root),
-        repository_type: "local".into(),
-        created_at: now.clone(),
-        last_activity: Some(now),
-    };
+    let row = local_row(&id, None, &root, util::time::now_millis());
     ctx.index.upsert_repository(&row)?;
     Ok(Some(row))
 }
@@ -317,6 +285,24 @@ pub fn require_registered(ctx: &Context, cwd: &Path) -> Result<(gix::Repository,
             "{} is not an experiment repository yet; run `git sandbox init` in it first",
             git::repo_root(&repo).display()
         ))),
+    }
+}
+
+/// The index row of a local repository at `root` (named after its directory unless `name`).
+fn local_row(id: &str, name: Option<&str>, root: &Path, now: i64) -> RepoRow {
+    let name = name.map(str::to_string).unwrap_or_else(|| {
+        root.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "repository".into())
+    });
+    RepoRow {
+        repository_id: id.to_string(),
+        name,
+        path: root.display().to_string(),
+        url: file_url(root),
+        repository_type: "local".into(),
+        created_at: util::time::rfc3339(now),
+        last_activity: Some(util::time::rfc3339(now)),
     }
 }
 

@@ -185,12 +185,9 @@ pub fn parse(text: &str) -> Option<TestCounts> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::testutil::counts;
     use super::super::text::clean;
     use super::*;
-
-    fn counts(c: &TestCounts) -> [Option<u64>; 5] {
-        [c.passed, c.failed, c.skipped, c.errors, c.total]
-    }
 
     #[test]
     fn all_pass() {

@@ -201,19 +201,9 @@ pub fn parse_vitest(text: &str) -> Option<TestCounts> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::testutil::{counts, pairs};
     use super::super::text::clean;
     use super::*;
-
-    fn counts(c: &TestCounts) -> [Option<u64>; 5] {
-        [c.passed, c.failed, c.skipped, c.errors, c.total]
-    }
-
-    fn pairs(c: &TestCounts) -> Vec<(&str, &str)> {
-        c.failures
-            .iter()
-            .map(|f| (f.name.as_str(), f.message.as_str()))
-            .collect()
-    }
 
     fn jest(fixture: &str) -> TestCounts {
         parse_jest(&clean(fixture)).expect("jest summary recognised")

@@ -313,18 +313,8 @@ pub fn parse_embedded(text: &str) -> Option<TestCounts> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::testutil::{counts, pairs};
     use super::*;
-
-    fn counts(c: &TestCounts) -> [Option<u64>; 5] {
-        [c.passed, c.failed, c.skipped, c.errors, c.total]
-    }
-
-    fn pairs(c: &TestCounts) -> Vec<(&str, &str)> {
-        c.failures
-            .iter()
-            .map(|f| (f.name.as_str(), f.message.as_str()))
-            .collect()
-    }
 
     #[test]
     fn pytest_reports() {

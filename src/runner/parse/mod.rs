@@ -115,3 +115,22 @@ pub fn framework_from_command(cmd: &str) -> Option<&'static str> {
 
 #[cfg(test)]
 mod tests;
+
+/// Helpers the parsers' unit tests share.
+#[cfg(test)]
+pub(crate) mod testutil {
+    use crate::model::TestCounts;
+
+    /// passed, failed, skipped, errors, total.
+    pub fn counts(c: &TestCounts) -> [Option<u64>; 5] {
+        [c.passed, c.failed, c.skipped, c.errors, c.total]
+    }
+
+    /// (name, message) of each failure.
+    pub fn pairs(c: &TestCounts) -> Vec<(&str, &str)> {
+        c.failures
+            .iter()
+            .map(|f| (f.name.as_str(), f.message.as_str()))
+            .collect()
+    }
+}

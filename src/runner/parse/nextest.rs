@@ -156,15 +156,12 @@ pub fn parse(text: &str) -> Option<TestCounts> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::testutil::counts;
     use super::super::text::clean;
     use super::*;
 
     fn run(fixture: &str) -> TestCounts {
         parse(&clean(fixture)).expect("nextest summary recognised")
-    }
-
-    fn counts(c: &TestCounts) -> [Option<u64>; 5] {
-        [c.passed, c.failed, c.skipped, c.errors, c.total]
     }
 
     #[test]

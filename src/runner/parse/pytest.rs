@@ -245,6 +245,7 @@ fn add_summary(totals: &mut Option<Summary>, s: Summary) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::testutil::counts;
     use super::super::text::clean;
     use super::*;
 
@@ -254,10 +255,6 @@ mod tests {
 
     fn names(c: &TestCounts) -> Vec<&str> {
         c.failures.iter().map(|f| f.name.as_str()).collect()
-    }
-
-    fn counts(c: &TestCounts) -> [Option<u64>; 5] {
-        [c.passed, c.failed, c.skipped, c.errors, c.total]
     }
 
     const SOME_FAIL_NAMES: [&str; 6] = [

@@ -229,22 +229,12 @@ fn is_plan(line: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::super::testutil::{counts, pairs};
     use super::super::text::clean;
     use super::*;
 
     fn run(fixture: &str) -> TestCounts {
         parse(&clean(fixture)).expect("TAP recognised")
-    }
-
-    fn counts(c: &TestCounts) -> [Option<u64>; 5] {
-        [c.passed, c.failed, c.skipped, c.errors, c.total]
-    }
-
-    fn pairs(c: &TestCounts) -> Vec<(&str, &str)> {
-        c.failures
-            .iter()
-            .map(|f| (f.name.as_str(), f.message.as_str()))
-            .collect()
     }
 
     #[test]
