@@ -81,7 +81,7 @@ fn one(ctx: &Context, path: &std::path::Path) -> Result<(String, usize)> {
         let Ok(record) = serde_json::from_slice::<RunRecord>(&body) else {
             continue;
         };
-        if record.commit != commit.to_hex().to_string() {
+        if commit.to_hex() != record.commit {
             continue;
         }
         ctx.index.put_run(&row.repository_id, &record)?;
