@@ -3,6 +3,7 @@
 
 mod analyze;
 mod demo;
+mod doctor;
 mod exec;
 mod init;
 mod list;
@@ -11,6 +12,7 @@ mod new;
 mod notify;
 mod reindex;
 mod run;
+mod sandbox_exec;
 mod show;
 mod status;
 mod ui;
@@ -44,8 +46,11 @@ enum Command {
     Exec(exec::ExecArgs),
     Reindex(reindex::ReindexArgs),
     Demo(demo::DemoArgs),
+    Doctor(doctor::DoctorArgs),
     #[command(hide = true)]
     Notify(notify::NotifyArgs),
+    #[command(name = "__sandbox-exec", hide = true)]
+    SandboxExec(sandbox_exec::SandboxExecArgs),
 }
 
 /// An error at the edge: what to print and which exit code to use.
@@ -115,6 +120,8 @@ pub fn main() -> i32 {
         Command::Reindex(a) => reindex::cmd_reindex(a),
         Command::Demo(a) => demo::cmd_demo(a),
         Command::Notify(a) => notify::cmd_notify(a),
+        Command::Doctor(a) => doctor::cmd_doctor(a),
+        Command::SandboxExec(a) => sandbox_exec::cmd_sandbox_exec(a),
     };
     match result {
         Ok(code) => code,
