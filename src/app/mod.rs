@@ -75,4 +75,15 @@ impl Context {
             index,
         })
     }
+
+    /// How this user's runs are sandboxed (probes the machine once, then reads the cache).
+    pub fn sandbox(&self) -> crate::runner::Sandbox {
+        let config_dir = self
+            .paths
+            .user_config
+            .parent()
+            .unwrap_or(&self.paths.home)
+            .to_path_buf();
+        crate::runner::Sandbox::for_user(&self.paths.home, &config_dir)
+    }
 }

@@ -57,6 +57,7 @@ pub fn run_commits(
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Outcome> {
     let notes = git::notes::all_notes(repo)?;
+    let sandbox = std::cell::OnceCell::new();
     let mut records = Vec::with_capacity(commits.len());
     let mut pending: Vec<RunRecord> = Vec::new();
     let mut batch_started = Instant::now();
@@ -68,7 +69,15 @@ pub fn run_commits(
         }
         progress(Progress::Started { index, commit });
         let info = git::commit_info(repo, commit)?;
-        let (record, reused) = run_one(ctx, repo, row, &info, opts, notes.contains_key(&commit))?;
+        let (record, reused) = run_one(
+            ctx,
+            repo,
+            row,
+            &info,
+            opts,
+            notes.contains_key(&commit),
+            &sandbox,
+        )?;
         // A run cut short by Ctrl-C or a stopping daemon is no result: it runs again later.
         if record.tests.as_ref().and_then(|t| t.killed_by.as_deref()) == Some("interrupt") {
             interrupted = true;
@@ -216,6 +225,7 @@ fn run_one(
     info: &CommitInfo,
     opts: &RunOptions<'_>,
     has_note: bool,
+    sandbox: &std::cell::OnceCell<runner::Sandbox>,
 ) -> Result<(RunRecord, bool)> {
     let started = time::now_millis();
     let mut record = base_record(info, opts, started);
@@ -313,8 +323,9 @@ fn run_one(
                 analyze::analyze_tree(&index, &repo, tree, &cfg)
             })
         });
+        let sandbox = sandbox.get_or_init(|| ctx.sandbox());
         event("test.started", serde_json::json!({}));
-        let tests = run_tests(&config, &work, &log, opts.interrupt);
+        let tests = run_tests(&config, &work, &log, sandbox, opts.interrupt);
         event(
             "test.completed",
             serde_json::json!({"status": tests.0, "exit_code": tests.1.as_ref().and_then(|t| t.exit_code)}),
@@ -353,6 +364,7 @@ fn run_tests(
     config: &Config,
     work: &checkout::Checkout,
     log: &std::path::Path,
+    sandbox: &runner::Sandbox,
     interrupt: &AtomicBool,
 ) -> (Status, Option<Tests>, Option<String>) {
     let dir = work.path();
@@ -369,14 +381,15 @@ fn run_tests(
     let outcome = process::run(process::Spec {
         command: &command,
         cwd: &dir,
+        root: work.root(),
         env: runner::env::sandbox_env(work.root()),
         timeout: config.test.timeout,
         output: process::Output::Capture {
             log,
             cap: config.limits.output_bytes,
         },
-        cpu_seconds: config.limits.cpu_seconds,
-        open_files: config.limits.open_files,
+        limits: &config.limits,
+        sandbox,
         interrupt,
     });
     let text = String::from_utf8_lossy(&outcome.output);
@@ -397,7 +410,7 @@ fn run_tests(
         Status::Error
     } else {
         match outcome.killed_by.as_deref() {
-            Some("timeout") => Status::Timeout,
+            Some("timeout" | "cpu") => Status::Timeout,
             Some(_) => Status::Killed,
             None if outcome.exit_code == Some(127) && counts.total.is_none() => {
                 error = Some(format!(
@@ -414,7 +427,12 @@ fn run_tests(
             None => Status::Failed,
         }
     };
-    if status == Status::Timeout {
+    if outcome.killed_by.as_deref() == Some("cpu") {
+        error = Some(format!(
+            "the tests used up their {} CPU seconds and were stopped; raise [limits] cpu_seconds if they need more",
+            config.limits.cpu_seconds
+        ));
+    } else if status == Status::Timeout {
         error = Some(format!(
             "the tests ran past the {}s timeout and were stopped; raise [test] timeout in .sandbox.toml if they need longer",
             config.test.timeout.as_secs_f64()
@@ -436,6 +454,7 @@ fn run_tests(
         resources: outcome.resources,
         log: outcome.log.map(|p: PathBuf| p.display().to_string()),
         output_truncated: outcome.truncated,
+        isolation: Some(outcome.isolation),
     };
     (status, Some(tests), error)
 }

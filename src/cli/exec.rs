@@ -57,11 +57,12 @@ pub fn cmd_exec(args: ExecArgs) -> CmdResult {
     let outcome = process::run(process::Spec {
         command: &command,
         cwd: &work.path(),
+        root: work.root(),
         env: env::sandbox_env(work.root()),
         timeout: config.test.timeout,
         output: process::Output::Inherit,
-        cpu_seconds: config.limits.cpu_seconds,
-        open_files: config.limits.open_files,
+        limits: &config.limits,
+        sandbox: &ctx.sandbox(),
         interrupt: &gix::interrupt::IS_INTERRUPTED,
     });
     drop(work);

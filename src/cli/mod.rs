@@ -4,6 +4,7 @@
 mod analyze;
 mod daemon;
 mod demo;
+mod doctor;
 mod events;
 mod exec;
 mod init;
@@ -13,6 +14,7 @@ mod new;
 mod notify;
 mod reindex;
 mod run;
+mod sandbox_exec;
 mod show;
 mod status;
 mod ui;
@@ -48,8 +50,11 @@ enum Command {
     Daemon(daemon::DaemonArgs),
     Events(events::EventsArgs),
     Demo(demo::DemoArgs),
+    Doctor(doctor::DoctorArgs),
     #[command(hide = true)]
     Notify(notify::NotifyArgs),
+    #[command(name = "__sandbox-exec", hide = true)]
+    SandboxExec(sandbox_exec::SandboxExecArgs),
 }
 
 /// An error at the edge: what to print and which exit code to use.
@@ -121,6 +126,8 @@ pub fn main() -> i32 {
         Command::Events(a) => events::cmd_events(a),
         Command::Demo(a) => demo::cmd_demo(a),
         Command::Notify(a) => notify::cmd_notify(a),
+        Command::Doctor(a) => doctor::cmd_doctor(a),
+        Command::SandboxExec(a) => sandbox_exec::cmd_sandbox_exec(a),
     };
     match result {
         Ok(code) => code,

@@ -87,6 +87,28 @@ fn print_human(r: &RunRecord, summary: &str) {
             if let Some(log) = &t.log {
                 println!("  log:      {log}");
             }
+            if let Some(iso) = &t.isolation {
+                use crate::model::LayerStatus;
+                let enforced = iso
+                    .layers
+                    .iter()
+                    .filter(|l| l.status == LayerStatus::Enforced)
+                    .count();
+                let missing: Vec<String> = iso
+                    .layers
+                    .iter()
+                    .filter(|l| l.status == LayerStatus::Unavailable)
+                    .map(|l| format!("{} ({})", l.layer, l.detail))
+                    .collect();
+                if missing.is_empty() {
+                    println!("  sandbox:  {enforced} layers enforced");
+                } else {
+                    println!(
+                        "  sandbox:  degraded, {enforced} layers enforced; unavailable: {}",
+                        missing.join("; ")
+                    );
+                }
+            }
             for f in &t.failures {
                 println!(
                     "  ✘ {}{}",

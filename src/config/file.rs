@@ -36,6 +36,7 @@ pub struct LimitsFile {
     pub cpu_seconds: Option<u64>,
     pub processes: Option<u64>,
     pub open_files: Option<u64>,
+    pub file_size_mb: Option<u64>,
     pub output_bytes: Option<u64>,
     pub network: Option<bool>,
 }
@@ -120,6 +121,7 @@ impl ConfigFile {
         set(&mut c.limits.cpu_seconds, l.cpu_seconds);
         set(&mut c.limits.processes, l.processes);
         set(&mut c.limits.open_files, l.open_files);
+        set(&mut c.limits.file_size_mb, l.file_size_mb);
         set(&mut c.limits.output_bytes, l.output_bytes);
         set(&mut c.limits.network, l.network);
         let a = &self.analysis;
@@ -219,6 +221,7 @@ const ENV_KEYS: &[(&str, &str, Kind)] = &[
     ("limits", "cpu_seconds", Kind::Raw),
     ("limits", "processes", Kind::Raw),
     ("limits", "open_files", Kind::Raw),
+    ("limits", "file_size_mb", Kind::Raw),
     ("limits", "output_bytes", Kind::Raw),
     ("limits", "network", Kind::Raw),
     ("analysis", "enabled", Kind::Raw),
@@ -296,6 +299,7 @@ fn merge(into: &mut ConfigFile, from: ConfigFile) {
         limits.cpu_seconds,
         limits.processes,
         limits.open_files,
+        limits.file_size_mb,
         limits.output_bytes,
         limits.network,
         analysis.enabled,

@@ -83,6 +83,8 @@ pub struct Limits {
     pub cpu_seconds: u64,
     pub processes: u64,
     pub open_files: u64,
+    /// RLIMIT_FSIZE: the largest file the tests may write.
+    pub file_size_mb: u64,
     pub output_bytes: u64,
     pub network: bool,
 }
@@ -135,6 +137,7 @@ impl Default for Config {
                 cpu_seconds: 600,
                 processes: 256,
                 open_files: 1024,
+                file_size_mb: 1024,
                 output_bytes: 10 * 1024 * 1024,
                 network: false,
             },
@@ -223,6 +226,7 @@ impl Layers {
             cpu_seconds: c.limits.cpu_seconds.min(policy.cpu_seconds),
             processes: c.limits.processes.min(policy.processes),
             open_files: c.limits.open_files.min(policy.open_files),
+            file_size_mb: c.limits.file_size_mb.min(policy.file_size_mb),
             output_bytes: c.limits.output_bytes.min(policy.output_bytes),
             network: c.limits.network && policy.network,
         };

@@ -130,6 +130,54 @@ pub struct Tests {
     pub log: Option<String>,
     #[serde(default)]
     pub output_truncated: bool,
+    /// What the sandbox enforced for this run, layer by layer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<Isolation>,
+}
+
+/// The sandbox of one run: every layer with what happened to it. `degraded` is true when any
+/// layer that should have been on was not (the reason is in that layer's `detail`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Isolation {
+    pub degraded: bool,
+    pub layers: Vec<Layer>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Layer {
+    pub layer: String,
+    pub status: LayerStatus,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LayerStatus {
+    /// In force for the whole run.
+    Enforced,
+    /// Wanted but not available on this machine (or it failed): the run is degraded.
+    Unavailable,
+    /// Switched off on purpose (e.g. `network = true` allowed by the user's policy).
+    Off,
+}
+
+impl Layer {
+    pub fn new(layer: &str, status: LayerStatus, detail: impl Into<String>) -> Layer {
+        Layer {
+            layer: layer.to_string(),
+            status,
+            detail: detail.into(),
+        }
+    }
+}
+
+impl Isolation {
+    pub fn from_layers(layers: Vec<Layer>) -> Isolation {
+        Isolation {
+            degraded: layers.iter().any(|l| l.status == LayerStatus::Unavailable),
+            layers,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

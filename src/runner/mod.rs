@@ -1,9 +1,12 @@
-//! Running a test command for a checked-out tree: choosing the command, supervising the process
-//! tree (timeout, output cap, log), and reading the results out of its output.
+//! Running a test command for a checked-out tree: choosing the command, sandboxing and
+//! supervising the process tree (layers, timeout, output cap, log), and reading the results out
+//! of its output.
 
 pub mod detect;
 pub mod env;
 pub mod parse;
 pub mod process;
+pub mod sandbox;
 
 pub use process::{run, Outcome, Output, Spec};
+pub use sandbox::Sandbox;

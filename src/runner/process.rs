@@ -1,10 +1,14 @@
-//! Supervising one test command: its own session and process group, stdin from /dev/null,
-//! output to a capped log with the tail kept, a wall timeout that ends the whole group
-//! (terminate, grace, kill), and resource usage from `wait4`.
+//! Supervising one test command: the sandbox helper in its own session and process group, stdin
+//! from /dev/null, output to a capped log with the tail kept, a wall timeout that ends the whole
+//! tree (terminate, grace, kill), the helper's per-layer report, what killed the run, and resource
+//! usage from `wait4`.
 
-use crate::model::Resources;
+use super::sandbox::{self, cgroup::RunCgroup, Plan, PlanLimits, Sandbox};
+use crate::config::Limits;
+use crate::model::{Isolation, Layer, LayerStatus, Resources};
 use std::collections::VecDeque;
 use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -23,16 +27,20 @@ pub enum Output<'a> {
     Capture { log: &'a Path, cap: u64 },
     /// Pass the caller's stdout and stderr through (for `exec`).
     Inherit,
+    /// Throw it away (the machine probe).
+    Discard,
 }
 
 pub struct Spec<'a> {
     pub command: &'a str,
     pub cwd: &'a Path,
+    /// The run's private directory (holds `cwd`, HOME and TMPDIR): the only writable host path.
+    pub root: &'a Path,
     pub env: Vec<(String, String)>,
     pub timeout: Duration,
     pub output: Output<'a>,
-    pub cpu_seconds: u64,
-    pub open_files: u64,
+    pub limits: &'a Limits,
+    pub sandbox: &'a Sandbox,
     /// Set from outside (Ctrl-C) to stop the run early.
     pub interrupt: &'a AtomicBool,
 }
@@ -41,8 +49,11 @@ pub struct Spec<'a> {
 pub struct Outcome {
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
-    /// `timeout`, `output`, `cpu`, `interrupt` or `signal`: what ended the run early.
+    /// What ended the run early: `timeout`, `output`, `processes`, `memory`, `cpu`,
+    /// `file_size`, `interrupt` or `signal`.
     pub killed_by: Option<String>,
+    /// Every sandbox layer and what happened to it.
+    pub isolation: Isolation,
     pub duration: Duration,
     pub resources: Resources,
     pub output_tail: String,
@@ -61,33 +72,43 @@ enum Event {
 
 pub fn run(spec: Spec<'_>) -> Outcome {
     let started = Instant::now();
-    let mut cmd = Command::new("/bin/sh");
-    cmd.arg("-c")
-        .arg(spec.command)
-        .current_dir(spec.cwd)
+    let plan = Plan {
+        command: spec.command.to_string(),
+        cwd: spec.cwd.to_path_buf(),
+        env: spec.env.clone(),
+        root: spec.root.to_path_buf(),
+        limits: PlanLimits {
+            memory_mb: spec.limits.memory_mb,
+            cpu_seconds: spec.limits.cpu_seconds,
+            processes: spec.limits.processes,
+            open_files: spec.limits.open_files,
+            file_size_mb: spec.limits.file_size_mb,
+        },
+        network: spec.limits.network,
+        skip: spec.sandbox.skip.clone(),
+        parent_pid: std::process::id() as i32,
+        ..Plan::default()
+    }
+    .with_paths(spec.sandbox.hide.clone());
+    let mut cmd = Command::new(&spec.sandbox.helper);
+    cmd.arg(sandbox::HELPER_SUBCOMMAND)
+        .current_dir("/")
         .env_clear()
-        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .env(
+            sandbox::PLAN_VAR,
+            serde_json::to_string(&plan).expect("plans always serialize"),
+        )
         .stdin(Stdio::null());
-    let (cpu, nofile) = (spec.cpu_seconds, spec.open_files);
-    // SAFETY: only async-signal-safe calls (setsid, setrlimit) between fork and exec.
+    let (report_r, report_w) = match std::io::pipe() {
+        Ok(p) => p,
+        Err(e) => return spawn_failed(started, format!("cannot create a pipe: {e}")),
+    };
+    let report_fd = report_w.as_raw_fd();
+    // SAFETY: only async-signal-safe calls (setsid, dup2) between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
-            if libc::setsid() < 0 {
+            if libc::setsid() < 0 || libc::dup2(report_fd, sandbox::REPORT_FD) < 0 {
                 return Err(std::io::Error::last_os_error());
-            }
-            let set = |res, soft: u64, hard: u64| {
-                let lim = libc::rlimit {
-                    rlim_cur: soft,
-                    rlim_max: hard,
-                };
-                libc::setrlimit(res, &lim);
-            };
-            set(libc::RLIMIT_CORE, 0, 0);
-            if cpu > 0 {
-                set(libc::RLIMIT_CPU, cpu, cpu + 1);
-            }
-            if nofile > 0 {
-                set(libc::RLIMIT_NOFILE, nofile, nofile);
             }
             Ok(())
         });
@@ -108,13 +129,27 @@ pub fn run(spec: Spec<'_>) -> Outcome {
             Some((log, cap))
         }
         Output::Inherit => None,
+        Output::Discard => {
+            cmd.stdout(Stdio::null()).stderr(Stdio::null());
+            None
+        }
     };
     let child = cmd.spawn();
-    drop(cmd); // closes our copies of the pipe's write end
+    drop(cmd); // closes our copies of the pipes' write ends
+    drop(report_w);
     let child = match child {
         Ok(c) => c,
-        Err(e) => return spawn_failed(started, format!("cannot start /bin/sh: {e}")),
+        Err(e) => {
+            return spawn_failed(
+                started,
+                format!(
+                    "cannot start the sandbox helper {}: {e}",
+                    spec.sandbox.helper.display()
+                ),
+            )
+        }
     };
+    let report = std::thread::spawn(move || read_report(report_r));
     let pid = child.id() as libc::pid_t;
     let (tx, rx) = mpsc::channel::<Event>();
 
@@ -151,6 +186,7 @@ pub fn run(spec: Spec<'_>) -> Outcome {
     drop(tx);
     std::mem::forget(child); // reaped by wait4 above
 
+    let cgroup = RunCgroup::for_helper(pid);
     let deadline = started + spec.timeout;
     let mut killed_by: Option<String> = None;
     let mut term_sent: Option<Instant> = None;
@@ -173,6 +209,13 @@ pub fn run(spec: Spec<'_>) -> Outcome {
             break;
         }
         let now = Instant::now();
+        if let Some(cg) = cgroup.as_ref().filter(|cg| cg.exists()) {
+            if cg.pids_hit() {
+                stop(pid, &mut killed_by, &mut term_sent, "processes");
+            } else if cg.oom_killed() {
+                stop(pid, &mut killed_by, &mut term_sent, "memory");
+            }
+        }
         if spec.interrupt.load(Ordering::Relaxed) {
             stop(pid, &mut killed_by, &mut term_sent, "interrupt");
         }
@@ -189,6 +232,14 @@ pub fn run(spec: Spec<'_>) -> Outcome {
     // Whatever the command left behind in its group goes with it.
     // SAFETY: signalling our own child's process group.
     unsafe { libc::kill(-pid, libc::SIGKILL) };
+    // So does anything that left the group but not the cgroup (when there is no PID namespace).
+    let (mut oom, mut pids_hit) = (false, false);
+    if let Some(cg) = cgroup.as_ref().filter(|cg| cg.exists()) {
+        oom = cg.oom_killed();
+        pids_hit = cg.pids_hit();
+        cg.kill_all();
+        cg.remove();
+    }
     let duration = started.elapsed();
 
     let mut out = Outcome {
@@ -201,37 +252,113 @@ pub fn run(spec: Spec<'_>) -> Outcome {
         } else if libc::WIFSIGNALED(status) {
             let sig = libc::WTERMSIG(status);
             out.signal = Some(sig);
-            if killed_by.is_none() {
-                killed_by = Some(if sig == libc::SIGXCPU {
-                    "cpu".into()
-                } else {
-                    "signal".into()
-                });
-            }
         }
         let ms = |t: libc::timeval| (t.tv_sec as u64) * 1000 + (t.tv_usec as u64) / 1000;
         out.resources = Resources {
             cpu_ms: ms(usage.ru_utime) + ms(usage.ru_stime),
             max_rss_kb: usage.ru_maxrss.max(0) as u64,
         };
-    }
-    out.killed_by = killed_by;
-    if let Some(handle) = collector {
-        // An escaped process may hold the pipe open: wait a bounded time, then move on.
-        let until = Instant::now() + Duration::from_secs(1);
-        while !handle.is_finished() && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        if handle.is_finished() {
-            if let Ok(Collected { output, tail, log }) = handle.join() {
-                out.output = output;
-                out.output_tail = tail;
-                out.log = log;
+        if killed_by.is_none() {
+            if let Some(sig) = out.signal {
+                let cpu_spent = spec.limits.cpu_seconds > 0
+                    && out.resources.cpu_ms >= spec.limits.cpu_seconds * 1000;
+                killed_by = Some(
+                    match sig {
+                        libc::SIGXCPU => "cpu",
+                        libc::SIGXFSZ => "file_size",
+                        libc::SIGKILL if oom => "memory",
+                        libc::SIGKILL if cpu_spent => "cpu",
+                        _ => "signal",
+                    }
+                    .into(),
+                );
+            } else if out.exit_code != Some(0) && (oom || pids_hit) {
+                // It ended by itself, but because a limit took its memory or its forks away.
+                killed_by = Some(if oom { "memory" } else { "processes" }.into());
             }
         }
-        out.truncated = capped.load(Ordering::Relaxed);
     }
+    out.killed_by = killed_by;
+    let helper_layers = join_bounded(report).unwrap_or_default();
+    if let Some(Collected { output, tail, log }) = collector.and_then(join_bounded) {
+        out.output = output;
+        out.output_tail = tail;
+        out.log = log;
+    }
+    out.truncated = capped.load(Ordering::Relaxed);
+    if helper_layers.is_empty() && out.exit_code == Some(125) {
+        out.spawn_error = Some(format!(
+            "the sandbox helper failed before starting the command: {}",
+            out.output_tail.lines().last().unwrap_or("no message")
+        ));
+    }
+    out.isolation = isolation(&spec, helper_layers);
     out
+}
+
+/// Join a reader thread, waiting a bounded time: an escaped process may hold its pipe open.
+fn join_bounded<T>(handle: std::thread::JoinHandle<T>) -> Option<T> {
+    let until = Instant::now() + Duration::from_secs(1);
+    while !handle.is_finished() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    if handle.is_finished() {
+        handle.join().ok()
+    } else {
+        None
+    }
+}
+
+fn read_report(mut r: std::io::PipeReader) -> Vec<Layer> {
+    let mut body = Vec::new();
+    let _ = r.read_to_end(&mut body);
+    serde_json::from_slice(&body).unwrap_or_default()
+}
+
+/// The supervisor's own layers, then the helper's.
+fn isolation(spec: &Spec<'_>, helper: Vec<Layer>) -> Isolation {
+    use LayerStatus::*;
+    let mut layers = vec![
+        Layer::new(
+            "environment",
+            Enforced,
+            format!(
+                "allowlist of {} variables, no tokens; HOME and TMPDIR inside the run's directory",
+                spec.env.len()
+            ),
+        ),
+        Layer::new(
+            "session",
+            Enforced,
+            "new session and process group, stdin from /dev/null, dies with the supervisor",
+        ),
+        Layer::new(
+            "timeout",
+            Enforced,
+            format!(
+                "{} s wall clock, then terminate, grace, kill the whole tree",
+                spec.timeout.as_secs_f64()
+            ),
+        ),
+        match spec.output {
+            Output::Capture { cap, .. } => {
+                Layer::new("output_cap", Enforced, format!("{cap} bytes, then stop"))
+            }
+            Output::Inherit => {
+                Layer::new("output_cap", Off, "output goes straight to your terminal")
+            }
+            Output::Discard => Layer::new("output_cap", Off, "output discarded"),
+        },
+    ];
+    if helper.is_empty() {
+        layers.push(Layer::new(
+            "helper",
+            Unavailable,
+            "the sandbox helper reported nothing: no isolation layer can be vouched for",
+        ));
+    }
+    layers.extend(helper);
+    Isolation::from_layers(layers)
 }
 
 fn stop(
@@ -333,84 +460,4 @@ pub fn tail_lines(bytes: &[u8]) -> String {
         }
     }
     s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn spec<'a>(cmd: &'a str, dir: &'a Path, log: &'a Path, flag: &'a AtomicBool) -> Spec<'a> {
-        Spec {
-            command: cmd,
-            cwd: dir,
-            env: vec![("PATH".into(), "/usr/bin:/bin".into())],
-            timeout: Duration::from_secs(10),
-            output: Output::Capture { log, cap: 1 << 20 },
-            cpu_seconds: 0,
-            open_files: 0,
-            interrupt: flag,
-        }
-    }
-
-    #[test]
-    fn exit_codes_output_and_env_scrub() {
-        let d = tempfile::tempdir().unwrap();
-        let log = d.path().join("l.log");
-        let flag = AtomicBool::new(false);
-        let o = run(spec(
-            "echo hello; echo oops >&2; echo ${GITHUB_TOKEN:-none}; exit 3",
-            d.path(),
-            &log,
-            &flag,
-        ));
-        assert_eq!(o.exit_code, Some(3));
-        assert_eq!(o.killed_by, None);
-        assert_eq!(o.output_tail, "hello\noops\nnone");
-        assert_eq!(
-            std::fs::read_to_string(&log).unwrap(),
-            "hello\noops\nnone\n"
-        );
-    }
-
-    #[test]
-    fn timeout_kills_the_whole_group() {
-        let d = tempfile::tempdir().unwrap();
-        let log = d.path().join("l.log");
-        let flag = AtomicBool::new(false);
-        let marker = d.path().join("survivor");
-        let cmd = format!("(sleep 3; touch {}) & sleep 30", marker.display());
-        let mut s = spec(&cmd, d.path(), &log, &flag);
-        s.timeout = Duration::from_millis(300);
-        let o = run(s);
-        assert_eq!(o.killed_by.as_deref(), Some("timeout"));
-        assert!(o.duration < Duration::from_secs(3), "{:?}", o.duration);
-        std::thread::sleep(Duration::from_millis(3500));
-        assert!(!marker.exists(), "a background child outlived the timeout");
-    }
-
-    #[test]
-    fn endless_output_is_capped_and_stopped() {
-        let d = tempfile::tempdir().unwrap();
-        let log = d.path().join("l.log");
-        let flag = AtomicBool::new(false);
-        let mut s = spec("yes", d.path(), &log, &flag);
-        s.output = Output::Capture {
-            log: &log,
-            cap: 100_000,
-        };
-        let o = run(s);
-        assert_eq!(o.killed_by.as_deref(), Some("output"));
-        assert!(o.truncated);
-        assert_eq!(o.output.len(), 100_000);
-        assert!(std::fs::metadata(&log).unwrap().len() < 100_200);
-    }
-
-    #[test]
-    fn missing_command_is_exit_127() {
-        let d = tempfile::tempdir().unwrap();
-        let log = d.path().join("l.log");
-        let flag = AtomicBool::new(false);
-        let o = run(spec("definitely-not-a-command-xyz", d.path(), &log, &flag));
-        assert_eq!(o.exit_code, Some(127));
-    }
 }

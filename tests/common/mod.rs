@@ -111,6 +111,11 @@ impl World {
         }
     }
 
+    /// The hermetic environment on a command of the caller's making.
+    pub fn apply_env(&self, cmd: &mut Command) {
+        self.apply(cmd, true);
+    }
+
     /// Run `git-sandbox ARGS` in `dir`.
     pub fn sandbox(&self, dir: &Path, args: &[&str]) -> Out {
         self.sandbox_env(dir, args, &[])

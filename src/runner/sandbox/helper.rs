@@ -1,0 +1,464 @@
+//! The helper, `git-sandbox __sandbox-exec`: a fresh, single-threaded process that applies every
+//! layer to itself, reports each one on [`REPORT_FD`], and ends as `/bin/sh -c CMD`.
+//!
+//! Order matters and is forced by the kernel: the cgroup is joined first (while root), the
+//! namespaces are created next (as root without a user namespace, else with one), the directories
+//! to bind back are opened inside the new mount namespace (bind mounts only take mounts of the
+//! caller's own namespace) and before the uid drop (the run's uid may not search them); the drop
+//! to the run's uid comes after the mounts, rlimits after the drop (so NPROC counts the run's own
+//! uid), and Landlock and seccomp last.
+
+use super::fsview::{self, Keep};
+use super::{cgroup::RunCgroup, errno_text, guard, Plan, PLAN_VAR, REPORT_FD, UID_BASE};
+use crate::model::{Layer, LayerStatus};
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
+
+/// Exit code when the helper itself cannot work (the command never ran).
+const HELPER_FAILED: i32 = 125;
+
+static FORWARD_TO: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn forward(sig: libc::c_int) {
+    let to = FORWARD_TO.load(Ordering::Relaxed);
+    if to != 0 {
+        // SAFETY: kill is async-signal-safe.
+        unsafe { libc::kill(to, sig) };
+    }
+}
+
+fn forward_signals_to(pid: i32) {
+    FORWARD_TO.store(pid, Ordering::Relaxed);
+    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT] {
+        // SAFETY: installing an async-signal-safe handler.
+        unsafe { libc::signal(sig, forward as *const () as libc::sighandler_t) };
+    }
+}
+
+/// Die when the parent dies. `PR_SET_PDEATHSIG` follows the parent *thread*, which is why this
+/// runs here, in single-threaded processes, and again after every credential change (which
+/// clears it).
+fn die_with_parent(expected_parent: Option<i32>) -> bool {
+    // SAFETY: plain prctl/getppid.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+        expected_parent.is_none_or(|p| libc::getppid() == p)
+    }
+}
+
+fn last_err() -> String {
+    errno_text(&std::io::Error::last_os_error())
+}
+
+pub fn main() -> i32 {
+    let plan: Plan = match std::env::var(PLAN_VAR)
+        .ok()
+        .and_then(|s| serde_json::from_str(&s).ok())
+    {
+        Some(p) => p,
+        None => {
+            eprintln!("error: {} is internal to git-sandbox and needs its plan from the supervisor; run `git sandbox exec` instead", super::HELPER_SUBCOMMAND);
+            return HELPER_FAILED;
+        }
+    };
+    // SAFETY: fcntl on the descriptor the supervisor gave us; exec must not leak it.
+    unsafe { libc::fcntl(REPORT_FD, libc::F_SETFD, libc::FD_CLOEXEC) };
+    if !die_with_parent(Some(plan.parent_pid)) {
+        return HELPER_FAILED;
+    }
+    let mut layers = Vec::new();
+    // SAFETY: plain getters.
+    let (euid, pid) = unsafe { (libc::geteuid(), libc::getpid()) };
+    let root = euid == 0;
+
+    layers.push(join_cgroup(&plan, root, pid));
+    let run_uid = if root {
+        let u = UID_BASE + pid as u32;
+        chown_tree(&plan.root, u);
+        u
+    } else {
+        euid
+    };
+
+    let ns = unshare(&plan, root);
+    let ns_ok = ns.is_ok();
+    layers.extend(namespace_layers(&plan, root, &ns));
+    if !ns_ok {
+        // Without namespaces there is no PID 1 to fork: confine this process and become the command.
+        layers.push(drop_privileges(root, run_uid));
+        die_with_parent(None);
+        layers.push(guard::rlimits(&plan.limits));
+        confine(&plan, &mut layers, &[], false);
+        write_report(&layers);
+        exec_command(&plan);
+    }
+    let mut keeps: Vec<Keep> = fsview::open_keep(&plan.root, true).into_iter().collect();
+    keeps.extend(
+        plan.toolchains
+            .iter()
+            .filter_map(|t| fsview::open_keep(t, false)),
+    );
+    let mut status_pipe = [0; 2];
+    // SAFETY: a pipe for the command's raw wait status, from the namespace's init to us.
+    if unsafe { libc::pipe2(status_pipe.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
+        eprintln!("git-sandbox: cannot create a pipe: {}", last_err());
+        return HELPER_FAILED;
+    }
+    // SAFETY: we are single-threaded; the child only calls into code that is fine after fork.
+    let init = unsafe { libc::fork() };
+    if init < 0 {
+        eprintln!("git-sandbox: cannot fork: {}", last_err());
+        return HELPER_FAILED;
+    }
+    if init == 0 {
+        // SAFETY: closing our copy of the read end.
+        unsafe { libc::close(status_pipe[0]) };
+        run_init(&plan, layers, keeps, root, run_uid, status_pipe[1]);
+    }
+    drop(keeps);
+    // SAFETY: closing descriptors we own.
+    unsafe {
+        libc::close(REPORT_FD);
+        libc::close(status_pipe[1]);
+    }
+    forward_signals_to(init);
+    let mut status = wait_for(init);
+    let mut buf = [0u8; 4];
+    // SAFETY: reading into a local buffer.
+    if unsafe { libc::read(status_pipe[0], buf.as_mut_ptr().cast(), 4) } == 4 {
+        status = i32::from_ne_bytes(buf);
+    }
+    relay(status)
+}
+
+fn wait_for(pid: i32) -> i32 {
+    let mut status = 0;
+    loop {
+        // SAFETY: waiting for our own child.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if r == pid {
+            return status;
+        }
+        if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return status;
+        }
+    }
+}
+
+/// End this process the way the command ended, so the supervisor's wait4 sees it.
+fn relay(status: i32) -> i32 {
+    if libc::WIFEXITED(status) {
+        return libc::WEXITSTATUS(status);
+    }
+    if libc::WIFSIGNALED(status) {
+        let sig = libc::WTERMSIG(status);
+        // SAFETY: restoring the default action and raising the same signal on ourselves.
+        unsafe {
+            libc::signal(sig, libc::SIG_DFL);
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, sig);
+            libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+            libc::kill(libc::getpid(), sig);
+        }
+        return 128 + sig;
+    }
+    HELPER_FAILED
+}
+
+fn join_cgroup(plan: &Plan, root: bool, pid: i32) -> Layer {
+    if let Some(reason) = plan.skip.get("cgroup") {
+        return Layer::new("cgroup", LayerStatus::Unavailable, reason.clone());
+    }
+    if !root {
+        return Layer::new(
+            "cgroup",
+            LayerStatus::Unavailable,
+            "needs root: cgroup v1 controllers are not delegated to users here",
+        );
+    }
+    match RunCgroup::for_helper(pid) {
+        Some(cg) => match cg.create_and_join(
+            plan.limits.memory_mb,
+            plan.limits.processes.saturating_add(1), // and the helper itself
+        ) {
+            Ok(d) => Layer::new("cgroup", LayerStatus::Enforced, d),
+            Err(e) => Layer::new("cgroup", LayerStatus::Unavailable, e),
+        },
+        None => Layer::new(
+            "cgroup",
+            LayerStatus::Unavailable,
+            "no memory and pids controllers (cgroup v1) in /proc/self/cgroup",
+        ),
+    }
+}
+
+/// Give the run's directory to the run's uid (as root), without following symlinks.
+fn chown_tree(dir: &Path, uid: u32) {
+    let c = CString::new(dir.as_os_str().as_bytes()).unwrap_or_default();
+    // SAFETY: valid C string.
+    unsafe { libc::lchown(c.as_ptr(), uid, uid) };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let path = e.path();
+        match e.file_type() {
+            Ok(t) if t.is_dir() => chown_tree(&path, uid),
+            Ok(_) => {
+                let c = CString::new(path.as_os_str().as_bytes()).unwrap_or_default();
+                // SAFETY: valid C string.
+                unsafe { libc::lchown(c.as_ptr(), uid, uid) };
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+fn unshare(plan: &Plan, root: bool) -> Result<(), String> {
+    if let Some(reason) = plan.skip.get("mount_namespace") {
+        return Err(reason.clone());
+    }
+    let mut flags =
+        libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
+    if !plan.network {
+        flags |= libc::CLONE_NEWNET;
+    }
+    if !root {
+        flags |= libc::CLONE_NEWUSER;
+    }
+    // SAFETY: plain syscalls; this process is single-threaded, as unshare(CLONE_NEWUSER) needs.
+    unsafe {
+        let (uid, gid) = (libc::geteuid(), libc::getegid());
+        if libc::unshare(flags) < 0 {
+            return Err(format!("unshare: {}", last_err()));
+        }
+        if !root {
+            let w = |file: &str, text: String| {
+                std::fs::write(file, text).map_err(|e| format!("{file}: {}", errno_text(&e)))
+            };
+            w("/proc/self/setgroups", "deny".into())?;
+            w("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
+            w("/proc/self/gid_map", format!("{gid} {gid} 1"))?;
+        }
+    }
+    Ok(())
+}
+
+fn namespace_layers(plan: &Plan, root: bool, ns: &Result<(), String>) -> Vec<Layer> {
+    let mut out = Vec::new();
+    if root && ns.is_ok() {
+        out.push(Layer::new(
+            "user_namespace",
+            LayerStatus::Off,
+            "not needed as root: the namespaces are made with root's own privileges, then the run drops to an unprivileged uid with no capabilities",
+        ));
+    }
+    let mut add = |name: &str, on: &str| {
+        out.push(match ns {
+            Ok(()) => Layer::new(name, LayerStatus::Enforced, on),
+            Err(e) => Layer::new(name, LayerStatus::Unavailable, e.clone()),
+        })
+    };
+    if !(root && ns.is_ok()) {
+        add(
+            "user_namespace",
+            "your uid mapped to itself: no capabilities once the command starts",
+        );
+    }
+    add("mount_namespace", "private mount table");
+    add(
+        "pid_namespace",
+        "the command's tree lives in its own PID namespace: when the run ends, all of it is killed",
+    );
+    add("ipc_namespace", "private System V IPC and POSIX queues");
+    add("uts_namespace", "private hostname");
+    if plan.network {
+        out.push(Layer::new(
+            "network",
+            LayerStatus::Off,
+            "network = true, allowed by your policy: the host network is shared",
+        ));
+    } else {
+        add(
+            "network",
+            "own network namespace: loopback only, no route out",
+        );
+    }
+    if let Err(e) = ns {
+        for name in ["read_only_root", "private_tmp", "secrets_hidden"] {
+            out.push(Layer::new(
+                name,
+                LayerStatus::Unavailable,
+                format!("needs a mount namespace ({e})"),
+            ));
+        }
+    }
+    out
+}
+
+fn drop_privileges(root: bool, uid: u32) -> Layer {
+    if !root {
+        return Layer::new(
+            "unprivileged_uid",
+            LayerStatus::Enforced,
+            format!("runs as your own uid {uid}"),
+        );
+    }
+    // SAFETY: plain credential syscalls; errors are checked.
+    let ok = unsafe {
+        libc::setgroups(0, std::ptr::null()) == 0
+            && libc::setresgid(uid, uid, uid) == 0
+            && libc::setresuid(uid, uid, uid) == 0
+            && libc::getuid() == uid
+    };
+    if ok {
+        Layer::new(
+            "unprivileged_uid",
+            LayerStatus::Enforced,
+            format!("root dropped to uid {uid} (unique to this run): no capabilities, RLIMIT_NPROC applies"),
+        )
+    } else {
+        Layer::new("unprivileged_uid", LayerStatus::Unavailable, last_err())
+    }
+}
+
+/// PID 1 of the new namespaces: finish the view, confine, start the command, reap, relay.
+fn run_init(
+    plan: &Plan,
+    mut layers: Vec<Layer>,
+    keeps: Vec<Keep>,
+    root: bool,
+    uid: u32,
+    status_fd: i32,
+) -> ! {
+    die_with_parent(None);
+    let view = fsview::setup(&keeps, &plan.hide, plan.limits.memory_mb);
+    drop(keeps);
+    layers.extend(view.layers);
+    if let Err(e) = fsview::fresh_proc() {
+        if let Some(l) = layers.iter_mut().find(|l| l.layer == "pid_namespace") {
+            l.detail
+                .push_str(&format!("; /proc is the host's, read-only ({e})"));
+        }
+    }
+    if !plan.network {
+        if let Err(e) = fsview::loopback_up() {
+            if let Some(l) = layers.iter_mut().find(|l| l.layer == "network") {
+                l.detail.push_str(&format!("; loopback is down ({e})"));
+            }
+        }
+    }
+    fsview::set_hostname("git-sandbox");
+    layers.push(drop_privileges(root, uid));
+    die_with_parent(None);
+    layers.push(guard::rlimits(&plan.limits));
+    confine(plan, &mut layers, &view.private_tmp, !plan.network);
+    write_report(&layers);
+    // SAFETY: single-threaded; the child execs at once.
+    let cmd = unsafe { libc::fork() };
+    if cmd == 0 {
+        die_with_parent(None);
+        exec_command(plan);
+    }
+    // SAFETY: closing our copy of the report descriptor (the command's copy closes on exec).
+    unsafe { libc::close(REPORT_FD) };
+    if cmd < 0 {
+        eprintln!("git-sandbox: cannot fork: {}", last_err());
+        // SAFETY: leaving without running destructors in a forked child.
+        unsafe { libc::_exit(HELPER_FAILED) };
+    }
+    // As PID 1, forward termination to everyone in the namespace, not only our child.
+    forward_signals_to(-1);
+    loop {
+        let mut status = 0;
+        // SAFETY: reaping our own (and orphaned) children.
+        let r = unsafe { libc::waitpid(-1, &mut status, 0) };
+        if r == cmd {
+            let bytes = status.to_ne_bytes();
+            // SAFETY: writing a local buffer; leaving kills the rest of the namespace.
+            unsafe {
+                libc::write(status_fd, bytes.as_ptr().cast(), 4);
+                libc::_exit(0);
+            }
+        }
+        if r < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD) {
+            // SAFETY: as above.
+            unsafe { libc::_exit(HELPER_FAILED) };
+        }
+    }
+}
+
+/// Landlock and seccomp, the last layers before the command.
+fn confine(plan: &Plan, layers: &mut Vec<Layer>, private_tmp: &[PathBuf], netns: bool) {
+    if let Some(reason) = plan.skip.get("landlock") {
+        layers.push(Layer::new(
+            "landlock",
+            LayerStatus::Unavailable,
+            reason.clone(),
+        ));
+    } else {
+        let mut writable = vec![plan.root.as_path()];
+        writable.extend(private_tmp.iter().map(PathBuf::as_path));
+        layers.push(guard::landlock(&guard::FsRules {
+            writable,
+            deny_tcp: !plan.network && !netns,
+        }));
+    }
+    if let Some(reason) = plan.skip.get("seccomp") {
+        layers.push(Layer::new(
+            "seccomp",
+            LayerStatus::Unavailable,
+            reason.clone(),
+        ));
+    } else {
+        layers.push(guard::seccomp());
+    }
+}
+
+fn write_report(layers: &[Layer]) {
+    let body = serde_json::to_vec(layers).unwrap_or_default();
+    let mut off = 0;
+    while off < body.len() {
+        // SAFETY: writing from a live buffer.
+        let n = unsafe { libc::write(REPORT_FD, body[off..].as_ptr().cast(), body.len() - off) };
+        if n <= 0 {
+            break;
+        }
+        off += n as usize;
+    }
+}
+
+fn exec_command(plan: &Plan) -> ! {
+    let c = |s: &[u8]| CString::new(s).unwrap_or_default();
+    let code = (|| {
+        let cwd = c(plan.cwd.as_os_str().as_bytes());
+        // SAFETY: valid C string.
+        if unsafe { libc::chdir(cwd.as_ptr()) } < 0 {
+            eprintln!(
+                "git-sandbox: cannot enter {}: {}",
+                plan.cwd.display(),
+                last_err()
+            );
+            return HELPER_FAILED;
+        }
+        let argv: Vec<CString> = vec![c(b"/bin/sh"), c(b"-c"), c(plan.command.as_bytes())];
+        let envp: Vec<CString> = plan
+            .env
+            .iter()
+            .map(|(k, v)| c(format!("{k}={v}").as_bytes()))
+            .collect();
+        let mut argv_p: Vec<*const libc::c_char> = argv.iter().map(|s| s.as_ptr()).collect();
+        argv_p.push(std::ptr::null());
+        let mut envp_p: Vec<*const libc::c_char> = envp.iter().map(|s| s.as_ptr()).collect();
+        envp_p.push(std::ptr::null());
+        // SAFETY: null-terminated arrays of valid C strings that outlive the call.
+        unsafe { libc::execve(argv_p[0], argv_p.as_ptr(), envp_p.as_ptr()) };
+        eprintln!("git-sandbox: cannot start /bin/sh: {}", last_err());
+        127
+    })();
+    // SAFETY: leaving without unwinding (possibly in a forked child).
+    unsafe { libc::_exit(code) }
+}

@@ -1,0 +1,266 @@
+//! The sandbox around one test command: what the supervisor hands to the helper process (the
+//! [`Plan`]), the helper itself (a hidden subcommand of this binary that applies every layer to
+//! itself and then runs `/bin/sh -c CMD`), and the once-per-machine probe of what is available.
+//!
+//! Process tree of a run, all in one new session:
+//!
+//! ```text
+//! supervisor (process.rs: timeout, output cap, log)
+//!  └─ helper   git-sandbox __sandbox-exec   cgroup, drop to a per-run uid, unshare namespaces,
+//!      │                                    rlimits; waits and relays the exit status
+//!      └─ init (pid 1 of the new PID namespace): read-only root view, private /tmp, secrets
+//!          │   hidden, fresh /proc, loopback, Landlock, seccomp; forwards signals, reaps
+//!          └─ /bin/sh -c CMD
+//! ```
+//!
+//! Every one of them dies with its parent (`PR_SET_PDEATHSIG`, set by single-threaded processes),
+//! and when init dies the kernel kills everything left in its PID namespace.
+
+pub mod cgroup;
+mod fsview;
+mod guard;
+pub mod helper;
+pub mod probe;
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub use probe::Probe;
+
+/// The environment variable that carries the plan (JSON) to the helper.
+pub const PLAN_VAR: &str = "GIT_SANDBOX_PLAN";
+/// The helper writes its per-layer report (JSON) to this descriptor.
+pub const REPORT_FD: i32 = 3;
+/// The hidden subcommand that runs the helper.
+pub const HELPER_SUBCOMMAND: &str = "__sandbox-exec";
+/// As root, the run's uid is this plus the helper's pid: unprivileged, and unique per run, so
+/// RLIMIT_NPROC counts only the run's own processes and runs cannot signal each other.
+pub const UID_BASE: u32 = 1_000_000;
+
+/// Everything the helper needs, decided by the supervisor.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Plan {
+    pub command: String,
+    pub cwd: PathBuf,
+    pub env: Vec<(String, String)>,
+    /// The run's private directory (checkout, HOME, TMPDIR): the only writable host path.
+    pub root: PathBuf,
+    pub limits: PlanLimits,
+    /// Keep the host network (only when the user's policy allows it).
+    pub network: bool,
+    /// Directories replaced by an empty tmpfs: home directories, the tool's config and data.
+    pub hide: Vec<PathBuf>,
+    /// Directories under a hidden one that stay readable (toolchains such as ~/.pyenv).
+    pub toolchains: Vec<PathBuf>,
+    /// Layers the machine probe found unavailable, with the reason: not attempted again.
+    pub skip: BTreeMap<String, String>,
+    /// The supervisor's pid: the helper exits if it is already gone.
+    pub parent_pid: i32,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct PlanLimits {
+    pub memory_mb: u64,
+    pub cpu_seconds: u64,
+    pub processes: u64,
+    pub open_files: u64,
+    pub file_size_mb: u64,
+}
+
+/// How runs of this user are sandboxed: the helper binary, what to hide, what the probe found
+/// unavailable.
+#[derive(Debug, Clone, Default)]
+pub struct Sandbox {
+    /// The binary with the hidden helper subcommand (this one).
+    pub helper: PathBuf,
+    /// Candidates to hide (see [`hidden_dirs`]).
+    pub hide: Vec<PathBuf>,
+    pub skip: BTreeMap<String, String>,
+}
+
+impl Sandbox {
+    /// For runs of this user: this binary as the helper; home, config and data hidden; the
+    /// machine probe from `data_dir` (run and cached on first use).
+    pub fn for_user(data_dir: &Path, config_dir: &Path) -> Sandbox {
+        let mut s = Sandbox {
+            helper: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("git-sandbox")),
+            hide: hidden_dirs(data_dir, config_dir),
+            skip: BTreeMap::new(),
+        };
+        s.skip = Probe::load_or_run(data_dir, &s).skip();
+        s
+    }
+}
+
+/// Secrets that live under a home directory. The whole home is hidden; these names are never
+/// re-exposed even when a toolchain path would cover them.
+const SECRET_NAMES: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".netrc",
+    ".aws",
+    ".azure",
+    ".kube",
+    ".docker",
+    ".git-credentials",
+    "gcloud",
+    "gh",
+    "git-sandbox",
+];
+
+/// Variables whose values name toolchain directories that must stay readable.
+const TOOLCHAIN_VARS: &[&str] = &[
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+    "PYENV_ROOT",
+    "VIRTUAL_ENV",
+    "GOROOT",
+    "GOPATH",
+    "JAVA_HOME",
+    "NVM_DIR",
+];
+
+impl Plan {
+    /// Fill in what to hide (`hide`: candidates, see [`hidden_dirs`]) and which toolchain
+    /// directories under them stay readable (from the run's env: PATH, PYENV_ROOT, …).
+    pub fn with_paths(mut self, mut hide: Vec<PathBuf>) -> Plan {
+        hide.retain(|p| p.is_absolute() && p.components().count() > 1 && p.is_dir());
+        let mut hide: Vec<PathBuf> = hide
+            .into_iter()
+            .filter_map(|p| p.canonicalize().ok())
+            .collect();
+        hide.sort();
+        hide.dedup();
+        let mut candidates: Vec<PathBuf> = TOOLCHAIN_VARS
+            .iter()
+            .filter_map(|k| self.env.iter().find(|(n, _)| n == k))
+            .map(|(_, v)| PathBuf::from(v))
+            .collect();
+        if let Some((_, path)) = self.env.iter().find(|(k, _)| k == "PATH") {
+            candidates.extend(path.split(':').map(PathBuf::from));
+        }
+        let mut keep: Vec<PathBuf> = Vec::new();
+        for c in candidates {
+            let Ok(c) = c.canonicalize() else { continue };
+            let hidden = hide.iter().any(|h| c.starts_with(h) && &c != h);
+            let covers_hidden = hide.iter().any(|h| h.starts_with(&c));
+            let secret = c.components().any(|part| {
+                SECRET_NAMES
+                    .iter()
+                    .any(|s| part.as_os_str() == std::ffi::OsStr::new(s))
+            });
+            if hidden && !covers_hidden && !secret && c.is_dir() {
+                keep.push(c);
+            }
+        }
+        keep.sort();
+        keep.dedup();
+        // A directory under another kept one is already visible.
+        let all = keep.clone();
+        keep.retain(|k| !all.iter().any(|o| o != k && k.starts_with(o)));
+        self.hide = hide;
+        self.toolchains = keep;
+        self
+    }
+}
+
+/// The directories a run never sees: the user's home (from HOME and from the password file), the
+/// tool's config directory and its data directory (index, logs).
+pub fn hidden_dirs(data_dir: &Path, config_dir: &Path) -> Vec<PathBuf> {
+    let mut hide: Vec<PathBuf> = Vec::new();
+    if let Some(h) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        hide.push(PathBuf::from(h));
+    }
+    if let Some(h) = passwd_home() {
+        hide.push(h);
+    }
+    hide.push(config_dir.to_path_buf());
+    hide.push(data_dir.to_path_buf());
+    hide
+}
+
+fn passwd_home() -> Option<PathBuf> {
+    // SAFETY: getpwuid returns a pointer into static storage or null; read it at once.
+    unsafe {
+        let pw = libc::getpwuid(libc::geteuid());
+        if pw.is_null() || (*pw).pw_dir.is_null() {
+            return None;
+        }
+        let dir = std::ffi::CStr::from_ptr((*pw).pw_dir);
+        Some(PathBuf::from(
+            std::ffi::OsStr::from_encoded_bytes_unchecked(dir.to_bytes()),
+        ))
+    }
+}
+
+/// `strerror`-style text with the errno name, e.g. "Operation not permitted (EPERM)".
+pub fn errno_text(e: &std::io::Error) -> String {
+    let name = match e.raw_os_error() {
+        Some(libc::EPERM) => " (EPERM)",
+        Some(libc::EACCES) => " (EACCES)",
+        Some(libc::EINVAL) => " (EINVAL)",
+        Some(libc::ENOSYS) => " (ENOSYS)",
+        Some(libc::ENOSPC) => " (ENOSPC)",
+        Some(libc::EOPNOTSUPP) => " (EOPNOTSUPP)",
+        Some(libc::ENOENT) => " (ENOENT)",
+        Some(libc::EROFS) => " (EROFS)",
+        Some(libc::EBUSY) => " (EBUSY)",
+        _ => "",
+    };
+    let text = e.to_string();
+    let text = text.split(" (os error").next().unwrap_or(&text).to_string();
+    format!("{text}{name}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn toolchains_under_a_hidden_home_stay_readable_but_secrets_do_not() {
+        let d = tempfile::tempdir().unwrap();
+        let home = d.path().join("home");
+        for sub in [
+            "home/.pyenv/shims",
+            "home/.ssh",
+            "home/.cargo/bin",
+            "data",
+            "cfg",
+        ] {
+            std::fs::create_dir_all(d.path().join(sub)).unwrap();
+        }
+        let home = home.canonicalize().unwrap();
+        let plan = Plan {
+            env: vec![
+                (
+                    "PYENV_ROOT".into(),
+                    home.join(".pyenv").display().to_string(),
+                ),
+                (
+                    "PATH".into(),
+                    format!(
+                        "{}:{}:{}:/usr/bin",
+                        home.join(".pyenv/shims").display(),
+                        home.join(".ssh").display(),
+                        home.join(".cargo/bin").display()
+                    ),
+                ),
+            ],
+            ..Plan::default()
+        };
+        let out = plan.with_paths(vec![home.clone(), d.path().join("data"), "/".into()]);
+        assert!(out.hide.contains(&home), "{:?}", out.hide);
+        assert!(
+            out.toolchains.contains(&home.join(".pyenv")),
+            "{:?}",
+            out.toolchains
+        );
+        assert!(out.toolchains.contains(&home.join(".cargo/bin")));
+        assert!(!out.toolchains.iter().any(|t| t.ends_with(".ssh")));
+        assert!(
+            !out.toolchains.iter().any(|t| t.ends_with("shims")),
+            "covered by .pyenv"
+        );
+    }
+}
