@@ -15,7 +15,10 @@ fn new_creates_the_layout_commits_installs_hooks_and_registers() {
     assert_eq!(j["repository_type"], "local");
     assert!(j["repository_id"].as_str().unwrap().starts_with("repo_"));
     let path = std::path::PathBuf::from(j["path"].as_str().unwrap());
-    assert_eq!(path, std::fs::canonicalize(w.data().join("repos/exp-one")).unwrap());
+    assert_eq!(
+        path,
+        std::fs::canonicalize(w.data().join("repos/exp-one")).unwrap()
+    );
     assert_eq!(j["url"], format!("file://{}", path.display()));
     assert!(j["created_at"].as_str().unwrap().ends_with('Z'));
     for f in [
@@ -29,24 +32,43 @@ fn new_creates_the_layout_commits_installs_hooks_and_registers() {
     ] {
         assert!(path.join(f).is_file(), "{f} missing");
     }
-    assert!(std::fs::read_to_string(path.join("README.md")).unwrap().starts_with("# exp-one"));
+    assert!(std::fs::read_to_string(path.join("README.md"))
+        .unwrap()
+        .starts_with("# exp-one"));
     // One clean initial commit on main, everything tracked.
     assert_eq!(w.git(&path, &["rev-list", "--count", "HEAD"]).trim(), "1");
     assert_eq!(w.git(&path, &["branch", "--show-current"]).trim(), "main");
     assert_eq!(w.git(&path, &["status", "--porcelain"]), "");
-    for hook in ["reference-transaction", "post-commit", "post-merge", "post-rewrite"] {
+    for hook in [
+        "reference-transaction",
+        "post-commit",
+        "post-merge",
+        "post-rewrite",
+    ] {
         let meta = std::fs::metadata(path.join(".git/hooks").join(hook)).unwrap();
-        assert!(meta.permissions().mode() & 0o111 != 0, "{hook} not executable");
+        assert!(
+            meta.permissions().mode() & 0o111 != 0,
+            "{hook} not executable"
+        );
     }
-    assert_eq!(w.git(&path, &["config", "notes.displayRef"]).trim(), "refs/notes/sandbox");
-    assert_eq!(w.git(&path, &["config", "notes.rewriteRef"]).trim(), "refs/notes/sandbox");
+    assert_eq!(
+        w.git(&path, &["config", "notes.displayRef"]).trim(),
+        "refs/notes/sandbox"
+    );
+    assert_eq!(
+        w.git(&path, &["config", "notes.rewriteRef"]).trim(),
+        "refs/notes/sandbox"
+    );
     let list = w.sandbox(&w.work(), &["list", "--json"]).json();
     assert_eq!(list["total"], 1);
     assert_eq!(list["repositories"][0]["name"], "exp-one");
     assert_eq!(list["repositories"][0]["path"], path.display().to_string());
     // The human table names it too.
     let human = w.sandbox(&w.work(), &["list"]);
-    assert!(human.stdout.lines().nth(1).unwrap().starts_with("exp-one "), "{human:?}");
+    assert!(
+        human.stdout.lines().nth(1).unwrap().starts_with("exp-one "),
+        "{human:?}"
+    );
 }
 
 #[test]
@@ -56,22 +78,35 @@ fn new_without_a_name_uses_a_timestamped_name() {
     let name = j["name"].as_str().unwrap();
     let stamp = name.strip_prefix("ai-sandbox-experiments-").expect(name);
     assert_eq!(stamp.len(), 15, "{name}");
-    assert!(stamp[..8].bytes().all(|b| b.is_ascii_digit()) && &stamp[8..9] == "_" && stamp[9..].bytes().all(|b| b.is_ascii_digit()), "{name}");
+    assert!(
+        stamp[..8].bytes().all(|b| b.is_ascii_digit())
+            && &stamp[8..9] == "_"
+            && stamp[9..].bytes().all(|b| b.is_ascii_digit()),
+        "{name}"
+    );
 }
 
 #[test]
 fn new_at_a_path() {
     let w = World::new();
     let target = w.work().join("here/nested");
-    let o = w.sandbox(&w.work(), &["new", "x1", "--path", target.to_str().unwrap()]);
+    let o = w.sandbox(
+        &w.work(),
+        &["new", "x1", "--path", target.to_str().unwrap()],
+    );
     assert_eq!(o.code, 0, "{o:?}");
     assert!(target.join(".git").is_dir());
-    assert!(o.stdout.contains("Created experiment repository x1"), "{o:?}");
+    assert!(
+        o.stdout.contains("Created experiment repository x1"),
+        "{o:?}"
+    );
 }
 
 fn assert_nothing_created(w: &World) {
     let repos = w.data().join("repos");
-    let leftovers: Vec<_> = std::fs::read_dir(&repos).map(|d| d.flatten().map(|e| e.path()).collect()).unwrap_or_default();
+    let leftovers: Vec<_> = std::fs::read_dir(&repos)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
     assert!(leftovers.is_empty(), "left behind: {leftovers:?}");
     let list = w.sandbox(&w.work(), &["list", "--json"]).json();
     assert_eq!(list["total"], 0);
@@ -81,12 +116,28 @@ fn assert_nothing_created(w: &World) {
 fn bad_names_are_refused_with_one_line_and_nothing_created() {
     let w = World::new();
     let long = "x".repeat(101);
-    for bad in ["a/b", "..", "a..b", "has space", "tab\there", "-leading", "bell\u{7}", "", long.as_str()] {
+    for bad in [
+        "a/b",
+        "..",
+        "a..b",
+        "has space",
+        "tab\there",
+        "-leading",
+        "bell\u{7}",
+        "",
+        long.as_str(),
+    ] {
         let o = w.sandbox(&w.work(), &["new", "--", bad]);
         assert_eq!(o.code, 2, "{bad:?}: {o:?}");
         assert_eq!(o.stderr.lines().count(), 1, "{bad:?}: {o:?}");
-        assert!(o.stderr.starts_with("error: invalid name"), "{bad:?}: {o:?}");
-        assert!(o.stderr.contains("use letters"), "the error says how to fix it: {o:?}");
+        assert!(
+            o.stderr.starts_with("error: invalid name"),
+            "{bad:?}: {o:?}"
+        );
+        assert!(
+            o.stderr.contains("use letters"),
+            "the error says how to fix it: {o:?}"
+        );
         assert_nothing_created(&w);
     }
 }
@@ -102,7 +153,11 @@ fn an_existing_path_is_refused() {
     std::fs::create_dir(&dir).unwrap();
     let o = w.sandbox(&w.work(), &["new", "y", "--path", dir.to_str().unwrap()]);
     assert_eq!(o.code, 2, "{o:?}");
-    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "nothing written into it");
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        0,
+        "nothing written into it"
+    );
 }
 
 #[test]
@@ -111,7 +166,11 @@ fn unwritable_home_is_a_clear_error() {
     let file = w.path("a-file");
     std::fs::write(&file, "x").unwrap();
     let home = file.join("sub");
-    let o = w.sandbox_env(&w.work(), &["new", "z"], &[("GIT_SANDBOX_HOME", home.to_str().unwrap())]);
+    let o = w.sandbox_env(
+        &w.work(),
+        &["new", "z"],
+        &[("GIT_SANDBOX_HOME", home.to_str().unwrap())],
+    );
     assert_eq!(o.code, 2, "{o:?}");
     assert_eq!(o.stderr.lines().count(), 1, "{o:?}");
     assert!(o.stderr.contains("GIT_SANDBOX_HOME"), "{o:?}");
@@ -126,13 +185,20 @@ fn malformed_user_config_names_file_line_and_key() {
     let o = w.sandbox(&w.work(), &["new", "cfg-test"]);
     assert_eq!(o.code, 2, "{o:?}");
     assert_eq!(o.stderr.lines().count(), 1, "{o:?}");
-    assert!(o.stderr.contains(&format!("{}:3: key `limits.colour`", cfg.display())), "{o:?}");
+    assert!(
+        o.stderr
+            .contains(&format!("{}:3: key `limits.colour`", cfg.display())),
+        "{o:?}"
+    );
     std::fs::write(&cfg, "[limits]\nmemory_mb = \"lots\"\n").unwrap();
     let o = w.sandbox(&w.work(), &["new", "cfg-test"]);
     assert_eq!(o.code, 2, "{o:?}");
     assert!(o.stderr.contains(":2: key `limits.memory_mb`"), "{o:?}");
     assert!(!w.data().join("repos/cfg-test").exists());
-    assert!(!w.data().join("index.db").exists(), "no index created on bad config");
+    assert!(
+        !w.data().join("index.db").exists(),
+        "no index created on bad config"
+    );
 }
 
 #[test]
@@ -153,7 +219,9 @@ fn plain_repo(w: &World, name: &str) -> std::path::PathBuf {
 }
 
 fn pending(w: &World) -> u64 {
-    w.sandbox(&w.work(), &["status", "--json"]).json()["totals"]["pending_jobs"].as_u64().unwrap()
+    w.sandbox(&w.work(), &["status", "--json"]).json()["totals"]["pending_jobs"]
+        .as_u64()
+        .unwrap()
 }
 
 #[test]
@@ -162,14 +230,22 @@ fn init_keeps_an_existing_hook_running_and_chains_to_it() {
     let repo = plain_repo(&w, "has-hook");
     let marker = w.path("hook-ran");
     let hook = repo.join(".git/hooks/post-commit");
-    std::fs::write(&hook, format!("#!/bin/sh\necho ran >> {}\n", marker.display())).unwrap();
+    std::fs::write(
+        &hook,
+        format!("#!/bin/sh\necho ran >> {}\n", marker.display()),
+    )
+    .unwrap();
     std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
     let o = w.sandbox(&repo, &["init"]);
     assert_eq!(o.code, 0, "{o:?}");
     assert!(o.stdout.contains("runs the existing"), "{o:?}");
     assert!(repo.join(".sandbox.toml").is_file());
     w.commit(&repo, &[("b.txt", "b\n")], "second");
-    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "ran\n", "the old hook still runs");
+    assert_eq!(
+        std::fs::read_to_string(&marker).unwrap(),
+        "ran\n",
+        "the old hook still runs"
+    );
     // Both commits of main are queued: the new one and the history before it.
     assert_eq!(pending(&w), 2);
 }
@@ -197,7 +273,12 @@ fn init_twice_changes_nothing_and_keeps_the_config() {
         let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(p.join(".git/hooks"))
             .unwrap()
             .flatten()
-            .map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap()))
+            .map(|e| {
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    std::fs::read(e.path()).unwrap(),
+                )
+            })
             .collect();
         v.sort();
         (v, std::fs::read(p.join(".git/config")).unwrap())
@@ -207,7 +288,10 @@ fn init_twice_changes_nothing_and_keeps_the_config() {
     assert_eq!(o.code, 0, "{o:?}");
     assert!(o.stdout.contains("nothing changed"), "{o:?}");
     assert_eq!(snapshot(&repo), before);
-    assert_eq!(std::fs::read_to_string(repo.join(".sandbox.toml")).unwrap(), "[test]\ncommand = \"true\"\n");
+    assert_eq!(
+        std::fs::read_to_string(repo.join(".sandbox.toml")).unwrap(),
+        "[test]\ncommand = \"true\"\n"
+    );
     assert_eq!(w.sandbox(&w.work(), &["list", "--json"]).json()["total"], 1);
 }
 
@@ -215,10 +299,17 @@ fn init_twice_changes_nothing_and_keeps_the_config() {
 fn init_refuses_a_broken_repository_config_and_installs_nothing() {
     let w = World::new();
     let repo = plain_repo(&w, "broken-cfg");
-    std::fs::write(repo.join(".sandbox.toml"), "[test]\ncommand = \"x\"\ntimeout = \"soon\"\n").unwrap();
+    std::fs::write(
+        repo.join(".sandbox.toml"),
+        "[test]\ncommand = \"x\"\ntimeout = \"soon\"\n",
+    )
+    .unwrap();
     let o = w.sandbox(&repo, &["init"]);
     assert_eq!(o.code, 2, "{o:?}");
-    assert!(o.stderr.contains(".sandbox.toml:3: key `test.timeout`"), "{o:?}");
+    assert!(
+        o.stderr.contains(".sandbox.toml:3: key `test.timeout`"),
+        "{o:?}"
+    );
     assert!(!repo.join(".git/hooks/post-commit").exists());
 }
 
@@ -234,7 +325,9 @@ fn the_hook_exits_zero_when_the_binary_is_gone() {
     std::fs::copy(common::BIN, &copy).unwrap();
     let mut cmd = std::process::Command::new(&copy);
     cmd.arg("init").current_dir(&repo);
-    cmd.env("GIT_SANDBOX_HOME", w.data()).env("XDG_CONFIG_HOME", w.path("config")).env("HOME", w.path("home"));
+    cmd.env("GIT_SANDBOX_HOME", w.data())
+        .env("XDG_CONFIG_HOME", w.path("config"))
+        .env("HOME", w.path("home"));
     assert!(cmd.output().unwrap().status.success());
     std::fs::remove_file(&copy).unwrap();
     std::fs::write(repo.join("d.txt"), "d").unwrap();
@@ -246,9 +339,16 @@ fn the_hook_exits_zero_when_the_binary_is_gone() {
     std::fs::write(&copy, "#!/bin/sh\necho broken >&2\nexit 3\n").unwrap();
     std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
     let mut cmd = std::process::Command::new("git");
-    cmd.args(["commit", "-q", "--allow-empty", "-m", "broken tool"]).current_dir(&repo);
-    cmd.env("PATH", format!("{}:{}", copy_dir.display(), std::env::var("PATH").unwrap()));
-    cmd.env("GIT_AUTHOR_NAME", "a").env("GIT_AUTHOR_EMAIL", "a@b").env("GIT_COMMITTER_NAME", "a").env("GIT_COMMITTER_EMAIL", "a@b");
+    cmd.args(["commit", "-q", "--allow-empty", "-m", "broken tool"])
+        .current_dir(&repo);
+    cmd.env(
+        "PATH",
+        format!("{}:{}", copy_dir.display(), std::env::var("PATH").unwrap()),
+    );
+    cmd.env("GIT_AUTHOR_NAME", "a")
+        .env("GIT_AUTHOR_EMAIL", "a@b")
+        .env("GIT_COMMITTER_NAME", "a")
+        .env("GIT_COMMITTER_EMAIL", "a@b");
     assert!(cmd.output().unwrap().status.success());
 }
 
@@ -263,7 +363,8 @@ fn watched_branches_follow_config_and_environment() {
     w.commit(&repo, &[("f.txt", "f")], "on an experiment branch");
     // experiment/fast holds the scratch commit and its own.
     assert_eq!(pending(&w), 3);
-    w.extra_env.push(("SANDBOX_WATCH_BRANCHES".into(), "nothing-matches".into()));
+    w.extra_env
+        .push(("SANDBOX_WATCH_BRANCHES".into(), "nothing-matches".into()));
     w.git(&repo, &["checkout", "-q", "main"]);
     w.commit(&repo, &[("m.txt", "m")], "main, but unwatched by env");
     assert_eq!(pending(&w), 3);
@@ -276,7 +377,10 @@ fn a_corrupt_or_newer_index_is_a_clear_error() {
     std::fs::write(w.data().join("index.db"), "garbage ".repeat(500)).unwrap();
     let o = w.sandbox(&w.work(), &["list"]);
     assert_eq!(o.code, 2, "{o:?}");
-    assert!(o.stderr.contains("is corrupt") && o.stderr.contains("git sandbox reindex"), "{o:?}");
+    assert!(
+        o.stderr.contains("is corrupt") && o.stderr.contains("git sandbox reindex"),
+        "{o:?}"
+    );
     assert_eq!(o.stderr.lines().count(), 1);
 }
 

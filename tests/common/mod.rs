@@ -20,13 +20,22 @@ pub struct Out {
 
 impl Out {
     pub fn json(&self) -> serde_json::Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}\nstderr: {}", self.stdout, self.stderr))
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}):\n{}\nstderr: {}",
+                self.stdout, self.stderr
+            )
+        })
     }
 }
 
 impl std::fmt::Debug for Out {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "exit {}\n--- stdout\n{}\n--- stderr\n{}", self.code, self.stdout, self.stderr)
+        write!(
+            f,
+            "exit {}\n--- stdout\n{}\n--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        )
     }
 }
 
@@ -44,7 +53,10 @@ impl World {
         for d in ["home", "data", "config", "work"] {
             std::fs::create_dir_all(tmp.path().join(d)).unwrap();
         }
-        World { tmp, extra_env: Vec::new() }
+        World {
+            tmp,
+            extra_env: Vec::new(),
+        }
     }
 
     pub fn path(&self, rel: &str) -> PathBuf {

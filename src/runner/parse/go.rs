@@ -228,7 +228,7 @@ fn finish(
         let outcome = block.status[name];
         let leaf = !parents.contains(name.as_str());
         // A parent counts only when it failed on its own (no failing subtest explains it).
-        if !leaf && !(outcome == Outcome::Fail && !failing_parents.contains(name.as_str())) {
+        if !leaf && (outcome != Outcome::Fail || failing_parents.contains(name.as_str())) {
             continue;
         }
         match outcome {
