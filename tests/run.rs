@@ -13,7 +13,8 @@ fn set_config(w: &World, repo: &Path, toml: &str) -> String {
 fn run_head_writes_a_note_and_an_index_row_and_touches_nothing_else() {
     let w = World::new();
     let repo = w.new_repo("r1");
-    let jobs_before = w.sandbox(&w.work(), &["status", "--json"]).json()["totals"]["pending_jobs"].clone();
+    let jobs_before =
+        w.sandbox(&w.work(), &["status", "--json"]).json()["totals"]["pending_jobs"].clone();
     let o = w.sandbox(&repo, &["run"]);
     assert_eq!(o.code, 0, "{o:?}");
     assert!(o.stdout.starts_with("✔ "), "{o:?}");
@@ -21,7 +22,10 @@ fn run_head_writes_a_note_and_an_index_row_and_touches_nothing_else() {
     let note = w.note(&repo, "HEAD").expect("a note on HEAD");
     assert_eq!(note["schema"], "git-sandbox/run/v1");
     assert_eq!(note["commit"], head);
-    assert_eq!(note["tree"], w.git(&repo, &["rev-parse", "HEAD^{tree}"]).trim());
+    assert_eq!(
+        note["tree"],
+        w.git(&repo, &["rev-parse", "HEAD^{tree}"]).trim()
+    );
     assert_eq!(note["status"], "passed");
     assert_eq!(note["trigger"], "manual");
     assert_eq!(note["ref"], "refs/heads/main");
@@ -31,20 +35,34 @@ fn run_head_writes_a_note_and_an_index_row_and_touches_nothing_else() {
     assert_eq!(note["tests"]["failed"], 0);
     assert_eq!(note["tests"]["total"], 2);
     assert_eq!(note["tests"]["exit_code"], 0);
-    assert!(note["analysis"]["functions_found"].as_u64().unwrap() >= 3, "{note}");
+    assert!(
+        note["analysis"]["functions_found"].as_u64().unwrap() >= 3,
+        "{note}"
+    );
     assert_eq!(note["analysis"]["languages"]["python"]["files"], 1);
-    assert_eq!(note["changes"]["files_changed"], 7, "the initial commit adds every template file");
+    assert_eq!(
+        note["changes"]["files_changed"], 7,
+        "the initial commit adds every template file"
+    );
     // The user's checkout is untouched: no changes, no extra worktree, no queued job from our own writes.
     assert_eq!(w.git(&repo, &["status", "--porcelain"]), "");
     assert_eq!(w.git(&repo, &["worktree", "list"]).lines().count(), 1);
-    assert_eq!(w.sandbox(&w.work(), &["status", "--json"]).json()["totals"]["pending_jobs"], jobs_before);
+    assert_eq!(
+        w.sandbox(&w.work(), &["status", "--json"]).json()["totals"]["pending_jobs"],
+        jobs_before
+    );
     // show --json is the note; plain git log shows it (notes.displayRef).
     let shown = w.sandbox(&repo, &["show", "--json"]).json();
     assert_eq!(shown, note);
-    assert!(w.git(&repo, &["log", "-1"]).contains("\"schema\": \"git-sandbox/run/v1\""));
+    assert!(w
+        .git(&repo, &["log", "-1"])
+        .contains("\"schema\": \"git-sandbox/run/v1\""));
     let human = w.sandbox(&repo, &["show"]);
     assert!(human.stdout.contains("Status:   ✔ passed"), "{human:?}");
-    assert!(human.stdout.contains("Tests: 2 passed (unittest)"), "{human:?}");
+    assert!(
+        human.stdout.contains("Tests: 2 passed (unittest)"),
+        "{human:?}"
+    );
 }
 
 #[test]
@@ -62,15 +80,26 @@ fn a_failing_test_fails_the_run_and_names_the_failure() {
     assert_eq!(rec["status"], "failed");
     assert_eq!(rec["tests"]["failed"], 1);
     assert_eq!(rec["tests"]["passed"], 2);
-    let names: Vec<&str> = rec["tests"]["failures"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = rec["tests"]["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
     assert!(names.iter().any(|n| n.contains("test_math")), "{names:?}");
     assert_eq!(rec["changes"]["files"][0]["path"], "tests/test_broken.py");
     assert_eq!(rec["changes"]["files"][0]["status"], "added");
     assert_eq!(rec["changes"]["insertions"], 5);
     let log = w.sandbox(&repo, &["log"]);
     let first = log.stdout.lines().next().unwrap();
-    assert!(first.starts_with("✘ ") && first.contains("failed break it"), "{log:?}");
-    assert!(log.stdout.lines().nth(1).unwrap().contains("not run"), "{log:?}");
+    assert!(
+        first.starts_with("✘ ") && first.contains("failed break it"),
+        "{log:?}"
+    );
+    assert!(
+        log.stdout.lines().nth(1).unwrap().contains("not run"),
+        "{log:?}"
+    );
 }
 
 #[test]
@@ -81,8 +110,13 @@ fn the_same_tree_reuses_the_result_unless_forced() {
     let first = w.git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
     // A new commit id with the same tree: only the message changes.
     w.git(&repo, &["commit", "-q", "--amend", "-m", "reworded"]);
-    let note = w.note(&repo, "HEAD").expect("amend carries the note (notes.rewriteRef)");
-    assert_eq!(note["commit"], first, "the carried note is the old commit's");
+    let note = w
+        .note(&repo, "HEAD")
+        .expect("amend carries the note (notes.rewriteRef)");
+    assert_eq!(
+        note["commit"], first,
+        "the carried note is the old commit's"
+    );
     let o = w.sandbox(&repo, &["run", "--json"]);
     assert_eq!(o.code, 0, "{o:?}");
     let rec = &o.json()[0];
@@ -92,11 +126,16 @@ fn the_same_tree_reuses_the_result_unless_forced() {
     // A second run of the same commit writes nothing new.
     let notes_before = w.git(&repo, &["rev-parse", "refs/notes/sandbox"]);
     assert_eq!(w.sandbox(&repo, &["run"]).code, 0);
-    assert_eq!(w.git(&repo, &["rev-parse", "refs/notes/sandbox"]), notes_before);
+    assert_eq!(
+        w.git(&repo, &["rev-parse", "refs/notes/sandbox"]),
+        notes_before
+    );
     let forced = w.sandbox(&repo, &["run", "--force", "--json"]).json();
     assert_eq!(forced[0]["cached_from"], serde_json::Value::Null);
     // A different command is a different config: no reuse.
-    let other = w.sandbox(&repo, &["run", "--command", "true", "--json"]).json();
+    let other = w
+        .sandbox(&repo, &["run", "--command", "true", "--json"])
+        .json();
     assert_eq!(other[0]["cached_from"], serde_json::Value::Null);
     assert_eq!(other[0]["tests"]["command"], "true");
 }
@@ -105,17 +144,34 @@ fn the_same_tree_reuses_the_result_unless_forced() {
 fn a_range_runs_each_commit_in_few_notes_commits() {
     let w = World::new();
     let repo = w.new_repo("r4");
-    let base = set_config(&w, &repo, "[test]\ncommand = \"test -f marker || exit 1\"\n");
+    let base = set_config(
+        &w,
+        &repo,
+        "[test]\ncommand = \"test -f marker || exit 1\"\n",
+    );
     let mut ids = Vec::new();
     for i in 0..6 {
-        let files: Vec<(String, String)> = if i == 3 { vec![] } else { vec![("marker".into(), format!("{i}"))] };
+        let files: Vec<(String, String)> = if i == 3 {
+            vec![]
+        } else {
+            vec![("marker".into(), format!("{i}"))]
+        };
         if i == 3 {
             w.git(&repo, &["rm", "-q", "marker"]);
         }
-        let refs: Vec<(&str, &str)> = files.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        let refs: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(a, b)| (a.as_str(), b.as_str()))
+            .collect();
         ids.push(w.commit(&repo, &refs, &format!("step {i}")));
     }
-    let notes_commits = |w: &World| w.git_out(&repo, &["rev-list", "--count", "refs/notes/sandbox"], true).stdout.trim().parse::<u32>().unwrap_or(0);
+    let notes_commits = |w: &World| {
+        w.git_out(&repo, &["rev-list", "--count", "refs/notes/sandbox"], true)
+            .stdout
+            .trim()
+            .parse::<u32>()
+            .unwrap_or(0)
+    };
     let before = notes_commits(&w);
     let o = w.sandbox(&repo, &["run", &format!("{base}..HEAD"), "--json"]);
     assert_eq!(o.code, 1, "step 3 has no marker: {o:?}");
@@ -128,10 +184,17 @@ fn a_range_runs_each_commit_in_few_notes_commits() {
         assert_eq!(rec["status"], expected, "step {i}");
         assert_eq!(w.note(&repo, id).unwrap()["status"], expected);
     }
-    assert_eq!(notes_commits(&w) - before, 1, "one notes commit for the whole range");
+    assert_eq!(
+        notes_commits(&w) - before,
+        1,
+        "one notes commit for the whole range"
+    );
     // The log shows them newest first.
     let log = w.sandbox(&repo, &["log", "-n", "6"]);
-    assert!(log.stdout.lines().nth(2).unwrap().starts_with("✘"), "{log:?}");
+    assert!(
+        log.stdout.lines().nth(2).unwrap().starts_with("✘"),
+        "{log:?}"
+    );
 }
 
 #[test]
@@ -139,7 +202,10 @@ fn bad_revisions_and_empty_ranges_are_usage_errors() {
     let w = World::new();
     let repo = w.new_repo("r5");
     for (args, needle) in [
-        (vec!["run", "no-such-branch"], "unknown revision \"no-such-branch\""),
+        (
+            vec!["run", "no-such-branch"],
+            "unknown revision \"no-such-branch\"",
+        ),
         (vec!["run", "HEAD..HEAD"], "holds no commits"),
         (vec!["show", "nope~3"], "unknown revision"),
         (vec!["exec", "missing", "--", "true"], "unknown revision"),
@@ -151,7 +217,10 @@ fn bad_revisions_and_empty_ranges_are_usage_errors() {
     }
     let outside = w.sandbox(&w.work(), &["run"]);
     assert_eq!(outside.code, 2);
-    assert!(outside.stderr.contains("not inside a git repository"), "{outside:?}");
+    assert!(
+        outside.stderr.contains("not inside a git repository"),
+        "{outside:?}"
+    );
     let plain = w.work().join("plain");
     std::fs::create_dir(&plain).unwrap();
     w.git(&plain, &["init", "-q"]);
@@ -171,7 +240,10 @@ fn a_broken_config_in_the_commit_is_an_error_record() {
     let rec = &o.json()[0];
     assert_eq!(rec["status"], "error");
     let err = rec["error"].as_str().unwrap();
-    assert!(err.contains(".sandbox.toml:3: key `test.retries`: unknown field"), "{err}");
+    assert!(
+        err.contains(".sandbox.toml:3: key `test.retries`: unknown field"),
+        "{err}"
+    );
     assert!(o.stderr.contains("retries"), "{o:?}");
     assert_eq!(w.note(&repo, "HEAD").unwrap()["status"], "error");
 }
@@ -180,12 +252,19 @@ fn a_broken_config_in_the_commit_is_an_error_record() {
 fn a_missing_test_command_is_an_error_with_the_fix() {
     let w = World::new();
     let repo = w.new_repo("r7");
-    set_config(&w, &repo, "[test]\ncommand = \"no-such-test-runner --all\"\n");
+    set_config(
+        &w,
+        &repo,
+        "[test]\ncommand = \"no-such-test-runner --all\"\n",
+    );
     let o = w.sandbox(&repo, &["run", "--json"]);
     assert_eq!(o.code, 1);
     let rec = &o.json()[0];
     assert_eq!(rec["status"], "error");
-    assert!(rec["error"].as_str().unwrap().contains("was not found"), "{rec}");
+    assert!(
+        rec["error"].as_str().unwrap().contains("was not found"),
+        "{rec}"
+    );
     assert_eq!(rec["tests"]["exit_code"], 127);
 }
 
@@ -193,14 +272,22 @@ fn a_missing_test_command_is_an_error_with_the_fix() {
 fn timeouts_endless_output_and_bad_bytes() {
     let w = World::new();
     let repo = w.new_repo("r8");
-    set_config(&w, &repo, "[test]\ncommand = \"sleep 30\"\ntimeout = \"1s\"\n");
+    set_config(
+        &w,
+        &repo,
+        "[test]\ncommand = \"sleep 30\"\ntimeout = \"1s\"\n",
+    );
     let started = std::time::Instant::now();
     let rec = w.sandbox(&repo, &["run", "--json"]).json()[0].clone();
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
     assert_eq!(rec["status"], "timeout");
     assert_eq!(rec["tests"]["killed_by"], "timeout");
 
-    set_config(&w, &repo, "[test]\ncommand = \"yes\"\n[limits]\noutput_bytes = 200000\n");
+    set_config(
+        &w,
+        &repo,
+        "[test]\ncommand = \"yes\"\n[limits]\noutput_bytes = 200000\n",
+    );
     let rec = w.sandbox(&repo, &["run", "--json"]).json()[0].clone();
     assert_eq!(rec["status"], "killed");
     assert_eq!(rec["tests"]["killed_by"], "output");
@@ -208,13 +295,21 @@ fn timeouts_endless_output_and_bad_bytes() {
     let log = rec["tests"]["log"].as_str().unwrap();
     assert!(std::fs::metadata(log).unwrap().len() < 201_000);
 
-    set_config(&w, &repo, "[test]\ncommand = \"printf 'caf\\\\351 \\\\377\\\\n'\"\n");
+    set_config(
+        &w,
+        &repo,
+        "[test]\ncommand = \"printf 'caf\\\\351 \\\\377\\\\n'\"\n",
+    );
     let o = w.sandbox(&repo, &["run", "--json"]);
     assert_eq!(o.code, 0, "{o:?}");
     let rec = o.json()[0].clone();
     assert_eq!(rec["status"], "passed");
     assert_eq!(rec["tests"]["output_tail"], "caf\u{FFFD} \u{FFFD}");
-    assert_eq!(rec["tests"]["passed"], serde_json::Value::Null, "nobody can parse it: counts are null");
+    assert_eq!(
+        rec["tests"]["passed"],
+        serde_json::Value::Null,
+        "nobody can parse it: counts are null"
+    );
 }
 
 #[test]
@@ -222,12 +317,20 @@ fn the_test_command_does_not_see_secrets_or_the_users_home() {
     let mut w = World::new();
     let repo = w.new_repo("r9");
     set_config(&w, &repo, "[test]\ncommand = \"env; echo HOME=$HOME\"\n");
-    w.extra_env.push(("GITHUB_TOKEN".into(), "ghp_supersecret".into()));
-    w.extra_env.push(("AWS_SECRET_ACCESS_KEY".into(), "aws-secret".into()));
+    w.extra_env
+        .push(("GITHUB_TOKEN".into(), "ghp_supersecret".into()));
+    w.extra_env
+        .push(("AWS_SECRET_ACCESS_KEY".into(), "aws-secret".into()));
     let rec = w.sandbox(&repo, &["run", "--json"]).json()[0].clone();
     let log = std::fs::read_to_string(rec["tests"]["log"].as_str().unwrap()).unwrap();
-    assert!(!log.contains("supersecret") && !log.contains("aws-secret"), "{log}");
-    assert!(!log.contains(&format!("HOME={}\n", w.path("home").display())), "{log}");
+    assert!(
+        !log.contains("supersecret") && !log.contains("aws-secret"),
+        "{log}"
+    );
+    assert!(
+        !log.contains(&format!("HOME={}\n", w.path("home").display())),
+        "{log}"
+    );
     assert!(log.contains("CI=true"), "{log}");
 }
 
@@ -237,7 +340,17 @@ fn exec_runs_in_a_checkout_of_the_revision_and_passes_the_exit_code() {
     let repo = w.new_repo("r10");
     let first = w.git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
     w.commit(&repo, &[("later.txt", "later")], "later");
-    let o = w.sandbox(&repo, &["exec", &first, "--", "sh", "-c", "ls; test -e later.txt && echo has-later; exit 3"]);
+    let o = w.sandbox(
+        &repo,
+        &[
+            "exec",
+            &first,
+            "--",
+            "sh",
+            "-c",
+            "ls; test -e later.txt && echo has-later; exit 3",
+        ],
+    );
     assert_eq!(o.code, 3, "{o:?}");
     assert!(o.stdout.contains("README.md"), "{o:?}");
     assert!(!o.stdout.contains("has-later"), "{o:?}");
@@ -265,14 +378,21 @@ fn reindex_rebuilds_a_deleted_index_from_notes() {
     let j = w.sandbox(&w.work(), &["status", "--json"]).json();
     assert_eq!(j["totals"]["runs"], 2);
     assert_eq!(j["totals"]["repositories"], 1);
-    assert_eq!(w.sandbox(&repo, &["show", "HEAD", "--json"]).json()["status"], "passed");
+    assert_eq!(
+        w.sandbox(&repo, &["show", "HEAD", "--json"]).json()["status"],
+        "passed"
+    );
 }
 
 #[test]
 fn concurrent_note_writers_lose_nothing() {
     let w = World::new();
     let repo = w.new_repo("r12");
-    set_config(&w, &repo, "[test]\ncommand = \"true\"\n[analysis]\nenabled = false\n");
+    set_config(
+        &w,
+        &repo,
+        "[test]\ncommand = \"true\"\n[analysis]\nenabled = false\n",
+    );
     let base = w.git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
     let mut ours = Vec::new();
     for i in 0..20 {
@@ -289,7 +409,11 @@ fn concurrent_note_writers_lose_nothing() {
     std::thread::scope(|s| {
         let user = s.spawn(|| {
             for id in &theirs {
-                let o = w.git_out(&repo, &["notes", "--ref=sandbox", "add", "-m", "by hand", id], true);
+                let o = w.git_out(
+                    &repo,
+                    &["notes", "--ref=sandbox", "add", "-m", "by hand", id],
+                    true,
+                );
                 assert_eq!(o.code, 0, "the user's git notes never fails: {o:?}");
             }
         });
@@ -298,7 +422,10 @@ fn concurrent_note_writers_lose_nothing() {
         user.join().unwrap();
     });
     for id in &ours {
-        assert_eq!(w.note(&repo, id).expect("our note survives")["status"], "passed");
+        assert_eq!(
+            w.note(&repo, id).expect("our note survives")["status"],
+            "passed"
+        );
     }
     for id in &theirs {
         let o = w.git_out(&repo, &["notes", "--ref=sandbox", "show", id], true);
@@ -308,14 +435,23 @@ fn concurrent_note_writers_lose_nothing() {
 
 #[test]
 fn pytest_is_detected_and_parsed_when_installed() {
-    let has_pytest = std::process::Command::new("python3").args(["-c", "import pytest"]).status().is_ok_and(|s| s.success());
+    let has_pytest = std::process::Command::new("python3")
+        .args(["-c", "import pytest"])
+        .status()
+        .is_ok_and(|s| s.success());
     if !has_pytest {
-        eprintln!("skipped: pytest is not installed (CI installs it: python3 -m pip install pytest)");
+        eprintln!(
+            "skipped: pytest is not installed (CI installs it: python3 -m pip install pytest)"
+        );
         return;
     }
     let w = World::new();
     let repo = w.new_repo("r13");
-    w.commit(&repo, &[(".sandbox.toml", "[analysis]\nenabled = false\n")], "detect the command");
+    w.commit(
+        &repo,
+        &[(".sandbox.toml", "[analysis]\nenabled = false\n")],
+        "detect the command",
+    );
     w.commit(
         &repo,
         &[("tests/test_py.py", "import pytest\n\ndef test_ok():\n    assert True\n\ndef test_bad():\n    assert 1 == 2\n\n@pytest.mark.skip\ndef test_skip():\n    pass\n")],
@@ -326,7 +462,10 @@ fn pytest_is_detected_and_parsed_when_installed() {
     assert_eq!(rec["tests"]["passed"], 3, "{rec}");
     assert_eq!(rec["tests"]["failed"], 1);
     assert_eq!(rec["tests"]["skipped"], 1);
-    assert_eq!(rec["tests"]["failures"][0]["name"], "tests/test_py.py::test_bad");
+    assert_eq!(
+        rec["tests"]["failures"][0]["name"],
+        "tests/test_py.py::test_bad"
+    );
     assert_eq!(rec["status"], "failed");
 }
 
@@ -335,8 +474,19 @@ fn demo_runs_end_to_end() {
     let w = World::new();
     let o = w.sandbox(&w.work(), &["demo"]);
     assert_eq!(o.code, 0, "{o:?}");
-    assert!(o.stdout.contains("Done: 2 commits run, HEAD passed."), "{o:?}");
+    assert!(
+        o.stdout.contains("Done: 2 commits run, HEAD passed."),
+        "{o:?}"
+    );
+    assert!(o.stdout.contains("[8/8] promote it"), "{o:?}");
+    assert!(
+        o.stdout
+            .contains("Experiment average: STRONGLY_RECOMMEND, promoted into main"),
+        "{o:?}"
+    );
     let j = w.sandbox(&w.work(), &["status", "--json"]).json();
-    assert_eq!(j["totals"]["runs"], 2);
+    // The two commits, the experiment's head, and the merge commit of the promotion.
+    assert_eq!(j["totals"]["runs"], 4);
     assert_eq!(j["totals"]["success_rate"], 1.0);
+    assert_eq!(j["totals"]["experiments_by_state"]["promoted"], 1);
 }

@@ -35,7 +35,7 @@ pub fn notify(ctx: &Context, cwd: &Path, trigger: &str) -> Result<Notified> {
         None => ctx.layers.clone(),
     };
     let config = layers.resolve();
-    let notes = git::notes::all_notes(&repo)?;
+    let notes = git::notes::all_notes(&repo, git::NOTES_REF)?;
     let mut jobs = Vec::new();
     let mut seen = HashSet::new();
     for (branch, tip) in git::branches(&repo)? {

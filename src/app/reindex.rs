@@ -1,9 +1,10 @@
 //! Rebuilding the index from git: repositories from their own config (`sandbox.repositoryId`),
-//! runs from their notes. The index is a cache; this is how it is refilled.
+//! runs from their notes, experiments from their refs, evaluations from their notes. The index is
+//! a cache; this is how it is refilled.
 
-use super::{repos, Context, Result};
+use super::{experiments, repos, Context, Result};
 use crate::git;
-use crate::model::RunRecord;
+use crate::model::{Evaluation, RunRecord};
 use std::path::PathBuf;
 
 #[derive(Debug, serde::Serialize)]
@@ -11,6 +12,7 @@ pub struct RepoReport {
     pub path: String,
     pub repository_id: Option<String>,
     pub runs: usize,
+    pub experiments: usize,
     pub error: Option<String>,
 }
 
@@ -18,6 +20,7 @@ pub struct RepoReport {
 pub struct Report {
     pub repositories: Vec<RepoReport>,
     pub runs: usize,
+    pub experiments: usize,
 }
 
 pub fn reindex(ctx: &Context, extra: &[PathBuf]) -> Result<Report> {
@@ -40,6 +43,7 @@ pub fn reindex(ctx: &Context, extra: &[PathBuf]) -> Result<Report> {
     let mut report = Report {
         repositories: Vec::new(),
         runs: 0,
+        experiments: 0,
     };
     for path in paths {
         let canonical = std::fs::canonicalize(&path).unwrap_or(path.clone());
@@ -50,13 +54,16 @@ pub fn reindex(ctx: &Context, extra: &[PathBuf]) -> Result<Report> {
             path: canonical.display().to_string(),
             repository_id: None,
             runs: 0,
+            experiments: 0,
             error: None,
         };
         match one(ctx, &canonical) {
-            Ok((id, runs)) => {
+            Ok((id, runs, experiments)) => {
                 entry.repository_id = Some(id);
                 entry.runs = runs;
+                entry.experiments = experiments;
                 report.runs += runs;
+                report.experiments += experiments;
             }
             Err(e) => entry.error = Some(e.to_string()),
         }
@@ -65,7 +72,7 @@ pub fn reindex(ctx: &Context, extra: &[PathBuf]) -> Result<Report> {
     Ok(report)
 }
 
-fn one(ctx: &Context, path: &std::path::Path) -> Result<(String, usize)> {
+fn one(ctx: &Context, path: &std::path::Path) -> Result<(String, usize, usize)> {
     let repo = git::open(path)?;
     let Some(row) = repos::registration(ctx, &repo)? else {
         return Err(super::AppError::Usage(
@@ -74,18 +81,29 @@ fn one(ctx: &Context, path: &std::path::Path) -> Result<(String, usize)> {
     };
     ctx.index.delete_runs(&row.repository_id)?;
     let mut runs = 0;
-    for (commit, blob) in git::notes::all_notes(&repo)? {
+    for (commit, blob) in git::notes::all_notes(&repo, git::NOTES_REF)? {
         let Ok(body) = git::notes::read_blob(&repo, blob) else {
             continue;
         };
         let Ok(record) = serde_json::from_slice::<RunRecord>(&body) else {
             continue;
         };
-        if record.commit != commit.to_hex().to_string() {
+        if commit.to_hex() != record.commit {
             continue;
         }
         ctx.index.put_run(&row.repository_id, &record)?;
         runs += 1;
     }
-    Ok((row.repository_id, runs))
+    ctx.index.delete_experiments(&row.repository_id)?;
+    experiments::sync(ctx, &repo, &row)?;
+    let found = ctx.index.experiments(&row.repository_id)?.len();
+    for (_, blob) in git::notes::all_notes(&repo, git::EVAL_NOTES_REF)? {
+        let Ok(body) = git::notes::read_blob(&repo, blob) else {
+            continue;
+        };
+        if let Ok(ev) = serde_json::from_slice::<Evaluation>(&body) {
+            ctx.index.put_evaluation(&row.repository_id, &ev)?;
+        }
+    }
+    Ok((row.repository_id, runs, found))
 }

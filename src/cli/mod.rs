@@ -3,12 +3,16 @@
 
 mod analyze;
 mod demo;
+mod eval;
 mod exec;
+mod experiment;
 mod init;
+mod kill;
 mod list;
 mod log;
 mod new;
 mod notify;
+mod promote;
 mod reindex;
 mod run;
 mod show;
@@ -42,6 +46,10 @@ enum Command {
     Log(log::LogArgs),
     Analyze(analyze::AnalyzeArgs),
     Exec(exec::ExecArgs),
+    Experiment(experiment::ExperimentArgs),
+    Eval(eval::EvalArgs),
+    Promote(promote::PromoteArgs),
+    Kill(kill::KillArgs),
     Reindex(reindex::ReindexArgs),
     Demo(demo::DemoArgs),
     #[command(hide = true)]
@@ -112,6 +120,10 @@ pub fn main() -> i32 {
         Command::Log(a) => log::cmd_log(a),
         Command::Analyze(a) => analyze::cmd_analyze(a),
         Command::Exec(a) => exec::cmd_exec(a),
+        Command::Experiment(a) => experiment::cmd_experiment(a),
+        Command::Eval(a) => eval::cmd_eval(a),
+        Command::Promote(a) => promote::cmd_promote(a),
+        Command::Kill(a) => kill::cmd_kill(a),
         Command::Reindex(a) => reindex::cmd_reindex(a),
         Command::Demo(a) => demo::cmd_demo(a),
         Command::Notify(a) => notify::cmd_notify(a),

@@ -1,16 +1,16 @@
-//! Results as notes under `refs/notes/sandbox`: batched writes with a compare-and-swap ref update
-//! that retries on conflict, so a concurrent writer (the user's own `git notes`, another worker)
-//! never loses a note.
+//! Notes under a notes ref (`refs/notes/sandbox` for results, `refs/notes/sandbox-eval` for
+//! evaluations): batched writes with a compare-and-swap ref update that retries on conflict, so a
+//! concurrent writer (the user's own `git notes`, another worker) never loses a note.
 
-use super::{gix_err, GitError, Result, NOTES_REF};
+use super::{gix_err, GitError, Result};
 use gix::bstr::ByteSlice;
 use gix::refs::transaction::PreviousValue;
 use gix::ObjectId;
 use std::collections::HashMap;
 
 /// The notes commit the ref points at, and its tree (None: no notes yet).
-fn notes_tip(repo: &gix::Repository) -> Result<Option<(ObjectId, ObjectId)>> {
-    let Some(mut reference) = repo.try_find_reference(NOTES_REF).map_err(gix_err)? else {
+fn notes_tip(repo: &gix::Repository, notes_ref: &str) -> Result<Option<(ObjectId, ObjectId)>> {
+    let Some(mut reference) = repo.try_find_reference(notes_ref).map_err(gix_err)? else {
         return Ok(None);
     };
     let commit = reference.peel_to_commit().map_err(gix_err)?;
@@ -18,9 +18,13 @@ fn notes_tip(repo: &gix::Repository) -> Result<Option<(ObjectId, ObjectId)>> {
     Ok(Some((commit.id, tree)))
 }
 
-/// The note on `commit`, if any.
-pub fn read_note(repo: &gix::Repository, commit: ObjectId) -> Result<Option<Vec<u8>>> {
-    let Some((_, tree)) = notes_tip(repo)? else {
+/// The note on `commit` under `notes_ref`, if any.
+pub fn read_note(
+    repo: &gix::Repository,
+    notes_ref: &str,
+    commit: ObjectId,
+) -> Result<Option<Vec<u8>>> {
+    let Some((_, tree)) = notes_tip(repo, notes_ref)? else {
         return Ok(None);
     };
     let mut state = gix::note::plumbing::State::new(tree, &repo.objects).map_err(gix_err)?;
@@ -30,10 +34,10 @@ pub fn read_note(repo: &gix::Repository, commit: ObjectId) -> Result<Option<Vec<
     Ok(Some(repo.find_blob(blob).map_err(gix_err)?.data.clone()))
 }
 
-/// Every note: annotated object → note blob. Handles any fan-out git writes.
-pub fn all_notes(repo: &gix::Repository) -> Result<HashMap<ObjectId, ObjectId>> {
+/// Every note under `notes_ref`: annotated object → note blob. Handles any fan-out git writes.
+pub fn all_notes(repo: &gix::Repository, notes_ref: &str) -> Result<HashMap<ObjectId, ObjectId>> {
     let mut out = HashMap::new();
-    if let Some((_, tree)) = notes_tip(repo)? {
+    if let Some((_, tree)) = notes_tip(repo, notes_ref)? {
         collect(repo, tree, String::new(), &mut out)?;
     }
     Ok(out)
@@ -67,10 +71,11 @@ pub fn read_blob(repo: &gix::Repository, id: ObjectId) -> Result<Vec<u8>> {
     Ok(repo.find_blob(id).map_err(gix_err)?.data.clone())
 }
 
-/// Write `notes` (commit → body) in one notes commit. On a concurrent update of the ref the
+/// Write `notes` (commit → body) under `notes_ref` in one notes commit. On a concurrent update of the ref the
 /// edits are replayed on the new tip, so nobody's note is lost.
 pub fn write_notes(
     repo: &gix::Repository,
+    notes_ref: &str,
     notes: &[(ObjectId, Vec<u8>)],
     message: &str,
 ) -> Result<ObjectId> {
@@ -86,7 +91,7 @@ pub fn write_notes(
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let tip = notes_tip(repo)?;
+        let tip = notes_tip(repo, notes_ref)?;
         let root = tip.map_or_else(|| ObjectId::empty_tree(repo.object_hash()), |(_, t)| t);
         let mut state = gix::note::plumbing::State::new(root, &repo.objects).map_err(gix_err)?;
         for (commit, blob) in &blobs {
@@ -110,12 +115,12 @@ pub fn write_notes(
             Some((c, _)) => PreviousValue::MustExistAndMatch(gix::refs::Target::Object(c)),
             None => PreviousValue::MustNotExist,
         };
-        match repo.reference(NOTES_REF, commit, expected, format!("notes: {message}")) {
+        match repo.reference(notes_ref, commit, expected, format!("notes: {message}")) {
             Ok(_) => return Ok(commit),
             Err(e) if attempt < 50 && is_conflict(&e) => {
                 std::thread::sleep(std::time::Duration::from_millis(2 * attempt));
             }
-            Err(e) => return Err(GitError::Gix(format!("cannot update {NOTES_REF}: {e}"))),
+            Err(e) => return Err(GitError::Gix(format!("cannot update {notes_ref}: {e}"))),
         }
     }
 }

@@ -1,10 +1,12 @@
 //! The SQLite index at `$GIT_SANDBOX_HOME/index.db`: a cache of what git holds (notes, refs) plus
 //! the job queue and the event log. Opening it checks the schema version and migrates.
 
+mod experiments;
 mod jobs;
 mod repos;
 mod runs;
 
+pub use experiments::ExperimentCounts;
 pub use jobs::Job;
 pub use repos::{RepoRow, RepoStats};
 pub use runs::RunRow;
@@ -13,7 +15,7 @@ use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 
 /// The schema this build writes. Bump it with a new entry in [`MIGRATIONS`].
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 const MIGRATIONS: &[&str] = &[
     // 1: the first schema.
@@ -87,6 +89,20 @@ const MIGRATIONS: &[&str] = &[
         result TEXT NOT NULL,
         PRIMARY KEY (blob_id, key)
     ) WITHOUT ROWID;
+    "#,
+    // 2: evaluations of experiments (a cache of the refs/notes/sandbox-eval notes).
+    r#"
+    CREATE TABLE evaluations (
+        id INTEGER PRIMARY KEY,
+        repository_id TEXT NOT NULL REFERENCES repositories(id) ON DELETE CASCADE,
+        experiment TEXT NOT NULL,
+        head_commit TEXT NOT NULL,
+        base_commit TEXT NOT NULL,
+        recommendation TEXT NOT NULL,
+        evaluated_at TEXT NOT NULL,
+        record TEXT NOT NULL,
+        UNIQUE (repository_id, experiment, head_commit, base_commit)
+    );
     "#,
 ];
 
