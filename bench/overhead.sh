@@ -7,6 +7,8 @@
 #   (b) `git sandbox run --force BASE..HEAD` over the same 30 commits (test command `true`),
 #       with analysis on (the repository's `.sandbox.toml`) and off (SANDBOX_ANALYSIS_ENABLED=false).
 #       Target: at most 0.3x the baseline (git-test measures about 1.0x of it).
+#       The baseline also runs with its worktrees in /dev/shm (like for like: git-sandbox checks
+#       out into /dev/shm), and (b') repeats the tmpfs baseline and (b) after `git gc`.
 #   (c) `git sandbox run BASE..HEAD` over 50 commits that all have results (nothing to run).
 #       Target: under 50 ms in total.
 #   (d) one checkout of a 5,000-file tree: `git sandbox exec REV -- true` against
@@ -204,6 +206,28 @@ echo "    (a) $(all "${B_DISK[@]}")"
 [ -z "$ms_" ] || echo "    (a) shm $(all "${B_SHM[@]}")"
 echo "    (b) on $(all "${S_ON[@]}")"
 echo "    (b) off $(all "${S_OFF[@]}")"
+
+# ---- (b') the same once the objects are packed -------------------------------------------
+# A new repository (and every recent commit of an old one) has loose objects: one file to open
+# and inflate per blob read. Packing shows how much of (a) and (b) is that.
+git "${NOHOOKS[@]}" -C "$REPO" gc -q
+G_SHM=() G_ON=() G_OFF=()
+for ((r = 1; r <= 3; r++)); do
+  [ -z "$SHM" ] || { baseline "$SHM"; G_SHM+=("$REPLY"); }
+  run_range; G_ON+=("$REPLY")
+  run_range SANDBOX_ANALYSIS_ENABLED=false; G_OFF+=("$REPLY")
+done
+gon=$(median "${G_ON[@]}")
+goff=$(median "${G_OFF[@]}")
+gshm=
+[ -z "$SHM" ] || gshm=$(median "${G_SHM[@]}")
+echo
+echo "(b') the same after git gc (objects packed); median of 3 runs"
+printf '  %-50s %9s %9s %8s %9s\n' "" "total ms" "ms/commit" "" "vs shm gc"
+gline() { printf '  %-50s %9s %9s %8s %9s\n' "$1" "$(ms "$2")" "$(per "$2")" "" "$([ -n "$gshm" ] && ratio "$2" "$gshm" || echo n/a)"; }
+[ -z "$gshm" ] || gline "    baseline loop, worktrees in /dev/shm" "$gshm"
+gline "    git sandbox run --force, analysis on" "$gon"
+gline "    git sandbox run --force, analysis off" "$goff"
 
 # ---- (c) re-run of 50 already-tested commits -------------------------------------------
 commit_changes 20 second

@@ -478,9 +478,17 @@ fn demo_runs_end_to_end() {
         o.stdout.contains("Done: 2 commits run, HEAD passed."),
         "{o:?}"
     );
+    assert!(o.stdout.contains("[8/8] promote it"), "{o:?}");
+    assert!(
+        o.stdout
+            .contains("Experiment average: STRONGLY_RECOMMEND, promoted into main"),
+        "{o:?}"
+    );
     let j = w.sandbox(&w.work(), &["status", "--json"]).json();
-    assert_eq!(j["totals"]["runs"], 2);
+    // The two commits, the experiment's head, and the merge commit of the promotion.
+    assert_eq!(j["totals"]["runs"], 4);
     assert_eq!(j["totals"]["success_rate"], 1.0);
+    assert_eq!(j["totals"]["experiments_by_state"]["promoted"], 1);
 }
 
 #[test]

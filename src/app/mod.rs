@@ -1,8 +1,12 @@
 //! Use-cases: the one place that joins git, the index, the config and the runner into what a
-//! command does (create a repository, take a hook's notification, run a commit).
+//! command does (create a repository, take a hook's notification, run a commit, start, evaluate,
+//! promote or kill an experiment).
 
 pub mod analyze;
+pub mod eval;
+pub mod experiments;
 pub mod notify;
+pub mod promote;
 pub mod reindex;
 pub mod repos;
 pub mod run;
@@ -16,6 +20,10 @@ pub enum AppError {
     /// Bad usage or bad input: the message names the problem and the fix.
     #[error("{0}")]
     Usage(String),
+    /// The command did what it could and refused (promote below the minimum, a conflict, a dirty
+    /// work tree): exit 1, and nothing was changed. The message says how to get past it.
+    #[error("{0}")]
+    Refused(String),
     #[error("{0}")]
     Config(#[from] ConfigError),
     #[error(transparent)]
@@ -43,7 +51,7 @@ impl AppError {
                 e,
                 GitError::NotARepo { .. } | GitError::BadRevision { .. } | GitError::EmptyRange(_)
             ),
-            AppError::Io { .. } => false,
+            AppError::Io { .. } | AppError::Refused(_) => false,
         }
     }
 }

@@ -54,7 +54,7 @@ pub fn scan(
         None => ctx.layers.clone(),
     };
     let config = layers.resolve();
-    let notes = git::notes::all_notes(repo)?;
+    let notes = git::notes::all_notes(repo, git::NOTES_REF)?;
     let mut jobs = Vec::new();
     let mut seen = HashSet::new();
     for (branch, tip) in git::branches(repo)? {

@@ -1,9 +1,10 @@
 //! Rebuilding the index from git: repositories from their own config (`sandbox.repositoryId`),
-//! runs from their notes. The index is a cache; this is how it is refilled.
+//! runs from their notes, experiments from their refs, evaluations from their notes. The index is
+//! a cache; this is how it is refilled.
 
-use super::{repos, Context, Result};
+use super::{experiments, repos, Context, Result};
 use crate::git;
-use crate::model::RunRecord;
+use crate::model::{Evaluation, RunRecord};
 use gix::ObjectId;
 use std::path::PathBuf;
 
@@ -12,6 +13,7 @@ pub struct RepoReport {
     pub path: String,
     pub repository_id: Option<String>,
     pub runs: usize,
+    pub experiments: usize,
     pub error: Option<String>,
 }
 
@@ -19,6 +21,7 @@ pub struct RepoReport {
 pub struct Report {
     pub repositories: Vec<RepoReport>,
     pub runs: usize,
+    pub experiments: usize,
 }
 
 pub fn reindex(ctx: &Context, extra: &[PathBuf]) -> Result<Report> {
@@ -41,6 +44,7 @@ pub fn reindex(ctx: &Context, extra: &[PathBuf]) -> Result<Report> {
     let mut report = Report {
         repositories: Vec::new(),
         runs: 0,
+        experiments: 0,
     };
     for path in paths {
         let canonical = std::fs::canonicalize(&path).unwrap_or(path.clone());
@@ -51,13 +55,16 @@ pub fn reindex(ctx: &Context, extra: &[PathBuf]) -> Result<Report> {
             path: canonical.display().to_string(),
             repository_id: None,
             runs: 0,
+            experiments: 0,
             error: None,
         };
         match one(ctx, &canonical) {
-            Ok((id, runs)) => {
+            Ok((id, runs, experiments)) => {
                 entry.repository_id = Some(id);
                 entry.runs = runs;
+                entry.experiments = experiments;
                 report.runs += runs;
+                report.experiments += experiments;
             }
             Err(e) => entry.error = Some(e.to_string()),
         }
@@ -66,7 +73,7 @@ pub fn reindex(ctx: &Context, extra: &[PathBuf]) -> Result<Report> {
     Ok(report)
 }
 
-fn one(ctx: &Context, path: &std::path::Path) -> Result<(String, usize)> {
+fn one(ctx: &Context, path: &std::path::Path) -> Result<(String, usize, usize)> {
     let repo = git::open(path)?;
     let Some(row) = repos::registration(ctx, &repo)? else {
         return Err(super::AppError::Usage(
@@ -75,7 +82,7 @@ fn one(ctx: &Context, path: &std::path::Path) -> Result<(String, usize)> {
     };
     ctx.index.delete_runs(&row.repository_id)?;
     let mut runs = 0;
-    for (commit, blob) in git::notes::all_notes(&repo)? {
+    for (commit, blob) in git::notes::all_notes(&repo, git::NOTES_REF)? {
         let Ok(body) = git::notes::read_blob(&repo, blob) else {
             continue;
         };
@@ -88,5 +95,16 @@ fn one(ctx: &Context, path: &std::path::Path) -> Result<(String, usize)> {
         ctx.index.put_run(&row.repository_id, &record)?;
         runs += 1;
     }
-    Ok((row.repository_id, runs))
+    ctx.index.delete_experiments(&row.repository_id)?;
+    experiments::sync(ctx, &repo, &row)?;
+    let found = ctx.index.experiments(&row.repository_id)?.len();
+    for (_, blob) in git::notes::all_notes(&repo, git::EVAL_NOTES_REF)? {
+        let Ok(body) = git::notes::read_blob(&repo, blob) else {
+            continue;
+        };
+        if let Ok(ev) = serde_json::from_slice::<Evaluation>(&body) {
+            ctx.index.put_evaluation(&row.repository_id, &ev)?;
+        }
+    }
+    Ok((row.repository_id, runs, found))
 }

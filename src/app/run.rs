@@ -56,7 +56,7 @@ pub fn run_commits(
     opts: &RunOptions<'_>,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Outcome> {
-    let notes = git::notes::all_notes(repo)?;
+    let notes = git::notes::all_notes(repo, git::NOTES_REF)?;
     let sandbox = std::cell::OnceCell::new();
     let mut records = Vec::with_capacity(commits.len());
     let mut pending: Vec<RunRecord> = Vec::new();
@@ -138,7 +138,7 @@ fn flush(
     } else {
         format!("git-sandbox: results for {} commits", records.len())
     };
-    git::notes::write_notes(repo, &bodies, &message)?;
+    git::notes::write_notes(repo, git::NOTES_REF, &bodies, &message)?;
     for r in &records {
         let run_id = ctx.index.put_run(&row.repository_id, r)?;
         let kind = if r.status == Status::Error {
@@ -195,11 +195,13 @@ fn finish(mut r: RunRecord, started: i64) -> RunRecord {
     r
 }
 
-/// The effective config for a commit: the user's layers with the commit's own `.sandbox.toml`.
+/// The effective config for a commit: the user's layers with the commit's own `.sandbox.toml`,
+/// and, for a run of an experiment's branch, the `[config]` of its `experiment.toml`.
 pub fn config_for(
     ctx: &Context,
     repo: &gix::Repository,
     info: &CommitInfo,
+    experiment: Option<&str>,
     flags: &ConfigFile,
 ) -> Result<Config> {
     let text = git::read_blob_at(repo, info.tree, ".sandbox.toml")?;
@@ -213,6 +215,9 @@ pub fn config_for(
         None => None,
     };
     let mut layers = ctx.layers.with_repo_text(&label, text.as_deref())?;
+    if let Some(name) = experiment {
+        layers.experiment = super::experiments::config_overrides(repo, info, name)?;
+    }
     layers.flags = flags.clone();
     Ok(layers.resolve())
 }
@@ -229,7 +234,8 @@ fn run_one(
 ) -> Result<(RunRecord, bool)> {
     let started = time::now_millis();
     let mut record = base_record(info, opts, started);
-    let config = match config_for(ctx, repo, info, &opts.flags) {
+    let experiment = experiment_of(opts.refname.as_deref());
+    let config = match config_for(ctx, repo, info, experiment.as_deref(), &opts.flags) {
         Ok(c) => c,
         Err(e @ (AppError::Config(_) | AppError::Usage(_))) => {
             record.status = Status::Error;
@@ -250,7 +256,7 @@ fn run_one(
             .run_for_commit(&row.repository_id, &record.commit)?
         {
             Some(run) => Some(run.record),
-            None if has_note => git::notes::read_note(repo, info.id)?
+            None if has_note => git::notes::read_note(repo, git::NOTES_REF, info.id)?
                 .and_then(|body| serde_json::from_slice::<RunRecord>(&body).ok())
                 .filter(|r| r.commit == record.commit)
                 .inspect(|r| {
@@ -466,7 +472,7 @@ pub fn find_record(
     row: &RepoRow,
     commit: ObjectId,
 ) -> Result<Option<RunRecord>> {
-    if let Some(body) = git::notes::read_note(repo, commit)? {
+    if let Some(body) = git::notes::read_note(repo, git::NOTES_REF, commit)? {
         if let Ok(r) = serde_json::from_slice::<RunRecord>(&body) {
             return Ok(Some(r));
         }

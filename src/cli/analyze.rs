@@ -31,7 +31,7 @@ pub fn cmd_analyze(args: AnalyzeArgs) -> CmdResult {
         let ctx = Context::load()?;
         let commit = crate::git::resolve_commit(&repo, &target)?;
         let info = crate::git::commit_info(&repo, commit)?;
-        let cfg = config_for(&ctx, &repo, &info, &ConfigFile::default())?;
+        let cfg = config_for(&ctx, &repo, &info, None, &ConfigFile::default())?;
         analyze::analyze_tree(&ctx.index, &repo, info.tree, &cfg.analysis)?
     };
     if args.json {

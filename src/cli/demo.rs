@@ -1,12 +1,14 @@
 use super::{ui, CmdResult};
+use crate::app::promote::{promote, PromoteOptions};
 use crate::app::run::{run_commits, RunOptions};
-use crate::app::{repos, Context};
+use crate::app::{eval, experiments, repos, Context};
 use crate::config::ConfigFile;
 use crate::git::cli;
 use crate::model::{RunRecord, Trigger};
 
 /// The main job end to end on the built-in defaults: create an experiment repository, commit a
-/// change, run the experiment for each commit in a sandboxed checkout, and show the results.
+/// change, run the experiment for each commit in a sandboxed checkout, show the results, then
+/// start an experiment branch, commit on it, evaluate it against main and promote it.
 ///
 /// Example: `git sandbox demo` (or `cargo run --release -- demo` from a source checkout)
 #[derive(clap::Args)]
@@ -36,6 +38,29 @@ class TestTotal(unittest.TestCase):
 
     def test_skips_missing(self):
         self.assertEqual(total([1, None, 2]), 3)
+
+
+if __name__ == "__main__":
+    unittest.main()
+"#;
+
+const EXPERIMENT: &str = "average";
+
+const EXPERIMENT_CHANGE: &str = r#""""An experiment: average() next to total(), with its tests."""
+
+import unittest
+
+
+def average(values):
+    return sum(values) / len(values)
+
+
+class TestAverage(unittest.TestCase):
+    def test_average(self):
+        self.assertEqual(average([1, 2, 3]), 2)
+
+    def test_one_value(self):
+        self.assertEqual(average([5]), 5)
 
 
 if __name__ == "__main__":
@@ -121,21 +146,94 @@ pub fn cmd_demo(args: DemoArgs) -> CmdResult {
         }
     }
 
+    step(
+        5,
+        "start an experiment (a branch from main, metadata committed on it)",
+    );
+    let started = experiments::start(
+        &ctx,
+        &repo,
+        &created.repo,
+        EXPERIMENT,
+        Some("average() is worth having, and well tested"),
+        None,
+    )?;
+    println!(
+        "   {} from {} ({})",
+        started.branch,
+        started.base,
+        crate::util::short(&started.base_commit)
+    );
+
+    step(6, "commit on the experiment (a new function and its tests)");
+    cli::git(&root, &["switch", "-q", &started.branch])?;
+    let written = std::fs::write(root.join("tests/test_average.py"), EXPERIMENT_CHANGE);
+    let committed = written
+        .map_err(|e| super::CommandError {
+            exit: 1,
+            message: format!("cannot write the demo experiment: {e}"),
+        })
+        .and_then(|_| {
+            cli::git(&root, &["add", "tests/test_average.py"])?;
+            cli::git_with_env(
+                &root,
+                &["commit", "-q", "-m", "Add average() with tests"],
+                &env,
+            )
+            .map_err(Into::into)
+        });
+    cli::git(&root, &["switch", "-q", "main"])?;
+    committed?;
+    let log = cli::git(&root, &["log", "--oneline", "main..", &started.branch])?;
+    for l in log.lines() {
+        println!("   {l}");
+    }
+
+    step(7, "evaluate the experiment against main (runs its head)");
+    let interrupt = &gix::interrupt::IS_INTERRUPTED;
+    let ev = eval::evaluate(&ctx, &repo, &created.repo, EXPERIMENT, interrupt)?;
+    println!("   {} — {}", ev.recommendation, ev.reason);
+    for c in &ev.criteria {
+        println!("   {} {}", if c.pass { "✔" } else { "✘" }, c.name);
+    }
+
+    step(8, "promote it: merge into main, run the merged commit");
+    let opts = PromoteOptions {
+        strategy: None,
+        force: false,
+    };
+    let promoted = promote(&ctx, &repo, &created.repo, EXPERIMENT, &opts, interrupt)?;
+    let merged = cli::git(&root, &["log", "-1", "--format=%h %s", "main"])?;
+    println!("   {}", merged.trim());
+    if let Some(r) = &promoted.result {
+        println!("   {}", ui::oneline(r, "main after the promotion"));
+    }
+
     println!();
     println!(
         "Done: {} commits run, HEAD {}.",
         outcome.records.len(),
         head.status
     );
+    println!(
+        "Experiment {EXPERIMENT}: {}, promoted into main as {}.",
+        promoted.recommendation,
+        crate::util::short(&promoted.commit)
+    );
     println!("Look around:  cd {}", root.display());
     println!("              git sandbox log      # one line per commit");
     println!("              git sandbox show     # the full result of HEAD");
     println!("              git sandbox status   # totals across repositories");
+    println!("              git sandbox experiment show {EXPERIMENT}");
+    let merged_ok = promoted
+        .result
+        .as_ref()
+        .is_none_or(|r| r.status.is_success());
     Ok(i32::from(
-        outcome.records.iter().any(|r| !r.status.is_success()),
+        !merged_ok || outcome.records.iter().any(|r| !r.status.is_success()),
     ))
 }
 
 fn step(n: usize, what: &str) {
-    println!("{} {what}", ui::yellow(&format!("[{n}/4]")));
+    println!("{} {what}", ui::yellow(&format!("[{n}/8]")));
 }

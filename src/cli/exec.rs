@@ -37,7 +37,7 @@ pub fn cmd_exec(args: ExecArgs) -> CmdResult {
     let ctx = Context::load()?;
     let commit = git::resolve_commit(&repo, &args.rev)?;
     let info = git::commit_info(&repo, commit)?;
-    let mut config = config_for(&ctx, &repo, &info, &ConfigFile::default())?;
+    let mut config = config_for(&ctx, &repo, &info, None, &ConfigFile::default())?;
     if let Some(t) = &args.timeout {
         config.test.timeout = crate::config::parse_duration(t).ok_or_else(|| {
             CommandError::usage(format!(

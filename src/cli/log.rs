@@ -46,7 +46,7 @@ pub fn cmd_log(args: LogArgs) -> CmdResult {
     };
     commits.reverse(); // newest first, like git log
     commits.truncate(args.max_count);
-    let notes = crate::git::notes::all_notes(&repo)?;
+    let notes = crate::git::notes::all_notes(&repo, crate::git::NOTES_REF)?;
     let mut entries = Vec::new();
     for c in commits {
         let info = crate::git::commit_info(&repo, c)?;

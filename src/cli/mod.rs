@@ -5,13 +5,17 @@ mod analyze;
 mod daemon;
 mod demo;
 mod doctor;
+mod eval;
 mod events;
 mod exec;
+mod experiment;
 mod init;
+mod kill;
 mod list;
 mod log;
 mod new;
 mod notify;
+mod promote;
 mod reindex;
 mod run;
 mod sandbox_exec;
@@ -46,6 +50,10 @@ enum Command {
     Log(log::LogArgs),
     Analyze(analyze::AnalyzeArgs),
     Exec(exec::ExecArgs),
+    Experiment(experiment::ExperimentArgs),
+    Eval(eval::EvalArgs),
+    Promote(promote::PromoteArgs),
+    Kill(kill::KillArgs),
     Reindex(reindex::ReindexArgs),
     Daemon(daemon::DaemonArgs),
     Events(events::EventsArgs),
@@ -121,6 +129,10 @@ pub fn main() -> i32 {
         Command::Log(a) => log::cmd_log(a),
         Command::Analyze(a) => analyze::cmd_analyze(a),
         Command::Exec(a) => exec::cmd_exec(a),
+        Command::Experiment(a) => experiment::cmd_experiment(a),
+        Command::Eval(a) => eval::cmd_eval(a),
+        Command::Promote(a) => promote::cmd_promote(a),
+        Command::Kill(a) => kill::cmd_kill(a),
         Command::Reindex(a) => reindex::cmd_reindex(a),
         Command::Daemon(a) => daemon::cmd_daemon(a),
         Command::Events(a) => events::cmd_events(a),

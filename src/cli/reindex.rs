@@ -1,7 +1,7 @@
 use super::{print_json, CmdResult};
 use crate::app::{reindex, Context};
 
-/// Rebuild the index from the notes of every registered repository (and every repository under
+/// Rebuild the index (runs, experiments, evaluations) from the notes and refs of every registered repository (and every repository under
 /// `$GIT_SANDBOX_HOME/repos`). Deleting index.db loses nothing: run this.
 ///
 /// Example: `rm ~/.local/share/git-sandbox/index.db && git sandbox reindex`
@@ -22,13 +22,17 @@ pub fn cmd_reindex(args: ReindexArgs) -> CmdResult {
     } else {
         for r in &report.repositories {
             match &r.error {
-                None => println!("{}: {} runs from notes", r.path, r.runs),
+                None => println!(
+                    "{}: {} runs from notes, {} experiments from refs",
+                    r.path, r.runs, r.experiments
+                ),
                 Some(e) => eprintln!("warning: {}: skipped: {e}", r.path),
             }
         }
         println!(
-            "Indexed {} runs in {} repositories",
+            "Indexed {} runs and {} experiments in {} repositories",
             report.runs,
+            report.experiments,
             report
                 .repositories
                 .iter()

@@ -1,7 +1,7 @@
 use super::{print_json, ui, CmdResult};
 use crate::app::Context;
 
-/// Summary: repositories, runs, success rate, mean duration, the queue.
+/// Summary: repositories, experiments by state, runs, success rate, mean duration, the queue.
 ///
 /// Example: `git sandbox status`
 #[derive(clap::Args)]
@@ -16,6 +16,7 @@ pub fn cmd_status(args: StatusArgs) -> CmdResult {
     let (runs, passed, mean) = ctx.index.run_totals()?;
     let pending: u64 = stats.iter().map(|s| s.pending_jobs).sum();
     let experiments: u64 = stats.iter().map(|s| s.experiments).sum();
+    let by_state = ctx.index.experiment_counts()?;
     let success_rate = (runs > 0).then(|| passed as f64 / runs as f64);
     let daemon = crate::ipc::running(&ctx.paths.home);
     let (queued, running) = ctx.index.queue_depth()?;
@@ -27,6 +28,7 @@ pub fn cmd_status(args: StatusArgs) -> CmdResult {
             "totals": {
                 "repositories": stats.len(),
                 "experiments": experiments,
+                "experiments_by_state": by_state,
                 "runs": runs,
                 "passed_runs": passed,
                 "success_rate": success_rate,
@@ -39,7 +41,10 @@ pub fn cmd_status(args: StatusArgs) -> CmdResult {
     }
     println!("home:          {}", ctx.paths.home.display());
     println!("repositories:  {}", stats.len());
-    println!("experiments:   {experiments}");
+    println!(
+        "experiments:   {experiments} ({} active, {} promoted, {} killed)",
+        by_state.active, by_state.promoted, by_state.killed
+    );
     println!(
         "runs:          {runs} ({})",
         success_rate.map_or("no runs yet".into(), |r| format!(
@@ -71,6 +76,7 @@ pub fn cmd_status(args: StatusArgs) -> CmdResult {
                 };
                 vec![
                     s.repo.name.clone(),
+                    s.experiments.to_string(),
                     s.runs.to_string(),
                     rate,
                     s.pending_jobs.to_string(),
@@ -78,7 +84,17 @@ pub fn cmd_status(args: StatusArgs) -> CmdResult {
                 ]
             })
             .collect();
-        ui::table(&["REPOSITORY", "RUNS", "PASSED", "PENDING", "PATH"], &rows);
+        ui::table(
+            &[
+                "REPOSITORY",
+                "EXPERIMENTS",
+                "RUNS",
+                "PASSED",
+                "PENDING",
+                "PATH",
+            ],
+            &rows,
+        );
     }
     Ok(0)
 }

@@ -165,6 +165,9 @@ impl Default for Config {
 pub struct Layers {
     pub user: ConfigFile,
     pub repo: ConfigFile,
+    /// The `[config]` table of an experiment's `experiment.toml`: committed like `.sandbox.toml`,
+    /// so it too may only tighten the user's limits.
+    pub experiment: ConfigFile,
     pub env: ConfigFile,
     pub flags: ConfigFile,
 }
@@ -220,6 +223,7 @@ impl Layers {
         self.user.apply(&mut c);
         let policy = c.limits.clone();
         self.repo.apply(&mut c);
+        self.experiment.apply(&mut c);
         // The repository (often written by an agent) may only tighten the user's policy.
         c.limits = Limits {
             memory_mb: c.limits.memory_mb.min(policy.memory_mb),

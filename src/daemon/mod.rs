@@ -215,7 +215,7 @@ fn scan(ctx: &Context, row: &RepoRow) {
         .map_err(AppError::from)
         .and_then(|repo| {
             // A daemon killed mid-write leaves a lock on the notes ref; clear it if it is old.
-            crate::git::notes::remove_stale_locks(&repo);
+            crate::git::notes::remove_stale_locks(&repo, crate::git::NOTES_REF);
             notify::scan(ctx, &repo, &row.repository_id, "watch")
         });
     if let Err(e) = result {

@@ -63,3 +63,84 @@ pub fn fallback_identity(dir: &Path) -> Vec<(&'static str, &'static str)> {
     }
     env
 }
+
+/// Like [`git_with_env`], but a failing git is an answer, not an error: (success, stdout, stderr).
+/// For commands whose exit status means something (`merge-tree`, `merge-base --is-ancestor`).
+pub fn git_status(
+    dir: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Result<(bool, String, String)> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|source| GitError::Io {
+            context: "cannot start git (is it installed and on PATH?)".into(),
+            source,
+        })?;
+    Ok((
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr)
+            .trim()
+            .replace('\n', " "),
+    ))
+}
+
+/// `git update-ref --stdin` with one transaction: every update happens or none does, and each
+/// names the value it expects (compare-and-swap).
+pub fn update_refs(dir: &Path, transaction: &str, message: &str) -> Result<()> {
+    use std::io::Write;
+    let args = ["update-ref", "-m", message, "--stdin"];
+    let mut child = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|source| GitError::Io {
+            context: "cannot start git (is it installed and on PATH?)".into(),
+            source,
+        })?;
+    let input = format!("start\n{transaction}prepare\ncommit\n");
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(input.as_bytes());
+    }
+    let out = child.wait_with_output().map_err(|source| GitError::Io {
+        context: "git update-ref did not finish".into(),
+        source,
+    })?;
+    if !out.status.success() {
+        return Err(GitError::Cli {
+            cmd: format!("git {}", args.join(" ")),
+            stderr: String::from_utf8_lossy(&out.stderr)
+                .trim()
+                .replace('\n', " "),
+        });
+    }
+    Ok(())
+}
+
+/// The work trees (main and linked) that have `refs/heads/BRANCH` checked out.
+pub fn worktrees_on(dir: &Path, branch: &str) -> Result<Vec<std::path::PathBuf>> {
+    let listing = git(dir, &["worktree", "list", "--porcelain"])?;
+    let wanted = format!("branch refs/heads/{branch}");
+    let mut out = Vec::new();
+    let mut current: Option<&str> = None;
+    for line in listing.lines() {
+        if let Some(p) = line.strip_prefix("worktree ") {
+            current = Some(p);
+        } else if line == wanted {
+            if let Some(p) = current {
+                out.push(std::path::PathBuf::from(p));
+            }
+        }
+    }
+    Ok(out)
+}

@@ -14,6 +14,9 @@ use std::path::{Path, PathBuf};
 /// The notes ref every result lives under.
 pub const NOTES_REF: &str = "refs/notes/sandbox";
 
+/// The notes ref evaluations live under, on the experiment's head commit.
+pub const EVAL_NOTES_REF: &str = "refs/notes/sandbox-eval";
+
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {
     #[error("{path} is not inside a git repository; run this inside one, or create one with `git sandbox new`")]

@@ -1,16 +1,16 @@
-//! Results as notes under `refs/notes/sandbox`: batched writes with a compare-and-swap ref update
-//! that retries on conflict, so a concurrent writer (the user's own `git notes`, another worker)
-//! never loses a note.
+//! Notes under a notes ref (`refs/notes/sandbox` for results, `refs/notes/sandbox-eval` for
+//! evaluations): batched writes with a compare-and-swap ref update that retries on conflict, so a
+//! concurrent writer (the user's own `git notes`, another worker) never loses a note.
 
-use super::{gix_err, GitError, Result, NOTES_REF};
+use super::{gix_err, GitError, Result};
 use gix::bstr::ByteSlice;
 use gix::refs::transaction::PreviousValue;
 use gix::ObjectId;
 use std::collections::HashMap;
 
 /// The notes commit the ref points at, and its tree (None: no notes yet).
-fn notes_tip(repo: &gix::Repository) -> Result<Option<(ObjectId, ObjectId)>> {
-    let Some(mut reference) = repo.try_find_reference(NOTES_REF).map_err(gix_err)? else {
+fn notes_tip(repo: &gix::Repository, notes_ref: &str) -> Result<Option<(ObjectId, ObjectId)>> {
+    let Some(mut reference) = repo.try_find_reference(notes_ref).map_err(gix_err)? else {
         return Ok(None);
     };
     let commit = reference.peel_to_commit().map_err(gix_err)?;
@@ -18,9 +18,13 @@ fn notes_tip(repo: &gix::Repository) -> Result<Option<(ObjectId, ObjectId)>> {
     Ok(Some((commit.id, tree)))
 }
 
-/// The note on `commit`, if any.
-pub fn read_note(repo: &gix::Repository, commit: ObjectId) -> Result<Option<Vec<u8>>> {
-    let Some((_, tree)) = notes_tip(repo)? else {
+/// The note on `commit` under `notes_ref`, if any.
+pub fn read_note(
+    repo: &gix::Repository,
+    notes_ref: &str,
+    commit: ObjectId,
+) -> Result<Option<Vec<u8>>> {
+    let Some((_, tree)) = notes_tip(repo, notes_ref)? else {
         return Ok(None);
     };
     let mut state = gix::note::plumbing::State::new(tree, &repo.objects).map_err(gix_err)?;
@@ -30,10 +34,10 @@ pub fn read_note(repo: &gix::Repository, commit: ObjectId) -> Result<Option<Vec<
     Ok(Some(repo.find_blob(blob).map_err(gix_err)?.data.clone()))
 }
 
-/// Every note: annotated object → note blob. Handles any fan-out git writes.
-pub fn all_notes(repo: &gix::Repository) -> Result<HashMap<ObjectId, ObjectId>> {
+/// Every note under `notes_ref`: annotated object → note blob. Handles any fan-out git writes.
+pub fn all_notes(repo: &gix::Repository, notes_ref: &str) -> Result<HashMap<ObjectId, ObjectId>> {
     let mut out = HashMap::new();
-    if let Some((_, tree)) = notes_tip(repo)? {
+    if let Some((_, tree)) = notes_tip(repo, notes_ref)? {
         collect(repo, tree, String::new(), &mut out)?;
     }
     Ok(out)
@@ -67,10 +71,11 @@ pub fn read_blob(repo: &gix::Repository, id: ObjectId) -> Result<Vec<u8>> {
     Ok(repo.find_blob(id).map_err(gix_err)?.data.clone())
 }
 
-/// Write `notes` (commit → body) in one notes commit. On a concurrent update of the ref the
+/// Write `notes` (commit → body) under `notes_ref` in one notes commit. On a concurrent update of the ref the
 /// edits are replayed on the new tip, so nobody's note is lost.
 pub fn write_notes(
     repo: &gix::Repository,
+    notes_ref: &str,
     notes: &[(ObjectId, Vec<u8>)],
     message: &str,
 ) -> Result<ObjectId> {
@@ -86,7 +91,7 @@ pub fn write_notes(
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let tip = notes_tip(repo)?;
+        let tip = notes_tip(repo, notes_ref)?;
         let root = tip.map_or_else(|| ObjectId::empty_tree(repo.object_hash()), |(_, t)| t);
         let mut state = gix::note::plumbing::State::new(root, &repo.objects).map_err(gix_err)?;
         for (commit, blob) in &blobs {
@@ -110,15 +115,15 @@ pub fn write_notes(
             Some((c, _)) => PreviousValue::MustExistAndMatch(gix::refs::Target::Object(c)),
             None => PreviousValue::MustNotExist,
         };
-        match repo.reference(NOTES_REF, commit, expected, format!("notes: {message}")) {
+        match repo.reference(notes_ref, commit, expected, format!("notes: {message}")) {
             Ok(_) => return Ok(commit),
-            Err(e) if attempt < 50 && is_conflict(repo, &e) => {
+            Err(e) if attempt < 50 && is_conflict(repo, notes_ref, &e) => {
                 if attempt % 10 == 0 {
-                    remove_stale_locks(repo);
+                    remove_stale_locks(repo, notes_ref);
                 }
                 std::thread::sleep(std::time::Duration::from_millis(2 * attempt));
             }
-            Err(e) => return Err(GitError::Gix(format!("cannot update {NOTES_REF}: {e}"))),
+            Err(e) => return Err(GitError::Gix(format!("cannot update {notes_ref}: {e}"))),
         }
     }
 }
@@ -127,11 +132,11 @@ pub fn write_notes(
 /// ref fails. Nobody holds a ref lock for long, so a lock older than this is stale.
 const STALE_LOCK: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// Remove lock files on the notes ref (or packed-refs) that are older than [`STALE_LOCK`].
-pub fn remove_stale_locks(repo: &gix::Repository) {
+/// Remove lock files on `notes_ref` (or packed-refs) that are older than [`STALE_LOCK`].
+pub fn remove_stale_locks(repo: &gix::Repository, notes_ref: &str) {
     let dir = repo.common_dir();
     for lock in [
-        dir.join(format!("{NOTES_REF}.lock")),
+        dir.join(format!("{notes_ref}.lock")),
         dir.join("packed-refs.lock"),
     ] {
         let age = std::fs::metadata(&lock)
@@ -145,9 +150,9 @@ pub fn remove_stale_locks(repo: &gix::Repository) {
 }
 
 /// A value mismatch (someone else moved the ref), or a lock another writer holds right now.
-fn is_conflict(repo: &gix::Repository, e: &gix::Error) -> bool {
+fn is_conflict(repo: &gix::Repository, notes_ref: &str, e: &gix::Error) -> bool {
     let dir = repo.common_dir();
     e.is_conflict()
-        || dir.join(format!("{NOTES_REF}.lock")).exists()
+        || dir.join(format!("{notes_ref}.lock")).exists()
         || dir.join("packed-refs.lock").exists()
 }

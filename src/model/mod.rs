@@ -1,5 +1,7 @@
-//! Plain data types shared by every layer: the run record and the rows the index returns.
+//! Plain data types shared by every layer: the run record, experiments and evaluations.
 
+pub mod experiment;
 pub mod record;
 
+pub use experiment::*;
 pub use record::*;

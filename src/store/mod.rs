@@ -2,11 +2,13 @@
 //! the job queue and the event log. Opening it checks the schema version and migrates.
 
 mod events;
+mod experiments;
 mod jobs;
 mod repos;
 mod runs;
 
 pub use events::{Event, EventFilter};
+pub use experiments::ExperimentCounts;
 pub use jobs::Job;
 pub use repos::{RepoRow, RepoStats};
 pub use runs::RunRow;
@@ -15,7 +17,7 @@ use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 
 /// The schema this build writes. Bump it with a new entry in [`MIGRATIONS`].
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 const MIGRATIONS: &[&str] = &[
     // 1: the first schema.
@@ -95,6 +97,20 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE jobs ADD COLUMN not_before TEXT;
     ALTER TABLE jobs ADD COLUMN started_at TEXT;
     CREATE INDEX events_by_kind ON events (kind, id);
+    "#,
+    // 3: evaluations of experiments (a cache of the refs/notes/sandbox-eval notes).
+    r#"
+    CREATE TABLE evaluations (
+        id INTEGER PRIMARY KEY,
+        repository_id TEXT NOT NULL REFERENCES repositories(id) ON DELETE CASCADE,
+        experiment TEXT NOT NULL,
+        head_commit TEXT NOT NULL,
+        base_commit TEXT NOT NULL,
+        recommendation TEXT NOT NULL,
+        evaluated_at TEXT NOT NULL,
+        record TEXT NOT NULL,
+        UNIQUE (repository_id, experiment, head_commit, base_commit)
+    );
     "#,
 ];
 

@@ -1,0 +1,373 @@
+//! Evaluating an experiment against production: the results of both heads (run when missing),
+//! four criteria and a recommendation, kept as a `refs/notes/sandbox-eval` note on the
+//! experiment's head and in the index.
+
+use super::experiments::{self, branch_ref, ref_tip};
+use super::run::{find_record, run_commits, RunOptions};
+use super::{AppError, Context, Result};
+use crate::config::ConfigFile;
+use crate::git;
+use crate::model::{
+    Criterion, Evaluation, Recommendation, RunRecord, Side, State, Status, Trigger, EVAL_SCHEMA,
+};
+use crate::store::RepoRow;
+use crate::util::time;
+use gix::ObjectId;
+use serde_json::json;
+use std::collections::HashMap;
+use std::sync::atomic::AtomicBool;
+
+/// A mean complexity change smaller than this is noise, not a change.
+const EPSILON: f64 = 1e-6;
+
+/// `eval`: compare the experiment's head with the production branch's head.
+pub fn evaluate(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    name: &str,
+    interrupt: &AtomicBool,
+) -> Result<Evaluation> {
+    let e = experiments::find(ctx, repo, row, name)?;
+    if e.state == State::Killed {
+        return Err(AppError::Usage(format!(
+            "experiment {name:?} was killed; start a new one with `git sandbox experiment start NAME --from {}`",
+            experiments::archive_ref(name)
+        )));
+    }
+    let config = experiments::production_config(ctx, repo)?;
+    let (target, base) = experiments::production_tip(repo, &config)?;
+    let Some(head) = ref_tip(repo, &branch_ref(name))? else {
+        return Err(AppError::Usage(format!(
+            "experiment {name:?} has no branch {}; see `git sandbox experiment show {name}`",
+            branch_ref(name)
+        )));
+    };
+    let head_ref = branch_ref(name);
+    let base_ref = format!("refs/heads/{target}");
+    let head_rec = result_or_run(ctx, repo, row, head, &head_ref, interrupt)?;
+    let base_rec = result_or_run(ctx, repo, row, base, &base_ref, interrupt)?;
+    let ev = judge(
+        name,
+        side(&base_ref, base, base_rec.as_ref()),
+        side(&head_ref, head, head_rec.as_ref()),
+        base_rec.as_ref(),
+        head_rec.as_ref(),
+    );
+    record(ctx, repo, row, &ev)?;
+    Ok(ev)
+}
+
+/// Keep an evaluation: the note on the experiment's head, then the index and an event.
+pub fn record(ctx: &Context, repo: &gix::Repository, row: &RepoRow, ev: &Evaluation) -> Result<()> {
+    let head = ObjectId::from_hex(ev.head.commit.as_bytes()).expect("sides hold full commit ids");
+    let mut body = serde_json::to_vec_pretty(ev).expect("evaluations always serialize");
+    body.push(b'\n');
+    git::notes::write_notes(
+        repo,
+        git::EVAL_NOTES_REF,
+        &[(head, body)],
+        &format!(
+            "git-sandbox: evaluate {} {}",
+            ev.experiment, ev.recommendation
+        ),
+    )?;
+    ctx.index.put_evaluation(&row.repository_id, ev)?;
+    ctx.index.add_event(
+        "experiment.evaluated",
+        Some(&row.repository_id),
+        None,
+        Some(&ev.head.commit),
+        &json!({"experiment": ev.experiment, "recommendation": ev.recommendation, "base": ev.base.commit}),
+    )?;
+    Ok(())
+}
+
+/// The result of a commit, running it now when there is none.
+fn result_or_run(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    commit: ObjectId,
+    refname: &str,
+    interrupt: &AtomicBool,
+) -> Result<Option<RunRecord>> {
+    if let Some(r) = find_record(ctx, repo, row, commit)? {
+        return Ok(Some(r));
+    }
+    let opts = RunOptions {
+        force: false,
+        trigger: Trigger::Manual,
+        refname: Some(refname.to_string()),
+        flags: ConfigFile::default(),
+        interrupt,
+    };
+    let outcome = run_commits(ctx, repo, row, &[commit], &opts, &mut |_| {})?;
+    Ok(outcome.records.into_iter().next())
+}
+
+fn side(refname: &str, commit: ObjectId, r: Option<&RunRecord>) -> Side {
+    let tests = r.and_then(|r| r.tests.as_ref());
+    let analysis = r.and_then(|r| r.analysis.as_ref());
+    Side {
+        refname: refname.to_string(),
+        commit: commit.to_string(),
+        status: r.map(|r| r.status),
+        passed: tests.and_then(|t| t.passed),
+        failed: tests.and_then(|t| t.failed),
+        errors: tests.and_then(|t| t.errors),
+        complexity_score: analysis.map(|a| a.complexity_score),
+        potential_issues: analysis.map(|a| a.potential_issues.len() as u64),
+    }
+}
+
+/// Issues of `head` that `base` does not have, matched by file and kind (line numbers move).
+fn new_issues(base: &RunRecord, head: &RunRecord) -> Option<u64> {
+    let (b, h) = (base.analysis.as_ref()?, head.analysis.as_ref()?);
+    let mut seen: HashMap<(&str, &str), i64> = HashMap::new();
+    for i in &b.potential_issues {
+        *seen.entry((&i.path, &i.kind)).or_default() += 1;
+    }
+    let mut new = 0;
+    for i in &h.potential_issues {
+        let n = seen.entry((&i.path, &i.kind)).or_default();
+        if *n > 0 {
+            *n -= 1;
+        } else {
+            new += 1;
+        }
+    }
+    Some(new)
+}
+
+/// The criteria and the recommendation. Pure: the same two results always give the same verdict.
+pub fn judge(
+    name: &str,
+    base_side: Side,
+    head_side: Side,
+    base: Option<&RunRecord>,
+    head: Option<&RunRecord>,
+) -> Evaluation {
+    let has_data = match (base, head) {
+        (Some(_), Some(h)) => {
+            h.status != Status::Error && (h.tests.is_some() || h.analysis.is_some())
+        }
+        _ => false,
+    };
+    let head_tests = head.and_then(|h| h.tests.as_ref());
+    let bad = head_tests.map(|t| t.failed.unwrap_or(0) + t.errors.unwrap_or(0));
+    let tests_pass = head.is_some_and(|h| h.status == Status::Passed) && bad.unwrap_or(0) == 0;
+    let head_passed = head_tests.and_then(|t| t.passed).unwrap_or(0);
+    let base_passed = base
+        .and_then(|b| b.tests.as_ref())
+        .and_then(|t| t.passed)
+        .unwrap_or(0);
+    let more_tests = head_passed > base_passed;
+    let delta = match (
+        base.and_then(|b| b.analysis.as_ref()),
+        head.and_then(|h| h.analysis.as_ref()),
+    ) {
+        (Some(b), Some(h)) => Some(h.complexity_score - b.complexity_score),
+        _ => None,
+    };
+    let issues = match (base, head) {
+        (Some(b), Some(h)) => new_issues(b, h),
+        _ => None,
+    };
+    // Without analysis on both sides there is nothing to be worse than.
+    let complexity_ok = delta.is_none_or(|d| d <= EPSILON) && issues.unwrap_or(0) == 0;
+    let simpler = delta.is_some_and(|d| d < -EPSILON) && issues == Some(0);
+    let criteria = vec![
+        Criterion {
+            name: "tests_pass".into(),
+            description: "the experiment's tests pass (no failures or errors)".into(),
+            pass: tests_pass,
+            value: json!({"status": head.map(|h| h.status), "failed_or_errors": bad}),
+            threshold: json!({"status": "passed", "failed_or_errors": 0}),
+        },
+        Criterion {
+            name: "passing_tests".into(),
+            description: "no fewer passing tests than production".into(),
+            pass: head_passed >= base_passed,
+            value: json!(head_passed),
+            threshold: json!(base_passed),
+        },
+        Criterion {
+            name: "complexity".into(),
+            description: "complexity not worse: mean complexity per function not higher, no new potential issues".into(),
+            pass: complexity_ok,
+            value: json!({"mean_delta": delta.map(|d| (d * 1000.0).round() / 1000.0), "new_issues": issues}),
+            threshold: json!({"mean_delta": 0.0, "new_issues": 0}),
+        },
+        Criterion {
+            name: "has_data".into(),
+            description: "both heads have a result, with tests or analysis".into(),
+            pass: has_data,
+            value: json!(has_data),
+            threshold: json!(true),
+        },
+    ];
+    let all = criteria.iter().all(|c| c.pass);
+    let (recommendation, reason) = if !has_data {
+        (
+            Recommendation::NotReady,
+            "there is no usable result to compare".to_string(),
+        )
+    } else if !tests_pass {
+        (
+            Recommendation::NotReady,
+            format!(
+                "the experiment's tests do not pass ({})",
+                head.map_or("no result", |h| h.status.as_str())
+            ),
+        )
+    } else if all && (more_tests || simpler) {
+        let why = if more_tests {
+            format!("{head_passed} passing tests against {base_passed}")
+        } else {
+            "lower complexity with no new issues".to_string()
+        };
+        (
+            Recommendation::StronglyRecommend,
+            format!("every criterion passes and it improves: {why}"),
+        )
+    } else if all {
+        (
+            Recommendation::Recommend,
+            "every criterion passes".to_string(),
+        )
+    } else {
+        let failing: Vec<&str> = criteria
+            .iter()
+            .filter(|c| !c.pass)
+            .map(|c| c.name.as_str())
+            .collect();
+        (
+            Recommendation::Consider,
+            format!("tests pass but {} fails", failing.join(", ")),
+        )
+    };
+    Evaluation {
+        schema: EVAL_SCHEMA.into(),
+        experiment: name.to_string(),
+        base: base_side,
+        head: head_side,
+        criteria,
+        recommendation,
+        reason,
+        evaluated_at: time::now_rfc3339(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Analysis, Issue, Resources, Tests, RUN_SCHEMA};
+
+    fn rec(
+        status: Status,
+        passed: u64,
+        failed: u64,
+        complexity: f64,
+        issues: &[&str],
+    ) -> RunRecord {
+        RunRecord {
+            schema: RUN_SCHEMA.into(),
+            commit: "a".repeat(40),
+            tree: "b".repeat(40),
+            parents: vec![],
+            refname: None,
+            experiment: None,
+            trigger: Trigger::Manual,
+            status,
+            started_at: String::new(),
+            finished_at: String::new(),
+            duration_ms: 1,
+            cached_from: None,
+            error: None,
+            config_hash: None,
+            tests: Some(Tests {
+                command: "t".into(),
+                framework: None,
+                exit_code: Some(i32::from(failed > 0)),
+                passed: Some(passed),
+                failed: Some(failed),
+                skipped: Some(0),
+                errors: Some(0),
+                total: Some(passed + failed),
+                failures: vec![],
+                duration_ms: 1,
+                output_tail: String::new(),
+                killed_by: None,
+                resources: Resources::default(),
+                log: None,
+                output_truncated: false,
+                isolation: None,
+            }),
+            analysis: Some(Analysis {
+                complexity_score: complexity,
+                potential_issues: issues
+                    .iter()
+                    .map(|p| Issue {
+                        path: p.to_string(),
+                        line: 1,
+                        kind: "high_complexity".into(),
+                        message: String::new(),
+                    })
+                    .collect(),
+                ..Analysis::default()
+            }),
+            changes: None,
+        }
+    }
+
+    fn verdict(base: Option<&RunRecord>, head: Option<&RunRecord>) -> Evaluation {
+        let id = ObjectId::null(gix::hash::Kind::Sha1);
+        judge("x", side("b", id, base), side("h", id, head), base, head)
+    }
+
+    #[test]
+    fn recommendations() {
+        let base = rec(Status::Passed, 2, 0, 2.0, &["a.py"]);
+        let more = rec(Status::Passed, 3, 0, 2.0, &["a.py"]);
+        assert_eq!(
+            verdict(Some(&base), Some(&more)).recommendation,
+            Recommendation::StronglyRecommend
+        );
+        let same = rec(Status::Passed, 2, 0, 2.0, &["a.py"]);
+        assert_eq!(
+            verdict(Some(&base), Some(&same)).recommendation,
+            Recommendation::Recommend
+        );
+        let simpler = rec(Status::Passed, 2, 0, 1.5, &["a.py"]);
+        assert_eq!(
+            verdict(Some(&base), Some(&simpler)).recommendation,
+            Recommendation::StronglyRecommend
+        );
+        let new_issue = rec(Status::Passed, 2, 0, 1.5, &["a.py", "b.py"]);
+        let ev = verdict(Some(&base), Some(&new_issue));
+        assert_eq!(ev.recommendation, Recommendation::Consider);
+        assert_eq!(ev.criteria[2].value["new_issues"], 1);
+        let fewer = rec(Status::Passed, 1, 0, 2.0, &["a.py"]);
+        assert_eq!(
+            verdict(Some(&base), Some(&fewer)).recommendation,
+            Recommendation::Consider
+        );
+        let failing = rec(Status::Failed, 5, 1, 1.0, &[]);
+        let ev = verdict(Some(&base), Some(&failing));
+        assert_eq!(ev.recommendation, Recommendation::NotReady);
+        assert!(!ev.criteria[0].pass);
+        assert_eq!(
+            verdict(Some(&base), None).recommendation,
+            Recommendation::NotReady
+        );
+        assert!(!verdict(None, Some(&more)).criteria[3].pass);
+    }
+
+    #[test]
+    fn the_order_is_best_first() {
+        assert!(Recommendation::StronglyRecommend > Recommendation::Recommend);
+        assert!(Recommendation::Recommend > Recommendation::Consider);
+        assert!(Recommendation::Consider > Recommendation::NotReady);
+    }
+}

@@ -1,0 +1,605 @@
+//! Experiments as branches: `experiment/<name>` holding `experiments/<name>/experiment.toml`,
+//! archived under `refs/sandbox/archive/<name>` when killed, remembered under
+//! `refs/sandbox/promoted/<name>` when promoted. Git holds the state; the index follows it
+//! ([`sync`]) and `reindex` rebuilds it from the refs.
+
+use super::{io_err, repos, run, AppError, Context, Result};
+use crate::config::{parse_file, Config, ConfigFile};
+use crate::git::{self, cli, CommitInfo};
+use crate::model::{Evaluation, Experiment, ExperimentFile, RunRecord, State};
+use crate::store::RepoRow;
+use crate::util::{self, time};
+use gix::ObjectId;
+use std::path::{Path, PathBuf};
+
+pub const BRANCH_PREFIX: &str = "refs/heads/experiment/";
+pub const ARCHIVE_PREFIX: &str = "refs/sandbox/archive/";
+pub const PROMOTED_PREFIX: &str = "refs/sandbox/promoted/";
+
+/// How many commits of a branch `show` lists.
+const SHOW_LIMIT: usize = 200;
+
+pub fn branch_ref(name: &str) -> String {
+    format!("{BRANCH_PREFIX}{name}")
+}
+
+pub fn archive_ref(name: &str) -> String {
+    format!("{ARCHIVE_PREFIX}{name}")
+}
+
+pub fn promoted_ref(name: &str) -> String {
+    format!("{PROMOTED_PREFIX}{name}")
+}
+
+/// Where the metadata lives in the experiment's tree.
+pub fn metadata_path(name: &str) -> String {
+    format!("experiments/{name}/experiment.toml")
+}
+
+/// The commit a ref points at, if the ref exists.
+pub fn ref_tip(repo: &gix::Repository, refname: &str) -> Result<Option<ObjectId>> {
+    let Some(mut r) = repo.try_find_reference(refname).map_err(git::gix_err)? else {
+        return Ok(None);
+    };
+    Ok(Some(
+        r.peel_to_commit().map_err(git::gix_err)?.id().detach(),
+    ))
+}
+
+/// The directory git commands run in: the work tree, or the git dir of a bare repository.
+pub fn git_dir_for_cli(repo: &gix::Repository) -> PathBuf {
+    git::repo_root(repo)
+}
+
+/// The settings that decide production: the user's layers with the `.sandbox.toml` of the work
+/// tree (what the user sees and edits), or the defaults in a bare repository.
+pub fn production_config(ctx: &Context, repo: &gix::Repository) -> Result<Config> {
+    let layers = match repo.workdir() {
+        Some(dir) => ctx.layers.with_repo_dir(dir)?,
+        None => ctx.layers.clone(),
+    };
+    Ok(layers.resolve())
+}
+
+/// The production branch (`[promote] target`) and its tip.
+pub fn production_tip(repo: &gix::Repository, config: &Config) -> Result<(String, ObjectId)> {
+    let target = config.promote.target.clone();
+    match ref_tip(repo, &format!("refs/heads/{target}"))? {
+        Some(id) => Ok((target, id)),
+        None => Err(AppError::Usage(format!(
+            "the production branch {target:?} does not exist; create it, or name another one with [promote] target in .sandbox.toml"
+        ))),
+    }
+}
+
+/// The `[config]` of an experiment's `experiment.toml` in a commit, as a config layer.
+pub fn config_overrides(
+    repo: &gix::Repository,
+    info: &CommitInfo,
+    name: &str,
+) -> Result<ConfigFile> {
+    let path = metadata_path(name);
+    let Some(bytes) = git::read_blob_at(repo, info.tree, &path)? else {
+        return Ok(ConfigFile::default());
+    };
+    let label = format!("{}:{path}", util::short(&info.id.to_string()));
+    let text = String::from_utf8(bytes).map_err(|_| {
+        AppError::Usage(format!(
+            "{label}: the file is not UTF-8; save it as UTF-8 text"
+        ))
+    })?;
+    let table: toml::Table = toml::from_str(&text).map_err(|e| {
+        AppError::Usage(format!(
+            "{label}: {}; fix the TOML syntax",
+            e.message().trim()
+        ))
+    })?;
+    match table.get("config") {
+        Some(toml::Value::Table(config)) => {
+            let text = toml::to_string(config).expect("a TOML table always serializes");
+            Ok(parse_file(&format!("{label} [config]"), &text)?)
+        }
+        Some(_) => Err(AppError::Usage(format!(
+            "{label}: `config` must be a table; write it as [config] with keys as in .sandbox.toml"
+        ))),
+        None => Ok(ConfigFile::default()),
+    }
+}
+
+fn read_metadata(repo: &gix::Repository, commit: ObjectId, name: &str) -> Option<ExperimentFile> {
+    let info = git::commit_info(repo, commit).ok()?;
+    let bytes = git::read_blob_at(repo, info.tree, &metadata_path(name)).ok()??;
+    toml::from_str(&String::from_utf8(bytes).ok()?).ok()
+}
+
+/// The commit an experiment's results hang off: its branch, else its archive, else what was
+/// promoted.
+pub fn head_of(repo: &gix::Repository, name: &str) -> Result<Option<ObjectId>> {
+    for r in [branch_ref(name), archive_ref(name), promoted_ref(name)] {
+        if let Some(id) = ref_tip(repo, &r)? {
+            return Ok(Some(id));
+        }
+    }
+    Ok(None)
+}
+
+fn names_under(repo: &gix::Repository, prefix: &str) -> Result<Vec<String>> {
+    let refs = repo.references().map_err(git::gix_err)?;
+    let mut out = Vec::new();
+    for r in refs.prefixed(prefix).map_err(git::gix_err)? {
+        let Ok(r) = r else { continue };
+        let full = r.name().as_bstr().to_string();
+        if let Some(name) = full.strip_prefix(prefix) {
+            if util::name_problem(name).is_none() {
+                out.push(name.to_string());
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Every experiment git knows of, with its state read from the refs: a promoted ref means
+/// promoted, else a branch means active, else an archive means killed.
+pub fn scan(repo: &gix::Repository) -> Result<Vec<Experiment>> {
+    let mut names = std::collections::BTreeSet::new();
+    for prefix in [BRANCH_PREFIX, ARCHIVE_PREFIX, PROMOTED_PREFIX] {
+        names.extend(names_under(repo, prefix)?);
+    }
+    let mut out = Vec::new();
+    for name in names {
+        let state = if ref_tip(repo, &promoted_ref(&name))?.is_some() {
+            State::Promoted
+        } else if ref_tip(repo, &branch_ref(&name))?.is_some() {
+            State::Active
+        } else {
+            State::Killed
+        };
+        let head = head_of(repo, &name)?;
+        let meta = head.and_then(|h| read_metadata(repo, h, &name));
+        let created_at = match &meta {
+            Some(m) => m.created_at.clone(),
+            None => head
+                .and_then(|h| repo.find_commit(h).ok())
+                .and_then(|c| c.time().ok())
+                .map(|t| time::rfc3339(t.seconds * 1000))
+                .unwrap_or_else(time::now_rfc3339),
+        };
+        out.push(Experiment {
+            branch: format!("experiment/{name}"),
+            state,
+            hypothesis: meta.as_ref().and_then(|m| m.hypothesis.clone()),
+            base_commit: meta.as_ref().map(|m| m.base_commit.clone()),
+            updated_at: created_at.clone(),
+            created_at,
+            name,
+        });
+    }
+    Ok(out)
+}
+
+/// Bring the index in line with git: experiments found in refs are added or get their state
+/// from the refs. Rows git no longer knows (killed with `--delete`) are kept as history.
+pub fn sync(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Result<()> {
+    for mut e in scan(repo)? {
+        match ctx.index.experiment(&row.repository_id, &e.name)? {
+            Some(old) if old.state == e.state => continue,
+            Some(old) => {
+                e.created_at = old.created_at;
+                e.updated_at = time::now_rfc3339();
+            }
+            None => {}
+        }
+        ctx.index.put_experiment(&row.repository_id, &e)?;
+    }
+    Ok(())
+}
+
+/// The experiment called `name`, or a usage error naming the fix.
+pub fn find(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    name: &str,
+) -> Result<Experiment> {
+    repos::check_name(name)?;
+    sync(ctx, repo, row)?;
+    ctx.index
+        .experiment(&row.repository_id, name)?
+        .ok_or_else(|| {
+            AppError::Usage(format!(
+                "unknown experiment {name:?}; see `git sandbox experiment list`, or start it with `git sandbox experiment start {name}`"
+            ))
+        })
+}
+
+#[derive(Debug, serde::Serialize)]
+pub struct Started {
+    pub experiment: String,
+    pub branch: String,
+    pub commit: String,
+    pub base: String,
+    pub base_commit: String,
+}
+
+/// `experiment start`: the branch from `from` (default production) with the metadata committed
+/// on it, without touching the work tree, then the index row.
+pub fn start(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    name: &str,
+    hypothesis: Option<&str>,
+    from: Option<&str>,
+) -> Result<Started> {
+    repos::check_name(name)?;
+    let branch = branch_ref(name);
+    for (r, what) in [
+        (branch.clone(), "its branch exists"),
+        (archive_ref(name), "it was killed and is archived"),
+        (promoted_ref(name), "it was promoted"),
+    ] {
+        if ref_tip(repo, &r)?.is_some() {
+            return Err(AppError::Usage(format!(
+                "experiment {name:?} already exists ({what}: {r}); choose another name, see `git sandbox experiment list`"
+            )));
+        }
+    }
+    let config = production_config(ctx, repo)?;
+    let (base_label, base) = match from {
+        Some(rev) => (rev.to_string(), git::resolve_commit(repo, rev)?),
+        None => {
+            let target = &config.promote.target;
+            match ref_tip(repo, &format!("refs/heads/{target}"))? {
+                Some(tip) => (target.clone(), tip),
+                None => {
+                    return Err(AppError::Usage(format!(
+                        "the production branch {target:?} does not exist; pass --from REV, or name the production branch with [promote] target in .sandbox.toml"
+                    )))
+                }
+            }
+        }
+    };
+    let dir = git_dir_for_cli(repo);
+    let env = cli::fallback_identity(&dir);
+    let now = time::now_rfc3339();
+    let meta = ExperimentFile {
+        name: name.to_string(),
+        hypothesis: hypothesis
+            .map(str::to_string)
+            .filter(|h| !h.trim().is_empty()),
+        created_at: now.clone(),
+        author: author(&dir, &env),
+        base_commit: base.to_string(),
+        base: base_label.clone(),
+        config: toml::Table::new(),
+    };
+    let body = format!(
+        "# Experiment {name}, started by `git sandbox experiment start`.\n\
+         # [config] takes keys as in .sandbox.toml; they apply to the runs of experiment/{name}\n\
+         # (limits may only be tightened).\n{}",
+        toml::to_string(&meta).expect("metadata always serializes")
+    );
+    let commit = commit_file(
+        repo,
+        &dir,
+        &env,
+        base,
+        &metadata_path(name),
+        body.as_bytes(),
+        &{
+            let mut m = format!("Start experiment {name}");
+            if let Some(h) = &meta.hypothesis {
+                m.push_str(&format!("\n\nHypothesis: {h}"));
+            }
+            m
+        },
+    )?;
+    cli::update_refs(
+        &dir,
+        &format!("create {branch} {commit}\n"),
+        &format!("git-sandbox: start experiment {name}"),
+    )?;
+    let e = Experiment {
+        name: name.to_string(),
+        branch: format!("experiment/{name}"),
+        state: State::Active,
+        hypothesis: meta.hypothesis.clone(),
+        base_commit: Some(base.to_string()),
+        created_at: now.clone(),
+        updated_at: now,
+    };
+    let indexed = ctx
+        .index
+        .put_experiment(&row.repository_id, &e)
+        .and_then(|_| {
+            ctx.index.add_event(
+                "experiment.started",
+                Some(&row.repository_id),
+                None,
+                Some(&commit.to_string()),
+                &serde_json::json!({"experiment": name, "base": base_label, "base_commit": base.to_string()}),
+            )
+        });
+    if let Err(err) = indexed {
+        // Take the branch back so a retry starts clean.
+        let _ = cli::update_refs(
+            &dir,
+            &format!("delete {branch} {commit}\n"),
+            "git-sandbox: undo start",
+        );
+        return Err(err.into());
+    }
+    Ok(Started {
+        experiment: name.to_string(),
+        branch: e.branch,
+        commit: commit.to_string(),
+        base: base_label,
+        base_commit: base.to_string(),
+    })
+}
+
+/// `Name <email>` of whoever commits here (the fallback identity when git has none).
+fn author(dir: &Path, env: &[(&str, &str)]) -> String {
+    cli::git_with_env(dir, &["var", "GIT_AUTHOR_IDENT"], env)
+        .ok()
+        .and_then(|ident| {
+            let ident = ident.trim();
+            ident.rfind('>').map(|end| ident[..=end].to_string())
+        })
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// A commit on top of `parent` whose tree is the parent's with one file written: built in a
+/// private index, so the user's index and work tree are never touched.
+fn commit_file(
+    repo: &gix::Repository,
+    dir: &Path,
+    env: &[(&str, &str)],
+    parent: ObjectId,
+    path: &str,
+    body: &[u8],
+    message: &str,
+) -> Result<ObjectId> {
+    let blob = repo.write_blob(body).map_err(git::gix_err)?.detach();
+    let tmp = tempfile::tempdir().map_err(io_err("cannot create a temporary index"))?;
+    let index = tmp.path().join("index");
+    let index = index.to_string_lossy().into_owned();
+    let with_index = [("GIT_INDEX_FILE", index.as_str())];
+    cli::git_with_env(dir, &["read-tree", &parent.to_string()], &with_index)?;
+    cli::git_with_env(
+        dir,
+        &[
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            &format!("100644,{blob},{path}"),
+        ],
+        &with_index,
+    )?;
+    let tree = cli::git_with_env(dir, &["write-tree"], &with_index)?;
+    let commit = cli::git_with_env(
+        dir,
+        &[
+            "commit-tree",
+            tree.trim(),
+            "-p",
+            &parent.to_string(),
+            "-m",
+            message,
+        ],
+        env,
+    )?;
+    ObjectId::from_hex(commit.trim().as_bytes())
+        .map_err(|e| AppError::Git(git::GitError::Gix(format!("git commit-tree: {e}"))))
+}
+
+/// One commit of an experiment's branch with its result.
+#[derive(Debug, serde::Serialize)]
+pub struct BranchRun {
+    pub commit: String,
+    pub summary: String,
+    pub result: Option<RunRecord>,
+}
+
+/// An experiment with what `list` and `show` print about it.
+#[derive(Debug, serde::Serialize)]
+pub struct Overview {
+    #[serde(flatten)]
+    pub experiment: Experiment,
+    pub head: Option<String>,
+    /// Commits on the branch (since its base) that have a result.
+    pub runs: usize,
+    pub latest_result: Option<RunRecord>,
+    pub latest_evaluation: Option<Evaluation>,
+}
+
+#[derive(Debug, serde::Serialize)]
+pub struct Detail {
+    #[serde(flatten)]
+    pub overview: Overview,
+    pub metadata: Option<ExperimentFile>,
+    /// The branch's commits since its base, newest first.
+    pub commits: Vec<BranchRun>,
+}
+
+/// The commits of an experiment since its base, newest first, with their results.
+fn branch_runs(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    e: &Experiment,
+    head: ObjectId,
+) -> Result<Vec<BranchRun>> {
+    let mut walk = repo.rev_walk([head]);
+    if let Some(base) = e
+        .base_commit
+        .as_deref()
+        .and_then(|b| ObjectId::from_hex(b.as_bytes()).ok())
+        .filter(|b| repo.find_commit(*b).is_ok())
+    {
+        walk = walk.with_hidden([base]);
+    }
+    let mut out = Vec::new();
+    for info in walk.all().map_err(git::gix_err)? {
+        let id = info.map_err(git::gix_err)?.id;
+        let summary = git::commit_info(repo, id)?.summary;
+        let result = run::find_record(ctx, repo, row, id)?;
+        out.push(BranchRun {
+            commit: id.to_string(),
+            summary,
+            result,
+        });
+        if out.len() >= SHOW_LIMIT {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+fn overview(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    e: Experiment,
+) -> Result<(Overview, Vec<BranchRun>)> {
+    let head = head_of(repo, &e.name)?;
+    let commits = match head {
+        Some(h) => branch_runs(ctx, repo, row, &e, h)?,
+        None => Vec::new(),
+    };
+    let latest_result = match head {
+        Some(h) => run::find_record(ctx, repo, row, h)?,
+        None => None,
+    };
+    let latest_evaluation = latest_evaluation(ctx, repo, row, &e.name, head)?;
+    Ok((
+        Overview {
+            runs: commits.iter().filter(|c| c.result.is_some()).count(),
+            head: head.map(|h| h.to_string()),
+            latest_result,
+            latest_evaluation,
+            experiment: e,
+        },
+        commits,
+    ))
+}
+
+/// The evaluation of the experiment's head (its note), else the newest one the index has.
+pub fn latest_evaluation(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    name: &str,
+    head: Option<ObjectId>,
+) -> Result<Option<Evaluation>> {
+    if let Some(h) = head {
+        if let Some(body) = git::notes::read_note(repo, git::EVAL_NOTES_REF, h)? {
+            if let Ok(ev) = serde_json::from_slice::<Evaluation>(&body) {
+                if ev.experiment == name {
+                    return Ok(Some(ev));
+                }
+            }
+        }
+    }
+    Ok(ctx.index.latest_evaluation(&row.repository_id, name)?)
+}
+
+pub fn list(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Result<Vec<Overview>> {
+    sync(ctx, repo, row)?;
+    ctx.index
+        .experiments(&row.repository_id)?
+        .into_iter()
+        .map(|e| overview(ctx, repo, row, e).map(|(o, _)| o))
+        .collect()
+}
+
+pub fn show(ctx: &Context, repo: &gix::Repository, row: &RepoRow, name: &str) -> Result<Detail> {
+    let e = find(ctx, repo, row, name)?;
+    let head = head_of(repo, name)?;
+    let metadata = head.and_then(|h| read_metadata(repo, h, name));
+    let (overview, commits) = overview(ctx, repo, row, e)?;
+    Ok(Detail {
+        overview,
+        metadata,
+        commits,
+    })
+}
+
+#[derive(Debug, serde::Serialize)]
+pub struct Killed {
+    pub experiment: String,
+    pub commit: Option<String>,
+    /// Where the branch went; `None` with `--delete`.
+    pub archive: Option<String>,
+    pub deleted: bool,
+}
+
+/// `kill`: move the branch to the archive (kept reachable, so its results stay) in one ref
+/// transaction, or with `delete` drop it; mark the experiment killed.
+pub fn kill(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    name: &str,
+    delete: bool,
+) -> Result<Killed> {
+    let e = find(ctx, repo, row, name)?;
+    let dir = git_dir_for_cli(repo);
+    let branch = branch_ref(name);
+    let archive = archive_ref(name);
+    let tx = match e.state {
+        State::Promoted => {
+            return Err(AppError::Usage(format!(
+                "experiment {name:?} was promoted; its work is in production and there is nothing to kill"
+            )))
+        }
+        State::Killed => match ref_tip(repo, &archive)? {
+            Some(tip) if delete => format!("delete {archive} {tip}\n"),
+            _ => {
+                return Err(AppError::Usage(format!(
+                    "experiment {name:?} is already killed{}",
+                    if ref_tip(repo, &archive)?.is_some() {
+                        format!(" (archived at {archive}); pass --delete to remove the archive")
+                    } else {
+                        String::new()
+                    }
+                )))
+            }
+        },
+        State::Active => {
+            let Some(tip) = ref_tip(repo, &branch)? else {
+                return Err(AppError::Usage(format!(
+                    "experiment {name:?} has no branch {branch}; see `git sandbox experiment list`"
+                )));
+            };
+            if let Some(wt) = cli::worktrees_on(&dir, &format!("experiment/{name}"))?.first() {
+                return Err(AppError::Refused(format!(
+                    "kill refused: experiment/{name} is checked out in {}; switch to another branch there first (git switch main), nothing was changed",
+                    wt.display()
+                )));
+            }
+            if delete {
+                format!("delete {branch} {tip}\n")
+            } else {
+                format!("create {archive} {tip}\ndelete {branch} {tip}\n")
+            }
+        }
+    };
+    let commit = head_of(repo, name)?.map(|c| c.to_string());
+    cli::update_refs(&dir, &tx, &format!("git-sandbox: kill experiment {name}"))?;
+    ctx.index
+        .set_experiment_state(&row.repository_id, name, State::Killed)?;
+    ctx.index.add_event(
+        "experiment.killed",
+        Some(&row.repository_id),
+        None,
+        commit.as_deref(),
+        &serde_json::json!({"experiment": name, "deleted": delete}),
+    )?;
+    Ok(Killed {
+        experiment: name.to_string(),
+        commit,
+        archive: (!delete).then_some(archive),
+        deleted: delete,
+    })
+}

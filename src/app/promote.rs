@@ -1,0 +1,290 @@
+//! Promoting an experiment into production: check the evaluation against `[promote] minimum`,
+//! merge without touching any work tree (`git merge-tree --write-tree` + `commit-tree` + a
+//! compare-and-swap ref update), or fast-forward; bring a clean checkout of production along;
+//! run the merged commit; mark the experiment promoted.
+
+use super::experiments::{self, branch_ref, promoted_ref, ref_tip};
+use super::run::{run_commits, RunOptions};
+use super::{eval, AppError, Context, Result};
+use crate::config::ConfigFile;
+use crate::git::cli;
+use crate::model::{Recommendation, RunRecord, State, Trigger};
+use crate::store::RepoRow;
+use gix::ObjectId;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+
+pub struct PromoteOptions {
+    /// `merge` or `ff`; `None`: `[promote] strategy`.
+    pub strategy: Option<String>,
+    pub force: bool,
+}
+
+#[derive(Debug, serde::Serialize)]
+pub struct Promoted {
+    pub experiment: String,
+    pub target: String,
+    pub strategy: String,
+    pub recommendation: Recommendation,
+    pub minimum: Recommendation,
+    pub forced: bool,
+    /// The production branch before and after.
+    pub previous: String,
+    pub commit: String,
+    /// The work tree brought along, when production was checked out there.
+    pub worktree_updated: Option<String>,
+    /// The run of the promoted commit.
+    pub result: Option<RunRecord>,
+}
+
+pub fn promote(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    name: &str,
+    opts: &PromoteOptions,
+    interrupt: &AtomicBool,
+) -> Result<Promoted> {
+    let e = experiments::find(ctx, repo, row, name)?;
+    match e.state {
+        State::Active => {}
+        State::Promoted => {
+            return Err(AppError::Usage(format!(
+                "experiment {name:?} is already promoted; start a new experiment for further changes"
+            )))
+        }
+        State::Killed => {
+            return Err(AppError::Usage(format!(
+                "experiment {name:?} was killed; start a new one from its archive with `git sandbox experiment start NAME --from {}`",
+                experiments::archive_ref(name)
+            )))
+        }
+    }
+    let config = experiments::production_config(ctx, repo)?;
+    let strategy = opts
+        .strategy
+        .clone()
+        .unwrap_or_else(|| config.promote.strategy.clone());
+    if strategy != "merge" && strategy != "ff" {
+        return Err(AppError::Usage(format!(
+            "promote strategy {strategy:?} is not supported here; use --strategy merge or --strategy ff"
+        )));
+    }
+    let minimum =
+        Recommendation::parse(&config.promote.minimum).unwrap_or(Recommendation::Recommend);
+    let (target, base) = experiments::production_tip(repo, &config)?;
+    let Some(head) = ref_tip(repo, &branch_ref(name))? else {
+        return Err(AppError::Usage(format!(
+            "experiment {name:?} has no branch {}; see `git sandbox experiment show {name}`",
+            branch_ref(name)
+        )));
+    };
+    let dir = experiments::git_dir_for_cli(repo);
+    if is_ancestor(&dir, head, base)? {
+        return Err(AppError::Refused(format!(
+            "promote refused: experiment/{name} has nothing {target} lacks; nothing was changed"
+        )));
+    }
+
+    // The evaluation of exactly these two heads, made now if there is none.
+    let (head_hex, base_hex) = (head.to_string(), base.to_string());
+    let ev = match experiments::latest_evaluation(ctx, repo, row, name, Some(head))? {
+        Some(ev) if ev.head.commit == head_hex && ev.base.commit == base_hex => ev,
+        _ => eval::evaluate(ctx, repo, row, name, interrupt)?,
+    };
+    if ev.recommendation < minimum && !opts.force {
+        return Err(AppError::Refused(format!(
+            "promote refused: experiment {name} is {} ({}), below the minimum {minimum} ([promote] minimum); nothing was changed. See `git sandbox eval {name}`, fix it on experiment/{name}, or pass --force",
+            ev.recommendation, ev.reason
+        )));
+    }
+
+    // A checkout of production must be clean before anything moves.
+    let worktrees = cli::worktrees_on(&dir, &target)?;
+    for wt in &worktrees {
+        let dirty = cli::git(wt, &["status", "--porcelain", "--untracked-files=no"])?;
+        if !dirty.trim().is_empty() {
+            return Err(AppError::Refused(format!(
+                "promote refused: {target} is checked out in {} with uncommitted changes; commit or stash them (git stash), then promote again; nothing was changed",
+                wt.display()
+            )));
+        }
+    }
+
+    let new = match strategy.as_str() {
+        "ff" => {
+            if !is_ancestor(&dir, base, head)? {
+                return Err(AppError::Refused(format!(
+                    "promote refused: {target} cannot be fast-forwarded to experiment/{name}, it has commits the experiment lacks; use --strategy merge, or rebase (git rebase {target} experiment/{name}); nothing was changed"
+                )));
+            }
+            head
+        }
+        _ => merge_commit(
+            &dir,
+            &target,
+            name,
+            base,
+            head,
+            &ev,
+            opts.force && ev.recommendation < minimum,
+        )?,
+    };
+
+    let message = format!("git-sandbox: promote experiment {name}");
+    let worktree_updated = match worktrees.first() {
+        Some(wt) => {
+            // Fast-forward the checkout to the new commit: git refuses rather than overwrite
+            // anything of the user's, and then nothing has changed.
+            let (ok, _, err) = cli::git_status(
+                wt,
+                &["merge", "--ff-only", "--quiet", &new.to_string()],
+                &[],
+            )?;
+            if !ok {
+                return Err(AppError::Refused(format!(
+                    "promote refused: cannot update the checkout of {target} in {}: {err}; nothing was changed",
+                    wt.display()
+                )));
+            }
+            Some(wt.display().to_string())
+        }
+        None => {
+            cli::update_refs(
+                &dir,
+                &format!("update refs/heads/{target} {new} {base}\n"),
+                &message,
+            )
+            .map_err(|e| {
+                AppError::Refused(format!(
+                    "promote refused: {target} moved while promoting ({e}); run `git sandbox promote {name}` again"
+                ))
+            })?;
+            None
+        }
+    };
+
+    // Promoted from here on: the ref records it in git, the index follows.
+    cli::update_refs(
+        &dir,
+        &format!("update {} {new}\n", promoted_ref(name)),
+        &message,
+    )?;
+    ctx.index
+        .set_experiment_state(&row.repository_id, name, State::Promoted)?;
+    ctx.index.add_event(
+        "experiment.promoted",
+        Some(&row.repository_id),
+        None,
+        Some(&new.to_string()),
+        &serde_json::json!({"experiment": name, "target": target, "strategy": strategy,
+                            "recommendation": ev.recommendation, "forced": opts.force}),
+    )?;
+
+    let run_opts = RunOptions {
+        force: false,
+        trigger: Trigger::Manual,
+        refname: Some(format!("refs/heads/{target}")),
+        flags: ConfigFile::default(),
+        interrupt,
+    };
+    let outcome = run_commits(ctx, repo, row, &[new], &run_opts, &mut |_| {})?;
+    Ok(Promoted {
+        experiment: name.to_string(),
+        target,
+        strategy,
+        recommendation: ev.recommendation,
+        minimum,
+        forced: opts.force,
+        previous: base.to_string(),
+        commit: new.to_string(),
+        worktree_updated,
+        result: outcome.records.into_iter().next(),
+    })
+}
+
+fn is_ancestor(dir: &Path, ancestor: ObjectId, of: ObjectId) -> Result<bool> {
+    let (ok, _, err) = cli::git_status(
+        dir,
+        &[
+            "merge-base",
+            "--is-ancestor",
+            &ancestor.to_string(),
+            &of.to_string(),
+        ],
+        &[],
+    )?;
+    if !ok && !err.is_empty() {
+        return Err(crate::git::GitError::Cli {
+            cmd: "git merge-base --is-ancestor".into(),
+            stderr: err,
+        }
+        .into());
+    }
+    Ok(ok)
+}
+
+/// The `--no-ff` merge commit of the experiment into production, made in the object store only.
+/// A conflict refuses with the files and the way to resolve it.
+fn merge_commit(
+    dir: &Path,
+    target: &str,
+    name: &str,
+    base: ObjectId,
+    head: ObjectId,
+    ev: &crate::model::Evaluation,
+    forced: bool,
+) -> Result<ObjectId> {
+    let (ok, out, err) = cli::git_status(
+        dir,
+        &[
+            "merge-tree",
+            "--write-tree",
+            "--name-only",
+            "--no-messages",
+            &base.to_string(),
+            &head.to_string(),
+        ],
+        &[],
+    )?;
+    let mut lines = out.lines();
+    let tree = lines.next().unwrap_or("").trim().to_string();
+    if !ok {
+        if tree.is_empty() || !err.is_empty() {
+            return Err(crate::git::GitError::Cli {
+                cmd: "git merge-tree --write-tree".into(),
+                stderr: err,
+            }
+            .into());
+        }
+        let files: Vec<&str> = lines.take_while(|l| !l.is_empty()).collect();
+        return Err(AppError::Refused(format!(
+            "promote refused: merging experiment/{name} into {target} conflicts in {}; nothing was changed. Resolve it on the experiment: git switch experiment/{name} && git merge {target}, fix and commit, then promote again",
+            files.join(", ")
+        )));
+    }
+    let message = format!(
+        "Promote experiment {name} ({rec}{forced})\n\nMerge experiment/{name} into {target}. Evaluation: {reason}.\n\nGit-Sandbox-Experiment: {name}\nGit-Sandbox-Recommendation: {rec}\n",
+        rec = ev.recommendation,
+        forced = if forced { ", forced" } else { "" },
+        reason = ev.reason,
+    );
+    let env = cli::fallback_identity(dir);
+    let commit = cli::git_with_env(
+        dir,
+        &[
+            "commit-tree",
+            &tree,
+            "-p",
+            &base.to_string(),
+            "-p",
+            &head.to_string(),
+            "-m",
+            &message,
+        ],
+        &env,
+    )?;
+    ObjectId::from_hex(commit.trim().as_bytes()).map_err(|e| {
+        crate::git::GitError::Gix(format!("git commit-tree gave no commit id: {e}")).into()
+    })
+}

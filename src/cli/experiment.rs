@@ -1,0 +1,229 @@
+use super::{cwd, print_json, ui, CmdResult};
+use crate::app::{experiments, repos, Context};
+use crate::model::{Evaluation, RunRecord};
+use crate::util::time;
+
+/// Experiments as branches: start one, list them, show one.
+///
+/// Examples: `git sandbox experiment start faster-parser --hypothesis "a table-driven lexer is faster"`,
+/// `git sandbox experiment list`, `git sandbox experiment show faster-parser --json`
+#[derive(clap::Args)]
+pub struct ExperimentArgs {
+    #[command(subcommand)]
+    pub command: ExperimentCommand,
+}
+
+#[derive(clap::Subcommand)]
+pub enum ExperimentCommand {
+    Start(StartArgs),
+    List(ListArgs),
+    Show(ShowArgs),
+}
+
+/// Start an experiment: create the branch experiment/NAME from REV (default the production
+/// branch, `[promote] target`) with experiments/NAME/experiment.toml committed on it, and record
+/// it. Your work tree is not touched; `git switch experiment/NAME` to work on it.
+///
+/// Example: `git sandbox experiment start faster-parser --hypothesis "a table-driven lexer is faster"`
+#[derive(clap::Args)]
+pub struct StartArgs {
+    /// Letters, digits, '-', '_' and '.'; the branch is experiment/NAME.
+    pub name: String,
+    /// What the experiment sets out to show.
+    #[arg(long, value_name = "TEXT")]
+    pub hypothesis: Option<String>,
+    /// Start from this revision instead of the production branch.
+    #[arg(long, value_name = "REV")]
+    pub from: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// List the experiments of this repository: state (active, promoted, killed), commits with
+/// results, the head's result and age.
+///
+/// Example: `git sandbox experiment list --json`
+#[derive(clap::Args)]
+pub struct ListArgs {
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Show an experiment: metadata, its commits with their results, the latest result and the
+/// latest evaluation.
+///
+/// Example: `git sandbox experiment show faster-parser`
+#[derive(clap::Args)]
+pub struct ShowArgs {
+    pub name: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn cmd_experiment(args: ExperimentArgs) -> CmdResult {
+    match args.command {
+        ExperimentCommand::Start(a) => cmd_start(a),
+        ExperimentCommand::List(a) => cmd_list(a),
+        ExperimentCommand::Show(a) => cmd_show(a),
+    }
+}
+
+fn cmd_start(args: StartArgs) -> CmdResult {
+    repos::check_name(&args.name)?;
+    let dir = cwd()?;
+    crate::git::discover(&dir)?;
+    let ctx = Context::load()?;
+    let (repo, row) = repos::require_registered(&ctx, &dir)?;
+    let started = experiments::start(
+        &ctx,
+        &repo,
+        &row,
+        &args.name,
+        args.hypothesis.as_deref(),
+        args.from.as_deref(),
+    )?;
+    if args.json {
+        print_json(&started);
+    } else {
+        println!("{}", started.branch);
+        eprintln!(
+            "Started experiment {} from {} ({}); work on it with `git switch {}`",
+            started.experiment,
+            started.base,
+            crate::util::short(&started.base_commit),
+            started.branch
+        );
+    }
+    Ok(0)
+}
+
+fn result_cell(r: Option<&RunRecord>) -> String {
+    match r {
+        Some(r) => format!("{} {}", ui::mark(r.status), r.status),
+        None => ui::dim("· not run"),
+    }
+}
+
+fn age(at: &str) -> String {
+    time::parse_rfc3339(at)
+        .map(|t| time::age(t, time::now_millis()))
+        .unwrap_or_else(|| "-".into())
+}
+
+fn cmd_list(args: ListArgs) -> CmdResult {
+    let dir = cwd()?;
+    crate::git::discover(&dir)?;
+    let ctx = Context::load()?;
+    let (repo, row) = repos::require_registered(&ctx, &dir)?;
+    let all = experiments::list(&ctx, &repo, &row)?;
+    if args.json {
+        print_json(&serde_json::json!({ "experiments": all, "total": all.len() }));
+        return Ok(0);
+    }
+    if all.is_empty() {
+        println!("No experiments yet; start one with `git sandbox experiment start NAME`.");
+        return Ok(0);
+    }
+    let rows: Vec<Vec<String>> = all
+        .iter()
+        .map(|o| {
+            vec![
+                o.experiment.name.clone(),
+                o.experiment.state.to_string(),
+                o.runs.to_string(),
+                result_cell(o.latest_result.as_ref()),
+                o.latest_evaluation
+                    .as_ref()
+                    .map_or("-".into(), |e| e.recommendation.to_string()),
+                age(&o.experiment.created_at),
+            ]
+        })
+        .collect();
+    ui::table(
+        &["NAME", "STATE", "RUNS", "LAST RESULT", "EVALUATION", "AGE"],
+        &rows,
+    );
+    Ok(0)
+}
+
+fn cmd_show(args: ShowArgs) -> CmdResult {
+    repos::check_name(&args.name)?;
+    let dir = cwd()?;
+    crate::git::discover(&dir)?;
+    let ctx = Context::load()?;
+    let (repo, row) = repos::require_registered(&ctx, &dir)?;
+    let d = experiments::show(&ctx, &repo, &row, &args.name)?;
+    if args.json {
+        print_json(&d);
+        return Ok(0);
+    }
+    let e = &d.overview.experiment;
+    println!("{}", ui::yellow(&format!("experiment {}", e.name)));
+    println!("State:      {}", e.state);
+    println!("Branch:     {}", e.branch);
+    if let Some(h) = &d.overview.head {
+        println!("Head:       {h}");
+    }
+    if let Some(m) = &d.metadata {
+        println!("Base:       {} ({})", m.base, m.base_commit);
+        println!("Author:     {}", m.author);
+    }
+    println!("Created:    {} ({})", e.created_at, age(&e.created_at));
+    if let Some(h) = &e.hypothesis {
+        println!("\n    {h}\n");
+    }
+    println!("Runs: {} of {} commits", d.overview.runs, d.commits.len());
+    for c in &d.commits {
+        match &c.result {
+            Some(r) => println!("  {}", ui::oneline(r, &c.summary)),
+            None => println!(
+                "  {} {} {} {}",
+                ui::dim("·"),
+                ui::yellow(crate::util::short(&c.commit)),
+                ui::dim("not run"),
+                c.summary
+            ),
+        }
+    }
+    match &d.overview.latest_result {
+        Some(r) => println!(
+            "\nLatest result: {} {} [{}]",
+            ui::mark(r.status),
+            r.status,
+            ui::counts(r)
+        ),
+        None => println!(
+            "\nLatest result: none; run it with `git sandbox run {}`",
+            e.branch
+        ),
+    }
+    match &d.overview.latest_evaluation {
+        Some(ev) => print_evaluation(ev),
+        None => println!(
+            "Latest evaluation: none; evaluate with `git sandbox eval {}`",
+            e.name
+        ),
+    }
+    Ok(0)
+}
+
+/// The verdict and each criterion, as `eval` and `experiment show` print them.
+pub fn print_evaluation(ev: &Evaluation) {
+    println!(
+        "Evaluation: {} — {} ({} against {} {})",
+        ev.recommendation,
+        ev.reason,
+        crate::util::short(&ev.head.commit),
+        ev.base.refname.trim_start_matches("refs/heads/"),
+        crate::util::short(&ev.base.commit),
+    );
+    for c in &ev.criteria {
+        println!(
+            "  {} {:<14} value {}, threshold {}",
+            if c.pass { "✔" } else { "✘" },
+            c.name,
+            c.value,
+            c.threshold
+        );
+    }
+}

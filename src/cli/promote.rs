@@ -1,0 +1,92 @@
+use super::{cwd, print_json, ui, CmdResult, CommandError};
+use crate::app::promote::{promote, PromoteOptions};
+use crate::app::{repos, Context};
+
+/// Promote an experiment: merge it into the production branch and mark it promoted.
+///
+/// The production branch is `[promote] target`. Refused (exit 1, nothing
+/// changed) when its evaluation is below `[promote] minimum` unless --force; otherwise a --no-ff
+/// merge commit naming the experiment and its recommendation (or a fast-forward), the merged
+/// commit is run, and the experiment is marked promoted. A clean checkout of production is
+/// updated; a dirty one or a conflict refuses and changes nothing.
+///
+/// Example: `git sandbox promote faster-parser`, `git sandbox promote faster-parser --strategy ff`
+#[derive(clap::Args)]
+pub struct PromoteArgs {
+    #[arg(value_name = "EXPERIMENT")]
+    pub name: String,
+    /// merge (a merge commit, the default from [promote] strategy) or ff (fast-forward only).
+    #[arg(long, value_name = "merge|ff")]
+    pub strategy: Option<String>,
+    /// Promote even when the evaluation is below [promote] minimum.
+    #[arg(long)]
+    pub force: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn cmd_promote(args: PromoteArgs) -> CmdResult {
+    repos::check_name(&args.name)?;
+    if let Some(s) = args
+        .strategy
+        .as_deref()
+        .filter(|s| !["merge", "ff"].contains(s))
+    {
+        return Err(CommandError::usage(format!(
+            "invalid --strategy {s:?}: use merge or ff"
+        )));
+    }
+    let dir = cwd()?;
+    crate::git::discover(&dir)?;
+    let ctx = Context::load()?;
+    let (repo, row) = repos::require_registered(&ctx, &dir)?;
+    let _ = gix::interrupt::init_handler_default(1);
+    let opts = PromoteOptions {
+        strategy: args.strategy.clone(),
+        force: args.force,
+    };
+    let p = promote(
+        &ctx,
+        &repo,
+        &row,
+        &args.name,
+        &opts,
+        &gix::interrupt::IS_INTERRUPTED,
+    )?;
+    if args.json {
+        print_json(&p);
+    } else {
+        println!(
+            "Promoted experiment {} into {} ({}, {}{}): {} → {}",
+            p.experiment,
+            p.target,
+            p.recommendation,
+            p.strategy,
+            if p.forced && p.recommendation < p.minimum {
+                ", forced"
+            } else {
+                ""
+            },
+            crate::util::short(&p.previous),
+            crate::util::short(&p.commit)
+        );
+        if let Some(wt) = &p.worktree_updated {
+            println!("Updated the checkout of {} in {wt}", p.target);
+        }
+        if let Some(r) = &p.result {
+            println!(
+                "{}",
+                ui::oneline(r, &format!("{} after the promotion", p.target))
+            );
+        }
+    }
+    if let Some(r) = p.result.as_ref().filter(|r| !r.status.is_success()) {
+        eprintln!(
+            "warning: the promoted commit {} is {}; see `git sandbox show {}`",
+            crate::util::short(&r.commit),
+            r.status,
+            p.target
+        );
+    }
+    Ok(0)
+}

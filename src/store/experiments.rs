@@ -1,0 +1,199 @@
+//! Indexed experiments (one row per repository and name) and their evaluations, the full
+//! evaluation kept as JSON. Both are caches of refs and notes; `reindex` rebuilds them.
+
+use super::{Index, Result};
+use crate::model::{Evaluation, Experiment, State};
+use rusqlite::{params, OptionalExtension, Row};
+
+const COLS: &str = "name, branch, state, hypothesis, base_commit, created_at, updated_at";
+
+fn row(r: &Row) -> rusqlite::Result<Experiment> {
+    let state: String = r.get(2)?;
+    Ok(Experiment {
+        name: r.get(0)?,
+        branch: r.get(1)?,
+        state: State::parse(&state).unwrap_or(State::Active),
+        hypothesis: r.get(3)?,
+        base_commit: r.get(4)?,
+        created_at: r.get(5)?,
+        updated_at: r.get(6)?,
+    })
+}
+
+/// Experiments by state, for `status`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ExperimentCounts {
+    pub active: u64,
+    pub promoted: u64,
+    pub killed: u64,
+}
+
+impl Index {
+    /// Insert or replace the row of an experiment.
+    pub fn put_experiment(&self, repository_id: &str, e: &Experiment) -> Result<()> {
+        self.conn.execute(
+            "INSERT INTO experiments (repository_id, name, branch, state, hypothesis, base_commit, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+             ON CONFLICT (repository_id, name) DO UPDATE SET
+                branch = excluded.branch, state = excluded.state, hypothesis = excluded.hypothesis,
+                base_commit = excluded.base_commit, created_at = excluded.created_at,
+                updated_at = excluded.updated_at",
+            params![
+                repository_id,
+                e.name,
+                e.branch,
+                e.state.as_str(),
+                e.hypothesis,
+                e.base_commit,
+                e.created_at,
+                e.updated_at
+            ],
+        )?;
+        Ok(())
+    }
+
+    pub fn experiment(&self, repository_id: &str, name: &str) -> Result<Option<Experiment>> {
+        Ok(self
+            .conn
+            .query_row(
+                &format!("SELECT {COLS} FROM experiments WHERE repository_id = ?1 AND name = ?2"),
+                [repository_id, name],
+                row,
+            )
+            .optional()?)
+    }
+
+    /// A repository's experiments, newest first.
+    pub fn experiments(&self, repository_id: &str) -> Result<Vec<Experiment>> {
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT {COLS} FROM experiments WHERE repository_id = ?1 ORDER BY created_at DESC, name"
+        ))?;
+        let rows = stmt
+            .query_map([repository_id], row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    pub fn set_experiment_state(
+        &self,
+        repository_id: &str,
+        name: &str,
+        state: State,
+    ) -> Result<()> {
+        self.conn.execute(
+            "UPDATE experiments SET state = ?3, updated_at = ?4 WHERE repository_id = ?1 AND name = ?2",
+            params![
+                repository_id,
+                name,
+                state.as_str(),
+                crate::util::time::now_rfc3339()
+            ],
+        )?;
+        Ok(())
+    }
+
+    pub fn delete_experiments(&self, repository_id: &str) -> Result<()> {
+        self.conn.execute(
+            "DELETE FROM experiments WHERE repository_id = ?1",
+            [repository_id],
+        )?;
+        self.conn.execute(
+            "DELETE FROM evaluations WHERE repository_id = ?1",
+            [repository_id],
+        )?;
+        Ok(())
+    }
+
+    /// Experiments by state across every repository.
+    pub fn experiment_counts(&self) -> Result<ExperimentCounts> {
+        let (active, promoted, killed): (i64, i64, i64) = self.conn.query_row(
+            "SELECT COALESCE(SUM(state = 'active'), 0), COALESCE(SUM(state = 'promoted'), 0),
+                    COALESCE(SUM(state = 'killed'), 0) FROM experiments",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )?;
+        Ok(ExperimentCounts {
+            active: active as u64,
+            promoted: promoted as u64,
+            killed: killed as u64,
+        })
+    }
+
+    pub fn put_evaluation(&self, repository_id: &str, e: &Evaluation) -> Result<()> {
+        let json = serde_json::to_string(e).expect("evaluations always serialize");
+        self.conn.execute(
+            "INSERT INTO evaluations (repository_id, experiment, head_commit, base_commit, recommendation, evaluated_at, record)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+             ON CONFLICT (repository_id, experiment, head_commit, base_commit) DO UPDATE SET
+                recommendation = excluded.recommendation, evaluated_at = excluded.evaluated_at,
+                record = excluded.record",
+            params![
+                repository_id,
+                e.experiment,
+                e.head.commit,
+                e.base.commit,
+                e.recommendation.as_str(),
+                e.evaluated_at,
+                json
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// The newest evaluation of an experiment.
+    pub fn latest_evaluation(&self, repository_id: &str, name: &str) -> Result<Option<Evaluation>> {
+        let json: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT record FROM evaluations WHERE repository_id = ?1 AND experiment = ?2
+                 ORDER BY evaluated_at DESC, id DESC LIMIT 1",
+                [repository_id, name],
+                |r| r.get(0),
+            )
+            .optional()?;
+        Ok(json.and_then(|j| serde_json::from_str(&j).ok()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn experiments_round_trip_and_count_by_state() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = Index::open(dir.path()).unwrap();
+        index
+            .upsert_repository(&crate::store::RepoRow {
+                repository_id: "r".into(),
+                name: "r".into(),
+                path: "/r".into(),
+                url: "file:///r".into(),
+                repository_type: "local".into(),
+                created_at: "2026-01-01T00:00:00.000Z".into(),
+                last_activity: None,
+            })
+            .unwrap();
+        let e = Experiment {
+            name: "fast".into(),
+            branch: "experiment/fast".into(),
+            state: State::Active,
+            hypothesis: Some("it is faster".into()),
+            base_commit: Some("a".repeat(40)),
+            created_at: "2026-01-01T00:00:00.000Z".into(),
+            updated_at: "2026-01-01T00:00:00.000Z".into(),
+        };
+        index.put_experiment("r", &e).unwrap();
+        assert_eq!(index.experiment("r", "fast").unwrap(), Some(e.clone()));
+        index
+            .set_experiment_state("r", "fast", State::Killed)
+            .unwrap();
+        assert_eq!(
+            index.experiment("r", "fast").unwrap().unwrap().state,
+            State::Killed
+        );
+        let counts = index.experiment_counts().unwrap();
+        assert_eq!((counts.active, counts.killed), (0, 1));
+        assert_eq!(index.experiments("r").unwrap().len(), 1);
+    }
+}

@@ -1,0 +1,576 @@
+//! `experiment start|list|show`, `eval`, `promote`, `kill`: the lifecycle of an experiment on
+//! real repositories, with real test runs.
+
+mod common;
+
+use common::World;
+use std::path::Path;
+
+const MORE_TESTS: &str = "import unittest\n\n\nclass TestMore(unittest.TestCase):\n    def test_more(self):\n        self.assertEqual(2 * 2, 4)\n";
+const BROKEN_TESTS: &str = "import unittest\n\n\nclass TestBroken(unittest.TestCase):\n    def test_math(self):\n        self.assertEqual(1 + 1, 3)\n";
+
+fn rev(w: &World, repo: &Path, r: &str) -> String {
+    w.git(repo, &["rev-parse", r]).trim().to_string()
+}
+
+fn ref_exists(w: &World, repo: &Path, r: &str) -> bool {
+    w.git_out(repo, &["rev-parse", "--verify", "--quiet", r], true)
+        .code
+        == 0
+}
+
+/// Commit files on a branch and come back to where we were.
+fn commit_on(
+    w: &World,
+    repo: &Path,
+    branch: &str,
+    files: &[(&str, &str)],
+    message: &str,
+) -> String {
+    let back = w
+        .git(repo, &["branch", "--show-current"])
+        .trim()
+        .to_string();
+    w.git(repo, &["switch", "-q", branch]);
+    let id = w.commit(repo, files, message);
+    w.git(repo, &["switch", "-q", &back]);
+    id
+}
+
+fn start(w: &World, repo: &Path, name: &str) {
+    let o = w.sandbox(repo, &["experiment", "start", name]);
+    assert_eq!(o.code, 0, "{o:?}");
+}
+
+fn one_line_error(o: &common::Out, code: i32, needle: &str) {
+    assert_eq!(o.code, code, "{o:?}");
+    assert!(o.stderr.contains(needle), "{o:?}");
+    assert_eq!(o.stderr.lines().count(), 1, "{o:?}");
+}
+
+#[test]
+fn start_eval_promote_end_to_end() {
+    let w = World::new();
+    let repo = w.new_repo("flow");
+    let main_before = rev(&w, &repo, "main");
+
+    let o = w.sandbox(
+        &repo,
+        &[
+            "experiment",
+            "start",
+            "faster",
+            "--hypothesis",
+            "more tests catch more bugs",
+        ],
+    );
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(o.stdout, "experiment/faster\n");
+    // The branch holds the metadata; the user's checkout did not move.
+    assert_eq!(w.git(&repo, &["branch", "--show-current"]).trim(), "main");
+    assert_eq!(w.git(&repo, &["status", "--porcelain"]), "");
+    assert_eq!(rev(&w, &repo, "main"), main_before);
+    assert_eq!(rev(&w, &repo, "experiment/faster~1"), main_before);
+    let meta = w.git(
+        &repo,
+        &[
+            "show",
+            "experiment/faster:experiments/faster/experiment.toml",
+        ],
+    );
+    for needle in [
+        "name = \"faster\"",
+        "hypothesis = \"more tests catch more bugs\"",
+        &format!("base_commit = \"{main_before}\""),
+        "author = \"Test Author <author@example.com>\"",
+        "created_at = ",
+        "[config]",
+    ] {
+        assert!(meta.contains(needle), "{needle} in {meta}");
+    }
+
+    // Bad input: the same name again, a bad name, a bad revision; nothing is created.
+    one_line_error(
+        &w.sandbox(&repo, &["experiment", "start", "faster"]),
+        2,
+        "already exists",
+    );
+    one_line_error(
+        &w.sandbox(&repo, &["experiment", "start", "no/slash"]),
+        2,
+        "contains a slash",
+    );
+    one_line_error(
+        &w.sandbox(&repo, &["experiment", "start", "x", "--from", "nope"]),
+        2,
+        "unknown revision \"nope\"",
+    );
+    assert!(!ref_exists(&w, &repo, "refs/heads/experiment/x"));
+
+    let list = w.sandbox(&repo, &["experiment", "list", "--json"]).json();
+    assert_eq!(list["total"], 1);
+    assert_eq!(list["experiments"][0]["name"], "faster");
+    assert_eq!(list["experiments"][0]["state"], "active");
+    assert_eq!(
+        list["experiments"][0]["hypothesis"],
+        "more tests catch more bugs"
+    );
+    let human = w.sandbox(&repo, &["experiment", "list"]);
+    assert!(
+        human
+            .stdout
+            .lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("faster  active"),
+        "{human:?}"
+    );
+
+    let head = commit_on(
+        &w,
+        &repo,
+        "experiment/faster",
+        &[("tests/test_more.py", MORE_TESTS)],
+        "Add a test",
+    );
+    let o = w.sandbox(&repo, &["eval", "faster", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let ev = o.json();
+    assert_eq!(ev["experiment"], "faster");
+    assert_eq!(ev["head"]["commit"], head.as_str());
+    assert_eq!(ev["base"]["commit"], main_before.as_str());
+    assert_eq!(ev["base"]["ref"], "refs/heads/main");
+    assert_eq!(ev["recommendation"], "STRONGLY_RECOMMEND", "{ev}");
+    let names: Vec<&str> = ev["criteria"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["tests_pass", "passing_tests", "complexity", "has_data"]
+    );
+    for c in ev["criteria"].as_array().unwrap() {
+        assert_eq!(c["pass"], true, "{c}");
+        assert!(
+            c.get("value").is_some() && c.get("threshold").is_some(),
+            "{c}"
+        );
+    }
+    assert_eq!(ev["criteria"][1]["value"], 3);
+    assert_eq!(ev["criteria"][1]["threshold"], 2);
+    assert!(ev["evaluated_at"].as_str().unwrap().ends_with('Z'));
+    // Both heads were run as a side effect, and the evaluation is a note on the experiment's head.
+    assert_eq!(w.note(&repo, &head).unwrap()["experiment"], "faster");
+    assert_eq!(w.note(&repo, "main").unwrap()["status"], "passed");
+    let note = w.git(&repo, &["notes", "--ref=sandbox-eval", "show", &head]);
+    let note: serde_json::Value = serde_json::from_str(&note).unwrap();
+    assert_eq!(note["schema"], "git-sandbox/eval/v1");
+    assert_eq!(note["recommendation"], "STRONGLY_RECOMMEND");
+
+    let show = w
+        .sandbox(&repo, &["experiment", "show", "faster", "--json"])
+        .json();
+    assert_eq!(show["state"], "active");
+    assert_eq!(show["head"], head.as_str());
+    assert_eq!(show["runs"], 1);
+    assert_eq!(
+        show["commits"].as_array().unwrap().len(),
+        2,
+        "the start commit and the test"
+    );
+    assert_eq!(show["latest_result"]["tests"]["passed"], 3);
+    assert_eq!(
+        show["latest_evaluation"]["recommendation"],
+        "STRONGLY_RECOMMEND"
+    );
+    assert_eq!(show["metadata"]["base"], "main");
+    let human = w.sandbox(&repo, &["experiment", "show", "faster"]);
+    assert!(
+        human.stdout.contains("Evaluation: STRONGLY_RECOMMEND"),
+        "{human:?}"
+    );
+
+    // main is checked out and clean: the merge lands in the work tree too.
+    let o = w.sandbox(&repo, &["promote", "faster", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let p = o.json();
+    assert_eq!(p["strategy"], "merge");
+    assert_eq!(p["recommendation"], "STRONGLY_RECOMMEND");
+    assert_eq!(p["previous"], main_before.as_str());
+    let merged = rev(&w, &repo, "main");
+    assert_eq!(p["commit"], merged.as_str());
+    assert_eq!(
+        w.git(&repo, &["rev-parse", "main^1", "main^2"]),
+        format!("{main_before}\n{head}\n")
+    );
+    let message = w.git(&repo, &["log", "-1", "--format=%B", "main"]);
+    assert!(
+        message.starts_with("Promote experiment faster (STRONGLY_RECOMMEND)"),
+        "{message}"
+    );
+    assert!(
+        repo.join("tests/test_more.py").exists(),
+        "the checkout of main was updated"
+    );
+    assert_eq!(w.git(&repo, &["status", "--porcelain"]), "");
+    assert_eq!(p["result"]["status"], "passed");
+    assert_eq!(
+        w.note(&repo, "main").unwrap()["tests"]["passed"],
+        3,
+        "the merged commit was run"
+    );
+    assert_eq!(
+        w.sandbox(&repo, &["experiment", "show", "faster", "--json"])
+            .json()["state"],
+        "promoted"
+    );
+    one_line_error(
+        &w.sandbox(&repo, &["promote", "faster"]),
+        2,
+        "already promoted",
+    );
+
+    let status = w.sandbox(&w.work(), &["status", "--json"]).json();
+    assert_eq!(status["totals"]["experiments"], 1);
+    assert_eq!(status["totals"]["experiments_by_state"]["promoted"], 1);
+    assert_eq!(status["totals"]["experiments_by_state"]["active"], 0);
+    let human = w.sandbox(&w.work(), &["status"]);
+    assert!(
+        human
+            .stdout
+            .contains("experiments:   1 (0 active, 1 promoted, 0 killed)"),
+        "{human:?}"
+    );
+}
+
+#[test]
+fn a_failing_experiment_is_refused_and_main_is_unchanged() {
+    let w = World::new();
+    let repo = w.new_repo("failing");
+    start(&w, &repo, "broken");
+    commit_on(
+        &w,
+        &repo,
+        "experiment/broken",
+        &[("tests/test_broken.py", BROKEN_TESTS)],
+        "Break it",
+    );
+    let main_before = rev(&w, &repo, "main");
+
+    let o = w.sandbox(&repo, &["eval", "broken"]);
+    assert_eq!(o.code, 1, "NOT_READY is a failure: {o:?}");
+    assert!(o.stdout.starts_with("Evaluation: NOT_READY"), "{o:?}");
+    assert!(o.stdout.contains("✘ tests_pass"), "{o:?}");
+
+    let o = w.sandbox(&repo, &["promote", "broken"]);
+    one_line_error(&o, 1, "promote refused");
+    assert!(
+        o.stderr.contains("NOT_READY")
+            && o.stderr.contains("below the minimum RECOMMEND")
+            && o.stderr.contains("--force"),
+        "{o:?}"
+    );
+    assert_eq!(rev(&w, &repo, "main"), main_before);
+    assert_eq!(w.git(&repo, &["status", "--porcelain"]), "");
+    assert_eq!(
+        w.sandbox(&repo, &["experiment", "show", "broken", "--json"])
+            .json()["state"],
+        "active"
+    );
+
+    // --force promotes anyway and says so in the merge commit.
+    let o = w.sandbox(&repo, &["promote", "broken", "--force"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(o.stderr.contains("warning: the promoted commit"), "{o:?}");
+    let message = w.git(&repo, &["log", "-1", "--format=%s", "main"]);
+    assert_eq!(
+        message.trim(),
+        "Promote experiment broken (NOT_READY, forced)"
+    );
+}
+
+#[test]
+fn a_conflict_changes_nothing_and_says_how_to_resolve_it() {
+    let w = World::new();
+    let repo = w.new_repo("conflict");
+    start(&w, &repo, "rewrite");
+    commit_on(
+        &w,
+        &repo,
+        "experiment/rewrite",
+        &[("README.md", "experiment's readme\n")],
+        "Rewrite the README",
+    );
+    w.commit(
+        &repo,
+        &[("README.md", "production's readme\n")],
+        "Change the README on main",
+    );
+    let main_before = rev(&w, &repo, "main");
+
+    let o = w.sandbox(&repo, &["promote", "rewrite", "--force"]);
+    one_line_error(&o, 1, "conflicts in README.md");
+    assert!(
+        o.stderr
+            .contains("git switch experiment/rewrite && git merge main"),
+        "{o:?}"
+    );
+    assert_eq!(rev(&w, &repo, "main"), main_before);
+    assert_eq!(
+        std::fs::read_to_string(repo.join("README.md")).unwrap(),
+        "production's readme\n"
+    );
+    assert_eq!(w.git(&repo, &["status", "--porcelain"]), "");
+    assert_eq!(
+        w.sandbox(&repo, &["experiment", "show", "rewrite", "--json"])
+            .json()["state"],
+        "active"
+    );
+}
+
+#[test]
+fn a_dirty_checkout_of_production_is_refused() {
+    let w = World::new();
+    let repo = w.new_repo("dirty");
+    start(&w, &repo, "more");
+    commit_on(
+        &w,
+        &repo,
+        "experiment/more",
+        &[("tests/test_more.py", MORE_TESTS)],
+        "Add a test",
+    );
+    std::fs::write(repo.join("README.md"), "my unsaved work\n").unwrap();
+    let main_before = rev(&w, &repo, "main");
+
+    let o = w.sandbox(&repo, &["promote", "more"]);
+    one_line_error(&o, 1, "uncommitted changes");
+    assert!(o.stderr.contains("git stash"), "{o:?}");
+    assert_eq!(rev(&w, &repo, "main"), main_before);
+    assert_eq!(
+        std::fs::read_to_string(repo.join("README.md")).unwrap(),
+        "my unsaved work\n"
+    );
+    assert!(!repo.join("tests/test_more.py").exists());
+
+    // Somewhere else checked out, main moves and the user's work tree stays exactly as it was.
+    w.git(&repo, &["stash", "-q"]);
+    w.git(&repo, &["switch", "-q", "-c", "elsewhere"]);
+    w.git(&repo, &["stash", "pop", "-q"]);
+    let o = w.sandbox(&repo, &["promote", "more", "--strategy", "ff", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(o.json()["worktree_updated"], serde_json::Value::Null);
+    assert_eq!(
+        rev(&w, &repo, "main"),
+        rev(&w, &repo, "experiment/more"),
+        "fast-forwarded, no merge commit"
+    );
+    assert_eq!(
+        w.git(&repo, &["branch", "--show-current"]).trim(),
+        "elsewhere"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join("README.md")).unwrap(),
+        "my unsaved work\n"
+    );
+    assert!(!repo.join("tests/test_more.py").exists());
+}
+
+#[test]
+fn fast_forward_is_refused_when_production_moved() {
+    let w = World::new();
+    let repo = w.new_repo("ff");
+    start(&w, &repo, "late");
+    commit_on(
+        &w,
+        &repo,
+        "experiment/late",
+        &[("tests/test_more.py", MORE_TESTS)],
+        "Add a test",
+    );
+    w.commit(&repo, &[("notes.txt", "moved on\n")], "main moves on");
+    let main_before = rev(&w, &repo, "main");
+    let o = w.sandbox(&repo, &["promote", "late", "--strategy", "ff"]);
+    one_line_error(&o, 1, "cannot be fast-forwarded");
+    assert_eq!(rev(&w, &repo, "main"), main_before);
+    one_line_error(
+        &w.sandbox(&repo, &["promote", "late", "--strategy", "octopus"]),
+        2,
+        "invalid --strategy",
+    );
+}
+
+#[test]
+fn kill_archives_the_branch_and_keeps_its_results() {
+    let w = World::new();
+    let repo = w.new_repo("kill");
+    start(&w, &repo, "dead-end");
+    let head = commit_on(
+        &w,
+        &repo,
+        "experiment/dead-end",
+        &[("tests/test_more.py", MORE_TESTS)],
+        "Try something",
+    );
+    assert_eq!(w.sandbox(&repo, &["run", "experiment/dead-end"]).code, 0);
+
+    // Checked out: refused, nothing moves.
+    w.git(&repo, &["switch", "-q", "experiment/dead-end"]);
+    one_line_error(
+        &w.sandbox(&repo, &["kill", "dead-end"]),
+        1,
+        "is checked out in",
+    );
+    w.git(&repo, &["switch", "-q", "main"]);
+
+    let o = w.sandbox(&repo, &["kill", "dead-end"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(
+        o.stdout
+            .contains("archived at refs/sandbox/archive/dead-end"),
+        "{o:?}"
+    );
+    assert!(!ref_exists(&w, &repo, "refs/heads/experiment/dead-end"));
+    assert_eq!(rev(&w, &repo, "refs/sandbox/archive/dead-end"), head);
+    assert_eq!(
+        w.note(&repo, &head).unwrap()["status"],
+        "passed",
+        "the result stays reachable"
+    );
+    let show = w
+        .sandbox(&repo, &["experiment", "show", "dead-end", "--json"])
+        .json();
+    assert_eq!(show["state"], "killed");
+    assert_eq!(show["head"], head.as_str());
+    assert_eq!(show["latest_result"]["status"], "passed");
+
+    one_line_error(
+        &w.sandbox(&repo, &["experiment", "start", "dead-end"]),
+        2,
+        "already exists",
+    );
+    one_line_error(&w.sandbox(&repo, &["eval", "dead-end"]), 2, "was killed");
+    one_line_error(&w.sandbox(&repo, &["promote", "dead-end"]), 2, "was killed");
+    one_line_error(&w.sandbox(&repo, &["kill", "dead-end"]), 2, "--delete");
+
+    assert_eq!(w.sandbox(&repo, &["kill", "dead-end", "--delete"]).code, 0);
+    assert!(!ref_exists(&w, &repo, "refs/sandbox/archive/dead-end"));
+
+    start(&w, &repo, "gone");
+    let o = w.sandbox(&repo, &["kill", "gone", "--delete", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(o.json()["archive"], serde_json::Value::Null);
+    assert!(!ref_exists(&w, &repo, "refs/heads/experiment/gone"));
+    assert!(!ref_exists(&w, &repo, "refs/sandbox/archive/gone"));
+    let counts = w.sandbox(&w.work(), &["status", "--json"]).json()["totals"]
+        ["experiments_by_state"]
+        .clone();
+    assert_eq!(counts["killed"], 2);
+}
+
+#[test]
+fn unknown_experiments_are_usage_errors() {
+    let w = World::new();
+    let repo = w.new_repo("unknown");
+    for args in [
+        vec!["eval", "nope"],
+        vec!["promote", "nope"],
+        vec!["kill", "nope"],
+        vec!["experiment", "show", "nope"],
+    ] {
+        let o = w.sandbox(&repo, &args);
+        one_line_error(&o, 2, "unknown experiment \"nope\"");
+        assert!(o.stderr.contains("git sandbox experiment list"), "{o:?}");
+    }
+    one_line_error(&w.sandbox(&repo, &["eval", "../x"]), 2, "invalid name");
+    let o = w.sandbox(&repo, &["experiment", "list"]);
+    assert!(o.stdout.contains("No experiments yet"), "{o:?}");
+    // No production branch: say how to name one.
+    w.git(&repo, &["branch", "-m", "main", "trunk"]);
+    one_line_error(
+        &w.sandbox(&repo, &["experiment", "start", "x"]),
+        2,
+        "production branch \"main\" does not exist",
+    );
+    assert_eq!(
+        w.sandbox(&repo, &["experiment", "start", "x", "--from", "trunk"])
+            .code,
+        0
+    );
+}
+
+#[test]
+fn reindex_rebuilds_experiments_and_evaluations_from_git() {
+    let w = World::new();
+    let repo = w.new_repo("reindex");
+    start(&w, &repo, "kept");
+    start(&w, &repo, "merged");
+    start(&w, &repo, "dropped");
+    commit_on(
+        &w,
+        &repo,
+        "experiment/merged",
+        &[("tests/test_more.py", MORE_TESTS)],
+        "Add a test",
+    );
+    assert_eq!(w.sandbox(&repo, &["promote", "merged"]).code, 0);
+    assert_eq!(w.sandbox(&repo, &["kill", "dropped"]).code, 0);
+    for f in ["index.db", "index.db-wal", "index.db-shm"] {
+        let _ = std::fs::remove_file(w.data().join(f));
+    }
+    let o = w.sandbox(&w.work(), &["reindex", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(o.json()["experiments"], 3);
+    let list = w.sandbox(&repo, &["experiment", "list", "--json"]).json();
+    let states: std::collections::BTreeMap<String, String> = list["experiments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["name"].as_str().unwrap().to_string(),
+                e["state"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(states["kept"], "active");
+    assert_eq!(states["merged"], "promoted");
+    assert_eq!(states["dropped"], "killed");
+    let merged = list["experiments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "merged")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        merged["latest_evaluation"]["recommendation"],
+        "STRONGLY_RECOMMEND"
+    );
+}
+
+#[test]
+fn the_experiment_config_applies_to_its_runs() {
+    let w = World::new();
+    let repo = w.new_repo("config");
+    start(&w, &repo, "custom");
+    let toml_path = "experiments/custom/experiment.toml";
+    let meta = w.git(&repo, &["show", &format!("experiment/custom:{toml_path}")]);
+    let meta = meta.replace(
+        "[config]\n",
+        "[config.test]\ncommand = \"echo from-the-experiment\"\n",
+    );
+    commit_on(
+        &w,
+        &repo,
+        "experiment/custom",
+        &[(toml_path, &meta)],
+        "Use another command",
+    );
+    let o = w.sandbox(&repo, &["run", "experiment/custom", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(o.json()[0]["tests"]["command"], "echo from-the-experiment");
+    assert_eq!(o.json()[0]["experiment"], "custom");
+}
