@@ -471,7 +471,9 @@ fn pytest_is_detected_and_parsed_when_installed() {
 
 #[test]
 fn demo_runs_end_to_end() {
-    let w = World::new();
+    // As on a fresh machine: git has no identity configured.
+    let mut w = World::new();
+    w.identity = false;
     let o = w.sandbox(&w.work(), &["demo"]);
     assert_eq!(o.code, 0, "{o:?}");
     assert!(

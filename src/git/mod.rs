@@ -62,6 +62,21 @@ pub fn repo_root(repo: &gix::Repository) -> PathBuf {
     std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
+/// The repository with a committer identity for the reflog entries of the tool's own ref writes:
+/// a fresh machine (or a daemon in a clean environment) may have none configured.
+pub fn with_identity(repo: &gix::Repository) -> gix::Repository {
+    let mut repo = repo.clone();
+    if repo.committer().is_none() {
+        use gix::config::tree::{gitoxide, Committer};
+        let mut config = repo.config_snapshot_mut();
+        let _ = config.set_value(&Committer::NAME, "git-sandbox");
+        let _ = config.set_value(&Committer::EMAIL, "git-sandbox@localhost");
+        let _ = config.set_value(&gitoxide::Committer::NAME_FALLBACK, "git-sandbox");
+        drop(config);
+    }
+    repo
+}
+
 /// Resolve one revision to a commit id.
 pub fn resolve_commit(repo: &gix::Repository, rev: &str) -> Result<ObjectId> {
     let bad = |detail: String| GitError::BadRevision {

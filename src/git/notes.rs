@@ -79,6 +79,8 @@ pub fn write_notes(
     notes: &[(ObjectId, Vec<u8>)],
     message: &str,
 ) -> Result<ObjectId> {
+    let with_identity = super::with_identity(repo);
+    let repo = &with_identity;
     let blobs: Vec<(ObjectId, ObjectId)> = notes
         .iter()
         .map(|(commit, body)| Ok((*commit, repo.write_blob(body).map_err(gix_err)?.detach())))

@@ -10,6 +10,8 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_git-sandbox");
 pub struct World {
     pub tmp: tempfile::TempDir,
     pub extra_env: Vec<(String, String)>,
+    /// Whether git has an identity (a fresh machine has none).
+    pub identity: bool,
 }
 
 pub struct Out {
@@ -56,6 +58,7 @@ impl World {
         World {
             tmp,
             extra_env: Vec::new(),
+            identity: true,
         }
     }
 
@@ -91,16 +94,18 @@ impl World {
             .env("XDG_DATA_HOME", self.path("home/.local/share"))
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("GIT_CONFIG_GLOBAL", self.path("home/.gitconfig"))
-            .env("GIT_AUTHOR_NAME", "Test Author")
-            .env("GIT_AUTHOR_EMAIL", "author@example.com")
-            .env("GIT_COMMITTER_NAME", "Test Committer")
-            .env("GIT_COMMITTER_EMAIL", "committer@example.com")
             .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
             .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
             .env("TZ", "UTC")
             .env("LC_ALL", "C")
             .env("NO_COLOR", "1")
             .stdin(Stdio::null());
+        if self.identity {
+            cmd.env("GIT_AUTHOR_NAME", "Test Author")
+                .env("GIT_AUTHOR_EMAIL", "author@example.com")
+                .env("GIT_COMMITTER_NAME", "Test Committer")
+                .env("GIT_COMMITTER_EMAIL", "committer@example.com");
+        }
         for k in ["PYENV_ROOT", "CARGO_HOME", "RUSTUP_HOME"] {
             if let Ok(v) = std::env::var(k) {
                 cmd.env(k, v);
