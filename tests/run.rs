@@ -587,3 +587,41 @@ fn a_commit_that_changes_nothing_reuses_its_parents_result() {
     let log = w.sandbox(&repo, &["log", "-n", "1"]);
     assert!(log.stdout.contains("(cached)"), "{log:?}");
 }
+
+#[test]
+fn a_run_writes_a_missing_note_again() {
+    let w = World::new();
+    let repo = w.new_repo("r18");
+    assert_eq!(w.sandbox(&repo, &["run"]).code, 0);
+    // `git notes add` does not compare-and-swap: a racing one can drop our note. Simulate it.
+    w.git(&repo, &["notes", "--ref=sandbox", "remove", "HEAD"]);
+    let again = w.sandbox(&repo, &["run", "--json"]).json()[0].clone();
+    assert_eq!(
+        again["cached_from"],
+        serde_json::Value::Null,
+        "its own result, not a copy"
+    );
+    let head = w.git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    assert_eq!(w.note(&repo, &head).unwrap()["commit"], head.as_str());
+}
+
+#[test]
+fn a_checkout_left_by_a_killed_run_is_removed_by_the_next_one() {
+    let mut w = World::new();
+    let scratch = w.path("scratch");
+    std::fs::create_dir_all(&scratch).unwrap();
+    w.extra_env.push(("GIT_SANDBOX_TMPDIR".into(), scratch.display().to_string()));
+    let repo = w.new_repo("r19");
+    set_config(&w, &repo, "[test]\ncommand = \"sleep 30\"\n");
+    let mut run = w.spawn(&repo, &["run"]);
+    assert!(w.wait_until(20, || std::fs::read_dir(&scratch).unwrap().count() == 1));
+    assert!(w.wait_until(20, || {
+        w.sandbox(&w.work(), &["events", "--kind", "test.started", "--json"]).stdout.contains("test.started")
+    }));
+    run.child.kill().unwrap(); // kill -9: no destructor runs
+    run.child.wait().unwrap();
+    assert_eq!(std::fs::read_dir(&scratch).unwrap().count(), 1, "the killed run left its checkout");
+    let o = w.sandbox(&repo, &["run", "--command", "true"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(std::fs::read_dir(&scratch).unwrap().count(), 0, "the next run removed it");
+}

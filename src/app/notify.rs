@@ -90,6 +90,48 @@ pub fn scan(
     Ok((queued, warning))
 }
 
+/// Write again the notes of indexed runs whose note is gone. Plain `git notes add` does not
+/// compare-and-swap, so one racing with our write can replace the notes ref and drop our notes;
+/// the index still holds them. (To drop a result on purpose, remove the note and run
+/// `git sandbox reindex`, which makes the index follow the notes.) Returns how many came back.
+pub fn restore_lost_notes(
+    ctx: &Context,
+    repo: &gix::Repository,
+    repository_id: &str,
+) -> Result<usize> {
+    let notes = git::notes::all_notes(repo, git::NOTES_REF)?;
+    let mut bodies = Vec::new();
+    for record in ctx.index.run_records(repository_id)? {
+        let Ok(id) = ObjectId::from_hex(record.commit.as_bytes()) else {
+            continue;
+        };
+        if !notes.contains_key(&id) && repo.find_commit(id).is_ok() {
+            bodies.push((id, super::run::note_body(&record)));
+        }
+    }
+    if bodies.is_empty() {
+        return Ok(0);
+    }
+    git::notes::write_notes(
+        repo,
+        git::NOTES_REF,
+        &bodies,
+        &format!(
+            "git-sandbox: restore {} notes lost to a concurrent writer",
+            bodies.len()
+        ),
+    )?;
+    let commits: Vec<String> = bodies.iter().map(|(id, _)| id.to_string()).collect();
+    ctx.index.add_event(
+        "notes.restored",
+        Some(repository_id),
+        None,
+        None,
+        &serde_json::json!({ "commits": commits }),
+    )?;
+    Ok(bodies.len())
+}
+
 fn parents(repo: &gix::Repository, id: ObjectId) -> Vec<ObjectId> {
     repo.find_commit(id)
         .ok()

@@ -110,6 +110,13 @@ pub fn run_commits(
     })
 }
 
+/// The note body of a record: pretty JSON, so `git notes show` and `git log` read well.
+pub fn note_body(r: &RunRecord) -> Vec<u8> {
+    let mut body = serde_json::to_vec_pretty(r).expect("records always serialize");
+    body.push(b'\n');
+    body
+}
+
 /// Write records as notes (one notes commit), then index them.
 fn flush(
     ctx: &Context,
@@ -124,9 +131,7 @@ fn flush(
         .iter()
         .map(|r| {
             let id = ObjectId::from_hex(r.commit.as_bytes()).expect("records hold full commit ids");
-            let mut body = serde_json::to_vec_pretty(r).expect("records always serialize");
-            body.push(b'\n');
-            (id, body)
+            (id, note_body(r))
         })
         .collect();
     let message = if records.len() == 1 {
@@ -265,12 +270,13 @@ fn run_one(
             None => None,
         };
         if let Some(r) = existing {
-            if has_note
-                && r.tree == tree_hex
+            if r.tree == tree_hex
                 && r.config_hash.as_deref() == Some(&key)
                 && r.status != Status::Error
             {
-                return Ok((r, true));
+                // With its note in place there is nothing to write; without (a writer that
+                // does not compare-and-swap replaced the notes ref), the note is written again.
+                return Ok((r, has_note));
             }
         }
         if let Some(hit) = ctx

@@ -175,7 +175,7 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
                 }
                 for (id, row) in &repos.rows {
                     if target.as_ref().is_none_or(|t| t == id) {
-                        scan(&ctx, row);
+                        scan(&ctx, row, target.is_none());
                     }
                 }
             }
@@ -210,12 +210,20 @@ pub(crate) fn log(msg: &str) {
     );
 }
 
-fn scan(ctx: &Context, row: &RepoRow) {
+/// Queue what is new in a repository; a `full` scan (start-up and heartbeat) also writes again
+/// the notes a concurrent writer dropped.
+fn scan(ctx: &Context, row: &RepoRow, full: bool) {
     let result = crate::git::open(std::path::Path::new(&row.path))
         .map_err(AppError::from)
         .and_then(|repo| {
             // A daemon killed mid-write leaves a lock on the notes ref; clear it if it is old.
             crate::git::notes::remove_stale_locks(&repo, crate::git::NOTES_REF);
+            if full {
+                let restored = notify::restore_lost_notes(ctx, &repo, &row.repository_id)?;
+                if restored > 0 {
+                    log(&format!("{}: wrote {restored} lost notes again", row.name));
+                }
+            }
             notify::scan(ctx, &repo, &row.repository_id, "watch")
         });
     if let Err(e) = result {

@@ -19,6 +19,32 @@ pub fn scratch_root() -> PathBuf {
     std::env::temp_dir()
 }
 
+const PREFIX: &str = "git-sandbox-";
+
+/// Remove checkouts left by processes that no longer exist (a `kill -9` skips every destructor).
+/// Runs once per process; a tmpfs leak is memory.
+fn sweep_stale(parent: &Path) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let Ok(entries) = std::fs::read_dir(parent) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(pid) = name
+                .strip_prefix(PREFIX)
+                .and_then(|rest| rest.split('-').next())
+                .and_then(|p| p.parse::<i32>().ok())
+            else {
+                continue;
+            };
+            if !crate::util::pid_alive(pid) && entry.file_type().is_ok_and(|t| t.is_dir()) {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    });
+}
+
 /// A checked-out tree; the directory is removed when this is dropped.
 pub struct Checkout {
     dir: tempfile::TempDir,
@@ -48,8 +74,10 @@ pub fn checkout_tree(
         context: format!("cannot create {}", parent.display()),
         source,
     })?;
+    sweep_stale(parent);
+    // The pid in the name lets a later process remove what a killed one left behind.
     let dir = tempfile::Builder::new()
-        .prefix("git-sandbox-")
+        .prefix(&format!("{PREFIX}{}-", std::process::id()))
         .tempdir_in(parent)
         .map_err(|source| GitError::Io {
             context: format!("cannot create a temp dir in {}", parent.display()),

@@ -11,26 +11,14 @@ pub fn git(dir: &Path, args: &[&str]) -> Result<String> {
 }
 
 pub fn git_with_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<String> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|source| GitError::Io {
-            context: "cannot start git (is it installed and on PATH?)".into(),
-            source,
-        })?;
-    if !out.status.success() {
+    let (ok, stdout, stderr) = git_status(dir, args, env)?;
+    if !ok {
         return Err(GitError::Cli {
             cmd: format!("git {}", args.join(" ")),
-            stderr: String::from_utf8_lossy(&out.stderr)
-                .trim()
-                .replace('\n', " "),
+            stderr,
         });
     }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    Ok(stdout)
 }
 
 /// `git config --local KEY VALUE`.

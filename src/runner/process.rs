@@ -186,6 +186,7 @@ pub fn run(spec: Spec<'_>) -> Outcome {
     drop(tx);
     std::mem::forget(child); // reaped by wait4 above
 
+    super::sandbox::cgroup::sweep_stale();
     let cgroup = RunCgroup::for_helper(pid);
     let deadline = started + spec.timeout;
     let mut killed_by: Option<String> = None;

@@ -15,6 +15,19 @@ pub struct Job {
     pub attempts: i64,
 }
 
+/// A `jobs` row selected as `id, repository_id, commit_id, refname, trigger, state, attempts`.
+fn job_row(r: &rusqlite::Row) -> rusqlite::Result<Job> {
+    Ok(Job {
+        id: r.get(0)?,
+        repository_id: r.get(1)?,
+        commit_id: r.get(2)?,
+        refname: r.get(3)?,
+        trigger: r.get(4)?,
+        state: r.get(5)?,
+        attempts: r.get(6)?,
+    })
+}
+
 impl Index {
     /// Queue `commits` (newest last) for a repository; commits already queued are left alone.
     /// Returns how many were new.
@@ -62,23 +75,24 @@ impl Index {
         Ok(stmt.exists([repository_id, commit])?)
     }
 
+    /// The state of a commit's job, if it has one.
+    pub fn job_state(&self, repository_id: &str, commit: &str) -> Result<Option<String>> {
+        use rusqlite::OptionalExtension;
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT state FROM jobs WHERE repository_id = ?1 AND commit_id = ?2")?;
+        Ok(stmt
+            .query_row([repository_id, commit], |r| r.get(0))
+            .optional()?)
+    }
+
     pub fn jobs(&self, repository_id: Option<&str>, state: Option<&str>) -> Result<Vec<Job>> {
         let mut stmt = self.conn.prepare(
             "SELECT id, repository_id, commit_id, refname, trigger, state, attempts FROM jobs
              WHERE (?1 IS NULL OR repository_id = ?1) AND (?2 IS NULL OR state = ?2) ORDER BY id",
         )?;
         let rows = stmt
-            .query_map(params![repository_id, state], |r| {
-                Ok(Job {
-                    id: r.get(0)?,
-                    repository_id: r.get(1)?,
-                    commit_id: r.get(2)?,
-                    refname: r.get(3)?,
-                    trigger: r.get(4)?,
-                    state: r.get(5)?,
-                    attempts: r.get(6)?,
-                })
-            })?
+            .query_map(params![repository_id, state], job_row)?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         Ok(rows)
     }
@@ -120,17 +134,7 @@ impl Index {
         let rows = stmt
             .query_map(
                 params![crate::util::time::now_rfc3339(), limit as i64],
-                |r| {
-                    Ok(Job {
-                        id: r.get(0)?,
-                        repository_id: r.get(1)?,
-                        commit_id: r.get(2)?,
-                        refname: r.get(3)?,
-                        trigger: r.get(4)?,
-                        state: r.get(5)?,
-                        attempts: r.get(6)?,
-                    })
-                },
+                job_row,
             )?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         Ok(rows)

@@ -91,6 +91,17 @@ impl Index {
             .optional()?)
     }
 
+    /// Every indexed record of a repository.
+    pub fn run_records(&self, repository_id: &str) -> Result<Vec<RunRecord>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT id, record FROM runs WHERE repository_id = ?1")?;
+        let rows = stmt
+            .query_map([repository_id], |r| decode(r.get(0)?, r.get(1)?))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows.into_iter().map(|r| r.record).collect())
+    }
+
     pub fn delete_runs(&self, repository_id: &str) -> Result<usize> {
         Ok(self
             .conn

@@ -68,6 +68,16 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Whether a process with this pid exists (EPERM counts as alive: it exists, it is not ours).
+pub fn pid_alive(pid: i32) -> bool {
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 only checks for existence.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
 /// Shorten a 40-hex id the way `git log --oneline` does.
 pub fn short(id: &str) -> &str {
     &id[..id.len().min(7)]

@@ -117,6 +117,39 @@ impl RunCgroup {
     }
 }
 
+/// Remove the cgroups of runs whose helper is gone (a supervisor killed with -9 cannot clean up
+/// after itself). Only empty cgroups of dead pids are touched; called once per process.
+pub fn sweep_stale() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        for controller in ["memory", "pids"] {
+            let Some(parent) = current(controller) else {
+                continue;
+            };
+            let Ok(entries) = std::fs::read_dir(&parent) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let Some(pid) = name
+                    .strip_prefix("git-sandbox-")
+                    .and_then(|p| p.parse::<i32>().ok())
+                else {
+                    continue;
+                };
+                if crate::util::pid_alive(pid) {
+                    continue;
+                }
+                let procs =
+                    std::fs::read_to_string(entry.path().join("cgroup.procs")).unwrap_or_default();
+                if procs.trim().is_empty() {
+                    let _ = std::fs::remove_dir(entry.path());
+                }
+            }
+        }
+    });
+}
+
 fn counter(file: &Path, key: &str) -> u64 {
     std::fs::read_to_string(file)
         .unwrap_or_default()
