@@ -2,26 +2,42 @@
 # git-sandbox hook: queues the new commits of watched branches for a run (`git sandbox notify`).
 # It never fails your git command. A hook that was here before is kept beside this one as
 # <name>.pre-sandbox and runs first, with the same arguments and input; git sees its exit status.
-hook=$(basename "$0")
-dir=$(dirname "$0")
+# It starts no process unless a branch moved: git runs reference-transaction several times for
+# one commit.
+hook=${0##*/}
+dir=${0%/*}
 status=0
-input=
+chained=
+[ -x "$dir/$hook.pre-sandbox" ] && chained="$dir/$hook.pre-sandbox"
 case "$hook" in
-  reference-transaction|post-rewrite) input=$(cat) ;;
+  reference-transaction)
+    # Only a finished update of a branch is news; other phases, notes and tags are not.
+    if [ "$1" != committed ]; then
+      [ -n "$chained" ] && exec "$chained" "$@"
+      exit 0
+    fi
+    news=
+    input=
+    while IFS= read -r line; do
+      input="$input$line
+"
+      case "$line" in *" refs/heads/"*) news=1 ;; esac
+    done
+    if [ -n "$chained" ]; then
+      printf '%s' "$input" | "$chained" "$@"
+      status=$?
+    fi
+    [ -n "$news" ] || exit $status
+    ;;
+  *)
+    if [ -n "$chained" ]; then
+      "$chained" "$@"
+      status=$?
+    fi
+    # With git >= 2.28 reference-transaction reports the same update: notify once, from there.
+    [ "@NOTIFY_FROM_POST@" = 1 ] || exit $status
+    ;;
 esac
-if [ -x "$dir/$hook.pre-sandbox" ]; then
-  if [ -n "$input" ]; then
-    printf '%s\n' "$input" | "$dir/$hook.pre-sandbox" "$@"
-  else
-    "$dir/$hook.pre-sandbox" "$@"
-  fi
-  status=$?
-fi
-if [ "$hook" = reference-transaction ]; then
-  # Only a finished update of a branch is news; notes and tags are not.
-  [ "$1" = committed ] || exit $status
-  case "$input" in *" refs/heads/"*) ;; *) exit $status ;; esac
-fi
 if command -v git-sandbox >/dev/null 2>&1; then
   bin=git-sandbox
 elif [ -x "@GIT_SANDBOX_FALLBACK@" ]; then

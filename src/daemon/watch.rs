@@ -49,17 +49,23 @@ impl RefWatcher {
     /// Watch the repositories in `dirs` that are not watched yet.
     pub fn update(&self, dirs: &[(String, PathBuf)]) {
         let Some(watcher) = &self.watcher else { return };
+        let new: Vec<(String, PathBuf)> = {
+            let known = self.dirs.lock().expect("watch map");
+            dirs.iter()
+                .filter(|(_, d)| !known.contains_key(d))
+                .cloned()
+                .collect()
+        };
+        // `watch` waits for the event thread, whose callback takes the map's lock: never hold
+        // that lock here, or an event arriving meanwhile deadlocks the two.
         let mut watcher = watcher.lock().expect("watcher");
-        let mut known = self.dirs.lock().expect("watch map");
-        for (id, dir) in dirs {
-            if known.contains_key(dir) {
-                continue;
-            }
-            let refs = dir.join("refs");
-            let ok = watcher.watch(&refs, RecursiveMode::Recursive).is_ok();
-            let _ = watcher.watch(dir, RecursiveMode::NonRecursive);
+        for (id, dir) in new {
+            let ok = watcher
+                .watch(&dir.join("refs"), RecursiveMode::Recursive)
+                .is_ok();
+            let _ = watcher.watch(&dir, RecursiveMode::NonRecursive);
             if ok {
-                known.insert(dir.clone(), id.clone());
+                self.dirs.lock().expect("watch map").insert(dir, id);
             }
         }
     }

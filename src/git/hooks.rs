@@ -46,12 +46,31 @@ pub fn hooks_dir(root: &Path, git_common_dir: &Path) -> PathBuf {
     }
 }
 
-/// The script as installed: `fallback` is this binary's path, used when `git-sandbox` is not on PATH.
-pub fn script(fallback: &Path) -> String {
-    SCRIPT.replace(
-        "@GIT_SANDBOX_FALLBACK@",
-        &fallback.display().to_string().replace('"', ""),
-    )
+/// The script as installed: `fallback` is this binary's path, used when `git-sandbox` is not on
+/// PATH. With a git that has the reference-transaction hook (2.28+), the post-* hooks only chain
+/// to the hooks they replaced and leave the notification to reference-transaction.
+pub fn script(fallback: &Path, notify_from_post: bool) -> String {
+    SCRIPT
+        .replace(
+            "@GIT_SANDBOX_FALLBACK@",
+            &fallback.display().to_string().replace('"', ""),
+        )
+        .replace(
+            "@NOTIFY_FROM_POST@",
+            if notify_from_post { "1" } else { "0" },
+        )
+}
+
+/// Whether the git on PATH runs the reference-transaction hook (added in git 2.28).
+pub fn git_has_reference_transaction() -> bool {
+    let Ok(out) = std::process::Command::new("git").arg("--version").output() else {
+        return false;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let version = text.split_whitespace().nth(2).unwrap_or("");
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    (major, minor) >= (2, 28)
 }
 
 /// What [`install`] would do, without doing it (so bad input can be refused before anything changes).
@@ -69,7 +88,7 @@ pub fn install(dir: &Path, fallback: &Path) -> Result<Vec<HookInstall>> {
     let io = |context: String| move |source| GitError::Io { context, source };
     check_dir(dir)?;
     std::fs::create_dir_all(dir).map_err(io(format!("cannot create {}", dir.display())))?;
-    let ours = script(fallback);
+    let ours = script(fallback, !git_has_reference_transaction());
     let mut out = Vec::new();
     for name in HOOK_NAMES {
         let path = dir.join(name);
