@@ -29,7 +29,7 @@ BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/gs-bench-notify.XXXXXX")
 trap 'cd /; rm -rf "$WORK"' EXIT
-trap 'exit 130' INT TERM
+trap 'exit 130' INT TERM HUP PIPE
 mkdir -p "$WORK/home" "$WORK/config" "$WORK/sandbox-home" "$WORK/bin" "$WORK/no-hooks"
 ln -s "$BIN" "$WORK/bin/git-sandbox"
 export HOME=$WORK/home XDG_CONFIG_HOME=$WORK/config XDG_DATA_HOME=$WORK/home/.local/share

@@ -43,7 +43,7 @@ cleanup() {
   [ -z "$SHM" ] || rm -rf "$SHM"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'exit 130' INT TERM HUP PIPE
 
 mkdir -p "$WORK/home" "$WORK/config" "$WORK/sandbox-home" "$WORK/bin" "$WORK/no-hooks" "$WORK/disk-tmp"
 ln -s "$BIN" "$WORK/bin/git-sandbox"

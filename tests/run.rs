@@ -610,18 +610,29 @@ fn a_checkout_left_by_a_killed_run_is_removed_by_the_next_one() {
     let mut w = World::new();
     let scratch = w.path("scratch");
     std::fs::create_dir_all(&scratch).unwrap();
-    w.extra_env.push(("GIT_SANDBOX_TMPDIR".into(), scratch.display().to_string()));
+    w.extra_env
+        .push(("GIT_SANDBOX_TMPDIR".into(), scratch.display().to_string()));
     let repo = w.new_repo("r19");
     set_config(&w, &repo, "[test]\ncommand = \"sleep 30\"\n");
     let mut run = w.spawn(&repo, &["run"]);
     assert!(w.wait_until(20, || std::fs::read_dir(&scratch).unwrap().count() == 1));
     assert!(w.wait_until(20, || {
-        w.sandbox(&w.work(), &["events", "--kind", "test.started", "--json"]).stdout.contains("test.started")
+        w.sandbox(&w.work(), &["events", "--kind", "test.started", "--json"])
+            .stdout
+            .contains("test.started")
     }));
     run.child.kill().unwrap(); // kill -9: no destructor runs
     run.child.wait().unwrap();
-    assert_eq!(std::fs::read_dir(&scratch).unwrap().count(), 1, "the killed run left its checkout");
+    assert_eq!(
+        std::fs::read_dir(&scratch).unwrap().count(),
+        1,
+        "the killed run left its checkout"
+    );
     let o = w.sandbox(&repo, &["run", "--command", "true"]);
     assert_eq!(o.code, 0, "{o:?}");
-    assert_eq!(std::fs::read_dir(&scratch).unwrap().count(), 0, "the next run removed it");
+    assert_eq!(
+        std::fs::read_dir(&scratch).unwrap().count(),
+        0,
+        "the next run removed it"
+    );
 }
