@@ -54,7 +54,7 @@ pub fn scan(
         None => ctx.layers.clone(),
     };
     let config = layers.resolve();
-    let notes = git::notes::all_notes(repo, git::NOTES_REF)?;
+    let mut notes = git::notes::Lookup::new(repo, git::NOTES_REF)?;
     let mut jobs = Vec::new();
     let mut seen = HashSet::new();
     for (branch, tip) in git::branches(repo)? {
@@ -69,7 +69,7 @@ pub fn scan(
                 continue;
             }
             let hex = id.to_string();
-            if notes.contains_key(&id) || ctx.index.has_job(repository_id, &hex)? {
+            if ctx.index.has_job(repository_id, &hex)? || notes.has(repo, id)? {
                 continue;
             }
             found.push((id, Some(refname.clone())));

@@ -34,6 +34,34 @@ pub fn read_note(
     Ok(Some(repo.find_blob(blob).map_err(gix_err)?.data.clone()))
 }
 
+/// Answers "has this commit a note?" one commit at a time, opening only the fan-out subtrees on
+/// the way: what a hook needs, where reading every note would cost more than the rest.
+pub struct Lookup {
+    state: Option<gix::note::plumbing::State>,
+}
+
+impl Lookup {
+    pub fn new(repo: &gix::Repository, notes_ref: &str) -> Result<Lookup> {
+        let state = match notes_tip(repo, notes_ref)? {
+            Some((_, tree)) => {
+                Some(gix::note::plumbing::State::new(tree, &repo.objects).map_err(gix_err)?)
+            }
+            None => None,
+        };
+        Ok(Lookup { state })
+    }
+
+    pub fn has(&mut self, repo: &gix::Repository, commit: ObjectId) -> Result<bool> {
+        match &mut self.state {
+            Some(state) => Ok(state
+                .get(&commit, &repo.objects)
+                .map_err(gix_err)?
+                .is_some()),
+            None => Ok(false),
+        }
+    }
+}
+
 /// Every note under `notes_ref`: annotated object → note blob. Handles any fan-out git writes.
 pub fn all_notes(repo: &gix::Repository, notes_ref: &str) -> Result<HashMap<ObjectId, ObjectId>> {
     let mut out = HashMap::new();
