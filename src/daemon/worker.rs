@@ -41,7 +41,14 @@ pub fn work(
     loop {
         let next = rx.lock().expect("job queue").recv();
         let Ok(a) = next else { break };
-        run_job(&ctx, &a, &shared);
+        // A bug must cost one job, not a worker: the scheduler counts on every Done.
+        let ran =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_job(&ctx, &a, &shared)));
+        if ran.is_err() {
+            let _ = ctx
+                .index
+                .retry_job(a.job.id, "the worker panicked; see the daemon's log");
+        }
         let _ = tx.send(Msg::Done {
             tree_key: a.tree_key,
         });
