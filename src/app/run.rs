@@ -56,7 +56,7 @@ pub fn run_commits(
     opts: &RunOptions<'_>,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Outcome> {
-    let notes = git::notes::all_notes(repo, git::NOTES_REF)?;
+    let mut notes = git::notes::Lookup::new(repo, git::NOTES_REF)?;
     let sandbox = std::cell::OnceCell::new();
     let mut records = Vec::with_capacity(commits.len());
     let mut pending: Vec<RunRecord> = Vec::new();
@@ -69,15 +69,8 @@ pub fn run_commits(
         }
         progress(Progress::Started { index, commit });
         let info = git::commit_info(repo, commit)?;
-        let (record, reused) = run_one(
-            ctx,
-            repo,
-            row,
-            &info,
-            opts,
-            notes.contains_key(&commit),
-            &sandbox,
-        )?;
+        let has_note = notes.has(repo, commit)?;
+        let (record, reused) = run_one(ctx, repo, row, &info, opts, has_note, &sandbox)?;
         // A run cut short by Ctrl-C or a stopping daemon is no result: it runs again later.
         if record.tests.as_ref().and_then(|t| t.killed_by.as_deref()) == Some("interrupt") {
             interrupted = true;
@@ -86,9 +79,9 @@ pub fn run_commits(
         progress(Progress::Finished {
             index,
             record: &record,
-            reused: reused && notes.contains_key(&commit),
+            reused,
         });
-        if reused && notes.contains_key(&commit) {
+        if reused {
             records.push(record);
             continue;
         }
