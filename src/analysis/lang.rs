@@ -233,8 +233,8 @@ fn spec(g: Grammar) -> Spec {
             not_params: &["comment"],
             class_types: none,
         },
+        // TypeScript is JavaScript with more kinds of class.
         Grammar::Typescript | Grammar::Tsx => Spec {
-            functions: JS_FUNCTIONS,
             classes: &[
                 "class_declaration",
                 "class",
@@ -242,17 +242,7 @@ fn spec(g: Grammar) -> Spec {
                 "interface_declaration",
                 "enum_declaration",
             ],
-            type_specs: none,
-            decisions: JS_DECISIONS,
-            logical: &["&&", "||", "??"],
-            cases: &["switch_case"],
-            matches: none,
-            guards: none,
-            comments: &["comment", "html_comment"],
-            strings: &["string", "template_string"],
-            expr_statements: none,
-            not_params: &["comment"],
-            class_types: none,
+            ..spec(Grammar::Javascript)
         },
         Grammar::Rust => Spec {
             functions: &["function_item"],
