@@ -8,7 +8,7 @@ mod control;
 mod watch;
 mod worker;
 
-use crate::app::{self, notify, AppError, Context};
+use crate::app::{notify, AppError, Context};
 use crate::store::RepoRow;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -305,5 +305,3 @@ impl Repos {
             .collect()
     }
 }
-
-pub use app::repos::ID_KEY;

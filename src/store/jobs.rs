@@ -86,17 +86,6 @@ impl Index {
             .optional()?)
     }
 
-    pub fn jobs(&self, repository_id: Option<&str>, state: Option<&str>) -> Result<Vec<Job>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT id, repository_id, commit_id, refname, trigger, state, attempts FROM jobs
-             WHERE (?1 IS NULL OR repository_id = ?1) AND (?2 IS NULL OR state = ?2) ORDER BY id",
-        )?;
-        let rows = stmt
-            .query_map(params![repository_id, state], job_row)?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(rows)
-    }
-
     /// A job whose commit was run by other means (by hand) is done.
     pub fn complete_job(&self, repository_id: &str, commit: &str, ok: bool) -> Result<()> {
         self.conn.execute(

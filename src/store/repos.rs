@@ -62,17 +62,6 @@ impl Index {
         Ok(())
     }
 
-    pub fn repository_by_path(&self, path: &str) -> Result<Option<RepoRow>> {
-        Ok(self
-            .conn
-            .query_row(
-                &format!("SELECT {COLS} FROM repositories WHERE path = ?1"),
-                [path],
-                row,
-            )
-            .optional()?)
-    }
-
     pub fn repository_by_id(&self, id: &str) -> Result<Option<RepoRow>> {
         Ok(self
             .conn

@@ -185,7 +185,7 @@ pub fn parse(text: &str) -> Option<TestCounts> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testutil::counts;
+    use super::super::testutil::{counts, pairs};
     use super::super::text::clean;
     use super::*;
 
@@ -208,11 +208,7 @@ mod tests {
         .unwrap();
         // alpha 1+2+1i, beta 2+1, doc-tests alpha 1, beta 0.
         assert_eq!(counts(&c), [Some(4), Some(3), Some(1), Some(0), Some(8)]);
-        let got: Vec<(&str, &str)> = c
-            .failures
-            .iter()
-            .map(|f| (f.name.as_str(), f.message.as_str()))
-            .collect();
+        let got = pairs(&c);
         assert_eq!(
             got,
             [

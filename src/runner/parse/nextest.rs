@@ -156,7 +156,7 @@ pub fn parse(text: &str) -> Option<TestCounts> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testutil::counts;
+    use super::super::testutil::{counts, pairs};
     use super::super::text::clean;
     use super::*;
 
@@ -183,11 +183,7 @@ mod tests {
             "../../../tests/fixtures/output/nextest/workspace_some_fail.txt"
         ));
         assert_eq!(counts(&c), [Some(3), Some(3), Some(1), Some(0), Some(7)]);
-        let got: Vec<(&str, &str)> = c
-            .failures
-            .iter()
-            .map(|f| (f.name.as_str(), f.message.as_str()))
-            .collect();
+        let got = pairs(&c);
         assert_eq!(
             got,
             [
