@@ -10,12 +10,29 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// Commit `toml` as the repository's config and run HEAD; returns the record.
+/// Commit `toml` as the repository's config and run HEAD; returns the record, with the full
+/// layer table of its sandbox profile (`show --isolation`) and the path of its log added.
 fn attack(w: &World, repo: &Path, toml: &str) -> Value {
     w.commit(repo, &[(".sandbox.toml", toml)], "attack");
     let o = w.sandbox(repo, &["run", "--json"]);
     assert!(o.code == 0 || o.code == 1, "{o:?}");
-    o.json()[0].clone()
+    let mut rec = o.json()[0].clone();
+    let iso = w.sandbox(repo, &["show", "--isolation", "--json"]);
+    if iso.code == 0 {
+        rec["tests"]["isolation"]["layers"] = iso.json()["layers"].clone();
+    }
+    let commit = rec["commit"].as_str().unwrap().to_string();
+    for dir in std::fs::read_dir(w.data().join("logs"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let log = dir.path().join(format!("{commit}.log"));
+        if log.exists() {
+            rec["tests"]["log"] = log.display().to_string().into();
+        }
+    }
+    rec
 }
 
 fn config(command: &str, extra: &str) -> String {

@@ -53,11 +53,12 @@ fn new_creates_the_layout_commits_installs_hooks_and_registers() {
     }
     assert_eq!(
         w.git(&path, &["config", "notes.displayRef"]).trim(),
-        "refs/notes/sandbox"
+        "refs/notes/sandbox-summary"
     );
     assert_eq!(
-        w.git(&path, &["config", "notes.rewriteRef"]).trim(),
-        "refs/notes/sandbox"
+        w.git_out(&path, &["config", "notes.rewriteRef"], true).code,
+        1,
+        "our notes are never copied by amend or rebase"
     );
     let list = w.sandbox(&w.work(), &["list", "--json"]).json();
     assert_eq!(list["total"], 1);

@@ -3,7 +3,8 @@
 //! experiment's head and in the index.
 
 use super::experiments::{self, branch_ref, ref_tip};
-use super::run::{find_record, run_commits, RunOptions};
+use super::results;
+use super::run::{run_commits, RunOptions};
 use super::{AppError, Context, Result};
 use crate::config::ConfigFile;
 use crate::git;
@@ -83,8 +84,9 @@ pub fn record(ctx: &Context, repo: &gix::Repository, row: &RepoRow, ev: &Evaluat
     Ok(())
 }
 
-/// The result of a commit, running it now when there is none.
-fn result_or_run(
+/// The result of a commit made with the config it has now, running it when there is none (a
+/// trial run with other flags, or a result under an older config, does not count).
+pub(crate) fn result_or_run(
     ctx: &Context,
     repo: &gix::Repository,
     row: &RepoRow,
@@ -92,7 +94,7 @@ fn result_or_run(
     refname: &str,
     interrupt: &AtomicBool,
 ) -> Result<Option<RunRecord>> {
-    if let Some(r) = find_record(ctx, repo, row, commit)? {
+    if let Some(r) = results::current_record(ctx, repo, row, commit, Some(refname))? {
         return Ok(Some(r));
     }
     let opts = RunOptions {
@@ -300,8 +302,8 @@ mod tests {
                 output_tail: String::new(),
                 killed_by: None,
                 resources: Resources::default(),
-                log: None,
                 output_truncated: false,
+                failures_omitted: 0,
                 isolation: None,
             }),
             analysis: Some(Analysis {
@@ -318,6 +320,7 @@ mod tests {
                 ..Analysis::default()
             }),
             changes: None,
+            warnings: vec![],
         }
     }
 

@@ -3,7 +3,7 @@
 //! `refs/sandbox/promoted/<name>` when promoted. Git holds the state; the index follows it
 //! ([`sync`]) and `reindex` rebuilds it from the refs.
 
-use super::{io_err, repos, run, AppError, Context, Result};
+use super::{io_err, repos, results, AppError, Context, Result};
 use crate::config::{parse_file, Config, ConfigFile};
 use crate::git::{self, cli, CommitInfo};
 use crate::model::{Evaluation, Experiment, ExperimentFile, RunRecord, State};
@@ -422,28 +422,38 @@ pub struct Detail {
     pub commits: Vec<BranchRun>,
 }
 
-/// The commits of an experiment since its base, newest first, with their results.
+/// The commits of an experiment since its base, newest first, with their results. An
+/// experiment started with `experiment start` has its base in its metadata; a branch pushed as
+/// `experiment/NAME` without it (agents do this) starts where it leaves production.
 fn branch_runs(
     ctx: &Context,
     repo: &gix::Repository,
     row: &RepoRow,
+    reader: &mut results::NoteReader,
     e: &Experiment,
     head: ObjectId,
 ) -> Result<Vec<BranchRun>> {
-    let mut walk = repo.rev_walk([head]);
-    if let Some(base) = e
+    let base = e
         .base_commit
         .as_deref()
         .and_then(|b| ObjectId::from_hex(b.as_bytes()).ok())
-        .filter(|b| repo.find_commit(*b).is_ok())
-    {
-        walk = walk.with_hidden([base]);
+        .filter(|b| repo.find_commit(*b).is_ok());
+    let hidden = match base {
+        Some(b) => Some(b),
+        None => production_config(ctx, repo)
+            .ok()
+            .and_then(|c| production_tip(repo, &c).ok())
+            .map(|(_, tip)| tip),
+    };
+    let mut walk = repo.rev_walk([head]);
+    if let Some(h) = hidden {
+        walk = walk.with_hidden([h]);
     }
     let mut out = Vec::new();
     for info in walk.all().map_err(git::gix_err)? {
         let id = info.map_err(git::gix_err)?.id;
         let summary = git::commit_info(repo, id)?.summary;
-        let result = run::find_record(ctx, repo, row, id)?;
+        let result = results::find_record(ctx, repo, row, reader, id)?;
         out.push(BranchRun {
             commit: id.to_string(),
             summary,
@@ -463,12 +473,13 @@ fn overview(
     e: Experiment,
 ) -> Result<(Overview, Vec<BranchRun>)> {
     let head = head_of(repo, &e.name)?;
+    let mut reader = results::NoteReader::new(repo)?;
     let commits = match head {
-        Some(h) => branch_runs(ctx, repo, row, &e, h)?,
+        Some(h) => branch_runs(ctx, repo, row, &mut reader, &e, h)?,
         None => Vec::new(),
     };
     let latest_result = match head {
-        Some(h) => run::find_record(ctx, repo, row, h)?,
+        Some(h) => results::find_record(ctx, repo, row, &mut reader, h)?,
         None => None,
     };
     let latest_evaluation = latest_evaluation(ctx, repo, row, &e.name, head)?;
@@ -495,7 +506,7 @@ pub fn latest_evaluation(
     if let Some(h) = head {
         if let Some(body) = git::notes::read_note(repo, git::EVAL_NOTES_REF, h)? {
             if let Ok(ev) = serde_json::from_slice::<Evaluation>(&body) {
-                if ev.experiment == name {
+                if ev.experiment == name && ev.head.commit == h {
                     return Ok(Some(ev));
                 }
             }

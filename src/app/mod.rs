@@ -9,6 +9,7 @@ pub mod notify;
 pub mod promote;
 pub mod reindex;
 pub mod repos;
+pub mod results;
 pub mod run;
 
 use crate::config::{ConfigError, Layers, Paths};

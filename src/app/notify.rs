@@ -3,6 +3,7 @@
 
 use super::{repos, Context, Result};
 use crate::git;
+use crate::store::RepoRow;
 use gix::ObjectId;
 use std::collections::HashSet;
 use std::path::Path;
@@ -54,7 +55,7 @@ pub fn scan(
         None => ctx.layers.clone(),
     };
     let config = layers.resolve();
-    let mut notes = git::notes::Lookup::new(repo, git::NOTES_REF)?;
+    let mut notes = super::results::NoteReader::new(repo)?;
     let mut jobs = Vec::new();
     let mut seen = HashSet::new();
     for (branch, tip) in git::branches(repo)? {
@@ -69,7 +70,7 @@ pub fn scan(
                 continue;
             }
             let hex = id.to_string();
-            if ctx.index.has_job(repository_id, &hex)? || notes.has(repo, id)? {
+            if ctx.index.has_job(repository_id, &hex)? || notes.record(repo, id)?.is_some() {
                 continue;
             }
             found.push((id, Some(refname.clone())));
@@ -94,42 +95,9 @@ pub fn scan(
 /// compare-and-swap, so one racing with our write can replace the notes ref and drop our notes;
 /// the index still holds them. (To drop a result on purpose, remove the note and run
 /// `git sandbox reindex`, which makes the index follow the notes.) Returns how many came back.
-pub fn restore_lost_notes(
-    ctx: &Context,
-    repo: &gix::Repository,
-    repository_id: &str,
-) -> Result<usize> {
-    let notes = git::notes::all_notes(repo, git::NOTES_REF)?;
-    let mut bodies = Vec::new();
-    for record in ctx.index.run_records(repository_id)? {
-        let Ok(id) = ObjectId::from_hex(record.commit.as_bytes()) else {
-            continue;
-        };
-        if !notes.contains_key(&id) && repo.find_commit(id).is_ok() {
-            bodies.push((id, super::run::note_body(&record)));
-        }
-    }
-    if bodies.is_empty() {
-        return Ok(0);
-    }
-    git::notes::write_notes(
-        repo,
-        git::NOTES_REF,
-        &bodies,
-        &format!(
-            "git-sandbox: restore {} notes lost to a concurrent writer",
-            bodies.len()
-        ),
-    )?;
-    let commits: Vec<String> = bodies.iter().map(|(id, _)| id.to_string()).collect();
-    ctx.index.add_event(
-        "notes.restored",
-        Some(repository_id),
-        None,
-        None,
-        &serde_json::json!({ "commits": commits }),
-    )?;
-    Ok(bodies.len())
+pub fn restore_lost_notes(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Result<usize> {
+    let records = ctx.index.run_records(&row.repository_id)?;
+    super::results::rewrite_missing(ctx, repo, row, &records)
 }
 
 fn parents(repo: &gix::Repository, id: ObjectId) -> Vec<ObjectId> {

@@ -4,7 +4,7 @@
 
 use super::{experiments, repos, Context, Result};
 use crate::git;
-use crate::model::{Evaluation, RunRecord};
+use crate::model::{note, Evaluation, NoteRecord};
 use gix::ObjectId;
 use std::path::PathBuf;
 
@@ -14,7 +14,15 @@ pub struct RepoReport {
     pub repository_id: Option<String>,
     pub runs: usize,
     pub experiments: usize,
+    /// Notes that hold no record for their commit: (commit, why). Those commits count as not run.
+    pub skipped: Vec<SkippedNote>,
     pub error: Option<String>,
+}
+
+#[derive(Debug, serde::Serialize)]
+pub struct SkippedNote {
+    pub commit: String,
+    pub reason: String,
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -56,13 +64,21 @@ pub fn reindex(ctx: &Context, extra: &[PathBuf]) -> Result<Report> {
             repository_id: None,
             runs: 0,
             experiments: 0,
+            skipped: Vec::new(),
             error: None,
         };
         match one(ctx, &canonical) {
-            Ok((id, runs, experiments)) => {
+            Ok((id, runs, experiments, skipped)) => {
                 entry.repository_id = Some(id);
                 entry.runs = runs;
                 entry.experiments = experiments;
+                entry.skipped = skipped
+                    .into_iter()
+                    .map(|(c, reason)| SkippedNote {
+                        commit: c.to_string(),
+                        reason,
+                    })
+                    .collect();
                 report.runs += runs;
                 report.experiments += experiments;
             }
@@ -73,7 +89,10 @@ pub fn reindex(ctx: &Context, extra: &[PathBuf]) -> Result<Report> {
     Ok(report)
 }
 
-fn one(ctx: &Context, path: &std::path::Path) -> Result<(String, usize, usize)> {
+/// A repository's id, runs and experiments indexed, and the notes skipped with why.
+type Indexed = (String, usize, usize, Vec<(ObjectId, String)>);
+
+fn one(ctx: &Context, path: &std::path::Path) -> Result<Indexed> {
     let repo = git::open(path)?;
     let Some(row) = repos::registration(ctx, &repo)? else {
         return Err(super::AppError::Usage(
@@ -82,18 +101,26 @@ fn one(ctx: &Context, path: &std::path::Path) -> Result<(String, usize, usize)> 
     };
     ctx.index.delete_runs(&row.repository_id)?;
     let mut runs = 0;
+    let mut skipped = Vec::new();
     for (commit, blob) in git::notes::all_notes(&repo, git::NOTES_REF)? {
-        let Ok(body) = git::notes::read_blob(&repo, blob) else {
-            continue;
+        let body = match git::notes::read_blob(&repo, blob) {
+            Ok(b) => b,
+            Err(e) => {
+                skipped.push((commit, format!("cannot read the note: {e}")));
+                continue;
+            }
         };
-        let Ok(record) = serde_json::from_slice::<RunRecord>(&body) else {
-            continue;
-        };
-        if ObjectId::from_hex(record.commit.as_bytes()).ok() != Some(commit) {
-            continue;
+        match note::decode(&body, &commit.to_string()) {
+            NoteRecord::Found(record) => {
+                ctx.index.put_run(&row.repository_id, &record)?;
+                runs += 1;
+            }
+            NoteRecord::NotForThisCommit => skipped.push((
+                commit,
+                "the note holds another commit's record (copied by an amend or rebase)".into(),
+            )),
+            NoteRecord::Invalid(why) => skipped.push((commit, why)),
         }
-        ctx.index.put_run(&row.repository_id, &record)?;
-        runs += 1;
     }
     ctx.index.delete_experiments(&row.repository_id)?;
     experiments::sync(ctx, &repo, &row)?;
@@ -106,5 +133,5 @@ fn one(ctx: &Context, path: &std::path::Path) -> Result<(String, usize, usize)> 
             ctx.index.put_evaluation(&row.repository_id, &ev)?;
         }
     }
-    Ok((row.repository_id, runs, found))
+    Ok((row.repository_id, runs, found, skipped))
 }

@@ -148,35 +148,42 @@ fn populate(dir: &Path, name: &str, repo_id: &str) -> Result<()> {
     Ok(())
 }
 
-/// Settings every adopted repository gets: its id, and notes shown by `git log` and carried
-/// along by amend and rebase.
+/// Settings every adopted repository gets: its id, and the summary notes shown by plain
+/// `git log`. Our notes are never carried along by amend and rebase (`notes.rewriteRef`): a
+/// rewritten commit is a new commit whose result is found by its tree, never copied from the
+/// old one, so `notes.rewriteRef` entries naming our refs (set by older versions) are removed.
 fn configure(dir: &Path, repo_id: &str) -> Result<()> {
     cli::set_config(dir, ID_KEY, repo_id)?;
-    if cli::get_config(dir, "notes.displayRef").as_deref() != Some(git::NOTES_REF) {
+    let display = cli::get_all_config(dir, "notes.displayRef");
+    if !display.iter().any(|v| v == git::SUMMARY_NOTES_REF) {
         cli::git(
             dir,
             &[
                 "config",
                 "--local",
-                "--replace-all",
+                "--add",
                 "notes.displayRef",
-                git::NOTES_REF,
-                &format!("^{}$", regex_escape(git::NOTES_REF)),
+                git::SUMMARY_NOTES_REF,
             ],
         )?;
     }
-    if cli::get_config(dir, "notes.rewriteRef").as_deref() != Some(git::NOTES_REF) {
-        cli::git(
-            dir,
-            &[
-                "config",
-                "--local",
-                "--replace-all",
-                "notes.rewriteRef",
-                git::NOTES_REF,
-                &format!("^{}$", regex_escape(git::NOTES_REF)),
-            ],
-        )?;
+    for (key, ours) in [
+        ("notes.displayRef", git::NOTES_REF),
+        ("notes.rewriteRef", git::NOTES_REF),
+        ("notes.rewriteRef", git::SUMMARY_NOTES_REF),
+    ] {
+        if cli::get_all_config(dir, key).iter().any(|v| v == ours) {
+            cli::git(
+                dir,
+                &[
+                    "config",
+                    "--local",
+                    "--unset-all",
+                    key,
+                    &format!("^{}$", regex_escape(ours)),
+                ],
+            )?;
+        }
     }
     Ok(())
 }

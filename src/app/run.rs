@@ -2,6 +2,7 @@
 //! a throw-away checkout, tests and analysis side by side, change stats, then the record as a
 //! note (batched, compare-and-swap) and in the index, with events.
 
+use super::results::{self, NoteReader};
 use super::{analyze, AppError, Context, Result};
 use crate::config::{Config, ConfigFile};
 use crate::git::{self, checkout, CommitInfo};
@@ -10,7 +11,6 @@ use crate::runner::{self, detect, parse, process};
 use crate::store::RepoRow;
 use crate::util::{self, time};
 use gix::ObjectId;
-use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
@@ -24,9 +24,17 @@ pub struct RunOptions<'a> {
     pub trigger: Trigger,
     /// The branch the commits were named through, e.g. `refs/heads/experiment/x`.
     pub refname: Option<String>,
-    /// Settings from flags, laid over everything else.
+    /// Settings from flags, laid over everything else. Any flag makes the run a trial.
     pub flags: ConfigFile,
     pub interrupt: &'a AtomicBool,
+}
+
+impl RunOptions<'_> {
+    /// A run with flags (`--command`, `--timeout`) is a trial: its config is not the commit's
+    /// own, so its result is printed but never recorded as the commit's.
+    pub fn is_trial(&self) -> bool {
+        self.flags != ConfigFile::default()
+    }
 }
 
 /// What happened to one commit, for progress display.
@@ -35,6 +43,8 @@ pub enum Progress<'r> {
         index: usize,
         commit: ObjectId,
     },
+    /// Sent once the record is written (a result is never shown before it is recorded), or at
+    /// once for a trial, which is never recorded.
     Finished {
         index: usize,
         record: &'r RunRecord,
@@ -46,6 +56,21 @@ pub struct Outcome {
     pub records: Vec<RunRecord>,
     /// The run was stopped by Ctrl-C before every commit was done.
     pub interrupted: bool,
+    /// Notes that held no readable record for their commit (they were run again).
+    pub invalid_notes: Vec<(ObjectId, String)>,
+    /// Notes a concurrent writer dropped after they were written, written again.
+    pub restored: usize,
+}
+
+/// Where a commit's record came from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// Its own result, with its note in place: nothing to write.
+    Recorded,
+    /// Its own result from the index, whose note is gone or unreadable: written again.
+    Indexed,
+    /// Made now (or taken from the tree cache): to be written.
+    Made,
 }
 
 pub fn run_commits(
@@ -56,12 +81,33 @@ pub fn run_commits(
     opts: &RunOptions<'_>,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Outcome> {
-    let mut notes = git::notes::Lookup::new(repo, git::NOTES_REF)?;
+    let mut reader = NoteReader::new(repo)?;
     let sandbox = std::cell::OnceCell::new();
+    let trial = opts.is_trial();
     let mut records = Vec::with_capacity(commits.len());
-    let mut pending: Vec<RunRecord> = Vec::new();
+    // Records waiting for their batch to be written, in order, with whether they were reused.
+    let mut waiting: Vec<(usize, RunRecord, bool)> = Vec::new();
+    let mut to_write: Vec<RunRecord> = Vec::new();
+    let mut written: Vec<RunRecord> = Vec::new();
     let mut batch_started = Instant::now();
     let mut interrupted = false;
+    let mut flush = |waiting: &mut Vec<(usize, RunRecord, bool)>,
+                     to_write: &mut Vec<RunRecord>,
+                     records: &mut Vec<RunRecord>,
+                     progress: &mut dyn FnMut(Progress<'_>)|
+     -> Result<()> {
+        results::write(ctx, repo, row, to_write)?;
+        written.append(to_write);
+        for (index, record, reused) in waiting.drain(..) {
+            progress(Progress::Finished {
+                index,
+                record: &record,
+                reused,
+            });
+            records.push(record);
+        }
+        Ok(())
+    };
     for (index, &commit) in commits.iter().enumerate() {
         if opts.interrupt.load(std::sync::atomic::Ordering::Relaxed) {
             interrupted = true;
@@ -69,96 +115,59 @@ pub fn run_commits(
         }
         progress(Progress::Started { index, commit });
         let info = git::commit_info(repo, commit)?;
-        let has_note = notes.has(repo, commit)?;
-        let (record, reused) = run_one(ctx, repo, row, &info, opts, has_note, &sandbox)?;
+        let (record, source) = run_one(ctx, repo, row, &info, opts, &mut reader, &sandbox)?;
         // A run cut short by Ctrl-C or a stopping daemon is no result: it runs again later.
         if record.tests.as_ref().and_then(|t| t.killed_by.as_deref()) == Some("interrupt") {
             interrupted = true;
             break;
         }
-        progress(Progress::Finished {
-            index,
-            record: &record,
-            reused,
-        });
-        if reused {
+        let reused = source != Source::Made;
+        if trial {
+            progress(Progress::Finished {
+                index,
+                record: &record,
+                reused,
+            });
             records.push(record);
             continue;
         }
-        if pending.is_empty() {
-            batch_started = Instant::now();
+        if source != Source::Recorded {
+            if to_write.is_empty() {
+                batch_started = Instant::now();
+            }
+            to_write.push(record.clone());
         }
-        pending.push(record);
-        if pending.len() >= BATCH || batch_started.elapsed().as_millis() > BATCH_AGE_MS {
-            records.extend(flush(ctx, repo, row, std::mem::take(&mut pending))?);
+        waiting.push((index, record, reused));
+        if to_write.is_empty()
+            || to_write.len() >= BATCH
+            || batch_started.elapsed().as_millis() > BATCH_AGE_MS
+        {
+            flush(&mut waiting, &mut to_write, &mut records, progress)?;
         }
     }
-    records.extend(flush(ctx, repo, row, pending)?);
+    flush(&mut waiting, &mut to_write, &mut records, progress)?;
+    // A writer that does not compare-and-swap (plain `git notes add`) may have dropped what we
+    // wrote: put it back before reporting success.
+    let mut restored = 0;
+    for _ in 0..3 {
+        let n = results::rewrite_missing(ctx, repo, row, &written)?;
+        restored += n;
+        if n == 0 {
+            break;
+        }
+    }
     if interrupted || opts.interrupt.load(std::sync::atomic::Ordering::Relaxed) {
         interrupted = true;
     }
     Ok(Outcome {
         records,
         interrupted,
+        invalid_notes: reader.invalid,
+        restored,
     })
 }
 
-/// The note body of a record: pretty JSON, so `git notes show` and `git log` read well.
-pub fn note_body(r: &RunRecord) -> Vec<u8> {
-    let mut body = serde_json::to_vec_pretty(r).expect("records always serialize");
-    body.push(b'\n');
-    body
-}
-
-/// Write records as notes (one notes commit), then index them.
-fn flush(
-    ctx: &Context,
-    repo: &gix::Repository,
-    row: &RepoRow,
-    records: Vec<RunRecord>,
-) -> Result<Vec<RunRecord>> {
-    if records.is_empty() {
-        return Ok(records);
-    }
-    let bodies: Vec<(ObjectId, Vec<u8>)> = records
-        .iter()
-        .map(|r| {
-            let id = ObjectId::from_hex(r.commit.as_bytes()).expect("records hold full commit ids");
-            (id, note_body(r))
-        })
-        .collect();
-    let message = if records.len() == 1 {
-        format!(
-            "git-sandbox: {} {}",
-            util::short(&records[0].commit),
-            records[0].status
-        )
-    } else {
-        format!("git-sandbox: results for {} commits", records.len())
-    };
-    git::notes::write_notes(repo, git::NOTES_REF, &bodies, &message)?;
-    for r in &records {
-        let run_id = ctx.index.put_run(&row.repository_id, r)?;
-        let kind = if r.status == Status::Error {
-            "run.failed"
-        } else {
-            "run.completed"
-        };
-        ctx.index.add_event(
-            kind,
-            Some(&row.repository_id),
-            Some(run_id),
-            Some(&r.commit),
-            &serde_json::json!({"status": r.status, "duration_ms": r.duration_ms, "cached_from": r.cached_from, "error": r.error}),
-        )?;
-        ctx.index
-            .complete_job(&row.repository_id, &r.commit, r.status != Status::Error)?;
-    }
-    ctx.index.touch_repository(&row.repository_id)?;
-    Ok(records)
-}
-
-fn experiment_of(refname: Option<&str>) -> Option<String> {
+pub(crate) fn experiment_of(refname: Option<&str>) -> Option<String> {
     refname
         .and_then(|r| r.strip_prefix("refs/heads/experiment/"))
         .map(str::to_string)
@@ -183,6 +192,7 @@ fn base_record(info: &CommitInfo, opts: &RunOptions<'_>, started: i64) -> RunRec
         tests: None,
         analysis: None,
         changes: None,
+        warnings: Vec::new(),
     }
 }
 
@@ -220,16 +230,16 @@ pub fn config_for(
     Ok(layers.resolve())
 }
 
-/// Returns the record and whether it is an existing result of this very commit (nothing to write).
+/// The record of one commit and where it came from.
 fn run_one(
     ctx: &Context,
     repo: &gix::Repository,
     row: &RepoRow,
     info: &CommitInfo,
     opts: &RunOptions<'_>,
-    has_note: bool,
+    reader: &mut NoteReader,
     sandbox: &std::cell::OnceCell<runner::Sandbox>,
-) -> Result<(RunRecord, bool)> {
+) -> Result<(RunRecord, Source)> {
     let started = time::now_millis();
     let mut record = base_record(info, opts, started);
     let experiment = experiment_of(opts.refname.as_deref());
@@ -239,65 +249,48 @@ fn run_one(
             record.status = Status::Error;
             record.error = Some(e.to_string());
             record.changes = git::diff::commit_changes(repo, info).ok();
-            return Ok((finish(record, started), false));
+            return Ok((finish(record, started), Source::Made));
         }
         Err(e) => return Err(e),
     };
     let key = config.result_key();
     record.config_hash = Some(key.clone());
-    let tree_hex = info.tree.to_string();
     if !opts.force {
-        // The commit's own result: from the index, or from its note when the index lost it
-        // (a deleted index, or a crash between writing the note and indexing it).
-        let existing = match ctx
-            .index
-            .run_for_commit(&row.repository_id, &record.commit)?
-        {
-            Some(run) => Some(run.record),
-            None if has_note => git::notes::read_note(repo, git::NOTES_REF, info.id)?
-                .and_then(|body| serde_json::from_slice::<RunRecord>(&body).ok())
-                .filter(|r| r.commit == record.commit)
-                .inspect(|r| {
-                    let _ = ctx.index.put_run(&row.repository_id, r);
-                }),
-            None => None,
+        // The commit's own result: its note, else the index (a deleted index, a crash between
+        // writing the note and indexing it, a note a non-CAS writer dropped).
+        let noted = reader.record(repo, info.id)?;
+        let own = match noted.clone() {
+            Some(r) => Some(r),
+            None => ctx
+                .index
+                .run_for_commit(&row.repository_id, &record.commit)?
+                .map(|run| run.record),
         };
-        if let Some(r) = existing {
-            if r.tree == tree_hex
-                && r.config_hash.as_deref() == Some(&key)
-                && r.status != Status::Error
-            {
-                // With its note in place there is nothing to write; without (a writer that
-                // does not compare-and-swap replaced the notes ref), the note is written again.
-                return Ok((r, has_note));
-            }
+        if let Some(r) = own.filter(|r| results::usable(r, info, &key)) {
+            let source = if noted.as_ref() == Some(&r) {
+                if ctx
+                    .index
+                    .run_for_commit(&row.repository_id, &r.commit)?
+                    .is_none()
+                {
+                    ctx.index.put_run(&row.repository_id, &r)?;
+                }
+                Source::Recorded
+            } else {
+                Source::Indexed
+            };
+            return Ok((r, source));
         }
-        if let Some(hit) = ctx
-            .index
-            .run_for_tree(&row.repository_id, &tree_hex, Some(&key))?
-        {
-            let mut r = hit.record;
-            r.cached_from = Some(r.commit.clone());
-            r.commit = record.commit;
-            r.parents = record.parents;
+        if let Some(mut r) = results::tree_hit(ctx, row, info, &key) {
             r.refname = record.refname;
             r.experiment = record.experiment;
             r.trigger = record.trigger;
             r.started_at = record.started_at;
             r.changes = git::diff::commit_changes(repo, info).ok();
-            return Ok((finish(r, started), false));
+            return Ok((finish(r, started), Source::Made));
         }
     }
 
-    let work =
-        match checkout::checkout_tree(repo, info.tree, &checkout::scratch_root(), opts.interrupt) {
-            Ok(w) => w,
-            Err(e) => {
-                record.status = Status::Error;
-                record.error = Some(format!("checkout failed: {e}"));
-                return Ok((finish(record, started), false));
-            }
-        };
     let event = |kind: &str, data: serde_json::Value| {
         let _ = ctx.index.add_event(
             kind,
@@ -308,6 +301,19 @@ fn run_one(
         );
     };
     event(
+        "run.started",
+        serde_json::json!({"trigger": opts.trigger, "trial": opts.is_trial()}),
+    );
+    let work =
+        match checkout::checkout_tree(repo, info.tree, &checkout::scratch_root(), opts.interrupt) {
+            Ok(w) => w,
+            Err(e) => {
+                record.status = Status::Error;
+                record.error = Some(format!("checkout failed: {e}"));
+                return Ok((finish(record, started), Source::Made));
+            }
+        };
+    event(
         "checkout.completed",
         serde_json::json!({"files": work.files, "ms": time::now_millis() - started}),
     );
@@ -315,7 +321,11 @@ fn run_one(
         .paths
         .logs()
         .join(&row.repository_id)
-        .join(format!("{}.log", record.commit));
+        .join(if opts.is_trial() {
+            format!("{}.trial.log", record.commit)
+        } else {
+            format!("{}.log", record.commit)
+        });
     let index_path = ctx.index.path().to_path_buf();
     let (tests, analysis) = std::thread::scope(|s| {
         let analysis = config.analysis.enabled.then(|| {
@@ -330,10 +340,10 @@ fn run_one(
         });
         let sandbox = sandbox.get_or_init(|| ctx.sandbox());
         event("test.started", serde_json::json!({}));
-        let tests = run_tests(&config, &work, &log, sandbox, opts.interrupt);
+        let tests = run_tests(ctx, &config, &work, &log, sandbox, opts.interrupt);
         event(
             "test.completed",
-            serde_json::json!({"status": tests.0, "exit_code": tests.1.as_ref().and_then(|t| t.exit_code)}),
+            serde_json::json!({"status": tests.status, "exit_code": tests.tests.as_ref().and_then(|t| t.exit_code)}),
         );
         let analysis = analysis.map(|h| {
             h.join()
@@ -348,10 +358,10 @@ fn run_one(
         (tests, analysis)
     });
     drop(work);
-    let (status, tests, error) = tests;
-    record.status = status;
-    record.tests = tests;
-    record.error = error;
+    record.status = tests.status;
+    record.tests = tests.tests;
+    record.error = tests.error;
+    record.warnings = tests.warnings;
     record.analysis = match analysis {
         Some(Ok(a)) => Some(a),
         Some(Err(e)) => {
@@ -361,18 +371,28 @@ fn run_one(
         None => None,
     };
     record.changes = Some(git::diff::commit_changes(repo, info)?);
-    Ok((finish(record, started), false))
+    Ok((finish(record, started), Source::Made))
 }
 
-/// Run the tests of a checkout: (status, tests section, error message).
+/// What running the tests of a checkout gave.
+struct TestRun {
+    status: Status,
+    tests: Option<Tests>,
+    error: Option<String>,
+    warnings: Vec<String>,
+}
+
+/// Run the tests of a checkout.
 fn run_tests(
+    ctx: &Context,
     config: &Config,
     work: &checkout::Checkout,
     log: &std::path::Path,
     sandbox: &runner::Sandbox,
     interrupt: &AtomicBool,
-) -> (Status, Option<Tests>, Option<String>) {
+) -> TestRun {
     let dir = work.path();
+    let mut warnings = Vec::new();
     let (command, framework) = match &config.test.command {
         Some(c) => (
             c.clone(),
@@ -380,7 +400,14 @@ fn run_tests(
         ),
         None => match detect::detect(&dir) {
             Some((c, f)) => (c, Some(f.to_string())),
-            None => return (Status::Passed, None, None),
+            None => {
+                return TestRun {
+                    status: Status::Passed,
+                    tests: None,
+                    error: None,
+                    warnings,
+                }
+            }
         },
     };
     let outcome = process::run(process::Spec {
@@ -397,14 +424,19 @@ fn run_tests(
         sandbox,
         interrupt,
     });
+    let summary = outcome.isolation.summary();
+    let _ = ctx
+        .index
+        .put_profile(&summary.profile, &outcome.isolation.layers);
     let text = String::from_utf8_lossy(&outcome.output);
     let mut parsed = parse::parse_output(framework.as_deref(), &text);
     if let Some(junit) = &config.test.junit {
-        if let Some(counts) = std::fs::read_to_string(dir.join(junit))
-            .ok()
-            .and_then(|xml| parse::parse_junit_xml(&xml))
-        {
-            parsed = Some(("junit", counts));
+        match std::fs::read_to_string(dir.join(junit)) {
+            Ok(xml) => match parse::parse_junit_xml(&xml) {
+                Some(counts) => parsed = Some(("junit", counts)),
+                None => warnings.push(format!("{junit}: not a JUnit XML report; not used")),
+            },
+            Err(e) => warnings.push(format!("{junit}: not read ({e})")),
         }
     }
     let framework = parsed.as_ref().map(|(f, _)| f.to_string()).or(framework);
@@ -417,11 +449,14 @@ fn run_tests(
         match outcome.killed_by.as_deref() {
             Some("timeout" | "cpu") => Status::Timeout,
             Some(_) => Status::Killed,
-            None if outcome.exit_code == Some(127) && counts.total.is_none() => {
-                error = Some(format!(
-                    "the test command `{command}` was not found (exit 127); install it or set [test] command in .sandbox.toml"
-                ));
-                Status::Error
+            None if outcome.exit_code != Some(0) && counts.total.is_none() => {
+                match missing_runner(&command, outcome.exit_code, &text) {
+                    Some(what) => {
+                        error = Some(what);
+                        Status::Error
+                    }
+                    None => Status::Failed,
+                }
             }
             None if outcome.exit_code == Some(0)
                 && counts.failed.unwrap_or(0) == 0
@@ -443,7 +478,7 @@ fn run_tests(
             config.test.timeout.as_secs_f64()
         ));
     }
-    let tests = Tests {
+    let mut tests = Tests {
         command,
         framework,
         exit_code: outcome.exit_code,
@@ -457,41 +492,56 @@ fn run_tests(
         output_tail: outcome.output_tail,
         killed_by: outcome.killed_by,
         resources: outcome.resources,
-        log: outcome.log.map(|p: PathBuf| p.display().to_string()),
         output_truncated: outcome.truncated,
-        isolation: Some(outcome.isolation),
+        failures_omitted: 0,
+        isolation: Some(summary),
     };
-    (status, Some(tests), error)
+    tests.bound();
+    TestRun {
+        status,
+        tests: Some(tests),
+        error,
+        warnings,
+    }
 }
 
-/// Find the record for a commit: its own note, else (after a rewrite) a result for the same tree.
-pub fn find_record(
-    ctx: &Context,
-    repo: &gix::Repository,
-    row: &RepoRow,
-    commit: ObjectId,
-) -> Result<Option<RunRecord>> {
-    if let Some(body) = git::notes::read_note(repo, git::NOTES_REF, commit)? {
-        if let Ok(r) = serde_json::from_slice::<RunRecord>(&body) {
-            return Ok(Some(r));
+/// Why a test command could not run at all, when its output says its runner is missing: the
+/// shell's 126/127 (not found, not executable) or Python's `No module named X` for `-m X`. A
+/// missing runner is an `error`, never a failing test.
+fn missing_runner(command: &str, exit_code: Option<i32>, output: &str) -> Option<String> {
+    let last = output
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    match exit_code {
+        Some(127) => {
+            return Some(format!(
+                "the test command `{command}` was not found (exit 127: {}); install it or set [test] command in .sandbox.toml",
+                if last.is_empty() { "no output" } else { last }
+            ))
         }
+        Some(126) => {
+            return Some(format!(
+                "the test command `{command}` could not be executed (exit 126: {}); check its permissions or set [test] command in .sandbox.toml",
+                if last.is_empty() { "no output" } else { last }
+            ))
+        }
+        _ => {}
     }
-    if let Some(run) = ctx
-        .index
-        .run_for_commit(&row.repository_id, &commit.to_string())?
-    {
-        return Ok(Some(run.record));
-    }
-    let info = git::commit_info(repo, commit)?;
-    if let Some(hit) = ctx
-        .index
-        .run_for_tree(&row.repository_id, &info.tree.to_string(), None)?
-    {
-        let mut r = hit.record;
-        r.cached_from = Some(r.commit.clone());
-        r.commit = commit.to_string();
-        r.parents = info.parents.iter().map(|p| p.to_string()).collect();
-        return Ok(Some(r));
-    }
-    Ok(None)
+    let words: Vec<&str> = command.split_whitespace().collect();
+    let module = words
+        .windows(2)
+        .find(|w| w[0] == "-m")
+        .map(|w| w[1].split('.').next().unwrap_or(w[1]))?;
+    let said = output.lines().any(|l| {
+        l.contains(&format!("No module named {module}"))
+            || l.contains(&format!("No module named '{module}'"))
+    });
+    said.then(|| {
+        format!(
+            "the Python module `{module}` that `{command}` runs is not installed (No module named {module}); install it (python3 -m pip install {module}) or set [test] command in .sandbox.toml"
+        )
+    })
 }

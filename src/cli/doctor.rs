@@ -62,6 +62,7 @@ pub fn cmd_doctor(args: DoctorArgs) -> CmdResult {
                 LayerStatus::Enforced => "✔",
                 LayerStatus::Off => "-",
                 LayerStatus::Unavailable => "✘",
+                LayerStatus::Unknown => "?",
             };
             println!("{mark} {:<17} {}", l.layer, l.detail);
             if l.status == LayerStatus::Unavailable {

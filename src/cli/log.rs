@@ -46,19 +46,19 @@ pub fn cmd_log(args: LogArgs) -> CmdResult {
     };
     commits.reverse(); // newest first, like git log
     commits.truncate(args.max_count);
-    let notes = crate::git::notes::all_notes(&repo, crate::git::NOTES_REF)?;
+    let mut reader = crate::app::results::NoteReader::new(&repo)?;
     let mut entries = Vec::new();
     for c in commits {
         let info = crate::git::commit_info(&repo, c)?;
-        let result = notes
-            .get(&c)
-            .and_then(|blob| crate::git::notes::read_blob(&repo, *blob).ok())
-            .and_then(|b| serde_json::from_slice::<RunRecord>(&b).ok());
+        let result = reader.record(&repo, c)?;
         entries.push(Entry {
             commit: c.to_string(),
             summary: info.summary,
             result,
         });
+    }
+    if let Some(w) = reader.warning() {
+        eprintln!("warning: {w}");
     }
     if args.json {
         print_json(&entries);

@@ -22,10 +22,22 @@ pub fn cmd_reindex(args: ReindexArgs) -> CmdResult {
     } else {
         for r in &report.repositories {
             match &r.error {
-                None => println!(
-                    "{}: {} runs from notes, {} experiments from refs",
-                    r.path, r.runs, r.experiments
-                ),
+                None => {
+                    println!(
+                        "{}: {} runs from notes, {} experiments from refs",
+                        r.path, r.runs, r.experiments
+                    );
+                    if let Some(first) = r.skipped.first() {
+                        eprintln!(
+                            "warning: {}: skipped {} note{} that hold no run record for their commit (e.g. {}: {}); those commits count as not run",
+                            r.path,
+                            r.skipped.len(),
+                            if r.skipped.len() == 1 { "" } else { "s" },
+                            crate::util::short(&first.commit),
+                            first.reason
+                        );
+                    }
+                }
                 Some(e) => eprintln!("warning: {}: skipped: {e}", r.path),
             }
         }

@@ -1,5 +1,5 @@
 use super::{cwd, print_json, ui, CmdResult, CommandError};
-use crate::app::{repos, run::find_record, Context};
+use crate::app::{repos, results, Context};
 use crate::model::RunRecord;
 
 /// Show the full result of a commit (default HEAD), like `git show` does for the commit itself.
@@ -12,6 +12,9 @@ pub struct ShowArgs {
     /// Print the run record exactly as stored in the note.
     #[arg(long)]
     pub json: bool,
+    /// Print the sandbox's full layer table for the run (the note keeps a summary).
+    #[arg(long)]
+    pub isolation: bool,
 }
 
 pub fn cmd_show(args: ShowArgs) -> CmdResult {
@@ -21,7 +24,12 @@ pub fn cmd_show(args: ShowArgs) -> CmdResult {
     let (repo, row) = repos::require_registered(&ctx, &dir)?;
     let rev = args.rev.as_deref().unwrap_or("HEAD");
     let commit = crate::git::resolve_commit(&repo, rev)?;
-    let Some(record) = find_record(&ctx, &repo, &row, commit)? else {
+    let mut reader = results::NoteReader::new(&repo)?;
+    let found = results::find_record(&ctx, &repo, &row, &mut reader, commit)?;
+    if let Some(w) = reader.warning() {
+        eprintln!("warning: {w}");
+    }
+    let Some(record) = found else {
         return Err(CommandError {
             exit: 1,
             message: format!(
@@ -30,16 +38,27 @@ pub fn cmd_show(args: ShowArgs) -> CmdResult {
             ),
         });
     };
+    if args.isolation {
+        return print_isolation(&ctx, &record, args.json);
+    }
     if args.json {
         print_json(&record);
         return Ok(0);
     }
     let info = crate::git::commit_info(&repo, commit)?;
-    print_human(&record, &info.summary);
+    let log = ctx.paths.logs().join(&row.repository_id).join(format!(
+        "{}.log",
+        record.cached_from.as_deref().unwrap_or(&record.commit)
+    ));
+    print_human(
+        &record,
+        &info.summary,
+        log.is_file().then_some(log.as_path()),
+    );
     Ok(0)
 }
 
-fn print_human(r: &RunRecord, summary: &str) {
+fn print_human(r: &RunRecord, summary: &str, log: Option<&std::path::Path>) {
     println!(
         "{} {}",
         ui::yellow(&format!("run {}", r.commit)),
@@ -84,27 +103,37 @@ fn print_human(r: &RunRecord, summary: &str) {
                 t.resources.cpu_ms,
                 t.resources.max_rss_kb
             );
-            if let Some(log) = &t.log {
-                println!("  log:      {log}");
+            if let Some(log) = log {
+                println!("  log:      {}", log.display());
             }
             if let Some(iso) = &t.isolation {
                 use crate::model::LayerStatus;
-                let enforced = iso
-                    .layers
-                    .iter()
-                    .filter(|l| l.status == LayerStatus::Enforced)
-                    .count();
                 let missing: Vec<String> = iso
-                    .layers
+                    .not_enforced
                     .iter()
-                    .filter(|l| l.status == LayerStatus::Unavailable)
+                    .filter(|l| l.status != LayerStatus::Off)
                     .map(|l| format!("{} ({})", l.layer, l.detail))
                     .collect();
+                let off: Vec<&str> = iso
+                    .not_enforced
+                    .iter()
+                    .filter(|l| l.status == LayerStatus::Off)
+                    .map(|l| l.layer.as_str())
+                    .collect();
+                let off = if off.is_empty() {
+                    String::new()
+                } else {
+                    format!(", off on purpose: {}", off.join(", "))
+                };
                 if missing.is_empty() {
-                    println!("  sandbox:  {enforced} layers enforced");
+                    println!(
+                        "  sandbox:  {} layers enforced{off} (profile {})",
+                        iso.enforced, iso.profile
+                    );
                 } else {
                     println!(
-                        "  sandbox:  degraded, {enforced} layers enforced; unavailable: {}",
+                        "  sandbox:  degraded, {} layers enforced; unavailable: {}{off}",
+                        iso.enforced,
                         missing.join("; ")
                     );
                 }
@@ -171,4 +200,49 @@ fn print_human(r: &RunRecord, summary: &str) {
             );
         }
     }
+}
+
+/// The layer table of the run's sandbox profile, from the index.
+fn print_isolation(ctx: &Context, r: &RunRecord, json: bool) -> CmdResult {
+    let Some(summary) = r.tests.as_ref().and_then(|t| t.isolation.as_ref()) else {
+        return Err(CommandError {
+            exit: 1,
+            message: format!(
+                "{} ran no test command, so no sandbox; see `git sandbox show {}`",
+                crate::util::short(&r.commit),
+                crate::util::short(&r.commit)
+            ),
+        });
+    };
+    let Some(layers) = ctx.index.profile(&summary.profile)? else {
+        return Err(CommandError {
+            exit: 1,
+            message: format!(
+                "the sandbox profile {} of this run is not in this machine's index (it ran elsewhere); `git sandbox doctor` shows this machine's",
+                summary.profile
+            ),
+        });
+    };
+    if json {
+        print_json(&serde_json::json!({
+            "profile": summary.profile,
+            "degraded": summary.degraded,
+            "layers": layers,
+        }));
+        return Ok(0);
+    }
+    println!(
+        "sandbox profile {}{}",
+        summary.profile,
+        if summary.degraded { " (degraded)" } else { "" }
+    );
+    for l in &layers {
+        let mark = match l.status {
+            crate::model::LayerStatus::Enforced => "✔",
+            crate::model::LayerStatus::Off => "-",
+            _ => "✘",
+        };
+        println!("{mark} {:<17} {}", l.layer, l.detail);
+    }
+    Ok(0)
 }

@@ -5,7 +5,7 @@ use super::{parse_duration, Config, ConfigError, Location};
 use serde::{Deserialize, Deserializer};
 use std::time::Duration;
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConfigFile {
     #[serde(default)]
@@ -20,7 +20,7 @@ pub struct ConfigFile {
     pub promote: PromoteFile,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TestFile {
     pub command: Option<String>,
@@ -29,7 +29,7 @@ pub struct TestFile {
     pub junit: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LimitsFile {
     pub memory_mb: Option<u64>,
@@ -41,7 +41,7 @@ pub struct LimitsFile {
     pub network: Option<bool>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AnalysisFile {
     pub enabled: Option<bool>,
@@ -51,13 +51,13 @@ pub struct AnalysisFile {
     pub max_parameters: Option<u64>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WatchFile {
     pub branches: Option<Vec<String>>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PromoteFile {
     pub target: Option<String>,

@@ -247,13 +247,7 @@ impl Config {
         let json = serde_json::json!({
             "test": self.test, "limits": self.limits, "analysis": self.analysis,
         });
-        // FNV-1a 64: stable across builds and platforms, unlike std's hasher.
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in json.to_string().bytes() {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-        format!("{h:016x}")
+        crate::util::fnv64_hex(json.to_string().as_bytes())
     }
 
     /// Whether a short branch name (`main`, `experiment/x`) is watched.

@@ -217,9 +217,11 @@ fn scan(ctx: &Context, row: &RepoRow, full: bool) {
         .map_err(AppError::from)
         .and_then(|repo| {
             // A daemon killed mid-write leaves a lock on the notes ref; clear it if it is old.
-            crate::git::notes::remove_stale_locks(&repo, crate::git::NOTES_REF);
+            for r in [crate::git::NOTES_REF, crate::git::SUMMARY_NOTES_REF] {
+                crate::git::notes::remove_stale_locks(&repo, r);
+            }
             if full {
-                let restored = notify::restore_lost_notes(ctx, &repo, &row.repository_id)?;
+                let restored = notify::restore_lost_notes(ctx, &repo, row)?;
                 if restored > 0 {
                     log(&format!("{}: wrote {restored} lost notes again", row.name));
                 }

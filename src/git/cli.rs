@@ -34,6 +34,13 @@ pub fn get_config(dir: &Path, key: &str) -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
+/// Every value of a multi-valued `git config KEY` (local and global), empty when unset.
+pub fn get_all_config(dir: &Path, key: &str) -> Vec<String> {
+    git(dir, &["config", "--get-all", key])
+        .map(|s| s.lines().map(|l| l.trim().to_string()).collect())
+        .unwrap_or_default()
+}
+
 /// Identity env vars for commits the tool makes, used only where git has none configured.
 pub fn fallback_identity(dir: &Path) -> Vec<(&'static str, &'static str)> {
     let mut env = Vec::new();

@@ -69,10 +69,15 @@ pub fn tree_changes(
         )
         .map_err(gix_err)?;
     files.sort_by(|a, b| a.path.cmp(&b.path));
+    let files_changed = files.len() as u64;
+    let insertions = files.iter().map(|f| f.insertions).sum();
+    let deletions = files.iter().map(|f| f.deletions).sum();
+    files.truncate(crate::model::MAX_CHANGED_FILES);
     Ok(Changes {
-        files_changed: files.len() as u64,
-        insertions: files.iter().map(|f| f.insertions).sum(),
-        deletions: files.iter().map(|f| f.deletions).sum(),
+        files_changed,
+        insertions,
+        deletions,
+        files_omitted: files_changed - files.len() as u64,
         files,
     })
 }

@@ -14,6 +14,9 @@ use std::path::{Path, PathBuf};
 /// The notes ref every result lives under.
 pub const NOTES_REF: &str = "refs/notes/sandbox";
 
+/// The notes ref of the short human summaries plain `git log` shows (`notes.displayRef`).
+pub const SUMMARY_NOTES_REF: &str = "refs/notes/sandbox-summary";
+
 /// The notes ref evaluations live under, on the experiment's head commit.
 pub const EVAL_NOTES_REF: &str = "refs/notes/sandbox-eval";
 

@@ -52,12 +52,22 @@ impl Lookup {
     }
 
     pub fn has(&mut self, repo: &gix::Repository, commit: ObjectId) -> Result<bool> {
+        Ok(self.blob(repo, commit)?.is_some())
+    }
+
+    /// The id of the note blob on `commit`, if any.
+    pub fn blob(&mut self, repo: &gix::Repository, commit: ObjectId) -> Result<Option<ObjectId>> {
         match &mut self.state {
-            Some(state) => Ok(state
-                .get(&commit, &repo.objects)
-                .map_err(gix_err)?
-                .is_some()),
-            None => Ok(false),
+            Some(state) => state.get(&commit, &repo.objects).map_err(gix_err),
+            None => Ok(None),
+        }
+    }
+
+    /// The body of the note on `commit`, if any.
+    pub fn read(&mut self, repo: &gix::Repository, commit: ObjectId) -> Result<Option<Vec<u8>>> {
+        match self.blob(repo, commit)? {
+            Some(blob) => Ok(Some(read_blob(repo, blob)?)),
+            None => Ok(None),
         }
     }
 }
@@ -99,61 +109,119 @@ pub fn read_blob(repo: &gix::Repository, id: ObjectId) -> Result<Vec<u8>> {
     Ok(repo.find_blob(id).map_err(gix_err)?.data.clone())
 }
 
-/// Write `notes` (commit → body) under `notes_ref` in one notes commit. On a concurrent update of the ref the
-/// edits are replayed on the new tip, so nobody's note is lost.
+/// Notes to write under one notes ref: (annotated commit, note body).
+pub struct NotesEdit<'a> {
+    pub notes_ref: &'a str,
+    pub notes: Vec<(ObjectId, Vec<u8>)>,
+}
+
+/// Write `notes` (commit → body) under `notes_ref` in one notes commit.
 pub fn write_notes(
     repo: &gix::Repository,
     notes_ref: &str,
     notes: &[(ObjectId, Vec<u8>)],
     message: &str,
-) -> Result<ObjectId> {
+) -> Result<()> {
+    write_batch(
+        repo,
+        &[NotesEdit {
+            notes_ref,
+            notes: notes.to_vec(),
+        }],
+        message,
+    )
+}
+
+/// How long a batch keeps retrying while other writers hold or move the notes refs.
+const RETRY_FOR: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Write several notes refs in one ref transaction (one notes commit each): every ref moves or
+/// none does, each compared-and-swapped against the tip its notes commit was built on. When
+/// another writer moves a ref or holds its lock, the edits are replayed on the new tips and
+/// tried again with back-off, so nobody's note is lost and ours are never half-written.
+pub fn write_batch(repo: &gix::Repository, edits: &[NotesEdit<'_>], message: &str) -> Result<()> {
+    use gix::refs::transaction::RefEdit;
     let with_identity = super::with_identity(repo);
     let repo = &with_identity;
-    let blobs: Vec<(ObjectId, ObjectId)> = notes
-        .iter()
-        .map(|(commit, body)| Ok((*commit, repo.write_blob(body).map_err(gix_err)?.detach())))
-        .collect::<Result<_>>()?;
+    let mut blobs: Vec<(&str, Vec<(ObjectId, ObjectId)>)> = Vec::new();
+    for e in edits.iter().filter(|e| !e.notes.is_empty()) {
+        let ids = e
+            .notes
+            .iter()
+            .map(|(commit, body)| Ok((*commit, repo.write_blob(body).map_err(gix_err)?.detach())))
+            .collect::<Result<_>>()?;
+        blobs.push((e.notes_ref, ids));
+    }
+    if blobs.is_empty() {
+        return Ok(());
+    }
     let signature = gix::actor::Signature {
         name: "git-sandbox".into(),
         email: "git-sandbox@localhost".into(),
         time: gix::date::Time::now_utc(),
     };
-    let mut attempt = 0;
+    let started = std::time::Instant::now();
+    let mut attempt: u64 = 0;
     loop {
         attempt += 1;
-        let tip = notes_tip(repo, notes_ref)?;
-        let root = tip.map_or_else(|| ObjectId::empty_tree(repo.object_hash()), |(_, t)| t);
-        let mut state = gix::note::plumbing::State::new(root, &repo.objects).map_err(gix_err)?;
-        for (commit, blob) in &blobs {
-            state
-                .edit(*commit, Some(*blob), &repo.objects)
-                .map_err(gix_err)?;
-        }
-        let tree = state.write(&repo.objects).map_err(gix_err)?;
-        let parents: Vec<ObjectId> = tip.map(|(c, _)| c).into_iter().collect();
-        let commit = repo
-            .new_commit_as(
-                signature.to_ref(&mut Default::default()),
-                signature.to_ref(&mut Default::default()),
-                message,
-                tree,
-                parents,
-            )
-            .map_err(gix_err)?
-            .id;
-        let expected = match tip {
-            Some((c, _)) => PreviousValue::MustExistAndMatch(gix::refs::Target::Object(c)),
-            None => PreviousValue::MustNotExist,
-        };
-        match repo.reference(notes_ref, commit, expected, format!("notes: {message}")) {
-            Ok(_) => return Ok(commit),
-            Err(e) if attempt < 50 && is_conflict(repo, notes_ref, &e) => {
-                if attempt % 10 == 0 {
-                    remove_stale_locks(repo, notes_ref);
-                }
-                std::thread::sleep(std::time::Duration::from_millis(2 * attempt));
+        let mut ref_edits = Vec::with_capacity(blobs.len());
+        for (notes_ref, ids) in &blobs {
+            let tip = notes_tip(repo, notes_ref)?;
+            let root = tip.map_or_else(|| ObjectId::empty_tree(repo.object_hash()), |(_, t)| t);
+            let mut state =
+                gix::note::plumbing::State::new(root, &repo.objects).map_err(gix_err)?;
+            for (commit, blob) in ids {
+                state
+                    .edit(*commit, Some(*blob), &repo.objects)
+                    .map_err(gix_err)?;
             }
-            Err(e) => return Err(GitError::Gix(format!("cannot update {notes_ref}: {e}"))),
+            let tree = state.write(&repo.objects).map_err(gix_err)?;
+            let parents: Vec<ObjectId> = tip.map(|(c, _)| c).into_iter().collect();
+            let commit = repo
+                .new_commit_as(
+                    signature.to_ref(&mut Default::default()),
+                    signature.to_ref(&mut Default::default()),
+                    message,
+                    tree,
+                    parents,
+                )
+                .map_err(gix_err)?
+                .id;
+            let expected = match tip {
+                Some((c, _)) => PreviousValue::MustExistAndMatch(gix::refs::Target::Object(c)),
+                None => PreviousValue::MustNotExist,
+            };
+            let name: gix::refs::FullName = (*notes_ref)
+                .try_into()
+                .map_err(|e| GitError::Gix(format!("bad notes ref {notes_ref}: {e}")))?;
+            ref_edits.push(RefEdit::update(
+                name,
+                commit,
+                expected,
+                format!("notes: {message}"),
+            ));
+        }
+        match repo.edit_references(ref_edits) {
+            Ok(_) => return Ok(()),
+            // A value that moved, or a lock held (or just released) by another writer: both
+            // pass. Anything that persists past the deadline is reported.
+            Err(e) if started.elapsed() < RETRY_FOR => {
+                if attempt.is_multiple_of(10) {
+                    for (notes_ref, _) in &blobs {
+                        remove_stale_locks(repo, notes_ref);
+                    }
+                }
+                let _ = e;
+                std::thread::sleep(std::time::Duration::from_millis((2 * attempt).min(100)));
+            }
+            Err(e) => {
+                let refs: Vec<&str> = blobs.iter().map(|(r, _)| *r).collect();
+                return Err(GitError::Gix(format!(
+                    "cannot update {} for {}s: {e}",
+                    refs.join(" and "),
+                    RETRY_FOR.as_secs()
+                )));
+            }
         }
     }
 }
@@ -162,27 +230,18 @@ pub fn write_notes(
 /// ref fails. Nobody holds a ref lock for long, so a lock older than this is stale.
 const STALE_LOCK: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// Remove lock files on `notes_ref` (or packed-refs) that are older than [`STALE_LOCK`].
+/// Remove the lock file of `notes_ref` (one of our own notes refs) when it is older than
+/// [`STALE_LOCK`]. Locks of other refs, and `packed-refs.lock`, are never ours to break.
 pub fn remove_stale_locks(repo: &gix::Repository, notes_ref: &str) {
-    let dir = repo.common_dir();
-    for lock in [
-        dir.join(format!("{notes_ref}.lock")),
-        dir.join("packed-refs.lock"),
-    ] {
-        let age = std::fs::metadata(&lock)
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| t.elapsed().ok());
-        if age.is_some_and(|a| a > STALE_LOCK) {
-            let _ = std::fs::remove_file(&lock);
-        }
+    if !notes_ref.starts_with("refs/notes/sandbox") {
+        return;
     }
-}
-
-/// A value mismatch (someone else moved the ref), or a lock another writer holds right now.
-fn is_conflict(repo: &gix::Repository, notes_ref: &str, e: &gix::Error) -> bool {
-    let dir = repo.common_dir();
-    e.is_conflict()
-        || dir.join(format!("{notes_ref}.lock")).exists()
-        || dir.join("packed-refs.lock").exists()
+    let lock = repo.common_dir().join(format!("{notes_ref}.lock"));
+    let age = std::fs::metadata(&lock)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok());
+    if age.is_some_and(|a| a > STALE_LOCK) {
+        let _ = std::fs::remove_file(&lock);
+    }
 }

@@ -16,6 +16,9 @@ pub enum Status {
     Error,
     Timeout,
     Killed,
+    /// A status this build does not know (written by a newer git-sandbox): never a pass.
+    #[serde(other)]
+    Unknown,
 }
 
 impl Status {
@@ -26,6 +29,7 @@ impl Status {
             Status::Error => "error",
             Status::Timeout => "timeout",
             Status::Killed => "killed",
+            Status::Unknown => "unknown",
         }
     }
 
@@ -47,6 +51,11 @@ pub enum Trigger {
     Watch,
     Webhook,
     Manual,
+    /// Queued by `[watch] backfill` when a repository was adopted.
+    Backfill,
+    /// A trigger this build does not know (written by a newer git-sandbox).
+    #[serde(other)]
+    Other,
 }
 
 impl Trigger {
@@ -56,6 +65,8 @@ impl Trigger {
             Trigger::Watch => "watch",
             Trigger::Webhook => "webhook",
             Trigger::Manual => "manual",
+            Trigger::Backfill => "backfill",
+            Trigger::Other => "other",
         }
     }
 }
@@ -84,6 +95,9 @@ pub struct RunRecord {
     pub tests: Option<Tests>,
     pub analysis: Option<Analysis>,
     pub changes: Option<Changes>,
+    /// Things the run skipped or could not do, one line each (e.g. a report that was a symlink).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// Counts parsed from a test run. All `None` when nobody could parse the output.
@@ -125,14 +139,63 @@ pub struct Tests {
     /// What ended the run early: `timeout`, `output`, `signal`, … `None` when it ended by itself.
     pub killed_by: Option<String>,
     pub resources: Resources,
-    /// Path of the full (capped) log on the machine that ran it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub log: Option<String>,
     #[serde(default)]
     pub output_truncated: bool,
-    /// What the sandbox enforced for this run, layer by layer.
+    /// Failures past the first [`MAX_FAILURES`] are counted here, not listed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub failures_omitted: u64,
+    /// What the sandbox enforced for this run: a summary (the full layer table of the profile is
+    /// in the index and in `git sandbox doctor`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub isolation: Option<Isolation>,
+    pub isolation: Option<IsolationSummary>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// How many failures a record lists (the rest are counted in `failures_omitted`).
+pub const MAX_FAILURES: usize = 50;
+/// How long one failure message may be in a record.
+pub const MAX_FAILURE_MESSAGE: usize = 2000;
+/// How many changed files a record lists (the rest are counted in `files_omitted`).
+pub const MAX_CHANGED_FILES: usize = 100;
+
+impl Tests {
+    /// Keep the note small whatever the test suite printed: the first failures, each message
+    /// cut at a line boundary.
+    pub fn bound(&mut self) {
+        if self.failures.len() > MAX_FAILURES {
+            self.failures_omitted += (self.failures.len() - MAX_FAILURES) as u64;
+            self.failures.truncate(MAX_FAILURES);
+        }
+        for f in &mut self.failures {
+            if f.message.len() > MAX_FAILURE_MESSAGE {
+                let mut cut = MAX_FAILURE_MESSAGE;
+                while !f.message.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                f.message.truncate(cut);
+                f.message.push_str(" …");
+            }
+        }
+    }
+}
+
+/// The sandbox of one run as the note keeps it: whether it was degraded, which profile (the
+/// full layer table, keyed by this id, is in the index), and only the layers that were not
+/// enforced. No host paths, uids or cgroup names.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IsolationSummary {
+    pub degraded: bool,
+    #[serde(default)]
+    pub profile: String,
+    /// How many layers were enforced.
+    #[serde(default)]
+    pub enforced: u64,
+    /// Layers that were unavailable (the run is degraded) or off on purpose.
+    #[serde(default)]
+    pub not_enforced: Vec<Layer>,
 }
 
 /// The sandbox of one run: every layer with what happened to it. `degraded` is true when any
@@ -159,6 +222,9 @@ pub enum LayerStatus {
     Unavailable,
     /// Switched off on purpose (e.g. `network = true` allowed by the user's policy).
     Off,
+    /// A status this build does not know (written by a newer git-sandbox): not vouched for.
+    #[serde(other)]
+    Unknown,
 }
 
 impl Layer {
@@ -174,8 +240,34 @@ impl Layer {
 impl Isolation {
     pub fn from_layers(layers: Vec<Layer>) -> Isolation {
         Isolation {
-            degraded: layers.iter().any(|l| l.status == LayerStatus::Unavailable),
+            degraded: layers
+                .iter()
+                .any(|l| matches!(l.status, LayerStatus::Unavailable | LayerStatus::Unknown)),
             layers,
+        }
+    }
+
+    /// A stable id of this layer table: runs sandboxed the same way share it.
+    pub fn profile_id(&self) -> String {
+        let json = serde_json::to_string(&self.layers).expect("layers always serialize");
+        format!("p{}", &crate::util::fnv64_hex(json.as_bytes())[..12])
+    }
+
+    pub fn summary(&self) -> IsolationSummary {
+        IsolationSummary {
+            degraded: self.degraded,
+            profile: self.profile_id(),
+            enforced: self
+                .layers
+                .iter()
+                .filter(|l| l.status == LayerStatus::Enforced)
+                .count() as u64,
+            not_enforced: self
+                .layers
+                .iter()
+                .filter(|l| l.status != LayerStatus::Enforced)
+                .cloned()
+                .collect(),
         }
     }
 }
@@ -231,5 +323,9 @@ pub struct Changes {
     pub files_changed: u64,
     pub insertions: u64,
     pub deletions: u64,
+    /// The first [`MAX_CHANGED_FILES`] changed files, by path.
     pub files: Vec<FileChange>,
+    /// Changed files past the first [`MAX_CHANGED_FILES`], counted, not listed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub files_omitted: u64,
 }

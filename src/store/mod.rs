@@ -17,7 +17,7 @@ use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 
 /// The schema this build writes. Bump it with a new entry in [`MIGRATIONS`].
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 const MIGRATIONS: &[&str] = &[
     // 1: the first schema.
@@ -111,6 +111,15 @@ const MIGRATIONS: &[&str] = &[
         record TEXT NOT NULL,
         UNIQUE (repository_id, experiment, head_commit, base_commit)
     );
+    "#,
+    // 4: sandbox profiles: the full layer table of each way runs were sandboxed (a note keeps
+    // only the profile id and the layers that were not enforced).
+    r#"
+    CREATE TABLE sandbox_profiles (
+        id TEXT PRIMARY KEY,
+        layers TEXT NOT NULL,
+        first_seen TEXT NOT NULL
+    ) WITHOUT ROWID;
     "#,
 ];
 
@@ -245,6 +254,33 @@ impl Index {
             ],
         )?;
         Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Remember the layer table of a sandbox profile (once per profile id).
+    pub fn put_profile(&self, id: &str, layers: &[crate::model::Layer]) -> Result<()> {
+        let mut stmt = self.conn.prepare_cached(
+            "INSERT OR IGNORE INTO sandbox_profiles (id, layers, first_seen) VALUES (?1, ?2, ?3)",
+        )?;
+        stmt.execute(rusqlite::params![
+            id,
+            serde_json::to_string(layers).expect("layers always serialize"),
+            crate::util::time::now_rfc3339()
+        ])?;
+        Ok(())
+    }
+
+    /// The layer table of a sandbox profile, if this index has seen it.
+    pub fn profile(&self, id: &str) -> Result<Option<Vec<crate::model::Layer>>> {
+        use rusqlite::OptionalExtension;
+        let json: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT layers FROM sandbox_profiles WHERE id = ?1",
+                [id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        Ok(json.and_then(|j| serde_json::from_str(&j).ok()))
     }
 
     pub fn cached_analysis(&self, blob: &str, key: &str) -> Result<Option<String>> {

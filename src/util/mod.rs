@@ -78,6 +78,17 @@ pub fn pid_alive(pid: i32) -> bool {
     r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
+/// FNV-1a 64 of `bytes` as 16 hex digits: stable across builds and platforms, unlike std's
+/// hasher; for fingerprints, not for security.
+pub fn fnv64_hex(bytes: &[u8]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
 /// Shorten a 40-hex id the way `git log --oneline` does.
 pub fn short(id: &str) -> &str {
     &id[..id.len().min(7)]

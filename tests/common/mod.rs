@@ -167,6 +167,24 @@ impl World {
         self.git(repo, &["rev-parse", "HEAD"]).trim().to_string()
     }
 
+    /// The log of a run of `commit` (under `$GIT_SANDBOX_HOME/logs/<repository id>/`).
+    pub fn log_of(&self, commit: &str) -> PathBuf {
+        for dir in std::fs::read_dir(self.data().join("logs"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let log = dir.path().join(format!("{commit}.log"));
+            if log.exists() {
+                return log;
+            }
+        }
+        panic!(
+            "no log for {commit} under {}",
+            self.data().join("logs").display()
+        )
+    }
+
     pub fn note(&self, repo: &Path, rev: &str) -> Option<serde_json::Value> {
         let o = self.git_out(repo, &["notes", "--ref=sandbox", "show", rev], true);
         (o.code == 0).then(|| serde_json::from_str(&o.stdout).expect("note is JSON"))

@@ -1,0 +1,264 @@
+//! Results as evidence: reading a commit's result from its note (only a record made for that
+//! commit counts), from the index, or from the tree cache under the commit's own effective
+//! config; and writing results as notes (the record and its `git log` summary, in one ref
+//! transaction) and index rows.
+
+use super::{Context, Result};
+use crate::git::{self, notes::Lookup, CommitInfo};
+use crate::model::{note, NoteRecord, RunRecord, Status};
+use crate::store::RepoRow;
+use crate::util;
+use gix::ObjectId;
+
+/// Reads the notes of one repository, remembering notes that held no readable record, so a
+/// command can report them once.
+pub struct NoteReader {
+    lookup: Lookup,
+    pub invalid: Vec<(ObjectId, String)>,
+}
+
+impl NoteReader {
+    pub fn new(repo: &gix::Repository) -> Result<NoteReader> {
+        Ok(NoteReader {
+            lookup: Lookup::new(repo, git::NOTES_REF)?,
+            invalid: Vec::new(),
+        })
+    }
+
+    /// What the note on `commit` says about it (no note: `None`).
+    pub fn read(&mut self, repo: &gix::Repository, commit: ObjectId) -> Result<Option<NoteRecord>> {
+        let Some(body) = self.lookup.read(repo, commit)? else {
+            return Ok(None);
+        };
+        let decoded = note::decode(&body, &commit.to_string());
+        if let NoteRecord::Invalid(why) = &decoded {
+            self.invalid.push((commit, why.clone()));
+        }
+        Ok(Some(decoded))
+    }
+
+    /// The record the note holds for `commit`, if it holds one.
+    pub fn record(
+        &mut self,
+        repo: &gix::Repository,
+        commit: ObjectId,
+    ) -> Result<Option<RunRecord>> {
+        Ok(self.read(repo, commit)?.and_then(NoteRecord::found))
+    }
+
+    /// One line for stderr about the notes that held no readable record, if any.
+    pub fn warning(&self) -> Option<String> {
+        invalid_warning(&self.invalid)
+    }
+}
+
+/// "2 notes hold no readable run record (abc1234: …); those commits count as not run and are
+/// run again".
+pub fn invalid_warning(invalid: &[(ObjectId, String)]) -> Option<String> {
+    let (first, why) = invalid.first()?;
+    let n = invalid.len();
+    Some(format!(
+        "{n} note{} under {} hold{} no readable run record ({}: {why}); {} as not run, and a run replaces the note",
+        if n == 1 { "" } else { "s" },
+        git::NOTES_REF,
+        if n == 1 { "s" } else { "" },
+        util::short(&first.to_string()),
+        if n == 1 { "that commit counts" } else { "those commits count" },
+    ))
+}
+
+/// The result to show for a commit: the record made for it (its note, else the index), else a
+/// result of the same tree made under the config the commit has now (marked `cached_from`).
+pub fn find_record(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    reader: &mut NoteReader,
+    commit: ObjectId,
+) -> Result<Option<RunRecord>> {
+    if let Some(r) = own_record(ctx, repo, row, reader, commit)? {
+        return Ok(Some(r));
+    }
+    let info = git::commit_info(repo, commit)?;
+    let Ok(config) = super::run::config_for(
+        ctx,
+        repo,
+        &info,
+        None,
+        &crate::config::ConfigFile::default(),
+    ) else {
+        return Ok(None);
+    };
+    Ok(tree_hit(ctx, row, &info, &config.result_key()))
+}
+
+/// The record made for this very commit: its note, else the index (a crash between writing the
+/// note and indexing it, or a note a non-CAS writer dropped).
+pub fn own_record(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    reader: &mut NoteReader,
+    commit: ObjectId,
+) -> Result<Option<RunRecord>> {
+    if let Some(r) = reader.record(repo, commit)? {
+        return Ok(Some(r));
+    }
+    let hex = commit.to_string();
+    Ok(ctx
+        .index
+        .run_for_commit(&row.repository_id, &hex)?
+        .map(|run| run.record)
+        .filter(|r| r.commit == hex))
+}
+
+/// The result of a commit made with the config it has now (its own `.sandbox.toml`, the user's
+/// config, and the experiment's `[config]` when `refname` is an experiment's branch): what
+/// `eval` and `promote` may trust. An `error` record is no result.
+pub fn current_record(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    commit: ObjectId,
+    refname: Option<&str>,
+) -> Result<Option<RunRecord>> {
+    let info = git::commit_info(repo, commit)?;
+    let experiment = super::run::experiment_of(refname);
+    let config = match super::run::config_for(
+        ctx,
+        repo,
+        &info,
+        experiment.as_deref(),
+        &crate::config::ConfigFile::default(),
+    ) {
+        Ok(c) => c,
+        Err(_) => return Ok(None),
+    };
+    let key = config.result_key();
+    let mut reader = NoteReader::new(repo)?;
+    let own = own_record(ctx, repo, row, &mut reader, commit)?.filter(|r| usable(r, &info, &key));
+    Ok(own.or_else(|| tree_hit(ctx, row, &info, &key)))
+}
+
+/// A record that answers for `info` under config `key`.
+pub fn usable(r: &RunRecord, info: &CommitInfo, key: &str) -> bool {
+    r.commit == info.id
+        && r.tree == info.tree
+        && r.config_hash.as_deref() == Some(key)
+        && !matches!(r.status, Status::Error | Status::Unknown)
+}
+
+/// A first-hand result of the same tree under config `key`, as a record for `info`.
+pub fn tree_hit(ctx: &Context, row: &RepoRow, info: &CommitInfo, key: &str) -> Option<RunRecord> {
+    let hit = ctx
+        .index
+        .run_for_tree(&row.repository_id, &info.tree.to_string(), Some(key))
+        .ok()??;
+    let mut r = hit.record;
+    if r.commit != info.id {
+        r.cached_from = Some(r.commit.clone());
+        r.commit = info.id.to_string();
+        r.parents = info.parents.iter().map(|p| p.to_string()).collect();
+    }
+    Some(r)
+}
+
+/// Write records as notes (the record under `refs/notes/sandbox` and its summary under
+/// `refs/notes/sandbox-summary`, one ref transaction), then index them with their events.
+pub fn write(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    records: &[RunRecord],
+) -> Result<()> {
+    if records.is_empty() {
+        return Ok(());
+    }
+    write_notes(repo, records)?;
+    for r in records {
+        let run_id = ctx.index.put_run(&row.repository_id, r)?;
+        let kind = if r.status == Status::Error {
+            "run.failed"
+        } else {
+            "run.completed"
+        };
+        ctx.index.add_event(
+            kind,
+            Some(&row.repository_id),
+            Some(run_id),
+            Some(&r.commit),
+            &serde_json::json!({"status": r.status, "duration_ms": r.duration_ms, "cached_from": r.cached_from, "error": r.error}),
+        )?;
+        ctx.index
+            .complete_job(&row.repository_id, &r.commit, r.status != Status::Error)?;
+    }
+    ctx.index.touch_repository(&row.repository_id)?;
+    Ok(())
+}
+
+/// The notes of `records`, both refs in one transaction.
+fn write_notes(repo: &gix::Repository, records: &[RunRecord]) -> Result<()> {
+    let id = |r: &RunRecord| {
+        ObjectId::from_hex(r.commit.as_bytes()).expect("records hold full commit ids")
+    };
+    let message = if records.len() == 1 {
+        format!(
+            "git-sandbox: {} {}",
+            util::short(&records[0].commit),
+            records[0].status
+        )
+    } else {
+        format!("git-sandbox: results for {} commits", records.len())
+    };
+    git::notes::write_batch(
+        repo,
+        &[
+            git::notes::NotesEdit {
+                notes_ref: git::NOTES_REF,
+                notes: records.iter().map(|r| (id(r), note::encode(r))).collect(),
+            },
+            git::notes::NotesEdit {
+                notes_ref: git::SUMMARY_NOTES_REF,
+                notes: records.iter().map(|r| (id(r), note::summary(r))).collect(),
+            },
+        ],
+        &message,
+    )?;
+    Ok(())
+}
+
+/// Write again the notes of `records` that are not in place (a writer that does not
+/// compare-and-swap, like plain `git notes add`, can replace the notes ref and drop ours).
+/// Returns how many were written again.
+pub fn rewrite_missing(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    records: &[RunRecord],
+) -> Result<usize> {
+    let mut reader = NoteReader::new(repo)?;
+    let mut lost = Vec::new();
+    for r in records {
+        let Ok(id) = ObjectId::from_hex(r.commit.as_bytes()) else {
+            continue;
+        };
+        let in_place = reader
+            .record(repo, id)?
+            .is_some_and(|n| n.finished_at >= r.finished_at);
+        if !in_place && repo.find_commit(id).is_ok() {
+            lost.push(r.clone());
+        }
+    }
+    if !lost.is_empty() {
+        write_notes(repo, &lost)?;
+        let commits: Vec<&str> = lost.iter().map(|r| r.commit.as_str()).collect();
+        ctx.index.add_event(
+            "notes.restored",
+            Some(&row.repository_id),
+            None,
+            None,
+            &serde_json::json!({ "commits": commits }),
+        )?;
+    }
+    Ok(lost.len())
+}

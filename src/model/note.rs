@@ -1,0 +1,342 @@
+//! The note formats: a run record as one line of compact JSON under `refs/notes/sandbox` (so
+//! notes written on several machines merge line-wise, as git's `cat_sort_uniq` does), and the
+//! short human summary under `refs/notes/sandbox-summary` that plain `git log` shows.
+//!
+//! Reading is defensive: a note may hold several records (merged from several machines, or
+//! glued together by git's `concatenate` rewrite mode), records copied from another commit (an
+//! amend or rebase with `notes.rewriteRef`), a pretty-printed record from an older version, or
+//! garbage. Only a record made for the commit the note is attached to counts.
+
+use super::record::{RunRecord, Status, RUN_SCHEMA};
+
+/// What a note says about the commit it is attached to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NoteRecord {
+    /// The newest record made for this very commit.
+    Found(Box<RunRecord>),
+    /// Valid records, but none for this commit (copied by an amend or rebase): not run.
+    NotForThisCommit,
+    /// Nothing readable: the reason, in a few words. The commit counts as not run.
+    Invalid(String),
+}
+
+impl NoteRecord {
+    pub fn found(self) -> Option<RunRecord> {
+        match self {
+            NoteRecord::Found(r) => Some(*r),
+            _ => None,
+        }
+    }
+}
+
+/// The note body for a record: one line of compact JSON and a newline.
+pub fn encode(r: &RunRecord) -> Vec<u8> {
+    let mut body = serde_json::to_vec(r).expect("records always serialize");
+    body.push(b'\n');
+    body
+}
+
+/// The record a note holds for `commit` (40 hex). Of several, the one that finished last.
+pub fn decode(body: &[u8], commit: &str) -> NoteRecord {
+    let mut records = Vec::new();
+    let mut problem = None;
+    // Whole documents first (one line each, or pretty-printed ones one after another) …
+    let mut stream = serde_json::Deserializer::from_slice(body).into_iter::<serde_json::Value>();
+    let mut clean = true;
+    for doc in &mut stream {
+        match doc {
+            Ok(v) => records.push(v),
+            Err(e) => {
+                clean = false;
+                problem = Some(e.to_string());
+                break;
+            }
+        }
+    }
+    // … else line by line: a line-wise merge of pretty-printed notes, or a line of garbage
+    // beside good ones, still leaves every one-line record readable.
+    if !clean {
+        records = body
+            .split(|&b| b == b'\n')
+            .filter_map(|line| serde_json::from_slice::<serde_json::Value>(line).ok())
+            .filter(|v| v.is_object())
+            .collect();
+    }
+    let mut best: Option<RunRecord> = None;
+    let mut seen_other = false;
+    for v in records {
+        let schema = v.get("schema").and_then(|s| s.as_str()).unwrap_or("");
+        if schema != RUN_SCHEMA {
+            problem.get_or_insert_with(|| {
+                if schema.starts_with("git-sandbox/run/") {
+                    format!("schema {schema:?} is newer than this build reads; upgrade git-sandbox")
+                } else {
+                    "not a git-sandbox run record".to_string()
+                }
+            });
+            continue;
+        }
+        let record = match serde_json::from_value::<RunRecord>(v) {
+            Ok(r) => r,
+            Err(e) => {
+                problem.get_or_insert_with(|| format!("a record is incomplete: {e}"));
+                continue;
+            }
+        };
+        if !record.commit.eq_ignore_ascii_case(commit) {
+            seen_other = true;
+            continue;
+        }
+        let newer = best.as_ref().is_none_or(|b| {
+            finished_ms(&record).unwrap_or(i64::MIN) >= finished_ms(b).unwrap_or(i64::MIN)
+        });
+        if newer {
+            best = Some(record);
+        }
+    }
+    match best {
+        Some(r) => NoteRecord::Found(Box::new(r)),
+        None if seen_other => NoteRecord::NotForThisCommit,
+        None => NoteRecord::Invalid(problem.unwrap_or_else(|| "the note is empty".into())),
+    }
+}
+
+fn finished_ms(r: &RunRecord) -> Option<i64> {
+    crate::util::time::parse_rfc3339(&r.finished_at)
+}
+
+/// The summary note for a record: at most three lines in trailer style, what plain `git log`
+/// shows (`notes.displayRef`).
+pub fn summary(r: &RunRecord) -> Vec<u8> {
+    let mut lines = Vec::new();
+    let tests = match &r.tests {
+        None => "no tests".to_string(),
+        Some(t) => {
+            let mut parts = Vec::new();
+            if let (Some(p), Some(f)) = (t.passed, t.failed) {
+                parts.push(format!("{p} passed {f} failed"));
+            } else if let Some(code) = t.exit_code {
+                parts.push(format!("exit {code}"));
+            }
+            if let Some(k) = &t.killed_by {
+                parts.push(format!("killed by {k}"));
+            }
+            let mut s = parts.join(", ");
+            if let Some(fw) = &t.framework {
+                s.push_str(&format!(" ({fw})"));
+            }
+            s
+        }
+    };
+    let ms = r.tests.as_ref().map_or(r.duration_ms, |t| t.duration_ms);
+    lines.push(format!(
+        "Sandbox: {}, {}, {}",
+        r.status,
+        tests.trim(),
+        human_ms(ms)
+    ));
+    if let Some(a) = &r.analysis {
+        lines.push(format!(
+            "Sandbox-Analysis: {} {}, {} {}, complexity {:.1}",
+            a.files_analyzed,
+            plural(a.files_analyzed, "file", "files"),
+            a.functions_found,
+            plural(a.functions_found, "function", "functions"),
+            a.complexity_score
+        ));
+    }
+    let third = if r.status == Status::Error {
+        r.error.as_deref().map(|e| {
+            let first = e.lines().next().unwrap_or("");
+            format!("Sandbox-Error: {}", cut(first, 200))
+        })
+    } else if let Some(iso) = r
+        .tests
+        .as_ref()
+        .and_then(|t| t.isolation.as_ref())
+        .filter(|i| i.degraded)
+    {
+        let missing: Vec<&str> = iso
+            .not_enforced
+            .iter()
+            .filter(|l| l.status != super::record::LayerStatus::Off)
+            .map(|l| l.layer.as_str())
+            .collect();
+        Some(format!(
+            "Sandbox-Isolation: degraded ({} unavailable)",
+            missing.join(", ")
+        ))
+    } else {
+        r.cached_from
+            .as_deref()
+            .map(|c| format!("Sandbox-Cached-From: {c}"))
+    };
+    lines.extend(third);
+    let mut body = lines.join("\n").into_bytes();
+    body.push(b'\n');
+    body
+}
+
+fn plural<'a>(n: u64, one: &'a str, many: &'a str) -> &'a str {
+    if n == 1 {
+        one
+    } else {
+        many
+    }
+}
+
+fn human_ms(ms: u64) -> String {
+    if ms < 1000 {
+        format!("{ms} ms")
+    } else {
+        format!("{:.1} s", ms as f64 / 1000.0)
+    }
+}
+
+fn cut(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{} …", &s[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::record::{Tests, Trigger};
+
+    fn record(commit: &str, finished: &str, status: Status) -> RunRecord {
+        RunRecord {
+            schema: RUN_SCHEMA.into(),
+            commit: commit.into(),
+            tree: "b".repeat(40),
+            parents: vec![],
+            refname: None,
+            experiment: None,
+            trigger: Trigger::Manual,
+            status,
+            started_at: finished.into(),
+            finished_at: finished.into(),
+            duration_ms: 166,
+            cached_from: None,
+            error: None,
+            config_hash: None,
+            tests: Some(Tests {
+                command: "python3 -m unittest".into(),
+                framework: Some("unittest".into()),
+                exit_code: Some(0),
+                passed: Some(6),
+                failed: Some(0),
+                skipped: Some(0),
+                errors: Some(0),
+                total: Some(6),
+                failures: vec![],
+                duration_ms: 166,
+                output_tail: String::new(),
+                killed_by: None,
+                resources: Default::default(),
+                output_truncated: false,
+                failures_omitted: 0,
+                isolation: None,
+            }),
+            analysis: None,
+            changes: None,
+            warnings: vec![],
+        }
+    }
+
+    const A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    const B: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+
+    #[test]
+    fn one_line_round_trips() {
+        let r = record(A, "2026-01-01T00:00:01.000Z", Status::Passed);
+        let body = encode(&r);
+        assert_eq!(body.iter().filter(|&&b| b == b'\n').count(), 1);
+        assert_eq!(decode(&body, A), NoteRecord::Found(Box::new(r)));
+    }
+
+    #[test]
+    fn a_record_copied_from_another_commit_is_not_this_commits_result() {
+        let r = record(A, "2026-01-01T00:00:01.000Z", Status::Passed);
+        assert_eq!(decode(&encode(&r), B), NoteRecord::NotForThisCommit);
+    }
+
+    #[test]
+    fn several_records_give_the_newest_for_this_commit() {
+        // As git's concatenate rewrite glues them (pretty, blank line between) …
+        let old = record(A, "2026-01-01T00:00:01.000Z", Status::Passed);
+        let copied = record(B, "2026-01-01T00:00:09.000Z", Status::Passed);
+        let mut glued = serde_json::to_vec_pretty(&old).unwrap();
+        glued.extend_from_slice(b"\n\n");
+        glued.extend(serde_json::to_vec_pretty(&copied).unwrap());
+        assert_eq!(decode(&glued, A), NoteRecord::Found(Box::new(old.clone())));
+        assert_eq!(decode(&glued, B), NoteRecord::Found(Box::new(copied)));
+        // … and as cat_sort_uniq merges one-line records, with garbage beside them.
+        let newer = record(A, "2026-01-02T00:00:00.000Z", Status::Failed);
+        let mut merged = b"not json at all\n".to_vec();
+        merged.extend(encode(&newer));
+        merged.extend(encode(&old));
+        assert_eq!(decode(&merged, A), NoteRecord::Found(Box::new(newer)));
+    }
+
+    #[test]
+    fn garbage_and_foreign_schemas_are_invalid_with_a_reason() {
+        assert!(matches!(decode(b"", A), NoteRecord::Invalid(_)));
+        assert!(matches!(
+            decode(b"\xff\xfe binary", A),
+            NoteRecord::Invalid(_)
+        ));
+        assert!(matches!(
+            decode(b"{\"schema\": \"git-sandbox/run/v1\", \"commit\"", A),
+            NoteRecord::Invalid(_)
+        ));
+        let NoteRecord::Invalid(why) =
+            decode(br#"{"schema":"git-sandbox/run/v9","commit":"a"}"#, A)
+        else {
+            panic!()
+        };
+        assert!(why.contains("newer"), "{why}");
+    }
+
+    #[test]
+    fn unknown_enum_values_are_tolerated_and_never_a_pass() {
+        let r = record(A, "2026-01-01T00:00:01.000Z", Status::Passed);
+        let text = String::from_utf8(encode(&r))
+            .unwrap()
+            .replace("\"passed\"", "\"quarantined\"")
+            .replace("\"manual\"", "\"carrier-pigeon\"");
+        let NoteRecord::Found(got) = decode(text.as_bytes(), A) else {
+            panic!("{text}")
+        };
+        assert_eq!(got.status, Status::Unknown);
+        assert!(!got.status.is_success());
+        assert_eq!(got.trigger, Trigger::Other);
+    }
+
+    #[test]
+    fn the_summary_is_at_most_three_trailer_lines() {
+        let r = record(A, "2026-01-01T00:00:01.000Z", Status::Passed);
+        assert_eq!(
+            String::from_utf8(summary(&r)).unwrap(),
+            "Sandbox: passed, 6 passed 0 failed (unittest), 166 ms\n"
+        );
+        let mut e = record(A, "2026-01-01T00:00:01.000Z", Status::Error);
+        e.error = Some("x.toml:1: bad\nsecond line".into());
+        e.analysis = Some(crate::model::Analysis {
+            files_analyzed: 1,
+            functions_found: 9,
+            complexity_score: 1.25,
+            ..Default::default()
+        });
+        let text = String::from_utf8(summary(&e)).unwrap();
+        assert_eq!(
+            text,
+            "Sandbox: error, 6 passed 0 failed (unittest), 166 ms\nSandbox-Analysis: 1 file, 9 functions, complexity 1.2\nSandbox-Error: x.toml:1: bad\n"
+        );
+    }
+}
