@@ -283,7 +283,11 @@ fn a_failing_experiment_is_refused_and_main_is_unchanged() {
     // --force promotes anyway and says so in the merge commit.
     let o = w.sandbox(&repo, &["promote", "broken", "--force"]);
     assert_eq!(o.code, 0, "{o:?}");
-    assert!(o.stderr.contains("warning: the promoted commit"), "{o:?}");
+    assert!(
+        o.stderr
+            .contains("warning: promoted with --force although the merged commit"),
+        "{o:?}"
+    );
     let message = w.git(&repo, &["log", "-1", "--format=%s", "main"]);
     assert_eq!(
         message.trim(),

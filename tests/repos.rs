@@ -247,8 +247,8 @@ fn init_keeps_an_existing_hook_running_and_chains_to_it() {
         "ran\n",
         "the old hook still runs"
     );
-    // Both commits of main are queued: the new one and the history before it.
-    assert_eq!(pending(&w), 2);
+    // Only the new commit is queued: the history the repository had at adoption is not run.
+    assert_eq!(pending(&w), 1);
 }
 
 #[test]
@@ -261,7 +261,7 @@ fn init_respects_core_hooks_path() {
     assert!(repo.join(".githooks/post-commit").is_file());
     assert!(!repo.join(".git/hooks/post-commit").exists());
     w.commit(&repo, &[("c.txt", "c\n")], "third");
-    assert_eq!(pending(&w), 2);
+    assert_eq!(pending(&w), 1);
 }
 
 #[test]
@@ -359,16 +359,16 @@ fn watched_branches_follow_config_and_environment() {
     let repo = w.new_repo("watch");
     w.git(&repo, &["checkout", "-q", "-b", "scratch"]);
     w.commit(&repo, &[("s.txt", "s")], "on an unwatched branch");
-    assert_eq!(pending(&w), 1, "only the initial commit of main");
+    assert_eq!(pending(&w), 0, "scratch is not watched");
     w.git(&repo, &["checkout", "-q", "-b", "experiment/fast"]);
     w.commit(&repo, &[("f.txt", "f")], "on an experiment branch");
     // experiment/fast holds the scratch commit and its own.
-    assert_eq!(pending(&w), 3);
+    assert_eq!(pending(&w), 2);
     w.extra_env
         .push(("SANDBOX_WATCH_BRANCHES".into(), "nothing-matches".into()));
     w.git(&repo, &["checkout", "-q", "main"]);
     w.commit(&repo, &[("m.txt", "m")], "main, but unwatched by env");
-    assert_eq!(pending(&w), 3);
+    assert_eq!(pending(&w), 2);
 }
 
 #[test]

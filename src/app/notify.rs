@@ -8,8 +8,8 @@ use gix::ObjectId;
 use std::collections::HashSet;
 use std::path::Path;
 
-/// How far back one notification walks a branch; older unqueued commits are left to the daemon's
-/// start-up scan, so a hook stays fast even on a huge adopted history.
+/// How many new commits one notification queues per branch at most (a push of a long history
+/// onto a watched branch); the rest stay unqueued, to be run with `git sandbox run RANGE`.
 pub const WALK_LIMIT: usize = 1000;
 
 #[derive(Debug, Default, serde::Serialize)]
@@ -36,8 +36,11 @@ pub fn notify(ctx: &Context, cwd: &Path, trigger: &str) -> Result<Notified> {
     })
 }
 
-/// Queue the commits of watched branches that have neither a note nor a job. Returns how many
-/// were queued and a warning when the repository's config is broken (defaults are used then).
+/// Queue the commits of watched branches that arrived since the tool last looked (the branch
+/// watermarks), skipping any that already has a result or a job. The history a repository had
+/// when it was adopted is never queued by this: only `run RANGE` or `[watch] backfill` run it.
+/// Returns how many were queued and a warning when the repository's config is broken (the
+/// defaults are used then).
 pub fn scan(
     ctx: &Context,
     repo: &gix::Repository,
@@ -55,28 +58,38 @@ pub fn scan(
         None => ctx.layers.clone(),
     };
     let config = layers.resolve();
+    let watched: Vec<(String, ObjectId)> = git::branches(repo)?
+        .into_iter()
+        .filter(|(b, _)| config.watches(b))
+        .map(|(b, tip)| (format!("refs/heads/{b}"), tip))
+        .collect();
+    let Some(old) = git::marks::read(repo) else {
+        // Adopted before watermarks existed: what is there now is history.
+        git::marks::write(repo, &watched.iter().cloned().collect())?;
+        return Ok((0, warning));
+    };
+    let hidden: Vec<ObjectId> = old
+        .values()
+        .copied()
+        .filter(|id| repo.find_commit(*id).is_ok())
+        .collect();
     let mut notes = super::results::NoteReader::new(repo)?;
     let mut jobs = Vec::new();
     let mut seen = HashSet::new();
-    for (branch, tip) in git::branches(repo)? {
-        if !config.watches(&branch) {
+    for (refname, tip) in &watched {
+        if old.get(refname) == Some(tip) {
             continue;
         }
-        let refname = format!("refs/heads/{branch}");
-        let mut found = Vec::new();
-        let mut stack = vec![tip];
-        while let Some(id) = stack.pop() {
-            if found.len() >= WALK_LIMIT || !seen.insert(id) {
-                continue;
-            }
-            let hex = id.to_string();
-            if ctx.index.has_job(repository_id, &hex)? || notes.record(repo, id)?.is_some() {
-                continue;
-            }
-            found.push((id, Some(refname.clone())));
-            stack.extend(parents(repo, id));
-        }
-        jobs.extend(found);
+        let found = new_commits(
+            ctx,
+            repo,
+            repository_id,
+            *tip,
+            &hidden,
+            &mut notes,
+            &mut seen,
+        )?;
+        jobs.extend(found.into_iter().map(|id| (id, Some(refname.clone()))));
     }
     // Oldest first, so a worker runs history in order.
     jobs.reverse();
@@ -88,7 +101,86 @@ pub fn scan(
     if queued > 0 {
         ctx.index.touch_repository(repository_id)?;
     }
+    let new: git::marks::Marks = watched.into_iter().collect();
+    if new != old {
+        git::marks::write(repo, &new)?;
+    }
     Ok((queued, warning))
+}
+
+/// Commits reachable from `tip` but not from any watermark, newest first, stopping at commits
+/// that have a result or a job (and their ancestry), at most [`WALK_LIMIT`].
+fn new_commits(
+    ctx: &Context,
+    repo: &gix::Repository,
+    repository_id: &str,
+    tip: ObjectId,
+    hidden: &[ObjectId],
+    notes: &mut super::results::NoteReader,
+    seen: &mut HashSet<ObjectId>,
+) -> Result<Vec<ObjectId>> {
+    let index = &ctx.index;
+    let walk = repo
+        .rev_walk([tip])
+        .with_hidden(hidden.iter().copied())
+        .selected(|id| {
+            let id = id.to_owned();
+            if !seen.insert(id) {
+                return false;
+            }
+            let queued = index
+                .has_job(repository_id, &id.to_string())
+                .unwrap_or(false);
+            let done = !queued && notes.record(repo, id).ok().flatten().is_some();
+            !queued && !done
+        })
+        .map_err(git::gix_err)?;
+    let mut found = Vec::new();
+    for info in walk {
+        found.push(info.map_err(git::gix_err)?.id);
+        if found.len() >= WALK_LIMIT {
+            break;
+        }
+    }
+    Ok(found)
+}
+
+/// Set the watermarks of a repository being adopted: each watched branch's tip, or with
+/// `[watch] backfill = N` its N-th first-parent ancestor, then queue what that leaves (the last N
+/// commits of each watched branch, trigger `backfill`). Returns how many were queued.
+pub fn adopt_history(ctx: &Context, repo: &gix::Repository, repository_id: &str) -> Result<usize> {
+    let config = match repo.workdir() {
+        Some(dir) => ctx.layers.with_repo_dir(dir)?.resolve(),
+        None => ctx.layers.resolve(),
+    };
+    let mut marks = git::marks::read(repo).unwrap_or_default();
+    for (branch, tip) in git::branches(repo)? {
+        if !config.watches(&branch) {
+            continue;
+        }
+        let refname = format!("refs/heads/{branch}");
+        if marks.contains_key(&refname) {
+            continue;
+        }
+        let mut mark = Some(tip);
+        for _ in 0..config.watch.backfill {
+            mark = mark.and_then(|id| parents(repo, id).first().copied());
+        }
+        match mark {
+            Some(m) => {
+                marks.insert(refname, m);
+            }
+            // Shorter than the backfill: every commit of the branch is run.
+            None => {
+                marks.remove(&refname);
+            }
+        }
+    }
+    git::marks::write(repo, &marks)?;
+    if config.watch.backfill == 0 {
+        return Ok(0);
+    }
+    Ok(scan(ctx, repo, repository_id, "backfill")?.0)
 }
 
 /// Write again the notes of indexed runs whose note is gone. Plain `git notes add` does not

@@ -1,11 +1,12 @@
 //! Promoting an experiment into production: check the evaluation against `[promote] minimum`,
 //! merge without touching any work tree (`git merge-tree --write-tree` + `commit-tree` + a
-//! compare-and-swap ref update), or fast-forward; bring a clean checkout of production along;
-//! run the merged commit; mark the experiment promoted.
+//! compare-and-swap ref update), or fast-forward; run the commit production would get *before*
+//! anything moves and refuse when it fails; then move production (and a clean checkout of it)
+//! and mark the experiment promoted.
 
 use super::experiments::{self, branch_ref, promoted_ref, ref_tip};
 use super::run::{run_commits, RunOptions};
-use super::{eval, AppError, Context, Result};
+use super::{eval, results, AppError, Context, Result};
 use crate::config::ConfigFile;
 use crate::git::cli;
 use crate::model::{Recommendation, RunRecord, State, Trigger};
@@ -33,8 +34,10 @@ pub struct Promoted {
     pub commit: String,
     /// The work tree brought along, when production was checked out there.
     pub worktree_updated: Option<String>,
-    /// The run of the promoted commit.
+    /// The run of the promoted commit, made before production moved.
     pub result: Option<RunRecord>,
+    /// Tests failing on the promoted commit that pass on the experiment's head (with --force).
+    pub broken: Vec<String>,
 }
 
 pub fn promote(
@@ -131,6 +134,50 @@ pub fn promote(
         )?,
     };
 
+    // Run the commit production would get before anything moves: a merge whose tests fail is
+    // refused, not left on production.
+    let run_opts = RunOptions {
+        force: false,
+        trigger: Trigger::Manual,
+        refname: Some(format!("refs/heads/{target}")),
+        flags: ConfigFile::default(),
+        interrupt,
+    };
+    let outcome = run_commits(ctx, repo, row, &[new], &run_opts, &mut |_| {})?;
+    if outcome.interrupted {
+        return Err(AppError::Refused(format!(
+            "promote interrupted while testing the merge; nothing was changed ({target} stays at {})",
+            crate::util::short(&base_hex)
+        )));
+    }
+    let result = outcome.records.into_iter().next();
+    let broken = broken_tests(ctx, repo, row, name, head, result.as_ref())?;
+    let passed = result.as_ref().is_some_and(|r| r.status.is_success());
+    if !passed && !opts.force {
+        let status = result
+            .as_ref()
+            .map_or("not run".to_string(), |r| r.status.to_string());
+        let which = if broken.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; the merge broke {}",
+                broken
+                    .iter()
+                    .take(10)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        return Err(AppError::Refused(format!(
+            "promote refused: the merge of experiment/{name} into {target} ({}) is {status}{which}; nothing was changed ({target} stays at {}). See `git sandbox show {}`, fix it on experiment/{name} (git merge {target}), or pass --force",
+            crate::util::short(&new.to_string()),
+            crate::util::short(&base_hex),
+            new
+        )));
+    }
+
     let message = format!("git-sandbox: promote experiment {name}");
     let worktree_updated = match worktrees.first() {
         Some(wt) => {
@@ -157,7 +204,7 @@ pub fn promote(
             )
             .map_err(|e| {
                 AppError::Refused(format!(
-                    "promote refused: {target} moved while promoting ({e}); run `git sandbox promote {name}` again"
+                    "promote refused: {target} moved while promoting ({e}); nothing was changed; run `git sandbox promote {name}` again"
                 ))
             })?;
             None
@@ -178,17 +225,9 @@ pub fn promote(
         None,
         Some(&new.to_string()),
         &serde_json::json!({"experiment": name, "target": target, "strategy": strategy,
-                            "recommendation": ev.recommendation, "forced": opts.force}),
+                            "recommendation": ev.recommendation, "forced": opts.force,
+                            "merge_status": result.as_ref().map(|r| r.status)}),
     )?;
-
-    let run_opts = RunOptions {
-        force: false,
-        trigger: Trigger::Manual,
-        refname: Some(format!("refs/heads/{target}")),
-        flags: ConfigFile::default(),
-        interrupt,
-    };
-    let outcome = run_commits(ctx, repo, row, &[new], &run_opts, &mut |_| {})?;
     Ok(Promoted {
         experiment: name.to_string(),
         target,
@@ -199,8 +238,34 @@ pub fn promote(
         previous: base.to_string(),
         commit: new.to_string(),
         worktree_updated,
-        result: outcome.records.into_iter().next(),
+        result,
+        broken,
     })
+}
+
+/// Tests that fail on the promoted commit but not on the experiment's head: what the merge broke.
+fn broken_tests(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    name: &str,
+    head: ObjectId,
+    merged: Option<&RunRecord>,
+) -> Result<Vec<String>> {
+    let Some(tests) = merged.and_then(|r| r.tests.as_ref()) else {
+        return Ok(Vec::new());
+    };
+    let before: std::collections::HashSet<String> =
+        results::current_record(ctx, repo, row, head, Some(&branch_ref(name)))?
+            .and_then(|r| r.tests)
+            .map(|t| t.failures.into_iter().map(|f| f.name).collect())
+            .unwrap_or_default();
+    Ok(tests
+        .failures
+        .iter()
+        .map(|f| f.name.clone())
+        .filter(|n| !before.contains(n))
+        .collect())
 }
 
 fn is_ancestor(dir: &Path, ancestor: ObjectId, of: ObjectId) -> Result<bool> {

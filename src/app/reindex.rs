@@ -5,6 +5,7 @@
 use super::{experiments, repos, Context, Result};
 use crate::git;
 use crate::model::{note, Evaluation, NoteRecord};
+use crate::store::RepoRow;
 use gix::ObjectId;
 use std::path::PathBuf;
 
@@ -47,6 +48,11 @@ pub fn reindex(ctx: &Context, extra: &[PathBuf]) -> Result<Report> {
                 .filter(|p| p.join(".git").exists()),
         );
     }
+    paths.extend(
+        crate::store::registry::list(&ctx.paths.home)
+            .into_iter()
+            .map(|e| e.path),
+    );
     paths.extend(extra.iter().cloned());
     let mut seen = std::collections::HashSet::new();
     let mut report = Report {
@@ -92,18 +98,29 @@ pub fn reindex(ctx: &Context, extra: &[PathBuf]) -> Result<Report> {
 /// A repository's id, runs and experiments indexed, and the notes skipped with why.
 type Indexed = (String, usize, usize, Vec<(ObjectId, String)>);
 
+/// Runs and experiments imported, and the notes skipped with why.
+pub type Imported = (usize, usize, Vec<(ObjectId, String)>);
+
 fn one(ctx: &Context, path: &std::path::Path) -> Result<Indexed> {
     let repo = git::open(path)?;
-    let Some(row) = repos::registration(ctx, &repo)? else {
+    let Some(row) = repos::known_row(ctx, &repo)? else {
         return Err(super::AppError::Usage(
             "not set up; run `git sandbox init` in it".into(),
         ));
     };
+    let (runs, found, skipped) = import(ctx, &repo, &row)?;
+    Ok((row.repository_id, runs, found, skipped))
+}
+
+/// Fill the index with what git holds for one repository: runs from its notes, experiments
+/// from its refs, evaluations from their notes (replacing what the index had). Returns the runs
+/// and experiments indexed, and the notes skipped with why.
+pub fn import(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Result<Imported> {
     ctx.index.delete_runs(&row.repository_id)?;
     let mut runs = 0;
     let mut skipped = Vec::new();
-    for (commit, blob) in git::notes::all_notes(&repo, git::NOTES_REF)? {
-        let body = match git::notes::read_blob(&repo, blob) {
+    for (commit, blob) in git::notes::all_notes(repo, git::NOTES_REF)? {
+        let body = match git::notes::read_blob(repo, blob) {
             Ok(b) => b,
             Err(e) => {
                 skipped.push((commit, format!("cannot read the note: {e}")));
@@ -123,15 +140,17 @@ fn one(ctx: &Context, path: &std::path::Path) -> Result<Indexed> {
         }
     }
     ctx.index.delete_experiments(&row.repository_id)?;
-    experiments::sync(ctx, &repo, &row)?;
+    experiments::sync(ctx, repo, row)?;
     let found = ctx.index.experiments(&row.repository_id)?.len();
-    for (_, blob) in git::notes::all_notes(&repo, git::EVAL_NOTES_REF)? {
-        let Ok(body) = git::notes::read_blob(&repo, blob) else {
+    for (head, blob) in git::notes::all_notes(repo, git::EVAL_NOTES_REF)? {
+        let Ok(body) = git::notes::read_blob(repo, blob) else {
             continue;
         };
         if let Ok(ev) = serde_json::from_slice::<Evaluation>(&body) {
-            ctx.index.put_evaluation(&row.repository_id, &ev)?;
+            if ev.head.commit == head {
+                ctx.index.put_evaluation(&row.repository_id, &ev)?;
+            }
         }
     }
-    Ok((row.repository_id, runs, found, skipped))
+    Ok((runs, found, skipped))
 }

@@ -39,6 +39,12 @@ pub struct Created {
     pub repo: RepoRow,
     #[serde(skip)]
     pub hooks: Vec<hooks::HookInstall>,
+    /// The `.sandbox.toml` `init` wrote, when the project had none.
+    #[serde(skip)]
+    pub config_written: Option<String>,
+    /// Commits queued by `[watch] backfill`.
+    #[serde(skip)]
+    pub backfill_queued: usize,
 }
 
 pub fn check_name(name: &str) -> Result<()> {
@@ -205,7 +211,9 @@ fn finish(ctx: &Context, root: &Path, name: &str, repo_id: &str, now: i64) -> Re
         .map_err(io_err(format!("cannot resolve {}", root.display())))?;
     let hooks = install_hooks(&root)?;
     let row = local_row(repo_id, Some(name), &root, now);
-    ctx.index.upsert_repository(&row)?;
+    register(ctx, &row)?;
+    let repo = git::open(&root)?;
+    let queued = super::notify::adopt_history(ctx, &repo, repo_id)?;
     ctx.index.add_event(
         "repository.created",
         Some(repo_id),
@@ -213,7 +221,23 @@ fn finish(ctx: &Context, root: &Path, name: &str, repo_id: &str, now: i64) -> Re
         None,
         &serde_json::json!({"name": name, "path": row.path}),
     )?;
-    Ok(Created { repo: row, hooks })
+    Ok(Created {
+        repo: row,
+        hooks,
+        config_written: None,
+        backfill_queued: queued,
+    })
+}
+
+/// Record a repository in the registry (which survives a lost index) and the index.
+fn register(ctx: &Context, row: &RepoRow) -> Result<()> {
+    crate::store::registry::add(&ctx.paths.home, &row.repository_id, Path::new(&row.path))
+        .map_err(io_err(format!(
+            "cannot write the registry in {}",
+            ctx.paths.home.display()
+        )))?;
+    ctx.index.upsert_repository(row)?;
+    Ok(())
 }
 
 fn install_hooks(root: &Path) -> Result<Vec<hooks::HookInstall>> {
@@ -222,24 +246,66 @@ fn install_hooks(root: &Path) -> Result<Vec<hooks::HookInstall>> {
     let exe = std::env::current_exe()
         .and_then(std::fs::canonicalize)
         .unwrap_or_else(|_| PathBuf::from("git-sandbox"));
+    // A hooks directory the project manages (husky's `.husky/_`, a committed `githooks/`):
+    // nothing is written there, the user is told what line to add.
+    if project_manages(&repo, &dir) {
+        return Ok(hooks::managed_elsewhere(&dir, root));
+    }
     Ok(hooks::install(&dir, &exe)?)
 }
 
+/// Whether the hooks directory `dir` belongs to the project: it holds files git tracks, or it is
+/// husky's (whose generated hooks husky rewrites).
+fn project_manages(repo: &gix::Repository, dir: &Path) -> bool {
+    let Some(workdir) = repo.workdir() else {
+        return false;
+    };
+    let workdir = std::fs::canonicalize(workdir).unwrap_or_else(|_| workdir.to_path_buf());
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let Ok(rel) = dir.strip_prefix(&workdir) else {
+        return false;
+    };
+    if rel.components().any(|c| c.as_os_str() == ".husky") {
+        return true;
+    }
+    let rel = rel.to_string_lossy();
+    cli::git(&workdir, &["ls-files", "-z", "--", &rel]).is_ok_and(|out| !out.is_empty())
+}
+
+/// The `.sandbox.toml` `init` writes into a project that has none: the test command detection
+/// finds in the work tree (what runs would use anyway), or none, leaving detection on. Never
+/// the template of a new experiment repository, whose Python tests would turn a passing
+/// project red.
+fn adopted_repo_config(workdir: &Path) -> String {
+    let head = "# git-sandbox settings for this repository (see the README of git-sandbox for every key).\n";
+    match crate::runner::detect::detect(workdir) {
+        Some((command, framework)) => format!(
+            "{head}\n[test]\n# Detected by `git sandbox init` ({framework}); change it to what your project runs.\ncommand = {}\n",
+            toml::Value::String(command)
+        ),
+        None => format!(
+            "{head}\n# No test command was detected, so runs analyse the code only. Name one like this:\n# [test]\n# command = \"make test\"\n"
+        ),
+    }
+}
+
 /// `git sandbox init`: adopt the repository around `cwd`. Running it again changes nothing.
+/// It never modifies a tracked file.
 pub fn adopt(ctx: &Context, cwd: &Path) -> Result<(Created, bool)> {
     let repo = git::discover(cwd)?;
     let root = git::repo_root(&repo);
     let git_dir = repo.common_dir().to_path_buf();
     hooks::check_dir(&hooks::hooks_dir(&root, &git_dir))?;
-    let mut wrote_config = false;
+    let mut config_written = None;
     if let Some(workdir) = repo.workdir() {
         // A broken config is refused before anything is installed.
         ctx.layers.with_repo_dir(workdir)?;
         let cfg = workdir.join(".sandbox.toml");
-        if !cfg.exists() {
-            util::write_atomic(&cfg, default_repo_config().as_bytes())
+        if !cfg.exists() && !cfg.is_symlink() {
+            let body = adopted_repo_config(workdir);
+            util::write_atomic(&cfg, body.as_bytes())
                 .map_err(io_err(format!("cannot write {}", cfg.display())))?;
-            wrote_config = true;
+            config_written = Some(body);
         }
     }
     let existing = cli::get_config(&root, ID_KEY);
@@ -249,10 +315,13 @@ pub fn adopt(ctx: &Context, cwd: &Path) -> Result<(Created, bool)> {
     configure(&root, &repo_id)?;
     let hooks = install_hooks(&root)?;
     let row = match ctx.index.repository_by_id(&repo_id)? {
-        Some(row) if row.path == root.display().to_string() => row,
+        Some(row) if row.path == root.display().to_string() => {
+            register(ctx, &row)?;
+            row
+        }
         _ => {
             let row = local_row(&repo_id, None, &root, util::time::now_millis());
-            ctx.index.upsert_repository(&row)?;
+            register(ctx, &row)?;
             ctx.index.add_event(
                 "repository.adopted",
                 Some(&repo_id),
@@ -263,13 +332,29 @@ pub fn adopt(ctx: &Context, cwd: &Path) -> Result<(Created, bool)> {
             row
         }
     };
-    let changed =
-        wrote_config || existing.is_none() || hooks.iter().any(|h| h.action != "unchanged");
-    Ok((Created { repo: row, hooks }, changed))
+    let backfill_queued = if git::marks::read(&repo).is_none() {
+        super::notify::adopt_history(ctx, &repo, &repo_id)?
+    } else {
+        0
+    };
+    let changed = config_written.is_some()
+        || existing.is_none()
+        || backfill_queued > 0
+        || hooks.iter().any(|h| h.action != "unchanged");
+    Ok((
+        Created {
+            repo: row,
+            hooks,
+            config_written,
+            backfill_queued,
+        },
+        changed,
+    ))
 }
 
-/// The registered row for the repository `repo`, registering it again from its git config when
-/// the index lost it (a deleted index.db loses nothing).
+/// The registered row for the repository `repo`. When the index lost it (a deleted or rebuilt
+/// index.db), it is registered again from the repository's own git config and its results,
+/// experiments and evaluations are imported from its notes and refs: the index is a cache.
 pub fn registration(ctx: &Context, repo: &gix::Repository) -> Result<Option<RepoRow>> {
     let Some(id) = repo.config_snapshot().string(ID_KEY).map(|v| v.to_string()) else {
         return Ok(None);
@@ -277,9 +362,32 @@ pub fn registration(ctx: &Context, repo: &gix::Repository) -> Result<Option<Repo
     if let Some(row) = ctx.index.repository_by_id(&id)? {
         return Ok(Some(row));
     }
+    let Some(row) = known_row(ctx, repo)? else {
+        return Ok(None);
+    };
+    super::reindex::import(ctx, repo, &row)?;
+    Ok(Some(row))
+}
+
+/// The row of a repository whose git config names its id, registered (in the registry and the
+/// index) if it was not; nothing is imported.
+pub(crate) fn known_row(ctx: &Context, repo: &gix::Repository) -> Result<Option<RepoRow>> {
+    let Some(id) = repo.config_snapshot().string(ID_KEY).map(|v| v.to_string()) else {
+        return Ok(None);
+    };
     let root = git::repo_root(repo);
-    let row = local_row(&id, None, &root, util::time::now_millis());
-    ctx.index.upsert_repository(&row)?;
+    let row = match ctx.index.repository_by_id(&id)? {
+        Some(row) if row.path == root.display().to_string() => row,
+        other => {
+            let mut row = local_row(&id, None, &root, util::time::now_millis());
+            if let Some(old) = other {
+                row.name = old.name;
+                row.created_at = old.created_at;
+            }
+            row
+        }
+    };
+    register(ctx, &row)?;
     Ok(Some(row))
 }
 

@@ -5,10 +5,11 @@ use crate::app::{repos, Context};
 /// Promote an experiment: merge it into the production branch and mark it promoted.
 ///
 /// The production branch is `[promote] target`. Refused (exit 1, nothing
-/// changed) when its evaluation is below `[promote] minimum` unless --force; otherwise a --no-ff
-/// merge commit naming the experiment and its recommendation (or a fast-forward), the merged
-/// commit is run, and the experiment is marked promoted. A clean checkout of production is
-/// updated; a dirty one or a conflict refuses and changes nothing.
+/// changed) when its evaluation is below `[promote] minimum` unless --force. Otherwise the
+/// --no-ff merge commit naming the experiment and its recommendation (or the fast-forward) is
+/// built without moving any ref and run; production moves (compare-and-swap) only when that run
+/// passes, else the promotion is refused with the tests the merge broke, unless --force. A clean
+/// checkout of production is updated; a dirty one or a conflict refuses and changes nothing.
 ///
 /// Example: `git sandbox promote faster-parser`, `git sandbox promote faster-parser --strategy ff`
 #[derive(clap::Args)]
@@ -18,7 +19,7 @@ pub struct PromoteArgs {
     /// merge (a merge commit, the default from [promote] strategy) or ff (fast-forward only).
     #[arg(long, value_name = "merge|ff")]
     pub strategy: Option<String>,
-    /// Promote even when the evaluation is below [promote] minimum.
+    /// Promote even when the evaluation is below [promote] minimum or the merge fails its tests.
     #[arg(long)]
     pub force: bool,
     #[arg(long)]
@@ -82,9 +83,14 @@ pub fn cmd_promote(args: PromoteArgs) -> CmdResult {
     }
     if let Some(r) = p.result.as_ref().filter(|r| !r.status.is_success()) {
         eprintln!(
-            "warning: the promoted commit {} is {}; see `git sandbox show {}`",
+            "warning: promoted with --force although the merged commit {} is {}{}; see `git sandbox show {}`",
             crate::util::short(&r.commit),
             r.status,
+            if p.broken.is_empty() {
+                String::new()
+            } else {
+                format!(" (the merge broke {})", p.broken.join(", "))
+            },
             p.target
         );
     }

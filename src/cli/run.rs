@@ -17,10 +17,10 @@ pub struct RunArgs {
     /// Run again even when a result for the same tree and config exists.
     #[arg(long)]
     pub force: bool,
-    /// Override the test command for this run.
+    /// Try another test command: a trial, printed but not recorded as the commit's result.
     #[arg(long, value_name = "CMD")]
     pub command: Option<String>,
-    /// Override the test timeout for this run ("90s", "5m").
+    /// Try another test timeout ("90s", "5m"): a trial, printed but not recorded.
     #[arg(long, value_name = "DURATION")]
     pub timeout: Option<String>,
     /// Print the records as a JSON array.
@@ -94,9 +94,24 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
             }
         }
     };
+    let trial = opts.is_trial();
     let outcome = run_commits(&ctx, &repo, &row, &commits, &opts, &mut on_progress)?;
     if let Some(b) = bar {
         b.finish_and_clear();
+    }
+    if let Some(w) = crate::app::results::invalid_warning(&outcome.invalid_notes) {
+        eprintln!("warning: {w}");
+    }
+    if outcome.restored > 0 {
+        eprintln!(
+            "warning: a concurrent writer dropped {} of the notes just written; they were written again",
+            outcome.restored
+        );
+    }
+    if trial && !outcome.records.is_empty() {
+        eprintln!(
+            "trial run (--command/--timeout): not recorded; the commit's own result is unchanged"
+        );
     }
     if json {
         print_json(&outcome.records);

@@ -55,6 +55,7 @@ pub struct AnalysisFile {
 #[serde(deny_unknown_fields)]
 pub struct WatchFile {
     pub branches: Option<Vec<String>>,
+    pub backfill: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -131,6 +132,7 @@ impl ConfigFile {
         set(&mut c.analysis.max_function_lines, a.max_function_lines);
         set(&mut c.analysis.max_parameters, a.max_parameters);
         set(&mut c.watch.branches, self.watch.branches.clone());
+        set(&mut c.watch.backfill, self.watch.backfill);
         let p = &self.promote;
         set(&mut c.promote.target, p.target.clone());
         set(&mut c.promote.strategy, p.strategy.clone());
@@ -230,6 +232,7 @@ const ENV_KEYS: &[(&str, &str, Kind)] = &[
     ("analysis", "max_function_lines", Kind::Raw),
     ("analysis", "max_parameters", Kind::Raw),
     ("watch", "branches", Kind::List),
+    ("watch", "backfill", Kind::Raw),
     ("promote", "target", Kind::Text),
     ("promote", "strategy", Kind::Text),
     ("promote", "minimum", Kind::Text),
@@ -308,6 +311,7 @@ fn merge(into: &mut ConfigFile, from: ConfigFile) {
         analysis.max_function_lines,
         analysis.max_parameters,
         watch.branches,
+        watch.backfill,
         promote.target,
         promote.strategy,
         promote.minimum

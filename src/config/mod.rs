@@ -101,6 +101,9 @@ pub struct AnalysisConfig {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct WatchConfig {
     pub branches: Vec<String>,
+    /// How many of the newest commits of each watched branch `init` queues (0: none; history
+    /// is run only when asked).
+    pub backfill: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -150,6 +153,7 @@ impl Default for Config {
             },
             watch: WatchConfig {
                 branches: vec!["main".into(), "experiment/*".into()],
+                backfill: 0,
             },
             promote: PromoteConfig {
                 target: "main".into(),

@@ -21,10 +21,13 @@ const CHAINED_SUFFIX: &str = ".pre-sandbox";
 pub struct HookInstall {
     pub name: String,
     pub path: PathBuf,
-    /// installed | updated | unchanged
+    /// installed | updated | unchanged | skipped
     pub action: &'static str,
     /// Where the hook that was there before now lives (it still runs, first).
     pub chained: Option<PathBuf>,
+    /// For a skipped hook: what to add by hand.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
 }
 
 /// The hooks directory git uses for the repository at `root` (honours `core.hooksPath`).
@@ -130,7 +133,30 @@ pub fn install(dir: &Path, fallback: &Path) -> Result<Vec<HookInstall>> {
             path,
             action,
             chained,
+            hint: None,
         });
     }
     Ok(out)
+}
+
+/// The hooks we would install in `dir`, a hooks directory that belongs to the project (inside
+/// its work tree, like husky's `.husky/_`): none is written; each says what line to add to the
+/// project's own hook instead. (`reference-transaction` is left out: hook managers do not run
+/// it; the post-* hooks and the daemon's ref watcher cover the same commits.)
+pub fn managed_elsewhere(dir: &Path, root: &Path) -> Vec<HookInstall> {
+    let shown = dir.strip_prefix(root).unwrap_or(dir);
+    HOOK_NAMES
+        .iter()
+        .filter(|n| **n != "reference-transaction")
+        .map(|name| HookInstall {
+            name: name.to_string(),
+            path: dir.join(name),
+            action: "skipped",
+            chained: None,
+            hint: Some(format!(
+                "core.hooksPath ({}) is inside the work tree and belongs to the project, so git-sandbox wrote nothing there; add this line to your {name} hook (e.g. .husky/{name}): git-sandbox notify --hook {name} >/dev/null 2>&1 || true",
+                shown.display()
+            )),
+        })
+        .collect()
 }

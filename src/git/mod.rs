@@ -5,6 +5,7 @@ pub mod checkout;
 pub mod cli;
 pub mod diff;
 pub mod hooks;
+pub mod marks;
 pub mod notes;
 
 use gix::bstr::ByteSlice;

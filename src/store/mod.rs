@@ -4,6 +4,7 @@
 mod events;
 mod experiments;
 mod jobs;
+pub mod registry;
 mod repos;
 mod runs;
 
