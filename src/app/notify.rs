@@ -183,13 +183,21 @@ pub fn adopt_history(ctx: &Context, repo: &gix::Repository, repository_id: &str)
     Ok(scan(ctx, repo, repository_id, "backfill")?.0)
 }
 
-/// Write again the notes of indexed runs whose note is gone. Plain `git notes add` does not
-/// compare-and-swap, so one racing with our write can replace the notes ref and drop our notes;
-/// the index still holds them. (To drop a result on purpose, remove the note and run
-/// `git sandbox reindex`, which makes the index follow the notes.) Returns how many came back.
-pub fn restore_lost_notes(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Result<usize> {
+/// Bring notes and index back in line for a repository: write again the notes of indexed runs
+/// whose note is gone (plain `git notes add` does not compare-and-swap, so one racing with our
+/// write can drop our notes; the index still holds them), and queue again the commits whose
+/// note now holds no record for them. (To drop a result on purpose, remove the note and run
+/// `git sandbox reindex`, which makes the index follow the notes.) Returns how many notes came
+/// back and how many commits were queued again.
+pub fn restore_lost_notes(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+) -> Result<(usize, usize)> {
     let records = ctx.index.run_records(&row.repository_id)?;
-    super::results::rewrite_missing(ctx, repo, row, &records)
+    let restored = super::results::rewrite_missing(ctx, repo, row, &records)?;
+    let requeued = super::results::unreadable(ctx, repo, row, &records)?.len();
+    Ok((restored, requeued))
 }
 
 fn parents(repo: &gix::Repository, id: ObjectId) -> Vec<ObjectId> {

@@ -101,9 +101,16 @@ pub fn own_record(
     reader: &mut NoteReader,
     commit: ObjectId,
 ) -> Result<Option<RunRecord>> {
-    if let Some(r) = reader.record(repo, commit)? {
-        return Ok(Some(r));
+    match reader.read(repo, commit)? {
+        Some(NoteRecord::Found(r)) => Ok(Some(*r)),
+        // A note that holds no record for this commit says it was not run.
+        Some(_) => Ok(None),
+        None => indexed(ctx, row, commit),
     }
+}
+
+/// The index's record of this very commit.
+fn indexed(ctx: &Context, row: &RepoRow, commit: ObjectId) -> Result<Option<RunRecord>> {
     let hex = commit.to_string();
     Ok(ctx
         .index
@@ -148,18 +155,23 @@ pub fn usable(r: &RunRecord, info: &CommitInfo, key: &str) -> bool {
         && !matches!(r.status, Status::Error | Status::Unknown)
 }
 
-/// A first-hand result of the same tree under config `key`, as a record for `info`.
+/// A first-hand result of the same tree under config `key`, made for another commit, as a
+/// record for `info` (marked `cached_from`). A commit's own indexed record is never its cache:
+/// when its note says it was not run, it was not.
 pub fn tree_hit(ctx: &Context, row: &RepoRow, info: &CommitInfo, key: &str) -> Option<RunRecord> {
     let hit = ctx
         .index
-        .run_for_tree(&row.repository_id, &info.tree.to_string(), Some(key))
+        .run_for_tree(
+            &row.repository_id,
+            &info.tree.to_string(),
+            Some(key),
+            &info.id.to_string(),
+        )
         .ok()??;
     let mut r = hit.record;
-    if r.commit != info.id {
-        r.cached_from = Some(r.commit.clone());
-        r.commit = info.id.to_string();
-        r.parents = info.parents.iter().map(|p| p.to_string()).collect();
-    }
+    r.cached_from = Some(r.commit.clone());
+    r.commit = info.id.to_string();
+    r.parents = info.parents.iter().map(|p| p.to_string()).collect();
     Some(r)
 }
 
@@ -227,9 +239,10 @@ fn write_notes(repo: &gix::Repository, records: &[RunRecord]) -> Result<()> {
     Ok(())
 }
 
-/// Write again the notes of `records` that are not in place (a writer that does not
-/// compare-and-swap, like plain `git notes add`, can replace the notes ref and drop ours).
-/// Returns how many were written again.
+/// Write again the notes of `records` that are not in place: gone, or older than the record (a
+/// writer that does not compare-and-swap, like plain `git notes add`, can replace the notes ref
+/// and drop ours). A note that holds something else is left alone (see [`unreadable`]). Returns
+/// how many were written again.
 pub fn rewrite_missing(
     ctx: &Context,
     repo: &gix::Repository,
@@ -242,9 +255,11 @@ pub fn rewrite_missing(
         let Ok(id) = ObjectId::from_hex(r.commit.as_bytes()) else {
             continue;
         };
-        let in_place = reader
-            .record(repo, id)?
-            .is_some_and(|n| n.finished_at >= r.finished_at);
+        let in_place = match reader.read(repo, id)? {
+            None => false,
+            Some(NoteRecord::Found(n)) => n.finished_at >= r.finished_at,
+            Some(_) => true,
+        };
         if !in_place && repo.find_commit(id).is_ok() {
             lost.push(r.clone());
         }
@@ -261,4 +276,42 @@ pub fn rewrite_missing(
         )?;
     }
     Ok(lost.len())
+}
+
+/// Indexed results whose note now holds no record for their commit (garbage, half a record, or
+/// another commit's record): the commit counts as not run, so its index row goes (the index
+/// follows the notes) and it is queued again; its next result replaces the bad note. Returns
+/// the commits queued again.
+pub fn unreadable(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    records: &[RunRecord],
+) -> Result<Vec<String>> {
+    let mut reader = NoteReader::new(repo)?;
+    let mut bad = Vec::new();
+    for r in records {
+        let Ok(id) = ObjectId::from_hex(r.commit.as_bytes()) else {
+            continue;
+        };
+        if matches!(
+            reader.read(repo, id)?,
+            Some(NoteRecord::Invalid(_) | NoteRecord::NotForThisCommit)
+        ) {
+            ctx.index.delete_run(&row.repository_id, &r.commit)?;
+            bad.push((r.commit.clone(), r.refname.clone()));
+        }
+    }
+    if !bad.is_empty() {
+        ctx.index.requeue(&row.repository_id, &bad, "watch")?;
+        let commits: Vec<&str> = bad.iter().map(|(c, _)| c.as_str()).collect();
+        ctx.index.add_event(
+            "notes.unreadable",
+            Some(&row.repository_id),
+            None,
+            None,
+            &serde_json::json!({ "commits": commits, "reasons": reader.invalid.iter().map(|(c, w)| format!("{}: {w}", util::short(&c.to_string()))).collect::<Vec<_>>() }),
+        )?;
+    }
+    Ok(bad.into_iter().map(|(c, _)| c).collect())
 }

@@ -258,13 +258,20 @@ fn run_one(
     if !opts.force {
         // The commit's own result: its note, else the index (a deleted index, a crash between
         // writing the note and indexing it, a note a non-CAS writer dropped).
-        let noted = reader.record(repo, info.id)?;
-        let own = match noted.clone() {
-            Some(r) => Some(r),
-            None => ctx
-                .index
-                .run_for_commit(&row.repository_id, &record.commit)?
-                .map(|run| run.record),
+        let (noted, own) = match reader.read(repo, info.id)? {
+            Some(crate::model::NoteRecord::Found(r)) => (Some(*r.clone()), Some(*r)),
+            // A note that holds no record for this commit: not run. The index follows the
+            // note, and the new result replaces it.
+            Some(_) => {
+                ctx.index.delete_run(&row.repository_id, &record.commit)?;
+                (None, None)
+            }
+            None => (
+                None,
+                ctx.index
+                    .run_for_commit(&row.repository_id, &record.commit)?
+                    .map(|run| run.record),
+            ),
         };
         if let Some(r) = own.filter(|r| results::usable(r, info, &key)) {
             let source = if noted.as_ref() == Some(&r) {

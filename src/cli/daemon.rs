@@ -85,7 +85,16 @@ fn status(paths: &Paths, json: bool) -> CmdResult {
             "uptime_s",
         ] {
             if let Some(x) = v.get(key) {
-                println!("  {key:<13} {x}");
+                let why = if key == "pending_jobs" {
+                    let map: std::collections::BTreeMap<String, u64> = v
+                        .get("pending_by_trigger")
+                        .and_then(|m| serde_json::from_value(m.clone()).ok())
+                        .unwrap_or_default();
+                    super::status::queue_reasons(&map)
+                } else {
+                    String::new()
+                };
+                println!("  {key:<13} {x}{why}");
             }
         }
     }

@@ -28,7 +28,7 @@ pub fn cmd_log(args: LogArgs) -> CmdResult {
     let dir = cwd()?;
     crate::git::discover(&dir)?;
     let ctx = Context::load()?;
-    let (repo, _row) = repos::require_registered(&ctx, &dir)?;
+    let (repo, row) = repos::require_registered(&ctx, &dir)?;
     let spec = args.range.clone().unwrap_or_else(|| "HEAD".into());
     let mut commits = if spec.contains("..") {
         crate::git::resolve_commits(&repo, &spec)?
@@ -50,7 +50,7 @@ pub fn cmd_log(args: LogArgs) -> CmdResult {
     let mut entries = Vec::new();
     for c in commits {
         let info = crate::git::commit_info(&repo, c)?;
-        let result = reader.record(&repo, c)?;
+        let result = crate::app::results::own_record(&ctx, &repo, &row, &mut reader, c)?;
         entries.push(Entry {
             commit: c.to_string(),
             summary: info.summary,

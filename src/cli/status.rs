@@ -20,6 +20,12 @@ pub fn cmd_status(args: StatusArgs) -> CmdResult {
     let success_rate = (runs > 0).then(|| passed as f64 / runs as f64);
     let daemon = crate::ipc::running(&ctx.paths.home);
     let (queued, running) = ctx.index.queue_depth()?;
+    let why = ctx.index.pending_by_trigger()?;
+    let unindexed: Vec<String> = crate::store::registry::list(&ctx.paths.home)
+        .into_iter()
+        .filter(|e| !stats.iter().any(|s| s.repo.repository_id == e.id))
+        .map(|e| e.path.display().to_string())
+        .collect();
     if args.json {
         print_json(&serde_json::json!({
             "home": ctx.paths.home,
@@ -36,6 +42,8 @@ pub fn cmd_status(args: StatusArgs) -> CmdResult {
                 "pending_jobs": pending,
             },
             "daemon": {"running": daemon.is_some(), "pid": daemon, "queued_jobs": queued, "running_jobs": running},
+            "queue": {"pending": queued, "running": running, "pending_by_trigger": why},
+            "unindexed_repositories": unindexed,
         }));
         return Ok(0);
     }
@@ -56,7 +64,10 @@ pub fn cmd_status(args: StatusArgs) -> CmdResult {
         "mean duration: {}",
         mean.map_or("-".into(), |m| ui::duration(m.round() as u64))
     );
-    println!("queue:         {queued} pending, {running} running");
+    println!(
+        "queue:         {queued} pending{}, {running} running",
+        queue_reasons(&why)
+    );
     println!(
         "daemon:        {}",
         daemon.map_or(
@@ -64,6 +75,14 @@ pub fn cmd_status(args: StatusArgs) -> CmdResult {
             |pid| format!("running (pid {pid})")
         )
     );
+    if !unindexed.is_empty() {
+        eprintln!(
+            "hint: {} registered repositor{} not in the index (was index.db deleted?): {}; run `git sandbox reindex` to bring back their results",
+            unindexed.len(),
+            if unindexed.len() == 1 { "y is" } else { "ies are" },
+            unindexed.join(", ")
+        );
+    }
     if !stats.is_empty() {
         println!();
         let rows: Vec<Vec<String>> = stats
@@ -97,4 +116,13 @@ pub fn cmd_status(args: StatusArgs) -> CmdResult {
         );
     }
     Ok(0)
+}
+
+/// ` (10 backfill, 2 hook)`: why the pending jobs were queued.
+pub fn queue_reasons(why: &std::collections::BTreeMap<String, u64>) -> String {
+    if why.is_empty() {
+        return String::new();
+    }
+    let parts: Vec<String> = why.iter().map(|(t, n)| format!("{n} {t}")).collect();
+    format!(" ({})", parts.join(", "))
 }

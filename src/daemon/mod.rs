@@ -125,9 +125,11 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
             }
             Ok(Msg::Status(reply)) => {
                 let (pending, running) = ctx.index.queue_depth().unwrap_or((0, 0));
+                let why = ctx.index.pending_by_trigger().unwrap_or_default();
                 let _ = reply.send(serde_json::json!({
                     "pid": std::process::id(), "workers": workers, "busy_workers": workers - idle,
-                    "pending_jobs": pending, "running_jobs": running, "repositories": repos.rows.len(),
+                    "pending_jobs": pending, "pending_by_trigger": why,
+                    "running_jobs": running, "repositories": repos.rows.len(),
                     "uptime_s": started.elapsed().as_secs(), "stopping": stopping.is_some(),
                 }));
             }
@@ -221,9 +223,15 @@ fn scan(ctx: &Context, row: &RepoRow, full: bool) {
                 crate::git::notes::remove_stale_locks(&repo, r);
             }
             if full {
-                let restored = notify::restore_lost_notes(ctx, &repo, row)?;
+                let (restored, requeued) = notify::restore_lost_notes(ctx, &repo, row)?;
                 if restored > 0 {
                     log(&format!("{}: wrote {restored} lost notes again", row.name));
+                }
+                if requeued > 0 {
+                    log(&format!(
+                        "{}: {requeued} notes hold no run record for their commit; queued those commits again",
+                        row.name
+                    ));
                 }
             }
             notify::scan(ctx, &repo, &row.repository_id, "watch")

@@ -67,6 +67,34 @@ impl Index {
         Ok(added)
     }
 
+    /// Queue `commits` again, also those whose job already completed or failed (their result
+    /// was lost): such jobs become pending with a fresh attempt count. Returns how many.
+    pub fn requeue(
+        &self,
+        repository_id: &str,
+        commits: &[(String, Option<String>)],
+        trigger: &str,
+    ) -> Result<usize> {
+        let now = crate::util::time::now_rfc3339();
+        let tx = self.conn.unchecked_transaction()?;
+        let mut n = 0;
+        {
+            let mut stmt = tx.prepare_cached(
+                "INSERT INTO jobs (repository_id, commit_id, refname, trigger, state, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, 'pending', ?5, ?5)
+                 ON CONFLICT (repository_id, commit_id) DO UPDATE SET
+                    state = 'pending', attempts = 0, error = NULL, not_before = NULL,
+                    trigger = excluded.trigger, updated_at = excluded.updated_at
+                 WHERE jobs.state IN ('completed', 'failed')",
+            )?;
+            for (commit, refname) in commits {
+                n += stmt.execute(params![repository_id, commit, refname, trigger, now])?;
+            }
+        }
+        tx.commit()?;
+        Ok(n)
+    }
+
     /// Whether a commit already has a job in any state.
     pub fn has_job(&self, repository_id: &str, commit: &str) -> Result<bool> {
         let mut stmt = self
@@ -164,6 +192,19 @@ impl Index {
             ],
         )?;
         Ok(retry)
+    }
+
+    /// Pending jobs by why they were queued (their trigger: hook, watch, backfill, …).
+    pub fn pending_by_trigger(&self) -> Result<std::collections::BTreeMap<String, u64>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT trigger, COUNT(*) FROM jobs WHERE state = 'pending' GROUP BY trigger",
+        )?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as u64))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
     }
 
     /// Jobs waiting or in flight.

@@ -71,21 +71,24 @@ impl Index {
             .optional()?)
     }
 
-    /// A finished, first-hand result for the same tree under the same config (the cache).
+    /// A finished, first-hand result for the same tree under the same config (the cache), made
+    /// for another commit than `not_commit`.
     pub fn run_for_tree(
         &self,
         repository_id: &str,
         tree: &str,
         config_hash: Option<&str>,
+        not_commit: &str,
     ) -> Result<Option<RunRow>> {
         Ok(self
             .conn
             .query_row(
                 "SELECT id, record FROM runs
                  WHERE repository_id = ?1 AND tree_id = ?2 AND (?3 IS NULL OR config_hash = ?3)
-                   AND cached_from IS NULL AND status != 'error'
+                   AND cached_from IS NULL AND status NOT IN ('error', 'unknown')
+                   AND commit_id != ?4
                  ORDER BY finished_at DESC LIMIT 1",
-                params![repository_id, tree, config_hash],
+                params![repository_id, tree, config_hash, not_commit],
                 |r| decode(r.get(0)?, r.get(1)?),
             )
             .optional()?)
@@ -100,6 +103,15 @@ impl Index {
             .query_map([repository_id], |r| decode(r.get(0)?, r.get(1)?))?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         Ok(rows.into_iter().map(|r| r.record).collect())
+    }
+
+    /// Forget the indexed result of one commit.
+    pub fn delete_run(&self, repository_id: &str, commit: &str) -> Result<()> {
+        self.conn.execute(
+            "DELETE FROM runs WHERE repository_id = ?1 AND commit_id = ?2",
+            [repository_id, commit],
+        )?;
+        Ok(())
     }
 
     pub fn delete_runs(&self, repository_id: &str) -> Result<usize> {
