@@ -78,7 +78,6 @@ fn resolve_repo(ctx: &Context, r: &str) -> Result<String, CommandError> {
 }
 
 fn print(e: &Event, json: bool) {
-    use std::io::Write;
     let line = if json {
         serde_json::to_string(e).expect("events serialize")
     } else {
@@ -96,9 +95,6 @@ fn print(e: &Event, json: bool) {
             }
         )
     };
-    let mut out = std::io::stdout().lock();
-    if writeln!(out, "{line}").and_then(|_| out.flush()).is_err() {
-        // The reader went away (e.g. `| head`): stop quietly.
-        std::process::exit(0);
-    }
+    // Flushed line by line for `--follow`; a reader that went away ends it by SIGPIPE.
+    super::outln!("{line}");
 }
