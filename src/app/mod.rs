@@ -10,6 +10,7 @@ pub mod promote;
 pub mod reindex;
 pub mod repos;
 pub mod run;
+pub mod select;
 
 use crate::config::{ConfigError, Layers, Paths};
 use crate::git::GitError;
@@ -49,7 +50,13 @@ impl AppError {
             ),
             AppError::Git(e) => matches!(
                 e,
-                GitError::NotARepo { .. } | GitError::BadRevision { .. } | GitError::EmptyRange(_)
+                GitError::NotARepo { .. }
+                    | GitError::BadRevision { .. }
+                    | GitError::EmptyRange(_)
+                    | GitError::UnknownRevision { .. }
+                    | GitError::PastRoot { .. }
+                    | GitError::NoSuchParent { .. }
+                    | GitError::NotACommit { .. }
             ),
             AppError::Io { .. } | AppError::Refused(_) => false,
         }

@@ -129,3 +129,16 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) {
         println!("{}", line(row.clone()));
     }
 }
+
+/// The arguments as the user wrote them, for a message.
+pub fn revisions(revs: &[String], all: bool) -> String {
+    let mut words: Vec<&str> = revs.iter().map(String::as_str).collect();
+    if all {
+        words.push("--all");
+    }
+    if words.is_empty() {
+        "HEAD".into()
+    } else {
+        words.join(" ")
+    }
+}
