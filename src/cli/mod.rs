@@ -2,6 +2,7 @@
 //! one line on stderr and an exit code: 0 success, 1 a reported failure, 2 bad usage or input.
 
 mod analyze;
+mod completions;
 mod daemon;
 mod demo;
 mod doctor;
@@ -10,6 +11,7 @@ mod events;
 mod exec;
 mod experiment;
 mod init;
+mod install_man_pages;
 mod kill;
 mod list;
 mod log;
@@ -59,6 +61,8 @@ enum Command {
     Events(events::EventsArgs),
     Demo(demo::DemoArgs),
     Doctor(doctor::DoctorArgs),
+    Completions(completions::CompletionsArgs),
+    InstallManPages(install_man_pages::InstallManPagesArgs),
     #[command(hide = true)]
     Notify(notify::NotifyArgs),
     #[command(name = "__sandbox-exec", hide = true)]
@@ -152,6 +156,8 @@ pub fn main() -> i32 {
         Command::Demo(a) => demo::cmd_demo(a),
         Command::Notify(a) => notify::cmd_notify(a),
         Command::Doctor(a) => doctor::cmd_doctor(a),
+        Command::Completions(a) => completions::cmd_completions(a),
+        Command::InstallManPages(a) => install_man_pages::cmd_install_man_pages(a),
         Command::SandboxExec(a) => sandbox_exec::cmd_sandbox_exec(a),
     };
     match result {
@@ -162,6 +168,11 @@ pub fn main() -> i32 {
             e.exit
         }
     }
+}
+
+/// The whole command line definition, for completions and man pages.
+fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
 }
 
 fn set_sigpipe(action: libc::sighandler_t) {

@@ -142,3 +142,17 @@ pub fn revisions(revs: &[String], all: bool) -> String {
         words.join(" ")
     }
 }
+
+/// `1 file`, `2 files`, `0 files`: a count with its noun, plural unless the count is one.
+pub fn plural(n: impl TryInto<u64>, noun: &str) -> String {
+    let n: u64 = n.try_into().unwrap_or(u64::MAX);
+    if n == 1 {
+        format!("1 {noun}")
+    } else if let Some(stem) = noun.strip_suffix("ss") {
+        format!("{n} {stem}sses")
+    } else if noun.ends_with('y') && !noun.ends_with("ey") {
+        format!("{n} {}ies", &noun[..noun.len() - 1])
+    } else {
+        format!("{n} {noun}s")
+    }
+}
