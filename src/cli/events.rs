@@ -86,7 +86,10 @@ fn print(e: &Event, json: bool) {
             e.id,
             e.time,
             e.kind,
-            e.repository_id.as_deref().unwrap_or("-"),
+            e.repository
+                .as_deref()
+                .or(e.repository_id.as_deref())
+                .unwrap_or("-"),
             e.commit.as_deref().map(crate::util::short).unwrap_or("-"),
             if e.data.is_null() {
                 String::new()
