@@ -476,7 +476,9 @@ fn demo_runs_end_to_end() {
     let o = w.sandbox(&w.work(), &["demo"]);
     assert_eq!(o.code, 0, "{o:?}");
     assert!(
-        o.stdout.contains("Done: 2 commits run, HEAD passed."),
+        // main's two commits, the experiment's head, and the merge (the experiment's tree).
+        o.stdout
+            .contains("Done: 4 commits with a result (3 run, 1 from the cache); all passed."),
         "{o:?}"
     );
     assert!(o.stdout.contains("[8/8] promote it"), "{o:?}");

@@ -3,6 +3,7 @@
 //! promote or kill an experiment).
 
 pub mod analyze;
+pub mod demo;
 pub mod eval;
 pub mod experiments;
 pub mod notify;
