@@ -66,3 +66,75 @@ fn events_name_the_repository() {
         "{e}"
     );
 }
+
+#[test]
+fn show_counts_like_git_and_quotes_paths_and_marks_binary_files() {
+    let w = World::new();
+    let repo = w.new_repo("paths");
+    let files = [
+        ("café.txt", "one line\n"),
+        ("tab\tname.txt", "one line\n"),
+        ("say \"hi\".txt", "one line\n"),
+    ];
+    for (path, body) in files {
+        std::fs::write(repo.join(path), body).unwrap();
+    }
+    std::fs::write(repo.join("logo.bin"), b"\x89PNG\0\0\x01\x02").unwrap();
+    w.git(&repo, &["add", "-A"]);
+    w.commit(&repo, &[], "odd names");
+    assert_eq!(w.sandbox(&repo, &["run", "--command", "true"]).code, 0);
+    let o = w.sandbox(&repo, &["show"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(
+        o.stdout.contains("\n 4 files changed, 3 insertions(+)\n"),
+        "{o:?}"
+    );
+    assert!(o.stdout.contains("  added     logo.bin (Bin)\n"), "{o:?}");
+    // Each path exactly as git quotes it (core.quotePath, the default).
+    let quoted = w.git(&repo, &["show", "--name-only", "--format=", "HEAD"]);
+    for path in quoted.lines().filter(|p| p.starts_with('"')) {
+        assert!(
+            o.stdout.contains(&format!("  added     {path} (+1 -0)\n")),
+            "{path}: {o:?}"
+        );
+    }
+    assert_eq!(quoted.lines().filter(|p| p.starts_with('"')).count(), 3);
+    assert!(o.stdout.contains(r#""caf\303\251.txt""#), "{o:?}");
+    // One file is one file.
+    w.commit(&repo, &[("one.txt", "a\nb\n")], "one");
+    assert_eq!(w.sandbox(&repo, &["run", "--command", "true"]).code, 0);
+    let o = w.sandbox(&repo, &["show"]);
+    assert!(
+        o.stdout.contains("\n 1 file changed, 2 insertions(+)\n"),
+        "{o:?}"
+    );
+}
+
+#[test]
+fn analysis_counts_have_their_plural_and_issue_paths_are_quoted() {
+    let w = World::new();
+    let dir = w.path("project/dir é");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("f.py"),
+        "class One:\n    pass\n\n\ndef f(a, b, c, d, e, g, h):\n    return 1\n",
+    )
+    .unwrap();
+    let o = w.sandbox(&w.work(), &["analyze", w.path("project").to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let lines: Vec<&str> = o.stdout.lines().collect();
+    assert_eq!(
+        lines[0], "1 file, 6 lines: 4 code, 0 comment, 2 blank",
+        "{o:?}"
+    );
+    assert!(
+        lines[1].starts_with("1 function, 1 class, complexity mean"),
+        "{o:?}"
+    );
+    assert!(o.stdout.contains("\n1 potential issue:\n"), "{o:?}");
+    assert!(
+        o.stdout
+            .contains("  \"dir \\303\\251/f.py\":5 too_many_parameters: "),
+        "{o:?}"
+    );
+}

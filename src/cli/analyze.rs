@@ -1,4 +1,4 @@
-use super::{cwd, print_json, CmdResult};
+use super::{cwd, print_json, ui, CmdResult};
 use crate::app::{analyze, Context};
 use crate::model::Analysis;
 
@@ -35,12 +35,19 @@ pub fn cmd_analyze(args: AnalyzeArgs) -> CmdResult {
 
 fn print_human(a: &Analysis) {
     println!(
-        "{} files, {} lines: {} code, {} comment, {} blank",
-        a.files_analyzed, a.total_lines, a.code_lines, a.comment_lines, a.blank_lines
+        "{}, {}: {} code, {} comment, {} blank",
+        ui::plural(a.files_analyzed, "file"),
+        ui::plural(a.total_lines, "line"),
+        a.code_lines,
+        a.comment_lines,
+        a.blank_lines
     );
     println!(
-        "{} functions, {} classes, complexity mean {:.2}, max {}",
-        a.functions_found, a.classes_found, a.complexity_score, a.complexity_max
+        "{}, {}, complexity mean {:.2}, max {}",
+        ui::plural(a.functions_found, "function"),
+        ui::plural(a.classes_found, "class"),
+        a.complexity_score,
+        a.complexity_max
     );
     if !a.languages.is_empty() {
         println!();
@@ -58,7 +65,7 @@ fn print_human(a: &Analysis) {
                 ]
             })
             .collect();
-        super::ui::table(
+        ui::table(
             &[
                 "LANGUAGE",
                 "FILES",
@@ -81,9 +88,13 @@ fn print_human(a: &Analysis) {
         }
     }
     if !a.potential_issues.is_empty() {
-        println!("\n{} potential issues:", a.potential_issues.len());
+        println!(
+            "\n{}:",
+            ui::plural(a.potential_issues.len(), "potential issue")
+        );
         for i in &a.potential_issues {
-            println!("  {}:{} {}: {}", i.path, i.line, i.kind, i.message);
+            let path = ui::quote_path(&i.path);
+            println!("  {path}:{} {}: {}", i.line, i.kind, i.message);
         }
     }
 }

@@ -124,9 +124,9 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
     }
     if outcome.interrupted {
         eprintln!(
-            "interrupted: {} of {} commits done; their results are saved",
+            "interrupted: {} of {} done; their results are saved",
             outcome.records.len(),
-            commits.len()
+            ui::plural(commits.len(), "commit")
         );
         return Ok(130);
     }
