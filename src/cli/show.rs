@@ -159,8 +159,8 @@ fn print_human(r: &RunRecord, summary: &str) {
         }
         if a.potential_issues.len() > 20 {
             println!(
-                "  … and {} more (--json shows all)",
-                ui::plural(a.potential_issues.len() - 20, "issue")
+                "  … and {} (--json shows all)",
+                ui::plural(a.potential_issues.len() - 20, "more issue")
             );
         }
     }
