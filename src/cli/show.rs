@@ -101,11 +101,10 @@ fn print_human(r: &RunRecord, summary: &str) {
                     .map(|l| format!("{} ({})", l.layer, l.detail))
                     .collect();
                 if missing.is_empty() {
-                    println!("  sandbox:  {} enforced", ui::plural(enforced, "layer"));
+                    println!("  sandbox:  {enforced} layers enforced");
                 } else {
                     println!(
-                        "  sandbox:  degraded, {} enforced; unavailable: {}",
-                        ui::plural(enforced, "layer"),
+                        "  sandbox:  degraded, {enforced} layers enforced; unavailable: {}",
                         missing.join("; ")
                     );
                 }
