@@ -128,3 +128,38 @@ fn a_helper_that_cannot_start_is_a_spawn_error() {
         .unwrap()
         .contains("cannot start the sandbox helper"));
 }
+
+#[test]
+fn a_test_command_gets_sigpipe_and_no_blocked_signals() {
+    // `yes | head -1` must end with `yes` killed by SIGPIPE (exit 141), as in a terminal: an
+    // ignored SIGPIPE inherited through execve would leave it writing into a closed pipe instead
+    // (exit 1, "Broken pipe"), and `sh` cannot reset a signal ignored on entry.
+    let d = tempfile::tempdir().unwrap();
+    let log = d.path().join("l.log");
+    let flag = AtomicBool::new(false);
+    let (sb, limits) = (sandbox(), Config::default().limits);
+    let o = run(spec(
+        "{ yes; echo \"yes=$?\" >status; } | head -1; cat status; \
+         sed -n 's/^\\(Sig[IB][gl][nk]\\):[[:space:]]*/\\1 /p' /proc/self/status",
+        d.path(),
+        &log,
+        &flag,
+        &sb,
+        &limits,
+    ));
+    assert_eq!(o.exit_code, Some(0), "{o:?}");
+    assert!(o.duration < Duration::from_secs(5), "{:?}", o.duration);
+    let lines: Vec<&str> = o.output_tail.lines().collect();
+    assert_eq!(lines[..2], ["y", "yes=141"], "{o:?}");
+    let mask = |name: &str| {
+        let line = lines.iter().find(|l| l.starts_with(name)).expect(name);
+        u64::from_str_radix(line.split(' ').nth(1).unwrap(), 16).unwrap()
+    };
+    assert_eq!(mask("SigBlk"), 0, "blocked signals: {o:?}");
+    const SIGPIPE: u32 = 13;
+    assert_eq!(
+        mask("SigIgn") & (1 << (SIGPIPE - 1)),
+        0,
+        "SIGPIPE ignored: {o:?}"
+    );
+}

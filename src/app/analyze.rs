@@ -1,7 +1,7 @@
 //! Analysis of a commit's tree: file results come from the index's blob cache when it has them,
 //! and only the rest is parsed (in parallel), so a one-file change parses one file.
 
-use super::Result;
+use super::{AppError, Context, Result};
 use crate::analysis::{self, Aggregator, FileAnalysis, Options};
 use crate::config::AnalysisConfig;
 use crate::git::gix_err;
@@ -9,6 +9,7 @@ use crate::model::Analysis;
 use crate::store::Index;
 use gix::bstr::ByteSlice;
 use gix::ObjectId;
+use std::path::Path;
 
 pub fn options(cfg: &AnalysisConfig) -> Options {
     Options {
@@ -102,4 +103,55 @@ pub fn analyze_tree(
         index.put_analysis(&fresh)?;
     }
     Ok(agg.finish())
+}
+
+/// What `analyze` printed, and a note for the user when the argument was ambiguous.
+pub struct Analyzed {
+    pub analysis: Analysis,
+    pub note: Option<String>,
+}
+
+/// Analyse a revision (default `HEAD` of the repository at `cwd`) or a directory. An argument
+/// that resolves as a revision in the repository at `cwd` is taken as one, even when a directory
+/// of that name exists (then the note says so and how to name the directory: `./main`); anything
+/// else that is a directory is analysed as a directory.
+pub fn analyze(ctx: &Context, cwd: &Path, target: Option<&str>) -> Result<Analyzed> {
+    let repo = crate::git::discover(cwd).ok();
+    let rev = target.unwrap_or("HEAD");
+    let dir = target.map(|t| cwd.join(t)).filter(|p| p.is_dir());
+    let commit = match (&repo, &dir) {
+        (Some(repo), None) => Some(crate::git::resolve_commit(repo, rev)?),
+        (Some(repo), Some(_)) => crate::git::resolve_commit(repo, rev).ok(),
+        (None, _) => None,
+    };
+    if let (Some(commit), Some(repo)) = (commit, &repo) {
+        let info = crate::git::commit_info(repo, commit)?;
+        let flags = crate::config::ConfigFile::default();
+        let cfg = super::run::config_for(ctx, repo, &info, None, &flags)?;
+        return Ok(Analyzed {
+            analysis: analyze_tree(&ctx.index, repo, info.tree, &cfg.analysis)?,
+            note: dir.map(|_| {
+                format!("{rev} is both a revision and a directory; analysed the revision (write ./{rev} for the directory)")
+            }),
+        });
+    }
+    if let Some(dir) = dir {
+        let cfg = ctx.layers.with_repo_dir(&dir)?.resolve();
+        let analysis = analysis::analyze_dir(&dir, &options(&cfg.analysis))
+            .map_err(|e| AppError::Usage(format!("cannot analyse {}: {e}", dir.display())))?;
+        return Ok(Analyzed {
+            analysis,
+            note: None,
+        });
+    }
+    match target {
+        None => Err(crate::git::GitError::NotARepo {
+            path: cwd.to_path_buf(),
+        }
+        .into()),
+        Some(t) => Err(AppError::Usage(format!(
+            "{t:?} is not a directory, and {} is not inside a git repository to look it up as a revision; name a directory, or run this inside the repository",
+            cwd.display()
+        ))),
+    }
 }

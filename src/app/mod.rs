@@ -3,6 +3,7 @@
 //! promote or kill an experiment).
 
 pub mod analyze;
+pub mod demo;
 pub mod eval;
 pub mod experiments;
 pub mod notify;
@@ -11,6 +12,7 @@ pub mod reindex;
 pub mod repos;
 pub mod results;
 pub mod run;
+pub mod select;
 
 use crate::config::{ConfigError, Layers, Paths};
 use crate::git::GitError;
@@ -50,7 +52,13 @@ impl AppError {
             ),
             AppError::Git(e) => matches!(
                 e,
-                GitError::NotARepo { .. } | GitError::BadRevision { .. } | GitError::EmptyRange(_)
+                GitError::NotARepo { .. }
+                    | GitError::BadRevision { .. }
+                    | GitError::EmptyRange(_)
+                    | GitError::UnknownRevision { .. }
+                    | GitError::PastRoot { .. }
+                    | GitError::NoSuchParent { .. }
+                    | GitError::NotACommit { .. }
             ),
             AppError::Io { .. } | AppError::Refused(_) => false,
         }

@@ -1,14 +1,17 @@
-use super::{cwd, print_json, CmdResult};
-use crate::app::{analyze, run::config_for, Context};
-use crate::config::ConfigFile;
+use super::{cwd, print_json, ui, CmdResult};
+use crate::app::{analyze, Context};
 use crate::model::Analysis;
 
 /// Analyse the code of a revision (default HEAD) or of any directory, and print it. Writes
 /// nothing to the repository.
 ///
+/// An argument that names a revision of the repository you are in is taken as the revision, even
+/// when a directory has the same name (write `./NAME` for the directory).
+///
 /// Examples: `git sandbox analyze`, `git sandbox analyze v1.2`, `git sandbox analyze ~/src/project --json`
 #[derive(clap::Args)]
 pub struct AnalyzeArgs {
+    /// A revision (default HEAD) or a directory.
     #[arg(value_name = "REV|DIR")]
     pub target: Option<String>,
     #[arg(long)]
@@ -16,46 +19,35 @@ pub struct AnalyzeArgs {
 }
 
 pub fn cmd_analyze(args: AnalyzeArgs) -> CmdResult {
-    let target = args.target.clone().unwrap_or_else(|| "HEAD".into());
-    let as_dir = std::path::Path::new(&target);
-    let analysis = if as_dir.is_dir() && (args.target.is_some()) && !looks_like_rev_in_repo(&target)
-    {
-        let ctx = Context::load()?;
-        let cfg = ctx.layers.with_repo_dir(as_dir)?.resolve();
-        crate::analysis::analyze_dir(as_dir, &analyze::options(&cfg.analysis)).map_err(|e| {
-            super::CommandError::usage(format!("cannot analyse {}: {e}", as_dir.display()))
-        })?
-    } else {
-        let dir = cwd()?;
-        let repo = crate::git::discover(&dir)?;
-        let ctx = Context::load()?;
-        let commit = crate::git::resolve_commit(&repo, &target)?;
-        let info = crate::git::commit_info(&repo, commit)?;
-        let cfg = config_for(&ctx, &repo, &info, None, &ConfigFile::default())?;
-        analyze::analyze_tree(&ctx.index, &repo, info.tree, &cfg.analysis)?
-    };
+    let dir = cwd()?;
+    let ctx = Context::load()?;
+    let analyzed = analyze::analyze(&ctx, &dir, args.target.as_deref())?;
+    if let Some(note) = &analyzed.note {
+        eprintln!("note: {note}");
+    }
     if args.json {
-        print_json(&analysis);
+        print_json(&analyzed.analysis);
     } else {
-        print_human(&analysis);
+        print_human(&analyzed.analysis);
     }
     Ok(0)
 }
 
-/// A name that is both a directory and a revision (e.g. `main` next to a `main/` folder) is a
-/// revision only when written with a revision marker; plain paths win.
-fn looks_like_rev_in_repo(s: &str) -> bool {
-    s.contains('~') || s.contains('^') || s.contains('@')
-}
-
 fn print_human(a: &Analysis) {
     println!(
-        "{} files, {} lines: {} code, {} comment, {} blank",
-        a.files_analyzed, a.total_lines, a.code_lines, a.comment_lines, a.blank_lines
+        "{}, {}: {} code, {} comment, {} blank",
+        ui::plural(a.files_analyzed, "file"),
+        ui::plural(a.total_lines, "line"),
+        a.code_lines,
+        a.comment_lines,
+        a.blank_lines
     );
     println!(
-        "{} functions, {} classes, complexity mean {:.2}, max {}",
-        a.functions_found, a.classes_found, a.complexity_score, a.complexity_max
+        "{}, {}, complexity mean {:.2}, max {}",
+        ui::plural(a.functions_found, "function"),
+        ui::plural(a.classes_found, "class"),
+        a.complexity_score,
+        a.complexity_max
     );
     if !a.languages.is_empty() {
         println!();
@@ -73,7 +65,7 @@ fn print_human(a: &Analysis) {
                 ]
             })
             .collect();
-        super::ui::table(
+        ui::table(
             &[
                 "LANGUAGE",
                 "FILES",
@@ -96,9 +88,13 @@ fn print_human(a: &Analysis) {
         }
     }
     if !a.potential_issues.is_empty() {
-        println!("\n{} potential issues:", a.potential_issues.len());
+        println!(
+            "\n{}:",
+            ui::plural(a.potential_issues.len(), "potential issue")
+        );
         for i in &a.potential_issues {
-            println!("  {}:{} {}: {}", i.path, i.line, i.kind, i.message);
+            let path = ui::quote_path(&i.path);
+            println!("  {path}:{} {}: {}", i.line, i.kind, i.message);
         }
     }
 }

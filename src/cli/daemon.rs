@@ -1,4 +1,4 @@
-use super::{print_json, CmdResult, CommandError};
+use super::{outln, print_json, CmdResult, CommandError};
 use crate::config::Paths;
 use std::time::{Duration, Instant};
 
@@ -62,7 +62,7 @@ fn status(paths: &Paths, json: bool) -> CmdResult {
         if json {
             print_json(&serde_json::json!({"running": false}));
         } else {
-            println!("daemon: not running (start it with `git sandbox daemon`)");
+            outln!("daemon: not running (start it with `git sandbox daemon`)");
         }
         return Ok(1);
     };
@@ -75,7 +75,7 @@ fn status(paths: &Paths, json: bool) -> CmdResult {
     if json {
         print_json(&v);
     } else {
-        println!("daemon: running (pid {pid})");
+        outln!("daemon: running (pid {pid})");
         for key in [
             "workers",
             "busy_workers",
@@ -94,7 +94,7 @@ fn status(paths: &Paths, json: bool) -> CmdResult {
                 } else {
                     String::new()
                 };
-                println!("  {key:<13} {x}{why}");
+                outln!("  {key:<13} {x}{why}");
             }
         }
     }
@@ -103,7 +103,7 @@ fn status(paths: &Paths, json: bool) -> CmdResult {
 
 fn stop(paths: &Paths) -> CmdResult {
     let Some(pid) = crate::ipc::running(&paths.home) else {
-        println!("daemon: not running");
+        outln!("daemon: not running");
         return Ok(0);
     };
     if crate::ipc::request(&paths.home, "stop", Duration::from_secs(3)).is_err() && pid > 0 {
@@ -123,6 +123,6 @@ fn stop(paths: &Paths) -> CmdResult {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    println!("daemon: stopped (pid {pid})");
+    outln!("daemon: stopped (pid {pid})");
     Ok(0)
 }

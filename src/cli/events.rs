@@ -78,7 +78,6 @@ fn resolve_repo(ctx: &Context, r: &str) -> Result<String, CommandError> {
 }
 
 fn print(e: &Event, json: bool) {
-    use std::io::Write;
     let line = if json {
         serde_json::to_string(e).expect("events serialize")
     } else {
@@ -87,7 +86,10 @@ fn print(e: &Event, json: bool) {
             e.id,
             e.time,
             e.kind,
-            e.repository_id.as_deref().unwrap_or("-"),
+            e.repository
+                .as_deref()
+                .or(e.repository_id.as_deref())
+                .unwrap_or("-"),
             e.commit.as_deref().map(crate::util::short).unwrap_or("-"),
             if e.data.is_null() {
                 String::new()
@@ -96,9 +98,6 @@ fn print(e: &Event, json: bool) {
             }
         )
     };
-    let mut out = std::io::stdout().lock();
-    if writeln!(out, "{line}").and_then(|_| out.flush()).is_err() {
-        // The reader went away (e.g. `| head`): stop quietly.
-        std::process::exit(0);
-    }
+    // Flushed line by line for `--follow`; a reader that went away ends it by SIGPIPE.
+    super::outln!("{line}");
 }

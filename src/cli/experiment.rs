@@ -172,7 +172,11 @@ fn cmd_show(args: ShowArgs) -> CmdResult {
     if let Some(h) = &e.hypothesis {
         println!("\n    {h}\n");
     }
-    println!("Runs: {} of {} commits", d.overview.runs, d.commits.len());
+    println!(
+        "Runs: {} of {}",
+        d.overview.runs,
+        ui::plural(d.commits.len(), "commit")
+    );
     for c in &d.commits {
         match &c.result {
             Some(r) => println!("  {}", ui::oneline(r, &c.summary)),

@@ -1,15 +1,24 @@
 use super::{cwd, print_json, ui, CmdResult};
-use crate::app::{repos, Context};
+use crate::app::{repos, select, Context};
+use crate::git::revs::Walk;
 use crate::model::RunRecord;
 
-/// One line per commit with its result, like `git log --oneline` with ✔/✘, counts and duration.
+/// One line per commit with its result, like `git log --oneline` with ✔/✘, counts and duration,
+/// in `git log`'s order.
 ///
-/// Examples: `git sandbox log`, `git sandbox log main~10..main`, `git sandbox log -n 5 --json`
+/// Revisions as git log takes them: `REV` (its history), `OLDER..NEWER`, `A...B`, `^REV`, several
+/// at once, and `--all` for every watched branch.
+///
+/// Examples: `git sandbox log`, `git sandbox log main~10..main`, `git sandbox log --all`,
+/// `git sandbox log -n 5 --json`
 #[derive(clap::Args)]
 pub struct LogArgs {
-    /// A range OLDER..NEWER or a revision whose history to show (default HEAD).
-    #[arg(value_name = "RANGE")]
-    pub range: Option<String>,
+    /// Revisions whose history to show (default HEAD), ranges OLDER..NEWER or A...B, ^REV.
+    #[arg(value_name = "REV|RANGE")]
+    pub revs: Vec<String>,
+    /// The history of every watched branch (`[watch] branches`).
+    #[arg(long)]
+    pub all: bool,
     /// Show at most this many commits.
     #[arg(short = 'n', long, default_value_t = 20)]
     pub max_count: usize,
@@ -29,23 +38,15 @@ pub fn cmd_log(args: LogArgs) -> CmdResult {
     crate::git::discover(&dir)?;
     let ctx = Context::load()?;
     let (repo, row) = repos::require_registered(&ctx, &dir)?;
-    let spec = args.range.clone().unwrap_or_else(|| "HEAD".into());
-    let mut commits = if spec.contains("..") {
-        crate::git::resolve_commits(&repo, &spec)?
-    } else {
-        let tip = crate::git::resolve_commit(&repo, &spec)?;
-        let mut ids = Vec::new();
-        for info in repo.rev_walk([tip]).all().map_err(crate::git::gix_err)? {
-            ids.push(info.map_err(crate::git::gix_err)?.id);
-            if ids.len() >= args.max_count {
-                break;
-            }
-        }
-        ids.reverse();
-        ids
+    let walk = Walk {
+        oldest_first: false,
+        max_count: Some(args.max_count),
+        plain_means_listed: false,
     };
-    commits.reverse(); // newest first, like git log
-    commits.truncate(args.max_count);
+    let commits = select::commits(&ctx, &repo, &args.revs, args.all, walk)?;
+    if commits.is_empty() {
+        eprintln!("{}: no commits", ui::revisions(&args.revs, args.all));
+    }
     let mut reader = crate::app::results::NoteReader::new(&repo)?;
     let mut entries = Vec::new();
     for c in commits {

@@ -2,6 +2,7 @@
 //! one line on stderr and an exit code: 0 success, 1 a reported failure, 2 bad usage or input.
 
 mod analyze;
+mod completions;
 mod daemon;
 mod demo;
 mod doctor;
@@ -10,6 +11,7 @@ mod events;
 mod exec;
 mod experiment;
 mod init;
+mod install_man_pages;
 mod kill;
 mod list;
 mod log;
@@ -59,6 +61,8 @@ enum Command {
     Events(events::EventsArgs),
     Demo(demo::DemoArgs),
     Doctor(doctor::DoctorArgs),
+    Completions(completions::CompletionsArgs),
+    InstallManPages(install_man_pages::InstallManPagesArgs),
     #[command(hide = true)]
     Notify(notify::NotifyArgs),
     #[command(name = "__sandbox-exec", hide = true)]
@@ -111,6 +115,10 @@ impl From<crate::store::StoreError> for CommandError {
 pub type CmdResult = Result<i32, CommandError>;
 
 pub fn main() -> i32 {
+    // Rust ignores SIGPIPE, so printing into a closed pipe (`git sandbox log | head -1`) would
+    // panic. Like git, end quietly by SIGPIPE instead: restore its default action before
+    // anything (even `--help`) is printed.
+    set_sigpipe(libc::SIG_DFL);
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -119,6 +127,15 @@ pub fn main() -> i32 {
             return code;
         }
     };
+    if matches!(
+        cli.command,
+        Command::Daemon(_) | Command::Notify(_) | Command::SandboxExec(_)
+    ) {
+        // These write to sockets and child pipes whose readers may go away at any time (and the
+        // daemon runs for days): a write there must fail with EPIPE, not kill the process. Their
+        // few stdout lines go through `outln!`, which ends like SIGPIPE when stdout is closed.
+        set_sigpipe(libc::SIG_IGN);
+    }
     let result = match cli.command {
         Command::New(a) => new::cmd_new(a),
         Command::Init(a) => init::cmd_init(a),
@@ -139,6 +156,8 @@ pub fn main() -> i32 {
         Command::Demo(a) => demo::cmd_demo(a),
         Command::Notify(a) => notify::cmd_notify(a),
         Command::Doctor(a) => doctor::cmd_doctor(a),
+        Command::Completions(a) => completions::cmd_completions(a),
+        Command::InstallManPages(a) => install_man_pages::cmd_install_man_pages(a),
         Command::SandboxExec(a) => sandbox_exec::cmd_sandbox_exec(a),
     };
     match result {
@@ -151,6 +170,46 @@ pub fn main() -> i32 {
     }
 }
 
+/// The whole command line definition, for completions and man pages.
+fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
+
+fn set_sigpipe(action: libc::sighandler_t) {
+    // SAFETY: setting a disposition (no handler) at start-up, before any thread is spawned.
+    unsafe { libc::signal(libc::SIGPIPE, action) };
+}
+
+/// Print a line on stdout where SIGPIPE is ignored: when the reader has gone, end the way the
+/// other commands do, by SIGPIPE, quietly.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::cli::write_stdout(format_args!($($arg)*))
+    };
+}
+pub(crate) use outln;
+
+pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{args}").and_then(|_| out.flush()) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => die_of_sigpipe(),
+        Err(e) => {
+            eprintln!("error: cannot write to stdout: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+/// End the process as a write into a closed pipe ends it under SIGPIPE's default action.
+pub(crate) fn die_of_sigpipe() -> ! {
+    set_sigpipe(libc::SIG_DFL);
+    // SAFETY: raising a signal on ourselves; its default action ends the process.
+    unsafe { libc::raise(libc::SIGPIPE) };
+    std::process::exit(128 + libc::SIGPIPE)
+}
+
 fn cwd() -> Result<std::path::PathBuf, CommandError> {
     std::env::current_dir().map_err(|e| {
         CommandError::usage(format!(
@@ -160,7 +219,7 @@ fn cwd() -> Result<std::path::PathBuf, CommandError> {
 }
 
 fn print_json<T: serde::Serialize>(value: &T) {
-    println!(
+    outln!(
         "{}",
         serde_json::to_string_pretty(value).expect("output types always serialize")
     );

@@ -1,4 +1,4 @@
-use super::{print_json, CmdResult};
+use super::{print_json, ui, CmdResult};
 use crate::app::{reindex, Context};
 
 /// Rebuild the index (runs, experiments, evaluations) from the notes and refs of every registered repository (and every repository under
@@ -24,8 +24,10 @@ pub fn cmd_reindex(args: ReindexArgs) -> CmdResult {
             match &r.error {
                 None => {
                     println!(
-                        "{}: {} runs from notes, {} experiments from refs",
-                        r.path, r.runs, r.experiments
+                        "{}: {} from notes, {} from refs",
+                        r.path,
+                        ui::plural(r.runs, "run"),
+                        ui::plural(r.experiments, "experiment")
                     );
                     if let Some(first) = r.skipped.first() {
                         eprintln!(
@@ -42,14 +44,17 @@ pub fn cmd_reindex(args: ReindexArgs) -> CmdResult {
             }
         }
         println!(
-            "Indexed {} runs and {} experiments in {} repositories",
-            report.runs,
-            report.experiments,
-            report
-                .repositories
-                .iter()
-                .filter(|r| r.error.is_none())
-                .count()
+            "Indexed {} and {} in {}",
+            ui::plural(report.runs, "run"),
+            ui::plural(report.experiments, "experiment"),
+            ui::plural(
+                report
+                    .repositories
+                    .iter()
+                    .filter(|r| r.error.is_none())
+                    .count(),
+                "repository"
+            )
         );
     }
     Ok(i32::from(

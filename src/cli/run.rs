@@ -1,19 +1,29 @@
 use super::{cwd, print_json, ui, CmdResult, CommandError};
 use crate::app::run::{run_commits, Progress, RunOptions};
-use crate::app::{repos, Context};
+use crate::app::{repos, select, Context};
 use crate::config::ConfigFile;
+use crate::git::revs::Walk;
 use crate::model::{Status, Trigger};
 use std::io::IsTerminal;
 
-/// Run the experiment for a commit or each commit of a range, now, in the foreground: checkout
-/// into a throw-away directory, tests, analysis, result as a note under refs/notes/sandbox.
+/// Run the experiment for commits now, in the foreground, oldest first: checkout into a
+/// throw-away directory, tests, analysis, result as a note under refs/notes/sandbox.
 ///
-/// Examples: `git sandbox run` (HEAD), `git sandbox run main~5..main`, `git sandbox run --force HEAD`
+/// Revisions as git takes them: `REV` (that commit only; several are run in the order given),
+/// `OLDER..NEWER`, `A...B`, `^REV` to leave a history out, `--all` for every watched branch. With
+/// a range, `^REV` or `--all`, every commit they name is run, as `git rev-list --reverse` lists
+/// them. `ROOT^..B` includes the first commit.
+///
+/// Examples: `git sandbox run` (HEAD), `git sandbox run main~5..main`, `git sandbox run --all`,
+/// `git sandbox run --force HEAD`
 #[derive(clap::Args)]
 pub struct RunArgs {
-    /// A commit (default HEAD) or a range OLDER..NEWER.
+    /// Commits (default HEAD), ranges OLDER..NEWER or A...B, exclusions ^REV.
     #[arg(value_name = "REV|RANGE")]
-    pub rev: Option<String>,
+    pub revs: Vec<String>,
+    /// Every commit of every watched branch (`[watch] branches`).
+    #[arg(long)]
+    pub all: bool,
     /// Run again even when a result for the same tree and config exists.
     #[arg(long)]
     pub force: bool,
@@ -44,9 +54,20 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
     crate::git::discover(&dir)?;
     let ctx = Context::load()?;
     let (repo, row) = repos::require_registered(&ctx, &dir)?;
-    let spec = args.rev.clone().unwrap_or_else(|| "HEAD".into());
-    let commits = crate::git::resolve_commits(&repo, &spec)?;
-    let refname = refname_for(&repo, &spec);
+    let walk = Walk {
+        oldest_first: true,
+        max_count: None,
+        plain_means_listed: true,
+    };
+    let commits = select::commits(&ctx, &repo, &args.revs, args.all, walk)?;
+    if commits.is_empty() {
+        eprintln!("{}: no commits to run", ui::revisions(&args.revs, args.all));
+        if args.json {
+            print_json(&Vec::<crate::model::RunRecord>::new());
+        }
+        return Ok(0);
+    }
+    let refname = select::branch_named(&repo, &args.revs, args.all);
     let _ = gix::interrupt::init_handler_default(1);
     let opts = RunOptions {
         force: args.force,
@@ -118,9 +139,9 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
     }
     if outcome.interrupted {
         eprintln!(
-            "interrupted: {} of {} commits done; their results are saved",
+            "interrupted: {} of {} done; their results are saved",
             outcome.records.len(),
-            commits.len()
+            ui::plural(commits.len(), "commit")
         );
         return Ok(130);
     }
@@ -136,18 +157,4 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
     Ok(i32::from(
         outcome.records.iter().any(|r| r.status != Status::Passed),
     ))
-}
-
-/// The branch a revision names, as a full ref (`HEAD` → the checked-out branch).
-pub fn refname_for(repo: &gix::Repository, spec: &str) -> Option<String> {
-    let tip = spec.rsplit_once("..").map_or(spec, |(_, b)| b);
-    let tip = if tip.is_empty() { "HEAD" } else { tip };
-    if tip == "HEAD" {
-        return crate::git::head_branch(repo).map(|b| format!("refs/heads/{b}"));
-    }
-    let full = format!("refs/heads/{}", tip.trim_start_matches("refs/heads/"));
-    repo.try_find_reference(full.as_str())
-        .ok()
-        .flatten()
-        .map(|_| full)
 }

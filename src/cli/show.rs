@@ -160,8 +160,14 @@ fn print_human(r: &RunRecord, summary: &str, log: Option<&std::path::Path>) {
     }
     if let Some(a) = &r.analysis {
         println!(
-            "\nAnalysis: {} files, {} lines ({} code, {} comment, {} blank), {} functions, {} classes",
-            a.files_analyzed, a.total_lines, a.code_lines, a.comment_lines, a.blank_lines, a.functions_found, a.classes_found
+            "\nAnalysis: {}, {} ({} code, {} comment, {} blank), {}, {}",
+            ui::plural(a.files_analyzed, "file"),
+            ui::plural(a.total_lines, "line"),
+            a.code_lines,
+            a.comment_lines,
+            a.blank_lines,
+            ui::plural(a.functions_found, "function"),
+            ui::plural(a.classes_found, "class")
         );
         println!(
             "  complexity: mean {:.2}, max {}",
@@ -170,34 +176,34 @@ fn print_human(r: &RunRecord, summary: &str, log: Option<&std::path::Path>) {
         let langs: Vec<String> = a
             .languages
             .iter()
-            .map(|(k, v)| format!("{k} {} files", v.files))
+            .map(|(k, v)| format!("{k} {}", ui::plural(v.files, "file")))
             .collect();
         if !langs.is_empty() {
             println!("  languages:  {}", langs.join(", "));
         }
         for i in a.potential_issues.iter().take(20) {
-            println!("  ! {}:{} {}: {}", i.path, i.line, i.kind, i.message);
+            let path = ui::quote_path(&i.path);
+            println!("  ! {path}:{} {}: {}", i.line, i.kind, i.message);
         }
         if a.potential_issues.len() > 20 {
             println!(
-                "  … and {} more issues (--json shows all)",
-                a.potential_issues.len() - 20
+                "  … and {} (--json shows all)",
+                ui::plural(a.potential_issues.len() - 20, "more issue")
             );
         }
     }
     if let Some(c) = &r.changes {
         println!(
-            "\n {} file{} changed, {} insertions(+), {} deletions(-)",
-            c.files_changed,
-            if c.files_changed == 1 { "" } else { "s" },
-            c.insertions,
-            c.deletions
+            "\n{}",
+            ui::diffstat_summary(c.files_changed, c.insertions, c.deletions)
         );
         for f in c.files.iter().take(50) {
-            println!(
-                "  {:<9} {} (+{} -{})",
-                f.status, f.path, f.insertions, f.deletions
-            );
+            let counts = if f.binary {
+                "Bin".to_string() // as `git diff --stat` says for a binary file
+            } else {
+                format!("+{} -{}", f.insertions, f.deletions)
+            };
+            println!("  {:<9} {} ({counts})", f.status, ui::quote_path(&f.path));
         }
     }
 }

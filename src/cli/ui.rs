@@ -1,5 +1,5 @@
 //! Small helpers for human output: colour only on a terminal (and never with NO_COLOR),
-//! status marks, aligned tables.
+//! status marks, aligned tables, counted nouns, paths quoted as git quotes them.
 
 use crate::model::{RunRecord, Status};
 use std::io::IsTerminal;
@@ -127,5 +127,118 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) {
     println!("{}", line(header.iter().map(|h| h.to_string()).collect()));
     for row in rows {
         println!("{}", line(row.clone()));
+    }
+}
+
+/// The arguments as the user wrote them, for a message.
+pub fn revisions(revs: &[String], all: bool) -> String {
+    let mut words: Vec<&str> = revs.iter().map(String::as_str).collect();
+    if all {
+        words.push("--all");
+    }
+    if words.is_empty() {
+        "HEAD".into()
+    } else {
+        words.join(" ")
+    }
+}
+
+/// `1 file`, `2 files`, `0 files`: a count with its noun, plural unless the count is one.
+pub fn plural(n: impl TryInto<u64>, noun: &str) -> String {
+    let n: u64 = n.try_into().unwrap_or(u64::MAX);
+    if n == 1 {
+        format!("1 {noun}")
+    } else if let Some(stem) = noun.strip_suffix("ss") {
+        format!("{n} {stem}sses")
+    } else if noun.ends_with('y') && !noun.ends_with("ey") {
+        format!("{n} {}ies", &noun[..noun.len() - 1])
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// A path as git prints it with `core.quotePath` (its default): one with control characters, `"`,
+/// `\\` or bytes outside ASCII is put in double quotes with C escapes (`\\t`, `\\n`, `\\"`,
+/// `\\\\`) and octal bytes (`é` is `\\303\\251`); any other path is printed as it is.
+pub fn quote_path(path: &str) -> std::borrow::Cow<'_, str> {
+    let needs = |b: u8| b < 0x20 || b == b'"' || b == b'\\' || b >= 0x7f;
+    if !path.bytes().any(needs) {
+        return path.into();
+    }
+    let mut out = String::with_capacity(path.len() + 2);
+    out.push('"');
+    for b in path.bytes() {
+        match b {
+            0x07 => out.push_str("\\a"),
+            0x08 => out.push_str("\\b"),
+            b'\t' => out.push_str("\\t"),
+            b'\n' => out.push_str("\\n"),
+            0x0b => out.push_str("\\v"),
+            0x0c => out.push_str("\\f"),
+            b'\r' => out.push_str("\\r"),
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b if needs(b) => out.push_str(&format!("\\{b:03o}")),
+            b => out.push(char::from(b)),
+        }
+    }
+    out.push('"');
+    out.into()
+}
+
+/// The summary line of `git diff --stat`: ` 2 files changed, 3 insertions(+), 1 deletion(-)`,
+/// leaving out a zero count of insertions or deletions as git does.
+pub fn diffstat_summary(files: u64, insertions: u64, deletions: u64) -> String {
+    let mut out = format!(" {} changed", plural(files, "file"));
+    if insertions > 0 || deletions == 0 {
+        out.push_str(&format!(", {}(+)", plural(insertions, "insertion")));
+    }
+    if deletions > 0 || insertions == 0 {
+        out.push_str(&format!(", {}(-)", plural(deletions, "deletion")));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_with_their_noun() {
+        assert_eq!(plural(1u64, "file"), "1 file");
+        assert_eq!(plural(0usize, "file"), "0 files");
+        assert_eq!(plural(2u32, "class"), "2 classes");
+        assert_eq!(plural(3u64, "dependency"), "3 dependencies");
+        assert_eq!(plural(1u64, "potential issue"), "1 potential issue");
+    }
+
+    #[test]
+    fn paths_are_quoted_like_git() {
+        assert_eq!(quote_path("src/a.py"), "src/a.py");
+        assert_eq!(quote_path("a b/c.py"), "a b/c.py");
+        assert_eq!(quote_path("tab\there"), "\"tab\\there\"");
+        assert_eq!(quote_path("new\nline"), "\"new\\nline\"");
+        assert_eq!(quote_path("say \"hi\""), "\"say \\\"hi\\\"\"");
+        assert_eq!(quote_path("back\\slash"), "\"back\\\\slash\"");
+        assert_eq!(quote_path("café.py"), "\"caf\\303\\251.py\"");
+        assert_eq!(quote_path("bell\u{7}\u{7f}"), "\"bell\\a\\177\"");
+        assert_eq!(quote_path("esc\u{1b}"), "\"esc\\033\"");
+    }
+
+    #[test]
+    fn diffstat_summary_like_git() {
+        assert_eq!(diffstat_summary(1, 1, 0), " 1 file changed, 1 insertion(+)");
+        assert_eq!(
+            diffstat_summary(2, 0, 3),
+            " 2 files changed, 3 deletions(-)"
+        );
+        assert_eq!(
+            diffstat_summary(3, 2, 1),
+            " 3 files changed, 2 insertions(+), 1 deletion(-)"
+        );
+        assert_eq!(
+            diffstat_summary(1, 0, 0),
+            " 1 file changed, 0 insertions(+), 0 deletions(-)"
+        );
     }
 }

@@ -206,7 +206,11 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
 }
 
 pub(crate) fn log(msg: &str) {
-    eprintln!(
+    use std::io::Write;
+    // A log reader that went away (`daemon 2>&1 | head`) must not stop the daemon: the write
+    // fails with EPIPE (SIGPIPE is ignored here) and the line is dropped.
+    let _ = writeln!(
+        std::io::stderr(),
         "{} git-sandbox daemon: {msg}",
         crate::util::time::now_rfc3339()
     );

@@ -105,7 +105,8 @@ pub fn update_refs(dir: &Path, transaction: &str, message: &str) -> Result<()> {
         })?;
     let input = format!("start\n{transaction}prepare\ncommit\n");
     if let Some(mut stdin) = child.stdin.take() {
-        let _ = stdin.write_all(input.as_bytes());
+        // git's own error (on stderr) says more than the EPIPE of a git that died early.
+        let _ = crate::util::without_sigpipe(|| stdin.write_all(input.as_bytes()));
     }
     let out = child.wait_with_output().map_err(|source| GitError::Io {
         context: "git update-ref did not finish".into(),

@@ -7,6 +7,7 @@ pub mod diff;
 pub mod hooks;
 pub mod marks;
 pub mod notes;
+pub mod revs;
 
 use gix::bstr::ByteSlice;
 use gix::ObjectId;
@@ -25,10 +26,30 @@ pub const EVAL_NOTES_REF: &str = "refs/notes/sandbox-eval";
 pub enum GitError {
     #[error("{path} is not inside a git repository; run this inside one, or create one with `git sandbox new`")]
     NotARepo { path: PathBuf },
-    #[error("unknown revision {rev:?}: {detail}; name a commit, branch or tag that exists (see `git log --oneline`)")]
+    #[error("invalid revision {rev:?}: {detail}")]
     BadRevision { rev: String, detail: String },
     #[error("the range {0:?} holds no commits; check the order (OLDER..NEWER) with `git log --oneline {0}`")]
     EmptyRange(String),
+    #[error("unknown revision {name:?}{}; name a commit, branch or tag that exists (see `git branch` and `git log --oneline`)", within.as_ref().map(|w| format!(" (in {w:?})")).unwrap_or_default())]
+    UnknownRevision {
+        name: String,
+        within: Option<String>,
+    },
+    #[error("{rev}: the history{} has only {} (the first is {first})", of.as_ref().map(|o| format!(" of {o}")).unwrap_or_default(), plural(*commits, "commit"))]
+    PastRoot {
+        rev: String,
+        of: Option<String>,
+        commits: usize,
+        first: String,
+    },
+    #[error("{rev}: {of} has only {}; ^2 names the second parent of a merge", plural(*parents, "parent"))]
+    NoSuchParent {
+        rev: String,
+        of: String,
+        parents: usize,
+    },
+    #[error("{rev:?} names a {kind}, not a commit; name a commit, branch or tag")]
+    NotACommit { rev: String, kind: String },
     #[error("git failed: {0}")]
     Gix(String),
     #[error("`{cmd}` failed: {stderr}")]
@@ -81,52 +102,29 @@ pub fn with_identity(repo: &gix::Repository) -> gix::Repository {
     repo
 }
 
-/// Resolve one revision to a commit id.
+/// Resolve one revision to a commit id (errors in plain words, see [`revs::resolve`]).
 pub fn resolve_commit(repo: &gix::Repository, rev: &str) -> Result<ObjectId> {
-    let bad = |detail: String| GitError::BadRevision {
-        rev: rev.to_string(),
-        detail,
-    };
-    if rev.is_empty() || rev.starts_with('-') {
-        return Err(bad("not a revision".into()));
-    }
-    let id = repo
-        .rev_parse_single(rev)
-        .map_err(|e| bad(first_line(&e.to_string())))?;
-    let object = id.object().map_err(gix_err)?;
-    let commit = object
-        .peel_to_commit()
-        .map_err(|_| bad("it does not name a commit".into()))?;
-    Ok(commit.id)
+    revs::resolve(repo, rev)
 }
 
-/// Commits of `spec`, oldest first: `REV` is one commit, `A..B` the commits of B not in A
-/// (`A..` means `A..HEAD`).
+/// Commits of one argument, oldest first: `REV` is one commit, `A..B` the commits of B not in A.
+/// An empty range is an error here; [`revs::commits`] takes several arguments and leaves an empty
+/// result to the caller.
 pub fn resolve_commits(repo: &gix::Repository, spec: &str) -> Result<Vec<ObjectId>> {
-    let Some((from, to)) = spec.split_once("..") else {
-        return Ok(vec![resolve_commit(repo, spec)?]);
+    let walk = revs::Walk {
+        oldest_first: true,
+        max_count: None,
+        plain_means_listed: true,
     };
-    if from.contains("..") || to.starts_with('.') {
-        return Err(GitError::BadRevision {
-            rev: spec.to_string(),
-            detail: "symmetric ranges (A...B) are not supported".into(),
-        });
-    }
-    let to = if to.is_empty() { "HEAD" } else { to };
-    let tip = resolve_commit(repo, to)?;
-    let mut walk = repo.rev_walk([tip]);
-    if !from.is_empty() {
-        walk = walk.with_hidden([resolve_commit(repo, from)?]);
-    }
-    let mut ids = Vec::new();
-    for info in walk.all().map_err(gix_err)? {
-        ids.push(info.map_err(gix_err)?.id);
-    }
+    let ids = revs::commits(repo, &[spec.to_string()], None, walk)?;
     if ids.is_empty() {
         return Err(GitError::EmptyRange(spec.to_string()));
     }
-    ids.reverse();
     Ok(ids)
+}
+
+fn plural(n: usize, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }
 
 /// What a run needs to know about a commit.
@@ -182,8 +180,4 @@ pub fn head_branch(repo: &gix::Repository) -> Option<String> {
         .ok()
         .flatten()
         .map(|n| n.shorten().to_str_lossy().into_owned())
-}
-
-fn first_line(s: &str) -> String {
-    s.lines().next().unwrap_or("").to_string()
 }

@@ -11,6 +11,8 @@ pub struct Event {
     pub time: String,
     pub kind: String,
     pub repository_id: Option<String>,
+    /// The repository's name, while it is registered.
+    pub repository: Option<String>,
     pub run_id: Option<i64>,
     pub commit: Option<String>,
     pub data: serde_json::Value,
@@ -40,10 +42,11 @@ impl Index {
         let limit = f.limit.unwrap_or(i64::MAX as u64).min(i64::MAX as u64) as i64;
         let order = if f.since.is_some() { "ASC" } else { "DESC" };
         let mut stmt = self.conn.prepare_cached(&format!(
-            "SELECT id, time, kind, repository_id, run_id, commit_id, data FROM events
-             WHERE (?1 IS NULL OR repository_id = ?1) AND (?2 IS NULL OR run_id = ?2)
-               AND (?3 IS NULL OR kind LIKE ?3) AND id > COALESCE(?4, 0)
-             ORDER BY id {order} LIMIT ?5"
+            "SELECT e.id, e.time, e.kind, e.repository_id, e.run_id, e.commit_id, e.data, r.name
+             FROM events e LEFT JOIN repositories r ON r.id = e.repository_id
+             WHERE (?1 IS NULL OR e.repository_id = ?1) AND (?2 IS NULL OR e.run_id = ?2)
+               AND (?3 IS NULL OR e.kind LIKE ?3) AND e.id > COALESCE(?4, 0)
+             ORDER BY e.id {order} LIMIT ?5"
         ))?;
         let mut rows = stmt
             .query_map(
@@ -55,6 +58,7 @@ impl Index {
                         time: r.get(1)?,
                         kind: r.get(2)?,
                         repository_id: r.get(3)?,
+                        repository: r.get(7)?,
                         run_id: r.get(4)?,
                         commit: r.get(5)?,
                         data: data

@@ -108,6 +108,36 @@ pub fn short(id: &str) -> &str {
     &id[..id.len().min(7)]
 }
 
+/// Run `f` with SIGPIPE blocked on this thread, so that a write into a pipe whose reader has gone
+/// (a child that exited early) fails with EPIPE instead of killing the process: the CLI gives
+/// SIGPIPE its default action so that `git sandbox log | head -1` ends quietly. A SIGPIPE raised
+/// meanwhile is discarded.
+pub fn without_sigpipe<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: signal-set manipulation on local values; the mask change is per thread and undone
+    // before returning.
+    unsafe {
+        let mut pipe: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut pipe);
+        libc::sigaddset(&mut pipe, libc::SIGPIPE);
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_BLOCK, &pipe, &mut old);
+        let result = f();
+        if libc::sigismember(&old, libc::SIGPIPE) == 0 {
+            let mut pending: libc::sigset_t = std::mem::zeroed();
+            libc::sigpending(&mut pending);
+            if libc::sigismember(&pending, libc::SIGPIPE) == 1 {
+                let now = libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: 0,
+                };
+                libc::sigtimedwait(&pipe, std::ptr::null_mut(), &now);
+            }
+        }
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        result
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,5 +158,30 @@ mod tests {
     fn random_ids_differ() {
         assert_eq!(random_hex(6).len(), 12);
         assert_ne!(random_hex(8), random_hex(8));
+    }
+
+    #[test]
+    fn a_write_into_a_closed_pipe_fails_instead_of_killing() {
+        // In a forked child, so that SIGPIPE's default action cannot kill the test binary.
+        // SAFETY: the child only makes system calls and leaves with _exit.
+        unsafe {
+            let child = libc::fork();
+            if child == 0 {
+                libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+                let mut fds = [0; 2];
+                libc::pipe(fds.as_mut_ptr());
+                libc::close(fds[0]);
+                let n = without_sigpipe(|| libc::write(fds[1], b"x".as_ptr().cast(), 1));
+                let epipe = n < 0 && *libc::__errno_location() == libc::EPIPE;
+                let mut pending: libc::sigset_t = std::mem::zeroed();
+                libc::sigpending(&mut pending);
+                let left = libc::sigismember(&pending, libc::SIGPIPE);
+                libc::_exit(if epipe && left == 0 { 0 } else { 3 });
+            }
+            let mut status = 0;
+            libc::waitpid(child, &mut status, 0);
+            assert!(libc::WIFEXITED(status), "killed: status {status:#x}");
+            assert_eq!(libc::WEXITSTATUS(status), 0);
+        }
     }
 }

@@ -6,7 +6,7 @@
 //! todo counts as skipped, cancelled as errors; `not ok` suites (failed only through a subtest)
 //! are not listed. Failure names are TAP descriptions.
 
-use super::text::{join_message, leading_number, number_after, push_failure};
+use super::text::{join_block, join_message, leading_number, number_after, push_failure};
 use crate::model::TestCounts;
 
 #[derive(Default)]
@@ -100,6 +100,7 @@ fn yaml_block(lines: &[&str], start: usize) -> (bool, String) {
     let mut suite = false;
     let mut error: Vec<&str> = Vec::new();
     let mut in_error = false;
+    let mut block = false;
     for line in lines.iter().skip(start + 1).take(500) {
         let t = line.trim();
         if t == "..." {
@@ -116,18 +117,45 @@ fn yaml_block(lines: &[&str], start: usize) -> (bool, String) {
                 let v = v.trim();
                 if v.starts_with('|') || v.starts_with('>') {
                     in_error = true;
+                    block = true;
                 } else {
-                    error.push(v);
+                    error.push(unquote(v));
                 }
             } else if t == "type: 'suite'" || t == "failureType: 'subtestsFailed'" {
                 suite = true;
             }
-        } else if in_error && error.len() < 10 {
-            error.push(t);
+        } else if in_error {
+            // Kept as written: an assertion's diff spans lines, with meaningful indentation.
+            error.push(line);
         }
     }
-    let msg = join_message(error.iter().map(|e| unquote(e)));
+    let msg = if block {
+        join_block(error)
+    } else {
+        join_message(error)
+    };
     (suite, msg)
+}
+
+/// The error under a spec reporter's `✖ name` line (indented `at`): its whole message (an
+/// assertion's diff spans lines), up to the stack trace or the next entry.
+fn spec_message(lines: &[&str], start: usize, at: usize) -> String {
+    let mut block = Vec::new();
+    let mut base = None;
+    for line in lines.iter().skip(start).take(500) {
+        let t = line.trim();
+        let ind = super::text::indent(line);
+        // An empty line ends the entry; an indented blank one is part of the message.
+        if line.is_empty() || (!t.is_empty() && ind <= at) {
+            break;
+        }
+        let base = *base.get_or_insert(ind);
+        if ind > base && t.starts_with("at ") {
+            break;
+        }
+        block.push(*line);
+    }
+    join_block(block)
 }
 
 fn unquote(s: &str) -> &str {
@@ -166,13 +194,10 @@ pub fn parse(text: &str) -> Option<TestCounts> {
             continue;
         }
         if spec_failing {
-            if let Some(rest) = line.strip_prefix("✖ ") {
+            if let Some(rest) = line.trim_start().strip_prefix("✖ ") {
                 let name = rest.rsplit_once(" (").map_or(rest, |(n, _)| n);
-                let msg = lines
-                    .get(i + 1)
-                    .filter(|l| l.starts_with("  "))
-                    .map_or("", |l| l.trim());
-                push_failure(&mut failures, name, msg);
+                let msg = spec_message(&lines, i + 1, super::text::indent(line));
+                push_failure(&mut failures, name, &msg);
             }
             continue;
         }
@@ -230,7 +255,7 @@ fn is_plan(line: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::super::testutil::{counts, pairs};
-    use super::super::text::clean;
+    use super::super::text::{self, clean};
     use super::*;
 
     fn run(fixture: &str) -> TestCounts {
@@ -260,7 +285,7 @@ mod tests {
             [
                 (
                     "adds wrong",
-                    "Expected values to be strictly equal:\n2 !== 3"
+                    "Expected values to be strictly equal:\n\n2 !== 3"
                 ),
                 ("inner throws", "inner kaboom"),
                 ("async rejects", "bad type"),
@@ -279,11 +304,77 @@ mod tests {
             [
                 (
                     "adds wrong",
-                    "AssertionError [ERR_ASSERTION]: Expected values to be strictly equal:"
+                    "AssertionError [ERR_ASSERTION]: Expected values to be strictly equal:\n\n2 !== 3"
                 ),
                 ("inner throws", "Error: inner kaboom"),
                 ("async rejects", "TypeError [Error]: bad type"),
             ]
+        );
+    }
+
+    /// `assert.deepStrictEqual`'s diff, as node prints it: the whole message, as written.
+    const DEEP_DIFF: &str = "Expected values to be strictly deep-equal:
++ actual - expected
+
+  {
+    a: 1,
+    b: [
+      1,
+      2,
++     3
+-     4
+    ],
++   c: 'x'
+-   c: 'y'
+  }";
+    const STRICT_DIFF: &str = "Expected values to be strictly equal:
++ actual - expected
+
++ 'hello\\nworld'
+- 'hello\\nthere'
+          ^";
+
+    #[test]
+    fn multi_line_assertion_messages_are_kept_whole() {
+        let tap = run(include_str!(
+            "../../../tests/fixtures/output/node/assert_diff.txt"
+        ));
+        assert_eq!(counts(&tap), [Some(1), Some(2), Some(0), Some(0), Some(3)]);
+        assert_eq!(
+            pairs(&tap),
+            [("sums match", DEEP_DIFF), ("strings equal", STRICT_DIFF)]
+        );
+        let spec = run(include_str!(
+            "../../../tests/fixtures/output/node/assert_diff_spec.txt"
+        ));
+        assert_eq!(counts(&spec), counts(&tap));
+        let prefixed = |m: &str| format!("AssertionError [ERR_ASSERTION]: {m}");
+        assert_eq!(
+            pairs(&spec),
+            [
+                ("sums match", prefixed(DEEP_DIFF).as_str()),
+                ("strings equal", prefixed(STRICT_DIFF).as_str())
+            ]
+        );
+    }
+
+    #[test]
+    fn a_long_message_is_bounded() {
+        let mut out = String::from("TAP version 13\nnot ok 1 - long\n  ---\n  error: |-\n");
+        for i in 0..100 {
+            out.push_str(&format!("    line {i}\n"));
+        }
+        out.push_str("  ...\n1..1\n");
+        let c = parse(&out).unwrap();
+        let msg = &c.failures[0].message;
+        assert_eq!(msg.lines().count(), text::MAX_BLOCK_LINES + 1, "{msg}");
+        assert!(msg.starts_with("line 0\nline 1\n") && msg.ends_with("line 19\n…"));
+        let wide = out.replace("line", &"x".repeat(300));
+        let msg = &parse(&wide).unwrap().failures[0].message;
+        assert!(
+            msg.len() <= text::MAX_BLOCK && msg.ends_with('…'),
+            "{}",
+            msg.len()
         );
     }
 

@@ -7,6 +7,10 @@ use crate::model::Failure;
 pub const MAX_MESSAGE: usize = 500;
 /// Most failures listed in one record; the counts stay exact past it.
 pub const MAX_FAILURES: usize = 1000;
+/// A multi-line assertion message (the diff of `assert.deepStrictEqual`) is kept whole up to
+/// this many lines and bytes ([`join_block`]).
+pub const MAX_BLOCK_LINES: usize = 20;
+pub const MAX_BLOCK: usize = 2048;
 
 /// Removes ANSI escape sequences (CSI `ESC [ … final`, OSC `ESC ] … BEL|ESC \\`, two-byte `ESC x`),
 /// turns `\r\n` into `\n` and keeps only what follows the last `\r` of a line (progress redraws).
@@ -144,6 +148,43 @@ pub fn join_message<'a, I: IntoIterator<Item = &'a str>>(lines: I) -> String {
     truncate(&out, MAX_MESSAGE)
 }
 
+/// The lines of a multi-line message as they were written: their common indentation removed,
+/// relative indentation and inner blank lines kept (a diff needs both), leading and trailing blank
+/// lines dropped; at most [`MAX_BLOCK_LINES`] lines and [`MAX_BLOCK`] bytes, "…" marking a cut.
+pub fn join_block<'a, I: IntoIterator<Item = &'a str>>(lines: I) -> String {
+    let mut kept: Vec<&str> = Vec::new();
+    let mut cut = false;
+    for line in lines {
+        let line = line.trim_end();
+        if kept.is_empty() && line.is_empty() {
+            continue;
+        }
+        if kept.len() == MAX_BLOCK_LINES {
+            cut = !line.is_empty() || cut;
+            continue;
+        }
+        kept.push(line);
+    }
+    while kept.last().is_some_and(|l| l.is_empty()) {
+        kept.pop();
+    }
+    let common = kept
+        .iter()
+        .filter(|l| !l.is_empty())
+        .map(|l| indent(l))
+        .min()
+        .unwrap_or(0);
+    let mut out = kept
+        .iter()
+        .map(|l| l.get(common..).unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n");
+    if cut {
+        out.push_str("\n…");
+    }
+    truncate(&out, MAX_BLOCK)
+}
+
 /// Adds a failure unless one with the same name is listed already or the list is full.
 /// Linear membership test is fine: the list is bounded by [`MAX_FAILURES`].
 pub fn push_failure(list: &mut Vec<Failure>, name: &str, message: &str) {
@@ -153,7 +194,7 @@ pub fn push_failure(list: &mut Vec<Failure>, name: &str, message: &str) {
     }
     list.push(Failure {
         name: truncate(name, MAX_MESSAGE),
-        message: truncate(message.trim(), MAX_MESSAGE),
+        message: truncate(message.trim(), MAX_BLOCK),
     });
 }
 

@@ -431,6 +431,31 @@ fn write_report(layers: &[Layer]) {
     }
 }
 
+/// Hand the command the signal state a shell gives its children: every signal at its default
+/// action and none blocked. Caught signals reset on exec anyway, but ignored ones and the mask are
+/// inherited, and this process ignores SIGPIPE (Rust's runtime does): without this, `yes | head
+/// -1` in a test would see EPIPE instead of dying, and `sh` cannot reset a signal ignored on entry.
+fn default_signals() {
+    for sig in 1..libc::SIGRTMAX() {
+        // SAFETY: querying and resetting dispositions in a single-threaded process about to exec;
+        // signals the C library reserves for itself refuse the call, which is fine.
+        unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(sig, std::ptr::null(), &mut old) == 0
+                && old.sa_sigaction == libc::SIG_IGN
+            {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+        }
+    }
+    // SAFETY: an empty set unblocks everything.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+    }
+}
+
 fn exec_command(plan: &Plan) -> ! {
     let c = |s: &[u8]| CString::new(s).unwrap_or_default();
     let code = (|| {
@@ -454,6 +479,7 @@ fn exec_command(plan: &Plan) -> ! {
         argv_p.push(std::ptr::null());
         let mut envp_p: Vec<*const libc::c_char> = envp.iter().map(|s| s.as_ptr()).collect();
         envp_p.push(std::ptr::null());
+        default_signals();
         // SAFETY: null-terminated arrays of valid C strings that outlive the call.
         unsafe { libc::execve(argv_p[0], argv_p.as_ptr(), envp_p.as_ptr()) };
         eprintln!("git-sandbox: cannot start /bin/sh: {}", last_err());

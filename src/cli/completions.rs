@@ -1,0 +1,85 @@
+use super::{CmdResult, CommandError};
+use std::io::Write;
+
+/// Print a shell completion script.
+///
+/// bash: `git sandbox completions bash > ~/.local/share/bash-completion/completions/git-sandbox`
+/// (or `source <(git sandbox completions bash)` in ~/.bashrc). The script also defines
+/// `_git_sandbox`, which git's own bash completion calls for `git sandbox <TAB>`. zsh: write it as
+/// `_git-sandbox` into a directory on `$fpath`. fish: `git sandbox completions fish >
+/// ~/.config/fish/completions/git-sandbox.fish`.
+#[derive(clap::Args)]
+pub struct CompletionsArgs {
+    #[arg(value_enum)]
+    pub shell: Shell,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+/// What git's bash completion needs: it completes `git sandbox …` by calling `_git_sandbox` with
+/// the words as typed (`git sandbox ru`); clap's function expects them as `git-sandbox ru`.
+const BASH_GIT_ALIAS: &str = r#"
+# `git sandbox <TAB>`: git's completion (git-completion.bash) calls _git_<command>.
+_git_sandbox() {
+    local -a COMP_WORDS=("git-sandbox" "${COMP_WORDS[@]:2}")
+    local COMP_CWORD=$((COMP_CWORD - 1))
+    local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}"
+    _git__sandbox git-sandbox "$cur" "$prev"
+    # git completes with -o nospace: end each whole word with a space, as git's own do.
+    local i
+    for i in "${!COMPREPLY[@]}"; do
+        [[ ${COMPREPLY[i]} == */ ]] || COMPREPLY[i]+=" "
+    done
+}
+"#;
+
+pub fn cmd_completions(args: CompletionsArgs) -> CmdResult {
+    let mut cmd = without_hidden(super::command());
+    let mut script = Vec::new();
+    let bin = "git-sandbox";
+    match args.shell {
+        Shell::Bash => {
+            clap_complete::generate(clap_complete::Shell::Bash, &mut cmd, bin, &mut script);
+            // clap_complete turns the `-` of `git-sandbox` into `__` where it tracks the words
+            // typed but into `__subcmd__` in the case labels that match them, so no subcommand
+            // would ever complete its options: make the labels agree.
+            let fixed = String::from_utf8_lossy(&script)
+                .replace("git__subcmd__sandbox__subcmd__", "git__sandbox__subcmd__");
+            script = fixed.into_bytes();
+            script.extend_from_slice(BASH_GIT_ALIAS.as_bytes());
+        }
+        Shell::Zsh => {
+            clap_complete::generate(clap_complete::Shell::Zsh, &mut cmd, bin, &mut script)
+        }
+        Shell::Fish => {
+            clap_complete::generate(clap_complete::Shell::Fish, &mut cmd, bin, &mut script)
+        }
+    }
+    let mut out = std::io::stdout().lock();
+    out.write_all(&script)
+        .and_then(|_| out.flush())
+        .map_err(|e| CommandError {
+            exit: 1,
+            message: format!("cannot write the completion script: {e}"),
+        })?;
+    Ok(0)
+}
+
+/// The command line without its hidden commands (`notify`, the sandbox helper): clap_complete
+/// would offer them. clap cannot remove a subcommand, so the root is built anew around the
+/// visible ones.
+fn without_hidden(cmd: clap::Command) -> clap::Command {
+    let mut root = clap::Command::new("git-sandbox")
+        .args(cmd.get_arguments().cloned())
+        .subcommands(cmd.get_subcommands().filter(|s| !s.is_hide_set()).cloned())
+        .subcommand_required(true);
+    if let Some(about) = cmd.get_about() {
+        root = root.about(about.clone());
+    }
+    root.version(env!("CARGO_PKG_VERSION"))
+}

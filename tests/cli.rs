@@ -1,0 +1,293 @@
+//! The command line as a git subcommand: closed pipes, man pages, completions.
+
+mod common;
+
+use common::{World, BIN};
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Command, Stdio};
+
+const SIGPIPE: i32 = 13;
+
+/// Run the binary with stdout into a pipe whose reader is already gone: every write fails.
+fn into_closed_pipe(
+    w: &World,
+    dir: &std::path::Path,
+    args: &[&str],
+) -> (Option<i32>, Option<i32>, String) {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let mut cmd = Command::new(BIN);
+    cmd.args(args).current_dir(dir);
+    w.apply_env(&mut cmd);
+    let out = cmd.stdout(writer).stderr(Stdio::piped()).output().unwrap();
+    (
+        out.status.code(),
+        out.status.signal(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn every_read_command_dies_quietly_of_sigpipe_on_a_closed_pipe() {
+    let w = World::new();
+    let repo = w.new_repo("pipes");
+    std::fs::write(repo.join(".sandbox.toml"), "[test]\ncommand = \"true\"\n").unwrap();
+    w.git(&repo, &["add", ".sandbox.toml"]);
+    w.commit(&repo, &[("a.py", "def f():\n    return 1\n")], "a");
+    assert_eq!(w.sandbox(&repo, &["run"]).code, 0);
+    let o = w.sandbox(&repo, &["experiment", "start", "idea"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let cases: &[&[&str]] = &[
+        &["log"],
+        &["log", "--json"],
+        &["status"],
+        &["list"],
+        &["show"],
+        &["show", "--json"],
+        &["events"],
+        &["events", "--json"],
+        &["experiment", "list"],
+        &["experiment", "show", "idea"],
+        &["analyze"],
+        &["analyze", "--json"],
+        &["doctor"],
+        &["daemon", "status"],
+        &["--help"],
+        &["help", "run"],
+        &["run", "--help"],
+        &["--version"],
+    ];
+    for args in cases {
+        let (code, signal, stderr) = into_closed_pipe(&w, &repo, args);
+        assert_eq!(
+            (code, signal, stderr.as_str()),
+            (None, Some(SIGPIPE), ""),
+            "git sandbox {args:?} into a closed pipe"
+        );
+    }
+}
+
+#[test]
+fn log_into_head_ends_like_git_log() {
+    let w = World::new();
+    let repo = w.new_repo("head");
+    for i in 0..30 {
+        w.commit(&repo, &[], &format!("commit {i}"));
+    }
+    let mut cmd = Command::new("bash");
+    cmd.args([
+        "-c",
+        "git-sandbox log -n 1000 | head -1; echo \"status ${PIPESTATUS[0]}\"",
+    ])
+    .current_dir(&repo);
+    w.apply_env(&mut cmd);
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(stderr, "");
+    let mut lines = stdout.lines();
+    assert!(lines.next().unwrap().contains("commit 29"), "{stdout}");
+    let status = lines.next().unwrap();
+    assert!(status == "status 141" || status == "status 0", "{stdout}");
+}
+
+/// The visible commands under `path`, read from `--help` (the `help` command aside).
+fn commands_in_help(w: &World, path: &[&str]) -> Vec<String> {
+    let mut args: Vec<&str> = path.to_vec();
+    args.push("--help");
+    let o = w.sandbox(&w.work(), &args);
+    assert_eq!(o.code, 0, "{o:?}");
+    o.stdout
+        .split("Commands:\n")
+        .nth(1)
+        .map(|rest| {
+            rest.lines()
+                .take_while(|l| l.starts_with("  "))
+                .filter_map(|l| l.split_whitespace().next())
+                .filter(|name| *name != "help")
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn man(w: &World, args: &[&str], env: &[(&str, &str)]) -> common::Out {
+    let mut cmd = Command::new("man");
+    cmd.args(args).current_dir(w.work());
+    w.apply_env(&mut cmd);
+    cmd.envs(env.iter().copied()).env("MANWIDTH", "100");
+    let o = cmd.output().expect("man is installed (see .ci/run)");
+    common::Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn man_pages_for_every_command_open_from_git_help() {
+    let w = World::new();
+    let dir = w.path("man");
+    let o = w.sandbox(&w.work(), &["install-man-pages", dir.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let mut want = vec!["git-sandbox.1".to_string()];
+    let top = commands_in_help(&w, &[]);
+    assert!(top.contains(&"run".to_string()) && !top.contains(&"notify".to_string()));
+    for name in &top {
+        want.push(format!("git-sandbox-{name}.1"));
+        for sub in commands_in_help(&w, &[name]) {
+            want.push(format!("git-sandbox-{name}-{sub}.1"));
+        }
+    }
+    want.sort();
+    let mut have: Vec<String> = std::fs::read_dir(dir.join("man1"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    have.sort();
+    assert_eq!(have, want);
+    assert!(want.contains(&"git-sandbox-experiment-start.1".to_string()));
+    assert_eq!(
+        o.stdout,
+        format!(
+            "Installed {} man pages into {}\n",
+            want.len(),
+            dir.join("man1").display()
+        )
+    );
+    // Not where man looks: the hint says how to add it.
+    assert!(o.stderr.starts_with("hint: man does not look in"), "{o:?}");
+    assert!(o.stderr.contains("export MANPATH="), "{o:?}");
+
+    let manpath = dir.to_str().unwrap();
+    let page = man(
+        &w,
+        &["-P", "cat", "git-sandbox-run"],
+        &[("MANPATH", manpath)],
+    );
+    assert_eq!(page.code, 0, "{page:?}");
+    for option in ["--force", "--all", "--command", "--timeout", "REV|RANGE"] {
+        assert!(page.stdout.contains(option), "{option}: {page:?}");
+    }
+    // `git help sandbox`, and `git sandbox --help` (git turns it into `git help sandbox`).
+    for args in [&["help", "sandbox"][..], &["sandbox", "--help"][..]] {
+        let mut cmd = Command::new("git");
+        cmd.args(args).current_dir(w.work());
+        w.apply_env(&mut cmd);
+        cmd.env("MANPATH", manpath).env("MANPAGER", "cat");
+        let o = cmd.output().unwrap();
+        // man justifies lines: compare words.
+        let stdout = String::from_utf8_lossy(&o.stdout)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(o.status.success(), "git {args:?}: {o:?}");
+        assert!(
+            stdout.contains("git-sandbox - Every commit"),
+            "git {args:?}: {stdout}"
+        );
+        assert!(
+            stdout.contains("git-sandbox-run(1)"),
+            "git {args:?}: {stdout}"
+        );
+    }
+}
+
+#[test]
+fn man_pages_go_next_to_the_binary_where_man_finds_them() {
+    let w = World::new();
+    let bin = w.path("prefix/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let exe = bin.join("git-sandbox");
+    if std::fs::hard_link(BIN, &exe).is_err() {
+        std::fs::copy(BIN, &exe).unwrap();
+    }
+    let mut cmd = Command::new(&exe);
+    cmd.arg("install-man-pages").current_dir(w.work());
+    w.apply_env(&mut cmd);
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    cmd.env("PATH", &path);
+    let o = cmd.output().unwrap();
+    let man1 = w.path("prefix/share/man/man1");
+    assert!(o.status.success(), "{o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stdout).ends_with(&format!("into {}\n", man1.display())),
+        "{o:?}"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "",
+        "man finds it: no hint"
+    );
+    // No MANPATH: man-db looks in ../share/man next to each PATH entry.
+    let found = man(&w, &["-w", "git-sandbox-log"], &[("PATH", &path)]);
+    assert_eq!(
+        found.stdout.trim(),
+        man1.join("git-sandbox-log.1").display().to_string(),
+        "{found:?}"
+    );
+}
+
+/// Complete `line` (the cursor at its end) in bash with git's completion and ours loaded.
+fn complete(w: &World, line: &str) -> Vec<String> {
+    let git_completion = "/usr/share/bash-completion/completions/git";
+    assert!(
+        std::path::Path::new(git_completion).exists(),
+        "git's bash completion ships with git at {git_completion}"
+    );
+    let script = format!(
+        r#"source {git_completion}
+source <(git-sandbox completions bash)
+COMP_LINE='{line}'; COMP_POINT=${{#COMP_LINE}}
+read -ra COMP_WORDS <<< "$COMP_LINE"
+[[ $COMP_LINE == *' ' ]] && COMP_WORDS+=("")
+COMP_CWORD=$(( ${{#COMP_WORDS[@]}} - 1 ))
+if [[ ${{COMP_WORDS[0]}} == git ]]; then __git_wrap__git_main; else _git__sandbox git-sandbox "${{COMP_WORDS[COMP_CWORD]}}" "${{COMP_WORDS[COMP_CWORD-1]}}"; fi
+printf '%s\n' "${{COMPREPLY[@]}}""#
+    );
+    let mut cmd = Command::new("bash");
+    cmd.args(["-c", &script]).current_dir(w.work());
+    w.apply_env(&mut cmd);
+    let o = cmd.output().unwrap();
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(String::from_utf8_lossy(&o.stderr), "", "{line}");
+    let mut got: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect();
+    got.sort();
+    got
+}
+
+#[test]
+fn bash_completes_git_sandbox_through_gits_own_completion() {
+    let w = World::new();
+    assert_eq!(complete(&w, "git sandbox ru"), ["run "]);
+    assert_eq!(complete(&w, "git sandbox ex"), ["exec ", "experiment "]);
+    assert_eq!(complete(&w, "git sandbox experiment st"), ["start "]);
+    assert_eq!(complete(&w, "git sandbox run --fo"), ["--force "]);
+    assert_eq!(complete(&w, "git sandbox install"), ["install-man-pages "]);
+    assert_eq!(complete(&w, "git sandbox completions z"), ["zsh "]);
+    // Hidden commands are not offered.
+    assert!(complete(&w, "git sandbox no").is_empty());
+    assert!(complete(&w, "git sandbox __").is_empty());
+    // The binary itself completes too.
+    assert_eq!(complete(&w, "git-sandbox ru"), ["run"]);
+    assert_eq!(complete(&w, "git-sandbox log --a"), ["--all"]);
+}
+
+#[test]
+fn zsh_and_fish_scripts_name_the_visible_commands() {
+    let w = World::new();
+    for shell in ["zsh", "fish"] {
+        let o = w.sandbox(&w.work(), &["completions", shell]);
+        assert_eq!(o.code, 0, "{o:?}");
+        assert!(o.stdout.contains("install-man-pages"), "{shell}");
+        assert!(!o.stdout.contains("__sandbox-exec"), "{shell}");
+        assert!(!o.stdout.contains("notify"), "{shell}");
+    }
+    let o = w.sandbox(&w.work(), &["completions", "tcsh"]);
+    assert_eq!(o.code, 2, "{o:?}");
+}
