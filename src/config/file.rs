@@ -23,22 +23,173 @@ pub struct ConfigFile {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TestFile {
+    #[serde(default, deserialize_with = "de_command")]
     pub command: Option<String>,
-    #[serde(default, deserialize_with = "de_duration")]
+    #[serde(default, deserialize_with = "de_timeout")]
     pub timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "de_relative_path")]
     pub junit: Option<String>,
+}
+
+/// A limit as written: a positive number, or `"unlimited"` (only the user's own config may say
+/// that; a repository's config that does is an error).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    At(u64),
+    Unlimited,
+}
+
+impl Limit {
+    /// The value the sandbox applies: 0 means no limit to rlimits and cgroups.
+    pub fn raw(self) -> u64 {
+        match self {
+            Limit::At(n) => n,
+            Limit::Unlimited => 0,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LimitsFile {
-    pub memory_mb: Option<u64>,
-    pub cpu_seconds: Option<u64>,
-    pub processes: Option<u64>,
-    pub open_files: Option<u64>,
-    pub file_size_mb: Option<u64>,
-    pub output_bytes: Option<u64>,
+    #[serde(default, deserialize_with = "de_memory")]
+    pub memory_mb: Option<Limit>,
+    #[serde(default, deserialize_with = "de_cpu")]
+    pub cpu_seconds: Option<Limit>,
+    #[serde(default, deserialize_with = "de_processes")]
+    pub processes: Option<Limit>,
+    #[serde(default, deserialize_with = "de_open_files")]
+    pub open_files: Option<Limit>,
+    #[serde(default, deserialize_with = "de_memory")]
+    pub file_size_mb: Option<Limit>,
+    #[serde(default, deserialize_with = "de_output")]
+    pub output_bytes: Option<Limit>,
+    #[serde(default, deserialize_with = "de_memory")]
+    pub disk_mb: Option<Limit>,
     pub network: Option<bool>,
+}
+
+impl LimitsFile {
+    /// The keys set to `"unlimited"`, for refusing them where only the user may say so.
+    pub fn unlimited_keys(&self) -> Vec<&'static str> {
+        [
+            ("memory_mb", self.memory_mb),
+            ("cpu_seconds", self.cpu_seconds),
+            ("processes", self.processes),
+            ("open_files", self.open_files),
+            ("file_size_mb", self.file_size_mb),
+            ("output_bytes", self.output_bytes),
+            ("disk_mb", self.disk_mb),
+        ]
+        .into_iter()
+        .filter(|(_, v)| *v == Some(Limit::Unlimited))
+        .map(|(k, _)| k)
+        .collect()
+    }
+}
+
+/// The largest value that still means something for each kind of limit; beyond it a value is
+/// a mistake (or an attempt to loosen a limit), not a limit.
+const MAX_MB: u64 = 16 << 20; // 16 TiB
+const MAX_CPU_SECONDS: u64 = 366 * 24 * 3600;
+const MAX_PROCESSES: u64 = 4 << 20;
+const MAX_OPEN_FILES: u64 = 1 << 20;
+const MAX_OUTPUT_BYTES: u64 = 1 << 40;
+const MAX_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
+
+fn de_limit<'de, D: Deserializer<'de>>(d: D, max: u64, unit: &str) -> Result<Option<Limit>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Int(i64),
+        Text(String),
+    }
+    let e = |m: String| serde::de::Error::custom(m);
+    match Raw::deserialize(d).map_err(|_: D::Error| {
+        e(format!(
+            "a limit is a positive number of {unit}, or \"unlimited\" in your user config"
+        ))
+    })? {
+        Raw::Int(n) if n <= 0 => Err(e(format!(
+            "{n} is not a limit; write a positive number of {unit} (no limit at all is \"unlimited\", in your user config only)"
+        ))),
+        Raw::Int(n) if n as u64 > max => Err(e(format!(
+            "{n} {unit} is beyond any real limit (at most {max}); write a real limit, or \"unlimited\" in your user config"
+        ))),
+        Raw::Int(n) => Ok(Some(Limit::At(n as u64))),
+        Raw::Text(t) if t == "unlimited" => Ok(Some(Limit::Unlimited)),
+        Raw::Text(t) => Err(e(format!(
+            "invalid limit {t:?}: write a positive number of {unit}, or \"unlimited\" in your user config"
+        ))),
+    }
+}
+
+fn de_memory<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Limit>, D::Error> {
+    de_limit(d, MAX_MB, "MiB")
+}
+
+fn de_cpu<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Limit>, D::Error> {
+    de_limit(d, MAX_CPU_SECONDS, "CPU seconds")
+}
+
+fn de_processes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Limit>, D::Error> {
+    de_limit(d, MAX_PROCESSES, "processes")
+}
+
+fn de_open_files<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Limit>, D::Error> {
+    de_limit(d, MAX_OPEN_FILES, "open files")
+}
+
+fn de_output<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Limit>, D::Error> {
+    de_limit(d, MAX_OUTPUT_BYTES, "bytes")
+}
+
+/// A command with a NUL byte cannot be passed to a shell: it is an error, never a command cut
+/// short at the NUL.
+fn de_command<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let s = String::deserialize(d)?;
+    if s.contains('\0') {
+        return Err(serde::de::Error::custom(
+            "the command contains a NUL byte, which no shell can run; remove it",
+        ));
+    }
+    Ok(Some(s))
+}
+
+/// A path inside the checkout: relative, no `..`, no NUL.
+fn de_relative_path<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let s = String::deserialize(d)?;
+    let p = std::path::Path::new(&s);
+    let bad = if s.is_empty() {
+        Some("is empty")
+    } else if s.contains('\0') {
+        Some("contains a NUL byte")
+    } else if p.is_absolute() {
+        Some("is absolute")
+    } else if p
+        .components()
+        .any(|c| matches!(c, std::path::Component::ParentDir))
+    {
+        Some("leaves the checkout with `..`")
+    } else {
+        None
+    };
+    match bad {
+        Some(why) => Err(serde::de::Error::custom(format!(
+            "the path {s:?} {why}; name a file inside the checkout, relative to its root (like \"reports/junit.xml\")"
+        ))),
+        None => Ok(Some(s)),
+    }
+}
+
+fn de_timeout<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    let t = de_duration(d)?;
+    if t.is_some_and(|t| t > MAX_TIMEOUT) {
+        return Err(serde::de::Error::custom(
+            "a timeout over 7 days is not a timeout; write a real one, like \"30m\"",
+        ));
+    }
+    Ok(t)
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -118,12 +269,13 @@ impl ConfigFile {
             c.test.junit = Some(v.clone());
         }
         let l = &self.limits;
-        set(&mut c.limits.memory_mb, l.memory_mb);
-        set(&mut c.limits.cpu_seconds, l.cpu_seconds);
-        set(&mut c.limits.processes, l.processes);
-        set(&mut c.limits.open_files, l.open_files);
-        set(&mut c.limits.file_size_mb, l.file_size_mb);
-        set(&mut c.limits.output_bytes, l.output_bytes);
+        set(&mut c.limits.memory_mb, l.memory_mb.map(Limit::raw));
+        set(&mut c.limits.cpu_seconds, l.cpu_seconds.map(Limit::raw));
+        set(&mut c.limits.processes, l.processes.map(Limit::raw));
+        set(&mut c.limits.open_files, l.open_files.map(Limit::raw));
+        set(&mut c.limits.file_size_mb, l.file_size_mb.map(Limit::raw));
+        set(&mut c.limits.output_bytes, l.output_bytes.map(Limit::raw));
+        set(&mut c.limits.disk_mb, l.disk_mb.map(Limit::raw));
         set(&mut c.limits.network, l.network);
         let a = &self.analysis;
         set(&mut c.analysis.enabled, a.enabled);
@@ -166,6 +318,28 @@ pub fn parse_file(label: &str, text: &str) -> Result<ConfigFile, ConfigError> {
             message,
         }
     })
+}
+
+/// Parse the config of a repository (its `.sandbox.toml`, or an experiment's `[config]`):
+/// written by whoever commits, so it may only tighten the user's policy, and "no limit" is not
+/// its to say.
+pub fn parse_repository_file(label: &str, text: &str) -> Result<ConfigFile, ConfigError> {
+    let file = parse_file(label, text)?;
+    if let Some(key) = file.limits.unlimited_keys().first() {
+        let line = text
+            .lines()
+            .position(|l| l.trim_start().starts_with(key) && l.contains("unlimited"))
+            .map(|i| i + 1);
+        return Err(ConfigError {
+            location: Location {
+                source_label: label.to_string(),
+                line,
+                key: Some(format!("limits.{key}")),
+            },
+            message: "a repository cannot lift a limit (\"unlimited\" is for your user config only); write a positive number, or leave the key out to keep your policy".into(),
+        });
+    }
+    Ok(file)
 }
 
 /// The 1-based line of byte `offset` and the dotted key written there (`limits.memory_mb`).
@@ -225,6 +399,7 @@ const ENV_KEYS: &[(&str, &str, Kind)] = &[
     ("limits", "open_files", Kind::Raw),
     ("limits", "file_size_mb", Kind::Raw),
     ("limits", "output_bytes", Kind::Raw),
+    ("limits", "disk_mb", Kind::Raw),
     ("limits", "network", Kind::Raw),
     ("analysis", "enabled", Kind::Raw),
     ("analysis", "exclude", Kind::List),
@@ -252,6 +427,7 @@ pub fn from_env(vars: impl Iterator<Item = (String, String)>) -> Result<ConfigFi
         let quote = |s: &str| toml::Value::String(s.to_string()).to_string();
         let value = match kind {
             Kind::Text => quote(value),
+            Kind::Raw if value.trim() == "unlimited" => quote("unlimited"),
             Kind::Raw => value.trim().to_string(),
             Kind::List => {
                 let items: Vec<String> = value
@@ -304,6 +480,7 @@ fn merge(into: &mut ConfigFile, from: ConfigFile) {
         limits.open_files,
         limits.file_size_mb,
         limits.output_bytes,
+        limits.disk_mb,
         limits.network,
         analysis.enabled,
         analysis.exclude,

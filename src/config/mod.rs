@@ -4,7 +4,7 @@
 
 mod file;
 
-pub use file::{parse_file, ConfigFile};
+pub use file::{parse_file, parse_repository_file, ConfigFile, Limit};
 
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -86,6 +86,8 @@ pub struct Limits {
     /// RLIMIT_FSIZE: the largest file the tests may write.
     pub file_size_mb: u64,
     pub output_bytes: u64,
+    /// Everything the tests may write (their tree, HOME, temp dirs), on any backing.
+    pub disk_mb: u64,
     pub network: bool,
 }
 
@@ -142,6 +144,7 @@ impl Default for Config {
                 open_files: 1024,
                 file_size_mb: 1024,
                 output_bytes: 10 * 1024 * 1024,
+                disk_mb: 1024,
                 network: false,
             },
             analysis: AnalysisConfig {
@@ -204,7 +207,7 @@ impl Layers {
     /// The same layers with a repository's `.sandbox.toml` (text as found in a commit or a work tree).
     pub fn with_repo_text(&self, label: &str, text: Option<&str>) -> Result<Layers, ConfigError> {
         let repo = match text {
-            Some(text) => parse_file(label, text)?,
+            Some(text) => parse_repository_file(label, text)?,
             None => ConfigFile::default(),
         };
         Ok(Layers {
@@ -226,18 +229,28 @@ impl Layers {
         let mut c = Config::default();
         self.user.apply(&mut c);
         let policy = c.limits.clone();
+        let timeout = c.test.timeout;
         self.repo.apply(&mut c);
         self.experiment.apply(&mut c);
-        // The repository (often written by an agent) may only tighten the user's policy.
+        // The repository and the experiment (often written by an agent) may only tighten the
+        // user's policy; the policy's 0 means "unlimited", which only the user can say.
+        let tighten = |policy: u64, asked: u64| match (policy, asked) {
+            (0, a) => a,
+            (p, 0) => p,
+            (p, a) => p.min(a),
+        };
         c.limits = Limits {
-            memory_mb: c.limits.memory_mb.min(policy.memory_mb),
-            cpu_seconds: c.limits.cpu_seconds.min(policy.cpu_seconds),
-            processes: c.limits.processes.min(policy.processes),
-            open_files: c.limits.open_files.min(policy.open_files),
-            file_size_mb: c.limits.file_size_mb.min(policy.file_size_mb),
-            output_bytes: c.limits.output_bytes.min(policy.output_bytes),
+            memory_mb: tighten(policy.memory_mb, c.limits.memory_mb),
+            cpu_seconds: tighten(policy.cpu_seconds, c.limits.cpu_seconds),
+            processes: tighten(policy.processes, c.limits.processes),
+            open_files: tighten(policy.open_files, c.limits.open_files),
+            file_size_mb: tighten(policy.file_size_mb, c.limits.file_size_mb),
+            output_bytes: tighten(policy.output_bytes, c.limits.output_bytes),
+            disk_mb: tighten(policy.disk_mb, c.limits.disk_mb),
             network: c.limits.network && policy.network,
         };
+        // The user's timeout is a ceiling like every other limit.
+        c.test.timeout = c.test.timeout.min(timeout);
         self.env.apply(&mut c);
         self.flags.apply(&mut c);
         c
@@ -340,6 +353,90 @@ mod tests {
         assert_eq!(c.limits.processes, 10);
         assert!(!c.limits.network);
         assert_eq!(c.test.timeout, Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_repository_can_loosen_no_limit_nor_the_timeout() {
+        let user = parse_file(
+            "user",
+            "[limits]\nmemory_mb = 512\ncpu_seconds = 20\nopen_files = 256\n[test]\ntimeout = \"30s\"\n",
+        )
+        .unwrap();
+        for zero in ["memory_mb = 0", "cpu_seconds = 0", "open_files = 0", "file_size_mb = 0"] {
+            let err = Layers::default()
+                .with_repo_text("repo", Some(&format!("[limits]\n{zero}\n")))
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with("repo:2: key `limits."), "{err}");
+            assert!(err.contains("0 is not a limit"), "{err}");
+        }
+        for bad in ["memory_mb = -1", "processes = 99999999999", "output_bytes = \"lots\""] {
+            assert!(
+                Layers::default()
+                    .with_repo_text("repo", Some(&format!("[limits]\n{bad}\n")))
+                    .is_err(),
+                "{bad}"
+            );
+        }
+        let err = Layers::default()
+            .with_repo_text("repo", Some("[limits]\nmemory_mb = \"unlimited\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("repo:2: key `limits.memory_mb`: a repository cannot lift a limit"),
+            "{err}"
+        );
+        let layers = Layers {
+            user,
+            ..Layers::default()
+        }
+        .with_repo_text("repo", Some("[test]\ntimeout = \"1h\"\n[limits]\nmemory_mb = 99999\n"))
+        .unwrap();
+        let c = layers.resolve();
+        assert_eq!(c.test.timeout, Duration::from_secs(30));
+        assert_eq!(c.limits.memory_mb, 512);
+        assert_eq!(c.limits.cpu_seconds, 20);
+        assert_eq!(c.limits.open_files, 256);
+    }
+
+    #[test]
+    fn only_the_user_says_unlimited_and_then_the_repository_limits_apply() {
+        let user = parse_file("user", "[limits]\nmemory_mb = \"unlimited\"\n").unwrap();
+        let open = Layers {
+            user: user.clone(),
+            ..Layers::default()
+        }
+        .resolve();
+        assert_eq!(open.limits.memory_mb, 0, "no limit");
+        let tight = Layers {
+            user,
+            ..Layers::default()
+        }
+        .with_repo_text("repo", Some("[limits]\nmemory_mb = 300\n"))
+        .unwrap()
+        .resolve();
+        assert_eq!(tight.limits.memory_mb, 300);
+        let env = file::from_env(
+            vec![("SANDBOX_LIMITS_CPU_SECONDS".to_string(), "unlimited".to_string())].into_iter(),
+        )
+        .unwrap();
+        assert_eq!(env.limits.cpu_seconds, Some(Limit::Unlimited));
+    }
+
+    #[test]
+    fn commands_and_report_paths_are_checked() {
+        let err = parse_file("c", "[test]\ncommand = \"true\\u0000; rm -rf /\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("NUL byte"), "{err}");
+        for bad in ["/etc/shadow", "../../../../etc/passwd", "a/../../b", ""] {
+            let err = parse_file("c", &format!("[test]\njunit = {bad:?}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with("c:2: key `test.junit`"), "{bad}: {err}");
+        }
+        assert!(parse_file("c", "[test]\njunit = \"reports/junit.xml\"\n").is_ok());
+        assert!(parse_file("c", "[test]\ntimeout = \"30d\"\n").is_err());
     }
 
     #[test]
