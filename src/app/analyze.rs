@@ -1,7 +1,7 @@
 //! Analysis of a commit's tree: file results come from the index's blob cache when it has them,
 //! and only the rest is parsed (in parallel), so a one-file change parses one file.
 
-use super::Result;
+use super::{AppError, Result};
 use crate::analysis::{self, Aggregator, FileAnalysis, Options};
 use crate::config::AnalysisConfig;
 use crate::git::gix_err;
@@ -10,13 +10,16 @@ use crate::store::Index;
 use gix::bstr::ByteSlice;
 use gix::ObjectId;
 
-pub fn options(cfg: &AnalysisConfig) -> Options {
-    Options {
-        exclude: cfg.exclude.clone(),
+/// The analyser's options, with the excludes compiled once for the whole tree.
+pub fn options(cfg: &AnalysisConfig) -> Result<Options> {
+    let exclude = analysis::Globs::excludes(&cfg.exclude)
+        .map_err(|e| AppError::Usage(format!("[analysis] exclude: {e}")))?;
+    Ok(Options {
+        exclude,
         max_complexity: cfg.max_complexity,
         max_function_lines: cfg.max_function_lines,
         max_parameters: cfg.max_parameters,
-    }
+    })
 }
 
 /// The cache key beside the blob id: the analyser's version and the file extension, which
@@ -36,7 +39,7 @@ pub fn analyze_tree(
     tree: ObjectId,
     cfg: &AnalysisConfig,
 ) -> Result<Analysis> {
-    let opts = options(cfg);
+    let opts = options(cfg)?;
     let tree = repo.find_tree(tree).map_err(gix_err)?;
     let mut recorder = gix::traverse::tree::Recorder::default();
     tree.traverse()

@@ -54,11 +54,19 @@ pub fn scan(
         None => ctx.layers.clone(),
     };
     let config = layers.resolve();
+    let watched = config.watched_branches().unwrap_or_else(|e| {
+        warning = Some(format!(
+            "{e}; using the default watched branches until it is fixed"
+        ));
+        crate::config::Config::default()
+            .watched_branches()
+            .unwrap_or_default()
+    });
     let mut notes = git::notes::Lookup::new(repo, git::NOTES_REF)?;
     let mut jobs = Vec::new();
     let mut seen = HashSet::new();
     for (branch, tip) in git::branches(repo)? {
-        if !config.watches(&branch) {
+        if !watched.is_match(&branch) {
             continue;
         }
         let refname = format!("refs/heads/{branch}");

@@ -22,7 +22,7 @@ pub fn cmd_analyze(args: AnalyzeArgs) -> CmdResult {
     {
         let ctx = Context::load()?;
         let cfg = ctx.layers.with_repo_dir(as_dir)?.resolve();
-        crate::analysis::analyze_dir(as_dir, &analyze::options(&cfg.analysis)).map_err(|e| {
+        crate::analysis::analyze_dir(as_dir, &analyze::options(&cfg.analysis)?).map_err(|e| {
             super::CommandError::usage(format!("cannot analyse {}: {e}", as_dir.display()))
         })?
     } else {

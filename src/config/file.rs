@@ -45,6 +45,7 @@ pub struct LimitsFile {
 #[serde(deny_unknown_fields)]
 pub struct AnalysisFile {
     pub enabled: Option<bool>,
+    #[serde(default, deserialize_with = "de_globs")]
     pub exclude: Option<Vec<String>>,
     pub max_complexity: Option<u64>,
     pub max_function_lines: Option<u64>,
@@ -54,6 +55,7 @@ pub struct AnalysisFile {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WatchFile {
+    #[serde(default, deserialize_with = "de_globs")]
     pub branches: Option<Vec<String>>,
 }
 
@@ -83,6 +85,15 @@ fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::E
             "invalid duration {text:?}: write a positive number with a unit, like \"90s\", \"5m\" or \"1h\""
         ))
     })
+}
+
+/// A list of globs, each of which must compile (so a bad one is named with its file and line).
+fn de_globs<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+    let patterns = Vec::<String>::deserialize(d)?;
+    for p in &patterns {
+        crate::util::glob::check(p).map_err(serde::de::Error::custom)?;
+    }
+    Ok(Some(patterns))
 }
 
 fn one_of<'de, D: Deserializer<'de>>(d: D, allowed: &[&str]) -> Result<Option<String>, D::Error> {
@@ -351,6 +362,29 @@ mod tests {
                 .contains("use one of merge, ff, pull-request"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn an_invalid_glob_names_file_line_and_key() {
+        let err = parse_file(
+            ".sandbox.toml",
+            "[test]\ncommand = \"x\"\n[analysis]\nexclude = [\"ok/**\", \"bad**\"]\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with(".sandbox.toml:4: key `analysis.exclude`: invalid glob \"bad**\""),
+            "{err}"
+        );
+        let err = parse_file("u.toml", "[watch]\nbranches = [\"exp**\"]\n").unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("u.toml:2: key `watch.branches`:"),
+            "{err}"
+        );
+        let vars = [("SANDBOX_WATCH_BRANCHES".to_string(), "a**".to_string())];
+        let err = from_env(vars.into_iter()).unwrap_err().to_string();
+        assert!(err.contains("whole path segment"), "{err}");
     }
 
     #[test]

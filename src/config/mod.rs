@@ -6,6 +6,7 @@ mod file;
 
 pub use file::{parse_file, ConfigFile};
 
+use crate::util::glob::{GlobError, Globs};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -256,29 +257,10 @@ impl Config {
         format!("{h:016x}")
     }
 
-    /// Whether a short branch name (`main`, `experiment/x`) is watched.
-    pub fn watches(&self, branch: &str) -> bool {
-        self.watch.branches.iter().any(|p| glob_match(p, branch))
+    /// The watched branches (`main`, `experiment/*`), compiled once for any number of names.
+    pub fn watched_branches(&self) -> Result<Globs, GlobError> {
+        Globs::new(&self.watch.branches)
     }
-}
-
-/// `*` matches within one path segment, `**` across segments, `?` one character.
-pub fn glob_match(pattern: &str, text: &str) -> bool {
-    fn go(p: &[u8], t: &[u8]) -> bool {
-        match p.first() {
-            None => t.is_empty(),
-            Some(b'*') if p.get(1) == Some(&b'*') => {
-                let rest = p[2..].strip_prefix(b"/").unwrap_or(&p[2..]);
-                (0..=t.len()).any(|i| go(rest, &t[i..]) || (i > 0 && go(&p[2..], &t[i..])))
-            }
-            Some(b'*') => (0..=t.len())
-                .take_while(|&i| i == 0 || t[i - 1] != b'/')
-                .any(|i| go(&p[1..], &t[i..])),
-            Some(b'?') => !t.is_empty() && t[0] != b'/' && go(&p[1..], &t[1..]),
-            Some(&c) => t.first() == Some(&c) && go(&p[1..], &t[1..]),
-        }
-    }
-    go(pattern.as_bytes(), text.as_bytes())
 }
 
 /// `"90s"`, `"5m"`, `"1h"`, `"250ms"` or a bare number of seconds.
@@ -315,13 +297,29 @@ mod tests {
 
     #[test]
     fn globs() {
-        assert!(glob_match("experiment/*", "experiment/fast"));
-        assert!(!glob_match("experiment/*", "experiment/a/b"));
-        assert!(glob_match("vendor/**", "vendor/a/b.py"));
-        assert!(glob_match("**/gen_*.py", "a/b/gen_x.py"));
-        assert!(glob_match("**/gen_*.py", "gen_x.py"));
-        assert!(glob_match("main", "main"));
-        assert!(!glob_match("main", "mainline"));
+        let mut c = Config::default();
+        c.watch.branches = vec!["experiment/*".into(), "main".into(), "vendor/**".into()];
+        c.watch.branches.push("**/gen_*.py".into());
+        let w = c.watched_branches().unwrap();
+        assert!(w.is_match("experiment/fast"));
+        assert!(!w.is_match("experiment/a/b"));
+        assert!(w.is_match("vendor/a/b.py"));
+        assert!(w.is_match("a/b/gen_x.py"));
+        assert!(w.is_match("gen_x.py"));
+        assert!(w.is_match("main"));
+        assert!(!w.is_match("mainline"));
+    }
+
+    #[test]
+    fn a_pathological_branch_pattern_does_not_hang() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut c = Config::default();
+            c.watch.branches = vec!["*a*a*a*a*a*a*a*a*b".into()];
+            let _ = tx.send(c.watched_branches().unwrap().is_match(&"a".repeat(200)));
+        });
+        let answer = rx.recv_timeout(Duration::from_secs(5));
+        assert_eq!(answer, Ok(false), "matching took over 5 s");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Small helpers with no knowledge of the product: time stamps, ids, names, atomic files.
 
+pub mod glob;
 pub mod time;
 
 use std::path::Path;
