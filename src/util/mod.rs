@@ -1,6 +1,7 @@
 //! Small helpers with no knowledge of the product: time stamps, ids, names, atomic files.
 
 pub mod glob;
+pub mod private;
 pub mod time;
 
 use std::path::Path;
