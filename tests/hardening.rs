@@ -80,3 +80,105 @@ fn data_files_are_private_under_umask_000() {
     }
     assert_eq!(mode(&log), 0o600, "{}", log.display());
 }
+
+/// `git-sandbox ARGS` with its address space capped (so a regression that reads `/dev/zero`
+/// fails the test instead of eating the machine), and its peak RSS in KiB.
+#[allow(clippy::zombie_processes)] // reaped by wait4, which also gives the peak RSS
+fn sandbox_measured(w: &World, dir: &Path, args: &[&str]) -> (common::Out, u64) {
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let out_path = w.path(&format!("measured-{n}.out"));
+    let err_path = w.path(&format!("measured-{n}.err"));
+    let mut cmd = Command::new(BIN);
+    cmd.args(args).current_dir(dir);
+    w.apply_env(&mut cmd);
+    cmd.stdout(std::fs::File::create(&out_path).unwrap())
+        .stderr(std::fs::File::create(&err_path).unwrap());
+    // SAFETY: setrlimit is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 3 << 30,
+                rlim_max: 3 << 30,
+            };
+            libc::setrlimit(libc::RLIMIT_AS, &limit);
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().unwrap();
+    let mut status = 0;
+    // SAFETY: rusage is plain data; wait4 reaps the child we spawned (std never waits for it).
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32);
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -1
+    };
+    let out = common::Out {
+        code,
+        stdout: std::fs::read_to_string(&out_path).unwrap(),
+        stderr: std::fs::read_to_string(&err_path).unwrap(),
+    };
+    (out, usage.ru_maxrss as u64)
+}
+
+fn commit_symlink(w: &World, repo: &Path, name: &str, target: &Path) -> String {
+    let link = repo.join(name);
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(target, &link).unwrap();
+    w.git(repo, &["add", name]);
+    w.git(
+        repo,
+        &[
+            "commit",
+            "-q",
+            "-m",
+            &format!("{name} -> {}", target.display()),
+        ],
+    );
+    w.git(repo, &["rev-parse", "HEAD"]).trim().to_string()
+}
+
+#[test]
+fn a_committed_symlink_manifest_is_not_followed() {
+    let w = World::new();
+    let repo = w.new_repo("links");
+    // Only the detected command decides what runs: no config, no other test files.
+    w.git(&repo, &["rm", "-q", "-r", "--cached", "."]);
+    for e in std::fs::read_dir(&repo).unwrap() {
+        let p = e.unwrap().path();
+        if p.file_name().unwrap() != ".git" {
+            let _ = std::fs::remove_dir_all(&p).or_else(|_| std::fs::remove_file(&p));
+        }
+    }
+    w.commit(&repo, &[("README.md", "nothing to test\n")], "bare");
+    let planted = w.path("host/package.json");
+    std::fs::create_dir_all(planted.parent().unwrap()).unwrap();
+    std::fs::write(&planted, r#"{"scripts":{"test":"echo HOSTSECRET-4711"}}"#).unwrap();
+    for target in [Path::new("/dev/zero"), planted.as_path()] {
+        let commit = commit_symlink(&w, &repo, "package.json", target);
+        let started = std::time::Instant::now();
+        let (o, peak_kib) = sandbox_measured(&w, &repo, &["run", "--json"]);
+        assert_eq!(o.code, 0, "{}: {o:?}", target.display());
+        assert!(started.elapsed() < std::time::Duration::from_secs(60));
+        assert!(
+            peak_kib < 512 * 1024,
+            "the run peaked at {peak_kib} KiB with {}",
+            target.display()
+        );
+        let note = w.note(&repo, &commit).expect("a note");
+        assert_eq!(note["status"], "passed", "{note}");
+        assert_ne!(note["tests"]["framework"], "npm", "{note}");
+        let everything = format!("{o:?}{note}");
+        assert!(!everything.contains("HOSTSECRET"), "{everything}");
+    }
+    let logs = w.data().join("logs");
+    for e in std::fs::read_dir(&logs).into_iter().flatten().flatten() {
+        for f in std::fs::read_dir(e.path()).unwrap().flatten() {
+            let text = std::fs::read_to_string(f.path()).unwrap_or_default();
+            assert!(!text.contains("HOSTSECRET"), "{}", f.path().display());
+        }
+    }
+}

@@ -27,6 +27,9 @@ pub struct ConfigError {
     pub message: String,
 }
 
+/// The most of a work tree's `.sandbox.toml` read.
+const REPO_CONFIG_CAP: u64 = 1024 * 1024;
+
 /// Where the tool keeps its data and reads its user config.
 #[derive(Debug, Clone)]
 pub struct Paths {
@@ -210,12 +213,23 @@ impl Layers {
         })
     }
 
-    /// Read the repository config from a work tree, if it has one.
+    /// Read the repository config from a work tree, if it has one. The work tree holds whatever
+    /// a commit put there, so the file is read without following a symlink and up to a cap.
     pub fn with_repo_dir(&self, dir: &Path) -> Result<Layers, ConfigError> {
+        use crate::util::beneath::{read_beneath, Skip};
         let path = dir.join(".sandbox.toml");
-        match std::fs::read_to_string(&path) {
-            Ok(text) => self.with_repo_text(&path.display().to_string(), Some(&text)),
-            Err(_) => Ok(self.clone()),
+        let label = path.display().to_string();
+        match read_beneath(dir, ".sandbox.toml", REPO_CONFIG_CAP) {
+            Ok(bytes) => self.with_repo_text(&label, Some(&String::from_utf8_lossy(&bytes))),
+            Err(Skip::Missing(_)) => Ok(self.clone()),
+            Err(skip) => Err(ConfigError {
+                location: Location {
+                    source_label: label,
+                    line: None,
+                    key: None,
+                },
+                message: format!("{skip}; make it a regular file of at most 1 MiB"),
+            }),
         }
     }
 
@@ -340,6 +354,23 @@ mod tests {
         assert_eq!(c.limits.processes, 10);
         assert!(!c.limits.network);
         assert_eq!(c.test.timeout, Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_work_tree_config_that_is_a_symlink_is_refused_not_followed() {
+        let d = tempfile::tempdir().unwrap();
+        let layers = Layers::default();
+        assert!(layers.with_repo_dir(d.path()).is_ok());
+        let host = tempfile::tempdir().unwrap();
+        let planted = host.path().join("config.toml");
+        std::fs::write(&planted, "[test]\ncommand = \"host\"\n").unwrap();
+        std::os::unix::fs::symlink(&planted, d.path().join(".sandbox.toml")).unwrap();
+        let err = layers.with_repo_dir(d.path()).unwrap_err().to_string();
+        assert!(err.contains(".sandbox.toml is a symlink"), "{err}");
+        std::fs::remove_file(d.path().join(".sandbox.toml")).unwrap();
+        std::fs::write(d.path().join(".sandbox.toml"), "[test]\ncommand = \"x\"\n").unwrap();
+        let c = layers.with_repo_dir(d.path()).unwrap().resolve();
+        assert_eq!(c.test.command.as_deref(), Some("x"));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Small helpers with no knowledge of the product: time stamps, ids, names, atomic files.
 
+pub mod beneath;
 pub mod glob;
 pub mod private;
 pub mod time;
