@@ -124,6 +124,40 @@ fn sandbox_measured(w: &World, dir: &Path, args: &[&str]) -> (common::Out, u64) 
     (out, usage.ru_maxrss as u64)
 }
 
+/// `git-sandbox ARGS` and the peak RSS (VmHWM, KiB) of that process alone, polled while it runs
+/// (the high-water mark only grows, so a late read sees the peak of everything before it).
+fn sandbox_polled(w: &World, dir: &Path, args: &[&str]) -> (common::Out, u64) {
+    let out_path = w.path("polled.out");
+    let err_path = w.path("polled.err");
+    let mut cmd = Command::new(BIN);
+    cmd.args(args).current_dir(dir);
+    w.apply_env(&mut cmd);
+    cmd.stdout(std::fs::File::create(&out_path).unwrap())
+        .stderr(std::fs::File::create(&err_path).unwrap());
+    let mut child = cmd.spawn().unwrap();
+    let status_file = format!("/proc/{}/status", child.id());
+    let mut peak = 0;
+    let status = loop {
+        if let Some(hwm) = std::fs::read_to_string(&status_file).ok().and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        }) {
+            peak = peak.max(hwm);
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    let out = common::Out {
+        code: status.code().unwrap_or(-1),
+        stdout: std::fs::read_to_string(&out_path).unwrap(),
+        stderr: std::fs::read_to_string(&err_path).unwrap(),
+    };
+    (out, peak)
+}
+
 fn commit_symlink(w: &World, repo: &Path, name: &str, target: &Path) -> String {
     let link = repo.join(name);
     let _ = std::fs::remove_file(&link);
@@ -181,4 +215,146 @@ fn a_committed_symlink_manifest_is_not_followed() {
             assert!(!text.contains("HOSTSECRET"), "{}", f.path().display());
         }
     }
+}
+
+/// `len` bytes that zlib cannot shrink to nothing, the same for the same seed.
+fn noise(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+fn commit_bytes(w: &World, repo: &Path, files: &[(&str, &[u8])], message: &str) -> String {
+    for (rel, body) in files {
+        let p = repo.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, body).unwrap();
+        w.git(repo, &["add", rel]);
+    }
+    w.git(repo, &["commit", "-q", "-m", message]);
+    w.git(repo, &["rev-parse", "HEAD"]).trim().to_string()
+}
+
+fn scratch_entries(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_tree_over_the_checkout_ceiling_is_an_error_and_writes_nothing() {
+    let mut w = World::new();
+    let scratch = w.path("scratch");
+    std::fs::create_dir_all(&scratch).unwrap();
+    w.extra_env
+        .push(("GIT_SANDBOX_TMPDIR".into(), scratch.display().to_string()));
+    let cfg = w.path("config/git-sandbox/config.toml");
+    std::fs::create_dir_all(cfg.parent().unwrap()).unwrap();
+    std::fs::write(&cfg, "[limits]\ncheckout_mb = 2\n").unwrap();
+    let repo = w.new_repo("ceiling");
+    // The repository may not raise the ceiling it is held to.
+    w.commit(
+        &repo,
+        &[(
+            ".sandbox.toml",
+            "[test]\ncommand = \"echo ran\"\n[limits]\ncheckout_mb = 100\n",
+        )],
+        "try to raise",
+    );
+    let commit = commit_bytes(&w, &repo, &[("data.bin", &noise(3 << 20, 7))], "3 MiB");
+    let o = w.sandbox(&repo, &["run", "--json"]);
+    assert_eq!(o.code, 1, "{o:?}");
+    let rec = &o.json()[0];
+    assert_eq!(rec["status"], "error", "{rec}");
+    let err = rec["error"].as_str().unwrap();
+    assert!(
+        err.starts_with("checkout failed: the tree is 3.0 MiB, over the checkout ceiling of 2 MiB; raise [limits] checkout_mb in your user config"),
+        "{err}"
+    );
+    assert_eq!(w.note(&repo, &commit).unwrap()["status"], "error");
+    let left: Vec<String> = scratch_entries(&scratch)
+        .into_iter()
+        .filter(|n| n.starts_with("git-sandbox-") && !n.starts_with("git-sandbox-probe"))
+        .collect();
+    assert!(left.is_empty(), "left in the scratch dir: {left:?}");
+    // Raised in the user config, the same commit runs.
+    std::fs::write(&cfg, "[limits]\ncheckout_mb = 8\n").unwrap();
+    let o = w.sandbox(&repo, &["run", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(o.json()[0]["status"], "passed");
+}
+
+#[test]
+fn blobs_over_the_streaming_threshold_check_out_byte_identical() {
+    let w = World::new();
+    let repo = w.new_repo("big");
+    let big = noise(48 << 20, 11);
+    let tool = noise(17 << 20, 13);
+    let mut script = b"#!/bin/sh\nexit 0\n".to_vec();
+    script.extend_from_slice(&tool);
+    w.commit(
+        &repo,
+        &[(
+            ".sandbox.toml",
+            "[test]\ncommand = \"sha256sum big.bin deep/dir/tool.sh && test -x deep/dir/tool.sh && test ! -x big.bin && test -f small.txt\"\n[analysis]\nenabled = false\n",
+        )],
+        "configure",
+    );
+    let commit = commit_bytes(
+        &w,
+        &repo,
+        &[
+            ("big.bin", &big),
+            ("deep/dir/tool.sh", &script),
+            ("small.txt", b"small\n"),
+        ],
+        "large blobs",
+    );
+    w.git(&repo, &["update-index", "--chmod=+x", "deep/dir/tool.sh"]);
+    w.git(&repo, &["commit", "-q", "--amend", "--no-edit"]);
+    let commit_after = w.git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    assert_ne!(commit, commit_after);
+    let (o, supervisor_peak_kib) = sandbox_polled(&w, &repo, &["run", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(o.json()[0]["status"], "passed", "{}", o.stdout);
+    let log = std::fs::read_dir(w.data().join("logs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+        .join(format!("{commit_after}.log"));
+    let output = std::fs::read_to_string(&log).unwrap();
+    for rel in ["big.bin", "deep/dir/tool.sh"] {
+        let mut cmd = Command::new("sh");
+        cmd.args([
+            "-c",
+            &format!("git cat-file blob HEAD:{rel} | sha256sum | cut -d' ' -f1"),
+        ])
+        .current_dir(&repo);
+        w.apply_env(&mut cmd);
+        let want = String::from_utf8(cmd.output().unwrap().stdout).unwrap();
+        let want = want.trim();
+        assert_eq!(want.len(), 64);
+        assert!(
+            output.contains(&format!("{want}  {rel}")),
+            "{rel}: want {want} in\n{output}"
+        );
+    }
+    // The supervisor's own peak stays below the size of the blob: it never held it whole.
+    assert!(
+        supervisor_peak_kib < (big.len() / 1024) as u64,
+        "the supervisor peaked at {supervisor_peak_kib} KiB with a {} KiB blob",
+        big.len() / 1024
+    );
 }

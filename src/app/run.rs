@@ -289,15 +289,20 @@ fn run_one(
         }
     }
 
-    let work =
-        match checkout::checkout_tree(repo, info.tree, &checkout::scratch_root(), opts.interrupt) {
-            Ok(w) => w,
-            Err(e) => {
-                record.status = Status::Error;
-                record.error = Some(format!("checkout failed: {e}"));
-                return Ok((finish(record, started), false));
-            }
-        };
+    let work = match checkout::checkout_tree(
+        repo,
+        info.tree,
+        &checkout::scratch_root(),
+        opts.interrupt,
+        config.limits.checkout_mb.saturating_mul(1024 * 1024),
+    ) {
+        Ok(w) => w,
+        Err(e) => {
+            record.status = Status::Error;
+            record.error = Some(format!("checkout failed: {e}"));
+            return Ok((finish(record, started), false));
+        }
+    };
     let event = |kind: &str, data: serde_json::Value| {
         let _ = ctx.index.add_event(
             kind,

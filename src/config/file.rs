@@ -39,6 +39,7 @@ pub struct LimitsFile {
     pub file_size_mb: Option<u64>,
     pub output_bytes: Option<u64>,
     pub network: Option<bool>,
+    pub checkout_mb: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -135,6 +136,7 @@ impl ConfigFile {
         set(&mut c.limits.file_size_mb, l.file_size_mb);
         set(&mut c.limits.output_bytes, l.output_bytes);
         set(&mut c.limits.network, l.network);
+        set(&mut c.limits.checkout_mb, l.checkout_mb);
         let a = &self.analysis;
         set(&mut c.analysis.enabled, a.enabled);
         set(&mut c.analysis.exclude, a.exclude.clone());
@@ -235,6 +237,7 @@ const ENV_KEYS: &[(&str, &str, Kind)] = &[
     ("limits", "file_size_mb", Kind::Raw),
     ("limits", "output_bytes", Kind::Raw),
     ("limits", "network", Kind::Raw),
+    ("limits", "checkout_mb", Kind::Raw),
     ("analysis", "enabled", Kind::Raw),
     ("analysis", "exclude", Kind::List),
     ("analysis", "max_complexity", Kind::Raw),
@@ -313,6 +316,7 @@ fn merge(into: &mut ConfigFile, from: ConfigFile) {
         limits.file_size_mb,
         limits.output_bytes,
         limits.network,
+        limits.checkout_mb,
         analysis.enabled,
         analysis.exclude,
         analysis.max_complexity,
@@ -402,12 +406,14 @@ mod tests {
                 "main, exp/*".to_string(),
             ),
             ("SANDBOX_LIMITS_NETWORK".to_string(), "true".to_string()),
+            ("SANDBOX_LIMITS_CHECKOUT_MB".to_string(), "64".to_string()),
             ("SANDBOX_SOMETHING_ELSE".to_string(), "ignored".to_string()),
         ];
         let f = from_env(vars.into_iter()).unwrap();
         assert_eq!(f.test.timeout, Some(Duration::from_secs(90)));
         assert_eq!(f.watch.branches, Some(vec!["main".into(), "exp/*".into()]));
         assert_eq!(f.limits.network, Some(true));
+        assert_eq!(f.limits.checkout_mb, Some(64));
         let bad = vec![("SANDBOX_LIMITS_MEMORY_MB".to_string(), "lots".to_string())];
         let err = from_env(bad.into_iter()).unwrap_err().to_string();
         assert!(

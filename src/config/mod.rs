@@ -91,6 +91,8 @@ pub struct Limits {
     pub file_size_mb: u64,
     pub output_bytes: u64,
     pub network: bool,
+    /// The most a checkout may write (the sum of its blobs), checked before anything is written.
+    pub checkout_mb: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -144,6 +146,7 @@ impl Default for Config {
                 file_size_mb: 1024,
                 output_bytes: 10 * 1024 * 1024,
                 network: false,
+                checkout_mb: 1024,
             },
             analysis: AnalysisConfig {
                 enabled: true,
@@ -248,6 +251,7 @@ impl Layers {
             file_size_mb: c.limits.file_size_mb.min(policy.file_size_mb),
             output_bytes: c.limits.output_bytes.min(policy.output_bytes),
             network: c.limits.network && policy.network,
+            checkout_mb: c.limits.checkout_mb.min(policy.checkout_mb),
         };
         self.env.apply(&mut c);
         self.flags.apply(&mut c);
@@ -259,8 +263,14 @@ impl Config {
     /// A stable fingerprint of everything that changes a result: with the tree id it is the
     /// cache key, so a different command, limit or threshold runs again.
     pub fn result_key(&self) -> String {
+        let mut limits = serde_json::json!(self.limits);
+        // Whether a tree fits only decides between a result and an error, and errors are never
+        // reused: keep the keys of results recorded before this limit existed.
+        if let Some(l) = limits.as_object_mut() {
+            l.remove("checkout_mb");
+        }
         let json = serde_json::json!({
-            "test": self.test, "limits": self.limits, "analysis": self.analysis,
+            "test": self.test, "limits": limits, "analysis": self.analysis,
         });
         // FNV-1a 64: stable across builds and platforms, unlike std's hasher.
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -354,6 +364,15 @@ mod tests {
         assert_eq!(c.limits.processes, 10);
         assert!(!c.limits.network);
         assert_eq!(c.test.timeout, Duration::from_secs(5));
+        for (repo_value, effective) in [(5, 5), (99999, 1024)] {
+            let text = format!("[limits]\ncheckout_mb = {repo_value}\n");
+            let c = Layers {
+                repo: parse_file("repo", &text).unwrap(),
+                ..Layers::default()
+            }
+            .resolve();
+            assert_eq!(c.limits.checkout_mb, effective);
+        }
     }
 
     #[test]
@@ -371,6 +390,14 @@ mod tests {
         std::fs::write(d.path().join(".sandbox.toml"), "[test]\ncommand = \"x\"\n").unwrap();
         let c = layers.with_repo_dir(d.path()).unwrap().resolve();
         assert_eq!(c.test.command.as_deref(), Some("x"));
+    }
+
+    #[test]
+    fn the_checkout_ceiling_does_not_change_the_result_key() {
+        let mut c = Config::default();
+        let key = c.result_key();
+        c.limits.checkout_mb = 1;
+        assert_eq!(c.result_key(), key);
     }
 
     #[test]
