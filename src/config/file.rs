@@ -67,6 +67,9 @@ pub struct LimitsFile {
     #[serde(default, deserialize_with = "de_memory")]
     pub disk_mb: Option<Limit>,
     pub network: Option<bool>,
+    /// The largest tree a run checks out, in MiB.
+    #[serde(default, deserialize_with = "de_memory")]
+    pub checkout_mb: Option<Limit>,
 }
 
 impl LimitsFile {
@@ -80,6 +83,7 @@ impl LimitsFile {
             ("file_size_mb", self.file_size_mb),
             ("output_bytes", self.output_bytes),
             ("disk_mb", self.disk_mb),
+            ("checkout_mb", self.checkout_mb),
         ]
         .into_iter()
         .filter(|(_, v)| *v == Some(Limit::Unlimited))
@@ -97,7 +101,11 @@ const MAX_OPEN_FILES: u64 = 1 << 20;
 const MAX_OUTPUT_BYTES: u64 = 1 << 40;
 const MAX_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
 
-fn de_limit<'de, D: Deserializer<'de>>(d: D, max: u64, unit: &str) -> Result<Option<Limit>, D::Error> {
+fn de_limit<'de, D: Deserializer<'de>>(
+    d: D,
+    max: u64,
+    unit: &str,
+) -> Result<Option<Limit>, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum Raw {
@@ -196,6 +204,7 @@ fn de_timeout<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Er
 #[serde(deny_unknown_fields)]
 pub struct AnalysisFile {
     pub enabled: Option<bool>,
+    #[serde(default, deserialize_with = "de_globs")]
     pub exclude: Option<Vec<String>>,
     pub max_complexity: Option<u64>,
     pub max_function_lines: Option<u64>,
@@ -205,6 +214,7 @@ pub struct AnalysisFile {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WatchFile {
+    #[serde(default, deserialize_with = "de_globs")]
     pub branches: Option<Vec<String>>,
     pub backfill: Option<u64>,
 }
@@ -235,6 +245,15 @@ fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::E
             "invalid duration {text:?}: write a positive number with a unit, like \"90s\", \"5m\" or \"1h\""
         ))
     })
+}
+
+/// A list of globs, each of which must compile (so a bad one is named with its file and line).
+fn de_globs<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+    let patterns = Vec::<String>::deserialize(d)?;
+    for p in &patterns {
+        crate::util::glob::check(p).map_err(serde::de::Error::custom)?;
+    }
+    Ok(Some(patterns))
 }
 
 fn one_of<'de, D: Deserializer<'de>>(d: D, allowed: &[&str]) -> Result<Option<String>, D::Error> {
@@ -277,6 +296,7 @@ impl ConfigFile {
         set(&mut c.limits.output_bytes, l.output_bytes.map(Limit::raw));
         set(&mut c.limits.disk_mb, l.disk_mb.map(Limit::raw));
         set(&mut c.limits.network, l.network);
+        set(&mut c.limits.checkout_mb, l.checkout_mb.map(Limit::raw));
         let a = &self.analysis;
         set(&mut c.analysis.enabled, a.enabled);
         set(&mut c.analysis.exclude, a.exclude.clone());
@@ -401,6 +421,7 @@ const ENV_KEYS: &[(&str, &str, Kind)] = &[
     ("limits", "output_bytes", Kind::Raw),
     ("limits", "disk_mb", Kind::Raw),
     ("limits", "network", Kind::Raw),
+    ("limits", "checkout_mb", Kind::Raw),
     ("analysis", "enabled", Kind::Raw),
     ("analysis", "exclude", Kind::List),
     ("analysis", "max_complexity", Kind::Raw),
@@ -482,6 +503,7 @@ fn merge(into: &mut ConfigFile, from: ConfigFile) {
         limits.output_bytes,
         limits.disk_mb,
         limits.network,
+        limits.checkout_mb,
         analysis.enabled,
         analysis.exclude,
         analysis.max_complexity,
@@ -535,6 +557,29 @@ mod tests {
     }
 
     #[test]
+    fn an_invalid_glob_names_file_line_and_key() {
+        let err = parse_file(
+            ".sandbox.toml",
+            "[test]\ncommand = \"x\"\n[analysis]\nexclude = [\"ok/**\", \"bad**\"]\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with(".sandbox.toml:4: key `analysis.exclude`: invalid glob \"bad**\""),
+            "{err}"
+        );
+        let err = parse_file("u.toml", "[watch]\nbranches = [\"exp**\"]\n").unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("u.toml:2: key `watch.branches`:"),
+            "{err}"
+        );
+        let vars = [("SANDBOX_WATCH_BRANCHES".to_string(), "a**".to_string())];
+        let err = from_env(vars.into_iter()).unwrap_err().to_string();
+        assert!(err.contains("whole path segment"), "{err}");
+    }
+
+    #[test]
     fn malformed_toml_names_the_line() {
         let err = parse_file("c.toml", "[test]\ncommand = \n").unwrap_err();
         assert_eq!(err.location.line, Some(2), "{err}");
@@ -549,12 +594,14 @@ mod tests {
                 "main, exp/*".to_string(),
             ),
             ("SANDBOX_LIMITS_NETWORK".to_string(), "true".to_string()),
+            ("SANDBOX_LIMITS_CHECKOUT_MB".to_string(), "64".to_string()),
             ("SANDBOX_SOMETHING_ELSE".to_string(), "ignored".to_string()),
         ];
         let f = from_env(vars.into_iter()).unwrap();
         assert_eq!(f.test.timeout, Some(Duration::from_secs(90)));
         assert_eq!(f.watch.branches, Some(vec!["main".into(), "exp/*".into()]));
         assert_eq!(f.limits.network, Some(true));
+        assert_eq!(f.limits.checkout_mb, Some(Limit::At(64)));
         let bad = vec![("SANDBOX_LIMITS_MEMORY_MB".to_string(), "lots".to_string())];
         let err = from_env(bad.into_iter()).unwrap_err().to_string();
         assert!(
