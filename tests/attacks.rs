@@ -146,10 +146,8 @@ fn allocating_4_gib_fails_with_the_cause() {
     );
     assert_eq!(rec["status"], "failed", "{rec}");
     assert!(output(&rec).contains("MemoryError"), "{rec}");
-    assert!(layer(&rec, "rlimits")["detail"]
-        .as_str()
-        .unwrap()
-        .contains("memory 256 MiB"));
+    assert_eq!(rec["tests"]["limits"]["rlimit_as_mb"], 256, "{rec}");
+    assert_eq!(rec["tests"]["limits"]["cgroup_memory_mb"], 256, "{rec}");
 }
 
 #[test]
@@ -487,10 +485,20 @@ fn doctor_prints_every_layer_and_what_a_missing_one_needs() {
         "cgroup",
         "rlimits",
         "secrets_hidden",
+        "disk_limit",
     ] {
         assert!(o.stdout.contains(name), "{name}: {o:?}");
     }
+    // And which backing enforces each limit, with what the kernel held.
+    for needle in [
+        "limits, and what enforces each here",
+        "memory_mb     RLIMIT_AS 2048 MiB; cgroup 2048 MiB",
+        "disk_mb       an overlay over the checkout on a tmpfs of 1024 MiB",
+    ] {
+        assert!(o.stdout.contains(needle), "{needle}: {o:?}");
+    }
     let j = w.sandbox(&w.work(), &["doctor", "--json"]).json();
     assert!(j["euid"].is_u64() && j["kernel"].is_string(), "{j}");
+    assert_eq!(j["limits"]["rlimit_nofile"], 1024, "{j}");
     assert!(w.data().join("probe.json").exists());
 }

@@ -33,6 +33,7 @@ fn spec<'a>(
         limits,
         sandbox: sb,
         interrupt: flag,
+        artifacts: &[],
     }
 }
 

@@ -305,6 +305,7 @@ mod tests {
                 output_truncated: false,
                 failures_omitted: 0,
                 isolation: None,
+                limits: None,
             }),
             analysis: Some(Analysis {
                 complexity_score: complexity,

@@ -422,6 +422,7 @@ fn run_tests(
             }
         },
     };
+    let artifacts: Vec<String> = config.test.junit.iter().cloned().collect();
     let outcome = process::run(process::Spec {
         command: &command,
         cwd: &dir,
@@ -435,6 +436,7 @@ fn run_tests(
         limits: &config.limits,
         sandbox,
         interrupt,
+        artifacts: &artifacts,
     });
     let summary = outcome.isolation.summary();
     let _ = ctx
@@ -443,12 +445,12 @@ fn run_tests(
     let text = String::from_utf8_lossy(&outcome.output);
     let mut parsed = parse::parse_output(framework.as_deref(), &text);
     if let Some(junit) = &config.test.junit {
-        match std::fs::read_to_string(dir.join(junit)) {
+        match report_text(&outcome, &dir, junit) {
             Ok(xml) => match parse::parse_junit_xml(&xml) {
                 Some(counts) => parsed = Some(("junit", counts)),
-                None => warnings.push(format!("{junit}: not a JUnit XML report; not used")),
+                None => warnings.push(format!("{junit} is not a JUnit XML report; not used")),
             },
-            Err(e) => warnings.push(format!("{junit}: not read ({e})")),
+            Err(why) => warnings.push(why),
         }
     }
     let framework = parsed.as_ref().map(|(f, _)| f.to_string()).or(framework);
@@ -507,6 +509,7 @@ fn run_tests(
         output_truncated: outcome.truncated,
         failures_omitted: 0,
         isolation: Some(summary),
+        limits: Some(outcome.limits.clone()),
     };
     tests.bound();
     TestRun {
@@ -515,6 +518,27 @@ fn run_tests(
         error,
         warnings,
     }
+}
+
+/// The text of a report the test command wrote: as the sandbox read it, inside its own view and
+/// with its own rights; else (a sandbox without a mount namespace) read beneath the checkout,
+/// never following a link. Either way no symlink, FIFO or device is followed, nothing escapes
+/// the checkout, and at most the cap is read. `Err` is the one-line reason for the record.
+fn report_text(
+    outcome: &process::Outcome,
+    dir: &std::path::Path,
+    rel: &str,
+) -> std::result::Result<String, String> {
+    if let Some(a) = outcome.artifacts.iter().find(|a| a.path == rel) {
+        return match (&a.text, &a.skipped) {
+            (Some(text), _) => Ok(text.clone()),
+            (None, Some(why)) => Err(why.clone()),
+            (None, None) => Err(format!("{rel}: not read")),
+        };
+    }
+    crate::util::beneath::read_beneath(dir, rel, runner::sandbox::ARTIFACT_CAP)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .map_err(|why| why.to_string())
 }
 
 /// Why a test command could not run at all, when its output says its runner is missing: the

@@ -69,7 +69,86 @@ pub fn cmd_doctor(args: DoctorArgs) -> CmdResult {
                 println!("  {:<17} needs: {}", "", probe::needs(&l.layer));
             }
         }
+        print_limits(&probe);
         println!("(cached in {})", paths.home.join(probe::FILE).display());
     }
     Ok(if probe.isolation.degraded { 1 } else { 0 })
+}
+
+/// Each limit and the backings that enforce it here, with what the kernel held in the probe's
+/// run (at the default policy).
+fn print_limits(probe: &Probe) {
+    let l = &probe.limits;
+    let layer_on = |name: &str| {
+        probe
+            .isolation
+            .layers
+            .iter()
+            .any(|x| x.layer == name && x.status == LayerStatus::Enforced)
+    };
+    let show = |v: Option<u64>, unit: &str| match v {
+        Some(v) => format!("{v}{unit}"),
+        None => "none".into(),
+    };
+    let cgroup = |v: Option<u64>, unit: &str| {
+        if layer_on("cgroup") {
+            format!("cgroup {}", show(v, unit))
+        } else {
+            "no cgroup here".into()
+        }
+    };
+    println!("\nlimits, and what enforces each here (the probe's run, default policy):");
+    let rows: Vec<(&str, String)> = vec![
+        (
+            "memory_mb",
+            format!(
+                "RLIMIT_AS {}; {}",
+                show(l.rlimit_as_mb, " MiB"),
+                cgroup(l.cgroup_memory_mb, " MiB")
+            ),
+        ),
+        (
+            "processes",
+            format!(
+                "RLIMIT_NPROC {} (the cap + 2); {}",
+                show(l.rlimit_nproc, ""),
+                cgroup(l.cgroup_pids_max, " pids (the cap + 1)")
+            ),
+        ),
+        (
+            "cpu_seconds",
+            format!("RLIMIT_CPU {}", show(l.rlimit_cpu_s, " s")),
+        ),
+        (
+            "open_files",
+            format!("RLIMIT_NOFILE {}", show(l.rlimit_nofile, "")),
+        ),
+        (
+            "file_size_mb",
+            format!("RLIMIT_FSIZE {}", show(l.rlimit_fsize_mb, " MiB")),
+        ),
+        (
+            "disk_mb",
+            if layer_on("disk_limit") {
+                format!(
+                    "an overlay over the checkout on a tmpfs of {}, and tmpfs /tmp, /var/tmp, /dev/shm of the same size",
+                    show(l.disk_mb, " MiB")
+                )
+            } else {
+                "nothing here: the run writes to its directory's file system unbounded".into()
+            },
+        ),
+        (
+            "timeout",
+            "the supervisor's wall clock, then the whole tree is killed".into(),
+        ),
+        ("output_bytes", "the supervisor, reading the output".into()),
+        (
+            "checkout_mb",
+            "the supervisor, from object sizes before the checkout is written".into(),
+        ),
+    ];
+    for (name, how) in rows {
+        println!("  {name:<13} {how}");
+    }
 }

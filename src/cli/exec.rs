@@ -65,6 +65,7 @@ pub fn cmd_exec(args: ExecArgs) -> CmdResult {
         limits: &config.limits,
         sandbox: &ctx.sandbox(),
         interrupt: &gix::interrupt::IS_INTERRUPTED,
+        artifacts: &[],
     });
     drop(work);
     if let Some(e) = outcome.spawn_error {

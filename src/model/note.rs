@@ -242,6 +242,7 @@ mod tests {
                 output_truncated: false,
                 failures_omitted: 0,
                 isolation: None,
+                limits: None,
             }),
             analysis: None,
             changes: None,

@@ -148,6 +148,30 @@ pub struct Tests {
     /// in the index and in `git sandbox doctor`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub isolation: Option<IsolationSummary>,
+    /// The limits the run actually had, read back from the kernel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<AppliedLimits>,
+}
+
+/// The limits a run actually had, as the kernel reports them once they were set (`getrlimit`
+/// of the process that becomes the command, the run's cgroup files, the size of its writable
+/// file system), not as the config asked. `None`: no such limit was in force. Values are the
+/// kernel's: `rlimit_nproc` is the process cap plus 2 (the namespace's init and the shell),
+/// `cgroup_pids_max` the cap plus 1 (the helper).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppliedLimits {
+    pub rlimit_as_mb: Option<u64>,
+    pub rlimit_cpu_s: Option<u64>,
+    pub rlimit_nofile: Option<u64>,
+    pub rlimit_fsize_mb: Option<u64>,
+    pub rlimit_nproc: Option<u64>,
+    pub cgroup_memory_mb: Option<u64>,
+    pub cgroup_pids_max: Option<u64>,
+    /// The size of the file system the run writes to (its tree, HOME and temp dirs).
+    pub disk_mb: Option<u64>,
+    /// Enforced by the supervisor.
+    pub timeout_ms: u64,
+    pub output_bytes: u64,
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -3,9 +3,9 @@
 //! tree (terminate, grace, kill), the helper's per-layer report, what killed the run, and resource
 //! usage from `wait4`.
 
-use super::sandbox::{self, cgroup::RunCgroup, Plan, PlanLimits, Sandbox};
+use super::sandbox::{self, cgroup::RunCgroup, Artifact, Plan, PlanLimits, Report, Sandbox};
 use crate::config::Limits;
-use crate::model::{Isolation, Layer, LayerStatus, Resources};
+use crate::model::{AppliedLimits, Isolation, Layer, LayerStatus, Resources};
 use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
@@ -43,6 +43,8 @@ pub struct Spec<'a> {
     pub sandbox: &'a Sandbox,
     /// Set from outside (Ctrl-C) to stop the run early.
     pub interrupt: &'a AtomicBool,
+    /// Files (relative to `cwd`) to hand back once the command has ended (a JUnit report).
+    pub artifacts: &'a [String],
 }
 
 #[derive(Debug, Clone, Default)]
@@ -63,6 +65,11 @@ pub struct Outcome {
     pub log: Option<PathBuf>,
     /// The command could not be started at all.
     pub spawn_error: Option<String>,
+    /// The limits the run actually had, read back from the kernel.
+    pub limits: AppliedLimits,
+    /// The files asked for in [`Spec::artifacts`], as read inside the sandbox; empty when the
+    /// sandbox had no namespace to read them in (the caller reads them beneath the checkout).
+    pub artifacts: Vec<Artifact>,
 }
 
 enum Event {
@@ -83,10 +90,12 @@ pub fn run(spec: Spec<'_>) -> Outcome {
             processes: spec.limits.processes,
             open_files: spec.limits.open_files,
             file_size_mb: spec.limits.file_size_mb,
+            disk_mb: spec.limits.disk_mb,
         },
         network: spec.limits.network,
         skip: spec.sandbox.skip.clone(),
         parent_pid: std::process::id() as i32,
+        artifacts: spec.artifacts.to_vec(),
         ..Plan::default()
     }
     .with_paths(spec.sandbox.hide.clone());
@@ -103,11 +112,19 @@ pub fn run(spec: Spec<'_>) -> Outcome {
         Ok(p) => p,
         Err(e) => return spawn_failed(started, format!("cannot create a pipe: {e}")),
     };
+    let (artifact_r, artifact_w) = match std::io::pipe() {
+        Ok(p) => p,
+        Err(e) => return spawn_failed(started, format!("cannot create a pipe: {e}")),
+    };
     let report_fd = report_w.as_raw_fd();
+    let artifact_fd = artifact_w.as_raw_fd();
     // SAFETY: only async-signal-safe calls (setsid, dup2) between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
-            if libc::setsid() < 0 || libc::dup2(report_fd, sandbox::REPORT_FD) < 0 {
+            if libc::setsid() < 0
+                || libc::dup2(report_fd, sandbox::REPORT_FD) < 0
+                || libc::dup2(artifact_fd, sandbox::ARTIFACT_FD) < 0
+            {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())
@@ -137,6 +154,7 @@ pub fn run(spec: Spec<'_>) -> Outcome {
     let child = cmd.spawn();
     drop(cmd); // closes our copies of the pipes' write ends
     drop(report_w);
+    drop(artifact_w);
     let child = match child {
         Ok(c) => c,
         Err(e) => {
@@ -150,6 +168,7 @@ pub fn run(spec: Spec<'_>) -> Outcome {
         }
     };
     let report = std::thread::spawn(move || read_report(report_r));
+    let artifacts = std::thread::spawn(move || read_artifacts(artifact_r));
     let pid = child.id() as libc::pid_t;
     let (tx, rx) = mpsc::channel::<Event>();
 
@@ -280,7 +299,19 @@ pub fn run(spec: Spec<'_>) -> Outcome {
         }
     }
     out.killed_by = killed_by;
-    let helper_layers = join_bounded(report).unwrap_or_default();
+    let Report {
+        layers: helper_layers,
+        limits,
+    } = join_bounded(report).unwrap_or_default();
+    out.limits = AppliedLimits {
+        timeout_ms: spec.timeout.as_millis() as u64,
+        output_bytes: match spec.output {
+            Output::Capture { cap, .. } => cap,
+            _ => 0,
+        },
+        ..limits
+    };
+    out.artifacts = join_bounded(artifacts).unwrap_or_default();
     if let Some(Collected { output, tail, log }) = collector.and_then(join_bounded) {
         out.output = output;
         out.output_tail = tail;
@@ -310,10 +341,20 @@ fn join_bounded<T>(handle: std::thread::JoinHandle<T>) -> Option<T> {
     }
 }
 
-fn read_report(mut r: std::io::PipeReader) -> Vec<Layer> {
+fn read_report(r: std::io::PipeReader) -> Report {
     let mut body = Vec::new();
-    let _ = r.read_to_end(&mut body);
+    let _ = r.take(1 << 20).read_to_end(&mut body);
     serde_json::from_slice(&body).unwrap_or_default()
+}
+
+/// The files the namespace's init handed back: one JSON line each, bounded in all.
+fn read_artifacts(r: std::io::PipeReader) -> Vec<Artifact> {
+    let cap = sandbox::ARTIFACT_CAP.saturating_mul(4);
+    let mut body = Vec::new();
+    let _ = r.take(cap).read_to_end(&mut body);
+    body.split(|&b| b == b'\n')
+        .filter_map(|line| serde_json::from_slice::<Artifact>(line).ok())
+        .collect()
 }
 
 /// The supervisor's own layers, then the helper's.
@@ -323,10 +364,7 @@ fn isolation(spec: &Spec<'_>, helper: Vec<Layer>) -> Isolation {
         Layer::new(
             "environment",
             Enforced,
-            format!(
-                "allowlist of {} variables, no tokens; HOME and TMPDIR inside the run's directory",
-                spec.env.len()
-            ),
+            "an allowlist of variables, no tokens; HOME and TMPDIR inside the run's directory",
         ),
         Layer::new(
             "session",
@@ -336,15 +374,14 @@ fn isolation(spec: &Spec<'_>, helper: Vec<Layer>) -> Isolation {
         Layer::new(
             "timeout",
             Enforced,
-            format!(
-                "{} s wall clock, then terminate, grace, kill the whole tree",
-                spec.timeout.as_secs_f64()
-            ),
+            "wall clock, then terminate, grace, kill the whole tree",
         ),
         match spec.output {
-            Output::Capture { cap, .. } => {
-                Layer::new("output_cap", Enforced, format!("{cap} bytes, then stop"))
-            }
+            Output::Capture { .. } => Layer::new(
+                "output_cap",
+                Enforced,
+                "output_bytes captured, then the run is stopped",
+            ),
             Output::Inherit => {
                 Layer::new("output_cap", Off, "output goes straight to your terminal")
             }

@@ -12,6 +12,8 @@ pub struct World {
     pub extra_env: Vec<(String, String)>,
     /// Whether git has an identity (a fresh machine has none).
     pub identity: bool,
+    /// Run every command (git and git-sandbox) as this unprivileged uid instead of ours.
+    pub user: Option<u32>,
 }
 
 pub struct Out {
@@ -59,6 +61,31 @@ impl World {
             tmp,
             extra_env: Vec::new(),
             identity: true,
+            user: None,
+        }
+    }
+
+    /// A world whose commands all run as the unprivileged `nobody` (uid 65534), when this test
+    /// runs as root; `None` otherwise (the caller then says why it skipped).
+    pub fn unprivileged() -> Option<World> {
+        // SAFETY: plain getter.
+        if unsafe { libc::geteuid() } != 0 {
+            return None;
+        }
+        let mut w = World::new();
+        w.user = Some(65534);
+        w.own(w.tmp.path());
+        Some(w)
+    }
+
+    /// Give `path` and everything under it to the world's user (no-op for ourselves).
+    pub fn own(&self, path: &Path) {
+        let Some(uid) = self.user else { return };
+        let _ = std::os::unix::fs::lchown(path, Some(uid), Some(uid));
+        if path.is_dir() && !path.is_symlink() {
+            for e in std::fs::read_dir(path).unwrap().flatten() {
+                self.own(&e.path());
+            }
         }
     }
 
@@ -106,9 +133,22 @@ impl World {
                 .env("GIT_COMMITTER_NAME", "Test Committer")
                 .env("GIT_COMMITTER_EMAIL", "committer@example.com");
         }
-        for k in ["PYENV_ROOT", "CARGO_HOME", "RUSTUP_HOME"] {
-            if let Ok(v) = std::env::var(k) {
-                cmd.env(k, v);
+        if let Some(uid) = self.user {
+            use std::os::unix::process::CommandExt;
+            // Root's toolchains under its home are out of reach of another user.
+            let system = "/usr/local/bin:/usr/bin:/bin";
+            let path = if path_with_bin {
+                format!("{}:{system}", Self::bin_dir().display())
+            } else {
+                system.to_string()
+            };
+            // std drops root's supplementary groups when it sets the uid.
+            cmd.env("PATH", path).uid(uid).gid(uid);
+        } else {
+            for k in ["PYENV_ROOT", "CARGO_HOME", "RUSTUP_HOME"] {
+                if let Ok(v) = std::env::var(k) {
+                    cmd.env(k, v);
+                }
             }
         }
         for (k, v) in &self.extra_env {
@@ -161,6 +201,7 @@ impl World {
             let p = repo.join(rel);
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(&p, body).unwrap();
+            self.own(repo);
             self.git(repo, &["add", rel]);
         }
         self.git(repo, &["commit", "-q", "--allow-empty", "-m", message]);

@@ -65,10 +65,23 @@ impl RunCgroup {
         let me = std::process::id().to_string();
         write(&self.memory, "cgroup.procs", me.clone())?;
         write(&self.pids, "cgroup.procs", me)?;
-        Ok(format!(
-            "memory {memory_mb} MiB, pids {processes} ({})",
-            self.pids.display()
-        ))
+        Ok("memory and pids (cgroup v1), nested under the supervisor's cgroup".into())
+    }
+
+    /// The limits the kernel holds for this cgroup: (memory MiB, pids max); `None` is no limit.
+    pub fn read_limits(&self) -> (Option<u64>, Option<u64>) {
+        let read = |p: PathBuf| {
+            std::fs::read_to_string(p)
+                .ok()
+                .map(|s| s.trim().to_string())
+        };
+        let memory = read(self.memory.join("memory.limit_in_bytes"))
+            .and_then(|s| s.parse::<u64>().ok())
+            // The kernel's "no limit" is a page-rounded i64::MAX.
+            .filter(|b| *b < (1u64 << 62))
+            .map(|b| b / (1024 * 1024));
+        let pids = read(self.pids.join("pids.max")).and_then(|s| s.parse::<u64>().ok());
+        (memory, pids)
     }
 
     pub fn exists(&self) -> bool {

@@ -134,12 +134,96 @@ pub struct View {
     pub layers: Vec<Layer>,
     /// Private tmp directories that were mounted (writable for the run).
     pub private_tmp: Vec<PathBuf>,
+    /// The size of the file system the run's directory writes to, when it is bounded.
+    pub disk_mb: Option<u64>,
 }
 
-/// Build the view. Called in the new mount namespace, before any untrusted code runs.
-pub fn setup(keeps: &[Keep], hide: &[PathBuf], tmp_size_mb: u64) -> View {
+/// The size of the file system at `path`, in MiB.
+fn fs_size_mb(path: &Path) -> Option<u64> {
+    let c = cstr(path);
+    // SAFETY: a zeroed statfs filled by the kernel from a valid C string.
+    unsafe {
+        let mut st: libc::statfs = std::mem::zeroed();
+        (libc::statfs(c.as_ptr(), &mut st) == 0)
+            .then(|| (st.f_blocks as u64).saturating_mul(st.f_bsize as u64) / (1024 * 1024))
+    }
+}
+
+/// The run's directory as a private, bounded, writable view: an overlay whose lower layer is
+/// the directory as the supervisor wrote it (read through `keep`, opened before anything was
+/// hidden) and whose upper layer is a fresh tmpfs of `size_mb` (0: the kernel's default) — so
+/// every byte the run writes (its tree, HOME, TMPDIR) counts against the size, whatever backs
+/// the checkout, and nothing it writes reaches the host. Returns the size in force.
+fn bounded_overlay(keep: &Keep, size_mb: u64, uid: u32) -> Result<Option<u64>, String> {
+    let path = &keep.path;
+    if !path.exists() {
+        std::fs::create_dir_all(path)
+            .map_err(|e| format!("mkdir {}: {}", path.display(), errno_text(&e)))?;
+    }
+    let size = if size_mb > 0 {
+        format!(",size={size_mb}m")
+    } else {
+        String::new()
+    };
+    mount(
+        "tmpfs",
+        path,
+        "tmpfs",
+        libc::MS_NOSUID | libc::MS_NODEV,
+        &format!("mode=0755{size}"),
+    )?;
+    let result = (|| {
+        let upper = path.join("upper");
+        let work = path.join("work");
+        for d in [&upper, &work] {
+            std::fs::create_dir(d)
+                .map_err(|e| format!("mkdir {}: {}", d.display(), errno_text(&e)))?;
+        }
+        let c = cstr(&upper);
+        // SAFETY: valid C string; the run's uid owns the top of its writable tree.
+        unsafe { libc::chown(c.as_ptr(), uid, uid) };
+        // Options by descriptor and relative paths: a path with ',' or ':' cannot break them.
+        let dir = cstr(path);
+        // SAFETY: valid C string.
+        if unsafe { libc::chdir(dir.as_ptr()) } < 0 {
+            return Err(format!(
+                "chdir {}: {}",
+                path.display(),
+                errno_text(&std::io::Error::last_os_error())
+            ));
+        }
+        let opts = format!(
+            "lowerdir=/proc/self/fd/{},upperdir=upper,workdir=work",
+            keep.fd.as_raw_fd()
+        );
+        let mounted = mount(
+            "overlay",
+            path,
+            "overlay",
+            libc::MS_NOSUID | libc::MS_NODEV,
+            &opts,
+        );
+        // SAFETY: back to the root; the command chdirs to its own directory.
+        unsafe { libc::chdir(c"/".as_ptr()) };
+        mounted
+    })();
+    match result {
+        Ok(()) => Ok(fs_size_mb(path).filter(|_| size_mb > 0)),
+        Err(e) => {
+            let c = cstr(path);
+            // SAFETY: undo the tmpfs so the fallback binds the directory itself.
+            unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
+            Err(e)
+        }
+    }
+}
+
+/// Build the view. Called in the new mount namespace, before any untrusted code runs. The run's
+/// writable file systems (its directory, its private tmps) are bounded by `disk_mb`.
+pub fn setup(keeps: &[Keep], hide: &[PathBuf], disk_mb: u64, uid: u32) -> View {
     let mut layers = Vec::new();
     let mut private_tmp = Vec::new();
+    let mut disk = None;
     if let Err(e) = mount(
         "none",
         Path::new("/"),
@@ -151,6 +235,7 @@ pub fn setup(keeps: &[Keep], hide: &[PathBuf], tmp_size_mb: u64) -> View {
         return View {
             layers,
             private_tmp,
+            disk_mb: None,
         };
     }
     layers.push(match set_readonly(Path::new("/"), true) {
@@ -163,7 +248,11 @@ pub fn setup(keeps: &[Keep], hide: &[PathBuf], tmp_size_mb: u64) -> View {
     });
     // Private temp dirs.
     let mut tmp_errors = Vec::new();
-    let size = tmp_size_mb.clamp(16, 1 << 20);
+    let size = if disk_mb == 0 {
+        1 << 20
+    } else {
+        disk_mb.clamp(16, 1 << 20)
+    };
     for dir in ["/tmp", "/var/tmp", "/dev/shm"] {
         let p = Path::new(dir);
         if !p.is_dir() || p.is_symlink() {
@@ -179,7 +268,7 @@ pub fn setup(keeps: &[Keep], hide: &[PathBuf], tmp_size_mb: u64) -> View {
         Layer::new(
             "private_tmp",
             LayerStatus::Enforced,
-            format!("fresh tmpfs ({size} MiB) on /tmp, /var/tmp and /dev/shm"),
+            "fresh tmpfs (disk_mb each) on /tmp, /var/tmp and /dev/shm",
         )
     } else {
         Layer::new(
@@ -216,7 +305,38 @@ pub fn setup(keeps: &[Keep], hide: &[PathBuf], tmp_size_mb: u64) -> View {
     let mut keep_errors = Vec::new();
     let mut order: Vec<&Keep> = keeps.iter().collect();
     order.sort_by_key(|k| k.path.components().count());
+    let mut disk_layer = None;
     for k in order {
+        if k.writable {
+            match bounded_overlay(k, disk_mb, uid) {
+                Ok(size) => {
+                    disk = size;
+                    disk_layer = Some(Layer::new(
+                        "disk_limit",
+                        if size.is_some() {
+                            LayerStatus::Enforced
+                        } else {
+                            LayerStatus::Off
+                        },
+                        if size.is_some() {
+                            "the run writes to an overlay over its checkout whose upper layer is a tmpfs of disk_mb; nothing it writes reaches the host"
+                        } else {
+                            "disk_mb is unlimited in your config: the run writes to an overlay on an unbounded tmpfs"
+                        },
+                    ));
+                    continue;
+                }
+                Err(e) => {
+                    disk_layer = Some(Layer::new(
+                        "disk_limit",
+                        LayerStatus::Unavailable,
+                        format!(
+                            "no overlay over the run's directory ({e}): its writes are not bounded"
+                        ),
+                    ));
+                }
+            }
+        }
         let res = (|| {
             if !k.path.exists() {
                 std::fs::create_dir_all(&k.path)
@@ -250,9 +370,11 @@ pub fn setup(keeps: &[Keep], hide: &[PathBuf], tmp_size_mb: u64) -> View {
         all.extend(keep_errors);
         Layer::new("secrets_hidden", LayerStatus::Unavailable, all.join("; "))
     });
+    layers.extend(disk_layer);
     View {
         layers,
         private_tmp,
+        disk_mb: disk,
     }
 }
 

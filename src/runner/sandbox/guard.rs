@@ -22,46 +22,39 @@ fn setrlimit(res: libc::__rlimit_resource_t, soft: u64, hard: u64) -> Result<(),
 }
 
 /// Memory (address space), CPU seconds, open files, file size, processes, and no core dumps.
-/// A limit of 0 in the config means "no limit" for that resource.
+/// A limit of 0 means "no limit" for that resource (only the user's own config can say so).
+/// The detail names the resources, not the values: those are read back into the record's
+/// `tests.limits`, and the layer table stays the same for runs sandboxed the same way.
 pub fn rlimits(l: &PlanLimits) -> Layer {
-    let mut done = vec!["core 0".to_string()];
+    let mut done = Vec::new();
     let mut failed = Vec::new();
-    let mut apply = |name: &str, res, soft: u64, hard: u64, shown: String| {
+    let mut apply = |name: &str, res, soft: u64, hard: u64| {
         if soft == 0 {
             return;
         }
         match setrlimit(res, soft, hard) {
-            Ok(()) => done.push(format!("{name} {shown}")),
+            Ok(()) => done.push(name.to_string()),
             Err(e) => failed.push(format!("{name}: {e}")),
         }
     };
     apply(
-        "memory",
+        "address space",
         libc::RLIMIT_AS,
         l.memory_mb.saturating_mul(MIB),
         l.memory_mb.saturating_mul(MIB),
-        format!("{} MiB", l.memory_mb),
     );
-    apply(
-        "cpu",
-        libc::RLIMIT_CPU,
-        l.cpu_seconds,
-        l.cpu_seconds + 1,
-        format!("{} s", l.cpu_seconds),
-    );
+    apply("cpu", libc::RLIMIT_CPU, l.cpu_seconds, l.cpu_seconds + 1);
     apply(
         "open files",
         libc::RLIMIT_NOFILE,
         l.open_files,
         l.open_files,
-        l.open_files.to_string(),
     );
     apply(
         "file size",
         libc::RLIMIT_FSIZE,
         l.file_size_mb.saturating_mul(MIB),
         l.file_size_mb.saturating_mul(MIB),
-        format!("{} MiB", l.file_size_mb),
     );
     // Two more than the cap for the namespace's init and the shell, so that where there is a
     // pids cgroup it is hit first and the supervisor can say the run was stopped for it.
@@ -70,10 +63,10 @@ pub fn rlimits(l: &PlanLimits) -> Layer {
         libc::RLIMIT_NPROC,
         l.processes.saturating_add(2),
         l.processes.saturating_add(2),
-        l.processes.to_string(),
     );
-    if let Err(e) = setrlimit(libc::RLIMIT_CORE, 0, 0) {
-        failed.push(format!("core: {e}"));
+    match setrlimit(libc::RLIMIT_CORE, 0, 0) {
+        Ok(()) => done.push("no core dumps".into()),
+        Err(e) => failed.push(format!("core: {e}")),
     }
     if failed.is_empty() {
         Layer::new("rlimits", LayerStatus::Enforced, done.join(", "))
@@ -84,6 +77,25 @@ pub fn rlimits(l: &PlanLimits) -> Layer {
             format!("set: {}; failed: {}", done.join(", "), failed.join(", ")),
         )
     }
+}
+
+/// The soft rlimits in force now, as the kernel has them: what a command exec'd from here
+/// inherits. `None`: unlimited.
+pub fn read_rlimits(into: &mut crate::model::AppliedLimits) {
+    let get = |res| {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: plain FFI call with a valid pointer.
+        let ok = unsafe { libc::getrlimit(res, &mut lim) } == 0;
+        (ok && lim.rlim_cur != libc::RLIM_INFINITY).then_some(lim.rlim_cur)
+    };
+    into.rlimit_as_mb = get(libc::RLIMIT_AS).map(|b| b / MIB);
+    into.rlimit_cpu_s = get(libc::RLIMIT_CPU);
+    into.rlimit_nofile = get(libc::RLIMIT_NOFILE);
+    into.rlimit_fsize_mb = get(libc::RLIMIT_FSIZE).map(|b| b / MIB);
+    into.rlimit_nproc = get(libc::RLIMIT_NPROC);
 }
 
 /// What Landlock may allow, by path.

@@ -9,8 +9,11 @@
 //! uid), and Landlock and seccomp last.
 
 use super::fsview::{self, Keep};
-use super::{cgroup::RunCgroup, errno_text, guard, Plan, PLAN_VAR, REPORT_FD, UID_BASE};
-use crate::model::{Layer, LayerStatus};
+use super::{
+    cgroup::RunCgroup, errno_text, guard, Artifact, Plan, Report, ARTIFACT_CAP, ARTIFACT_FD,
+    PLAN_VAR, REPORT_FD, UID_BASE,
+};
+use crate::model::{AppliedLimits, Layer, LayerStatus};
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -63,8 +66,11 @@ pub fn main() -> i32 {
             return HELPER_FAILED;
         }
     };
-    // SAFETY: fcntl on the descriptor the supervisor gave us; exec must not leak it.
-    unsafe { libc::fcntl(REPORT_FD, libc::F_SETFD, libc::FD_CLOEXEC) };
+    // SAFETY: fcntl on the descriptors the supervisor gave us; exec must not leak them.
+    unsafe {
+        libc::fcntl(REPORT_FD, libc::F_SETFD, libc::FD_CLOEXEC);
+        libc::fcntl(ARTIFACT_FD, libc::F_SETFD, libc::FD_CLOEXEC);
+    }
     if !die_with_parent(Some(plan.parent_pid)) {
         return HELPER_FAILED;
     }
@@ -73,7 +79,13 @@ pub fn main() -> i32 {
     let (euid, pid) = unsafe { (libc::geteuid(), libc::getpid()) };
     let root = euid == 0;
 
-    layers.push(join_cgroup(&plan, root, pid));
+    let (cgroup, (cgroup_memory_mb, cgroup_pids_max)) = join_cgroup(&plan, root, pid);
+    layers.push(cgroup);
+    let mut limits = AppliedLimits {
+        cgroup_memory_mb,
+        cgroup_pids_max,
+        ..AppliedLimits::default()
+    };
     let run_uid = if root {
         let u = UID_BASE + pid as u32;
         chown_tree(&plan.root, u);
@@ -86,12 +98,19 @@ pub fn main() -> i32 {
     let ns_ok = ns.is_ok();
     layers.extend(namespace_layers(&plan, root, &ns));
     if !ns_ok {
-        // Without namespaces there is no PID 1 to fork: confine this process and become the command.
+        // Without namespaces there is no PID 1 to fork: confine this process and become the
+        // command. Its files are read back by the supervisor, beneath the checkout.
+        layers.push(Layer::new(
+            "disk_limit",
+            LayerStatus::Unavailable,
+            "needs a mount namespace: the run writes to its directory's file system unbounded",
+        ));
         layers.push(drop_privileges(root, run_uid));
         die_with_parent(None);
         layers.push(guard::rlimits(&plan.limits));
+        guard::read_rlimits(&mut limits);
         confine(&plan, &mut layers, &[], false);
-        write_report(&layers);
+        write_report(&layers, &limits);
         exec_command(&plan);
     }
     let mut keeps: Vec<Keep> = fsview::open_keep(&plan.root, true).into_iter().collect();
@@ -115,12 +134,13 @@ pub fn main() -> i32 {
     if init == 0 {
         // SAFETY: closing our copy of the read end.
         unsafe { libc::close(status_pipe[0]) };
-        run_init(&plan, layers, keeps, root, run_uid, status_pipe[1]);
+        run_init(&plan, layers, limits, keeps, root, run_uid, status_pipe[1]);
     }
     drop(keeps);
-    // SAFETY: closing descriptors we own.
+    // SAFETY: closing descriptors we own (init holds the report and artifact ones).
     unsafe {
         libc::close(REPORT_FD);
+        libc::close(ARTIFACT_FD);
         libc::close(status_pipe[1]);
     }
     forward_signals_to(init);
@@ -168,15 +188,22 @@ fn relay(status: i32) -> i32 {
     HELPER_FAILED
 }
 
-fn join_cgroup(plan: &Plan, root: bool, pid: i32) -> Layer {
+/// Join the run's cgroup; the layer, and the limits the kernel then holds for it.
+fn join_cgroup(plan: &Plan, root: bool, pid: i32) -> (Layer, (Option<u64>, Option<u64>)) {
     if let Some(reason) = plan.skip.get("cgroup") {
-        return Layer::new("cgroup", LayerStatus::Unavailable, reason.clone());
+        return (
+            Layer::new("cgroup", LayerStatus::Unavailable, reason.clone()),
+            (None, None),
+        );
     }
     if !root {
-        return Layer::new(
-            "cgroup",
-            LayerStatus::Unavailable,
-            "needs root: cgroup v1 controllers are not delegated to users here",
+        return (
+            Layer::new(
+                "cgroup",
+                LayerStatus::Unavailable,
+                "needs root: cgroup v1 controllers are not delegated to users here",
+            ),
+            (None, None),
         );
     }
     match RunCgroup::for_helper(pid) {
@@ -184,13 +211,22 @@ fn join_cgroup(plan: &Plan, root: bool, pid: i32) -> Layer {
             plan.limits.memory_mb,
             plan.limits.processes.saturating_add(1), // and the helper itself
         ) {
-            Ok(d) => Layer::new("cgroup", LayerStatus::Enforced, d),
-            Err(e) => Layer::new("cgroup", LayerStatus::Unavailable, e),
+            Ok(d) => (
+                Layer::new("cgroup", LayerStatus::Enforced, d),
+                cg.read_limits(),
+            ),
+            Err(e) => (
+                Layer::new("cgroup", LayerStatus::Unavailable, e),
+                (None, None),
+            ),
         },
-        None => Layer::new(
-            "cgroup",
-            LayerStatus::Unavailable,
-            "no memory and pids controllers (cgroup v1) in /proc/self/cgroup",
+        None => (
+            Layer::new(
+                "cgroup",
+                LayerStatus::Unavailable,
+                "no memory and pids controllers (cgroup v1) in /proc/self/cgroup",
+            ),
+            (None, None),
         ),
     }
 }
@@ -304,7 +340,7 @@ fn drop_privileges(root: bool, uid: u32) -> Layer {
         return Layer::new(
             "unprivileged_uid",
             LayerStatus::Enforced,
-            format!("runs as your own uid {uid}"),
+            "runs as your own uid",
         );
     }
     // SAFETY: plain credential syscalls; errors are checked.
@@ -318,26 +354,29 @@ fn drop_privileges(root: bool, uid: u32) -> Layer {
         Layer::new(
             "unprivileged_uid",
             LayerStatus::Enforced,
-            format!("root dropped to uid {uid} (unique to this run): no capabilities, RLIMIT_NPROC applies"),
+            "root dropped to a uid of the run's own (1,000,000 + the helper's pid): no capabilities, RLIMIT_NPROC applies",
         )
     } else {
         Layer::new("unprivileged_uid", LayerStatus::Unavailable, last_err())
     }
 }
 
-/// PID 1 of the new namespaces: finish the view, confine, start the command, reap, relay.
+/// PID 1 of the new namespaces: finish the view, confine, start the command, reap, hand back
+/// the files the supervisor asked for, relay the status.
 fn run_init(
     plan: &Plan,
     mut layers: Vec<Layer>,
+    mut limits: AppliedLimits,
     keeps: Vec<Keep>,
     root: bool,
     uid: u32,
     status_fd: i32,
 ) -> ! {
     die_with_parent(None);
-    let view = fsview::setup(&keeps, &plan.hide, plan.limits.memory_mb);
+    let view = fsview::setup(&keeps, &plan.hide, plan.limits.disk_mb, uid);
     drop(keeps);
     layers.extend(view.layers);
+    limits.disk_mb = view.disk_mb;
     if let Err(e) = fsview::fresh_proc() {
         if let Some(l) = layers.iter_mut().find(|l| l.layer == "pid_namespace") {
             l.detail
@@ -355,8 +394,9 @@ fn run_init(
     layers.push(drop_privileges(root, uid));
     die_with_parent(None);
     layers.push(guard::rlimits(&plan.limits));
+    guard::read_rlimits(&mut limits);
     confine(plan, &mut layers, &view.private_tmp, !plan.network);
-    write_report(&layers);
+    write_report(&layers, &limits);
     // SAFETY: single-threaded; the child execs at once.
     let cmd = unsafe { libc::fork() };
     if cmd == 0 {
@@ -377,6 +417,7 @@ fn run_init(
         // SAFETY: reaping our own (and orphaned) children.
         let r = unsafe { libc::waitpid(-1, &mut status, 0) };
         if r == cmd {
+            hand_back(plan);
             let bytes = status.to_ne_bytes();
             // SAFETY: writing a local buffer; leaving kills the rest of the namespace.
             unsafe {
@@ -389,6 +430,31 @@ fn run_init(
             unsafe { libc::_exit(HELPER_FAILED) };
         }
     }
+}
+
+/// Read the files the supervisor asked for, inside the sandbox and with its rights (its view,
+/// its uid, Landlock), never following a link, never blocking, never more than the cap; write
+/// each as one JSON line on [`ARTIFACT_FD`].
+fn hand_back(plan: &Plan) {
+    for rel in &plan.artifacts {
+        let artifact = match crate::util::beneath::read_beneath(&plan.cwd, rel, ARTIFACT_CAP) {
+            Ok(bytes) => Artifact {
+                path: rel.clone(),
+                text: Some(String::from_utf8_lossy(&bytes).into_owned()),
+                skipped: None,
+            },
+            Err(why) => Artifact {
+                path: rel.clone(),
+                text: None,
+                skipped: Some(why.to_string()),
+            },
+        };
+        let mut line = serde_json::to_vec(&artifact).unwrap_or_default();
+        line.push(b'\n');
+        write_all(ARTIFACT_FD, &line);
+    }
+    // SAFETY: closing our descriptor: the supervisor reads to its end.
+    unsafe { libc::close(ARTIFACT_FD) };
 }
 
 /// Landlock and seccomp, the last layers before the command.
@@ -418,12 +484,20 @@ fn confine(plan: &Plan, layers: &mut Vec<Layer>, private_tmp: &[PathBuf], netns:
     }
 }
 
-fn write_report(layers: &[Layer]) {
-    let body = serde_json::to_vec(layers).unwrap_or_default();
+fn write_report(layers: &[Layer], limits: &AppliedLimits) {
+    let body = serde_json::to_vec(&Report {
+        layers: layers.to_vec(),
+        limits: limits.clone(),
+    })
+    .unwrap_or_default();
+    write_all(REPORT_FD, &body);
+}
+
+fn write_all(fd: i32, body: &[u8]) {
     let mut off = 0;
     while off < body.len() {
         // SAFETY: writing from a live buffer.
-        let n = unsafe { libc::write(REPORT_FD, body[off..].as_ptr().cast(), body.len() - off) };
+        let n = unsafe { libc::write(fd, body[off..].as_ptr().cast(), body.len() - off) };
         if n <= 0 {
             break;
         }

@@ -30,8 +30,14 @@ pub use probe::Probe;
 
 /// The environment variable that carries the plan (JSON) to the helper.
 pub const PLAN_VAR: &str = "GIT_SANDBOX_PLAN";
-/// The helper writes its per-layer report (JSON) to this descriptor.
+/// The helper writes its report (JSON: every layer, the limits read back) to this descriptor.
 pub const REPORT_FD: i32 = 3;
+/// The namespace's init writes the files the command left for the supervisor (the
+/// [`Plan::artifacts`], read inside the sandbox with its own rights) to this descriptor, one JSON
+/// line each, once the command has ended.
+pub const ARTIFACT_FD: i32 = 4;
+/// The most one artifact may hold.
+pub const ARTIFACT_CAP: u64 = 8 << 20;
 /// The hidden subcommand that runs the helper.
 pub const HELPER_SUBCOMMAND: &str = "__sandbox-exec";
 /// As root, the run's uid is this plus the helper's pid: unprivileged, and unique per run, so
@@ -57,6 +63,10 @@ pub struct Plan {
     pub skip: BTreeMap<String, String>,
     /// The supervisor's pid: the helper exits if it is already gone.
     pub parent_pid: i32,
+    /// Files (relative to `cwd`) to hand back once the command has ended, such as a JUnit
+    /// report: read inside the sandbox, with its rights, never following a link.
+    #[serde(default)]
+    pub artifacts: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -66,6 +76,26 @@ pub struct PlanLimits {
     pub processes: u64,
     pub open_files: u64,
     pub file_size_mb: u64,
+    /// The size of the run's writable file systems (0: unlimited).
+    #[serde(default)]
+    pub disk_mb: u64,
+}
+
+/// What the helper reports on [`REPORT_FD`].
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Report {
+    pub layers: Vec<crate::model::Layer>,
+    pub limits: crate::model::AppliedLimits,
+}
+
+/// One file handed back on [`ARTIFACT_FD`]: its text (lossy UTF-8), or why it was not read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Artifact {
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
 }
 
 /// How runs of this user are sandboxed: the helper binary, what to hide, what the probe found

@@ -17,6 +17,9 @@ pub struct Probe {
     pub euid: u32,
     pub probed_at: String,
     pub isolation: Isolation,
+    /// The limits the probe's run got, read back from the kernel (at the default policy).
+    #[serde(default)]
+    pub limits: crate::model::AppliedLimits,
 }
 
 /// The file name under the data directory.
@@ -72,6 +75,7 @@ impl Probe {
             .prefix("git-sandbox-probe-")
             .tempdir_in(crate::git::checkout::scratch_root())
             .or_else(|_| tempfile::tempdir());
+        let mut applied = crate::model::AppliedLimits::default();
         let layers = match dir {
             Ok(dir) => {
                 let work = dir.path().join("tree");
@@ -88,7 +92,9 @@ impl Probe {
                     limits: &limits,
                     sandbox: &bare,
                     interrupt: &flag,
+                    artifacts: &[],
                 });
+                applied = out.limits.clone();
                 let mut layers = out.isolation.layers;
                 if out.exit_code != Some(0) {
                     layers.push(Layer::new(
@@ -116,6 +122,7 @@ impl Probe {
             euid: euid(),
             probed_at: crate::util::time::rfc3339(crate::util::time::now_millis()),
             isolation: Isolation::from_layers(layers),
+            limits: applied,
         }
     }
 
