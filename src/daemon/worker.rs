@@ -70,8 +70,9 @@ fn run_job(ctx: &Context, a: &Assignment, shared: &Shared) {
     {
         return;
     }
+    // `run.started` comes from the run itself (as for `git sandbox run`), only when it runs.
     event(
-        "run.started",
+        "job.started",
         serde_json::json!({"job": job.id, "trigger": job.trigger, "attempt": job.attempts + 1}),
     );
     let result = (|| {
