@@ -144,14 +144,19 @@ impl Activity {
         )
     }
 
-    /// Whether a run of the repository is going on (a job being run, or a log being written).
+    /// Whether a run of the repository is going on: a job the daemon is running, or a log a
+    /// process is writing. (A log that was merely written a moment ago does not count: the run
+    /// that wrote it is over.)
     pub fn repository_busy(&self, ctx: &Context, id: &str) -> Result<bool> {
         if ctx.index.has_running_job(id)? {
             return Ok(true);
         }
-        Ok(log_files(&ctx.paths.logs(), Some(id))
-            .iter()
-            .any(|l| self.log_in_progress(ctx, l)))
+        let Some(open) = &self.open else {
+            return Ok(false);
+        };
+        Ok(log_files(&ctx.paths.logs(), Some(id)).iter().any(|l| {
+            open.contains(&std::fs::canonicalize(&l.path).unwrap_or_else(|_| l.path.clone()))
+        }))
     }
 }
 
