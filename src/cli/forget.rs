@@ -1,9 +1,10 @@
 use super::{cwd, print_json, ui, CmdResult};
 use crate::app::{forget, Context};
 
-/// Unregister a repository: remove its rows from the index (runs, experiments, evaluations,
-/// jobs, events), its registry entry and its run logs. Its git notes stay in git, and its
-/// hooks stay installed: the next commit or `git sandbox` command in it registers it again
+/// Unregister a repository: its index rows, registry entry and run logs (its notes stay in git).
+///
+/// Removes its rows from the index (runs, experiments, evaluations, jobs, events), its registry
+/// entry and its run logs. Its git notes stay in git, and its hooks stay installed: the next commit or `git sandbox` command in it registers it again
 /// (and imports its notes). To take the hooks out as well, run `git sandbox init --remove` in it.
 ///
 /// Without an argument, the repository around the current directory.

@@ -1,8 +1,9 @@
 use super::{print_json, ui, CmdResult};
 use crate::app::{gc, Context};
 
-/// Remove what this machine no longer needs to keep: run logs older than `[gc] logs` (default
-/// 30d), the oldest logs while all of them take more than `[gc] max_log_mb` (default 1024),
+/// Prune old run logs and events, stale checkouts, and repositories gone from disk.
+///
+/// Removes run logs older than `[gc] logs` (default 30d), the oldest logs while all of them take more than `[gc] max_log_mb` (default 1024),
 /// events older than `[gc] events` (default 90d), checkouts left by processes that no longer
 /// exist, and the registration of repositories whose directory is gone.
 ///
