@@ -128,9 +128,7 @@ impl Aggregator {
     /// unrecognised paths are ignored.
     pub fn add_manifest(&mut self, path: &str, bytes: &[u8]) {
         let path = path.trim_start_matches("./");
-        if !manifest::is_manifest(path)
-            || self.opts.exclude.iter().any(|g| super::glob_match(g, path))
-        {
+        if !manifest::is_manifest(path) || self.opts.exclude.is_match(path) {
             return;
         }
         let Some((eco, deps)) = manifest::parse(path, bytes) else {

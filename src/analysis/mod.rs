@@ -14,8 +14,9 @@ mod walk;
 pub use aggregate::Aggregator;
 pub use lang::Lang;
 pub use manifest::is_manifest;
-pub use walk::{analyze_dir, glob_match, skip_reason};
+pub use walk::{analyze_dir, skip_reason};
 
+pub use crate::util::glob::Globs;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -27,8 +28,8 @@ pub const ANALYZER_VERSION: u32 = 1;
 /// The repository's `[analysis]` settings that shape the record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
-    /// Glob patterns (`*`, `**`, `?`) of paths not to analyse, e.g. `vendor/**`.
-    pub exclude: Vec<String>,
+    /// Paths not to analyse (`vendor/**`, `*.min.js`), compiled once.
+    pub exclude: Globs,
     pub max_complexity: u64,
     pub max_function_lines: u64,
     pub max_parameters: u64,
@@ -37,7 +38,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            exclude: Vec::new(),
+            exclude: Globs::default(),
             max_complexity: 10,
             max_function_lines: 60,
             max_parameters: 5,

@@ -290,7 +290,7 @@ fn directory_walk_skips_git_vendored_symlink_loops_and_counts() {
     mk("Cargo.toml", b"[dependencies]\naxum = \"0.8\"\n");
     std::os::unix::fs::symlink(&base, base.join("src/loop")).unwrap();
     let o = Options {
-        exclude: vec!["gen/**".into()],
+        exclude: crate::util::glob::Globs::excludes(&["gen/**"]).unwrap(),
         ..Options::default()
     };
     let a = analyze_dir(&base, &o).unwrap();

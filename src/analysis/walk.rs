@@ -1,5 +1,5 @@
-//! Which paths are analysed: the skip rules (vendored, excluded, minified, generated, size), the
-//! `exclude` glob matcher, and the walk of a plain directory.
+//! Which paths are analysed: the skip rules (vendored, excluded, minified, generated, size) and
+//! the walk of a plain directory.
 
 use super::lang::Grammar;
 use super::{manifest, Aggregator, Options, SkipReason};
@@ -45,7 +45,7 @@ fn minified_by_name(name: &str) -> bool {
 
 pub fn skip_reason(path: &str, size: u64, opts: &Options) -> Option<SkipReason> {
     let path = path.trim_start_matches("./");
-    if opts.exclude.iter().any(|g| glob_match(g, path)) {
+    if opts.exclude.is_match(path) {
         return Some(SkipReason::Excluded);
     }
     if is_vendored(path) {
@@ -101,126 +101,6 @@ pub fn skip_by_content(bytes: &[u8]) -> Option<SkipReason> {
         }
     }
     None
-}
-
-/// Glob match with `*` (within a segment), `?` (one character of a segment), `**` (any number of
-/// whole segments). A pattern without `/` matches the file name at any depth; a trailing `/`
-/// means everything under that directory; a leading `/` anchors (patterns are anchored anyway).
-pub fn glob_match(pattern: &str, path: &str) -> bool {
-    let pattern = pattern.trim();
-    if pattern.is_empty() {
-        return false;
-    }
-    let pattern = pattern.strip_prefix('/').unwrap_or(pattern);
-    let owned;
-    let pattern = if let Some(dir) = pattern.strip_suffix('/') {
-        owned = format!("{dir}/**");
-        owned.as_str()
-    } else {
-        pattern
-    };
-    if !pattern.contains('/') {
-        let name = path.rsplit('/').next().unwrap_or(path);
-        return matches(pattern.as_bytes(), name.as_bytes());
-    }
-    matches(pattern.as_bytes(), path.as_bytes())
-}
-
-#[derive(Clone, Copy, PartialEq)]
-enum Tok {
-    Byte(u8),
-    Any,
-    Star,
-    /// `**/`: zero or more whole segments.
-    Segments,
-    /// `**` elsewhere: anything, slashes included.
-    All,
-}
-
-fn tokens(p: &[u8]) -> Vec<Tok> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < p.len() {
-        match p[i] {
-            b'*' if p.get(i + 1) == Some(&b'*') => {
-                if p.get(i + 2) == Some(&b'/') {
-                    out.push(Tok::Segments);
-                    i += 3;
-                } else {
-                    out.push(Tok::All);
-                    i += 2;
-                }
-            }
-            b'*' => {
-                out.push(Tok::Star);
-                i += 1;
-            }
-            b'?' => {
-                out.push(Tok::Any);
-                i += 1;
-            }
-            b => {
-                out.push(Tok::Byte(b));
-                i += 1;
-            }
-        }
-    }
-    out
-}
-
-/// Dynamic programming over (token, byte): linear in pattern × path, no backtracking blow-up.
-fn matches(pattern: &[u8], s: &[u8]) -> bool {
-    let toks = tokens(pattern);
-    let n = s.len();
-    // ok[j]: the tokens so far can match s[..j].
-    let mut ok = vec![false; n + 1];
-    ok[0] = true;
-    for tok in toks {
-        let mut next = vec![false; n + 1];
-        for j in 0..=n {
-            if !ok[j] {
-                continue;
-            }
-            match tok {
-                Tok::Byte(b) => {
-                    if j < n && s[j] == b {
-                        next[j + 1] = true;
-                    }
-                }
-                Tok::Any => {
-                    if j < n && s[j] != b'/' {
-                        next[j + 1] = true;
-                    }
-                }
-                Tok::Star => {
-                    next[j] = true;
-                    let mut k = j;
-                    while k < n && s[k] != b'/' {
-                        k += 1;
-                        next[k] = true;
-                    }
-                }
-                Tok::All => {
-                    for slot in next.iter_mut().skip(j) {
-                        *slot = true;
-                    }
-                }
-                Tok::Segments => {
-                    // Only at a segment start: zero segments, or through any later `/`.
-                    if j == 0 || s[j - 1] == b'/' {
-                        next[j] = true;
-                        for k in j..n {
-                            if s[k] == b'/' {
-                                next[k + 1] = true;
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        ok = next;
-    }
-    ok[n]
 }
 
 /// Analyses a plain directory: walks it without following symlinks, skips `.git`, parses in
@@ -303,37 +183,7 @@ pub fn analyze_dir(dir: &Path, opts: &Options) -> std::io::Result<crate::model::
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn globs() {
-        let yes = [
-            ("vendor/**", "vendor/a/b.go"),
-            ("*.min.js", "web/app.min.js"),
-            ("src/*.py", "src/a.py"),
-            ("**/gen/**", "a/b/gen/x.rs"),
-            ("**/gen/**", "gen/x.rs"),
-            ("a/**/b.c", "a/b.c"),
-            ("a/**/b.c", "a/x/y/b.c"),
-            ("docs/", "docs/x/y.py"),
-            ("/top.py", "top.py"),
-            ("f?o.c", "foo.c"),
-            ("build/**", "build/x"),
-        ];
-        for (p, s) in yes {
-            assert!(glob_match(p, s), "{p} should match {s}");
-        }
-        let no = [
-            ("vendor/**", "src/vendor.go"),
-            ("src/*.py", "src/a/b.py"),
-            ("a/**/b.c", "a/xb.c"),
-            ("f?o.c", "f/o.c"),
-            ("", "a"),
-            ("x.py", "y.py"),
-        ];
-        for (p, s) in no {
-            assert!(!glob_match(p, s), "{p} should not match {s}");
-        }
-    }
+    use crate::util::glob::Globs;
 
     #[test]
     fn skip_reasons_by_path() {
@@ -357,7 +207,7 @@ mod tests {
         );
         assert_eq!(skip_reason("m_pb2.py", 10, &o), Some(SkipReason::Generated));
         let ex = Options {
-            exclude: vec!["gen/**".into()],
+            exclude: Globs::excludes(&["gen/**"]).unwrap(),
             ..Options::default()
         };
         assert_eq!(skip_reason("gen/a.rs", 10, &ex), Some(SkipReason::Excluded));

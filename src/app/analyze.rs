@@ -11,13 +11,16 @@ use gix::bstr::ByteSlice;
 use gix::ObjectId;
 use std::path::Path;
 
-pub fn options(cfg: &AnalysisConfig) -> Options {
-    Options {
-        exclude: cfg.exclude.clone(),
+/// The analyser's options, with the excludes compiled once for the whole tree.
+pub fn options(cfg: &AnalysisConfig) -> Result<Options> {
+    let exclude = analysis::Globs::excludes(&cfg.exclude)
+        .map_err(|e| AppError::Usage(format!("[analysis] exclude: {e}")))?;
+    Ok(Options {
+        exclude,
         max_complexity: cfg.max_complexity,
         max_function_lines: cfg.max_function_lines,
         max_parameters: cfg.max_parameters,
-    }
+    })
 }
 
 /// The cache key beside the blob id: the analyser's version and the file extension, which
@@ -37,7 +40,7 @@ pub fn analyze_tree(
     tree: ObjectId,
     cfg: &AnalysisConfig,
 ) -> Result<Analysis> {
-    let opts = options(cfg);
+    let opts = options(cfg)?;
     let tree = repo.find_tree(tree).map_err(gix_err)?;
     let mut recorder = gix::traverse::tree::Recorder::default();
     tree.traverse()
@@ -137,7 +140,7 @@ pub fn analyze(ctx: &Context, cwd: &Path, target: Option<&str>) -> Result<Analyz
     }
     if let Some(dir) = dir {
         let cfg = ctx.layers.with_repo_dir(&dir)?.resolve();
-        let analysis = analysis::analyze_dir(&dir, &options(&cfg.analysis))
+        let analysis = analysis::analyze_dir(&dir, &options(&cfg.analysis)?)
             .map_err(|e| AppError::Usage(format!("cannot analyse {}: {e}", dir.display())))?;
         return Ok(Analyzed {
             analysis,

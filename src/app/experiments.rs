@@ -4,7 +4,7 @@
 //! ([`sync`]) and `reindex` rebuilds it from the refs.
 
 use super::{io_err, repos, results, AppError, Context, Result};
-use crate::config::{parse_repo_file, Config, ConfigFile};
+use crate::config::{parse_repository_file, Config, ConfigFile};
 use crate::git::{self, cli, CommitInfo};
 use crate::model::{Evaluation, Experiment, ExperimentFile, RunRecord, State};
 use crate::store::RepoRow;
@@ -97,7 +97,7 @@ pub fn config_overrides(
     match table.get("config") {
         Some(toml::Value::Table(config)) => {
             let text = toml::to_string(config).expect("a TOML table always serializes");
-            Ok(parse_repo_file(&format!("{label} [config]"), &text)?)
+            Ok(parse_repository_file(&format!("{label} [config]"), &text)?)
         }
         Some(_) => Err(AppError::Usage(format!(
             "{label}: `config` must be a table; write it as [config] with keys as in .sandbox.toml"

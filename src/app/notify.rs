@@ -58,9 +58,17 @@ pub fn scan(
         None => ctx.layers.clone(),
     };
     let config = layers.resolve();
+    let globs = config.watched_branches().unwrap_or_else(|e| {
+        warning = Some(format!(
+            "{e}; using the default watched branches until it is fixed"
+        ));
+        crate::config::Config::default()
+            .watched_branches()
+            .unwrap_or_default()
+    });
     let watched: Vec<(String, ObjectId)> = git::branches(repo)?
         .into_iter()
-        .filter(|(b, _)| config.watches(b))
+        .filter(|(b, _)| globs.is_match(b))
         .map(|(b, tip)| (format!("refs/heads/{b}"), tip))
         .collect();
     let Some(old) = git::marks::read(repo) else {
@@ -153,9 +161,12 @@ pub fn adopt_history(ctx: &Context, repo: &gix::Repository, repository_id: &str)
         Some(dir) => ctx.layers.with_repo_dir(dir)?.resolve(),
         None => ctx.layers.resolve(),
     };
+    let globs = config
+        .watched_branches()
+        .map_err(|e| super::AppError::Usage(format!("[watch] branches: {e}")))?;
     let mut marks = git::marks::read(repo).unwrap_or_default();
     for (branch, tip) in git::branches(repo)? {
-        if !config.watches(&branch) {
+        if !globs.is_match(&branch) {
             continue;
         }
         let refname = format!("refs/heads/{branch}");

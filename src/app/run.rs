@@ -311,15 +311,20 @@ fn run_one(
         "run.started",
         serde_json::json!({"trigger": opts.trigger, "trial": opts.is_trial()}),
     );
-    let work =
-        match checkout::checkout_tree(repo, info.tree, &checkout::scratch_root(), opts.interrupt) {
-            Ok(w) => w,
-            Err(e) => {
-                record.status = Status::Error;
-                record.error = Some(format!("checkout failed: {e}"));
-                return Ok((finish(record, started), Source::Made));
-            }
-        };
+    let work = match checkout::checkout_tree(
+        repo,
+        info.tree,
+        &checkout::scratch_root(),
+        opts.interrupt,
+        config.limits.checkout_bytes(),
+    ) {
+        Ok(w) => w,
+        Err(e) => {
+            record.status = Status::Error;
+            record.error = Some(format!("checkout failed: {e}"));
+            return Ok((finish(record, started), Source::Made));
+        }
+    };
     event(
         "checkout.completed",
         serde_json::json!({"files": work.files, "ms": time::now_millis() - started}),

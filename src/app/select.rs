@@ -12,10 +12,13 @@ pub fn watched_branches(ctx: &Context, repo: &gix::Repository) -> Result<Vec<(St
         Some(dir) => ctx.layers.with_repo_dir(dir)?,
         None => ctx.layers.clone(),
     };
-    let config = layers.resolve();
+    let globs = layers
+        .resolve()
+        .watched_branches()
+        .map_err(|e| super::AppError::Usage(format!("[watch] branches: {e}")))?;
     Ok(crate::git::branches(repo)?
         .into_iter()
-        .filter(|(name, _)| config.watches(name))
+        .filter(|(name, _)| globs.is_match(name))
         .collect())
 }
 

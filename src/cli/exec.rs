@@ -51,6 +51,7 @@ pub fn cmd_exec(args: ExecArgs) -> CmdResult {
         info.tree,
         &checkout::scratch_root(),
         &gix::interrupt::IS_INTERRUPTED,
+        config.limits.checkout_bytes(),
     )?;
     let command: Vec<String> = args.command.iter().map(|a| shell_quote(a)).collect();
     let command = format!("exec {}", command.join(" "));

@@ -18,7 +18,7 @@ pub struct ConfigFile {
     pub watch: WatchFile,
     #[serde(default)]
     pub promote: PromoteFile,
-    /// User config and environment only: [`parse_repo_file`] refuses it.
+    /// User config and environment only: [`parse_repository_file`] refuses it.
     #[serde(default)]
     pub gc: GcFile,
 }
@@ -26,28 +26,188 @@ pub struct ConfigFile {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TestFile {
+    #[serde(default, deserialize_with = "de_command")]
     pub command: Option<String>,
-    #[serde(default, deserialize_with = "de_duration")]
+    #[serde(default, deserialize_with = "de_timeout")]
     pub timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "de_relative_path")]
     pub junit: Option<String>,
+}
+
+/// A limit as written: a positive number, or `"unlimited"` (only the user's own config may say
+/// that; a repository's config that does is an error).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    At(u64),
+    Unlimited,
+}
+
+impl Limit {
+    /// The value the sandbox applies: 0 means no limit to rlimits and cgroups.
+    pub fn raw(self) -> u64 {
+        match self {
+            Limit::At(n) => n,
+            Limit::Unlimited => 0,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LimitsFile {
-    pub memory_mb: Option<u64>,
-    pub cpu_seconds: Option<u64>,
-    pub processes: Option<u64>,
-    pub open_files: Option<u64>,
-    pub file_size_mb: Option<u64>,
-    pub output_bytes: Option<u64>,
+    #[serde(default, deserialize_with = "de_memory")]
+    pub memory_mb: Option<Limit>,
+    #[serde(default, deserialize_with = "de_cpu")]
+    pub cpu_seconds: Option<Limit>,
+    #[serde(default, deserialize_with = "de_processes")]
+    pub processes: Option<Limit>,
+    #[serde(default, deserialize_with = "de_open_files")]
+    pub open_files: Option<Limit>,
+    #[serde(default, deserialize_with = "de_memory")]
+    pub file_size_mb: Option<Limit>,
+    #[serde(default, deserialize_with = "de_output")]
+    pub output_bytes: Option<Limit>,
+    #[serde(default, deserialize_with = "de_memory")]
+    pub disk_mb: Option<Limit>,
     pub network: Option<bool>,
+    /// The largest tree a run checks out, in MiB.
+    #[serde(default, deserialize_with = "de_memory")]
+    pub checkout_mb: Option<Limit>,
+}
+
+impl LimitsFile {
+    /// The keys set to `"unlimited"`, for refusing them where only the user may say so.
+    pub fn unlimited_keys(&self) -> Vec<&'static str> {
+        [
+            ("memory_mb", self.memory_mb),
+            ("cpu_seconds", self.cpu_seconds),
+            ("processes", self.processes),
+            ("open_files", self.open_files),
+            ("file_size_mb", self.file_size_mb),
+            ("output_bytes", self.output_bytes),
+            ("disk_mb", self.disk_mb),
+            ("checkout_mb", self.checkout_mb),
+        ]
+        .into_iter()
+        .filter(|(_, v)| *v == Some(Limit::Unlimited))
+        .map(|(k, _)| k)
+        .collect()
+    }
+}
+
+/// The largest value that still means something for each kind of limit; beyond it a value is
+/// a mistake (or an attempt to loosen a limit), not a limit.
+const MAX_MB: u64 = 16 << 20; // 16 TiB
+const MAX_CPU_SECONDS: u64 = 366 * 24 * 3600;
+const MAX_PROCESSES: u64 = 4 << 20;
+const MAX_OPEN_FILES: u64 = 1 << 20;
+const MAX_OUTPUT_BYTES: u64 = 1 << 40;
+const MAX_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
+
+fn de_limit<'de, D: Deserializer<'de>>(
+    d: D,
+    max: u64,
+    unit: &str,
+) -> Result<Option<Limit>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Int(i64),
+        Text(String),
+    }
+    let e = |m: String| serde::de::Error::custom(m);
+    match Raw::deserialize(d).map_err(|_: D::Error| {
+        e(format!(
+            "a limit is a positive number of {unit}, or \"unlimited\" in your user config"
+        ))
+    })? {
+        Raw::Int(n) if n <= 0 => Err(e(format!(
+            "{n} is not a limit; write a positive number of {unit} (no limit at all is \"unlimited\", in your user config only)"
+        ))),
+        Raw::Int(n) if n as u64 > max => Err(e(format!(
+            "{n} {unit} is beyond any real limit (at most {max}); write a real limit, or \"unlimited\" in your user config"
+        ))),
+        Raw::Int(n) => Ok(Some(Limit::At(n as u64))),
+        Raw::Text(t) if t == "unlimited" => Ok(Some(Limit::Unlimited)),
+        Raw::Text(t) => Err(e(format!(
+            "invalid limit {t:?}: write a positive number of {unit}, or \"unlimited\" in your user config"
+        ))),
+    }
+}
+
+fn de_memory<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Limit>, D::Error> {
+    de_limit(d, MAX_MB, "MiB")
+}
+
+fn de_cpu<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Limit>, D::Error> {
+    de_limit(d, MAX_CPU_SECONDS, "CPU seconds")
+}
+
+fn de_processes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Limit>, D::Error> {
+    de_limit(d, MAX_PROCESSES, "processes")
+}
+
+fn de_open_files<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Limit>, D::Error> {
+    de_limit(d, MAX_OPEN_FILES, "open files")
+}
+
+fn de_output<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Limit>, D::Error> {
+    de_limit(d, MAX_OUTPUT_BYTES, "bytes")
+}
+
+/// A command with a NUL byte cannot be passed to a shell: it is an error, never a command cut
+/// short at the NUL.
+fn de_command<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let s = String::deserialize(d)?;
+    if s.contains('\0') {
+        return Err(serde::de::Error::custom(
+            "the command contains a NUL byte, which no shell can run; remove it",
+        ));
+    }
+    Ok(Some(s))
+}
+
+/// A path inside the checkout: relative, no `..`, no NUL.
+fn de_relative_path<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let s = String::deserialize(d)?;
+    let p = std::path::Path::new(&s);
+    let bad = if s.is_empty() {
+        Some("is empty")
+    } else if s.contains('\0') {
+        Some("contains a NUL byte")
+    } else if p.is_absolute() {
+        Some("is absolute")
+    } else if p
+        .components()
+        .any(|c| matches!(c, std::path::Component::ParentDir))
+    {
+        Some("leaves the checkout with `..`")
+    } else {
+        None
+    };
+    match bad {
+        Some(why) => Err(serde::de::Error::custom(format!(
+            "the path {s:?} {why}; name a file inside the checkout, relative to its root (like \"reports/junit.xml\")"
+        ))),
+        None => Ok(Some(s)),
+    }
+}
+
+fn de_timeout<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    let t = de_duration(d)?;
+    if t.is_some_and(|t| t > MAX_TIMEOUT) {
+        return Err(serde::de::Error::custom(
+            "a timeout over 7 days is not a timeout; write a real one, like \"30m\"",
+        ));
+    }
+    Ok(t)
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AnalysisFile {
     pub enabled: Option<bool>,
+    #[serde(default, deserialize_with = "de_globs")]
     pub exclude: Option<Vec<String>>,
     pub max_complexity: Option<u64>,
     pub max_function_lines: Option<u64>,
@@ -57,6 +217,7 @@ pub struct AnalysisFile {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WatchFile {
+    #[serde(default, deserialize_with = "de_globs")]
     pub branches: Option<Vec<String>>,
     pub backfill: Option<u64>,
 }
@@ -109,6 +270,15 @@ fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::E
     })
 }
 
+/// A list of globs, each of which must compile (so a bad one is named with its file and line).
+fn de_globs<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+    let patterns = Vec::<String>::deserialize(d)?;
+    for p in &patterns {
+        crate::util::glob::check(p).map_err(serde::de::Error::custom)?;
+    }
+    Ok(Some(patterns))
+}
+
 fn one_of<'de, D: Deserializer<'de>>(d: D, allowed: &[&str]) -> Result<Option<String>, D::Error> {
     let s = String::deserialize(d)?;
     if allowed.contains(&s.as_str()) {
@@ -141,13 +311,15 @@ impl ConfigFile {
             c.test.junit = Some(v.clone());
         }
         let l = &self.limits;
-        set(&mut c.limits.memory_mb, l.memory_mb);
-        set(&mut c.limits.cpu_seconds, l.cpu_seconds);
-        set(&mut c.limits.processes, l.processes);
-        set(&mut c.limits.open_files, l.open_files);
-        set(&mut c.limits.file_size_mb, l.file_size_mb);
-        set(&mut c.limits.output_bytes, l.output_bytes);
+        set(&mut c.limits.memory_mb, l.memory_mb.map(Limit::raw));
+        set(&mut c.limits.cpu_seconds, l.cpu_seconds.map(Limit::raw));
+        set(&mut c.limits.processes, l.processes.map(Limit::raw));
+        set(&mut c.limits.open_files, l.open_files.map(Limit::raw));
+        set(&mut c.limits.file_size_mb, l.file_size_mb.map(Limit::raw));
+        set(&mut c.limits.output_bytes, l.output_bytes.map(Limit::raw));
+        set(&mut c.limits.disk_mb, l.disk_mb.map(Limit::raw));
         set(&mut c.limits.network, l.network);
+        set(&mut c.limits.checkout_mb, l.checkout_mb.map(Limit::raw));
         let a = &self.analysis;
         set(&mut c.analysis.enabled, a.enabled);
         set(&mut c.analysis.exclude, a.exclude.clone());
@@ -195,23 +367,37 @@ pub fn parse_file(label: &str, text: &str) -> Result<ConfigFile, ConfigError> {
     })
 }
 
-/// Parse a config that is committed in a repository (`.sandbox.toml`, an experiment's
-/// `[config]`): as [`parse_file`], but `[gc]` is refused, since what the machine keeps on its
-/// disk is not a repository's to decide.
-pub fn parse_repo_file(label: &str, text: &str) -> Result<ConfigFile, ConfigError> {
+/// Parse the config of a repository (its `.sandbox.toml`, or an experiment's `[config]`):
+/// written by whoever commits, so it may only tighten the user's policy, and "no limit" is not
+/// its to say; nor is `[gc]`, what the machine keeps on its disk.
+pub fn parse_repository_file(label: &str, text: &str) -> Result<ConfigFile, ConfigError> {
     let file = parse_file(label, text)?;
-    if file.gc == GcFile::default() {
-        return Ok(file);
+    if file.gc != GcFile::default() {
+        let (line, key) = gc_line(text);
+        return Err(ConfigError {
+            location: Location {
+                source_label: label.to_string(),
+                line,
+                key: Some(key),
+            },
+            message: "[gc] is read from your user config only (~/.config/git-sandbox/config.toml), never from a repository; move it there or remove it".into(),
+        });
     }
-    let (line, key) = gc_line(text);
-    Err(ConfigError {
-        location: Location {
-            source_label: label.to_string(),
-            line,
-            key: Some(key),
-        },
-        message: "[gc] is read from your user config only (~/.config/git-sandbox/config.toml), never from a repository; move it there or remove it".into(),
-    })
+    if let Some(key) = file.limits.unlimited_keys().first() {
+        let line = text
+            .lines()
+            .position(|l| l.trim_start().starts_with(key) && l.contains("unlimited"))
+            .map(|i| i + 1);
+        return Err(ConfigError {
+            location: Location {
+                source_label: label.to_string(),
+                line,
+                key: Some(format!("limits.{key}")),
+            },
+            message: "a repository cannot lift a limit (\"unlimited\" is for your user config only); write a positive number, or leave the key out to keep your policy".into(),
+        });
+    }
+    Ok(file)
 }
 
 /// Where `text` opens its `gc` table (`[gc]`, `[gc.x]`) or sets a `gc.` key at the top level.
@@ -297,7 +483,9 @@ const ENV_KEYS: &[(&str, &str, Kind)] = &[
     ("limits", "open_files", Kind::Raw),
     ("limits", "file_size_mb", Kind::Raw),
     ("limits", "output_bytes", Kind::Raw),
+    ("limits", "disk_mb", Kind::Raw),
     ("limits", "network", Kind::Raw),
+    ("limits", "checkout_mb", Kind::Raw),
     ("analysis", "enabled", Kind::Raw),
     ("analysis", "exclude", Kind::List),
     ("analysis", "max_complexity", Kind::Raw),
@@ -327,6 +515,7 @@ pub fn from_env(vars: impl Iterator<Item = (String, String)>) -> Result<ConfigFi
         let quote = |s: &str| toml::Value::String(s.to_string()).to_string();
         let value = match kind {
             Kind::Text => quote(value),
+            Kind::Raw if value.trim() == "unlimited" => quote("unlimited"),
             Kind::Raw => value.trim().to_string(),
             Kind::List => {
                 let items: Vec<String> = value
@@ -379,7 +568,9 @@ fn merge(into: &mut ConfigFile, from: ConfigFile) {
         limits.open_files,
         limits.file_size_mb,
         limits.output_bytes,
+        limits.disk_mb,
         limits.network,
+        limits.checkout_mb,
         analysis.enabled,
         analysis.exclude,
         analysis.max_complexity,
@@ -436,6 +627,29 @@ mod tests {
     }
 
     #[test]
+    fn an_invalid_glob_names_file_line_and_key() {
+        let err = parse_file(
+            ".sandbox.toml",
+            "[test]\ncommand = \"x\"\n[analysis]\nexclude = [\"ok/**\", \"bad**\"]\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with(".sandbox.toml:4: key `analysis.exclude`: invalid glob \"bad**\""),
+            "{err}"
+        );
+        let err = parse_file("u.toml", "[watch]\nbranches = [\"exp**\"]\n").unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("u.toml:2: key `watch.branches`:"),
+            "{err}"
+        );
+        let vars = [("SANDBOX_WATCH_BRANCHES".to_string(), "a**".to_string())];
+        let err = from_env(vars.into_iter()).unwrap_err().to_string();
+        assert!(err.contains("whole path segment"), "{err}");
+    }
+
+    #[test]
     fn malformed_toml_names_the_line() {
         let err = parse_file("c.toml", "[test]\ncommand = \n").unwrap_err();
         assert_eq!(err.location.line, Some(2), "{err}");
@@ -450,12 +664,14 @@ mod tests {
                 "main, exp/*".to_string(),
             ),
             ("SANDBOX_LIMITS_NETWORK".to_string(), "true".to_string()),
+            ("SANDBOX_LIMITS_CHECKOUT_MB".to_string(), "64".to_string()),
             ("SANDBOX_SOMETHING_ELSE".to_string(), "ignored".to_string()),
         ];
         let f = from_env(vars.into_iter()).unwrap();
         assert_eq!(f.test.timeout, Some(Duration::from_secs(90)));
         assert_eq!(f.watch.branches, Some(vec!["main".into(), "exp/*".into()]));
         assert_eq!(f.limits.network, Some(true));
+        assert_eq!(f.limits.checkout_mb, Some(Limit::At(64)));
         let gc = vec![
             ("SANDBOX_GC_LOGS".to_string(), "2d".to_string()),
             ("SANDBOX_GC_MAX_LOG_MB".to_string(), "5".to_string()),

@@ -4,8 +4,9 @@
 
 mod file;
 
-pub use file::{parse_file, parse_repo_file, ConfigFile};
+pub use file::{parse_file, parse_repository_file, ConfigFile, Limit};
 
+use crate::util::glob::{GlobError, Globs};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -25,6 +26,9 @@ pub struct ConfigError {
     pub location: Location,
     pub message: String,
 }
+
+/// The most of a work tree's `.sandbox.toml` read.
+const REPO_CONFIG_CAP: u64 = 1024 * 1024;
 
 /// Where the tool keeps its data and reads its user config.
 #[derive(Debug, Clone)]
@@ -86,7 +90,11 @@ pub struct Limits {
     /// RLIMIT_FSIZE: the largest file the tests may write.
     pub file_size_mb: u64,
     pub output_bytes: u64,
+    /// Everything the tests may write (their tree, HOME, temp dirs), on any backing.
+    pub disk_mb: u64,
     pub network: bool,
+    /// The most a checkout may write (the sum of its blobs), checked before anything is written.
+    pub checkout_mb: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -124,6 +132,16 @@ pub struct PromoteConfig {
     pub minimum: String,
 }
 
+impl Limits {
+    /// The checkout ceiling in bytes (`u64::MAX` when the user said "unlimited").
+    pub fn checkout_bytes(&self) -> u64 {
+        match self.checkout_mb {
+            0 => u64::MAX,
+            mb => mb.saturating_mul(1024 * 1024),
+        }
+    }
+}
+
 /// The effective settings for one repository (and, for runs, one commit).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Config {
@@ -156,7 +174,9 @@ impl Default for Config {
                 open_files: 1024,
                 file_size_mb: 1024,
                 output_bytes: 10 * 1024 * 1024,
+                disk_mb: 1024,
                 network: false,
+                checkout_mb: 1024,
             },
             analysis: AnalysisConfig {
                 enabled: true,
@@ -223,7 +243,7 @@ impl Layers {
     /// The same layers with a repository's `.sandbox.toml` (text as found in a commit or a work tree).
     pub fn with_repo_text(&self, label: &str, text: Option<&str>) -> Result<Layers, ConfigError> {
         let repo = match text {
-            Some(text) => parse_repo_file(label, text)?,
+            Some(text) => parse_repository_file(label, text)?,
             None => ConfigFile::default(),
         };
         Ok(Layers {
@@ -232,12 +252,23 @@ impl Layers {
         })
     }
 
-    /// Read the repository config from a work tree, if it has one.
+    /// Read the repository config from a work tree, if it has one. The work tree holds whatever
+    /// a commit put there, so the file is read without following a symlink and up to a cap.
     pub fn with_repo_dir(&self, dir: &Path) -> Result<Layers, ConfigError> {
+        use crate::util::beneath::{read_beneath, Skip};
         let path = dir.join(".sandbox.toml");
-        match std::fs::read_to_string(&path) {
-            Ok(text) => self.with_repo_text(&path.display().to_string(), Some(&text)),
-            Err(_) => Ok(self.clone()),
+        let label = path.display().to_string();
+        match read_beneath(dir, ".sandbox.toml", REPO_CONFIG_CAP) {
+            Ok(bytes) => self.with_repo_text(&label, Some(&String::from_utf8_lossy(&bytes))),
+            Err(Skip::Missing(_)) => Ok(self.clone()),
+            Err(skip) => Err(ConfigError {
+                location: Location {
+                    source_label: label,
+                    line: None,
+                    key: None,
+                },
+                message: format!("{skip}; make it a regular file of at most 1 MiB"),
+            }),
         }
     }
 
@@ -245,22 +276,33 @@ impl Layers {
         let mut c = Config::default();
         self.user.apply(&mut c);
         let policy = c.limits.clone();
+        let timeout = c.test.timeout;
         let gc = c.gc.clone();
         self.repo.apply(&mut c);
         self.experiment.apply(&mut c);
         // Housekeeping is the machine's business: committed files never set it (their parser
         // refuses `[gc]`; this keeps it so whatever builds the layers).
         c.gc = gc;
-        // The repository (often written by an agent) may only tighten the user's policy.
-        c.limits = Limits {
-            memory_mb: c.limits.memory_mb.min(policy.memory_mb),
-            cpu_seconds: c.limits.cpu_seconds.min(policy.cpu_seconds),
-            processes: c.limits.processes.min(policy.processes),
-            open_files: c.limits.open_files.min(policy.open_files),
-            file_size_mb: c.limits.file_size_mb.min(policy.file_size_mb),
-            output_bytes: c.limits.output_bytes.min(policy.output_bytes),
-            network: c.limits.network && policy.network,
+        // The repository and the experiment (often written by an agent) may only tighten the
+        // user's policy; the policy's 0 means "unlimited", which only the user can say.
+        let tighten = |policy: u64, asked: u64| match (policy, asked) {
+            (0, a) => a,
+            (p, 0) => p,
+            (p, a) => p.min(a),
         };
+        c.limits = Limits {
+            memory_mb: tighten(policy.memory_mb, c.limits.memory_mb),
+            cpu_seconds: tighten(policy.cpu_seconds, c.limits.cpu_seconds),
+            processes: tighten(policy.processes, c.limits.processes),
+            open_files: tighten(policy.open_files, c.limits.open_files),
+            file_size_mb: tighten(policy.file_size_mb, c.limits.file_size_mb),
+            output_bytes: tighten(policy.output_bytes, c.limits.output_bytes),
+            disk_mb: tighten(policy.disk_mb, c.limits.disk_mb),
+            network: c.limits.network && policy.network,
+            checkout_mb: tighten(policy.checkout_mb, c.limits.checkout_mb),
+        };
+        // The user's timeout is a ceiling like every other limit.
+        c.test.timeout = c.test.timeout.min(timeout);
         self.env.apply(&mut c);
         self.flags.apply(&mut c);
         c
@@ -271,35 +313,22 @@ impl Config {
     /// A stable fingerprint of everything that changes a result: with the tree id it is the
     /// cache key, so a different command, limit or threshold runs again.
     pub fn result_key(&self) -> String {
+        let mut limits = serde_json::json!(self.limits);
+        // Whether a tree fits only decides between a result and an error, and errors are never
+        // reused: keep the keys of results recorded before this limit existed.
+        if let Some(l) = limits.as_object_mut() {
+            l.remove("checkout_mb");
+        }
         let json = serde_json::json!({
-            "test": self.test, "limits": self.limits, "analysis": self.analysis,
+            "test": self.test, "limits": limits, "analysis": self.analysis,
         });
         crate::util::fnv64_hex(json.to_string().as_bytes())
     }
 
-    /// Whether a short branch name (`main`, `experiment/x`) is watched.
-    pub fn watches(&self, branch: &str) -> bool {
-        self.watch.branches.iter().any(|p| glob_match(p, branch))
+    /// The watched branches (`main`, `experiment/*`), compiled once for any number of names.
+    pub fn watched_branches(&self) -> Result<Globs, GlobError> {
+        Globs::new(&self.watch.branches)
     }
-}
-
-/// `*` matches within one path segment, `**` across segments, `?` one character.
-pub fn glob_match(pattern: &str, text: &str) -> bool {
-    fn go(p: &[u8], t: &[u8]) -> bool {
-        match p.first() {
-            None => t.is_empty(),
-            Some(b'*') if p.get(1) == Some(&b'*') => {
-                let rest = p[2..].strip_prefix(b"/").unwrap_or(&p[2..]);
-                (0..=t.len()).any(|i| go(rest, &t[i..]) || (i > 0 && go(&p[2..], &t[i..])))
-            }
-            Some(b'*') => (0..=t.len())
-                .take_while(|&i| i == 0 || t[i - 1] != b'/')
-                .any(|i| go(&p[1..], &t[i..])),
-            Some(b'?') => !t.is_empty() && t[0] != b'/' && go(&p[1..], &t[1..]),
-            Some(&c) => t.first() == Some(&c) && go(&p[1..], &t[1..]),
-        }
-    }
-    go(pattern.as_bytes(), text.as_bytes())
 }
 
 /// `"90s"`, `"5m"`, `"1h"`, `"30d"`, `"250ms"` or a bare number of seconds.
@@ -342,13 +371,29 @@ mod tests {
 
     #[test]
     fn globs() {
-        assert!(glob_match("experiment/*", "experiment/fast"));
-        assert!(!glob_match("experiment/*", "experiment/a/b"));
-        assert!(glob_match("vendor/**", "vendor/a/b.py"));
-        assert!(glob_match("**/gen_*.py", "a/b/gen_x.py"));
-        assert!(glob_match("**/gen_*.py", "gen_x.py"));
-        assert!(glob_match("main", "main"));
-        assert!(!glob_match("main", "mainline"));
+        let mut c = Config::default();
+        c.watch.branches = vec!["experiment/*".into(), "main".into(), "vendor/**".into()];
+        c.watch.branches.push("**/gen_*.py".into());
+        let w = c.watched_branches().unwrap();
+        assert!(w.is_match("experiment/fast"));
+        assert!(!w.is_match("experiment/a/b"));
+        assert!(w.is_match("vendor/a/b.py"));
+        assert!(w.is_match("a/b/gen_x.py"));
+        assert!(w.is_match("gen_x.py"));
+        assert!(w.is_match("main"));
+        assert!(!w.is_match("mainline"));
+    }
+
+    #[test]
+    fn a_pathological_branch_pattern_does_not_hang() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut c = Config::default();
+            c.watch.branches = vec!["*a*a*a*a*a*a*a*a*b".into()];
+            let _ = tx.send(c.watched_branches().unwrap().is_match(&"a".repeat(200)));
+        });
+        let answer = rx.recv_timeout(Duration::from_secs(5));
+        assert_eq!(answer, Ok(false), "matching took over 5 s");
     }
 
     #[test]
@@ -369,6 +414,140 @@ mod tests {
         assert_eq!(c.limits.processes, 10);
         assert!(!c.limits.network);
         assert_eq!(c.test.timeout, Duration::from_secs(5));
+        for (repo_value, effective) in [(5, 5), (99999, 1024)] {
+            let text = format!("[limits]\ncheckout_mb = {repo_value}\n");
+            let c = Layers {
+                repo: parse_file("repo", &text).unwrap(),
+                ..Layers::default()
+            }
+            .resolve();
+            assert_eq!(c.limits.checkout_mb, effective);
+        }
+    }
+
+    #[test]
+    fn a_work_tree_config_that_is_a_symlink_is_refused_not_followed() {
+        let d = tempfile::tempdir().unwrap();
+        let layers = Layers::default();
+        assert!(layers.with_repo_dir(d.path()).is_ok());
+        let host = tempfile::tempdir().unwrap();
+        let planted = host.path().join("config.toml");
+        std::fs::write(&planted, "[test]\ncommand = \"host\"\n").unwrap();
+        std::os::unix::fs::symlink(&planted, d.path().join(".sandbox.toml")).unwrap();
+        let err = layers.with_repo_dir(d.path()).unwrap_err().to_string();
+        assert!(err.contains(".sandbox.toml is a symlink"), "{err}");
+        std::fs::remove_file(d.path().join(".sandbox.toml")).unwrap();
+        std::fs::write(d.path().join(".sandbox.toml"), "[test]\ncommand = \"x\"\n").unwrap();
+        let c = layers.with_repo_dir(d.path()).unwrap().resolve();
+        assert_eq!(c.test.command.as_deref(), Some("x"));
+    }
+
+    #[test]
+    fn the_checkout_ceiling_does_not_change_the_result_key() {
+        let mut c = Config::default();
+        let key = c.result_key();
+        c.limits.checkout_mb = 1;
+        assert_eq!(c.result_key(), key);
+    }
+
+    #[test]
+    fn a_repository_can_loosen_no_limit_nor_the_timeout() {
+        let user = parse_file(
+            "user",
+            "[limits]\nmemory_mb = 512\ncpu_seconds = 20\nopen_files = 256\n[test]\ntimeout = \"30s\"\n",
+        )
+        .unwrap();
+        for zero in [
+            "memory_mb = 0",
+            "cpu_seconds = 0",
+            "open_files = 0",
+            "file_size_mb = 0",
+        ] {
+            let err = Layers::default()
+                .with_repo_text("repo", Some(&format!("[limits]\n{zero}\n")))
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with("repo:2: key `limits."), "{err}");
+            assert!(err.contains("0 is not a limit"), "{err}");
+        }
+        for bad in [
+            "memory_mb = -1",
+            "processes = 99999999999",
+            "output_bytes = \"lots\"",
+        ] {
+            assert!(
+                Layers::default()
+                    .with_repo_text("repo", Some(&format!("[limits]\n{bad}\n")))
+                    .is_err(),
+                "{bad}"
+            );
+        }
+        let err = Layers::default()
+            .with_repo_text("repo", Some("[limits]\nmemory_mb = \"unlimited\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("repo:2: key `limits.memory_mb`: a repository cannot lift a limit"),
+            "{err}"
+        );
+        let layers = Layers {
+            user,
+            ..Layers::default()
+        }
+        .with_repo_text(
+            "repo",
+            Some("[test]\ntimeout = \"1h\"\n[limits]\nmemory_mb = 99999\n"),
+        )
+        .unwrap();
+        let c = layers.resolve();
+        assert_eq!(c.test.timeout, Duration::from_secs(30));
+        assert_eq!(c.limits.memory_mb, 512);
+        assert_eq!(c.limits.cpu_seconds, 20);
+        assert_eq!(c.limits.open_files, 256);
+    }
+
+    #[test]
+    fn only_the_user_says_unlimited_and_then_the_repository_limits_apply() {
+        let user = parse_file("user", "[limits]\nmemory_mb = \"unlimited\"\n").unwrap();
+        let open = Layers {
+            user: user.clone(),
+            ..Layers::default()
+        }
+        .resolve();
+        assert_eq!(open.limits.memory_mb, 0, "no limit");
+        let tight = Layers {
+            user,
+            ..Layers::default()
+        }
+        .with_repo_text("repo", Some("[limits]\nmemory_mb = 300\n"))
+        .unwrap()
+        .resolve();
+        assert_eq!(tight.limits.memory_mb, 300);
+        let env = file::from_env(
+            vec![(
+                "SANDBOX_LIMITS_CPU_SECONDS".to_string(),
+                "unlimited".to_string(),
+            )]
+            .into_iter(),
+        )
+        .unwrap();
+        assert_eq!(env.limits.cpu_seconds, Some(Limit::Unlimited));
+    }
+
+    #[test]
+    fn commands_and_report_paths_are_checked() {
+        let err = parse_file("c", "[test]\ncommand = \"true\\u0000; rm -rf /\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("NUL byte"), "{err}");
+        for bad in ["/etc/shadow", "../../../../etc/passwd", "a/../../b", ""] {
+            let err = parse_file("c", &format!("[test]\njunit = {bad:?}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with("c:2: key `test.junit`"), "{bad}: {err}");
+        }
+        assert!(parse_file("c", "[test]\njunit = \"reports/junit.xml\"\n").is_ok());
+        assert!(parse_file("c", "[test]\ntimeout = \"30d\"\n").is_err());
     }
 
     #[test]
@@ -386,7 +565,7 @@ mod tests {
         assert_eq!(c.gc.logs, Duration::from_secs(7 * 86_400));
         assert_eq!(c.gc.events, Duration::from_secs(90 * 86_400));
         assert_eq!(c.gc.max_log_mb, 10);
-        let err = parse_repo_file(
+        let err = parse_repository_file(
             ".sandbox.toml",
             "[test]\ncommand = \"x\"\n\n[gc]\nlogs = \"1d\"\n",
         )
@@ -396,7 +575,7 @@ mod tests {
             err.starts_with(".sandbox.toml:4: key `gc`: [gc] is read from your user config only"),
             "{err}"
         );
-        let err = parse_repo_file("r", "gc.events = \"1d\"\n").unwrap_err();
+        let err = parse_repository_file("r", "gc.events = \"1d\"\n").unwrap_err();
         assert_eq!(err.location.line, Some(1), "{err}");
     }
 

@@ -1,10 +1,18 @@
 //! Checking a tree out into a fresh throw-away directory, in-process: the user's work tree, index,
-//! HEAD and worktree list are never touched and no hook fires.
+//! HEAD and worktree list are never touched and no hook fires. The tree is the commit's, so its
+//! size is checked against a ceiling before anything is written, and large blobs are streamed to
+//! their files by `git cat-file` rather than held in memory.
 
 use super::{gix_err, GitError, Result};
+use gix::index::entry::{Flags, Mode};
 use gix::ObjectId;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Blobs larger than this are left out of gix's checkout, which holds each blob in memory, and
+/// streamed into their files instead.
+pub const STREAM_THRESHOLD: u64 = 16 * 1024 * 1024;
 
 /// Where throw-away checkouts go: `$GIT_SANDBOX_TMPDIR`, else a RAM-backed `/dev/shm` (creating
 /// files is the whole cost of a checkout, and tmpfs makes it ~10× cheaper), else the system temp dir.
@@ -74,13 +82,25 @@ impl Checkout {
     }
 }
 
-/// Check `tree` out into a new directory under `parent`.
+/// A blob checked out by streaming: where, what, and whether it is executable.
+struct Large {
+    path: String,
+    id: ObjectId,
+    size: u64,
+    executable: bool,
+}
+
+/// Check `tree` out into a new directory under `parent`, if its blobs add up to at most
+/// `ceiling` bytes (checked from object headers before anything is written).
 pub fn checkout_tree(
     repo: &gix::Repository,
     tree: ObjectId,
     parent: &Path,
     interrupt: &AtomicBool,
+    ceiling: u64,
 ) -> Result<Checkout> {
+    let mut index = repo.index_from_tree(&tree).map_err(gix_err)?;
+    let large = plan(repo, &mut index, ceiling)?;
     std::fs::create_dir_all(parent).map_err(|source| GitError::Io {
         context: format!("cannot create {}", parent.display()),
         source,
@@ -99,7 +119,6 @@ pub fn checkout_tree(
         context: format!("cannot create {}", dest.display()),
         source,
     })?;
-    let mut index = repo.index_from_tree(&tree).map_err(gix_err)?;
     let mut opts = repo
         .checkout_options(gix::worktree::stack::state::attributes::Source::IdMapping)
         .map_err(gix_err)?;
@@ -122,8 +141,93 @@ pub fn checkout_tree(
             err.path, err.error
         )));
     }
+    for blob in &large {
+        if interrupt.load(Ordering::Relaxed) {
+            return Err(GitError::Gix("checkout interrupted".into()));
+        }
+        stream_blob(repo, blob, &dest)?;
+    }
     Ok(Checkout {
         dir,
         files: outcome.files_updated,
     })
+}
+
+/// Sum the tree's blobs from their headers and refuse it over `ceiling`; mark the blobs over
+/// [`STREAM_THRESHOLD`] to be skipped by gix and return them for streaming.
+fn plan(repo: &gix::Repository, index: &mut gix::index::File, ceiling: u64) -> Result<Vec<Large>> {
+    let mut total: u64 = 0;
+    let mut large = Vec::new();
+    for (entry, path) in index.entries_mut_with_paths() {
+        if !(entry.mode == Mode::FILE
+            || entry.mode == Mode::FILE_EXECUTABLE
+            || entry.mode == Mode::SYMLINK)
+        {
+            continue; // submodules are not checked out
+        }
+        let size = repo.find_header(entry.id).map_err(gix_err)?.size();
+        total = total.saturating_add(size);
+        if size <= STREAM_THRESHOLD {
+            continue;
+        }
+        let path = path.to_string();
+        if entry.mode == Mode::SYMLINK {
+            return Err(GitError::Gix(format!(
+                "checkout of {path} failed: it is a symlink of {size} bytes, longer than any target can be"
+            )));
+        }
+        entry.flags.insert(Flags::SKIP_WORKTREE);
+        large.push(Large {
+            path,
+            id: entry.id,
+            size,
+            executable: entry.mode == Mode::FILE_EXECUTABLE,
+        });
+    }
+    if total > ceiling {
+        return Err(GitError::TreeTooLarge {
+            size: total,
+            ceiling,
+        });
+    }
+    Ok(large)
+}
+
+/// Write one blob into a new file of the checkout (never through a symlink, never over an
+/// existing path), letting `git cat-file` stream it so the blob never sits in our memory.
+fn stream_blob(repo: &gix::Repository, blob: &Large, dest: &Path) -> Result<()> {
+    let fail =
+        |detail: String| GitError::Gix(format!("checkout of {} failed: {detail}", blob.path));
+    let mode = if blob.executable { 0o755 } else { 0o644 };
+    let file = crate::util::beneath::create_beneath(dest, &blob.path, mode)
+        .map_err(|skip| fail(skip.to_string()))?;
+    // git streams blobs over core.bigFileThreshold; small pack windows keep the pages it maps
+    // (and so its resident memory) bounded too.
+    let threshold = format!("core.bigFileThreshold={STREAM_THRESHOLD}");
+    let out = Command::new("git")
+        .arg("--git-dir")
+        .arg(repo.git_dir())
+        .args(["-c", &threshold, "-c", "core.packedGitWindowSize=16m"])
+        .args(["-c", "core.packedGitLimit=64m"])
+        .args(["cat-file", "blob", &blob.id.to_string()])
+        .stdin(Stdio::null())
+        .stdout(file.try_clone().map_err(|e| fail(e.to_string()))?)
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(|source| GitError::Io {
+            context: "cannot start git (is it installed and on PATH?)".into(),
+            source,
+        })?;
+    if !out.status.success() {
+        return Err(fail(format!(
+            "`git cat-file blob {}` failed: {}",
+            blob.id,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    let written = file.metadata().map_err(|e| fail(e.to_string()))?.len();
+    if written != blob.size {
+        return Err(fail(format!("wrote {written} of {} bytes", blob.size)));
+    }
+    Ok(())
 }

@@ -28,6 +28,9 @@ pub fn tree_changes(
     };
     let new_tree = repo.find_tree(new).map_err(gix_err)?;
     let mut cache = repo.diff_resource_cache_for_tree_diff().map_err(gix_err)?;
+    // A blob is loaded whole to count its lines: past this size it counts as binary instead,
+    // so a commit's large files do not become the supervisor's memory.
+    cache.filter.options.large_file_threshold_bytes = super::checkout::STREAM_THRESHOLD;
     let mut files = Vec::new();
     let mut platform = old_tree.changes().map_err(gix_err)?;
     platform.options(|o| {

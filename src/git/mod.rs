@@ -52,6 +52,11 @@ pub enum GitError {
     NotACommit { rev: String, kind: String },
     #[error("git failed: {0}")]
     Gix(String),
+    #[error(
+        "the tree is {}, over the checkout ceiling of {}; raise [limits] checkout_mb in your user config to run it",
+        mib(*.size), mib(*.ceiling)
+    )]
+    TreeTooLarge { size: u64, ceiling: u64 },
     #[error("`{cmd}` failed: {stderr}")]
     Cli { cmd: String, stderr: String },
     #[error("{context}: {source}")]
@@ -62,6 +67,16 @@ pub enum GitError {
 }
 
 pub type Result<T> = std::result::Result<T, GitError>;
+
+/// Bytes as MiB for messages: `1.5 MiB`, `1024 MiB`.
+fn mib(bytes: u64) -> String {
+    let m = bytes as f64 / (1024.0 * 1024.0);
+    if m.fract() == 0.0 {
+        format!("{m:.0} MiB")
+    } else {
+        format!("{m:.1} MiB")
+    }
+}
 
 pub(crate) fn gix_err(e: impl std::fmt::Display) -> GitError {
     GitError::Gix(e.to_string())

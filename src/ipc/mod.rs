@@ -25,13 +25,7 @@ pub struct DaemonLock {
 pub fn lock(home: &Path) -> Result<DaemonLock, Option<u32>> {
     use std::os::fd::AsRawFd;
     let path = lock_path(home);
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .map_err(|_| None)?;
+    let file = crate::util::private::open_rw(&path).map_err(|_| None)?;
     // SAFETY: flock on a descriptor we own.
     if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
         return Err(read_pid(&path));

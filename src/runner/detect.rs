@@ -1,14 +1,19 @@
-//! Choosing a test command for a tree that does not name one in `.sandbox.toml`.
+//! Choosing a test command for a tree that does not name one in `.sandbox.toml`. The tree is
+//! the commit's: its files are read without following symlinks, and only up to a cap.
 
+use crate::util::beneath::{exists_regular_beneath, read_beneath};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+/// The most of a manifest read (`package.json`, `pyproject.toml`).
+const MANIFEST_CAP: u64 = 1024 * 1024;
+
 /// The command and the framework it runs, or `None` when the tree has no tests we recognise.
 pub fn detect(dir: &Path) -> Option<(String, &'static str)> {
-    if dir.join("Cargo.toml").is_file() {
+    if exists_regular_beneath(dir, "Cargo.toml") {
         return Some(("cargo test".into(), "cargo"));
     }
-    if dir.join("go.mod").is_file() {
+    if exists_regular_beneath(dir, "go.mod") {
         return Some(("go test ./...".into(), "go"));
     }
     if let Some(found) = from_package_json(dir) {
@@ -28,8 +33,8 @@ pub fn detect(dir: &Path) -> Option<(String, &'static str)> {
 }
 
 fn from_package_json(dir: &Path) -> Option<(String, &'static str)> {
-    let text = std::fs::read_to_string(dir.join("package.json")).ok()?;
-    let json: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let bytes = read_beneath(dir, "package.json", MANIFEST_CAP).ok()?;
+    let json: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
     let script = json.pointer("/scripts/test")?.as_str()?;
     if script.contains("no test specified") {
         return None;
@@ -47,22 +52,21 @@ fn from_package_json(dir: &Path) -> Option<(String, &'static str)> {
 }
 
 fn python(dir: &Path) -> Option<(String, &'static str)> {
-    let tests = dir.join("tests");
-    let has_tests_dir = tests.is_dir();
+    let has_tests_dir = std::fs::symlink_metadata(dir.join("tests")).is_ok_and(|m| m.is_dir());
     let is_test =
         |n: &str| (n.starts_with("test_") || n.ends_with("_test.py")) && n.ends_with(".py");
     if !has_tests_dir && !has_file(dir, &is_test, 1) {
         return None;
     }
-    let configured_for_pytest = dir.join("pytest.ini").is_file()
-        || dir.join("conftest.py").is_file()
-        || std::fs::read_to_string(dir.join("pyproject.toml"))
-            .is_ok_and(|t| t.contains("[tool.pytest"));
+    let configured_for_pytest = exists_regular_beneath(dir, "pytest.ini")
+        || exists_regular_beneath(dir, "conftest.py")
+        || read_beneath(dir, "pyproject.toml", MANIFEST_CAP)
+            .is_ok_and(|t| String::from_utf8_lossy(&t).contains("[tool.pytest"));
     if configured_for_pytest || pytest_importable() {
         return Some(("python3 -m pytest -q -rfE".into(), "pytest"));
     }
     // unittest's discovery does not enter folders without __init__.py, so start in tests/.
-    if has_tests_dir && !tests.join("__init__.py").is_file() {
+    if has_tests_dir && !exists_regular_beneath(dir, "tests/__init__.py") {
         return Some((
             "python3 -m unittest discover -s tests -v".into(),
             "unittest",
@@ -81,6 +85,8 @@ fn pytest_importable() -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// Whether a regular file whose name passes `pred` is at most `depth` levels down. The entry's
+/// own type is used (never the target's), so symlinks are neither counted nor entered.
 fn has_file(dir: &Path, pred: &dyn Fn(&str) -> bool, depth: usize) -> bool {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return false;
@@ -117,6 +123,46 @@ mod tests {
         assert_eq!(detect(d.path()), Some(("npm test".into(), "vitest")));
         std::fs::write(d.path().join("Cargo.toml"), "[package]").unwrap();
         assert_eq!(detect(d.path()).unwrap().1, "cargo");
+    }
+
+    #[test]
+    fn symlinked_manifests_and_dirs_are_not_followed() {
+        let host = tempfile::tempdir().unwrap();
+        std::fs::write(
+            host.path().join("package.json"),
+            r#"{"scripts":{"test":"jest"}}"#,
+        )
+        .unwrap();
+        std::fs::write(host.path().join("a.test.js"), "").unwrap();
+        std::fs::write(host.path().join("Cargo.toml"), "[package]").unwrap();
+        let d = tempfile::tempdir().unwrap();
+        let link = |target: &Path, name: &str| {
+            std::os::unix::fs::symlink(target, d.path().join(name)).unwrap();
+        };
+        // A FIFO (a read would block) rather than /dev/zero, so a regression hangs instead of
+        // eating the machine's memory; the integration test covers /dev/zero under a limit.
+        let fifo = host.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: mkfifo with a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        link(&fifo, "package.json");
+        link(&host.path().join("Cargo.toml"), "Cargo.toml");
+        link(&host.path().join("Cargo.toml"), "go.mod");
+        link(&host.path().join("Cargo.toml"), "pyproject.toml");
+        link(host.path(), "tests");
+        link(&host.path().join("a.test.js"), "b.test.js");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let dir = d.path().to_path_buf();
+        std::thread::spawn(move || {
+            let _ = tx.send(detect(&dir));
+        });
+        let found = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("detection did not finish");
+        assert_eq!(found, None);
+        std::fs::remove_file(d.path().join("package.json")).unwrap();
+        link(&host.path().join("package.json"), "package.json");
+        assert_eq!(detect(d.path()), None);
     }
 
     #[test]

@@ -398,9 +398,9 @@ fn collect(
     tx: mpsc::Sender<Event>,
 ) -> Collected {
     if let Some(dir) = log.parent() {
-        let _ = std::fs::create_dir_all(dir);
+        let _ = crate::util::private::create_dir_all(dir);
     }
-    let mut file = std::fs::File::create(log).ok();
+    let mut file = crate::util::private::create_file(log).ok();
     let mut kept: Vec<u8> = Vec::new();
     let mut tail: VecDeque<u8> = VecDeque::with_capacity(TAIL_BYTES);
     let mut total: u64 = 0;

@@ -153,7 +153,7 @@ pub struct Index {
 impl Index {
     /// Open (creating if needed) the index in `home`, migrating it to [`SCHEMA_VERSION`].
     pub fn open(home: &Path) -> Result<Index> {
-        std::fs::create_dir_all(home).map_err(|source| StoreError::Home {
+        crate::util::private::create_private_dir(home).map_err(|source| StoreError::Home {
             path: home.to_path_buf(),
             source,
         })?;
@@ -166,6 +166,14 @@ impl Index {
             path: path.to_path_buf(),
             detail: e.to_string(),
         };
+        // SQLite creates the file 0644 (less the umask) and gives its -wal and -shm the file's
+        // mode: create it 0600 first (an empty file is a new database). Never by opening an
+        // existing one: that would drop the locks of this process's other connections.
+        let home_err = |source: std::io::Error| StoreError::Home {
+            path: path.to_path_buf(),
+            source,
+        };
+        crate::util::private::ensure_file(path).map_err(home_err)?;
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
@@ -203,6 +211,12 @@ impl Index {
         }
         conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")
             .map_err(corrupt)?;
+        // An older version left them to the umask.
+        for suffix in ["-wal", "-shm"] {
+            let mut side = path.as_os_str().to_owned();
+            side.push(suffix);
+            crate::util::private::restrict_path(Path::new(&side)).map_err(home_err)?;
+        }
         let mut index = Index {
             conn,
             path: path.to_path_buf(),

@@ -67,12 +67,8 @@ pub fn remove(home: &Path, id: &str) -> std::io::Result<bool> {
 /// Read, change and write the registry under an exclusive lock, atomically (temp file and
 /// rename), so concurrent `init`s never lose each other's entry.
 fn update(home: &Path, change: impl FnOnce(&mut Vec<Entry>) -> bool) -> std::io::Result<()> {
-    crate::util::create_private_dir(home)?;
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(home.join(LOCK))?;
+    crate::util::private::create_private_dir(home)?;
+    let lock = crate::util::private::open_rw(&home.join(LOCK))?;
     lock.lock()?;
     let mut entries = list(home);
     if change(&mut entries) {

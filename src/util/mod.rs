@@ -1,5 +1,8 @@
 //! Small helpers with no knowledge of the product: time stamps, ids, names, atomic files.
 
+pub mod beneath;
+pub mod glob;
+pub mod private;
 pub mod time;
 
 use std::path::Path;
@@ -56,20 +59,6 @@ pub fn name_problem(name: &str) -> Option<&'static str> {
         return Some("ends with '.lock' or '.'");
     }
     None
-}
-
-/// Create `dir` (and missing parents) readable by its owner only (0700), whatever the umask: it
-/// holds test output of private repositories.
-pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-    if dir.is_dir() {
-        return Ok(());
-    }
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
 }
 
 /// Write `bytes` to `path` through a temp file and a rename, so readers never see half a file.

@@ -52,10 +52,12 @@ impl Probe {
             return p;
         }
         let probe = Probe::run(sandbox);
-        if std::fs::create_dir_all(data_dir).is_ok() {
+        if crate::util::private::create_private_dir(data_dir).is_ok() {
             let tmp = path.with_extension("json.tmp");
             let body = serde_json::to_vec_pretty(&probe).unwrap_or_default();
-            if std::fs::write(&tmp, body).is_ok() {
+            let written = crate::util::private::create_file(&tmp)
+                .and_then(|mut f| std::io::Write::write_all(&mut f, &body));
+            if written.is_ok() {
                 let _ = std::fs::rename(&tmp, &path);
             }
         }
