@@ -1,11 +1,13 @@
 //! Use-cases: the one place that joins git, the index, the config and the runner into what a
 //! command does (create a repository, take a hook's notification, run a commit, start, evaluate,
-//! promote or kill an experiment).
+//! promote or kill an experiment, keep the data dir tidy, unregister a repository).
 
 pub mod analyze;
 pub mod demo;
 pub mod eval;
 pub mod experiments;
+pub mod forget;
+pub mod gc;
 pub mod notify;
 pub mod promote;
 pub mod reindex;

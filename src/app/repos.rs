@@ -194,7 +194,7 @@ fn configure(dir: &Path, repo_id: &str) -> Result<()> {
     Ok(())
 }
 
-fn regex_escape(s: &str) -> String {
+pub(crate) fn regex_escape(s: &str) -> String {
     s.chars()
         .flat_map(|c| {
             if "\\.^$*+?()[]{}|".contains(c) {
@@ -256,7 +256,7 @@ fn install_hooks(root: &Path) -> Result<Vec<hooks::HookInstall>> {
 
 /// Whether the hooks directory `dir` belongs to the project: it holds files git tracks, or it is
 /// husky's (whose generated hooks husky rewrites).
-fn project_manages(repo: &gix::Repository, dir: &Path) -> bool {
+pub(crate) fn project_manages(repo: &gix::Repository, dir: &Path) -> bool {
     let Some(workdir) = repo.workdir() else {
         return false;
     };

@@ -1,15 +1,23 @@
-use super::{cwd, print_json, CmdResult};
-use crate::app::{repos, Context};
+use super::{cwd, print_json, ui, CmdResult};
+use crate::app::{forget, repos, Context};
 
 /// Adopt the current repository: install hooks (keeping any that exist), write `.sandbox.toml`
 /// with the detected test command if it has none, and register it. Its history is not run:
 /// commits from now on are (`[watch] backfill = N` queues the last N). Running it again changes
 /// nothing; it never modifies a tracked file.
 ///
-/// Example: `cd my-project && git sandbox init`
+/// With --remove, undo it: take our hooks out (a hook that was there before goes back in its
+/// place; hooks that are not ours are left), unset `sandbox.repositoryId` and our
+/// `notes.displayRef`, and unregister the repository as `git sandbox forget` does. Notes,
+/// `.sandbox.toml` and every tracked file stay. Running it again changes nothing.
+///
+/// Example: `cd my-project && git sandbox init`, `git sandbox init --remove`
 #[derive(clap::Args)]
 pub struct InitArgs {
-    /// Print the repository as JSON.
+    /// Uninstall instead: hooks, git config and registration; notes are kept.
+    #[arg(long)]
+    pub remove: bool,
+    /// Print the repository (with --remove: what was removed) as JSON.
     #[arg(long)]
     pub json: bool,
 }
@@ -19,6 +27,9 @@ pub fn cmd_init(args: InitArgs) -> CmdResult {
     // Outside a repository is bad input: say so before touching the index.
     crate::git::discover(&dir)?;
     let ctx = Context::load()?;
+    if args.remove {
+        return remove(&ctx, &dir, args.json);
+    }
     let (adopted, changed) = repos::adopt(&ctx, &dir)?;
     if args.json {
         let mut v = serde_json::to_value(&adopted).expect("serializable");
@@ -61,6 +72,52 @@ pub fn cmd_init(args: InitArgs) -> CmdResult {
             "{} is already an experiment repository; nothing changed",
             adopted.repo.path
         );
+    }
+    Ok(0)
+}
+
+fn remove(ctx: &Context, dir: &std::path::Path, json: bool) -> CmdResult {
+    let r = forget::remove(ctx, dir)?;
+    if json {
+        print_json(&r);
+        return Ok(0);
+    }
+    if !r.changed {
+        println!(
+            "{} has nothing of git-sandbox's to remove; nothing changed",
+            r.path
+        );
+    } else {
+        println!("Removed git-sandbox from {}", r.path);
+        for h in r.hooks.iter().filter(|h| h.action != "absent") {
+            let what = match (h.action, &h.restored_from) {
+                ("restored", Some(from)) => {
+                    format!("removed; {} is back in its place", from.display())
+                }
+                ("kept", _) => "not ours: left as it is".into(),
+                (action, _) => action.to_string(),
+            };
+            println!("  hook {:<22} {what}", h.name);
+        }
+        for c in &r.config {
+            println!("  unset git config {c}");
+        }
+        if r.watermarks {
+            println!("  removed the branch watermarks");
+        }
+        if let Some(f) = &r.forgotten {
+            println!(
+                "  unregistered {} ({}): {}, {}",
+                f.name,
+                f.repository_id,
+                ui::plural(f.rows.runs, "run"),
+                ui::plural(f.logs.count, "log")
+            );
+        }
+        println!("  results stay in git (refs/notes/sandbox*)");
+    }
+    if let Some(hint) = &r.hint {
+        eprintln!("hint: {hint}");
     }
     Ok(0)
 }

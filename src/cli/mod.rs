@@ -10,6 +10,8 @@ mod eval;
 mod events;
 mod exec;
 mod experiment;
+mod forget;
+mod gc;
 mod init;
 mod install_man_pages;
 mod kill;
@@ -57,6 +59,8 @@ enum Command {
     Promote(promote::PromoteArgs),
     Kill(kill::KillArgs),
     Reindex(reindex::ReindexArgs),
+    Gc(gc::GcArgs),
+    Forget(forget::ForgetArgs),
     Daemon(daemon::DaemonArgs),
     Events(events::EventsArgs),
     Demo(demo::DemoArgs),
@@ -151,6 +155,8 @@ pub fn main() -> i32 {
         Command::Promote(a) => promote::cmd_promote(a),
         Command::Kill(a) => kill::cmd_kill(a),
         Command::Reindex(a) => reindex::cmd_reindex(a),
+        Command::Gc(a) => gc::cmd_gc(a),
+        Command::Forget(a) => forget::cmd_forget(a),
         Command::Daemon(a) => daemon::cmd_daemon(a),
         Command::Events(a) => events::cmd_events(a),
         Command::Demo(a) => demo::cmd_demo(a),

@@ -157,6 +157,21 @@ pub fn plural(n: impl TryInto<u64>, noun: &str) -> String {
     }
 }
 
+/// A size for people: `512 B`, `3.4 KiB`, `12.0 MiB`, `1.2 GiB`.
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut v = n as f64 / 1024.0;
+    let mut unit = 0;
+    while v >= 1024.0 && unit < UNITS.len() - 1 {
+        v /= 1024.0;
+        unit += 1;
+    }
+    format!("{v:.1} {}", UNITS[unit])
+}
+
 /// A path as git prints it with `core.quotePath` (its default): one with control characters, `"`,
 /// `\\` or bytes outside ASCII is put in double quotes with C escapes (`\\t`, `\\n`, `\\"`,
 /// `\\\\`) and octal bytes (`é` is `\\303\\251`); any other path is printed as it is.
@@ -202,6 +217,15 @@ pub fn diffstat_summary(files: u64, insertions: u64, deletions: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(bytes(0), "0 B");
+        assert_eq!(bytes(1023), "1023 B");
+        assert_eq!(bytes(1536), "1.5 KiB");
+        assert_eq!(bytes(12 * 1024 * 1024), "12.0 MiB");
+        assert_eq!(bytes(3 * 1024 * 1024 * 1024), "3.0 GiB");
+    }
 
     #[test]
     fn counts_with_their_noun() {

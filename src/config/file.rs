@@ -18,6 +18,9 @@ pub struct ConfigFile {
     pub watch: WatchFile,
     #[serde(default)]
     pub promote: PromoteFile,
+    /// User config and environment only: [`parse_repository_file`] refuses it.
+    #[serde(default)]
+    pub gc: GcFile,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -229,6 +232,26 @@ pub struct PromoteFile {
     pub minimum: Option<String>,
 }
 
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GcFile {
+    #[serde(default, deserialize_with = "de_duration")]
+    pub logs: Option<Duration>,
+    #[serde(default, deserialize_with = "de_duration")]
+    pub events: Option<Duration>,
+    #[serde(default, deserialize_with = "de_positive")]
+    pub max_log_mb: Option<u64>,
+}
+
+fn de_positive<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    match u64::deserialize(d)? {
+        0 => Err(serde::de::Error::custom(
+            "must be at least 1; to keep logs by age alone, set a large bound",
+        )),
+        n => Ok(Some(n)),
+    }
+}
+
 fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
@@ -242,7 +265,7 @@ fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::E
     };
     parse_duration(&text).map(Some).ok_or_else(|| {
         serde::de::Error::custom(format!(
-            "invalid duration {text:?}: write a positive number with a unit, like \"90s\", \"5m\" or \"1h\""
+            "invalid duration {text:?}: write a positive number with a unit, like \"90s\", \"5m\", \"1h\" or \"30d\""
         ))
     })
 }
@@ -309,6 +332,10 @@ impl ConfigFile {
         set(&mut c.promote.target, p.target.clone());
         set(&mut c.promote.strategy, p.strategy.clone());
         set(&mut c.promote.minimum, p.minimum.clone());
+        let g = &self.gc;
+        set(&mut c.gc.logs, g.logs);
+        set(&mut c.gc.events, g.events);
+        set(&mut c.gc.max_log_mb, g.max_log_mb);
     }
 }
 
@@ -342,9 +369,20 @@ pub fn parse_file(label: &str, text: &str) -> Result<ConfigFile, ConfigError> {
 
 /// Parse the config of a repository (its `.sandbox.toml`, or an experiment's `[config]`):
 /// written by whoever commits, so it may only tighten the user's policy, and "no limit" is not
-/// its to say.
+/// its to say; nor is `[gc]`, what the machine keeps on its disk.
 pub fn parse_repository_file(label: &str, text: &str) -> Result<ConfigFile, ConfigError> {
     let file = parse_file(label, text)?;
+    if file.gc != GcFile::default() {
+        let (line, key) = gc_line(text);
+        return Err(ConfigError {
+            location: Location {
+                source_label: label.to_string(),
+                line,
+                key: Some(key),
+            },
+            message: "[gc] is read from your user config only (~/.config/git-sandbox/config.toml), never from a repository; move it there or remove it".into(),
+        });
+    }
     if let Some(key) = file.limits.unlimited_keys().first() {
         let line = text
             .lines()
@@ -360,6 +398,32 @@ pub fn parse_repository_file(label: &str, text: &str) -> Result<ConfigFile, Conf
         });
     }
     Ok(file)
+}
+
+/// Where `text` opens its `gc` table (`[gc]`, `[gc.x]`) or sets a `gc.` key at the top level.
+fn gc_line(text: &str) -> (Option<usize>, String) {
+    let mut top = true;
+    for (i, l) in text.lines().enumerate() {
+        let l = l.trim();
+        if let Some(header) = l.strip_prefix('[') {
+            let name = header
+                .trim_start_matches('[')
+                .split(']')
+                .next()
+                .unwrap_or("");
+            let name = name.trim().trim_matches('"');
+            if name == "gc" || name.starts_with("gc.") {
+                return (Some(i + 1), "gc".into());
+            }
+            top = false;
+        } else if top {
+            let k = l.split('=').next().unwrap_or("").trim().trim_matches('"');
+            if k == "gc" || k.starts_with("gc.") {
+                return (Some(i + 1), k.into());
+            }
+        }
+    }
+    (None, "gc".into())
 }
 
 /// The 1-based line of byte `offset` and the dotted key written there (`limits.memory_mb`).
@@ -432,6 +496,9 @@ const ENV_KEYS: &[(&str, &str, Kind)] = &[
     ("promote", "target", Kind::Text),
     ("promote", "strategy", Kind::Text),
     ("promote", "minimum", Kind::Text),
+    ("gc", "logs", Kind::Text),
+    ("gc", "events", Kind::Text),
+    ("gc", "max_log_mb", Kind::Raw),
 ];
 
 /// `SANDBOX_<SECTION>_<KEY>` variables, e.g. `SANDBOX_TEST_TIMEOUT=90s`,
@@ -513,7 +580,10 @@ fn merge(into: &mut ConfigFile, from: ConfigFile) {
         watch.backfill,
         promote.target,
         promote.strategy,
-        promote.minimum
+        promote.minimum,
+        gc.logs,
+        gc.events,
+        gc.max_log_mb
     );
 }
 
@@ -602,6 +672,13 @@ mod tests {
         assert_eq!(f.watch.branches, Some(vec!["main".into(), "exp/*".into()]));
         assert_eq!(f.limits.network, Some(true));
         assert_eq!(f.limits.checkout_mb, Some(Limit::At(64)));
+        let gc = vec![
+            ("SANDBOX_GC_LOGS".to_string(), "2d".to_string()),
+            ("SANDBOX_GC_MAX_LOG_MB".to_string(), "5".to_string()),
+        ];
+        let f = from_env(gc.into_iter()).unwrap();
+        assert_eq!(f.gc.logs, Some(Duration::from_secs(2 * 86_400)));
+        assert_eq!(f.gc.max_log_mb, Some(5));
         let bad = vec![("SANDBOX_LIMITS_MEMORY_MB".to_string(), "lots".to_string())];
         let err = from_env(bad.into_iter()).unwrap_err().to_string();
         assert!(

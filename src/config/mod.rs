@@ -114,6 +114,17 @@ pub struct WatchConfig {
     pub backfill: u64,
 }
 
+/// Housekeeping (`git sandbox gc`): how long run logs and events are kept, and how much disk the
+/// logs may take. User config and environment only: a repository cannot set it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GcConfig {
+    #[serde(serialize_with = "ser_duration")]
+    pub logs: Duration,
+    #[serde(serialize_with = "ser_duration")]
+    pub events: Duration,
+    pub max_log_mb: u64,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PromoteConfig {
     pub target: String,
@@ -139,7 +150,10 @@ pub struct Config {
     pub analysis: AnalysisConfig,
     pub watch: WatchConfig,
     pub promote: PromoteConfig,
+    pub gc: GcConfig,
 }
+
+const DAY: u64 = 86_400;
 
 fn ser_duration<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_u64(d.as_millis() as u64)
@@ -179,6 +193,11 @@ impl Default for Config {
                 target: "main".into(),
                 strategy: "merge".into(),
                 minimum: "RECOMMEND".into(),
+            },
+            gc: GcConfig {
+                logs: Duration::from_secs(30 * DAY),
+                events: Duration::from_secs(90 * DAY),
+                max_log_mb: 1024,
             },
         }
     }
@@ -258,8 +277,12 @@ impl Layers {
         self.user.apply(&mut c);
         let policy = c.limits.clone();
         let timeout = c.test.timeout;
+        let gc = c.gc.clone();
         self.repo.apply(&mut c);
         self.experiment.apply(&mut c);
+        // Housekeeping is the machine's business: committed files never set it (their parser
+        // refuses `[gc]`; this keeps it so whatever builds the layers).
+        c.gc = gc;
         // The repository and the experiment (often written by an agent) may only tighten the
         // user's policy; the policy's 0 means "unlimited", which only the user can say.
         let tighten = |policy: u64, asked: u64| match (policy, asked) {
@@ -308,7 +331,7 @@ impl Config {
     }
 }
 
-/// `"90s"`, `"5m"`, `"1h"`, `"250ms"` or a bare number of seconds.
+/// `"90s"`, `"5m"`, `"1h"`, `"30d"`, `"250ms"` or a bare number of seconds.
 pub fn parse_duration(s: &str) -> Option<Duration> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
@@ -319,6 +342,7 @@ pub fn parse_duration(s: &str) -> Option<Duration> {
         "ms" => Duration::from_millis(n),
         "m" => Duration::from_secs(n.checked_mul(60)?),
         "h" => Duration::from_secs(n.checked_mul(3600)?),
+        "d" => Duration::from_secs(n.checked_mul(DAY)?),
         _ => return None,
     };
     (!d.is_zero()).then_some(d)
@@ -335,6 +359,11 @@ mod tests {
         assert_eq!(parse_duration("1h"), Some(Duration::from_secs(3600)));
         assert_eq!(parse_duration("250ms"), Some(Duration::from_millis(250)));
         assert_eq!(parse_duration("12"), Some(Duration::from_secs(12)));
+        assert_eq!(
+            parse_duration("30d"),
+            Some(Duration::from_secs(30 * 86_400))
+        );
+        assert_eq!(parse_duration("99999999999999999d"), None);
         assert_eq!(parse_duration("0s"), None);
         assert_eq!(parse_duration("5 parsecs"), None);
         assert_eq!(parse_duration("-1s"), None);
@@ -519,6 +548,35 @@ mod tests {
         }
         assert!(parse_file("c", "[test]\njunit = \"reports/junit.xml\"\n").is_ok());
         assert!(parse_file("c", "[test]\ntimeout = \"30d\"\n").is_err());
+    }
+
+    #[test]
+    fn gc_comes_from_the_user_config_only() {
+        let user = parse_file("user", "[gc]\nlogs = \"7d\"\nmax_log_mb = 10\n").unwrap();
+        let mut experiment = ConfigFile::default();
+        // Even a layer built without the repository parser cannot change it.
+        experiment.gc.logs = Some(Duration::from_secs(1));
+        let c = Layers {
+            user,
+            experiment,
+            ..Layers::default()
+        }
+        .resolve();
+        assert_eq!(c.gc.logs, Duration::from_secs(7 * 86_400));
+        assert_eq!(c.gc.events, Duration::from_secs(90 * 86_400));
+        assert_eq!(c.gc.max_log_mb, 10);
+        let err = parse_repository_file(
+            ".sandbox.toml",
+            "[test]\ncommand = \"x\"\n\n[gc]\nlogs = \"1d\"\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with(".sandbox.toml:4: key `gc`: [gc] is read from your user config only"),
+            "{err}"
+        );
+        let err = parse_repository_file("r", "gc.events = \"1d\"\n").unwrap_err();
+        assert_eq!(err.location.line, Some(1), "{err}");
     }
 
     #[test]

@@ -34,23 +34,34 @@ const PREFIX: &str = "git-sandbox-";
 fn sweep_stale(parent: &Path) {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        let Ok(entries) = std::fs::read_dir(parent) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let Some(pid) = name
-                .strip_prefix(PREFIX)
-                .and_then(|rest| rest.split('-').next())
-                .and_then(|p| p.parse::<i32>().ok())
-            else {
-                continue;
-            };
-            if !crate::util::pid_alive(pid) && entry.file_type().is_ok_and(|t| t.is_dir()) {
-                let _ = std::fs::remove_dir_all(entry.path());
-            }
+        for dir in stale_checkouts(parent) {
+            let _ = std::fs::remove_dir_all(dir);
         }
     });
+}
+
+/// The checkouts under `parent` whose process no longer exists (`git-sandbox-<pid>-…`
+/// directories): a live process's checkout is never among them.
+pub fn stale_checkouts(parent: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix(PREFIX)
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if !crate::util::pid_alive(pid) && entry.file_type().is_ok_and(|t| t.is_dir()) {
+            out.push(entry.path());
+        }
+    }
+    out.sort();
+    out
 }
 
 /// A checked-out tree; the directory is removed when this is dropped.

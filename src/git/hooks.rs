@@ -98,7 +98,7 @@ pub fn install(dir: &Path, fallback: &Path) -> Result<Vec<HookInstall>> {
         let mut chained = None;
         let action = match std::fs::read(&path) {
             Ok(existing) if existing == ours.as_bytes() => "unchanged",
-            Ok(existing) if String::from_utf8_lossy(&existing).contains(MARKER) => "updated",
+            Ok(existing) if is_ours(&existing) => "updated",
             Ok(_) => {
                 // Someone else's hook: keep it and run it first.
                 let keep = dir.join(format!("{name}{CHAINED_SUFFIX}"));
@@ -159,4 +159,104 @@ pub fn managed_elsewhere(dir: &Path, root: &Path) -> Vec<HookInstall> {
             )),
         })
         .collect()
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct HookRemoval {
+    pub name: String,
+    pub path: PathBuf,
+    /// removed (ours, nothing chained) | restored (ours, the chained hook moved back) |
+    /// kept (not ours: left as it is) | absent
+    pub action: &'static str,
+    /// The chained hook that was moved back to `path`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restored_from: Option<PathBuf>,
+}
+
+/// Undo [`install`] in `dir`: each hook of ours is removed and the hook it chained to
+/// (`<name>.pre-sandbox`) moved back in its place, as it was byte for byte; a hook that is not
+/// ours is left untouched. Running it again finds nothing to do.
+pub fn uninstall(dir: &Path) -> Result<Vec<HookRemoval>> {
+    let io = |context: String| move |source| GitError::Io { context, source };
+    let mut out = Vec::new();
+    for name in HOOK_NAMES {
+        let path = dir.join(name);
+        let keep = dir.join(format!("{name}{CHAINED_SUFFIX}"));
+        let ours = match std::fs::read(&path) {
+            Ok(body) => Some(is_ours(&body)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(io(format!("cannot read {}", path.display()))(e)),
+        };
+        // A chained hook with no hook of ours in front of it (ours was deleted by hand) goes
+        // back too: nothing would run it otherwise.
+        let restore = matches!(ours, Some(true) | None) && keep.is_file();
+        let action = if restore {
+            // One rename replaces ours with the original: git never sees the hook missing.
+            std::fs::rename(&keep, &path)
+                .map_err(io(format!("cannot move {} back", keep.display())))?;
+            "restored"
+        } else {
+            match ours {
+                Some(true) => {
+                    std::fs::remove_file(&path)
+                        .map_err(io(format!("cannot remove {}", path.display())))?;
+                    "removed"
+                }
+                Some(false) => "kept",
+                None => "absent",
+            }
+        };
+        out.push(HookRemoval {
+            name: name.to_string(),
+            path,
+            action,
+            restored_from: restore.then_some(keep),
+        });
+    }
+    Ok(out)
+}
+
+fn is_ours(body: &[u8]) -> bool {
+    String::from_utf8_lossy(body).contains(MARKER)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uninstall_restores_the_chained_hook_and_keeps_others() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path();
+        let theirs = b"#!/bin/sh\necho theirs \xff\n";
+        std::fs::write(dir.join("post-commit"), theirs).unwrap();
+        std::fs::set_permissions(
+            dir.join("post-commit"),
+            std::fs::Permissions::from_mode(0o751),
+        )
+        .unwrap();
+        install(dir, Path::new("/usr/bin/git-sandbox")).unwrap();
+        // Someone replaced our post-merge with their own after install.
+        std::fs::write(dir.join("post-merge"), "#!/bin/sh\nexit 0\n").unwrap();
+        let removed = uninstall(dir).unwrap();
+        let by_name = |n: &str| removed.iter().find(|r| r.name == n).unwrap().action;
+        assert_eq!(by_name("post-commit"), "restored");
+        assert_eq!(by_name("reference-transaction"), "removed");
+        assert_eq!(by_name("post-rewrite"), "removed");
+        assert_eq!(by_name("post-merge"), "kept");
+        assert_eq!(std::fs::read(dir.join("post-commit")).unwrap(), theirs);
+        let mode = std::fs::metadata(dir.join("post-commit"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o751);
+        assert!(!dir.join("post-commit.pre-sandbox").exists());
+        assert!(!dir.join("reference-transaction").exists());
+        assert!(dir.join("post-merge").exists());
+        let again = uninstall(dir).unwrap();
+        assert!(
+            again.iter().all(|r| matches!(r.action, "absent" | "kept")),
+            "{again:?}"
+        );
+    }
 }

@@ -45,3 +45,17 @@ pub fn write(repo: &gix::Repository, marks: &Marks) -> Result<()> {
         source,
     })
 }
+
+/// Remove the watermarks, so that adopting the repository again starts afresh (instead of
+/// queueing everything that arrived since). Returns whether there were any.
+pub fn remove(repo: &gix::Repository) -> Result<bool> {
+    let p = path(repo);
+    match std::fs::remove_file(&p) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(source) => Err(GitError::Io {
+            context: format!("cannot remove {}", p.display()),
+            source,
+        }),
+    }
+}

@@ -73,4 +73,26 @@ impl Index {
         }
         Ok(rows)
     }
+
+    /// Remove the events older than `before` (an RFC 3339 time as events carry), or with
+    /// `dry_run` only count them. Events of the repositories in `except` are left out (they go
+    /// with their repository). Returns how many.
+    pub fn prune_events(&self, before: &str, except: &[String], dry_run: bool) -> Result<u64> {
+        let except = serde_json::to_string(except).expect("strings serialize");
+        let filter = "time < ?1 AND (repository_id IS NULL
+                      OR repository_id NOT IN (SELECT value FROM json_each(?2)))";
+        let n = if dry_run {
+            self.conn.query_row(
+                &format!("SELECT COUNT(*) FROM events WHERE {filter}"),
+                [before, &except],
+                |r| r.get::<_, i64>(0),
+            )? as u64
+        } else {
+            self.conn.execute(
+                &format!("DELETE FROM events WHERE {filter}"),
+                [before, &except],
+            )? as u64
+        };
+        Ok(n)
+    }
 }

@@ -11,7 +11,7 @@ mod runs;
 pub use events::{Event, EventFilter};
 pub use experiments::ExperimentCounts;
 pub use jobs::Job;
-pub use repos::{RepoRow, RepoStats};
+pub use repos::{RepoRow, RepoRows, RepoStats};
 pub use runs::RunRow;
 
 use rusqlite::{Connection, OpenFlags};

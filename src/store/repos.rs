@@ -40,6 +40,16 @@ fn row(r: &Row) -> rusqlite::Result<RepoRow> {
     })
 }
 
+/// The index rows one repository has, as `forget` and `gc` report them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct RepoRows {
+    pub runs: u64,
+    pub experiments: u64,
+    pub evaluations: u64,
+    pub jobs: u64,
+    pub events: u64,
+}
+
 const COLS: &str = "id, name, path, url, repository_type, created_at, last_activity";
 
 impl Index {
@@ -81,6 +91,50 @@ impl Index {
             .query_map([], row)?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         Ok(rows)
+    }
+
+    /// How many rows of each kind the index holds for a repository.
+    pub fn repository_rows(&self, id: &str) -> Result<RepoRows> {
+        let count = |table: &str| -> Result<u64> {
+            let n: i64 = self.conn.query_row(
+                &format!("SELECT COUNT(*) FROM {table} WHERE repository_id = ?1"),
+                [id],
+                |r| r.get(0),
+            )?;
+            Ok(n as u64)
+        };
+        Ok(RepoRows {
+            runs: count("runs")?,
+            experiments: count("experiments")?,
+            evaluations: count("evaluations")?,
+            jobs: count("jobs")?,
+            events: count("events")?,
+        })
+    }
+
+    /// Remove a repository and everything the index holds for it (runs, experiments,
+    /// evaluations, jobs, events), in one transaction. Returns what was removed.
+    pub fn delete_repository(&self, id: &str) -> Result<RepoRows> {
+        let tx = self.conn.unchecked_transaction()?;
+        let rows = self.repository_rows(id)?;
+        for table in ["runs", "experiments", "evaluations", "jobs", "events"] {
+            tx.execute(
+                &format!("DELETE FROM {table} WHERE repository_id = ?1"),
+                [id],
+            )?;
+        }
+        tx.execute("DELETE FROM repositories WHERE id = ?1", [id])?;
+        tx.commit()?;
+        Ok(rows)
+    }
+
+    /// Whether a job of the repository is being run (by the daemon) right now.
+    pub fn has_running_job(&self, id: &str) -> Result<bool> {
+        Ok(self.conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM jobs WHERE repository_id = ?1 AND state IN ('assigned', 'running'))",
+            [id],
+            |r| r.get(0),
+        )?)
     }
 
     pub fn touch_repository(&self, id: &str) -> Result<()> {

@@ -81,6 +81,51 @@ pub fn pid_alive(pid: i32) -> bool {
     r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
+/// The bytes the files under `path` take (symbolic links are not followed); 0 when it is gone.
+pub fn disk_size(path: &Path) -> u64 {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return 0;
+    };
+    if !meta.is_dir() {
+        return meta.len();
+    }
+    std::fs::read_dir(path)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| disk_size(&e.path()))
+        .sum()
+}
+
+/// Every file some process of this user holds open, read from `/proc/<pid>/fd`; `None` where
+/// `/proc` cannot tell (no procfs), so a caller can fall back to caution.
+pub fn files_held_open() -> Option<std::collections::HashSet<std::path::PathBuf>> {
+    let procs = std::fs::read_dir("/proc").ok()?;
+    let mut open = std::collections::HashSet::new();
+    let mut seen_any = false;
+    for p in procs.flatten() {
+        if !p
+            .file_name()
+            .to_string_lossy()
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+        {
+            continue;
+        }
+        // Processes of other users are not readable, and do not write our files.
+        let Ok(fds) = std::fs::read_dir(p.path().join("fd")) else {
+            continue;
+        };
+        seen_any = true;
+        for fd in fds.flatten() {
+            if let Ok(target) = std::fs::read_link(fd.path()) {
+                open.insert(target);
+            }
+        }
+    }
+    seen_any.then_some(open)
+}
+
 /// FNV-1a 64 of `bytes` as 16 hex digits: stable across builds and platforms, unlike std's
 /// hasher; for fingerprints, not for security.
 pub fn fnv64_hex(bytes: &[u8]) -> String {
@@ -141,6 +186,20 @@ mod tests {
         }
         assert!(name_problem(&"x".repeat(101)).is_some());
         assert_eq!(name_problem(&"x".repeat(100)), None);
+    }
+
+    #[test]
+    fn an_open_file_is_seen_and_a_closed_one_is_not() {
+        let d = tempfile::tempdir().unwrap();
+        let path = std::fs::canonicalize(d.path()).unwrap().join("x.log");
+        let f = std::fs::File::create(&path).unwrap();
+        std::fs::write(d.path().join("y.log"), b"abc").unwrap();
+        let open = files_held_open().expect("procfs");
+        assert!(open.contains(&path));
+        assert!(!open.contains(&path.with_file_name("y.log")));
+        drop(f);
+        assert!(!files_held_open().unwrap().contains(&path));
+        assert_eq!(disk_size(d.path()), 3);
     }
 
     #[test]

@@ -1,0 +1,302 @@
+//! Housekeeping (`git sandbox gc`): run logs and events past the user's `[gc]` retention, logs
+//! beyond the size bound (oldest first), checkouts of dead processes, and registrations of
+//! repositories that are gone from disk. Never a log of a run in progress, never a note, never
+//! anything inside a repository.
+
+use super::forget::{self, Forgotten};
+use super::{Context, Result};
+use crate::config::GcConfig;
+use crate::git::checkout;
+use crate::util::{self, time};
+use serde::Serialize;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How many files and bytes were removed (or, in a dry run, would be).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Freed {
+    pub count: u64,
+    pub bytes: u64,
+}
+
+impl Freed {
+    fn add(&mut self, bytes: u64) {
+        self.count += 1;
+        self.bytes += bytes;
+    }
+}
+
+/// The retention `gc` applied, as the user config spells it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Retention {
+    pub logs: String,
+    pub events: String,
+    pub max_log_mb: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct GcReport {
+    pub dry_run: bool,
+    pub retention: Retention,
+    /// Logs older than `[gc] logs`.
+    pub logs_expired: Freed,
+    /// The oldest of the remaining logs, while they took more than `[gc] max_log_mb`.
+    pub logs_over_bound: Freed,
+    /// Logs that would have gone (by age or size) but were kept because their run is going on.
+    pub logs_in_progress: u64,
+    /// The logs that remain.
+    pub logs_kept: Freed,
+    /// Checkouts left behind by processes that no longer exist.
+    pub checkouts: Freed,
+    /// Events older than `[gc] events`.
+    pub events: u64,
+    /// Repositories unregistered because their directory is gone (their notes lived in them).
+    pub repositories: Vec<Forgotten>,
+    /// Repositories that are gone but were kept this time because a run of theirs is going on.
+    pub repositories_busy: Vec<String>,
+    /// What could not be removed; the rest was.
+    pub warnings: Vec<String>,
+}
+
+/// One run log, `logs/<repository id>/<commit>[.trial].log`.
+#[derive(Debug, Clone)]
+pub(crate) struct LogFile {
+    pub path: PathBuf,
+    pub repository_id: String,
+    pub commit: String,
+    pub bytes: u64,
+    pub modified_ms: i64,
+}
+
+/// The run logs of one repository (`dir` is `logs/<id>`), or of all when `dir` is `logs/`.
+pub(crate) fn log_files(logs: &Path, only: Option<&str>) -> Vec<LogFile> {
+    let mut out = Vec::new();
+    for repo_dir in std::fs::read_dir(logs).into_iter().flatten().flatten() {
+        let id = repo_dir.file_name().to_string_lossy().into_owned();
+        if only.is_some_and(|o| o != id) || !repo_dir.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        for f in std::fs::read_dir(repo_dir.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let name = f.file_name().to_string_lossy().into_owned();
+            let Some(stem) = name.strip_suffix(".log") else {
+                continue;
+            };
+            let Ok(meta) = f.metadata() else { continue };
+            if !meta.is_file() {
+                continue;
+            }
+            let modified_ms = meta
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_millis() as i64);
+            out.push(LogFile {
+                path: f.path(),
+                repository_id: id.clone(),
+                commit: stem.trim_end_matches(".trial").to_string(),
+                bytes: meta.len(),
+                modified_ms,
+            });
+        }
+    }
+    out.sort_by(|a, b| (a.modified_ms, &a.path).cmp(&(b.modified_ms, &b.path)));
+    out
+}
+
+/// Which logs belong to a run that is going on: held open by a process (the run writing it),
+/// written in the last minute (a run that is just starting), or of a job the daemon is running.
+/// Where `/proc` cannot tell, anything written in the last hour counts as going on.
+pub(crate) struct Activity {
+    open: Option<HashSet<PathBuf>>,
+    now_ms: i64,
+}
+
+impl Activity {
+    pub fn now() -> Activity {
+        Activity {
+            open: util::files_held_open(),
+            now_ms: time::now_millis(),
+        }
+    }
+
+    pub fn log_in_progress(&self, ctx: &Context, log: &LogFile) -> bool {
+        let recent = match &self.open {
+            Some(open) => {
+                let real = std::fs::canonicalize(&log.path).unwrap_or_else(|_| log.path.clone());
+                if open.contains(&real) {
+                    return true;
+                }
+                60_000
+            }
+            None => 3_600_000,
+        };
+        if self.now_ms - log.modified_ms < recent {
+            return true;
+        }
+        matches!(
+            ctx.index.job_state(&log.repository_id, &log.commit),
+            Ok(Some(s)) if s == "assigned" || s == "running"
+        )
+    }
+
+    /// Whether a run of the repository is going on: a job the daemon is running, or a log a
+    /// process is writing. (A log that was merely written a moment ago does not count: the run
+    /// that wrote it is over.)
+    pub fn repository_busy(&self, ctx: &Context, id: &str) -> Result<bool> {
+        if ctx.index.has_running_job(id)? {
+            return Ok(true);
+        }
+        let Some(open) = &self.open else {
+            return Ok(false);
+        };
+        Ok(log_files(&ctx.paths.logs(), Some(id)).iter().any(|l| {
+            open.contains(&std::fs::canonicalize(&l.path).unwrap_or_else(|_| l.path.clone()))
+        }))
+    }
+}
+
+/// `git sandbox gc`: remove what the retention in `cfg` no longer keeps; with `dry_run`, only
+/// report it.
+pub fn gc(ctx: &Context, dry_run: bool) -> Result<GcReport> {
+    let cfg = ctx.layers.resolve().gc;
+    let activity = Activity::now();
+    let now = time::now_millis();
+    let mut report = GcReport {
+        dry_run,
+        retention: Retention {
+            logs: duration_text(cfg.logs),
+            events: duration_text(cfg.events),
+            max_log_mb: cfg.max_log_mb,
+        },
+        logs_expired: Freed::default(),
+        logs_over_bound: Freed::default(),
+        logs_in_progress: 0,
+        logs_kept: Freed::default(),
+        checkouts: Freed::default(),
+        events: 0,
+        repositories: Vec::new(),
+        repositories_busy: Vec::new(),
+        warnings: Vec::new(),
+    };
+
+    // Repositories gone from disk: everything the index and the data dir hold for them.
+    let mut gone = Vec::new();
+    for k in forget::known(ctx)? {
+        if std::fs::symlink_metadata(&k.path).is_ok() {
+            continue;
+        }
+        if activity.repository_busy(ctx, &k.repository_id)? {
+            report.repositories_busy.push(k.repository_id);
+            continue;
+        }
+        gone.push(k.repository_id.clone());
+        report
+            .repositories
+            .push(forget::unregister(ctx, &k, dry_run)?);
+    }
+
+    prune_logs(ctx, &cfg, &activity, &gone, now, dry_run, &mut report);
+
+    let before = time::rfc3339(now - cfg.events.as_millis().min(i64::MAX as u128) as i64);
+    report.events = ctx.index.prune_events(&before, &gone, dry_run)?;
+
+    for dir in checkout::stale_checkouts(&checkout::scratch_root()) {
+        let bytes = util::disk_size(&dir);
+        if !dry_run {
+            if let Err(e) = std::fs::remove_dir_all(&dir) {
+                report
+                    .warnings
+                    .push(format!("cannot remove {}: {e}", dir.display()));
+                continue;
+            }
+        }
+        report.checkouts.add(bytes);
+    }
+    Ok(report)
+}
+
+fn prune_logs(
+    ctx: &Context,
+    cfg: &GcConfig,
+    activity: &Activity,
+    gone: &[String],
+    now: i64,
+    dry_run: bool,
+    report: &mut GcReport,
+) {
+    let cutoff = now - cfg.logs.as_millis().min(i64::MAX as u128) as i64;
+    let remove = |log: &LogFile, freed: &mut Freed, warnings: &mut Vec<String>| {
+        if !dry_run {
+            match std::fs::remove_file(&log.path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+                Err(e) => {
+                    warnings.push(format!("cannot remove {}: {e}", log.path.display()));
+                    return;
+                }
+            }
+        }
+        freed.add(log.bytes);
+    };
+    // Oldest first. A log is looked at for a run in progress only when it would go: one that
+    // is kept for that counts towards the bound all the same.
+    let mut kept: Vec<(LogFile, bool)> = Vec::new();
+    for log in log_files(&ctx.paths.logs(), None) {
+        if gone.contains(&log.repository_id) {
+            continue;
+        }
+        let mut protected = false;
+        if log.modified_ms < cutoff {
+            if !activity.log_in_progress(ctx, &log) {
+                remove(&log, &mut report.logs_expired, &mut report.warnings);
+                continue;
+            }
+            protected = true;
+            report.logs_in_progress += 1;
+        }
+        kept.push((log, protected));
+    }
+    let bound = cfg.max_log_mb.saturating_mul(1024 * 1024);
+    let mut total: u64 = kept.iter().map(|(l, _)| l.bytes).sum();
+    for (log, protected) in &kept {
+        if total > bound && !protected {
+            if !activity.log_in_progress(ctx, log) {
+                total -= log.bytes;
+                remove(log, &mut report.logs_over_bound, &mut report.warnings);
+                continue;
+            }
+            report.logs_in_progress += 1;
+        }
+        report.logs_kept.add(log.bytes);
+    }
+}
+
+/// A retention as the config would spell it: `30d`, `12h`, `5m`, `90s`.
+fn duration_text(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0 => format!("{}ms", d.as_millis()),
+        _ if s.is_multiple_of(86_400) => format!("{}d", s / 86_400),
+        _ if s.is_multiple_of(3600) => format!("{}h", s / 3600),
+        _ if s.is_multiple_of(60) => format!("{}m", s / 60),
+        _ => format!("{s}s"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retention_reads_as_written() {
+        assert_eq!(duration_text(Duration::from_secs(30 * 86_400)), "30d");
+        assert_eq!(duration_text(Duration::from_secs(7200)), "2h");
+        assert_eq!(duration_text(Duration::from_secs(90)), "90s");
+        assert_eq!(duration_text(Duration::from_millis(250)), "250ms");
+    }
+}

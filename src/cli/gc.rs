@@ -1,0 +1,112 @@
+use super::{print_json, ui, CmdResult};
+use crate::app::{gc, Context};
+
+/// Prune old run logs and events, stale checkouts, and repositories gone from disk.
+///
+/// Removes run logs older than `[gc] logs` (default 30d), the oldest logs while all of them take more than `[gc] max_log_mb` (default 1024),
+/// events older than `[gc] events` (default 90d), checkouts left by processes that no longer
+/// exist, and the registration of repositories whose directory is gone.
+///
+/// It never removes a log of a run in progress, a note, or anything inside a repository. The
+/// `[gc]` keys are read from your user config (and `SANDBOX_GC_*`), never from a repository.
+///
+/// Example: `git sandbox gc --dry-run`
+#[derive(clap::Args)]
+pub struct GcArgs {
+    /// Say what would be removed, and remove nothing.
+    #[arg(long, short = 'n')]
+    pub dry_run: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn cmd_gc(args: GcArgs) -> CmdResult {
+    let ctx = Context::load()?;
+    let r = gc::gc(&ctx, args.dry_run)?;
+    for w in &r.warnings {
+        eprintln!("warning: {w}");
+    }
+    if args.json {
+        print_json(&r);
+        return Ok(0);
+    }
+    let verb = if r.dry_run { "Would remove" } else { "Removed" };
+    let sized =
+        |n: u64, noun: &str, bytes: u64| format!("{} ({})", ui::plural(n, noun), ui::bytes(bytes));
+    let mut lines = Vec::new();
+    if r.logs_expired.count > 0 {
+        lines.push(format!(
+            "{verb} {} older than {}",
+            sized(r.logs_expired.count, "log", r.logs_expired.bytes),
+            r.retention.logs
+        ));
+    }
+    if r.logs_over_bound.count > 0 {
+        lines.push(format!(
+            "{verb} {}, the oldest, to keep logs under {} MiB",
+            sized(r.logs_over_bound.count, "log", r.logs_over_bound.bytes),
+            r.retention.max_log_mb
+        ));
+    }
+    if r.checkouts.count > 0 {
+        lines.push(format!(
+            "{verb} {} of processes that are gone",
+            sized(r.checkouts.count, "stale checkout", r.checkouts.bytes)
+        ));
+    }
+    if r.events > 0 {
+        lines.push(format!(
+            "{verb} {} older than {}",
+            ui::plural(r.events, "event"),
+            r.retention.events
+        ));
+    }
+    for f in &r.repositories {
+        lines.push(format!(
+            "{} {} ({}), gone from {}: {}, {}, {}, {}",
+            if r.dry_run {
+                "Would unregister"
+            } else {
+                "Unregistered"
+            },
+            f.name,
+            f.repository_id,
+            f.path,
+            ui::plural(f.rows.runs, "run"),
+            ui::plural(f.rows.experiments, "experiment"),
+            ui::plural(f.rows.events, "event"),
+            sized(f.logs.count, "log", f.logs.bytes)
+        ));
+    }
+    if lines.is_empty() {
+        println!(
+            "Nothing to remove (logs are kept {} and up to {} MiB, events {})",
+            r.retention.logs, r.retention.max_log_mb, r.retention.events
+        );
+    }
+    for l in &lines {
+        println!("{l}");
+    }
+    if r.logs_in_progress > 0 {
+        println!(
+            "Kept {} of runs in progress",
+            ui::plural(r.logs_in_progress, "log")
+        );
+    }
+    for id in &r.repositories_busy {
+        println!(
+            "Kept {id}: it is gone from disk but a run of it is in progress; run gc again later"
+        );
+    }
+    println!(
+        "Logs: {}{}",
+        sized(r.logs_kept.count, "log", r.logs_kept.bytes),
+        if r.dry_run {
+            " would remain; nothing was changed (--dry-run)"
+        } else {
+            " remain"
+        }
+    );
+    Ok(0)
+}
