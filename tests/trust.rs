@@ -603,3 +603,51 @@ fn the_daemon_queues_again_a_commit_whose_note_went_bad_and_replaces_it() {
     );
     assert_eq!(w.note(&repo, "HEAD").unwrap()["status"], "passed");
 }
+
+#[test]
+fn with_a_daemon_a_rebase_leaves_each_rewritten_commit_its_own_result() {
+    let w = World::new();
+    let repo = w.new_repo("rebase-daemon");
+    w.git(&repo, &["config", "notes.rewriteRef", "refs/notes/sandbox"]);
+    let _daemon = w.spawn(&w.work(), &["daemon", "--workers", "1"]);
+    assert!(w.wait_until(20, || w.sandbox(&w.work(), &["daemon", "status"]).code == 0));
+    let ids: Vec<String> = (0..3)
+        .map(|i| w.commit(&repo, &[("f.txt", &format!("{i}\n"))], &format!("c{i}")))
+        .collect();
+    assert!(w.wait_until(30, || ids.iter().all(|id| w.note(&repo, id).is_some())));
+    // Rewrite all three: the middle one now breaks the tests.
+    w.git(
+        &repo,
+        &["rebase", "-q", "--force-rebase", "-x", "true", "HEAD~3"],
+    );
+    w.git(&repo, &["checkout", "-q", "HEAD~1"]);
+    let broken = {
+        std::fs::write(repo.join("tests/test_more.py"), BROKEN_TESTS).unwrap();
+        w.git(&repo, &["add", "tests/test_more.py"]);
+        w.git(&repo, &["commit", "-q", "--amend", "--no-edit"]);
+        rev(&w, &repo, "HEAD")
+    };
+    let tip = w.git(&repo, &["rev-parse", "main"]).trim().to_string();
+    w.git(
+        &repo,
+        &["rebase", "-q", "--onto", &broken, "main~1", "main"],
+    );
+    let new_ids: Vec<String> = w
+        .git(&repo, &["rev-list", "--reverse", "main~3..main"])
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_ne!(new_ids.last().unwrap(), &tip);
+    // The daemon runs every rewritten commit itself; no copied note is ever read as its result.
+    assert!(
+        w.wait_until(60, || new_ids.iter().all(|id| {
+            log_json(&w, &repo, &["-n", "1", id])[0]["result"]["commit"] == id.as_str()
+        })),
+        "{}",
+        w.sandbox(&repo, &["log", "-n", "4"]).stdout
+    );
+    let entries = log_json(&w, &repo, &["-n", "3"]);
+    assert_eq!(entries[0]["result"]["status"], "failed", "{entries:?}");
+    assert_eq!(entries[1]["result"]["status"], "failed", "{entries:?}");
+    assert_eq!(entries[2]["result"]["status"], "passed", "{entries:?}");
+}
