@@ -149,9 +149,10 @@ fn a_second_daemon_refuses_to_start() {
     let _first = w.spawn(&w.work(), &["daemon", "--workers", "1"]);
     assert!(w.wait_until(20, || daemon_running(&w)));
     let second = w.sandbox(&w.work(), &["daemon"]);
-    assert_eq!(second.code, 2, "{second:?}");
-    assert!(second.stderr.contains("already running"), "{second:?}");
-    assert_eq!(second.stderr.lines().count(), 1);
+    assert_eq!(second.code, 1, "a refusal, not bad usage: {second:?}");
+    let (problem, hints) = second.error();
+    assert!(problem.contains("already running"), "{second:?}");
+    assert_eq!(hints, ["stop it with `git sandbox daemon stop`"]);
 }
 
 #[test]

@@ -42,10 +42,14 @@ fn start(w: &World, repo: &Path, name: &str) {
     assert_eq!(o.code, 0, "{o:?}");
 }
 
-fn one_line_error(o: &common::Out, code: i32, needle: &str) {
+/// An `error:` line that names the problem (holding `needle`), then `hint:` lines only.
+fn error_naming(o: &common::Out, code: i32, needle: &str) {
     assert_eq!(o.code, code, "{o:?}");
-    assert!(o.stderr.contains(needle), "{o:?}");
-    assert_eq!(o.stderr.lines().count(), 1, "{o:?}");
+    let (problem, hints) = o.error();
+    assert!(
+        problem.contains(needle) || hints.iter().any(|h| h.contains(needle)),
+        "{o:?}"
+    );
 }
 
 #[test]
@@ -90,17 +94,17 @@ fn start_eval_promote_end_to_end() {
     }
 
     // Bad input: the same name again, a bad name, a bad revision; nothing is created.
-    one_line_error(
+    error_naming(
         &w.sandbox(&repo, &["experiment", "start", "faster"]),
         2,
         "already exists",
     );
-    one_line_error(
+    error_naming(
         &w.sandbox(&repo, &["experiment", "start", "no/slash"]),
         2,
         "contains a slash",
     );
-    one_line_error(
+    error_naming(
         &w.sandbox(&repo, &["experiment", "start", "x", "--from", "nope"]),
         2,
         "unknown revision \"nope\"",
@@ -226,7 +230,7 @@ fn start_eval_promote_end_to_end() {
             .json()["state"],
         "promoted"
     );
-    one_line_error(
+    error_naming(
         &w.sandbox(&repo, &["promote", "faster"]),
         2,
         "already promoted",
@@ -265,11 +269,15 @@ fn a_failing_experiment_is_refused_and_main_is_unchanged() {
     assert!(o.stdout.contains("✘ tests_pass"), "{o:?}");
 
     let o = w.sandbox(&repo, &["promote", "broken"]);
-    one_line_error(&o, 1, "promote refused");
+    error_naming(&o, 1, "promote refused");
+    let (problem, hints) = o.error();
     assert!(
-        o.stderr.contains("NOT_READY")
-            && o.stderr.contains("below the minimum RECOMMEND")
-            && o.stderr.contains("--force"),
+        problem.contains("NOT_READY") && problem.contains("below the minimum RECOMMEND"),
+        "{o:?}"
+    );
+    assert_eq!(
+        hints,
+        ["see `git sandbox eval broken`, fix it on experiment/broken, or pass --force"],
         "{o:?}"
     );
     assert_eq!(rev(&w, &repo, "main"), main_before);
@@ -315,10 +323,10 @@ fn a_conflict_changes_nothing_and_says_how_to_resolve_it() {
     let main_before = rev(&w, &repo, "main");
 
     let o = w.sandbox(&repo, &["promote", "rewrite", "--force"]);
-    one_line_error(&o, 1, "conflicts in README.md");
+    error_naming(&o, 1, "conflicts in README.md");
+    let (_, hints) = o.error();
     assert!(
-        o.stderr
-            .contains("git switch experiment/rewrite && git merge main"),
+        hints[0].contains("git switch experiment/rewrite && git merge main"),
         "{o:?}"
     );
     assert_eq!(rev(&w, &repo, "main"), main_before);
@@ -350,7 +358,7 @@ fn a_dirty_checkout_of_production_is_refused() {
     let main_before = rev(&w, &repo, "main");
 
     let o = w.sandbox(&repo, &["promote", "more"]);
-    one_line_error(&o, 1, "uncommitted changes");
+    error_naming(&o, 1, "uncommitted changes");
     assert!(o.stderr.contains("git stash"), "{o:?}");
     assert_eq!(rev(&w, &repo, "main"), main_before);
     assert_eq!(
@@ -397,9 +405,9 @@ fn fast_forward_is_refused_when_production_moved() {
     w.commit(&repo, &[("notes.txt", "moved on\n")], "main moves on");
     let main_before = rev(&w, &repo, "main");
     let o = w.sandbox(&repo, &["promote", "late", "--strategy", "ff"]);
-    one_line_error(&o, 1, "cannot be fast-forwarded");
+    error_naming(&o, 1, "cannot be fast-forwarded");
     assert_eq!(rev(&w, &repo, "main"), main_before);
-    one_line_error(
+    error_naming(
         &w.sandbox(&repo, &["promote", "late", "--strategy", "octopus"]),
         2,
         "invalid --strategy",
@@ -422,7 +430,7 @@ fn kill_archives_the_branch_and_keeps_its_results() {
 
     // Checked out: refused, nothing moves.
     w.git(&repo, &["switch", "-q", "experiment/dead-end"]);
-    one_line_error(
+    error_naming(
         &w.sandbox(&repo, &["kill", "dead-end"]),
         1,
         "is checked out in",
@@ -450,14 +458,14 @@ fn kill_archives_the_branch_and_keeps_its_results() {
     assert_eq!(show["head"], head.as_str());
     assert_eq!(show["latest_result"]["status"], "passed");
 
-    one_line_error(
+    error_naming(
         &w.sandbox(&repo, &["experiment", "start", "dead-end"]),
         2,
         "already exists",
     );
-    one_line_error(&w.sandbox(&repo, &["eval", "dead-end"]), 2, "was killed");
-    one_line_error(&w.sandbox(&repo, &["promote", "dead-end"]), 2, "was killed");
-    one_line_error(&w.sandbox(&repo, &["kill", "dead-end"]), 2, "--delete");
+    error_naming(&w.sandbox(&repo, &["eval", "dead-end"]), 2, "was killed");
+    error_naming(&w.sandbox(&repo, &["promote", "dead-end"]), 2, "was killed");
+    error_naming(&w.sandbox(&repo, &["kill", "dead-end"]), 2, "--delete");
 
     assert_eq!(w.sandbox(&repo, &["kill", "dead-end", "--delete"]).code, 0);
     assert!(!ref_exists(&w, &repo, "refs/sandbox/archive/dead-end"));
@@ -485,15 +493,15 @@ fn unknown_experiments_are_usage_errors() {
         vec!["experiment", "show", "nope"],
     ] {
         let o = w.sandbox(&repo, &args);
-        one_line_error(&o, 2, "unknown experiment \"nope\"");
+        error_naming(&o, 2, "unknown experiment \"nope\"");
         assert!(o.stderr.contains("git sandbox experiment list"), "{o:?}");
     }
-    one_line_error(&w.sandbox(&repo, &["eval", "../x"]), 2, "invalid name");
+    error_naming(&w.sandbox(&repo, &["eval", "../x"]), 2, "invalid name");
     let o = w.sandbox(&repo, &["experiment", "list"]);
     assert!(o.stdout.contains("No experiments yet"), "{o:?}");
     // No production branch: say how to name one.
     w.git(&repo, &["branch", "-m", "main", "trunk"]);
-    one_line_error(
+    error_naming(
         &w.sandbox(&repo, &["experiment", "start", "x"]),
         2,
         "production branch \"main\" does not exist",

@@ -269,7 +269,8 @@ fn gc_bounds_total_log_size_oldest_first() {
         bad.stderr.contains("SANDBOX_GC_MAX_LOG_MB") && bad.stderr.contains("at least 1"),
         "{bad:?}"
     );
-    assert_eq!(bad.stderr.lines().count(), 1, "{bad:?}");
+    let (_, hints) = bad.error();
+    assert_eq!(hints.len(), 1, "{bad:?}");
     assert!(newest.exists());
 }
 
@@ -428,7 +429,8 @@ fn forget_by_name_path_id_and_current_directory() {
         let o = w.sandbox(&w.work(), &args);
         assert_eq!(o.code, 2, "{o:?}");
         assert!(o.stderr.contains("see `git sandbox list`"), "{o:?}");
-        assert_eq!(o.stderr.lines().count(), 1, "{o:?}");
+        let (_, hints) = o.error();
+        assert_eq!(hints.len(), 1, "{o:?}");
         assert_eq!(state(&w), before);
     }
 }

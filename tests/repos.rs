@@ -130,13 +130,11 @@ fn bad_names_are_refused_with_one_line_and_nothing_created() {
     ] {
         let o = w.sandbox(&w.work(), &["new", "--", bad]);
         assert_eq!(o.code, 2, "{bad:?}: {o:?}");
-        assert_eq!(o.stderr.lines().count(), 1, "{bad:?}: {o:?}");
-        assert!(
-            o.stderr.starts_with("error: invalid name"),
-            "{bad:?}: {o:?}"
-        );
-        assert!(
-            o.stderr.contains("use letters"),
+        let (problem, hints) = o.error();
+        assert!(problem.starts_with("invalid name"), "{bad:?}: {o:?}");
+        assert_eq!(
+            hints,
+            ["use letters, digits, '-', '_' and '.' (at most 100 characters)"],
             "the error says how to fix it: {o:?}"
         );
         assert_nothing_created(&w);
@@ -172,9 +170,13 @@ fn unwritable_home_is_a_clear_error() {
         &["new", "z"],
         &[("GIT_SANDBOX_HOME", home.to_str().unwrap())],
     );
-    assert_eq!(o.code, 2, "{o:?}");
-    assert_eq!(o.stderr.lines().count(), 1, "{o:?}");
-    assert!(o.stderr.contains("GIT_SANDBOX_HOME"), "{o:?}");
+    assert_eq!(o.code, 128, "the machine failed, not the usage: {o:?}");
+    let (problem, hints) = o.error();
+    assert!(
+        problem.starts_with("cannot create the data directory"),
+        "{o:?}"
+    );
+    assert_eq!(hints, ["set GIT_SANDBOX_HOME to a writable directory"]);
 }
 
 #[test]
@@ -185,11 +187,14 @@ fn malformed_user_config_names_file_line_and_key() {
     std::fs::write(&cfg, "[limits]\nmemory_mb = 512\ncolour = \"blue\"\n").unwrap();
     let o = w.sandbox(&w.work(), &["new", "cfg-test"]);
     assert_eq!(o.code, 2, "{o:?}");
-    assert_eq!(o.stderr.lines().count(), 1, "{o:?}");
+    let (problem, hints) = o.error();
     assert!(
-        o.stderr
-            .contains(&format!("{}:3: key `limits.colour`", cfg.display())),
+        problem.starts_with(&format!("{}:3: key `limits.colour`", cfg.display())),
         "{o:?}"
+    );
+    assert_eq!(
+        hints,
+        ["remove it or fix its spelling (see .sandbox.toml.example)"]
     );
     std::fs::write(&cfg, "[limits]\nmemory_mb = \"lots\"\n").unwrap();
     let o = w.sandbox(&w.work(), &["new", "cfg-test"]);
@@ -377,12 +382,34 @@ fn a_corrupt_or_newer_index_is_a_clear_error() {
     std::fs::create_dir_all(w.data()).unwrap();
     std::fs::write(w.data().join("index.db"), "garbage ".repeat(500)).unwrap();
     let o = w.sandbox(&w.work(), &["list"]);
-    assert_eq!(o.code, 2, "{o:?}");
-    assert!(
-        o.stderr.contains("is corrupt") && o.stderr.contains("git sandbox reindex"),
-        "{o:?}"
+    assert_eq!(o.code, 128, "the data failed, not the usage: {o:?}");
+    let (problem, hints) = o.error();
+    assert!(problem.contains("is corrupt"), "{o:?}");
+    assert_eq!(
+        hints,
+        ["move it away and run `git sandbox reindex` to rebuild it from git notes"]
     );
-    assert_eq!(o.stderr.lines().count(), 1);
+    let j = w.sandbox(&w.work(), &["list", "--json"]);
+    assert_eq!(j.code, 128, "{j:?}");
+    assert_eq!(j.stderr, "", "{j:?}");
+    let e = j.json();
+    assert_eq!(e["kind"], "environment", "{e}");
+    assert!(e["hints"][0]
+        .as_str()
+        .unwrap()
+        .contains("git sandbox reindex"));
+
+    let newer = w.data().join("index.db");
+    std::fs::remove_file(&newer).unwrap();
+    rusqlite::Connection::open(&newer)
+        .unwrap()
+        .execute_batch("PRAGMA user_version = 9999")
+        .unwrap();
+    let o = w.sandbox(&w.work(), &["status"]);
+    assert_eq!(o.code, 128, "{o:?}");
+    let (problem, hints) = o.error();
+    assert!(problem.contains("written by a newer git-sandbox"), "{o:?}");
+    assert!(hints[0].contains("git sandbox reindex"), "{o:?}");
 }
 
 #[test]

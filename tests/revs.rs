@@ -166,19 +166,19 @@ fn revision_errors_are_plain_words_with_the_fix() {
         ),
         (
             vec!["run", "no-such-branch"],
-            "error: unknown revision \"no-such-branch\"; name a commit, branch or tag that exists (see `git branch` and `git log --oneline`)",
+            "error: unknown revision \"no-such-branch\"\nhint: name a commit, branch or tag that exists (see `git branch` and `git log --oneline`)",
         ),
         (
             vec!["log", "nope~2..HEAD"],
-            "error: unknown revision \"nope\" (in \"nope~2\"); name a commit, branch or tag that exists (see `git branch` and `git log --oneline`)",
+            "error: unknown revision \"nope\" (in \"nope~2\")\nhint: name a commit, branch or tag that exists (see `git branch` and `git log --oneline`)",
         ),
         (
             vec!["exec", "HEAD^2", "--", "true"],
-            "error: HEAD^2: HEAD has only 1 parent; ^2 names the second parent of a merge",
+            "error: HEAD^2: HEAD has only 1 parent\nhint: ^2 names the second parent of a merge",
         ),
         (
             vec!["run", "HEAD^{tree}"],
-            "error: \"HEAD^{tree}\" names a tree, not a commit; name a commit, branch or tag",
+            "error: \"HEAD^{tree}\" names a tree, not a commit\nhint: name a commit, branch or tag",
         ),
     ] {
         let o = w.sandbox(&repo, &args);

@@ -214,8 +214,9 @@ fn bad_revisions_are_usage_errors() {
     ] {
         let o = w.sandbox(&repo, &args);
         assert_eq!(o.code, 2, "{args:?}: {o:?}");
-        assert!(o.stderr.contains(needle), "{args:?}: {o:?}");
-        assert_eq!(o.stderr.lines().count(), 1, "{o:?}");
+        let (problem, hints) = o.error();
+        assert!(problem.contains(needle), "{args:?}: {o:?}");
+        assert_eq!(hints.len(), 1, "the fix on its own line: {o:?}");
     }
     let outside = w.sandbox(&w.work(), &["run"]);
     assert_eq!(outside.code, 2);

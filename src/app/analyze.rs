@@ -1,7 +1,7 @@
 //! Analysis of a commit's tree: file results come from the index's blob cache when it has them,
 //! and only the rest is parsed (in parallel), so a one-file change parses one file.
 
-use super::{AppError, Context, Result};
+use super::{AppError, Context, Message, Result};
 use crate::analysis::{self, Aggregator, FileAnalysis, Options};
 use crate::config::AnalysisConfig;
 use crate::git::gix_err;
@@ -14,7 +14,7 @@ use std::path::Path;
 /// The analyser's options, with the excludes compiled once for the whole tree.
 pub fn options(cfg: &AnalysisConfig) -> Result<Options> {
     let exclude = analysis::Globs::excludes(&cfg.exclude)
-        .map_err(|e| AppError::Usage(format!("[analysis] exclude: {e}")))?;
+        .map_err(|e| AppError::Usage(Message::of("[analysis] exclude", &e)))?;
     Ok(Options {
         exclude,
         max_complexity: cfg.max_complexity,
@@ -141,7 +141,7 @@ pub fn analyze(ctx: &Context, cwd: &Path, target: Option<&str>) -> Result<Analyz
     if let Some(dir) = dir {
         let cfg = ctx.layers.with_repo_dir(&dir)?.resolve();
         let analysis = analysis::analyze_dir(&dir, &options(&cfg.analysis)?)
-            .map_err(|e| AppError::Usage(format!("cannot analyse {}: {e}", dir.display())))?;
+            .map_err(|e| AppError::usage(format!("cannot analyse {}: {e}", dir.display())))?;
         return Ok(Analyzed {
             analysis,
             note: None,
@@ -152,9 +152,10 @@ pub fn analyze(ctx: &Context, cwd: &Path, target: Option<&str>) -> Result<Analyz
             path: cwd.to_path_buf(),
         }
         .into()),
-        Some(t) => Err(AppError::Usage(format!(
-            "{t:?} is not a directory, and {} is not inside a git repository to look it up as a revision; name a directory, or run this inside the repository",
+        Some(t) => Err(AppError::usage(format!(
+            "{t:?} is not a directory, and {} is not inside a git repository to look it up as a revision",
             cwd.display()
-        ))),
+        ))
+        .hint("name a directory, or run this inside the repository")),
     }
 }

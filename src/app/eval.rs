@@ -31,18 +31,21 @@ pub fn evaluate(
 ) -> Result<Evaluation> {
     let e = experiments::find(ctx, repo, row, name)?;
     if e.state == State::Killed {
-        return Err(AppError::Usage(format!(
-            "experiment {name:?} was killed; start a new one with `git sandbox experiment start NAME --from {}`",
-            experiments::archive_ref(name)
-        )));
+        return Err(
+            AppError::usage(format!("experiment {name:?} was killed")).hint(format!(
+                "start a new one with `git sandbox experiment start NAME --from {}`",
+                experiments::archive_ref(name)
+            )),
+        );
     }
     let config = experiments::production_config(ctx, repo)?;
     let (target, base) = experiments::production_tip(repo, &config)?;
     let Some(head) = ref_tip(repo, &branch_ref(name))? else {
-        return Err(AppError::Usage(format!(
-            "experiment {name:?} has no branch {}; see `git sandbox experiment show {name}`",
+        return Err(AppError::usage(format!(
+            "experiment {name:?} has no branch {}",
             branch_ref(name)
-        )));
+        ))
+        .hint(format!("see `git sandbox experiment show {name}`")));
     };
     let head_ref = branch_ref(name);
     let base_ref = format!("refs/heads/{target}");

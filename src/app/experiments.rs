@@ -66,9 +66,10 @@ pub fn production_tip(repo: &gix::Repository, config: &Config) -> Result<(String
     let target = config.promote.target.clone();
     match ref_tip(repo, &format!("refs/heads/{target}"))? {
         Some(id) => Ok((target, id)),
-        None => Err(AppError::Usage(format!(
-            "the production branch {target:?} does not exist; create it, or name another one with [promote] target in .sandbox.toml"
-        ))),
+        None => Err(
+            AppError::usage(format!("the production branch {target:?} does not exist"))
+                .hint("create it, or name another one with [promote] target in .sandbox.toml"),
+        ),
     }
 }
 
@@ -84,24 +85,20 @@ pub fn config_overrides(
     };
     let label = format!("{}:{path}", util::short(&info.id.to_string()));
     let text = String::from_utf8(bytes).map_err(|_| {
-        AppError::Usage(format!(
-            "{label}: the file is not UTF-8; save it as UTF-8 text"
-        ))
+        AppError::usage(format!("{label}: the file is not UTF-8")).hint("save it as UTF-8 text")
     })?;
     let table: toml::Table = toml::from_str(&text).map_err(|e| {
-        AppError::Usage(format!(
-            "{label}: {}; fix the TOML syntax",
-            e.message().trim()
-        ))
+        AppError::usage(format!("{label}: {}", e.message().trim())).hint("fix the TOML syntax")
     })?;
     match table.get("config") {
         Some(toml::Value::Table(config)) => {
             let text = toml::to_string(config).expect("a TOML table always serializes");
             Ok(parse_repository_file(&format!("{label} [config]"), &text)?)
         }
-        Some(_) => Err(AppError::Usage(format!(
-            "{label}: `config` must be a table; write it as [config] with keys as in .sandbox.toml"
-        ))),
+        Some(_) => Err(
+            AppError::usage(format!("{label}: `config` must be a table"))
+                .hint("write it as [config] with keys as in .sandbox.toml"),
+        ),
         None => Ok(ConfigFile::default()),
     }
 }
@@ -206,8 +203,8 @@ pub fn find(
     ctx.index
         .experiment(&row.repository_id, name)?
         .ok_or_else(|| {
-            AppError::Usage(format!(
-                "unknown experiment {name:?}; see `git sandbox experiment list`, or start it with `git sandbox experiment start {name}`"
+            AppError::usage(format!("unknown experiment {name:?}")).hint(format!(
+                "see `git sandbox experiment list`, or start it with `git sandbox experiment start {name}`"
             ))
         })
 }
@@ -239,9 +236,10 @@ pub fn start(
         (promoted_ref(name), "it was promoted"),
     ] {
         if ref_tip(repo, &r)?.is_some() {
-            return Err(AppError::Usage(format!(
-                "experiment {name:?} already exists ({what}: {r}); choose another name, see `git sandbox experiment list`"
-            )));
+            return Err(AppError::usage(format!(
+                "experiment {name:?} already exists ({what}: {r})"
+            ))
+            .hint("choose another name, see `git sandbox experiment list`"));
         }
     }
     let config = production_config(ctx, repo)?;
@@ -252,9 +250,10 @@ pub fn start(
             match ref_tip(repo, &format!("refs/heads/{target}"))? {
                 Some(tip) => (target.clone(), tip),
                 None => {
-                    return Err(AppError::Usage(format!(
-                        "the production branch {target:?} does not exist; pass --from REV, or name the production branch with [promote] target in .sandbox.toml"
-                    )))
+                    return Err(AppError::usage(format!(
+                        "the production branch {target:?} does not exist"
+                    ))
+                    .hint("pass --from REV, or name the production branch with [promote] target in .sandbox.toml"))
                 }
             }
         }
@@ -560,34 +559,36 @@ pub fn kill(
     let archive = archive_ref(name);
     let tx = match e.state {
         State::Promoted => {
-            return Err(AppError::Usage(format!(
+            return Err(AppError::usage(format!(
                 "experiment {name:?} was promoted; its work is in production and there is nothing to kill"
             )))
         }
         State::Killed => match ref_tip(repo, &archive)? {
             Some(tip) if delete => format!("delete {archive} {tip}\n"),
             _ => {
-                return Err(AppError::Usage(format!(
-                    "experiment {name:?} is already killed{}",
-                    if ref_tip(repo, &archive)?.is_some() {
-                        format!(" (archived at {archive}); pass --delete to remove the archive")
-                    } else {
-                        String::new()
-                    }
-                )))
+                return Err(if ref_tip(repo, &archive)?.is_some() {
+                    AppError::usage(format!(
+                        "experiment {name:?} is already killed (archived at {archive})"
+                    ))
+                    .hint("pass --delete to remove the archive")
+                } else {
+                    AppError::usage(format!("experiment {name:?} is already killed"))
+                })
             }
         },
         State::Active => {
             let Some(tip) = ref_tip(repo, &branch)? else {
-                return Err(AppError::Usage(format!(
-                    "experiment {name:?} has no branch {branch}; see `git sandbox experiment list`"
-                )));
+                return Err(
+                    AppError::usage(format!("experiment {name:?} has no branch {branch}"))
+                        .hint("see `git sandbox experiment list`"),
+                );
             };
             if let Some(wt) = cli::worktrees_on(&dir, &format!("experiment/{name}"))?.first() {
-                return Err(AppError::Refused(format!(
-                    "kill refused: experiment/{name} is checked out in {}; switch to another branch there first (git switch main), nothing was changed",
+                return Err(AppError::refused(format!(
+                    "kill refused: experiment/{name} is checked out in {}; nothing was changed",
                     wt.display()
-                )));
+                ))
+                .hint("switch to another branch there first (git switch main)"));
             }
             if delete {
                 format!("delete {branch} {tip}\n")

@@ -68,23 +68,20 @@ pub fn resolve(ctx: &Context, target: Option<&str>, cwd: &Path) -> Result<Known>
     let known = known(ctx)?;
     let Some(t) = target else {
         let repo = git::discover(cwd).map_err(|_| {
-            AppError::Usage(format!(
-                "{} is not inside a git repository; run this in the repository to forget, or name it (see `git sandbox list`)",
-                cwd.display()
-            ))
+            AppError::usage(format!("{} is not inside a git repository", cwd.display()))
+                .hint("run this in the repository to forget, or name it (see `git sandbox list`)")
         })?;
         return around(&known, &repo).ok_or_else(|| {
-            AppError::Usage(format!(
-                "{} is not a registered repository, so there is nothing to forget; see `git sandbox list`",
+            AppError::usage(format!(
+                "{} is not a registered repository, so there is nothing to forget",
                 git::repo_root(&repo).display()
             ))
+            .hint("see `git sandbox list`")
         });
     };
     if t.is_empty() {
-        return Err(AppError::Usage(
-            "the repository to forget is empty; name it by id, name or path (see `git sandbox list`)"
-                .into(),
-        ));
+        return Err(AppError::usage("the repository to forget is empty")
+            .hint("name it by id, name or path (see `git sandbox list`)"));
     }
     if let Some(k) = known.iter().find(|k| k.repository_id == t) {
         return Ok(k.clone());
@@ -101,17 +98,19 @@ pub fn resolve(ctx: &Context, target: Option<&str>, cwd: &Path) -> Result<Known>
     let named: Vec<&Known> = known.iter().filter(|k| k.name == t).collect();
     match named.as_slice() {
         [k] => Ok((*k).clone()),
-        [] => Err(AppError::Usage(format!(
-            "no registered repository has the id, name or path {t:?}; see `git sandbox list` (`--json` shows ids)"
-        ))),
-        many => Err(AppError::Usage(format!(
-            "{} registered repositories are called {t:?} ({}); name one by its id or path",
+        [] => Err(AppError::usage(format!(
+            "no registered repository has the id, name or path {t:?}"
+        ))
+        .hint("see `git sandbox list` (`--json` shows ids)")),
+        many => Err(AppError::usage(format!(
+            "{} registered repositories are called {t:?} ({})",
             many.len(),
             many.iter()
                 .map(|k| format!("{} at {}", k.repository_id, k.path.display()))
                 .collect::<Vec<_>>()
                 .join(", ")
-        ))),
+        ))
+        .hint("name one by its id or path")),
     }
 }
 
@@ -159,10 +158,11 @@ fn normalize(path: &Path) -> PathBuf {
 /// rows and a log that are gone.
 fn refuse_if_busy(ctx: &Context, k: &Known) -> Result<()> {
     if Activity::now().repository_busy(ctx, &k.repository_id)? {
-        return Err(AppError::Refused(format!(
-            "{} has a run in progress; nothing was changed. Wait for it to finish (or `git sandbox daemon stop`), then try again",
+        return Err(AppError::refused(format!(
+            "{} has a run in progress; nothing was changed",
             k.name
-        )));
+        ))
+        .hint("wait for it to finish (or `git sandbox daemon stop`), then try again"));
     }
     Ok(())
 }

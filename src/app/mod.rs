@@ -19,17 +19,22 @@ pub mod select;
 use crate::config::{ConfigError, Layers, Paths};
 use crate::git::GitError;
 use crate::store::{Index, StoreError};
+pub use crate::util::hint::{Hinted, Message};
 
+/// What a use-case reports when it cannot do its job. `Display` is the one line (problem, then
+/// its fixes) that records and events keep; [`Hinted`] gives the two apart for the faces.
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
-    /// Bad usage or bad input: the message names the problem and the fix.
+    /// Bad usage or bad input: the problem, and hints that say how to fix it.
+    /// Made with `AppError::usage(problem).hint(fix)`.
     #[error("{0}")]
-    Usage(String),
+    Usage(Message),
     /// The command did what it could and refused (promote below the minimum, a conflict, a dirty
-    /// work tree): exit 1, and nothing was changed. The message says how to get past it.
+    /// work tree), and nothing was changed. The hints say how to get past it.
+    /// Made with `AppError::refused(problem).hint(fix)`.
     #[error("{0}")]
-    Refused(String),
-    #[error("{0}")]
+    Refused(Message),
+    #[error(transparent)]
     Config(#[from] ConfigError),
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -43,26 +48,42 @@ pub enum AppError {
 }
 
 impl AppError {
-    /// Whether the user can fix this by changing what they typed or wrote (exit 2), as opposed
-    /// to something failing underneath (exit 1).
-    pub fn is_usage(&self) -> bool {
+    pub fn usage(problem: impl Into<String>) -> AppError {
+        AppError::Usage(Message::new(problem))
+    }
+
+    pub fn refused(problem: impl Into<String>) -> AppError {
+        AppError::Refused(Message::new(problem))
+    }
+
+    /// Add a fix to a usage error or a refusal (the wrapped errors carry their own).
+    pub fn hint(mut self, fix: impl Into<String>) -> AppError {
+        match &mut self {
+            AppError::Usage(m) | AppError::Refused(m) => m.hints.push(fix.into()),
+            _ => debug_assert!(false, "a hint on {self:?}, which carries its own"),
+        }
+        self
+    }
+}
+
+impl Hinted for AppError {
+    fn problem(&self) -> String {
         match self {
-            AppError::Usage(_) | AppError::Config(_) => true,
-            AppError::Store(e) => matches!(
-                e,
-                StoreError::Home { .. } | StoreError::Corrupt { .. } | StoreError::TooNew { .. }
-            ),
-            AppError::Git(e) => matches!(
-                e,
-                GitError::NotARepo { .. }
-                    | GitError::BadRevision { .. }
-                    | GitError::EmptyRange(_)
-                    | GitError::UnknownRevision { .. }
-                    | GitError::PastRoot { .. }
-                    | GitError::NoSuchParent { .. }
-                    | GitError::NotACommit { .. }
-            ),
-            AppError::Io { .. } | AppError::Refused(_) => false,
+            AppError::Usage(m) | AppError::Refused(m) => m.problem.clone(),
+            AppError::Config(e) => e.problem(),
+            AppError::Store(e) => e.problem(),
+            AppError::Git(e) => e.problem(),
+            AppError::Io { context, source } => format!("{context}: {source}"),
+        }
+    }
+
+    fn hints(&self) -> Vec<String> {
+        match self {
+            AppError::Usage(m) | AppError::Refused(m) => m.hints.clone(),
+            AppError::Config(e) => e.hints(),
+            AppError::Store(e) => e.hints(),
+            AppError::Git(e) => e.hints(),
+            AppError::Io { .. } => Vec::new(),
         }
     }
 }

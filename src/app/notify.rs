@@ -163,7 +163,7 @@ pub fn adopt_history(ctx: &Context, repo: &gix::Repository, repository_id: &str)
     };
     let globs = config
         .watched_branches()
-        .map_err(|e| super::AppError::Usage(format!("[watch] branches: {e}")))?;
+        .map_err(|e| super::AppError::Usage(super::Message::of("[watch] branches", &e)))?;
     let mut marks = git::marks::read(repo).unwrap_or_default();
     for (branch, tip) in git::branches(repo)? {
         if !globs.is_match(&branch) {

@@ -52,15 +52,18 @@ pub fn promote(
     match e.state {
         State::Active => {}
         State::Promoted => {
-            return Err(AppError::Usage(format!(
-                "experiment {name:?} is already promoted; start a new experiment for further changes"
-            )))
+            return Err(
+                AppError::usage(format!("experiment {name:?} is already promoted"))
+                    .hint("start a new experiment for further changes"),
+            )
         }
         State::Killed => {
-            return Err(AppError::Usage(format!(
-                "experiment {name:?} was killed; start a new one from its archive with `git sandbox experiment start NAME --from {}`",
-                experiments::archive_ref(name)
-            )))
+            return Err(
+                AppError::usage(format!("experiment {name:?} was killed")).hint(format!(
+            "start a new one from its archive with `git sandbox experiment start NAME --from {}`",
+            experiments::archive_ref(name)
+        )),
+            )
         }
     }
     let config = experiments::production_config(ctx, repo)?;
@@ -69,22 +72,24 @@ pub fn promote(
         .clone()
         .unwrap_or_else(|| config.promote.strategy.clone());
     if strategy != "merge" && strategy != "ff" {
-        return Err(AppError::Usage(format!(
-            "promote strategy {strategy:?} is not supported here; use --strategy merge or --strategy ff"
-        )));
+        return Err(AppError::usage(format!(
+            "promote strategy {strategy:?} is not supported here"
+        ))
+        .hint("use --strategy merge or --strategy ff"));
     }
     let minimum =
         Recommendation::parse(&config.promote.minimum).unwrap_or(Recommendation::Recommend);
     let (target, base) = experiments::production_tip(repo, &config)?;
     let Some(head) = ref_tip(repo, &branch_ref(name))? else {
-        return Err(AppError::Usage(format!(
-            "experiment {name:?} has no branch {}; see `git sandbox experiment show {name}`",
+        return Err(AppError::usage(format!(
+            "experiment {name:?} has no branch {}",
             branch_ref(name)
-        )));
+        ))
+        .hint(format!("see `git sandbox experiment show {name}`")));
     };
     let dir = experiments::git_dir_for_cli(repo);
     if is_ancestor(&dir, head, base)? {
-        return Err(AppError::Refused(format!(
+        return Err(AppError::refused(format!(
             "promote refused: experiment/{name} has nothing {target} lacks; nothing was changed"
         )));
     }
@@ -96,9 +101,12 @@ pub fn promote(
         _ => eval::evaluate(ctx, repo, row, name, interrupt)?,
     };
     if ev.recommendation < minimum && !opts.force {
-        return Err(AppError::Refused(format!(
-            "promote refused: experiment {name} is {} ({}), below the minimum {minimum} ([promote] minimum); nothing was changed. See `git sandbox eval {name}`, fix it on experiment/{name}, or pass --force",
+        return Err(AppError::refused(format!(
+            "promote refused: experiment {name} is {} ({}), below the minimum {minimum} ([promote] minimum); nothing was changed",
             ev.recommendation, ev.reason
+        ))
+        .hint(format!(
+            "see `git sandbox eval {name}`, fix it on experiment/{name}, or pass --force"
         )));
     }
 
@@ -107,18 +115,22 @@ pub fn promote(
     for wt in &worktrees {
         let dirty = cli::git(wt, &["status", "--porcelain", "--untracked-files=no"])?;
         if !dirty.trim().is_empty() {
-            return Err(AppError::Refused(format!(
-                "promote refused: {target} is checked out in {} with uncommitted changes; commit or stash them (git stash), then promote again; nothing was changed",
+            return Err(AppError::refused(format!(
+                "promote refused: {target} is checked out in {} with uncommitted changes; nothing was changed",
                 wt.display()
-            )));
+            ))
+            .hint("commit or stash them (git stash), then promote again"));
         }
     }
 
     let new = match strategy.as_str() {
         "ff" => {
             if !is_ancestor(&dir, base, head)? {
-                return Err(AppError::Refused(format!(
-                    "promote refused: {target} cannot be fast-forwarded to experiment/{name}, it has commits the experiment lacks; use --strategy merge, or rebase (git rebase {target} experiment/{name}); nothing was changed"
+                return Err(AppError::refused(format!(
+                    "promote refused: {target} cannot be fast-forwarded to experiment/{name}, it has commits the experiment lacks; nothing was changed"
+                ))
+                .hint(format!(
+                    "use --strategy merge, or rebase (git rebase {target} experiment/{name})"
                 )));
             }
             head
@@ -145,7 +157,7 @@ pub fn promote(
     };
     let outcome = run_commits(ctx, repo, row, &[new], &run_opts, &mut |_| {})?;
     if outcome.interrupted {
-        return Err(AppError::Refused(format!(
+        return Err(AppError::refused(format!(
             "promote interrupted while testing the merge; nothing was changed ({target} stays at {})",
             crate::util::short(&base_hex)
         )));
@@ -170,11 +182,13 @@ pub fn promote(
                     .join(", ")
             )
         };
-        return Err(AppError::Refused(format!(
-            "promote refused: the merge of experiment/{name} into {target} ({}) is {status}{which}; nothing was changed ({target} stays at {}). See `git sandbox show {}`, fix it on experiment/{name} (git merge {target}), or pass --force",
+        return Err(AppError::refused(format!(
+            "promote refused: the merge of experiment/{name} into {target} ({}) is {status}{which}; nothing was changed ({target} stays at {})",
             crate::util::short(&new.to_string()),
             crate::util::short(&base_hex),
-            new
+        ))
+        .hint(format!(
+            "see `git sandbox show {new}`, fix it on experiment/{name} (git merge {target}), or pass --force"
         )));
     }
 
@@ -189,7 +203,7 @@ pub fn promote(
                 &[],
             )?;
             if !ok {
-                return Err(AppError::Refused(format!(
+                return Err(AppError::refused(format!(
                     "promote refused: cannot update the checkout of {target} in {}: {err}; nothing was changed",
                     wt.display()
                 )));
@@ -203,9 +217,10 @@ pub fn promote(
                 &message,
             )
             .map_err(|e| {
-                AppError::Refused(format!(
-                    "promote refused: {target} moved while promoting ({e}); nothing was changed; run `git sandbox promote {name}` again"
+                AppError::refused(format!(
+                    "promote refused: {target} moved while promoting ({e}); nothing was changed"
                 ))
+                .hint(format!("run `git sandbox promote {name}` again"))
             })?;
             None
         }
@@ -323,9 +338,12 @@ fn merge_commit(
             .into());
         }
         let files: Vec<&str> = lines.take_while(|l| !l.is_empty()).collect();
-        return Err(AppError::Refused(format!(
-            "promote refused: merging experiment/{name} into {target} conflicts in {}; nothing was changed. Resolve it on the experiment: git switch experiment/{name} && git merge {target}, fix and commit, then promote again",
+        return Err(AppError::refused(format!(
+            "promote refused: merging experiment/{name} into {target} conflicts in {}; nothing was changed",
             files.join(", ")
+        ))
+        .hint(format!(
+            "resolve it on the experiment: git switch experiment/{name} && git merge {target}, fix and commit, then promote again"
         )));
     }
     let message = format!(

@@ -104,9 +104,7 @@ pub type Imported = (usize, usize, Vec<(ObjectId, String)>);
 fn one(ctx: &Context, path: &std::path::Path) -> Result<Indexed> {
     let repo = git::open(path)?;
     let Some(row) = repos::known_row(ctx, &repo)? else {
-        return Err(super::AppError::Usage(
-            "not set up; run `git sandbox init` in it".into(),
-        ));
+        return Err(super::AppError::usage("not set up").hint("run `git sandbox init` in it"));
     };
     let (runs, found, skipped) = import(ctx, &repo, &row)?;
     Ok((row.repository_id, runs, found, skipped))

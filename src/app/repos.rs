@@ -50,9 +50,10 @@ pub struct Created {
 pub fn check_name(name: &str) -> Result<()> {
     match util::name_problem(name) {
         None => Ok(()),
-        Some(problem) => Err(AppError::Usage(format!(
-            "invalid name {name:?}: it {problem}; use letters, digits, '-', '_' and '.' (at most 100 characters)"
-        ))),
+        Some(problem) => Err(
+            AppError::usage(format!("invalid name {name:?}: it {problem}"))
+                .hint("use letters, digits, '-', '_' and '.' (at most 100 characters)"),
+        ),
     }
 }
 
@@ -69,37 +70,32 @@ pub fn create(ctx: &Context, name: Option<&str>, path: Option<&Path>) -> Result<
         None => ctx.paths.repos().join(&name),
     };
     if target.exists() || target.is_symlink() {
-        return Err(AppError::Usage(format!(
-            "{} already exists; choose another name or --path, or adopt an existing repository with `git sandbox init`",
-            target.display()
-        )));
+        return Err(
+            AppError::usage(format!("{} already exists", target.display())).hint(
+                "choose another name or --path, or adopt an existing repository with `git sandbox init`",
+            ),
+        );
     }
     let parent = target
         .parent()
         .ok_or_else(|| {
-            AppError::Usage(format!(
-                "{} has no parent directory; pass a --path inside a directory",
-                target.display()
-            ))
+            AppError::usage(format!("{} has no parent directory", target.display()))
+                .hint("pass a --path inside a directory")
         })?
         .to_path_buf();
     // Remember the first directory we create so a failure can take everything back.
     let first_created = first_missing_ancestor(&parent);
     let result = (|| {
         std::fs::create_dir_all(&parent).map_err(|e| {
-            AppError::Usage(format!(
-                "cannot create {}: {e}; choose a writable --path or set GIT_SANDBOX_HOME",
-                parent.display()
-            ))
+            AppError::usage(format!("cannot create {}: {e}", parent.display()))
+                .hint("choose a writable --path or set GIT_SANDBOX_HOME")
         })?;
         let staging = tempfile::Builder::new()
             .prefix(&format!(".{name}.creating-"))
             .tempdir_in(&parent)
             .map_err(|e| {
-                AppError::Usage(format!(
-                    "cannot write in {}: {e}; choose a writable --path or set GIT_SANDBOX_HOME",
-                    parent.display()
-                ))
+                AppError::usage(format!("cannot write in {}: {e}", parent.display()))
+                    .hint("choose a writable --path or set GIT_SANDBOX_HOME")
             })?;
         let repo_id = format!("repo_{}", util::random_hex(8));
         populate(staging.path(), &name, &repo_id)?;
@@ -396,10 +392,11 @@ pub fn require_registered(ctx: &Context, cwd: &Path) -> Result<(gix::Repository,
     let repo = git::discover(cwd)?;
     match registration(ctx, &repo)? {
         Some(row) => Ok((repo, row)),
-        None => Err(AppError::Usage(format!(
-            "{} is not an experiment repository yet; run `git sandbox init` in it first",
+        None => Err(AppError::usage(format!(
+            "{} is not an experiment repository yet",
             git::repo_root(&repo).display()
-        ))),
+        ))
+        .hint("run `git sandbox init` in it first")),
     }
 }
 
@@ -435,9 +432,7 @@ fn file_url(path: &Path) -> String {
 
 fn absolute(p: &Path) -> Result<PathBuf> {
     if p.as_os_str().is_empty() {
-        return Err(AppError::Usage(
-            "--path is empty; give a directory to create".into(),
-        ));
+        return Err(AppError::usage("--path is empty").hint("give a directory to create"));
     }
     Ok(if p.is_absolute() {
         p.to_path_buf()

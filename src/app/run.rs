@@ -216,9 +216,7 @@ pub fn config_for(
     let label = format!("{}:.sandbox.toml", util::short(&info.id.to_string()));
     let text = match text {
         Some(bytes) => Some(String::from_utf8(bytes).map_err(|_| {
-            AppError::Usage(format!(
-                "{label}: the file is not UTF-8; save it as UTF-8 text"
-            ))
+            AppError::usage(format!("{label}: the file is not UTF-8")).hint("save it as UTF-8 text")
         })?),
         None => None,
     };
@@ -359,7 +357,7 @@ fn run_one(
         );
         let analysis = analysis.map(|h| {
             h.join()
-                .unwrap_or_else(|_| Err(AppError::Usage("analysis crashed".into())))
+                .unwrap_or_else(|_| Err(AppError::usage("analysis crashed")))
         });
         if let Some(Ok(a)) = &analysis {
             event(

@@ -15,7 +15,7 @@ pub fn watched_branches(ctx: &Context, repo: &gix::Repository) -> Result<Vec<(St
     let globs = layers
         .resolve()
         .watched_branches()
-        .map_err(|e| super::AppError::Usage(format!("[watch] branches: {e}")))?;
+        .map_err(|e| super::AppError::Usage(super::Message::of("[watch] branches", &e)))?;
     Ok(crate::git::branches(repo)?
         .into_iter()
         .filter(|(name, _)| globs.is_match(name))

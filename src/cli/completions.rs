@@ -63,10 +63,7 @@ pub fn cmd_completions(args: CompletionsArgs) -> CmdResult {
     let mut out = std::io::stdout().lock();
     out.write_all(&script)
         .and_then(|_| out.flush())
-        .map_err(|e| CommandError {
-            exit: 1,
-            message: format!("cannot write the completion script: {e}"),
-        })?;
+        .map_err(|e| CommandError::io(format!("cannot write the completion script: {e}"), &e))?;
     Ok(0)
 }
 

@@ -37,10 +37,8 @@ pub fn cmd_daemon(args: DaemonArgs) -> CmdResult {
         Some(DaemonAction::Stop) => stop(&paths),
         None => {
             let grace = crate::config::parse_duration(&args.grace).ok_or_else(|| {
-                CommandError::usage(format!(
-                    "invalid --grace {:?}: write a duration like \"30s\" or \"2m\"",
-                    args.grace
-                ))
+                CommandError::usage(format!("invalid --grace {:?}", args.grace))
+                    .hint("write a duration like \"30s\" or \"2m\"")
             })?;
             if args.workers == Some(0) {
                 return Err(CommandError::usage("--workers must be at least 1"));
@@ -48,10 +46,7 @@ pub fn cmd_daemon(args: DaemonArgs) -> CmdResult {
             let workers = args
                 .workers
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
-            crate::daemon::run(crate::daemon::Options { workers, grace }).map_err(|e| match e {
-                crate::daemon::DaemonError::App(e) => e.into(),
-                e => CommandError::usage(e.to_string()),
-            })?;
+            crate::daemon::run(crate::daemon::Options { workers, grace })?;
             Ok(0)
         }
     }
@@ -114,12 +109,10 @@ fn stop(paths: &Paths) -> CmdResult {
     let deadline = Instant::now() + Duration::from_secs(120);
     while crate::ipc::running(&paths.home).is_some() {
         if Instant::now() > deadline {
-            return Err(CommandError {
-                exit: 1,
-                message: format!(
-                    "the daemon (pid {pid}) did not stop within 120 s; kill it with `kill {pid}`"
-                ),
-            });
+            return Err(CommandError::failed(format!(
+                "the daemon (pid {pid}) did not stop within 120 s"
+            ))
+            .hint(format!("kill it with `kill {pid}`")));
         }
         std::thread::sleep(Duration::from_millis(50));
     }

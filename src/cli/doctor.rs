@@ -22,9 +22,10 @@ pub fn cmd_doctor(args: DoctorArgs) -> CmdResult {
         .unwrap_or(&paths.home)
         .to_path_buf();
     let _ = std::fs::remove_file(paths.home.join(probe::FILE));
-    let helper = std::env::current_exe().map_err(|e| CommandError {
-        exit: 1,
-        message: format!("cannot find this binary to run the sandbox helper: {e}"),
+    let helper = std::env::current_exe().map_err(|e| {
+        CommandError::environment(format!(
+            "cannot find this binary to run the sandbox helper: {e}"
+        ))
     })?;
     let bare = Sandbox {
         helper,

@@ -71,9 +71,8 @@ fn resolve_repo(ctx: &Context, r: &str) -> Result<String, CommandError> {
         .find(|row| row.repository_id == r || row.name == r || Some(&row.path) == path.as_ref())
         .map(|row| row.repository_id)
         .ok_or_else(|| {
-            CommandError::usage(format!(
-                "no registered repository {r:?}; see `git sandbox list` for names and ids"
-            ))
+            CommandError::usage(format!("no registered repository {r:?}"))
+                .hint("see `git sandbox list` for names and ids")
         })
 }
 

@@ -40,9 +40,8 @@ pub fn cmd_exec(args: ExecArgs) -> CmdResult {
     let mut config = config_for(&ctx, &repo, &info, None, &ConfigFile::default())?;
     if let Some(t) = &args.timeout {
         config.test.timeout = crate::config::parse_duration(t).ok_or_else(|| {
-            CommandError::usage(format!(
-                "invalid --timeout {t:?}: write a duration like \"90s\" or \"5m\""
-            ))
+            CommandError::usage(format!("invalid --timeout {t:?}"))
+                .hint("write a duration like \"90s\" or \"5m\"")
         })?;
     }
     let _ = gix::interrupt::init_handler_default(1);
@@ -69,10 +68,7 @@ pub fn cmd_exec(args: ExecArgs) -> CmdResult {
     });
     drop(work);
     if let Some(e) = outcome.spawn_error {
-        return Err(CommandError {
-            exit: 1,
-            message: e,
-        });
+        return Err(CommandError::failed(e));
     }
     match (
         outcome.killed_by.as_deref(),
@@ -81,7 +77,7 @@ pub fn cmd_exec(args: ExecArgs) -> CmdResult {
     ) {
         (Some("timeout"), _, _) => {
             eprintln!(
-                "error: the command ran past {}s and was stopped; pass --timeout to allow longer",
+                "error: the command ran past {}s and was stopped\nhint: pass --timeout to allow longer",
                 config.test.timeout.as_secs()
             );
             Ok(124)

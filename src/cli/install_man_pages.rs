@@ -23,13 +23,11 @@ pub fn cmd_install_man_pages(args: InstallManPagesArgs) -> CmdResult {
     };
     let man1 = dir.join("man1");
     let failed = |e: std::io::Error| {
-        CommandError {
-        exit: 1,
-        message: format!(
-            "cannot write man pages into {}: {e}; name a directory you can write to, e.g. `git sandbox install-man-pages ~/.local/share/man`",
-            man1.display()
-        ),
-    }
+        CommandError::io(
+            format!("cannot write man pages into {}: {e}", man1.display()),
+            &e,
+        )
+        .hint("name a directory you can write to, e.g. `git sandbox install-man-pages ~/.local/share/man`")
     };
     std::fs::create_dir_all(&man1).map_err(failed)?;
     let pages = write_pages(super::command(), &man1).map_err(failed)?;
@@ -50,9 +48,9 @@ pub fn cmd_install_man_pages(args: InstallManPagesArgs) -> CmdResult {
 
 /// `<dir of the binary>/../share/man`: man-db searches `../share/man` next to every PATH entry.
 fn default_dir() -> Result<PathBuf, CommandError> {
-    let exe = std::env::current_exe().map_err(|e| CommandError {
-        exit: 1,
-        message: format!("cannot find where git-sandbox is installed ({e}); name a directory: `git sandbox install-man-pages DIR`"),
+    let exe = std::env::current_exe().map_err(|e| {
+        CommandError::environment(format!("cannot find where git-sandbox is installed ({e})"))
+            .hint("name a directory: `git sandbox install-man-pages DIR`")
     })?;
     let bin = exe.parent().unwrap_or(Path::new("/"));
     Ok(bin.parent().unwrap_or(bin).join("share/man"))

@@ -1,11 +1,13 @@
 //! The command line: one `Command` enum, one dispatch, one file per subcommand. Errors become
-//! one line on stderr and an exit code: 0 success, 1 a reported failure, 2 bad usage or input.
+//! an `error:` line and `hint:` lines on stderr (a JSON object on stdout under `--json`) and an
+//! exit code from their kind (`error.rs`).
 
 mod analyze;
 mod completions;
 mod daemon;
 mod demo;
 mod doctor;
+mod error;
 mod eval;
 mod events;
 mod exec;
@@ -27,8 +29,9 @@ mod show;
 mod status;
 mod ui;
 
-use crate::app::AppError;
-use clap::{Parser, Subcommand};
+pub use error::{CommandError, Kind};
+
+use clap::{FromArgMatches, Parser, Subcommand};
 
 #[derive(Parser)]
 #[command(
@@ -73,49 +76,6 @@ enum Command {
     SandboxExec(sandbox_exec::SandboxExecArgs),
 }
 
-/// An error at the edge: what to print and which exit code to use.
-#[derive(Debug)]
-pub struct CommandError {
-    pub exit: i32,
-    pub message: String,
-}
-
-impl CommandError {
-    pub fn usage(message: impl Into<String>) -> Self {
-        CommandError {
-            exit: 2,
-            message: message.into(),
-        }
-    }
-}
-
-impl From<AppError> for CommandError {
-    fn from(e: AppError) -> Self {
-        CommandError {
-            exit: if e.is_usage() { 2 } else { 1 },
-            message: e.to_string(),
-        }
-    }
-}
-
-impl From<crate::git::GitError> for CommandError {
-    fn from(e: crate::git::GitError) -> Self {
-        AppError::from(e).into()
-    }
-}
-
-impl From<crate::config::ConfigError> for CommandError {
-    fn from(e: crate::config::ConfigError) -> Self {
-        AppError::from(e).into()
-    }
-}
-
-impl From<crate::store::StoreError> for CommandError {
-    fn from(e: crate::store::StoreError) -> Self {
-        AppError::from(e).into()
-    }
-}
-
 pub type CmdResult = Result<i32, CommandError>;
 
 pub fn main() -> i32 {
@@ -123,10 +83,17 @@ pub fn main() -> i32 {
     // panic. Like git, end quietly by SIGPIPE instead: restore its default action before
     // anything (even `--help`) is printed.
     set_sigpipe(libc::SIG_DFL);
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let parsed = command()
+        .try_get_matches()
+        .and_then(|m| Ok((Cli::from_arg_matches(&m)?, wants_json(&m))));
+    let (cli, json) = match parsed {
+        Ok(parsed) => parsed,
         Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
+            let code = if e.use_stderr() {
+                error::exit::USAGE
+            } else {
+                0
+            };
             let _ = e.print();
             return code;
         }
@@ -168,12 +135,17 @@ pub fn main() -> i32 {
     };
     match result {
         Ok(code) => code,
-        Err(e) => {
-            let msg = e.message.replace('\n', " ");
-            eprintln!("error: {msg}");
-            e.exit
-        }
+        Err(e) => e.report(json),
     }
+}
+
+/// Whether the command that runs was given `--json` (then its errors are JSON too).
+fn wants_json(matches: &clap::ArgMatches) -> bool {
+    let mut m = matches;
+    while let Some((_, sub)) = m.subcommand() {
+        m = sub;
+    }
+    matches!(m.try_get_one::<bool>("json"), Ok(Some(true)))
 }
 
 /// The whole command line definition, for completions and man pages.
@@ -218,9 +190,8 @@ pub(crate) fn die_of_sigpipe() -> ! {
 
 fn cwd() -> Result<std::path::PathBuf, CommandError> {
     std::env::current_dir().map_err(|e| {
-        CommandError::usage(format!(
-            "cannot read the current directory: {e}; cd into an existing directory"
-        ))
+        CommandError::environment(format!("cannot read the current directory: {e}"))
+            .hint("cd into an existing directory")
     })
 }
 

@@ -33,9 +33,9 @@ pub fn cmd_promote(args: PromoteArgs) -> CmdResult {
         .as_deref()
         .filter(|s| !["merge", "ff"].contains(s))
     {
-        return Err(CommandError::usage(format!(
-            "invalid --strategy {s:?}: use merge or ff"
-        )));
+        return Err(
+            CommandError::usage(format!("invalid --strategy {s:?}")).hint("use merge or ff")
+        );
     }
     let dir = cwd()?;
     crate::git::discover(&dir)?;

@@ -45,9 +45,8 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
     }
     if let Some(t) = &args.timeout {
         flags.test.timeout = Some(crate::config::parse_duration(t).ok_or_else(|| {
-            CommandError::usage(format!(
-                "invalid --timeout {t:?}: write a duration like \"90s\", \"5m\" or \"1h\""
-            ))
+            CommandError::usage(format!("invalid --timeout {t:?}"))
+                .hint("write a duration like \"90s\", \"5m\" or \"1h\"")
         })?);
     }
     let dir = cwd()?;

@@ -30,13 +30,11 @@ pub fn cmd_show(args: ShowArgs) -> CmdResult {
         eprintln!("warning: {w}");
     }
     let Some(record) = found else {
-        return Err(CommandError {
-            exit: 1,
-            message: format!(
-                "{} has no result yet; run it with `git sandbox run {rev}`",
-                crate::util::short(&commit.to_string())
-            ),
-        });
+        return Err(CommandError::failed(format!(
+            "{} has no result yet",
+            crate::util::short(&commit.to_string())
+        ))
+        .hint(format!("run it with `git sandbox run {rev}`")));
     };
     if args.isolation {
         return print_isolation(&ctx, &record, args.json);
@@ -211,23 +209,18 @@ fn print_human(r: &RunRecord, summary: &str, log: Option<&std::path::Path>) {
 /// The layer table of the run's sandbox profile, from the index.
 fn print_isolation(ctx: &Context, r: &RunRecord, json: bool) -> CmdResult {
     let Some(summary) = r.tests.as_ref().and_then(|t| t.isolation.as_ref()) else {
-        return Err(CommandError {
-            exit: 1,
-            message: format!(
-                "{} ran no test command, so no sandbox; see `git sandbox show {}`",
-                crate::util::short(&r.commit),
-                crate::util::short(&r.commit)
-            ),
-        });
+        let short = crate::util::short(&r.commit);
+        return Err(
+            CommandError::failed(format!("{short} ran no test command, so no sandbox"))
+                .hint(format!("see `git sandbox show {short}`")),
+        );
     };
     let Some(layers) = ctx.index.profile(&summary.profile)? else {
-        return Err(CommandError {
-            exit: 1,
-            message: format!(
-                "the sandbox profile {} of this run is not in this machine's index (it ran elsewhere); `git sandbox doctor` shows this machine's",
-                summary.profile
-            ),
-        });
+        return Err(CommandError::failed(format!(
+            "the sandbox profile {} of this run is not in this machine's index (it ran elsewhere)",
+            summary.profile
+        ))
+        .hint("`git sandbox doctor` shows this machine's"));
     };
     if json {
         print_json(&serde_json::json!({

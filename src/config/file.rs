@@ -2,8 +2,18 @@
 //! `SANDBOX_*` environment mapped onto the same shape.
 
 use super::{parse_duration, Config, ConfigError, Location};
+use crate::util::hint::Hinted;
 use serde::{Deserialize, Deserializer};
 use std::time::Duration;
+
+/// Between the problem and the fix in a deserialize error: serde carries only a string, and
+/// [`parse_file`] splits it back into the message and its hints.
+const HINT_MARK: char = '\u{1f}';
+
+/// A deserialize error with its fix kept apart.
+fn hinted<E: serde::de::Error>(problem: impl std::fmt::Display, fix: impl std::fmt::Display) -> E {
+    E::custom(format!("{problem}{HINT_MARK}{fix}"))
+}
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -115,23 +125,26 @@ fn de_limit<'de, D: Deserializer<'de>>(
         Int(i64),
         Text(String),
     }
-    let e = |m: String| serde::de::Error::custom(m);
     match Raw::deserialize(d).map_err(|_: D::Error| {
-        e(format!(
-            "a limit is a positive number of {unit}, or \"unlimited\" in your user config"
-        ))
+        hinted::<D::Error>(
+            "not a limit",
+            format!("write a positive number of {unit}, or \"unlimited\" in your user config"),
+        )
     })? {
-        Raw::Int(n) if n <= 0 => Err(e(format!(
-            "{n} is not a limit; write a positive number of {unit} (no limit at all is \"unlimited\", in your user config only)"
-        ))),
-        Raw::Int(n) if n as u64 > max => Err(e(format!(
-            "{n} {unit} is beyond any real limit (at most {max}); write a real limit, or \"unlimited\" in your user config"
-        ))),
+        Raw::Int(n) if n <= 0 => Err(hinted(
+            format!("{n} is not a limit"),
+            format!("write a positive number of {unit} (no limit at all is \"unlimited\", in your user config only)"),
+        )),
+        Raw::Int(n) if n as u64 > max => Err(hinted(
+            format!("{n} {unit} is beyond any real limit (at most {max})"),
+            "write a real limit, or \"unlimited\" in your user config",
+        )),
         Raw::Int(n) => Ok(Some(Limit::At(n as u64))),
         Raw::Text(t) if t == "unlimited" => Ok(Some(Limit::Unlimited)),
-        Raw::Text(t) => Err(e(format!(
-            "invalid limit {t:?}: write a positive number of {unit}, or \"unlimited\" in your user config"
-        ))),
+        Raw::Text(t) => Err(hinted(
+            format!("invalid limit {t:?}"),
+            format!("write a positive number of {unit}, or \"unlimited\" in your user config"),
+        )),
     }
 }
 
@@ -160,8 +173,9 @@ fn de_output<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Limit>, D::Error>
 fn de_command<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     let s = String::deserialize(d)?;
     if s.contains('\0') {
-        return Err(serde::de::Error::custom(
-            "the command contains a NUL byte, which no shell can run; remove it",
+        return Err(hinted(
+            "the command contains a NUL byte, which no shell can run",
+            "remove it",
         ));
     }
     Ok(Some(s))
@@ -186,9 +200,10 @@ fn de_relative_path<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D
         None
     };
     match bad {
-        Some(why) => Err(serde::de::Error::custom(format!(
-            "the path {s:?} {why}; name a file inside the checkout, relative to its root (like \"reports/junit.xml\")"
-        ))),
+        Some(why) => Err(hinted(
+            format!("the path {s:?} {why}"),
+            "name a file inside the checkout, relative to its root (like \"reports/junit.xml\")",
+        )),
         None => Ok(Some(s)),
     }
 }
@@ -196,8 +211,9 @@ fn de_relative_path<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D
 fn de_timeout<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
     let t = de_duration(d)?;
     if t.is_some_and(|t| t > MAX_TIMEOUT) {
-        return Err(serde::de::Error::custom(
-            "a timeout over 7 days is not a timeout; write a real one, like \"30m\"",
+        return Err(hinted(
+            "a timeout over 7 days is not a timeout",
+            "write a real one, like \"30m\"",
         ));
     }
     Ok(t)
@@ -245,8 +261,9 @@ pub struct GcFile {
 
 fn de_positive<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     match u64::deserialize(d)? {
-        0 => Err(serde::de::Error::custom(
-            "must be at least 1; to keep logs by age alone, set a large bound",
+        0 => Err(hinted(
+            "must be at least 1",
+            "to keep logs by age alone, set a large bound",
         )),
         n => Ok(Some(n)),
     }
@@ -264,9 +281,10 @@ fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::E
         Raw::Text(t) => t,
     };
     parse_duration(&text).map(Some).ok_or_else(|| {
-        serde::de::Error::custom(format!(
-            "invalid duration {text:?}: write a positive number with a unit, like \"90s\", \"5m\", \"1h\" or \"30d\""
-        ))
+        hinted(
+            format!("invalid duration {text:?}"),
+            "write a positive number with a unit, like \"90s\", \"5m\", \"1h\" or \"30d\"",
+        )
     })
 }
 
@@ -274,7 +292,14 @@ fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::E
 fn de_globs<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
     let patterns = Vec::<String>::deserialize(d)?;
     for p in &patterns {
-        crate::util::glob::check(p).map_err(serde::de::Error::custom)?;
+        crate::util::glob::check(p).map_err(|e| {
+            let mut text = e.problem();
+            for h in e.hints() {
+                text.push(HINT_MARK);
+                text.push_str(&h);
+            }
+            serde::de::Error::custom(text)
+        })?;
     }
     Ok(Some(patterns))
 }
@@ -284,10 +309,10 @@ fn one_of<'de, D: Deserializer<'de>>(d: D, allowed: &[&str]) -> Result<Option<St
     if allowed.contains(&s.as_str()) {
         Ok(Some(s))
     } else {
-        Err(serde::de::Error::custom(format!(
-            "invalid value {s:?}: use one of {}",
-            allowed.join(", ")
-        )))
+        Err(hinted(
+            format!("invalid value {s:?}"),
+            format!("use one of {}", allowed.join(", ")),
+        ))
     }
 }
 
@@ -352,9 +377,12 @@ pub fn parse_file(label: &str, text: &str) -> Result<ConfigFile, ConfigError> {
             Some(span) => locate(text, span.start),
             None => (None, None),
         };
-        let mut message = e.message().trim().replace('\n', " ");
+        let text = e.message().trim().replace('\n', " ");
+        let mut parts = text.split(HINT_MARK).map(str::to_string);
+        let message = parts.next().unwrap_or_default();
+        let mut hints: Vec<String> = parts.collect();
         if message.starts_with("unknown field") {
-            message.push_str("; remove it or fix its spelling (see .sandbox.toml.example)");
+            hints.push("remove it or fix its spelling (see .sandbox.toml.example)".into());
         }
         ConfigError {
             location: Location {
@@ -363,6 +391,7 @@ pub fn parse_file(label: &str, text: &str) -> Result<ConfigFile, ConfigError> {
                 key,
             },
             message,
+            hints,
         }
     })
 }
@@ -380,7 +409,8 @@ pub fn parse_repository_file(label: &str, text: &str) -> Result<ConfigFile, Conf
                 line,
                 key: Some(key),
             },
-            message: "[gc] is read from your user config only (~/.config/git-sandbox/config.toml), never from a repository; move it there or remove it".into(),
+            message: "[gc] is read from your user config only (~/.config/git-sandbox/config.toml), never from a repository".into(),
+            hints: vec!["move it there or remove it".into()],
         });
     }
     if let Some(key) = file.limits.unlimited_keys().first() {
@@ -394,7 +424,10 @@ pub fn parse_repository_file(label: &str, text: &str) -> Result<ConfigFile, Conf
                 line,
                 key: Some(format!("limits.{key}")),
             },
-            message: "a repository cannot lift a limit (\"unlimited\" is for your user config only); write a positive number, or leave the key out to keep your policy".into(),
+            message:
+                "a repository cannot lift a limit (\"unlimited\" is for your user config only)"
+                    .into(),
+            hints: vec!["write a positive number, or leave the key out to keep your policy".into()],
         });
     }
     Ok(file)
@@ -624,6 +657,26 @@ mod tests {
                 .contains("use one of merge, ff, pull-request"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn the_fix_is_a_hint_apart_from_the_message() {
+        let err = parse_file("cfg.toml", "[test]\ntimeout = \"soon\"\n").unwrap_err();
+        assert_eq!(err.message, "invalid duration \"soon\"");
+        assert_eq!(
+            err.hints,
+            ["write a positive number with a unit, like \"90s\", \"5m\", \"1h\" or \"30d\""]
+        );
+        assert_eq!(
+            err.to_string(),
+            "cfg.toml:2: key `test.timeout`: invalid duration \"soon\"; write a positive number with a unit, like \"90s\", \"5m\", \"1h\" or \"30d\""
+        );
+        let err = parse_file("cfg.toml", "[analysis]\nexclude = [\"a**\"]\n").unwrap_err();
+        assert_eq!(err.hints, ["use `*` within a segment"], "{err}");
+        let err = parse_file("cfg.toml", "[test]\nretries = 3\n").unwrap_err();
+        assert!(err.message.starts_with("unknown field `retries`"), "{err}");
+        assert_eq!(err.hints.len(), 1, "{err}");
+        assert!(!err.message.contains('\u{1f}') && !err.to_string().contains('\u{1f}'));
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod file;
 pub use file::{parse_file, parse_repository_file, ConfigFile, Limit};
 
 use crate::util::glob::{GlobError, Globs};
+use crate::util::hint::{display_hinted, Hinted};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -20,12 +21,25 @@ pub struct Location {
     pub key: Option<String>,
 }
 
+/// A config problem where it is, and what to do about it. `Display` is one line with the fix.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{location}: {message}")]
 pub struct ConfigError {
     pub location: Location,
     pub message: String,
+    pub hints: Vec<String>,
 }
+
+impl Hinted for ConfigError {
+    fn problem(&self) -> String {
+        format!("{}: {}", self.location, self.message)
+    }
+
+    fn hints(&self) -> Vec<String> {
+        self.hints.clone()
+    }
+}
+
+display_hinted!(ConfigError);
 
 /// The most of a work tree's `.sandbox.toml` read.
 const REPO_CONFIG_CAP: u64 = 1024 * 1024;
@@ -229,6 +243,7 @@ impl Layers {
                         key: None,
                     },
                     message: format!("cannot read it: {e}"),
+                    hints: Vec::new(),
                 })
             }
         };
@@ -267,7 +282,8 @@ impl Layers {
                     line: None,
                     key: None,
                 },
-                message: format!("{skip}; make it a regular file of at most 1 MiB"),
+                message: skip.to_string(),
+                hints: vec!["make it a regular file of at most 1 MiB".into()],
             }),
         }
     }

@@ -96,10 +96,13 @@ fn bind_private(path: &Path) -> std::io::Result<UnixListener> {
     addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
     let bytes = path.as_os_str().as_bytes();
     if bytes.len() >= addr.sun_path.len() {
-        return Err(std::io::Error::other(format!(
-            "the socket path is longer than {} bytes",
-            addr.sun_path.len() - 1
-        )));
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidFilename,
+            format!(
+                "the socket path is longer than {} bytes",
+                addr.sun_path.len() - 1
+            ),
+        ));
     }
     for (dst, src) in addr.sun_path.iter_mut().zip(bytes) {
         *dst = *src as libc::c_char;

@@ -10,6 +10,7 @@ mod worker;
 
 use crate::app::{notify, AppError, Context};
 use crate::store::RepoRow;
+use crate::util::hint::{display_hinted, Hinted};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,20 +23,54 @@ pub const HEARTBEAT: Duration = Duration::from_secs(30);
 /// Watcher events closer together than this are handled as one.
 const DEBOUNCE: Duration = Duration::from_millis(30);
 
+/// Why the daemon cannot start (its critical errors). `Display` is one line with the fix.
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
-    #[error(
-        "a daemon is already running on {home} (pid {pid}); stop it with `git sandbox daemon stop`"
-    )]
-    AlreadyRunning { home: PathBuf, pid: String },
-    #[error("cannot listen on {path}: {source}; remove the file if no daemon runs, or set GIT_SANDBOX_HOME")]
+    AlreadyRunning {
+        home: PathBuf,
+        pid: String,
+    },
     Bind {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error(transparent)]
     App(#[from] AppError),
 }
+
+impl Hinted for DaemonError {
+    fn problem(&self) -> String {
+        match self {
+            DaemonError::AlreadyRunning { home, pid } => format!(
+                "a daemon is already running on {} (pid {pid})",
+                home.display()
+            ),
+            DaemonError::Bind { path, source } => {
+                format!("cannot listen on {}: {source}", path.display())
+            }
+            DaemonError::App(e) => e.problem(),
+        }
+    }
+
+    fn hints(&self) -> Vec<String> {
+        match self {
+            DaemonError::AlreadyRunning { .. } => {
+                vec!["stop it with `git sandbox daemon stop`".into()]
+            }
+            DaemonError::Bind { source, .. }
+                if source.kind() == std::io::ErrorKind::InvalidFilename =>
+            {
+                vec!["set GIT_SANDBOX_HOME to a shorter path".into()]
+            }
+            DaemonError::Bind { path, .. } => vec![format!(
+                "remove {} if no daemon runs, or set GIT_SANDBOX_HOME",
+                path.display()
+            )],
+            DaemonError::App(e) => e.hints(),
+        }
+    }
+}
+
+display_hinted!(DaemonError);
 
 pub struct Options {
     pub workers: usize,

@@ -9,6 +9,7 @@ pub mod marks;
 pub mod notes;
 pub mod revs;
 
+use crate::util::hint::{display_hinted, Hinted};
 use gix::bstr::ByteSlice;
 use gix::ObjectId;
 use std::path::{Path, PathBuf};
@@ -22,49 +23,116 @@ pub const SUMMARY_NOTES_REF: &str = "refs/notes/sandbox-summary";
 /// The notes ref evaluations live under, on the experiment's head commit.
 pub const EVAL_NOTES_REF: &str = "refs/notes/sandbox-eval";
 
+/// What went wrong talking to git. `Display` is one line with the fix; [`Hinted`] splits them.
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {
-    #[error("{path} is not inside a git repository; run this inside one, or create one with `git sandbox new`")]
-    NotARepo { path: PathBuf },
-    #[error("invalid revision {rev:?}: {detail}")]
-    BadRevision { rev: String, detail: String },
-    #[error("the range {0:?} holds no commits; check the order (OLDER..NEWER) with `git log --oneline {0}`")]
+    NotARepo {
+        path: PathBuf,
+    },
+    BadRevision {
+        rev: String,
+        detail: String,
+    },
     EmptyRange(String),
-    #[error("unknown revision {name:?}{}; name a commit, branch or tag that exists (see `git branch` and `git log --oneline`)", within.as_ref().map(|w| format!(" (in {w:?})")).unwrap_or_default())]
     UnknownRevision {
         name: String,
         within: Option<String>,
     },
-    #[error("{rev}: the history{} has only {} (the first is {first})", of.as_ref().map(|o| format!(" of {o}")).unwrap_or_default(), plural(*commits, "commit"))]
     PastRoot {
         rev: String,
         of: Option<String>,
         commits: usize,
         first: String,
     },
-    #[error("{rev}: {of} has only {}; ^2 names the second parent of a merge", plural(*parents, "parent"))]
     NoSuchParent {
         rev: String,
         of: String,
         parents: usize,
     },
-    #[error("{rev:?} names a {kind}, not a commit; name a commit, branch or tag")]
-    NotACommit { rev: String, kind: String },
-    #[error("git failed: {0}")]
+    NotACommit {
+        rev: String,
+        kind: String,
+    },
     Gix(String),
-    #[error(
-        "the tree is {}, over the checkout ceiling of {}; raise [limits] checkout_mb in your user config to run it",
-        mib(*.size), mib(*.ceiling)
-    )]
-    TreeTooLarge { size: u64, ceiling: u64 },
-    #[error("`{cmd}` failed: {stderr}")]
-    Cli { cmd: String, stderr: String },
-    #[error("{context}: {source}")]
+    TreeTooLarge {
+        size: u64,
+        ceiling: u64,
+    },
+    Cli {
+        cmd: String,
+        stderr: String,
+    },
     Io {
         context: String,
         source: std::io::Error,
     },
 }
+
+impl Hinted for GitError {
+    fn problem(&self) -> String {
+        match self {
+            GitError::NotARepo { path } => {
+                format!("{} is not inside a git repository", path.display())
+            }
+            GitError::BadRevision { rev, detail } => format!("invalid revision {rev:?}: {detail}"),
+            GitError::EmptyRange(range) => format!("the range {range:?} holds no commits"),
+            GitError::UnknownRevision { name, within } => format!(
+                "unknown revision {name:?}{}",
+                within
+                    .as_ref()
+                    .map(|w| format!(" (in {w:?})"))
+                    .unwrap_or_default()
+            ),
+            GitError::PastRoot {
+                rev,
+                of,
+                commits,
+                first,
+            } => format!(
+                "{rev}: the history{} has only {} (the first is {first})",
+                of.as_ref().map(|o| format!(" of {o}")).unwrap_or_default(),
+                plural(*commits, "commit")
+            ),
+            GitError::NoSuchParent { rev, of, parents } => {
+                format!("{rev}: {of} has only {}", plural(*parents, "parent"))
+            }
+            GitError::NotACommit { rev, kind } => format!("{rev:?} names a {kind}, not a commit"),
+            GitError::Gix(detail) => format!("git failed: {detail}"),
+            GitError::TreeTooLarge { size, ceiling } => format!(
+                "the tree is {}, over the checkout ceiling of {}",
+                mib(*size),
+                mib(*ceiling)
+            ),
+            GitError::Cli { cmd, stderr } => format!("`{cmd}` failed: {stderr}"),
+            GitError::Io { context, source } => format!("{context}: {source}"),
+        }
+    }
+
+    fn hints(&self) -> Vec<String> {
+        let hint = match self {
+            GitError::NotARepo { .. } => {
+                "run this inside one, or create one with `git sandbox new`".to_string()
+            }
+            GitError::EmptyRange(range) => {
+                format!("check the order (OLDER..NEWER) with `git log --oneline {range}`")
+            }
+            GitError::UnknownRevision { .. } => "name a commit, branch or tag that exists (see `git branch` and `git log --oneline`)".into(),
+            GitError::NoSuchParent { .. } => "^2 names the second parent of a merge".into(),
+            GitError::NotACommit { .. } => "name a commit, branch or tag".into(),
+            GitError::TreeTooLarge { .. } => {
+                "raise [limits] checkout_mb in your user config to run it".into()
+            }
+            GitError::BadRevision { .. }
+            | GitError::PastRoot { .. }
+            | GitError::Gix(_)
+            | GitError::Cli { .. }
+            | GitError::Io { .. } => return Vec::new(),
+        };
+        vec![hint]
+    }
+}
+
+display_hinted!(GitError);
 
 pub type Result<T> = std::result::Result<T, GitError>;
 

@@ -14,6 +14,7 @@ pub use jobs::Job;
 pub use repos::{RepoRow, RepoRows, RepoStats};
 pub use runs::RunRow;
 
+use crate::util::hint::{display_hinted, Hinted};
 use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 
@@ -124,24 +125,58 @@ const MIGRATIONS: &[&str] = &[
     "#,
 ];
 
+/// What went wrong with the index. `Display` is one line with the fix; [`Hinted`] splits them.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("cannot create the data directory {path}: {source}; set GIT_SANDBOX_HOME to a writable directory")]
     Home {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("the index {path} is corrupt ({detail}); move it away and run `git sandbox reindex` to rebuild it from git notes")]
-    Corrupt { path: PathBuf, detail: String },
-    #[error("the index {path} was written by a newer git-sandbox (schema {found}, this build knows {known}); upgrade git-sandbox, or move the file away and run `git sandbox reindex`")]
+    Corrupt {
+        path: PathBuf,
+        detail: String,
+    },
     TooNew {
         path: PathBuf,
         found: i64,
         known: i64,
     },
-    #[error("index query failed: {0}")]
     Sql(#[from] rusqlite::Error),
 }
+
+impl Hinted for StoreError {
+    fn problem(&self) -> String {
+        match self {
+            StoreError::Home { path, source } => format!(
+                "cannot create the data directory {}: {source}",
+                path.display()
+            ),
+            StoreError::Corrupt { path, detail } => {
+                format!("the index {} is corrupt ({detail})", path.display())
+            }
+            StoreError::TooNew { path, found, known } => format!(
+                "the index {} was written by a newer git-sandbox (schema {found}, this build knows {known})",
+                path.display()
+            ),
+            StoreError::Sql(e) => format!("index query failed: {e}"),
+        }
+    }
+
+    fn hints(&self) -> Vec<String> {
+        match self {
+            StoreError::Home { .. } => vec!["set GIT_SANDBOX_HOME to a writable directory".into()],
+            StoreError::Corrupt { .. } => vec![
+                "move it away and run `git sandbox reindex` to rebuild it from git notes".into(),
+            ],
+            StoreError::TooNew { .. } => vec![
+                "upgrade git-sandbox, or move the file away and run `git sandbox reindex`".into(),
+            ],
+            StoreError::Sql(_) => Vec::new(),
+        }
+    }
+}
+
+display_hinted!(StoreError);
 
 pub type Result<T> = std::result::Result<T, StoreError>;
 

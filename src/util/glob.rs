@@ -1,15 +1,28 @@
 //! Path globs (`*`, `?`, `**`) compiled once into one linear-time matcher: patterns come from
 //! committed config, so matching must not backtrack (globset runs them as one automaton).
 
+use crate::util::hint::{display_hinted, Hinted};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
-/// A glob that cannot be compiled, with the fix.
+/// A glob that cannot be compiled, with the fix when there is one.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid glob {pattern:?}: {reason}")]
 pub struct GlobError {
     pub pattern: String,
     pub reason: String,
+    pub fix: Option<String>,
 }
+
+impl Hinted for GlobError {
+    fn problem(&self) -> String {
+        format!("invalid glob {:?}: {}", self.pattern, self.reason)
+    }
+
+    fn hints(&self) -> Vec<String> {
+        self.fix.iter().cloned().collect()
+    }
+}
+
+display_hinted!(GlobError);
 
 /// Compiled patterns; equal when their patterns are.
 #[derive(Clone)]
@@ -62,12 +75,14 @@ impl Globs {
                 .map_err(|e| GlobError {
                     pattern: p.clone(),
                     reason: e.kind().to_string(),
+                    fix: None,
                 })?;
             set.add(glob);
         }
         let set = set.build().map_err(|e| GlobError {
             pattern: patterns.join(", "),
             reason: e.kind().to_string(),
+            fix: None,
         })?;
         Ok(Globs {
             patterns: originals,
@@ -136,8 +151,9 @@ fn translate(pattern: &str) -> Result<String, GlobError> {
                         return Err(GlobError {
                             pattern: pattern.to_string(),
                             reason: "`**` must be a whole path segment, as in `a/**`, `**/b` or \
-                                     `a/**/b`; use `*` within a segment"
+                                     `a/**/b`"
                                 .into(),
+                            fix: Some("use `*` within a segment".into()),
                         })
                     }
                 }

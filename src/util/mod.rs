@@ -2,6 +2,7 @@
 
 pub mod beneath;
 pub mod glob;
+pub mod hint;
 pub mod private;
 pub mod time;
 

@@ -23,6 +23,25 @@ pub struct Out {
 }
 
 impl Out {
+    /// The error on stderr as (problem, hints): one `error:` line naming the problem, then only
+    /// `hint:` lines; panics on any other shape.
+    pub fn error(&self) -> (String, Vec<String>) {
+        let mut lines = self.stderr.lines();
+        let problem = lines
+            .next()
+            .and_then(|l| l.strip_prefix("error: "))
+            .unwrap_or_else(|| panic!("no `error:` line first: {self:?}"))
+            .to_string();
+        let hints = lines
+            .map(|l| {
+                l.strip_prefix("hint: ")
+                    .unwrap_or_else(|| panic!("not a `hint:` line: {l:?} in {self:?}"))
+                    .to_string()
+            })
+            .collect();
+        (problem, hints)
+    }
+
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
             panic!(
