@@ -1,16 +1,14 @@
 //! What a hostile commit or a careless umask must not get: private data files, reads that do not
 //! follow the commit's symlinks, and checkouts bounded by a ceiling.
 
-mod common;
-
-use common::{World, BIN};
+use crate::common::{World, BIN};
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
 
 /// Run `git-sandbox ARGS` in `dir` under `umask 000`.
-fn sandbox_umask0(w: &World, dir: &Path, args: &[&str]) -> common::Out {
+fn sandbox_umask0(w: &World, dir: &Path, args: &[&str]) -> crate::common::Out {
     let mut cmd = Command::new(BIN);
     cmd.args(args).current_dir(dir);
     w.apply_env(&mut cmd);
@@ -22,7 +20,7 @@ fn sandbox_umask0(w: &World, dir: &Path, args: &[&str]) -> common::Out {
         });
     }
     let o = cmd.output().unwrap();
-    common::Out {
+    crate::common::Out {
         code: o.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
@@ -84,7 +82,7 @@ fn data_files_are_private_under_umask_000() {
 /// `git-sandbox ARGS` with its address space capped (so a regression that reads `/dev/zero`
 /// fails the test instead of eating the machine), and its peak RSS in KiB.
 #[allow(clippy::zombie_processes)] // reaped by wait4, which also gives the peak RSS
-fn sandbox_measured(w: &World, dir: &Path, args: &[&str]) -> (common::Out, u64) {
+fn sandbox_measured(w: &World, dir: &Path, args: &[&str]) -> (crate::common::Out, u64) {
     static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let out_path = w.path(&format!("measured-{n}.out"));
@@ -116,7 +114,7 @@ fn sandbox_measured(w: &World, dir: &Path, args: &[&str]) -> (common::Out, u64) 
     } else {
         -1
     };
-    let out = common::Out {
+    let out = crate::common::Out {
         code,
         stdout: std::fs::read_to_string(&out_path).unwrap(),
         stderr: std::fs::read_to_string(&err_path).unwrap(),
@@ -126,7 +124,7 @@ fn sandbox_measured(w: &World, dir: &Path, args: &[&str]) -> (common::Out, u64) 
 
 /// `git-sandbox ARGS` and the peak RSS (VmHWM, KiB) of that process alone, polled while it runs
 /// (the high-water mark only grows, so a late read sees the peak of everything before it).
-fn sandbox_polled(w: &World, dir: &Path, args: &[&str]) -> (common::Out, u64) {
+fn sandbox_polled(w: &World, dir: &Path, args: &[&str]) -> (crate::common::Out, u64) {
     let out_path = w.path("polled.out");
     let err_path = w.path("polled.err");
     let mut cmd = Command::new(BIN);
@@ -150,7 +148,7 @@ fn sandbox_polled(w: &World, dir: &Path, args: &[&str]) -> (common::Out, u64) {
         }
         std::thread::sleep(std::time::Duration::from_millis(5));
     };
-    let out = common::Out {
+    let out = crate::common::Out {
         code: status.code().unwrap_or(-1),
         stdout: std::fs::read_to_string(&out_path).unwrap(),
         stderr: std::fs::read_to_string(&err_path).unwrap(),

@@ -1,8 +1,6 @@
 //! The daemon's control socket against other users, huge requests and piles of slow clients.
 
-mod common;
-
-use common::{Background, World, BIN};
+use crate::common::{Background, World, BIN};
 use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::net::UnixStream;

@@ -3,9 +3,7 @@
 //! writes (bounded on every backing), and the notes ref it races for. Each attack runs as root
 //! and, where the machine allows it, as the unprivileged user `nobody`.
 
-mod common;
-
-use common::World;
+use crate::common::World;
 use serde_json::Value;
 use std::path::Path;
 use std::time::{Duration, Instant};
