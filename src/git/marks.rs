@@ -40,7 +40,9 @@ pub fn write(repo: &gix::Repository, marks: &Marks) -> Result<()> {
         body.push_str(&format!("{id} {name}\n"));
     }
     let p = path(repo);
-    crate::util::write_atomic(&p, body.as_bytes()).map_err(|source| GitError::Io {
+    // No fsync: this runs in every hook, and a crash that loses the newest watermarks only
+    // makes the next scan look at a few commits again (those with a job or a note stop it).
+    crate::util::replace_file(&p, body.as_bytes(), false).map_err(|source| GitError::Io {
         context: format!("cannot write {}", p.display()),
         source,
     })

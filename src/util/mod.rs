@@ -64,10 +64,18 @@ pub fn name_problem(name: &str) -> Option<&'static str> {
 
 /// Write `bytes` to `path` through a temp file and a rename, so readers never see half a file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    replace_file(path, bytes, true)
+}
+
+/// As [`write_atomic`], without waiting for the disk: for state that is cheap to lose in a
+/// crash and written on a hot path (a hook's), where an fsync would cost milliseconds.
+pub fn replace_file(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
     std::io::Write::write_all(&mut tmp, bytes)?;
-    tmp.as_file().sync_all().ok();
+    if durable {
+        tmp.as_file().sync_all().ok();
+    }
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
 }
