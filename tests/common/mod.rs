@@ -91,6 +91,15 @@ impl World {
         if unsafe { libc::geteuid() } != 0 {
             return None;
         }
+        // `nobody` must be able to reach and run the binary (a checkout under /root cannot).
+        use std::os::unix::fs::PermissionsExt;
+        let reachable = Path::new(BIN)
+            .ancestors()
+            .all(|p| std::fs::metadata(p).is_ok_and(|m| m.permissions().mode() & 0o001 != 0));
+        if !reachable {
+            eprintln!("{BIN} is out of reach of other users: the unprivileged variant is skipped");
+            return None;
+        }
         let mut w = World::new();
         w.user = Some(65534);
         w.own(w.tmp.path());
