@@ -80,13 +80,10 @@ pub fn config_overrides(
     name: &str,
 ) -> Result<ConfigFile> {
     let path = metadata_path(name);
-    let Some(bytes) = git::read_blob_at(repo, info.tree, &path)? else {
+    let label = format!("{}:{path}", util::short(&info.id.to_string()));
+    let Some(text) = super::run::committed_text(repo, info, &path, &label)? else {
         return Ok(ConfigFile::default());
     };
-    let label = format!("{}:{path}", util::short(&info.id.to_string()));
-    let text = String::from_utf8(bytes).map_err(|_| {
-        AppError::usage(format!("{label}: the file is not UTF-8")).hint("save it as UTF-8 text")
-    })?;
     let table: toml::Table = toml::from_str(&text).map_err(|e| {
         AppError::usage(format!("{label}: {}", e.message().trim())).hint("fix the TOML syntax")
     })?;
@@ -105,8 +102,9 @@ pub fn config_overrides(
 
 fn read_metadata(repo: &gix::Repository, commit: ObjectId, name: &str) -> Option<ExperimentFile> {
     let info = git::commit_info(repo, commit).ok()?;
-    let bytes = git::read_blob_at(repo, info.tree, &metadata_path(name)).ok()??;
-    toml::from_str(&String::from_utf8(bytes).ok()?).ok()
+    let path = metadata_path(name);
+    let text = super::run::committed_text(repo, &info, &path, &path).ok()??;
+    toml::from_str(&text).ok()
 }
 
 /// The commit an experiment's results hang off: its branch, else its archive, else what was

@@ -212,20 +212,40 @@ pub fn config_for(
     experiment: Option<&str>,
     flags: &ConfigFile,
 ) -> Result<Config> {
-    let text = git::read_blob_at(repo, info.tree, ".sandbox.toml")?;
     let label = format!("{}:.sandbox.toml", util::short(&info.id.to_string()));
-    let text = match text {
-        Some(bytes) => Some(String::from_utf8(bytes).map_err(|_| {
-            AppError::usage(format!("{label}: the file is not UTF-8")).hint("save it as UTF-8 text")
-        })?),
-        None => None,
-    };
+    let text = committed_text(repo, info, ".sandbox.toml", &label)?;
     let mut layers = ctx.layers.with_repo_text(&label, text.as_deref())?;
     if let Some(name) = experiment {
         layers.experiment = super::experiments::config_overrides(repo, info, name)?;
     }
     layers.flags = flags.clone();
     Ok(layers.resolve())
+}
+
+/// The most a config file in a commit may hold: it is read whole, by the supervisor.
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// The text of a small file the commit holds (its `.sandbox.toml`, an `experiment.toml`), read
+/// only when it is small and UTF-8: anything else is a config error, never a big read.
+pub(crate) fn committed_text(
+    repo: &gix::Repository,
+    info: &CommitInfo,
+    path: &str,
+    label: &str,
+) -> Result<Option<String>> {
+    let Some((id, size)) = git::blob_at(repo, info.tree, path)? else {
+        return Ok(None);
+    };
+    if size > MAX_CONFIG_BYTES {
+        return Err(AppError::usage(format!(
+            "{label}: the file is {size} bytes, more than a config file may hold (1 MiB)"
+        ))
+        .hint("keep it to settings"));
+    }
+    let bytes = repo.find_blob(id).map_err(git::gix_err)?.data.clone();
+    String::from_utf8(bytes).map(Some).map_err(|_| {
+        AppError::usage(format!("{label}: the file is not UTF-8")).hint("save it as UTF-8 text")
+    })
 }
 
 /// The record of one commit and where it came from.

@@ -230,8 +230,13 @@ pub fn commit_info(repo: &gix::Repository, id: ObjectId) -> Result<CommitInfo> {
     })
 }
 
-/// The blob at `path` in `tree`, if there is one.
-pub fn read_blob_at(repo: &gix::Repository, tree: ObjectId, path: &str) -> Result<Option<Vec<u8>>> {
+/// The id and size of the blob at `path` in `tree` (a regular file, not a link or a tree),
+/// without reading it: a commit's file may be huge.
+pub fn blob_at(
+    repo: &gix::Repository,
+    tree: ObjectId,
+    path: &str,
+) -> Result<Option<(ObjectId, u64)>> {
     let tree = repo.find_tree(tree).map_err(gix_err)?;
     let Some(entry) = tree.lookup_entry_by_path(path).map_err(gix_err)? else {
         return Ok(None);
@@ -239,8 +244,9 @@ pub fn read_blob_at(repo: &gix::Repository, tree: ObjectId, path: &str) -> Resul
     if !entry.mode().is_blob() {
         return Ok(None);
     }
-    let blob = repo.find_blob(entry.object_id()).map_err(gix_err)?;
-    Ok(Some(blob.data.clone()))
+    let id = entry.object_id();
+    let size = repo.find_header(id).map_err(gix_err)?.size();
+    Ok(Some((id, size)))
 }
 
 /// Branches (`refs/heads/*`) and their tips, short name first.

@@ -324,3 +324,17 @@ fn a_corrupt_index_names_the_recovery_and_the_recovery_works() {
     let log = w.sandbox(&created, &["log", "-n", "1"]);
     assert!(log.stdout.starts_with("✔ "), "{log:?}");
 }
+
+#[test]
+fn a_huge_committed_config_is_an_error_not_a_big_read() {
+    let w = World::new();
+    let repo = w.new_repo("huge-config");
+    let huge = format!("# {}\n[test]\ncommand = \"true\"\n", "x".repeat(3 << 20));
+    let rec = run_with(&w, &repo, &huge);
+    assert_eq!(rec["status"], "error", "{}", rec["error"]);
+    let error = rec["error"].as_str().unwrap();
+    assert!(
+        error.contains(".sandbox.toml: the file is") && error.contains("1 MiB"),
+        "{error}"
+    );
+}
