@@ -34,6 +34,9 @@ fn cache_key(path: &str) -> String {
     format!("v{}:{ext}", analysis::ANALYZER_VERSION)
 }
 
+/// The largest manifest (package.json, Cargo.toml, …) whose dependencies are read.
+const MAX_MANIFEST_BYTES: u64 = 1 << 20;
+
 pub fn analyze_tree(
     index: &Index,
     repo: &gix::Repository,
@@ -53,7 +56,12 @@ pub fn analyze_tree(
             continue;
         }
         let path = entry.filepath.to_str_lossy().into_owned();
-        if analysis::is_manifest(&path) {
+        // A manifest is read whole, so only a small one: a commit's files may be huge.
+        if analysis::is_manifest(&path)
+            && repo
+                .find_header(entry.oid)
+                .is_ok_and(|h| h.size() <= MAX_MANIFEST_BYTES)
+        {
             if let Ok(blob) = repo.find_blob(entry.oid) {
                 agg.add_manifest(&path, &blob.data);
             }
