@@ -34,6 +34,11 @@ fn spec<'a>(
         sandbox: sb,
         interrupt: flag,
         artifacts: &[],
+        lower: None,
+        run_uid: None,
+        cache_layers: &[],
+        cache_out: None,
+        cache_paths: &[],
     }
 }
 

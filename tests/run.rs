@@ -5,6 +5,18 @@ mod common;
 use common::World;
 use std::path::Path;
 
+/// The run directories under a scratch dir (not the kept checkouts, which outlive runs).
+fn run_dirs(scratch: &Path) -> usize {
+    std::fs::read_dir(scratch)
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.starts_with("git-sandbox-") && !n.starts_with("git-sandbox-cache-")
+        })
+        .count()
+}
+
 fn set_config(w: &World, repo: &Path, toml: &str) -> String {
     w.commit(repo, &[(".sandbox.toml", toml)], "configure")
 }
@@ -535,9 +547,9 @@ fn ctrl_c_stops_the_run_records_nothing_and_removes_the_checkout() {
     });
     assert!(started);
     assert_eq!(
-        std::fs::read_dir(&scratch).unwrap().count(),
+        run_dirs(&scratch),
         1,
-        "the checkout exists while the test runs"
+        "the run's directory exists while the test runs"
     );
     // SAFETY: signalling the child we spawned.
     unsafe { libc::kill(run.child.id() as i32, libc::SIGINT) };
@@ -547,11 +559,7 @@ fn ctrl_c_stops_the_run_records_nothing_and_removes_the_checkout() {
         w.note(&repo, "HEAD").is_none(),
         "an interrupted run is no result"
     );
-    assert_eq!(
-        std::fs::read_dir(&scratch).unwrap().count(),
-        0,
-        "the checkout is gone"
-    );
+    assert_eq!(run_dirs(&scratch), 0, "the run's directory is gone");
 }
 
 #[test]
@@ -620,7 +628,7 @@ fn a_checkout_left_by_a_killed_run_is_removed_by_the_next_one() {
     let repo = w.new_repo("r19");
     set_config(&w, &repo, "[test]\ncommand = \"sleep 30\"\n");
     let mut run = w.spawn(&repo, &["run"]);
-    assert!(w.wait_until(20, || std::fs::read_dir(&scratch).unwrap().count() == 1));
+    assert!(w.wait_until(20, || run_dirs(&scratch) == 1));
     assert!(w.wait_until(20, || {
         w.sandbox(&w.work(), &["events", "--kind", "test.started", "--json"])
             .stdout
@@ -628,16 +636,8 @@ fn a_checkout_left_by_a_killed_run_is_removed_by_the_next_one() {
     }));
     run.child.kill().unwrap(); // kill -9: no destructor runs
     run.child.wait().unwrap();
-    assert_eq!(
-        std::fs::read_dir(&scratch).unwrap().count(),
-        1,
-        "the killed run left its checkout"
-    );
+    assert_eq!(run_dirs(&scratch), 1, "the killed run left its directory");
     let o = w.sandbox(&repo, &["run", "--command", "true"]);
     assert_eq!(o.code, 0, "{o:?}");
-    assert_eq!(
-        std::fs::read_dir(&scratch).unwrap().count(),
-        0,
-        "the next run removed it"
-    );
+    assert_eq!(run_dirs(&scratch), 0, "the next run removed it");
 }

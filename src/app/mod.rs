@@ -5,6 +5,7 @@
 pub mod analyze;
 pub mod demo;
 pub mod eval;
+pub mod exec;
 pub mod experiments;
 pub mod forget;
 pub mod gc;

@@ -7,7 +7,7 @@ use super::{analyze, AppError, Context, Result};
 use crate::config::{Config, ConfigFile};
 use crate::git::{self, checkout, CommitInfo};
 use crate::model::{RunRecord, Status, Tests, Trigger, RUN_SCHEMA};
-use crate::runner::{self, detect, parse, process};
+use crate::runner::{self, detect, parse, process, workspace};
 use crate::store::RepoRow;
 use crate::util::{self, time};
 use gix::ObjectId;
@@ -222,6 +222,29 @@ pub fn config_for(
     Ok(layers.resolve())
 }
 
+/// The in-tree directories whose build output a run keeps: `[cache] dirs`, else what the tree's
+/// toolchain writes (Cargo.toml: `target`, package.json: `node_modules`).
+pub(crate) fn cache_dirs(
+    config: &Config,
+    repo: &gix::Repository,
+    info: &CommitInfo,
+) -> Vec<String> {
+    if let Some(d) = &config.cache.dirs {
+        return d.clone();
+    }
+    let mut out = Vec::new();
+    for (marker, dir) in [("Cargo.toml", "target"), ("package.json", "node_modules")] {
+        if git::blob_at(repo, info.tree, marker)
+            .ok()
+            .flatten()
+            .is_some()
+        {
+            out.push(dir.to_string());
+        }
+    }
+    out
+}
+
 /// The most a config file in a commit may hold: it is read whole, by the supervisor.
 const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
@@ -329,13 +352,35 @@ fn run_one(
         "run.started",
         serde_json::json!({"trigger": opts.trigger, "trial": opts.is_trial()}),
     );
-    let work = match checkout::checkout_tree(
-        repo,
-        info.tree,
-        &checkout::scratch_root(),
-        opts.interrupt,
-        config.limits.checkout_bytes(),
-    ) {
+    let sandbox = sandbox.get_or_init(|| ctx.sandbox());
+    let scratch = checkout::scratch_root();
+    let cache_home = ctx.paths.home.join("cache");
+    let dirs = cache_dirs(&config, repo, info);
+    let branch = opts
+        .refname
+        .as_deref()
+        .and_then(|r| r.strip_prefix("refs/heads/"))
+        .filter(|_| !opts.is_trial());
+    let prepare = |overlay: bool| {
+        workspace::prepare(
+            repo,
+            info.tree,
+            &workspace::Options {
+                scratch: &scratch,
+                overlay,
+                ceiling: config.limits.checkout_bytes(),
+                interrupt: opts.interrupt,
+                cache: config.cache.enabled.then(|| workspace::CacheUse {
+                    home: &cache_home,
+                    branch,
+                    production: &config.promote.target,
+                    dirs: &dirs,
+                    max_mb: config.cache.max_mb,
+                }),
+            },
+        )
+    };
+    let mut work = match prepare(sandbox.overlay) {
         Ok(w) => w,
         Err(e) => {
             record.status = Status::Error;
@@ -345,7 +390,7 @@ fn run_one(
     };
     event(
         "checkout.completed",
-        serde_json::json!({"files": work.files, "ms": time::now_millis() - started}),
+        serde_json::json!({"files": work.files, "kept": work.lower().is_some(), "how": format!("{:?}", work.prepared).to_lowercase(), "ms": time::now_millis() - started}),
     );
     let log = ctx
         .paths
@@ -368,9 +413,15 @@ fn run_one(
                 analyze::analyze_tree(&index, &repo, tree, &cfg)
             })
         });
-        let sandbox = sandbox.get_or_init(|| ctx.sandbox());
         event("test.started", serde_json::json!({}));
-        let tests = run_tests(ctx, &config, &work, &log, sandbox, opts.interrupt);
+        let mut tests = run_tests(ctx, &config, &work, &log, sandbox, opts.interrupt);
+        if tests.overlay_failed && work.lower().is_some() {
+            // The kept checkout was only bound read-only: run again in a fresh one.
+            if let Ok(fresh) = prepare(false) {
+                work = fresh;
+                tests = run_tests(ctx, &config, &work, &log, sandbox, opts.interrupt);
+            }
+        }
         event(
             "test.completed",
             serde_json::json!({"status": tests.status, "exit_code": tests.tests.as_ref().and_then(|t| t.exit_code)}),
@@ -410,13 +461,15 @@ struct TestRun {
     tests: Option<Tests>,
     error: Option<String>,
     warnings: Vec<String>,
+    /// The run's overlay could not be made (its kept checkout was bound read-only instead).
+    overlay_failed: bool,
 }
 
 /// Run the tests of a checkout.
 fn run_tests(
     ctx: &Context,
     config: &Config,
-    work: &checkout::Checkout,
+    work: &workspace::Workspace,
     log: &std::path::Path,
     sandbox: &runner::Sandbox,
     interrupt: &AtomicBool,
@@ -428,7 +481,7 @@ fn run_tests(
             c.clone(),
             parse::framework_from_command(c).map(str::to_string),
         ),
-        None => match detect::detect(&dir) {
+        None => match detect::detect(&work.host_tree()) {
             Some((c, f)) => (c, Some(f.to_string())),
             None => {
                 return TestRun {
@@ -436,6 +489,7 @@ fn run_tests(
                     tests: None,
                     error: None,
                     warnings,
+                    overlay_failed: false,
                 }
             }
         },
@@ -455,7 +509,17 @@ fn run_tests(
         sandbox,
         interrupt,
         artifacts: &artifacts,
+        lower: work.lower(),
+        run_uid: work.run_uid,
+        cache_layers: &work.cache_layers,
+        cache_out: work.cache_out.as_deref(),
+        cache_paths: &work.cache_paths,
     });
+    let overlay_failed = outcome
+        .isolation
+        .layers
+        .iter()
+        .any(|l| l.layer == "disk_limit" && l.status == crate::model::LayerStatus::Unavailable);
     let summary = outcome.isolation.summary();
     let _ = ctx
         .index
@@ -535,6 +599,7 @@ fn run_tests(
         tests: Some(tests),
         error,
         warnings,
+        overlay_failed,
     }
 }
 

@@ -1,8 +1,6 @@
 use super::{cwd, CmdResult, CommandError};
-use crate::app::{run::config_for, Context};
-use crate::config::ConfigFile;
-use crate::git::{self, checkout};
-use crate::runner::{env, process};
+use crate::app::{exec, Context};
+use crate::git;
 
 /// Run any command in a sandboxed, throw-away checkout of REV; prints its output and exits with
 /// its exit code. Nothing is recorded.
@@ -20,53 +18,28 @@ pub struct ExecArgs {
     pub command: Vec<String>,
 }
 
-fn shell_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
-}
-
 pub fn cmd_exec(args: ExecArgs) -> CmdResult {
     let dir = cwd()?;
     let repo = git::discover(&dir)?;
     let ctx = Context::load()?;
     let commit = git::resolve_commit(&repo, &args.rev)?;
-    let info = git::commit_info(&repo, commit)?;
-    let mut config = config_for(&ctx, &repo, &info, None, &ConfigFile::default())?;
-    if let Some(t) = &args.timeout {
-        config.test.timeout = crate::config::parse_duration(t).ok_or_else(|| {
+    let timeout = match &args.timeout {
+        Some(t) => Some(crate::config::parse_duration(t).ok_or_else(|| {
             CommandError::usage(format!("invalid --timeout {t:?}"))
                 .hint("write a duration like \"90s\" or \"5m\"")
-        })?;
-    }
+        })?),
+        None => None,
+    };
     let _ = gix::interrupt::init_handler_default(1);
-    let work = checkout::checkout_tree(
+    let executed = exec::exec(
+        &ctx,
         &repo,
-        info.tree,
-        &checkout::scratch_root(),
+        commit,
+        &args.command,
+        timeout,
         &gix::interrupt::IS_INTERRUPTED,
-        config.limits.checkout_bytes(),
     )?;
-    let command: Vec<String> = args.command.iter().map(|a| shell_quote(a)).collect();
-    let command = format!("exec {}", command.join(" "));
-    let outcome = process::run(process::Spec {
-        command: &command,
-        cwd: &work.path(),
-        root: work.root(),
-        env: env::sandbox_env(work.root()),
-        timeout: config.test.timeout,
-        output: process::Output::Inherit,
-        limits: &config.limits,
-        sandbox: &ctx.sandbox(),
-        interrupt: &gix::interrupt::IS_INTERRUPTED,
-        artifacts: &[],
-    });
-    drop(work);
+    let outcome = executed.outcome;
     if let Some(e) = outcome.spawn_error {
         return Err(CommandError::failed(e));
     }
@@ -78,7 +51,7 @@ pub fn cmd_exec(args: ExecArgs) -> CmdResult {
         (Some("timeout"), _, _) => {
             eprintln!(
                 "error: the command ran past {}s and was stopped\nhint: pass --timeout to allow longer",
-                config.test.timeout.as_secs()
+                executed.timeout.as_secs()
             );
             Ok(124)
         }

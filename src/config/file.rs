@@ -31,6 +31,38 @@ pub struct ConfigFile {
     /// User config and environment only: [`parse_repository_file`] refuses it.
     #[serde(default)]
     pub gc: GcFile,
+    #[serde(default)]
+    pub cache: CacheFile,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheFile {
+    pub enabled: Option<bool>,
+    #[serde(default, deserialize_with = "de_cache_dirs")]
+    pub dirs: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "de_memory")]
+    pub max_mb: Option<Limit>,
+}
+
+/// Directories of the tree whose build output is kept between runs: each inside the checkout.
+fn de_cache_dirs<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+    let dirs = Vec::<String>::deserialize(d)?;
+    for s in &dirs {
+        let p = std::path::Path::new(s);
+        let bad = s.is_empty()
+            || s.contains('\0')
+            || p.is_absolute()
+            || p.components()
+                .any(|c| !matches!(c, std::path::Component::Normal(_)));
+        if bad {
+            return Err(hinted(
+                format!("the cache directory {s:?} is not a plain path inside the checkout"),
+                "name directories relative to the checkout's root, like \"target\" or \"web/node_modules\"",
+            ));
+        }
+    }
+    Ok(Some(dirs))
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -357,6 +389,12 @@ impl ConfigFile {
         set(&mut c.promote.target, p.target.clone());
         set(&mut c.promote.strategy, p.strategy.clone());
         set(&mut c.promote.minimum, p.minimum.clone());
+        let k = &self.cache;
+        set(&mut c.cache.enabled, k.enabled);
+        if let Some(d) = &k.dirs {
+            c.cache.dirs = Some(d.clone());
+        }
+        set(&mut c.cache.max_mb, k.max_mb.map(Limit::raw));
         let g = &self.gc;
         set(&mut c.gc.logs, g.logs);
         set(&mut c.gc.events, g.events);
@@ -413,7 +451,17 @@ pub fn parse_repository_file(label: &str, text: &str) -> Result<ConfigFile, Conf
             hints: vec!["move it there or remove it".into()],
         });
     }
-    if let Some(key) = file.limits.unlimited_keys().first() {
+    let mut unlimited: Vec<String> = file
+        .limits
+        .unlimited_keys()
+        .into_iter()
+        .map(|k| format!("limits.{k}"))
+        .collect();
+    if file.cache.max_mb == Some(Limit::Unlimited) {
+        unlimited.push("cache.max_mb".into());
+    }
+    if let Some(full) = unlimited.first() {
+        let key = full.rsplit('.').next().unwrap_or(full);
         let line = text
             .lines()
             .position(|l| l.trim_start().starts_with(key) && l.contains("unlimited"))
@@ -422,7 +470,7 @@ pub fn parse_repository_file(label: &str, text: &str) -> Result<ConfigFile, Conf
             location: Location {
                 source_label: label.to_string(),
                 line,
-                key: Some(format!("limits.{key}")),
+                key: Some(full.clone()),
             },
             message:
                 "a repository cannot lift a limit (\"unlimited\" is for your user config only)"
@@ -529,6 +577,9 @@ const ENV_KEYS: &[(&str, &str, Kind)] = &[
     ("promote", "target", Kind::Text),
     ("promote", "strategy", Kind::Text),
     ("promote", "minimum", Kind::Text),
+    ("cache", "enabled", Kind::Raw),
+    ("cache", "dirs", Kind::List),
+    ("cache", "max_mb", Kind::Raw),
     ("gc", "logs", Kind::Text),
     ("gc", "events", Kind::Text),
     ("gc", "max_log_mb", Kind::Raw),
@@ -614,6 +665,9 @@ fn merge(into: &mut ConfigFile, from: ConfigFile) {
         promote.target,
         promote.strategy,
         promote.minimum,
+        cache.enabled,
+        cache.dirs,
+        cache.max_mb,
         gc.logs,
         gc.events,
         gc.max_log_mb

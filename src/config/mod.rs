@@ -128,6 +128,17 @@ pub struct WatchConfig {
     pub backfill: u64,
 }
 
+/// Build caches kept between runs of a branch (`target/`, `node_modules/`, the run's `~/.cache`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CacheConfig {
+    pub enabled: bool,
+    /// In-tree directories kept; `None`: detected from the tree (Cargo.toml: `target`,
+    /// package.json: `node_modules`).
+    pub dirs: Option<Vec<String>>,
+    /// The most one branch's cache may hold (a limit: a repository can only lower it).
+    pub max_mb: u64,
+}
+
 /// Housekeeping (`git sandbox gc`): how long run logs and events are kept, and how much disk the
 /// logs may take. User config and environment only: a repository cannot set it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -164,6 +175,7 @@ pub struct Config {
     pub analysis: AnalysisConfig,
     pub watch: WatchConfig,
     pub promote: PromoteConfig,
+    pub cache: CacheConfig,
     pub gc: GcConfig,
 }
 
@@ -207,6 +219,11 @@ impl Default for Config {
                 target: "main".into(),
                 strategy: "merge".into(),
                 minimum: "RECOMMEND".into(),
+            },
+            cache: CacheConfig {
+                enabled: true,
+                dirs: None,
+                max_mb: 4096,
             },
             gc: GcConfig {
                 logs: Duration::from_secs(30 * DAY),
@@ -294,6 +311,7 @@ impl Layers {
         let policy = c.limits.clone();
         let timeout = c.test.timeout;
         let gc = c.gc.clone();
+        let cache_policy = c.cache.clone();
         self.repo.apply(&mut c);
         self.experiment.apply(&mut c);
         // Housekeeping is the machine's business: committed files never set it (their parser
@@ -317,8 +335,11 @@ impl Layers {
             network: c.limits.network && policy.network,
             checkout_mb: tighten(policy.checkout_mb, c.limits.checkout_mb),
         };
-        // The user's timeout is a ceiling like every other limit.
+        // The user's timeout is a ceiling like every other limit; so is the cache's size, and a
+        // cache the user switched off stays off.
         c.test.timeout = c.test.timeout.min(timeout);
+        c.cache.max_mb = tighten(cache_policy.max_mb, c.cache.max_mb);
+        c.cache.enabled = c.cache.enabled && cache_policy.enabled;
         self.env.apply(&mut c);
         self.flags.apply(&mut c);
         c

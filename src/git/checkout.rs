@@ -68,9 +68,33 @@ pub fn stale_checkouts(parent: &Path) -> Vec<PathBuf> {
 pub struct Checkout {
     dir: tempfile::TempDir,
     pub files: usize,
+    /// What the tree's blobs add up to.
+    pub bytes: u64,
+}
+
+/// A new, empty run directory under `parent`, named like a checkout so that one left behind by a
+/// killed process is swept the same way.
+pub fn run_dir(parent: &Path) -> Result<tempfile::TempDir> {
+    std::fs::create_dir_all(parent).map_err(|source| GitError::Io {
+        context: format!("cannot create {}", parent.display()),
+        source,
+    })?;
+    sweep_stale(parent);
+    tempfile::Builder::new()
+        .prefix(&format!("{PREFIX}{}-", std::process::id()))
+        .tempdir_in(parent)
+        .map_err(|source| GitError::Io {
+            context: format!("cannot create a temp dir in {}", parent.display()),
+            source,
+        })
 }
 
 impl Checkout {
+    /// The temp dir itself (holding `tree/`), to keep or to hand on.
+    pub fn into_dir(self) -> tempfile::TempDir {
+        self.dir
+    }
+
     /// The directory the tree was written to (the temp dir's `tree/`).
     pub fn path(&self) -> PathBuf {
         self.dir.path().join("tree")
@@ -100,20 +124,9 @@ pub fn checkout_tree(
     ceiling: u64,
 ) -> Result<Checkout> {
     let mut index = repo.index_from_tree(&tree).map_err(gix_err)?;
-    let large = plan(repo, &mut index, ceiling)?;
-    std::fs::create_dir_all(parent).map_err(|source| GitError::Io {
-        context: format!("cannot create {}", parent.display()),
-        source,
-    })?;
-    sweep_stale(parent);
+    let (large, bytes) = plan(repo, &mut index, ceiling)?;
     // The pid in the name lets a later process remove what a killed one left behind.
-    let dir = tempfile::Builder::new()
-        .prefix(&format!("{PREFIX}{}-", std::process::id()))
-        .tempdir_in(parent)
-        .map_err(|source| GitError::Io {
-            context: format!("cannot create a temp dir in {}", parent.display()),
-            source,
-        })?;
+    let dir = run_dir(parent)?;
     let dest = dir.path().join("tree");
     std::fs::create_dir(&dest).map_err(|source| GitError::Io {
         context: format!("cannot create {}", dest.display()),
@@ -150,12 +163,17 @@ pub fn checkout_tree(
     Ok(Checkout {
         dir,
         files: outcome.files_updated,
+        bytes,
     })
 }
 
 /// Sum the tree's blobs from their headers and refuse it over `ceiling`; mark the blobs over
 /// [`STREAM_THRESHOLD`] to be skipped by gix and return them for streaming.
-fn plan(repo: &gix::Repository, index: &mut gix::index::File, ceiling: u64) -> Result<Vec<Large>> {
+fn plan(
+    repo: &gix::Repository,
+    index: &mut gix::index::File,
+    ceiling: u64,
+) -> Result<(Vec<Large>, u64)> {
     let mut total: u64 = 0;
     let mut large = Vec::new();
     for (entry, path) in index.entries_mut_with_paths() {
@@ -190,12 +208,30 @@ fn plan(repo: &gix::Repository, index: &mut gix::index::File, ceiling: u64) -> R
             ceiling,
         });
     }
-    Ok(large)
+    Ok((large, total))
 }
 
-/// Write one blob into a new file of the checkout (never through a symlink, never over an
-/// existing path), letting `git cat-file` stream it so the blob never sits in our memory.
 fn stream_blob(repo: &gix::Repository, blob: &Large, dest: &Path) -> Result<()> {
+    stream_blob_to(repo, &blob.path, blob.id, blob.executable, dest)
+}
+
+/// Write one blob into a new file `path` of the checkout at `dest` (never through a symlink,
+/// never over an existing path), letting `git cat-file` stream it so the blob never sits in our
+/// memory.
+pub(crate) fn stream_blob_to(
+    repo: &gix::Repository,
+    path: &str,
+    id: ObjectId,
+    executable: bool,
+    dest: &Path,
+) -> Result<()> {
+    let size = repo.find_header(id).map_err(gix_err)?.size();
+    let blob = Large {
+        path: path.to_string(),
+        id,
+        size,
+        executable,
+    };
     let fail =
         |detail: String| GitError::Gix(format!("checkout of {} failed: {detail}", blob.path));
     let mode = if blob.executable { 0o755 } else { 0o644 };

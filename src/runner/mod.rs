@@ -7,6 +7,7 @@ pub mod env;
 pub mod parse;
 pub mod process;
 pub mod sandbox;
+pub mod workspace;
 
 pub use process::{run, Outcome, Output, Spec};
 pub use sandbox::Sandbox;

@@ -45,6 +45,14 @@ pub struct Spec<'a> {
     pub interrupt: &'a AtomicBool,
     /// Files (relative to `cwd`) to hand back once the command has ended (a JUnit report).
     pub artifacts: &'a [String],
+    /// A kept checkout to lay the run's overlay over (see [`Plan::lower`]).
+    pub lower: Option<&'a Path>,
+    /// As root, the uid the run gets (a slot's).
+    pub run_uid: Option<u32>,
+    /// Build-cache layers, the branch cache to keep writes in, and what is kept (see [`Plan`]).
+    pub cache_layers: &'a [PathBuf],
+    pub cache_out: Option<&'a Path>,
+    pub cache_paths: &'a [String],
 }
 
 #[derive(Debug, Clone, Default)]
@@ -96,6 +104,11 @@ pub fn run(spec: Spec<'_>) -> Outcome {
         skip: spec.sandbox.skip.clone(),
         parent_pid: std::process::id() as i32,
         artifacts: spec.artifacts.to_vec(),
+        lower: spec.lower.map(Path::to_path_buf),
+        run_uid: spec.run_uid,
+        cache_layers: spec.cache_layers.to_vec(),
+        cache_out: spec.cache_out.map(Path::to_path_buf),
+        cache_paths: spec.cache_paths.to_vec(),
         ..Plan::default()
     }
     .with_paths(spec.sandbox.hide.clone());
@@ -376,6 +389,18 @@ fn isolation(spec: &Spec<'_>, helper: Vec<Layer>) -> Isolation {
             Enforced,
             "wall clock, then terminate, grace, kill the whole tree",
         ),
+        match spec.lower {
+            Some(_) => Layer::new(
+                "kept_checkout",
+                Enforced,
+                "the run's tree is an overlay over a checkout kept for its slot and brought up to date by the tree diff; nothing the run does reaches it",
+            ),
+            None => Layer::new(
+                "kept_checkout",
+                Off,
+                "a fresh checkout for this run (no overlay here, or every slot was busy)",
+            ),
+        },
         match spec.output {
             Output::Capture { .. } => Layer::new(
                 "output_cap",

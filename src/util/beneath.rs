@@ -89,6 +89,62 @@ pub fn create_beneath(dir: &Path, rel: &str, mode: u32) -> Result<File, Skip> {
     Ok(File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
 }
 
+/// Remove `rel` under `dir` — a file, a symlink (itself, never its target), or a directory with
+/// everything in it — reaching it without following any symlink on the way. `Ok(false)` when it
+/// was not there.
+pub fn remove_beneath(dir: &Path, rel: &str) -> Result<bool, Skip> {
+    let rel = rel.trim_end_matches('/');
+    let (parent, name) = match rel.rsplit_once('/') {
+        Some((parent, name)) => (Some(parent), name),
+        None => (None, rel),
+    };
+    check(rel)?;
+    let parent_fd = match parent {
+        Some(p) => match open_with(dir, p, libc::O_PATH | libc::O_DIRECTORY, Resolver::Best) {
+            Ok(fd) => fd,
+            Err(Skip::Missing(_)) => return Ok(false),
+            Err(e) => return Err(e),
+        },
+        None => open_root(dir, rel)?,
+    };
+    let c = cstring(name, rel)?;
+    // SAFETY: unlinkat with a valid descriptor and NUL-terminated name.
+    if unsafe { libc::unlinkat(parent_fd.as_raw_fd(), c.as_ptr(), 0) } == 0 {
+        return Ok(true);
+    }
+    match errno() {
+        libc::ENOENT => Ok(false),
+        libc::EISDIR | libc::EPERM => {
+            // A directory: std removes its contents with openat/unlinkat, never following a
+            // link, and the path through /proc names the parent we opened, not a lookup.
+            let path = format!("/proc/self/fd/{}/{name}", parent_fd.as_raw_fd());
+            std::fs::remove_dir_all(&path).map_err(|e| io_skip(rel, e))?;
+            Ok(true)
+        }
+        _ => Err(io_skip(rel, std::io::Error::last_os_error())),
+    }
+}
+
+/// Remove the directory `rel` under `dir` if it is empty (reached without following links).
+pub fn remove_empty_dir_beneath(dir: &Path, rel: &str) -> bool {
+    let (parent, name) = match rel.rsplit_once('/') {
+        Some((parent, name)) => (Some(parent), name),
+        None => (None, rel),
+    };
+    if check(rel).is_err() {
+        return false;
+    }
+    let parent_fd = match parent {
+        Some(p) => open_with(dir, p, libc::O_PATH | libc::O_DIRECTORY, Resolver::Best),
+        None => open_root(dir, rel),
+    };
+    let (Ok(parent_fd), Ok(c)) = (parent_fd, cstring(name, rel)) else {
+        return false;
+    };
+    // SAFETY: unlinkat with a valid descriptor and NUL-terminated name.
+    unsafe { libc::unlinkat(parent_fd.as_raw_fd(), c.as_ptr(), libc::AT_REMOVEDIR) == 0 }
+}
+
 /// How to resolve: openat2 when the kernel has it, or always by the walk (for tests).
 #[derive(Clone, Copy, PartialEq)]
 enum Resolver {

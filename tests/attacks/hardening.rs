@@ -280,11 +280,22 @@ fn a_tree_over_the_checkout_ceiling_is_an_error_and_writes_nothing() {
         "{err}"
     );
     assert_eq!(w.note(&repo, &commit).unwrap()["status"], "error");
+    // No run directory is left, and the kept checkouts hold nothing of the refused tree.
     let left: Vec<String> = scratch_entries(&scratch)
         .into_iter()
-        .filter(|n| n.starts_with("git-sandbox-") && !n.starts_with("git-sandbox-probe"))
+        .filter(|n| {
+            n.starts_with("git-sandbox-")
+                && !n.starts_with("git-sandbox-probe")
+                && !n.starts_with("git-sandbox-cache-")
+        })
         .collect();
     assert!(left.is_empty(), "left in the scratch dir: {left:?}");
+    assert!(
+        !crate::common::files_under(&scratch)
+            .iter()
+            .any(|p| p.ends_with("data.bin")),
+        "the refused tree was written somewhere"
+    );
     // Raised in the user config, the same commit runs.
     std::fs::write(&cfg, "[limits]\ncheckout_mb = 8\n").unwrap();
     let o = w.sandbox(&repo, &["run", "--json"]);

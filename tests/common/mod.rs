@@ -300,3 +300,20 @@ impl World {
         f()
     }
 }
+
+/// Every file and link under `dir` (directories walked, links not followed).
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        match e.file_type() {
+            Ok(t) if t.is_dir() => out.extend(files_under(&p)),
+            Ok(_) => out.push(p),
+            Err(_) => {}
+        }
+    }
+    out
+}

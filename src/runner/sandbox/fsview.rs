@@ -15,6 +15,10 @@ pub struct Keep {
     pub path: PathBuf,
     pub fd: OwnedFd,
     pub writable: bool,
+    /// A kept checkout shared by runs: only ever an overlay's lower layer, never writable.
+    pub kept: bool,
+    /// Build-cache layers to lay over it, topmost first.
+    pub layers: Vec<OwnedFd>,
 }
 
 /// Open `path` as an `O_PATH` descriptor (works through directories the run's uid cannot search).
@@ -36,6 +40,8 @@ pub fn open_keep(path: &Path, writable: bool) -> Option<Keep> {
         path: path.to_path_buf(),
         fd,
         writable,
+        kept: false,
+        layers: Vec::new(),
     })
 }
 
@@ -192,10 +198,13 @@ fn bounded_overlay(keep: &Keep, size_mb: u64, uid: u32) -> Result<Option<u64>, S
                 errno_text(&std::io::Error::last_os_error())
             ));
         }
-        let opts = format!(
-            "lowerdir=/proc/self/fd/{},upperdir=upper,workdir=work",
-            keep.fd.as_raw_fd()
-        );
+        let mut lowers: Vec<String> = keep
+            .layers
+            .iter()
+            .map(|l| format!("/proc/self/fd/{}", l.as_raw_fd()))
+            .collect();
+        lowers.push(format!("/proc/self/fd/{}", keep.fd.as_raw_fd()));
+        let opts = format!("lowerdir={},upperdir=upper,workdir=work", lowers.join(":"));
         let mounted = mount(
             "overlay",
             path,
@@ -344,7 +353,9 @@ pub fn setup(keeps: &[Keep], hide: &[PathBuf], disk_mb: u64, uid: u32) -> View {
             }
             let src = format!("/proc/self/fd/{}", k.fd.as_raw_fd());
             mount(&src, &k.path, "", libc::MS_BIND | libc::MS_REC, "")?;
-            set_readonly(&k.path, !k.writable)
+            // A kept checkout without its overlay is bound read-only: it is never the run's
+            // to write.
+            set_readonly(&k.path, !k.writable || k.kept)
         })();
         if let Err(e) = res {
             keep_errors.push(e);

@@ -87,9 +87,18 @@ pub fn main() -> i32 {
         ..AppliedLimits::default()
     };
     let run_uid = if root {
-        let u = UID_BASE + pid as u32;
-        chown_tree(&plan.root, u);
-        u
+        match plan.run_uid {
+            // A slot's uid, which already owns the kept checkout: only the mount point is new.
+            Some(u) => {
+                chown_tree(&plan.root, u);
+                u
+            }
+            None => {
+                let u = UID_BASE + pid as u32;
+                chown_tree(&plan.root, u);
+                u
+            }
+        }
     } else {
         euid
     };
@@ -113,12 +122,35 @@ pub fn main() -> i32 {
         write_report(&layers, &limits);
         exec_command(&plan);
     }
-    let mut keeps: Vec<Keep> = fsview::open_keep(&plan.root, true).into_iter().collect();
+    // The run's directory: the kept checkout when there is one (to lay the overlay over, at the
+    // run's own mount point), else the fresh checkout itself.
+    let mut keeps: Vec<Keep> = match &plan.lower {
+        Some(lower) => fsview::open_keep(lower, true).map(|mut k| {
+            k.path = plan.root.clone();
+            k.kept = true;
+            k.layers = plan
+                .cache_layers
+                .iter()
+                .filter_map(|l| fsview::open_keep(l, false).map(|c| c.fd))
+                .collect();
+            k
+        }),
+        None => fsview::open_keep(&plan.root, true),
+    }
+    .into_iter()
+    .collect();
     keeps.extend(
         plan.toolchains
             .iter()
             .filter_map(|t| fsview::open_keep(t, false)),
     );
+    // The branch cache this run's writes go to: a detached clone of its mount, taken before
+    // init makes every mount of this namespace read-only, so the merge can write it afterwards.
+    let cache_out = plan
+        .cache_out
+        .as_ref()
+        .filter(|_| plan.lower.is_some())
+        .and_then(|p| clone_mount(p));
     let mut status_pipe = [0; 2];
     // SAFETY: a pipe for the command's raw wait status, from the namespace's init to us.
     if unsafe { libc::pipe2(status_pipe.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
@@ -145,12 +177,125 @@ pub fn main() -> i32 {
     }
     forward_signals_to(init);
     let mut status = wait_for(init);
+    if let Some(out) = &cache_out {
+        keep_caches(&plan, out, run_uid);
+    }
     let mut buf = [0u8; 4];
     // SAFETY: reading into a local buffer.
     if unsafe { libc::read(status_pipe[0], buf.as_mut_ptr().cast(), 4) } == 4 {
         status = i32::from_ne_bytes(buf);
     }
     relay(status)
+}
+
+/// Once the run has ended (everything in its PID namespace is gone with its init), merge what it
+/// wrote under the cached paths into its branch's layer: the overlay is detached, which shows its
+/// upper layer (a tmpfs, still mounted in this namespace), and each path is merged from there,
+/// never through a link.
+fn keep_caches(plan: &Plan, branch: &std::fs::File, uid: u32) {
+    use std::os::fd::AsRawFd;
+    let Some(out) = make_dirs(branch.as_raw_fd(), "layer", uid) else {
+        return;
+    };
+    let root = CString::new(plan.root.as_os_str().as_bytes()).unwrap_or_default();
+    // SAFETY: detaching the overlay we (our init) mounted, in our own mount namespace.
+    if unsafe { libc::umount2(root.as_ptr(), libc::MNT_DETACH) } != 0 {
+        return;
+    }
+    let Some(upper) = std::fs::File::open(&plan.root)
+        .ok()
+        .and_then(|r| super::layers::open_dir_beneath(r.as_raw_fd(), "upper"))
+    else {
+        return;
+    };
+    let mut merged = super::layers::Merged::default();
+    for path in &plan.cache_paths {
+        let Some(from) = super::layers::open_dir_beneath(upper.as_raw_fd(), path) else {
+            continue;
+        };
+        let Some(into) = make_dirs(out.as_raw_fd(), path, uid) else {
+            continue;
+        };
+        super::layers::merge(from.as_raw_fd(), into.as_raw_fd(), uid, &mut merged);
+    }
+    // What was added, for the supervisor's bound on the layer's size.
+    if let Ok(c) = CString::new("added") {
+        // SAFETY: openat with a valid descriptor and NUL-terminated name; closed below.
+        let fd = unsafe {
+            libc::openat(
+                branch.as_raw_fd(),
+                c.as_ptr(),
+                libc::O_WRONLY
+                    | libc::O_APPEND
+                    | libc::O_CREAT
+                    | libc::O_NOFOLLOW
+                    | libc::O_CLOEXEC,
+                0o600,
+            )
+        };
+        if fd >= 0 {
+            let line = format!("{}\n", merged.bytes);
+            // SAFETY: writing a local buffer to a descriptor we own, then closing it.
+            unsafe {
+                libc::write(fd, line.as_ptr().cast(), line.len());
+                libc::close(fd);
+            }
+        }
+    }
+}
+
+/// A detached, writable clone of the mount at `path` (`open_tree(OPEN_TREE_CLONE)`): it is in
+/// no mount table, so making the namespace's mounts read-only leaves it as it is.
+fn clone_mount(path: &Path) -> Option<std::fs::File> {
+    use std::os::fd::FromRawFd;
+    const OPEN_TREE_CLONE: libc::c_uint = 1;
+    let c = CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: open_tree with a valid path; the result is owned below.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_open_tree,
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint,
+        )
+    };
+    // SAFETY: a fresh descriptor we own.
+    (fd >= 0).then(|| unsafe { std::fs::File::from_raw_fd(fd as i32) })
+}
+
+/// `mkdir -p` of `path` under `dir` (never through a link), owned by `uid`.
+fn make_dirs(dir: i32, path: &str, uid: u32) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    // SAFETY: dup of a descriptor we hold, owned below.
+    let mut cur = unsafe { OwnedFd::from_raw_fd(libc::dup(dir)) };
+    for comp in path.split('/').filter(|c| !c.is_empty()) {
+        if comp == ".." || comp == "." {
+            return None;
+        }
+        let c = CString::new(comp).ok()?;
+        // SAFETY: mkdirat/openat with a valid descriptor and NUL-terminated name.
+        unsafe {
+            if libc::mkdirat(cur.as_raw_fd(), c.as_ptr(), 0o755) == 0 {
+                libc::fchownat(
+                    cur.as_raw_fd(),
+                    c.as_ptr(),
+                    uid,
+                    uid,
+                    libc::AT_SYMLINK_NOFOLLOW,
+                );
+            }
+            let fd = libc::openat(
+                cur.as_raw_fd(),
+                c.as_ptr(),
+                libc::O_DIRECTORY | libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            );
+            if fd < 0 {
+                return None;
+            }
+            cur = OwnedFd::from_raw_fd(fd);
+        }
+    }
+    Some(cur)
 }
 
 fn wait_for(pid: i32) -> i32 {

@@ -20,6 +20,7 @@ pub mod cgroup;
 mod fsview;
 mod guard;
 pub mod helper;
+pub mod layers;
 pub mod probe;
 
 use serde::{Deserialize, Serialize};
@@ -67,6 +68,25 @@ pub struct Plan {
     /// report: read inside the sandbox, with its rights, never following a link.
     #[serde(default)]
     pub artifacts: Vec<String>,
+    /// A kept checkout to lay the run's overlay over (its `root` is then only the mount point).
+    /// It is never written: without an overlay it is bound read-only.
+    #[serde(default)]
+    pub lower: Option<PathBuf>,
+    /// As root, the uid to run as (a slot's, which owns the kept checkout), instead of one made
+    /// from the helper's pid.
+    #[serde(default)]
+    pub run_uid: Option<u32>,
+    /// Build-cache layers laid over the kept checkout, topmost first (each laid out like the
+    /// run's directory: `tree/`, `home/`).
+    #[serde(default)]
+    pub cache_layers: Vec<PathBuf>,
+    /// The branch's cache directory: this run's writes under `cache_paths` are merged into its
+    /// `layer/` once it has ended, and their size added to its `added` (`None`: nothing kept).
+    #[serde(default)]
+    pub cache_out: Option<PathBuf>,
+    /// The paths, relative to the run's directory (`tree/target`, `home`), whose writes are kept.
+    #[serde(default)]
+    pub cache_paths: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -107,6 +127,9 @@ pub struct Sandbox {
     /// Candidates to hide (see [`hidden_dirs`]).
     pub hide: Vec<PathBuf>,
     pub skip: BTreeMap<String, String>,
+    /// Whether a run's directory can be an overlay here (the probe's `disk_limit`): then runs
+    /// use kept checkouts.
+    pub overlay: bool,
 }
 
 impl Sandbox {
@@ -117,8 +140,11 @@ impl Sandbox {
             helper: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("git-sandbox")),
             hide: hidden_dirs(data_dir, config_dir),
             skip: BTreeMap::new(),
+            overlay: false,
         };
-        s.skip = Probe::load_or_run(data_dir, &s).skip();
+        let probe = Probe::load_or_run(data_dir, &s);
+        s.skip = probe.skip();
+        s.overlay = probe.overlay();
         s
     }
 }

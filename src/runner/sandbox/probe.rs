@@ -12,6 +12,10 @@ use std::time::Duration;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Probe {
+    /// What the probe checks changes with the sandbox's layers: a probe of another format is
+    /// stale whatever the version says.
+    #[serde(default)]
+    pub format: u32,
     pub version: String,
     pub kernel: String,
     pub euid: u32,
@@ -21,6 +25,9 @@ pub struct Probe {
     #[serde(default)]
     pub limits: crate::model::AppliedLimits,
 }
+
+/// The probe's format: raised whenever the layers the helper reports change.
+pub const FORMAT: u32 = 2;
 
 /// The file name under the data directory.
 pub const FILE: &str = "probe.json";
@@ -39,7 +46,8 @@ fn euid() -> u32 {
 
 impl Probe {
     fn fresh_for_this_machine(&self) -> bool {
-        self.version == env!("CARGO_PKG_VERSION")
+        self.format == FORMAT
+            && self.version == env!("CARGO_PKG_VERSION")
             && self.kernel == kernel_release()
             && self.euid == euid()
     }
@@ -93,6 +101,11 @@ impl Probe {
                     sandbox: &bare,
                     interrupt: &flag,
                     artifacts: &[],
+                    lower: None,
+                    run_uid: None,
+                    cache_layers: &[],
+                    cache_out: None,
+                    cache_paths: &[],
                 });
                 applied = out.limits.clone();
                 let mut layers = out.isolation.layers;
@@ -117,6 +130,7 @@ impl Probe {
             )],
         };
         Probe {
+            format: FORMAT,
             version: env!("CARGO_PKG_VERSION").into(),
             kernel: kernel_release(),
             euid: euid(),
@@ -124,6 +138,13 @@ impl Probe {
             isolation: Isolation::from_layers(layers),
             limits: applied,
         }
+    }
+
+    /// Whether a run's directory can be an overlay here (the `disk_limit` layer worked).
+    pub fn overlay(&self) -> bool {
+        self.isolation.layers.iter().any(|l| {
+            l.layer == "disk_limit" && matches!(l.status, LayerStatus::Enforced | LayerStatus::Off)
+        })
     }
 
     /// Layers runs should not attempt again, with the probe's reason.

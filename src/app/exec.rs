@@ -1,0 +1,90 @@
+//! Running any command at a revision in the same sandbox as a test run (a kept checkout behind an
+//! overlay where the machine allows, else a fresh one), with its output passed through. Nothing
+//! is recorded.
+
+use super::{run::config_for, Context, Result};
+use crate::config::ConfigFile;
+use crate::git::{self, checkout};
+use crate::runner::{env, process, workspace};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+/// What ran and how it ended.
+pub struct Executed {
+    pub outcome: process::Outcome,
+    /// The timeout it ran under.
+    pub timeout: Duration,
+}
+
+/// Run `argv` in a sandboxed checkout of `commit`, under the commit's own limits; `timeout`
+/// replaces its test timeout.
+pub fn exec(
+    ctx: &Context,
+    repo: &gix::Repository,
+    commit: gix::ObjectId,
+    argv: &[String],
+    timeout: Option<Duration>,
+    interrupt: &AtomicBool,
+) -> Result<Executed> {
+    let info = git::commit_info(repo, commit)?;
+    let mut config = config_for(ctx, repo, &info, None, &ConfigFile::default())?;
+    if let Some(t) = timeout {
+        config.test.timeout = t;
+    }
+    let sandbox = ctx.sandbox();
+    let scratch = checkout::scratch_root();
+    let cache_home = ctx.paths.home.join("cache");
+    let dirs = super::run::cache_dirs(&config, repo, &info);
+    // Production's build caches, read-only: an exec keeps nothing.
+    let work = workspace::prepare(
+        repo,
+        info.tree,
+        &workspace::Options {
+            scratch: &scratch,
+            overlay: sandbox.overlay,
+            ceiling: config.limits.checkout_bytes(),
+            interrupt,
+            cache: config.cache.enabled.then(|| workspace::CacheUse {
+                home: &cache_home,
+                branch: None,
+                production: &config.promote.target,
+                dirs: &dirs,
+                max_mb: config.cache.max_mb,
+            }),
+        },
+    )?;
+    let command: Vec<String> = argv.iter().map(|a| shell_quote(a)).collect();
+    let command = format!("exec {}", command.join(" "));
+    let outcome = process::run(process::Spec {
+        command: &command,
+        cwd: &work.path(),
+        root: work.root(),
+        env: env::sandbox_env(work.root()),
+        timeout: config.test.timeout,
+        output: process::Output::Inherit,
+        limits: &config.limits,
+        sandbox: &sandbox,
+        interrupt,
+        artifacts: &[],
+        lower: work.lower(),
+        run_uid: work.run_uid,
+        cache_layers: &work.cache_layers,
+        cache_out: None,
+        cache_paths: &[],
+    });
+    Ok(Executed {
+        outcome,
+        timeout: config.test.timeout,
+    })
+}
+
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}

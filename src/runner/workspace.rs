@@ -1,0 +1,606 @@
+//! The directory a run works in. Where the machine has overlayfs, a run's tree is an overlay over
+//! a checkout kept per *slot* (one run at a time holds a slot) and per repository, brought from
+//! its last tree to the next by the tree diff: a run costs what its commit changed, not the size
+//! of the tree, and nothing it writes reaches the kept checkout (its writes land in the overlay's
+//! upper layer, a tmpfs that goes with the run). Elsewhere each run gets a fresh checkout.
+//!
+//! Layout: `<scratch>/git-sandbox-cache-<euid>/slot-<n>/<repository key>/` holds `lower/` (the
+//! overlay's lower layer: `tree/`, `home/`, `tmp/`) and `state` (the tree it holds, its size,
+//! and a stat stamp of every file). A slot is held with a lock; as root, slot `n` also owns the
+//! uid `SLOT_UID_BASE + n` (held through a lock of its own under `/run`), which owns the kept
+//! files, so a run can write its tree through the overlay and no two runs share a uid.
+
+use crate::git::{self, checkout, GitError};
+use gix::ObjectId;
+use std::fs::File;
+use std::io::Write;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+/// The uid of slot `n`, as root, is this plus `n` (below the per-helper uids, which start at
+/// [`super::sandbox::UID_BASE`]).
+pub const SLOT_UID_BASE: u32 = 900_000;
+/// How many slots there may be: runs beyond that many at once get fresh checkouts.
+const MAX_SLOTS: u32 = 64;
+/// Where the locks of slot uids live as root: one place for every scratch dir.
+const UID_LOCKS: &str = "/run/git-sandbox";
+
+/// How a workspace came about, for events and benchmarks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prepared {
+    /// A fresh checkout for this run alone.
+    Fresh,
+    /// A kept checkout, checked out afresh (first use of the slot, or it could not be trusted).
+    Rebuilt,
+    /// A kept checkout brought to the tree by its diff (or already there).
+    Updated,
+}
+
+/// A run's directory: `root()` holds `tree/` (the working directory), `home/` and `tmp/`.
+pub struct Workspace {
+    root: tempfile::TempDir,
+    /// The kept checkout to lay the overlay over (`None`: `root` holds a fresh checkout).
+    lower: Option<PathBuf>,
+    /// The uid the run is to get (root, kept checkouts): the slot's, which owns the kept files.
+    pub run_uid: Option<u32>,
+    /// Files written to get here (0 when the kept checkout already held the tree).
+    pub files: usize,
+    pub prepared: Prepared,
+    /// Build-cache layers to lay over the kept checkout, topmost first.
+    pub cache_layers: Vec<PathBuf>,
+    /// The branch cache this run's writes are kept in (see `Plan::cache_out`).
+    pub cache_out: Option<PathBuf>,
+    /// What of the run's directory is kept (`tree/target`, `home`).
+    pub cache_paths: Vec<String>,
+    _slot: Option<Slot>,
+}
+
+impl Workspace {
+    /// The working directory of the run.
+    pub fn path(&self) -> PathBuf {
+        self.root.path().join("tree")
+    }
+
+    /// Where the supervisor reads the tree's files (to detect the test command): the kept
+    /// checkout, or the fresh one. Only the run sees its tree at [`Workspace::path`] when it is
+    /// an overlay.
+    pub fn host_tree(&self) -> PathBuf {
+        match &self.lower {
+            Some(lower) => lower.join("tree"),
+            None => self.path(),
+        }
+    }
+
+    /// The run's directory (the overlay's mount point, or the fresh checkout's temp dir).
+    pub fn root(&self) -> &Path {
+        self.root.path()
+    }
+
+    /// The kept checkout the run's directory is an overlay of, if any.
+    pub fn lower(&self) -> Option<&Path> {
+        self.lower.as_deref()
+    }
+}
+
+/// A held slot: its directory and locks (released when dropped).
+struct Slot {
+    index: u32,
+    dir: PathBuf,
+    uid: Option<u32>,
+    _locks: Vec<File>,
+}
+
+fn euid() -> u32 {
+    // SAFETY: plain getter.
+    unsafe { libc::geteuid() }
+}
+
+/// The directory of the kept checkouts under a scratch dir.
+pub fn cache_root(scratch: &Path) -> PathBuf {
+    scratch.join(format!("git-sandbox-cache-{}", euid()))
+}
+
+fn try_lock(path: &Path) -> Option<File> {
+    let f = crate::util::private::open_rw(path).ok()?;
+    f.try_lock().ok()?;
+    Some(f)
+}
+
+fn acquire(cache: &Path) -> Option<Slot> {
+    crate::util::private::create_private_dir(cache).ok()?;
+    let root = euid() == 0;
+    if root {
+        crate::util::private::create_private_dir(Path::new(UID_LOCKS)).ok()?;
+    }
+    for n in 0..MAX_SLOTS {
+        let Some(lock) = try_lock(&cache.join(format!("slot-{n}.lock"))) else {
+            continue;
+        };
+        let mut locks = vec![lock];
+        if root {
+            match try_lock(&Path::new(UID_LOCKS).join(format!("uid-{n}.lock"))) {
+                Some(l) => locks.push(l),
+                None => continue,
+            }
+        }
+        return Some(Slot {
+            index: n,
+            dir: cache.join(format!("slot-{n}")),
+            uid: root.then_some(SLOT_UID_BASE + n),
+            _locks: locks,
+        });
+    }
+    None
+}
+
+/// What a kept checkout holds, written after every change to it (`updating` first, so a change
+/// cut short by a kill is never trusted).
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+struct State {
+    tree: String,
+    bytes: u64,
+    files: u64,
+    updating: bool,
+}
+
+/// Stat stamps of every file of the kept tree: (inode, size, mtime ns, ctime ns) by path.
+type Stamps = std::collections::BTreeMap<String, (u64, u64, i64, i64)>;
+
+fn stamp(meta: &std::fs::Metadata) -> (u64, u64, i64, i64) {
+    (
+        meta.ino(),
+        meta.size(),
+        meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
+        meta.ctime() * 1_000_000_000 + meta.ctime_nsec(),
+    )
+}
+
+/// Stamps of everything under `dir` (links not followed).
+fn stamps_of(dir: &Path) -> Stamps {
+    fn walk(root: &Path, dir: &Path, out: &mut Stamps) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            let Ok(meta) = std::fs::symlink_metadata(&p) else {
+                continue;
+            };
+            let rel = p
+                .strip_prefix(root)
+                .unwrap_or(&p)
+                .to_string_lossy()
+                .into_owned();
+            if meta.is_dir() {
+                walk(root, &p, out);
+            }
+            out.insert(rel, stamp(&meta));
+        }
+    }
+    let mut out = Stamps::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+fn read_stamps(path: &Path) -> Option<Stamps> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let mut out = Stamps::new();
+    for line in text.lines() {
+        let mut parts = line.splitn(5, ' ');
+        let mut n = || parts.next();
+        let (ino, size, m, c, rel) = (n()?, n()?, n()?, n()?, n()?);
+        out.insert(
+            rel.to_string(),
+            (
+                ino.parse().ok()?,
+                size.parse().ok()?,
+                m.parse().ok()?,
+                c.parse().ok()?,
+            ),
+        );
+    }
+    Some(out)
+}
+
+fn write_stamps(path: &Path, stamps: &Stamps) -> std::io::Result<()> {
+    let mut body = Vec::with_capacity(stamps.len() * 64);
+    for (rel, (ino, size, m, c)) in stamps {
+        if rel.contains('\n') {
+            continue;
+        }
+        writeln!(body, "{ino} {size} {m} {c} {rel}")?;
+    }
+    crate::util::replace_file(path, &body, false)
+}
+
+/// Whether the kept tree is exactly what its stamps say: nothing added, removed, written or
+/// chmodded since it was last brought up to date.
+fn intact(tree: &Path, stamps: &Stamps) -> bool {
+    stamps_of(tree) == *stamps
+}
+
+/// Kept checkouts are verified in full once per process, then their stamps are kept here and
+/// brought up to date path by path as updates touch them (no run can reach a kept checkout: it is
+/// only ever an overlay's lower layer).
+fn verified_here() -> &'static std::sync::Mutex<std::collections::HashMap<PathBuf, Stamps>> {
+    static SEEN: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<PathBuf, Stamps>>> =
+        std::sync::OnceLock::new();
+    SEEN.get_or_init(Default::default)
+}
+
+/// Bring `stamps` up to date after an update touched `touched` (written or removed paths): what
+/// is gone is dropped, what is there (and every directory on the way, whose entries changed) is
+/// stamped again.
+fn restamp(tree: &Path, stamps: &mut Stamps, touched: &[String]) {
+    let mut dirs = std::collections::BTreeSet::new();
+    for rel in touched {
+        let prefix = format!("{rel}/");
+        stamps.retain(|k, _| k != rel && !k.starts_with(&prefix));
+        let p = tree.join(rel);
+        if let Ok(meta) = std::fs::symlink_metadata(&p) {
+            if meta.is_dir() {
+                for (k, v) in stamps_of(&p) {
+                    stamps.insert(format!("{rel}/{k}"), v);
+                }
+            }
+            stamps.insert(rel.clone(), stamp(&meta));
+        }
+        let mut parent = rel.as_str();
+        while let Some((up, _)) = parent.rsplit_once('/') {
+            dirs.insert(up.to_string());
+            parent = up;
+        }
+    }
+    for d in dirs {
+        match std::fs::symlink_metadata(tree.join(&d)) {
+            Ok(meta) => {
+                stamps.insert(d, stamp(&meta));
+            }
+            Err(_) => {
+                stamps.remove(&d);
+            }
+        }
+    }
+}
+
+/// What [`prepare`] needs beyond the repository and the tree.
+pub struct Options<'a> {
+    /// The scratch dir (`checkout::scratch_root()`).
+    pub scratch: &'a Path,
+    /// Whether runs get an overlay here (the machine probe): else fresh checkouts.
+    pub overlay: bool,
+    /// The most the tree's blobs may hold, in bytes.
+    pub ceiling: u64,
+    pub interrupt: &'a AtomicBool,
+    /// Build caches to use and keep, when the run has a kept checkout.
+    pub cache: Option<CacheUse<'a>>,
+}
+
+/// Which build caches a run uses and keeps: a branch's runs start from its own cache, else from
+/// the production branch's (read-only below it), and keep what they write in their own — a cache
+/// is never written by another branch's runs.
+pub struct CacheUse<'a> {
+    /// Where caches live (`$GIT_SANDBOX_HOME/cache`: on disk, not in memory).
+    pub home: &'a Path,
+    /// The branch the run is of (`main`, `experiment/x`); `None`: production's cache is used
+    /// read-only and nothing is kept.
+    pub branch: Option<&'a str>,
+    pub production: &'a str,
+    /// In-tree directories kept (`target`, `node_modules`); the run's home is always kept.
+    pub dirs: &'a [String],
+    /// Over this many MiB added, a branch's cache starts over.
+    pub max_mb: u64,
+}
+
+fn branch_key(name: &str) -> String {
+    let safe: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(40)
+        .collect();
+    format!("{safe}-{}", &crate::util::fnv64_hex(name.as_bytes())[..8])
+}
+
+/// The layers and the keeping of a run's build caches, in `slot`'s own cache dir.
+fn caches(
+    use_: &CacheUse<'_>,
+    repo_key: &str,
+    slot: &Slot,
+) -> (Vec<PathBuf>, Option<PathBuf>, Vec<String>) {
+    let base = use_
+        .home
+        .join(format!("slot-{}", slot.index))
+        .join(repo_key);
+    if crate::util::private::create_dir_all(&base).is_err() {
+        return (Vec::new(), None, Vec::new());
+    }
+    let dir_of = |branch: &str| base.join(branch_key(branch));
+    let ready = |dir: &Path| -> bool {
+        let layer = dir.join("layer");
+        if layer.is_dir() {
+            return true;
+        }
+        if std::fs::create_dir_all(&layer).is_err() {
+            return false;
+        }
+        if let Some(uid) = slot.uid {
+            let _ = std::os::unix::fs::lchown(&layer, Some(uid), Some(uid));
+        }
+        true
+    };
+    // A cache past its bound starts over.
+    let added = |dir: &Path| -> u64 {
+        std::fs::read_to_string(dir.join("added"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.trim().parse::<u64>().ok())
+            .sum()
+    };
+    let prod = dir_of(use_.production);
+    let mut layers = Vec::new();
+    let mut out = None;
+    match use_.branch {
+        Some(b) => {
+            let own = dir_of(b);
+            let max = use_.max_mb.saturating_mul(1 << 20);
+            // `added` counts every byte merged, rewrites included: past the bound, the real size
+            // decides whether the cache starts over.
+            if use_.max_mb > 0 && added(&own) > max {
+                let size = crate::util::disk_size(&own.join("layer"));
+                if size > max {
+                    let _ = std::fs::remove_dir_all(&own);
+                } else {
+                    let _ = std::fs::write(own.join("added"), format!("{size}\n"));
+                }
+            }
+            if ready(&own) {
+                layers.push(own.join("layer"));
+                out = Some(own.clone());
+            }
+            if b != use_.production && prod.join("layer").is_dir() {
+                layers.push(prod.join("layer"));
+            }
+        }
+        None => {
+            if prod.join("layer").is_dir() {
+                layers.push(prod.join("layer"));
+            }
+        }
+    }
+    let mut paths: Vec<String> = use_.dirs.iter().map(|d| format!("tree/{d}")).collect();
+    paths.push("home".into());
+    (layers, out, paths)
+}
+
+/// The workspace for a run of `tree`: a kept checkout brought to the tree where the machine
+/// allows it, else a fresh checkout.
+pub fn prepare(
+    repo: &gix::Repository,
+    tree: ObjectId,
+    opts: &Options<'_>,
+) -> Result<Workspace, GitError> {
+    if opts.overlay {
+        if let Some(slot) = acquire(&cache_root(opts.scratch)) {
+            return kept(repo, tree, opts, slot);
+        }
+    }
+    let fresh = checkout::checkout_tree(repo, tree, opts.scratch, opts.interrupt, opts.ceiling)?;
+    let files = fresh.files;
+    Ok(Workspace {
+        root: fresh.into_dir(),
+        lower: None,
+        run_uid: None,
+        files,
+        prepared: Prepared::Fresh,
+        cache_layers: Vec::new(),
+        cache_out: None,
+        cache_paths: Vec::new(),
+        _slot: None,
+    })
+}
+
+/// A key for the repository that survives a lost index: its git dir.
+fn repo_key(repo: &gix::Repository) -> String {
+    let dir = std::fs::canonicalize(repo.common_dir())
+        .unwrap_or_else(|_| repo.common_dir().to_path_buf());
+    crate::util::fnv64_hex(dir.as_os_str().as_encoded_bytes())
+}
+
+fn io(context: String) -> impl FnOnce(std::io::Error) -> GitError {
+    move |source| GitError::Io { context, source }
+}
+
+fn kept(
+    repo: &gix::Repository,
+    tree: ObjectId,
+    opts: &Options<'_>,
+    slot: Slot,
+) -> Result<Workspace, GitError> {
+    let dir = slot.dir.join(repo_key(repo));
+    let lower = dir.join("lower");
+    let state_path = dir.join("state");
+    let stamps_path = dir.join("stamps");
+    crate::util::private::create_dir_all(&dir)
+        .map_err(io(format!("cannot create {}", dir.display())))?;
+    let state: Option<State> = std::fs::read(&state_path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .filter(|s: &State| !s.updating && lower.join("tree").is_dir());
+    let key = lower.clone();
+    // Stamps this process already checked, else the file's, checked in full now.
+    let known = verified_here().lock().expect("cache map").remove(&key);
+    let stamps = match known {
+        Some(st) => Some(st),
+        None => read_stamps(&stamps_path).filter(|st| intact(&lower.join("tree"), st)),
+    };
+    let trusted = state.filter(|_| stamps.is_some());
+    let write_state = |s: &State| -> Result<(), GitError> {
+        let body = serde_json::to_vec(s).expect("states serialize");
+        crate::util::replace_file(&state_path, &body, false)
+            .map_err(io(format!("cannot write {}", state_path.display())))
+    };
+    let mut prepared = Prepared::Updated;
+    let mut files = 0;
+    let mut bytes = 0;
+    let from = trusted
+        .as_ref()
+        .and_then(|s| ObjectId::from_hex(s.tree.as_bytes()).ok());
+    let mut updated = None;
+    if let (Some(old), Some(st)) = (from, trusted.as_ref()) {
+        if old == tree {
+            updated = Some(Vec::new());
+            bytes = st.bytes;
+            if st.bytes > opts.ceiling {
+                return Err(GitError::TreeTooLarge {
+                    size: st.bytes,
+                    ceiling: opts.ceiling,
+                });
+            }
+        } else {
+            write_state(&State {
+                updating: true,
+                ..State::default()
+            })?;
+            match git::cache::update(
+                repo,
+                &lower.join("tree"),
+                old,
+                tree,
+                st.bytes,
+                opts.ceiling,
+                opts.interrupt,
+            ) {
+                Ok(Some(u)) => {
+                    files = u.written.len();
+                    bytes = u.bytes;
+                    let mut touched = u.written.clone();
+                    touched.extend(u.removed.iter().cloned());
+                    updated = Some(touched);
+                }
+                Ok(None) => {}
+                Err(e @ GitError::TreeTooLarge { .. }) => {
+                    // The kept tree is untouched: keep trusting it.
+                    write_state(st)?;
+                    return Err(e);
+                }
+                Err(_) => {}
+            }
+        }
+    }
+    let touched = match updated {
+        Some(t) => t,
+        None => {
+            // First use of the slot for this repository, a change that cannot be applied
+            // piecemeal, or a kept tree that cannot be trusted: check it out afresh.
+            prepared = Prepared::Rebuilt;
+            write_state(&State {
+                updating: true,
+                ..State::default()
+            })?;
+            let _ = std::fs::remove_dir_all(&lower);
+            let fresh = checkout::checkout_tree(repo, tree, &dir, opts.interrupt, opts.ceiling)?;
+            files = fresh.files;
+            bytes = fresh.bytes;
+            let tmp = fresh.into_dir().keep();
+            std::fs::rename(&tmp, &lower)
+                .map_err(io(format!("cannot move {}", lower.display())))?;
+            for sub in ["home", "tmp"] {
+                let _ = std::fs::create_dir(lower.join(sub));
+            }
+            if let Some(uid) = slot.uid {
+                chown_all(&lower, uid);
+            }
+            Vec::new()
+        }
+    };
+    if let Some(uid) = slot.uid {
+        chown_touched(&lower.join("tree"), &touched, uid);
+    }
+    let stamps = match (prepared, stamps) {
+        (Prepared::Updated, Some(mut st)) => {
+            if !touched.is_empty() {
+                restamp(&lower.join("tree"), &mut st, &touched);
+                write_stamps(&stamps_path, &st)
+                    .map_err(io(format!("cannot write {}", stamps_path.display())))?;
+            }
+            st
+        }
+        _ => {
+            let st = stamps_of(&lower.join("tree"));
+            write_stamps(&stamps_path, &st)
+                .map_err(io(format!("cannot write {}", stamps_path.display())))?;
+            st
+        }
+    };
+    write_state(&State {
+        tree: tree.to_string(),
+        bytes,
+        files: stamps.len() as u64,
+        updating: false,
+    })?;
+    verified_here()
+        .lock()
+        .expect("cache map")
+        .insert(key, stamps);
+    // The run's own directory: the overlay's mount point, swept with the others when stale.
+    let root = checkout::run_dir(opts.scratch)?;
+    let (cache_layers, cache_out, cache_paths) = match &opts.cache {
+        Some(c) => caches(c, &repo_key(repo), &slot),
+        None => (Vec::new(), None, Vec::new()),
+    };
+    Ok(Workspace {
+        root,
+        lower: Some(lower),
+        run_uid: slot.uid,
+        files,
+        prepared,
+        cache_layers,
+        cache_out,
+        cache_paths,
+        _slot: Some(slot),
+    })
+}
+
+/// Give everything under `dir` to `uid` (links themselves, never their targets).
+fn chown_all(dir: &Path, uid: u32) {
+    let _ = std::os::unix::fs::lchown(dir, Some(uid), Some(uid));
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        let _ = std::os::unix::fs::lchown(&p, Some(uid), Some(uid));
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            chown_all(&p, uid);
+        }
+    }
+}
+
+/// Give the paths an update wrote (and the directories it made for them) to `uid`.
+fn chown_touched(tree: &Path, touched: &[String], uid: u32) {
+    for rel in touched {
+        let mut p = tree.join(rel);
+        loop {
+            match std::fs::symlink_metadata(&p) {
+                Ok(m) if m.uid() != uid => {
+                    let _ = std::os::unix::fs::lchown(&p, Some(uid), Some(uid));
+                }
+                Ok(_) if p != tree.join(rel) => break,
+                _ => {}
+            }
+            match p.parent() {
+                Some(parent) if parent.starts_with(tree) && parent != tree => {
+                    p = parent.to_path_buf()
+                }
+                _ => break,
+            }
+        }
+    }
+}
