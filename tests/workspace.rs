@@ -54,6 +54,14 @@ fn kept_trees(scratch: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The tests here assert which slot a run used and how it was prepared. As root, a slot's uid is
+/// machine-wide (held with a lock under /run), so parallel tests would take each other's slots:
+/// they run one at a time.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn worlds() -> Vec<(&'static str, World)> {
     let mut out = vec![("root", World::new())];
     if let Some(w) = World::unprivileged() {
@@ -64,6 +72,7 @@ fn worlds() -> Vec<(&'static str, World)> {
 
 #[test]
 fn each_run_writes_only_what_its_commit_changed() {
+    let _serial = one_at_a_time();
     for (who, mut w) in worlds() {
         let scratch = scratch(&mut w);
         let repo = w.new_repo("kept");
@@ -114,6 +123,7 @@ fn each_run_writes_only_what_its_commit_changed() {
 
 #[test]
 fn what_a_test_does_to_its_tree_never_reaches_the_kept_checkout() {
+    let _serial = one_at_a_time();
     for (who, mut w) in worlds() {
         let scratch = scratch(&mut w);
         let repo = w.new_repo("vandal");
@@ -162,6 +172,7 @@ fn what_a_test_does_to_its_tree_never_reaches_the_kept_checkout() {
 
 #[test]
 fn a_kept_checkout_that_was_tampered_with_is_rebuilt() {
+    let _serial = one_at_a_time();
     let mut w = World::new();
     let scratch = scratch(&mut w);
     let repo = w.new_repo("tamper");
@@ -172,18 +183,21 @@ fn a_kept_checkout_that_was_tampered_with_is_rebuilt() {
     );
     assert_eq!(w.sandbox(&repo, &["run"]).code, 0);
     let kept = kept_trees(&scratch);
-    std::fs::write(kept[0].join("a.txt"), "tampered\n").unwrap();
+    assert!(!kept.is_empty());
+    for k in &kept {
+        std::fs::write(k.join("a.txt"), "tampered\n").unwrap();
+    }
     let rec = w.sandbox(&repo, &["run", "--force", "--json"]).json()[0].clone();
     assert_eq!(rec["tests"]["output_tail"], "a", "{rec}");
     assert_eq!(checkouts(&w).last().unwrap()["how"], "rebuilt");
-    assert_eq!(
-        std::fs::read_to_string(kept[0].join("a.txt")).unwrap(),
-        "a\n"
-    );
+    for k in kept_trees(&scratch) {
+        assert_eq!(std::fs::read_to_string(k.join("a.txt")).unwrap(), "a\n");
+    }
 }
 
 #[test]
 fn without_an_overlay_runs_get_fresh_checkouts_and_say_so() {
+    let _serial = one_at_a_time();
     let mut w = World::new();
     let scratch = scratch(&mut w);
     let repo = w.new_repo("no-overlay");
@@ -219,6 +233,7 @@ fn without_an_overlay_runs_get_fresh_checkouts_and_say_so() {
 
 #[test]
 fn exec_and_parallel_runs_use_their_own_slots() {
+    let _serial = one_at_a_time();
     let mut w = World::new();
     let scratch = scratch(&mut w);
     let repo = w.new_repo("slots");
@@ -249,4 +264,85 @@ fn exec_and_parallel_runs_use_their_own_slots() {
     let o = w.sandbox(&repo, &["exec", "HEAD", "--", "cat", ".sandbox.toml"]);
     assert_eq!(o.code, 0, "{o:?}");
     assert!(o.stdout.contains("sleep 1"), "{o:?}");
+}
+
+/// A command that shows what a run starts with under `out/`, then writes there.
+fn cache_probe(write: &str) -> String {
+    format!(
+        "[test]\ncommand = \"ls out 2>/dev/null | tr '\\\\n' ' '; echo; cat out/p.txt 2>/dev/null; mkdir -p out; {write}\"\n[analysis]\nenabled = false\n[cache]\ndirs = [\"out\"]\n"
+    )
+}
+
+fn output_of(who: &str, w: &World, repo: &Path) -> String {
+    let o = w.sandbox(repo, &["run", "--json"]);
+    assert_eq!(o.code, 0, "{who}: {o:?}");
+    o.json()[0]["tests"]["output_tail"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn build_caches_persist_per_branch_and_never_flow_upward() {
+    let _serial = one_at_a_time();
+    for (who, w) in worlds() {
+        let repo = w.new_repo("caches");
+        // Production leaves out/p.txt.
+        w.commit(
+            &repo,
+            &[(".sandbox.toml", &cache_probe("echo prod-1 > out/p.txt"))],
+            "production writes its cache",
+        );
+        let first = output_of(who, &w, &repo);
+        assert!(first.trim().is_empty(), "{who}: starts cold: {first:?}");
+        w.commit(&repo, &[("x.txt", "1")], "production again");
+        assert!(
+            output_of(who, &w, &repo).contains("prod-1"),
+            "{who}: production's cache kept"
+        );
+        // An experiment starts from production's cache, then poisons what it sees and deletes.
+        assert_eq!(w.sandbox(&repo, &["experiment", "start", "poison"]).code, 0);
+        w.git(&repo, &["switch", "-q", "experiment/poison"]);
+        w.commit(
+            &repo,
+            &[(
+                ".sandbox.toml",
+                &cache_probe("echo poison > out/p.txt; echo e > out/e.txt"),
+            )],
+            "poison",
+        );
+        let seen = output_of(who, &w, &repo);
+        assert!(
+            seen.contains("prod-1"),
+            "{who}: from production's cache: {seen:?}"
+        );
+        w.commit(
+            &repo,
+            &[(".sandbox.toml", &cache_probe("rm out/p.txt"))],
+            "delete",
+        );
+        let seen = output_of(who, &w, &repo);
+        assert!(
+            seen.contains("poison") && seen.contains("e.txt"),
+            "{who}: its own cache: {seen:?}"
+        );
+        w.commit(
+            &repo,
+            &[(".sandbox.toml", &cache_probe("true"))],
+            "after the delete",
+        );
+        let seen = output_of(who, &w, &repo);
+        assert!(
+            !seen.contains("p.txt"),
+            "{who}: the deletion is kept: {seen:?}"
+        );
+        // Production never sees any of it.
+        w.git(&repo, &["switch", "-q", "main"]);
+        w.commit(&repo, &[("z.txt", "1")], "production once more");
+        let seen = output_of(who, &w, &repo);
+        assert!(
+            seen.contains("prod-1") && !seen.contains("poison") && !seen.contains("e.txt"),
+            "{who}: production's cache is production's: {seen:?}"
+        );
+    }
 }

@@ -54,6 +54,8 @@ pub struct Workspace {
     /// What of the run's directory is kept (`tree/target`, `home`).
     pub cache_paths: Vec<String>,
     _slot: Option<Slot>,
+    /// Held while the run's overlay may be mounted over the cache layers.
+    _cache_locks: Vec<File>,
 }
 
 impl Workspace {
@@ -85,7 +87,6 @@ impl Workspace {
 
 /// A held slot: its directory and locks (released when dropped).
 struct Slot {
-    index: u32,
     dir: PathBuf,
     uid: Option<u32>,
     _locks: Vec<File>,
@@ -125,7 +126,6 @@ fn acquire(cache: &Path) -> Option<Slot> {
             }
         }
         return Some(Slot {
-            index: n,
             dir: cache.join(format!("slot-{n}")),
             uid: root.then_some(SLOT_UID_BASE + n),
             _locks: locks,
@@ -308,30 +308,58 @@ fn branch_key(name: &str) -> String {
     format!("{safe}-{}", &crate::util::fnv64_hex(name.as_bytes())[..8])
 }
 
-/// The layers and the keeping of a run's build caches, in `slot`'s own cache dir.
-fn caches(
-    use_: &CacheUse<'_>,
-    repo_key: &str,
-    slot: &Slot,
-) -> (Vec<PathBuf>, Option<PathBuf>, Vec<String>) {
-    let base = use_
-        .home
-        .join(format!("slot-{}", slot.index))
-        .join(repo_key);
+/// A run's build caches: the layers it sees (topmost first), the branch dir it keeps its writes
+/// in, what of its directory is kept, and the locks that hold the layers still while it runs.
+struct Caches {
+    layers: Vec<PathBuf>,
+    out: Option<PathBuf>,
+    paths: Vec<String>,
+    locks: Vec<File>,
+}
+
+/// The gid every run gets as root, which may write the cache layers (see
+/// [`crate::runner::sandbox::RUN_GID`]).
+fn cache_gid() -> u32 {
+    crate::runner::sandbox::RUN_GID
+}
+
+/// The build caches of a run, per repository and branch under `use_.home`:
+/// `<repository key>/<branch key>/{layer/,added,lock}`. A run of a branch holds its branch's
+/// lock exclusively (it writes the layer after the run) and production's shared (it reads it);
+/// a layer whose lock is held otherwise is not used, so no layer changes under a mounted overlay.
+fn caches(use_: &CacheUse<'_>, repo_key: &str, run_uid: Option<u32>) -> Caches {
+    let mut c = Caches {
+        layers: Vec::new(),
+        out: None,
+        paths: Vec::new(),
+        locks: Vec::new(),
+    };
+    let base = use_.home.join(repo_key);
     if crate::util::private::create_dir_all(&base).is_err() {
-        return (Vec::new(), None, Vec::new());
+        return c;
     }
     let dir_of = |branch: &str| base.join(branch_key(branch));
+    let lock = |dir: &Path, exclusive: bool| -> Option<File> {
+        std::fs::create_dir_all(dir).ok()?;
+        let f = crate::util::private::open_rw(&dir.join("lock")).ok()?;
+        let held = if exclusive {
+            f.try_lock()
+        } else {
+            f.try_lock_shared()
+        };
+        held.ok()?;
+        Some(f)
+    };
+    // The layer's root: as root, owned by nobody in particular but writable for every run's gid.
     let ready = |dir: &Path| -> bool {
         let layer = dir.join("layer");
-        if layer.is_dir() {
-            return true;
-        }
-        if std::fs::create_dir_all(&layer).is_err() {
+        if !layer.is_dir() && std::fs::create_dir(&layer).is_err() {
             return false;
         }
-        if let Some(uid) = slot.uid {
-            let _ = std::os::unix::fs::lchown(&layer, Some(uid), Some(uid));
+        if run_uid.is_some() {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::os::unix::fs::lchown(&layer, Some(0), Some(cache_gid()));
+            let _ = std::fs::set_permissions(&layer, std::fs::Permissions::from_mode(0o775));
         }
         true
     };
@@ -344,39 +372,37 @@ fn caches(
             .sum()
     };
     let prod = dir_of(use_.production);
-    let mut layers = Vec::new();
-    let mut out = None;
-    match use_.branch {
-        Some(b) => {
-            let own = dir_of(b);
+    if let Some(b) = use_.branch {
+        let own = dir_of(b);
+        if let Some(l) = lock(&own, true) {
             let max = use_.max_mb.saturating_mul(1 << 20);
             // `added` counts every byte merged, rewrites included: past the bound, the real size
             // decides whether the cache starts over.
             if use_.max_mb > 0 && added(&own) > max {
                 let size = crate::util::disk_size(&own.join("layer"));
                 if size > max {
-                    let _ = std::fs::remove_dir_all(&own);
+                    let _ = std::fs::remove_dir_all(own.join("layer"));
+                    let _ = std::fs::remove_file(own.join("added"));
                 } else {
                     let _ = std::fs::write(own.join("added"), format!("{size}\n"));
                 }
             }
             if ready(&own) {
-                layers.push(own.join("layer"));
-                out = Some(own.clone());
-            }
-            if b != use_.production && prod.join("layer").is_dir() {
-                layers.push(prod.join("layer"));
-            }
-        }
-        None => {
-            if prod.join("layer").is_dir() {
-                layers.push(prod.join("layer"));
+                c.layers.push(own.join("layer"));
+                c.out = Some(own.clone());
+                c.locks.push(l);
             }
         }
     }
-    let mut paths: Vec<String> = use_.dirs.iter().map(|d| format!("tree/{d}")).collect();
-    paths.push("home".into());
-    (layers, out, paths)
+    if use_.branch != Some(use_.production) && prod.join("layer").is_dir() {
+        if let Some(l) = lock(&prod, false) {
+            c.layers.push(prod.join("layer"));
+            c.locks.push(l);
+        }
+    }
+    c.paths = use_.dirs.iter().map(|d| format!("tree/{d}")).collect();
+    c.paths.push("home".into());
+    c
 }
 
 /// The workspace for a run of `tree`: a kept checkout brought to the tree where the machine
@@ -403,6 +429,7 @@ pub fn prepare(
         cache_out: None,
         cache_paths: Vec::new(),
         _slot: None,
+        _cache_locks: Vec::new(),
     })
 }
 
@@ -551,9 +578,14 @@ fn kept(
         .insert(key, stamps);
     // The run's own directory: the overlay's mount point, swept with the others when stale.
     let root = checkout::run_dir(opts.scratch)?;
-    let (cache_layers, cache_out, cache_paths) = match &opts.cache {
-        Some(c) => caches(c, &repo_key(repo), &slot),
-        None => (Vec::new(), None, Vec::new()),
+    let caches = match &opts.cache {
+        Some(c) => caches(c, &repo_key(repo), slot.uid),
+        None => Caches {
+            layers: Vec::new(),
+            out: None,
+            paths: Vec::new(),
+            locks: Vec::new(),
+        },
     };
     Ok(Workspace {
         root,
@@ -561,10 +593,11 @@ fn kept(
         run_uid: slot.uid,
         files,
         prepared,
-        cache_layers,
-        cache_out,
-        cache_paths,
+        cache_layers: caches.layers,
+        cache_out: caches.out,
+        cache_paths: caches.paths,
         _slot: Some(slot),
+        _cache_locks: caches.locks,
     })
 }
 

@@ -11,7 +11,7 @@
 use super::fsview::{self, Keep};
 use super::{
     cgroup::RunCgroup, errno_text, guard, Artifact, Plan, Report, ARTIFACT_CAP, ARTIFACT_FD,
-    PLAN_VAR, REPORT_FD, UID_BASE,
+    PLAN_VAR, REPORT_FD, RUN_GID, UID_BASE,
 };
 use crate::model::{AppliedLimits, Layer, LayerStatus};
 use std::ffi::CString;
@@ -194,7 +194,13 @@ pub fn main() -> i32 {
 /// never through a link.
 fn keep_caches(plan: &Plan, branch: &std::fs::File, uid: u32) {
     use std::os::fd::AsRawFd;
-    let Some(out) = make_dirs(branch.as_raw_fd(), "layer", uid) else {
+    // SAFETY: plain getters.
+    let gid = if unsafe { libc::geteuid() } == 0 {
+        RUN_GID
+    } else {
+        unsafe { libc::getegid() }
+    };
+    let Some(out) = make_dirs(branch.as_raw_fd(), "layer", uid, gid) else {
         return;
     };
     let root = CString::new(plan.root.as_os_str().as_bytes()).unwrap_or_default();
@@ -213,10 +219,10 @@ fn keep_caches(plan: &Plan, branch: &std::fs::File, uid: u32) {
         let Some(from) = super::layers::open_dir_beneath(upper.as_raw_fd(), path) else {
             continue;
         };
-        let Some(into) = make_dirs(out.as_raw_fd(), path, uid) else {
+        let Some(into) = make_dirs(out.as_raw_fd(), path, uid, gid) else {
             continue;
         };
-        super::layers::merge(from.as_raw_fd(), into.as_raw_fd(), uid, &mut merged);
+        super::layers::merge(from.as_raw_fd(), into.as_raw_fd(), (uid, gid), &mut merged);
     }
     // What was added, for the supervisor's bound on the layer's size.
     if let Ok(c) = CString::new("added") {
@@ -263,8 +269,8 @@ fn clone_mount(path: &Path) -> Option<std::fs::File> {
     (fd >= 0).then(|| unsafe { std::fs::File::from_raw_fd(fd as i32) })
 }
 
-/// `mkdir -p` of `path` under `dir` (never through a link), owned by `uid`.
-fn make_dirs(dir: i32, path: &str, uid: u32) -> Option<std::os::fd::OwnedFd> {
+/// `mkdir -p` of `path` under `dir` (never through a link), owned by `uid`, writable for `gid`.
+fn make_dirs(dir: i32, path: &str, uid: u32, gid: u32) -> Option<std::os::fd::OwnedFd> {
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
     // SAFETY: dup of a descriptor we hold, owned below.
     let mut cur = unsafe { OwnedFd::from_raw_fd(libc::dup(dir)) };
@@ -275,14 +281,16 @@ fn make_dirs(dir: i32, path: &str, uid: u32) -> Option<std::os::fd::OwnedFd> {
         let c = CString::new(comp).ok()?;
         // SAFETY: mkdirat/openat with a valid descriptor and NUL-terminated name.
         unsafe {
-            if libc::mkdirat(cur.as_raw_fd(), c.as_ptr(), 0o755) == 0 {
+            if libc::mkdirat(cur.as_raw_fd(), c.as_ptr(), 0o775) == 0 {
                 libc::fchownat(
                     cur.as_raw_fd(),
                     c.as_ptr(),
                     uid,
-                    uid,
+                    gid,
                     libc::AT_SYMLINK_NOFOLLOW,
                 );
+                // Not the umask's: the group of every run may write it.
+                libc::fchmodat(cur.as_raw_fd(), c.as_ptr(), 0o775, 0);
             }
             let fd = libc::openat(
                 cur.as_raw_fd(),
@@ -491,7 +499,7 @@ fn drop_privileges(root: bool, uid: u32) -> Layer {
     // SAFETY: plain credential syscalls; errors are checked.
     let ok = unsafe {
         libc::setgroups(0, std::ptr::null()) == 0
-            && libc::setresgid(uid, uid, uid) == 0
+            && libc::setresgid(RUN_GID, RUN_GID, RUN_GID) == 0
             && libc::setresuid(uid, uid, uid) == 0
             && libc::getuid() == uid
     };

@@ -132,10 +132,20 @@ fn set_opaque(fd: i32) {
     }
 }
 
+/// The mode a cached file or directory gets: its own, without set-id bits, and with what its
+/// owner may do also allowed to the group every run shares (a run of another slot, with another
+/// uid, builds on it).
+fn cached_mode(mode: u32) -> u32 {
+    let mode = mode & 0o777;
+    mode | ((mode & 0o700) >> 3)
+}
+
 /// Merge everything under `from` (a directory of the run's upper layer) into `into` (the same
 /// path in the branch's layer), as overlayfs would see `into` laid over what is below it.
-/// Files are owned by `uid`; set-id bits are dropped; times are kept (build tools compare them).
-pub fn merge(from: i32, into: i32, uid: u32, out: &mut Merged) {
+/// Files are owned by `owner` (uid, gid); set-id bits are dropped; times are kept (build tools
+/// compare them).
+pub fn merge(from: i32, into: i32, owner: (u32, u32), out: &mut Merged) {
+    let (uid, gid) = owner;
     for name in entries(from) {
         let Some(st) = lstatat(from, &name) else {
             continue;
@@ -166,16 +176,16 @@ pub fn merge(from: i32, into: i32, uid: u32, out: &mut Merged) {
                 if opaque {
                     set_opaque(dst.as_raw_fd());
                 }
-                merge(src.as_raw_fd(), dst.as_raw_fd(), uid, out);
+                merge(src.as_raw_fd(), dst.as_raw_fd(), owner, out);
                 // SAFETY: plain calls on a descriptor we own.
                 unsafe {
-                    libc::fchown(dst.as_raw_fd(), uid, uid);
-                    libc::fchmod(dst.as_raw_fd(), st.st_mode & 0o777);
+                    libc::fchown(dst.as_raw_fd(), uid, gid);
+                    libc::fchmod(dst.as_raw_fd(), cached_mode(st.st_mode));
                 }
             }
             libc::S_IFREG => {
                 remove_at(into, &name);
-                if copy_file(from, into, &name, &st, uid) {
+                if copy_file(from, into, &name, &st, owner) {
                     out.files += 1;
                     out.bytes += st.st_size as u64;
                 }
@@ -195,7 +205,7 @@ pub fn merge(from: i32, into: i32, uid: u32, out: &mut Merged) {
                 // SAFETY: symlinkat and fchownat with valid strings and descriptor.
                 unsafe {
                     libc::symlinkat(t.as_ptr(), into, c.as_ptr());
-                    libc::fchownat(into, c.as_ptr(), uid, uid, libc::AT_SYMLINK_NOFOLLOW);
+                    libc::fchownat(into, c.as_ptr(), uid, gid, libc::AT_SYMLINK_NOFOLLOW);
                 }
                 out.files += 1;
             }
@@ -205,12 +215,12 @@ pub fn merge(from: i32, into: i32, uid: u32, out: &mut Merged) {
     }
 }
 
-fn copy_file(from: i32, into: i32, name: &[u8], st: &libc::stat, uid: u32) -> bool {
+fn copy_file(from: i32, into: i32, name: &[u8], st: &libc::stat, owner: (u32, u32)) -> bool {
     let Some(src) = openat(from, name, libc::O_RDONLY | libc::O_NONBLOCK) else {
         return false;
     };
     let Some(c) = cstr(name) else { return false };
-    let mode = st.st_mode & 0o777;
+    let mode = cached_mode(st.st_mode);
     // SAFETY: openat with a valid descriptor and NUL-terminated name; owned below.
     let fd = unsafe {
         libc::openat(
@@ -244,7 +254,7 @@ fn copy_file(from: i32, into: i32, name: &[u8], st: &libc::stat, uid: u32) -> bo
     ];
     // SAFETY: plain calls on a descriptor we own.
     unsafe {
-        libc::fchown(dst_file.as_raw_fd(), uid, uid);
+        libc::fchown(dst_file.as_raw_fd(), owner.0, owner.1);
         libc::fchmod(dst_file.as_raw_fd(), mode);
         libc::futimens(dst_file.as_raw_fd(), times.as_ptr());
     }
@@ -284,7 +294,7 @@ mod tests {
         merge(
             dir_fd(&up).as_raw_fd(),
             dir_fd(&layer).as_raw_fd(),
-            12345,
+            (12345, 54321),
             &mut out,
         );
         assert_eq!(
@@ -292,8 +302,12 @@ mod tests {
             "binary"
         );
         let meta = std::fs::metadata(layer.join("target/debug/app")).unwrap();
-        assert_eq!(meta.mode() & 0o7777, 0o755, "set-id dropped");
-        assert_eq!(meta.uid(), 12345);
+        assert_eq!(
+            meta.mode() & 0o7777,
+            0o775,
+            "set-id dropped, the group may write"
+        );
+        assert_eq!((meta.uid(), meta.gid()), (12345, 54321));
         assert_eq!(
             std::fs::read_link(layer.join("target/link")).unwrap(),
             std::path::Path::new("/etc/passwd"),

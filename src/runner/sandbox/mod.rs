@@ -41,6 +41,10 @@ pub const ARTIFACT_FD: i32 = 4;
 pub const ARTIFACT_CAP: u64 = 8 << 20;
 /// The hidden subcommand that runs the helper.
 pub const HELPER_SUBCOMMAND: &str = "__sandbox-exec";
+/// As root, every run's gid: build caches are group-writable for it, so a branch's run can build
+/// on production's cache whichever run (and uid) wrote it. Runs cannot signal each other by a
+/// shared group; their uids stay their own.
+pub const RUN_GID: u32 = 899_999;
 /// As root, the run's uid is this plus the helper's pid: unprivileged, and unique per run, so
 /// RLIMIT_NPROC counts only the run's own processes and runs cannot signal each other.
 pub const UID_BASE: u32 = 1_000_000;
