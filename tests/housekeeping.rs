@@ -525,3 +525,127 @@ fn init_remove_restores_a_chained_hook_and_a_second_remove_is_a_no_op() {
     let outside = w.sandbox(&w.work(), &["init", "--remove"]);
     assert_eq!(outside.code, 2, "{outside:?}");
 }
+
+/// A test command that keeps `bytes` bytes in `out/` (a build cache dir).
+fn caching(bytes: usize) -> String {
+    format!(
+        "[test]\ncommand = \"mkdir -p out && head -c {bytes} /dev/zero > out/f\"\n[analysis]\nenabled = false\n[cache]\ndirs = [\"out\"]\n"
+    )
+}
+
+/// The build caches under the data dir: branch name -> its directory.
+fn caches(w: &World) -> std::collections::BTreeMap<String, PathBuf> {
+    let mut out = std::collections::BTreeMap::new();
+    for repo in std::fs::read_dir(w.data().join("cache"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        for b in std::fs::read_dir(repo.path()).unwrap().flatten() {
+            let name = std::fs::read_to_string(b.path().join("branch")).unwrap();
+            out.insert(name, b.path());
+        }
+    }
+    out
+}
+
+fn run_on(w: &World, repo: &Path, branch: &str, bytes: usize) {
+    if branch != "main"
+        && w.git_out(repo, &["rev-parse", "--verify", "-q", branch], false)
+            .code
+            != 0
+    {
+        let name = branch.strip_prefix("experiment/").unwrap();
+        assert_eq!(w.sandbox(repo, &["experiment", "start", name]).code, 0);
+    }
+    w.git(repo, &["switch", "-q", branch]);
+    w.commit(
+        repo,
+        &[(".sandbox.toml", &caching(bytes))],
+        &format!("{branch} keeps {bytes}"),
+    );
+    let o = w.sandbox(repo, &["run", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(o.json()[0]["status"], "passed", "{o:?}");
+}
+
+#[test]
+fn gc_reclaims_build_caches_of_gone_branches_unused_ones_and_unregistered_repositories() {
+    let w = scratch_world();
+    let repo = w.new_repo("cached");
+    run_on(&w, &repo, "main", 1000);
+    run_on(&w, &repo, "experiment/gone", 1000);
+    run_on(&w, &repo, "experiment/idle", 1000);
+    run_on(&w, &repo, "experiment/live", 1000);
+    w.git(&repo, &["switch", "-q", "main"]);
+    w.git(&repo, &["branch", "-q", "-D", "experiment/gone"]);
+    let before = caches(&w);
+    assert_eq!(
+        before.keys().collect::<Vec<_>>(),
+        [
+            "experiment/gone",
+            "experiment/idle",
+            "experiment/live",
+            "main"
+        ]
+    );
+    for f in ["lock", "added"] {
+        age_file(&before["experiment/idle"].join(f), 30 * DAY);
+    }
+    // Another repository, forgotten: its build cache and kept checkout go too.
+    let other = w.new_repo("forgotten");
+    run_on(&w, &other, "main", 1000);
+    let kept_before = walk(&w.path("scratch")).len();
+    let cache_files = walk(&w.data().join("cache")).len();
+    assert_eq!(w.sandbox(&other, &["forget"]).code, 0);
+
+    let dry = w.sandbox(&repo, &["gc", "--dry-run", "--json"]);
+    assert_eq!(dry.code, 0, "{dry:?}");
+    assert_eq!(dry.json()["caches"]["count"], 3, "{dry:?}");
+    assert_eq!(
+        walk(&w.data().join("cache")).len(),
+        cache_files,
+        "a dry run removes nothing"
+    );
+    assert_eq!(walk(&w.path("scratch")).len(), kept_before);
+
+    let o = w.sandbox(&repo, &["gc", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let r = o.json();
+    assert_eq!(r["caches"]["count"], 3, "{r}");
+    assert!(r["caches"]["bytes"].as_u64().unwrap() >= 3000, "{r}");
+    assert_eq!(r["kept_checkouts"]["count"], 1, "{r}");
+    assert_eq!(r["caches_kept"]["count"], 2, "{r}");
+    assert_eq!(
+        caches(&w).keys().collect::<Vec<_>>(),
+        ["experiment/live", "main"]
+    );
+    // What remains still works: production's next run starts from its cache.
+    w.commit(
+        &repo,
+        &[(".sandbox.toml", "[test]\ncommand = \"test -s out/f\"\n[analysis]\nenabled = false\n[cache]\ndirs = [\"out\"]\n")],
+        "sees its cache",
+    );
+    let o = w.sandbox(&repo, &["run", "--json"]);
+    assert_eq!(o.json()[0]["status"], "passed", "{o:?}");
+    let text = w.sandbox(&repo, &["gc"]);
+    assert!(text.stdout.contains("and 2 build caches ("), "{text:?}");
+}
+
+#[test]
+fn gc_keeps_a_repositorys_caches_under_its_bound_least_recently_used_first() {
+    let w = scratch_world();
+    let cfg = w.path("config/git-sandbox");
+    std::fs::create_dir_all(&cfg).unwrap();
+    std::fs::write(cfg.join("config.toml"), "[gc]\nmax_cache_mb = 1\n").unwrap();
+    let repo = w.new_repo("bounded");
+    run_on(&w, &repo, "experiment/old", 600_000);
+    run_on(&w, &repo, "main", 600_000);
+    for f in ["lock", "added"] {
+        age_file(&caches(&w)["experiment/old"].join(f), DAY);
+    }
+    let o = w.sandbox(&repo, &["gc", "--json"]);
+    let r = o.json();
+    assert_eq!(r["caches"]["count"], 1, "{r}");
+    assert_eq!(caches(&w).keys().collect::<Vec<_>>(), ["main"]);
+}

@@ -98,6 +98,15 @@ fn each_run_writes_only_what_its_commit_changed() {
             "{who}: {first}; {rec}; probe: {}",
             std::fs::read_to_string(w.data().join("probe.json")).unwrap_or_default()
         );
+        // doctor says so too.
+        let doctor = w.sandbox(&w.work(), &["doctor", "--json"]).json();
+        let layer = doctor["isolation"]["layers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["layer"] == "kept_checkout")
+            .cloned();
+        assert_eq!(layer.unwrap()["status"], "enforced", "{who}: {doctor}");
         w.commit(&repo, &[("src/m7.txt", "seven\n")], "change one file");
         let rec = w.sandbox(&repo, &["run", "--json"]).json()[0].clone();
         assert_eq!(rec["tests"]["output_tail"], "seven", "{who}: {rec}");

@@ -5,7 +5,7 @@
 use super::{run::config_for, Context, Result};
 use crate::config::ConfigFile;
 use crate::git::{self, checkout};
-use crate::runner::{env, process, workspace};
+use crate::runner::{caches, env, process, workspace};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
@@ -33,7 +33,7 @@ pub fn exec(
     }
     let sandbox = ctx.sandbox();
     let scratch = checkout::scratch_root();
-    let cache_home = ctx.paths.home.join("cache");
+    let cache_home = ctx.paths.caches();
     let dirs = super::run::cache_dirs(&config, repo, &info);
     // Production's build caches, read-only: an exec keeps nothing.
     let work = workspace::prepare(
@@ -44,7 +44,7 @@ pub fn exec(
             overlay: sandbox.overlay,
             ceiling: config.limits.checkout_bytes(),
             interrupt,
-            cache: config.cache.enabled.then(|| workspace::CacheUse {
+            cache: config.cache.enabled.then(|| caches::CacheUse {
                 home: &cache_home,
                 branch: None,
                 production: &config.promote.target,

@@ -6,10 +6,11 @@
 use super::forget::{self, Forgotten};
 use super::{Context, Result};
 use crate::config::GcConfig;
-use crate::git::checkout;
+use crate::git::{self, checkout};
+use crate::runner::{caches, workspace};
 use crate::util::{self, time};
 use serde::Serialize;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -33,6 +34,8 @@ pub struct Retention {
     pub logs: String,
     pub events: String,
     pub max_log_mb: u64,
+    pub caches: String,
+    pub max_cache_mb: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -49,6 +52,17 @@ pub struct GcReport {
     pub logs_kept: Freed,
     /// Checkouts left behind by processes that no longer exist.
     pub checkouts: Freed,
+    /// Build caches of branches that are gone, of repositories that are no longer registered,
+    /// unused for longer than `[gc] caches`, or the least recently used of a repository's while
+    /// they take more than `[gc] max_cache_mb`.
+    pub caches: Freed,
+    /// Kept checkouts of repositories that are no longer registered or unused for longer than
+    /// `[gc] caches`.
+    pub kept_checkouts: Freed,
+    /// Caches and kept checkouts that would have gone but a run is using them.
+    pub caches_busy: u64,
+    /// The build caches that remain.
+    pub caches_kept: Freed,
     /// Events older than `[gc] events`.
     pub events: u64,
     /// Repositories unregistered because their directory is gone (their notes lived in them).
@@ -172,12 +186,18 @@ pub fn gc(ctx: &Context, dry_run: bool) -> Result<GcReport> {
             logs: duration_text(cfg.logs),
             events: duration_text(cfg.events),
             max_log_mb: cfg.max_log_mb,
+            caches: duration_text(cfg.caches),
+            max_cache_mb: cfg.max_cache_mb,
         },
         logs_expired: Freed::default(),
         logs_over_bound: Freed::default(),
         logs_in_progress: 0,
         logs_kept: Freed::default(),
         checkouts: Freed::default(),
+        caches: Freed::default(),
+        kept_checkouts: Freed::default(),
+        caches_busy: 0,
+        caches_kept: Freed::default(),
         events: 0,
         repositories: Vec::new(),
         repositories_busy: Vec::new(),
@@ -217,7 +237,94 @@ pub fn gc(ctx: &Context, dry_run: bool) -> Result<GcReport> {
         }
         report.checkouts.add(bytes);
     }
+    prune_caches(ctx, &cfg, &gone, now, dry_run, &mut report)?;
     Ok(report)
+}
+
+/// Build caches and kept checkouts: those of repositories that are not registered (or gone),
+/// unused for longer than `[gc] caches`, of branches that no longer exist, and, per repository,
+/// the least recently used branches' while the rest take more than `[gc] max_cache_mb`. Never one
+/// a run is using.
+fn prune_caches(
+    ctx: &Context,
+    cfg: &GcConfig,
+    gone: &[String],
+    now: i64,
+    dry_run: bool,
+    report: &mut GcReport,
+) -> Result<()> {
+    let mut live: HashMap<String, gix::Repository> = HashMap::new();
+    for k in forget::known(ctx)? {
+        if gone.contains(&k.repository_id) {
+            continue;
+        }
+        if let Ok(repo) = git::open(&k.path) {
+            live.insert(workspace::repo_key(&repo), repo);
+        }
+    }
+    let cutoff = now - cfg.caches.as_millis().min(i64::MAX as u128) as i64;
+    let remove = |c: &caches::BranchCache, report: &mut GcReport| -> bool {
+        match caches::remove(c, dry_run) {
+            Ok(true) => {
+                report.caches.add(c.bytes);
+                true
+            }
+            Ok(false) => {
+                report.caches_busy += 1;
+                false
+            }
+            Err(e) => {
+                report
+                    .warnings
+                    .push(format!("cannot remove {}: {e}", c.dir.display()));
+                false
+            }
+        }
+    };
+    let mut kept: HashMap<String, Vec<caches::BranchCache>> = HashMap::new();
+    for c in caches::list(&ctx.paths.caches()) {
+        let branch_gone = |repo: &gix::Repository| {
+            c.branch.as_ref().is_some_and(|b| {
+                !matches!(
+                    repo.try_find_reference(format!("refs/heads/{b}").as_str()),
+                    Ok(Some(_))
+                )
+            })
+        };
+        let stale = match live.get(&c.repo_key) {
+            None => true,
+            Some(repo) => c.used_ms < cutoff || branch_gone(repo),
+        };
+        if !(stale && remove(&c, report)) {
+            kept.entry(c.repo_key.clone()).or_default().push(c);
+        }
+    }
+    // Per repository, the most recently used first; past the bound, the rest go.
+    let bound = cfg.max_cache_mb.saturating_mul(1 << 20);
+    for mut list in kept.into_values() {
+        list.sort_by_key(|c| std::cmp::Reverse(c.used_ms));
+        let mut total = 0u64;
+        for c in list {
+            if total + c.bytes > bound && remove(&c, report) {
+                continue;
+            }
+            total += c.bytes;
+            report.caches_kept.add(c.bytes);
+        }
+    }
+    for k in workspace::kept_checkouts(&checkout::scratch_root()) {
+        if live.contains_key(&k.repo_key) && k.used_ms >= cutoff {
+            continue;
+        }
+        match workspace::remove_kept(&k, dry_run) {
+            Ok(true) => report.kept_checkouts.add(k.bytes),
+            Ok(false) => report.caches_busy += 1,
+            Err(e) => report
+                .warnings
+                .push(format!("cannot remove {}: {e}", k.dir.display())),
+        }
+    }
+    Ok(())
 }
 
 fn prune_logs(

@@ -7,7 +7,7 @@ use super::{analyze, AppError, Context, Result};
 use crate::config::{Config, ConfigFile};
 use crate::git::{self, checkout, CommitInfo};
 use crate::model::{RunRecord, Status, Tests, Trigger, RUN_SCHEMA};
-use crate::runner::{self, detect, parse, process, workspace};
+use crate::runner::{self, caches, detect, parse, process, workspace};
 use crate::store::RepoRow;
 use crate::util::{self, time};
 use gix::ObjectId;
@@ -354,7 +354,7 @@ fn run_one(
     );
     let sandbox = sandbox.get_or_init(|| ctx.sandbox());
     let scratch = checkout::scratch_root();
-    let cache_home = ctx.paths.home.join("cache");
+    let cache_home = ctx.paths.caches();
     let dirs = cache_dirs(&config, repo, info);
     let branch = opts
         .refname
@@ -370,7 +370,7 @@ fn run_one(
                 overlay,
                 ceiling: config.limits.checkout_bytes(),
                 interrupt: opts.interrupt,
-                cache: config.cache.enabled.then(|| workspace::CacheUse {
+                cache: config.cache.enabled.then(|| caches::CacheUse {
                     home: &cache_home,
                     branch,
                     production: &config.promote.target,

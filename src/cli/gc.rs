@@ -1,11 +1,14 @@
 use super::{print_json, ui, CmdResult};
 use crate::app::{gc, Context};
 
-/// Prune old run logs and events, stale checkouts, and repositories gone from disk.
+/// Prune old run logs and events, stale checkouts and caches, and repositories gone from disk.
 ///
 /// Removes run logs older than `[gc] logs` (default 30d), the oldest logs while all of them take more than `[gc] max_log_mb` (default 1024),
 /// events older than `[gc] events` (default 90d), checkouts left by processes that no longer
-/// exist, and the registration of repositories whose directory is gone.
+/// exist, the registration of repositories whose directory is gone, and build caches and kept
+/// checkouts: of branches that are gone, of repositories no longer registered, unused for
+/// `[gc] caches` (default 14d), and a repository's least recently used branches' caches while
+/// they take more than `[gc] max_cache_mb` (default 16384).
 ///
 /// It never removes a log of a run in progress, a note, or anything inside a repository. The
 /// `[gc]` keys are read from your user config (and `SANDBOX_GC_*`), never from a repository.
@@ -55,6 +58,25 @@ pub fn cmd_gc(args: GcArgs) -> CmdResult {
             sized(r.checkouts.count, "stale checkout", r.checkouts.bytes)
         ));
     }
+    if r.caches.count > 0 {
+        lines.push(format!(
+            "{verb} {} (branches gone, repositories no longer registered, unused for {}, or past {} MiB a repository)",
+            sized(r.caches.count, "build cache", r.caches.bytes),
+            r.retention.caches,
+            r.retention.max_cache_mb
+        ));
+    }
+    if r.kept_checkouts.count > 0 {
+        lines.push(format!(
+            "{verb} {} (repositories no longer registered, or unused for {})",
+            sized(
+                r.kept_checkouts.count,
+                "kept checkout",
+                r.kept_checkouts.bytes
+            ),
+            r.retention.caches
+        ));
+    }
     if r.events > 0 {
         lines.push(format!(
             "{verb} {} older than {}",
@@ -94,14 +116,21 @@ pub fn cmd_gc(args: GcArgs) -> CmdResult {
             ui::plural(r.logs_in_progress, "log")
         );
     }
+    if r.caches_busy > 0 {
+        println!(
+            "Kept {} in use by a run; run gc again later",
+            ui::plural(r.caches_busy, "cache")
+        );
+    }
     for id in &r.repositories_busy {
         println!(
             "Kept {id}: it is gone from disk but a run of it is in progress; run gc again later"
         );
     }
     println!(
-        "Logs: {}{}",
+        "{} and {}{}",
         sized(r.logs_kept.count, "log", r.logs_kept.bytes),
+        sized(r.caches_kept.count, "build cache", r.caches_kept.bytes),
         if r.dry_run {
             " would remain; nothing was changed (--dry-run)"
         } else {

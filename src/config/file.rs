@@ -289,6 +289,10 @@ pub struct GcFile {
     pub events: Option<Duration>,
     #[serde(default, deserialize_with = "de_positive")]
     pub max_log_mb: Option<u64>,
+    #[serde(default, deserialize_with = "de_duration")]
+    pub caches: Option<Duration>,
+    #[serde(default, deserialize_with = "de_positive")]
+    pub max_cache_mb: Option<u64>,
 }
 
 fn de_positive<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
@@ -399,6 +403,8 @@ impl ConfigFile {
         set(&mut c.gc.logs, g.logs);
         set(&mut c.gc.events, g.events);
         set(&mut c.gc.max_log_mb, g.max_log_mb);
+        set(&mut c.gc.caches, g.caches);
+        set(&mut c.gc.max_cache_mb, g.max_cache_mb);
     }
 }
 
@@ -583,6 +589,8 @@ const ENV_KEYS: &[(&str, &str, Kind)] = &[
     ("gc", "logs", Kind::Text),
     ("gc", "events", Kind::Text),
     ("gc", "max_log_mb", Kind::Raw),
+    ("gc", "caches", Kind::Text),
+    ("gc", "max_cache_mb", Kind::Raw),
 ];
 
 /// `SANDBOX_<SECTION>_<KEY>` variables, e.g. `SANDBOX_TEST_TIMEOUT=90s`,
@@ -670,7 +678,9 @@ fn merge(into: &mut ConfigFile, from: ConfigFile) {
         cache.max_mb,
         gc.logs,
         gc.events,
-        gc.max_log_mb
+        gc.max_log_mb,
+        gc.caches,
+        gc.max_cache_mb
     );
 }
 

@@ -80,6 +80,11 @@ impl Paths {
         self.home.join("logs")
     }
 
+    /// Build caches, per repository and branch (see `runner::caches`).
+    pub fn caches(&self) -> PathBuf {
+        self.home.join("cache")
+    }
+
     pub fn repos(&self) -> PathBuf {
         self.home.join("repos")
     }
@@ -148,6 +153,12 @@ pub struct GcConfig {
     #[serde(serialize_with = "ser_duration")]
     pub events: Duration,
     pub max_log_mb: u64,
+    /// Build caches and kept checkouts unused for this long are removed.
+    #[serde(serialize_with = "ser_duration")]
+    pub caches: Duration,
+    /// The most a repository's build caches may take; past it, the least recently used
+    /// branches' caches go first.
+    pub max_cache_mb: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -229,6 +240,8 @@ impl Default for Config {
                 logs: Duration::from_secs(30 * DAY),
                 events: Duration::from_secs(90 * DAY),
                 max_log_mb: 1024,
+                caches: Duration::from_secs(14 * DAY),
+                max_cache_mb: 16_384,
             },
         }
     }

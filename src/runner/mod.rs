@@ -2,6 +2,7 @@
 //! supervising the process tree (layers, timeout, output cap, log), and reading the results out
 //! of its output.
 
+pub mod caches;
 pub mod detect;
 pub mod env;
 pub mod parse;

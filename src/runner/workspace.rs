@@ -274,135 +274,7 @@ pub struct Options<'a> {
     pub ceiling: u64,
     pub interrupt: &'a AtomicBool,
     /// Build caches to use and keep, when the run has a kept checkout.
-    pub cache: Option<CacheUse<'a>>,
-}
-
-/// Which build caches a run uses and keeps: a branch's runs start from its own cache, else from
-/// the production branch's (read-only below it), and keep what they write in their own — a cache
-/// is never written by another branch's runs.
-pub struct CacheUse<'a> {
-    /// Where caches live (`$GIT_SANDBOX_HOME/cache`: on disk, not in memory).
-    pub home: &'a Path,
-    /// The branch the run is of (`main`, `experiment/x`); `None`: production's cache is used
-    /// read-only and nothing is kept.
-    pub branch: Option<&'a str>,
-    pub production: &'a str,
-    /// In-tree directories kept (`target`, `node_modules`); the run's home is always kept.
-    pub dirs: &'a [String],
-    /// Over this many MiB added, a branch's cache starts over.
-    pub max_mb: u64,
-}
-
-fn branch_key(name: &str) -> String {
-    let safe: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(40)
-        .collect();
-    format!("{safe}-{}", &crate::util::fnv64_hex(name.as_bytes())[..8])
-}
-
-/// A run's build caches: the layers it sees (topmost first), the branch dir it keeps its writes
-/// in, what of its directory is kept, and the locks that hold the layers still while it runs.
-struct Caches {
-    layers: Vec<PathBuf>,
-    out: Option<PathBuf>,
-    paths: Vec<String>,
-    locks: Vec<File>,
-}
-
-/// The gid every run gets as root, which may write the cache layers (see
-/// [`crate::runner::sandbox::RUN_GID`]).
-fn cache_gid() -> u32 {
-    crate::runner::sandbox::RUN_GID
-}
-
-/// The build caches of a run, per repository and branch under `use_.home`:
-/// `<repository key>/<branch key>/{layer/,added,lock}`. A run of a branch holds its branch's
-/// lock exclusively (it writes the layer after the run) and production's shared (it reads it);
-/// a layer whose lock is held otherwise is not used, so no layer changes under a mounted overlay.
-fn caches(use_: &CacheUse<'_>, repo_key: &str, run_uid: Option<u32>) -> Caches {
-    let mut c = Caches {
-        layers: Vec::new(),
-        out: None,
-        paths: Vec::new(),
-        locks: Vec::new(),
-    };
-    let base = use_.home.join(repo_key);
-    if crate::util::private::create_dir_all(&base).is_err() {
-        return c;
-    }
-    let dir_of = |branch: &str| base.join(branch_key(branch));
-    let lock = |dir: &Path, exclusive: bool| -> Option<File> {
-        std::fs::create_dir_all(dir).ok()?;
-        let f = crate::util::private::open_rw(&dir.join("lock")).ok()?;
-        let held = if exclusive {
-            f.try_lock()
-        } else {
-            f.try_lock_shared()
-        };
-        held.ok()?;
-        Some(f)
-    };
-    // The layer's root: as root, owned by nobody in particular but writable for every run's gid.
-    let ready = |dir: &Path| -> bool {
-        let layer = dir.join("layer");
-        if !layer.is_dir() && std::fs::create_dir(&layer).is_err() {
-            return false;
-        }
-        if run_uid.is_some() {
-            use std::os::unix::fs::PermissionsExt;
-            let _ = std::os::unix::fs::lchown(&layer, Some(0), Some(cache_gid()));
-            let _ = std::fs::set_permissions(&layer, std::fs::Permissions::from_mode(0o775));
-        }
-        true
-    };
-    // A cache past its bound starts over.
-    let added = |dir: &Path| -> u64 {
-        std::fs::read_to_string(dir.join("added"))
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| l.trim().parse::<u64>().ok())
-            .sum()
-    };
-    let prod = dir_of(use_.production);
-    if let Some(b) = use_.branch {
-        let own = dir_of(b);
-        if let Some(l) = lock(&own, true) {
-            let max = use_.max_mb.saturating_mul(1 << 20);
-            // `added` counts every byte merged, rewrites included: past the bound, the real size
-            // decides whether the cache starts over.
-            if use_.max_mb > 0 && added(&own) > max {
-                let size = crate::util::disk_size(&own.join("layer"));
-                if size > max {
-                    let _ = std::fs::remove_dir_all(own.join("layer"));
-                    let _ = std::fs::remove_file(own.join("added"));
-                } else {
-                    let _ = std::fs::write(own.join("added"), format!("{size}\n"));
-                }
-            }
-            if ready(&own) {
-                c.layers.push(own.join("layer"));
-                c.out = Some(own.clone());
-                c.locks.push(l);
-            }
-        }
-    }
-    if use_.branch != Some(use_.production) && prod.join("layer").is_dir() {
-        if let Some(l) = lock(&prod, false) {
-            c.layers.push(prod.join("layer"));
-            c.locks.push(l);
-        }
-    }
-    c.paths = use_.dirs.iter().map(|d| format!("tree/{d}")).collect();
-    c.paths.push("home".into());
-    c
+    pub cache: Option<super::caches::CacheUse<'a>>,
 }
 
 /// The workspace for a run of `tree`: a kept checkout brought to the tree where the machine
@@ -434,7 +306,7 @@ pub fn prepare(
 }
 
 /// A key for the repository that survives a lost index: its git dir.
-fn repo_key(repo: &gix::Repository) -> String {
+pub fn repo_key(repo: &gix::Repository) -> String {
     let dir = std::fs::canonicalize(repo.common_dir())
         .unwrap_or_else(|_| repo.common_dir().to_path_buf());
     crate::util::fnv64_hex(dir.as_os_str().as_encoded_bytes())
@@ -579,13 +451,8 @@ fn kept(
     // The run's own directory: the overlay's mount point, swept with the others when stale.
     let root = checkout::run_dir(opts.scratch)?;
     let caches = match &opts.cache {
-        Some(c) => caches(c, &repo_key(repo), slot.uid),
-        None => Caches {
-            layers: Vec::new(),
-            out: None,
-            paths: Vec::new(),
-            locks: Vec::new(),
-        },
+        Some(c) => super::caches::for_run(c, &repo_key(repo), slot.uid),
+        None => super::caches::Caches::default(),
     };
     Ok(Workspace {
         root,
@@ -599,6 +466,71 @@ fn kept(
         _slot: Some(slot),
         _cache_locks: caches.locks,
     })
+}
+
+/// A kept checkout of one repository in one slot, for `gc`.
+#[derive(Debug, Clone)]
+pub struct KeptCheckout {
+    pub repo_key: String,
+    pub dir: PathBuf,
+    /// When a run last used it (ms since the epoch).
+    pub used_ms: i64,
+    pub bytes: u64,
+    slot_lock: PathBuf,
+}
+
+/// Every kept checkout under `scratch` of this user.
+pub fn kept_checkouts(scratch: &Path) -> Vec<KeptCheckout> {
+    let root = cache_root(scratch);
+    let mut out = Vec::new();
+    for slot in std::fs::read_dir(&root).into_iter().flatten().flatten() {
+        let name = slot.file_name().to_string_lossy().into_owned();
+        if !name.starts_with("slot-") || !slot.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        for repo in std::fs::read_dir(slot.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if !repo.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            let dir = repo.path();
+            let used_ms = std::fs::metadata(dir.join("state"))
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_millis() as i64);
+            out.push(KeptCheckout {
+                repo_key: repo.file_name().to_string_lossy().into_owned(),
+                bytes: crate::util::disk_size(&dir),
+                used_ms,
+                dir,
+                slot_lock: root.join(format!("{name}.lock")),
+            });
+        }
+    }
+    out
+}
+
+/// Remove a kept checkout unless a run holds its slot. Returns whether it was removed (or,
+/// with `dry_run`, could be).
+pub fn remove_kept(kept: &KeptCheckout, dry_run: bool) -> std::io::Result<bool> {
+    let Some(_held) = try_lock(&kept.slot_lock) else {
+        return Ok(false);
+    };
+    if !dry_run {
+        verified_here()
+            .lock()
+            .expect("cache map")
+            .remove(&kept.dir.join("lower"));
+        match std::fs::remove_dir_all(&kept.dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(true)
 }
 
 /// Give everything under `dir` to `uid` (links themselves, never their targets).

@@ -129,6 +129,7 @@ impl Probe {
                 format!("cannot create a temp dir: {e}"),
             )],
         };
+        let layers = with_kept_checkouts(layers);
         Probe {
             format: FORMAT,
             version: env!("CARGO_PKG_VERSION").into(),
@@ -142,9 +143,7 @@ impl Probe {
 
     /// Whether a run's directory can be an overlay here (the `disk_limit` layer worked).
     pub fn overlay(&self) -> bool {
-        self.isolation.layers.iter().any(|l| {
-            l.layer == "disk_limit" && matches!(l.status, LayerStatus::Enforced | LayerStatus::Off)
-        })
+        overlay_in(&self.isolation.layers)
     }
 
     /// Layers runs should not attempt again, with the probe's reason.
@@ -179,4 +178,32 @@ pub fn needs(layer: &str) -> &'static str {
         "unprivileged_uid" => "root with CAP_SETUID and CAP_SETGID",
         _ => "see the detail",
     }
+}
+
+fn overlay_in(layers: &[Layer]) -> bool {
+    layers.iter().any(|l| {
+        l.layer == "disk_limit" && matches!(l.status, LayerStatus::Enforced | LayerStatus::Off)
+    })
+}
+
+/// The probe's own run has a fresh checkout; what runs get is decided by the overlay: say that.
+fn with_kept_checkouts(mut layers: Vec<Layer>) -> Vec<Layer> {
+    let kept = if overlay_in(&layers) {
+        Layer::new(
+            "kept_checkout",
+            LayerStatus::Enforced,
+            "runs get an overlay over a checkout kept per slot and brought up to date by the tree diff, with build caches per branch",
+        )
+    } else {
+        Layer::new(
+            "kept_checkout",
+            LayerStatus::Off,
+            "unavailable here (a run's directory cannot be an overlay): every run gets a fresh checkout, and no build cache is kept",
+        )
+    };
+    match layers.iter_mut().find(|l| l.layer == "kept_checkout") {
+        Some(l) => *l = kept,
+        None => layers.push(kept),
+    }
+    layers
 }
