@@ -355,3 +355,36 @@ fn build_caches_persist_per_branch_and_never_flow_upward() {
         );
     }
 }
+
+#[test]
+fn a_cache_never_hides_or_replaces_a_file_of_the_commit() {
+    let _serial = one_at_a_time();
+    for (who, w) in worlds() {
+        let repo = w.new_repo("evidence");
+        // out/ is a cache dir, and the commit tracks a file in it; the run rewrites that file,
+        // deletes another tracked one, and leaves an untracked one.
+        let cfg = "[test]\ncommand = \"cat out/t.txt out/u.txt; echo rewritten > out/t.txt; rm out/u.txt; echo kept > out/k.txt\"\n[analysis]\nenabled = false\n[cache]\ndirs = [\"out\"]\n";
+        w.commit(
+            &repo,
+            &[
+                (".sandbox.toml", cfg),
+                ("out/t.txt", "t1\n"),
+                ("out/u.txt", "u1\n"),
+            ],
+            "tracked files in a cache dir",
+        );
+        assert_eq!(output_of(who, &w, &repo), "t1\nu1");
+        // The next commit changes the rewritten file and keeps the deleted one: the run sees the
+        // commit's files, not the cache's.
+        w.commit(&repo, &[("out/t.txt", "t2\n")], "t2");
+        assert_eq!(output_of(who, &w, &repo), "t2\nu1", "{who}");
+        // A commit that adds a file where the cache has one gets its own.
+        let cfg2 = "[test]\ncommand = \"cat out/k.txt\"\n[analysis]\nenabled = false\n[cache]\ndirs = [\"out\"]\n";
+        w.commit(
+            &repo,
+            &[(".sandbox.toml", cfg2), ("out/k.txt", "from the commit\n")],
+            "k tracked",
+        );
+        assert_eq!(output_of(who, &w, &repo), "from the commit", "{who}");
+    }
+}

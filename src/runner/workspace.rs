@@ -47,7 +47,7 @@ pub struct Workspace {
     /// Files written to get here (0 when the kept checkout already held the tree).
     pub files: usize,
     pub prepared: Prepared,
-    /// Build-cache layers to lay over the kept checkout, topmost first.
+    /// Build-cache layers to lay under the kept checkout (which always wins), topmost first.
     pub cache_layers: Vec<PathBuf>,
     /// The branch cache this run's writes are kept in (see `Plan::cache_out`).
     pub cache_out: Option<PathBuf>,

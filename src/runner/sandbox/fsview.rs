@@ -17,7 +17,7 @@ pub struct Keep {
     pub writable: bool,
     /// A kept checkout shared by runs: only ever an overlay's lower layer, never writable.
     pub kept: bool,
-    /// Build-cache layers to lay over it, topmost first.
+    /// Build-cache layers to lay under it, topmost first.
     pub layers: Vec<OwnedFd>,
 }
 
@@ -198,12 +198,15 @@ fn bounded_overlay(keep: &Keep, size_mb: u64, uid: u32) -> Result<Option<u64>, S
                 errno_text(&std::io::Error::last_os_error())
             ));
         }
-        let mut lowers: Vec<String> = keep
-            .layers
-            .iter()
-            .map(|l| format!("/proc/self/fd/{}", l.as_raw_fd()))
-            .collect();
-        lowers.push(format!("/proc/self/fd/{}", keep.fd.as_raw_fd()));
+        // The commit's tree is the topmost lower layer, the caches below it: a cache can add
+        // files where the tree has none (target/, node_modules/), never hide or replace one of
+        // the tree's, whatever an earlier run left in it.
+        let mut lowers = vec![format!("/proc/self/fd/{}", keep.fd.as_raw_fd())];
+        lowers.extend(
+            keep.layers
+                .iter()
+                .map(|l| format!("/proc/self/fd/{}", l.as_raw_fd())),
+        );
         let opts = format!("lowerdir={},upperdir=upper,workdir=work", lowers.join(":"));
         let mounted = mount(
             "overlay",

@@ -80,8 +80,8 @@ pub struct Plan {
     /// from the helper's pid.
     #[serde(default)]
     pub run_uid: Option<u32>,
-    /// Build-cache layers laid over the kept checkout, topmost first (each laid out like the
-    /// run's directory: `tree/`, `home/`).
+    /// Build-cache layers laid under the kept checkout (the tree always wins), topmost first
+    /// (each laid out like the run's directory: `tree/`, `home/`).
     #[serde(default)]
     pub cache_layers: Vec<PathBuf>,
     /// The branch's cache directory: this run's writes under `cache_paths` are merged into its
