@@ -307,6 +307,7 @@ mod tests {
                 resources: Resources::default(),
                 output_truncated: false,
                 failures_omitted: 0,
+                setup: None,
                 isolation: None,
                 limits: None,
             }),

@@ -2,7 +2,7 @@
 //! overlay where the machine allows, else a fresh one), with its output passed through. Nothing
 //! is recorded.
 
-use super::{run::config_for, Context, Result};
+use super::{run::config_for, setup, AppError, Context, Result};
 use crate::config::ConfigFile;
 use crate::git::{self, checkout};
 use crate::runner::{caches, env, process, workspace};
@@ -36,7 +36,16 @@ pub fn exec(
     let cache_home = ctx.paths.caches();
     let dirs = super::run::cache_dirs(&config, repo, &info);
     // Production's build caches, read-only: an exec keeps nothing.
-    let work = workspace::prepare(
+    let cache = || {
+        config.cache.enabled.then(|| caches::CacheUse {
+            home: &cache_home,
+            branch: None,
+            production: &config.promote.target,
+            dirs: &dirs,
+            max_mb: config.cache.max_mb,
+        })
+    };
+    let mut work = workspace::prepare(
         repo,
         info.tree,
         &workspace::Options {
@@ -44,17 +53,26 @@ pub fn exec(
             overlay: sandbox.overlay,
             ceiling: config.limits.checkout_bytes(),
             interrupt,
-            cache: config.cache.enabled.then(|| caches::CacheUse {
-                home: &cache_home,
-                branch: None,
-                production: &config.promote.target,
-                dirs: &dirs,
-                max_mb: config.cache.max_mb,
-            }),
+            cache: cache(),
         },
     )?;
+    // The setup step's layer (production's, else one built for this exec and thrown away).
+    let setup = setup::prepare(
+        &config,
+        repo,
+        info.tree,
+        &mut work,
+        cache().as_ref(),
+        &sandbox,
+        setup::SetupOutput::Terminal,
+        interrupt,
+    )
+    .map_err(|e| {
+        AppError::refused(e).hint("fix [test] setup in .sandbox.toml, or run it by hand first")
+    })?;
     let command: Vec<String> = argv.iter().map(|a| shell_quote(a)).collect();
     let command = format!("exec {}", command.join(" "));
+    let command = setup.as_ref().map_or(command.clone(), |s| s.wrap(&command));
     let outcome = process::run(process::Spec {
         command: &command,
         cwd: &work.path(),

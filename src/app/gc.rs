@@ -73,7 +73,7 @@ pub struct GcReport {
     pub warnings: Vec<String>,
 }
 
-/// One run log, `logs/<repository id>/<commit>[.trial].log`.
+/// One run log, `logs/<repository id>/<commit>[.trial][.setup].log`.
 #[derive(Debug, Clone)]
 pub(crate) struct LogFile {
     pub path: PathBuf,
@@ -112,7 +112,10 @@ pub(crate) fn log_files(logs: &Path, only: Option<&str>) -> Vec<LogFile> {
             out.push(LogFile {
                 path: f.path(),
                 repository_id: id.clone(),
-                commit: stem.trim_end_matches(".trial").to_string(),
+                commit: stem
+                    .trim_end_matches(".setup")
+                    .trim_end_matches(".trial")
+                    .to_string(),
                 bytes: meta.len(),
                 modified_ms,
             });

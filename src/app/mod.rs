@@ -16,6 +16,7 @@ pub mod repos;
 pub mod results;
 pub mod run;
 pub mod select;
+pub mod setup;
 
 use crate::config::{ConfigError, Layers, Paths};
 use crate::git::GitError;

@@ -3,7 +3,7 @@
 //! note (batched, compare-and-swap) and in the index, with events.
 
 use super::results::{self, NoteReader};
-use super::{analyze, AppError, Context, Result};
+use super::{analyze, setup, AppError, Context, Result};
 use crate::config::{Config, ConfigFile};
 use crate::git::{self, checkout, CommitInfo};
 use crate::model::{RunRecord, Status, Tests, Trigger, RUN_SCHEMA};
@@ -401,6 +401,38 @@ fn run_one(
         } else {
             format!("{}.log", record.commit)
         });
+    let setup_log = log.with_file_name(if opts.is_trial() {
+        format!("{}.trial.setup.log", record.commit)
+    } else {
+        format!("{}.setup.log", record.commit)
+    });
+    let cache_use = config.cache.enabled.then(|| caches::CacheUse {
+        home: &cache_home,
+        branch,
+        production: &config.promote.target,
+        dirs: &dirs,
+        max_mb: config.cache.max_mb,
+    });
+    let setup = match setup::prepare(
+        &config,
+        repo,
+        info.tree,
+        &mut work,
+        cache_use.as_ref(),
+        sandbox,
+        setup::SetupOutput::Log(&setup_log),
+        opts.interrupt,
+    ) {
+        Ok(s) => s,
+        Err(e) => {
+            record.status = Status::Error;
+            record.error = Some(e);
+            return Ok((finish(record, started), Source::Made));
+        }
+    };
+    if let Some(s) = &setup {
+        event("setup.completed", serde_json::json!(s.record()));
+    }
     let index_path = ctx.index.path().to_path_buf();
     let (tests, analysis) = std::thread::scope(|s| {
         let analysis = config.analysis.enabled.then(|| {
@@ -414,12 +446,32 @@ fn run_one(
             })
         });
         event("test.started", serde_json::json!({}));
-        let mut tests = run_tests(ctx, &config, &work, &log, sandbox, opts.interrupt);
+        let mut tests = run_tests(
+            ctx,
+            &config,
+            &work,
+            &log,
+            sandbox,
+            opts.interrupt,
+            setup.as_ref(),
+        );
         if tests.overlay_failed && work.lower().is_some() {
-            // The kept checkout was only bound read-only: run again in a fresh one.
+            // The kept checkout was only bound read-only: run again in a fresh one, with the
+            // setup step (if any) run just before the tests.
             if let Ok(fresh) = prepare(false) {
                 work = fresh;
-                tests = run_tests(ctx, &config, &work, &log, sandbox, opts.interrupt);
+                let inline = setup
+                    .as_ref()
+                    .map(|s| setup::Setup::inline(s.record(), &config));
+                tests = run_tests(
+                    ctx,
+                    &config,
+                    &work,
+                    &log,
+                    sandbox,
+                    opts.interrupt,
+                    inline.as_ref(),
+                );
             }
         }
         event(
@@ -473,6 +525,7 @@ fn run_tests(
     log: &std::path::Path,
     sandbox: &runner::Sandbox,
     interrupt: &AtomicBool,
+    setup: Option<&setup::Setup>,
 ) -> TestRun {
     let dir = work.path();
     let mut warnings = Vec::new();
@@ -495,8 +548,9 @@ fn run_tests(
         },
     };
     let artifacts: Vec<String> = config.test.junit.iter().cloned().collect();
+    let full = setup.map_or_else(|| command.clone(), |s| s.wrap(&command));
     let outcome = process::run(process::Spec {
-        command: &command,
+        command: &full,
         cwd: &dir,
         root: work.root(),
         env: runner::env::sandbox_env(work.root()),
@@ -590,6 +644,7 @@ fn run_tests(
         resources: outcome.resources,
         output_truncated: outcome.truncated,
         failures_omitted: 0,
+        setup: setup.map(setup::Setup::record),
         isolation: Some(summary),
         limits: Some(outcome.limits.clone()),
     };

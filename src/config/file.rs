@@ -74,6 +74,8 @@ pub struct TestFile {
     pub timeout: Option<Duration>,
     #[serde(default, deserialize_with = "de_relative_path")]
     pub junit: Option<String>,
+    #[serde(default, deserialize_with = "de_command")]
+    pub setup: Option<String>,
 }
 
 /// A limit as written: a positive number, or `"unlimited"` (only the user's own config may say
@@ -112,6 +114,7 @@ pub struct LimitsFile {
     #[serde(default, deserialize_with = "de_memory")]
     pub disk_mb: Option<Limit>,
     pub network: Option<bool>,
+    pub setup_network: Option<bool>,
     /// The largest tree a run checks out, in MiB.
     #[serde(default, deserialize_with = "de_memory")]
     pub checkout_mb: Option<Limit>,
@@ -371,6 +374,9 @@ impl ConfigFile {
         if let Some(v) = &t.junit {
             c.test.junit = Some(v.clone());
         }
+        if let Some(v) = &t.setup {
+            c.test.setup = Some(v.clone()).filter(|s| !s.trim().is_empty());
+        }
         let l = &self.limits;
         set(&mut c.limits.memory_mb, l.memory_mb.map(Limit::raw));
         set(&mut c.limits.cpu_seconds, l.cpu_seconds.map(Limit::raw));
@@ -380,6 +386,7 @@ impl ConfigFile {
         set(&mut c.limits.output_bytes, l.output_bytes.map(Limit::raw));
         set(&mut c.limits.disk_mb, l.disk_mb.map(Limit::raw));
         set(&mut c.limits.network, l.network);
+        set(&mut c.limits.setup_network, l.setup_network);
         set(&mut c.limits.checkout_mb, l.checkout_mb.map(Limit::raw));
         let a = &self.analysis;
         set(&mut c.analysis.enabled, a.enabled);
@@ -564,6 +571,7 @@ const ENV_KEYS: &[(&str, &str, Kind)] = &[
     ("test", "command", Kind::Text),
     ("test", "timeout", Kind::Text),
     ("test", "junit", Kind::Text),
+    ("test", "setup", Kind::Text),
     ("limits", "memory_mb", Kind::Raw),
     ("limits", "cpu_seconds", Kind::Raw),
     ("limits", "processes", Kind::Raw),
@@ -572,6 +580,7 @@ const ENV_KEYS: &[(&str, &str, Kind)] = &[
     ("limits", "output_bytes", Kind::Raw),
     ("limits", "disk_mb", Kind::Raw),
     ("limits", "network", Kind::Raw),
+    ("limits", "setup_network", Kind::Raw),
     ("limits", "checkout_mb", Kind::Raw),
     ("analysis", "enabled", Kind::Raw),
     ("analysis", "exclude", Kind::List),
@@ -654,6 +663,7 @@ fn merge(into: &mut ConfigFile, from: ConfigFile) {
         test.command,
         test.timeout,
         test.junit,
+        test.setup,
         limits.memory_mb,
         limits.cpu_seconds,
         limits.processes,
@@ -662,6 +672,7 @@ fn merge(into: &mut ConfigFile, from: ConfigFile) {
         limits.output_bytes,
         limits.disk_mb,
         limits.network,
+        limits.setup_network,
         limits.checkout_mb,
         analysis.enabled,
         analysis.exclude,

@@ -98,6 +98,10 @@ pub struct TestConfig {
     pub timeout: Duration,
     /// A JUnit XML report the command writes, relative to the checkout.
     pub junit: Option<String>,
+    /// A command run before the tests (`npm ci`), once per change of the tree's lockfiles and
+    /// manifests; what it writes is kept as a cache layer under the runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub setup: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -112,6 +116,8 @@ pub struct Limits {
     /// Everything the tests may write (their tree, HOME, temp dirs), on any backing.
     pub disk_mb: u64,
     pub network: bool,
+    /// Whether the setup step (`[test] setup`) may use the network.
+    pub setup_network: bool,
     /// The most a checkout may write (the sum of its blobs), checked before anything is written.
     pub checkout_mb: u64,
 }
@@ -203,6 +209,7 @@ impl Default for Config {
                 command: None,
                 timeout: Duration::from_secs(300),
                 junit: None,
+                setup: None,
             },
             limits: Limits {
                 memory_mb: 2048,
@@ -213,6 +220,7 @@ impl Default for Config {
                 output_bytes: 10 * 1024 * 1024,
                 disk_mb: 1024,
                 network: false,
+                setup_network: false,
                 checkout_mb: 1024,
             },
             analysis: AnalysisConfig {
@@ -346,6 +354,7 @@ impl Layers {
             output_bytes: tighten(policy.output_bytes, c.limits.output_bytes),
             disk_mb: tighten(policy.disk_mb, c.limits.disk_mb),
             network: c.limits.network && policy.network,
+            setup_network: c.limits.setup_network && policy.setup_network,
             checkout_mb: tighten(policy.checkout_mb, c.limits.checkout_mb),
         };
         // The user's timeout is a ceiling like every other limit; so is the cache's size, and a
@@ -368,6 +377,10 @@ impl Config {
         // reused: keep the keys of results recorded before this limit existed.
         if let Some(l) = limits.as_object_mut() {
             l.remove("checkout_mb");
+            // Only a setup step uses it: keep the keys of results without one.
+            if self.test.setup.is_none() {
+                l.remove("setup_network");
+            }
         }
         let json = serde_json::json!({
             "test": self.test, "limits": limits, "analysis": self.analysis,

@@ -241,6 +241,7 @@ mod tests {
                 resources: Default::default(),
                 output_truncated: false,
                 failures_omitted: 0,
+                setup: None,
                 isolation: None,
                 limits: None,
             }),

@@ -151,6 +151,25 @@ pub struct Tests {
     /// The limits the run actually had, read back from the kernel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<AppliedLimits>,
+    /// The setup step (`[test] setup`) the tests ran after, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<SetupRun>,
+}
+
+/// A setup step and where the tests' dependencies came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SetupRun {
+    pub command: String,
+    /// What it was keyed by: the command, whether it had the network, and the blob ids of the
+    /// tree's lockfiles and manifests.
+    pub key: String,
+    /// `built` (it ran for this run, its output kept), `reused` (a layer an earlier run of this
+    /// branch or of production built for the same key), or `inline` (no kept checkout here: it
+    /// ran in the same sandbox just before the tests, with their network policy).
+    pub how: String,
+    /// How long building took (0 when reused).
+    pub duration_ms: u64,
+    pub network: bool,
 }
 
 /// The limits a run actually had, as the kernel reports them once they were set (`getrlimit`

@@ -134,6 +134,113 @@ fn ready(layer: &Path, as_root: bool) -> bool {
     true
 }
 
+/// The layer a setup step (`[test] setup`) leaves: `<branch dir>/setup-<key>/{layer/,lock,done}`,
+/// per branch like the build caches. A run uses its branch's layer for the key, else
+/// production's (read-only); else it builds its branch's (holding it exclusively while the setup
+/// runs); a run of no branch (`exec`, a trial) builds a throw-away one.
+pub struct SetupLayer {
+    /// The setup dir: its `layer/` goes under the run once it is `ready`; while not, the setup
+    /// step's writes are merged into it.
+    pub dir: PathBuf,
+    pub ready: bool,
+    _lock: File,
+    _temp: Option<tempfile::TempDir>,
+}
+
+impl SetupLayer {
+    pub fn layer(&self) -> PathBuf {
+        self.dir.join("layer")
+    }
+
+    /// The setup step succeeded and its writes were merged: later runs may use the layer.
+    /// (A merge that did not finish leaves no `added`, and the layer is not trusted.)
+    pub fn finish(&mut self) -> bool {
+        if !self.dir.join("added").exists() {
+            return false;
+        }
+        if self._temp.is_none() && std::fs::write(self.dir.join("done"), "").is_err() {
+            return false;
+        }
+        self.ready = true;
+        true
+    }
+}
+
+/// The setup layer for `key` of a run of `use_.branch`, or `None` when none can be had (a
+/// cache dir that cannot be made).
+pub fn setup_layer(use_: &CacheUse<'_>, repo_key: &str, key: &str) -> Option<SetupLayer> {
+    let base = use_.home.join(repo_key);
+    crate::util::private::create_dir_all(&base).ok()?;
+    let name = format!("setup-{key}");
+    let mut dirs = Vec::new();
+    if let Some(b) = use_.branch {
+        dirs.push(base.join(branch_key(b)).join(&name));
+    }
+    if use_.branch != Some(use_.production) {
+        dirs.push(base.join(branch_key(use_.production)).join(&name));
+    }
+    for dir in &dirs {
+        if dir.join("done").exists() {
+            if let Some(l) = lock(dir, false) {
+                return Some(SetupLayer {
+                    dir: dir.clone(),
+                    ready: true,
+                    _lock: l,
+                    _temp: None,
+                });
+            }
+        }
+    }
+    let (dir, temp) = match use_.branch {
+        Some(b) => {
+            let branch = base.join(branch_key(b));
+            std::fs::create_dir_all(&branch).ok()?;
+            if !branch.join("branch").exists() {
+                let _ = std::fs::write(branch.join("branch"), b);
+            }
+            // A branch keeps the setup of its latest key only.
+            for e in std::fs::read_dir(&branch).into_iter().flatten().flatten() {
+                let n = e.file_name().to_string_lossy().into_owned();
+                if n.starts_with("setup-") && n != name {
+                    if let Some(_held) = lock(&e.path(), true) {
+                        let _ = std::fs::remove_dir_all(e.path());
+                    }
+                }
+            }
+            (branch.join(&name), None)
+        }
+        None => {
+            let t = tempfile::Builder::new()
+                .prefix("setup-once-")
+                .tempdir_in(&base)
+                .ok()?;
+            (t.path().to_path_buf(), Some(t))
+        }
+    };
+    std::fs::create_dir_all(&dir).ok()?;
+    let f = crate::util::private::open_rw(&dir.join("lock")).ok()?;
+    // Another run of the branch may be building it: wait, then use what it built.
+    f.lock().ok()?;
+    if dir.join("done").exists() {
+        drop(f);
+        let l = lock(&dir, false)?;
+        return Some(SetupLayer {
+            dir,
+            ready: true,
+            _lock: l,
+            _temp: temp,
+        });
+    }
+    let _ = std::fs::remove_dir_all(dir.join("layer"));
+    let _ = std::fs::remove_file(dir.join("added"));
+    Some(SetupLayer {
+        dir,
+        ready: false,
+        _lock: f,
+        _temp: temp,
+    })
+}
+
 /// One branch's build cache, for `gc`.
 #[derive(Debug, Clone)]
 pub struct BranchCache {

@@ -1,0 +1,218 @@
+//! The setup step (`[test] setup = "npm ci"`): run once per change of the tree's lockfiles and
+//! manifests, in the sandbox, with the network only when the user's own config allows it
+//! (`[limits] setup_network`); what it writes (`node_modules/`, `.venv/`, its home's package
+//! caches) is kept as a layer under the runs of its branch — and of branches that start from
+//! production's, read-only — so the tests themselves need no network.
+
+use crate::config::Config;
+use crate::git;
+use crate::model::SetupRun;
+use crate::runner::workspace::{self, Workspace};
+use crate::runner::{self, caches, process, Sandbox};
+use gix::ObjectId;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+/// The files at the tree's root whose contents decide what a setup step installs.
+const INPUTS: &[&str] = &[
+    "package.json",
+    "package-lock.json",
+    "npm-shrinkwrap.json",
+    "yarn.lock",
+    "pnpm-lock.yaml",
+    "bun.lockb",
+    "Cargo.toml",
+    "Cargo.lock",
+    "go.mod",
+    "go.sum",
+    "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
+    "requirements.txt",
+    "requirements-dev.txt",
+    "poetry.lock",
+    "Pipfile.lock",
+    "uv.lock",
+    "pdm.lock",
+    "Gemfile",
+    "Gemfile.lock",
+    "composer.json",
+    "composer.lock",
+    "mix.lock",
+];
+
+/// What keys a setup: its command, whether it has the network, and the blob ids of the tree's
+/// lockfiles and manifests.
+pub fn key(config: &Config, command: &str, repo: &gix::Repository, tree: ObjectId) -> String {
+    let mut text = format!("{command}\0{}\0", config.limits.setup_network);
+    for name in INPUTS {
+        if let Ok(Some((id, _))) = git::blob_at(repo, tree, name) {
+            text.push_str(&format!("{name}\0{id}\0"));
+        }
+    }
+    crate::util::fnv64_hex(text.as_bytes())
+}
+
+/// A run's setup, once ready.
+pub enum Setup {
+    /// Its layer is laid under the run's tree (held until the run ends).
+    Layer(caches::SetupLayer, SetupRun),
+    /// No kept checkout here: the command runs just before the tests, in their sandbox.
+    Inline(String, SetupRun),
+}
+
+impl Setup {
+    pub fn record(&self) -> SetupRun {
+        match self {
+            Setup::Layer(_, r) | Setup::Inline(_, r) => r.clone(),
+        }
+    }
+
+    /// The same step run inline (when the run falls back to a fresh checkout).
+    pub fn inline(record: SetupRun, config: &Config) -> Setup {
+        let command = record.command.clone();
+        Setup::Inline(
+            command,
+            SetupRun {
+                how: "inline".into(),
+                duration_ms: 0,
+                network: config.limits.network,
+                ..record
+            },
+        )
+    }
+
+    /// The test command with the setup run first, when the setup is inline.
+    pub fn wrap(&self, command: &str) -> String {
+        match self {
+            Setup::Layer(..) => command.to_string(),
+            Setup::Inline(setup, _) => format!(
+                "(\n{setup}\n) >&2 || {{ echo 'git-sandbox: the setup step failed' >&2; exit 1; }}\n{command}"
+            ),
+        }
+    }
+}
+
+/// Where the setup step's output goes.
+#[derive(Clone, Copy)]
+pub enum SetupOutput<'a> {
+    Log(&'a Path),
+    Terminal,
+}
+
+/// Get the setup of `config` ready for a run in `work`: reuse the layer its key already has, or
+/// run the step and keep its layer; `Err` is the one-line reason the step failed. `None` when
+/// there is no setup step.
+#[allow(clippy::too_many_arguments)]
+pub fn prepare(
+    config: &Config,
+    repo: &gix::Repository,
+    tree: ObjectId,
+    work: &mut Workspace,
+    cache: Option<&caches::CacheUse<'_>>,
+    sandbox: &Sandbox,
+    output: SetupOutput<'_>,
+    interrupt: &AtomicBool,
+) -> Result<Option<Setup>, String> {
+    let Some(command) = config.test.setup.clone() else {
+        return Ok(None);
+    };
+    let key = key(config, &command, repo, tree);
+    let mut record = SetupRun {
+        command: command.clone(),
+        key: key.clone(),
+        how: "inline".into(),
+        duration_ms: 0,
+        network: config.limits.network,
+    };
+    let layer = match (work.lower(), cache) {
+        (Some(_), Some(c)) => caches::setup_layer(c, &workspace::repo_key(repo), &key),
+        _ => None,
+    };
+    let Some(mut layer) = layer else {
+        return Ok(Some(Setup::Inline(command, record)));
+    };
+    record.network = config.limits.setup_network;
+    if layer.ready {
+        record.how = "reused".into();
+        work.cache_layers.push(layer.layer());
+        return Ok(Some(Setup::Layer(layer, record)));
+    }
+    let mut limits = config.limits.clone();
+    limits.network = config.limits.setup_network;
+    let started = Instant::now();
+    // On a terminal, its output goes to stderr: stdout is the command's.
+    let shown = match output {
+        SetupOutput::Terminal => format!("(\n{command}\n) >&2"),
+        SetupOutput::Log(_) => command.clone(),
+    };
+    let outcome = process::run(process::Spec {
+        command: &shown,
+        cwd: &work.path(),
+        root: work.root(),
+        env: runner::env::sandbox_env(work.root()),
+        timeout: config.test.timeout,
+        output: match output {
+            SetupOutput::Log(log) => process::Output::Capture {
+                log,
+                cap: config.limits.output_bytes,
+            },
+            SetupOutput::Terminal => process::Output::Inherit,
+        },
+        limits: &limits,
+        sandbox,
+        interrupt,
+        artifacts: &[],
+        lower: work.lower(),
+        run_uid: work.run_uid,
+        cache_layers: &[],
+        cache_out: Some(&layer.dir),
+        cache_paths: &["tree".to_string(), "home".to_string()],
+    });
+    record.duration_ms = started.elapsed().as_millis() as u64;
+    let why = if let Some(e) = &outcome.spawn_error {
+        Some(e.clone())
+    } else if let Some(k) = &outcome.killed_by {
+        Some(match k.as_str() {
+            "timeout" | "cpu" => format!(
+                "ran past its limits ({}s timeout, {} CPU seconds)",
+                config.test.timeout.as_secs(),
+                config.limits.cpu_seconds
+            ),
+            other => format!("was stopped ({other})"),
+        })
+    } else if outcome.exit_code != Some(0) {
+        let last = outcome.output_tail.lines().last().unwrap_or("").trim();
+        Some(format!(
+            "exited with {}{}",
+            outcome
+                .exit_code
+                .map_or("a signal".to_string(), |c| c.to_string()),
+            if last.is_empty() {
+                String::new()
+            } else {
+                format!(": {last}")
+            }
+        ))
+    } else if !layer.finish() {
+        Some("succeeded, but what it wrote could not be kept".into())
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        let log = match output {
+            SetupOutput::Log(log) => format!(" (its output: {})", log.display()),
+            SetupOutput::Terminal => String::new(),
+        };
+        let hint = if config.limits.setup_network {
+            String::new()
+        } else {
+            "; it has no network: vendor its dependencies, or allow `setup_network = true` under [limits] in your user config".to_string()
+        };
+        return Err(format!("the setup step `{command}` {why}{log}{hint}"));
+    }
+    record.how = "built".into();
+    work.cache_layers.push(layer.layer());
+    Ok(Some(Setup::Layer(layer, record)))
+}
