@@ -15,6 +15,12 @@
 #       `git worktree add --detach` + `git worktree remove`. Target: faster.
 #       git-sandbox checks out into /dev/shm when it can; it is also timed with
 #       GIT_SANDBOX_TMPDIR on a disk temp dir, and the baseline also into /dev/shm (for reference).
+#       The first exec in the repository (its kept checkout built) is timed apart; the timed ones
+#       come after a `git sandbox run` of REV, the one-off exec of issue 12 (target <= 20 ms).
+#
+# git-sandbox's scratch dir (GIT_SANDBOX_TMPDIR) is a private dir on /dev/shm when /dev/shm is
+# usable: the same tmpfs as its default, but the kept checkouts go with the script and no other
+# run on the machine takes their slots.
 #
 # The baseline's git commands run with core.hooksPath pointed at an empty dir, so the installed
 # git-sandbox hooks (which fire on the baseline's ref updates) are not charged to it.
@@ -37,6 +43,7 @@ BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
 # ---- private environment -------------------------------------------------------------------
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/gs-bench-overhead.XXXXXX")
 SHM=
+# shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
   cd /
   rm -rf "$WORK"
@@ -60,6 +67,8 @@ NOHOOKS=(-c "core.hooksPath=$WORK/no-hooks")
 
 if [ -d /dev/shm ] && [ -w /dev/shm ]; then
   SHM=$(mktemp -d /dev/shm/gs-bench-overhead.XXXXXX)
+  mkdir -p "$SHM/scratch"
+  export GIT_SANDBOX_TMPDIR=$SHM/scratch
 fi
 
 # ---- helpers -------------------------------------------------------------------------------
@@ -142,14 +151,14 @@ git -C "$REPO" commit -q -m "bench: 200 python files, test command true"
 BASE=$(git -C "$REPO" rev-parse HEAD)
 commit_changes 30 first
 COMMITS=$(git -C "$REPO" rev-list --reverse "$BASE..HEAD")
-N=$(printf '%s\n' $COMMITS | wc -l)
+N=$(git -C "$REPO" rev-list --count "$BASE..HEAD")
 FILES=$(git -C "$REPO" ls-files | wc -l)
 echo "set-up: $FILES files, $N commits in BASE..HEAD"
 
 # ---- (a) baseline and (b) git sandbox run, alternating ------------------------------------
 # baseline PARENT_DIR: the shell loop over $COMMITS; total microseconds in REPLY.
 baseline() {
-  local parent=$1 c wt=$1/wt t0
+  local c wt=$1/wt t0
   now_us; t0=$REPLY
   for c in $COMMITS; do
     git "${NOHOOKS[@]}" -C "$REPO" worktree add -q --detach "$wt" "$c"
@@ -164,6 +173,7 @@ baseline() {
 run_range() {
   local t0
   now_us; t0=$REPLY
+  # shellcheck disable=SC2163  # exports the NAME=VALUE arguments
   (if (($#)); then export "$@"; fi; sandbox run --force "$BASE..HEAD")
   now_us; REPLY=$((REPLY - t0))
 }
@@ -282,7 +292,10 @@ worktree_once() { # PARENT
   now_us; REPLY=$((REPLY - t0))
 }
 D_EXEC=() D_EXEC_DISK=() D_WT=() D_WT_SHM=()
-exec_once >/dev/null; worktree_once "$WORK/disk-tmp"   # warm the page cache
+worktree_once "$WORK/disk-tmp"  # warm the page cache
+exec_once; D_FIRST=$REPLY       # the first exec in the repository builds its kept checkout
+exec_once GIT_SANDBOX_TMPDIR="$WORK/disk-tmp"; D_FIRST_DISK=$REPLY
+(cd "$BIG" && git sandbox run) >>"$LOG" 2>&1 || echo "warning: git sandbox run failed (see log)" >&2  # REV, on main
 for ((r = 1; r <= REPS_SHORT; r++)); do
   exec_once; D_EXEC+=("$REPLY")
   worktree_once "$WORK/disk-tmp"; D_WT+=("$REPLY")
@@ -296,13 +309,16 @@ echo
 echo "(d) one checkout of a $BIGFILES-file tree (incl. removal); median of $REPS_SHORT alternating runs"
 printf '  %-52s %10s %9s\n' "" "ms" "vs wt add"
 printf '  %-52s %10s %9s\n' "git worktree add --detach + remove (disk)" "$(ms "$mw")" "1.00x"
-printf '  %-52s %10s %9s\n' "git sandbox exec REV -- true (default: /dev/shm)" "$(ms "$me")" "$(ratio "$me" "$mw")"
+printf '  %-52s %10s %9s\n' "git sandbox exec REV -- true (/dev/shm)" "$(ms "$me")" "$(ratio "$me" "$mw")"
 printf '  %-52s %10s %9s\n' "git sandbox exec REV -- true (GIT_SANDBOX_TMPDIR=disk)" "$(ms "$med")" "$(ratio "$med" "$mw")"
+printf '  %-52s %10s %9s\n' "  first exec in the repository (/dev/shm), once" "$(ms "$D_FIRST")" "$(ratio "$D_FIRST" "$mw")"
+printf '  %-52s %10s %9s\n' "  first exec in the repository (disk), once" "$(ms "$D_FIRST_DISK")" "$(ratio "$D_FIRST_DISK" "$mw")"
 if [ -n "$SHM" ]; then
   mws=$(median "${D_WT_SHM[@]}")
   printf '  %-52s %10s %9s\n' "git worktree add + remove into /dev/shm (reference)" "$(ms "$mws")" "$(ratio "$mws" "$mw")"
 fi
-echo "  target: exec faster than git worktree add (< 1.00x)"
+echo "  target: exec faster than git worktree add (< 1.00x); issue 12: exec (/dev/shm) after a first run <= 20 ms"
+echo "  exec (/dev/shm), every run, ms: $(all "${D_EXEC[@]}")"
 echo
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg) at end"
 exit 0
