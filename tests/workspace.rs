@@ -388,3 +388,26 @@ fn a_cache_never_hides_or_replaces_a_file_of_the_commit() {
         assert_eq!(output_of(who, &w, &repo), "from the commit", "{who}");
     }
 }
+
+#[test]
+fn every_run_sees_its_tree_at_one_path_so_absolute_paths_in_caches_stay_valid() {
+    let _serial = one_at_a_time();
+    for (who, w) in worlds() {
+        let repo = w.new_repo("one-path");
+        w.commit(
+            &repo,
+            &[(".sandbox.toml", &quick("pwd; echo $HOME $TMPDIR"))],
+            "where",
+        );
+        let first = output_of(who, &w, &repo);
+        w.commit(&repo, &[("a.txt", "1")], "again");
+        let second = output_of(who, &w, &repo);
+        assert_eq!(first, second, "{who}");
+        assert_eq!(
+            first, "/tmp/git-sandbox/run/tree\n/tmp/git-sandbox/run/home /tmp/git-sandbox/run/tmp",
+            "{who}"
+        );
+        let o = w.sandbox(&repo, &["exec", "HEAD", "--", "pwd"]);
+        assert_eq!(o.stdout, "/tmp/git-sandbox/run/tree\n", "{who}: {o:?}");
+    }
+}

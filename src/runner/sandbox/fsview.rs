@@ -142,7 +142,14 @@ pub struct View {
     pub private_tmp: Vec<PathBuf>,
     /// The size of the file system the run's directory writes to, when it is bounded.
     pub disk_mb: Option<u64>,
+    /// Where the run sees its directory, when not at its host path: [`VIEW_ROOT`].
+    pub root: Option<PathBuf>,
 }
+
+/// Where every run sees its directory (`tree/`, `home/`, `tmp/`) when it has a private /tmp: one
+/// path for every run, so tools that key their caches by absolute paths (cargo's fingerprints,
+/// compilers' dependency files) find a build cache made by an earlier run still valid.
+pub const VIEW_ROOT: &str = "/tmp/git-sandbox/run";
 
 /// The size of the file system at `path`, in MiB.
 fn fs_size_mb(path: &Path) -> Option<u64> {
@@ -160,8 +167,12 @@ fn fs_size_mb(path: &Path) -> Option<u64> {
 /// hidden) and whose upper layer is a fresh tmpfs of `size_mb` (0: the kernel's default) — so
 /// every byte the run writes (its tree, HOME, TMPDIR) counts against the size, whatever backs
 /// the checkout, and nothing it writes reaches the host. Returns the size in force.
-fn bounded_overlay(keep: &Keep, size_mb: u64, uid: u32) -> Result<Option<u64>, String> {
-    let path = &keep.path;
+fn bounded_overlay(
+    keep: &Keep,
+    path: &Path,
+    size_mb: u64,
+    uid: u32,
+) -> Result<Option<u64>, String> {
     if !path.exists() {
         std::fs::create_dir_all(path)
             .map_err(|e| format!("mkdir {}: {}", path.display(), errno_text(&e)))?;
@@ -248,6 +259,7 @@ pub fn setup(keeps: &[Keep], hide: &[PathBuf], disk_mb: u64, uid: u32) -> View {
             layers,
             private_tmp,
             disk_mb: None,
+            root: None,
         };
     }
     layers.push(match set_readonly(Path::new("/"), true) {
@@ -289,6 +301,15 @@ pub fn setup(keeps: &[Keep], hide: &[PathBuf], disk_mb: u64, uid: u32) -> View {
             tmp_errors.join("; "),
         )
     });
+    // The run's directory goes to the one path every run sees, on the private /tmp.
+    let relocated = private_tmp
+        .iter()
+        .any(|t| t == Path::new("/tmp"))
+        .then(|| PathBuf::from(VIEW_ROOT));
+    let at = |k: &Keep| match (&relocated, k.writable) {
+        (Some(r), true) => r.clone(),
+        _ => k.path.clone(),
+    };
     // Hidden directories (parents first, so nested ones end up under the parent's tmpfs).
     let mut hidden = Vec::new();
     let mut hide_errors = Vec::new();
@@ -319,8 +340,9 @@ pub fn setup(keeps: &[Keep], hide: &[PathBuf], disk_mb: u64, uid: u32) -> View {
     order.sort_by_key(|k| k.path.components().count());
     let mut disk_layer = None;
     for k in order {
+        let path = at(k);
         if k.writable {
-            match bounded_overlay(k, disk_mb, uid) {
+            match bounded_overlay(k, &path, disk_mb, uid) {
                 Ok(size) => {
                     disk = size;
                     disk_layer = Some(Layer::new(
@@ -350,15 +372,15 @@ pub fn setup(keeps: &[Keep], hide: &[PathBuf], disk_mb: u64, uid: u32) -> View {
             }
         }
         let res = (|| {
-            if !k.path.exists() {
-                std::fs::create_dir_all(&k.path)
-                    .map_err(|e| format!("mkdir {}: {}", k.path.display(), errno_text(&e)))?;
+            if !path.exists() {
+                std::fs::create_dir_all(&path)
+                    .map_err(|e| format!("mkdir {}: {}", path.display(), errno_text(&e)))?;
             }
             let src = format!("/proc/self/fd/{}", k.fd.as_raw_fd());
-            mount(&src, &k.path, "", libc::MS_BIND | libc::MS_REC, "")?;
+            mount(&src, &path, "", libc::MS_BIND | libc::MS_REC, "")?;
             // A kept checkout without its overlay is bound read-only: it is never the run's
             // to write.
-            set_readonly(&k.path, !k.writable || k.kept)
+            set_readonly(&path, !k.writable || k.kept)
         })();
         if let Err(e) = res {
             keep_errors.push(e);
@@ -389,6 +411,7 @@ pub fn setup(keeps: &[Keep], hide: &[PathBuf], disk_mb: u64, uid: u32) -> View {
         layers,
         private_tmp,
         disk_mb: disk,
+        root: relocated,
     }
 }
 

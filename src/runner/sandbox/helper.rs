@@ -203,12 +203,20 @@ fn keep_caches(plan: &Plan, branch: &std::fs::File, uid: u32) {
     let Some(out) = make_dirs(branch.as_raw_fd(), "layer", uid, gid) else {
         return;
     };
-    let root = CString::new(plan.root.as_os_str().as_bytes()).unwrap_or_default();
-    // SAFETY: detaching the overlay we (our init) mounted, in our own mount namespace.
-    if unsafe { libc::umount2(root.as_ptr(), libc::MNT_DETACH) } != 0 {
-        return;
+    // The overlay is where init mounted it: the one path every run sees, else the host path.
+    let mut at = None;
+    for dir in [Path::new(fsview::VIEW_ROOT), plan.root.as_path()] {
+        let c = CString::new(dir.as_os_str().as_bytes()).unwrap_or_default();
+        // SAFETY: detaching the overlay we (our init) mounted, in our own mount namespace.
+        if unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } == 0 {
+            at = Some(dir);
+            break;
+        }
     }
-    let Some(upper) = std::fs::File::open(&plan.root)
+    let Some(at) = at else {
+        return;
+    };
+    let Some(upper) = std::fs::File::open(at)
         .ok()
         .and_then(|r| super::layers::open_dir_beneath(r.as_raw_fd(), "upper"))
     else {
@@ -528,6 +536,8 @@ fn run_init(
     die_with_parent(None);
     let view = fsview::setup(&keeps, &plan.hide, plan.limits.disk_mb, uid);
     drop(keeps);
+    let relocated = view.root.as_deref().map(|r| relocate(plan, r));
+    let plan = relocated.as_ref().unwrap_or(plan);
     layers.extend(view.layers);
     limits.disk_mb = view.disk_mb;
     if let Err(e) = fsview::fresh_proc() {
@@ -583,6 +593,24 @@ fn run_init(
             unsafe { libc::_exit(HELPER_FAILED) };
         }
     }
+}
+
+/// The plan as the run sees it when its directory is at `view` instead of its host path: its
+/// working directory, and the variables that point into it (HOME, TMPDIR).
+fn relocate(plan: &Plan, view: &Path) -> Plan {
+    let moved = |p: &Path| match p.strip_prefix(&plan.root) {
+        Ok(rest) => view.join(rest),
+        Err(_) => p.to_path_buf(),
+    };
+    let mut out = plan.clone();
+    out.cwd = moved(&plan.cwd);
+    out.root = view.to_path_buf();
+    for (_, v) in &mut out.env {
+        if Path::new(v.as_str()).starts_with(&plan.root) {
+            *v = moved(Path::new(v.as_str())).to_string_lossy().into_owned();
+        }
+    }
+    out
 }
 
 /// Read the files the supervisor asked for, inside the sandbox and with its rights (its view,
