@@ -202,6 +202,21 @@ fn a_kept_checkout_that_was_tampered_with_is_rebuilt() {
     for k in kept_trees(&scratch) {
         assert_eq!(std::fs::read_to_string(k.join("a.txt")).unwrap(), "a\n");
     }
+    // `exec` checks too: a command that ran in an altered kept checkout fails, says why, and the
+    // next one sees the commit's tree.
+    for k in kept_trees(&scratch) {
+        std::fs::write(k.join("a.txt"), "tampered again\n").unwrap();
+    }
+    let o = w.sandbox(&repo, &["exec", "HEAD", "--", "cat", "a.txt"]);
+    assert_eq!(o.code, 1, "{o:?}");
+    let (problem, hints) = o.error();
+    assert!(
+        problem.contains("had been altered outside git-sandbox"),
+        "{o:?}"
+    );
+    assert_eq!(hints, ["run the command again"]);
+    let o = w.sandbox(&repo, &["exec", "HEAD", "--", "cat", "a.txt"]);
+    assert_eq!((o.code, o.stdout.as_str()), (0, "a\n"), "{o:?}");
 }
 
 #[test]

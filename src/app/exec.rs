@@ -26,6 +26,7 @@ pub fn exec(
     timeout: Option<Duration>,
     interrupt: &AtomicBool,
 ) -> Result<Executed> {
+    let _t = crate::util::trace::span("exec in all (after start-up)");
     let info = git::commit_info(repo, commit)?;
     let mut config = config_for(ctx, repo, &info, None, &ConfigFile::default())?;
     if let Some(t) = timeout {
@@ -45,31 +46,50 @@ pub fn exec(
             max_mb: config.cache.max_mb,
         })
     };
-    let mut work = workspace::prepare(
-        repo,
-        info.tree,
-        &workspace::Options {
-            scratch: &scratch,
-            overlay: sandbox.overlay,
-            ceiling: config.limits.checkout_bytes(),
+    let prepare = || {
+        let _t = crate::util::trace::span("workspace");
+        workspace::prepare(
+            repo,
+            info.tree,
+            &workspace::Options {
+                scratch: &scratch,
+                overlay: sandbox.overlay,
+                ceiling: config.limits.checkout_bytes(),
+                interrupt,
+                cache: cache(),
+            },
+        )
+    };
+    // The setup step's layer (production's, else one built for this exec and thrown away). A
+    // kept checkout found altered before a setup is built is checked out afresh, once.
+    let mut work = prepare()?;
+    let mut setup = None;
+    for attempt in 0..2 {
+        match setup::prepare(
+            &config,
+            repo,
+            info.tree,
+            &mut work,
+            cache().as_ref(),
+            &sandbox,
+            setup::SetupOutput::Terminal,
             interrupt,
-            cache: cache(),
-        },
-    )?;
-    // The setup step's layer (production's, else one built for this exec and thrown away).
-    let setup = setup::prepare(
-        &config,
-        repo,
-        info.tree,
-        &mut work,
-        cache().as_ref(),
-        &sandbox,
-        setup::SetupOutput::Terminal,
-        interrupt,
-    )
-    .map_err(|e| {
-        AppError::refused(e).hint("fix [test] setup in .sandbox.toml, or run it by hand first")
-    })?;
+        ) {
+            Ok(s) => {
+                setup = s;
+                break;
+            }
+            Err(setup::SetupError::Untrusted) if attempt == 0 => {
+                work.release();
+                work = prepare()?;
+            }
+            Err(setup::SetupError::Untrusted) => return Err(altered()),
+            Err(setup::SetupError::Failed(e)) => {
+                return Err(AppError::refused(e)
+                    .hint("fix [test] setup in .sandbox.toml, or run it by hand first"))
+            }
+        }
+    }
     let command: Vec<String> = argv.iter().map(|a| shell_quote(a)).collect();
     let command = format!("exec {}", command.join(" "));
     let command = setup.as_ref().map_or(command.clone(), |s| s.wrap(&command));
@@ -90,10 +110,21 @@ pub fn exec(
         cache_out: None,
         cache_paths: &[],
     });
+    if !work.confirm() {
+        return Err(altered());
+    }
     Ok(Executed {
         outcome,
         timeout: config.test.timeout,
     })
+}
+
+/// The kept checkout the command ran in turned out to have been altered outside git-sandbox.
+fn altered() -> AppError {
+    AppError::refused(
+        "the kept checkout this ran in had been altered outside git-sandbox, so the command did not see the commit's tree; it is checked out afresh now",
+    )
+    .hint("run the command again")
 }
 
 fn shell_quote(s: &str) -> String {

@@ -380,7 +380,16 @@ fn run_one(
             },
         )
     };
-    let mut work = match prepare(sandbox.overlay) {
+    let prepared = |overlay: bool| {
+        let _t = crate::util::trace::span("workspace");
+        let work = prepare(overlay)?;
+        event(
+            "checkout.completed",
+            serde_json::json!({"files": work.files, "kept": work.lower().is_some(), "how": format!("{:?}", work.prepared).to_lowercase(), "ms": time::now_millis() - started}),
+        );
+        Ok::<_, git::GitError>(work)
+    };
+    let mut work = match prepared(sandbox.overlay) {
         Ok(w) => w,
         Err(e) => {
             record.status = Status::Error;
@@ -388,10 +397,6 @@ fn run_one(
             return Ok((finish(record, started), Source::Made));
         }
     };
-    event(
-        "checkout.completed",
-        serde_json::json!({"files": work.files, "kept": work.lower().is_some(), "how": format!("{:?}", work.prepared).to_lowercase(), "ms": time::now_millis() - started}),
-    );
     let log = ctx
         .paths
         .logs()
@@ -413,20 +418,42 @@ fn run_one(
         dirs: &dirs,
         max_mb: config.cache.max_mb,
     });
-    let setup = match setup::prepare(
-        &config,
-        repo,
-        info.tree,
-        &mut work,
-        cache_use.as_ref(),
-        sandbox,
-        setup::SetupOutput::Log(&setup_log),
-        opts.interrupt,
-    ) {
+    let setup_of = |work: &mut workspace::Workspace| {
+        setup::prepare(
+            &config,
+            repo,
+            info.tree,
+            work,
+            cache_use.as_ref(),
+            sandbox,
+            setup::SetupOutput::Log(&setup_log),
+            opts.interrupt,
+        )
+    };
+    let mut ready = setup_of(&mut work);
+    if let Err(setup::SetupError::Untrusted) = ready {
+        // The kept checkout was altered outside git-sandbox: it is checked out afresh.
+        work.release();
+        work = match prepared(sandbox.overlay) {
+            Ok(w) => w,
+            Err(e) => {
+                record.status = Status::Error;
+                record.error = Some(format!("checkout failed: {e}"));
+                return Ok((finish(record, started), Source::Made));
+            }
+        };
+        ready = setup_of(&mut work);
+    }
+    let setup = match ready {
         Ok(s) => s,
         Err(e) => {
             record.status = Status::Error;
-            record.error = Some(e);
+            record.error = Some(match e {
+                setup::SetupError::Failed(why) => why,
+                setup::SetupError::Untrusted => {
+                    "the kept checkout could not be trusted twice in a row; run again".into()
+                }
+            });
             return Ok((finish(record, started), Source::Made));
         }
     };
@@ -455,6 +482,37 @@ fn run_one(
             opts.interrupt,
             setup.as_ref(),
         );
+        if !work.confirm() {
+            // The kept checkout turned out to have been altered outside git-sandbox: what the
+            // tests saw was not the commit's tree. It is checked out afresh; run again.
+            work.release();
+            match prepared(sandbox.overlay) {
+                Ok(mut again) => {
+                    if let Some(s) = &setup {
+                        s.lay_under(&mut again);
+                    }
+                    work = again;
+                    tests = run_tests(
+                        ctx,
+                        &config,
+                        &work,
+                        &log,
+                        sandbox,
+                        opts.interrupt,
+                        setup.as_ref(),
+                    );
+                }
+                Err(e) => {
+                    tests = TestRun {
+                        status: Status::Error,
+                        tests: None,
+                        error: Some(format!("checkout failed: {e}")),
+                        warnings: Vec::new(),
+                        overlay_failed: false,
+                    }
+                }
+            }
+        }
         if tests.overlay_failed && work.lower().is_some() {
             // The kept checkout was only bound read-only: run again in a fresh one, with the
             // setup step (if any) run just before the tests.

@@ -69,6 +69,13 @@ impl Setup {
         }
     }
 
+    /// Lay the setup's layer (if it has one) under another workspace of the same run.
+    pub fn lay_under(&self, work: &mut Workspace) {
+        if let Setup::Layer(layer, _) = self {
+            work.cache_layers.push(layer.layer());
+        }
+    }
+
     /// The same step run inline (when the run falls back to a fresh checkout).
     pub fn inline(record: SetupRun, config: &Config) -> Setup {
         let command = record.command.clone();
@@ -94,6 +101,15 @@ impl Setup {
     }
 }
 
+/// Why a setup is not ready.
+#[derive(Debug)]
+pub enum SetupError {
+    /// The step failed: the one-line reason.
+    Failed(String),
+    /// The kept checkout failed its check: prepare the workspace again (it is rebuilt).
+    Untrusted,
+}
+
 /// Where the setup step's output goes.
 #[derive(Clone, Copy)]
 pub enum SetupOutput<'a> {
@@ -102,8 +118,7 @@ pub enum SetupOutput<'a> {
 }
 
 /// Get the setup of `config` ready for a run in `work`: reuse the layer its key already has, or
-/// run the step and keep its layer; `Err` is the one-line reason the step failed. `None` when
-/// there is no setup step.
+/// run the step and keep its layer. `None` when there is no setup step.
 #[allow(clippy::too_many_arguments)]
 pub fn prepare(
     config: &Config,
@@ -114,7 +129,7 @@ pub fn prepare(
     sandbox: &Sandbox,
     output: SetupOutput<'_>,
     interrupt: &AtomicBool,
-) -> Result<Option<Setup>, String> {
+) -> Result<Option<Setup>, SetupError> {
     let Some(command) = config.test.setup.clone() else {
         return Ok(None);
     };
@@ -138,6 +153,10 @@ pub fn prepare(
         record.how = "reused".into();
         work.cache_layers.push(layer.layer());
         return Ok(Some(Setup::Layer(layer, record)));
+    }
+    // What it builds is kept for later runs: only from a tree known to be the commit's.
+    if !work.confirm() {
+        return Err(SetupError::Untrusted);
     }
     let mut limits = config.limits.clone();
     limits.network = config.limits.setup_network;
@@ -210,7 +229,9 @@ pub fn prepare(
         } else {
             "; it has no network: vendor its dependencies, or allow `setup_network = true` under [limits] in your user config".to_string()
         };
-        return Err(format!("the setup step `{command}` {why}{log}{hint}"));
+        return Err(SetupError::Failed(format!(
+            "the setup step `{command}` {why}{log}{hint}"
+        )));
     }
     record.how = "built".into();
     work.cache_layers.push(layer.layer());

@@ -8,6 +8,7 @@ pub mod env;
 pub mod parse;
 pub mod process;
 pub mod sandbox;
+pub mod stamps;
 pub mod workspace;
 
 pub use process::{run, Outcome, Output, Spec};

@@ -109,6 +109,7 @@ pub fn run(spec: Spec<'_>) -> Outcome {
         cache_layers: spec.cache_layers.to_vec(),
         cache_out: spec.cache_out.map(Path::to_path_buf),
         cache_paths: spec.cache_paths.to_vec(),
+        trace: crate::util::trace::enabled(),
         ..Plan::default()
     }
     .with_paths(spec.sandbox.hide.clone());
@@ -164,6 +165,7 @@ pub fn run(spec: Spec<'_>) -> Outcome {
             None
         }
     };
+    let spawned_ns = crate::util::trace::mono_ns();
     let child = cmd.spawn();
     drop(cmd); // closes our copies of the pipes' write ends
     drop(report_w);
@@ -180,7 +182,7 @@ pub fn run(spec: Spec<'_>) -> Outcome {
             )
         }
     };
-    let report = std::thread::spawn(move || read_report(report_r));
+    let report = std::thread::spawn(move || (read_report(report_r), crate::util::trace::mono_ns()));
     let artifacts = std::thread::spawn(move || read_artifacts(artifact_r));
     let pid = child.id() as libc::pid_t;
     let (tx, rx) = mpsc::channel::<Event>();
@@ -224,6 +226,7 @@ pub fn run(spec: Spec<'_>) -> Outcome {
     let mut killed_by: Option<String> = None;
     let mut term_sent: Option<Instant> = None;
     let mut exit: Option<(i32, libc::rusage)> = None;
+    let mut exited_ns = 0;
     while exit.is_none() {
         let now = Instant::now();
         let wait = if let Some(t) = term_sent {
@@ -233,7 +236,10 @@ pub fn run(spec: Spec<'_>) -> Outcome {
         }
         .min(Duration::from_millis(50));
         match rx.recv_timeout(wait) {
-            Ok(Event::Exited(status, usage)) => exit = Some((status, usage)),
+            Ok(Event::Exited(status, usage)) => {
+                exited_ns = crate::util::trace::mono_ns();
+                exit = Some((status, usage))
+            }
             Ok(Event::OutputCapped) => stop(pid, &mut killed_by, &mut term_sent, "output"),
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
@@ -312,10 +318,14 @@ pub fn run(spec: Spec<'_>) -> Outcome {
         }
     }
     out.killed_by = killed_by;
-    let Report {
-        layers: helper_layers,
-        limits,
-    } = join_bounded(report).unwrap_or_default();
+    let (
+        Report {
+            layers: helper_layers,
+            limits,
+            steps,
+        },
+        reported_ns,
+    ) = join_bounded(report).unwrap_or_default();
     out.limits = AppliedLimits {
         timeout_ms: spec.timeout.as_millis() as u64,
         output_bytes: match spec.output {
@@ -338,14 +348,31 @@ pub fn run(spec: Spec<'_>) -> Outcome {
         ));
     }
     out.isolation = isolation(&spec, helper_layers);
+    if crate::util::trace::enabled() {
+        trace_steps(spawned_ns, &steps, reported_ns, exited_ns);
+    }
     out
+}
+
+/// The helper's set-up step by step, then the command, then the supervisor's clean-up.
+fn trace_steps(spawned: u64, steps: &[(String, u64)], reported: u64, exited: u64) {
+    use crate::util::trace::{line, mono_ns};
+    let ms = |from: u64, to: u64| to.saturating_sub(from) as f64 / 1e6;
+    let mut prev = spawned;
+    for (what, at) in steps {
+        line(&format!("helper: {what}"), ms(prev, *at));
+        prev = *at;
+    }
+    line("command, until it exits", ms(prev.max(reported), exited));
+    line("after: cgroup, output, report", ms(exited, mono_ns()));
+    line("sandbox in all", ms(spawned, mono_ns()));
 }
 
 /// Join a reader thread, waiting a bounded time: an escaped process may hold its pipe open.
 fn join_bounded<T>(handle: std::thread::JoinHandle<T>) -> Option<T> {
     let until = Instant::now() + Duration::from_secs(1);
     while !handle.is_finished() && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(2));
+        std::thread::sleep(Duration::from_micros(100));
     }
     if handle.is_finished() {
         handle.join().ok()

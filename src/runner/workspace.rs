@@ -10,10 +10,10 @@
 //! uid `SLOT_UID_BASE + n` (held through a lock of its own under `/run`), which owns the kept
 //! files, so a run can write its tree through the overlay and no two runs share a uid.
 
+use super::stamps::{self, Stamps};
 use crate::git::{self, checkout, GitError};
 use gix::ObjectId;
 use std::fs::File;
-use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -53,9 +53,20 @@ pub struct Workspace {
     pub cache_out: Option<PathBuf>,
     /// What of the run's directory is kept (`tree/target`, `home`).
     pub cache_paths: Vec<String>,
+    /// The check of a kept checkout against its stamps, going on while the run starts.
+    verify: Option<std::thread::JoinHandle<bool>>,
+    state_path: Option<PathBuf>,
     _slot: Option<Slot>,
     /// Held while the run's overlay may be mounted over the cache layers.
     _cache_locks: Vec<File>,
+}
+
+impl Drop for Workspace {
+    fn drop(&mut self) {
+        // Whatever the caller did with it, a kept checkout that failed its check is not trusted
+        // again.
+        self.confirm();
+    }
 }
 
 impl Workspace {
@@ -82,6 +93,35 @@ impl Workspace {
     /// The kept checkout the run's directory is an overlay of, if any.
     pub fn lower(&self) -> Option<&Path> {
         self.lower.as_deref()
+    }
+
+    /// Give up the slot and the cache locks (before preparing another workspace for the same
+    /// run, which may then take the same slot).
+    pub fn release(&mut self) {
+        self.confirm();
+        self.lower = None;
+        self._slot = None;
+        self._cache_locks.clear();
+    }
+
+    /// Whether the tree the run saw is the commit's: a kept checkout brought up to date from
+    /// stamps that this process had not checked is checked against them while the run goes on,
+    /// and this waits for that. `false`: the kept checkout was altered outside git-sandbox; it
+    /// is marked to be checked out afresh, and what the run made is not evidence of the commit.
+    pub fn confirm(&mut self) -> bool {
+        let Some(handle) = self.verify.take() else {
+            return true;
+        };
+        if handle.join().unwrap_or(false) {
+            return true;
+        }
+        if let Some(lower) = &self.lower {
+            verified_here().lock().expect("cache map").remove(lower);
+        }
+        if let Some(state) = &self.state_path {
+            let _ = std::fs::remove_file(state);
+        }
+        false
     }
 }
 
@@ -144,82 +184,6 @@ struct State {
     updating: bool,
 }
 
-/// Stat stamps of every file of the kept tree: (inode, size, mtime ns, ctime ns) by path.
-type Stamps = std::collections::BTreeMap<String, (u64, u64, i64, i64)>;
-
-fn stamp(meta: &std::fs::Metadata) -> (u64, u64, i64, i64) {
-    (
-        meta.ino(),
-        meta.size(),
-        meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
-        meta.ctime() * 1_000_000_000 + meta.ctime_nsec(),
-    )
-}
-
-/// Stamps of everything under `dir` (links not followed).
-fn stamps_of(dir: &Path) -> Stamps {
-    fn walk(root: &Path, dir: &Path, out: &mut Stamps) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in entries.flatten() {
-            let p = e.path();
-            let Ok(meta) = std::fs::symlink_metadata(&p) else {
-                continue;
-            };
-            let rel = p
-                .strip_prefix(root)
-                .unwrap_or(&p)
-                .to_string_lossy()
-                .into_owned();
-            if meta.is_dir() {
-                walk(root, &p, out);
-            }
-            out.insert(rel, stamp(&meta));
-        }
-    }
-    let mut out = Stamps::new();
-    walk(dir, dir, &mut out);
-    out
-}
-
-fn read_stamps(path: &Path) -> Option<Stamps> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let mut out = Stamps::new();
-    for line in text.lines() {
-        let mut parts = line.splitn(5, ' ');
-        let mut n = || parts.next();
-        let (ino, size, m, c, rel) = (n()?, n()?, n()?, n()?, n()?);
-        out.insert(
-            rel.to_string(),
-            (
-                ino.parse().ok()?,
-                size.parse().ok()?,
-                m.parse().ok()?,
-                c.parse().ok()?,
-            ),
-        );
-    }
-    Some(out)
-}
-
-fn write_stamps(path: &Path, stamps: &Stamps) -> std::io::Result<()> {
-    let mut body = Vec::with_capacity(stamps.len() * 64);
-    for (rel, (ino, size, m, c)) in stamps {
-        if rel.contains('\n') {
-            continue;
-        }
-        writeln!(body, "{ino} {size} {m} {c} {rel}")?;
-    }
-    crate::util::replace_file(path, &body, false)
-}
-
-/// Whether the kept tree is exactly what its stamps say: nothing added, removed, written or
-/// chmodded since it was last brought up to date.
-fn intact(tree: &Path, stamps: &Stamps) -> bool {
-    stamps_of(tree) == *stamps
-}
-
 /// Kept checkouts are verified in full once per process, then their stamps are kept here and
 /// brought up to date path by path as updates touch them (no run can reach a kept checkout: it is
 /// only ever an overlay's lower layer).
@@ -227,41 +191,6 @@ fn verified_here() -> &'static std::sync::Mutex<std::collections::HashMap<PathBu
     static SEEN: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<PathBuf, Stamps>>> =
         std::sync::OnceLock::new();
     SEEN.get_or_init(Default::default)
-}
-
-/// Bring `stamps` up to date after an update touched `touched` (written or removed paths): what
-/// is gone is dropped, what is there (and every directory on the way, whose entries changed) is
-/// stamped again.
-fn restamp(tree: &Path, stamps: &mut Stamps, touched: &[String]) {
-    let mut dirs = std::collections::BTreeSet::new();
-    for rel in touched {
-        let prefix = format!("{rel}/");
-        stamps.retain(|k, _| k != rel && !k.starts_with(&prefix));
-        let p = tree.join(rel);
-        if let Ok(meta) = std::fs::symlink_metadata(&p) {
-            if meta.is_dir() {
-                for (k, v) in stamps_of(&p) {
-                    stamps.insert(format!("{rel}/{k}"), v);
-                }
-            }
-            stamps.insert(rel.clone(), stamp(&meta));
-        }
-        let mut parent = rel.as_str();
-        while let Some((up, _)) = parent.rsplit_once('/') {
-            dirs.insert(up.to_string());
-            parent = up;
-        }
-    }
-    for d in dirs {
-        match std::fs::symlink_metadata(tree.join(&d)) {
-            Ok(meta) => {
-                stamps.insert(d, stamp(&meta));
-            }
-            Err(_) => {
-                stamps.remove(&d);
-            }
-        }
-    }
 }
 
 /// What [`prepare`] needs beyond the repository and the tree.
@@ -300,6 +229,8 @@ pub fn prepare(
         cache_layers: Vec::new(),
         cache_out: None,
         cache_paths: Vec::new(),
+        verify: None,
+        state_path: None,
         _slot: None,
         _cache_locks: Vec::new(),
     })
@@ -333,11 +264,13 @@ fn kept(
         .and_then(|b| serde_json::from_slice(&b).ok())
         .filter(|s: &State| !s.updating && lower.join("tree").is_dir());
     let key = lower.clone();
-    // Stamps this process already checked, else the file's, checked in full now.
+    // Stamps this process already checked, else the file's: then the tree is checked against
+    // them in full while the run goes on (see `Workspace::confirm`).
     let known = verified_here().lock().expect("cache map").remove(&key);
+    let unverified = known.is_none();
     let stamps = match known {
         Some(st) => Some(st),
-        None => read_stamps(&stamps_path).filter(|st| intact(&lower.join("tree"), st)),
+        None => stamps::read(&stamps_path),
     };
     let trusted = state.filter(|_| stamps.is_some());
     let write_state = |s: &State| -> Result<(), GitError> {
@@ -367,6 +300,7 @@ fn kept(
                 updating: true,
                 ..State::default()
             })?;
+            let _t = crate::util::trace::span("kept checkout: apply diff");
             match git::cache::update(
                 repo,
                 &lower.join("tree"),
@@ -404,6 +338,7 @@ fn kept(
                 ..State::default()
             })?;
             let _ = std::fs::remove_dir_all(&lower);
+            let _t = crate::util::trace::span("kept checkout: rebuild");
             let fresh = checkout::checkout_tree(repo, tree, &dir, opts.interrupt, opts.ceiling)?;
             files = fresh.files;
             bytes = fresh.bytes;
@@ -422,18 +357,17 @@ fn kept(
     if let Some(uid) = slot.uid {
         chown_touched(&lower.join("tree"), &touched, uid);
     }
+    let _t = crate::util::trace::span("kept checkout: stamps, state");
     let stamps = match (prepared, stamps) {
         (Prepared::Updated, Some(mut st)) => {
-            if !touched.is_empty() {
-                restamp(&lower.join("tree"), &mut st, &touched);
-                write_stamps(&stamps_path, &st)
-                    .map_err(io(format!("cannot write {}", stamps_path.display())))?;
-            }
+            let changes = stamps::restamp(&lower.join("tree"), &mut st, &touched);
+            stamps::append(&stamps_path, &st, &changes)
+                .map_err(io(format!("cannot write {}", stamps_path.display())))?;
             st
         }
         _ => {
-            let st = stamps_of(&lower.join("tree"));
-            write_stamps(&stamps_path, &st)
+            let st = stamps::of(&lower.join("tree"));
+            stamps::write(&stamps_path, &st)
                 .map_err(io(format!("cannot write {}", stamps_path.display())))?;
             st
         }
@@ -444,12 +378,24 @@ fn kept(
         files: stamps.len() as u64,
         updating: false,
     })?;
+    // A tree brought up to date from stamps this process has not checked: check that it holds
+    // exactly what they say now, on another thread, while the run starts.
+    let verify = (unverified && prepared == Prepared::Updated).then(|| {
+        let tree = lower.join("tree");
+        let expected = stamps.clone();
+        std::thread::spawn(move || {
+            let _t = crate::util::trace::span("kept checkout: verify stamps");
+            stamps::intact(&tree, &expected)
+        })
+    });
     verified_here()
         .lock()
         .expect("cache map")
         .insert(key, stamps);
     // The run's own directory: the overlay's mount point, swept with the others when stale.
     let root = checkout::run_dir(opts.scratch)?;
+    drop(_t);
+    let _t = crate::util::trace::span("build caches: locks");
     let caches = match &opts.cache {
         Some(c) => super::caches::for_run(c, &repo_key(repo), slot.uid),
         None => super::caches::Caches::default(),
@@ -463,6 +409,8 @@ fn kept(
         cache_layers: caches.layers,
         cache_out: caches.out,
         cache_paths: caches.paths,
+        verify,
+        state_path: Some(state_path),
         _slot: Some(slot),
         _cache_locks: caches.locks,
     })

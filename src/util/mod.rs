@@ -5,6 +5,7 @@ pub mod glob;
 pub mod hint;
 pub mod private;
 pub mod time;
+pub mod trace;
 
 use std::path::Path;
 

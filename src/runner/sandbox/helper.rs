@@ -51,6 +51,17 @@ fn die_with_parent(expected_parent: Option<i32>) -> bool {
     }
 }
 
+/// The set-up's steps so far, when the plan asks for them (this process is single-threaded).
+static STEPS: std::sync::Mutex<Vec<(String, u64)>> = std::sync::Mutex::new(Vec::new());
+
+fn step(plan: &Plan, what: &str) {
+    if plan.trace {
+        if let Ok(mut s) = STEPS.lock() {
+            s.push((what.to_string(), crate::util::trace::mono_ns()));
+        }
+    }
+}
+
 fn last_err() -> String {
     errno_text(&std::io::Error::last_os_error())
 }
@@ -74,6 +85,7 @@ pub fn main() -> i32 {
     if !die_with_parent(Some(plan.parent_pid)) {
         return HELPER_FAILED;
     }
+    step(&plan, "exec'd, plan read");
     let mut layers = Vec::new();
     // SAFETY: plain getters.
     let (euid, pid) = unsafe { (libc::geteuid(), libc::getpid()) };
@@ -81,6 +93,7 @@ pub fn main() -> i32 {
 
     let (cgroup, (cgroup_memory_mb, cgroup_pids_max)) = join_cgroup(&plan, root, pid);
     layers.push(cgroup);
+    step(&plan, "cgroup made and joined");
     let mut limits = AppliedLimits {
         cgroup_memory_mb,
         cgroup_pids_max,
@@ -103,7 +116,9 @@ pub fn main() -> i32 {
         euid
     };
 
+    step(&plan, "run dir given to its uid");
     let ns = unshare(&plan, root);
+    step(&plan, "namespaces");
     let ns_ok = ns.is_ok();
     layers.extend(namespace_layers(&plan, root, &ns));
     if !ns_ok {
@@ -151,6 +166,7 @@ pub fn main() -> i32 {
         .as_ref()
         .filter(|_| plan.lower.is_some())
         .and_then(|p| clone_mount(p));
+    step(&plan, "layers opened");
     let mut status_pipe = [0; 2];
     // SAFETY: a pipe for the command's raw wait status, from the namespace's init to us.
     if unsafe { libc::pipe2(status_pipe.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
@@ -534,8 +550,10 @@ fn run_init(
     status_fd: i32,
 ) -> ! {
     die_with_parent(None);
+    step(plan, "init forked");
     let view = fsview::setup(&keeps, &plan.hide, plan.limits.disk_mb, uid);
     drop(keeps);
+    step(plan, "mounts (view, overlay)");
     let relocated = view.root.as_deref().map(|r| relocate(plan, r));
     let plan = relocated.as_ref().unwrap_or(plan);
     layers.extend(view.layers);
@@ -554,11 +572,14 @@ fn run_init(
         }
     }
     fsview::set_hostname("git-sandbox");
+    step(plan, "proc, loopback, hostname");
     layers.push(drop_privileges(root, uid));
     die_with_parent(None);
     layers.push(guard::rlimits(&plan.limits));
     guard::read_rlimits(&mut limits);
+    step(plan, "uid dropped, rlimits");
     confine(plan, &mut layers, &view.private_tmp, !plan.network);
+    step(plan, "landlock, seccomp");
     write_report(&layers, &limits);
     // SAFETY: single-threaded; the child execs at once.
     let cmd = unsafe { libc::fork() };
@@ -669,6 +690,7 @@ fn write_report(layers: &[Layer], limits: &AppliedLimits) {
     let body = serde_json::to_vec(&Report {
         layers: layers.to_vec(),
         limits: limits.clone(),
+        steps: STEPS.lock().map(|s| s.clone()).unwrap_or_default(),
     })
     .unwrap_or_default();
     write_all(REPORT_FD, &body);

@@ -76,6 +76,9 @@ pub struct Plan {
     /// It is never written: without an overlay it is bound read-only.
     #[serde(default)]
     pub lower: Option<PathBuf>,
+    /// Report when each step of the set-up ended (`GIT_SANDBOX_TRACE`).
+    #[serde(default)]
+    pub trace: bool,
     /// As root, the uid to run as (a slot's, which owns the kept checkout), instead of one made
     /// from the helper's pid.
     #[serde(default)]
@@ -110,6 +113,9 @@ pub struct PlanLimits {
 pub struct Report {
     pub layers: Vec<crate::model::Layer>,
     pub limits: crate::model::AppliedLimits,
+    /// With `Plan::trace`: each step of the set-up and when it ended (`CLOCK_MONOTONIC` ns).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<(String, u64)>,
 }
 
 /// One file handed back on [`ARTIFACT_FD`]: its text (lossy UTF-8), or why it was not read.
