@@ -11,10 +11,13 @@ use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 /// What a merge did.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default)]
 pub struct Merged {
     pub files: u64,
     pub bytes: u64,
+    /// Files with several names (cargo links each binary it builds under two): the first name
+    /// merged, by (device, inode) in the upper layer, so the others become links to it.
+    links: std::collections::HashMap<(u64, u64), (OwnedFd, CString)>,
 }
 
 fn cstr(s: &[u8]) -> Option<CString> {
@@ -185,9 +188,31 @@ pub fn merge(from: i32, into: i32, owner: (u32, u32), out: &mut Merged) {
             }
             libc::S_IFREG => {
                 remove_at(into, &name);
+                let key = (st.st_dev, st.st_ino);
+                if st.st_nlink > 1 {
+                    if let Some((dir, first)) = out.links.get(&key) {
+                        // SAFETY: linkat between descriptors we hold, NUL-terminated names.
+                        let linked = unsafe {
+                            libc::linkat(dir.as_raw_fd(), first.as_ptr(), into, c.as_ptr(), 0)
+                        };
+                        if linked == 0 {
+                            out.files += 1;
+                            continue;
+                        }
+                    }
+                }
                 if copy_file(from, into, &name, &st, owner) {
                     out.files += 1;
                     out.bytes += st.st_size as u64;
+                    if st.st_nlink > 1 {
+                        // SAFETY: dup of a descriptor we were given, owned by the map.
+                        let dup = unsafe { libc::fcntl(into, libc::F_DUPFD_CLOEXEC, 0) };
+                        if dup >= 0 {
+                            // SAFETY: a fresh descriptor we own.
+                            let dir = unsafe { OwnedFd::from_raw_fd(dup) };
+                            out.links.insert(key, (dir, c.clone()));
+                        }
+                    }
                 }
             }
             libc::S_IFLNK => {
@@ -286,6 +311,14 @@ mod tests {
         )
         .unwrap();
         std::os::unix::fs::symlink("/etc/passwd", up.join("target/link")).unwrap();
+        // Two names of one file (cargo's deps/app-hash and app): one copy, two names.
+        std::fs::create_dir_all(up.join("target/debug/deps")).unwrap();
+        std::fs::write(up.join("target/debug/deps/lib-1"), "a library").unwrap();
+        std::fs::hard_link(
+            up.join("target/debug/deps/lib-1"),
+            up.join("target/debug/lib"),
+        )
+        .unwrap();
         // A deletion, as overlayfs records it (needs CAP_MKNOD: tests run as root).
         let c = CString::new(up.join("target/stale.txt").as_os_str().as_bytes()).unwrap();
         // SAFETY: mknod with a valid path.
@@ -308,6 +341,16 @@ mod tests {
             "set-id dropped, the group may write"
         );
         assert_eq!((meta.uid(), meta.gid()), (12345, 54321));
+        let (a, b) = (
+            std::fs::metadata(layer.join("target/debug/deps/lib-1")).unwrap(),
+            std::fs::metadata(layer.join("target/debug/lib")).unwrap(),
+        );
+        assert_eq!(
+            (a.ino(), a.nlink()),
+            (b.ino(), 2),
+            "linked, not copied twice"
+        );
+        assert_eq!(out.bytes, "binary".len() as u64 + "a library".len() as u64);
         assert_eq!(
             std::fs::read_link(layer.join("target/link")).unwrap(),
             std::path::Path::new("/etc/passwd"),
