@@ -83,6 +83,18 @@ pub fn main() -> i32 {
     // panic. Like git, end quietly by SIGPIPE instead: restore its default action before
     // anything (even `--help`) is printed.
     set_sigpipe(libc::SIG_DFL);
+    // The sandbox helper starts for every run: straight to it, without building the whole
+    // command line's parser (it takes its plan from the environment, no arguments).
+    let mut args = std::env::args_os().skip(1);
+    if args.next().as_deref()
+        == Some(std::ffi::OsStr::new(
+            crate::runner::sandbox::HELPER_SUBCOMMAND,
+        ))
+        && args.next().is_none()
+    {
+        set_sigpipe(libc::SIG_IGN);
+        return crate::runner::sandbox::helper::main();
+    }
     let parsed = command()
         .try_get_matches()
         .and_then(|m| Ok((Cli::from_arg_matches(&m)?, wants_json(&m))));
