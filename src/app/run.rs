@@ -473,15 +473,10 @@ fn run_one(
             })
         });
         event("test.started", serde_json::json!({}));
-        let mut tests = run_tests(
-            ctx,
-            &config,
-            &work,
-            &log,
-            sandbox,
-            opts.interrupt,
-            setup.as_ref(),
-        );
+        let tests_in = |work: &workspace::Workspace, setup: Option<&setup::Setup>| {
+            run_tests(ctx, &config, work, &log, sandbox, opts.interrupt, setup)
+        };
+        let mut tests = tests_in(&work, setup.as_ref());
         if !work.confirm() {
             // The kept checkout turned out to have been altered outside git-sandbox: what the
             // tests saw was not the commit's tree. It is checked out afresh; run again.
@@ -492,15 +487,7 @@ fn run_one(
                         s.lay_under(&mut again);
                     }
                     work = again;
-                    tests = run_tests(
-                        ctx,
-                        &config,
-                        &work,
-                        &log,
-                        sandbox,
-                        opts.interrupt,
-                        setup.as_ref(),
-                    );
+                    tests = tests_in(&work, setup.as_ref());
                 }
                 Err(e) => {
                     tests = TestRun {
@@ -521,15 +508,7 @@ fn run_one(
                 let inline = setup
                     .as_ref()
                     .map(|s| setup::Setup::inline(s.record(), &config));
-                tests = run_tests(
-                    ctx,
-                    &config,
-                    &work,
-                    &log,
-                    sandbox,
-                    opts.interrupt,
-                    inline.as_ref(),
-                );
+                tests = tests_in(&work, inline.as_ref());
             }
         }
         event(

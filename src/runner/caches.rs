@@ -253,14 +253,6 @@ pub struct BranchCache {
     pub bytes: u64,
 }
 
-fn modified_ms(path: &Path) -> i64 {
-    std::fs::metadata(path)
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_millis() as i64)
-}
-
 /// Every branch cache under `home` (`$GIT_SANDBOX_HOME/cache`).
 pub fn list(home: &Path) -> Vec<BranchCache> {
     let mut out = Vec::new();
@@ -284,7 +276,8 @@ pub fn list(home: &Path) -> Vec<BranchCache> {
             out.push(BranchCache {
                 repo_key: repo_key.clone(),
                 branch,
-                used_ms: modified_ms(&dir.join("lock")).max(modified_ms(&dir.join("added"))),
+                used_ms: crate::util::modified_ms(&dir.join("lock"))
+                    .max(crate::util::modified_ms(&dir.join("added"))),
                 bytes: crate::util::disk_size(&dir),
                 dir,
             });

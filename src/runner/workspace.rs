@@ -445,11 +445,7 @@ pub fn kept_checkouts(scratch: &Path) -> Vec<KeptCheckout> {
                 continue;
             }
             let dir = repo.path();
-            let used_ms = std::fs::metadata(dir.join("state"))
-                .and_then(|m| m.modified())
-                .ok()
-                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                .map_or(0, |d| d.as_millis() as i64);
+            let used_ms = crate::util::modified_ms(&dir.join("state"));
             out.push(KeptCheckout {
                 repo_key: repo.file_name().to_string_lossy().into_owned(),
                 bytes: crate::util::disk_size(&dir),

@@ -9,6 +9,15 @@ pub mod trace;
 
 use std::path::Path;
 
+/// When `path` was last modified, in ms since the epoch (0 when it cannot be read).
+pub fn modified_ms(path: &Path) -> i64 {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
 /// A random id of `bytes` bytes as lowercase hex, from the kernel's random source.
 pub fn random_hex(bytes: usize) -> String {
     let mut buf = vec![0u8; bytes];
