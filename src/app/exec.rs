@@ -37,15 +37,13 @@ pub fn exec(
     let cache_home = ctx.paths.caches();
     let dirs = super::run::cache_dirs(&config, repo, &info);
     // Production's build caches, read-only: an exec keeps nothing.
-    let cache = || {
-        config.cache.enabled.then(|| caches::CacheUse {
-            home: &cache_home,
-            branch: None,
-            production: &config.promote.target,
-            dirs: &dirs,
-            max_mb: config.cache.max_mb,
-        })
-    };
+    let cache = config.cache.enabled.then(|| caches::CacheUse {
+        home: &cache_home,
+        branch: None,
+        production: &config.promote.target,
+        dirs: &dirs,
+        max_mb: config.cache.max_mb,
+    });
     let prepare = || {
         let _t = crate::util::trace::span("workspace");
         workspace::prepare(
@@ -56,7 +54,7 @@ pub fn exec(
                 overlay: sandbox.overlay,
                 ceiling: config.limits.checkout_bytes(),
                 interrupt,
-                cache: cache(),
+                cache,
             },
         )
     };
@@ -70,7 +68,7 @@ pub fn exec(
             repo,
             info.tree,
             &mut work,
-            cache().as_ref(),
+            cache.as_ref(),
             &sandbox,
             setup::SetupOutput::Terminal,
             interrupt,

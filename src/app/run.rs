@@ -361,6 +361,13 @@ fn run_one(
         .as_deref()
         .and_then(|r| r.strip_prefix("refs/heads/"))
         .filter(|_| !opts.is_trial());
+    let cache_use = config.cache.enabled.then(|| caches::CacheUse {
+        home: &cache_home,
+        branch,
+        production: &config.promote.target,
+        dirs: &dirs,
+        max_mb: config.cache.max_mb,
+    });
     let prepare = |overlay: bool| {
         workspace::prepare(
             repo,
@@ -370,13 +377,7 @@ fn run_one(
                 overlay,
                 ceiling: config.limits.checkout_bytes(),
                 interrupt: opts.interrupt,
-                cache: config.cache.enabled.then(|| caches::CacheUse {
-                    home: &cache_home,
-                    branch,
-                    production: &config.promote.target,
-                    dirs: &dirs,
-                    max_mb: config.cache.max_mb,
-                }),
+                cache: cache_use,
             },
         )
     };
@@ -410,13 +411,6 @@ fn run_one(
         format!("{}.trial.setup.log", record.commit)
     } else {
         format!("{}.setup.log", record.commit)
-    });
-    let cache_use = config.cache.enabled.then(|| caches::CacheUse {
-        home: &cache_home,
-        branch,
-        production: &config.promote.target,
-        dirs: &dirs,
-        max_mb: config.cache.max_mb,
     });
     let setup_of = |work: &mut workspace::Workspace| {
         setup::prepare(

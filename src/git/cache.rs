@@ -137,35 +137,14 @@ pub fn update(
         return Ok(Some(out));
     }
     state.sort_entries();
-    let mut opts = repo
-        .checkout_options(gix::worktree::stack::state::attributes::Source::WorktreeThenIdMapping)
-        .map_err(gix_err)?;
-    opts.destination_is_initially_empty = false;
-    opts.overwrite_existing = true;
-    opts.thread_limit = None;
-    let objects = repo.objects.clone().into_arc().map_err(gix_err)?;
-    let outcome = gix::worktree::state::checkout(
+    super::checkout::write_entries(
+        repo,
         &mut state,
         dest,
-        objects,
-        &gix::progress::Discard,
-        &gix::progress::Discard,
+        false,
         interrupt,
-        opts,
-    )
-    .map_err(gix_err)?;
-    if let Some(err) = outcome.errors.first() {
-        return Err(GitError::Gix(format!(
-            "update of the checkout at {} failed: {}",
-            err.path, err.error
-        )));
-    }
-    if let Some(c) = outcome.collisions.first() {
-        return Err(GitError::Gix(format!(
-            "update of the checkout at {} failed: it collides with what is there",
-            c.path
-        )));
-    }
+        "update of the checkout at",
+    )?;
     for (path, id, executable) in large {
         if interrupt.load(Ordering::Relaxed) {
             return Err(GitError::Gix("checkout interrupted".into()));

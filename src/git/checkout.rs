@@ -106,6 +106,54 @@ impl Checkout {
     }
 }
 
+/// Write the entries of `index` into `dest` with gix (filters by the tree's attributes, in
+/// parallel): into an empty directory when `fresh`, else over what is there (a kept checkout's
+/// update, which also refuses paths that collide with what is there). Errors read "`what`
+/// PATH failed: …". Returns how many files were written.
+pub(super) fn write_entries(
+    repo: &gix::Repository,
+    index: &mut gix::index::State,
+    dest: &Path,
+    fresh: bool,
+    interrupt: &AtomicBool,
+    what: &str,
+) -> Result<usize> {
+    use gix::worktree::stack::state::attributes::Source;
+    let source = if fresh {
+        Source::IdMapping
+    } else {
+        Source::WorktreeThenIdMapping
+    };
+    let mut opts = repo.checkout_options(source).map_err(gix_err)?;
+    opts.destination_is_initially_empty = fresh;
+    opts.overwrite_existing = !fresh;
+    opts.thread_limit = None;
+    let objects = repo.objects.clone().into_arc().map_err(gix_err)?;
+    let outcome = gix::worktree::state::checkout(
+        index,
+        dest,
+        objects,
+        &gix::progress::Discard,
+        &gix::progress::Discard,
+        interrupt,
+        opts,
+    )
+    .map_err(gix_err)?;
+    if let Some(err) = outcome.errors.first() {
+        return Err(GitError::Gix(format!(
+            "{what} {} failed: {}",
+            err.path, err.error
+        )));
+    }
+    if let Some(c) = outcome.collisions.first().filter(|_| !fresh) {
+        return Err(GitError::Gix(format!(
+            "{what} {} failed: it collides with what is there",
+            c.path
+        )));
+    }
+    Ok(outcome.files_updated)
+}
+
 /// A blob checked out by streaming: where, what, and whether it is executable.
 struct Large {
     path: String,
@@ -132,28 +180,7 @@ pub fn checkout_tree(
         context: format!("cannot create {}", dest.display()),
         source,
     })?;
-    let mut opts = repo
-        .checkout_options(gix::worktree::stack::state::attributes::Source::IdMapping)
-        .map_err(gix_err)?;
-    opts.destination_is_initially_empty = true;
-    opts.thread_limit = None;
-    let objects = repo.objects.clone().into_arc().map_err(gix_err)?;
-    let outcome = gix::worktree::state::checkout(
-        &mut index,
-        &dest,
-        objects,
-        &gix::progress::Discard,
-        &gix::progress::Discard,
-        interrupt,
-        opts,
-    )
-    .map_err(gix_err)?;
-    if let Some(err) = outcome.errors.first() {
-        return Err(GitError::Gix(format!(
-            "checkout of {} failed: {}",
-            err.path, err.error
-        )));
-    }
+    let written = write_entries(repo, &mut index, &dest, true, interrupt, "checkout of")?;
     for blob in &large {
         if interrupt.load(Ordering::Relaxed) {
             return Err(GitError::Gix("checkout interrupted".into()));
@@ -162,7 +189,7 @@ pub fn checkout_tree(
     }
     Ok(Checkout {
         dir,
-        files: outcome.files_updated,
+        files: written,
         bytes,
     })
 }

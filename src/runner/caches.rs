@@ -13,6 +13,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 /// Which build caches a run uses and keeps.
+#[derive(Clone, Copy)]
 pub struct CacheUse<'a> {
     /// Where caches live (`$GIT_SANDBOX_HOME/cache`: on disk, not in memory).
     pub home: &'a Path,
