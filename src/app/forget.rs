@@ -288,12 +288,15 @@ pub fn remove(ctx: &Context, cwd: &Path) -> Result<Removed> {
         .iter()
         .any(|v| v == git::SUMMARY_NOTES_REF)
     {
-        let pattern = format!("^{}$", repos::regex_escape(git::SUMMARY_NOTES_REF));
+        let pattern = format!("^{}$", crate::util::regex_escape(git::SUMMARY_NOTES_REF));
         cli::git(
             &root,
             &["config", "--local", "--unset-all", display, &pattern],
         )?;
         config.push(format!("{display}={}", git::SUMMARY_NOTES_REF));
+    }
+    for (remote, spec) in git::remote::remove_notes_refspecs(&root) {
+        config.push(format!("remote.{remote}.fetch={spec}"));
     }
     let watermarks = git::marks::remove(&repo)?;
     let forgotten = match &registered {

@@ -12,6 +12,7 @@ pub mod gc;
 pub mod notify;
 pub mod promote;
 pub mod reindex;
+pub mod remote;
 pub mod repos;
 pub mod results;
 pub mod run;

@@ -169,6 +169,10 @@ fn configure(dir: &Path, repo_id: &str) -> Result<()> {
             ],
         )?;
     }
+    // A plain `git fetch` brings the remote's results beside ours (`git sandbox fetch` merges).
+    for remote in git::remote::remotes(dir)? {
+        git::remote::ensure_notes_refspec(dir, &remote)?;
+    }
     for (key, ours) in [
         ("notes.displayRef", git::NOTES_REF),
         ("notes.rewriteRef", git::NOTES_REF),
@@ -182,24 +186,12 @@ fn configure(dir: &Path, repo_id: &str) -> Result<()> {
                     "--local",
                     "--unset-all",
                     key,
-                    &format!("^{}$", regex_escape(ours)),
+                    &format!("^{}$", crate::util::regex_escape(ours)),
                 ],
             )?;
         }
     }
     Ok(())
-}
-
-pub(crate) fn regex_escape(s: &str) -> String {
-    s.chars()
-        .flat_map(|c| {
-            if "\\.^$*+?()[]{}|".contains(c) {
-                vec!['\\', c]
-            } else {
-                vec![c]
-            }
-        })
-        .collect()
 }
 
 fn finish(ctx: &Context, root: &Path, name: &str, repo_id: &str, now: i64) -> Result<Created> {

@@ -12,6 +12,7 @@ mod eval;
 mod events;
 mod exec;
 mod experiment;
+mod fetch;
 mod forget;
 mod gc;
 mod init;
@@ -22,6 +23,7 @@ mod log;
 mod new;
 mod notify;
 mod promote;
+mod push;
 mod reindex;
 mod run;
 mod sandbox_exec;
@@ -61,6 +63,8 @@ enum Command {
     Eval(eval::EvalArgs),
     Promote(promote::PromoteArgs),
     Kill(kill::KillArgs),
+    Push(push::PushArgs),
+    Fetch(fetch::FetchArgs),
     Reindex(reindex::ReindexArgs),
     Gc(gc::GcArgs),
     Forget(forget::ForgetArgs),
@@ -133,6 +137,8 @@ pub fn main() -> i32 {
         Command::Eval(a) => eval::cmd_eval(a),
         Command::Promote(a) => promote::cmd_promote(a),
         Command::Kill(a) => kill::cmd_kill(a),
+        Command::Push(a) => push::cmd_push(a),
+        Command::Fetch(a) => fetch::cmd_fetch(a),
         Command::Reindex(a) => reindex::cmd_reindex(a),
         Command::Gc(a) => gc::cmd_gc(a),
         Command::Forget(a) => forget::cmd_forget(a),

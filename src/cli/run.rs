@@ -128,6 +128,11 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
             outcome.restored
         );
     }
+    if !trial && !outcome.records.is_empty() {
+        if let Some(w) = crate::app::remote::auto_push(&ctx, &repo, &row) {
+            eprintln!("warning: {w}");
+        }
+    }
     if trial && !outcome.records.is_empty() {
         eprintln!(
             "trial run (--command/--timeout): not recorded; the commit's own result is unchanged"

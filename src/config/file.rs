@@ -1,5 +1,4 @@
-//! One config file as written (every key optional), its parser with file:line:key errors, and the
-//! `SANDBOX_*` environment mapped onto the same shape.
+//! One config file as written (every key optional) and its parser with file:line:key errors.
 
 use super::{parse_duration, Config, ConfigError, Location};
 use crate::util::hint::Hinted;
@@ -33,6 +32,15 @@ pub struct ConfigFile {
     pub gc: GcFile,
     #[serde(default)]
     pub cache: CacheFile,
+    /// User config and environment only, like `[gc]`.
+    #[serde(default)]
+    pub remote: RemoteFile,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RemoteFile {
+    pub auto_push: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -412,6 +420,7 @@ impl ConfigFile {
         set(&mut c.gc.max_log_mb, g.max_log_mb);
         set(&mut c.gc.caches, g.caches);
         set(&mut c.gc.max_cache_mb, g.max_cache_mb);
+        set(&mut c.remote.auto_push, self.remote.auto_push);
     }
 }
 
@@ -449,18 +458,31 @@ pub fn parse_file(label: &str, text: &str) -> Result<ConfigFile, ConfigError> {
 
 /// Parse the config of a repository (its `.sandbox.toml`, or an experiment's `[config]`):
 /// written by whoever commits, so it may only tighten the user's policy, and "no limit" is not
-/// its to say; nor is `[gc]`, what the machine keeps on its disk.
+/// its to say; nor are `[gc]` (what the machine keeps on its disk) and `[remote]` (where it sends
+/// results).
 pub fn parse_repository_file(label: &str, text: &str) -> Result<ConfigFile, ConfigError> {
     let file = parse_file(label, text)?;
-    if file.gc != GcFile::default() {
-        let (line, key) = gc_line(text);
+    let user_only = [
+        (
+            "gc",
+            file.gc != GcFile::default(),
+            "what the machine keeps on its disk",
+        ),
+        (
+            "remote",
+            file.remote != RemoteFile::default(),
+            "where this machine sends results",
+        ),
+    ];
+    if let Some((section, _, what)) = user_only.iter().find(|(_, set, _)| *set) {
+        let (line, key) = section_line(text, section);
         return Err(ConfigError {
             location: Location {
                 source_label: label.to_string(),
                 line,
                 key: Some(key),
             },
-            message: "[gc] is read from your user config only (~/.config/git-sandbox/config.toml), never from a repository".into(),
+            message: format!("[{section}] is read from your user config only (~/.config/git-sandbox/config.toml), never from a repository: it says {what}"),
             hints: vec!["move it there or remove it".into()],
         });
     }
@@ -494,8 +516,9 @@ pub fn parse_repository_file(label: &str, text: &str) -> Result<ConfigFile, Conf
     Ok(file)
 }
 
-/// Where `text` opens its `gc` table (`[gc]`, `[gc.x]`) or sets a `gc.` key at the top level.
-fn gc_line(text: &str) -> (Option<usize>, String) {
+/// Where `text` opens the table `section` (`[gc]`, `[gc.x]`) or sets a `gc.` key at the top
+/// level.
+fn section_line(text: &str, section: &str) -> (Option<usize>, String) {
     let mut top = true;
     for (i, l) in text.lines().enumerate() {
         let l = l.trim();
@@ -506,18 +529,22 @@ fn gc_line(text: &str) -> (Option<usize>, String) {
                 .next()
                 .unwrap_or("");
             let name = name.trim().trim_matches('"');
-            if name == "gc" || name.starts_with("gc.") {
-                return (Some(i + 1), "gc".into());
+            if name == section
+                || name
+                    .strip_prefix(section)
+                    .is_some_and(|r| r.starts_with('.'))
+            {
+                return (Some(i + 1), section.into());
             }
             top = false;
         } else if top {
             let k = l.split('=').next().unwrap_or("").trim().trim_matches('"');
-            if k == "gc" || k.starts_with("gc.") {
+            if k == section || k.strip_prefix(section).is_some_and(|r| r.starts_with('.')) {
                 return (Some(i + 1), k.into());
             }
         }
     }
-    (None, "gc".into())
+    (None, section.into())
 }
 
 /// The 1-based line of byte `offset` and the dotted key written there (`limits.memory_mb`).
@@ -559,144 +586,9 @@ fn locate(text: &str, offset: usize) -> (Option<usize>, Option<String>) {
     (Some(line_no), key)
 }
 
-#[derive(Clone, Copy)]
-enum Kind {
-    Text,
-    Raw,
-    List,
-}
-
-/// Every key the environment may set, as (section, key, kind).
-const ENV_KEYS: &[(&str, &str, Kind)] = &[
-    ("test", "command", Kind::Text),
-    ("test", "timeout", Kind::Text),
-    ("test", "junit", Kind::Text),
-    ("test", "setup", Kind::Text),
-    ("limits", "memory_mb", Kind::Raw),
-    ("limits", "cpu_seconds", Kind::Raw),
-    ("limits", "processes", Kind::Raw),
-    ("limits", "open_files", Kind::Raw),
-    ("limits", "file_size_mb", Kind::Raw),
-    ("limits", "output_bytes", Kind::Raw),
-    ("limits", "disk_mb", Kind::Raw),
-    ("limits", "network", Kind::Raw),
-    ("limits", "setup_network", Kind::Raw),
-    ("limits", "checkout_mb", Kind::Raw),
-    ("analysis", "enabled", Kind::Raw),
-    ("analysis", "exclude", Kind::List),
-    ("analysis", "max_complexity", Kind::Raw),
-    ("analysis", "max_function_lines", Kind::Raw),
-    ("analysis", "max_parameters", Kind::Raw),
-    ("watch", "branches", Kind::List),
-    ("watch", "backfill", Kind::Raw),
-    ("promote", "target", Kind::Text),
-    ("promote", "strategy", Kind::Text),
-    ("promote", "minimum", Kind::Text),
-    ("cache", "enabled", Kind::Raw),
-    ("cache", "dirs", Kind::List),
-    ("cache", "max_mb", Kind::Raw),
-    ("gc", "logs", Kind::Text),
-    ("gc", "events", Kind::Text),
-    ("gc", "max_log_mb", Kind::Raw),
-    ("gc", "caches", Kind::Text),
-    ("gc", "max_cache_mb", Kind::Raw),
-];
-
-/// `SANDBOX_<SECTION>_<KEY>` variables, e.g. `SANDBOX_TEST_TIMEOUT=90s`,
-/// `SANDBOX_WATCH_BRANCHES=main,exp/*`. Other `SANDBOX_*` names are ignored.
-pub fn from_env(vars: impl Iterator<Item = (String, String)>) -> Result<ConfigFile, ConfigError> {
-    let mut text = String::new();
-    let mut names = Vec::new();
-    let vars: Vec<(String, String)> = vars.filter(|(k, _)| k.starts_with("SANDBOX_")).collect();
-    for (section, key, kind) in ENV_KEYS {
-        let name = format!("SANDBOX_{}_{}", section, key).to_uppercase();
-        let Some((_, value)) = vars.iter().find(|(k, _)| *k == name) else {
-            continue;
-        };
-        let quote = |s: &str| toml::Value::String(s.to_string()).to_string();
-        let value = match kind {
-            Kind::Text => quote(value),
-            Kind::Raw if value.trim() == "unlimited" => quote("unlimited"),
-            Kind::Raw => value.trim().to_string(),
-            Kind::List => {
-                let items: Vec<String> = value
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .map(quote)
-                    .collect();
-                format!("[{}]", items.join(", "))
-            }
-        };
-        // One table per variable keeps each on its own line for error reporting.
-        text.push_str(&format!("[{section}]\n{key} = {value}\n"));
-        names.push(name);
-    }
-    if text.is_empty() {
-        return Ok(ConfigFile::default());
-    }
-    // Tables may repeat in this synthetic text; parse each variable alone to name it in errors.
-    let mut merged = ConfigFile::default();
-    for (chunk, name) in text
-        .split_inclusive('\n')
-        .collect::<Vec<_>>()
-        .chunks(2)
-        .zip(&names)
-    {
-        let one = chunk.concat();
-        let parsed =
-            parse_file(&format!("environment variable {name}"), &one).map_err(|mut e| {
-                e.location.line = None;
-                e.location.key = None;
-                e
-            })?;
-        merge(&mut merged, parsed);
-    }
-    Ok(merged)
-}
-
-fn merge(into: &mut ConfigFile, from: ConfigFile) {
-    macro_rules! take {
-        ($($s:ident . $k:ident),*) => { $( if from.$s.$k.is_some() { into.$s.$k = from.$s.$k.clone(); } )* };
-    }
-    take!(
-        test.command,
-        test.timeout,
-        test.junit,
-        test.setup,
-        limits.memory_mb,
-        limits.cpu_seconds,
-        limits.processes,
-        limits.open_files,
-        limits.file_size_mb,
-        limits.output_bytes,
-        limits.disk_mb,
-        limits.network,
-        limits.setup_network,
-        limits.checkout_mb,
-        analysis.enabled,
-        analysis.exclude,
-        analysis.max_complexity,
-        analysis.max_function_lines,
-        analysis.max_parameters,
-        watch.branches,
-        watch.backfill,
-        promote.target,
-        promote.strategy,
-        promote.minimum,
-        cache.enabled,
-        cache.dirs,
-        cache.max_mb,
-        gc.logs,
-        gc.events,
-        gc.max_log_mb,
-        gc.caches,
-        gc.max_cache_mb
-    );
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::env::from_env;
     use super::*;
 
     #[test]

@@ -2,6 +2,7 @@
 //! (built-in defaults < user config < repository `.sandbox.toml` < `SANDBOX_*` environment < flags),
 //! where the repository may only tighten the user's limits.
 
+mod env;
 mod file;
 
 pub use file::{parse_file, parse_repository_file, ConfigFile, Limit};
@@ -167,6 +168,13 @@ pub struct GcConfig {
     pub max_cache_mb: u64,
 }
 
+/// Results shared through git remotes. User config and environment only.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RemoteConfig {
+    /// Push the notes to the remote after each run (batched by the daemon).
+    pub auto_push: bool,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PromoteConfig {
     pub target: String,
@@ -194,6 +202,7 @@ pub struct Config {
     pub promote: PromoteConfig,
     pub cache: CacheConfig,
     pub gc: GcConfig,
+    pub remote: RemoteConfig,
 }
 
 const DAY: u64 = 86_400;
@@ -251,6 +260,7 @@ impl Default for Config {
                 caches: Duration::from_secs(14 * DAY),
                 max_cache_mb: 16_384,
             },
+            remote: RemoteConfig { auto_push: false },
         }
     }
 }
@@ -285,7 +295,7 @@ impl Layers {
                 })
             }
         };
-        let env = file::from_env(std::env::vars())?;
+        let env = env::from_env(std::env::vars())?;
         Ok(Layers {
             user,
             env,
@@ -586,7 +596,7 @@ mod tests {
         .unwrap()
         .resolve();
         assert_eq!(tight.limits.memory_mb, 300);
-        let env = file::from_env(
+        let env = env::from_env(
             vec![(
                 "SANDBOX_LIMITS_CPU_SECONDS".to_string(),
                 "unlimited".to_string(),

@@ -5,6 +5,7 @@
 //! are recorded as events and survived.
 
 mod control;
+mod pusher;
 mod watch;
 mod worker;
 
@@ -127,6 +128,14 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
     let mut repos = Repos::default();
     repos.reload(&ctx);
     let watcher = watch::start(&repos.git_dirs(), tx.clone());
+    // `[remote] auto_push`: finished runs' notes go to the remotes in batches; every repository
+    // once at start, for what was made while no daemon pushed.
+    let auto_push = ctx.layers.resolve().remote.auto_push.then(pusher::start);
+    if let Some((push_tx, _)) = &auto_push {
+        for id in repos.rows.keys() {
+            let _ = push_tx.send(id.clone());
+        }
+    }
     let event = |kind: &str, data: serde_json::Value| {
         let _ = ctx.index.add_event(kind, None, None, None, &data);
     };
@@ -172,6 +181,9 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
                 stopping.get_or_insert_with(Instant::now);
             }
             Ok(Msg::Done { tree_key }) => {
+                if let Some((push_tx, _)) = &auto_push {
+                    let _ = push_tx.send(tree_key.0.clone());
+                }
                 busy.remove(&tree_key);
                 idle += 1;
             }
@@ -226,6 +238,15 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
         let _ = h.join();
     }
     drop(listener);
+    if let Some((push_tx, handle)) = auto_push {
+        // The last batch goes out; a remote that hangs does not hold the stop for long (what
+        // was not pushed goes at the next start).
+        drop(push_tx);
+        let since = Instant::now();
+        while !handle.is_finished() && since.elapsed() < Duration::from_secs(15) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
     let requeued = ctx.index.requeue_interrupted().unwrap_or(0);
     event("daemon.stopped", serde_json::json!({"requeued": requeued}));
     log(&format!(

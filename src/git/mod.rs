@@ -8,6 +8,7 @@ pub mod diff;
 pub mod hooks;
 pub mod marks;
 pub mod notes;
+pub mod remote;
 pub mod revs;
 
 use crate::util::hint::{display_hinted, Hinted};

@@ -147,6 +147,20 @@ pub fn files_held_open() -> Option<std::collections::HashSet<std::path::PathBuf>
 
 /// FNV-1a 64 of `bytes` as 16 hex digits: stable across builds and platforms, unlike std's
 /// hasher; for fingerprints, not for security.
+/// `s` with the characters special in git's value regexes (`git config --unset KEY REGEX`)
+/// escaped.
+pub fn regex_escape(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            if "\\.^$*+?()[]{}|".contains(c) {
+                vec!['\\', c]
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
+}
+
 pub fn fnv64_hex(bytes: &[u8]) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for &b in bytes {

@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+pub mod http_git;
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_git-sandbox");
 
 pub struct World {

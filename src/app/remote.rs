@@ -1,0 +1,356 @@
+//! Results that travel with the repository: `push` sends the watched branches, the notes and
+//! `refs/sandbox/*` to a remote (never forced; a notes ref the remote moved is fetched, merged
+//! line-wise and pushed again with back-off), `fetch` brings the remote's notes beside ours
+//! (`refs/notes/remotes/<remote>/…`), merges them in and indexes what arrived. Records are one
+//! line each, so git's `cat_sort_uniq` merge keeps every machine's record and readers take the
+//! newest made for the commit.
+
+use super::{experiments, Context, Result};
+use crate::git::{self, remote};
+use crate::model::{note, Evaluation, NoteRecord};
+use crate::store::RepoRow;
+use gix::ObjectId;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// Our notes refs, each with the strategy that merges a remote's into it: records are one line
+/// each (every machine's is kept; readers take the newest); a summary or an evaluation is one
+/// document, ours kept on a conflict (summaries are then written again from the merged record).
+const NOTES: [(&str, &str); 3] = [
+    (git::NOTES_REF, "cat_sort_uniq"),
+    (git::SUMMARY_NOTES_REF, "ours"),
+    (git::EVAL_NOTES_REF, "ours"),
+];
+
+/// Attempts of a push whose notes the remote moved meanwhile (fetch, merge, push again).
+const PUSH_ATTEMPTS: u32 = 8;
+
+#[derive(Debug, Serialize)]
+pub struct Fetched {
+    pub remote: String,
+    pub url: String,
+    /// Local refs the fetch wrote (remote-tracking branches, the remote's notes, `refs/sandbox/*`).
+    pub updated: Vec<String>,
+    /// Refs the fetch did not take, with why (a `refs/sandbox/…` that differs here).
+    pub rejected: Vec<Rejected>,
+    /// Our notes refs that the remote's notes changed.
+    pub merged: Vec<String>,
+    /// Commits whose result arrived or changed (indexed).
+    pub results: usize,
+    /// Whether the fetch refspec for the notes was added to the remote just now.
+    pub refspec_added: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Pushed {
+    pub remote: String,
+    pub url: String,
+    /// Refs the remote took (branches, notes, `refs/sandbox/*`).
+    pub updated: Vec<String>,
+    pub up_to_date: usize,
+    /// Refs the remote refused, with git's reason.
+    pub rejected: Vec<Rejected>,
+    /// How often the remote's notes were fetched and merged before it took ours.
+    pub merges: u32,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Rejected {
+    #[serde(rename = "ref")]
+    pub name: String,
+    pub reason: String,
+}
+
+/// The directory git runs in for this repository.
+fn dir_of(repo: &gix::Repository) -> PathBuf {
+    repo.workdir()
+        .unwrap_or_else(|| repo.git_dir())
+        .to_path_buf()
+}
+
+/// The remote to use: the one named (it must exist), else the current branch's, else `origin`.
+pub fn resolve(dir: &Path, named: Option<&str>) -> Result<String> {
+    let all = remote::remotes(dir)?;
+    let listed = || {
+        if all.is_empty() {
+            "add one: git remote add origin URL".to_string()
+        } else {
+            format!("remotes here: {}", all.join(", "))
+        }
+    };
+    if let Some(n) = named {
+        if all.iter().any(|r| r == n) {
+            return Ok(n.to_string());
+        }
+        return Err(super::AppError::usage(format!("no remote named {n:?}")).hint(listed()));
+    }
+    let current = git::cli::git(dir, &["symbolic-ref", "-q", "--short", "HEAD"])
+        .ok()
+        .map(|s| s.trim().to_string());
+    if let Some(r) = current
+        .and_then(|b| git::cli::get_config(dir, &format!("branch.{b}.remote")))
+        .filter(|r| all.contains(r))
+    {
+        return Ok(r);
+    }
+    if all.iter().any(|r| r == "origin") {
+        return Ok("origin".into());
+    }
+    Err(match all.as_slice() {
+        [] => super::AppError::usage("this repository has no remote")
+            .hint("add one: git remote add origin URL"),
+        _ => super::AppError::usage("no remote named \"origin\", and the current branch has none")
+            .hint(format!("name one: git sandbox push REMOTE ({})", listed())),
+    })
+}
+
+/// `git sandbox fetch`: the remote's branches (as remote-tracking refs), its notes merged into
+/// ours, its `refs/sandbox/*` where we have none or they only moved forward; then what arrived
+/// is indexed.
+pub fn fetch(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    named: Option<&str>,
+) -> Result<Fetched> {
+    let dir = dir_of(repo);
+    let name = resolve(&dir, named)?;
+    let refspec_added = remote::ensure_notes_refspec(&dir, &name)?;
+    let specs = vec![
+        format!("+refs/heads/*:refs/remotes/{name}/*"),
+        remote::notes_refspec(&name),
+        "refs/sandbox/*:refs/sandbox/*".to_string(),
+    ];
+    let updates = remote::fetch(&dir, &name, &specs)?;
+    let (merged, results) = take_in(ctx, repo, row, &dir, &name)?;
+    experiments::sync(ctx, repo, row)?;
+    let f = Fetched {
+        url: remote::shown_url(&dir, &name),
+        updated: updates
+            .iter()
+            .filter(|u| u.changed())
+            .map(|u| u.name.clone())
+            .collect(),
+        rejected: rejected(&updates),
+        remote: name,
+        merged,
+        results,
+        refspec_added,
+    };
+    ctx.index.add_event(
+        "remote.fetched",
+        Some(&row.repository_id),
+        None,
+        None,
+        &serde_json::json!({"remote": f.remote, "updated": f.updated.len(), "results": f.results, "rejected": f.rejected.len()}),
+    )?;
+    Ok(f)
+}
+
+fn rejected(updates: &[remote::RefUpdate]) -> Vec<Rejected> {
+    updates
+        .iter()
+        .filter(|u| u.rejected())
+        .map(|u| Rejected {
+            name: u.name.clone(),
+            reason: u.summary.clone(),
+        })
+        .collect()
+}
+
+/// Merge the remote's notes (already fetched beside ours) into ours, write the summaries of the
+/// records that changed again, and index the records and evaluations that arrived. Returns the
+/// notes refs that moved and how many results arrived or changed.
+fn take_in(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    dir: &Path,
+    name: &str,
+) -> Result<(Vec<String>, usize)> {
+    let before: Vec<HashMap<ObjectId, ObjectId>> = NOTES
+        .iter()
+        .map(|(r, _)| git::notes::all_notes(repo, r))
+        .collect::<std::result::Result<_, _>>()?;
+    let mut merged = Vec::new();
+    for (ours, strategy) in NOTES {
+        let theirs = format!(
+            "{}{}",
+            remote::tracking_prefix(name),
+            ours.trim_start_matches("refs/notes/")
+        );
+        if remote::merge_notes(dir, ours, &theirs, strategy)? {
+            merged.push(ours.to_string());
+        }
+    }
+    if merged.is_empty() {
+        return Ok((merged, 0));
+    }
+    let changed = |i: usize| -> Result<Vec<(ObjectId, ObjectId)>> {
+        Ok(git::notes::all_notes(repo, NOTES[i].0)?
+            .into_iter()
+            .filter(|(c, b)| before[i].get(c) != Some(b))
+            .collect())
+    };
+    let mut results = 0;
+    let mut summaries = Vec::new();
+    let summary_now = git::notes::all_notes(repo, git::SUMMARY_NOTES_REF)?;
+    for (commit, blob) in changed(0)? {
+        let Ok(body) = git::notes::read_blob(repo, blob) else {
+            continue;
+        };
+        if let NoteRecord::Found(r) = note::decode(&body, &commit.to_string()) {
+            ctx.index.put_run(&row.repository_id, &r)?;
+            results += 1;
+            let summary = note::summary(&r);
+            let current = summary_now
+                .get(&commit)
+                .and_then(|b| git::notes::read_blob(repo, *b).ok());
+            if current.as_deref() != Some(summary.as_slice()) {
+                summaries.push((commit, summary));
+            }
+        }
+    }
+    if !summaries.is_empty() {
+        git::notes::write_notes(
+            repo,
+            git::SUMMARY_NOTES_REF,
+            &summaries,
+            &format!("git-sandbox: summaries of results from {name}"),
+        )?;
+    }
+    for (head, blob) in changed(2)? {
+        let Ok(body) = git::notes::read_blob(repo, blob) else {
+            continue;
+        };
+        if let Ok(ev) = serde_json::from_slice::<Evaluation>(&body) {
+            if ev.head.commit == head {
+                ctx.index.put_evaluation(&row.repository_id, &ev)?;
+            }
+        }
+    }
+    Ok((merged, results))
+}
+
+/// `git sandbox push`: the watched branches, the notes and `refs/sandbox/*` (with
+/// `notes_only`, the notes alone), never forced. A notes ref the remote moved is fetched,
+/// merged and pushed again, with back-off; a branch the remote moved is the user's to merge.
+pub fn push(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    named: Option<&str>,
+    notes_only: bool,
+) -> Result<Pushed> {
+    let dir = dir_of(repo);
+    let name = resolve(&dir, named)?;
+    remote::ensure_notes_refspec(&dir, &name)?;
+    let mut specs: Vec<String> = NOTES
+        .iter()
+        .filter(|(r, _)| remote::ref_tip(&dir, r).is_some())
+        .map(|(r, _)| format!("{r}:{r}"))
+        .collect();
+    if !notes_only {
+        for (branch, _) in super::select::watched_branches(ctx, repo)? {
+            specs.push(format!("refs/heads/{branch}:refs/heads/{branch}"));
+        }
+        for r in repo
+            .references()
+            .map_err(|e| git::GitError::Gix(e.to_string()))?
+            .prefixed("refs/sandbox/")
+            .map_err(|e| git::GitError::Gix(e.to_string()))?
+            .flatten()
+        {
+            let full = r.name().as_bstr().to_string();
+            specs.push(format!("{full}:{full}"));
+        }
+    }
+    let mut out = Pushed {
+        url: remote::shown_url(&dir, &name),
+        remote: name.clone(),
+        updated: Vec::new(),
+        up_to_date: 0,
+        rejected: Vec::new(),
+        merges: 0,
+    };
+    let mut attempt = 0;
+    while !specs.is_empty() {
+        attempt += 1;
+        let updates = remote::push(&dir, &name, &specs)?;
+        let (retry, done): (Vec<_>, Vec<_>) = updates
+            .into_iter()
+            .partition(|u| u.retryable() && u.name.starts_with("refs/notes/"));
+        for u in &done {
+            if u.changed() {
+                out.updated.push(u.name.clone());
+            } else if u.flag == '=' {
+                out.up_to_date += 1;
+            }
+        }
+        out.rejected.extend(rejected(&done));
+        if retry.is_empty() {
+            break;
+        }
+        if attempt >= PUSH_ATTEMPTS {
+            out.rejected.extend(retry.iter().map(|u| Rejected {
+                name: u.name.clone(),
+                reason: format!("{} (the remote kept moving: {attempt} attempts)", u.summary),
+            }));
+            break;
+        }
+        // The remote has notes we do not: take them in, then offer the merge.
+        std::thread::sleep(backoff(attempt));
+        remote::fetch(&dir, &name, &[remote::notes_refspec(&name)])?;
+        take_in(ctx, repo, row, &dir, &name)?;
+        out.merges += 1;
+        specs = retry.iter().map(|u| format!("{0}:{0}", u.name)).collect();
+    }
+    ctx.index.add_event(
+        "remote.pushed",
+        Some(&row.repository_id),
+        None,
+        None,
+        &serde_json::json!({"remote": out.remote, "updated": out.updated.len(), "rejected": out.rejected.len(), "merges": out.merges}),
+    )?;
+    Ok(out)
+}
+
+/// 50 ms doubling per attempt, up to 3.2 s, spread by a little noise so that two machines
+/// that collided do not collide again in step.
+fn backoff(attempt: u32) -> std::time::Duration {
+    let base = 50u64 << attempt.min(6);
+    let noise = u64::from_str_radix(&crate::util::random_hex(2), 16).unwrap_or(0) % (base / 2 + 1);
+    std::time::Duration::from_millis(base + noise)
+}
+
+/// `[remote] auto_push`: after runs, push the notes (alone) to the repository's remote. A push
+/// that fails never fails the runs: it is an event and one line for the caller to show; the
+/// next batch pushes again. `None` when auto-push is off or it went through.
+pub fn auto_push(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Option<String> {
+    let config = ctx.layers.resolve();
+    // A repository without any remote has nowhere to push: not a failure.
+    if !config.remote.auto_push || remote::remotes(&dir_of(repo)).is_ok_and(|r| r.is_empty()) {
+        return None;
+    }
+    let problem = match push(ctx, repo, row, None, true) {
+        Ok(p) if p.rejected.is_empty() => return None,
+        Ok(p) => p
+            .rejected
+            .iter()
+            .map(|r| format!("{} {}", r.name, r.reason))
+            .collect::<Vec<_>>()
+            .join("; "),
+        Err(e) => e.to_string(),
+    };
+    let _ = ctx.index.add_event(
+        "remote.push_failed",
+        Some(&row.repository_id),
+        None,
+        None,
+        &serde_json::json!({"error": problem}),
+    );
+    Some(format!(
+        "auto-push of the results failed ({problem}); the next run pushes again, or run `git sandbox push`"
+    ))
+}

@@ -1,0 +1,143 @@
+//! The `SANDBOX_*` environment mapped onto the shape of a config file: each variable parsed as
+//! a one-key file, so an error names the variable.
+
+use super::file::{parse_file, ConfigFile};
+use super::ConfigError;
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Text,
+    Raw,
+    List,
+}
+
+/// Every key the environment may set, as (section, key, kind).
+const ENV_KEYS: &[(&str, &str, Kind)] = &[
+    ("test", "command", Kind::Text),
+    ("test", "timeout", Kind::Text),
+    ("test", "junit", Kind::Text),
+    ("test", "setup", Kind::Text),
+    ("limits", "memory_mb", Kind::Raw),
+    ("limits", "cpu_seconds", Kind::Raw),
+    ("limits", "processes", Kind::Raw),
+    ("limits", "open_files", Kind::Raw),
+    ("limits", "file_size_mb", Kind::Raw),
+    ("limits", "output_bytes", Kind::Raw),
+    ("limits", "disk_mb", Kind::Raw),
+    ("limits", "network", Kind::Raw),
+    ("limits", "setup_network", Kind::Raw),
+    ("limits", "checkout_mb", Kind::Raw),
+    ("analysis", "enabled", Kind::Raw),
+    ("analysis", "exclude", Kind::List),
+    ("analysis", "max_complexity", Kind::Raw),
+    ("analysis", "max_function_lines", Kind::Raw),
+    ("analysis", "max_parameters", Kind::Raw),
+    ("watch", "branches", Kind::List),
+    ("watch", "backfill", Kind::Raw),
+    ("promote", "target", Kind::Text),
+    ("promote", "strategy", Kind::Text),
+    ("promote", "minimum", Kind::Text),
+    ("cache", "enabled", Kind::Raw),
+    ("cache", "dirs", Kind::List),
+    ("cache", "max_mb", Kind::Raw),
+    ("gc", "logs", Kind::Text),
+    ("gc", "events", Kind::Text),
+    ("gc", "max_log_mb", Kind::Raw),
+    ("gc", "caches", Kind::Text),
+    ("gc", "max_cache_mb", Kind::Raw),
+    ("remote", "auto_push", Kind::Raw),
+];
+
+/// `SANDBOX_<SECTION>_<KEY>` variables, e.g. `SANDBOX_TEST_TIMEOUT=90s`,
+/// `SANDBOX_WATCH_BRANCHES=main,exp/*`. Other `SANDBOX_*` names are ignored.
+pub fn from_env(vars: impl Iterator<Item = (String, String)>) -> Result<ConfigFile, ConfigError> {
+    let mut text = String::new();
+    let mut names = Vec::new();
+    let vars: Vec<(String, String)> = vars.filter(|(k, _)| k.starts_with("SANDBOX_")).collect();
+    for (section, key, kind) in ENV_KEYS {
+        let name = format!("SANDBOX_{}_{}", section, key).to_uppercase();
+        let Some((_, value)) = vars.iter().find(|(k, _)| *k == name) else {
+            continue;
+        };
+        let quote = |s: &str| toml::Value::String(s.to_string()).to_string();
+        let value = match kind {
+            Kind::Text => quote(value),
+            Kind::Raw if value.trim() == "unlimited" => quote("unlimited"),
+            Kind::Raw => value.trim().to_string(),
+            Kind::List => {
+                let items: Vec<String> = value
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(quote)
+                    .collect();
+                format!("[{}]", items.join(", "))
+            }
+        };
+        // One table per variable keeps each on its own line for error reporting.
+        text.push_str(&format!("[{section}]\n{key} = {value}\n"));
+        names.push(name);
+    }
+    if text.is_empty() {
+        return Ok(ConfigFile::default());
+    }
+    // Tables may repeat in this synthetic text; parse each variable alone to name it in errors.
+    let mut merged = ConfigFile::default();
+    for (chunk, name) in text
+        .split_inclusive('\n')
+        .collect::<Vec<_>>()
+        .chunks(2)
+        .zip(&names)
+    {
+        let one = chunk.concat();
+        let parsed =
+            parse_file(&format!("environment variable {name}"), &one).map_err(|mut e| {
+                e.location.line = None;
+                e.location.key = None;
+                e
+            })?;
+        merge(&mut merged, parsed);
+    }
+    Ok(merged)
+}
+
+fn merge(into: &mut ConfigFile, from: ConfigFile) {
+    macro_rules! take {
+        ($($s:ident . $k:ident),*) => { $( if from.$s.$k.is_some() { into.$s.$k = from.$s.$k.clone(); } )* };
+    }
+    take!(
+        test.command,
+        test.timeout,
+        test.junit,
+        test.setup,
+        limits.memory_mb,
+        limits.cpu_seconds,
+        limits.processes,
+        limits.open_files,
+        limits.file_size_mb,
+        limits.output_bytes,
+        limits.disk_mb,
+        limits.network,
+        limits.setup_network,
+        limits.checkout_mb,
+        analysis.enabled,
+        analysis.exclude,
+        analysis.max_complexity,
+        analysis.max_function_lines,
+        analysis.max_parameters,
+        watch.branches,
+        watch.backfill,
+        promote.target,
+        promote.strategy,
+        promote.minimum,
+        cache.enabled,
+        cache.dirs,
+        cache.max_mb,
+        gc.logs,
+        gc.events,
+        gc.max_log_mb,
+        gc.caches,
+        gc.max_cache_mb,
+        remote.auto_push
+    );
+}
