@@ -425,3 +425,70 @@ fn init_remove_takes_the_notes_refspec_away() {
         "{specs}"
     );
 }
+
+#[test]
+fn a_polling_daemon_runs_what_was_pushed_elsewhere_and_not_what_was_run_there() {
+    let a = World::new();
+    let repo = a.new_repo("polled");
+    let shared = shared_remote(&a, &repo);
+    assert_eq!(a.sandbox(&repo, &["push"]).code, 0);
+    // Machine B follows the remote by polling it; no hook or webhook reaches it.
+    let b = World::new();
+    let clone = clone_and_init(&b, shared.to_str().unwrap(), "clone");
+    let cfg = b.path("config/git-sandbox");
+    std::fs::create_dir_all(&cfg).unwrap();
+    std::fs::write(cfg.join("config.toml"), "[remote]\npoll = \"5s\"\n").unwrap();
+    let _daemon = b.spawn(&b.work(), &["daemon", "--workers", "1"]);
+
+    let show = |c: &str| {
+        let o = b.sandbox(&clone, &["show", "--json", c]);
+        (o.code == 0).then(|| o.json())
+    };
+    let log = || std::fs::read_to_string(b.path("daemon.log")).unwrap_or_default();
+    // A commit pushed by A without a result: B fetches and runs it.
+    let pushed = a.commit(&repo, &[("tests/test_more.py", MORE_TESTS)], "more");
+    a.git(&repo, &["push", "-q", "origin", "main"]);
+    assert!(
+        b.wait_until(60, || show(&pushed).is_some()),
+        "B never ran the pushed commit: {}",
+        log()
+    );
+    // A commit A ran itself and pushed with its result: B takes the result, runs nothing.
+    let ran = a.commit(&repo, &[("other.txt", "x\n")], "other");
+    assert_eq!(a.sandbox(&repo, &["run"]).code, 0);
+    assert_eq!(a.sandbox(&repo, &["push"]).code, 0);
+    assert!(
+        b.wait_until(60, || show(&ran).is_some()),
+        "B never got A's result: {}",
+        log()
+    );
+    let r = show(&pushed).unwrap();
+    assert_eq!(r["status"], "passed", "{r}");
+    assert_eq!(r["trigger"], "poll", "{r}");
+    assert_eq!(r["ref"], "refs/remotes/origin/main", "{r}");
+    let theirs = show(&ran).unwrap();
+    assert_eq!(
+        theirs["trigger"], "manual",
+        "A's own record, not a run of B's: {theirs}"
+    );
+    // B's result goes nowhere by itself (no auto_push), and B's main was left alone.
+    assert_ne!(rev(&b, &clone, "main"), pushed);
+}
+
+#[test]
+fn a_poll_interval_below_five_seconds_is_refused() {
+    let w = World::new();
+    let cfg = w.path("config/git-sandbox");
+    std::fs::create_dir_all(&cfg).unwrap();
+    std::fs::write(cfg.join("config.toml"), "[remote]\npoll = \"1s\"\n").unwrap();
+    let o = w.sandbox(&w.work(), &["list"]);
+    assert_eq!(o.code, 2, "{o:?}");
+    let (problem, hints) = o.error();
+    assert!(
+        problem.contains(
+            "config.toml:2: key `remote.poll`: polling a remote more often than every 5 s"
+        ),
+        "{problem}"
+    );
+    assert!(hints.iter().any(|h| h.contains("60s")), "{hints:?}");
+}

@@ -66,11 +66,20 @@ pub fn scan(
             .watched_branches()
             .unwrap_or_default()
     });
-    let watched: Vec<(String, ObjectId)> = git::branches(repo)?
+    let mut watched: Vec<(String, ObjectId)> = git::branches(repo)?
         .into_iter()
         .filter(|(b, _)| globs.is_match(b))
         .map(|(b, tip)| (format!("refs/heads/{b}"), tip))
         .collect();
+    // With `[remote] poll`, the remote's watched branches are watched too.
+    if let Some(remote) = super::remote::followed(ctx, repo) {
+        watched.extend(
+            git::remote_branches(repo, &remote)?
+                .into_iter()
+                .filter(|(b, _)| globs.is_match(b))
+                .map(|(b, tip)| (format!("refs/remotes/{remote}/{b}"), tip)),
+        );
+    }
     let Some(old) = git::marks::read(repo) else {
         // Adopted before watermarks existed: what is there now is history.
         git::marks::write(repo, &watched.iter().cloned().collect())?;

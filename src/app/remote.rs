@@ -316,6 +316,75 @@ pub fn push(
     Ok(out)
 }
 
+/// What a poll of a repository's remote found.
+#[derive(Debug, Default, Serialize)]
+pub struct Polled {
+    /// Remote-tracking refs and notes refs fetched because they moved.
+    pub fetched: Vec<String>,
+    /// Commits queued (new commits of watched branches with no result yet).
+    pub queued: usize,
+}
+
+/// `[remote] poll`: ask the repository's remote (`git ls-remote`, no objects) what moved; fetch
+/// the watched branches that did (into `refs/remotes/<remote>/…`) and its notes when they did
+/// (merged into ours: a commit another machine ran is not run again), then queue what is new.
+/// A repository without a remote has nothing to poll.
+pub fn poll(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Result<Polled> {
+    let dir = dir_of(repo);
+    if remote::remotes(&dir)?.is_empty() {
+        return Ok(Polled::default());
+    }
+    let name = resolve(&dir, None)?;
+    let globs = super::select::watch_globs(ctx, repo)?;
+    let mut specs = Vec::new();
+    let mut notes_moved = false;
+    let listed = remote::ls_remote(&dir, &name, &["refs/heads/*", "refs/notes/sandbox*"])?;
+    for (refname, id) in listed {
+        if let Some(branch) = refname.strip_prefix("refs/heads/") {
+            let local = format!("refs/remotes/{name}/{branch}");
+            if globs.is_match(branch) && remote::ref_tip(&dir, &local).as_deref() != Some(&id) {
+                specs.push(format!("+{refname}:{local}"));
+            }
+        } else if let Some(rest) = refname.strip_prefix("refs/notes/") {
+            let local = format!("{}{rest}", remote::tracking_prefix(&name));
+            if NOTES.iter().any(|(r, _)| *r == refname)
+                && remote::ref_tip(&dir, &local).as_deref() != Some(&id)
+            {
+                notes_moved = true;
+            }
+        }
+    }
+    if notes_moved {
+        specs.push(remote::notes_refspec(&name));
+    }
+    let mut out = Polled::default();
+    if specs.is_empty() {
+        return Ok(out);
+    }
+    let updates = remote::fetch(&dir, &name, &specs)?;
+    out.fetched = updates
+        .iter()
+        .filter(|u| u.changed())
+        .map(|u| u.name.clone())
+        .collect();
+    if notes_moved {
+        take_in(ctx, repo, row, &dir, &name)?;
+    }
+    out.queued = super::notify::scan(ctx, repo, &row.repository_id, "poll")?.0;
+    Ok(out)
+}
+
+/// The remote whose branches the daemon follows for `repo` (`[remote] poll`): its
+/// remote-tracking refs are watched like its own branches.
+pub fn followed(ctx: &Context, repo: &gix::Repository) -> Option<String> {
+    ctx.layers.resolve().remote.poll?;
+    let dir = dir_of(repo);
+    if remote::remotes(&dir).ok()?.is_empty() {
+        return None;
+    }
+    resolve(&dir, None).ok()
+}
+
 /// 50 ms doubling per attempt, up to 3.2 s, spread by a little noise so that two machines
 /// that collided do not collide again in step.
 fn backoff(attempt: u32) -> std::time::Duration {

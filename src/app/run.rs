@@ -167,9 +167,16 @@ pub fn run_commits(
     })
 }
 
+/// The experiment a ref is the branch of: `refs/heads/experiment/NAME`, or the same branch of a
+/// followed remote (`refs/remotes/<remote>/experiment/NAME`).
 pub(crate) fn experiment_of(refname: Option<&str>) -> Option<String> {
-    refname
-        .and_then(|r| r.strip_prefix("refs/heads/experiment/"))
+    let r = refname?;
+    r.strip_prefix("refs/heads/experiment/")
+        .or_else(|| {
+            r.strip_prefix("refs/remotes/")
+                .and_then(|rest| rest.split_once('/'))
+                .and_then(|(_, branch)| branch.strip_prefix("experiment/"))
+        })
         .map(str::to_string)
 }
 

@@ -5,17 +5,21 @@ use super::{Context, Result};
 use crate::git::revs::{self, Walk};
 use gix::ObjectId;
 
-/// The branches `[watch] branches` names, with their tips: the repository's `.sandbox.toml` as
-/// checked out, over the user's config.
-pub fn watched_branches(ctx: &Context, repo: &gix::Repository) -> Result<Vec<(String, ObjectId)>> {
+/// `[watch] branches`: the repository's `.sandbox.toml` as checked out, over the user's config.
+pub fn watch_globs(ctx: &Context, repo: &gix::Repository) -> Result<crate::util::glob::Globs> {
     let layers = match repo.workdir() {
         Some(dir) => ctx.layers.with_repo_dir(dir)?,
         None => ctx.layers.clone(),
     };
-    let globs = layers
+    layers
         .resolve()
         .watched_branches()
-        .map_err(|e| super::AppError::Usage(super::Message::of("[watch] branches", &e)))?;
+        .map_err(|e| super::AppError::Usage(super::Message::of("[watch] branches", &e)))
+}
+
+/// The branches `[watch] branches` names, with their tips.
+pub fn watched_branches(ctx: &Context, repo: &gix::Repository) -> Result<Vec<(String, ObjectId)>> {
+    let globs = watch_globs(ctx, repo)?;
     Ok(crate::git::branches(repo)?
         .into_iter()
         .filter(|(name, _)| globs.is_match(name))

@@ -46,6 +46,7 @@ const ENV_KEYS: &[(&str, &str, Kind)] = &[
     ("gc", "caches", Kind::Text),
     ("gc", "max_cache_mb", Kind::Raw),
     ("remote", "auto_push", Kind::Raw),
+    ("remote", "poll", Kind::Text),
 ];
 
 /// `SANDBOX_<SECTION>_<KEY>` variables, e.g. `SANDBOX_TEST_TIMEOUT=90s`,
@@ -138,6 +139,7 @@ fn merge(into: &mut ConfigFile, from: ConfigFile) {
         gc.max_log_mb,
         gc.caches,
         gc.max_cache_mb,
-        remote.auto_push
+        remote.auto_push,
+        remote.poll
     );
 }

@@ -41,6 +41,21 @@ pub struct ConfigFile {
 #[serde(deny_unknown_fields)]
 pub struct RemoteFile {
     pub auto_push: Option<bool>,
+    #[serde(default, deserialize_with = "de_poll")]
+    pub poll: Option<Duration>,
+}
+
+/// How often the daemon asks each repository's remote what moved: at least 5 s (`git ls-remote`
+/// is one round trip, but a remote is somebody else's machine).
+fn de_poll<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    let t = de_duration(d)?;
+    if t.is_some_and(|t| t < Duration::from_secs(5)) {
+        return Err(hinted(
+            "polling a remote more often than every 5 s",
+            "write \"60s\" or more (a push is seen at once with a webhook)",
+        ));
+    }
+    Ok(t)
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -421,6 +436,9 @@ impl ConfigFile {
         set(&mut c.gc.caches, g.caches);
         set(&mut c.gc.max_cache_mb, g.max_cache_mb);
         set(&mut c.remote.auto_push, self.remote.auto_push);
+        if let Some(p) = self.remote.poll {
+            c.remote.poll = Some(p);
+        }
     }
 }
 

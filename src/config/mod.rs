@@ -173,6 +173,17 @@ pub struct GcConfig {
 pub struct RemoteConfig {
     /// Push the notes to the remote after each run (batched by the daemon).
     pub auto_push: bool,
+    /// How often the daemon asks each repository's remote (`git ls-remote`) what moved, and
+    /// fetches and queues it; `None`: never.
+    #[serde(serialize_with = "ser_opt_duration")]
+    pub poll: Option<Duration>,
+}
+
+fn ser_opt_duration<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_u64(d.as_millis() as u64),
+        None => s.serialize_none(),
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -260,7 +271,10 @@ impl Default for Config {
                 caches: Duration::from_secs(14 * DAY),
                 max_cache_mb: 16_384,
             },
-            remote: RemoteConfig { auto_push: false },
+            remote: RemoteConfig {
+                auto_push: false,
+                poll: None,
+            },
         }
     }
 }

@@ -5,6 +5,7 @@
 //! are recorded as events and survived.
 
 mod control;
+mod poller;
 mod pusher;
 mod watch;
 mod worker;
@@ -131,6 +132,10 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
     // `[remote] auto_push`: finished runs' notes go to the remotes in batches; every repository
     // once at start, for what was made while no daemon pushed.
     let auto_push = ctx.layers.resolve().remote.auto_push.then(pusher::start);
+    let stop_polling = Arc::new(AtomicBool::new(false));
+    if let Some(every) = ctx.layers.resolve().remote.poll {
+        poller::start(every, stop_polling.clone());
+    }
     if let Some((push_tx, _)) = &auto_push {
         for id in repos.rows.keys() {
             let _ = push_tx.send(id.clone());
@@ -233,6 +238,7 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
             dispatch(&ctx, &repos, &mut busy, &mut idle, &job_tx);
         }
     }
+    stop_polling.store(true, Ordering::Relaxed);
     drop(job_tx);
     for h in handles {
         let _ = h.join();

@@ -79,12 +79,7 @@ fn run_job(ctx: &Context, a: &Assignment, shared: &Shared) {
         let repo = crate::git::open(Path::new(&a.row.path))?;
         let commit = ObjectId::from_hex(job.commit_id.as_bytes())
             .map_err(|e| crate::app::AppError::usage(format!("bad commit id in the queue: {e}")))?;
-        let trigger = match job.trigger.as_str() {
-            "hook" => Trigger::Hook,
-            "webhook" => Trigger::Webhook,
-            "manual" => Trigger::Manual,
-            _ => Trigger::Watch,
-        };
+        let trigger = Trigger::parse(&job.trigger);
         let opts = RunOptions {
             force: false,
             trigger,

@@ -265,6 +265,28 @@ pub fn branches(repo: &gix::Repository) -> Result<Vec<(String, ObjectId)>> {
     Ok(out)
 }
 
+/// The remote-tracking branches of `remote` (`refs/remotes/<remote>/…`), named without the prefix
+/// (`main`, `experiment/x`); its `HEAD` is not a branch.
+pub fn remote_branches(repo: &gix::Repository, remote: &str) -> Result<Vec<(String, ObjectId)>> {
+    let prefix = format!("refs/remotes/{remote}/");
+    let refs = repo.references().map_err(gix_err)?;
+    let mut out = Vec::new();
+    for r in refs.prefixed(prefix.as_str()).map_err(gix_err)? {
+        let Ok(mut r) = r else { continue };
+        let full = r.name().as_bstr().to_str_lossy().into_owned();
+        let Some(name) = full.strip_prefix(&prefix).map(str::to_string) else {
+            continue;
+        };
+        if name == "HEAD" {
+            continue;
+        }
+        if let Ok(id) = r.peel_to_id() {
+            out.push((name, id.detach()));
+        }
+    }
+    Ok(out)
+}
+
 /// The branch HEAD points at, if any (`main`).
 pub fn head_branch(repo: &gix::Repository) -> Option<String> {
     repo.head_name()

@@ -208,6 +208,24 @@ pub fn push(dir: &Path, remote: &str, refspecs: &[String]) -> Result<Vec<RefUpda
     Ok(updates)
 }
 
+/// `git ls-remote REMOTE PATTERNS…`: (ref, object id) of what the remote has. One round trip and
+/// no objects, so a remote can be asked often (GitHub counts no REST quota for it).
+pub fn ls_remote(dir: &Path, remote: &str, patterns: &[&str]) -> Result<Vec<(String, String)>> {
+    let mut args = vec!["ls-remote", remote];
+    args.extend(patterns);
+    let (ok, stdout, stderr) = network_git(dir, &args)?;
+    if !ok {
+        return Err(network_error("ls-remote", remote, &stderr));
+    }
+    Ok(stdout
+        .lines()
+        .filter_map(|l| {
+            let (id, name) = l.split_once('\t')?;
+            Some((name.trim().to_string(), id.trim().to_string()))
+        })
+        .collect())
+}
+
 /// The commit `refname` points at, if it exists.
 pub fn ref_tip(dir: &Path, refname: &str) -> Option<String> {
     let (ok, out, _) = git_status(

@@ -53,6 +53,8 @@ pub enum Trigger {
     Manual,
     /// Queued by `[watch] backfill` when a repository was adopted.
     Backfill,
+    /// Found on the remote by `[remote] poll`.
+    Poll,
     /// A trigger this build does not know (written by a newer git-sandbox).
     #[serde(other)]
     Other,
@@ -66,8 +68,24 @@ impl Trigger {
             Trigger::Webhook => "webhook",
             Trigger::Manual => "manual",
             Trigger::Backfill => "backfill",
+            Trigger::Poll => "poll",
             Trigger::Other => "other",
         }
+    }
+
+    /// The trigger a queue entry names (`hook`, `poll`, …); an unknown one is `Other`.
+    pub fn parse(s: &str) -> Trigger {
+        [
+            Trigger::Hook,
+            Trigger::Watch,
+            Trigger::Webhook,
+            Trigger::Manual,
+            Trigger::Backfill,
+            Trigger::Poll,
+        ]
+        .into_iter()
+        .find(|t| t.as_str() == s)
+        .unwrap_or(Trigger::Other)
     }
 }
 
