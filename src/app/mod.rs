@@ -18,6 +18,7 @@ pub mod results;
 pub mod run;
 pub mod select;
 pub mod setup;
+pub mod webhook;
 
 use crate::config::{ConfigError, Layers, Paths};
 use crate::git::GitError;

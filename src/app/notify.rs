@@ -85,6 +85,43 @@ pub fn scan(
         git::marks::write(repo, &watched.iter().cloned().collect())?;
         return Ok((0, warning));
     };
+    let queued = queue_new(ctx, repo, repository_id, trigger, &watched, &old)?;
+    let new: git::marks::Marks = watched.into_iter().collect();
+    if new != old {
+        git::marks::write(repo, &new)?;
+    }
+    Ok((queued, warning))
+}
+
+/// Queue the new commits of `refs` alone (a ref a webhook announced and a fetch brought), with
+/// the same watermarks as [`scan`]; the other refs' watermarks stay. Returns how many.
+pub fn scan_refs(
+    ctx: &Context,
+    repo: &gix::Repository,
+    repository_id: &str,
+    trigger: &str,
+    refs: &[(String, ObjectId)],
+) -> Result<usize> {
+    let old = git::marks::read(repo).unwrap_or_default();
+    let queued = queue_new(ctx, repo, repository_id, trigger, refs, &old)?;
+    let mut new = old.clone();
+    new.extend(refs.iter().cloned());
+    if new != old {
+        git::marks::write(repo, &new)?;
+    }
+    Ok(queued)
+}
+
+/// Queue the commits of `watched` that no watermark in `old` covers and that have no result or
+/// job yet, oldest first. Returns how many.
+fn queue_new(
+    ctx: &Context,
+    repo: &gix::Repository,
+    repository_id: &str,
+    trigger: &str,
+    watched: &[(String, ObjectId)],
+    old: &git::marks::Marks,
+) -> Result<usize> {
     let hidden: Vec<ObjectId> = old
         .values()
         .copied()
@@ -93,7 +130,7 @@ pub fn scan(
     let mut notes = super::results::NoteReader::new(repo)?;
     let mut jobs = Vec::new();
     let mut seen = HashSet::new();
-    for (refname, tip) in &watched {
+    for (refname, tip) in watched {
         if old.get(refname) == Some(tip) {
             continue;
         }
@@ -118,11 +155,7 @@ pub fn scan(
     if queued > 0 {
         ctx.index.touch_repository(repository_id)?;
     }
-    let new: git::marks::Marks = watched.into_iter().collect();
-    if new != old {
-        git::marks::write(repo, &new)?;
-    }
-    Ok((queued, warning))
+    Ok(queued)
 }
 
 /// Commits reachable from `tip` but not from any watermark, newest first, stopping at commits

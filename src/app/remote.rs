@@ -374,6 +374,37 @@ pub fn poll(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Result<Poll
     Ok(out)
 }
 
+/// Fetch a ref a webhook announced (`refspec` into `local_ref`) with the remote's notes, merge
+/// the notes, and queue the ref's new commits (trigger `webhook`). Returns how many were queued.
+pub fn fetch_announced(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    name: &str,
+    refspec: &str,
+    local_ref: &str,
+) -> Result<usize> {
+    let dir = dir_of(repo);
+    remote::fetch(
+        &dir,
+        name,
+        &[refspec.to_string(), remote::notes_refspec(name)],
+    )?;
+    take_in(ctx, repo, row, &dir, name)?;
+    let Some(tip) =
+        remote::ref_tip(&dir, local_ref).and_then(|t| ObjectId::from_hex(t.as_bytes()).ok())
+    else {
+        return Ok(0);
+    };
+    super::notify::scan_refs(
+        ctx,
+        repo,
+        &row.repository_id,
+        "webhook",
+        &[(local_ref.to_string(), tip)],
+    )
+}
+
 /// The remote whose branches the daemon follows for `repo` (`[remote] poll`): its
 /// remote-tracking refs are watched like its own branches.
 pub fn followed(ctx: &Context, repo: &gix::Repository) -> Option<String> {

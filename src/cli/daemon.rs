@@ -17,6 +17,10 @@ pub struct DaemonArgs {
     /// How long running jobs may take to finish after a stop request ("30s", "2m").
     #[arg(long, value_name = "DURATION", default_value = "30s")]
     pub grace: String,
+    /// Serve GitHub (and Gitea, Forgejo) webhooks at http://ADDR/webhooks/github, e.g.
+    /// 127.0.0.1:8787. Needs [remote] webhook_secret_file in your user config.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<String>,
 }
 
 #[derive(clap::Subcommand)]
@@ -46,7 +50,18 @@ pub fn cmd_daemon(args: DaemonArgs) -> CmdResult {
             let workers = args
                 .workers
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
-            crate::daemon::run(crate::daemon::Options { workers, grace })?;
+            let http = match &args.http {
+                Some(a) => Some(a.parse::<std::net::SocketAddr>().map_err(|_| {
+                    CommandError::usage(format!("invalid --http {a:?}"))
+                        .hint("write an address and a port, like 127.0.0.1:8787")
+                })?),
+                None => None,
+            };
+            crate::daemon::run(crate::daemon::Options {
+                workers,
+                grace,
+                http,
+            })?;
             Ok(0)
         }
     }

@@ -204,7 +204,9 @@ impl From<DaemonError> for CommandError {
         match e {
             DaemonError::App(e) => e.into(),
             DaemonError::AlreadyRunning { .. } => CommandError::hinted(Kind::Refused, &e),
-            DaemonError::Bind { .. } => CommandError::hinted(Kind::Environment, &e),
+            DaemonError::Bind { .. } | DaemonError::HttpBind { .. } => {
+                CommandError::hinted(Kind::Environment, &e)
+            }
         }
     }
 }

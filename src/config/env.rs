@@ -47,6 +47,7 @@ const ENV_KEYS: &[(&str, &str, Kind)] = &[
     ("gc", "max_cache_mb", Kind::Raw),
     ("remote", "auto_push", Kind::Raw),
     ("remote", "poll", Kind::Text),
+    ("remote", "webhook_secret_file", Kind::Text),
 ];
 
 /// `SANDBOX_<SECTION>_<KEY>` variables, e.g. `SANDBOX_TEST_TIMEOUT=90s`,
@@ -140,6 +141,7 @@ fn merge(into: &mut ConfigFile, from: ConfigFile) {
         gc.caches,
         gc.max_cache_mb,
         remote.auto_push,
-        remote.poll
+        remote.poll,
+        remote.webhook_secret_file
     );
 }

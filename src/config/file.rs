@@ -43,6 +43,20 @@ pub struct RemoteFile {
     pub auto_push: Option<bool>,
     #[serde(default, deserialize_with = "de_poll")]
     pub poll: Option<Duration>,
+    /// A file holding the webhook secret (two lines while rotating): never the secret itself.
+    #[serde(default, deserialize_with = "de_secret_file")]
+    pub webhook_secret_file: Option<String>,
+}
+
+fn de_secret_file<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let s = String::deserialize(d)?;
+    if !(s.starts_with('/') || s.starts_with("~/")) {
+        return Err(hinted(
+            format!("{s:?} is not an absolute path"),
+            "name the file by its absolute path or from your home, like \"~/.config/git-sandbox/webhook-secret\"",
+        ));
+    }
+    Ok(Some(s))
 }
 
 /// How often the daemon asks each repository's remote what moved: at least 5 s (`git ls-remote`
@@ -438,6 +452,9 @@ impl ConfigFile {
         set(&mut c.remote.auto_push, self.remote.auto_push);
         if let Some(p) = self.remote.poll {
             c.remote.poll = Some(p);
+        }
+        if let Some(f) = &self.remote.webhook_secret_file {
+            c.remote.webhook_secret_file = Some(f.clone());
         }
     }
 }

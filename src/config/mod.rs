@@ -177,6 +177,8 @@ pub struct RemoteConfig {
     /// fetches and queues it; `None`: never.
     #[serde(serialize_with = "ser_opt_duration")]
     pub poll: Option<Duration>,
+    /// The file holding the webhook secret(s) `daemon --http` verifies deliveries with.
+    pub webhook_secret_file: Option<String>,
 }
 
 fn ser_opt_duration<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
@@ -274,6 +276,7 @@ impl Default for Config {
             remote: RemoteConfig {
                 auto_push: false,
                 poll: None,
+                webhook_secret_file: None,
             },
         }
     }

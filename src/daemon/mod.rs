@@ -5,6 +5,7 @@
 //! are recorded as events and survived.
 
 mod control;
+mod http;
 mod poller;
 mod pusher;
 mod watch;
@@ -36,6 +37,10 @@ pub enum DaemonError {
         path: PathBuf,
         source: std::io::Error,
     },
+    HttpBind {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
     App(#[from] AppError),
 }
 
@@ -49,6 +54,7 @@ impl Hinted for DaemonError {
             DaemonError::Bind { path, source } => {
                 format!("cannot listen on {}: {source}", path.display())
             }
+            DaemonError::HttpBind { addr, source } => format!("cannot listen on {addr}: {source}"),
             DaemonError::App(e) => e.problem(),
         }
     }
@@ -67,6 +73,9 @@ impl Hinted for DaemonError {
                 "remove {} if no daemon runs, or set GIT_SANDBOX_HOME",
                 path.display()
             )],
+            DaemonError::HttpBind { .. } => {
+                vec!["pick a free address and port with --http, like 127.0.0.1:8787".into()]
+            }
             DaemonError::App(e) => e.hints(),
         }
     }
@@ -78,6 +87,8 @@ pub struct Options {
     pub workers: usize,
     /// How long running jobs may take to finish after a stop request.
     pub grace: Duration,
+    /// Where to serve webhooks (`--http`).
+    pub http: Option<std::net::SocketAddr>,
 }
 
 /// Messages to the scheduler.
@@ -103,6 +114,12 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
         home: home.clone(),
         pid: pid.map_or("unknown".into(), |p| p.to_string()),
     })?;
+    // Webhooks need their secret before anything starts: a daemon that would answer 401 to every
+    // delivery must say so now.
+    let secrets = match opts.http {
+        Some(_) => Some(crate::app::webhook::secrets(&ctx)?),
+        None => None,
+    };
     let (tx, rx) = mpsc::sync_channel::<Msg>(1024);
     let listener = control::listen(&home, tx.clone())?;
     let stop_signal = Arc::new(AtomicBool::new(false));
@@ -110,6 +127,16 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
         let _ = signal_hook::flag::register(sig, stop_signal.clone());
     }
     let requeued = ctx.index.requeue_interrupted().map_err(AppError::from)?;
+    // Deliveries recorded before a crash are fetched now; new ones when the listener wakes it.
+    let (wake_deliveries, deliveries) = mpsc::channel::<()>();
+    http::start_deliveries(deliveries);
+    if let (Some(addr), Some(secrets)) = (opts.http, secrets) {
+        let bound = http::start(addr, secrets, wake_deliveries.clone())
+            .map_err(|source| DaemonError::HttpBind { addr, source })?;
+        log(&format!(
+            "serving webhooks at http://{bound}/webhooks/github"
+        ));
+    }
     let shared = Arc::new(Shared {
         abort: AtomicBool::new(false),
     });

@@ -1,6 +1,7 @@
 //! The SQLite index at `$GIT_SANDBOX_HOME/index.db`: a cache of what git holds (notes, refs) plus
 //! the job queue and the event log. Opening it checks the schema version and migrates.
 
+mod deliveries;
 mod events;
 mod experiments;
 mod jobs;
@@ -8,6 +9,7 @@ pub mod registry;
 mod repos;
 mod runs;
 
+pub use deliveries::Delivery;
 pub use events::{Event, EventFilter};
 pub use experiments::ExperimentCounts;
 pub use jobs::Job;
@@ -19,7 +21,7 @@ use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 
 /// The schema this build writes. Bump it with a new entry in [`MIGRATIONS`].
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 const MIGRATIONS: &[&str] = &[
     // 1: the first schema.
@@ -122,6 +124,24 @@ const MIGRATIONS: &[&str] = &[
         layers TEXT NOT NULL,
         first_seen TEXT NOT NULL
     ) WITHOUT ROWID;
+    "#,
+    // 5: webhook deliveries: recorded in the transaction that queues their work (a fetch of what
+    // they announce), so a redelivery is recognised and a crash loses nothing.
+    r#"
+    CREATE TABLE deliveries (
+        id TEXT NOT NULL,
+        source TEXT NOT NULL,
+        event TEXT NOT NULL,
+        repository_id TEXT NOT NULL,
+        remote TEXT NOT NULL,
+        refspec TEXT NOT NULL,
+        local_ref TEXT NOT NULL,
+        received_at TEXT NOT NULL,
+        done_at TEXT,
+        error TEXT,
+        PRIMARY KEY (id, repository_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX deliveries_pending ON deliveries (done_at, received_at);
     "#,
 ];
 
