@@ -9,6 +9,7 @@ pub mod cli;
 pub mod config;
 pub mod daemon;
 pub mod git;
+pub mod github;
 pub mod ipc;
 pub mod model;
 pub mod runner;

@@ -9,6 +9,7 @@ pub mod exec;
 pub mod experiments;
 pub mod forget;
 pub mod gc;
+pub mod github;
 pub mod notify;
 pub mod promote;
 pub mod reindex;

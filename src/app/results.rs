@@ -187,6 +187,7 @@ pub fn write(
         return Ok(());
     }
     write_notes(repo, records)?;
+    super::github::queue_statuses(ctx, repo, row, records);
     for r in records {
         let run_id = ctx.index.put_run(&row.repository_id, r)?;
         let kind = if r.status == Status::Error {

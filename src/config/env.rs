@@ -48,6 +48,10 @@ const ENV_KEYS: &[(&str, &str, Kind)] = &[
     ("remote", "auto_push", Kind::Raw),
     ("remote", "poll", Kind::Text),
     ("remote", "webhook_secret_file", Kind::Text),
+    ("github", "api_url", Kind::Text),
+    ("github", "web_url", Kind::Text),
+    ("github", "token_command", Kind::Text),
+    ("github", "statuses", Kind::Raw),
 ];
 
 /// `SANDBOX_<SECTION>_<KEY>` variables, e.g. `SANDBOX_TEST_TIMEOUT=90s`,
@@ -142,6 +146,10 @@ fn merge(into: &mut ConfigFile, from: ConfigFile) {
         gc.max_cache_mb,
         remote.auto_push,
         remote.poll,
-        remote.webhook_secret_file
+        remote.webhook_secret_file,
+        github.api_url,
+        github.web_url,
+        github.token_command,
+        github.statuses
     );
 }

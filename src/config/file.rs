@@ -35,6 +35,35 @@ pub struct ConfigFile {
     /// User config and environment only, like `[gc]`.
     #[serde(default)]
     pub remote: RemoteFile,
+    /// User config and environment only, like `[gc]`.
+    #[serde(default)]
+    pub github: GithubFile,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GithubFile {
+    #[serde(default, deserialize_with = "de_http_url")]
+    pub api_url: Option<String>,
+    #[serde(default, deserialize_with = "de_http_url")]
+    pub web_url: Option<String>,
+    #[serde(default, deserialize_with = "de_command")]
+    pub token_command: Option<String>,
+    pub statuses: Option<bool>,
+}
+
+fn de_http_url<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let s = String::deserialize(d)?;
+    let rest = s
+        .strip_prefix("https://")
+        .or_else(|| s.strip_prefix("http://"));
+    if rest.is_none_or(|r| r.is_empty() || r.starts_with('/') || r.contains(char::is_whitespace)) {
+        return Err(hinted(
+            format!("{s:?} is not an http(s) URL"),
+            "write it like \"https://api.github.com\" (GitHub Enterprise: \"https://HOST/api/v3\")",
+        ));
+    }
+    Ok(Some(s.trim_end_matches('/').to_string()))
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -456,6 +485,13 @@ impl ConfigFile {
         if let Some(f) = &self.remote.webhook_secret_file {
             c.remote.webhook_secret_file = Some(f.clone());
         }
+        let h = &self.github;
+        set(&mut c.github.api_url, h.api_url.clone());
+        set(&mut c.github.web_url, h.web_url.clone());
+        if let Some(t) = &h.token_command {
+            c.github.token_command = Some(t.clone());
+        }
+        set(&mut c.github.statuses, h.statuses);
     }
 }
 
@@ -507,6 +543,11 @@ pub fn parse_repository_file(label: &str, text: &str) -> Result<ConfigFile, Conf
             "remote",
             file.remote != RemoteFile::default(),
             "where this machine sends results",
+        ),
+        (
+            "github",
+            file.github != GithubFile::default(),
+            "how this machine talks to GitHub, with its token",
         ),
     ];
     if let Some((section, _, what)) = user_only.iter().find(|(_, set, _)| *set) {

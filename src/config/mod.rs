@@ -188,6 +188,17 @@ fn ser_opt_duration<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<
     }
 }
 
+/// GitHub's REST API: where it is, where its repositories are (to know a remote is on it), how to
+/// get a token, and whether to post commit statuses. User config and environment only.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GithubConfig {
+    pub api_url: String,
+    pub web_url: String,
+    /// A command that prints the token (`gh auth token`); `GITHUB_TOKEN` comes first.
+    pub token_command: Option<String>,
+    pub statuses: bool,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PromoteConfig {
     pub target: String,
@@ -216,6 +227,7 @@ pub struct Config {
     pub cache: CacheConfig,
     pub gc: GcConfig,
     pub remote: RemoteConfig,
+    pub github: GithubConfig,
 }
 
 const DAY: u64 = 86_400;
@@ -277,6 +289,12 @@ impl Default for Config {
                 auto_push: false,
                 poll: None,
                 webhook_secret_file: None,
+            },
+            github: GithubConfig {
+                api_url: "https://api.github.com".into(),
+                web_url: "https://github.com".into(),
+                token_command: None,
+                statuses: true,
             },
         }
     }

@@ -8,6 +8,7 @@ mod control;
 mod http;
 mod poller;
 mod pusher;
+mod statuses;
 mod watch;
 mod worker;
 
@@ -163,6 +164,7 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
     if let Some(every) = ctx.layers.resolve().remote.poll {
         poller::start(every, stop_polling.clone());
     }
+    statuses::start(stop_polling.clone());
     if let Some((push_tx, _)) = &auto_push {
         for id in repos.rows.keys() {
             let _ = push_tx.send(id.clone());

@@ -8,6 +8,7 @@ mod jobs;
 pub mod registry;
 mod repos;
 mod runs;
+mod statuses;
 
 pub use deliveries::Delivery;
 pub use events::{Event, EventFilter};
@@ -15,13 +16,14 @@ pub use experiments::ExperimentCounts;
 pub use jobs::Job;
 pub use repos::{RepoRow, RepoRows, RepoStats};
 pub use runs::RunRow;
+pub use statuses::StatusRow;
 
 use crate::util::hint::{display_hinted, Hinted};
 use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 
 /// The schema this build writes. Bump it with a new entry in [`MIGRATIONS`].
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 const MIGRATIONS: &[&str] = &[
     // 1: the first schema.
@@ -142,6 +144,25 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (id, repository_id)
     ) WITHOUT ROWID;
     CREATE INDEX deliveries_pending ON deliveries (done_at, received_at);
+    "#,
+    // 6: commit statuses waiting to be posted to GitHub, the newest per (commit, context).
+    r#"
+    CREATE TABLE statuses (
+        repository_id TEXT NOT NULL,
+        commit_id TEXT NOT NULL,
+        context TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        repo TEXT NOT NULL,
+        state TEXT NOT NULL,
+        description TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_at INTEGER NOT NULL DEFAULT 0,
+        done_at TEXT,
+        error TEXT,
+        PRIMARY KEY (repository_id, commit_id, context)
+    ) WITHOUT ROWID;
+    CREATE INDEX statuses_due ON statuses (done_at, next_at);
     "#,
 ];
 

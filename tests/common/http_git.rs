@@ -173,12 +173,12 @@ fn serve(stream: TcpStream, config: &Config) {
     let mut writer = stream;
 
     let Ok(req) = read_head(&mut reader) else {
-        let _ = write_response(&mut writer, &Response::empty(400, &[]));
         config
             .log
             .lock()
             .unwrap()
             .push("? ? 400 auth=none".to_string());
+        let _ = write_response(&mut writer, &Response::empty(400, &[]));
         finish(&mut writer, &mut reader);
         return;
     };
@@ -207,7 +207,7 @@ fn serve(stream: TcpStream, config: &Config) {
             Err(BodyError::Bad) => Response::empty(400, &[]),
         }
     };
-    let _ = write_response(&mut writer, &response);
+    // Logged before the answer goes out: a client that has its answer finds the request listed.
     config.log.lock().unwrap().push(format!(
         "{} {} {} {}",
         req.method,
@@ -215,6 +215,7 @@ fn serve(stream: TcpStream, config: &Config) {
         response.code,
         auth.label()
     ));
+    let _ = write_response(&mut writer, &response);
     finish(&mut writer, &mut reader);
 }
 

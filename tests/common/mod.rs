@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+pub mod fake_github;
 pub mod http_git;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_git-sandbox");
@@ -276,9 +277,14 @@ impl Drop for Background {
 
 impl World {
     pub fn spawn(&self, dir: &Path, args: &[&str]) -> Background {
+        self.spawn_env(dir, args, &[])
+    }
+
+    pub fn spawn_env(&self, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Background {
         let mut cmd = Command::new(BIN);
         cmd.args(args).current_dir(dir);
         self.apply(&mut cmd, true);
+        cmd.envs(env.iter().copied());
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)

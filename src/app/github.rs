@@ -1,0 +1,269 @@
+//! Commit statuses on GitHub: each result of a repository whose remote is on GitHub becomes two
+//! statuses, `git-sandbox/tests` and `git-sandbox/analysis`, queued in the index and posted by
+//! whoever comes next (the daemon, else `run` itself when it ends). Posting is serialized per
+//! token, keeps under GitHub's secondary limit (80 content-creating requests a minute), waits out
+//! `retry-after` and `x-ratelimit-reset`, retries a GitHub that is down with back-off, and never
+//! blocks or fails a run.
+
+use super::{Context, Result};
+use crate::config::GithubConfig;
+use crate::github::{self, Answer};
+use crate::model::{RunRecord, Status};
+use crate::store::{RepoRow, StatusRow};
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+pub const TESTS_CONTEXT: &str = "git-sandbox/tests";
+pub const ANALYSIS_CONTEXT: &str = "git-sandbox/analysis";
+
+/// Content-creating requests GitHub allows a token per minute.
+const PER_MINUTE: usize = 80;
+/// Attempts of a status GitHub could not be reached for, before it is given up.
+const ATTEMPTS: i64 = 10;
+
+/// Whether a token can be had without asking anyone: `GITHUB_TOKEN` or `[github] token_command`.
+fn token_configured(config: &GithubConfig) -> bool {
+    std::env::var("GITHUB_TOKEN").is_ok_and(|t| !t.trim().is_empty())
+        || config.token_command.is_some()
+}
+
+/// The token: `GITHUB_TOKEN` of this process (never handed to a test), else what
+/// `[github] token_command` prints.
+pub fn token(config: &GithubConfig) -> Result<Option<String>> {
+    if let Ok(t) = std::env::var("GITHUB_TOKEN") {
+        if !t.trim().is_empty() {
+            return Ok(Some(t.trim().to_string()));
+        }
+    }
+    let Some(cmd) = &config.token_command else {
+        return Ok(None);
+    };
+    let out = std::process::Command::new("sh")
+        .args(["-c", cmd])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .map_err(|e| super::AppError::Io {
+            context: "cannot run [github] token_command".into(),
+            source: e,
+        })?;
+    let t = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if !out.status.success() || t.is_empty() {
+        return Err(super::AppError::usage(format!(
+            "[github] token_command {cmd:?} printed no token (exit {})",
+            out.status.code().unwrap_or(-1)
+        ))
+        .hint("run it yourself to see why (for `gh auth token`: `gh auth login`), or set GITHUB_TOKEN"));
+    }
+    Ok(Some(t))
+}
+
+/// `owner/repo` of the repository's remote on GitHub, when statuses are wanted for it.
+fn github_repo(ctx: &Context, repo: &gix::Repository) -> Option<(String, String)> {
+    let config = ctx.layers.resolve().github;
+    if !config.statuses || !token_configured(&config) {
+        return None;
+    }
+    let dir = repo.workdir().unwrap_or_else(|| repo.git_dir());
+    let remote = super::remote::resolve(dir, None).ok()?;
+    let url = crate::git::cli::get_config(dir, &format!("remote.{remote}.url"))?;
+    github::repo_of(&url, &config.web_url)
+}
+
+/// GitHub's state and a description (at most 140 characters) of a result's tests.
+pub fn describe_tests(r: &RunRecord) -> (&'static str, String) {
+    let state = match r.status {
+        Status::Passed => "success",
+        Status::Error | Status::Unknown => "error",
+        _ => "failure",
+    };
+    let secs = r.duration_ms as f64 / 1000.0;
+    let text = match (&r.tests, r.status) {
+        (_, Status::Error) => format!(
+            "error: {}",
+            r.error.as_deref().unwrap_or("the run could not be made")
+        ),
+        (Some(t), _) if t.passed.is_some() || t.failed.is_some() => format!(
+            "{}: {} passed, {} failed, {} errors in {secs:.1}s",
+            r.status,
+            t.passed.unwrap_or(0),
+            t.failed.unwrap_or(0),
+            t.errors.unwrap_or(0)
+        ),
+        _ => format!("{} in {secs:.1}s", r.status),
+    };
+    (state, clip(&text))
+}
+
+/// The analysis status of a result, if it has an analysis.
+pub fn describe_analysis(r: &RunRecord) -> Option<(&'static str, String)> {
+    let a = r.analysis.as_ref()?;
+    Some((
+        "success",
+        clip(&format!(
+            "{} functions, mean complexity {:.1}, {} potential issues",
+            a.functions_found,
+            a.complexity_score,
+            a.potential_issues.len()
+        )),
+    ))
+}
+
+fn clip(s: &str) -> String {
+    let one = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one.chars().count() <= 140 {
+        return one;
+    }
+    let mut out: String = one.chars().take(139).collect();
+    out.push('…');
+    out
+}
+
+/// Queue the statuses of `records` when the repository is on GitHub and a token is configured.
+/// Never fails the caller: the worst is that no status is posted.
+pub fn queue_statuses(ctx: &Context, repo: &gix::Repository, row: &RepoRow, records: &[RunRecord]) {
+    let Some((owner, name)) = github_repo(ctx, repo) else {
+        return;
+    };
+    for r in records {
+        let (state, description) = describe_tests(r);
+        let mut rows = vec![(TESTS_CONTEXT, state, description)];
+        if let Some((s, d)) = describe_analysis(r) {
+            rows.push((ANALYSIS_CONTEXT, s, d));
+        }
+        for (context, state, description) in rows {
+            let _ = ctx.index.queue_status(&StatusRow {
+                repository_id: row.repository_id.clone(),
+                commit_id: r.commit.clone(),
+                context: context.into(),
+                owner: owner.clone(),
+                repo: name.clone(),
+                state: state.into(),
+                description,
+                attempts: 0,
+            });
+        }
+    }
+}
+
+/// Posts statuses for one token, remembering the last minute's requests and any wait GitHub
+/// asked for.
+#[derive(Default)]
+pub struct Poster {
+    client: Option<(String, github::Client)>,
+    sent: VecDeque<Instant>,
+    blocked_until: Option<Instant>,
+}
+
+/// What one round of posting did.
+#[derive(Debug, Default)]
+pub struct Posted {
+    pub posted: usize,
+    /// Still waiting (rate limit, GitHub unreachable, no token yet).
+    pub waiting: i64,
+    /// Given up, with GitHub's answer.
+    pub failed: Vec<String>,
+}
+
+fn now_epoch() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+impl Poster {
+    /// Post what is due, until `deadline` or a limit stops the round.
+    pub fn post_due(&mut self, ctx: &Context, deadline: Instant) -> Result<Posted> {
+        let mut out = Posted::default();
+        let config = ctx.layers.resolve().github;
+        loop {
+            // A wait GitHub asked for is waited out when it ends before the deadline.
+            if let Some(b) = self.blocked_until.filter(|b| Instant::now() < *b) {
+                if b >= deadline {
+                    break;
+                }
+                std::thread::sleep(b - Instant::now());
+            }
+            if Instant::now() >= deadline {
+                break;
+            }
+            let due = ctx.index.due_statuses(now_epoch(), 20)?;
+            if due.is_empty() {
+                break;
+            }
+            if self
+                .client
+                .as_ref()
+                .is_none_or(|(api, _)| *api != config.api_url)
+            {
+                let Some(token) = token(&config)? else { break };
+                let client = github::Client::new(&config.api_url, &token)
+                    .map_err(|e| super::AppError::usage(e).hint("fix [github] api_url"))?;
+                self.client = Some((config.api_url.clone(), client));
+            }
+            let Some((_, client)) = &self.client else {
+                break;
+            };
+            for s in due {
+                while self
+                    .sent
+                    .front()
+                    .is_some_and(|t| t.elapsed() > Duration::from_secs(60))
+                {
+                    self.sent.pop_front();
+                }
+                if self.sent.len() >= PER_MINUTE || Instant::now() >= deadline {
+                    self.blocked_until = self.sent.front().map(|t| *t + Duration::from_secs(60));
+                    break;
+                }
+                self.sent.push_back(Instant::now());
+                let body = serde_json::json!({
+                    "state": s.state, "description": s.description, "context": s.context,
+                });
+                match client.create_status(&s.owner, &s.repo, &s.commit_id, &body) {
+                    Answer::Ok(_) => {
+                        ctx.index.status_done(&s, None)?;
+                        out.posted += 1;
+                    }
+                    Answer::RateLimited(wait) => {
+                        self.blocked_until = Some(Instant::now() + wait);
+                        ctx.index.status_later(
+                            &s,
+                            now_epoch() + wait.as_secs() as i64,
+                            "rate limited",
+                        )?;
+                        break;
+                    }
+                    Answer::Rejected { status, message } => {
+                        let why = format!(
+                            "GitHub refused the status of {} on {}/{} ({status}: {message})",
+                            crate::util::short(&s.commit_id),
+                            s.owner,
+                            s.repo
+                        );
+                        ctx.index.status_done(&s, Some(&why))?;
+                        ctx.index.add_event(
+                            "github.status_failed",
+                            Some(&s.repository_id),
+                            None,
+                            Some(&s.commit_id),
+                            &serde_json::json!({"context": s.context, "error": why}),
+                        )?;
+                        out.failed.push(why);
+                    }
+                    Answer::Unreachable(e) if s.attempts + 1 >= ATTEMPTS => {
+                        let why = format!("GitHub could not be reached ({e})");
+                        ctx.index.status_done(&s, Some(&why))?;
+                        out.failed.push(why);
+                    }
+                    Answer::Unreachable(e) => {
+                        let backoff = 5i64 << s.attempts.clamp(0, 8);
+                        ctx.index.status_later(&s, now_epoch() + backoff, &e)?;
+                    }
+                }
+            }
+        }
+        out.waiting = ctx.index.pending_statuses()?;
+        Ok(out)
+    }
+}

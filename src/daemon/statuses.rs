@@ -1,0 +1,42 @@
+//! The daemon's commit-status poster: one thread, so posts to GitHub are serialized per token and
+//! kept under its rate limits; it looks for due statuses every 2 s. What it cannot post now waits
+//! in the index (and outlives a restart).
+
+use crate::app::{github, Context};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub fn start(stop: Arc<AtomicBool>) {
+    let _ = std::thread::Builder::new()
+        .name("statuses".into())
+        .spawn(move || {
+            let ctx = match Context::load() {
+                Ok(c) => c,
+                Err(e) => {
+                    super::log(&format!("commit statuses cannot be posted: {e}"));
+                    return;
+                }
+            };
+            let mut poster = github::Poster::default();
+            let mut last_error = String::new();
+            while !stop.load(Ordering::Relaxed) {
+                match poster.post_due(&ctx, Instant::now() + Duration::from_secs(30)) {
+                    Ok(p) => {
+                        for f in p.failed {
+                            super::log(&f);
+                        }
+                        last_error.clear();
+                    }
+                    Err(e) => {
+                        let text = e.to_string();
+                        if text != last_error {
+                            super::log(&format!("commit statuses: {text}"));
+                            last_error = text;
+                        }
+                    }
+                }
+                std::thread::sleep(Duration::from_secs(2));
+            }
+        });
+}

@@ -1,0 +1,157 @@
+//! A stand-in for GitHub's REST API on 127.0.0.1 (GitHub cannot be reached from here): it keeps
+//! every request it got, answers `POST /repos/{owner}/{repo}/statuses/{sha}` as GitHub does
+//! (201 and the status), and can be told to answer the next requests with a rate limit or an
+//! error first. The code under test talks to it unchanged, through `[github] api_url`.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub method: String,
+    pub path: String,
+    pub authorization: String,
+    pub body: serde_json::Value,
+}
+
+/// (status, extra headers, body)
+type Answer = (u16, Vec<(String, String)>, String);
+
+#[derive(Default)]
+struct State {
+    seen: Vec<Seen>,
+    /// Answers to give before the normal ones.
+    scripted: Vec<Answer>,
+}
+
+pub struct FakeGitHub {
+    addr: String,
+    state: Arc<Mutex<State>>,
+}
+
+impl FakeGitHub {
+    pub fn start() -> FakeGitHub {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let state = Arc::new(Mutex::new(State::default()));
+        let st = state.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                let st = st.clone();
+                std::thread::spawn(move || serve(conn, &st));
+            }
+        });
+        FakeGitHub { addr, state }
+    }
+
+    /// `http://127.0.0.1:PORT`, for `[github] api_url`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn seen(&self) -> Vec<Seen> {
+        self.state.lock().unwrap().seen.clone()
+    }
+
+    /// Answer the next request with `status`, `headers` and a GitHub-style message.
+    pub fn answer_next(&self, status: u16, headers: &[(&str, &str)], message: &str) {
+        self.state.lock().unwrap().scripted.push((
+            status,
+            headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            serde_json::json!({"message": message, "documentation_url": "https://docs.github.com/rest"})
+                .to_string(),
+        ));
+    }
+}
+
+fn serve(conn: TcpStream, st: &Mutex<State>) {
+    let mut reader = BufReader::new(conn.try_clone().unwrap());
+    let mut writer = conn;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut parts = line.split_whitespace();
+        let (method, path) = (
+            parts.next().unwrap_or("").to_string(),
+            parts.next().unwrap_or("").to_string(),
+        );
+        let mut length = 0usize;
+        let mut authorization = String::new();
+        loop {
+            let mut h = String::new();
+            if reader.read_line(&mut h).unwrap_or(0) == 0 {
+                return;
+            }
+            let h = h.trim_end();
+            if h.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = h.split_once(':') {
+                match k.trim().to_ascii_lowercase().as_str() {
+                    "content-length" => length = v.trim().parse().unwrap_or(0),
+                    "authorization" => authorization = v.trim().to_string(),
+                    _ => {}
+                }
+            }
+        }
+        let mut body = vec![0; length];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        let body: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+        let (status, headers, text) = {
+            let mut s = st.lock().unwrap();
+            s.seen.push(Seen {
+                method: method.clone(),
+                path: path.clone(),
+                authorization,
+                body: body.clone(),
+            });
+            if s.scripted.is_empty() {
+                answer(&method, &path, &body)
+            } else {
+                s.scripted.remove(0)
+            }
+        };
+        let mut out = format!(
+            "HTTP/1.1 {status} X\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: {}\r\n",
+            text.len()
+        );
+        for (k, v) in headers {
+            out.push_str(&format!("{k}: {v}\r\n"));
+        }
+        out.push_str("\r\n");
+        out.push_str(&text);
+        if writer.write_all(out.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+fn answer(method: &str, path: &str, body: &serde_json::Value) -> Answer {
+    let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    match (method, parts.as_slice()) {
+        ("POST", ["repos", owner, repo, "statuses", sha]) => (
+            201,
+            vec![],
+            serde_json::json!({
+                "url": format!("https://api.github.com/repos/{owner}/{repo}/statuses/{sha}"),
+                "id": 1, "node_id": "SC_1", "state": body["state"], "description": body["description"],
+                "target_url": body["target_url"], "context": body["context"],
+                "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",
+            })
+            .to_string(),
+        ),
+        _ => (
+            404,
+            vec![],
+            serde_json::json!({"message": "Not Found"}).to_string(),
+        ),
+    }
+}

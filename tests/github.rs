@@ -1,0 +1,233 @@
+//! Commit statuses on GitHub, against a local stand-in of its REST API (GitHub cannot be reached
+//! here; the code talks to it unchanged through `[github] api_url`): what is posted after a run,
+//! rate limits waited out, a GitHub that is down never failing a run, and the token kept to the
+//! tool.
+
+mod common;
+
+use common::fake_github::FakeGitHub;
+use common::World;
+use std::path::{Path, PathBuf};
+
+const TOKEN: &str = "ghp_status_token_for_tests";
+const BROKEN_TESTS: &str = "import unittest\n\n\nclass TestMore(unittest.TestCase):\n    def test_more(self):\n        self.assertEqual(2 * 2, 5)\n";
+
+/// A repository whose origin is on GitHub, and a user config pointing at `api`.
+fn on_github(w: &World, api: &str, extra: &str) -> PathBuf {
+    let repo = w.new_repo("gh");
+    w.git(
+        &repo,
+        &["remote", "add", "origin", "https://github.com/octo/gh.git"],
+    );
+    let cfg = w.path("config/git-sandbox");
+    std::fs::create_dir_all(&cfg).unwrap();
+    std::fs::write(
+        cfg.join("config.toml"),
+        format!("[github]\napi_url = \"{api}\"\n{extra}"),
+    )
+    .unwrap();
+    repo
+}
+
+fn run(w: &World, repo: &Path) -> common::Out {
+    w.sandbox_env(repo, &["run"], &[("GITHUB_TOKEN", TOKEN)])
+}
+
+fn statuses_for(gh: &FakeGitHub, sha: &str) -> Vec<serde_json::Value> {
+    gh.seen()
+        .into_iter()
+        .filter(|s| s.method == "POST" && s.path == format!("/repos/octo/gh/statuses/{sha}"))
+        .map(|s| s.body)
+        .collect()
+}
+
+#[test]
+fn a_run_posts_its_statuses_and_the_test_never_sees_the_token() {
+    let gh = FakeGitHub::start();
+    let w = World::new();
+    let repo = on_github(&w, &gh.url(), "");
+    let c = w.commit(
+        &repo,
+        &[(".sandbox.toml", "[test]\ncommand = \"env\"\n")],
+        "print the environment",
+    );
+    let o = run(&w, &repo);
+    assert_eq!(o.code, 0, "{o:?}");
+    let posted = statuses_for(&gh, &c);
+    let tests = posted
+        .iter()
+        .find(|b| b["context"] == "git-sandbox/tests")
+        .unwrap_or_else(|| panic!("no tests status: {:?}", gh.seen()));
+    assert_eq!(tests["state"], "success");
+    assert!(
+        tests["description"].as_str().unwrap().starts_with("passed"),
+        "{tests}"
+    );
+    assert!(tests["description"].as_str().unwrap().chars().count() <= 140);
+    let analysis = posted
+        .iter()
+        .find(|b| b["context"] == "git-sandbox/analysis")
+        .expect("an analysis status");
+    assert!(
+        analysis["description"]
+            .as_str()
+            .unwrap()
+            .contains("functions"),
+        "{analysis}"
+    );
+    // Authenticated with the token, which the test's own environment never had.
+    assert!(gh.seen().iter().all(|s| s.authorization.contains(TOKEN)));
+    let record = w.sandbox(&repo, &["show", "--json", &c]).json();
+    let output = record["tests"]["output_tail"].as_str().unwrap();
+    assert!(
+        output.contains("PATH="),
+        "the command printed its environment: {output}"
+    );
+    assert!(!output.contains(TOKEN), "{output}");
+
+    // A failing commit is a failure status.
+    let bad = w.commit(
+        &repo,
+        &[("tests/test_more.py", BROKEN_TESTS), (".sandbox.toml", "")],
+        "broken",
+    );
+    assert_eq!(run(&w, &repo).code, 1);
+    let tests = statuses_for(&gh, &bad)
+        .into_iter()
+        .find(|b| b["context"] == "git-sandbox/tests")
+        .unwrap();
+    assert_eq!(tests["state"], "failure", "{tests}");
+    assert!(
+        tests["description"].as_str().unwrap().contains("1 failed"),
+        "{tests}"
+    );
+}
+
+#[test]
+fn a_rate_limit_is_waited_out_and_a_github_that_is_down_fails_no_run() {
+    let gh = FakeGitHub::start();
+    let w = World::new();
+    let repo = on_github(&w, &gh.url(), "");
+    // GitHub's secondary limit answer: 403 with retry-after.
+    gh.answer_next(
+        403,
+        &[("retry-after", "1"), ("x-ratelimit-remaining", "4999")],
+        "You have exceeded a secondary rate limit",
+    );
+    let c = w.commit(&repo, &[("a.txt", "a\n")], "a");
+    let started = std::time::Instant::now();
+    let o = run(&w, &repo);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(started.elapsed() >= std::time::Duration::from_secs(1));
+    let posted = statuses_for(&gh, &c);
+    // The refused one was sent again after the wait: three requests for two statuses.
+    assert_eq!(posted.len(), 3, "{posted:?}");
+    assert!(!o.stderr.contains("wait to be posted"), "{o:?}");
+
+    // GitHub down: the run passes, says the statuses wait, and a daemon posts them later.
+    let cfg = w.path("config/git-sandbox/config.toml");
+    std::fs::write(&cfg, "[github]\napi_url = \"http://127.0.0.1:1\"\n").unwrap();
+    let d = w.commit(&repo, &[("b.txt", "b\n")], "b");
+    let o = run(&w, &repo);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(
+        o.stderr
+            .contains("2 commit statuses wait to be posted to GitHub"),
+        "{o:?}"
+    );
+    std::fs::write(&cfg, format!("[github]\napi_url = \"{}\"\n", gh.url())).unwrap();
+    let mut daemon_cmd = w.spawn_env(
+        &w.work(),
+        &["daemon", "--workers", "1"],
+        &[("GITHUB_TOKEN", TOKEN)],
+    );
+    let arrived = w.wait_until(40, || statuses_for(&gh, &d).len() >= 2);
+    let _ = daemon_cmd.child.kill();
+    assert!(
+        arrived,
+        "the daemon never posted them: {}",
+        std::fs::read_to_string(w.path("daemon.log")).unwrap_or_default()
+    );
+}
+
+#[test]
+fn statuses_need_a_github_remote_and_a_token_and_a_bad_token_command_fails_no_run() {
+    let gh = FakeGitHub::start();
+    let w = World::new();
+    // token_command instead of GITHUB_TOKEN.
+    let repo = on_github(
+        &w,
+        &gh.url(),
+        "token_command = \"printf tok-from-command\"\n",
+    );
+    let c = w.commit(&repo, &[("a.txt", "a\n")], "a");
+    assert_eq!(w.sandbox(&repo, &["run"]).code, 0);
+    let seen = gh.seen();
+    assert!(!statuses_for(&gh, &c).is_empty(), "{seen:?}");
+    assert!(seen
+        .iter()
+        .all(|s| s.authorization.contains("tok-from-command")));
+
+    // A command that prints nothing: the run still passes, with one line that says why.
+    std::fs::write(
+        w.path("config/git-sandbox/config.toml"),
+        format!(
+            "[github]\napi_url = \"{}\"\ntoken_command = \"false\"\n",
+            gh.url()
+        ),
+    )
+    .unwrap();
+    w.commit(&repo, &[("b.txt", "b\n")], "b");
+    let o = w.sandbox(&repo, &["run"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(
+        o.stderr
+            .contains("token_command \"false\" printed no token"),
+        "{o:?}"
+    );
+
+    // A remote elsewhere: nothing is posted for its commits (what waited from before, for the
+    // commit made while it was on GitHub, goes now that a token is there).
+    w.git(
+        &repo,
+        &[
+            "remote",
+            "set-url",
+            "origin",
+            "https://gitlab.com/octo/gh.git",
+        ],
+    );
+    let elsewhere = w.commit(&repo, &[("c.txt", "c\n")], "c");
+    let o = w.sandbox_env(&repo, &["run"], &[("GITHUB_TOKEN", TOKEN)]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(!gh.seen().iter().any(|s| s.path.contains(&elsewhere)));
+
+    // [github] is the user's: a repository cannot point this machine's token elsewhere.
+    w.git(
+        &repo,
+        &[
+            "remote",
+            "set-url",
+            "origin",
+            "https://github.com/octo/gh.git",
+        ],
+    );
+    let evil = w.commit(
+        &repo,
+        &[(
+            ".sandbox.toml",
+            "[github]\napi_url = \"http://127.0.0.1:9\"\n",
+        )],
+        "steal",
+    );
+    let o = w.sandbox_env(&repo, &["run"], &[("GITHUB_TOKEN", TOKEN)]);
+    assert_eq!(o.code, 1, "{o:?}");
+    let shown = w.sandbox(&repo, &["show", "--json", &evil]).json();
+    assert!(
+        shown["error"]
+            .as_str()
+            .unwrap()
+            .contains("[github] is read from your user config only"),
+        "{shown}"
+    );
+}
