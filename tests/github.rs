@@ -231,3 +231,140 @@ fn statuses_need_a_github_remote_and_a_token_and_a_bad_token_command_fails_no_ru
         "{shown}"
     );
 }
+
+/// A world whose git sends `https://github.com/…` to bare repositories under `root`.
+fn github_on_disk(w: &World) -> PathBuf {
+    let root = w.path("github");
+    std::fs::create_dir_all(&root).unwrap();
+    w.git(
+        &w.work(),
+        &[
+            "config",
+            "--global",
+            &format!("url.{}/.insteadOf", root.display()),
+            "https://github.com/",
+        ],
+    );
+    root
+}
+
+#[test]
+fn new_with_github_creates_pushes_and_sets_origin() {
+    let w = World::new();
+    let root = github_on_disk(&w);
+    let gh = FakeGitHub::with_repos(&root);
+    let cfg = w.path("config/git-sandbox");
+    std::fs::create_dir_all(&cfg).unwrap();
+    std::fs::write(
+        cfg.join("config.toml"),
+        format!("[github]\napi_url = \"{}\"\n", gh.url()),
+    )
+    .unwrap();
+    let o = w.sandbox_env(
+        &w.work(),
+        &["new", "exp1", "--github", "--json"],
+        &[("GITHUB_TOKEN", TOKEN)],
+    );
+    assert_eq!(o.code, 0, "{o:?}");
+    let v = o.json();
+    assert_eq!(v["github"]["created"], true, "{v}");
+    assert_eq!(v["github"]["pushed"], true, "{v}");
+    assert_eq!(v["github"]["html_url"], "https://github.com/octo/exp1");
+    let create = gh
+        .seen()
+        .into_iter()
+        .find(|s| s.path == "/user/repos")
+        .expect("POST /user/repos");
+    assert_eq!(create.body["name"], "exp1");
+    assert_eq!(create.body["private"], true, "private unless --public");
+    let local = PathBuf::from(v["path"].as_str().unwrap());
+    assert_eq!(
+        w.git(&local, &["config", "remote.origin.url"]).trim(),
+        "https://github.com/octo/exp1.git"
+    );
+    // The initial commit and its result are there.
+    let bare = root.join("octo/exp1.git");
+    assert_eq!(
+        w.git(&bare, &["rev-parse", "main"]),
+        w.git(&local, &["rev-parse", "main"])
+    );
+    // Results follow with `push` (and a plain `git fetch` brings them back).
+    let specs = w.git(&local, &["config", "--get-all", "remote.origin.fetch"]);
+    assert!(specs.contains("refs/notes/sandbox*"), "{specs}");
+    assert_eq!(w.sandbox(&local, &["run"]).code, 0);
+    assert_eq!(w.sandbox(&local, &["push"]).code, 0);
+    let notes = w.git(&bare, &["for-each-ref", "refs/notes"]);
+    assert!(notes.contains("refs/notes/sandbox"), "{notes}");
+
+    // The same name again: GitHub refuses; the repository is made here only, with the way on.
+    let o = w.sandbox_env(
+        &w.work(),
+        &["new", "exp1-again", "--github", "--org", "team"],
+        &[("GITHUB_TOKEN", TOKEN)],
+    );
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(gh.seen().iter().any(|s| s.path == "/orgs/team/repos"));
+    let o = w.sandbox_env(
+        &w.work(),
+        &[
+            "new",
+            "exp1",
+            "--path",
+            w.path("work/other").to_str().unwrap(),
+            "--github",
+        ],
+        &[("GITHUB_TOKEN", TOKEN)],
+    );
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(
+        o.stderr
+            .contains("GitHub refused to create exp1 (422: Repository creation failed.)"),
+        "{o:?}"
+    );
+    assert!(o.stderr.contains("git sandbox remote add-github"), "{o:?}");
+}
+
+#[test]
+fn without_a_token_new_github_works_locally_and_remote_add_github_connects_later() {
+    let w = World::new();
+    let root = github_on_disk(&w);
+    let gh = FakeGitHub::with_repos(&root);
+    let cfg = w.path("config/git-sandbox");
+    std::fs::create_dir_all(&cfg).unwrap();
+    std::fs::write(
+        cfg.join("config.toml"),
+        format!("[github]\napi_url = \"{}\"\n", gh.url()),
+    )
+    .unwrap();
+    let o = w.sandbox(&w.work(), &["new", "later", "--github", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(o.json()["github"]["created"], false);
+    assert!(o.stderr.contains("no GitHub token"), "{o:?}");
+    assert!(gh.seen().is_empty());
+    let local = PathBuf::from(o.json()["path"].as_str().unwrap());
+    assert!(w.git(&local, &["remote"]).trim().is_empty());
+    // Later, with a token.
+    let o = w.sandbox_env(
+        &local,
+        &["remote", "add-github", "--public"],
+        &[("GITHUB_TOKEN", TOKEN)],
+    );
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(
+        o.stdout
+            .contains("Created https://github.com/octo/later on GitHub and pushed to it"),
+        "{o:?}"
+    );
+    assert_eq!(gh.seen()[0].body["private"], false);
+    // Twice: refused, nothing changed.
+    let o = w.sandbox_env(
+        &local,
+        &["remote", "add-github"],
+        &[("GITHUB_TOKEN", TOKEN)],
+    );
+    assert_eq!(o.code, 1, "{o:?}");
+    assert_eq!(
+        o.error().0,
+        "this repository already has a remote named origin"
+    );
+}

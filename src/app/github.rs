@@ -267,3 +267,115 @@ impl Poster {
         Ok(out)
     }
 }
+
+/// What became of connecting a repository to a new repository on GitHub.
+#[derive(Debug, serde::Serialize)]
+pub struct Connected {
+    /// Whether GitHub created it.
+    pub created: bool,
+    /// `owner/name` on GitHub.
+    pub full_name: Option<String>,
+    pub html_url: Option<String>,
+    /// Whether the branches and results reached it.
+    pub pushed: bool,
+    /// Why it was not created, or not pushed (one line), and how to go on.
+    pub problem: Option<String>,
+}
+
+/// Create `name` on GitHub (private unless `public`; under `org` when given), add it as
+/// `origin`, and push the branches and results there. Never undoes the local repository: a
+/// missing token, no network or an API error is reported in `problem`, with how to connect it
+/// later.
+pub fn connect(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    org: Option<&str>,
+    public: bool,
+) -> Result<Connected> {
+    let config = ctx.layers.resolve().github;
+    let later = "connect it later with `git sandbox remote add-github`, or `git remote add origin URL && git sandbox push`";
+    let mut out = Connected {
+        created: false,
+        full_name: None,
+        html_url: None,
+        pushed: false,
+        problem: None,
+    };
+    let dir = repo
+        .workdir()
+        .unwrap_or_else(|| repo.git_dir())
+        .to_path_buf();
+    if crate::git::remote::remotes(&dir)?
+        .iter()
+        .any(|r| r == "origin")
+    {
+        return Err(
+            super::AppError::refused("this repository already has a remote named origin").hint(
+                "push to it with `git sandbox push`, or remove it first: git remote remove origin",
+            ),
+        );
+    }
+    let token = match token(&config) {
+        Ok(Some(t)) => t,
+        Ok(None) => {
+            out.problem = Some(format!("no GitHub token (set GITHUB_TOKEN or [github] token_command); created it here only; {later}"));
+            return Ok(out);
+        }
+        Err(e) => {
+            out.problem = Some(format!("{e}; created it here only; {later}"));
+            return Ok(out);
+        }
+    };
+    let client = github::Client::new(&config.api_url, &token)
+        .map_err(|e| super::AppError::usage(e).hint("fix [github] api_url in your user config"))?;
+    let made = match client.create_repo(org, &row.name, !public) {
+        Answer::Ok(v) => v,
+        Answer::Rejected { status, message } => {
+            out.problem = Some(format!(
+                "GitHub refused to create {} ({status}: {message}); created it here only; {later}",
+                row.name
+            ));
+            return Ok(out);
+        }
+        Answer::RateLimited(w) => {
+            out.problem = Some(format!(
+                "GitHub's rate limit: try again in {} s; created it here only; {later}",
+                w.as_secs()
+            ));
+            return Ok(out);
+        }
+        Answer::Unreachable(e) => {
+            out.problem = Some(format!(
+                "GitHub could not be reached ({e}); created it here only; {later}"
+            ));
+            return Ok(out);
+        }
+    };
+    out.created = true;
+    out.full_name = made["full_name"].as_str().map(str::to_string);
+    out.html_url = made["html_url"].as_str().map(str::to_string);
+    let Some(clone_url) = made["clone_url"].as_str() else {
+        out.problem = Some(
+            "GitHub's answer has no clone_url; add the remote yourself: git remote add origin URL"
+                .into(),
+        );
+        return Ok(out);
+    };
+    crate::git::cli::git(&dir, &["remote", "add", "origin", clone_url])?;
+    match super::remote::push(ctx, repo, row, Some("origin"), false) {
+        Ok(p) if p.rejected.is_empty() => out.pushed = true,
+        Ok(p) => {
+            out.problem = Some(format!(
+                "created, but the push was refused ({}); push again with `git sandbox push`",
+                p.rejected.iter().map(|r| format!("{} {}", r.name, r.reason)).collect::<Vec<_>>().join("; ")
+            ))
+        }
+        Err(e) => {
+            out.problem = Some(format!(
+                "created, but the push failed ({e}); set up git's credentials for github.com (`gh auth setup-git`), then `git sandbox push`"
+            ))
+        }
+    }
+    Ok(out)
+}

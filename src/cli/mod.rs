@@ -25,6 +25,7 @@ mod notify;
 mod promote;
 mod push;
 mod reindex;
+mod remote;
 mod run;
 mod sandbox_exec;
 mod show;
@@ -64,6 +65,7 @@ enum Command {
     Promote(promote::PromoteArgs),
     Kill(kill::KillArgs),
     Push(push::PushArgs),
+    Remote(remote::RemoteArgs),
     Fetch(fetch::FetchArgs),
     Reindex(reindex::ReindexArgs),
     Gc(gc::GcArgs),
@@ -138,6 +140,7 @@ pub fn main() -> i32 {
         Command::Promote(a) => promote::cmd_promote(a),
         Command::Kill(a) => kill::cmd_kill(a),
         Command::Push(a) => push::cmd_push(a),
+        Command::Remote(a) => remote::cmd_remote(a),
         Command::Fetch(a) => fetch::cmd_fetch(a),
         Command::Reindex(a) => reindex::cmd_reindex(a),
         Command::Gc(a) => gc::cmd_gc(a),

@@ -75,6 +75,20 @@ impl Client {
         })
     }
 
+    /// `POST /user/repos`, or `POST /orgs/{org}/repos`: a new, empty repository.
+    pub fn create_repo(&self, org: Option<&str>, name: &str, private: bool) -> Answer {
+        let body = serde_json::json!({
+            "name": name,
+            "private": private,
+            "description": "Experiments run by git-sandbox",
+            "auto_init": false,
+        });
+        match org {
+            Some(o) => self.post(&format!("/orgs/{o}/repos"), &body),
+            None => self.post("/user/repos", &body),
+        }
+    }
+
     /// `POST /repos/{owner}/{repo}/statuses/{sha}`.
     pub fn create_status(&self, owner: &str, repo: &str, sha: &str, status: &Value) -> Answer {
         self.post(&format!("/repos/{owner}/{repo}/statuses/{sha}"), status)

@@ -20,6 +20,8 @@ type Answer = (u16, Vec<(String, String)>, String);
 
 #[derive(Default)]
 struct State {
+    /// Where created repositories become bare repositories (`OWNER/NAME.git`), if anywhere.
+    repos: Option<std::path::PathBuf>,
     seen: Vec<Seen>,
     /// Answers to give before the normal ones.
     scripted: Vec<Answer>,
@@ -32,9 +34,23 @@ pub struct FakeGitHub {
 
 impl FakeGitHub {
     pub fn start() -> FakeGitHub {
+        Self::start_with(None)
+    }
+
+    /// One whose `POST /user/repos` (as the user `octo`) and `POST /orgs/{org}/repos` make a
+    /// bare repository `OWNER/NAME.git` under `root`, for a `url.ROOT/.insteadOf
+    /// https://github.com/` rule to push to.
+    pub fn with_repos(root: &std::path::Path) -> FakeGitHub {
+        Self::start_with(Some(root.to_path_buf()))
+    }
+
+    fn start_with(repos: Option<std::path::PathBuf>) -> FakeGitHub {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap().to_string();
-        let state = Arc::new(Mutex::new(State::default()));
+        let state = Arc::new(Mutex::new(State {
+            repos,
+            ..State::default()
+        }));
         let st = state.clone();
         std::thread::spawn(move || {
             for conn in listener.incoming().flatten() {
@@ -114,7 +130,7 @@ fn serve(conn: TcpStream, st: &Mutex<State>) {
                 body: body.clone(),
             });
             if s.scripted.is_empty() {
-                answer(&method, &path, &body)
+                answer(&method, &path, &body, s.repos.as_deref())
             } else {
                 s.scripted.remove(0)
             }
@@ -134,9 +150,52 @@ fn serve(conn: TcpStream, st: &Mutex<State>) {
     }
 }
 
-fn answer(method: &str, path: &str, body: &serde_json::Value) -> Answer {
+fn create_repo(owner: &str, body: &serde_json::Value, root: Option<&std::path::Path>) -> Answer {
+    let name = body["name"].as_str().unwrap_or("");
+    if let Some(root) = root {
+        let dir = root.join(owner).join(format!("{name}.git"));
+        if dir.exists() {
+            return (
+                422,
+                vec![],
+                serde_json::json!({"message": "Repository creation failed.", "errors": [{"resource": "Repository", "code": "custom", "field": "name", "message": "name already exists on this account"}]}).to_string(),
+            );
+        }
+        std::fs::create_dir_all(&dir).unwrap();
+        let ok = std::process::Command::new("git")
+            .args(["init", "-q", "--bare", "-b", "main"])
+            .arg(&dir)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "git init --bare {}", dir.display());
+    }
+    (
+        201,
+        vec![],
+        serde_json::json!({
+            "id": 1, "node_id": "R_1", "name": name, "full_name": format!("{owner}/{name}"),
+            "private": body["private"], "owner": {"login": owner},
+            "html_url": format!("https://github.com/{owner}/{name}"),
+            "clone_url": format!("https://github.com/{owner}/{name}.git"),
+            "ssh_url": format!("git@github.com:{owner}/{name}.git"),
+            "default_branch": "main",
+        })
+        .to_string(),
+    )
+}
+
+fn answer(
+    method: &str,
+    path: &str,
+    body: &serde_json::Value,
+    repos: Option<&std::path::Path>,
+) -> Answer {
     let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     match (method, parts.as_slice()) {
+        ("POST", ["user", "repos"]) => create_repo("octo", body, repos),
+        ("POST", ["orgs", org, "repos"]) => create_repo(org, body, repos),
         ("POST", ["repos", owner, repo, "statuses", sha]) => (
             201,
             vec![],
