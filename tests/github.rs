@@ -318,7 +318,7 @@ fn new_with_github_creates_pushes_and_sets_origin() {
     assert_eq!(o.code, 0, "{o:?}");
     assert!(
         o.stderr
-            .contains("GitHub refused to create exp1 (422: Repository creation failed.)"),
+            .contains("GitHub refused to create exp1 (422: Repository creation failed. (name already exists on this account))"),
         "{o:?}"
     );
     assert!(o.stderr.contains("git sandbox remote add-github"), "{o:?}");
@@ -367,4 +367,127 @@ fn without_a_token_new_github_works_locally_and_remote_add_github_connects_later
         o.error().0,
         "this repository already has a remote named origin"
     );
+}
+
+const MORE_TESTS: &str = "import unittest\n\n\nclass TestMore(unittest.TestCase):\n    def test_more(self):\n        self.assertEqual(2 * 2, 4)\n";
+
+#[test]
+fn promote_by_pull_request_opens_one_and_a_merge_on_github_marks_it_promoted() {
+    let w = World::new();
+    let root = github_on_disk(&w);
+    let gh = FakeGitHub::with_repos(&root);
+    let cfg = w.path("config/git-sandbox");
+    std::fs::create_dir_all(&cfg).unwrap();
+    std::fs::write(
+        cfg.join("config.toml"),
+        format!("[github]\napi_url = \"{}\"\n", gh.url()),
+    )
+    .unwrap();
+    let o = w.sandbox_env(
+        &w.work(),
+        &["new", "prs", "--github", "--json"],
+        &[("GITHUB_TOKEN", TOKEN)],
+    );
+    assert_eq!(o.code, 0, "{o:?}");
+    let repo = PathBuf::from(o.json()["path"].as_str().unwrap());
+    assert_eq!(w.sandbox(&repo, &["experiment", "start", "faster"]).code, 0);
+    w.git(&repo, &["switch", "-q", "experiment/faster"]);
+    w.commit(&repo, &[("tests/test_more.py", MORE_TESTS)], "more tests");
+    w.git(&repo, &["switch", "-q", "main"]);
+    let bare = root.join("octo/prs.git");
+
+    // A dry run shows the pull request and changes nothing anywhere.
+    let o = w.sandbox(
+        &repo,
+        &[
+            "promote",
+            "faster",
+            "--strategy",
+            "pull-request",
+            "--dry-run",
+        ],
+    );
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(o.stdout.contains("# Promote experiment faster"), "{o:?}");
+    assert!(
+        o.stdout
+            .contains("| criterion | result | value | threshold |"),
+        "{o:?}"
+    );
+    assert!(!gh.seen().iter().any(|s| s.path.ends_with("/pulls")));
+    assert!(w
+        .git_out(
+            &bare,
+            &["rev-parse", "--verify", "-q", "experiment/faster"],
+            true
+        )
+        .stdout
+        .is_empty());
+
+    let o = w.sandbox_env(
+        &repo,
+        &["promote", "faster", "--strategy", "pull-request", "--json"],
+        &[("GITHUB_TOKEN", TOKEN)],
+    );
+    assert_eq!(o.code, 0, "{o:?}");
+    let pr = o.json();
+    assert_eq!(pr["number"], 7, "{pr}");
+    let opened = gh
+        .seen()
+        .into_iter()
+        .find(|s| s.path == "/repos/octo/prs/pulls")
+        .expect("a pull request was opened");
+    assert_eq!(opened.body["head"], "experiment/faster");
+    assert_eq!(opened.body["base"], "main");
+    assert!(
+        opened.body["body"]
+            .as_str()
+            .unwrap()
+            .contains("STRONGLY_RECOMMEND"),
+        "{}",
+        opened.body
+    );
+    // The branch is on GitHub; production did not move; the experiment waits for the merge.
+    assert_eq!(
+        w.git(&bare, &["rev-parse", "experiment/faster"]),
+        w.git(&repo, &["rev-parse", "experiment/faster"])
+    );
+    assert_ne!(
+        w.git(&bare, &["rev-parse", "main"]),
+        w.git(&repo, &["rev-parse", "experiment/faster"])
+    );
+    let show = w
+        .sandbox(&repo, &["experiment", "show", "faster", "--json"])
+        .json();
+    assert_eq!(show["state"], "active");
+
+    // Somebody merges it on GitHub; the next fetch sees production contain it.
+    let merger = w.work().join("merger");
+    w.git(
+        &w.work(),
+        &[
+            "clone",
+            "-q",
+            bare.to_str().unwrap(),
+            merger.to_str().unwrap(),
+        ],
+    );
+    w.git(
+        &merger,
+        &[
+            "merge",
+            "-q",
+            "--no-ff",
+            "-m",
+            "Merge pull request #7",
+            "origin/experiment/faster",
+        ],
+    );
+    w.git(&merger, &["push", "-q", "origin", "main"]);
+    let o = w.sandbox(&repo, &["fetch"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let show = w
+        .sandbox(&repo, &["experiment", "show", "faster", "--json"])
+        .json();
+    assert_eq!(show["state"], "promoted", "{show}");
 }

@@ -12,6 +12,7 @@ pub mod gc;
 pub mod github;
 pub mod notify;
 pub mod promote;
+pub mod pull_request;
 pub mod reindex;
 pub mod remote;
 pub mod repos;

@@ -40,14 +40,37 @@ pub struct Promoted {
     pub broken: Vec<String>,
 }
 
-pub fn promote(
+/// What a promotion starts from, once the experiment, its evaluation and the minimum allow it.
+pub(crate) struct Checked {
+    pub strategy: String,
+    pub minimum: Recommendation,
+    pub target: String,
+    pub base: ObjectId,
+    pub head: ObjectId,
+    pub ev: crate::model::Evaluation,
+    pub dir: std::path::PathBuf,
+}
+
+/// The strategy a promotion uses: the one asked for, else `[promote] strategy`.
+pub fn strategy(ctx: &Context, repo: &gix::Repository, opts: &PromoteOptions) -> Result<String> {
+    Ok(opts.strategy.clone().unwrap_or_else(|| {
+        experiments::production_config(ctx, repo)
+            .map(|c| c.promote.strategy)
+            .unwrap_or_else(|_| "merge".into())
+    }))
+}
+
+/// Everything a promotion checks before it changes anything: the experiment is active and has
+/// something production lacks, and its evaluation (made now when there is none for these two
+/// heads) meets `[promote] minimum` unless forced.
+pub(crate) fn check(
     ctx: &Context,
     repo: &gix::Repository,
     row: &RepoRow,
     name: &str,
     opts: &PromoteOptions,
     interrupt: &AtomicBool,
-) -> Result<Promoted> {
+) -> Result<Checked> {
     let e = experiments::find(ctx, repo, row, name)?;
     match e.state {
         State::Active => {}
@@ -71,11 +94,11 @@ pub fn promote(
         .strategy
         .clone()
         .unwrap_or_else(|| config.promote.strategy.clone());
-    if strategy != "merge" && strategy != "ff" {
-        return Err(AppError::usage(format!(
-            "promote strategy {strategy:?} is not supported here"
-        ))
-        .hint("use --strategy merge or --strategy ff"));
+    if !["merge", "ff", "pull-request"].contains(&strategy.as_str()) {
+        return Err(
+            AppError::usage(format!("promote strategy {strategy:?} is not supported"))
+                .hint("use --strategy merge, ff or pull-request"),
+        );
     }
     let minimum =
         Recommendation::parse(&config.promote.minimum).unwrap_or(Recommendation::Recommend);
@@ -109,6 +132,43 @@ pub fn promote(
             "see `git sandbox eval {name}`, fix it on experiment/{name}, or pass --force"
         )));
     }
+
+    Ok(Checked {
+        strategy,
+        minimum,
+        target,
+        base,
+        head,
+        ev,
+        dir,
+    })
+}
+
+pub fn promote(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    name: &str,
+    opts: &PromoteOptions,
+    interrupt: &AtomicBool,
+) -> Result<Promoted> {
+    let Checked {
+        strategy,
+        minimum,
+        target,
+        base,
+        head,
+        ev,
+        dir,
+    } = check(ctx, repo, row, name, opts, interrupt)?;
+    if strategy == "pull-request" {
+        return Err(
+            AppError::usage("a pull request promotes on GitHub, not here").hint(format!(
+                "run `git sandbox promote {name} --strategy pull-request`"
+            )),
+        );
+    }
+    let base_hex = base.to_string();
 
     // A checkout of production must be clean before anything moves.
     let worktrees = cli::worktrees_on(&dir, &target)?;

@@ -125,6 +125,7 @@ pub fn fetch(
     let updates = remote::fetch(&dir, &name, &specs)?;
     let (merged, results) = take_in(ctx, repo, row, &dir, &name)?;
     experiments::sync(ctx, repo, row)?;
+    super::pull_request::adopt_merged(ctx, repo, row, &name)?;
     let f = Fetched {
         url: remote::shown_url(&dir, &name),
         updated: updates
@@ -266,6 +267,20 @@ pub fn push(
             specs.push(format!("{full}:{full}"));
         }
     }
+    push_specs(ctx, repo, row, &dir, &name, specs)
+}
+
+/// Push `specs` to the remote `name`, never forced; a notes ref the remote moved is fetched,
+/// merged and pushed again with back-off.
+fn push_specs(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    dir: &Path,
+    name: &str,
+    mut specs: Vec<String>,
+) -> Result<Pushed> {
+    let (dir, name) = (dir.to_path_buf(), name.to_string());
     let mut out = Pushed {
         url: remote::shown_url(&dir, &name),
         remote: name.clone(),
@@ -370,6 +385,7 @@ pub fn poll(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Result<Poll
     if notes_moved {
         take_in(ctx, repo, row, &dir, &name)?;
     }
+    super::pull_request::adopt_merged(ctx, repo, row, &name)?;
     out.queued = super::notify::scan(ctx, repo, &row.repository_id, "poll")?.0;
     Ok(out)
 }
@@ -391,6 +407,7 @@ pub fn fetch_announced(
         &[refspec.to_string(), remote::notes_refspec(name)],
     )?;
     take_in(ctx, repo, row, &dir, name)?;
+    super::pull_request::adopt_merged(ctx, repo, row, name)?;
     let Some(tip) =
         remote::ref_tip(&dir, local_ref).and_then(|t| ObjectId::from_hex(t.as_bytes()).ok())
     else {
@@ -414,6 +431,26 @@ pub fn followed(ctx: &Context, repo: &gix::Repository) -> Option<String> {
         return None;
     }
     resolve(&dir, None).ok()
+}
+
+/// Push one branch (and the notes, the evidence beside it) to the remote `named` (else the
+/// default one). Returns the remote's name and what was pushed.
+pub fn push_branch(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    named: Option<&str>,
+    branch: &str,
+) -> Result<Pushed> {
+    let dir = dir_of(repo);
+    let name = resolve(&dir, named)?;
+    let mut specs: Vec<String> = NOTES
+        .iter()
+        .filter(|(r, _)| remote::ref_tip(&dir, r).is_some())
+        .map(|(r, _)| format!("{r}:{r}"))
+        .collect();
+    specs.push(format!("refs/heads/{branch}:refs/heads/{branch}"));
+    push_specs(ctx, repo, row, &dir, &name, specs)
 }
 
 /// 50 ms doubling per attempt, up to 3.2 s, spread by a little noise so that two machines

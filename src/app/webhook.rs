@@ -239,6 +239,17 @@ fn wanted(
         }
         _ => {
             let action = payload["action"].as_str().unwrap_or("");
+            // A merged pull request moved its base: fetch that (an experiment it promoted is
+            // marked promoted, and the merge is run if the branch is watched).
+            if action == "closed" && payload["pull_request"]["merged"].as_bool() == Some(true) {
+                let Some(base) = payload["pull_request"]["base"]["ref"].as_str() else {
+                    return Ok(Err(
+                        Err("a merged pull_request without its base ref".into()),
+                    ));
+                };
+                let local = format!("refs/remotes/{remote_name}/{base}");
+                return Ok(Ok((format!("+refs/heads/{base}:{local}"), local)));
+            }
             if !matches!(action, "opened" | "synchronize" | "reopened") {
                 return Ok(Err(Ok(format!("pull request {action:?}: nothing to run"))));
             }

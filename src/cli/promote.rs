@@ -1,5 +1,6 @@
 use super::{cwd, print_json, ui, CmdResult, CommandError};
 use crate::app::promote::{promote, PromoteOptions};
+use crate::app::pull_request;
 use crate::app::{repos, Context};
 
 /// Promote an experiment: merge it into the production branch and mark it promoted.
@@ -11,14 +12,23 @@ use crate::app::{repos, Context};
 /// passes, else the promotion is refused with the tests the merge broke, unless --force. A clean
 /// checkout of production is updated; a dirty one or a conflict refuses and changes nothing.
 ///
-/// Example: `git sandbox promote faster-parser`, `git sandbox promote faster-parser --strategy ff`
+/// With --strategy pull-request, the experiment's branch is pushed to GitHub and a pull request
+/// into production is opened instead, its body the evaluation; the experiment is marked promoted
+/// when the pull request is merged (seen by `fetch`, `[remote] poll` or a webhook).
+///
+/// Example: `git sandbox promote faster-parser`, `git sandbox promote faster-parser --strategy ff`,
+/// `git sandbox promote faster-parser --strategy pull-request --dry-run`
 #[derive(clap::Args)]
 pub struct PromoteArgs {
     #[arg(value_name = "EXPERIMENT")]
     pub name: String,
-    /// merge (a merge commit, the default from [promote] strategy) or ff (fast-forward only).
-    #[arg(long, value_name = "merge|ff")]
+    /// merge (a merge commit, the default from [promote] strategy), ff (fast-forward only) or
+    /// pull-request (a pull request on GitHub).
+    #[arg(long, value_name = "merge|ff|pull-request")]
     pub strategy: Option<String>,
+    /// With pull-request: print the pull request that would be opened; push and open nothing.
+    #[arg(long)]
+    pub dry_run: bool,
     /// Promote even when the evaluation is below [promote] minimum or the merge fails its tests.
     #[arg(long)]
     pub force: bool,
@@ -31,11 +41,10 @@ pub fn cmd_promote(args: PromoteArgs) -> CmdResult {
     if let Some(s) = args
         .strategy
         .as_deref()
-        .filter(|s| !["merge", "ff"].contains(s))
+        .filter(|s| !["merge", "ff", "pull-request"].contains(s))
     {
-        return Err(
-            CommandError::usage(format!("invalid --strategy {s:?}")).hint("use merge or ff")
-        );
+        return Err(CommandError::usage(format!("invalid --strategy {s:?}"))
+            .hint("use merge, ff or pull-request"));
     }
     let dir = cwd()?;
     crate::git::discover(&dir)?;
@@ -46,6 +55,45 @@ pub fn cmd_promote(args: PromoteArgs) -> CmdResult {
         strategy: args.strategy.clone(),
         force: args.force,
     };
+    if crate::app::promote::strategy(&ctx, &repo, &opts)? == "pull-request" {
+        let pr = pull_request::open(
+            &ctx,
+            &repo,
+            &row,
+            &args.name,
+            &opts,
+            args.dry_run,
+            &gix::interrupt::IS_INTERRUPTED,
+        )?;
+        if args.json {
+            print_json(&pr);
+        } else if pr.dry_run {
+            println!(
+                "Would push {} and open a pull request into {}:\n\n# {}\n\n{}",
+                pr.head, pr.base, pr.title, pr.body
+            );
+        } else if pr.existing {
+            println!(
+                "Pushed {}; its pull request into {} was already open on GitHub",
+                pr.head, pr.base
+            );
+        } else {
+            println!(
+                "Opened pull request #{} ({}) to promote {} into {}; it is marked promoted when merged",
+                pr.number.unwrap_or(0),
+                pr.html_url.as_deref().unwrap_or(""),
+                pr.head,
+                pr.base
+            );
+        }
+        return Ok(0);
+    }
+    if args.dry_run {
+        return Err(
+            CommandError::usage("--dry-run is for --strategy pull-request")
+                .hint("see what a merge would do with `git sandbox eval EXPERIMENT`"),
+        );
+    }
     let p = promote(
         &ctx,
         &repo,

@@ -64,13 +64,17 @@ impl Client {
             match status {
                 200..=299 => Answer::Ok(json),
                 500..=599 => Answer::Unreachable(format!("GitHub answered {status}")),
-                _ => Answer::Rejected {
-                    status,
-                    message: json["message"]
+                _ => {
+                    // GitHub's 422 says what was invalid in `errors`.
+                    let mut message = json["message"]
                         .as_str()
                         .map(str::to_string)
-                        .unwrap_or_else(|| one_line(&text)),
-                },
+                        .unwrap_or_else(|| one_line(&text));
+                    if let Some(detail) = json["errors"][0]["message"].as_str() {
+                        message = format!("{message} ({detail})");
+                    }
+                    Answer::Rejected { status, message }
+                }
             }
         })
     }

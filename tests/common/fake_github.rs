@@ -195,6 +195,16 @@ fn answer(
     let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     match (method, parts.as_slice()) {
         ("POST", ["user", "repos"]) => create_repo("octo", body, repos),
+        ("POST", ["repos", owner, repo, "pulls"]) => (
+            201,
+            vec![],
+            serde_json::json!({
+                "id": 7, "number": 7, "state": "open", "title": body["title"], "body": body["body"],
+                "html_url": format!("https://github.com/{owner}/{repo}/pull/7"),
+                "head": {"ref": body["head"]}, "base": {"ref": body["base"]},
+            })
+            .to_string(),
+        ),
         ("POST", ["orgs", org, "repos"]) => create_repo(org, body, repos),
         ("POST", ["repos", owner, repo, "statuses", sha]) => (
             201,
