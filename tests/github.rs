@@ -491,3 +491,18 @@ fn promote_by_pull_request_opens_one_and_a_merge_on_github_marks_it_promoted() {
         .json();
     assert_eq!(show["state"], "promoted", "{show}");
 }
+
+#[test]
+fn the_contract_check_refuses_what_github_would() {
+    // The checker every fake's request goes through is not a no-op.
+    let sha = "6dcb09b5b57875f334f61aebed695e2e4193db5e";
+    let path = format!("/repos/octo/gh/statuses/{sha}");
+    assert_eq!(
+        common::prism::violation("POST", &path, br#"{"state":"success","context":"c"}"#),
+        None
+    );
+    let bad = common::prism::violation("POST", &path, br#"{"state":"passed"}"#)
+        .expect("an unknown state is refused");
+    assert!(bad.contains("state"), "{bad}");
+    assert!(common::prism::violation("POST", "/repos/octo/gh/no-such-thing", b"{}").is_some());
+}

@@ -1,7 +1,9 @@
 //! A stand-in for GitHub's REST API on 127.0.0.1 (GitHub cannot be reached from here): it keeps
-//! every request it got, answers `POST /repos/{owner}/{repo}/statuses/{sha}` as GitHub does
-//! (201 and the status), and can be told to answer the next requests with a rate limit or an
-//! error first. The code under test talks to it unchanged, through `[github] api_url`.
+//! every request it got, answers the calls the product makes as GitHub does (statuses,
+//! repositories, pull requests), and can be told to answer the next requests with a rate limit
+//! or an error first. The code under test talks to it unchanged, through `[github] api_url`.
+//! Every request is also checked against GitHub's own API description (see `prism`): a test
+//! whose fake saw a request GitHub would refuse fails when the fake is dropped.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -23,6 +25,8 @@ struct State {
     /// Where created repositories become bare repositories (`OWNER/NAME.git`), if anywhere.
     repos: Option<std::path::PathBuf>,
     seen: Vec<Seen>,
+    /// Requests GitHub's API description does not allow.
+    violations: Vec<String>,
     /// Answers to give before the normal ones.
     scripted: Vec<Answer>,
 }
@@ -45,6 +49,8 @@ impl FakeGitHub {
     }
 
     fn start_with(repos: Option<std::path::PathBuf>) -> FakeGitHub {
+        // The contract checker is up before the first request (it takes seconds to start).
+        super::prism::addr();
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap().to_string();
         let state = Arc::new(Mutex::new(State {
@@ -66,6 +72,10 @@ impl FakeGitHub {
         format!("http://{}", self.addr)
     }
 
+    pub fn violations(&self) -> Vec<String> {
+        self.state.lock().unwrap().violations.clone()
+    }
+
     pub fn seen(&self) -> Vec<Seen> {
         self.state.lock().unwrap().seen.clone()
     }
@@ -81,6 +91,18 @@ impl FakeGitHub {
             serde_json::json!({"message": message, "documentation_url": "https://docs.github.com/rest"})
                 .to_string(),
         ));
+    }
+}
+
+impl Drop for FakeGitHub {
+    fn drop(&mut self) {
+        let v = self.violations();
+        if !v.is_empty() && !std::thread::panicking() {
+            panic!(
+                "requests GitHub's API description refuses:\n{}",
+                v.join("\n")
+            );
+        }
     }
 }
 
@@ -116,13 +138,15 @@ fn serve(conn: TcpStream, st: &Mutex<State>) {
                 }
             }
         }
-        let mut body = vec![0; length];
-        if reader.read_exact(&mut body).is_err() {
+        let mut raw = vec![0; length];
+        if reader.read_exact(&mut raw).is_err() {
             return;
         }
-        let body: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+        let violation = super::prism::violation(&method, &path, &raw);
+        let body: serde_json::Value = serde_json::from_slice(&raw).unwrap_or_default();
         let (status, headers, text) = {
             let mut s = st.lock().unwrap();
+            s.violations.extend(violation);
             s.seen.push(Seen {
                 method: method.clone(),
                 path: path.clone(),
