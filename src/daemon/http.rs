@@ -49,10 +49,10 @@ pub fn start(
                 match tokio::net::TcpListener::from_std(listener) {
                     Ok(l) => {
                         if let Err(e) = axum::serve(l, app).await {
-                            super::log(&format!("the HTTP listener stopped: {e}"));
+                            super::warn(&format!("the HTTP listener stopped: {e}"));
                         }
                     }
-                    Err(e) => super::log(&format!("the HTTP listener cannot start: {e}")),
+                    Err(e) => super::warn(&format!("the HTTP listener cannot start: {e}")),
                 }
             });
         })?;
@@ -124,7 +124,7 @@ async fn delivery(State(st): State<Arc<HttpState>>, headers: HeaderMap, body: Bo
     let outcome = match outcome {
         Ok(Ok(o)) => o,
         Ok(Err(e)) => {
-            super::log(&format!("a webhook delivery failed: {e}"));
+            super::warn(&format!("a webhook delivery failed: {e}"));
             return answer(StatusCode::INTERNAL_SERVER_ERROR, "error", &e.to_string());
         }
         Err(e) => return answer(StatusCode::INTERNAL_SERVER_ERROR, "error", &e.to_string()),
@@ -177,7 +177,7 @@ pub fn start_deliveries(wake: mpsc::Receiver<()>) {
             let ctx = match Context::load() {
                 Ok(c) => c,
                 Err(e) => {
-                    super::log(&format!("webhook deliveries cannot be handled: {e}"));
+                    super::warn(&format!("webhook deliveries cannot be handled: {e}"));
                     return;
                 }
             };
@@ -198,7 +198,7 @@ pub fn start_deliveries(wake: mpsc::Receiver<()>) {
                                     super::log(&format!("webhook {id}: queued {n} commits"))
                                 }
                                 Ok(_) => {}
-                                Err(e) => super::log(&format!("webhook {id}: {e}")),
+                                Err(e) => super::warn(&format!("webhook {id}: {e}")),
                             }
                         }
                         wait = if failed {
@@ -207,7 +207,7 @@ pub fn start_deliveries(wake: mpsc::Receiver<()>) {
                             std::time::Duration::from_secs(3600)
                         };
                     }
-                    Err(e) => super::log(&format!("webhook deliveries: {e}")),
+                    Err(e) => super::warn(&format!("webhook deliveries: {e}")),
                 }
                 match wake.recv_timeout(wait) {
                     Ok(()) | Err(mpsc::RecvTimeoutError::Timeout) => {}

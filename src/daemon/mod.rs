@@ -109,6 +109,7 @@ pub(crate) struct Shared {
 }
 
 pub fn run(opts: Options) -> Result<(), DaemonError> {
+    init_logging();
     let ctx = Context::load()?;
     let home = ctx.paths.home.clone();
     let _lock = crate::ipc::lock(&home).map_err(|pid| DaemonError::AlreadyRunning {
@@ -296,15 +297,40 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
     Ok(())
 }
 
+/// What the daemon did, as a log event at level INFO (in the span of the job it belongs to).
 pub(crate) fn log(msg: &str) {
-    use std::io::Write;
-    // A log reader that went away (`daemon 2>&1 | head`) must not stop the daemon: the write
-    // fails with EPIPE (SIGPIPE is ignored here) and the line is dropped.
-    let _ = writeln!(
-        std::io::stderr(),
-        "{} git-sandbox daemon: {msg}",
-        crate::util::time::now_rfc3339()
-    );
+    tracing::info!("{msg}");
+}
+
+/// Something that went wrong and was survived, at level WARN.
+pub(crate) fn warn(msg: &str) {
+    tracing::warn!("{msg}");
+}
+
+/// Logs go to stderr through `tracing`, filtered by `GIT_SANDBOX_LOG` (`info` by default;
+/// `debug`, `warn`, or directives like `git_sandbox=debug`). A log reader that went away
+/// (`daemon 2>&1 | head`) does not stop the daemon: the write fails with EPIPE (SIGPIPE is
+/// ignored here) and the line is dropped.
+fn init_logging() {
+    use tracing_subscriber::EnvFilter;
+    let (filter, bad) = match std::env::var("GIT_SANDBOX_LOG") {
+        Ok(v) if !v.trim().is_empty() => match EnvFilter::try_new(v.trim()) {
+            Ok(f) => (f, None),
+            Err(e) => (EnvFilter::new("info"), Some(format!("{v:?} ({e})"))),
+        },
+        _ => (EnvFilter::new("info"), None),
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_target(false)
+        .try_init();
+    if let Some(bad) = bad {
+        warn(&format!(
+            "GIT_SANDBOX_LOG={bad} is not a log filter; logging at info (write info, debug, warn or error)"
+        ));
+    }
 }
 
 /// Queue what is new in a repository; a `full` scan (start-up and heartbeat) also writes again

@@ -21,7 +21,7 @@ fn run(every: Duration, stop: &AtomicBool) {
     let ctx = match Context::load() {
         Ok(c) => c,
         Err(e) => {
-            super::log(&format!("polling cannot start: {e}"));
+            super::warn(&format!("polling cannot start: {e}"));
             return;
         }
     };
@@ -50,7 +50,7 @@ fn run(every: Duration, stop: &AtomicBool) {
                 Err(e) => {
                     let text = e.to_string();
                     if last_error.get(&row.repository_id) != Some(&text) {
-                        super::log(&format!("{}: polling its remote failed: {text}", row.name));
+                        super::warn(&format!("{}: polling its remote failed: {text}", row.name));
                         let _ = ctx.index.add_event(
                             "remote.poll_failed",
                             Some(&row.repository_id),

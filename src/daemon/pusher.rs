@@ -30,7 +30,7 @@ fn run(rx: mpsc::Receiver<String>) {
     let ctx = match Context::load() {
         Ok(c) => c,
         Err(e) => {
-            super::log(&format!("auto-push cannot start: {e}"));
+            super::warn(&format!("auto-push cannot start: {e}"));
             return;
         }
     };
@@ -84,7 +84,7 @@ fn push_one(ctx: &Context, repository_id: &str) -> bool {
     match remote::auto_push(ctx, &repo, &row) {
         None => true,
         Some(w) => {
-            super::log(&format!("{}: {w}", row.name));
+            super::warn(&format!("{}: {w}", row.name));
             false
         }
     }

@@ -14,7 +14,7 @@ pub fn start(stop: Arc<AtomicBool>) {
             let ctx = match Context::load() {
                 Ok(c) => c,
                 Err(e) => {
-                    super::log(&format!("commit statuses cannot be posted: {e}"));
+                    super::warn(&format!("commit statuses cannot be posted: {e}"));
                     return;
                 }
             };
@@ -24,14 +24,14 @@ pub fn start(stop: Arc<AtomicBool>) {
                 match poster.post_due(&ctx, Instant::now() + Duration::from_secs(30)) {
                     Ok(p) => {
                         for f in p.failed {
-                            super::log(&f);
+                            super::warn(&f);
                         }
                         last_error.clear();
                     }
                     Err(e) => {
                         let text = e.to_string();
                         if text != last_error {
-                            super::log(&format!("commit statuses: {text}"));
+                            super::warn(&format!("commit statuses: {text}"));
                             last_error = text;
                         }
                     }

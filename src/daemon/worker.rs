@@ -34,7 +34,7 @@ pub fn work(
     let ctx = match Context::load() {
         Ok(c) => c,
         Err(e) => {
-            super::log(&format!("worker cannot start: {e}"));
+            super::warn(&format!("worker cannot start: {e}"));
             return;
         }
     };
@@ -57,6 +57,14 @@ pub fn work(
 
 fn run_job(ctx: &Context, a: &Assignment, shared: &Shared) {
     let job = &a.job;
+    // Every log line of this job, the run's own included, carries its repository and commit.
+    let span = tracing::info_span!(
+        "job",
+        id = job.id,
+        repository = %a.row.name,
+        commit = %crate::util::short(&job.commit_id)
+    );
+    let _in_job = span.enter();
     let repo_id = Some(job.repository_id.as_str());
     let event = |kind: &str, data: serde_json::Value| {
         let _ = ctx
@@ -102,13 +110,7 @@ fn run_job(ctx: &Context, a: &Assignment, shared: &Shared) {
                 .index
                 .complete_job(&job.repository_id, &job.commit_id, ok);
             if let Some(r) = outcome.records.first() {
-                super::log(&format!(
-                    "{} {} {} ({} ms)",
-                    a.row.name,
-                    crate::util::short(&r.commit),
-                    r.status,
-                    r.duration_ms
-                ));
+                super::log(&format!("{} ({} ms)", r.status, r.duration_ms));
             }
         }
         Err(e) => {
@@ -117,10 +119,8 @@ fn run_job(ctx: &Context, a: &Assignment, shared: &Shared) {
                 "run.failed",
                 serde_json::json!({"error": e.to_string(), "retry": retry}),
             );
-            super::log(&format!(
-                "{} {}: {e}{}",
-                a.row.name,
-                crate::util::short(&job.commit_id),
+            super::warn(&format!(
+                "{e}{}",
                 if retry {
                     " (will retry)"
                 } else {
