@@ -492,3 +492,67 @@ fn a_poll_interval_below_five_seconds_is_refused() {
     );
     assert!(hints.iter().any(|h| h.contains("60s")), "{hints:?}");
 }
+
+#[test]
+fn two_machines_with_daemons_each_get_the_others_results() {
+    // Two clones of one remote, each with its own daemon that polls and auto-pushes.
+    let a = World::new();
+    let repo_a = a.new_repo("pair");
+    let shared = shared_remote(&a, &repo_a);
+    assert_eq!(a.sandbox(&repo_a, &["push"]).code, 0);
+    let b = World::new();
+    let repo_b = clone_and_init(&b, shared.to_str().unwrap(), "clone");
+    for w in [&a, &b] {
+        let cfg = w.path("config/git-sandbox");
+        std::fs::create_dir_all(&cfg).unwrap();
+        std::fs::write(
+            cfg.join("config.toml"),
+            "[remote]\npoll = \"5s\"\nauto_push = true\n",
+        )
+        .unwrap();
+    }
+    let _da = a.spawn(&a.work(), &["daemon", "--workers", "1"]);
+    let _db = b.spawn(&b.work(), &["daemon", "--workers", "1"]);
+
+    // Each machine commits and pushes its branch; its daemon runs it and pushes the result.
+    let from_a = a.commit(&repo_a, &[("tests/test_more.py", MORE_TESTS)], "from a");
+    a.git(&repo_a, &["push", "-q", "origin", "main"]);
+    let own = |w: &World, repo: &Path, c: &str| {
+        let o = w.sandbox(repo, &["show", "--json", c]);
+        (o.code == 0).then(|| o.json()["finished_at"].as_str().unwrap().to_string())
+    };
+    assert!(a.wait_until(60, || own(&a, &repo_a, &from_a).is_some()));
+    let a_finished = own(&a, &repo_a, &from_a).unwrap();
+    b.git(&repo_b, &["pull", "-q", "--ff-only", "origin", "main"]);
+    let from_b = b.commit(&repo_b, &[("b.txt", "b\n")], "from b");
+    b.git(&repo_b, &["push", "-q", "origin", "main"]);
+    assert!(b.wait_until(60, || own(&b, &repo_b, &from_b).is_some()));
+    let b_finished = own(&b, &repo_b, &from_b).unwrap();
+
+    // A's record of its commit reaches B's notes, and B's record of its commit reaches A's.
+    let note_has = |w: &World, repo: &Path, c: &str, finished: &str| {
+        let o = w.git_out(
+            repo,
+            &["notes", "--ref=refs/notes/sandbox", "show", c],
+            true,
+        );
+        o.code == 0 && o.stdout.contains(finished)
+    };
+    let logs = || {
+        format!(
+            "A: {}\nB: {}",
+            std::fs::read_to_string(a.path("daemon.log")).unwrap_or_default(),
+            std::fs::read_to_string(b.path("daemon.log")).unwrap_or_default()
+        )
+    };
+    assert!(
+        b.wait_until(60, || note_has(&b, &repo_b, &from_a, &a_finished)),
+        "A's result never reached B: {}",
+        logs()
+    );
+    assert!(
+        a.wait_until(60, || note_has(&a, &repo_a, &from_b, &b_finished)),
+        "B's result never reached A: {}",
+        logs()
+    );
+}

@@ -445,3 +445,62 @@ fn serving_webhooks_without_a_private_secret_is_refused_at_start() {
     assert_eq!(o.code, 2, "{o:?}");
     assert_eq!(o.error().0, "invalid --http \"localhost\"");
 }
+
+#[test]
+fn a_merged_pull_request_marks_the_experiment_it_proposed_promoted() {
+    let s = served(&format!("{SECRET}\n"));
+    let w = &s.w;
+    // The daemon's clone proposed experiment/x (as `promote --strategy pull-request` does).
+    assert_eq!(w.sandbox(&s.clone, &["experiment", "start", "x"]).code, 0);
+    w.git(&s.clone, &["switch", "-q", "experiment/x"]);
+    w.commit(&s.clone, &[("tests/test_more.py", MORE_TESTS)], "more");
+    w.git(&s.clone, &["switch", "-q", "main"]);
+    w.git(&s.clone, &["push", "-q", "origin", "experiment/x"]);
+    w.git(
+        &s.clone,
+        &["update-ref", "refs/sandbox/pull/x", "experiment/x"],
+    );
+    let (_daemon, addr) = start_daemon(w);
+    // Somebody merges it on GitHub.
+    w.git(&s.dev, &["fetch", "-q", "origin", "experiment/x"]);
+    w.git(
+        &s.dev,
+        &[
+            "merge",
+            "-q",
+            "--no-ff",
+            "-m",
+            "Merge pull request #2",
+            "FETCH_HEAD",
+        ],
+    );
+    w.git(&s.dev, &["push", "-q", "origin", "main"]);
+    let mut pr = examples("pull_request")
+        .into_iter()
+        .find(|e| e["action"] == "closed")
+        .unwrap();
+    pr["pull_request"]["merged"] = Value::from(true);
+    pr["pull_request"]["base"]["ref"] = Value::from("main");
+    pr["pull_request"]["head"]["ref"] = Value::from("experiment/x");
+    let (code, text) = deliver(
+        &addr,
+        "pull_request",
+        "merged-1",
+        &serde_json::to_vec(&pr).unwrap(),
+        SECRET,
+    );
+    assert_eq!(code, 202, "{text}");
+    let state = || {
+        w.sandbox(&s.clone, &["experiment", "show", "x", "--json"])
+            .json()["state"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert!(
+        w.wait_until(60, || state() == "promoted"),
+        "still {}: {}",
+        state(),
+        std::fs::read_to_string(w.path("daemon.log")).unwrap_or_default()
+    );
+}
