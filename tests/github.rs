@@ -506,3 +506,115 @@ fn the_contract_check_refuses_what_github_would() {
     assert!(bad.contains("state"), "{bad}");
     assert!(common::prism::violation("POST", "/repos/octo/gh/no-such-thing", b"{}").is_some());
 }
+
+#[test]
+fn with_a_github_app_check_runs_carry_the_summary_and_annotations() {
+    let gh = FakeGitHub::start();
+    let w = World::new();
+    let key = w.path("home/app.pem");
+    let made = std::process::Command::new("openssl")
+        .args(["genrsa", "-traditional", "-out"])
+        .arg(&key)
+        .arg("2048")
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let repo = on_github(
+        &w,
+        &gh.url(),
+        &format!(
+            "app_id = 42\ninstallation_id = 7\napp_key_file = \"{}\"\n",
+            key.display()
+        ),
+    );
+    // Six parameters: a potential issue the analysis flags on its line.
+    let c = w.commit(
+        &repo,
+        &[("src/wide.py", "def wide(a, b, c, d, e, g):\n    return a\n")],
+        "wide",
+    );
+    let o = w.sandbox(&repo, &["run"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let seen = gh.seen();
+    // The app's JWT bought an installation token, which posted the check runs.
+    let exchange = seen
+        .iter()
+        .find(|s| s.path == "/app/installations/7/access_tokens")
+        .unwrap_or_else(|| panic!("no token exchange: {seen:?}"));
+    let jwt = exchange
+        .authorization
+        .trim_start_matches("Bearer ")
+        .to_string();
+    let parts: Vec<&str> = jwt.split('.').collect();
+    assert_eq!(parts.len(), 3, "{jwt}");
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let claims: serde_json::Value = serde_json::from_slice(&b64.decode(parts[1]).unwrap()).unwrap();
+    assert_eq!(claims["iss"], "42");
+    assert_eq!(
+        claims["exp"].as_u64().unwrap() - claims["iat"].as_u64().unwrap(),
+        600
+    );
+    // Signed with the app's key: openssl verifies it with the public half.
+    let public = w.path("home/app.pub");
+    let ok = std::process::Command::new("openssl")
+        .args(["rsa", "-pubout", "-in"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&public)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    std::fs::write(
+        w.path("home/jwt.data"),
+        format!("{}.{}", parts[0], parts[1]),
+    )
+    .unwrap();
+    std::fs::write(w.path("home/jwt.sig"), b64.decode(parts[2]).unwrap()).unwrap();
+    let verify = std::process::Command::new("openssl")
+        .args(["dgst", "-sha256", "-verify"])
+        .arg(&public)
+        .arg("-signature")
+        .arg(w.path("home/jwt.sig"))
+        .arg(w.path("home/jwt.data"))
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&verify.stdout).contains("Verified OK"),
+        "{verify:?}"
+    );
+
+    let runs: Vec<_> = seen
+        .iter()
+        .filter(|s| s.path == "/repos/octo/gh/check-runs")
+        .collect();
+    assert_eq!(runs.len(), 2, "{seen:?}");
+    assert!(runs
+        .iter()
+        .all(|r| r.authorization == "Bearer ghs_installation_token"));
+    assert!(!seen.iter().any(|s| s.path.contains("/statuses/")));
+    let tests = runs
+        .iter()
+        .find(|r| r.body["name"] == "git-sandbox/tests")
+        .unwrap();
+    assert_eq!(tests.body["head_sha"], c.as_str());
+    assert_eq!(tests.body["conclusion"], "success");
+    assert!(tests.body["output"]["summary"]
+        .as_str()
+        .unwrap()
+        .contains("| status | passed | failed |"));
+    let analysis = runs
+        .iter()
+        .find(|r| r.body["name"] == "git-sandbox/analysis")
+        .unwrap();
+    let notes = analysis.body["output"]["annotations"].as_array().unwrap();
+    assert!(
+        notes
+            .iter()
+            .any(|a| a["path"] == "src/wide.py" && a["start_line"] == 1),
+        "{}",
+        analysis.body
+    );
+}

@@ -21,10 +21,39 @@ const PER_MINUTE: usize = 80;
 /// Attempts of a status GitHub could not be reached for, before it is given up.
 const ATTEMPTS: i64 = 10;
 
-/// Whether a token can be had without asking anyone: `GITHUB_TOKEN` or `[github] token_command`.
+/// Whether a token can be had without asking anyone: `GITHUB_TOKEN`, `[github] token_command`,
+/// or a GitHub App.
 fn token_configured(config: &GithubConfig) -> bool {
     std::env::var("GITHUB_TOKEN").is_ok_and(|t| !t.trim().is_empty())
         || config.token_command.is_some()
+        || config.app_id.is_some()
+}
+
+/// The GitHub App to post check runs as: (app id, its private key, installation id).
+fn app(config: &GithubConfig) -> Result<Option<(u64, String, u64)>> {
+    match (config.app_id, &config.app_key_file, config.installation_id) {
+        (None, None, None) => Ok(None),
+        (Some(id), Some(file), Some(inst)) => {
+            let path = match file.strip_prefix("~/") {
+                Some(rest) => std::env::var_os("HOME")
+                    .map(|h| std::path::Path::new(&h).join(rest))
+                    .unwrap_or_else(|| file.into()),
+                None => file.into(),
+            };
+            let pem = std::fs::read_to_string(&path).map_err(|e| {
+                super::AppError::usage(format!(
+                    "cannot read the GitHub App's private key {}: {e}",
+                    path.display()
+                ))
+                .hint("download it from the app's settings and name it in [github] app_key_file")
+            })?;
+            Ok(Some((id, pem, inst)))
+        }
+        _ => Err(super::AppError::usage(
+            "[github] app_id, app_key_file and installation_id go together",
+        )
+        .hint("set all three for check runs, or none for commit statuses")),
+    }
 }
 
 /// The token: `GITHUB_TOKEN` of this process (never handed to a test), else what
@@ -150,7 +179,9 @@ pub fn queue_statuses(ctx: &Context, repo: &gix::Repository, row: &RepoRow, reco
 /// asked for.
 #[derive(Default)]
 pub struct Poster {
-    client: Option<(String, github::Client)>,
+    /// The API it talks to, the client, and (a GitHub App's installation token) until when the
+    /// token holds.
+    client: Option<(String, github::Client, Option<Instant>)>,
     sent: VecDeque<Instant>,
     blocked_until: Option<Instant>,
 }
@@ -191,17 +222,24 @@ impl Poster {
             if due.is_empty() {
                 break;
             }
-            if self
-                .client
-                .as_ref()
-                .is_none_or(|(api, _)| *api != config.api_url)
-            {
-                let Some(token) = token(&config)? else { break };
-                let client = github::Client::new(&config.api_url, &token)
-                    .map_err(|e| super::AppError::usage(e).hint("fix [github] api_url"))?;
-                self.client = Some((config.api_url.clone(), client));
+            let app = app(&config)?;
+            let stale = self.client.as_ref().is_none_or(|(api, _, until)| {
+                *api != config.api_url || until.is_some_and(|u| Instant::now() >= u)
+            });
+            if stale {
+                let made = match &app {
+                    Some((id, pem, inst)) => self.installation(&config.api_url, *id, pem, *inst)?,
+                    None => {
+                        let Some(token) = token(&config)? else { break };
+                        let client = github::Client::new(&config.api_url, &token)
+                            .map_err(|e| super::AppError::usage(e).hint("fix [github] api_url"))?;
+                        Some((client, None))
+                    }
+                };
+                let Some((client, until)) = made else { break };
+                self.client = Some((config.api_url.clone(), client, until));
             }
-            let Some((_, client)) = &self.client else {
+            let Some((_, client, _)) = &self.client else {
                 break;
             };
             for s in due {
@@ -217,10 +255,20 @@ impl Poster {
                     break;
                 }
                 self.sent.push_back(Instant::now());
-                let body = serde_json::json!({
-                    "state": s.state, "description": s.description, "context": s.context,
-                });
-                match client.create_status(&s.owner, &s.repo, &s.commit_id, &body) {
+                let answer = if app.is_some() {
+                    let record = ctx
+                        .index
+                        .run_for_commit(&s.repository_id, &s.commit_id)?
+                        .map(|r| r.record)
+                        .filter(|r| r.commit == s.commit_id);
+                    client.create_check_run(&s.owner, &s.repo, &check_run(&s, record.as_ref()))
+                } else {
+                    let body = serde_json::json!({
+                        "state": s.state, "description": s.description, "context": s.context,
+                    });
+                    client.create_status(&s.owner, &s.repo, &s.commit_id, &body)
+                };
+                match answer {
                     Answer::Ok(_) => {
                         ctx.index.status_done(&s, None)?;
                         out.posted += 1;
@@ -266,6 +314,107 @@ impl Poster {
         out.waiting = ctx.index.pending_statuses()?;
         Ok(out)
     }
+
+    /// A client authenticated as the app's installation, with when its token runs out; `None`
+    /// when GitHub could not be asked now (tried again at the next round).
+    fn installation(
+        &mut self,
+        api: &str,
+        app_id: u64,
+        pem: &str,
+        installation_id: u64,
+    ) -> Result<Option<(github::Client, Option<Instant>)>> {
+        let jwt = github::app::jwt(app_id, pem, now_epoch() as u64)
+            .map_err(|e| super::AppError::usage(e).hint("check [github] app_key_file"))?;
+        let as_app = github::Client::new(api, &jwt)
+            .map_err(|e| super::AppError::usage(e).hint("fix [github] api_url"))?;
+        match as_app.installation_token(installation_id) {
+            Answer::Ok(v) => {
+                let Some(token) = v["token"].as_str() else {
+                    return Ok(None);
+                };
+                let client = github::Client::new(api, token)
+                    .map_err(|e| super::AppError::usage(e).hint("fix [github] api_url"))?;
+                // Installation tokens hold an hour; take a new one well before.
+                Ok(Some((
+                    client,
+                    Some(Instant::now() + Duration::from_secs(50 * 60)),
+                )))
+            }
+            Answer::Rejected { status, message } => Err(super::AppError::usage(format!(
+                "GitHub refused the app's credentials ({status}: {message})"
+            ))
+            .hint("check [github] app_id, installation_id and app_key_file")),
+            Answer::RateLimited(w) => {
+                self.blocked_until = Some(Instant::now() + w);
+                Ok(None)
+            }
+            Answer::Unreachable(_) => Ok(None),
+        }
+    }
+}
+
+/// A check run for a queued status: the result's summary as a table and, for the analysis, its
+/// potential issues as annotations on their lines (at most 50, GitHub's limit per request).
+fn check_run(s: &StatusRow, record: Option<&RunRecord>) -> serde_json::Value {
+    let conclusion = match (s.state.as_str(), record.map(|r| r.status)) {
+        ("success", _) => "success",
+        (_, Some(Status::Timeout)) => "timed_out",
+        _ => "failure",
+    };
+    let mut summary = String::new();
+    let mut annotations = Vec::new();
+    if let Some(r) = record {
+        if s.context == TESTS_CONTEXT {
+            summary.push_str("| status | passed | failed | errors | duration |\n| --- | --- | --- | --- | --- |\n");
+            let t = r.tests.as_ref();
+            let n = |v: Option<u64>| v.map_or("–".to_string(), |v| v.to_string());
+            summary.push_str(&format!(
+                "| {} | {} | {} | {} | {:.1}s |\n",
+                r.status,
+                n(t.and_then(|t| t.passed)),
+                n(t.and_then(|t| t.failed)),
+                n(t.and_then(|t| t.errors)),
+                r.duration_ms as f64 / 1000.0
+            ));
+            for f in t
+                .map(|t| t.failures.as_slice())
+                .unwrap_or_default()
+                .iter()
+                .take(10)
+            {
+                summary.push_str(&format!(
+                    "\n**{}**\n```\n{}\n```\n",
+                    f.name,
+                    f.message.chars().take(1000).collect::<String>()
+                ));
+            }
+        } else if let Some(a) = &r.analysis {
+            summary.push_str(&format!(
+                "| functions | mean complexity | max complexity | potential issues |\n| --- | --- | --- | --- |\n| {} | {:.1} | {} | {} |\n",
+                a.functions_found,
+                a.complexity_score,
+                a.complexity_max,
+                a.potential_issues.len()
+            ));
+            for i in a.potential_issues.iter().take(50) {
+                annotations.push(serde_json::json!({
+                    "path": i.path, "start_line": i.line.max(1), "end_line": i.line.max(1),
+                    "annotation_level": "warning", "title": i.kind, "message": i.message,
+                }));
+            }
+        }
+    }
+    if summary.is_empty() {
+        summary = s.description.clone();
+    }
+    serde_json::json!({
+        "name": s.context,
+        "head_sha": s.commit_id,
+        "status": "completed",
+        "conclusion": conclusion,
+        "output": {"title": s.description, "summary": summary, "annotations": annotations},
+    })
 }
 
 /// What became of connecting a repository to a new repository on GitHub.

@@ -52,6 +52,9 @@ const ENV_KEYS: &[(&str, &str, Kind)] = &[
     ("github", "web_url", Kind::Text),
     ("github", "token_command", Kind::Text),
     ("github", "statuses", Kind::Raw),
+    ("github", "app_id", Kind::Raw),
+    ("github", "app_key_file", Kind::Text),
+    ("github", "installation_id", Kind::Raw),
 ];
 
 /// `SANDBOX_<SECTION>_<KEY>` variables, e.g. `SANDBOX_TEST_TIMEOUT=90s`,
@@ -150,6 +153,9 @@ fn merge(into: &mut ConfigFile, from: ConfigFile) {
         github.api_url,
         github.web_url,
         github.token_command,
-        github.statuses
+        github.statuses,
+        github.app_id,
+        github.app_key_file,
+        github.installation_id
     );
 }

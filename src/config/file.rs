@@ -50,6 +50,11 @@ pub struct GithubFile {
     #[serde(default, deserialize_with = "de_command")]
     pub token_command: Option<String>,
     pub statuses: Option<bool>,
+    /// A GitHub App (then check runs are posted instead of statuses).
+    pub app_id: Option<u64>,
+    #[serde(default, deserialize_with = "de_secret_file")]
+    pub app_key_file: Option<String>,
+    pub installation_id: Option<u64>,
 }
 
 fn de_http_url<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
@@ -492,6 +497,15 @@ impl ConfigFile {
             c.github.token_command = Some(t.clone());
         }
         set(&mut c.github.statuses, h.statuses);
+        if let Some(v) = h.app_id {
+            c.github.app_id = Some(v);
+        }
+        if let Some(v) = &h.app_key_file {
+            c.github.app_key_file = Some(v.clone());
+        }
+        if let Some(v) = h.installation_id {
+            c.github.installation_id = Some(v);
+        }
     }
 }
 

@@ -197,6 +197,10 @@ pub struct GithubConfig {
     /// A command that prints the token (`gh auth token`); `GITHUB_TOKEN` comes first.
     pub token_command: Option<String>,
     pub statuses: bool,
+    /// A GitHub App's id, private key file and installation: check runs instead of statuses.
+    pub app_id: Option<u64>,
+    pub app_key_file: Option<String>,
+    pub installation_id: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -295,6 +299,9 @@ impl Default for Config {
                 web_url: "https://github.com".into(),
                 token_command: None,
                 statuses: true,
+                app_id: None,
+                app_key_file: None,
+                installation_id: None,
             },
         }
     }

@@ -3,6 +3,8 @@
 //! a rate-limited answer says how long to wait (`retry-after`, `x-ratelimit-reset`), never
 //! sleeps here. The token is held by octocrab and sent only in the `Authorization` header.
 
+pub mod app;
+
 use serde_json::Value;
 use std::time::Duration;
 
@@ -91,6 +93,20 @@ impl Client {
             Some(o) => self.post(&format!("/orgs/{o}/repos"), &body),
             None => self.post("/user/repos", &body),
         }
+    }
+
+    /// `POST /app/installations/{id}/access_tokens` (this client authenticated with the app's
+    /// JWT): an installation token.
+    pub fn installation_token(&self, installation_id: u64) -> Answer {
+        self.post(
+            &format!("/app/installations/{installation_id}/access_tokens"),
+            &serde_json::json!({}),
+        )
+    }
+
+    /// `POST /repos/{owner}/{repo}/check-runs`.
+    pub fn create_check_run(&self, owner: &str, repo: &str, run: &Value) -> Answer {
+        self.post(&format!("/repos/{owner}/{repo}/check-runs"), run)
     }
 
     /// `POST /repos/{owner}/{repo}/statuses/{sha}`.

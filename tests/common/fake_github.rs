@@ -219,6 +219,23 @@ fn answer(
     let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     match (method, parts.as_slice()) {
         ("POST", ["user", "repos"]) => create_repo("octo", body, repos),
+        ("POST", ["app", "installations", _, "access_tokens"]) => (
+            201,
+            vec![],
+            serde_json::json!({"token": "ghs_installation_token", "expires_at": "2099-01-01T00:00:00Z", "permissions": {"checks": "write"}, "repository_selection": "all"}).to_string(),
+        ),
+        ("POST", ["repos", owner, repo, "check-runs"]) => (
+            201,
+            vec![],
+            serde_json::json!({
+                "id": 4, "head_sha": body["head_sha"], "node_id": "CR_4", "external_id": "",
+                "url": format!("https://api.github.com/repos/{owner}/{repo}/check-runs/4"),
+                "html_url": format!("https://github.com/{owner}/{repo}/runs/4"),
+                "details_url": null, "status": body["status"], "conclusion": body["conclusion"],
+                "started_at": null, "completed_at": null, "name": body["name"],
+            })
+            .to_string(),
+        ),
         ("POST", ["repos", owner, repo, "pulls"]) => (
             201,
             vec![],
