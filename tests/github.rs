@@ -618,3 +618,55 @@ fn with_a_github_app_check_runs_carry_the_summary_and_annotations() {
         analysis.body
     );
 }
+
+#[test]
+fn a_primary_rate_limit_waits_for_its_reset_and_a_refusal_is_reported_once() {
+    let gh = FakeGitHub::start();
+    let w = World::new();
+    let repo = on_github(&w, &gh.url(), "");
+    let reset = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 2;
+    // GitHub's primary limit: 429 (or 403) with x-ratelimit-remaining 0 and the reset time.
+    gh.answer_next(
+        429,
+        &[
+            ("x-ratelimit-remaining", "0"),
+            ("x-ratelimit-reset", &reset.to_string()),
+        ],
+        "API rate limit exceeded for user ID 1.",
+    );
+    let c = w.commit(&repo, &[("a.txt", "a\n")], "a");
+    let o = run(&w, &repo);
+    assert_eq!(o.code, 0, "{o:?}");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    assert!(now >= reset, "posted again before the reset");
+    assert_eq!(statuses_for(&gh, &c).len(), 3);
+
+    // A token GitHub does not accept: the run passes, the refusal is one line and an event, and
+    // the status is not tried forever.
+    gh.answer_next(401, &[], "Bad credentials");
+    gh.answer_next(401, &[], "Bad credentials");
+    let d = w.commit(&repo, &[("b.txt", "b\n")], "b");
+    let o = run(&w, &repo);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(o.stderr.contains("(401: Bad credentials)"), "{o:?}");
+    let events = w.sandbox(
+        &repo,
+        &["events", "--json", "--kind", "github.status_failed"],
+    );
+    assert_eq!(events.stdout.lines().count(), 2, "{events:?}");
+    let before = statuses_for(&gh, &d).len();
+    w.commit(&repo, &[("c.txt", "c\n")], "c");
+    assert_eq!(run(&w, &repo).code, 0);
+    assert_eq!(
+        statuses_for(&gh, &d).len(),
+        before,
+        "a refused status is not sent again"
+    );
+}
