@@ -280,10 +280,9 @@ fn push_specs(
     name: &str,
     mut specs: Vec<String>,
 ) -> Result<Pushed> {
-    let (dir, name) = (dir.to_path_buf(), name.to_string());
     let mut out = Pushed {
-        url: remote::shown_url(&dir, &name),
-        remote: name.clone(),
+        url: remote::shown_url(dir, name),
+        remote: name.to_string(),
         updated: Vec::new(),
         up_to_date: 0,
         rejected: Vec::new(),
@@ -292,7 +291,7 @@ fn push_specs(
     let mut attempt = 0;
     while !specs.is_empty() {
         attempt += 1;
-        let updates = remote::push(&dir, &name, &specs)?;
+        let updates = remote::push(dir, name, &specs)?;
         let (retry, done): (Vec<_>, Vec<_>) = updates
             .into_iter()
             .partition(|u| u.retryable() && u.name.starts_with("refs/notes/"));
@@ -316,8 +315,8 @@ fn push_specs(
         }
         // The remote has notes we do not: take them in, then offer the merge.
         std::thread::sleep(backoff(attempt));
-        remote::fetch(&dir, &name, &[remote::notes_refspec(&name)])?;
-        take_in(ctx, repo, row, &dir, &name)?;
+        remote::fetch(dir, name, &[remote::notes_refspec(name)])?;
+        take_in(ctx, repo, row, dir, name)?;
         out.merges += 1;
         specs = retry.iter().map(|u| format!("{0}:{0}", u.name)).collect();
     }
