@@ -272,9 +272,14 @@ fn nothing_is_lost_across_kill_9_and_concurrent_user_notes() {
     let _daemon = w.spawn(&w.work(), &["daemon", "--workers", "2"]);
     for k in 0..10 {
         if let Some(id) = side.get(k) {
+            // A daemon killed by -9 in the middle of a notes write leaves the ref's lock behind;
+            // the next one removes it once it is 10 s old. git waits for a ref lock only 100 ms
+            // by default: the user's command waits as long as that may take.
             let o = w.git_out(
                 &repos[0],
                 &[
+                    "-c",
+                    "core.filesRefLockTimeout=15000",
                     "notes",
                     "--ref=sandbox",
                     "add",

@@ -1,16 +1,18 @@
 //! The control socket: `ping [REPO]` wakes the scheduler, `status` answers with JSON, `stop`
-//! asks for a graceful stop. The listener thread only forwards messages. Only the daemon's own
-//! uid may talk to it (socket 0600 and the peer's credentials), and each client is bounded: one
-//! line of at most 64 KiB, sent within 2 s, and at most 32 clients at once.
+//! asks for a graceful stop. A task on the daemon's runtime accepts clients and only forwards
+//! messages. Only the daemon's own uid may talk to it (socket 0600 and the peer's credentials),
+//! and each client is bounded: one line of at most 64 KiB, sent within 2 s, and at most 32
+//! clients at once.
 
 use super::{DaemonError, Msg};
-use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::net::UnixListener;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::UnixStream;
+use tokio::sync::mpsc;
 
 /// The longest request line read; longer ones are refused.
 pub const MAX_REQUEST: usize = 64 * 1024;
@@ -29,61 +31,41 @@ impl Drop for Listener {
     }
 }
 
-/// Bind the socket (the daemon lock is held, so a leftover file is stale) and serve it.
-pub fn listen(home: &Path, tx: mpsc::SyncSender<Msg>) -> Result<Listener, DaemonError> {
+/// Bind the socket (the daemon lock is held, so a leftover file is stale) and serve it on the
+/// current tokio runtime.
+pub fn listen(home: &Path, tx: mpsc::Sender<Msg>) -> Result<Listener, DaemonError> {
     let path = crate::ipc::socket_path(home);
     let _ = std::fs::remove_file(&path);
-    let listener = bind_private(&path).map_err(|source| DaemonError::Bind {
+    let bind_err = |source| DaemonError::Bind {
         path: path.clone(),
         source,
-    })?;
-    let active = Arc::new(AtomicUsize::new(0));
-    std::thread::Builder::new()
-        .name("control".into())
-        .spawn(move || {
-            for stream in listener.incoming() {
-                let stream = match stream {
-                    Ok(s) => s,
-                    Err(_) => {
-                        // Out of descriptors, say: do not spin.
-                        std::thread::sleep(Duration::from_millis(10));
-                        continue;
-                    }
-                };
-                let Some(slot) = Slot::take(&active) else {
-                    continue; // over the cap: dropping the stream closes it
-                };
-                let tx = tx.clone();
-                // One short-lived thread per client keeps a slow client from blocking pings.
-                let _ = std::thread::Builder::new()
-                    .name("control-client".into())
-                    .spawn(move || {
-                        let _slot = slot;
-                        serve(stream, &tx);
-                    });
-            }
-        })
-        .expect("spawning a thread");
-    Ok(Listener { path })
-}
-
-/// One of the [`MAX_CLIENTS`] places, given back when dropped.
-struct Slot(Arc<AtomicUsize>);
-
-impl Slot {
-    fn take(active: &Arc<AtomicUsize>) -> Option<Slot> {
-        if active.fetch_add(1, Ordering::AcqRel) >= MAX_CLIENTS {
-            active.fetch_sub(1, Ordering::AcqRel);
-            return None;
+    };
+    let listener = bind_private(&path).map_err(bind_err)?;
+    listener.set_nonblocking(true).map_err(bind_err)?;
+    let listener = tokio::net::UnixListener::from_std(listener).map_err(bind_err)?;
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CLIENTS));
+    tokio::spawn(async move {
+        loop {
+            let stream = match listener.accept().await {
+                Ok((s, _)) => s,
+                Err(_) => {
+                    // Out of descriptors, say: do not spin.
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            };
+            let Ok(slot) = slots.clone().try_acquire_owned() else {
+                continue; // over the cap: dropping the stream closes it
+            };
+            let tx = tx.clone();
+            // One task per client keeps a slow client from holding up pings.
+            tokio::spawn(async move {
+                let _slot = slot;
+                serve(stream, &tx).await;
+            });
         }
-        Some(Slot(active.clone()))
-    }
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
+    });
+    Ok(Listener { path })
 }
 
 /// Bind a socket that is 0600 before it accepts anyone: bind, chmod, only then listen (until
@@ -129,26 +111,6 @@ fn bind_private(path: &Path) -> std::io::Result<UnixListener> {
     }
 }
 
-/// The uid of the process at the other end.
-fn peer_uid(stream: &UnixStream) -> std::io::Result<u32> {
-    // SAFETY: getsockopt writes at most `len` bytes into a ucred we own.
-    unsafe {
-        let mut cred: libc::ucred = std::mem::zeroed();
-        let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-        let r = libc::getsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&raw mut cred).cast(),
-            &mut len,
-        );
-        if r != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(cred.uid)
-    }
-}
-
 enum ReadError {
     TooLong,
     Io,
@@ -156,22 +118,18 @@ enum ReadError {
 
 /// One request line (without its newline), read by `deadline` and at most [`MAX_REQUEST`]
 /// bytes long. End of input also ends the line.
-fn read_request(mut stream: &UnixStream, deadline: Instant) -> Result<String, ReadError> {
+async fn read_request(
+    stream: &mut UnixStream,
+    deadline: tokio::time::Instant,
+) -> Result<String, ReadError> {
     let mut line = Vec::new();
     let mut buf = [0u8; 4096];
     loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(ReadError::Io);
-        }
-        stream
-            .set_read_timeout(Some(left))
-            .map_err(|_| ReadError::Io)?;
-        let n = match stream.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+        let n = match tokio::time::timeout_at(deadline, stream.read(&mut buf)).await {
             Err(_) => return Err(ReadError::Io),
+            Ok(Ok(0)) => break,
+            Ok(Ok(n)) => n,
+            Ok(Err(_)) => return Err(ReadError::Io),
         };
         let chunk = &buf[..n];
         let end = chunk.iter().position(|&b| b == b'\n');
@@ -186,54 +144,57 @@ fn read_request(mut stream: &UnixStream, deadline: Instant) -> Result<String, Re
     Ok(String::from_utf8_lossy(&line).into_owned())
 }
 
-fn serve(stream: UnixStream, tx: &mpsc::SyncSender<Msg>) {
-    let deadline = Instant::now() + REQUEST_DEADLINE;
-    let _ = stream.set_write_timeout(Some(REQUEST_DEADLINE));
-    let answer = |reply: &str| {
-        let _ = (&stream).write_all(format!("{reply}\n").as_bytes());
-    };
+async fn serve(mut stream: UnixStream, tx: &mpsc::Sender<Msg>) {
+    let deadline = tokio::time::Instant::now() + REQUEST_DEADLINE;
     // SAFETY: plain getter.
     let me = unsafe { libc::geteuid() };
-    match peer_uid(&stream) {
-        Ok(uid) if uid == me => {}
+    let reply = match stream.peer_cred().map(|c| c.uid()) {
+        Ok(uid) if uid == me => match read_request(&mut stream, deadline).await {
+            Ok(line) => request(&line, tx).await,
+            Err(ReadError::TooLong) => format!(
+                "error: request longer than {} KiB; send one short line: ping, status or stop",
+                MAX_REQUEST / 1024
+            ),
+            Err(ReadError::Io) => return,
+        },
         Ok(uid) => {
             // Read (boundedly) what it sent, so closing does not reset the connection before
             // the refusal arrives.
-            let _ = read_request(&stream, deadline);
-            return answer(&format!(
+            let _ = read_request(&mut stream, deadline).await;
+            format!(
                 "error: uid {uid} may not control this daemon; only its own user (uid {me}) may"
-            ));
+            )
         }
         Err(_) => return,
-    }
-    let line = match read_request(&stream, deadline) {
-        Ok(line) => line,
-        Err(ReadError::TooLong) => {
-            return answer(&format!(
-                "error: request longer than {} KiB; send one short line: ping, status or stop",
-                MAX_REQUEST / 1024
-            ))
-        }
-        Err(ReadError::Io) => return,
     };
+    let _ = tokio::time::timeout(
+        REQUEST_DEADLINE,
+        stream.write_all(format!("{reply}\n").as_bytes()),
+    )
+    .await;
+}
+
+async fn request(line: &str, tx: &mpsc::Sender<Msg>) -> String {
     let mut words = line.split_whitespace();
-    let reply = match words.next() {
+    match words.next() {
         Some("ping") => {
             let _ = tx.try_send(Msg::Wake(words.next().map(str::to_string)));
             "ok".to_string()
         }
         Some("status") => {
-            let (rtx, rrx) = mpsc::channel();
-            let _ = tx.send(Msg::Status(rtx));
-            rrx.recv_timeout(Duration::from_secs(2))
+            let (rtx, rrx) = tokio::sync::oneshot::channel();
+            let _ = tx.send(Msg::Status(rtx)).await;
+            tokio::time::timeout(Duration::from_secs(2), rrx)
+                .await
+                .ok()
+                .and_then(|r| r.ok())
                 .map(|v| v.to_string())
-                .unwrap_or_else(|_| "{}".into())
+                .unwrap_or_else(|| "{}".into())
         }
         Some("stop") => {
-            let _ = tx.send(Msg::Stop);
+            let _ = tx.send(Msg::Stop).await;
             "stopping".to_string()
         }
         _ => "error: unknown request; use ping, status or stop".to_string(),
-    };
-    answer(&reply);
+    }
 }

@@ -20,6 +20,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
+use tokio::signal::unix::{signal, Signal, SignalKind};
 
 /// How often the daemon writes a heartbeat and rescans every repository (the safety net for
 /// anything the hooks and the watcher missed).
@@ -96,7 +97,7 @@ pub struct Options {
 pub(crate) enum Msg {
     /// Refs may have changed (None: in any repository).
     Wake(Option<String>),
-    Status(mpsc::Sender<serde_json::Value>),
+    Status(tokio::sync::oneshot::Sender<serde_json::Value>),
     Stop,
     Done {
         tree_key: (String, String),
@@ -122,12 +123,22 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
         Some(_) => Some(crate::app::webhook::secrets(&ctx)?),
         None => None,
     };
-    let (tx, rx) = mpsc::sync_channel::<Msg>(1024);
+    // The edge (the control socket, signals, timers, the scheduler's channel) runs on tokio; the
+    // runs stay synchronous on the worker threads.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("edge")
+        .enable_all()
+        .build()
+        .map_err(|e| AppError::Io {
+            context: "cannot start the daemon's runtime".into(),
+            source: e,
+        })?;
+    let _in_runtime = rt.enter();
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Msg>(1024);
     let listener = control::listen(&home, tx.clone())?;
-    let stop_signal = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
-        let _ = signal_hook::flag::register(sig, stop_signal.clone());
-    }
+    let mut sigterm = signal(SignalKind::terminate()).ok();
+    let mut sigint = signal(SignalKind::interrupt()).ok();
     let requeued = ctx.index.requeue_interrupted().map_err(AppError::from)?;
     // Deliveries recorded before a crash are fetched now; new ones when the listener wakes it.
     let (wake_deliveries, deliveries) = mpsc::channel::<()>();
@@ -196,13 +207,29 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
     let mut busy: HashSet<(String, String)> = HashSet::new();
     let mut stopping: Option<Instant> = None;
     let mut idle = workers;
-    loop {
-        match rx.recv_timeout(Duration::from_millis(200)) {
-            Ok(Msg::Wake(r)) => {
+    let mut tick = tokio::time::interval(Duration::from_millis(200));
+    rt.block_on(async { loop {
+        let msg = tokio::select! {
+            m = rx.recv() => match m {
+                Some(m) => Some(m),
+                None => break,
+            },
+            _ = next_signal(&mut sigterm) => {
+                stopping.get_or_insert_with(Instant::now);
+                None
+            }
+            _ = next_signal(&mut sigint) => {
+                stopping.get_or_insert_with(Instant::now);
+                None
+            }
+            _ = tick.tick() => None,
+        };
+        match msg {
+            Some(Msg::Wake(r)) => {
                 dirty.insert(r);
                 last_wake = Instant::now();
             }
-            Ok(Msg::Status(reply)) => {
+            Some(Msg::Status(reply)) => {
                 let (pending, running) = ctx.index.queue_depth().unwrap_or((0, 0));
                 let why = ctx.index.pending_by_trigger().unwrap_or_default();
                 let _ = reply.send(serde_json::json!({
@@ -212,21 +239,17 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
                     "uptime_s": started.elapsed().as_secs(), "stopping": stopping.is_some(),
                 }));
             }
-            Ok(Msg::Stop) => {
+            Some(Msg::Stop) => {
                 stopping.get_or_insert_with(Instant::now);
             }
-            Ok(Msg::Done { tree_key }) => {
+            Some(Msg::Done { tree_key }) => {
                 if let Some((push_tx, _)) = &auto_push {
                     let _ = push_tx.send(tree_key.0.clone());
                 }
                 busy.remove(&tree_key);
                 idle += 1;
             }
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
-        }
-        if stop_signal.load(Ordering::Relaxed) && stopping.is_none() {
-            stopping = Some(Instant::now());
+            None => {}
         }
         if let Some(since) = stopping {
             if idle == workers {
@@ -267,7 +290,7 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
         if idle > 0 {
             dispatch(&ctx, &repos, &mut busy, &mut idle, &job_tx);
         }
-    }
+    } });
     stop_polling.store(true, Ordering::Relaxed);
     drop(job_tx);
     for h in handles {
@@ -294,7 +317,19 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
         }
     ));
     let _ = std::fs::remove_file(crate::ipc::socket_path(&home));
+    drop(_in_runtime);
+    rt.shutdown_timeout(Duration::from_secs(1));
     Ok(())
+}
+
+/// The next delivery of a signal, or never when it could not be watched.
+async fn next_signal(s: &mut Option<Signal>) {
+    match s {
+        Some(s) => {
+            s.recv().await;
+        }
+        None => std::future::pending().await,
+    }
 }
 
 /// What the daemon did, as a log event at level INFO (in the span of the job it belongs to).

@@ -6,14 +6,14 @@ use super::Msg;
 use notify::{EventKind, RecursiveMode, Watcher};
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
 
 pub struct RefWatcher {
     watcher: Option<Mutex<notify::RecommendedWatcher>>,
     dirs: Arc<Mutex<HashMap<PathBuf, String>>>,
 }
 
-pub fn start(dirs: &[(String, PathBuf)], tx: mpsc::SyncSender<Msg>) -> RefWatcher {
+pub fn start(dirs: &[(String, PathBuf)], tx: tokio::sync::mpsc::Sender<Msg>) -> RefWatcher {
     let map: Arc<Mutex<HashMap<PathBuf, String>>> = Arc::default();
     let lookup = map.clone();
     let watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {

@@ -28,7 +28,7 @@ pub fn tree_of(row: &RepoRow, commit: &str) -> Option<String> {
 
 pub fn work(
     rx: Arc<Mutex<mpsc::Receiver<Assignment>>>,
-    tx: mpsc::SyncSender<Msg>,
+    tx: tokio::sync::mpsc::Sender<Msg>,
     shared: Arc<Shared>,
 ) {
     let ctx = match Context::load() {
@@ -49,7 +49,7 @@ pub fn work(
                 .index
                 .retry_job(a.job.id, "the worker panicked; see the daemon's log");
         }
-        let _ = tx.send(Msg::Done {
+        let _ = tx.blocking_send(Msg::Done {
             tree_key: a.tree_key,
         });
     }
