@@ -1,8 +1,10 @@
 //! The daemon: watches every registered repository and runs each new commit of a watched branch
-//! through the same pipeline as `git sandbox run`. Threads on channels: the control socket and
-//! the ref watcher only send messages; the scheduler (this thread) owns the queue and hands jobs
-//! to N workers. Critical errors (cannot lock, bind or open the index) stop it; runtime errors
-//! are recorded as events and survived.
+//! through the same pipeline as `git sandbox run`. Its edge runs on tokio: the control socket's
+//! tasks and the ref watcher only send messages on one channel; the scheduler (a task on this
+//! thread, woken by messages, signals and a 200 ms tick) owns the queue and hands jobs to N
+//! worker threads, where runs stay synchronous. Background threads push notes, poll remotes,
+//! post statuses and fetch webhook deliveries. Critical errors (cannot lock, bind or open the
+//! index) stop it; runtime errors are recorded as events and survived.
 
 mod control;
 mod http;
