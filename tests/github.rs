@@ -19,13 +19,7 @@ fn on_github(w: &World, api: &str, extra: &str) -> PathBuf {
         &repo,
         &["remote", "add", "origin", "https://github.com/octo/gh.git"],
     );
-    let cfg = w.path("config/git-sandbox");
-    std::fs::create_dir_all(&cfg).unwrap();
-    std::fs::write(
-        cfg.join("config.toml"),
-        format!("[github]\napi_url = \"{api}\"\n{extra}"),
-    )
-    .unwrap();
+    w.user_config(&format!("[github]\napi_url = \"{api}\"\n{extra}"));
     repo
 }
 
@@ -125,8 +119,7 @@ fn a_rate_limit_is_waited_out_and_a_github_that_is_down_fails_no_run() {
     assert!(!o.stderr.contains("wait to be posted"), "{o:?}");
 
     // GitHub down: the run passes, says the statuses wait, and a daemon posts them later.
-    let cfg = w.path("config/git-sandbox/config.toml");
-    std::fs::write(&cfg, "[github]\napi_url = \"http://127.0.0.1:1\"\n").unwrap();
+    w.user_config("[github]\napi_url = \"http://127.0.0.1:1\"\n");
     let d = w.commit(&repo, &[("b.txt", "b\n")], "b");
     let o = run(&w, &repo);
     assert_eq!(o.code, 0, "{o:?}");
@@ -135,7 +128,7 @@ fn a_rate_limit_is_waited_out_and_a_github_that_is_down_fails_no_run() {
             .contains("2 commit statuses wait to be posted to GitHub"),
         "{o:?}"
     );
-    std::fs::write(&cfg, format!("[github]\napi_url = \"{}\"\n", gh.url())).unwrap();
+    w.user_config(&format!("[github]\napi_url = \"{}\"\n", gh.url()));
     let mut daemon_cmd = w.spawn_env(
         &w.work(),
         &["daemon", "--workers", "1"],
@@ -169,14 +162,10 @@ fn statuses_need_a_github_remote_and_a_token_and_a_bad_token_command_fails_no_ru
         .all(|s| s.authorization.contains("tok-from-command")));
 
     // A command that prints nothing: the run still passes, with one line that says why.
-    std::fs::write(
-        w.path("config/git-sandbox/config.toml"),
-        format!(
-            "[github]\napi_url = \"{}\"\ntoken_command = \"false\"\n",
-            gh.url()
-        ),
-    )
-    .unwrap();
+    w.user_config(&format!(
+        "[github]\napi_url = \"{}\"\ntoken_command = \"false\"\n",
+        gh.url()
+    ));
     w.commit(&repo, &[("b.txt", "b\n")], "b");
     let o = w.sandbox(&repo, &["run"]);
     assert_eq!(o.code, 0, "{o:?}");
@@ -253,13 +242,7 @@ fn new_with_github_creates_pushes_and_sets_origin() {
     let w = World::new();
     let root = github_on_disk(&w);
     let gh = FakeGitHub::with_repos(&root);
-    let cfg = w.path("config/git-sandbox");
-    std::fs::create_dir_all(&cfg).unwrap();
-    std::fs::write(
-        cfg.join("config.toml"),
-        format!("[github]\napi_url = \"{}\"\n", gh.url()),
-    )
-    .unwrap();
+    w.user_config(&format!("[github]\napi_url = \"{}\"\n", gh.url()));
     let o = w.sandbox_env(
         &w.work(),
         &["new", "exp1", "--github", "--json"],
@@ -329,13 +312,7 @@ fn without_a_token_new_github_works_locally_and_remote_add_github_connects_later
     let w = World::new();
     let root = github_on_disk(&w);
     let gh = FakeGitHub::with_repos(&root);
-    let cfg = w.path("config/git-sandbox");
-    std::fs::create_dir_all(&cfg).unwrap();
-    std::fs::write(
-        cfg.join("config.toml"),
-        format!("[github]\napi_url = \"{}\"\n", gh.url()),
-    )
-    .unwrap();
+    w.user_config(&format!("[github]\napi_url = \"{}\"\n", gh.url()));
     let o = w.sandbox(&w.work(), &["new", "later", "--github", "--json"]);
     assert_eq!(o.code, 0, "{o:?}");
     assert_eq!(o.json()["github"]["created"], false);
@@ -376,13 +353,7 @@ fn promote_by_pull_request_opens_one_and_a_merge_on_github_marks_it_promoted() {
     let w = World::new();
     let root = github_on_disk(&w);
     let gh = FakeGitHub::with_repos(&root);
-    let cfg = w.path("config/git-sandbox");
-    std::fs::create_dir_all(&cfg).unwrap();
-    std::fs::write(
-        cfg.join("config.toml"),
-        format!("[github]\napi_url = \"{}\"\n", gh.url()),
-    )
-    .unwrap();
+    w.user_config(&format!("[github]\napi_url = \"{}\"\n", gh.url()));
     let o = w.sandbox_env(
         &w.work(),
         &["new", "prs", "--github", "--json"],

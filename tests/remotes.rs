@@ -244,9 +244,7 @@ fn auto_push_sends_results_after_a_run_and_a_repository_cannot_turn_it_on() {
     let w = World::new();
     let repo = w.new_repo("auto");
     let shared = shared_remote(&w, &repo);
-    let cfg = w.path("config/git-sandbox");
-    std::fs::create_dir_all(&cfg).unwrap();
-    std::fs::write(cfg.join("config.toml"), "[remote]\nauto_push = true\n").unwrap();
+    w.user_config("[remote]\nauto_push = true\n");
     let c = w.commit(&repo, &[("tests/test_more.py", MORE_TESTS)], "more");
     let o = w.sandbox(&repo, &["run"]);
     assert_eq!(o.code, 0, "{o:?}");
@@ -257,7 +255,7 @@ fn auto_push_sends_results_after_a_run_and_a_repository_cannot_turn_it_on() {
     assert!(heads.is_empty(), "{heads}");
 
     // A commit's own config cannot make this machine send anything anywhere.
-    std::fs::write(cfg.join("config.toml"), "").unwrap();
+    w.user_config("");
     let bad = w.commit(
         &repo,
         &[(".sandbox.toml", "[remote]\nauto_push = true\n")],
@@ -283,9 +281,7 @@ fn the_daemon_pushes_results_when_auto_push_is_on() {
     let w = World::new();
     let repo = w.new_repo("daemon-push");
     let shared = shared_remote(&w, &repo);
-    let cfg = w.path("config/git-sandbox");
-    std::fs::create_dir_all(&cfg).unwrap();
-    std::fs::write(cfg.join("config.toml"), "[remote]\nauto_push = true\n").unwrap();
+    w.user_config("[remote]\nauto_push = true\n");
     let _daemon = w.spawn(&w.work(), &["daemon", "--workers", "1"]);
     let c = w.commit(&repo, &[("tests/test_more.py", MORE_TESTS)], "more");
     let arrived = w.wait_until(60, || {
@@ -435,9 +431,7 @@ fn a_polling_daemon_runs_what_was_pushed_elsewhere_and_not_what_was_run_there() 
     // Machine B follows the remote by polling it; no hook or webhook reaches it.
     let b = World::new();
     let clone = clone_and_init(&b, shared.to_str().unwrap(), "clone");
-    let cfg = b.path("config/git-sandbox");
-    std::fs::create_dir_all(&cfg).unwrap();
-    std::fs::write(cfg.join("config.toml"), "[remote]\npoll = \"5s\"\n").unwrap();
+    b.user_config("[remote]\npoll = \"5s\"\n");
     let _daemon = b.spawn(&b.work(), &["daemon", "--workers", "1"]);
 
     let show = |c: &str| {
@@ -478,9 +472,7 @@ fn a_polling_daemon_runs_what_was_pushed_elsewhere_and_not_what_was_run_there() 
 #[test]
 fn a_poll_interval_below_five_seconds_is_refused() {
     let w = World::new();
-    let cfg = w.path("config/git-sandbox");
-    std::fs::create_dir_all(&cfg).unwrap();
-    std::fs::write(cfg.join("config.toml"), "[remote]\npoll = \"1s\"\n").unwrap();
+    w.user_config("[remote]\npoll = \"1s\"\n");
     let o = w.sandbox(&w.work(), &["list"]);
     assert_eq!(o.code, 2, "{o:?}");
     let (problem, hints) = o.error();
@@ -503,13 +495,7 @@ fn two_machines_with_daemons_each_get_the_others_results() {
     let b = World::new();
     let repo_b = clone_and_init(&b, shared.to_str().unwrap(), "clone");
     for w in [&a, &b] {
-        let cfg = w.path("config/git-sandbox");
-        std::fs::create_dir_all(&cfg).unwrap();
-        std::fs::write(
-            cfg.join("config.toml"),
-            "[remote]\npoll = \"5s\"\nauto_push = true\n",
-        )
-        .unwrap();
+        w.user_config("[remote]\npoll = \"5s\"\nauto_push = true\n");
     }
     let _da = a.spawn(&a.work(), &["daemon", "--workers", "1"]);
     let _db = b.spawn(&b.work(), &["daemon", "--workers", "1"]);

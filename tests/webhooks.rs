@@ -127,16 +127,10 @@ fn served(secrets: &str) -> Served {
     std::fs::write(&secret_file, secrets).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&secret_file, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let cfg = w.path("config/git-sandbox");
-    std::fs::create_dir_all(&cfg).unwrap();
-    std::fs::write(
-        cfg.join("config.toml"),
-        format!(
-            "[remote]\nwebhook_secret_file = \"{}\"\n",
-            secret_file.display()
-        ),
-    )
-    .unwrap();
+    w.user_config(&format!(
+        "[remote]\nwebhook_secret_file = \"{}\"\n",
+        secret_file.display()
+    ));
     Served {
         w,
         dev,
@@ -429,13 +423,10 @@ fn serving_webhooks_without_a_private_secret_is_refused_at_start() {
     std::fs::write(&secret, "s\n").unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let cfg = w.path("config/git-sandbox");
-    std::fs::create_dir_all(&cfg).unwrap();
-    std::fs::write(
-        cfg.join("config.toml"),
-        format!("[remote]\nwebhook_secret_file = \"{}\"\n", secret.display()),
-    )
-    .unwrap();
+    w.user_config(&format!(
+        "[remote]\nwebhook_secret_file = \"{}\"\n",
+        secret.display()
+    ));
     let o = w.sandbox(&w.work(), &["daemon", "--http", "127.0.0.1:0"]);
     assert_eq!(o.code, 2, "{o:?}");
     let (problem, hints) = o.error();

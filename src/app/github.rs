@@ -93,9 +93,9 @@ fn github_repo(ctx: &Context, repo: &gix::Repository) -> Option<(String, String)
     if !config.statuses || !token_configured(&config) {
         return None;
     }
-    let dir = repo.workdir().unwrap_or_else(|| repo.git_dir());
-    let remote = super::remote::resolve(dir, None).ok()?;
-    let url = crate::git::cli::get_config(dir, &format!("remote.{remote}.url"))?;
+    let dir = crate::git::repo_root(repo);
+    let remote = super::remote::resolve(&dir, None).ok()?;
+    let url = crate::git::cli::get_config(&dir, &format!("remote.{remote}.url"))?;
     github::repo_of(&url, &config.web_url)
 }
 
@@ -451,10 +451,7 @@ pub fn connect(
         pushed: false,
         problem: None,
     };
-    let dir = repo
-        .workdir()
-        .unwrap_or_else(|| repo.git_dir())
-        .to_path_buf();
+    let dir = crate::git::repo_root(repo);
     if crate::git::remote::remotes(&dir)?
         .iter()
         .any(|r| r == "origin")

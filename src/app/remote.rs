@@ -12,7 +12,7 @@ use crate::store::RepoRow;
 use gix::ObjectId;
 use serde::Serialize;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Our notes refs, each with the strategy that merges a remote's into it: records are one line
 /// each (every machine's is kept; readers take the newest); a summary or an evaluation is one
@@ -62,13 +62,6 @@ pub struct Rejected {
     pub reason: String,
 }
 
-/// The directory git runs in for this repository.
-fn dir_of(repo: &gix::Repository) -> PathBuf {
-    repo.workdir()
-        .unwrap_or_else(|| repo.git_dir())
-        .to_path_buf()
-}
-
 /// The remote to use: the one named (it must exist), else the current branch's, else `origin`.
 pub fn resolve(dir: &Path, named: Option<&str>) -> Result<String> {
     let all = remote::remotes(dir)?;
@@ -114,7 +107,7 @@ pub fn fetch(
     row: &RepoRow,
     named: Option<&str>,
 ) -> Result<Fetched> {
-    let dir = dir_of(repo);
+    let dir = git::repo_root(repo);
     let name = resolve(&dir, named)?;
     let refspec_added = remote::ensure_notes_refspec(&dir, &name)?;
     let specs = vec![
@@ -244,7 +237,7 @@ pub fn push(
     named: Option<&str>,
     notes_only: bool,
 ) -> Result<Pushed> {
-    let dir = dir_of(repo);
+    let dir = git::repo_root(repo);
     let name = resolve(&dir, named)?;
     remote::ensure_notes_refspec(&dir, &name)?;
     let mut specs: Vec<String> = NOTES
@@ -344,7 +337,7 @@ pub struct Polled {
 /// (merged into ours: a commit another machine ran is not run again), then queue what is new.
 /// A repository without a remote has nothing to poll.
 pub fn poll(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Result<Polled> {
-    let dir = dir_of(repo);
+    let dir = git::repo_root(repo);
     if remote::remotes(&dir)?.is_empty() {
         return Ok(Polled::default());
     }
@@ -399,7 +392,7 @@ pub fn fetch_announced(
     refspec: &str,
     local_ref: &str,
 ) -> Result<usize> {
-    let dir = dir_of(repo);
+    let dir = git::repo_root(repo);
     remote::fetch(
         &dir,
         name,
@@ -425,7 +418,7 @@ pub fn fetch_announced(
 /// remote-tracking refs are watched like its own branches.
 pub fn followed(ctx: &Context, repo: &gix::Repository) -> Option<String> {
     ctx.layers.resolve().remote.poll?;
-    let dir = dir_of(repo);
+    let dir = git::repo_root(repo);
     if remote::remotes(&dir).ok()?.is_empty() {
         return None;
     }
@@ -441,7 +434,7 @@ pub fn push_branch(
     named: Option<&str>,
     branch: &str,
 ) -> Result<Pushed> {
-    let dir = dir_of(repo);
+    let dir = git::repo_root(repo);
     let name = resolve(&dir, named)?;
     let mut specs: Vec<String> = NOTES
         .iter()
@@ -466,7 +459,9 @@ fn backoff(attempt: u32) -> std::time::Duration {
 pub fn auto_push(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Option<String> {
     let config = ctx.layers.resolve();
     // A repository without any remote has nowhere to push: not a failure.
-    if !config.remote.auto_push || remote::remotes(&dir_of(repo)).is_ok_and(|r| r.is_empty()) {
+    if !config.remote.auto_push
+        || remote::remotes(&git::repo_root(repo)).is_ok_and(|r| r.is_empty())
+    {
         return None;
     }
     let problem = match push(ctx, repo, row, None, true) {

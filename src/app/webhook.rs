@@ -300,10 +300,7 @@ fn find_repositories(
         let Ok(repo) = git::open(Path::new(&row.path)) else {
             continue;
         };
-        let dir = repo
-            .workdir()
-            .unwrap_or_else(|| repo.git_dir())
-            .to_path_buf();
+        let dir = git::repo_root(&repo);
         for r in git::remote::remotes(&dir).unwrap_or_default() {
             let Some(url) = git::cli::get_config(&dir, &format!("remote.{r}.url")) else {
                 continue;

@@ -258,6 +258,13 @@ impl World {
         )
     }
 
+    /// Write the user config (`$XDG_CONFIG_HOME/git-sandbox/config.toml`).
+    pub fn user_config(&self, text: &str) {
+        let cfg = self.path("config/git-sandbox");
+        std::fs::create_dir_all(&cfg).unwrap();
+        std::fs::write(cfg.join("config.toml"), text).unwrap();
+    }
+
     pub fn note(&self, repo: &Path, rev: &str) -> Option<serde_json::Value> {
         let o = self.git_out(repo, &["notes", "--ref=sandbox", "show", rev], true);
         (o.code == 0).then(|| serde_json::from_str(&o.stdout).expect("note is JSON"))
