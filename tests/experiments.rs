@@ -196,6 +196,26 @@ fn start_eval_promote_end_to_end() {
         "{human:?}"
     );
 
+    // A dry run builds and tests the merge, and moves nothing.
+    let o = w.sandbox(&repo, &["promote", "faster", "--dry-run", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let dry = o.json();
+    assert_eq!(dry["dry_run"], true, "{dry}");
+    assert_eq!(dry["result"]["status"], "passed", "{dry}");
+    assert_eq!(rev(&w, &repo, "main"), main_before);
+    assert!(!repo.join("tests/test_more.py").exists());
+    assert!(!ref_exists(&w, &repo, "refs/sandbox/promoted/faster"));
+    let human = w.sandbox(&repo, &["promote", "faster", "--dry-run"]);
+    assert!(
+        human
+            .stdout
+            .contains("Would promote experiment faster into main")
+            && human.stdout.contains("Nothing was changed"),
+        "{human:?}"
+    );
+    let listed = w.sandbox(&repo, &["experiment", "list", "--json"]).json();
+    assert_eq!(listed["experiments"][0]["state"], "active");
+
     // main is checked out and clean: the merge lands in the work tree too.
     let o = w.sandbox(&repo, &["promote", "faster", "--json"]);
     assert_eq!(o.code, 0, "{o:?}");
@@ -205,6 +225,15 @@ fn start_eval_promote_end_to_end() {
     assert_eq!(p["previous"], main_before.as_str());
     let merged = rev(&w, &repo, "main");
     assert_eq!(p["commit"], merged.as_str());
+    assert_eq!(
+        rev(
+            &w,
+            &repo,
+            &format!("{}^{{tree}}", dry["commit"].as_str().unwrap())
+        ),
+        rev(&w, &repo, "main^{tree}"),
+        "the dry run tested the tree main got"
+    );
     assert_eq!(
         w.git(&repo, &["rev-parse", "main^1", "main^2"]),
         format!("{main_before}\n{head}\n")

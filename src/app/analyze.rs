@@ -43,6 +43,17 @@ pub fn analyze_tree(
     tree: ObjectId,
     cfg: &AnalysisConfig,
 ) -> Result<Analysis> {
+    analyze_tree_with(index, repo, tree, cfg, &mut |_, _| {})
+}
+
+/// [`analyze_tree`], handing each analysed file's result to `on_file` too (in no fixed order).
+pub fn analyze_tree_with(
+    index: &Index,
+    repo: &gix::Repository,
+    tree: ObjectId,
+    cfg: &AnalysisConfig,
+    on_file: &mut dyn FnMut(&str, &FileAnalysis),
+) -> Result<Analysis> {
     let opts = options(cfg)?;
     let tree = repo.find_tree(tree).map_err(gix_err)?;
     let mut recorder = gix::traverse::tree::Recorder::default();
@@ -77,7 +88,10 @@ pub fn analyze_tree(
             .cached_analysis(&hex, &cache_key(&path))?
             .and_then(|json| serde_json::from_str::<FileAnalysis>(&json).ok())
         {
-            Some(file) => agg.add(&path, &file),
+            Some(file) => {
+                on_file(&path, &file);
+                agg.add(&path, &file);
+            }
             None => {
                 let size = repo.find_header(entry.oid).map(|h| h.size()).unwrap_or(0);
                 match analysis::skip_reason(&path, size, &opts) {
@@ -103,6 +117,7 @@ pub fn analyze_tree(
         for ((path, id), result) in misses.iter().zip(results) {
             match result {
                 Some(file) => {
+                    on_file(path, &file);
                     agg.add(path, &file);
                     if let Ok(json) = serde_json::to_string(&file) {
                         fresh.push((id.to_string(), cache_key(path), json));

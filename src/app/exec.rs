@@ -11,9 +11,21 @@ use std::time::Duration;
 
 /// What ran and how it ended.
 pub struct Executed {
+    /// With [`Output::Capture`], `outcome.output` holds what the command (and a setup step it
+    /// needed) printed, up to the cap, and `outcome.truncated` says whether more was cut.
     pub outcome: process::Outcome,
     /// The timeout it ran under.
     pub timeout: Duration,
+}
+
+/// Where the command's output goes.
+#[derive(Debug, Clone, Copy)]
+pub enum Output {
+    /// The caller's stdout and stderr (the command line).
+    Inherit,
+    /// Kept (stdout and stderr together), at most this many bytes; nothing is printed (MCP,
+    /// whose stdout is the protocol).
+    Capture(u64),
 }
 
 /// Run `argv` in a sandboxed checkout of `commit`, under the commit's own limits; `timeout`
@@ -24,6 +36,7 @@ pub fn exec(
     commit: gix::ObjectId,
     argv: &[String],
     timeout: Option<Duration>,
+    output: Output,
     interrupt: &AtomicBool,
 ) -> Result<Executed> {
     let _t = crate::util::trace::span("exec in all (after start-up)");
@@ -34,6 +47,18 @@ pub fn exec(
     }
     let sandbox = ctx.sandbox();
     let scratch = checkout::scratch_root();
+    let capture = match output {
+        Output::Inherit => None,
+        Output::Capture(cap) => Some((
+            tempfile::Builder::new()
+                .prefix("git-sandbox-exec-")
+                .tempdir()
+                .map_err(super::io_err("cannot create a directory for the output"))?,
+            cap,
+        )),
+    };
+    let log = capture.as_ref().map(|(d, _)| d.path().join("output.log"));
+    let setup_log = capture.as_ref().map(|(d, _)| d.path().join("setup.log"));
     let cache_home = ctx.paths.caches();
     let dirs = super::run::cache_dirs(&config, repo, &info);
     // Production's build caches, read-only: an exec keeps nothing.
@@ -70,7 +95,10 @@ pub fn exec(
             &mut work,
             cache.as_ref(),
             &sandbox,
-            setup::SetupOutput::Terminal,
+            match &setup_log {
+                Some(p) => setup::SetupOutput::Log(p),
+                None => setup::SetupOutput::Terminal,
+            },
             interrupt,
         ) {
             Ok(s) => {
@@ -97,7 +125,10 @@ pub fn exec(
         root: work.root(),
         env: env::sandbox_env(work.root()),
         timeout: config.test.timeout,
-        output: process::Output::Inherit,
+        output: match (&log, &capture) {
+            (Some(log), Some((_, cap))) => process::Output::Capture { log, cap: *cap },
+            _ => process::Output::Inherit,
+        },
         limits: &config.limits,
         sandbox: &sandbox,
         interrupt,

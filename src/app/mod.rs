@@ -3,16 +3,21 @@
 //! promote or kill an experiment, keep the data dir tidy, unregister a repository).
 
 pub mod analyze;
+pub mod compare;
 pub mod demo;
 pub mod eval;
 pub mod exec;
 pub mod experiments;
+pub mod failures;
 pub mod forget;
 pub mod gc;
 pub mod github;
+pub mod logs;
+pub mod metrics;
 pub mod notify;
 pub mod promote;
 pub mod pull_request;
+pub mod queue;
 pub mod reindex;
 pub mod remote;
 pub mod repos;
@@ -20,6 +25,7 @@ pub mod results;
 pub mod run;
 pub mod select;
 pub mod setup;
+pub mod summary;
 pub mod webhook;
 
 use crate::config::{ConfigError, Layers, Paths};
@@ -131,5 +137,11 @@ impl Context {
             .unwrap_or(&self.paths.home)
             .to_path_buf();
         crate::runner::Sandbox::for_user(&self.paths.home, &config_dir)
+    }
+
+    /// What this machine's sandbox enforces, layer by layer (the probe runs once, then is read
+    /// from its cache).
+    pub fn probe(&self) -> crate::runner::sandbox::Probe {
+        crate::runner::sandbox::Probe::load_or_run(&self.paths.home, &self.sandbox())
     }
 }

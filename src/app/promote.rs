@@ -19,6 +19,9 @@ pub struct PromoteOptions {
     /// `merge` or `ff`; `None`: `[promote] strategy`.
     pub strategy: Option<String>,
     pub force: bool,
+    /// Do everything up to moving production (build the commit it would get and run it), and
+    /// report; move nothing.
+    pub dry_run: bool,
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -38,6 +41,8 @@ pub struct Promoted {
     pub result: Option<RunRecord>,
     /// Tests failing on the promoted commit that pass on the experiment's head (with --force).
     pub broken: Vec<String>,
+    /// Nothing moved: `commit` is what production would get, and `result` its run.
+    pub dry_run: bool,
 }
 
 /// What a promotion starts from, once the experiment, its evaluation and the minimum allow it.
@@ -252,8 +257,27 @@ pub fn promote(
         )));
     }
 
+    let mut promoted = Promoted {
+        experiment: name.to_string(),
+        target,
+        strategy,
+        recommendation: ev.recommendation,
+        minimum,
+        forced: opts.force,
+        previous: base_hex,
+        commit: new.to_string(),
+        worktree_updated: None,
+        result,
+        broken,
+        dry_run: opts.dry_run,
+    };
+    if opts.dry_run {
+        return Ok(promoted);
+    }
+    let target = promoted.target.as_str();
+
     let message = format!("git-sandbox: promote experiment {name}");
-    let worktree_updated = match worktrees.first() {
+    promoted.worktree_updated = match worktrees.first() {
         Some(wt) => {
             // Fast-forward the checkout to the new commit: git refuses rather than overwrite
             // anything of the user's, and then nothing has changed.
@@ -299,23 +323,11 @@ pub fn promote(
         Some(&row.repository_id),
         None,
         Some(&new.to_string()),
-        &serde_json::json!({"experiment": name, "target": target, "strategy": strategy,
+        &serde_json::json!({"experiment": name, "target": target, "strategy": promoted.strategy,
                             "recommendation": ev.recommendation, "forced": opts.force,
-                            "merge_status": result.as_ref().map(|r| r.status)}),
+                            "merge_status": promoted.result.as_ref().map(|r| r.status)}),
     )?;
-    Ok(Promoted {
-        experiment: name.to_string(),
-        target,
-        strategy,
-        recommendation: ev.recommendation,
-        minimum,
-        forced: opts.force,
-        previous: base.to_string(),
-        commit: new.to_string(),
-        worktree_updated,
-        result,
-        broken,
-    })
+    Ok(promoted)
 }
 
 /// Tests that fail on the promoted commit but not on the experiment's head: what the merge broke.

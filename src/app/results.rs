@@ -316,3 +316,42 @@ pub fn unreadable(
     }
     Ok(bad.into_iter().map(|(c, _)| c).collect())
 }
+
+/// A commit of a history with its result.
+#[derive(Debug, serde::Serialize)]
+pub struct Entry {
+    pub commit: String,
+    pub summary: String,
+    pub result: Option<RunRecord>,
+}
+
+/// The history of `revs` (as `git log` takes them; `all`: every watched branch), newest first,
+/// at most `max_count` commits, each with the record made for it; and a warning when notes were
+/// unreadable.
+pub fn history(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    revs: &[String],
+    all: bool,
+    max_count: usize,
+) -> Result<(Vec<Entry>, Option<String>)> {
+    let walk = git::revs::Walk {
+        oldest_first: false,
+        max_count: Some(max_count),
+        plain_means_listed: false,
+    };
+    let commits = super::select::commits(ctx, repo, revs, all, walk)?;
+    let mut reader = NoteReader::new(repo)?;
+    let mut entries = Vec::with_capacity(commits.len());
+    for c in commits {
+        let info = git::commit_info(repo, c)?;
+        let result = own_record(ctx, repo, row, &mut reader, c)?;
+        entries.push(Entry {
+            commit: c.to_string(),
+            summary: info.summary,
+            result,
+        });
+    }
+    Ok((entries, reader.warning()))
+}

@@ -169,7 +169,7 @@ pub fn run_commits(
 
 /// The experiment a ref is the branch of: `refs/heads/experiment/NAME`, or the same branch of a
 /// followed remote (`refs/remotes/<remote>/experiment/NAME`).
-pub(crate) fn experiment_of(refname: Option<&str>) -> Option<String> {
+pub fn experiment_of(refname: Option<&str>) -> Option<String> {
     let r = refname?;
     r.strip_prefix("refs/heads/experiment/")
         .or_else(|| {
@@ -227,6 +227,25 @@ pub fn config_for(
     }
     layers.flags = flags.clone();
     Ok(layers.resolve())
+}
+
+/// [`config_for`] a run of `commit` made for `refname` (an experiment's branch adds its
+/// `[config]`), with no flags: the config its result is made and judged under.
+pub fn config_at(
+    ctx: &Context,
+    repo: &gix::Repository,
+    commit: gix::ObjectId,
+    refname: Option<&str>,
+) -> Result<Config> {
+    let info = git::commit_info(repo, commit)?;
+    let experiment = experiment_of(refname);
+    config_for(
+        ctx,
+        repo,
+        &info,
+        experiment.as_deref(),
+        &ConfigFile::default(),
+    )
 }
 
 /// The in-tree directories whose build output a run keeps: `[cache] dirs`, else what the tree's

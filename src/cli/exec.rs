@@ -37,6 +37,7 @@ pub fn cmd_exec(args: ExecArgs) -> CmdResult {
         commit,
         &args.command,
         timeout,
+        exec::Output::Inherit,
         &gix::interrupt::IS_INTERRUPTED,
     )?;
     let outcome = executed.outcome;

@@ -1,7 +1,5 @@
 use super::{cwd, print_json, ui, CmdResult};
-use crate::app::{repos, select, Context};
-use crate::git::revs::Walk;
-use crate::model::RunRecord;
+use crate::app::{repos, results, Context};
 
 /// One line per commit with its result, like `git log --oneline` with ✔/✘, counts and duration,
 /// in `git log`'s order.
@@ -26,39 +24,17 @@ pub struct LogArgs {
     pub json: bool,
 }
 
-#[derive(serde::Serialize)]
-struct Entry {
-    commit: String,
-    summary: String,
-    result: Option<RunRecord>,
-}
-
 pub fn cmd_log(args: LogArgs) -> CmdResult {
     let dir = cwd()?;
     crate::git::discover(&dir)?;
     let ctx = Context::load()?;
     let (repo, row) = repos::require_registered(&ctx, &dir)?;
-    let walk = Walk {
-        oldest_first: false,
-        max_count: Some(args.max_count),
-        plain_means_listed: false,
-    };
-    let commits = select::commits(&ctx, &repo, &args.revs, args.all, walk)?;
-    if commits.is_empty() {
+    let (entries, warning) =
+        results::history(&ctx, &repo, &row, &args.revs, args.all, args.max_count)?;
+    if entries.is_empty() {
         eprintln!("{}: no commits", ui::revisions(&args.revs, args.all));
     }
-    let mut reader = crate::app::results::NoteReader::new(&repo)?;
-    let mut entries = Vec::new();
-    for c in commits {
-        let info = crate::git::commit_info(&repo, c)?;
-        let result = crate::app::results::own_record(&ctx, &repo, &row, &mut reader, c)?;
-        entries.push(Entry {
-            commit: c.to_string(),
-            summary: info.summary,
-            result,
-        });
-    }
-    if let Some(w) = reader.warning() {
+    if let Some(w) = warning {
         eprintln!("warning: {w}");
     }
     if args.json {

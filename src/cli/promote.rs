@@ -16,7 +16,11 @@ use crate::app::{repos, Context};
 /// into production is opened instead, its body the evaluation; the experiment is marked promoted
 /// when the pull request is merged (seen by `fetch`, `[remote] poll` or a webhook).
 ///
-/// Example: `git sandbox promote faster-parser`, `git sandbox promote faster-parser --strategy ff`,
+/// With --dry-run, everything but moving production is done (the commit it would get is built
+/// and tested) and reported.
+///
+/// Example: `git sandbox promote faster-parser`, `git sandbox promote faster-parser --dry-run`,
+/// `git sandbox promote faster-parser --strategy ff`,
 /// `git sandbox promote faster-parser --strategy pull-request --dry-run`
 #[derive(clap::Args)]
 pub struct PromoteArgs {
@@ -26,7 +30,8 @@ pub struct PromoteArgs {
     /// pull-request (a pull request on GitHub).
     #[arg(long, value_name = "merge|ff|pull-request")]
     pub strategy: Option<String>,
-    /// With pull-request: print the pull request that would be opened; push and open nothing.
+    /// Check and test what production would get, and say so; move nothing. With pull-request:
+    /// print the pull request that would be opened; push and open nothing.
     #[arg(long)]
     pub dry_run: bool,
     /// Promote even when the evaluation is below [promote] minimum or the merge fails its tests.
@@ -54,6 +59,7 @@ pub fn cmd_promote(args: PromoteArgs) -> CmdResult {
     let opts = PromoteOptions {
         strategy: args.strategy.clone(),
         force: args.force,
+        dry_run: args.dry_run,
     };
     if crate::app::promote::strategy(&ctx, &repo, &opts)? == "pull-request" {
         let pr = pull_request::open(
@@ -88,12 +94,6 @@ pub fn cmd_promote(args: PromoteArgs) -> CmdResult {
         }
         return Ok(0);
     }
-    if args.dry_run {
-        return Err(
-            CommandError::usage("--dry-run is for --strategy pull-request")
-                .hint("see what a merge would do with `git sandbox eval EXPERIMENT`"),
-        );
-    }
     let p = promote(
         &ctx,
         &repo,
@@ -104,6 +104,26 @@ pub fn cmd_promote(args: PromoteArgs) -> CmdResult {
     )?;
     if args.json {
         print_json(&p);
+    } else if p.dry_run {
+        println!(
+            "Would promote experiment {} into {} ({}, {}): {} → {}",
+            p.experiment,
+            p.target,
+            p.recommendation,
+            p.strategy,
+            crate::util::short(&p.previous),
+            crate::util::short(&p.commit)
+        );
+        if let Some(r) = &p.result {
+            println!(
+                "{}",
+                ui::oneline(r, &format!("{} as it would be", p.target))
+            );
+        }
+        println!(
+            "Nothing was changed; promote without --dry-run to move {}",
+            p.target
+        );
     } else {
         println!(
             "Promoted experiment {} into {} ({}, {}{}): {} → {}",

@@ -44,10 +44,7 @@ pub fn cmd_show(args: ShowArgs) -> CmdResult {
         return Ok(0);
     }
     let info = crate::git::commit_info(&repo, commit)?;
-    let log = ctx.paths.logs().join(&row.repository_id).join(format!(
-        "{}.log",
-        record.cached_from.as_deref().unwrap_or(&record.commit)
-    ));
+    let log = crate::app::logs::path(&ctx, &row, &record);
     print_human(
         &record,
         &info.summary,

@@ -1,12 +1,10 @@
-//! A worker: takes an assigned job, runs the commit through `app::run` (the same pipeline as
-//! `git sandbox run`), and reports back. Failing tests are results; only infrastructure errors
-//! are retried, with back-off.
+//! A worker: takes an assigned job, runs it through `app::queue::run_job` (the same pipeline as
+//! `git sandbox run`), logs how it ended and reports back. Failing tests are results; only
+//! infrastructure errors are retried, with back-off.
 
 use super::{Msg, Shared};
-use crate::app::run::{run_commits, RunOptions};
+use crate::app::queue::{self, JobEnd};
 use crate::app::Context;
-use crate::config::ConfigFile;
-use crate::model::Trigger;
 use crate::store::{Job, RepoRow};
 use gix::ObjectId;
 use std::path::Path;
@@ -65,68 +63,16 @@ fn run_job(ctx: &Context, a: &Assignment, shared: &Shared) {
         commit = %crate::util::short(&job.commit_id)
     );
     let _in_job = span.enter();
-    let repo_id = Some(job.repository_id.as_str());
-    let event = |kind: &str, data: serde_json::Value| {
-        let _ = ctx
-            .index
-            .add_event(kind, repo_id, None, Some(&job.commit_id), &data);
-    };
-    if !ctx
-        .index
-        .transition_job(job.id, "assigned", "running")
-        .unwrap_or(false)
-    {
-        return;
-    }
-    // `run.started` comes from the run itself (as for `git sandbox run`), only when it runs.
-    event(
-        "job.started",
-        serde_json::json!({"job": job.id, "trigger": job.trigger, "attempt": job.attempts + 1}),
-    );
-    let result = (|| {
-        let repo = crate::git::open(Path::new(&a.row.path))?;
-        let commit = ObjectId::from_hex(job.commit_id.as_bytes())
-            .map_err(|e| crate::app::AppError::usage(format!("bad commit id in the queue: {e}")))?;
-        let trigger = Trigger::parse(&job.trigger);
-        let opts = RunOptions {
-            force: false,
-            trigger,
-            refname: job.refname.clone(),
-            flags: ConfigFile::default(),
-            interrupt: &shared.abort,
-        };
-        run_commits(ctx, &repo, &a.row, &[commit], &opts, &mut |_| {})
-    })();
-    match result {
-        Ok(outcome) if outcome.interrupted => {
-            let _ = ctx.index.transition_job(job.id, "running", "pending");
-        }
-        Ok(outcome) => {
-            let ok = outcome
-                .records
-                .iter()
-                .all(|r| r.status != crate::model::Status::Error);
-            let _ = ctx
-                .index
-                .complete_job(&job.repository_id, &job.commit_id, ok);
-            if let Some(r) = outcome.records.first() {
-                super::log(&format!("{} ({} ms)", r.status, r.duration_ms));
+    match queue::run_job(ctx, &a.row, job, &shared.abort) {
+        JobEnd::Done(Some(r)) => super::log(&format!("{} ({} ms)", r.status, r.duration_ms)),
+        JobEnd::Failed { error, retry } => super::warn(&format!(
+            "{error}{}",
+            if retry {
+                " (will retry)"
+            } else {
+                " (giving up)"
             }
-        }
-        Err(e) => {
-            let retry = ctx.index.retry_job(job.id, &e.to_string()).unwrap_or(false);
-            event(
-                "run.failed",
-                serde_json::json!({"error": e.to_string(), "retry": retry}),
-            );
-            super::warn(&format!(
-                "{e}{}",
-                if retry {
-                    " (will retry)"
-                } else {
-                    " (giving up)"
-                }
-            ));
-        }
+        )),
+        JobEnd::Done(None) | JobEnd::Taken | JobEnd::Interrupted => {}
     }
 }

@@ -35,6 +35,22 @@ pub fn lock(home: &Path) -> Result<DaemonLock, Option<u32>> {
     Ok(DaemonLock { _file: file })
 }
 
+/// Held by the one `git sandbox mcp` server that runs a repository's queue while no daemon
+/// runs (released by the kernel when that server dies).
+pub struct RunnerLock {
+    _file: std::fs::File,
+}
+
+/// Take the queue runner's lock of a repository, or `None` when another server holds it.
+pub fn runner_lock(home: &Path, repository_id: &str) -> Option<RunnerLock> {
+    use std::os::fd::AsRawFd;
+    let path = home.join(format!("runner-{repository_id}.lock"));
+    let file = crate::util::private::open_rw(&path).ok()?;
+    // SAFETY: flock on a descriptor we own.
+    (unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0)
+        .then_some(RunnerLock { _file: file })
+}
+
 fn read_pid(path: &Path) -> Option<u32> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }

@@ -55,6 +55,8 @@ pub enum Trigger {
     Backfill,
     /// Found on the remote by `[remote] poll`.
     Poll,
+    /// Asked for by an agent through `git sandbox mcp` (`run_request`).
+    Mcp,
     /// A trigger this build does not know (written by a newer git-sandbox).
     #[serde(other)]
     Other,
@@ -69,6 +71,7 @@ impl Trigger {
             Trigger::Manual => "manual",
             Trigger::Backfill => "backfill",
             Trigger::Poll => "poll",
+            Trigger::Mcp => "mcp",
             Trigger::Other => "other",
         }
     }
@@ -82,6 +85,7 @@ impl Trigger {
             Trigger::Manual,
             Trigger::Backfill,
             Trigger::Poll,
+            Trigger::Mcp,
         ]
         .into_iter()
         .find(|t| t.as_str() == s)

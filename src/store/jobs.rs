@@ -141,6 +141,15 @@ impl Index {
         )?)
     }
 
+    /// [`Index::requeue_interrupted`] for one repository.
+    pub fn requeue_interrupted_of(&self, repository_id: &str) -> Result<usize> {
+        Ok(self.conn.execute(
+            "UPDATE jobs SET state = 'pending', updated_at = ?1
+             WHERE repository_id = ?2 AND state IN ('assigned', 'running')",
+            params![crate::util::time::now_rfc3339(), repository_id],
+        )?)
+    }
+
     /// Pending jobs whose back-off has passed, oldest first.
     pub fn ready_jobs(&self, limit: usize) -> Result<Vec<Job>> {
         let mut stmt = self.conn.prepare_cached(
@@ -192,6 +201,37 @@ impl Index {
             ],
         )?;
         Ok(retry)
+    }
+
+    /// A repository's unfinished jobs by the ref they were queued for: how many wait (pending
+    /// or assigned) and how many run.
+    pub fn queued_by_ref(
+        &self,
+        repository_id: &str,
+    ) -> Result<std::collections::BTreeMap<String, (u64, u64)>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT COALESCE(refname, ''), state, COUNT(*) FROM jobs
+             WHERE repository_id = ?1 AND state IN ('pending', 'assigned', 'running')
+             GROUP BY 1, 2",
+        )?;
+        let mut out = std::collections::BTreeMap::<String, (u64, u64)>::new();
+        let rows = stmt.query_map([repository_id], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, i64>(2)?,
+            ))
+        })?;
+        for row in rows {
+            let (refname, state, n) = row?;
+            let e = out.entry(refname).or_default();
+            if state == "running" {
+                e.1 += n as u64;
+            } else {
+                e.0 += n as u64;
+            }
+        }
+        Ok(out)
     }
 
     /// Pending jobs by why they were queued (their trigger: hook, watch, backfill, …).

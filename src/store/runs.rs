@@ -105,6 +105,24 @@ impl Index {
         Ok(rows.into_iter().map(|r| r.record).collect())
     }
 
+    /// The newest indexed runs of a repository: commit, status and when it finished.
+    pub fn recent_runs(
+        &self,
+        repository_id: &str,
+        limit: usize,
+    ) -> Result<Vec<(String, String, String)>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT commit_id, status, finished_at FROM runs WHERE repository_id = ?1
+             ORDER BY finished_at DESC, id DESC LIMIT ?2",
+        )?;
+        let rows = stmt
+            .query_map(rusqlite::params![repository_id, limit as i64], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
     /// Forget the indexed result of one commit.
     pub fn delete_run(&self, repository_id: &str, commit: &str) -> Result<()> {
         self.conn.execute(

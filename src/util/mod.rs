@@ -34,6 +34,25 @@ pub fn random_hex(bytes: usize) -> String {
     buf.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// A name made of `text` that [`name_problem`] accepts: lower-case letters and digits, the rest
+/// as single '-' (`"Faster Parser!"` → `faster-parser`).
+pub fn slug(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.is_empty() && !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let out: String = out.trim_end_matches('-').chars().take(60).collect();
+    if out.is_empty() {
+        "experiment".into()
+    } else {
+        out
+    }
+}
+
 /// Why a name cannot be used for a repository or an experiment, or `None` when it is fine.
 pub fn name_problem(name: &str) -> Option<&'static str> {
     if name.is_empty() {

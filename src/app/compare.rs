@@ -1,0 +1,130 @@
+//! Several experiments or revisions side by side against a base (production's head unless
+//! named): one row each with its result in numbers and its difference from the base's. Reads
+//! results only; a commit without one is shown as not run.
+
+use super::{experiments, results, AppError, Context, Result};
+use crate::model::RunRecord;
+use crate::store::RepoRow;
+use gix::ObjectId;
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    /// What was asked for: an experiment's name or a revision.
+    pub target: String,
+    pub commit: String,
+    /// The result's status, or `not_run`.
+    pub status: String,
+    pub passed: Option<u64>,
+    pub failed: Option<u64>,
+    pub total: Option<u64>,
+    pub duration_ms: Option<u64>,
+    pub complexity_mean: Option<f64>,
+    pub potential_issues: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Difference {
+    pub passed: Option<i64>,
+    pub failed: Option<i64>,
+    pub duration_ms: Option<i64>,
+    pub complexity_mean: Option<f64>,
+    pub potential_issues: Option<i64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Compared {
+    #[serde(flatten)]
+    pub row: Row,
+    /// This row minus the base's, where both have the number.
+    pub vs_base: Difference,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    pub base: Row,
+    pub rows: Vec<Compared>,
+}
+
+/// The commit `target` names, with the branch it names when it names one: a revision git knows
+/// (`main`, `HEAD~2`, a commit id), else an experiment's name (its branch's head).
+pub fn resolve(repo: &gix::Repository, target: &str) -> Result<(ObjectId, Option<String>)> {
+    match crate::git::resolve_commit(repo, target) {
+        Ok(c) => Ok((
+            c,
+            super::select::branch_named(repo, &[target.to_string()], false),
+        )),
+        Err(e) => {
+            if super::repos::check_name(target).is_ok() {
+                if let Some(head) = experiments::head_of(repo, target)? {
+                    return Ok((head, Some(experiments::branch_ref(target))));
+                }
+            }
+            Err(AppError::usage(format!(
+                "{target:?} is neither a revision nor an experiment ({})",
+                crate::util::hint::Hinted::problem(&e)
+            ))
+            .hint(
+                "name a revision git knows (a branch, a tag, HEAD~1, a commit id) or an experiment",
+            ))
+        }
+    }
+}
+
+fn row(target: &str, commit: ObjectId, r: Option<&RunRecord>) -> Row {
+    let t = r.and_then(|r| r.tests.as_ref());
+    let a = r.and_then(|r| r.analysis.as_ref());
+    Row {
+        target: target.to_string(),
+        commit: commit.to_string(),
+        status: r.map_or("not_run".into(), |r| r.status.to_string()),
+        passed: t.and_then(|t| t.passed),
+        failed: t.and_then(|t| t.failed),
+        total: t.and_then(|t| t.total),
+        duration_ms: r.map(|r| r.duration_ms),
+        complexity_mean: a.map(|a| (a.complexity_score * 100.0).round() / 100.0),
+        potential_issues: a.map(|a| a.potential_issues.len() as u64),
+    }
+}
+
+fn minus(a: Option<u64>, b: Option<u64>) -> Option<i64> {
+    Some(a? as i64 - b? as i64)
+}
+
+/// Compare `targets` with `base` (default: the production branch's head).
+pub fn compare(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row_of: &RepoRow,
+    targets: &[String],
+    base: Option<&str>,
+) -> Result<Comparison> {
+    let (base_name, base_commit) = match base {
+        Some(b) => (b.to_string(), resolve(repo, b)?.0),
+        None => {
+            let config = experiments::production_config(ctx, repo)?;
+            experiments::production_tip(repo, &config)?
+        }
+    };
+    let mut reader = results::NoteReader::new(repo)?;
+    let base_rec = results::find_record(ctx, repo, row_of, &mut reader, base_commit)?;
+    let base = row(&base_name, base_commit, base_rec.as_ref());
+    let mut rows = Vec::with_capacity(targets.len());
+    for t in targets {
+        let (commit, _) = resolve(repo, t)?;
+        let rec = results::find_record(ctx, repo, row_of, &mut reader, commit)?;
+        let r = row(t, commit, rec.as_ref());
+        let vs_base = Difference {
+            passed: minus(r.passed, base.passed),
+            failed: minus(r.failed, base.failed),
+            duration_ms: minus(r.duration_ms, base.duration_ms),
+            complexity_mean: r
+                .complexity_mean
+                .zip(base.complexity_mean)
+                .map(|(a, b)| ((a - b) * 100.0).round() / 100.0),
+            potential_issues: minus(r.potential_issues, base.potential_issues),
+        };
+        rows.push(Compared { row: r, vs_base });
+    }
+    Ok(Comparison { base, rows })
+}

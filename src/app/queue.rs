@@ -1,0 +1,244 @@
+//! The queue as its users see it: ask for a commit's result (the current one at once when the
+//! same tree was run under the same config, else a job), see where a commit stands, wait for it,
+//! and run one job (the daemon's workers, and `git sandbox mcp` when no daemon runs).
+
+use super::run::{run_commits, RunOptions};
+use super::{results, AppError, Context, Result};
+use crate::config::ConfigFile;
+use crate::model::{RunRecord, Status, Trigger};
+use crate::store::{Job, RepoRow};
+use gix::ObjectId;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Where a commit stands.
+#[derive(Debug, Clone)]
+pub enum Standing {
+    /// It has a result made from its tree under the config it has now.
+    Done(Box<RunRecord>),
+    /// Its job is `pending`, `assigned` or `running`.
+    Queued(String),
+    /// Nobody asked for it (or its last job ended without a result under today's config).
+    NotQueued,
+}
+
+impl Standing {
+    /// `done`, `pending`, `assigned`, `running` or `not_queued`.
+    pub fn state(&self) -> &str {
+        match self {
+            Standing::Done(_) => "done",
+            Standing::Queued(s) => s,
+            Standing::NotQueued => "not_queued",
+        }
+    }
+
+    pub fn record(&self) -> Option<&RunRecord> {
+        match self {
+            Standing::Done(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+/// What a request did.
+#[derive(Debug)]
+pub struct Requested {
+    pub standing: Standing,
+    /// The result was there already (this commit's, or another commit's with the same tree and
+    /// config): nothing was queued.
+    pub cached: bool,
+    /// A job was added (or an ended one queued again) by this request.
+    pub queued: bool,
+    /// Whether a daemon runs on this machine to take the job.
+    pub daemon: bool,
+}
+
+/// Where `commit` stands: its current result (own, or a same-tree result under the same config),
+/// else its job's state.
+pub fn standing(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    commit: ObjectId,
+    refname: Option<&str>,
+) -> Result<Standing> {
+    if let Some(r) = results::current_record(ctx, repo, row, commit, refname)? {
+        return Ok(Standing::Done(Box::new(r)));
+    }
+    Ok(
+        match ctx
+            .index
+            .job_state(&row.repository_id, &commit.to_string())?
+        {
+            Some(s) if matches!(s.as_str(), "pending" | "assigned" | "running") => {
+                Standing::Queued(s)
+            }
+            _ => Standing::NotQueued,
+        },
+    )
+}
+
+/// Ask for `commit`'s result: idempotent by tree and config. A current result is returned at
+/// once; a commit already queued stays queued; otherwise a job is added (one that ended without
+/// a result under today's config is queued again) and the daemon, if one runs, is woken.
+pub fn request(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    commit: ObjectId,
+    refname: Option<&str>,
+    trigger: Trigger,
+) -> Result<Requested> {
+    let daemon = crate::ipc::running(&ctx.paths.home).is_some();
+    let standing = standing(ctx, repo, row, commit, refname)?;
+    if !matches!(standing, Standing::NotQueued) {
+        return Ok(Requested {
+            cached: matches!(standing, Standing::Done(_)),
+            standing,
+            queued: false,
+            daemon,
+        });
+    }
+    let job = [(commit.to_string(), refname.map(str::to_string))];
+    ctx.index
+        .requeue(&row.repository_id, &job, trigger.as_str())?;
+    crate::ipc::ping(&ctx.paths.home, &row.repository_id);
+    Ok(Requested {
+        standing: standing_after_queue(ctx, row, commit)?,
+        cached: false,
+        queued: true,
+        daemon,
+    })
+}
+
+fn standing_after_queue(ctx: &Context, row: &RepoRow, commit: ObjectId) -> Result<Standing> {
+    Ok(
+        match ctx
+            .index
+            .job_state(&row.repository_id, &commit.to_string())?
+        {
+            Some(s) => Standing::Queued(s),
+            None => Standing::NotQueued,
+        },
+    )
+}
+
+/// Wait up to `timeout` for `commit` to have a result; returns where it stands then. Returns
+/// early when it is not queued at all (nothing would ever come) or when `interrupt` is set.
+pub fn wait(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    commit: ObjectId,
+    refname: Option<&str>,
+    timeout: Duration,
+    interrupt: &AtomicBool,
+) -> Result<Standing> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let s = standing(ctx, repo, row, commit, refname)?;
+        if !matches!(s, Standing::Queued(_))
+            || Instant::now() >= deadline
+            || interrupt.load(Ordering::Relaxed)
+        {
+            return Ok(s);
+        }
+        std::thread::sleep(Duration::from_millis(100).min(deadline - Instant::now()));
+    }
+}
+
+/// How one job ended.
+#[derive(Debug)]
+pub enum JobEnd {
+    /// Someone else took it first: nothing ran.
+    Taken,
+    /// Stopped from outside; the job is pending again.
+    Interrupted,
+    /// It ran (a failing test is a result, not an error).
+    Done(Option<Box<RunRecord>>),
+    /// The run could not be made (an infrastructure error): retried later unless given up.
+    Failed { error: String, retry: bool },
+}
+
+/// Run one job that was moved to `assigned`: `running`, then through the same pipeline as
+/// `git sandbox run`, then `completed`/`failed`, or back to `pending` when interrupted.
+pub fn run_job(ctx: &Context, row: &RepoRow, job: &Job, interrupt: &AtomicBool) -> JobEnd {
+    let repo_id = Some(job.repository_id.as_str());
+    let event = |kind: &str, data: serde_json::Value| {
+        let _ = ctx
+            .index
+            .add_event(kind, repo_id, None, Some(&job.commit_id), &data);
+    };
+    if !ctx
+        .index
+        .transition_job(job.id, "assigned", "running")
+        .unwrap_or(false)
+    {
+        return JobEnd::Taken;
+    }
+    // `run.started` comes from the run itself (as for `git sandbox run`), only when it runs.
+    event(
+        "job.started",
+        serde_json::json!({"job": job.id, "trigger": job.trigger, "attempt": job.attempts + 1}),
+    );
+    let result = (|| {
+        let repo = crate::git::open(std::path::Path::new(&row.path))?;
+        let commit = ObjectId::from_hex(job.commit_id.as_bytes())
+            .map_err(|e| AppError::usage(format!("bad commit id in the queue: {e}")))?;
+        let opts = RunOptions {
+            force: false,
+            trigger: Trigger::parse(&job.trigger),
+            refname: job.refname.clone(),
+            flags: ConfigFile::default(),
+            interrupt,
+        };
+        run_commits(ctx, &repo, row, &[commit], &opts, &mut |_| {})
+    })();
+    match result {
+        Ok(outcome) if outcome.interrupted => {
+            let _ = ctx.index.transition_job(job.id, "running", "pending");
+            JobEnd::Interrupted
+        }
+        Ok(outcome) => {
+            let ok = outcome.records.iter().all(|r| r.status != Status::Error);
+            let _ = ctx
+                .index
+                .complete_job(&job.repository_id, &job.commit_id, ok);
+            JobEnd::Done(outcome.records.into_iter().next().map(Box::new))
+        }
+        Err(e) => {
+            let retry = ctx.index.retry_job(job.id, &e.to_string()).unwrap_or(false);
+            event(
+                "run.failed",
+                serde_json::json!({"error": e.to_string(), "retry": retry}),
+            );
+            JobEnd::Failed {
+                error: e.to_string(),
+                retry,
+            }
+        }
+    }
+}
+
+/// Run the ready jobs of one repository, one at a time, oldest first, until none is left or
+/// `interrupt` is set (for `git sandbox mcp` when no daemon runs). Returns how many ran.
+pub fn run_ready(ctx: &Context, row: &RepoRow, interrupt: &AtomicBool) -> Result<usize> {
+    let mut ran = 0;
+    while !interrupt.load(Ordering::Relaxed) {
+        let Some(job) = ctx
+            .index
+            .ready_jobs(256)?
+            .into_iter()
+            .find(|j| j.repository_id == row.repository_id)
+        else {
+            break;
+        };
+        if !ctx.index.transition_job(job.id, "pending", "assigned")? {
+            continue;
+        }
+        if let JobEnd::Done(_) = run_job(ctx, row, &job, interrupt) {
+            ran += 1;
+        }
+    }
+    Ok(ran)
+}
