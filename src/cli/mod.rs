@@ -20,6 +20,7 @@ mod install_man_pages;
 mod kill;
 mod list;
 mod log;
+mod mcp;
 mod new;
 mod notify;
 mod promote;
@@ -72,6 +73,7 @@ enum Command {
     Forget(forget::ForgetArgs),
     Daemon(daemon::DaemonArgs),
     Events(events::EventsArgs),
+    Mcp(mcp::McpArgs),
     Demo(demo::DemoArgs),
     Doctor(doctor::DoctorArgs),
     Completions(completions::CompletionsArgs),
@@ -118,7 +120,7 @@ pub fn main() -> i32 {
     };
     if matches!(
         cli.command,
-        Command::Daemon(_) | Command::Notify(_) | Command::SandboxExec(_)
+        Command::Daemon(_) | Command::Notify(_) | Command::SandboxExec(_) | Command::Mcp(_)
     ) {
         // These write to sockets and child pipes whose readers may go away at any time (and the
         // daemon runs for days): a write there must fail with EPIPE, not kill the process. Their
@@ -147,6 +149,7 @@ pub fn main() -> i32 {
         Command::Forget(a) => forget::cmd_forget(a),
         Command::Daemon(a) => daemon::cmd_daemon(a),
         Command::Events(a) => events::cmd_events(a),
+        Command::Mcp(a) => mcp::cmd_mcp(a),
         Command::Demo(a) => demo::cmd_demo(a),
         Command::Notify(a) => notify::cmd_notify(a),
         Command::Doctor(a) => doctor::cmd_doctor(a),

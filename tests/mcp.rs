@@ -1,0 +1,217 @@
+//! `git sandbox mcp` driven by real MCP clients: the official Python SDK (`mcp` on PyPI,
+//! installed by .ci/run) runs a whole agent's session (tests/mcp/agent.py), and raw JSON-RPC
+//! lines check that malformed input leaves the server running.
+
+mod common;
+
+use common::{World, BIN};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+
+fn python_has_mcp() -> bool {
+    Command::new("python3")
+        .args(["-c", "import mcp.client.stdio"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[test]
+fn an_agent_works_through_a_whole_experiment_over_mcp() {
+    assert!(
+        python_has_mcp(),
+        "the MCP Python SDK is missing: python3 -m pip install mcp (.ci/run installs it)"
+    );
+    let w = World::new();
+    let repo = w.new_repo("agentwork");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/agent.py");
+    let mut cmd = Command::new("python3");
+    cmd.arg(&script).arg(BIN).arg(&repo).current_dir(&repo);
+    w.apply_env(&mut cmd);
+    let o = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        o.status.success(),
+        "the agent's session failed\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
+    );
+    // It ran every step and reported its answers' sizes.
+    let report: serde_json::Value =
+        serde_json::from_str(stdout.lines().last().unwrap_or("{}")).unwrap();
+    assert!(report["answers"].as_u64().unwrap() > 40, "{report}");
+}
+
+/// A server on stdin/stdout with raw JSON-RPC lines.
+struct Raw {
+    child: std::process::Child,
+    out: BufReader<std::process::ChildStdout>,
+}
+
+impl Drop for Raw {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Raw {
+    fn send(&mut self, line: &str) {
+        let stdin = self.child.stdin.as_mut().unwrap();
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn reply(&mut self) -> serde_json::Value {
+        let mut line = String::new();
+        self.out.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}"))
+    }
+}
+
+impl Raw {
+    fn start(w: &World, dir: &std::path::Path) -> Raw {
+        let mut cmd = Command::new(BIN);
+        cmd.arg("mcp").current_dir(dir);
+        w.apply_env(&mut cmd);
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let out = BufReader::new(child.stdout.take().unwrap());
+        let mut s = Raw { child, out };
+        s.send(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#);
+        let init = s.reply();
+        assert_eq!(
+            init["result"]["serverInfo"]["name"], "git-sandbox",
+            "{init}"
+        );
+        s.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        s
+    }
+
+    /// Call a tool and return its answer's JSON (panics on a tool error).
+    fn tool(&mut self, id: i64, name: &str, args: serde_json::Value) -> serde_json::Value {
+        let req = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                                     "params": {"name": name, "arguments": args}});
+        self.send(&req.to_string());
+        loop {
+            let r = self.reply();
+            if r["id"] == id {
+                let text = r["result"]["content"][0]["text"]
+                    .as_str()
+                    .unwrap_or_default();
+                assert_ne!(r["result"]["isError"], true, "{name}: {text}");
+                return serde_json::from_str(text).unwrap_or_else(|_| panic!("{r}"));
+            }
+        }
+    }
+}
+
+#[test]
+fn a_run_cut_off_by_a_killed_server_is_run_by_the_next_one() {
+    let w = World::new();
+    let repo = w.new_repo("killed");
+    let toml = std::fs::read_to_string(repo.join(".sandbox.toml")).unwrap();
+    let slow = toml.replace(
+        "command = \"python3 -m unittest discover -s tests -v\"",
+        "command = \"sleep 4 && python3 -m unittest discover -s tests -v\"",
+    );
+    assert_ne!(slow, toml);
+    let commit = w.commit(&repo, &[(".sandbox.toml", &slow)], "Slow tests");
+
+    let mut first = Raw::start(&w, &repo);
+    // The hook queued it already; asking again is no second job.
+    let asked = first.tool(1, "run_request", serde_json::json!({"revision": commit}));
+    assert_eq!(asked["queued"], false, "{asked}");
+    assert!(
+        asked["state"] == "pending" || asked["state"] == "running",
+        "{asked}"
+    );
+    // Once it runs, kill the server (and its run) with SIGKILL.
+    let running = w.wait_until(60, || {
+        first.tool(
+            2,
+            "run_wait",
+            serde_json::json!({"revision": commit, "timeout_seconds": 0}),
+        )["state"]
+            == "running"
+    });
+    assert!(running, "the server never started the run");
+    first.child.kill().unwrap();
+    first.child.wait().unwrap();
+
+    // The next server takes the queue over and runs it from the start.
+    let mut second = Raw::start(&w, &repo);
+    let done = second.tool(
+        1,
+        "run_wait",
+        serde_json::json!({"revision": commit, "timeout_seconds": 120}),
+    );
+    assert_eq!(done["state"], "done", "{done}");
+    assert_eq!(done["result"]["status"], "passed", "{done}");
+    assert_eq!(w.note(&repo, &commit).unwrap()["status"], "passed");
+    drop(second.child.stdin.take());
+    assert!(second.child.wait().unwrap().success());
+}
+
+#[test]
+fn malformed_json_rpc_unknown_tools_and_wrong_types_leave_the_server_running() {
+    let w = World::new();
+    let repo = w.new_repo("raw");
+    let mut s = Raw::start(&w, &repo);
+
+    // Not JSON at all, JSON that is no JSON-RPC message, a truncated object.
+    s.send("this is not json");
+    s.send(r#"{"hello": "world"}"#);
+    s.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/li"#);
+    // An unknown tool, and arguments of the wrong type.
+    s.send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"rm_rf","arguments":{}}}"#);
+    s.send(r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"log_read","arguments":{"revision":["main"],"limit":"ten"}}}"#);
+    s.send(r#"{"jsonrpc":"2.0","id":5,"method":"tools/list"}"#);
+    let mut by_id = std::collections::BTreeMap::new();
+    while by_id.len() < 3 {
+        let r = s.reply();
+        if let Some(id) = r["id"].as_i64() {
+            by_id.insert(id, r);
+        }
+    }
+    assert!(
+        by_id[&3]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("rm_rf"),
+        "{}",
+        by_id[&3]
+    );
+    let bad = &by_id[&4]["result"];
+    assert_eq!(bad["isError"], true, "{bad}");
+    let text = bad["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("error: bad arguments for log_read: "),
+        "{text}"
+    );
+    assert!(text.contains("\nhint: "), "{text}");
+    assert_eq!(by_id[&5]["result"]["tools"].as_array().unwrap().len(), 17);
+
+    // Closing stdin ends the server cleanly.
+    drop(s.child.stdin.take());
+    let status = s.child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+}
+
+#[test]
+fn the_server_refuses_to_start_outside_an_experiment_repository() {
+    let w = World::new();
+    let o = w.sandbox(&w.work(), &["mcp"]);
+    assert_eq!(o.code, 2, "{o:?}");
+    assert!(o.stdout.is_empty(), "{o:?}");
+    assert!(o.stderr.starts_with("error: "), "{o:?}");
+    assert!(o.stderr.contains("\nhint: "), "{o:?}");
+    let o = w.sandbox(&w.work(), &["mcp", "--repo", "/nonexistent/place"]);
+    assert_eq!(o.code, 2, "{o:?}");
+    assert!(o.stderr.contains("/nonexistent/place"), "{o:?}");
+}
