@@ -528,6 +528,23 @@ fn a_stale_lock_left_by_a_killed_writer_does_not_block_notes() {
     assert_eq!(o.code, 0, "{o:?}");
     assert!(w.note(&repo, "HEAD").is_some());
     assert!(!lock.exists());
+
+    // With the notes refs packed (git gc), a killed writer's packed-refs.lock blocks every ref
+    // update, git's own too; once it is old, the next write clears it.
+    w.git(&repo, &["pack-refs", "--all"]);
+    w.commit(&repo, &[("y.txt", "y")], "after another crash");
+    let packed = repo.join(".git/packed-refs.lock");
+    std::fs::write(&packed, "").unwrap();
+    let o = std::process::Command::new("touch")
+        .args(["-d", "2 minutes ago"])
+        .arg(&packed)
+        .status()
+        .unwrap();
+    assert!(o.success());
+    let o = w.sandbox(&repo, &["run"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(w.note(&repo, "HEAD").is_some());
+    assert!(!packed.exists());
 }
 
 #[test]

@@ -231,17 +231,24 @@ pub fn write_batch(repo: &gix::Repository, edits: &[NotesEdit<'_>], message: &st
 const STALE_LOCK: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Remove the lock file of `notes_ref` (one of our own notes refs) when it is older than
-/// [`STALE_LOCK`]. Locks of other refs, and `packed-refs.lock`, are never ours to break.
+/// [`STALE_LOCK`], and `packed-refs.lock` when it is that old: our ref transactions take it too
+/// (when refs are packed, or a lock file exists), so a writer of ours killed at the wrong moment
+/// leaves it, and then every ref update in the repository fails, git's own included (git waits
+/// `core.packedRefsTimeout`, 1 s by default, for it). Locks of other refs are never ours to break.
 pub fn remove_stale_locks(repo: &gix::Repository, notes_ref: &str) {
     if !notes_ref.starts_with("refs/notes/sandbox") {
         return;
     }
-    let lock = repo.common_dir().join(format!("{notes_ref}.lock"));
-    let age = std::fs::metadata(&lock)
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| t.elapsed().ok());
-    if age.is_some_and(|a| a > STALE_LOCK) {
-        let _ = std::fs::remove_file(&lock);
+    for lock in [
+        repo.common_dir().join(format!("{notes_ref}.lock")),
+        repo.common_dir().join("packed-refs.lock"),
+    ] {
+        let age = std::fs::metadata(&lock)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok());
+        if age.is_some_and(|a| a > STALE_LOCK) {
+            let _ = std::fs::remove_file(&lock);
+        }
     }
 }
