@@ -1,6 +1,6 @@
 //! git-sandbox: every commit of an experiment repository becomes an experiment.
 //!
-//! Layers, each using only those below it: `cli`, `daemon`, `mcp` (edges) → `app` (use-cases) →
+//! Layers, each using only those below it: `cli`, `daemon`, `mcp`, `http` (edges) → `app` (use-cases) →
 //! `runner`, `analysis` (domain) → `git`, `store`, `config`, `ipc` (infrastructure) → `model`.
 
 pub mod analysis;
@@ -10,6 +10,7 @@ pub mod config;
 pub mod daemon;
 pub mod git;
 pub mod github;
+pub mod http;
 pub mod ipc;
 pub mod mcp;
 pub mod model;

@@ -128,3 +128,83 @@ pub fn compare(
     }
     Ok(Comparison { base, rows })
 }
+
+/// An experiment against production, as the dashboard ranks them.
+#[derive(Debug, Clone, Serialize)]
+pub struct Ranked {
+    pub name: String,
+    pub state: String,
+    pub head: Option<String>,
+    pub row: Option<Row>,
+    /// Failing tests of the head that production's head does not fail.
+    pub new_failures: Vec<String>,
+    /// Mean complexity, head minus production.
+    pub complexity_delta: Option<f64>,
+    pub duration_delta_ms: Option<i64>,
+    pub verdict: Option<crate::model::Recommendation>,
+    pub verdict_reason: Option<String>,
+}
+
+/// Every experiment of the repository against production's head, best first: by verdict, then
+/// by passing tests, then by name.
+pub fn ranked(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row_of: &RepoRow,
+) -> Result<(Row, Vec<Ranked>)> {
+    let config = experiments::production_config(ctx, repo)?;
+    let (target, tip) = experiments::production_tip(repo, &config)?;
+    let mut reader = results::NoteReader::new(repo)?;
+    let base_rec = results::find_record(ctx, repo, row_of, &mut reader, tip)?;
+    let base = row(&target, tip, base_rec.as_ref());
+    let base_failing: Vec<String> = base_rec
+        .as_ref()
+        .and_then(|r| r.tests.as_ref())
+        .map(|t| t.failures.iter().map(|f| f.name.clone()).collect())
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    for o in experiments::list(ctx, repo, row_of)? {
+        let r = o.latest_result.as_ref();
+        let head = o
+            .head
+            .as_deref()
+            .and_then(|h| ObjectId::from_hex(h.as_bytes()).ok());
+        let this = head.map(|h| row(&o.experiment.name, h, r));
+        out.push(Ranked {
+            name: o.experiment.name.clone(),
+            state: o.experiment.state.to_string(),
+            head: o.head.clone(),
+            new_failures: r
+                .and_then(|r| r.tests.as_ref())
+                .map(|t| {
+                    t.failures
+                        .iter()
+                        .filter(|f| !base_failing.contains(&f.name))
+                        .map(|f| f.name.clone())
+                        .collect()
+                })
+                .unwrap_or_default(),
+            complexity_delta: this
+                .as_ref()
+                .and_then(|t| t.complexity_mean.zip(base.complexity_mean))
+                .map(|(a, b)| ((a - b) * 100.0).round() / 100.0),
+            duration_delta_ms: this
+                .as_ref()
+                .and_then(|t| minus(t.duration_ms, base.duration_ms)),
+            row: this,
+            verdict: o.latest_evaluation.as_ref().map(|e| e.recommendation),
+            verdict_reason: o.latest_evaluation.as_ref().map(|e| e.reason.clone()),
+        });
+    }
+    out.sort_by(|a, b| {
+        let rank = |x: &Ranked| (x.verdict.is_none(), std::cmp::Reverse(x.verdict));
+        rank(a)
+            .cmp(&rank(b))
+            .then_with(|| {
+                let p = |x: &Ranked| x.row.as_ref().and_then(|r| r.passed).unwrap_or(0);
+                p(b).cmp(&p(a))
+            })
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    Ok((base, out))
+}

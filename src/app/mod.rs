@@ -26,6 +26,7 @@ pub mod run;
 pub mod select;
 pub mod setup;
 pub mod summary;
+pub mod tokens;
 pub mod webhook;
 
 use crate::config::{ConfigError, Layers, Paths};

@@ -355,3 +355,43 @@ pub fn history(
     }
     Ok((entries, reader.warning()))
 }
+
+/// The patch of `commit` against its first parent (the whole tree for a root commit), as git
+/// prints it, cut at `max_bytes` (then `true`).
+pub fn patch(repo: &gix::Repository, commit: ObjectId, max_bytes: usize) -> Result<(String, bool)> {
+    let dir = super::experiments::git_dir_for_cli(repo);
+    let info = git::commit_info(repo, commit)?;
+    let hex = commit.to_string();
+    let text = match info.parents.first() {
+        Some(p) => git::cli::git(
+            &dir,
+            &[
+                "diff",
+                "--no-color",
+                "--no-ext-diff",
+                "-M",
+                &p.to_string(),
+                &hex,
+            ],
+        )?,
+        None => git::cli::git(
+            &dir,
+            &[
+                "diff-tree",
+                "-p",
+                "--root",
+                "--no-color",
+                "--no-ext-diff",
+                &hex,
+            ],
+        )?,
+    };
+    if text.len() <= max_bytes {
+        return Ok((text, false));
+    }
+    let mut cut = max_bytes;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    Ok((text[..cut].to_string(), true))
+}

@@ -17,9 +17,10 @@ pub struct DaemonArgs {
     /// How long running jobs may take to finish after a stop request ("30s", "2m").
     #[arg(long, value_name = "DURATION", default_value = "30s")]
     pub grace: String,
-    /// Serve GitHub (and Gitea, Forgejo) webhooks at http://ADDR/webhooks/github, e.g.
-    /// 127.0.0.1:8787. Needs [remote] webhook_secret_file in your user config.
-    #[arg(long, value_name = "ADDR")]
+    /// Serve the dashboard at http://ADDR/, the API at /api/v1 and, with [remote]
+    /// webhook_secret_file in your user config, webhooks at /webhooks/github. ADDR defaults to
+    /// 127.0.0.1:8787; another interface needs an API token to exist (`git sandbox token`).
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8787")]
     pub http: Option<String>,
 }
 

@@ -31,6 +31,7 @@ mod run;
 mod sandbox_exec;
 mod show;
 mod status;
+mod token;
 mod ui;
 
 pub use error::{CommandError, Kind};
@@ -76,6 +77,7 @@ enum Command {
     Mcp(mcp::McpArgs),
     Demo(demo::DemoArgs),
     Doctor(doctor::DoctorArgs),
+    Token(token::TokenArgs),
     Completions(completions::CompletionsArgs),
     InstallManPages(install_man_pages::InstallManPagesArgs),
     #[command(hide = true)]
@@ -153,6 +155,7 @@ pub fn main() -> i32 {
         Command::Demo(a) => demo::cmd_demo(a),
         Command::Notify(a) => notify::cmd_notify(a),
         Command::Doctor(a) => doctor::cmd_doctor(a),
+        Command::Token(a) => token::cmd_token(a),
         Command::Completions(a) => completions::cmd_completions(a),
         Command::InstallManPages(a) => install_man_pages::cmd_install_man_pages(a),
         Command::SandboxExec(a) => sandbox_exec::cmd_sandbox_exec(a),

@@ -1,6 +1,7 @@
 //! `daemon --http ADDR`: the daemon's HTTP listener, on tokio and axum in a thread of its own.
-//! It serves `POST /webhooks/github` (GitHub, Gitea and Forgejo deliveries) and `GET /health`.
-//! A delivery is handed to `app::webhook` on a blocking thread and answered at once (202 when
+//! It serves the API and the dashboard (`crate::http`), `GET /health`, and `POST
+//! /webhooks/github` (GitHub, Gitea and Forgejo deliveries) when a webhook secret is set. A
+//! delivery is handed to `app::webhook` on a blocking thread and answered at once (202 when
 //! recorded); the fetches and runs happen later, in the deliveries thread and the workers.
 
 use crate::app::{webhook, Context};
@@ -15,7 +16,8 @@ use std::sync::{mpsc, Arc, Mutex};
 
 struct HttpState {
     ctx: Mutex<Context>,
-    secrets: Vec<Vec<u8>>,
+    /// `None`: webhooks are off (no `[remote] webhook_secret_file`).
+    secrets: Option<Vec<Vec<u8>>>,
     /// Wakes the deliveries thread when a delivery was recorded.
     wake: Mutex<mpsc::Sender<()>>,
 }
@@ -23,7 +25,7 @@ struct HttpState {
 /// Bind `addr` (an error here stops the daemon's start) and serve on a thread of its own.
 pub fn start(
     addr: SocketAddr,
-    secrets: Vec<Vec<u8>>,
+    secrets: Option<Vec<Vec<u8>>>,
     wake: mpsc::Sender<()>,
 ) -> Result<SocketAddr, std::io::Error> {
     let listener = std::net::TcpListener::bind(addr)?;
@@ -45,7 +47,8 @@ pub fn start(
                 let app = Router::new()
                     .route("/health", get(|| async { "ok\n" }))
                     .route("/webhooks/github", post(delivery))
-                    .with_state(state);
+                    .with_state(state)
+                    .merge(crate::http::router());
                 match tokio::net::TcpListener::from_std(listener) {
                     Ok(l) => {
                         if let Err(e) = axum::serve(l, app).await {
@@ -67,6 +70,13 @@ fn header<'a>(headers: &'a HeaderMap, names: &[&str]) -> Option<&'a str> {
 }
 
 async fn delivery(State(st): State<Arc<HttpState>>, headers: HeaderMap, body: Body) -> Response {
+    let Some(secrets) = st.secrets.clone() else {
+        return answer(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "off",
+            "webhooks are off on this daemon: set [remote] webhook_secret_file in the user config and restart it",
+        );
+    };
     // A body GitHub would never send is refused from its announced length, before it is read;
     // one without a length is read only up to the cap.
     let too_big = || {
@@ -110,7 +120,7 @@ async fn delivery(State(st): State<Arc<HttpState>>, headers: HeaderMap, body: Bo
         let ctx = st2.ctx.lock().unwrap_or_else(|p| p.into_inner());
         webhook::accept(
             &ctx,
-            &st2.secrets,
+            &secrets,
             &webhook::Request {
                 source,
                 event: event.as_deref(),

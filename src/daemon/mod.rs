@@ -119,10 +119,24 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
         home: home.clone(),
         pid: pid.map_or("unknown".into(), |p| p.to_string()),
     })?;
-    // Webhooks need their secret before anything starts: a daemon that would answer 401 to every
-    // delivery must say so now.
+    // Webhooks need a secret that works before anything starts: a daemon that would answer 401
+    // to every delivery must say so now. Without `[remote] webhook_secret_file` the listener
+    // serves the API and the dashboard, and webhooks answer that they are off.
     let secrets = match opts.http {
-        Some(_) => Some(crate::app::webhook::secrets(&ctx)?),
+        Some(addr) => {
+            // A token is the only way in: a listener others can reach needs one to exist.
+            if !addr.ip().is_loopback() && crate::app::tokens::list(&ctx.paths)?.is_empty() {
+                return Err(AppError::usage(format!(
+                    "--http {addr} can be reached from other machines, and no API token exists"
+                ))
+                .hint("make one first (`git sandbox token create --role admin`), or serve on 127.0.0.1")
+                .into());
+            }
+            match ctx.layers.resolve().remote.webhook_secret_file {
+                Some(_) => Some(crate::app::webhook::secrets(&ctx)?),
+                None => None,
+            }
+        }
         None => None,
     };
     // The edge (the control socket, signals, timers, the scheduler's channel) runs on tokio; the
@@ -145,12 +159,20 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
     // Deliveries recorded before a crash are fetched now; new ones when the listener wakes it.
     let (wake_deliveries, deliveries) = mpsc::channel::<()>();
     http::start_deliveries(deliveries);
-    if let (Some(addr), Some(secrets)) = (opts.http, secrets) {
+    if let Some(addr) = opts.http {
+        let webhooks = secrets.is_some();
         let bound = http::start(addr, secrets, wake_deliveries.clone())
             .map_err(|source| DaemonError::HttpBind { addr, source })?;
         log(&format!(
-            "serving webhooks at http://{bound}/webhooks/github"
+            "serving the dashboard at http://{bound}/ and the API at http://{bound}/api/v1"
         ));
+        if webhooks {
+            log(&format!(
+                "serving webhooks at http://{bound}/webhooks/github"
+            ));
+        } else {
+            log("webhooks are off: no [remote] webhook_secret_file in the user config");
+        }
     }
     let shared = Arc::new(Shared {
         abort: AtomicBool::new(false),

@@ -141,6 +141,18 @@ impl Index {
         )?)
     }
 
+    /// The jobs running now, oldest first.
+    pub fn running_jobs(&self) -> Result<Vec<Job>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, repository_id, commit_id, refname, trigger, state, attempts FROM jobs
+             WHERE state = 'running' ORDER BY id",
+        )?;
+        let rows = stmt
+            .query_map([], job_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
     /// [`Index::requeue_interrupted`] for one repository.
     pub fn requeue_interrupted_of(&self, repository_id: &str) -> Result<usize> {
         Ok(self.conn.execute(

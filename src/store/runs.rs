@@ -105,6 +105,55 @@ impl Index {
         Ok(rows.into_iter().map(|r| r.record).collect())
     }
 
+    /// Indexed runs, oldest first: those after run id `since`, else the newest `limit`; only of
+    /// one repository and one status when given. Each with its id and repository id.
+    pub fn runs_page(
+        &self,
+        repository_id: Option<&str>,
+        status: Option<&str>,
+        since: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<(i64, String, RunRecord)>> {
+        let order = if since.is_some() { "ASC" } else { "DESC" };
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT id, repository_id, record FROM runs
+             WHERE (?1 IS NULL OR repository_id = ?1) AND (?2 IS NULL OR status = ?2)
+               AND id > COALESCE(?3, 0)
+             ORDER BY id {order} LIMIT ?4"
+        ))?;
+        let mut rows = stmt
+            .query_map(
+                params![
+                    repository_id,
+                    status,
+                    since,
+                    limit.min(i64::MAX as usize) as i64
+                ],
+                |r| {
+                    let repo: String = r.get(1)?;
+                    decode(r.get(0)?, r.get(2)?).map(|run| (run.id, repo, run.record))
+                },
+            )?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        if since.is_none() {
+            rows.reverse();
+        }
+        Ok(rows)
+    }
+
+    /// One indexed run by its id, with its repository id.
+    pub fn run_by_id(&self, id: i64) -> Result<Option<(String, RunRecord)>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT id, repository_id, record FROM runs WHERE id = ?1")?;
+        Ok(stmt
+            .query_row([id], |r| {
+                let repo: String = r.get(1)?;
+                decode(r.get(0)?, r.get(2)?).map(|run| (repo, run.record))
+            })
+            .optional()?)
+    }
+
     /// The newest indexed runs of a repository: commit, status and when it finished.
     pub fn recent_runs(
         &self,

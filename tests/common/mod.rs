@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 pub mod fake_github;
+pub mod http;
 pub mod http_git;
 pub mod prism;
 
@@ -284,6 +285,38 @@ impl Drop for Background {
 }
 
 impl World {
+    /// Start the daemon with `--http` on a free port of 127.0.0.1 and one worker; its address.
+    pub fn serve(&self) -> (Background, String) {
+        let before = std::fs::read_to_string(self.path("daemon.log")).unwrap_or_default();
+        let d = self.spawn(
+            &self.work(),
+            &["daemon", "--workers", "1", "--http", "127.0.0.1:0"],
+        );
+        let mut addr = None;
+        let started = self.wait_until(30, || {
+            let log = std::fs::read_to_string(self.path("daemon.log")).unwrap_or_default();
+            addr = log[before.len().min(log.len())..]
+                .lines()
+                .find_map(|l| l.split("serving the dashboard at http://").nth(1))
+                .and_then(|a| a.split('/').next())
+                .map(str::to_string);
+            addr.is_some()
+        });
+        assert!(
+            started,
+            "the daemon did not start serving: {}",
+            std::fs::read_to_string(self.path("daemon.log")).unwrap_or_default()
+        );
+        (d, addr.unwrap())
+    }
+
+    /// A new API token of `role`; returns it.
+    pub fn token(&self, role: &str) -> String {
+        let o = self.sandbox(&self.work(), &["token", "create", "--role", role, "--json"]);
+        assert_eq!(o.code, 0, "{o:?}");
+        o.json()["token"].as_str().unwrap().to_string()
+    }
+
     pub fn spawn(&self, dir: &Path, args: &[&str]) -> Background {
         self.spawn_env(dir, args, &[])
     }

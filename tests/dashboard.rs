@@ -1,0 +1,63 @@
+//! The dashboard in a real browser: Debian's Chromium and chromedriver (installed by .ci/run),
+//! driven by Selenium from Python (tests/dashboard/browser.py) against a real daemon on
+//! 127.0.0.1. Screenshots land in target/screenshots/ for a person to look at.
+
+mod common;
+
+use common::World;
+use std::path::Path;
+use std::process::Command;
+
+#[test]
+fn a_person_watches_a_commit_arrive_reads_it_and_promotes_from_the_browser() {
+    for (what, path) in [
+        ("chromium", "/usr/bin/chromium"),
+        ("chromium-driver", "/usr/bin/chromedriver"),
+    ] {
+        assert!(
+            Path::new(path).exists(),
+            "{path} is missing: apt-get install {what} (.ci/run installs it)"
+        );
+    }
+    let has_selenium = Command::new("python3")
+        .args(["-c", "import selenium"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        has_selenium,
+        "selenium is missing: python3 -m pip install selenium (.ci/run installs it)"
+    );
+    let w = World::new();
+    let repo = w.new_repo("dash");
+    let o = w.sandbox(&repo, &["experiment", "start", "ui"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    // A result on main, so the home page has a trend to draw.
+    let o = w.sandbox(&repo, &["run", "main"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let admin = w.token("admin");
+    let (_daemon, addr) = w.serve();
+
+    let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/screenshots");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/dashboard/browser.py");
+    let mut cmd = Command::new("python3");
+    cmd.arg(&script)
+        .arg(&addr)
+        .arg(&admin)
+        .arg(&repo)
+        .arg(&shots)
+        .current_dir(&repo);
+    w.apply_env(&mut cmd);
+    // Selenium must not look for drivers on the network: both are given.
+    cmd.env("SE_OFFLINE", "true");
+    let o = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        o.status.success() && stdout.trim_end().ends_with("ok"),
+        "the browser session failed (screenshots in {})\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
+        shots.display()
+    );
+    for name in ["home", "commit", "experiments", "home-dark", "commit-phone"] {
+        assert!(shots.join(format!("{name}.png")).is_file(), "{name}.png");
+    }
+}
