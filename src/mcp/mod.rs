@@ -5,6 +5,7 @@
 //! runs, the server runs its repository's queued commits itself, so every commit an agent makes
 //! is verified.
 
+mod args;
 mod budget;
 mod tools;
 
