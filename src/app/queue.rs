@@ -123,8 +123,9 @@ fn standing_after_queue(ctx: &Context, row: &RepoRow, commit: ObjectId) -> Resul
     )
 }
 
-/// Wait up to `timeout` for `commit` to have a result; returns where it stands then. Returns
-/// early when it is not queued at all (nothing would ever come) or when `interrupt` is set.
+/// Wait up to `timeout` for `commit` to have a result; returns where it stands then: its result,
+/// the `error` record of a run that could not make one, or its job's state. Returns early when it
+/// is not queued at all (nothing would ever come) or when `interrupt` is set.
 pub fn wait(
     ctx: &Context,
     repo: &gix::Repository,
@@ -137,6 +138,16 @@ pub fn wait(
     let deadline = Instant::now() + timeout;
     loop {
         let s = standing(ctx, repo, row, commit, refname)?;
+        if let Standing::NotQueued = s {
+            // A run that could not make a result (a broken `.sandbox.toml`, a setup that
+            // failed) left an `error` record: that is what the waiter needs to see.
+            let mut reader = results::NoteReader::new(repo)?;
+            if let Some(r) = results::own_record(ctx, repo, row, &mut reader, commit)?
+                .filter(|r| r.status == Status::Error)
+            {
+                return Ok(Standing::Done(Box::new(r)));
+            }
+        }
         if !matches!(s, Standing::Queued(_))
             || Instant::now() >= deadline
             || interrupt.load(Ordering::Relaxed)

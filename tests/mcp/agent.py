@@ -258,6 +258,15 @@ async def main():
             killed = await call(s, "experiment_kill", {"name": "dead-end"})
             assert killed["archive"] == "refs/sandbox/archive/dead-end", killed
 
+            # A commit whose config is broken gets an error record, and run_wait shows it.
+            await call(s, "experiment_start", {"name": "broken"})
+            git("switch", "-q", "experiment/broken")
+            broken = commit(".sandbox.toml", "[test\ncommand = 1\n", "Break the config")
+            git("switch", "-q", "main")
+            done = await call(s, "run_wait", {"revision": broken, "timeout_seconds": 120})
+            assert done["state"] == "done" and done["result"]["status"] == "error", done
+            assert ".sandbox.toml" in done["result"]["error"], done
+
             # Bad input: clear tool errors, and the server keeps serving.
             await call(s, "result_get", {"revision": "no-such-rev"}, error=True)
             await call(s, "log_read", {"revision": bad, "limit": -1}, error=True)
@@ -274,7 +283,7 @@ async def main():
             except MCPError as e:
                 assert "no_such_tool" in str(e), e
             still = await call(s, "experiment_list", {})
-            assert still["total"] == 2, still
+            assert still["total"] == 3, still
 
             # detail asks for more than the compact budget allows.
             big = await call(s, "result_get", {"revision": bad, "detail": True}, detail=True)
