@@ -80,6 +80,16 @@ fn every_endpoint_by_role_and_bad_input() {
     );
     let main = s.w.git(&s.repo, &["rev-parse", "main"]).trim().to_string();
 
+    // The daemons serving this index, and the queue.
+    let ds = get(a, "/api/v1/daemons", read).json();
+    let me = &ds["daemons"][0];
+    assert_eq!(me["state"], "running", "{ds}");
+    assert_eq!(me["workers"], 1);
+    assert_eq!(me["http"], a);
+    assert!(!me["host"].as_str().unwrap().is_empty());
+    let status = s.w.sandbox(&s.w.work(), &["status", "--json"]).json();
+    assert_eq!(status["daemons"][0]["state"], "running", "{status}");
+
     // Only health and the description answer without a token.
     assert_eq!(get(a, "/api/v1/health", None).json()["status"], "ok");
     let doc = get(a, "/api/v1/openapi.json", None).json();

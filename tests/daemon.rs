@@ -59,11 +59,18 @@ fn hook_queued_commits_are_run_and_the_daemon_stops_gracefully() {
     assert_eq!(status["workers"], 2);
     let overall = w.sandbox(&w.work(), &["status", "--json"]).json();
     assert_eq!(overall["daemon"]["running"], true);
+    let me = &overall["daemons"][0];
+    assert_eq!(me["state"], "running", "{overall}");
+    assert_eq!(me["pid"], daemon.child.id());
+    assert_eq!(me["workers"], 2);
     let stop = w.sandbox(&w.work(), &["daemon", "stop"]);
     assert_eq!(stop.code, 0, "{stop:?}");
     let exit = daemon.child.wait().unwrap();
     assert!(exit.success(), "the daemon exits 0 on stop: {exit:?}");
     assert_eq!(w.sandbox(&w.work(), &["daemon", "status"]).code, 1);
+    let overall = w.sandbox(&w.work(), &["status", "--json"]).json();
+    assert_eq!(overall["daemons"][0]["state"], "stopped", "{overall}");
+    assert!(overall["daemons"][0]["stopped_at"].is_string());
 
     let kinds: Vec<String> = w
         .sandbox(&w.work(), &["events", "--limit", "1000", "--json"])

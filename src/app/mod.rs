@@ -4,6 +4,7 @@
 
 pub mod analyze;
 pub mod compare;
+pub mod daemons;
 pub mod demo;
 pub mod eval;
 pub mod exec;

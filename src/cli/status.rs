@@ -21,6 +21,7 @@ pub fn cmd_status(args: StatusArgs) -> CmdResult {
     let daemon = crate::ipc::running(&ctx.paths.home);
     let (queued, running) = ctx.index.queue_depth()?;
     let why = ctx.index.pending_by_trigger()?;
+    let daemons = crate::app::daemons::list(&ctx)?;
     let unindexed: Vec<String> = crate::store::registry::list(&ctx.paths.home)
         .into_iter()
         .filter(|e| !stats.iter().any(|s| s.repo.repository_id == e.id))
@@ -43,6 +44,7 @@ pub fn cmd_status(args: StatusArgs) -> CmdResult {
             },
             "daemon": {"running": daemon.is_some(), "pid": daemon, "queued_jobs": queued, "running_jobs": running},
             "queue": {"pending": queued, "running": running, "pending_by_trigger": why},
+            "daemons": daemons,
             "unindexed_repositories": unindexed,
         }));
         return Ok(0);
@@ -75,6 +77,22 @@ pub fn cmd_status(args: StatusArgs) -> CmdResult {
             |pid| format!("running (pid {pid})")
         )
     );
+    for d in daemons.iter().filter(|d| d.state != "stopped") {
+        println!(
+            "               {} {} pid {} ({} of {} workers busy, heartbeat {}{})",
+            d.state,
+            d.row.host,
+            d.row.pid,
+            d.row.busy_workers,
+            d.row.workers,
+            d.row.heartbeat_at,
+            d.row
+                .http
+                .as_deref()
+                .map(|h| format!(", http://{h}/"))
+                .unwrap_or_default()
+        );
+    }
     if !unindexed.is_empty() {
         eprintln!(
             "hint: {} registered repositor{} not in the index (was index.db deleted?): {}; run `git sandbox reindex` to bring back their results",

@@ -26,7 +26,7 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 
 /// How often the daemon writes a heartbeat and rescans every repository (the safety net for
 /// anything the hooks and the watcher missed).
-pub const HEARTBEAT: Duration = Duration::from_secs(30);
+pub const HEARTBEAT: Duration = crate::app::daemons::HEARTBEAT;
 /// Watcher events closer together than this are handled as one.
 const DEBOUNCE: Duration = Duration::from_millis(30);
 
@@ -159,10 +159,12 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
     // Deliveries recorded before a crash are fetched now; new ones when the listener wakes it.
     let (wake_deliveries, deliveries) = mpsc::channel::<()>();
     http::start_deliveries(deliveries);
+    let mut served = None;
     if let Some(addr) = opts.http {
         let webhooks = secrets.is_some();
         let bound = http::start(addr, secrets, wake_deliveries.clone())
             .map_err(|source| DaemonError::HttpBind { addr, source })?;
+        served = Some(bound.to_string());
         log(&format!(
             "serving the dashboard at http://{bound}/ and the API at http://{bound}/api/v1"
         ));
@@ -209,6 +211,7 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
     let event = |kind: &str, data: serde_json::Value| {
         let _ = ctx.index.add_event(kind, None, None, None, &data);
     };
+    let me = crate::app::daemons::started(&ctx, workers, served);
     event(
         "daemon.started",
         serde_json::json!({"pid": std::process::id(), "workers": workers, "repositories": repos.rows.len(), "requeued": requeued}),
@@ -291,6 +294,7 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
                 "daemon.heartbeat",
                 serde_json::json!({"pending_jobs": pending, "running_jobs": running, "busy_workers": workers - idle}),
             );
+            let _ = ctx.index.daemon_heartbeat(&me, (workers - idle) as i64);
             repos.reload(&ctx);
             watcher.update(&repos.git_dirs());
             dirty.insert(None);
@@ -332,6 +336,7 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
     }
     let requeued = ctx.index.requeue_interrupted().unwrap_or(0);
     event("daemon.stopped", serde_json::json!({"requeued": requeued}));
+    let _ = ctx.index.daemon_stopped(&me);
     log(&format!(
         "stopped{}",
         if requeued > 0 {

@@ -54,6 +54,7 @@ pub fn routes() -> Router<Arc<Web>> {
         .route("/api/v1/commits/{repo}/{sha}", get(commit))
         .route("/api/v1/runs", get(runs).post(request_run))
         .route("/api/v1/runs/{id}/log", get(run_log))
+        .route("/api/v1/daemons", get(daemons))
         .route("/api/v1/events", get(events))
         .route("/api/v1/events/stream", get(event_stream))
 }
@@ -98,6 +99,18 @@ async fn repositories(State(web): St, headers: HeaderMap) -> ApiResult<Json<Valu
     blocking(|ctx| {
         let stats = ctx.index.repository_stats().map_err(AppError::from)?;
         Ok(Json(json!({"repositories": stats, "total": stats.len()})))
+    })
+    .await
+}
+
+async fn daemons(State(web): St, headers: HeaderMap) -> ApiResult<Json<Value>> {
+    web.require(&headers, Role::Read, true)?;
+    blocking(|ctx| {
+        let all = crate::app::daemons::list(ctx)?;
+        let (pending, running) = ctx.index.queue_depth().map_err(AppError::from)?;
+        Ok(Json(
+            json!({"daemons": all, "queue": {"pending": pending, "running": running}}),
+        ))
     })
     .await
 }

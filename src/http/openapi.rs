@@ -172,6 +172,9 @@ pub fn document() -> Value {
             "/api/v1/runs/{id}/log": {
                 "get": op("A run's output, paged", Some("read"), [vec![path_param("id", "a run id", true)], query_params::<LogQuery>()].concat(), None, &["200"]),
             },
+            "/api/v1/daemons": {
+                "get": op("The daemons that served this index (running, stopped, lost) and the queue", Some("read"), vec![], None, &["200"]),
+            },
             "/api/v1/events": {
                 "get": op("Events, paged by id", Some("read"), query_params::<EventsQuery>(), None, &["200"]),
             },

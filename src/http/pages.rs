@@ -151,6 +151,7 @@ async fn home(State(web): St, headers: HeaderMap) -> Response {
             trends.push(runs.into_iter().map(|(_, _, r)| r).collect::<Vec<_>>());
         }
         let running = ctx.index.running_jobs().map_err(AppError::from)?;
+        let daemons = crate::app::daemons::list(ctx)?;
         let (queued, _) = ctx.index.queue_depth().map_err(AppError::from)?;
         let events = ctx
             .index
@@ -159,10 +160,10 @@ async fn home(State(web): St, headers: HeaderMap) -> Response {
                 ..Default::default()
             })
             .map_err(AppError::from)?;
-        Ok((stats, trends, running, queued, events))
+        Ok((stats, trends, running, queued, events, daemons))
     })
     .await;
-    let (stats, trends, running, queued, events) = match data {
+    let (stats, trends, running, queued, events, daemons) = match data {
         Ok(d) => d,
         Err(e) => return error_page(Some(&caller), e),
     };
@@ -213,6 +214,16 @@ async fn home(State(web): St, headers: HeaderMap) -> Response {
                         }
                     }
                     p.muted { (queued) " more queued." }
+                }
+                h2 { "Daemons" }
+                ul #daemons {
+                    @for d in daemons.iter().filter(|d| d.state != "stopped").take(10) {
+                        li {
+                            span class=(if d.state == "running" { "pass" } else { "fail" }) { (d.state) }
+                            " " (d.row.host) " pid " (d.row.pid) " · " (d.row.busy_workers) "/" (d.row.workers) " workers busy · heartbeat "
+                            span.muted { (d.row.heartbeat_at.get(11..19).unwrap_or(&d.row.heartbeat_at)) }
+                        }
+                    }
                 }
             }
             div.card {

@@ -1,6 +1,7 @@
 //! The SQLite index at `$GIT_SANDBOX_HOME/index.db`: a cache of what git holds (notes, refs) plus
 //! the job queue and the event log. Opening it checks the schema version and migrates.
 
+mod daemons;
 mod deliveries;
 mod events;
 mod experiments;
@@ -10,6 +11,7 @@ mod repos;
 mod runs;
 mod statuses;
 
+pub use daemons::DaemonRow;
 pub use deliveries::Delivery;
 pub use events::{Event, EventFilter};
 pub use experiments::ExperimentCounts;
@@ -23,7 +25,7 @@ use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 
 /// The schema this build writes. Bump it with a new entry in [`MIGRATIONS`].
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 const MIGRATIONS: &[&str] = &[
     // 1: the first schema.
@@ -163,6 +165,20 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (repository_id, commit_id, context)
     ) WITHOUT ROWID;
     CREATE INDEX statuses_due ON statuses (done_at, next_at);
+    "#,
+    // 7: the daemons that served this index: who, where, how many workers, their last heartbeat.
+    r#"
+    CREATE TABLE daemons (
+        id TEXT PRIMARY KEY,
+        host TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        workers INTEGER NOT NULL,
+        http TEXT,
+        started_at TEXT NOT NULL,
+        heartbeat_at TEXT NOT NULL,
+        busy_workers INTEGER NOT NULL DEFAULT 0,
+        stopped_at TEXT
+    );
     "#,
 ];
 

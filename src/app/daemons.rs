@@ -1,0 +1,106 @@
+//! The daemons that served this index, as `status`, the API and the dashboard show them:
+//! running (a heartbeat within the last 90 s), stopped, or lost (killed: no heartbeat since, no
+//! stop).
+
+use super::Context;
+use crate::store::DaemonRow;
+use crate::util::time;
+use serde::Serialize;
+
+/// How often a daemon writes its heartbeat (and rescans every repository).
+pub const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(30);
+/// A daemon whose last heartbeat is older than this, and that did not stop, was lost.
+const LOST_AFTER_MS: i64 = 3 * HEARTBEAT.as_millis() as i64;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Daemon {
+    #[serde(flatten)]
+    pub row: DaemonRow,
+    /// `running`, `stopped` or `lost`.
+    pub state: &'static str,
+}
+
+/// This machine's name.
+pub fn host() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most `len` bytes into the buffer we own.
+    let ok = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0;
+    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+    if ok && end > 0 {
+        String::from_utf8_lossy(&buf[..end]).into_owned()
+    } else {
+        "localhost".into()
+    }
+}
+
+/// Record that this process starts serving as a daemon; returns its id.
+pub fn started(ctx: &Context, workers: usize, http: Option<String>) -> String {
+    let now = time::now_millis();
+    let host = host();
+    let pid = std::process::id();
+    let id = format!("{host}:{pid}:{now}");
+    let _ = ctx.index.daemon_started(&DaemonRow {
+        id: id.clone(),
+        host,
+        pid: pid as i64,
+        workers: workers as i64,
+        http,
+        started_at: time::rfc3339(now),
+        heartbeat_at: time::rfc3339(now),
+        busy_workers: 0,
+        stopped_at: None,
+    });
+    id
+}
+
+/// The newest daemons (at most 20), each with its state now.
+pub fn list(ctx: &Context) -> super::Result<Vec<Daemon>> {
+    let now = time::now_millis();
+    Ok(ctx
+        .index
+        .daemons(20)?
+        .into_iter()
+        .map(|row| Daemon {
+            state: state_of(&row, now),
+            row,
+        })
+        .collect())
+}
+
+/// `stopped` when it said so, `lost` when its heartbeat is too old, else `running`.
+fn state_of(row: &DaemonRow, now: i64) -> &'static str {
+    let beat = time::parse_rfc3339(&row.heartbeat_at).unwrap_or(0);
+    if row.stopped_at.is_some() {
+        "stopped"
+    } else if now - beat > LOST_AFTER_MS {
+        "lost"
+    } else {
+        "running"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_daemon_without_heartbeat_or_stop_is_lost() {
+        let now = time::now_millis();
+        let mut row = DaemonRow {
+            id: "h:1:0".into(),
+            host: "h".into(),
+            pid: 1,
+            workers: 2,
+            http: None,
+            started_at: time::rfc3339(now - 600_000),
+            heartbeat_at: time::rfc3339(now - 10_000),
+            busy_workers: 0,
+            stopped_at: None,
+        };
+        assert_eq!(state_of(&row, now), "running");
+        row.heartbeat_at = time::rfc3339(now - 200_000);
+        assert_eq!(state_of(&row, now), "lost");
+        row.stopped_at = Some(time::rfc3339(now));
+        assert_eq!(state_of(&row, now), "stopped");
+    }
+}
