@@ -3,7 +3,7 @@
 //! lost (killed: no heartbeat for long, no stop).
 
 use super::{Index, Result};
-use rusqlite::params;
+use super::sql::params;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize)]
@@ -67,7 +67,7 @@ impl Index {
                     stopped_at: r.get(8)?,
                 })
             })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+            .collect::<super::sql::Result<Vec<_>>>()?;
         Ok(rows)
     }
 }

@@ -4,7 +4,7 @@
 //! delivery recorded before a crash is fetched after it.
 
 use super::{Index, Result};
-use rusqlite::{params, OptionalExtension};
+use super::sql::{params, OptionalExtension};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize)]
@@ -28,10 +28,7 @@ impl Index {
         let now = crate::util::time::now_rfc3339();
         // Immediate: it reads, then writes; a deferred transaction would fail at once (not wait)
         // when another connection wrote in between.
-        let tx = rusqlite::Transaction::new_unchecked(
-            &self.conn,
-            rusqlite::TransactionBehavior::Immediate,
-        )?;
+        let tx = self.conn.transaction()?;
         let seen = ds.first().is_some_and(|d| {
             tx.query_row(
                 "SELECT 1 FROM deliveries WHERE id = ?1",
@@ -71,7 +68,7 @@ impl Index {
             "SELECT id, source, event, repository_id, remote, refspec, local_ref FROM deliveries
              WHERE done_at IS NULL ORDER BY received_at, id",
         )?;
-        let rows = stmt.query_map([], |r| {
+        let rows = stmt.query_map(params![], |r| {
             Ok(Delivery {
                 id: r.get(0)?,
                 source: r.get(1)?,
@@ -82,7 +79,7 @@ impl Index {
                 local_ref: r.get(6)?,
             })
         })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        Ok(rows.collect::<super::sql::Result<_>>()?)
     }
 
     /// Mark a delivery's fetch in one repository done (with the error that ended it, if it failed

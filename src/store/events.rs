@@ -2,7 +2,7 @@
 //! follower can resume where it stopped.
 
 use super::{Index, Result};
-use rusqlite::params;
+use super::sql::params;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize)]
@@ -67,7 +67,7 @@ impl Index {
                     })
                 },
             )?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+            .collect::<super::sql::Result<Vec<_>>>()?;
         if f.since.is_none() {
             rows.reverse();
         }

@@ -3,11 +3,11 @@
 
 use super::{Index, Result};
 use crate::model::{Evaluation, Experiment, State};
-use rusqlite::{params, OptionalExtension, Row};
+use super::sql::{params, OptionalExtension, Row};
 
 const COLS: &str = "name, branch, state, hypothesis, base_commit, created_at, updated_at";
 
-fn row(r: &Row) -> rusqlite::Result<Experiment> {
+fn row(r: &Row) -> super::sql::Result<Experiment> {
     let state: String = r.get(2)?;
     Ok(Experiment {
         name: r.get(0)?,
@@ -65,12 +65,12 @@ impl Index {
 
     /// A repository's experiments, newest first.
     pub fn experiments(&self, repository_id: &str) -> Result<Vec<Experiment>> {
-        let mut stmt = self.conn.prepare(&format!(
+        let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT {COLS} FROM experiments WHERE repository_id = ?1 ORDER BY created_at DESC, name"
         ))?;
         let rows = stmt
             .query_map([repository_id], row)?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+            .collect::<super::sql::Result<Vec<_>>>()?;
         Ok(rows)
     }
 
@@ -109,7 +109,7 @@ impl Index {
         let (active, promoted, killed): (i64, i64, i64) = self.conn.query_row(
             "SELECT COALESCE(SUM(state = 'active'), 0), COALESCE(SUM(state = 'promoted'), 0),
                     COALESCE(SUM(state = 'killed'), 0) FROM experiments",
-            [],
+            params![],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )?;
         Ok(ExperimentCounts {

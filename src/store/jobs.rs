@@ -1,7 +1,7 @@
 //! The job queue: commits waiting to be run (pending → assigned → running → completed / failed).
 
 use super::{Index, Result};
-use rusqlite::params;
+use super::sql::params;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize)]
@@ -16,7 +16,7 @@ pub struct Job {
 }
 
 /// A `jobs` row selected as `id, repository_id, commit_id, refname, trigger, state, attempts`.
-fn job_row(r: &rusqlite::Row) -> rusqlite::Result<Job> {
+fn job_row(r: &super::sql::Row) -> super::sql::Result<Job> {
     Ok(Job {
         id: r.get(0)?,
         repository_id: r.get(1)?,
@@ -41,7 +41,7 @@ impl Index {
             return Ok(0);
         }
         let now = crate::util::time::now_rfc3339();
-        let tx = self.conn.unchecked_transaction()?;
+        let tx = self.conn.transaction()?;
         let mut added = 0;
         {
             let mut stmt = tx.prepare_cached(
@@ -76,7 +76,7 @@ impl Index {
         trigger: &str,
     ) -> Result<usize> {
         let now = crate::util::time::now_rfc3339();
-        let tx = self.conn.unchecked_transaction()?;
+        let tx = self.conn.transaction()?;
         let mut n = 0;
         {
             let mut stmt = tx.prepare_cached(
@@ -105,7 +105,7 @@ impl Index {
 
     /// The state of a commit's job, if it has one.
     pub fn job_state(&self, repository_id: &str, commit: &str) -> Result<Option<String>> {
-        use rusqlite::OptionalExtension;
+        use super::sql::OptionalExtension;
         let mut stmt = self
             .conn
             .prepare_cached("SELECT state FROM jobs WHERE repository_id = ?1 AND commit_id = ?2")?;
@@ -148,8 +148,8 @@ impl Index {
              WHERE state = 'running' ORDER BY id",
         )?;
         let rows = stmt
-            .query_map([], job_row)?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+            .query_map(params![], job_row)?
+            .collect::<super::sql::Result<Vec<_>>>()?;
         Ok(rows)
     }
 
@@ -174,7 +174,7 @@ impl Index {
                 params![crate::util::time::now_rfc3339(), limit as i64],
                 job_row,
             )?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+            .collect::<super::sql::Result<Vec<_>>>()?;
         Ok(rows)
     }
 
@@ -252,10 +252,10 @@ impl Index {
             "SELECT trigger, COUNT(*) FROM jobs WHERE state = 'pending' GROUP BY trigger",
         )?;
         let rows = stmt
-            .query_map([], |r| {
+            .query_map(params![], |r| {
                 Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as u64))
             })?
-            .collect::<rusqlite::Result<_>>()?;
+            .collect::<super::sql::Result<_>>()?;
         Ok(rows)
     }
 
@@ -263,7 +263,7 @@ impl Index {
     pub fn queue_depth(&self) -> Result<(u64, u64)> {
         let (pending, running): (i64, i64) = self.conn.query_row(
             "SELECT COALESCE(SUM(state = 'pending'), 0), COALESCE(SUM(state IN ('assigned', 'running')), 0) FROM jobs",
-            [],
+            params![],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )?;
         Ok((pending as u64, running as u64))

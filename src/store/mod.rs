@@ -9,6 +9,7 @@ mod jobs;
 pub mod registry;
 mod repos;
 mod runs;
+pub mod sql;
 mod statuses;
 
 pub use daemons::DaemonRow;
@@ -198,7 +199,7 @@ pub enum StoreError {
         found: i64,
         known: i64,
     },
-    Sql(#[from] rusqlite::Error),
+    Sql(#[from] sql::Error),
 }
 
 impl Hinted for StoreError {
@@ -238,7 +239,7 @@ display_hinted!(StoreError);
 pub type Result<T> = std::result::Result<T, StoreError>;
 
 pub struct Index {
-    pub(crate) conn: Connection,
+    pub(crate) conn: sql::Db,
     path: PathBuf,
 }
 
@@ -282,7 +283,8 @@ impl Index {
             }
             e => corrupt(e),
         })?;
-        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(sql::Error::from)?;
         // The first real read tells a database from garbage.
         let version: i64 = conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
@@ -309,24 +311,23 @@ impl Index {
             side.push(suffix);
             crate::util::private::restrict_path(Path::new(&side)).map_err(home_err)?;
         }
-        let mut index = Index {
-            conn,
-            path: path.to_path_buf(),
-        };
+        let mut conn = conn;
         if version < SCHEMA_VERSION {
-            index.migrate(version).map_err(corrupt)?;
+            Self::migrate(&mut conn, version).map_err(corrupt)?;
         }
-        Ok(index)
+        Ok(Index {
+            conn: sql::Db::Sqlite(conn),
+            path: path.to_path_buf(),
+        })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    fn migrate(&mut self, from: i64) -> rusqlite::Result<()> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    /// Bring a SQLite index from schema `from` to [`SCHEMA_VERSION`].
+    fn migrate(conn: &mut Connection, from: i64) -> rusqlite::Result<()> {
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         // Another process may have migrated while we waited for the lock.
         let current: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
         for (i, sql) in MIGRATIONS
@@ -349,9 +350,10 @@ impl Index {
         commit: Option<&str>,
         data: &serde_json::Value,
     ) -> Result<i64> {
-        self.conn.execute(
-            "INSERT INTO events (time, kind, repository_id, run_id, commit_id, data) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            rusqlite::params![
+        Ok(self.conn.query_row(
+            "INSERT INTO events (time, kind, repository_id, run_id, commit_id, data) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+             RETURNING id",
+            sql::params![
                 crate::util::time::now_rfc3339(),
                 kind,
                 repository_id,
@@ -359,16 +361,17 @@ impl Index {
                 commit,
                 data.to_string()
             ],
-        )?;
-        Ok(self.conn.last_insert_rowid())
+            |r| r.get(0),
+        )?)
     }
 
     /// Remember the layer table of a sandbox profile (once per profile id).
     pub fn put_profile(&self, id: &str, layers: &[crate::model::Layer]) -> Result<()> {
         let mut stmt = self.conn.prepare_cached(
-            "INSERT OR IGNORE INTO sandbox_profiles (id, layers, first_seen) VALUES (?1, ?2, ?3)",
+            "INSERT INTO sandbox_profiles (id, layers, first_seen) VALUES (?1, ?2, ?3)
+             ON CONFLICT (id) DO NOTHING",
         )?;
-        stmt.execute(rusqlite::params![
+        stmt.execute(sql::params![
             id,
             serde_json::to_string(layers).expect("layers always serialize"),
             crate::util::time::now_rfc3339()
@@ -378,7 +381,7 @@ impl Index {
 
     /// The layer table of a sandbox profile, if this index has seen it.
     pub fn profile(&self, id: &str) -> Result<Option<Vec<crate::model::Layer>>> {
-        use rusqlite::OptionalExtension;
+        use sql::OptionalExtension;
         let json: Option<String> = self
             .conn
             .query_row(
@@ -391,7 +394,7 @@ impl Index {
     }
 
     pub fn cached_analysis(&self, blob: &str, key: &str) -> Result<Option<String>> {
-        use rusqlite::OptionalExtension;
+        use sql::OptionalExtension;
         let mut stmt = self
             .conn
             .prepare_cached("SELECT result FROM analysis_cache WHERE blob_id = ?1 AND key = ?2")?;
@@ -399,10 +402,11 @@ impl Index {
     }
 
     pub fn put_analysis(&self, entries: &[(String, String, String)]) -> Result<()> {
-        let tx = self.conn.unchecked_transaction()?;
+        let tx = self.conn.transaction()?;
         {
             let mut stmt = tx.prepare_cached(
-                "INSERT OR REPLACE INTO analysis_cache (blob_id, key, result) VALUES (?1, ?2, ?3)",
+                "INSERT INTO analysis_cache (blob_id, key, result) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (blob_id, key) DO UPDATE SET result = excluded.result",
             )?;
             for (blob, key, result) in entries {
                 stmt.execute([blob, key, result])?;
@@ -446,13 +450,13 @@ mod tests {
         let a = Index::open(dir.path()).unwrap();
         let mode: String = a
             .conn
-            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .query_row("PRAGMA journal_mode", sql::params![], |r| r.get(0))
             .unwrap();
         assert_eq!(mode, "wal");
         let b = Index::open(dir.path()).unwrap();
         let v: i64 = b
             .conn
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .query_row("PRAGMA user_version", sql::params![], |r| r.get(0))
             .unwrap();
         assert_eq!(v, SCHEMA_VERSION);
     }

@@ -1,7 +1,7 @@
 //! Registered repositories and the per-repository figures `list` and `status` show.
 
 use super::{Index, Result};
-use rusqlite::{params, OptionalExtension, Row};
+use super::sql::{params, OptionalExtension, Row};
 use serde::Serialize;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -28,7 +28,7 @@ pub struct RepoStats {
     pub mean_duration_ms: Option<f64>,
 }
 
-fn row(r: &Row) -> rusqlite::Result<RepoRow> {
+fn row(r: &Row) -> super::sql::Result<RepoRow> {
     Ok(RepoRow {
         repository_id: r.get(0)?,
         name: r.get(1)?,
@@ -84,12 +84,12 @@ impl Index {
     }
 
     pub fn repositories(&self) -> Result<Vec<RepoRow>> {
-        let mut stmt = self.conn.prepare(&format!(
+        let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT {COLS} FROM repositories ORDER BY created_at, name"
         ))?;
         let rows = stmt
-            .query_map([], row)?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+            .query_map(params![], row)?
+            .collect::<super::sql::Result<Vec<_>>>()?;
         Ok(rows)
     }
 
@@ -115,7 +115,7 @@ impl Index {
     /// Remove a repository and everything the index holds for it (runs, experiments,
     /// evaluations, jobs, events), in one transaction. Returns what was removed.
     pub fn delete_repository(&self, id: &str) -> Result<RepoRows> {
-        let tx = self.conn.unchecked_transaction()?;
+        let tx = self.conn.transaction()?;
         let rows = self.repository_rows(id)?;
         for table in ["runs", "experiments", "evaluations", "jobs", "events"] {
             tx.execute(

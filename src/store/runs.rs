@@ -2,7 +2,7 @@
 
 use super::{Index, Result};
 use crate::model::RunRecord;
-use rusqlite::{params, OptionalExtension};
+use super::sql::{params, OptionalExtension};
 
 #[derive(Debug, Clone)]
 pub struct RunRow {
@@ -10,9 +10,9 @@ pub struct RunRow {
     pub record: RunRecord,
 }
 
-fn decode(id: i64, json: String) -> rusqlite::Result<RunRow> {
+fn decode(id: i64, json: String) -> super::sql::Result<RunRow> {
     let record = serde_json::from_str(&json).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
+        super::sql::Error::Decode(0, format!("a record that is no run record: {e}"))
     })?;
     Ok(RunRow { id, record })
 }
@@ -101,7 +101,7 @@ impl Index {
             .prepare_cached("SELECT id, record FROM runs WHERE repository_id = ?1")?;
         let rows = stmt
             .query_map([repository_id], |r| decode(r.get(0)?, r.get(1)?))?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+            .collect::<super::sql::Result<Vec<_>>>()?;
         Ok(rows.into_iter().map(|r| r.record).collect())
     }
 
@@ -134,7 +134,7 @@ impl Index {
                     decode(r.get(0)?, r.get(2)?).map(|run| (run.id, repo, run.record))
                 },
             )?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+            .collect::<super::sql::Result<Vec<_>>>()?;
         if since.is_none() {
             rows.reverse();
         }
@@ -165,10 +165,10 @@ impl Index {
              ORDER BY finished_at DESC, id DESC LIMIT ?2",
         )?;
         let rows = stmt
-            .query_map(rusqlite::params![repository_id, limit as i64], |r| {
+            .query_map(params![repository_id, limit as i64], |r| {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?))
             })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+            .collect::<super::sql::Result<Vec<_>>>()?;
         Ok(rows)
     }
 
@@ -192,7 +192,7 @@ impl Index {
         let (runs, passed, mean): (i64, i64, Option<f64>) = self.conn.query_row(
             "SELECT COUNT(*), COALESCE(SUM(status = 'passed'), 0),
                     AVG(CASE WHEN cached_from IS NULL THEN duration_ms END) FROM runs",
-            [],
+            params![],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )?;
         Ok((runs as u64, passed as u64, mean))

@@ -3,7 +3,7 @@
 //! and the time before which it must not be tried again (a rate limit, a remote that was down).
 
 use super::{Index, Result};
-use rusqlite::params;
+use super::sql::params;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize)]
@@ -60,14 +60,14 @@ impl Index {
                 attempts: r.get(7)?,
             })
         })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        Ok(rows.collect::<super::sql::Result<_>>()?)
     }
 
     /// How many statuses wait to be posted.
     pub fn pending_statuses(&self) -> Result<i64> {
         Ok(self.conn.query_row(
             "SELECT COUNT(*) FROM statuses WHERE done_at IS NULL",
-            [],
+            params![],
             |r| r.get(0),
         )?)
     }
