@@ -109,6 +109,21 @@ pub(crate) fn io_err(context: impl Into<String>) -> impl FnOnce(std::io::Error) 
     move |source| AppError::Io { context, source }
 }
 
+/// Where the index lives: `GIT_SANDBOX_INDEX`, else `[index] url` of the user config; `None`
+/// means the SQLite file in the data dir.
+pub fn index_url(layers: &Layers) -> Result<Option<String>> {
+    if let Some(u) = std::env::var("GIT_SANDBOX_INDEX")
+        .ok()
+        .filter(|u| !u.is_empty())
+    {
+        crate::config::check_index_url(&u).map_err(|(problem, fix)| {
+            AppError::usage(format!("GIT_SANDBOX_INDEX: {problem}")).hint(fix)
+        })?;
+        return Ok(Some(u));
+    }
+    Ok(layers.resolve().index.url)
+}
+
 /// What every use-case needs: where things are, the user's config layers, the index.
 pub struct Context {
     pub paths: Paths,
@@ -122,7 +137,10 @@ impl Context {
     pub fn load() -> Result<Context> {
         let paths = Paths::from_env();
         let layers = Layers::load(&paths)?;
-        let index = Index::open(&paths.home)?;
+        let index = match index_url(&layers)? {
+            Some(url) => Index::connect(&url)?,
+            None => Index::open(&paths.home)?,
+        };
         Ok(Context {
             paths,
             layers,

@@ -156,7 +156,8 @@ fn store_kind(e: &StoreError) -> Kind {
         StoreError::Home { .. }
         | StoreError::Corrupt { .. }
         | StoreError::TooNew { .. }
-        | StoreError::Sql(_) => Kind::Environment,
+        | StoreError::Sql(_)
+        | StoreError::Unreachable { .. } => Kind::Environment,
     }
 }
 

@@ -1,5 +1,6 @@
 //! One config file as written (every key optional) and its parser with file:line:key errors.
 
+pub use super::machine::{GithubFile, IndexFile, RemoteFile};
 use super::{parse_duration, Config, ConfigError, Location};
 use crate::util::hint::Hinted;
 use serde::{Deserialize, Deserializer};
@@ -10,7 +11,10 @@ use std::time::Duration;
 const HINT_MARK: char = '\u{1f}';
 
 /// A deserialize error with its fix kept apart.
-fn hinted<E: serde::de::Error>(problem: impl std::fmt::Display, fix: impl std::fmt::Display) -> E {
+pub(super) fn hinted<E: serde::de::Error>(
+    problem: impl std::fmt::Display,
+    fix: impl std::fmt::Display,
+) -> E {
     E::custom(format!("{problem}{HINT_MARK}{fix}"))
 }
 
@@ -38,72 +42,9 @@ pub struct ConfigFile {
     /// User config and environment only, like `[gc]`.
     #[serde(default)]
     pub github: GithubFile,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GithubFile {
-    #[serde(default, deserialize_with = "de_http_url")]
-    pub api_url: Option<String>,
-    #[serde(default, deserialize_with = "de_http_url")]
-    pub web_url: Option<String>,
-    #[serde(default, deserialize_with = "de_command")]
-    pub token_command: Option<String>,
-    pub statuses: Option<bool>,
-    /// A GitHub App (then check runs are posted instead of statuses).
-    pub app_id: Option<u64>,
-    #[serde(default, deserialize_with = "de_secret_file")]
-    pub app_key_file: Option<String>,
-    pub installation_id: Option<u64>,
-}
-
-fn de_http_url<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    let s = String::deserialize(d)?;
-    let rest = s
-        .strip_prefix("https://")
-        .or_else(|| s.strip_prefix("http://"));
-    if rest.is_none_or(|r| r.is_empty() || r.starts_with('/') || r.contains(char::is_whitespace)) {
-        return Err(hinted(
-            format!("{s:?} is not an http(s) URL"),
-            "write it like \"https://api.github.com\" (GitHub Enterprise: \"https://HOST/api/v3\")",
-        ));
-    }
-    Ok(Some(s.trim_end_matches('/').to_string()))
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RemoteFile {
-    pub auto_push: Option<bool>,
-    #[serde(default, deserialize_with = "de_poll")]
-    pub poll: Option<Duration>,
-    /// A file holding the webhook secret (two lines while rotating): never the secret itself.
-    #[serde(default, deserialize_with = "de_secret_file")]
-    pub webhook_secret_file: Option<String>,
-}
-
-fn de_secret_file<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    let s = String::deserialize(d)?;
-    if !(s.starts_with('/') || s.starts_with("~/")) {
-        return Err(hinted(
-            format!("{s:?} is not an absolute path"),
-            "name the file by its absolute path or from your home, like \"~/.config/git-sandbox/webhook-secret\"",
-        ));
-    }
-    Ok(Some(s))
-}
-
-/// How often the daemon asks each repository's remote what moved: at least 5 s (`git ls-remote`
-/// is one round trip, but a remote is somebody else's machine).
-fn de_poll<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-    let t = de_duration(d)?;
-    if t.is_some_and(|t| t < Duration::from_secs(5)) {
-        return Err(hinted(
-            "polling a remote more often than every 5 s",
-            "write \"60s\" or more (a push is seen at once with a webhook)",
-        ));
-    }
-    Ok(t)
+    /// User config and environment only, like `[gc]`.
+    #[serde(default)]
+    pub index: IndexFile,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -276,7 +217,7 @@ fn de_output<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Limit>, D::Error>
 
 /// A command with a NUL byte cannot be passed to a shell: it is an error, never a command cut
 /// short at the NUL.
-fn de_command<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+pub(super) fn de_command<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     let s = String::deserialize(d)?;
     if s.contains('\0') {
         return Err(hinted(
@@ -379,7 +320,7 @@ fn de_positive<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error>
     }
 }
 
-fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+pub(super) fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum Raw {
@@ -506,6 +447,9 @@ impl ConfigFile {
         if let Some(v) = h.installation_id {
             c.github.installation_id = Some(v);
         }
+        if let Some(u) = &self.index.url {
+            c.index.url = Some(u.clone());
+        }
     }
 }
 
@@ -562,6 +506,11 @@ pub fn parse_repository_file(label: &str, text: &str) -> Result<ConfigFile, Conf
             "github",
             file.github != GithubFile::default(),
             "how this machine talks to GitHub, with its token",
+        ),
+        (
+            "index",
+            file.index != IndexFile::default(),
+            "which database this machine keeps its index in",
         ),
     ];
     if let Some((section, _, what)) = user_only.iter().find(|(_, set, _)| *set) {

@@ -4,8 +4,10 @@
 
 mod env;
 mod file;
+mod machine;
 
 pub use file::{parse_file, parse_repository_file, ConfigFile, Limit};
+pub use machine::check_index_url;
 
 use crate::util::glob::{GlobError, Globs};
 use crate::util::hint::{display_hinted, Hinted};
@@ -232,6 +234,38 @@ pub struct Config {
     pub gc: GcConfig,
     pub remote: RemoteConfig,
     pub github: GithubConfig,
+    pub index: IndexConfig,
+}
+
+/// Where the index lives. User config and environment only (`GIT_SANDBOX_INDEX` wins).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct IndexConfig {
+    /// A PostgreSQL URL; `None`: the SQLite file `index.db` in the data dir. Shown with its
+    /// password masked.
+    #[serde(serialize_with = "ser_redacted")]
+    pub url: Option<String>,
+}
+
+fn ser_redacted<S: serde::Serializer>(u: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
+    match u {
+        Some(u) => s.serialize_str(&redact_url(u)),
+        None => s.serialize_none(),
+    }
+}
+
+/// A URL with the password of its user part masked: `postgres://me:***@host/db`.
+pub fn redact_url(u: &str) -> String {
+    let Some((scheme, rest)) = u.split_once("://") else {
+        return u.to_string();
+    };
+    let (auth, host) = match rest.split_once('@') {
+        Some((a, h)) if !a.contains('/') => (a, h),
+        _ => return u.to_string(),
+    };
+    match auth.split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
+        None => u.to_string(),
+    }
 }
 
 const DAY: u64 = 86_400;
@@ -303,6 +337,7 @@ impl Default for Config {
                 app_key_file: None,
                 installation_id: None,
             },
+            index: IndexConfig::default(),
         }
     }
 }

@@ -2,8 +2,8 @@
 //! and its stop, so `status` and the dashboard can say which run, which stopped, and which were
 //! lost (killed: no heartbeat for long, no stop).
 
-use super::{Index, Result};
 use super::sql::params;
+use super::{Index, Result};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize)]

@@ -3,8 +3,8 @@
 //! is the key, so a redelivery of the same one is recognised and queues nothing twice, and a
 //! delivery recorded before a crash is fetched after it.
 
-use super::{Index, Result};
 use super::sql::{params, OptionalExtension};
+use super::{Index, Result};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize)]

@@ -1,8 +1,8 @@
 //! The event log: what happened, when, to which repository, run and commit. Paged by id so a
 //! follower can resume where it stopped.
 
-use super::{Index, Result};
 use super::sql::params;
+use super::{Index, Result};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize)]
@@ -44,8 +44,10 @@ impl Index {
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT e.id, e.time, e.kind, e.repository_id, e.run_id, e.commit_id, e.data, r.name
              FROM events e LEFT JOIN repositories r ON r.id = e.repository_id
-             WHERE (?1 IS NULL OR e.repository_id = ?1) AND (?2 IS NULL OR e.run_id = ?2)
-               AND (?3 IS NULL OR e.kind LIKE ?3) AND e.id > COALESCE(?4, 0)
+             WHERE (CAST(?1 AS TEXT) IS NULL OR e.repository_id = ?1)
+               AND (CAST(?2 AS BIGINT) IS NULL OR e.run_id = ?2)
+               AND (CAST(?3 AS TEXT) IS NULL OR e.kind LIKE ?3)
+               AND e.id > COALESCE(CAST(?4 AS BIGINT), 0)
              ORDER BY e.id {order} LIMIT ?5"
         ))?;
         let mut rows = stmt
@@ -79,8 +81,14 @@ impl Index {
     /// with their repository). Returns how many.
     pub fn prune_events(&self, before: &str, except: &[String], dry_run: bool) -> Result<u64> {
         let except = serde_json::to_string(except).expect("strings serialize");
-        let filter = "time < ?1 AND (repository_id IS NULL
-                      OR repository_id NOT IN (SELECT value FROM json_each(?2)))";
+        // The repositories to leave alone, as one JSON array parameter.
+        let filter = if self.conn.is_pg() {
+            "time < ?1 AND (repository_id IS NULL
+             OR repository_id NOT IN (SELECT json_array_elements_text(CAST(?2 AS json))))"
+        } else {
+            "time < ?1 AND (repository_id IS NULL
+             OR repository_id NOT IN (SELECT value FROM json_each(?2)))"
+        };
         let n = if dry_run {
             self.conn.query_row(
                 &format!("SELECT COUNT(*) FROM events WHERE {filter}"),

@@ -1,9 +1,9 @@
 //! Indexed experiments (one row per repository and name) and their evaluations, the full
 //! evaluation kept as JSON. Both are caches of refs and notes; `reindex` rebuilds them.
 
+use super::sql::{params, OptionalExtension, Row};
 use super::{Index, Result};
 use crate::model::{Evaluation, Experiment, State};
-use super::sql::{params, OptionalExtension, Row};
 
 const COLS: &str = "name, branch, state, hypothesis, base_commit, created_at, updated_at";
 
@@ -107,8 +107,8 @@ impl Index {
     /// Experiments by state across every repository.
     pub fn experiment_counts(&self) -> Result<ExperimentCounts> {
         let (active, promoted, killed): (i64, i64, i64) = self.conn.query_row(
-            "SELECT COALESCE(SUM(state = 'active'), 0), COALESCE(SUM(state = 'promoted'), 0),
-                    COALESCE(SUM(state = 'killed'), 0) FROM experiments",
+            "SELECT COALESCE(SUM(CASE WHEN state = 'active' THEN 1 ELSE 0 END), 0), COALESCE(SUM(CASE WHEN state = 'promoted' THEN 1 ELSE 0 END), 0),
+                    COALESCE(SUM(CASE WHEN state = 'killed' THEN 1 ELSE 0 END), 0) FROM experiments",
             params![],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )?;

@@ -1,7 +1,7 @@
 //! The job queue: commits waiting to be run (pending → assigned → running → completed / failed).
 
-use super::{Index, Result};
 use super::sql::params;
+use super::{Index, Result};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize)]
@@ -262,7 +262,7 @@ impl Index {
     /// Jobs waiting or in flight.
     pub fn queue_depth(&self) -> Result<(u64, u64)> {
         let (pending, running): (i64, i64) = self.conn.query_row(
-            "SELECT COALESCE(SUM(state = 'pending'), 0), COALESCE(SUM(state IN ('assigned', 'running')), 0) FROM jobs",
+            "SELECT COALESCE(SUM(CASE WHEN state = 'pending' THEN 1 ELSE 0 END), 0), COALESCE(SUM(CASE WHEN state IN ('assigned', 'running') THEN 1 ELSE 0 END), 0) FROM jobs",
             params![],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )?;

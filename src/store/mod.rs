@@ -6,6 +6,7 @@ mod deliveries;
 mod events;
 mod experiments;
 mod jobs;
+mod pg;
 pub mod registry;
 mod repos;
 mod runs;
@@ -200,6 +201,11 @@ pub enum StoreError {
         known: i64,
     },
     Sql(#[from] sql::Error),
+    /// The PostgreSQL index cannot be reached (its URL shown with the password masked).
+    Unreachable {
+        url: String,
+        detail: String,
+    },
 }
 
 impl Hinted for StoreError {
@@ -217,6 +223,9 @@ impl Hinted for StoreError {
                 path.display()
             ),
             StoreError::Sql(e) => format!("index query failed: {e}"),
+            StoreError::Unreachable { url, detail } => {
+                format!("cannot reach the index at {url}: {detail}")
+            }
         }
     }
 
@@ -230,6 +239,9 @@ impl Hinted for StoreError {
                 "upgrade git-sandbox, or move the file away and run `git sandbox reindex`".into(),
             ],
             StoreError::Sql(_) => Vec::new(),
+            StoreError::Unreachable { .. } => vec![
+                "check that PostgreSQL runs and the URL in [index] url or GIT_SANDBOX_INDEX is right; unset both to use the SQLite file in the data dir".into(),
+            ],
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Registered repositories and the per-repository figures `list` and `status` show.
 
-use super::{Index, Result};
 use super::sql::{params, OptionalExtension, Row};
+use super::{Index, Result};
 use serde::Serialize;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -151,9 +151,9 @@ impl Index {
         for repo in repos {
             let (runs, passed, failed, mean): (i64, i64, i64, Option<f64>) = self.conn.query_row(
                 "SELECT COUNT(*),
-                        COALESCE(SUM(status = 'passed'), 0),
-                        COALESCE(SUM(status != 'passed'), 0),
-                        AVG(CASE WHEN cached_from IS NULL THEN duration_ms END)
+                        COALESCE(SUM(CASE WHEN status = 'passed' THEN 1 ELSE 0 END), 0),
+                        COALESCE(SUM(CASE WHEN status != 'passed' THEN 1 ELSE 0 END), 0),
+                        CAST(AVG(CASE WHEN cached_from IS NULL THEN duration_ms END) AS DOUBLE PRECISION)
                  FROM runs WHERE repository_id = ?1",
                 [&repo.repository_id],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),

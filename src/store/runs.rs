@@ -1,8 +1,8 @@
 //! Indexed run records: one row per (repository, commit), the full record kept as JSON.
 
+use super::sql::{params, OptionalExtension};
 use super::{Index, Result};
 use crate::model::RunRecord;
-use super::sql::{params, OptionalExtension};
 
 #[derive(Debug, Clone)]
 pub struct RunRow {
@@ -84,7 +84,7 @@ impl Index {
             .conn
             .query_row(
                 "SELECT id, record FROM runs
-                 WHERE repository_id = ?1 AND tree_id = ?2 AND (?3 IS NULL OR config_hash = ?3)
+                 WHERE repository_id = ?1 AND tree_id = ?2 AND (CAST(?3 AS TEXT) IS NULL OR config_hash = ?3)
                    AND cached_from IS NULL AND status NOT IN ('error', 'unknown')
                    AND commit_id != ?4
                  ORDER BY finished_at DESC LIMIT 1",
@@ -117,8 +117,9 @@ impl Index {
         let order = if since.is_some() { "ASC" } else { "DESC" };
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT id, repository_id, record FROM runs
-             WHERE (?1 IS NULL OR repository_id = ?1) AND (?2 IS NULL OR status = ?2)
-               AND id > COALESCE(?3, 0)
+             WHERE (CAST(?1 AS TEXT) IS NULL OR repository_id = ?1)
+               AND (CAST(?2 AS TEXT) IS NULL OR status = ?2)
+               AND id > COALESCE(CAST(?3 AS BIGINT), 0)
              ORDER BY id {order} LIMIT ?4"
         ))?;
         let mut rows = stmt
@@ -190,8 +191,8 @@ impl Index {
     /// Overall figures for `status`: (runs, passed, mean duration of first-hand runs).
     pub fn run_totals(&self) -> Result<(u64, u64, Option<f64>)> {
         let (runs, passed, mean): (i64, i64, Option<f64>) = self.conn.query_row(
-            "SELECT COUNT(*), COALESCE(SUM(status = 'passed'), 0),
-                    AVG(CASE WHEN cached_from IS NULL THEN duration_ms END) FROM runs",
+            "SELECT COUNT(*), COALESCE(SUM(CASE WHEN status = 'passed' THEN 1 ELSE 0 END), 0),
+                    CAST(AVG(CASE WHEN cached_from IS NULL THEN duration_ms END) AS DOUBLE PRECISION) FROM runs",
             params![],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )?;

@@ -205,12 +205,40 @@ impl<T> OptionalExtension<T> for Result<T> {
 /// A connection to either database.
 pub enum Db {
     Sqlite(rusqlite::Connection),
-    Pg(RefCell<postgres::Client>),
+    Pg(RefCell<PgClient>),
+}
+
+/// The synchronous PostgreSQL client, closed off any tokio runtime when dropped (closing blocks,
+/// and a runtime's thread must not).
+pub struct PgClient(Option<postgres::Client>);
+
+impl PgClient {
+    pub fn new(c: postgres::Client) -> PgClient {
+        PgClient(Some(c))
+    }
+
+    fn get(&mut self) -> &mut postgres::Client {
+        self.0.as_mut().expect("open until dropped")
+    }
+}
+
+impl Drop for PgClient {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.take() {
+            if tokio::runtime::Handle::try_current().is_ok() {
+                std::thread::spawn(move || drop(c));
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for Db {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.is_pg() { "Db(PostgreSQL)" } else { "Db(SQLite)" })
+        f.write_str(if self.is_pg() {
+            "Db(PostgreSQL)"
+        } else {
+            "Db(SQLite)"
+        })
     }
 }
 
@@ -287,7 +315,8 @@ impl postgres::types::ToSql for Val {
         &self,
         ty: &postgres::types::Type,
         out: &mut bytes::BytesMut,
-    ) -> std::result::Result<postgres::types::IsNull, Box<dyn std::error::Error + Sync + Send>> {
+    ) -> std::result::Result<postgres::types::IsNull, Box<dyn std::error::Error + Sync + Send>>
+    {
         use postgres::types::Type;
         match self {
             Val::Null => Ok(postgres::types::IsNull::Yes),
@@ -319,6 +348,17 @@ impl postgres::types::ToSql for Val {
     postgres::types::to_sql_checked!();
 }
 
+/// Run `f` where the synchronous PostgreSQL client may block: it drives its own runtime, which
+/// cannot start on a thread that runs a tokio runtime (the daemon's scheduler), so there `f` runs
+/// on a short-lived thread of its own.
+fn off_runtime<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        std::thread::scope(|s| s.spawn(f).join().expect("a PostgreSQL call panicked"))
+    } else {
+        f()
+    }
+}
+
 fn pg_params(vals: &[Val]) -> Vec<&(dyn postgres::types::ToSql + Sync)> {
     vals.iter()
         .map(|v| v as &(dyn postgres::types::ToSql + Sync))
@@ -338,9 +378,12 @@ impl Db {
                 let params: Vec<rusqlite::types::Value> = vals.iter().map(sqlite_val).collect();
                 Ok(stmt.execute(rusqlite::params_from_iter(params))?)
             }
-            Db::Pg(c) => Ok(c
-                .borrow_mut()
-                .execute(pg_sql(sql).as_str(), &pg_params(&vals))? as usize),
+            Db::Pg(c) => {
+                let mut client = c.borrow_mut();
+                let client = client.get();
+                let sql = pg_sql(sql);
+                Ok(off_runtime(|| client.execute(sql.as_str(), &pg_params(&vals)))? as usize)
+            }
         }
     }
 
@@ -356,12 +399,15 @@ impl Db {
                     .collect::<rusqlite::Result<Vec<_>>>()?;
                 Ok(rows)
             }
-            Db::Pg(c) => c
-                .borrow_mut()
-                .query(pg_sql(sql).as_str(), &pg_params(&vals))?
-                .iter()
-                .map(pg_row)
-                .collect(),
+            Db::Pg(c) => {
+                let mut client = c.borrow_mut();
+                let client = client.get();
+                let sql = pg_sql(sql);
+                off_runtime(|| client.query(sql.as_str(), &pg_params(&vals)))?
+                    .iter()
+                    .map(pg_row)
+                    .collect()
+            }
         }
     }
 
@@ -381,7 +427,11 @@ impl Db {
     pub fn execute_batch(&self, sql: &str) -> Result<()> {
         match self {
             Db::Sqlite(c) => Ok(c.execute_batch(sql)?),
-            Db::Pg(c) => Ok(c.borrow_mut().batch_execute(sql)?),
+            Db::Pg(c) => {
+                let mut client = c.borrow_mut();
+                let client = client.get();
+                Ok(off_runtime(|| client.batch_execute(sql))?)
+            }
         }
     }
 

@@ -2,8 +2,8 @@
 //! replaced by a newer result; posted in order of when they became due, each with its attempts
 //! and the time before which it must not be tried again (a rate limit, a remote that was down).
 
-use super::{Index, Result};
 use super::sql::params;
+use super::{Index, Result};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize)]

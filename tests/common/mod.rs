@@ -8,6 +8,7 @@ use std::process::{Command, Output, Stdio};
 pub mod fake_github;
 pub mod http;
 pub mod http_git;
+pub mod postgres;
 pub mod prism;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_git-sandbox");

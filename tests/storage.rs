@@ -1,0 +1,360 @@
+//! The index on both back-ends: the same store operations against the SQLite file and a real
+//! PostgreSQL server (started here on 127.0.0.1), and the command line end to end with its
+//! index in PostgreSQL (`GIT_SANDBOX_INDEX`).
+
+mod common;
+
+use common::postgres::Postgres;
+use common::World;
+use git_sandbox::model::RunRecord;
+use git_sandbox::store::{DaemonRow, Delivery, EventFilter, Index, RepoRow, StatusRow};
+use serde_json::json;
+
+fn record(commit: &str, tree: &str, status: &str, ms: u64) -> RunRecord {
+    serde_json::from_value(json!({
+        "schema": "git-sandbox/run/v1", "commit": commit, "tree": tree, "parents": [],
+        "ref": "refs/heads/main", "experiment": null, "trigger": "hook", "status": status,
+        "started_at": "2026-11-26T08:00:00.000Z", "finished_at": "2026-11-26T08:00:01.000Z",
+        "duration_ms": ms, "cached_from": null, "config_hash": "k1",
+        "tests": null, "analysis": null, "changes": null
+    }))
+    .unwrap()
+}
+
+/// Every kind of store operation, with what a user of it would check.
+fn exercise(ix: &Index) {
+    let repo = RepoRow {
+        repository_id: "repo_a".into(),
+        name: "alpha".into(),
+        path: "/srv/alpha".into(),
+        url: "file:///srv/alpha".into(),
+        repository_type: "local".into(),
+        created_at: "2026-11-26T07:00:00.000Z".into(),
+        last_activity: None,
+    };
+    ix.upsert_repository(&repo).unwrap();
+    ix.upsert_repository(&repo).unwrap();
+    assert_eq!(ix.repositories().unwrap().len(), 1);
+    assert_eq!(
+        ix.repository_by_id("repo_a").unwrap().unwrap().name,
+        "alpha"
+    );
+
+    // Runs: one per commit (a second put replaces it), found by commit and by tree and config.
+    let id1 = ix
+        .put_run("repo_a", &record("c1", "t1", "passed", 100))
+        .unwrap();
+    let id1b = ix
+        .put_run("repo_a", &record("c1", "t1", "passed", 120))
+        .unwrap();
+    assert_eq!(id1, id1b);
+    ix.put_run("repo_a", &record("c2", "t2", "failed", 300))
+        .unwrap();
+    assert_eq!(
+        ix.run_for_commit("repo_a", "c1")
+            .unwrap()
+            .unwrap()
+            .record
+            .duration_ms,
+        120
+    );
+    assert!(ix
+        .run_for_tree("repo_a", "t1", Some("k1"), "c9")
+        .unwrap()
+        .is_some());
+    assert!(ix
+        .run_for_tree("repo_a", "t1", Some("k2"), "c9")
+        .unwrap()
+        .is_none());
+    let page = ix.runs_page(Some("repo_a"), None, None, 10).unwrap();
+    assert_eq!(
+        page.iter().map(|r| r.2.commit.as_str()).collect::<Vec<_>>(),
+        ["c1", "c2"]
+    );
+    assert_eq!(
+        ix.runs_page(None, Some("failed"), None, 10).unwrap().len(),
+        1
+    );
+    assert_eq!(ix.runs_page(None, None, Some(id1), 10).unwrap().len(), 1);
+    assert_eq!(ix.run_by_id(id1).unwrap().unwrap().1.commit, "c1");
+    let (runs, passed, mean) = ix.run_totals().unwrap();
+    assert_eq!((runs, passed), (2, 1));
+    assert_eq!(mean, Some(210.0));
+    let stats = ix.repository_stats().unwrap();
+    assert_eq!(
+        (stats[0].runs, stats[0].passed_runs, stats[0].failed_runs),
+        (2, 1, 1)
+    );
+
+    // The queue: queued once, claimed by one, retried with back-off, completed.
+    let jobs = [
+        ("c3".to_string(), Some("refs/heads/main".to_string())),
+        ("c4".to_string(), None),
+    ];
+    assert_eq!(ix.enqueue("repo_a", &jobs, "hook").unwrap(), 2);
+    assert_eq!(ix.enqueue("repo_a", &jobs, "hook").unwrap(), 0);
+    assert_eq!(ix.queue_depth().unwrap(), (2, 0));
+    assert_eq!(ix.pending_by_trigger().unwrap()["hook"], 2);
+    let ready = ix.ready_jobs(10).unwrap();
+    assert_eq!(ready.len(), 2);
+    assert!(ix
+        .transition_job(ready[0].id, "pending", "assigned")
+        .unwrap());
+    assert!(
+        !ix.transition_job(ready[0].id, "pending", "assigned")
+            .unwrap(),
+        "claimed twice"
+    );
+    assert!(ix
+        .transition_job(ready[0].id, "assigned", "running")
+        .unwrap());
+    assert_eq!(ix.running_jobs().unwrap().len(), 1);
+    assert_eq!(
+        ix.queued_by_ref("repo_a").unwrap()["refs/heads/main"],
+        (0, 1)
+    );
+    assert!(ix.retry_job(ready[0].id, "a flaky disk").unwrap());
+    assert_eq!(
+        ix.job_state("repo_a", "c3").unwrap().as_deref(),
+        Some("pending")
+    );
+    assert_eq!(ix.ready_jobs(10).unwrap().len(), 1, "backed off");
+    ix.complete_job("repo_a", "c4", true).unwrap();
+    assert_eq!(
+        ix.job_state("repo_a", "c4").unwrap().as_deref(),
+        Some("completed")
+    );
+    assert_eq!(
+        ix.requeue("repo_a", &[("c4".into(), None)], "manual")
+            .unwrap(),
+        1
+    );
+    assert!(ix.has_job("repo_a", "c4").unwrap());
+    assert!(ix
+        .transition_job(ix.ready_jobs(10).unwrap()[0].id, "pending", "running")
+        .unwrap());
+    assert_eq!(ix.requeue_interrupted_of("repo_a").unwrap(), 1);
+
+    // Events: ids grow, filters by kind prefix and repository, paging, pruning.
+    let e1 = ix
+        .add_event(
+            "run.completed",
+            Some("repo_a"),
+            None,
+            Some("c1"),
+            &json!({"status": "passed"}),
+        )
+        .unwrap();
+    let e2 = ix
+        .add_event("daemon.heartbeat", None, None, None, &json!({}))
+        .unwrap();
+    assert!(e2 > e1);
+    let f = EventFilter {
+        kind: Some("run.".into()),
+        repository_id: Some("repo_a".into()),
+        ..Default::default()
+    };
+    let got = ix.events(&f).unwrap();
+    assert!(got.iter().all(|e| e.kind.starts_with("run.")) && got.iter().any(|e| e.id == e1));
+    assert_eq!(got.last().unwrap().repository.as_deref(), Some("alpha"));
+    assert_eq!(got.last().unwrap().data["status"], "passed");
+    let after = ix
+        .events(&EventFilter {
+            since: Some(e1),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(after.first().map(|e| e.id), Some(e2));
+    let kept = vec!["repo_a".to_string()];
+    assert!(
+        ix.prune_events("2999-01-01T00:00:00.000Z", &kept, true)
+            .unwrap()
+            >= 1
+    );
+    ix.prune_events("2999-01-01T00:00:00.000Z", &kept, false)
+        .unwrap();
+    assert!(ix
+        .events(&EventFilter::default())
+        .unwrap()
+        .iter()
+        .all(|e| e.repository_id.is_some()));
+
+    // Caches: analysis by blob and key, sandbox profiles.
+    ix.put_analysis(&[("b1".into(), "v1:py".into(), "{}".into())])
+        .unwrap();
+    ix.put_analysis(&[("b1".into(), "v1:py".into(), "{\"x\":1}".into())])
+        .unwrap();
+    assert_eq!(
+        ix.cached_analysis("b1", "v1:py").unwrap().as_deref(),
+        Some("{\"x\":1}")
+    );
+    assert_eq!(ix.cached_analysis("b2", "v1:py").unwrap(), None);
+    ix.put_profile("p1", &[]).unwrap();
+    ix.put_profile("p1", &[]).unwrap();
+    assert_eq!(ix.profile("p1").unwrap(), Some(vec![]));
+
+    // Webhook deliveries: once per id; pending until finished.
+    let d = Delivery {
+        id: "d1".into(),
+        source: "github".into(),
+        event: "push".into(),
+        repository_id: "repo_a".into(),
+        remote: "origin".into(),
+        refspec: "+refs/heads/main:refs/remotes/origin/main".into(),
+        local_ref: "refs/remotes/origin/main".into(),
+    };
+    assert!(ix.record_delivery(std::slice::from_ref(&d)).unwrap());
+    assert!(
+        !ix.record_delivery(std::slice::from_ref(&d)).unwrap(),
+        "a redelivery"
+    );
+    assert_eq!(ix.pending_deliveries().unwrap().len(), 1);
+    ix.finish_delivery(&d, None).unwrap();
+    assert!(ix.pending_deliveries().unwrap().is_empty() && ix.has_delivery("d1").unwrap());
+
+    // Commit statuses waiting for GitHub.
+    let s = StatusRow {
+        repository_id: "repo_a".into(),
+        commit_id: "c1".into(),
+        context: "git-sandbox".into(),
+        owner: "me".into(),
+        repo: "alpha".into(),
+        state: "success".into(),
+        description: "3 passed".into(),
+        attempts: 0,
+    };
+    ix.queue_status(&s).unwrap();
+    assert_eq!(ix.pending_statuses().unwrap(), 1);
+    assert_eq!(ix.due_statuses(i64::MAX, 10).unwrap().len(), 1);
+    ix.status_later(&s, i64::MAX - 1, "rate limited").unwrap();
+    assert!(ix.due_statuses(1, 10).unwrap().is_empty());
+    ix.status_done(&s, None).unwrap();
+    assert_eq!(ix.pending_statuses().unwrap(), 0);
+
+    // Daemons.
+    let daemon = DaemonRow {
+        id: "h:1:0".into(),
+        host: "h".into(),
+        pid: 1,
+        workers: 4,
+        http: Some("127.0.0.1:8787".into()),
+        started_at: "2026-11-26T08:00:00.000Z".into(),
+        heartbeat_at: "2026-11-26T08:00:00.000Z".into(),
+        busy_workers: 0,
+        stopped_at: None,
+    };
+    ix.daemon_started(&daemon).unwrap();
+    ix.daemon_heartbeat("h:1:0", 3).unwrap();
+    assert_eq!(ix.daemons(5).unwrap()[0].busy_workers, 3);
+    ix.daemon_stopped("h:1:0").unwrap();
+    assert!(ix.daemons(5).unwrap()[0].stopped_at.is_some());
+
+    // Forgetting a repository removes what is its.
+    let rows = ix.delete_repository("repo_a").unwrap();
+    assert_eq!(rows.runs, 2);
+    assert!(ix.repositories().unwrap().is_empty());
+}
+
+#[test]
+fn the_store_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    exercise(&Index::open(dir.path()).unwrap());
+}
+
+#[test]
+fn the_store_and_the_command_line_on_postgresql() {
+    let pg = Postgres::start();
+    let url = pg.database("store");
+    exercise(&Index::connect(&url).unwrap());
+    // Connecting again finds the schema in place; a newer one is refused, naming it.
+    Index::connect(&url).unwrap();
+    let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    c.batch_execute("UPDATE sandbox_schema SET version = 99")
+        .unwrap();
+    let e = Index::connect(&url).err().unwrap().to_string();
+    assert!(e.contains("newer git-sandbox (schema 99"), "{e}");
+
+    // The command line, unchanged, with its index in PostgreSQL.
+    let mut w = World::new();
+    let url = pg.database("cli");
+    w.extra_env.push(("GIT_SANDBOX_INDEX".into(), url.clone()));
+    let repo = w.new_repo("onpg");
+    let o = w.sandbox(&repo, &["run"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let o = w.sandbox(&repo, &["experiment", "start", "quick"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    w.git(&repo, &["switch", "-q", "experiment/quick"]);
+    w.commit(&repo, &[("tests/test_more.py", "import unittest\n\nclass T(unittest.TestCase):\n    def test_more(self):\n        self.assertTrue(True)\n")], "More");
+    w.git(&repo, &["switch", "-q", "main"]);
+    let o = w.sandbox(&repo, &["eval", "quick", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(o.json()["recommendation"], "STRONGLY_RECOMMEND");
+    let o = w.sandbox(&repo, &["promote", "quick", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let status = w.sandbox(&w.work(), &["status", "--json"]).json();
+    assert_eq!(status["totals"]["runs"], 3, "{status}");
+    assert_eq!(status["totals"]["experiments_by_state"]["promoted"], 1);
+    assert!(
+        status["index"].as_str().unwrap().starts_with("postgres://"),
+        "{status}"
+    );
+    // Nothing went to a SQLite file in the data dir.
+    assert!(!w.data().join("index.db").exists());
+    // And the rows are in PostgreSQL.
+    let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let n: i64 = c
+        .query_one("SELECT COUNT(*) FROM runs", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 3);
+
+    // The daemon and the HTTP API, unchanged: a commit is run by the daemon, served by the API.
+    let token = w.token("read");
+    let (_daemon, addr) = w.serve();
+    w.git(&repo, &["switch", "-q", "experiment/quick"]);
+    let late = w.commit(&repo, &[("late.txt", "late")], "Late");
+    w.git(&repo, &["switch", "-q", "main"]);
+    assert!(
+        w.wait_until(120, || w.note(&repo, &late).is_some()),
+        "the daemon did not run it: {}",
+        std::fs::read_to_string(w.path("daemon.log")).unwrap_or_default()
+    );
+    let r = common::http::request(
+        &addr,
+        "GET",
+        &format!("/api/v1/commits/onpg/{late}"),
+        &[("Authorization", &format!("Bearer {token}"))],
+        b"",
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.json()["commit"], late.as_str());
+    let daemons = common::http::request(
+        &addr,
+        "GET",
+        "/api/v1/daemons",
+        &[("Authorization", &format!("Bearer {token}"))],
+        b"",
+    )
+    .json();
+    assert_eq!(daemons["daemons"][0]["state"], "running", "{daemons}");
+
+    // A URL that is no PostgreSQL URL, and a server that is not there: one line and a fix.
+    let o = w.sandbox_env(&repo, &["status"], &[("GIT_SANDBOX_INDEX", "mysql://x/y")]);
+    assert_eq!(o.code, 2, "{o:?}");
+    assert!(o.error().0.contains("is not a PostgreSQL URL"), "{o:?}");
+    let o = w.sandbox_env(
+        &repo,
+        &["status"],
+        &[(
+            "GIT_SANDBOX_INDEX",
+            "postgres://sandbox@127.0.0.1:1/nothing",
+        )],
+    );
+    assert_eq!(o.code, 128, "{o:?}");
+    let (problem, hints) = o.error();
+    assert!(
+        problem.starts_with("cannot reach the index at postgres://sandbox@127.0.0.1:1/nothing"),
+        "{problem}"
+    );
+    assert!(hints[0].contains("GIT_SANDBOX_INDEX"), "{hints:?}");
+}
