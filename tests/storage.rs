@@ -266,9 +266,26 @@ fn the_store_and_the_command_line_on_postgresql() {
     let pg = Postgres::start();
     let url = pg.database("store");
     exercise(&Index::connect(&url).unwrap());
-    // Connecting again finds the schema in place; a newer one is refused, naming it.
-    Index::connect(&url).unwrap();
+    // Connecting again finds the schema in place.
+    let ix = Index::connect(&url).unwrap();
     let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    // The server ends the connection (a restart, an administrator): at most the statement that
+    // meets it fails; the index connects again for the next.
+    let before: i64 = c
+        .query_one(
+            "SELECT COUNT(*) FROM pg_stat_activity WHERE application_name = 'git-sandbox'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(before, 1);
+    c.batch_execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'git-sandbox'")
+        .unwrap();
+    let _ = ix.repositories();
+    assert!(ix.repositories().unwrap().is_empty());
+    ix.add_event("store.reconnected", None, None, None, &json!({}))
+        .unwrap();
+    // A newer schema is refused, naming it.
     c.batch_execute("UPDATE sandbox_schema SET version = 99")
         .unwrap();
     let e = Index::connect(&url).err().unwrap().to_string();

@@ -33,18 +33,11 @@ impl Index {
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(std::time::Duration::from_secs(10));
         }
-        let client = if tokio::runtime::Handle::try_current().is_ok() {
-            std::thread::scope(|s| {
-                s.spawn(|| config.connect(postgres::NoTls))
-                    .join()
-                    .expect("connecting panicked")
-            })
-        } else {
-            config.connect(postgres::NoTls)
-        }
-        .map_err(unreachable)?;
+        let client = super::sql::PgClient::open(&config).map_err(unreachable)?;
         let index = Index {
-            conn: Db::Pg(RefCell::new(super::sql::PgClient::new(client))),
+            conn: Db::Pg(Box::new(RefCell::new(super::sql::PgClient::new(
+                client, config,
+            )))),
             path: PathBuf::from(&shown),
         };
         index.migrate_pg()?;

@@ -24,6 +24,8 @@ pub enum Error {
     NoRows,
     #[error("column {0}: {1}")]
     Decode(usize, String),
+    #[error("{0}")]
+    Lost(&'static str),
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -205,26 +207,58 @@ impl<T> OptionalExtension<T> for Result<T> {
 /// A connection to either database.
 pub enum Db {
     Sqlite(rusqlite::Connection),
-    Pg(RefCell<PgClient>),
+    Pg(Box<RefCell<PgClient>>),
 }
 
 /// The synchronous PostgreSQL client, closed off any tokio runtime when dropped (closing blocks,
 /// and a runtime's thread must not).
-pub struct PgClient(Option<postgres::Client>);
+///
+/// A connection the server closed (it restarted, an administrator ended it, the network broke) is
+/// opened again before the next statement: the statement that met the closed connection fails
+/// (its caller retries as for any database error), the ones after it work again.
+pub struct PgClient {
+    client: Option<postgres::Client>,
+    config: postgres::Config,
+    /// A transaction is open: a connection lost now loses it, and a new one must not carry on
+    /// with its remaining statements as if nothing happened.
+    in_tx: bool,
+}
 
 impl PgClient {
-    pub fn new(c: postgres::Client) -> PgClient {
-        PgClient(Some(c))
+    pub fn new(c: postgres::Client, config: postgres::Config) -> PgClient {
+        PgClient {
+            client: Some(c),
+            config,
+            in_tx: false,
+        }
     }
 
-    fn get(&mut self) -> &mut postgres::Client {
-        self.0.as_mut().expect("open until dropped")
+    /// Connect with `config`, off any tokio runtime.
+    pub fn open(
+        config: &postgres::Config,
+    ) -> std::result::Result<postgres::Client, postgres::Error> {
+        off_runtime(|| config.connect(postgres::NoTls))
+    }
+
+    fn get(&mut self) -> Result<&mut postgres::Client> {
+        if self.client.as_ref().is_none_or(|c| c.is_closed()) {
+            if self.in_tx {
+                return Err(Error::Lost(
+                    "the connection to PostgreSQL was lost in the middle of a transaction",
+                ));
+            }
+            let fresh = PgClient::open(&self.config)?;
+            if let Some(old) = self.client.replace(fresh) {
+                off_runtime(move || drop(old));
+            }
+        }
+        Ok(self.client.as_mut().expect("just opened"))
     }
 }
 
 impl Drop for PgClient {
     fn drop(&mut self) {
-        if let Some(c) = self.0.take() {
+        if let Some(c) = self.client.take() {
             if tokio::runtime::Handle::try_current().is_ok() {
                 std::thread::spawn(move || drop(c));
             }
@@ -380,7 +414,7 @@ impl Db {
             }
             Db::Pg(c) => {
                 let mut client = c.borrow_mut();
-                let client = client.get();
+                let client = client.get()?;
                 let sql = pg_sql(sql);
                 Ok(off_runtime(|| client.execute(sql.as_str(), &pg_params(&vals)))? as usize)
             }
@@ -401,7 +435,7 @@ impl Db {
             }
             Db::Pg(c) => {
                 let mut client = c.borrow_mut();
-                let client = client.get();
+                let client = client.get()?;
                 let sql = pg_sql(sql);
                 off_runtime(|| client.query(sql.as_str(), &pg_params(&vals)))?
                     .iter()
@@ -429,7 +463,7 @@ impl Db {
             Db::Sqlite(c) => Ok(c.execute_batch(sql)?),
             Db::Pg(c) => {
                 let mut client = c.borrow_mut();
-                let client = client.get();
+                let client = client.get()?;
                 Ok(off_runtime(|| client.batch_execute(sql))?)
             }
         }
@@ -452,10 +486,19 @@ impl Db {
         } else {
             "BEGIN IMMEDIATE"
         })?;
+        self.set_in_tx(true);
         Ok(Tx {
             db: self,
             done: false,
         })
+    }
+}
+
+impl Db {
+    fn set_in_tx(&self, open: bool) {
+        if let Db::Pg(c) = self {
+            c.borrow_mut().in_tx = open;
+        }
     }
 }
 
@@ -504,7 +547,9 @@ impl std::ops::Deref for Tx<'_> {
 impl Tx<'_> {
     pub fn commit(mut self) -> Result<()> {
         self.done = true;
-        self.db.execute_batch("COMMIT")
+        let r = self.db.execute_batch("COMMIT");
+        self.db.set_in_tx(false);
+        r
     }
 }
 
@@ -512,6 +557,7 @@ impl Drop for Tx<'_> {
     fn drop(&mut self) {
         if !self.done {
             let _ = self.db.execute_batch("ROLLBACK");
+            self.db.set_in_tx(false);
         }
     }
 }
