@@ -1,8 +1,10 @@
 use super::{cwd, CmdResult, CommandError};
 
-/// Serve MCP (the Model Context Protocol) on stdin and stdout for AI coding agents: experiments,
-/// runs, results, failures, logs, analysis, evaluation and promotion of one repository, as
-/// tools with compact answers. Nothing else is printed on stdout.
+/// Serve MCP on stdin and stdout for AI coding agents (results, failures, experiments).
+///
+/// The Model Context Protocol: experiments, runs, results, failures, logs, analysis, evaluation
+/// and promotion of one repository, as tools with compact answers. Nothing else is printed on
+/// stdout.
 ///
 /// The repository is the one you are in, or --repo PATH. While no daemon runs, the server runs
 /// the repository's queued commits itself.

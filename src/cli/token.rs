@@ -2,9 +2,11 @@ use super::{print_json, ui, CmdResult, CommandError};
 use crate::app::tokens::{self, Role};
 use crate::app::Context;
 
-/// API tokens for the daemon's HTTP API and dashboard (`daemon --http`): each has a role, read
-/// (look), run (also queue runs and evaluate) or admin (also create repositories, promote and
-/// kill). A token is printed once, when made; only its SHA-256 is kept.
+/// Tokens for the daemon's HTTP API and dashboard: create, list, revoke.
+///
+/// Each has a role: read (look), run (also queue runs and evaluate) or admin (also create
+/// repositories, promote and kill). A token is printed once, when made; only its SHA-256 is
+/// kept.
 ///
 /// Examples: `git sandbox token create --role read --name phone`, `git sandbox token list`,
 /// `git sandbox token revoke phone`
