@@ -510,6 +510,17 @@ fn demo_runs_end_to_end() {
     assert_eq!(j["totals"]["experiments_by_state"]["promoted"], 1);
 }
 
+/// A lock file at `path` as a writer killed two minutes ago leaves it.
+fn stale_lock(path: &Path) {
+    std::fs::write(path, "").unwrap();
+    let o = std::process::Command::new("touch")
+        .args(["-d", "2 minutes ago"])
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(o.success());
+}
+
 #[test]
 fn a_stale_lock_left_by_a_killed_writer_does_not_block_notes() {
     let w = World::new();
@@ -517,13 +528,7 @@ fn a_stale_lock_left_by_a_killed_writer_does_not_block_notes() {
     assert_eq!(w.sandbox(&repo, &["run"]).code, 0);
     w.commit(&repo, &[("z.txt", "z")], "after a crash");
     let lock = repo.join(".git/refs/notes/sandbox.lock");
-    std::fs::write(&lock, "").unwrap();
-    let o = std::process::Command::new("touch")
-        .args(["-d", "2 minutes ago"])
-        .arg(&lock)
-        .status()
-        .unwrap();
-    assert!(o.success());
+    stale_lock(&lock);
     let o = w.sandbox(&repo, &["run"]);
     assert_eq!(o.code, 0, "{o:?}");
     assert!(w.note(&repo, "HEAD").is_some());
@@ -534,13 +539,7 @@ fn a_stale_lock_left_by_a_killed_writer_does_not_block_notes() {
     w.git(&repo, &["pack-refs", "--all"]);
     w.commit(&repo, &[("y.txt", "y")], "after another crash");
     let packed = repo.join(".git/packed-refs.lock");
-    std::fs::write(&packed, "").unwrap();
-    let o = std::process::Command::new("touch")
-        .args(["-d", "2 minutes ago"])
-        .arg(&packed)
-        .status()
-        .unwrap();
-    assert!(o.success());
+    stale_lock(&packed);
     let o = w.sandbox(&repo, &["run"]);
     assert_eq!(o.code, 0, "{o:?}");
     assert!(w.note(&repo, "HEAD").is_some());

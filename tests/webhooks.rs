@@ -9,7 +9,7 @@ mod common;
 use common::World;
 use hmac::{Hmac, Mac};
 use serde_json::Value;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 const GITHUB_URL: &str = "https://github.com/Codertocat/Hello-World.git";
@@ -48,38 +48,12 @@ fn sign(secret: &str, body: &[u8]) -> String {
     format!("sha256={hex}")
 }
 
-/// A POST over a fresh connection; (status, body).
+/// A JSON POST over a fresh connection; (status, body).
 fn post(addr: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
-        .unwrap();
-    let mut head = format!(
-        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    head.push_str("\r\n");
-    s.write_all(head.as_bytes()).unwrap();
-    let _ = s.write_all(body);
-    read_response(&mut s)
-}
-
-fn read_response(s: &mut std::net::TcpStream) -> (u16, String) {
-    let mut out = Vec::new();
-    let _ = s.read_to_end(&mut out);
-    let text = String::from_utf8_lossy(&out).into_owned();
-    let status = text
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or_else(|| panic!("no HTTP status in {text:?}"));
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
+    let mut all = vec![("Content-Type", "application/json")];
+    all.extend_from_slice(headers);
+    let r = common::http::request(addr, "POST", path, &all, body);
+    (r.status, r.body)
 }
 
 struct Served {
@@ -329,8 +303,7 @@ fn an_oversized_body_is_refused_before_it_is_read() {
         "0".repeat(64)
     );
     conn.write_all(head.as_bytes()).unwrap();
-    let (code, _) = read_response(&mut conn);
-    assert_eq!(code, 413);
+    assert_eq!(common::http::read_reply(&mut conn).status, 413);
     assert_eq!(received(&s.w, &s.clone), 0);
 }
 

@@ -330,10 +330,11 @@ pub struct RunsQuery {
     pub limit: Option<u32>,
 }
 
-fn limit(l: Option<u32>, default: u32) -> ApiResult<usize> {
+/// `limit`, `default` when absent, at most `max`; 0 is a bad request.
+fn limit(l: Option<u32>, default: u32, max: u32) -> ApiResult<usize> {
     match l.unwrap_or(default) {
         0 => Err(ApiError::bad_request("limit must be at least 1")),
-        n => Ok(n.min(500) as usize),
+        n => Ok(n.min(max) as usize),
     }
 }
 
@@ -344,7 +345,7 @@ async fn runs(
 ) -> ApiResult<Json<Value>> {
     web.require(&headers, Role::Read, true)?;
     let q = query(q)?;
-    let n = limit(q.limit, 50)?;
+    let n = limit(q.limit, 50, 500)?;
     blocking(move |ctx| {
         let repo_id = match &q.repo {
             Some(k) => Some(repository(ctx, k)?.1.repository_id),
@@ -444,10 +445,7 @@ async fn run_log(
 ) -> ApiResult<Json<Value>> {
     web.require(&headers, Role::Read, true)?;
     let q = query(q)?;
-    let n = match q.limit.unwrap_or(200) {
-        0 => return Err(ApiError::bad_request("limit must be at least 1")),
-        n => n.min(2000) as usize,
-    };
+    let n = limit(q.limit, 200, 2000)?;
     blocking(move |ctx| {
         let (repo_id, record) = ctx
             .index
@@ -522,7 +520,7 @@ async fn events(
 ) -> ApiResult<Json<Value>> {
     web.require(&headers, Role::Read, true)?;
     let q = query(q)?;
-    let n = limit(q.limit, 50)?;
+    let n = limit(q.limit, 50, 500)?;
     blocking(move |ctx| {
         let f = filter(ctx, q.repo.as_deref(), q.kind.clone(), q.since, n)?;
         let events = ctx.index.events(&f).map_err(AppError::from)?;

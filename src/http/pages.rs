@@ -8,6 +8,7 @@ use super::{blocking, repository, ApiError, ApiResult, Caller, Web, COOKIE};
 use crate::app::tokens::{self, Role};
 use crate::app::{compare, logs, metrics, results, AppError};
 use crate::model::RunRecord;
+use crate::util::short;
 use axum::extract::{Form, Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Redirect, Response};
@@ -100,10 +101,6 @@ fn error_page(caller: Option<&Caller>, e: ApiError) -> Response {
         p { a href="/" { "back to the start" } }
     };
     (e.status, layout("error", caller, body)).into_response()
-}
-
-fn short(id: &str) -> &str {
-    &id[..id.len().min(7)]
 }
 
 fn status_cell(r: Option<&RunRecord>) -> Markup {
@@ -435,13 +432,7 @@ async fn experiment_action(
             ApiError::bad_request("the form is missing its fields"),
         );
     };
-    let expected = web.csrf(&caller);
-    let same = expected.len() == form.csrf.len()
-        && expected
-            .bytes()
-            .zip(form.csrf.bytes())
-            .fold(0u8, |a, (x, y)| a | (x ^ y))
-            == 0;
+    let same = tokens::constant_time_eq(web.csrf(&caller).as_bytes(), form.csrf.as_bytes());
     if !same {
         return error_page(
             Some(&caller),

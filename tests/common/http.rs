@@ -50,6 +50,11 @@ pub fn request(
     head.push_str("\r\n");
     s.write_all(head.as_bytes()).unwrap();
     let _ = s.write_all(body);
+    read_reply(&mut s)
+}
+
+/// Read a whole answer from a connection the caller wrote its request to.
+pub fn read_reply(s: &mut std::net::TcpStream) -> Reply {
     let mut out = Vec::new();
     let _ = s.read_to_end(&mut out);
     parse(&out)
