@@ -7,7 +7,9 @@ mod common;
 use common::postgres::Postgres;
 use common::World;
 use git_sandbox::model::RunRecord;
-use git_sandbox::store::{DaemonRow, Delivery, EventFilter, Index, RepoRow, StatusRow};
+use git_sandbox::store::{
+    DaemonRow, Delivery, EventFilter, Held, Index, Reaped, RepoRow, StatusRow, MAX_ATTEMPTS,
+};
 use serde_json::json;
 
 fn record(commit: &str, tree: &str, status: &str, ms: u64) -> RunRecord {
@@ -31,6 +33,7 @@ fn exercise(ix: &Index) {
         repository_type: "local".into(),
         created_at: "2026-11-26T07:00:00.000Z".into(),
         last_activity: None,
+        remote_url: Some("https://git.example/alpha.git".into()),
     };
     ix.upsert_repository(&repo).unwrap();
     ix.upsert_repository(&repo).unwrap();
@@ -38,6 +41,12 @@ fn exercise(ix: &Index) {
     assert_eq!(
         ix.repository_by_id("repo_a").unwrap().unwrap().name,
         "alpha"
+    );
+    assert_eq!(
+        ix.repository_by_remote("https://git.example/alpha.git")
+            .unwrap()
+            .map(|r| r.repository_id),
+        Some("repo_a".into())
     );
 
     // Runs: one per commit (a second put replaces it), found by commit and by tree and config.
@@ -95,45 +104,136 @@ fn exercise(ix: &Index) {
     assert_eq!(ix.enqueue("repo_a", &jobs, "hook").unwrap(), 0);
     assert_eq!(ix.queue_depth().unwrap(), (2, 0));
     assert_eq!(ix.pending_by_trigger().unwrap()["hook"], 2);
-    let ready = ix.ready_jobs(10).unwrap();
-    assert_eq!(ready.len(), 2);
+    assert_eq!(ix.ready_jobs(10).unwrap().len(), 2);
+    let later = "2999-01-01T00:00:00.000Z";
+    let past = "2000-01-01T00:00:00.000Z";
+    // Claims: oldest first, only among the repositories named, never the same job twice.
     assert!(ix
-        .transition_job(ready[0].id, "pending", "assigned")
-        .unwrap());
-    assert!(
-        !ix.transition_job(ready[0].id, "pending", "assigned")
-            .unwrap(),
-        "claimed twice"
+        .claim_jobs("h1/daemon/1/0", 5, later, &["repo_b"])
+        .unwrap()
+        .is_empty());
+    let a = ix
+        .claim_jobs("h1/daemon/1/0", 1, later, &["repo_a"])
+        .unwrap();
+    assert_eq!(
+        (a.len(), a[0].commit_id.as_str(), a[0].attempts),
+        (1, "c3", 1)
     );
+    let b = ix
+        .claim_jobs("h2/daemon/7/0", 5, later, &["repo_a"])
+        .unwrap();
+    assert_eq!(b.len(), 1, "only the job nobody holds");
+    assert_eq!(b[0].commit_id, "c4");
     assert!(ix
-        .transition_job(ready[0].id, "assigned", "running")
-        .unwrap());
+        .claim_jobs("h2/daemon/7/0", 5, later, &["repo_a"])
+        .unwrap()
+        .is_empty());
+    assert!(ix.start_job(&a[0]).unwrap());
+    assert!(!ix.start_job(&a[0]).unwrap(), "started twice");
     assert_eq!(ix.running_jobs().unwrap().len(), 1);
     assert_eq!(
         ix.queued_by_ref("repo_a").unwrap()["refs/heads/main"],
         (0, 1)
     );
-    assert!(ix.retry_job(ready[0].id, "a flaky disk").unwrap());
+    assert_eq!(
+        ix.renew_leases("h1/daemon/1/0", later, &[a[0].id, b[0].id])
+            .unwrap(),
+        1
+    );
+    // An infrastructure failure: pending again after a back-off.
+    assert!(ix.retry_job(&a[0], "a flaky disk").unwrap());
     assert_eq!(
         ix.job_state("repo_a", "c3").unwrap().as_deref(),
         Some("pending")
     );
-    assert_eq!(ix.ready_jobs(10).unwrap().len(), 1, "backed off");
-    ix.complete_job("repo_a", "c4", true).unwrap();
+    assert!(
+        ix.claim_jobs("h1/daemon/1/0", 5, later, &["repo_a"])
+            .unwrap()
+            .is_empty(),
+        "backed off"
+    );
+    // h2's lease runs out (its daemon stopped renewing it): the reaper queues c4 again; h2's
+    // late completion, fenced by its attempt, changes nothing.
+    assert_eq!(
+        ix.renew_leases("h2/daemon/7/0", past, &[b[0].id]).unwrap(),
+        1
+    );
+    assert_eq!(
+        ix.reap(Held::Expired).unwrap(),
+        Reaped {
+            requeued: 1,
+            dead: 0
+        }
+    );
+    assert!(
+        !ix.finish_job(&b[0], true).unwrap(),
+        "a late completion counted"
+    );
+    let again = ix
+        .claim_jobs("h3/daemon/9/0", 5, later, &["repo_a"])
+        .unwrap();
+    assert_eq!((again[0].commit_id.as_str(), again[0].attempts), ("c4", 2));
+    assert!(!ix.start_job(&b[0]).unwrap());
+    assert!(ix.finish_job(&again[0], true).unwrap());
     assert_eq!(
         ix.job_state("repo_a", "c4").unwrap().as_deref(),
         Some("completed")
     );
+    // Asked for again (a lost result): pending with a fresh count.
     assert_eq!(
         ix.requeue("repo_a", &[("c4".into(), None)], "manual")
             .unwrap(),
         1
     );
     assert!(ix.has_job("repo_a", "c4").unwrap());
-    assert!(ix
-        .transition_job(ix.ready_jobs(10).unwrap()[0].id, "pending", "running")
-        .unwrap());
-    assert_eq!(ix.requeue_interrupted_of("repo_a").unwrap(), 1);
+    // A home whose daemon died: what it held goes back; a stop gives back what never started,
+    // without counting the claim.
+    let held = ix
+        .claim_jobs("h4/daemon/2/0", 5, later, &["repo_a"])
+        .unwrap();
+    assert_eq!(held.len(), 1);
+    assert_eq!(ix.reap(Held::OwnerPrefix("h4/")).unwrap().requeued, 1);
+    let held = ix
+        .claim_jobs("h4/daemon/3/0", 5, later, &["repo_a"])
+        .unwrap();
+    assert_eq!(ix.release_unstarted("h4/daemon/3/0").unwrap(), 1);
+    assert_eq!(
+        ix.claim_jobs("x/mcp/1/0", 1, later, &["repo_a"]).unwrap()[0].attempts,
+        held[0].attempts
+    );
+    assert_eq!(
+        ix.reap(Held::OwnerPrefixIn("x/", "repo_b"))
+            .unwrap()
+            .requeued,
+        0
+    );
+    assert_eq!(
+        ix.reap(Held::OwnerPrefixIn("x/", "repo_a"))
+            .unwrap()
+            .requeued,
+        1
+    );
+    // A job that kills whoever runs it is given up after MAX_ATTEMPTS claims (dead letter).
+    for n in 0.. {
+        let got = ix
+            .claim_jobs(&format!("k{n}/daemon/1/0"), 1, past, &["repo_a"])
+            .unwrap();
+        if got.is_empty() {
+            break;
+        }
+        assert!(got[0].attempts <= MAX_ATTEMPTS, "{got:?}");
+        ix.reap(Held::Expired).unwrap();
+    }
+    assert_eq!(
+        ix.job_state("repo_a", "c4").unwrap().as_deref(),
+        Some("dead")
+    );
+    assert_eq!(
+        ix.requeue("repo_a", &[("c4".into(), None)], "manual")
+            .unwrap(),
+        1,
+        "a dead job can be asked for again"
+    );
 
     // Events: ids grow, filters by kind prefix and repository, paging, pruning.
     let e1 = ix

@@ -10,6 +10,7 @@ pub mod eval;
 pub mod exec;
 pub mod experiments;
 pub mod failures;
+pub mod fleet;
 pub mod forget;
 pub mod gc;
 pub mod github;
@@ -138,7 +139,11 @@ impl Context {
         let paths = Paths::from_env();
         let layers = Layers::load(&paths)?;
         let index = match index_url(&layers)? {
-            Some(url) => Index::connect(&url)?,
+            Some(url) => {
+                let mut index = Index::connect(&url)?;
+                index.localize(&paths.home);
+                index
+            }
             None => Index::open(&paths.home)?,
         };
         Ok(Context {

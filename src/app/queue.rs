@@ -171,8 +171,10 @@ pub enum JobEnd {
     Failed { error: String, retry: bool },
 }
 
-/// Run one job that was moved to `assigned`: `running`, then through the same pipeline as
-/// `git sandbox run`, then `completed`/`failed`, or back to `pending` when interrupted.
+/// Run one job this process claimed (`assigned`, its attempt the fencing token): `running`, then
+/// through the same pipeline as `git sandbox run`, then `completed`/`failed`, or back to
+/// `pending` when interrupted. Every change of the job's state is fenced: once the claim was
+/// taken back (its lease ran out) nothing here moves the job.
 pub fn run_job(ctx: &Context, row: &RepoRow, job: &Job, interrupt: &AtomicBool) -> JobEnd {
     let repo_id = Some(job.repository_id.as_str());
     let event = |kind: &str, data: serde_json::Value| {
@@ -180,17 +182,13 @@ pub fn run_job(ctx: &Context, row: &RepoRow, job: &Job, interrupt: &AtomicBool) 
             .index
             .add_event(kind, repo_id, None, Some(&job.commit_id), &data);
     };
-    if !ctx
-        .index
-        .transition_job(job.id, "assigned", "running")
-        .unwrap_or(false)
-    {
+    if !ctx.index.start_job(job).unwrap_or(false) {
         return JobEnd::Taken;
     }
     // `run.started` comes from the run itself (as for `git sandbox run`), only when it runs.
     event(
         "job.started",
-        serde_json::json!({"job": job.id, "trigger": job.trigger, "attempt": job.attempts + 1}),
+        serde_json::json!({"job": job.id, "trigger": job.trigger, "attempt": job.attempts, "by": job.owner}),
     );
     let result = (|| {
         let repo = crate::git::open(std::path::Path::new(&row.path))?;
@@ -205,20 +203,28 @@ pub fn run_job(ctx: &Context, row: &RepoRow, job: &Job, interrupt: &AtomicBool) 
         };
         run_commits(ctx, &repo, row, &[commit], &opts, &mut |_| {})
     })();
+    // Every end of a claim is an event (with its attempt and owner, and whether the claim still
+    // held: a late end changes nothing), so a claim's run can be told from the next one's.
+    let ended = |how: &str, held: Option<bool>| {
+        event(
+            "job.ended",
+            serde_json::json!({"job": job.id, "attempt": job.attempts, "by": job.owner, "end": how, "held": held}),
+        )
+    };
     match result {
         Ok(outcome) if outcome.interrupted => {
-            let _ = ctx.index.transition_job(job.id, "running", "pending");
+            ended("interrupted", ctx.index.release_job(job).ok());
             JobEnd::Interrupted
         }
         Ok(outcome) => {
+            // A result is evidence whoever holds the job now; only the job's state is fenced.
             let ok = outcome.records.iter().all(|r| r.status != Status::Error);
-            let _ = ctx
-                .index
-                .complete_job(&job.repository_id, &job.commit_id, ok);
+            ended("done", ctx.index.finish_job(job, ok).ok());
             JobEnd::Done(outcome.records.into_iter().next().map(Box::new))
         }
         Err(e) => {
-            let retry = ctx.index.retry_job(job.id, &e.to_string()).unwrap_or(false);
+            let retry = ctx.index.retry_job(job, &e.to_string()).unwrap_or(false);
+            ended("failed", None);
             event(
                 "run.failed",
                 serde_json::json!({"error": e.to_string(), "retry": retry}),
@@ -231,25 +237,79 @@ pub fn run_job(ctx: &Context, row: &RepoRow, job: &Job, interrupt: &AtomicBool) 
     }
 }
 
+/// Who claims jobs, and for how long a claim holds without being renewed.
+pub struct Claimant {
+    pub owner: String,
+    pub lease: Duration,
+}
+
+impl Claimant {
+    /// A claimant of this process, of `kind` (`daemon`, `mcp`), with the configured lease.
+    pub fn new(ctx: &Context, kind: &str) -> Claimant {
+        Claimant {
+            owner: super::daemons::owner_id(&ctx.paths.home, kind),
+            lease: ctx.layers.resolve().index.lease,
+        }
+    }
+
+    /// When a claim made or renewed now runs out.
+    pub fn lease_until(&self) -> String {
+        crate::util::time::rfc3339(crate::util::time::now_millis() + self.lease.as_millis() as i64)
+    }
+
+    /// Claim up to `limit` ready jobs of `repositories`.
+    pub fn claim(&self, ctx: &Context, limit: usize, repositories: &[&str]) -> Result<Vec<Job>> {
+        Ok(ctx
+            .index
+            .claim_jobs(&self.owner, limit, &self.lease_until(), repositories)?)
+    }
+
+    /// Renew the leases of the jobs `ids` this claimant holds.
+    pub fn renew(&self, ctx: &Context, ids: &[i64]) -> Result<usize> {
+        Ok(ctx
+            .index
+            .renew_leases(&self.owner, &self.lease_until(), ids)?)
+    }
+}
+
 /// Run the ready jobs of one repository, one at a time, oldest first, until none is left or
-/// `interrupt` is set (for `git sandbox mcp` when no daemon runs). Returns how many ran.
+/// `interrupt` is set (for `git sandbox mcp` when no daemon runs). A thread renews the lease of
+/// the job that runs. Returns how many ran.
 pub fn run_ready(ctx: &Context, row: &RepoRow, interrupt: &AtomicBool) -> Result<usize> {
+    let me = Claimant::new(ctx, "mcp");
     let mut ran = 0;
     while !interrupt.load(Ordering::Relaxed) {
-        let Some(job) = ctx
-            .index
-            .ready_jobs(256)?
+        let Some(job) = me
+            .claim(ctx, 1, &[row.repository_id.as_str()])?
             .into_iter()
-            .find(|j| j.repository_id == row.repository_id)
+            .next()
         else {
             break;
         };
-        if !ctx.index.transition_job(job.id, "pending", "assigned")? {
-            continue;
-        }
-        if let JobEnd::Done(_) = run_job(ctx, row, &job, interrupt) {
+        let done = AtomicBool::new(false);
+        let end = std::thread::scope(|s| {
+            s.spawn(|| renew_until(&me, job.id, &done));
+            let end = run_job(ctx, row, &job, interrupt);
+            done.store(true, Ordering::Relaxed);
+            end
+        });
+        if let JobEnd::Done(_) = end {
             ran += 1;
         }
     }
     Ok(ran)
+}
+
+/// Renew the lease of job `id` every third of a lease until `done` (on a connection of its own).
+fn renew_until(me: &Claimant, id: i64, done: &AtomicBool) {
+    let Ok(ctx) = Context::load() else { return };
+    let every = me.lease / 3;
+    let mut last = Instant::now();
+    while !done.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(100));
+        if last.elapsed() >= every {
+            last = Instant::now();
+            let _ = me.renew(&ctx, &[id]);
+        }
+    }
 }

@@ -116,7 +116,13 @@ pub fn fetch(
         "refs/sandbox/*:refs/sandbox/*".to_string(),
     ];
     let updates = remote::fetch(&dir, &name, &specs)?;
-    let (merged, results) = take_in(ctx, repo, row, &dir, &name)?;
+    let (merged, mut results) = take_in(ctx, repo, row, &dir, &name)?;
+    // On a shared index, a result whose machine died before pushing it is in the index: it is
+    // written here too, so every clone has every result after a fetch.
+    if ctx.index.is_shared() {
+        let records = ctx.index.run_records(&row.repository_id)?;
+        results += super::results::rewrite_missing(ctx, repo, row, &records)?;
+    }
     experiments::sync(ctx, repo, row)?;
     super::pull_request::adopt_merged(ctx, repo, row, &name)?;
     let f = Fetched {
@@ -169,12 +175,27 @@ fn take_in(
         .collect::<std::result::Result<_, _>>()?;
     let mut merged = Vec::new();
     for (ours, strategy) in NOTES {
-        let theirs = format!(
+        let mut theirs = vec![format!(
             "{}{}",
             remote::tracking_prefix(name),
             ours.trim_start_matches("refs/notes/")
-        );
-        if remote::merge_notes(dir, ours, &theirs, strategy)? {
+        )];
+        // Every machine's records, each through its own ref (see `notes_specs`).
+        if ours == git::NOTES_REF {
+            theirs.extend(git::cli::list_refs(
+                dir,
+                &format!(
+                    "{}{}",
+                    remote::tracking_prefix(name),
+                    WRITERS_PREFIX.trim_start_matches("refs/notes/")
+                ),
+            )?);
+        }
+        let mut moved = false;
+        for t in &theirs {
+            moved |= remote::merge_notes(dir, ours, t, strategy)?;
+        }
+        if moved {
             merged.push(ours.to_string());
         }
     }
@@ -240,11 +261,13 @@ pub fn push(
     let dir = git::repo_root(repo);
     let name = resolve(&dir, named)?;
     remote::ensure_notes_refspec(&dir, &name)?;
-    let mut specs: Vec<String> = NOTES
-        .iter()
-        .filter(|(r, _)| remote::ref_tip(&dir, r).is_some())
-        .map(|(r, _)| format!("{r}:{r}"))
-        .collect();
+    // On a shared index, the first push says where other machines clone it from.
+    if ctx.index.is_shared() && row.remote_url.is_none() {
+        let mut known = row.clone();
+        known.remote_url = super::repos::remote_url_of(&dir, &name);
+        ctx.index.upsert_repository(&known)?;
+    }
+    let mut specs = notes_specs(ctx, &dir);
     if !notes_only {
         for (branch, _) in super::select::watched_branches(ctx, repo)? {
             specs.push(format!("refs/heads/{branch}:refs/heads/{branch}"));
@@ -262,6 +285,34 @@ pub fn push(
     }
     push_specs(ctx, repo, row, &dir, &name, specs)
 }
+
+/// The refspecs that push our notes. On an index many machines share, the records go to this
+/// home's own ref on the remote (`refs/notes/sandbox-by/<home-id>`), which no other machine
+/// writes, so pushes never contend; readers fold every machine's ref into theirs when they
+/// fetch, and write the summaries from the folded records (so those are not pushed).
+fn notes_specs(ctx: &Context, dir: &Path) -> Vec<String> {
+    let mine = ctx.index.is_shared().then(|| writer_ref(ctx));
+    NOTES
+        .iter()
+        .filter(|(r, _)| remote::ref_tip(dir, r).is_some())
+        .filter_map(|(r, _)| match (&mine, *r) {
+            (Some(w), git::NOTES_REF) => Some(format!("{r}:{w}")),
+            (Some(_), git::SUMMARY_NOTES_REF) => None,
+            _ => Some(format!("{r}:{r}")),
+        })
+        .collect()
+}
+
+/// The remote ref this home pushes its records through on a shared index.
+pub fn writer_ref(ctx: &Context) -> String {
+    format!(
+        "{WRITERS_PREFIX}{}",
+        super::daemons::home_id(&ctx.paths.home)
+    )
+}
+
+/// Where each machine's records are on the remote, one ref per home.
+const WRITERS_PREFIX: &str = "refs/notes/sandbox-by/";
 
 /// Push `specs` to the remote `name`, never forced; a notes ref the remote moved is fetched,
 /// merged and pushed again with back-off.
@@ -311,7 +362,11 @@ fn push_specs(
         remote::fetch(dir, name, &[remote::notes_refspec(name)])?;
         take_in(ctx, repo, row, dir, name)?;
         out.merges += 1;
-        specs = retry.iter().map(|u| format!("{0}:{0}", u.name)).collect();
+        specs.retain(|spec| {
+            retry
+                .iter()
+                .any(|u| spec.rsplit_once(':').is_some_and(|(_, to)| to == u.name))
+        });
     }
     ctx.index.add_event(
         "remote.pushed",
@@ -354,9 +409,9 @@ pub fn poll(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Result<Poll
             }
         } else if let Some(rest) = refname.strip_prefix("refs/notes/") {
             let local = format!("{}{rest}", remote::tracking_prefix(&name));
-            if NOTES.iter().any(|(r, _)| *r == refname)
-                && remote::ref_tip(&dir, &local).as_deref() != Some(&id)
-            {
+            let ours =
+                NOTES.iter().any(|(r, _)| *r == refname) || refname.starts_with(WRITERS_PREFIX);
+            if ours && remote::ref_tip(&dir, &local).as_deref() != Some(&id) {
                 notes_moved = true;
             }
         }
@@ -436,11 +491,7 @@ pub fn push_branch(
 ) -> Result<Pushed> {
     let dir = git::repo_root(repo);
     let name = resolve(&dir, named)?;
-    let mut specs: Vec<String> = NOTES
-        .iter()
-        .filter(|(r, _)| remote::ref_tip(&dir, r).is_some())
-        .map(|(r, _)| format!("{r}:{r}"))
-        .collect();
+    let mut specs = notes_specs(ctx, &dir);
     specs.push(format!("refs/heads/{branch}:refs/heads/{branch}"));
     push_specs(ctx, repo, row, &dir, &name, specs)
 }

@@ -297,8 +297,18 @@ pub fn adopt(ctx: &Context, cwd: &Path) -> Result<(Created, bool)> {
         }
     }
     let existing = cli::get_config(&root, ID_KEY);
+    // On an index many machines share, a clone of a repository another machine registered
+    // joins it (the same id, so one queue and one set of results).
+    let joined = match (&existing, ctx.index.is_shared(), shared_remote(&root)) {
+        (None, true, Some(url)) => ctx
+            .index
+            .repository_by_remote(&url)?
+            .map(|r| r.repository_id),
+        _ => None,
+    };
     let repo_id = existing
         .clone()
+        .or(joined)
         .unwrap_or_else(|| format!("repo_{}", util::random_hex(8)));
     configure(&root, &repo_id)?;
     let hooks = install_hooks(&root)?;
@@ -407,7 +417,31 @@ fn local_row(id: &str, name: Option<&str>, root: &Path, now: i64) -> RepoRow {
         repository_type: "local".into(),
         created_at: util::time::rfc3339(now),
         last_activity: Some(util::time::rfc3339(now)),
+        remote_url: shared_remote(root),
     }
+}
+
+/// The URL other machines clone the repository at `root` from: its default remote's (the
+/// current branch's, else `origin`), without credentials; a relative path is made absolute.
+fn shared_remote(root: &Path) -> Option<String> {
+    let name = super::remote::resolve(root, None).ok()?;
+    remote_url_of(root, &name)
+}
+
+/// The URL of the remote `name` of the repository at `root`, as [`shared_remote`] keeps it.
+pub(crate) fn remote_url_of(root: &Path, name: &str) -> Option<String> {
+    let url = git::remote::shown_url(root, name);
+    if url.is_empty() {
+        return None;
+    }
+    let local = !url.contains("://") && !url.contains(':');
+    Some(if local && Path::new(&url).is_relative() {
+        std::fs::canonicalize(root.join(&url))
+            .map(|p| p.display().to_string())
+            .unwrap_or(url)
+    } else {
+        url
+    })
 }
 
 fn file_url(path: &Path) -> String {

@@ -105,8 +105,18 @@ fn status(paths: &Paths, json: bool) -> CmdResult {
                 } else {
                     String::new()
                 };
-                outln!("  {key:<13} {x}{why}");
+                if !x.is_null() {
+                    outln!("  {key:<13} {x}{why}");
+                }
             }
+        }
+        if v["index"]["reachable"] == false {
+            outln!(
+                "  {:<13} unreachable since {} ({}); running what it holds, retrying",
+                "index",
+                v["index"]["since"].as_str().unwrap_or("?"),
+                v["index"]["error"].as_str().unwrap_or("?")
+            );
         }
     }
     Ok(0)

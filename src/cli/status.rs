@@ -21,6 +21,7 @@ pub fn cmd_status(args: StatusArgs) -> CmdResult {
     let daemon = crate::ipc::running(&ctx.paths.home);
     let (queued, running) = ctx.index.queue_depth()?;
     let why = ctx.index.pending_by_trigger()?;
+    let dead = ctx.index.dead_jobs()?;
     let daemons = crate::app::daemons::list(&ctx)?;
     let unindexed: Vec<String> = crate::store::registry::list(&ctx.paths.home)
         .into_iter()
@@ -43,7 +44,7 @@ pub fn cmd_status(args: StatusArgs) -> CmdResult {
                 "pending_jobs": pending,
             },
             "daemon": {"running": daemon.is_some(), "pid": daemon, "queued_jobs": queued, "running_jobs": running},
-            "queue": {"pending": queued, "running": running, "pending_by_trigger": why},
+            "queue": {"pending": queued, "running": running, "dead": dead, "pending_by_trigger": why},
             "daemons": daemons,
             "unindexed_repositories": unindexed,
         }));
@@ -67,8 +68,13 @@ pub fn cmd_status(args: StatusArgs) -> CmdResult {
         mean.map_or("-".into(), |m| ui::duration(m.round() as u64))
     );
     println!(
-        "queue:         {queued} pending{}, {running} running",
-        queue_reasons(&why)
+        "queue:         {queued} pending{}, {running} running{}",
+        queue_reasons(&why),
+        if dead > 0 {
+            format!(", {dead} given up after {} attempts (`git sandbox events --kind run.failed` and the daemons' logs say why; `git sandbox run REV` runs one by hand)", crate::store::MAX_ATTEMPTS)
+        } else {
+            String::new()
+        }
     );
     println!(
         "daemon:        {}",

@@ -56,6 +56,7 @@ const ENV_KEYS: &[(&str, &str, Kind)] = &[
     ("github", "app_key_file", Kind::Text),
     ("github", "installation_id", Kind::Raw),
     ("index", "url", Kind::Text),
+    ("index", "lease", Kind::Text),
 ];
 
 /// `SANDBOX_<SECTION>_<KEY>` variables, e.g. `SANDBOX_TEST_TIMEOUT=90s`,

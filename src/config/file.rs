@@ -450,6 +450,7 @@ impl ConfigFile {
         if let Some(u) = &self.index.url {
             c.index.url = Some(u.clone());
         }
+        set(&mut c.index.lease, self.index.lease);
     }
 }
 

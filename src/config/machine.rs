@@ -78,6 +78,21 @@ pub struct IndexFile {
     /// `postgres://USER@HOST:PORT/DB`: the index in PostgreSQL, shared by many daemons.
     #[serde(default, deserialize_with = "de_index_url")]
     pub url: Option<String>,
+    /// How long a daemon holds a job without renewing it before another daemon may take it.
+    #[serde(default, deserialize_with = "de_lease")]
+    pub lease: Option<Duration>,
+}
+
+/// A job's lease: renewed every third of it, so at least 3 s (and at most a day).
+fn de_lease<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    let t = de_duration(d)?;
+    if t.is_some_and(|t| t < Duration::from_secs(3) || t > Duration::from_secs(86_400)) {
+        return Err(hinted(
+            "a lease shorter than 3 s or longer than a day",
+            "write \"60s\" (the default): a killed daemon's jobs return to the queue after it",
+        ));
+    }
+    Ok(t)
 }
 
 /// A PostgreSQL connection URL (the only database but the embedded SQLite file).

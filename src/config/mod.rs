@@ -238,12 +238,24 @@ pub struct Config {
 }
 
 /// Where the index lives. User config and environment only (`GIT_SANDBOX_INDEX` wins).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct IndexConfig {
     /// A PostgreSQL URL; `None`: the SQLite file `index.db` in the data dir. Shown with its
     /// password masked.
     #[serde(serialize_with = "ser_redacted")]
     pub url: Option<String>,
+    /// How long a daemon holds a job without renewing it before another may take it (60 s).
+    #[serde(serialize_with = "ser_duration")]
+    pub lease: Duration,
+}
+
+impl Default for IndexConfig {
+    fn default() -> Self {
+        IndexConfig {
+            url: None,
+            lease: Duration::from_secs(60),
+        }
+    }
 }
 
 fn ser_redacted<S: serde::Serializer>(u: &Option<String>, s: S) -> Result<S::Ok, S::Error> {

@@ -7,7 +7,9 @@
 //! index) stop it; runtime errors are recorded as events and survived.
 
 mod control;
+mod health;
 mod http;
+mod listen;
 mod poller;
 mod pusher;
 mod statuses;
@@ -27,6 +29,9 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 /// How often the daemon writes a heartbeat and rescans every repository (the safety net for
 /// anything the hooks and the watcher missed).
 pub const HEARTBEAT: Duration = crate::app::daemons::HEARTBEAT;
+/// How often a daemon on PostgreSQL asks for jobs with no notification (retries whose back-off
+/// ended, a notification lost while the connection was down).
+const IDLE_CLAIM: Duration = Duration::from_secs(5);
 /// Watcher events closer together than this are handled as one.
 const DEBOUNCE: Duration = Duration::from_millis(30);
 
@@ -103,7 +108,10 @@ pub(crate) enum Msg {
     Stop,
     Done {
         tree_key: (String, String),
+        job: i64,
     },
+    /// Jobs were queued (PostgreSQL's `NOTIFY`, from any machine).
+    Jobs,
 }
 
 pub(crate) struct Shared {
@@ -155,7 +163,20 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
     let listener = control::listen(&home, tx.clone())?;
     let mut sigterm = signal(SignalKind::terminate()).ok();
     let mut sigint = signal(SignalKind::interrupt()).ok();
-    let requeued = ctx.index.requeue_interrupted().map_err(AppError::from)?;
+    // Jobs this home's previous daemon held were cut off (we hold the home's lock now); jobs
+    // whose owner stopped renewing its lease (on any machine) go back to the queue too.
+    let me = crate::app::queue::Claimant::new(&ctx, "daemon");
+    let home_id = crate::app::daemons::home_id(&home);
+    let reaped = ctx
+        .index
+        .reap(crate::store::Held::OwnerPrefix(&format!("{home_id}/")))
+        .map_err(AppError::from)?;
+    let expired = ctx
+        .index
+        .reap(crate::store::Held::Expired)
+        .map_err(AppError::from)?;
+    let requeued = reaped.requeued + expired.requeued;
+    let dead = reaped.dead + expired.dead;
     // Deliveries recorded before a crash are fetched now; new ones when the listener wakes it.
     let (wake_deliveries, deliveries) = mpsc::channel::<()>();
     http::start_deliveries(deliveries);
@@ -211,17 +232,34 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
     let event = |kind: &str, data: serde_json::Value| {
         let _ = ctx.index.add_event(kind, None, None, None, &data);
     };
-    let me = crate::app::daemons::started(&ctx, workers, served);
+    crate::app::daemons::started(&ctx, &me.owner, workers, served);
+    // On PostgreSQL an idle daemon sleeps until a job is queued anywhere (`LISTEN`).
+    let listening = match crate::app::index_url(&ctx.layers).ok().flatten() {
+        Some(url) => {
+            listen::start(url, tx.clone());
+            true
+        }
+        None => false,
+    };
     event(
         "daemon.started",
-        serde_json::json!({"pid": std::process::id(), "workers": workers, "repositories": repos.rows.len(), "requeued": requeued}),
+        serde_json::json!({"pid": std::process::id(), "workers": workers, "repositories": repos.rows.len(), "requeued": requeued, "dead": dead, "id": me.owner}),
     );
     log(&format!(
-        "started (pid {}, {workers} workers), watching {} repositories{}",
+        "started (pid {}, {workers} workers, id {}), watching {} repositories{}{}",
         std::process::id(),
+        me.owner,
         repos.rows.len(),
         if requeued > 0 {
             format!(", {requeued} interrupted jobs queued again")
+        } else {
+            String::new()
+        },
+        if dead > 0 {
+            format!(
+                ", {dead} jobs given up after {} attempts",
+                crate::store::MAX_ATTEMPTS
+            )
         } else {
             String::new()
         }
@@ -234,6 +272,13 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
     let mut busy: HashSet<(String, String)> = HashSet::new();
     let mut stopping: Option<Instant> = None;
     let mut idle = workers;
+    let mut waiting: Vec<worker::Assignment> = Vec::new();
+    let mut want_jobs = true;
+    let mut last_claim = Instant::now();
+    let mut last_lease = Instant::now();
+    // The jobs handed to workers (by id), whose leases this daemon renews.
+    let mut held: HashSet<i64> = HashSet::new();
+    let mut health = health::Health::default();
     let mut tick = tokio::time::interval(Duration::from_millis(200));
     rt.block_on(async { loop {
         let msg = tokio::select! {
@@ -257,26 +302,60 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
                 last_wake = Instant::now();
             }
             Some(Msg::Status(reply)) => {
-                let (pending, running) = ctx.index.queue_depth().unwrap_or((0, 0));
-                let why = ctx.index.pending_by_trigger().unwrap_or_default();
+                // An index that is away is not asked (a connect could hang the scheduler).
+                let (depth, why) = if health.may_try() {
+                    let depth = ctx.index.queue_depth();
+                    health.record(&depth);
+                    (depth.ok(), ctx.index.pending_by_trigger().ok())
+                } else {
+                    (None, None)
+                };
                 let _ = reply.send(serde_json::json!({
-                    "pid": std::process::id(), "workers": workers, "busy_workers": workers - idle,
-                    "pending_jobs": pending, "pending_by_trigger": why,
-                    "running_jobs": running, "repositories": repos.rows.len(),
+                    "pid": std::process::id(), "id": me.owner, "workers": workers,
+                    "busy_workers": workers - idle,
+                    "pending_jobs": depth.map(|d| d.0), "pending_by_trigger": why.unwrap_or_default(),
+                    "running_jobs": depth.map(|d| d.1), "repositories": repos.rows.len(),
                     "uptime_s": started.elapsed().as_secs(), "stopping": stopping.is_some(),
+                    "index": health.json(),
                 }));
             }
             Some(Msg::Stop) => {
                 stopping.get_or_insert_with(Instant::now);
             }
-            Some(Msg::Done { tree_key }) => {
+            Some(Msg::Done { tree_key, job }) => {
                 if let Some((push_tx, _)) = &auto_push {
                     let _ = push_tx.send(tree_key.0.clone());
                 }
+                held.remove(&job);
                 busy.remove(&tree_key);
                 idle += 1;
+                want_jobs = true;
             }
+            Some(Msg::Jobs) => want_jobs = true,
             None => {}
+        }
+        // The leases of what this daemon holds (running or waiting for its tree) are renewed
+        // every third of a lease; expired ones, any daemon's, go back to the queue.
+        if last_lease.elapsed() >= me.lease / 3 && health.may_try() {
+            last_lease = Instant::now();
+            let ids: Vec<i64> = held.iter().copied().chain(waiting.iter().map(|a| a.job.id)).collect();
+            let renewed = me.renew(&ctx, &ids);
+            health.record_app(&renewed);
+            let reaped = ctx.index.reap(crate::store::Held::Expired);
+            health.record(&reaped);
+            if let Ok(r) = reaped {
+                if r.requeued + r.dead > 0 {
+                    event(
+                        "job.reaped",
+                        serde_json::json!({"requeued": r.requeued, "dead": r.dead}),
+                    );
+                    warn(&format!(
+                        "{} jobs whose daemon stopped renewing its lease were queued again, {} given up",
+                        r.requeued, r.dead
+                    ));
+                    want_jobs = true;
+                }
+            }
         }
         if let Some(since) = stopping {
             if idle == workers {
@@ -287,14 +366,20 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
             }
             continue;
         }
+        // While the index is away nothing new is asked of it (no scans, no claims).
+        if !health.may_try() {
+            continue;
+        }
         if last_beat.elapsed() >= HEARTBEAT {
             last_beat = Instant::now();
-            let (pending, running) = ctx.index.queue_depth().unwrap_or((0, 0));
+            let depth = ctx.index.queue_depth();
+            health.record(&depth);
+            let (pending, running) = depth.unwrap_or((0, 0));
             event(
                 "daemon.heartbeat",
                 serde_json::json!({"pending_jobs": pending, "running_jobs": running, "busy_workers": workers - idle}),
             );
-            let _ = ctx.index.daemon_heartbeat(&me, (workers - idle) as i64);
+            let _ = ctx.index.daemon_heartbeat(&me.owner, (workers - idle) as i64);
             repos.reload(&ctx);
             watcher.update(&repos.git_dirs());
             dirty.insert(None);
@@ -314,13 +399,27 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
                     }
                 }
             }
+            want_jobs = true;
         }
-        if idle > 0 {
-            dispatch(&ctx, &repos, &mut busy, &mut idle, &job_tx);
+        // SQLite is asked every tick (a local file); PostgreSQL when a job may be there (a
+        // notification, a finished job, a rescan) and every few seconds for retries that came due.
+        if !listening || last_claim.elapsed() >= IDLE_CLAIM {
+            want_jobs = true;
+        }
+        if idle > 0 && want_jobs {
+            want_jobs = false;
+            last_claim = Instant::now();
+            let claimed = dispatch(&ctx, &me, &repos, &mut busy, &mut idle, &mut waiting, &job_tx);
+            health.record(&claimed);
+            held.extend(claimed.unwrap_or_default());
         }
     } });
     stop_polling.store(true, Ordering::Relaxed);
     drop(job_tx);
+    // Claimed jobs that waited for their tree were never started: they go back as they were.
+    for a in waiting {
+        let _ = ctx.index.release_job(&a.job);
+    }
     for h in handles {
         let _ = h.join();
     }
@@ -334,9 +433,9 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
-    let requeued = ctx.index.requeue_interrupted().unwrap_or(0);
+    let requeued = ctx.index.release_unstarted(&me.owner).unwrap_or(0);
     event("daemon.stopped", serde_json::json!({"requeued": requeued}));
-    let _ = ctx.index.daemon_stopped(&me);
+    let _ = ctx.index.daemon_stopped(&me.owner);
     log(&format!(
         "stopped{}",
         if requeued > 0 {
@@ -409,7 +508,12 @@ fn scan(ctx: &Context, row: &RepoRow, full: bool) {
             }
             if full {
                 let (restored, requeued) = notify::restore_lost_notes(ctx, &repo, row)?;
-                if restored > 0 {
+                if restored > 0 && ctx.index.is_shared() {
+                    log(&format!(
+                        "{}: wrote {restored} results from the shared index into its notes",
+                        row.name
+                    ));
+                } else if restored > 0 {
                     log(&format!("{}: wrote {restored} lost notes again", row.name));
                 }
                 if requeued > 0 {
@@ -432,44 +536,59 @@ fn scan(ctx: &Context, row: &RepoRow, full: bool) {
     }
 }
 
-/// Hand ready jobs to idle workers, never two jobs for the same tree at once.
+/// Hand jobs to idle workers, never two jobs for the same tree at once: first the claimed jobs
+/// that waited for their tree, then new claims (one per idle worker) among the repositories
+/// this daemon serves.
 fn dispatch(
     ctx: &Context,
+    me: &crate::app::queue::Claimant,
     repos: &Repos,
     busy: &mut HashSet<(String, String)>,
     idle: &mut usize,
+    waiting: &mut Vec<worker::Assignment>,
     job_tx: &mpsc::Sender<worker::Assignment>,
-) {
-    let Ok(jobs) = ctx.index.ready_jobs(64) else {
-        return;
+) -> Result<Vec<i64>, crate::store::StoreError> {
+    let mut sent = Vec::new();
+    let mut send = |a: worker::Assignment, busy: &mut HashSet<_>, idle: &mut usize| {
+        busy.insert(a.tree_key.clone());
+        *idle -= 1;
+        sent.push(a.job.id);
+        let _ = job_tx.send(a);
     };
-    for job in jobs {
-        if *idle == 0 {
-            break;
+    let mut i = 0;
+    while i < waiting.len() && *idle > 0 {
+        if busy.contains(&waiting[i].tree_key) {
+            i += 1;
+        } else {
+            let a = waiting.remove(i);
+            send(a, busy, idle);
         }
+    }
+    if *idle == 0 {
+        return Ok(sent);
+    }
+    let served: Vec<&str> = repos.rows.keys().map(String::as_str).collect();
+    let jobs = ctx
+        .index
+        .claim_jobs(&me.owner, *idle, &me.lease_until(), &served)?;
+    for job in jobs {
         let Some(row) = repos.rows.get(&job.repository_id) else {
+            let _ = ctx.index.release_job(&job);
             continue;
         };
         let tree = worker::tree_of(row, &job.commit_id).unwrap_or_else(|| job.commit_id.clone());
-        let key = (job.repository_id.clone(), tree);
-        if busy.contains(&key) {
-            continue;
-        }
-        if !ctx
-            .index
-            .transition_job(job.id, "pending", "assigned")
-            .unwrap_or(false)
-        {
-            continue;
-        }
-        busy.insert(key.clone());
-        *idle -= 1;
-        let _ = job_tx.send(worker::Assignment {
-            job,
+        let a = worker::Assignment {
+            tree_key: (job.repository_id.clone(), tree),
             row: row.clone(),
-            tree_key: key,
-        });
+            job,
+        };
+        if busy.contains(&a.tree_key) || *idle == 0 {
+            waiting.push(a);
+        } else {
+            send(a, busy, idle);
+        }
     }
+    Ok(sent)
 }
 
 /// The registered repositories, reloaded from the index on each heartbeat and when a ping
@@ -481,7 +600,24 @@ struct Repos {
 
 impl Repos {
     fn reload(&mut self, ctx: &Context) {
-        if let Ok(rows) = ctx.index.repositories() {
+        if let Ok(mut rows) = ctx.index.repositories() {
+            // On a shared index, repositories adopted on other machines run in clones of our
+            // own, made here from the remote they were registered with.
+            for row in rows
+                .iter_mut()
+                .filter(|r| !std::path::Path::new(&r.path).exists())
+            {
+                match crate::app::fleet::clone_if_missing(ctx, row) {
+                    Ok(true) => log(&format!(
+                        "{}: cloned from {} into {}",
+                        row.name,
+                        row.remote_url.as_deref().unwrap_or("?"),
+                        row.path
+                    )),
+                    Ok(false) => {}
+                    Err(e) => warn(&format!("{}: cannot clone it here: {e}", row.name)),
+                }
+            }
             self.rows = rows
                 .into_iter()
                 .filter(|r| std::path::Path::new(&r.path).exists())

@@ -21,6 +21,16 @@ pub fn git_with_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<S
     Ok(stdout)
 }
 
+/// The refs under `prefix` (`refs/notes/remotes/origin/sandbox-by/`), sorted.
+pub fn list_refs(dir: &Path, prefix: &str) -> Result<Vec<String>> {
+    Ok(git(dir, &["for-each-ref", "--format=%(refname)", prefix])?
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect())
+}
+
 /// `git config --local KEY VALUE`.
 pub fn set_config(dir: &Path, key: &str, value: &str) -> Result<()> {
     git(dir, &["config", "--local", key, value]).map(drop)

@@ -111,7 +111,13 @@ fn run_queue(root: &Path, stop: &AtomicBool, woken: &std::sync::mpsc::Receiver<(
             if lock.is_none() {
                 continue;
             }
-            let _ = ctx.index.requeue_interrupted_of(&row.repository_id);
+            // No daemon runs for this home and no other server of it runs this repository:
+            // what this home's runners held here was cut off.
+            let home = crate::app::daemons::home_id(&ctx.paths.home);
+            let _ = ctx.index.reap(crate::store::Held::OwnerPrefixIn(
+                &format!("{home}/"),
+                &row.repository_id,
+            ));
         }
         // What the hooks may have missed (hooks not installed, a commit made by a tool that
         // skips them), as the daemon's watcher would.

@@ -172,6 +172,7 @@ mod tests {
                 repository_type: "local".into(),
                 created_at: "2026-01-01T00:00:00.000Z".into(),
                 last_activity: None,
+                remote_url: None,
             })
             .unwrap();
         let e = Experiment {

@@ -12,10 +12,13 @@ pub struct Job {
     pub refname: Option<String>,
     pub trigger: String,
     pub state: String,
+    /// The claim's attempt number (the fencing token of every later change).
     pub attempts: i64,
+    /// Who holds it (a daemon's or runner's id), while claimed.
+    pub owner: Option<String>,
 }
 
-/// A `jobs` row selected as `id, repository_id, commit_id, refname, trigger, state, attempts`.
+/// A `jobs` row selected as [`JOB_COLS`].
 fn job_row(r: &super::sql::Row) -> super::sql::Result<Job> {
     Ok(Job {
         id: r.get(0)?,
@@ -25,6 +28,7 @@ fn job_row(r: &super::sql::Row) -> super::sql::Result<Job> {
         trigger: r.get(4)?,
         state: r.get(5)?,
         attempts: r.get(6)?,
+        owner: r.get(7)?,
     })
 }
 
@@ -54,6 +58,7 @@ impl Index {
             }
         }
         if added > 0 {
+            self.announce_jobs(&tx)?;
             tx.execute(
                 "INSERT INTO events (time, kind, repository_id, data) VALUES (?1, 'run.queued', ?2, ?3)",
                 params![
@@ -85,14 +90,26 @@ impl Index {
                  ON CONFLICT (repository_id, commit_id) DO UPDATE SET
                     state = 'pending', attempts = 0, error = NULL, not_before = NULL,
                     trigger = excluded.trigger, updated_at = excluded.updated_at
-                 WHERE jobs.state IN ('completed', 'failed')",
+                 WHERE jobs.state IN ('completed', 'failed', 'dead')",
             )?;
             for (commit, refname) in commits {
                 n += stmt.execute(params![repository_id, commit, refname, trigger, now])?;
             }
         }
+        if n > 0 {
+            self.announce_jobs(&tx)?;
+        }
         tx.commit()?;
         Ok(n)
+    }
+
+    /// On PostgreSQL, wake every listening daemon when `tx` commits (`NOTIFY`); on SQLite the
+    /// local daemon is pinged by whoever queued.
+    fn announce_jobs(&self, tx: &super::sql::Tx<'_>) -> Result<()> {
+        if tx.is_pg() {
+            tx.execute_batch(&format!("NOTIFY {}", super::pg::JOBS_CHANNEL))?;
+        }
+        Ok(())
     }
 
     /// Whether a commit already has a job in any state.
@@ -129,46 +146,158 @@ impl Index {
     }
 }
 
-/// How many times an infrastructure failure is retried before the job is given up.
+/// How many times a job is claimed (an infrastructure failure, or a daemon lost while it ran
+/// the job) before it is given up as `dead`.
 pub const MAX_ATTEMPTS: i64 = 5;
 
+/// The columns [`job_row`] reads.
+const JOB_COLS: &str = "id, repository_id, commit_id, refname, trigger, state, attempts, owner";
+
+/// What [`Index::reap`] did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Reaped {
+    /// Jobs back in the queue.
+    pub requeued: usize,
+    /// Jobs given up (`dead`) because they had been claimed [`MAX_ATTEMPTS`] times.
+    pub dead: usize,
+}
+
+/// Which claimed jobs [`Index::reap`] takes back.
+pub enum Held<'a> {
+    /// Those whose lease ran out (their owner stopped renewing it: killed, or cut off).
+    Expired,
+    /// Those of owners whose id starts with this prefix (a home whose daemon died: whoever
+    /// holds its lock now knows no one of that home runs them).
+    OwnerPrefix(&'a str),
+    /// Those of owners whose id starts with this prefix, in one repository.
+    OwnerPrefixIn(&'a str, &'a str),
+}
+
 impl Index {
-    /// Jobs cut off by a crash or kill (assigned or running) go back to the queue. Returns how many.
-    pub fn requeue_interrupted(&self) -> Result<usize> {
+    /// Claim up to `limit` ready jobs of `repositories` for `owner`, oldest first: each becomes `assigned` with a
+    /// lease until `lease_until` and one more attempt (its fencing token). On PostgreSQL rows
+    /// another daemon is claiming are skipped (`FOR UPDATE SKIP LOCKED`), so no job is claimed
+    /// twice; SQLite serializes writers.
+    pub fn claim_jobs(
+        &self,
+        owner: &str,
+        limit: usize,
+        lease_until: &str,
+        repositories: &[&str],
+    ) -> Result<Vec<Job>> {
+        if repositories.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let now = crate::util::time::now_rfc3339();
+        let lock = if self.conn.is_pg() {
+            "FOR UPDATE SKIP LOCKED"
+        } else {
+            ""
+        };
+        let among = (0..repositories.len())
+            .map(|i| format!("?{}", i + 5))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "UPDATE jobs SET state = 'assigned', owner = ?1, lease_until = ?2, attempts = attempts + 1,
+                    updated_at = ?3
+             WHERE id IN (SELECT id FROM jobs
+                          WHERE state = 'pending' AND (not_before IS NULL OR not_before <= ?3)
+                            AND repository_id IN ({among})
+                          ORDER BY id LIMIT ?4 {lock})
+             RETURNING {JOB_COLS}"
+        );
+        let mut p = params![owner, lease_until, now, limit as i64];
+        p.extend(repositories.iter().map(super::sql::ToVal::to_val));
+        // One statement: atomic on both, no transaction round trips.
+        let mut jobs = self
+            .conn
+            .query(&sql, p)?
+            .iter()
+            .map(job_row)
+            .collect::<super::sql::Result<Vec<_>>>()?;
+        jobs.sort_by_key(|j| j.id);
+        Ok(jobs)
+    }
+
+    /// Renew the lease of the jobs `ids` that `owner` still holds (a job a worker dropped is not
+    /// renewed, so it returns to the queue). Returns how many it holds of them.
+    pub fn renew_leases(&self, owner: &str, lease_until: &str, ids: &[i64]) -> Result<usize> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let among = (0..ids.len())
+            .map(|i| format!("?{}", i + 3))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut p = params![owner, lease_until];
+        p.extend(ids.iter().map(super::sql::ToVal::to_val));
         Ok(self.conn.execute(
-            "UPDATE jobs SET state = 'pending', updated_at = ?1 WHERE state IN ('assigned', 'running')",
-            [crate::util::time::now_rfc3339()],
+            &format!(
+                "UPDATE jobs SET lease_until = ?2
+                 WHERE owner = ?1 AND state IN ('assigned', 'running') AND id IN ({among})"
+            ),
+            p,
         )?)
+    }
+
+    /// Take back claimed jobs whose owner is gone: to the queue, or `dead` after
+    /// [`MAX_ATTEMPTS`] claims.
+    pub fn reap(&self, which: Held<'_>) -> Result<Reaped> {
+        let now = crate::util::time::now_rfc3339();
+        let (filter, key, repo) = match which {
+            // A claim without a lease was made before leases existed: nobody renews it.
+            Held::Expired => (
+                "(lease_until IS NULL OR lease_until < ?2)",
+                now.clone(),
+                None,
+            ),
+            Held::OwnerPrefix(p) => (
+                "owner LIKE ?2 ESCAPE '\\'",
+                format!("{}%", like_escape(p)),
+                None,
+            ),
+            Held::OwnerPrefixIn(p, repo) => (
+                "owner LIKE ?2 ESCAPE '\\'",
+                format!("{}%", like_escape(p)),
+                Some(repo.to_string()),
+            ),
+        };
+        let give_up = |dead: bool| {
+            format!(
+                "UPDATE jobs SET state = '{}', owner = NULL, lease_until = NULL, updated_at = ?1,
+                        error = 'its daemon stopped answering while it held the job'
+                 WHERE state IN ('assigned', 'running') AND attempts {} {MAX_ATTEMPTS} AND {filter}
+                   AND (CAST(?3 AS TEXT) IS NULL OR repository_id = ?3)",
+                if dead { "dead" } else { "pending" },
+                if dead { ">=" } else { "<" },
+            )
+        };
+        let tx = self.conn.transaction()?;
+        let dead = tx.execute(&give_up(true), params![now, key, repo])?;
+        let requeued = tx.execute(&give_up(false), params![now, key, repo])?;
+        tx.commit()?;
+        Ok(Reaped { requeued, dead })
     }
 
     /// The jobs running now, oldest first.
     pub fn running_jobs(&self) -> Result<Vec<Job>> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT id, repository_id, commit_id, refname, trigger, state, attempts FROM jobs
-             WHERE state = 'running' ORDER BY id",
-        )?;
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {JOB_COLS} FROM jobs WHERE state = 'running' ORDER BY id"
+        ))?;
         let rows = stmt
             .query_map(params![], job_row)?
             .collect::<super::sql::Result<Vec<_>>>()?;
         Ok(rows)
     }
 
-    /// [`Index::requeue_interrupted`] for one repository.
-    pub fn requeue_interrupted_of(&self, repository_id: &str) -> Result<usize> {
-        Ok(self.conn.execute(
-            "UPDATE jobs SET state = 'pending', updated_at = ?1
-             WHERE repository_id = ?2 AND state IN ('assigned', 'running')",
-            params![crate::util::time::now_rfc3339(), repository_id],
-        )?)
-    }
-
     /// Pending jobs whose back-off has passed, oldest first.
     pub fn ready_jobs(&self, limit: usize) -> Result<Vec<Job>> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT id, repository_id, commit_id, refname, trigger, state, attempts FROM jobs
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {JOB_COLS} FROM jobs
              WHERE state = 'pending' AND (not_before IS NULL OR not_before <= ?1)
-             ORDER BY id LIMIT ?2",
-        )?;
+             ORDER BY id LIMIT ?2"
+        ))?;
         let rows = stmt
             .query_map(
                 params![crate::util::time::now_rfc3339(), limit as i64],
@@ -178,41 +307,95 @@ impl Index {
         Ok(rows)
     }
 
-    /// Move a job from `from` to `to`; false when someone else moved it first.
-    pub fn transition_job(&self, id: i64, from: &str, to: &str) -> Result<bool> {
+    /// Move a claimed job from `assigned` to `running`; false when its claim is no longer
+    /// this one (the lease ran out and the job went to someone else).
+    pub fn start_job(&self, job: &Job) -> Result<bool> {
         let now = crate::util::time::now_rfc3339();
         let n = self.conn.execute(
-            "UPDATE jobs SET state = ?3, updated_at = ?4,
-                    started_at = CASE WHEN ?3 = 'running' THEN ?4 ELSE started_at END
-             WHERE id = ?1 AND state = ?2",
-            params![id, from, to, now],
+            "UPDATE jobs SET state = 'running', started_at = ?3, updated_at = ?3
+             WHERE id = ?1 AND attempts = ?2 AND state = 'assigned'",
+            params![job.id, job.attempts, now],
         )?;
         Ok(n == 1)
     }
 
-    /// An infrastructure failure: back off and retry, or give up after [`MAX_ATTEMPTS`].
-    pub fn retry_job(&self, id: i64, error: &str) -> Result<bool> {
-        let attempts: i64 =
-            self.conn
-                .query_row("SELECT attempts FROM jobs WHERE id = ?1", [id], |r| {
-                    r.get(0)
-                })?;
-        let attempts = attempts + 1;
-        let now = crate::util::time::now_millis();
-        let retry = attempts < MAX_ATTEMPTS;
-        let delay_ms = 1000i64 << attempts.min(8);
-        self.conn.execute(
-            "UPDATE jobs SET state = ?2, attempts = ?3, error = ?4, updated_at = ?5, not_before = ?6 WHERE id = ?1",
+    /// The claim ended with a result: `completed` (or `failed` when the run could only record
+    /// an error). A late end from an owner whose claim was taken back changes nothing: false.
+    pub fn finish_job(&self, job: &Job, ok: bool) -> Result<bool> {
+        let n = self.conn.execute(
+            "UPDATE jobs SET state = ?3, owner = NULL, lease_until = NULL, updated_at = ?4
+             WHERE id = ?1 AND attempts = ?2 AND state IN ('assigned', 'running')",
             params![
-                id,
-                if retry { "pending" } else { "failed" },
-                attempts,
+                job.id,
+                job.attempts,
+                if ok { "completed" } else { "failed" },
+                crate::util::time::now_rfc3339()
+            ],
+        )?;
+        Ok(n == 1)
+    }
+
+    /// Give a claimed job back untouched (a stop interrupted it): pending again, and the claim
+    /// does not count as an attempt.
+    pub fn release_job(&self, job: &Job) -> Result<bool> {
+        let n = self.conn.execute(
+            "UPDATE jobs SET state = 'pending', owner = NULL, lease_until = NULL,
+                    attempts = attempts - 1, updated_at = ?3
+             WHERE id = ?1 AND attempts = ?2 AND state IN ('assigned', 'running')",
+            params![job.id, job.attempts, crate::util::time::now_rfc3339()],
+        )?;
+        Ok(n == 1)
+    }
+
+    /// Give a claimed job back until `not_before` without counting the claim: its commit is not
+    /// on this machine yet (another machine made it and will run it, or push it).
+    pub fn defer_job(&self, job: &Job, not_before: &str, why: &str) -> Result<bool> {
+        let n = self.conn.execute(
+            "UPDATE jobs SET state = 'pending', owner = NULL, lease_until = NULL,
+                    attempts = attempts - 1, not_before = ?3, error = ?4, updated_at = ?5
+             WHERE id = ?1 AND attempts = ?2 AND state IN ('assigned', 'running')",
+            params![
+                job.id,
+                job.attempts,
+                not_before,
+                why,
+                crate::util::time::now_rfc3339()
+            ],
+        )?;
+        Ok(n == 1)
+    }
+
+    /// Give back every job `owner` holds that it did not start (a stop). Returns how many.
+    pub fn release_unstarted(&self, owner: &str) -> Result<usize> {
+        Ok(self.conn.execute(
+            "UPDATE jobs SET state = 'pending', owner = NULL, lease_until = NULL,
+                    attempts = attempts - 1, updated_at = ?2
+             WHERE owner = ?1 AND state = 'assigned'",
+            params![owner, crate::util::time::now_rfc3339()],
+        )?)
+    }
+
+    /// An infrastructure failure: back off and retry, or give the job up (`dead`) after
+    /// [`MAX_ATTEMPTS`] claims. Returns whether it will be retried (false also when the claim
+    /// was no longer this one).
+    pub fn retry_job(&self, job: &Job, error: &str) -> Result<bool> {
+        let now = crate::util::time::now_millis();
+        let retry = job.attempts < MAX_ATTEMPTS;
+        let delay_ms = 1000i64 << job.attempts.clamp(0, 8);
+        let n = self.conn.execute(
+            "UPDATE jobs SET state = ?3, error = ?4, updated_at = ?5, not_before = ?6,
+                    owner = NULL, lease_until = NULL
+             WHERE id = ?1 AND attempts = ?2 AND state IN ('assigned', 'running')",
+            params![
+                job.id,
+                job.attempts,
+                if retry { "pending" } else { "dead" },
                 error,
                 crate::util::time::rfc3339(now),
                 crate::util::time::rfc3339(now + delay_ms)
             ],
         )?;
-        Ok(retry)
+        Ok(retry && n == 1)
     }
 
     /// A repository's unfinished jobs by the ref they were queued for: how many wait (pending
@@ -259,6 +442,16 @@ impl Index {
         Ok(rows)
     }
 
+    /// Jobs given up (`dead`): claimed [`MAX_ATTEMPTS`] times without an end.
+    pub fn dead_jobs(&self) -> Result<u64> {
+        let n: i64 = self.conn.query_row(
+            "SELECT COUNT(*) FROM jobs WHERE state = 'dead'",
+            params![],
+            |r| r.get(0),
+        )?;
+        Ok(n as u64)
+    }
+
     /// Jobs waiting or in flight.
     pub fn queue_depth(&self) -> Result<(u64, u64)> {
         let (pending, running): (i64, i64) = self.conn.query_row(
@@ -268,4 +461,16 @@ impl Index {
         )?;
         Ok((pending as u64, running as u64))
     }
+}
+
+/// `s` with LIKE's wildcards (and the escape itself) escaped by a backslash.
+fn like_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }

@@ -17,8 +17,9 @@ pub use daemons::DaemonRow;
 pub use deliveries::Delivery;
 pub use events::{Event, EventFilter};
 pub use experiments::ExperimentCounts;
-pub use jobs::Job;
-pub use repos::{RepoRow, RepoRows, RepoStats};
+pub use jobs::{Held, Job, Reaped, MAX_ATTEMPTS};
+pub use pg::Listener;
+pub use repos::{clone_path, RepoRow, RepoRows, RepoStats};
 pub use runs::RunRow;
 pub use statuses::StatusRow;
 
@@ -27,7 +28,7 @@ use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 
 /// The schema this build writes. Bump it with a new entry in [`MIGRATIONS`].
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 8;
 
 const MIGRATIONS: &[&str] = &[
     // 1: the first schema.
@@ -182,6 +183,15 @@ const MIGRATIONS: &[&str] = &[
         stopped_at TEXT
     );
     "#,
+    // 8: many daemons on one queue: a claimed job names its owner and holds a lease that owner
+    // renews (`attempts` is the fencing token: each claim adds one); a repository records the
+    // remote other machines clone it from.
+    r#"
+    ALTER TABLE jobs ADD COLUMN owner TEXT;
+    ALTER TABLE jobs ADD COLUMN lease_until TEXT;
+    ALTER TABLE repositories ADD COLUMN remote_url TEXT;
+    CREATE INDEX jobs_by_lease ON jobs (state, lease_until);
+    "#,
 ];
 
 /// What went wrong with the index. `Display` is one line with the fix; [`Hinted`] splits them.
@@ -206,6 +216,19 @@ pub enum StoreError {
         url: String,
         detail: String,
     },
+}
+
+impl StoreError {
+    /// Whether the database could not be reached at all (down, restarting, cut off), as
+    /// opposed to refusing a statement: worth trying again later, with back-off.
+    pub fn is_unreachable(&self) -> bool {
+        match self {
+            StoreError::Unreachable { .. } => true,
+            StoreError::Sql(sql::Error::Lost(_)) => true,
+            StoreError::Sql(sql::Error::Pg(e)) => e.as_db_error().is_none(),
+            _ => false,
+        }
+    }
 }
 
 impl Hinted for StoreError {
@@ -253,9 +276,25 @@ pub type Result<T> = std::result::Result<T, StoreError>;
 pub struct Index {
     pub(crate) conn: sql::Db,
     path: PathBuf,
+    /// On a shared index: this machine's data dir, whose registry (else its `clones/`) says
+    /// where each repository is on this machine (the `path` column is the registering one's).
+    local: Option<PathBuf>,
 }
 
 impl Index {
+    /// Whether the index is a database many daemons share (PostgreSQL), not this home's file.
+    pub fn is_shared(&self) -> bool {
+        self.conn.is_pg()
+    }
+
+    /// On a shared index, read each repository's path on this machine from the data dir
+    /// `home`: its registry, else the clone a daemon of this home keeps (`clones/<id>.git`).
+    pub fn localize(&mut self, home: &Path) {
+        if self.is_shared() {
+            self.local = Some(home.to_path_buf());
+        }
+    }
+
     /// Open (creating if needed) the index in `home`, migrating it to [`SCHEMA_VERSION`].
     pub fn open(home: &Path) -> Result<Index> {
         crate::util::private::create_private_dir(home).map_err(|source| StoreError::Home {
@@ -328,6 +367,7 @@ impl Index {
             Self::migrate(&mut conn, version).map_err(corrupt)?;
         }
         Ok(Index {
+            local: None,
             conn: sql::Db::Sqlite(conn),
             path: path.to_path_buf(),
         })

@@ -39,6 +39,7 @@ impl Index {
                 client, config,
             )))),
             path: PathBuf::from(&shown),
+            local: None,
         };
         index.migrate_pg()?;
         Ok(index)
@@ -81,6 +82,47 @@ impl Index {
             )?;
         }
         tx.commit().map_err(StoreError::from)
+    }
+}
+
+/// The channel a queued job is announced on.
+pub const JOBS_CHANNEL: &str = "sandbox_jobs";
+
+/// A connection of its own that waits for [`JOBS_CHANNEL`] notifications.
+pub struct Listener {
+    client: postgres::Client,
+}
+
+impl Listener {
+    /// Connect to `url` and `LISTEN`. Call off any tokio runtime (a thread of its own).
+    pub fn open(url: &str) -> Result<Listener> {
+        let shown = crate::config::redact_url(url);
+        let unreachable = |e: postgres::Error| StoreError::Unreachable {
+            url: shown.clone(),
+            detail: e.to_string(),
+        };
+        let mut config: postgres::Config = url.parse().map_err(unreachable)?;
+        config.application_name("git-sandbox listener");
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(std::time::Duration::from_secs(10));
+        }
+        let mut client = config.connect(postgres::NoTls).map_err(unreachable)?;
+        client
+            .batch_execute(&format!("LISTEN {JOBS_CHANNEL}"))
+            .map_err(unreachable)?;
+        Ok(Listener { client })
+    }
+
+    /// Wait up to `timeout` for notifications: true when one or more came (all are taken).
+    pub fn wait(&mut self, timeout: std::time::Duration) -> Result<bool> {
+        use postgres::fallible_iterator::FallibleIterator;
+        let mut n = self.client.notifications();
+        if n.timeout_iter(timeout).next()?.is_none() {
+            return Ok(false);
+        }
+        // Take what else is there without waiting again.
+        while n.iter().next()?.is_some() {}
+        Ok(true)
     }
 }
 

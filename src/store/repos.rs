@@ -13,6 +13,8 @@ pub struct RepoRow {
     pub repository_type: String,
     pub created_at: String,
     pub last_activity: Option<String>,
+    /// The remote other machines clone it from (credentials removed), when it has one.
+    pub remote_url: Option<String>,
 }
 
 /// A repository with its counts, as `list` and `status` print it.
@@ -37,6 +39,7 @@ fn row(r: &Row) -> super::sql::Result<RepoRow> {
         repository_type: r.get(4)?,
         created_at: r.get(5)?,
         last_activity: r.get(6)?,
+        remote_url: r.get(7)?,
     })
 }
 
@@ -50,15 +53,30 @@ pub struct RepoRows {
     pub events: u64,
 }
 
-const COLS: &str = "id, name, path, url, repository_type, created_at, last_activity";
+const COLS: &str = "id, name, path, url, repository_type, created_at, last_activity, remote_url";
+
+/// Where this data dir keeps its clone of repository `id` on a shared index.
+pub fn clone_path(home: &std::path::Path, id: &str) -> std::path::PathBuf {
+    home.join("clones").join(format!("{id}.git"))
+}
 
 impl Index {
     /// Register a repository, or update the row that has the same id or path.
+    /// On a shared index the row of another machine keeps its name and path (each machine
+    /// knows its own path from its registry); only a missing remote is filled in.
     pub fn upsert_repository(&self, repo: &RepoRow) -> Result<()> {
+        let update = if self.is_shared() {
+            "remote_url = COALESCE(repositories.remote_url, excluded.remote_url)"
+        } else {
+            "name = excluded.name, path = excluded.path, url = excluded.url,
+             remote_url = excluded.remote_url"
+        };
         self.conn.execute(
-            "INSERT INTO repositories (id, name, path, url, repository_type, created_at, last_activity)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-             ON CONFLICT (id) DO UPDATE SET name = excluded.name, path = excluded.path, url = excluded.url",
+            &format!(
+                "INSERT INTO repositories (id, name, path, url, repository_type, created_at, last_activity, remote_url)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                 ON CONFLICT (id) DO UPDATE SET {update}"
+            ),
             params![
                 repo.repository_id,
                 repo.name,
@@ -66,10 +84,38 @@ impl Index {
                 repo.url,
                 repo.repository_type,
                 repo.created_at,
-                repo.last_activity
+                repo.last_activity,
+                repo.remote_url
             ],
         )?;
         Ok(())
+    }
+
+    /// The repository cloned from `url` (a shared index: another machine registered it).
+    pub fn repository_by_remote(&self, url: &str) -> Result<Option<RepoRow>> {
+        Ok(self
+            .conn
+            .query_row(
+                &format!("SELECT {COLS} FROM repositories WHERE remote_url = ?1 ORDER BY created_at LIMIT 1"),
+                [url],
+                row,
+            )
+            .optional()?
+            .map(|r| self.here(r)))
+    }
+
+    /// `r` with the path it has on this machine (see [`Index::localize`]).
+    fn here(&self, mut r: RepoRow) -> RepoRow {
+        if let Some(home) = &self.local {
+            r.path = match super::registry::list(home)
+                .into_iter()
+                .find(|e| e.id == r.repository_id)
+            {
+                Some(e) => e.path.display().to_string(),
+                None => clone_path(home, &r.repository_id).display().to_string(),
+            };
+        }
+        r
     }
 
     pub fn repository_by_id(&self, id: &str) -> Result<Option<RepoRow>> {
@@ -80,7 +126,8 @@ impl Index {
                 [id],
                 row,
             )
-            .optional()?)
+            .optional()?
+            .map(|r| self.here(r)))
     }
 
     pub fn repositories(&self) -> Result<Vec<RepoRow>> {
@@ -90,7 +137,7 @@ impl Index {
         let rows = stmt
             .query_map(params![], row)?
             .collect::<super::sql::Result<Vec<_>>>()?;
-        Ok(rows)
+        Ok(rows.into_iter().map(|r| self.here(r)).collect())
     }
 
     /// How many rows of each kind the index holds for a repository.

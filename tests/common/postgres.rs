@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 pub struct Postgres {
     child: Child,
     port: u16,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 fn binary(name: &str) -> PathBuf {
@@ -82,32 +82,16 @@ impl Postgres {
             let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             l.local_addr().unwrap().port()
         };
-        let mut server = Command::new(binary("postgres"));
-        server
-            .arg("-D")
-            .arg(&data)
-            .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-k"])
-            .arg(&sock)
-            .args([
-                "-c",
-                "fsync=off",
-                "-c",
-                "synchronous_commit=off",
-                "-c",
-                "full_page_writes=off",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        as_user(&mut server);
-        let child = server.spawn().unwrap();
-        let pg = Postgres {
-            child,
-            port,
-            _dir: dir,
-        };
+        let child = serve(&data, &sock, port);
+        let pg = Postgres { child, port, dir };
+        pg.wait_ready();
+        pg
+    }
+
+    fn wait_ready(&self) {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         loop {
-            if postgres::Client::connect(&pg.url("postgres"), postgres::NoTls).is_ok() {
+            if postgres::Client::connect(&self.url("postgres"), postgres::NoTls).is_ok() {
                 break;
             }
             assert!(
@@ -116,7 +100,23 @@ impl Postgres {
             );
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
-        pg
+    }
+
+    /// Stop the server (SIGINT, a fast shutdown: every connection is cut).
+    pub fn stop(&mut self) {
+        // SAFETY: signalling the child we spawned.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+        let _ = self.child.wait();
+    }
+
+    /// Start it again, on the same data and port.
+    pub fn restart(&mut self) {
+        self.child = serve(
+            &self.dir.path().join("data"),
+            &self.dir.path().join("sock"),
+            self.port,
+        );
+        self.wait_ready();
     }
 
     /// The URL of database `db`.
@@ -132,11 +132,31 @@ impl Postgres {
     }
 }
 
+fn serve(data: &Path, sock: &Path, port: u16) -> Child {
+    let mut server = Command::new(binary("postgres"));
+    server
+        .arg("-D")
+        .arg(data)
+        .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-k"])
+        .arg(sock)
+        .args([
+            "-c",
+            "fsync=off",
+            "-c",
+            "synchronous_commit=off",
+            "-c",
+            "full_page_writes=off",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    as_user(&mut server);
+    server.spawn().unwrap()
+}
+
 impl Drop for Postgres {
     fn drop(&mut self) {
-        // SIGINT: PostgreSQL's fast shutdown.
-        // SAFETY: signalling the child we spawned.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
-        let _ = self.child.wait();
+        if matches!(self.child.try_wait(), Ok(None)) {
+            self.stop();
+        }
     }
 }

@@ -1,0 +1,95 @@
+//! Many machines on one shared index (PostgreSQL): every daemon runs jobs of every repository
+//! the index knows, each in a clone its own data dir keeps. A repository adopted on this machine
+//! runs where it was adopted; one adopted on another machine is cloned (bare) from the remote it
+//! was registered with into `$GIT_SANDBOX_HOME/clones/<id>.git`. A job naming a commit the clone
+//! lacks fetches first; a commit not on the remote yet (made on another machine, not pushed)
+//! waits a little for its own machine to run it.
+
+use super::{remote, AppError, Context, Result};
+use crate::git;
+use crate::store::RepoRow;
+use gix::ObjectId;
+use std::path::Path;
+
+/// Whether `row` is run in a clone this data dir keeps (not a repository adopted here).
+pub fn is_managed(ctx: &Context, row: &RepoRow) -> bool {
+    ctx.index.is_shared()
+        && Path::new(&row.path) == crate::store::clone_path(&ctx.paths.home, &row.repository_id)
+}
+
+/// Make this data dir's clone of a repository adopted elsewhere, if it has none and the
+/// repository has a remote. The clone appears whole or not at all (made beside, then renamed).
+/// Returns whether one was made.
+pub fn clone_if_missing(ctx: &Context, row: &RepoRow) -> Result<bool> {
+    let dir = Path::new(&row.path);
+    let Some(url) = row.remote_url.as_deref() else {
+        return Ok(false);
+    };
+    if !is_managed(ctx, row) || dir.exists() {
+        return Ok(false);
+    }
+    let parent = dir.parent().expect("clones/<id>.git has a parent");
+    std::fs::create_dir_all(parent).map_err(|e| AppError::Io {
+        context: format!("cannot create {}", parent.display()),
+        source: e,
+    })?;
+    let tmp = parent.join(format!(
+        ".{}.{}.tmp",
+        row.repository_id,
+        crate::util::random_hex(4)
+    ));
+    let made = (|| -> Result<()> {
+        let t = tmp.display().to_string();
+        git::cli::git(parent, &["init", "--bare", "-q", &t])?;
+        git::cli::git(&tmp, &["remote", "add", "origin", url])?;
+        git::cli::set_config(&tmp, super::repos::ID_KEY, &row.repository_id)?;
+        git::remote::ensure_notes_refspec(&tmp, "origin")?;
+        git::cli::git(&tmp, &["fetch", "-q", "origin"])?;
+        std::fs::rename(&tmp, dir).map_err(|e| AppError::Io {
+            context: format!("cannot move the new clone to {}", dir.display()),
+            source: e,
+        })
+    })();
+    if let Err(e) = made {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
+    // The results the remote holds come in as after any fetch (merged, indexed).
+    let repo = git::open(dir)?;
+    remote::fetch(ctx, &repo, row, Some("origin"))?;
+    Ok(true)
+}
+
+/// Why a job's commit cannot run here yet.
+#[derive(Debug)]
+pub enum Missing {
+    /// Not on the remote either (made on another machine and not pushed yet).
+    NotHere,
+    Failed(AppError),
+}
+
+/// Make sure `commit` is in `row`'s repository on this machine: a clone this data dir keeps is
+/// fetched when it lacks it.
+pub fn ensure_commit(
+    ctx: &Context,
+    row: &RepoRow,
+    commit: &str,
+) -> std::result::Result<(), Missing> {
+    let id = ObjectId::from_hex(commit.as_bytes())
+        .map_err(|e| Missing::Failed(AppError::usage(format!("bad commit id {commit}: {e}"))))?;
+    let dir = Path::new(&row.path);
+    let have = |dir: &Path| git::open(dir).is_ok_and(|r| r.find_commit(id).is_ok());
+    if have(dir) {
+        return Ok(());
+    }
+    if !is_managed(ctx, row) {
+        return Err(Missing::NotHere);
+    }
+    let repo = git::open(dir).map_err(|e| Missing::Failed(e.into()))?;
+    remote::fetch(ctx, &repo, row, Some("origin")).map_err(Missing::Failed)?;
+    if have(dir) {
+        Ok(())
+    } else {
+        Err(Missing::NotHere)
+    }
+}
