@@ -106,7 +106,7 @@ run_case() {
   fi
   agent=$(env_for "$dir/agent" "$url")
   repo="$dir/repo"
-  in_home "$agent" "$BIN" new bench --path "$repo" >/dev/null
+  in_home "$agent" "$BIN" new bench --path "$repo" >/dev/null 2>&1
   if [ "$load" = dispatch ]; then cmd=true; else cmd="sleep 0.2"; fi
   printf '[test]\ncommand = "%s"\n[analysis]\nenabled = false\n' "$cmd" >"$repo/.sandbox.toml"
   (cd "$repo" && in_home "$agent" git add .sandbox.toml && in_home "$agent" git commit -qm config)

@@ -28,6 +28,15 @@ pub fn clone_if_missing(ctx: &Context, row: &RepoRow) -> Result<bool> {
     if !is_managed(ctx, row) || dir.exists() {
         return Ok(false);
     }
+    // The URL comes from the shared database: never an option, never a transport that runs a
+    // command (git refuses `ext::` by default; refused here whatever the git config says).
+    if url.starts_with('-') || url.contains("::") {
+        return Err(AppError::usage(format!(
+            "the remote recorded for {} ({url}) is not a URL git may clone from",
+            row.name
+        ))
+        .hint("push the repository from the machine that adopted it to a normal remote (`git sandbox push`)"));
+    }
     let parent = dir.parent().expect("clones/<id>.git has a parent");
     std::fs::create_dir_all(parent).map_err(|e| AppError::Io {
         context: format!("cannot create {}", parent.display()),
@@ -41,7 +50,7 @@ pub fn clone_if_missing(ctx: &Context, row: &RepoRow) -> Result<bool> {
     let made = (|| -> Result<()> {
         let t = tmp.display().to_string();
         git::cli::git(parent, &["init", "--bare", "-q", &t])?;
-        git::cli::git(&tmp, &["remote", "add", "origin", url])?;
+        git::cli::git(&tmp, &["remote", "add", "--", "origin", url])?;
         git::cli::set_config(&tmp, super::repos::ID_KEY, &row.repository_id)?;
         git::remote::ensure_notes_refspec(&tmp, "origin")?;
         git::cli::git(&tmp, &["fetch", "-q", "origin"])?;

@@ -169,7 +169,9 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
     let home_id = crate::app::daemons::home_id(&home);
     let reaped = ctx
         .index
-        .reap(crate::store::Held::OwnerPrefix(&format!("{home_id}/")))
+        .reap(crate::store::Held::OwnerPrefix(&format!(
+            "{home_id}/daemon/"
+        )))
         .map_err(AppError::from)?;
     let expired = ctx
         .index
@@ -213,7 +215,11 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
                 .expect("spawning a thread"),
         );
     }
-    let mut repos = Repos::default();
+    let mut repos = Repos {
+        rows: HashMap::new(),
+        cloning: Arc::new(Mutex::new(HashSet::new())),
+        tx: tx.clone(),
+    };
     repos.reload(&ctx);
     let watcher = watch::start(&repos.git_dirs(), tx.clone());
     // `[remote] auto_push`: finished runs' notes go to the remotes in batches; every repository
@@ -593,37 +599,66 @@ fn dispatch(
 
 /// The registered repositories, reloaded from the index on each heartbeat and when a ping
 /// names one we do not know yet.
-#[derive(Default)]
 struct Repos {
     rows: HashMap<String, RepoRow>,
+    /// Repositories being cloned here now (on threads of their own: a big clone must not hold
+    /// the scheduler, which renews the leases).
+    cloning: Arc<Mutex<HashSet<String>>>,
+    tx: tokio::sync::mpsc::Sender<Msg>,
 }
 
 impl Repos {
     fn reload(&mut self, ctx: &Context) {
-        if let Ok(mut rows) = ctx.index.repositories() {
-            // On a shared index, repositories adopted on other machines run in clones of our
-            // own, made here from the remote they were registered with.
-            for row in rows
-                .iter_mut()
-                .filter(|r| !std::path::Path::new(&r.path).exists())
+        let Ok(rows) = ctx.index.repositories() else {
+            return;
+        };
+        // On a shared index, repositories adopted on other machines run in clones of our own,
+        // made from the remote they were registered with; each is served once it is there.
+        for row in rows.iter().filter(|r| {
+            !std::path::Path::new(&r.path).exists() && crate::app::fleet::is_managed(ctx, r)
+        }) {
+            if row.remote_url.is_none()
+                || !self
+                    .cloning
+                    .lock()
+                    .expect("clone set")
+                    .insert(row.repository_id.clone())
             {
-                match crate::app::fleet::clone_if_missing(ctx, row) {
-                    Ok(true) => log(&format!(
-                        "{}: cloned from {} into {}",
-                        row.name,
-                        row.remote_url.as_deref().unwrap_or("?"),
-                        row.path
-                    )),
-                    Ok(false) => {}
-                    Err(e) => warn(&format!("{}: cannot clone it here: {e}", row.name)),
-                }
+                continue;
             }
-            self.rows = rows
-                .into_iter()
-                .filter(|r| std::path::Path::new(&r.path).exists())
-                .map(|r| (r.repository_id.clone(), r))
-                .collect();
+            let (row, cloning, tx) = (row.clone(), self.cloning.clone(), self.tx.clone());
+            let _ = std::thread::Builder::new()
+                .name("clone".into())
+                .spawn(move || {
+                    let made = Context::load().map_err(|e| e.to_string()).and_then(|c| {
+                        crate::app::fleet::clone_if_missing(&c, &row).map_err(|e| e.to_string())
+                    });
+                    cloning
+                        .lock()
+                        .expect("clone set")
+                        .remove(&row.repository_id);
+                    match made {
+                        // Served from now on (the wake reloads the repositories).
+                        Ok(true) => {
+                            log(&format!(
+                                "{}: cloned from {} into {}",
+                                row.name,
+                                row.remote_url.as_deref().unwrap_or("?"),
+                                row.path
+                            ));
+                            let _ = tx.blocking_send(Msg::Wake(Some(row.repository_id)));
+                        }
+                        Ok(false) => {}
+                        // Tried again at the next heartbeat.
+                        Err(e) => warn(&format!("{}: cannot clone it here: {e}", row.name)),
+                    }
+                });
         }
+        self.rows = rows
+            .into_iter()
+            .filter(|r| std::path::Path::new(&r.path).exists())
+            .map(|r| (r.repository_id.clone(), r))
+            .collect();
     }
 
     fn git_dirs(&self) -> Vec<(String, PathBuf)> {

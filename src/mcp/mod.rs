@@ -111,11 +111,11 @@ fn run_queue(root: &Path, stop: &AtomicBool, woken: &std::sync::mpsc::Receiver<(
             if lock.is_none() {
                 continue;
             }
-            // No daemon runs for this home and no other server of it runs this repository:
-            // what this home's runners held here was cut off.
+            // We hold this repository's runner lock: what another server of this home held
+            // here was cut off.
             let home = crate::app::daemons::home_id(&ctx.paths.home);
             let _ = ctx.index.reap(crate::store::Held::OwnerPrefixIn(
-                &format!("{home}/"),
+                &format!("{home}/mcp/"),
                 &row.repository_id,
             ));
         }

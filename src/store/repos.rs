@@ -105,17 +105,22 @@ impl Index {
     }
 
     /// `r` with the path it has on this machine (see [`Index::localize`]).
-    fn here(&self, mut r: RepoRow) -> RepoRow {
+    fn here(&self, r: RepoRow) -> RepoRow {
+        self.all_here(vec![r]).pop().expect("one row in, one out")
+    }
+
+    /// [`Index::here`] for many rows, reading the registry once.
+    fn all_here(&self, mut rows: Vec<RepoRow>) -> Vec<RepoRow> {
         if let Some(home) = &self.local {
-            r.path = match super::registry::list(home)
-                .into_iter()
-                .find(|e| e.id == r.repository_id)
-            {
-                Some(e) => e.path.display().to_string(),
-                None => clone_path(home, &r.repository_id).display().to_string(),
-            };
+            let registry = super::registry::list(home);
+            for r in &mut rows {
+                r.path = match registry.iter().find(|e| e.id == r.repository_id) {
+                    Some(e) => e.path.display().to_string(),
+                    None => clone_path(home, &r.repository_id).display().to_string(),
+                };
+            }
         }
-        r
+        rows
     }
 
     pub fn repository_by_id(&self, id: &str) -> Result<Option<RepoRow>> {
@@ -137,7 +142,7 @@ impl Index {
         let rows = stmt
             .query_map(params![], row)?
             .collect::<super::sql::Result<Vec<_>>>()?;
-        Ok(rows.into_iter().map(|r| self.here(r)).collect())
+        Ok(self.all_here(rows))
     }
 
     /// How many rows of each kind the index holds for a repository.

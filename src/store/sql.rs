@@ -219,6 +219,9 @@ pub enum Db {
 pub struct PgClient {
     client: Option<postgres::Client>,
     config: postgres::Config,
+    /// Statements prepared on this connection, by their SQL: one round trip per statement
+    /// instead of two (prepare, then execute). Emptied when the connection is opened again.
+    prepared: std::collections::HashMap<String, postgres::Statement>,
     /// A transaction is open: a connection lost now loses it, and a new one must not carry on
     /// with its remaining statements as if nothing happened.
     in_tx: bool,
@@ -229,6 +232,7 @@ impl PgClient {
         PgClient {
             client: Some(c),
             config,
+            prepared: std::collections::HashMap::new(),
             in_tx: false,
         }
     }
@@ -248,11 +252,31 @@ impl PgClient {
                 ));
             }
             let fresh = PgClient::open(&self.config)?;
+            self.prepared.clear();
             if let Some(old) = self.client.replace(fresh) {
                 off_runtime(move || drop(old));
             }
         }
         Ok(self.client.as_mut().expect("just opened"))
+    }
+
+    /// The connection and `sql` prepared on it (once per connection).
+    fn prepared(&mut self, sql: &str) -> Result<(&mut postgres::Client, postgres::Statement)> {
+        self.get()?;
+        let client = self.client.as_mut().expect("connected");
+        let stmt = match self.prepared.get(sql) {
+            Some(s) => s.clone(),
+            None => {
+                let s = off_runtime(|| client.prepare(sql))?;
+                // Statements are few and mostly fixed; a runaway set starts over.
+                if self.prepared.len() >= 512 {
+                    self.prepared.clear();
+                }
+                self.prepared.insert(sql.to_string(), s.clone());
+                s
+            }
+        };
+        Ok((client, stmt))
     }
 }
 
@@ -413,10 +437,9 @@ impl Db {
                 Ok(stmt.execute(rusqlite::params_from_iter(params))?)
             }
             Db::Pg(c) => {
-                let mut client = c.borrow_mut();
-                let client = client.get()?;
-                let sql = pg_sql(sql);
-                Ok(off_runtime(|| client.execute(sql.as_str(), &pg_params(&vals)))? as usize)
+                let mut c = c.borrow_mut();
+                let (client, stmt) = c.prepared(&pg_sql(sql))?;
+                Ok(off_runtime(|| client.execute(&stmt, &pg_params(&vals)))? as usize)
             }
         }
     }
@@ -434,10 +457,9 @@ impl Db {
                 Ok(rows)
             }
             Db::Pg(c) => {
-                let mut client = c.borrow_mut();
-                let client = client.get()?;
-                let sql = pg_sql(sql);
-                off_runtime(|| client.query(sql.as_str(), &pg_params(&vals)))?
+                let mut c = c.borrow_mut();
+                let (client, stmt) = c.prepared(&pg_sql(sql))?;
+                off_runtime(|| client.query(&stmt, &pg_params(&vals)))?
                     .iter()
                     .map(pg_row)
                     .collect()
