@@ -459,6 +459,15 @@ fn the_store_and_the_command_line_on_postgresql() {
     let o = w.sandbox_env(&repo, &["status"], &[("GIT_SANDBOX_INDEX", "mysql://x/y")]);
     assert_eq!(o.code, 2, "{o:?}");
     assert!(o.error().0.contains("is not a PostgreSQL URL"), "{o:?}");
+    // A lease too short to be renewed in time, named with its variable and the fix.
+    let o = w.sandbox_env(&repo, &["status"], &[("SANDBOX_INDEX_LEASE", "1s")]);
+    assert_eq!(o.code, 2, "{o:?}");
+    let (problem, hints) = o.error();
+    assert!(
+        problem.contains("SANDBOX_INDEX_LEASE") && problem.contains("a lease shorter than 3 s"),
+        "{problem}"
+    );
+    assert!(hints.iter().any(|h| h.contains("60s")), "{hints:?}");
     let o = w.sandbox_env(
         &repo,
         &["status"],

@@ -28,9 +28,15 @@ pub fn clone_if_missing(ctx: &Context, row: &RepoRow) -> Result<bool> {
     if !is_managed(ctx, row) || dir.exists() {
         return Ok(false);
     }
-    // The URL comes from the shared database: never an option, never a transport that runs a
-    // command (git refuses `ext::` by default; refused here whatever the git config says).
-    if url.starts_with('-') || url.contains("::") {
+    // The URL comes from the shared database: never an option, never a `<transport>::` helper
+    // (`ext::` runs a command; git refuses it by default, refused here whatever the git config
+    // says).
+    let transport = url.split_once("::").is_some_and(|(t, _)| {
+        !t.is_empty()
+            && t.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+    });
+    if url.starts_with('-') || transport {
         return Err(AppError::usage(format!(
             "the remote recorded for {} ({url}) is not a URL git may clone from",
             row.name

@@ -275,15 +275,16 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
     let mut dirty: HashSet<Option<String>> = HashSet::from([None]);
     let mut last_wake = Instant::now() - DEBOUNCE;
     let mut last_beat = Instant::now();
-    let mut busy: HashSet<(String, String)> = HashSet::new();
+    let mut slots = Slots {
+        busy: HashSet::new(),
+        idle: workers,
+        waiting: Vec::new(),
+        held: HashSet::new(),
+    };
     let mut stopping: Option<Instant> = None;
-    let mut idle = workers;
-    let mut waiting: Vec<worker::Assignment> = Vec::new();
     let mut want_jobs = true;
     let mut last_claim = Instant::now();
     let mut last_lease = Instant::now();
-    // The jobs handed to workers (by id), whose leases this daemon renews.
-    let mut held: HashSet<i64> = HashSet::new();
     let mut health = health::Health::default();
     let mut tick = tokio::time::interval(Duration::from_millis(200));
     rt.block_on(async { loop {
@@ -318,7 +319,7 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
                 };
                 let _ = reply.send(serde_json::json!({
                     "pid": std::process::id(), "id": me.owner, "workers": workers,
-                    "busy_workers": workers - idle,
+                    "busy_workers": workers - slots.idle,
                     "pending_jobs": depth.map(|d| d.0), "pending_by_trigger": why.unwrap_or_default(),
                     "running_jobs": depth.map(|d| d.1), "repositories": repos.rows.len(),
                     "uptime_s": started.elapsed().as_secs(), "stopping": stopping.is_some(),
@@ -332,9 +333,9 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
                 if let Some((push_tx, _)) = &auto_push {
                     let _ = push_tx.send(tree_key.0.clone());
                 }
-                held.remove(&job);
-                busy.remove(&tree_key);
-                idle += 1;
+                slots.held.remove(&job);
+                slots.busy.remove(&tree_key);
+                slots.idle += 1;
                 want_jobs = true;
             }
             Some(Msg::Jobs) => want_jobs = true,
@@ -344,7 +345,12 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
         // every third of a lease; expired ones, any daemon's, go back to the queue.
         if last_lease.elapsed() >= me.lease / 3 && health.may_try() {
             last_lease = Instant::now();
-            let ids: Vec<i64> = held.iter().copied().chain(waiting.iter().map(|a| a.job.id)).collect();
+            let ids: Vec<i64> = slots
+                .held
+                .iter()
+                .copied()
+                .chain(slots.waiting.iter().map(|a| a.job.id))
+                .collect();
             let renewed = me.renew(&ctx, &ids);
             health.record_app(&renewed);
             let reaped = ctx.index.reap(crate::store::Held::Expired);
@@ -364,7 +370,7 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
             }
         }
         if let Some(since) = stopping {
-            if idle == workers {
+            if slots.idle == workers {
                 break;
             }
             if since.elapsed() > opts.grace && !shared.abort.swap(true, Ordering::Relaxed) {
@@ -383,9 +389,11 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
             let (pending, running) = depth.unwrap_or((0, 0));
             event(
                 "daemon.heartbeat",
-                serde_json::json!({"pending_jobs": pending, "running_jobs": running, "busy_workers": workers - idle}),
+                serde_json::json!({"pending_jobs": pending, "running_jobs": running, "busy_workers": workers - slots.idle}),
             );
-            let _ = ctx.index.daemon_heartbeat(&me.owner, (workers - idle) as i64);
+            let _ = ctx
+                .index
+                .daemon_heartbeat(&me.owner, (workers - slots.idle) as i64);
             repos.reload(&ctx);
             watcher.update(&repos.git_dirs());
             dirty.insert(None);
@@ -412,18 +420,17 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
         if !listening || last_claim.elapsed() >= IDLE_CLAIM {
             want_jobs = true;
         }
-        if idle > 0 && want_jobs {
+        if slots.idle > 0 && want_jobs {
             want_jobs = false;
             last_claim = Instant::now();
-            let claimed = dispatch(&ctx, &me, &repos, &mut busy, &mut idle, &mut waiting, &job_tx);
+            let claimed = dispatch(&ctx, &me, &repos, &mut slots, &job_tx);
             health.record(&claimed);
-            held.extend(claimed.unwrap_or_default());
         }
     } });
     stop_polling.store(true, Ordering::Relaxed);
     drop(job_tx);
     // Claimed jobs that waited for their tree were never started: they go back as they were.
-    for a in waiting {
+    for a in slots.waiting {
         let _ = ctx.index.release_job(&a.job);
     }
     for h in handles {
@@ -549,34 +556,25 @@ fn dispatch(
     ctx: &Context,
     me: &crate::app::queue::Claimant,
     repos: &Repos,
-    busy: &mut HashSet<(String, String)>,
-    idle: &mut usize,
-    waiting: &mut Vec<worker::Assignment>,
+    slots: &mut Slots,
     job_tx: &mpsc::Sender<worker::Assignment>,
-) -> Result<Vec<i64>, crate::store::StoreError> {
-    let mut sent = Vec::new();
-    let mut send = |a: worker::Assignment, busy: &mut HashSet<_>, idle: &mut usize| {
-        busy.insert(a.tree_key.clone());
-        *idle -= 1;
-        sent.push(a.job.id);
-        let _ = job_tx.send(a);
-    };
+) -> Result<(), crate::store::StoreError> {
     let mut i = 0;
-    while i < waiting.len() && *idle > 0 {
-        if busy.contains(&waiting[i].tree_key) {
+    while i < slots.waiting.len() && slots.idle > 0 {
+        if slots.busy.contains(&slots.waiting[i].tree_key) {
             i += 1;
         } else {
-            let a = waiting.remove(i);
-            send(a, busy, idle);
+            let a = slots.waiting.remove(i);
+            slots.send(a, job_tx);
         }
     }
-    if *idle == 0 {
-        return Ok(sent);
+    if slots.idle == 0 {
+        return Ok(());
     }
     let served: Vec<&str> = repos.rows.keys().map(String::as_str).collect();
     let jobs = ctx
         .index
-        .claim_jobs(&me.owner, *idle, &me.lease_until(), &served)?;
+        .claim_jobs(&me.owner, slots.idle, &me.lease_until(), &served)?;
     for job in jobs {
         let Some(row) = repos.rows.get(&job.repository_id) else {
             let _ = ctx.index.release_job(&job);
@@ -588,13 +586,34 @@ fn dispatch(
             row: row.clone(),
             job,
         };
-        if busy.contains(&a.tree_key) || *idle == 0 {
-            waiting.push(a);
+        if slots.busy.contains(&a.tree_key) || slots.idle == 0 {
+            slots.waiting.push(a);
         } else {
-            send(a, busy, idle);
+            slots.send(a, job_tx);
         }
     }
-    Ok(sent)
+    Ok(())
+}
+
+/// The scheduler's hold on its workers and jobs.
+struct Slots {
+    /// The trees being run now (by repository): never two runs of one tree at once.
+    busy: HashSet<(String, String)>,
+    /// Workers without a job.
+    idle: usize,
+    /// Claimed jobs whose tree is busy: handed out when it is free (their leases renewed).
+    waiting: Vec<worker::Assignment>,
+    /// The jobs handed to workers, whose leases this daemon renews until they are done.
+    held: HashSet<i64>,
+}
+
+impl Slots {
+    fn send(&mut self, a: worker::Assignment, job_tx: &mpsc::Sender<worker::Assignment>) {
+        self.busy.insert(a.tree_key.clone());
+        self.idle -= 1;
+        self.held.insert(a.job.id);
+        let _ = job_tx.send(a);
+    }
 }
 
 /// The registered repositories, reloaded from the index on each heartbeat and when a ping

@@ -174,8 +174,8 @@ pub enum Held<'a> {
 }
 
 impl Index {
-    /// Claim up to `limit` ready jobs of `repositories` for `owner`, oldest first: each becomes `assigned` with a
-    /// lease until `lease_until` and one more attempt (its fencing token). On PostgreSQL rows
+    /// Claim up to `limit` ready jobs of `repositories` for `owner`, oldest first: each becomes
+    /// `assigned` with a lease until `lease_until` and one more attempt (its fencing token). On PostgreSQL rows
     /// another daemon is claiming are skipped (`FOR UPDATE SKIP LOCKED`), so no job is claimed
     /// twice; SQLite serializes writers.
     pub fn claim_jobs(

@@ -20,20 +20,30 @@ fn translate(sql: &str) -> String {
     .replace(") WITHOUT ROWID;", ");")
 }
 
+/// The connection settings of `url` (named `application` in `pg_stat_activity`, 10 s to
+/// connect unless the URL says otherwise) and the URL as shown (password masked).
+fn config_of(url: &str, application: &str) -> Result<(postgres::Config, String)> {
+    let shown = crate::config::redact_url(url);
+    let mut config: postgres::Config = url.parse().map_err(|e| unreachable(&shown, e))?;
+    config.application_name(application);
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(std::time::Duration::from_secs(10));
+    }
+    Ok((config, shown))
+}
+
+fn unreachable(shown: &str, e: postgres::Error) -> StoreError {
+    StoreError::Unreachable {
+        url: shown.to_string(),
+        detail: e.to_string(),
+    }
+}
+
 impl Index {
     /// Connect to the index in PostgreSQL at `url`, migrating it to [`SCHEMA_VERSION`].
     pub fn connect(url: &str) -> Result<Index> {
-        let shown = crate::config::redact_url(url);
-        let unreachable = |e: postgres::Error| StoreError::Unreachable {
-            url: shown.clone(),
-            detail: e.to_string(),
-        };
-        let mut config: postgres::Config = url.parse().map_err(unreachable)?;
-        config.application_name("git-sandbox");
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(std::time::Duration::from_secs(10));
-        }
-        let client = super::sql::PgClient::open(&config).map_err(unreachable)?;
+        let (config, shown) = config_of(url, "git-sandbox")?;
+        let client = super::sql::PgClient::open(&config).map_err(|e| unreachable(&shown, e))?;
         let index = Index {
             conn: Db::Pg(Box::new(RefCell::new(super::sql::PgClient::new(
                 client, config,
@@ -96,20 +106,13 @@ pub struct Listener {
 impl Listener {
     /// Connect to `url` and `LISTEN`. Call off any tokio runtime (a thread of its own).
     pub fn open(url: &str) -> Result<Listener> {
-        let shown = crate::config::redact_url(url);
-        let unreachable = |e: postgres::Error| StoreError::Unreachable {
-            url: shown.clone(),
-            detail: e.to_string(),
-        };
-        let mut config: postgres::Config = url.parse().map_err(unreachable)?;
-        config.application_name("git-sandbox listener");
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(std::time::Duration::from_secs(10));
-        }
-        let mut client = config.connect(postgres::NoTls).map_err(unreachable)?;
+        let (config, shown) = config_of(url, "git-sandbox listener")?;
+        let mut client = config
+            .connect(postgres::NoTls)
+            .map_err(|e| unreachable(&shown, e))?;
         client
             .batch_execute(&format!("LISTEN {JOBS_CHANNEL}"))
-            .map_err(unreachable)?;
+            .map_err(|e| unreachable(&shown, e))?;
         Ok(Listener { client })
     }
 

@@ -55,9 +55,20 @@ pub struct RepoRows {
 
 const COLS: &str = "id, name, path, url, repository_type, created_at, last_activity, remote_url";
 
-/// Where this data dir keeps its clone of repository `id` on a shared index.
+/// Where this data dir keeps its clone of repository `id` on a shared index. The id comes from
+/// the database: anything but letters, digits, `_` and `-` becomes `_` (never a path of its own).
 pub fn clone_path(home: &std::path::Path, id: &str) -> std::path::PathBuf {
-    home.join("clones").join(format!("{id}.git"))
+    let name: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    home.join("clones").join(format!("{name}.git"))
 }
 
 impl Index {
