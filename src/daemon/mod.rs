@@ -351,8 +351,11 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
                 .copied()
                 .chain(slots.waiting.iter().map(|a| a.job.id))
                 .collect();
-            let renewed = me.renew(&ctx, &ids);
-            health.record_app(&renewed);
+            // Only what reached the index tells whether it answers (no jobs held: not asked).
+            if !ids.is_empty() {
+                let renewed = me.renew(&ctx, &ids);
+                health.record_app(&renewed);
+            }
             let reaped = ctx.index.reap(crate::store::Held::Expired);
             health.record(&reaped);
             if let Ok(r) = reaped {
@@ -424,7 +427,9 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
             want_jobs = false;
             last_claim = Instant::now();
             let claimed = dispatch(&ctx, &me, &repos, &mut slots, &job_tx);
-            health.record(&claimed);
+            if !matches!(claimed, Ok(false)) {
+                health.record(&claimed);
+            }
         }
     } });
     stop_polling.store(true, Ordering::Relaxed);
@@ -551,14 +556,14 @@ fn scan(ctx: &Context, row: &RepoRow, full: bool) {
 
 /// Hand jobs to idle workers, never two jobs for the same tree at once: first the claimed jobs
 /// that waited for their tree, then new claims (one per idle worker) among the repositories
-/// this daemon serves.
+/// this daemon serves. Returns whether the index was asked.
 fn dispatch(
     ctx: &Context,
     me: &crate::app::queue::Claimant,
     repos: &Repos,
     slots: &mut Slots,
     job_tx: &mpsc::Sender<worker::Assignment>,
-) -> Result<(), crate::store::StoreError> {
+) -> Result<bool, crate::store::StoreError> {
     let mut i = 0;
     while i < slots.waiting.len() && slots.idle > 0 {
         if slots.busy.contains(&slots.waiting[i].tree_key) {
@@ -569,7 +574,7 @@ fn dispatch(
         }
     }
     if slots.idle == 0 {
-        return Ok(());
+        return Ok(false);
     }
     let served: Vec<&str> = repos.rows.keys().map(String::as_str).collect();
     let jobs = ctx
@@ -592,7 +597,7 @@ fn dispatch(
             slots.send(a, job_tx);
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 /// The scheduler's hold on its workers and jobs.
