@@ -63,9 +63,9 @@ fn four_daemons_share_one_queue_through_a_kill_and_a_restart() {
             &repo,
             &[(
                 ".sandbox.toml",
-                "[test]\ncommand = \"true\"\n[analysis]\nenabled = false\n",
+                "[test]\ncommand = \"sleep 0.2\"\n[analysis]\nenabled = false\n",
             )],
-            "quick tests",
+            "short tests",
         );
         let remote = agent.path(&format!("remotes/{name}.git"));
         std::fs::create_dir_all(&remote).unwrap();
@@ -100,6 +100,7 @@ fn four_daemons_share_one_queue_through_a_kill_and_a_restart() {
     let killed = home_id(&worlds[1]);
     let mut db = postgres::Client::connect(&url, postgres::NoTls).unwrap();
     let mut killed_at = None;
+    let mut orphans: Vec<i64> = Vec::new();
     for i in 0..COMMITS {
         let (repo, _) = &repos[i % REPOS.len()];
         agent.commit(repo, &[("f.txt", &i.to_string())], &format!("c{i}"));
@@ -108,13 +109,16 @@ fn four_daemons_share_one_queue_through_a_kill_and_a_restart() {
                 agent.git(repo, &["push", "-q", "origin", "main"]);
             }
         }
-        // From halfway on, the first time it is seen running a job (so that job must come back
-        // after its lease), one daemon is killed and another restarted.
+        // From halfway on, the first time it is seen to have started a job less than 100 ms ago
+        // (its 200 ms test command still runs, so that job must come back after its lease), one
+        // daemon is killed and another restarted.
         if i >= COMMITS / 2 && daemons[1].is_some() {
+            let recent =
+                git_sandbox::util::time::rfc3339(git_sandbox::util::time::now_millis() - 100);
             let n: i64 = db
                 .query_one(
-                    "SELECT COUNT(*) FROM jobs WHERE state = 'running' AND owner LIKE $1",
-                    &[&format!("{killed}/%")],
+                    "SELECT COUNT(*) FROM jobs WHERE state = 'running' AND owner LIKE $1 AND started_at > $2",
+                    &[&format!("{killed}/%"), &recent],
                 )
                 .unwrap()
                 .get(0);
@@ -124,6 +128,16 @@ fn four_daemons_share_one_queue_through_a_kill_and_a_restart() {
                 unsafe { libc::kill(d.child.id() as i32, libc::SIGKILL) };
                 let _ = d.child.wait();
                 killed_at = Some(git_sandbox::util::time::now_millis());
+                // What it held when it died: claimed, never to be ended by it.
+                orphans = db
+                    .query(
+                        "SELECT id FROM jobs WHERE state IN ('assigned', 'running') AND owner LIKE $1",
+                        &[&format!("{killed}/%")],
+                    )
+                    .unwrap()
+                    .iter()
+                    .map(|r| r.get(0))
+                    .collect();
                 let o = worlds[2].sandbox(&worlds[2].work(), &["daemon", "stop"]);
                 assert_eq!(o.code, 0, "{o:?}");
                 daemons[2].take();
@@ -241,7 +255,19 @@ fn four_daemons_share_one_queue_through_a_kill_and_a_restart() {
         }
     }
     eprintln!("{total} commits; {rerun} claims after a first one");
-    assert!(rerun >= 1, "the killed daemon's job was not claimed again");
+    // The job it held was claimed again by another daemon and ended there.
+    assert!(!orphans.is_empty(), "the killed daemon held no job");
+    for id in &orphans {
+        let row = db
+            .query_one("SELECT state, attempts FROM jobs WHERE id = $1", &[id])
+            .unwrap();
+        let (state, attempts): (String, i64) = (row.get(0), row.get(1));
+        assert_eq!(state, "completed");
+        assert!(
+            attempts >= 2,
+            "job {id} was not claimed again ({attempts} attempts)"
+        );
+    }
 
     // Stopped, the daemons push what they made; every clone has every result after a fetch:
     // the agent's, and a fresh clone adopted on a fifth machine.

@@ -434,10 +434,6 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
     } });
     stop_polling.store(true, Ordering::Relaxed);
     drop(job_tx);
-    // Claimed jobs that waited for their tree were never started: they go back as they were.
-    for a in slots.waiting {
-        let _ = ctx.index.release_job(&a.job);
-    }
     for h in handles {
         let _ = h.join();
     }
@@ -451,6 +447,7 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+    // What it claimed and never started (jobs that waited for their tree) goes back uncounted.
     let requeued = ctx.index.release_unstarted(&me.owner).unwrap_or(0);
     event("daemon.stopped", serde_json::json!({"requeued": requeued}));
     let _ = ctx.index.daemon_stopped(&me.owner);

@@ -194,10 +194,7 @@ impl Index {
         } else {
             ""
         };
-        let among = (0..repositories.len())
-            .map(|i| format!("?{}", i + 5))
-            .collect::<Vec<_>>()
-            .join(", ");
+        let among = super::sql::placeholders(5, repositories.len());
         let sql = format!(
             "UPDATE jobs SET state = 'assigned', owner = ?1, lease_until = ?2, attempts = attempts + 1,
                     updated_at = ?3
@@ -226,10 +223,7 @@ impl Index {
         if ids.is_empty() {
             return Ok(0);
         }
-        let among = (0..ids.len())
-            .map(|i| format!("?{}", i + 3))
-            .collect::<Vec<_>>()
-            .join(", ");
+        let among = super::sql::placeholders(3, ids.len());
         let mut p = params![owner, lease_until];
         p.extend(ids.iter().map(super::sql::ToVal::to_val));
         Ok(self.conn.execute(

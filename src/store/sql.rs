@@ -50,31 +50,16 @@ impl ToVal for String {
         Val::Text(self.clone())
     }
 }
-impl ToVal for i64 {
-    fn to_val(&self) -> Val {
-        Val::Int(*self)
-    }
+macro_rules! int_to_val {
+    ($($t:ty),*) => {$(
+        impl ToVal for $t {
+            fn to_val(&self) -> Val {
+                Val::Int(*self as i64)
+            }
+        }
+    )*};
 }
-impl ToVal for i32 {
-    fn to_val(&self) -> Val {
-        Val::Int(*self as i64)
-    }
-}
-impl ToVal for u32 {
-    fn to_val(&self) -> Val {
-        Val::Int(*self as i64)
-    }
-}
-impl ToVal for u64 {
-    fn to_val(&self) -> Val {
-        Val::Int(*self as i64)
-    }
-}
-impl ToVal for usize {
-    fn to_val(&self) -> Val {
-        Val::Int(*self as i64)
-    }
-}
+int_to_val!(i64, i32, u32, u64, usize);
 impl ToVal for f64 {
     fn to_val(&self) -> Val {
         Val::Real(*self)
@@ -104,6 +89,14 @@ impl<T: ToVal, const N: usize> Params for [T; N] {
     fn vals(self) -> Vec<Val> {
         self.iter().map(ToVal::to_val).collect()
     }
+}
+
+/// `?from, ?from+1, …` for `n` parameters: the list of an `IN (…)` whose length varies.
+pub fn placeholders(from: usize, n: usize) -> String {
+    (from..from + n)
+        .map(|i| format!("?{i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 macro_rules! params {
