@@ -55,12 +55,15 @@ BIN=$WORK/git-sandbox
 mkdir -p "$WORK/bin" && ln -s "$BIN" "$WORK/bin/git-sandbox"
 
 # ---- PostgreSQL ----------------------------------------------------------------------------
-as_pg() { if [ "$(id -u)" = 0 ]; then setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; else "$@"; fi; }
+AS_PG=()
+[ "$(id -u)" = 0 ] && AS_PG=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+as_pg() { "${AS_PG[@]}" "$@"; }
 mkdir -p "$WORK/pg" "$WORK/pgsock"
 [ "$(id -u)" = 0 ] && chown 65534:65534 "$WORK/pg" "$WORK/pgsock"
 as_pg initdb -D "$WORK/pg/data" -U sandbox -A trust -E UTF8 --no-sync --no-instructions >/dev/null
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-as_pg postgres -D "$WORK/pg/data" -h 127.0.0.1 -p "$PORT" -k "$WORK/pgsock" -c fsync=off \
+# Started as a simple command (not through the function, a subshell) so that $! is the server.
+"${AS_PG[@]}" postgres -D "$WORK/pg/data" -h 127.0.0.1 -p "$PORT" -k "$WORK/pgsock" -c fsync=off \
   -c max_connections=200 >"$WORK/pg.log" 2>&1 &
 PG_PID=$!
 for _ in $(seq 100); do

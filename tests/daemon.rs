@@ -351,3 +351,143 @@ fn nothing_is_lost_across_kill_9_and_concurrent_user_notes() {
         assert_eq!(o.stdout, format!("user {k}\n"), "the user's note survives");
     }
 }
+
+/// Seconds since the epoch of an event's `time`.
+fn event_time(e: &serde_json::Value) -> i64 {
+    git_sandbox::util::time::parse_rfc3339(e["time"].as_str().unwrap()).unwrap()
+}
+
+#[test]
+fn a_burst_of_commits_is_served_in_batches_and_work_is_shared_by_idle_workers() {
+    let w = World::new();
+    let repo = w.new_repo("burst");
+    let config = quick_config(&w, &repo, "true");
+    let mut daemon = w.spawn(&w.work(), &["daemon", "--workers", "2"]);
+    assert!(w.wait_until(20, || daemon_running(&w)), "no daemon");
+    assert!(w.wait_until(30, || has_note(&w, &repo, &config)));
+    // 120 empty commits on the config commit's tree, queued at once by one ref update.
+    let tree = w
+        .git(&repo, &["rev-parse", "HEAD^{tree}"])
+        .trim()
+        .to_string();
+    let mut tip = config.clone();
+    let mut burst = Vec::new();
+    for i in 0..120 {
+        tip = w
+            .git(
+                &repo,
+                &["commit-tree", &tree, "-p", &tip, "-m", &format!("e{i}")],
+            )
+            .trim()
+            .to_string();
+        burst.push(tip.clone());
+    }
+    let notes_before: u32 = w
+        .git(&repo, &["rev-list", "--count", "refs/notes/sandbox"])
+        .trim()
+        .parse()
+        .unwrap();
+    w.git(&repo, &["update-ref", "refs/heads/main", &tip]);
+    assert!(
+        w.wait_until(60, || burst.iter().all(|c| has_note(&w, &repo, c))),
+        "not every commit of the burst got its result"
+    );
+    // Each is served from its tree's result (made for the config commit), and the results
+    // went to git in a few notes commits, not one per commit.
+    for c in &burst {
+        let note = w.note(&repo, c).unwrap();
+        assert_eq!(note["status"], "passed", "{note}");
+        assert_eq!(note["cached_from"], config.as_str(), "{note}");
+    }
+    let notes_after: u32 = w
+        .git(&repo, &["rev-list", "--count", "refs/notes/sandbox"])
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        notes_after - notes_before <= 30,
+        "{} notes commits for 120 results",
+        notes_after - notes_before
+    );
+
+    // Then commits whose tests must run (a 1 s test, each a tree of its own), made detached
+    // without hooks and queued at once: the worker handed a batch of them runs one and hands
+    // the rest back, so both workers run tests at once.
+    w.git(&repo, &["checkout", "-q", "--detach"]);
+    let mut slow = Vec::new();
+    for i in 0..6 {
+        let (path, text) = if i == 0 {
+            (
+                ".sandbox.toml",
+                "[test]\ncommand = \"sleep 1\"\n[analysis]\nenabled = false\n".to_string(),
+            )
+        } else {
+            ("n.txt", i.to_string())
+        };
+        std::fs::write(repo.join(path), text).unwrap();
+        w.git(&repo, &["add", path]);
+        w.git(
+            &repo,
+            &[
+                "-c",
+                "core.hooksPath=/dev/null",
+                "commit",
+                "-qm",
+                &format!("s{i}"),
+            ],
+        );
+        slow.push(w.git(&repo, &["rev-parse", "HEAD"]).trim().to_string());
+    }
+    w.git(
+        &repo,
+        &["update-ref", "refs/heads/main", slow.last().unwrap()],
+    );
+    assert!(
+        w.wait_until(60, || slow.iter().all(|c| has_note(&w, &repo, c))),
+        "not every slow commit got its result"
+    );
+    let events: Vec<serde_json::Value> = w
+        .sandbox(
+            &w.work(),
+            &["events", "--kind", "run.", "--limit", "1000", "--json"],
+        )
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut spans = Vec::new();
+    for c in &slow {
+        let of = |kind: &str| {
+            events
+                .iter()
+                .filter(|e| e["kind"] == kind && e["commit"] == c.as_str())
+                .map(event_time)
+                .collect::<Vec<_>>()
+        };
+        let (started, ended) = (of("run.started"), of("run.completed"));
+        assert_eq!(started.len(), 1, "{c} ran {} times", started.len());
+        spans.push((started[0], ended[0]));
+    }
+    let overlapping = spans
+        .iter()
+        .enumerate()
+        .any(|(i, a)| spans[i + 1..].iter().any(|b| a.0 < b.1 && b.0 < a.1));
+    assert!(
+        overlapping,
+        "the slow commits ran one after another: {spans:?}"
+    );
+    let handed_back = w
+        .sandbox(
+            &w.work(),
+            &["events", "--kind", "job.ended", "--limit", "1000", "--json"],
+        )
+        .stdout
+        .lines()
+        .filter(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["data"]["end"] == "released"
+        })
+        .count();
+    assert!(handed_back > 0, "no batch handed its rest back");
+    assert_eq!(w.sandbox(&w.work(), &["daemon", "stop"]).code, 0);
+    daemon.child.wait().unwrap();
+}

@@ -8,9 +8,10 @@ use common::postgres::Postgres;
 use common::World;
 use git_sandbox::model::RunRecord;
 use git_sandbox::store::{
-    DaemonRow, Delivery, EventFilter, Held, Index, Reaped, RepoRow, StatusRow, MAX_ATTEMPTS,
+    DaemonRow, Delivery, EventFilter, Held, Index, Job, Reaped, RepoRow, StatusRow, MAX_ATTEMPTS,
 };
 use serde_json::json;
+use std::collections::HashSet;
 
 fn record(commit: &str, tree: &str, status: &str, ms: u64) -> RunRecord {
     serde_json::from_value(json!({
@@ -235,6 +236,60 @@ fn exercise(ix: &Index) {
         "a dead job can be asked for again"
     );
 
+    // A batch: one statement starts, ends or gives back many jobs, each fenced by its own
+    // claim. A claim taken back meanwhile (its lease ran out) is left alone.
+    let batch: Vec<(String, Option<String>)> = (5..9).map(|n| (format!("c{n}"), None)).collect();
+    ix.upsert_repository(&RepoRow {
+        repository_id: "repo_b".into(),
+        name: "beta".into(),
+        path: "/srv/beta".into(),
+        url: "file:///srv/beta".into(),
+        remote_url: None,
+        ..repo.clone()
+    })
+    .unwrap();
+    assert_eq!(ix.enqueue("repo_b", &batch, "hook").unwrap(), 4);
+    let mine = ix
+        .claim_jobs("h5/daemon/1/0", 4, later, &["repo_b"])
+        .unwrap();
+    assert_eq!(mine.len(), 4);
+    ix.renew_leases("h5/daemon/1/0", past, &[mine[3].id])
+        .unwrap();
+    assert_eq!(ix.reap(Held::Expired).unwrap().requeued, 1);
+    let theirs = ix
+        .claim_jobs("h6/daemon/1/0", 4, later, &["repo_b"])
+        .unwrap();
+    assert_eq!(theirs.len(), 1);
+    let all: Vec<&Job> = mine.iter().collect();
+    let started = ix.start_jobs(&all).unwrap();
+    let ids = |js: &[&Job]| js.iter().map(|j| j.id).collect::<HashSet<i64>>();
+    assert_eq!(started, ids(&all[..3]), "the job taken back was started");
+    assert_eq!(ix.running_jobs().unwrap().len(), 3);
+    assert_eq!(ix.finish_jobs(&all[..1], true).unwrap(), ids(&all[..1]));
+    assert_eq!(ix.finish_jobs(&all[1..2], false).unwrap(), ids(&all[1..2]));
+    // Handed back (the rest of a batch): pending, the claim not counted; the stale one unmoved.
+    assert_eq!(ix.release_jobs(&all[2..]).unwrap(), ids(&all[2..3]));
+    assert_eq!(
+        ix.job_state("repo_b", "c8").unwrap().as_deref(),
+        Some("assigned")
+    );
+    assert_eq!(
+        ix.job_state("repo_b", "c6").unwrap().as_deref(),
+        Some("failed")
+    );
+    let back = ix
+        .claim_jobs("h6/daemon/1/0", 4, later, &["repo_b"])
+        .unwrap();
+    assert_eq!(
+        (back.len(), back[0].commit_id.as_str(), back[0].attempts),
+        (1, "c7", 1)
+    );
+    assert!(ix.finish_jobs(&all, true).unwrap().is_empty(), "late ends");
+    assert_eq!(
+        ix.job_state("repo_b", "c5").unwrap().as_deref(),
+        Some("completed")
+    );
+
     // Events: ids grow, filters by kind prefix and repository, paging, pruning.
     let e1 = ix
         .add_event(
@@ -352,6 +407,7 @@ fn exercise(ix: &Index) {
     // Forgetting a repository removes what is its.
     let rows = ix.delete_repository("repo_a").unwrap();
     assert_eq!(rows.runs, 2);
+    ix.delete_repository("repo_b").unwrap();
     assert!(ix.repositories().unwrap().is_empty());
 }
 

@@ -131,6 +131,7 @@ pub fn demo(ctx: &Context, path: Option<&Path>, on: &mut dyn FnMut(Event<'_>)) -
         refname: Some("refs/heads/main".into()),
         flags: ConfigFile::default(),
         interrupt,
+        yield_after_run: false,
     };
     let outcome = run_commits(ctx, &repo, &created.repo, &main, &opts, &mut |_| {})?;
     let mut results = outcome.records;

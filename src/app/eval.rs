@@ -106,6 +106,7 @@ pub(crate) fn result_or_run(
         refname: Some(refname.to_string()),
         flags: ConfigFile::default(),
         interrupt,
+        yield_after_run: false,
     };
     let outcome = run_commits(ctx, repo, row, &[commit], &opts, &mut |_| {})?;
     Ok(outcome.records.into_iter().next())

@@ -219,6 +219,7 @@ pub fn promote(
         refname: Some(format!("refs/heads/{target}")),
         flags: ConfigFile::default(),
         interrupt,
+        yield_after_run: false,
     };
     let outcome = run_commits(ctx, repo, row, &[new], &run_opts, &mut |_| {})?;
     if outcome.interrupted {

@@ -165,76 +165,200 @@ pub enum JobEnd {
     Taken,
     /// Stopped from outside; the job is pending again.
     Interrupted,
+    /// Handed back untouched, for another worker: an earlier job of its batch had to run its
+    /// tests (the claim does not count).
+    Released,
     /// It ran (a failing test is a result, not an error).
     Done(Option<Box<RunRecord>>),
     /// The run could not be made (an infrastructure error): retried later unless given up.
     Failed { error: String, retry: bool },
 }
 
-/// Run one job this process claimed (`assigned`, its attempt the fencing token): `running`, then
-/// through the same pipeline as `git sandbox run`, then `completed`/`failed`, or back to
-/// `pending` when interrupted. Every change of the job's state is fenced: once the claim was
-/// taken back (its lease ran out) nothing here moves the job.
+/// How a batch of jobs ended.
+#[derive(Debug)]
+pub struct BatchEnd {
+    /// Each job's end, in the batch's order.
+    pub ends: Vec<JobEnd>,
+    /// Whether some commit's tests had to run (its result was not there already, nor its
+    /// tree's).
+    pub ran: bool,
+}
+
+/// Run one job this process claimed: [`run_jobs`] of one.
 pub fn run_job(ctx: &Context, row: &RepoRow, job: &Job, interrupt: &AtomicBool) -> JobEnd {
-    let repo_id = Some(job.repository_id.as_str());
-    let event = |kind: &str, data: serde_json::Value| {
-        let _ = ctx
-            .index
-            .add_event(kind, repo_id, None, Some(&job.commit_id), &data);
-    };
-    if !ctx.index.start_job(job).unwrap_or(false) {
-        return JobEnd::Taken;
-    }
+    run_jobs(ctx, row, std::slice::from_ref(job), interrupt)
+        .ends
+        .pop()
+        .expect("one end per job")
+}
+
+/// Run a batch of jobs of one repository this process claimed (`assigned`, each's attempt its
+/// fencing token), oldest first: `running`, then through the same pipeline as `git sandbox
+/// run`, then `completed`/`failed`, or back to `pending` when interrupted. The commits go
+/// through one pipeline (a notes commit per few results, a transaction per step of the batch),
+/// and a batch stops after its first commit whose tests had to run: the rest are handed back
+/// for idle workers to take. Every change of a job's state is fenced: once a claim was taken
+/// back (its lease ran out) nothing here moves that job.
+pub fn run_jobs(ctx: &Context, row: &RepoRow, jobs: &[Job], interrupt: &AtomicBool) -> BatchEnd {
+    let all: Vec<&Job> = jobs.iter().collect();
+    let held = ctx.index.start_jobs(&all).unwrap_or_default();
+    let mut ends: Vec<Option<JobEnd>> = jobs
+        .iter()
+        .map(|j| (!held.contains(&j.id)).then_some(JobEnd::Taken))
+        .collect();
     // `run.started` comes from the run itself (as for `git sandbox run`), only when it runs.
-    event(
-        "job.started",
-        serde_json::json!({"job": job.id, "trigger": job.trigger, "attempt": job.attempts, "by": job.owner}),
+    add_events(
+        ctx,
+        jobs.iter().filter(|j| held.contains(&j.id)).map(|job| {
+            let data = serde_json::json!({"job": job.id, "trigger": job.trigger, "attempt": job.attempts, "by": job.owner});
+            (job, "job.started", data)
+        }),
     );
-    let result = (|| {
-        let repo = crate::git::open(std::path::Path::new(&row.path))?;
-        let commit = ObjectId::from_hex(job.commit_id.as_bytes())
-            .map_err(|e| AppError::usage(format!("bad commit id in the queue: {e}")))?;
-        let opts = RunOptions {
-            force: false,
-            trigger: Trigger::parse(&job.trigger),
-            refname: job.refname.clone(),
-            flags: ConfigFile::default(),
-            interrupt,
-        };
-        run_commits(ctx, &repo, row, &[commit], &opts, &mut |_| {})
-    })();
-    // Every end of a claim is an event (with its attempt and owner, and whether the claim still
-    // held: a late end changes nothing), so a claim's run can be told from the next one's.
-    let ended = |how: &str, held: Option<bool>| {
-        event(
-            "job.ended",
-            serde_json::json!({"job": job.id, "attempt": job.attempts, "by": job.owner, "end": how, "held": held}),
-        )
-    };
-    match result {
-        Ok(outcome) if outcome.interrupted => {
-            ended("interrupted", ctx.index.release_job(job).ok());
-            JobEnd::Interrupted
-        }
-        Ok(outcome) => {
-            // A result is evidence whoever holds the job now; only the job's state is fenced.
-            let ok = outcome.records.iter().all(|r| r.status != Status::Error);
-            ended("done", ctx.index.finish_job(job, ok).ok());
-            JobEnd::Done(outcome.records.into_iter().next().map(Box::new))
-        }
+    let todo: Vec<usize> = (0..jobs.len()).filter(|&i| ends[i].is_none()).collect();
+    let mut ran = false;
+    let repo = match crate::git::open(std::path::Path::new(&row.path)) {
+        Ok(repo) => Some(repo),
         Err(e) => {
-            let retry = ctx.index.retry_job(job, &e.to_string()).unwrap_or(false);
-            ended("failed", None);
-            event(
-                "run.failed",
-                serde_json::json!({"error": e.to_string(), "retry": retry}),
-            );
-            JobEnd::Failed {
-                error: e.to_string(),
-                retry,
+            let error = AppError::from(e).to_string();
+            for &i in &todo {
+                let retry = ctx.index.retry_job(&jobs[i], &error).unwrap_or(false);
+                let error = error.clone();
+                ends[i] = Some(JobEnd::Failed { error, retry });
+            }
+            None
+        }
+    };
+    let mut pos = if repo.is_some() { 0 } else { todo.len() };
+    // After a failed run of several commits, each of them runs alone: the one that fails is
+    // retried by itself, the others end with their results.
+    let mut alone_until = 0;
+    while pos < todo.len() {
+        let first = &jobs[todo[pos]];
+        let end = if pos < alone_until {
+            pos + 1
+        } else {
+            todo[pos..]
+                .iter()
+                .position(|&i| jobs[i].trigger != first.trigger || jobs[i].refname != first.refname)
+                .map_or(todo.len(), |n| pos + n)
+        };
+        let group = &todo[pos..end];
+        let result = group
+            .iter()
+            .map(|&i| {
+                ObjectId::from_hex(jobs[i].commit_id.as_bytes())
+                    .map_err(|e| AppError::usage(format!("bad commit id in the queue: {e}")))
+            })
+            .collect::<Result<Vec<_>>>()
+            .and_then(|commits| {
+                let opts = RunOptions {
+                    force: false,
+                    trigger: Trigger::parse(&first.trigger),
+                    refname: first.refname.clone(),
+                    flags: ConfigFile::default(),
+                    interrupt,
+                    yield_after_run: true,
+                };
+                let repo = repo.as_ref().expect("opened");
+                run_commits(ctx, repo, row, &commits, &opts, &mut |_| {})
+            });
+        match result {
+            Ok(outcome) => {
+                ran |= outcome.ran > 0;
+                let done = outcome.records.len();
+                for (&i, r) in group.iter().zip(outcome.records) {
+                    ends[i] = Some(JobEnd::Done(Some(Box::new(r))));
+                }
+                if done < group.len() {
+                    // Interrupted, or stopped after a run: the rest go back to the queue.
+                    for &i in &todo[pos + done..] {
+                        ends[i] = Some(if outcome.interrupted {
+                            JobEnd::Interrupted
+                        } else {
+                            JobEnd::Released
+                        });
+                    }
+                    break;
+                }
+                pos = end;
+            }
+            Err(_) if group.len() > 1 => alone_until = end,
+            Err(e) => {
+                let i = group[0];
+                let error = e.to_string();
+                let retry = ctx.index.retry_job(&jobs[i], &error).unwrap_or(false);
+                ends[i] = Some(JobEnd::Failed { error, retry });
+                pos = end;
             }
         }
     }
+    let ends: Vec<JobEnd> = ends
+        .into_iter()
+        .map(|e| e.unwrap_or(JobEnd::Taken))
+        .collect();
+    close(ctx, jobs, &ends);
+    BatchEnd { ends, ran }
+}
+
+/// Move each job to its end's state (one statement per kind of end), and record how each claim
+/// ended: with its attempt and owner, and whether the claim still held (a late end changes
+/// nothing), so a claim's run can be told from the next one's.
+fn close(ctx: &Context, jobs: &[Job], ends: &[JobEnd]) {
+    let with = |want: &dyn Fn(&JobEnd) -> bool| -> Vec<&Job> {
+        jobs.iter()
+            .zip(ends)
+            .filter(|(_, e)| want(e))
+            .map(|(j, _)| j)
+            .collect()
+    };
+    // A result is evidence whoever holds the job now; only the job's state is fenced.
+    let passed = with(&|e| matches!(e, JobEnd::Done(Some(r)) if r.status != Status::Error));
+    let errored = with(
+        &|e| matches!(e, JobEnd::Done(r) if r.as_ref().is_none_or(|r| r.status == Status::Error)),
+    );
+    let back = with(&|e| matches!(e, JobEnd::Interrupted | JobEnd::Released));
+    let mut held = std::collections::HashSet::new();
+    held.extend(ctx.index.finish_jobs(&passed, true).unwrap_or_default());
+    held.extend(ctx.index.finish_jobs(&errored, false).unwrap_or_default());
+    held.extend(ctx.index.release_jobs(&back).unwrap_or_default());
+    add_events(
+        ctx,
+        jobs.iter().zip(ends).flat_map(|(job, end)| {
+            let how = match end {
+                JobEnd::Taken => return Vec::new(),
+                JobEnd::Interrupted => "interrupted",
+                JobEnd::Released => "released",
+                JobEnd::Done(_) => "done",
+                JobEnd::Failed { .. } => "failed",
+            };
+            let held = (!matches!(end, JobEnd::Failed { .. })).then(|| held.contains(&job.id));
+            let mut out = vec![(
+                job,
+                "job.ended",
+                serde_json::json!({"job": job.id, "attempt": job.attempts, "by": job.owner, "end": how, "held": held}),
+            )];
+            if let JobEnd::Failed { error, retry } = end {
+                let data = serde_json::json!({"error": error, "retry": retry});
+                out.push((job, "run.failed", data));
+            }
+            out
+        }),
+    );
+}
+
+/// Record events about jobs, in one transaction.
+fn add_events<'j>(
+    ctx: &Context,
+    events: impl IntoIterator<Item = (&'j Job, &'static str, serde_json::Value)>,
+) {
+    let _ = ctx.index.atomically(|| {
+        for (job, kind, data) in events {
+            let (repo, commit) = (Some(job.repository_id.as_str()), Some(&job.commit_id));
+            ctx.index
+                .add_event(kind, repo, None, commit.map(String::as_str), &data)?;
+        }
+        Ok::<_, crate::store::StoreError>(())
+    });
 }
 
 /// Who claims jobs, and for how long a claim holds without being renewed.

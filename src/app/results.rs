@@ -148,6 +148,12 @@ pub fn current_record(
 }
 
 /// A record that answers for `info` under config `key`.
+/// Whether a record made for its own commit may serve other commits of its tree (as
+/// [`tree_hit`] finds them in the index): it says whether the tests passed or failed.
+pub fn first_hand(r: &RunRecord) -> bool {
+    r.cached_from.is_none() && !matches!(r.status, Status::Error | Status::Unknown)
+}
+
 pub fn usable(r: &RunRecord, info: &CommitInfo, key: &str) -> bool {
     r.commit == info.id
         && r.tree == info.tree
@@ -188,6 +194,12 @@ pub fn write(
     }
     write_notes(repo, records)?;
     super::github::queue_statuses(ctx, repo, row, records);
+    ctx.index.atomically(|| index_records(ctx, row, records))
+}
+
+/// Index written results in one transaction: each run, its `run.completed`/`run.failed` event,
+/// its job done.
+fn index_records(ctx: &Context, row: &RepoRow, records: &[RunRecord]) -> Result<()> {
     for r in records {
         let run_id = ctx.index.put_run(&row.repository_id, r)?;
         let kind = if r.status == Status::Error {
@@ -256,6 +268,12 @@ pub fn rewrite_missing(
         let Ok(id) = ObjectId::from_hex(r.commit.as_bytes()) else {
             continue;
         };
+        // The very note written (the common case) is told by its blob id, without reading it.
+        let ours =
+            gix::objs::compute_hash(repo.object_hash(), gix::objs::Kind::Blob, &note::encode(r));
+        if ours.is_ok() && reader.lookup.blob(repo, id)? == ours.ok() {
+            continue;
+        }
         let in_place = match reader.read(repo, id)? {
             None => false,
             Some(NoteRecord::Found(n)) => n.finished_at >= r.finished_at,

@@ -16,7 +16,7 @@ use std::time::Instant;
 
 /// Results are written as notes in batches of this many (or sooner when a batch gets old), so a
 /// range costs few notes commits yet a kill loses little.
-const BATCH: usize = 16;
+const BATCH: usize = 64;
 const BATCH_AGE_MS: u128 = 2000;
 
 pub struct RunOptions<'a> {
@@ -27,6 +27,10 @@ pub struct RunOptions<'a> {
     /// Settings from flags, laid over everything else. Any flag makes the run a trial.
     pub flags: ConfigFile,
     pub interrupt: &'a AtomicBool,
+    /// Stop after the first commit whose tests had to run (not served from a result), leaving
+    /// the rest undone (`Outcome::records` is then shorter than the commits): a daemon's worker
+    /// hands the rest of its batch back to the queue, for idle workers to take.
+    pub yield_after_run: bool,
 }
 
 impl RunOptions<'_> {
@@ -60,6 +64,22 @@ pub struct Outcome {
     pub invalid_notes: Vec<(ObjectId, String)>,
     /// Notes a concurrent writer dropped after they were written, written again.
     pub restored: usize,
+    /// How many commits' tests ran (the others' results were there already, or were served
+    /// from their tree's).
+    pub ran: usize,
+}
+
+/// The results of trees found or made in this run, by (tree, config key), as records served to
+/// another commit (`cached_from` their maker): later commits of the same tree (empty commits,
+/// reverts) are served without asking the index again.
+type SeenTrees = std::collections::HashMap<(ObjectId, String), RunRecord>;
+
+/// What the commits of one run share.
+struct Along {
+    reader: NoteReader,
+    /// Made when the first commit has to run.
+    sandbox: std::cell::OnceCell<runner::Sandbox>,
+    seen: SeenTrees,
 }
 
 /// Where a commit's record came from.
@@ -81,8 +101,11 @@ pub fn run_commits(
     opts: &RunOptions<'_>,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Outcome> {
-    let mut reader = NoteReader::new(repo)?;
-    let sandbox = std::cell::OnceCell::new();
+    let mut along = Along {
+        reader: NoteReader::new(repo)?,
+        sandbox: std::cell::OnceCell::new(),
+        seen: SeenTrees::new(),
+    };
     let trial = opts.is_trial();
     let mut records = Vec::with_capacity(commits.len());
     // Records waiting for their batch to be written, in order, with whether they were reused.
@@ -91,6 +114,7 @@ pub fn run_commits(
     let mut written: Vec<RunRecord> = Vec::new();
     let mut batch_started = Instant::now();
     let mut interrupted = false;
+    let mut ran = 0;
     let mut flush = |waiting: &mut Vec<(usize, RunRecord, bool)>,
                      to_write: &mut Vec<RunRecord>,
                      records: &mut Vec<RunRecord>,
@@ -115,7 +139,7 @@ pub fn run_commits(
         }
         progress(Progress::Started { index, commit });
         let info = git::commit_info(repo, commit)?;
-        let (record, source) = run_one(ctx, repo, row, &info, opts, &mut reader, &sandbox)?;
+        let (record, source) = run_one(ctx, repo, row, &info, opts, &mut along)?;
         // A run cut short by Ctrl-C or a stopping daemon is no result: it runs again later.
         if record.tests.as_ref().and_then(|t| t.killed_by.as_deref()) == Some("interrupt") {
             interrupted = true;
@@ -137,7 +161,18 @@ pub fn run_commits(
             }
             to_write.push(record.clone());
         }
+        let made = source == Source::Made && record.cached_from.is_none();
+        ran += made as usize;
+        // What later commits of the same tree and config are served from, as the index would.
+        if let (true, Some(key)) = (made && results::first_hand(&record), &record.config_hash) {
+            let mut served = record.clone();
+            served.cached_from = Some(record.commit.clone());
+            along.seen.insert((info.tree, key.clone()), served);
+        }
         waiting.push((index, record, reused));
+        if made && opts.yield_after_run {
+            break;
+        }
         if to_write.is_empty()
             || to_write.len() >= BATCH
             || batch_started.elapsed().as_millis() > BATCH_AGE_MS
@@ -162,8 +197,9 @@ pub fn run_commits(
     Ok(Outcome {
         records,
         interrupted,
-        invalid_notes: reader.invalid,
+        invalid_notes: along.reader.invalid,
         restored,
+        ran,
     })
 }
 
@@ -304,9 +340,13 @@ fn run_one(
     row: &RepoRow,
     info: &CommitInfo,
     opts: &RunOptions<'_>,
-    reader: &mut NoteReader,
-    sandbox: &std::cell::OnceCell<runner::Sandbox>,
+    along: &mut Along,
 ) -> Result<(RunRecord, Source)> {
+    let Along {
+        reader,
+        sandbox,
+        seen,
+    } = along;
     let started = time::now_millis();
     let mut record = base_record(info, opts, started);
     let experiment = experiment_of(opts.refname.as_deref());
@@ -355,7 +395,17 @@ fn run_one(
             };
             return Ok((r, source));
         }
-        if let Some(mut r) = results::tree_hit(ctx, row, info, &key) {
+        let hit = seen
+            .get(&(info.tree, key.clone()))
+            .filter(|r| r.cached_from.as_deref() != Some(record.commit.as_str()))
+            .map(|r| RunRecord {
+                commit: record.commit.clone(),
+                parents: record.parents.clone(),
+                ..r.clone()
+            })
+            .or_else(|| results::tree_hit(ctx, row, info, &key));
+        if let Some(mut r) = hit {
+            seen.insert((info.tree, key.clone()), r.clone());
             r.refname = record.refname;
             r.experiment = record.experiment;
             r.trigger = record.trigger;

@@ -74,6 +74,7 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
         refname,
         flags,
         interrupt: &gix::interrupt::IS_INTERRUPTED,
+        yield_after_run: false,
     };
     let bar = (commits.len() > 1 && std::io::stderr().is_terminal()).then(|| {
         let bar = indicatif::ProgressBar::new(commits.len() as u64);

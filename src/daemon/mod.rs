@@ -106,9 +106,11 @@ pub(crate) enum Msg {
     Wake(Option<String>),
     Status(tokio::sync::oneshot::Sender<serde_json::Value>),
     Stop,
+    /// A worker ended its batch (the jobs with their trees); `ran`: some tests had to run.
     Done {
-        tree_key: (String, String),
-        job: i64,
+        repository: String,
+        jobs: Vec<(i64, worker::TreeKey)>,
+        ran: bool,
     },
     /// Jobs were queued (PostgreSQL's `NOTIFY`, from any machine).
     Jobs,
@@ -275,12 +277,7 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
     let mut dirty: HashSet<Option<String>> = HashSet::from([None]);
     let mut last_wake = Instant::now() - DEBOUNCE;
     let mut last_beat = Instant::now();
-    let mut slots = Slots {
-        busy: HashSet::new(),
-        idle: workers,
-        waiting: Vec::new(),
-        held: HashSet::new(),
-    };
+    let mut slots = Slots::new(workers);
     let mut stopping: Option<Instant> = None;
     let mut want_jobs = true;
     let mut last_claim = Instant::now();
@@ -329,13 +326,11 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
             Some(Msg::Stop) => {
                 stopping.get_or_insert_with(Instant::now);
             }
-            Some(Msg::Done { tree_key, job }) => {
+            Some(Msg::Done { repository, jobs, ran }) => {
                 if let Some((push_tx, _)) = &auto_push {
-                    let _ = push_tx.send(tree_key.0.clone());
+                    let _ = push_tx.send(repository);
                 }
-                slots.held.remove(&job);
-                slots.busy.remove(&tree_key);
-                slots.idle += 1;
+                slots.done(&jobs, ran);
                 want_jobs = true;
             }
             Some(Msg::Jobs) => want_jobs = true,
@@ -349,7 +344,7 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
                 .held
                 .iter()
                 .copied()
-                .chain(slots.waiting.iter().map(|a| a.job.id))
+                .chain(slots.waiting.iter().flat_map(|a| a.ids()))
                 .collect();
             // Only what reached the index tells whether it answers (no jobs held: not asked).
             if !ids.is_empty() {
@@ -551,9 +546,11 @@ fn scan(ctx: &Context, row: &RepoRow, full: bool) {
     }
 }
 
-/// Hand jobs to idle workers, never two jobs for the same tree at once: first the claimed jobs
-/// that waited for their tree, then new claims (one per idle worker) among the repositories
-/// this daemon serves. Returns whether the index was asked.
+/// Hand jobs to idle workers, never two jobs of the same tree to different workers at once:
+/// first the claimed jobs that waited for their tree, then new claims among the repositories
+/// this daemon serves, in batches of one repository's jobs (as many per worker as the batch
+/// size, which grows while results come without running tests). Returns whether the index was
+/// asked.
 fn dispatch(
     ctx: &Context,
     me: &crate::app::queue::Claimant,
@@ -563,58 +560,135 @@ fn dispatch(
 ) -> Result<bool, crate::store::StoreError> {
     let mut i = 0;
     while i < slots.waiting.len() && slots.idle > 0 {
-        if slots.busy.contains(&slots.waiting[i].tree_key) {
+        if slots.is_busy(&slots.waiting[i]) {
             i += 1;
-        } else {
-            let a = slots.waiting.remove(i);
-            slots.send(a, job_tx);
+            continue;
         }
+        // With the waiting jobs of its repository that are free too, up to a batch.
+        let mut a = slots.waiting.remove(i);
+        let mut j = i;
+        while j < slots.waiting.len() && a.jobs.len() < slots.batch {
+            let b = &slots.waiting[j];
+            if b.row.repository_id == a.row.repository_id
+                && !slots.is_busy(b)
+                && a.jobs.len() + b.jobs.len() <= slots.batch
+            {
+                a.jobs.extend(slots.waiting.remove(j).jobs);
+            } else {
+                j += 1;
+            }
+        }
+        slots.send(a, job_tx);
     }
     if slots.idle == 0 {
         return Ok(false);
     }
     let served: Vec<&str> = repos.rows.keys().map(String::as_str).collect();
-    let jobs = ctx
-        .index
-        .claim_jobs(&me.owner, slots.idle, &me.lease_until(), &served)?;
+    let jobs = ctx.index.claim_jobs(
+        &me.owner,
+        slots.idle * slots.batch,
+        &me.lease_until(),
+        &served,
+    )?;
+    // Shared out among the idle workers (a burst of many is not one worker's).
+    let per_worker = jobs.len().div_ceil(slots.idle).clamp(1, slots.batch);
+    // Each repository is opened once to find its jobs' trees.
+    let mut opened: HashMap<String, Option<gix::Repository>> = HashMap::new();
+    let mut batches: Vec<worker::Assignment> = Vec::new();
     for job in jobs {
         let Some(row) = repos.rows.get(&job.repository_id) else {
             let _ = ctx.index.release_job(&job);
             continue;
         };
-        let tree = worker::tree_of(row, &job.commit_id).unwrap_or_else(|| job.commit_id.clone());
-        let a = worker::Assignment {
-            tree_key: (job.repository_id.clone(), tree),
-            row: row.clone(),
-            job,
-        };
-        if slots.busy.contains(&a.tree_key) || slots.idle == 0 {
-            slots.waiting.push(a);
-        } else {
+        let repo = opened
+            .entry(row.repository_id.clone())
+            .or_insert_with(|| crate::git::open(std::path::Path::new(&row.path)).ok());
+        let tree = repo
+            .as_ref()
+            .and_then(|r| worker::tree_of(r, &job.commit_id))
+            .unwrap_or_else(|| job.commit_id.clone());
+        let key = (job.repository_id.clone(), tree);
+        if slots.busy.contains(&key) {
+            // Its tree runs in another worker: it waits, alone, to be served from that result.
+            slots.waiting.push(worker::Assignment {
+                row: row.clone(),
+                jobs: vec![(job, key)],
+            });
+            continue;
+        }
+        match batches
+            .iter_mut()
+            .find(|a| a.row.repository_id == job.repository_id && a.jobs.len() < per_worker)
+        {
+            Some(a) => a.jobs.push((job, key)),
+            None => batches.push(worker::Assignment {
+                row: row.clone(),
+                jobs: vec![(job, key)],
+            }),
+        }
+    }
+    for a in batches {
+        if slots.idle > 0 && !slots.is_busy(&a) {
             slots.send(a, job_tx);
+        } else {
+            slots.waiting.push(a);
         }
     }
     Ok(true)
 }
 
+/// The most jobs one worker is handed at once.
+const MAX_BATCH: usize = 64;
+
 /// The scheduler's hold on its workers and jobs.
 struct Slots {
     /// The trees being run now (by repository): never two runs of one tree at once.
-    busy: HashSet<(String, String)>,
+    busy: HashSet<worker::TreeKey>,
     /// Workers without a job.
     idle: usize,
     /// Claimed jobs whose tree is busy: handed out when it is free (their leases renewed).
     waiting: Vec<worker::Assignment>,
     /// The jobs handed to workers, whose leases this daemon renews until they are done.
     held: HashSet<i64>,
+    /// How many jobs a worker is handed at once: doubled (up to [`MAX_BATCH`]) after a batch
+    /// whose results came without running tests, back to one after a batch that ran some.
+    batch: usize,
 }
 
 impl Slots {
+    fn new(workers: usize) -> Slots {
+        Slots {
+            busy: HashSet::new(),
+            idle: workers,
+            waiting: Vec::new(),
+            held: HashSet::new(),
+            batch: 1,
+        }
+    }
+
+    fn is_busy(&self, a: &worker::Assignment) -> bool {
+        a.jobs.iter().any(|(_, key)| self.busy.contains(key))
+    }
+
     fn send(&mut self, a: worker::Assignment, job_tx: &mpsc::Sender<worker::Assignment>) {
-        self.busy.insert(a.tree_key.clone());
+        self.busy.extend(a.jobs.iter().map(|(_, key)| key.clone()));
+        self.held.extend(a.ids());
         self.idle -= 1;
-        self.held.insert(a.job.id);
         let _ = job_tx.send(a);
+    }
+
+    /// A worker is done with its batch.
+    fn done(&mut self, jobs: &[(i64, worker::TreeKey)], ran: bool) {
+        for (id, key) in jobs {
+            self.held.remove(id);
+            self.busy.remove(key);
+        }
+        self.idle += 1;
+        self.batch = if ran {
+            1
+        } else {
+            (self.batch * 2).min(MAX_BATCH)
+        };
     }
 }
 

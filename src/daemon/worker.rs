@@ -1,6 +1,7 @@
-//! A worker: takes an assigned job, runs it through `app::queue::run_job` (the same pipeline as
-//! `git sandbox run`), logs how it ended and reports back. Failing tests are results; only
-//! infrastructure errors are retried, with back-off.
+//! A worker: takes an assigned batch of jobs (one repository's), runs it through
+//! `app::queue::run_jobs` (the same pipeline as `git sandbox run`), logs how each job ended and
+//! reports back. Failing tests are results; only infrastructure errors are retried, with
+//! back-off.
 
 use super::{Msg, Shared};
 use crate::app::fleet::{self, Missing};
@@ -8,22 +9,30 @@ use crate::app::queue::{self, JobEnd};
 use crate::app::Context;
 use crate::store::{Job, RepoRow};
 use gix::ObjectId;
-use std::path::Path;
 use std::sync::{mpsc, Arc, Mutex};
 
 /// How long a job whose commit is not here yet waits before it is offered again.
 const DEFER: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// Jobs of one repository for one worker, oldest first, each with the (repository, tree) it
+/// runs: the scheduler never runs two jobs of one tree at once in different workers.
 pub struct Assignment {
-    pub job: Job,
     pub row: RepoRow,
-    pub tree_key: (String, String),
+    pub jobs: Vec<(Job, TreeKey)>,
 }
 
-pub fn tree_of(row: &RepoRow, commit: &str) -> Option<String> {
-    let repo = crate::git::open(Path::new(&row.path)).ok()?;
+pub type TreeKey = (String, String);
+
+impl Assignment {
+    pub fn ids(&self) -> impl Iterator<Item = i64> + '_ {
+        self.jobs.iter().map(|(j, _)| j.id)
+    }
+}
+
+/// The tree of `commit` in `repo` (None when the commit is not there).
+pub fn tree_of(repo: &gix::Repository, commit: &str) -> Option<String> {
     let id = ObjectId::from_hex(commit.as_bytes()).ok()?;
-    crate::git::commit_info(&repo, id)
+    crate::git::commit_info(repo, id)
         .ok()
         .map(|i| i.tree.to_string())
 }
@@ -43,75 +52,102 @@ pub fn work(
     loop {
         let next = rx.lock().expect("job queue").recv();
         let Ok(a) = next else { break };
-        // A bug must cost one job, not a worker: the scheduler counts on every Done.
-        let ran =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_job(&ctx, &a, &shared)));
-        if ran.is_err() {
-            let _ = ctx
-                .index
-                .retry_job(&a.job, "the worker panicked; see the daemon's log");
-        }
+        // A bug must cost one batch, not a worker: the scheduler counts on every Done. Jobs
+        // that ended before it are not moved (their claims ended).
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            run_batch(&ctx, &a, &shared)
+        }));
+        let ran = ran.unwrap_or_else(|_| {
+            for (job, _) in &a.jobs {
+                let _ = ctx
+                    .index
+                    .retry_job(job, "the worker panicked; see the daemon's log");
+            }
+            true
+        });
         let _ = tx.blocking_send(Msg::Done {
-            tree_key: a.tree_key,
-            job: a.job.id,
+            repository: a.row.repository_id.clone(),
+            jobs: a.jobs.into_iter().map(|(j, key)| (j.id, key)).collect(),
+            ran,
         });
     }
 }
 
-fn run_job(ctx: &Context, a: &Assignment, shared: &Shared) {
-    let job = &a.job;
-    // Every log line of this job, the run's own included, carries its repository and commit.
+/// Run a batch; returns whether some commit's tests had to run.
+fn run_batch(ctx: &Context, a: &Assignment, shared: &Shared) -> bool {
+    // On a shared index a commit may have been made on another machine: fetched if the clone
+    // lacks it; not pushed yet, it waits for its own machine (the claim does not count).
+    let jobs: Vec<Job> = a
+        .jobs
+        .iter()
+        .map(|(j, _)| j)
+        .filter(|job| !ctx.index.is_shared() || here(ctx, &a.row, job))
+        .cloned()
+        .collect();
+    let end = queue::run_jobs(ctx, &a.row, &jobs, &shared.abort);
+    for (job, end) in jobs.iter().zip(end.ends) {
+        // Every log line of a job carries its repository and commit.
+        let span = tracing::info_span!(
+            "job",
+            id = job.id,
+            repository = %a.row.name,
+            commit = %crate::util::short(&job.commit_id)
+        );
+        let _in_job = span.enter();
+        match end {
+            JobEnd::Done(Some(r)) => super::log(&format!("{} ({} ms)", r.status, r.duration_ms)),
+            JobEnd::Failed { error, retry } => super::warn(&format!(
+                "{error}{}",
+                if retry {
+                    " (will retry)"
+                } else {
+                    " (giving up)"
+                }
+            )),
+            JobEnd::Done(None) | JobEnd::Taken | JobEnd::Interrupted | JobEnd::Released => {}
+        }
+    }
+    end.ran
+}
+
+/// Whether the job's commit is in this machine's clone (fetched if it was not); a job whose
+/// commit cannot be had is deferred or retried, and false.
+fn here(ctx: &Context, row: &RepoRow, job: &Job) -> bool {
     let span = tracing::info_span!(
         "job",
         id = job.id,
-        repository = %a.row.name,
+        repository = %row.name,
         commit = %crate::util::short(&job.commit_id)
     );
     let _in_job = span.enter();
-    // On a shared index the commit may have been made on another machine: fetched if the clone
-    // lacks it; not pushed yet, it waits for its own machine (the claim does not count).
-    if ctx.index.is_shared() {
-        match fleet::ensure_commit(ctx, &a.row, &job.commit_id) {
-            Ok(()) => {}
-            Err(Missing::NotHere) => {
-                let later = crate::util::time::rfc3339(
-                    crate::util::time::now_millis() + DEFER.as_millis() as i64,
-                );
-                let _ = ctx.index.defer_job(
-                    job,
-                    &later,
-                    "the commit is not in this machine's clone nor on its remote yet",
-                );
-                super::log(&format!(
-                    "not here yet (not on the remote); offered again in {} s",
-                    DEFER.as_secs()
-                ));
-                return;
-            }
-            Err(Missing::Failed(e)) => {
-                let retry = ctx.index.retry_job(job, &e.to_string()).unwrap_or(false);
-                super::warn(&format!(
-                    "cannot fetch the commit: {e}{}",
-                    if retry {
-                        " (will retry)"
-                    } else {
-                        " (giving up)"
-                    }
-                ));
-                return;
-            }
+    match fleet::ensure_commit(ctx, row, &job.commit_id) {
+        Ok(()) => true,
+        Err(Missing::NotHere) => {
+            let later = crate::util::time::rfc3339(
+                crate::util::time::now_millis() + DEFER.as_millis() as i64,
+            );
+            let _ = ctx.index.defer_job(
+                job,
+                &later,
+                "the commit is not in this machine's clone nor on its remote yet",
+            );
+            super::log(&format!(
+                "not here yet (not on the remote); offered again in {} s",
+                DEFER.as_secs()
+            ));
+            false
         }
-    }
-    match queue::run_job(ctx, &a.row, job, &shared.abort) {
-        JobEnd::Done(Some(r)) => super::log(&format!("{} ({} ms)", r.status, r.duration_ms)),
-        JobEnd::Failed { error, retry } => super::warn(&format!(
-            "{error}{}",
-            if retry {
-                " (will retry)"
-            } else {
-                " (giving up)"
-            }
-        )),
-        JobEnd::Done(None) | JobEnd::Taken | JobEnd::Interrupted => {}
+        Err(Missing::Failed(e)) => {
+            let retry = ctx.index.retry_job(job, &e.to_string()).unwrap_or(false);
+            super::warn(&format!(
+                "cannot fetch the commit: {e}{}",
+                if retry {
+                    " (will retry)"
+                } else {
+                    " (giving up)"
+                }
+            ));
+            false
+        }
     }
 }

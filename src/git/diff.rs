@@ -21,6 +21,10 @@ pub fn tree_changes(
     old: Option<ObjectId>,
     new: ObjectId,
 ) -> Result<Changes> {
+    // One tree (an empty commit, a revert of a revert): nothing changed, nothing to read.
+    if old == Some(new) {
+        return Ok(Changes::default());
+    }
     let empty = repo.empty_tree();
     let old_tree = match old {
         Some(id) => repo.find_tree(id).map_err(gix_err)?,

@@ -161,10 +161,17 @@ pub fn discover(dir: &Path) -> Result<gix::Repository> {
 
 /// Open a repository at exactly `path` (a work tree or a bare repository).
 pub fn open(path: &Path) -> Result<gix::Repository> {
-    gix::open(path).map_err(|_| GitError::NotARepo {
+    let mut repo = gix::open(path).map_err(|_| GitError::NotARepo {
         path: path.to_path_buf(),
-    })
+    })?;
+    // Objects read again and again (a tree's config file, the notes' fan-out trees) are
+    // decoded once. Objects never change, so a cached one is never stale.
+    repo.object_cache_size_if_unset(OBJECT_CACHE_BYTES);
+    Ok(repo)
 }
+
+/// The decoded objects a repository handle keeps.
+const OBJECT_CACHE_BYTES: usize = 4 << 20;
 
 /// The directory that identifies a repository: its work tree, or the git dir when bare.
 pub fn repo_root(repo: &gix::Repository) -> PathBuf {

@@ -3,6 +3,7 @@
 use super::sql::params;
 use super::{Index, Result};
 use serde::Serialize;
+use std::collections::HashSet;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Job {
@@ -301,44 +302,106 @@ impl Index {
         Ok(rows)
     }
 
-    /// Move a claimed job from `assigned` to `running`; false when its claim is no longer
-    /// this one (the lease ran out and the job went to someone else).
-    pub fn start_job(&self, job: &Job) -> Result<bool> {
+    /// Move claimed jobs from `assigned` to `running`, in one statement. Returns the ids whose
+    /// claim is still this one (a job whose lease ran out went to someone else).
+    pub fn start_jobs(&self, jobs: &[&Job]) -> Result<HashSet<i64>> {
         let now = crate::util::time::now_rfc3339();
-        let n = self.conn.execute(
-            "UPDATE jobs SET state = 'running', started_at = ?3, updated_at = ?3
-             WHERE id = ?1 AND attempts = ?2 AND state = 'assigned'",
-            params![job.id, job.attempts, now],
-        )?;
-        Ok(n == 1)
+        self.fenced(
+            "state = 'running', started_at = ?1, updated_at = ?1",
+            params![now],
+            &["assigned"],
+            jobs,
+        )
     }
 
-    /// The claim ended with a result: `completed` (or `failed` when the run could only record
-    /// an error). A late end from an owner whose claim was taken back changes nothing: false.
-    pub fn finish_job(&self, job: &Job, ok: bool) -> Result<bool> {
-        let n = self.conn.execute(
-            "UPDATE jobs SET state = ?3, owner = NULL, lease_until = NULL, updated_at = ?4
-             WHERE id = ?1 AND attempts = ?2 AND state IN ('assigned', 'running')",
+    /// [`Index::start_jobs`] of one job.
+    pub fn start_job(&self, job: &Job) -> Result<bool> {
+        Ok(self.start_jobs(&[job])?.contains(&job.id))
+    }
+
+    /// The claims ended with a result: `completed` (or `failed` when the run could only record
+    /// an error). A late end from an owner whose claim was taken back changes nothing: the ids
+    /// returned are those whose claim still held.
+    pub fn finish_jobs(&self, jobs: &[&Job], ok: bool) -> Result<HashSet<i64>> {
+        self.fenced(
+            "state = ?1, owner = NULL, lease_until = NULL, updated_at = ?2",
             params![
-                job.id,
-                job.attempts,
                 if ok { "completed" } else { "failed" },
                 crate::util::time::now_rfc3339()
             ],
-        )?;
-        Ok(n == 1)
+            &["assigned", "running"],
+            jobs,
+        )
     }
 
-    /// Give a claimed job back untouched (a stop interrupted it): pending again, and the claim
-    /// does not count as an attempt.
+    /// [`Index::finish_jobs`] of one job.
+    pub fn finish_job(&self, job: &Job, ok: bool) -> Result<bool> {
+        Ok(self.finish_jobs(&[job], ok)?.contains(&job.id))
+    }
+
+    /// Give claimed jobs back untouched (a stop interrupted them, or a worker hands back the
+    /// rest of its batch): pending again, and the claim does not count as an attempt.
+    pub fn release_jobs(&self, jobs: &[&Job]) -> Result<HashSet<i64>> {
+        self.fenced(
+            "state = 'pending', owner = NULL, lease_until = NULL, attempts = attempts - 1,
+             updated_at = ?1",
+            params![crate::util::time::now_rfc3339()],
+            &["assigned", "running"],
+            jobs,
+        )
+    }
+
+    /// [`Index::release_jobs`] of one job.
     pub fn release_job(&self, job: &Job) -> Result<bool> {
-        let n = self.conn.execute(
-            "UPDATE jobs SET state = 'pending', owner = NULL, lease_until = NULL,
-                    attempts = attempts - 1, updated_at = ?3
-             WHERE id = ?1 AND attempts = ?2 AND state IN ('assigned', 'running')",
-            params![job.id, job.attempts, crate::util::time::now_rfc3339()],
-        )?;
-        Ok(n == 1)
+        Ok(self.release_jobs(&[job])?.contains(&job.id))
+    }
+
+    /// `UPDATE jobs SET {set}` (its parameters `set_params`, numbered from 1) for those of `jobs`
+    /// in one of `states` whose claim is still the one each names: its attempt (the fencing
+    /// token) and its owner (a claim given back uncounted and taken again has the same attempt,
+    /// never the same owner). Returns the ids changed.
+    fn fenced(
+        &self,
+        set: &str,
+        set_params: Vec<super::sql::Val>,
+        states: &[&str],
+        jobs: &[&Job],
+    ) -> Result<HashSet<i64>> {
+        if jobs.is_empty() {
+            return Ok(HashSet::new());
+        }
+        let first = set_params.len() + 1;
+        let claims = (0..jobs.len())
+            .map(|i| {
+                let n = first + 3 * i;
+                format!(
+                    "(id = ?{n} AND attempts = ?{} AND owner = ?{})",
+                    n + 1,
+                    n + 2
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" OR ");
+        let states = states
+            .iter()
+            .map(|s| format!("'{s}'"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut p = set_params;
+        for j in jobs {
+            p.extend(params![j.id, j.attempts, j.owner]);
+        }
+        self.conn
+            .query(
+                &format!(
+                    "UPDATE jobs SET {set} WHERE state IN ({states}) AND ({claims}) RETURNING id"
+                ),
+                p,
+            )?
+            .iter()
+            .map(|r| r.get(0))
+            .collect::<super::sql::Result<HashSet<i64>>>()
+            .map_err(Into::into)
     }
 
     /// Give a claimed job back until `not_before` without counting the claim: its commit is not
@@ -347,13 +410,14 @@ impl Index {
         let n = self.conn.execute(
             "UPDATE jobs SET state = 'pending', owner = NULL, lease_until = NULL,
                     attempts = attempts - 1, not_before = ?3, error = ?4, updated_at = ?5
-             WHERE id = ?1 AND attempts = ?2 AND state IN ('assigned', 'running')",
+             WHERE id = ?1 AND attempts = ?2 AND owner = ?6 AND state IN ('assigned', 'running')",
             params![
                 job.id,
                 job.attempts,
                 not_before,
                 why,
-                crate::util::time::now_rfc3339()
+                crate::util::time::now_rfc3339(),
+                job.owner
             ],
         )?;
         Ok(n == 1)
@@ -379,14 +443,15 @@ impl Index {
         let n = self.conn.execute(
             "UPDATE jobs SET state = ?3, error = ?4, updated_at = ?5, not_before = ?6,
                     owner = NULL, lease_until = NULL
-             WHERE id = ?1 AND attempts = ?2 AND state IN ('assigned', 'running')",
+             WHERE id = ?1 AND attempts = ?2 AND owner = ?7 AND state IN ('assigned', 'running')",
             params![
                 job.id,
                 job.attempts,
                 if retry { "pending" } else { "dead" },
                 error,
                 crate::util::time::rfc3339(now),
-                crate::util::time::rfc3339(now + delay_ms)
+                crate::util::time::rfc3339(now + delay_ms),
+                job.owner
             ],
         )?;
         Ok(retry && n == 1)

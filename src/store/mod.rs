@@ -28,7 +28,7 @@ use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 
 /// The schema this build writes. Bump it with a new entry in [`MIGRATIONS`].
-pub const SCHEMA_VERSION: i64 = 8;
+pub const SCHEMA_VERSION: i64 = 9;
 
 const MIGRATIONS: &[&str] = &[
     // 1: the first schema.
@@ -191,6 +191,11 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE jobs ADD COLUMN lease_until TEXT;
     ALTER TABLE repositories ADD COLUMN remote_url TEXT;
     CREATE INDEX jobs_by_lease ON jobs (state, lease_until);
+    "#,
+    // 9: a tree's result is found among the runs that made one (not the many commits served
+    // from it: every empty commit on one tree shares it).
+    r#"
+    CREATE INDEX runs_made_by_tree ON runs (repository_id, tree_id, finished_at) WHERE cached_from IS NULL;
     "#,
 ];
 
@@ -391,6 +396,18 @@ impl Index {
             tx.execute_batch(&format!("PRAGMA user_version = {}", i + 1))?;
         }
         tx.commit()
+    }
+
+    /// Run `f` in one transaction: what it writes lands together or not at all (and, on
+    /// SQLite, with one sync instead of one per statement). `f` must not open a transaction.
+    pub fn atomically<T, E: From<StoreError>>(
+        &self,
+        f: impl FnOnce() -> std::result::Result<T, E>,
+    ) -> std::result::Result<T, E> {
+        let tx = self.conn.transaction().map_err(StoreError::from)?;
+        let out = f()?;
+        tx.commit().map_err(StoreError::from)?;
+        Ok(out)
     }
 
     /// Append an event; returns its id.
