@@ -346,19 +346,22 @@ fn close(ctx: &Context, jobs: &[Job], ends: &[JobEnd]) {
     );
 }
 
-/// Record events about jobs, in one transaction.
+/// Record events about jobs, in one statement.
 fn add_events<'j>(
     ctx: &Context,
     events: impl IntoIterator<Item = (&'j Job, &'static str, serde_json::Value)>,
 ) {
-    let _ = ctx.index.atomically(|| {
-        for (job, kind, data) in events {
-            let (repo, commit) = (Some(job.repository_id.as_str()), Some(&job.commit_id));
-            ctx.index
-                .add_event(kind, repo, None, commit.map(String::as_str), &data)?;
-        }
-        Ok::<_, crate::store::StoreError>(())
-    });
+    let events: Vec<crate::store::NewEvent> = events
+        .into_iter()
+        .map(|(job, kind, data)| crate::store::NewEvent {
+            kind,
+            repository_id: Some(&job.repository_id),
+            run_id: None,
+            commit: Some(&job.commit_id),
+            data,
+        })
+        .collect();
+    let _ = ctx.index.add_events(&events);
 }
 
 /// Who claims jobs, and for how long a claim holds without being renewed.

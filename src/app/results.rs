@@ -200,22 +200,31 @@ pub fn write(
 /// Index written results in one transaction: each run, its `run.completed`/`run.failed` event,
 /// its job done.
 fn index_records(ctx: &Context, row: &RepoRow, records: &[RunRecord]) -> Result<()> {
+    let mut events = Vec::with_capacity(records.len());
     for r in records {
         let run_id = ctx.index.put_run(&row.repository_id, r)?;
-        let kind = if r.status == Status::Error {
-            "run.failed"
-        } else {
-            "run.completed"
-        };
-        ctx.index.add_event(
-            kind,
-            Some(&row.repository_id),
-            Some(run_id),
-            Some(&r.commit),
-            &serde_json::json!({"status": r.status, "duration_ms": r.duration_ms, "cached_from": r.cached_from, "error": r.error}),
-        )?;
-        ctx.index
-            .complete_job(&row.repository_id, &r.commit, r.status != Status::Error)?;
+        events.push(crate::store::NewEvent {
+            kind: if r.status == Status::Error {
+                "run.failed"
+            } else {
+                "run.completed"
+            },
+            repository_id: Some(&row.repository_id),
+            run_id: Some(run_id),
+            commit: Some(&r.commit),
+            data: serde_json::json!({"status": r.status, "duration_ms": r.duration_ms, "cached_from": r.cached_from, "error": r.error}),
+        });
+    }
+    ctx.index.add_events(&events)?;
+    for ok in [true, false] {
+        let commits: Vec<&str> = records
+            .iter()
+            .filter(|r| (r.status != Status::Error) == ok)
+            .map(|r| r.commit.as_str())
+            .collect();
+        if !commits.is_empty() {
+            ctx.index.complete_jobs(&row.repository_id, &commits, ok)?;
+        }
     }
     ctx.index.touch_repository(&row.repository_id)?;
     Ok(())

@@ -132,17 +132,24 @@ impl Index {
             .optional()?)
     }
 
-    /// A job whose commit was run by other means (by hand) is done.
-    pub fn complete_job(&self, repository_id: &str, commit: &str, ok: bool) -> Result<()> {
-        self.conn.execute(
-            "UPDATE jobs SET state = ?3, updated_at = ?4 WHERE repository_id = ?1 AND commit_id = ?2",
-            params![
+    /// The jobs of commits that have a result now (by a daemon, or by hand) are done.
+    pub fn complete_jobs(&self, repository_id: &str, commits: &[&str], ok: bool) -> Result<()> {
+        for chunk in commits.chunks(500) {
+            let among = super::sql::placeholders(4, chunk.len());
+            let mut p = params![
                 repository_id,
-                commit,
                 if ok { "completed" } else { "failed" },
                 crate::util::time::now_rfc3339()
-            ],
-        )?;
+            ];
+            p.extend(chunk.iter().map(super::sql::ToVal::to_val));
+            self.conn.execute(
+                &format!(
+                    "UPDATE jobs SET state = ?2, updated_at = ?3
+                     WHERE repository_id = ?1 AND commit_id IN ({among})"
+                ),
+                p,
+            )?;
+        }
         Ok(())
     }
 }

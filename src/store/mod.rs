@@ -199,6 +199,15 @@ const MIGRATIONS: &[&str] = &[
     "#,
 ];
 
+/// An event to append with [`Index::add_events`].
+pub struct NewEvent<'a> {
+    pub kind: &'a str,
+    pub repository_id: Option<&'a str>,
+    pub run_id: Option<i64>,
+    pub commit: Option<&'a str>,
+    pub data: serde_json::Value,
+}
+
 /// What went wrong with the index. `Display` is one line with the fix; [`Hinted`] splits them.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -408,6 +417,35 @@ impl Index {
         let out = f()?;
         tx.commit().map_err(StoreError::from)?;
         Ok(out)
+    }
+
+    /// Append events in as few statements as may be (many rows each), in their order.
+    pub fn add_events(&self, events: &[NewEvent<'_>]) -> Result<()> {
+        let now = crate::util::time::now_rfc3339();
+        for chunk in events.chunks(100) {
+            let rows = (0..chunk.len())
+                .map(|i| format!("({})", sql::placeholders(6 * i + 1, 6)))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let mut p = Vec::with_capacity(6 * chunk.len());
+            for e in chunk {
+                p.extend(sql::params![
+                    now,
+                    e.kind,
+                    e.repository_id,
+                    e.run_id,
+                    e.commit,
+                    e.data.to_string()
+                ]);
+            }
+            self.conn.execute(
+                &format!(
+                    "INSERT INTO events (time, kind, repository_id, run_id, commit_id, data) VALUES {rows}"
+                ),
+                p,
+            )?;
+        }
+        Ok(())
     }
 
     /// Append an event; returns its id.
