@@ -265,6 +265,8 @@ fn exercise(ix: &Index) {
     let ids = |js: &[&Job]| js.iter().map(|j| j.id).collect::<HashSet<i64>>();
     assert_eq!(started, ids(&all[..3]), "the job taken back was started");
     assert_eq!(ix.running_jobs().unwrap().len(), 3);
+    // A run indexes its result (the job done) before it ends its claim: the claim still held.
+    ix.complete_jobs("repo_b", &["c5"], true).unwrap();
     assert_eq!(ix.finish_jobs(&all[..1], true).unwrap(), ids(&all[..1]));
     assert_eq!(ix.finish_jobs(&all[1..2], false).unwrap(), ids(&all[1..2]));
     // Handed back (the rest of a batch): pending, the claim not counted; the stale one unmoved.

@@ -147,13 +147,13 @@ pub fn current_record(
     Ok(own.or_else(|| tree_hit(ctx, row, &info, &key)))
 }
 
-/// A record that answers for `info` under config `key`.
 /// Whether a record made for its own commit may serve other commits of its tree (as
 /// [`tree_hit`] finds them in the index): it says whether the tests passed or failed.
 pub fn first_hand(r: &RunRecord) -> bool {
     r.cached_from.is_none() && !matches!(r.status, Status::Error | Status::Unknown)
 }
 
+/// A record that answers for `info` under config `key`.
 pub fn usable(r: &RunRecord, info: &CommitInfo, key: &str) -> bool {
     r.commit == info.id
         && r.tree == info.tree

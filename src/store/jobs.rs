@@ -327,8 +327,9 @@ impl Index {
     }
 
     /// The claims ended with a result: `completed` (or `failed` when the run could only record
-    /// an error). A late end from an owner whose claim was taken back changes nothing: the ids
-    /// returned are those whose claim still held.
+    /// an error). Indexing the result already marked the job done ([`Index::complete_jobs`]);
+    /// this ends the claim. A late end from an owner whose claim was taken back changes
+    /// nothing: the ids returned are those whose claim still held.
     pub fn finish_jobs(&self, jobs: &[&Job], ok: bool) -> Result<HashSet<i64>> {
         self.fenced(
             "state = ?1, owner = NULL, lease_until = NULL, updated_at = ?2",
@@ -336,7 +337,7 @@ impl Index {
                 if ok { "completed" } else { "failed" },
                 crate::util::time::now_rfc3339()
             ],
-            &["assigned", "running"],
+            &["assigned", "running", "completed", "failed"],
             jobs,
         )
     }
