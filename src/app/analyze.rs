@@ -153,7 +153,7 @@ pub fn analyze(ctx: &Context, cwd: &Path, target: Option<&str>) -> Result<Analyz
     if let (Some(commit), Some(repo)) = (commit, &repo) {
         let info = crate::git::commit_info(repo, commit)?;
         let flags = crate::config::ConfigFile::default();
-        let cfg = super::run::config_for(ctx, repo, &info, None, &flags)?;
+        let cfg = super::commit_config::config_for(ctx, repo, &info, None, &flags)?;
         return Ok(Analyzed {
             analysis: analyze_tree(&ctx.index, repo, info.tree, &cfg.analysis)?,
             note: dir.map(|_| {

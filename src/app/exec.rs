@@ -2,7 +2,7 @@
 //! overlay where the machine allows, else a fresh one), with its output passed through. Nothing
 //! is recorded.
 
-use super::{run::config_for, setup, AppError, Context, Result};
+use super::{commit_config::config_for, setup, AppError, Context, Result};
 use crate::config::ConfigFile;
 use crate::git::{self, checkout};
 use crate::runner::{caches, env, process, workspace};
@@ -60,7 +60,7 @@ pub fn exec(
     let log = capture.as_ref().map(|(d, _)| d.path().join("output.log"));
     let setup_log = capture.as_ref().map(|(d, _)| d.path().join("setup.log"));
     let cache_home = ctx.paths.caches();
-    let dirs = super::run::cache_dirs(&config, repo, &info);
+    let dirs = super::commit_config::cache_dirs(&config, repo, &info);
     // Production's build caches, read-only: an exec keeps nothing.
     let cache = config.cache.enabled.then(|| caches::CacheUse {
         home: &cache_home,

@@ -81,7 +81,7 @@ pub fn config_overrides(
 ) -> Result<ConfigFile> {
     let path = metadata_path(name);
     let label = format!("{}:{path}", util::short(&info.id.to_string()));
-    let Some(text) = super::run::committed_text(repo, info, &path, &label)? else {
+    let Some(text) = super::commit_config::committed_text(repo, info, &path, &label)? else {
         return Ok(ConfigFile::default());
     };
     let table: toml::Table = toml::from_str(&text).map_err(|e| {
@@ -103,7 +103,7 @@ pub fn config_overrides(
 fn read_metadata(repo: &gix::Repository, commit: ObjectId, name: &str) -> Option<ExperimentFile> {
     let info = git::commit_info(repo, commit).ok()?;
     let path = metadata_path(name);
-    let text = super::run::committed_text(repo, &info, &path, &path).ok()??;
+    let text = super::commit_config::committed_text(repo, &info, &path, &path).ok()??;
     toml::from_str(&text).ok()
 }
 

@@ -66,7 +66,7 @@ pub fn of(
     under: Option<&str>,
 ) -> Result<Metrics> {
     let info = git::commit_info(repo, commit)?;
-    let cfg = super::run::config_for(ctx, repo, &info, None, &ConfigFile::default())?;
+    let cfg = super::commit_config::config_for(ctx, repo, &info, None, &ConfigFile::default())?;
     let mut files = Vec::new();
     let mut functions = Vec::new();
     let analysis = analyze_tree_with(

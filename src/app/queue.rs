@@ -217,18 +217,24 @@ pub fn run_jobs(ctx: &Context, row: &RepoRow, jobs: &[Job], interrupt: &AtomicBo
     let todo: Vec<usize> = (0..jobs.len()).filter(|&i| ends[i].is_none()).collect();
     let mut ran = false;
     let repo = match crate::git::open(std::path::Path::new(&row.path)) {
-        Ok(repo) => Some(repo),
+        Ok(repo) => repo,
         Err(e) => {
             let error = AppError::from(e).to_string();
-            for &i in &todo {
-                let retry = ctx.index.retry_job(&jobs[i], &error).unwrap_or(false);
-                let error = error.clone();
-                ends[i] = Some(JobEnd::Failed { error, retry });
-            }
-            None
+            let ends: Vec<JobEnd> = ends
+                .into_iter()
+                .zip(jobs)
+                .map(|(end, job)| {
+                    end.unwrap_or_else(|| JobEnd::Failed {
+                        retry: ctx.index.retry_job(job, &error).unwrap_or(false),
+                        error: error.clone(),
+                    })
+                })
+                .collect();
+            close(ctx, jobs, &ends);
+            return BatchEnd { ends, ran: false };
         }
     };
-    let mut pos = if repo.is_some() { 0 } else { todo.len() };
+    let mut pos = 0;
     // After a failed run of several commits, each of them runs alone: the one that fails is
     // retried by itself, the others end with their results.
     let mut alone_until = 0;
@@ -259,8 +265,7 @@ pub fn run_jobs(ctx: &Context, row: &RepoRow, jobs: &[Job], interrupt: &AtomicBo
                     interrupt,
                     yield_after_run: true,
                 };
-                let repo = repo.as_ref().expect("opened");
-                run_commits(ctx, repo, row, &commits, &opts, &mut |_| {})
+                run_commits(ctx, &repo, row, &commits, &opts, &mut |_| {})
             });
         match result {
             Ok(outcome) => {

@@ -80,7 +80,7 @@ pub fn find_record(
         return Ok(Some(r));
     }
     let info = git::commit_info(repo, commit)?;
-    let Ok(config) = super::run::config_for(
+    let Ok(config) = super::commit_config::config_for(
         ctx,
         repo,
         &info,
@@ -130,8 +130,8 @@ pub fn current_record(
     refname: Option<&str>,
 ) -> Result<Option<RunRecord>> {
     let info = git::commit_info(repo, commit)?;
-    let experiment = super::run::experiment_of(refname);
-    let config = match super::run::config_for(
+    let experiment = super::commit_config::experiment_of(refname);
+    let config = match super::commit_config::config_for(
         ctx,
         repo,
         &info,

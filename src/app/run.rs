@@ -2,6 +2,7 @@
 //! a throw-away checkout, tests and analysis side by side, change stats, then the record as a
 //! note (batched, compare-and-swap) and in the index, with events.
 
+use super::commit_config::{cache_dirs, config_for, experiment_of};
 use super::results::{self, NoteReader};
 use super::{analyze, setup, AppError, Context, Result};
 use crate::config::{Config, ConfigFile};
@@ -9,7 +10,7 @@ use crate::git::{self, checkout, CommitInfo};
 use crate::model::{RunRecord, Status, Tests, Trigger, RUN_SCHEMA};
 use crate::runner::{self, caches, detect, parse, process, workspace};
 use crate::store::RepoRow;
-use crate::util::{self, time};
+use crate::util::time;
 use gix::ObjectId;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
@@ -203,19 +204,6 @@ pub fn run_commits(
     })
 }
 
-/// The experiment a ref is the branch of: `refs/heads/experiment/NAME`, or the same branch of a
-/// followed remote (`refs/remotes/<remote>/experiment/NAME`).
-pub fn experiment_of(refname: Option<&str>) -> Option<String> {
-    let r = refname?;
-    r.strip_prefix("refs/heads/experiment/")
-        .or_else(|| {
-            r.strip_prefix("refs/remotes/")
-                .and_then(|rest| rest.split_once('/'))
-                .and_then(|(_, branch)| branch.strip_prefix("experiment/"))
-        })
-        .map(str::to_string)
-}
-
 fn base_record(info: &CommitInfo, opts: &RunOptions<'_>, started: i64) -> RunRecord {
     RunRecord {
         schema: RUN_SCHEMA.into(),
@@ -244,93 +232,6 @@ fn finish(mut r: RunRecord, started: i64) -> RunRecord {
     r.finished_at = time::rfc3339(now);
     r.duration_ms = (now - started).max(0) as u64;
     r
-}
-
-/// The effective config for a commit: the user's layers with the commit's own `.sandbox.toml`,
-/// and, for a run of an experiment's branch, the `[config]` of its `experiment.toml`.
-pub fn config_for(
-    ctx: &Context,
-    repo: &gix::Repository,
-    info: &CommitInfo,
-    experiment: Option<&str>,
-    flags: &ConfigFile,
-) -> Result<Config> {
-    let label = format!("{}:.sandbox.toml", util::short(&info.id.to_string()));
-    let text = committed_text(repo, info, ".sandbox.toml", &label)?;
-    let mut layers = ctx.layers.with_repo_text(&label, text.as_deref())?;
-    if let Some(name) = experiment {
-        layers.experiment = super::experiments::config_overrides(repo, info, name)?;
-    }
-    layers.flags = flags.clone();
-    Ok(layers.resolve())
-}
-
-/// [`config_for`] a run of `commit` made for `refname` (an experiment's branch adds its
-/// `[config]`), with no flags: the config its result is made and judged under.
-pub fn config_at(
-    ctx: &Context,
-    repo: &gix::Repository,
-    commit: gix::ObjectId,
-    refname: Option<&str>,
-) -> Result<Config> {
-    let info = git::commit_info(repo, commit)?;
-    let experiment = experiment_of(refname);
-    config_for(
-        ctx,
-        repo,
-        &info,
-        experiment.as_deref(),
-        &ConfigFile::default(),
-    )
-}
-
-/// The in-tree directories whose build output a run keeps: `[cache] dirs`, else what the tree's
-/// toolchain writes (Cargo.toml: `target`, package.json: `node_modules`).
-pub(crate) fn cache_dirs(
-    config: &Config,
-    repo: &gix::Repository,
-    info: &CommitInfo,
-) -> Vec<String> {
-    if let Some(d) = &config.cache.dirs {
-        return d.clone();
-    }
-    let mut out = Vec::new();
-    for (marker, dir) in [("Cargo.toml", "target"), ("package.json", "node_modules")] {
-        if git::blob_at(repo, info.tree, marker)
-            .ok()
-            .flatten()
-            .is_some()
-        {
-            out.push(dir.to_string());
-        }
-    }
-    out
-}
-
-/// The most a config file in a commit may hold: it is read whole, by the supervisor.
-const MAX_CONFIG_BYTES: u64 = 1 << 20;
-
-/// The text of a small file the commit holds (its `.sandbox.toml`, an `experiment.toml`), read
-/// only when it is small and UTF-8: anything else is a config error, never a big read.
-pub(crate) fn committed_text(
-    repo: &gix::Repository,
-    info: &CommitInfo,
-    path: &str,
-    label: &str,
-) -> Result<Option<String>> {
-    let Some((id, size)) = git::blob_at(repo, info.tree, path)? else {
-        return Ok(None);
-    };
-    if size > MAX_CONFIG_BYTES {
-        return Err(AppError::usage(format!(
-            "{label}: the file is {size} bytes, more than a config file may hold (1 MiB)"
-        ))
-        .hint("keep it to settings"));
-    }
-    let bytes = repo.find_blob(id).map_err(git::gix_err)?.data.clone();
-    String::from_utf8(bytes).map(Some).map_err(|_| {
-        AppError::usage(format!("{label}: the file is not UTF-8")).hint("save it as UTF-8 text")
-    })
 }
 
 /// The record of one commit and where it came from.

@@ -602,7 +602,7 @@ fn config_get(c: &Call<'_>, a: ConfigArgs) -> Answer {
             (tip, Some(format!("refs/heads/{target}")))
         }
     };
-    let config = crate::app::run::config_at(c.ctx, c.repo, commit, refname.as_deref())?;
+    let config = crate::app::commit_config::config_at(c.ctx, c.repo, commit, refname.as_deref())?;
     let probe = c.ctx.probe();
     let layers = &probe.isolation.layers;
     let enforced: Vec<&str> = layers
