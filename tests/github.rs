@@ -98,6 +98,44 @@ fn a_run_posts_its_statuses_and_the_test_never_sees_the_token() {
 }
 
 #[test]
+fn each_named_check_gets_a_status_of_its_own() {
+    let gh = FakeGitHub::start();
+    let w = World::new();
+    let repo = on_github(&w, &gh.url(), "");
+    let c = w.commit(
+        &repo,
+        &[(
+            ".sandbox.toml",
+            "[checks.lint]\ncommand = \"echo 'style: 2 problems'; exit 1\"\n\n[checks.docs]\ncommand = \"true\"\nrequired = false\n",
+        )],
+        "lint fails",
+    );
+    assert_eq!(run(&w, &repo).code, 1);
+    let posted = statuses_for(&gh, &c);
+    let context = |name: &str| {
+        posted
+            .iter()
+            .find(|b| b["context"] == name)
+            .unwrap_or_else(|| panic!("no {name} status: {posted:?}"))
+            .clone()
+    };
+    let lint = context("git-sandbox/check/lint");
+    assert_eq!(lint["state"], "failure", "{lint}");
+    assert!(
+        lint["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("failed: exit 1"),
+        "{lint}"
+    );
+    let docs = context("git-sandbox/check/docs");
+    assert_eq!(docs["state"], "success", "{docs}");
+    assert!(docs["description"].as_str().unwrap().contains("(optional)"));
+    // The tests' own context says how the tests went, which was well.
+    assert_eq!(context("git-sandbox/tests")["state"], "success");
+}
+
+#[test]
 fn a_rate_limit_is_waited_out_and_a_github_that_is_down_fails_no_run() {
     let gh = FakeGitHub::start();
     let w = World::new();

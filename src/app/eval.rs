@@ -162,7 +162,23 @@ pub fn judge(
     };
     let head_tests = head.and_then(|h| h.tests.as_ref());
     let bad = head_tests.map(|t| t.failed.unwrap_or(0) + t.errors.unwrap_or(0));
-    let tests_pass = head.is_some_and(|h| h.status == Status::Passed) && bad.unwrap_or(0) == 0;
+    // With named checks the run's status is theirs too: the tests are judged by their own.
+    let tests_status = head.map(|h| match (&h.tests, h.checks.is_empty()) {
+        (_, true) => h.status,
+        (Some(t), false) => t.status.unwrap_or(h.status),
+        (None, false) => Status::Passed,
+    });
+    let tests_pass = tests_status == Some(Status::Passed) && bad.unwrap_or(0) == 0;
+    // The required named checks that did not pass, with how they ended.
+    let failing_checks: Vec<String> = head
+        .map(|h| {
+            h.checks
+                .iter()
+                .filter(|(_, c)| c.required && c.status() != Status::Passed)
+                .map(|(name, c)| format!("{name} ({})", c.status()))
+                .collect()
+        })
+        .unwrap_or_default();
     let head_passed = head_tests.and_then(|t| t.passed).unwrap_or(0);
     let base_passed = base
         .and_then(|b| b.tests.as_ref())
@@ -188,7 +204,7 @@ pub fn judge(
             name: "tests_pass".into(),
             description: "the experiment's tests pass (no failures or errors)".into(),
             pass: tests_pass,
-            value: json!({"status": head.map(|h| h.status), "failed_or_errors": bad}),
+            value: json!({"status": tests_status, "failed_or_errors": bad}),
             threshold: json!({"status": "passed", "failed_or_errors": 0}),
         },
         Criterion {
@@ -213,6 +229,20 @@ pub fn judge(
             threshold: json!(true),
         },
     ];
+    let mut criteria = criteria;
+    if head.is_some_and(|h| !h.checks.is_empty()) {
+        criteria.insert(
+            1,
+            Criterion {
+                name: "checks_pass".into(),
+                description: "the experiment's required checks pass ([checks.NAME] in its config)"
+                    .into(),
+                pass: failing_checks.is_empty(),
+                value: json!({"failing": failing_checks}),
+                threshold: json!({"failing": []}),
+            },
+        );
+    }
     let all = criteria.iter().all(|c| c.pass);
     let (recommendation, reason) = if !has_data {
         (
@@ -224,7 +254,15 @@ pub fn judge(
             Recommendation::NotReady,
             format!(
                 "the experiment's tests do not pass ({})",
-                head.map_or("no result", |h| h.status.as_str())
+                tests_status.map_or("no result", Status::as_str)
+            ),
+        )
+    } else if !failing_checks.is_empty() {
+        (
+            Recommendation::NotReady,
+            format!(
+                "the experiment's required checks do not pass: {}",
+                failing_checks.join(", ")
             ),
         )
     } else if all && (more_tests || simpler) {
@@ -292,7 +330,9 @@ mod tests {
             cached_from: None,
             error: None,
             config_hash: None,
+            checks: Default::default(),
             tests: Some(Tests {
+                status: None,
                 command: "t".into(),
                 framework: None,
                 exit_code: Some(i32::from(failed > 0)),
@@ -371,6 +411,45 @@ mod tests {
             Recommendation::NotReady
         );
         assert!(!verdict(None, Some(&more)).criteria[3].pass);
+    }
+
+    #[test]
+    fn a_failing_required_check_holds_back_passing_tests_and_an_optional_one_does_not() {
+        let base = rec(Status::Passed, 2, 0, 2.0, &[]);
+        let with_lint = |status: Status, required: bool| {
+            let mut head = rec(status, 2, 0, 2.0, &[]);
+            let mut lint = head.tests.clone().unwrap();
+            lint.status = Some(Status::Failed);
+            lint.exit_code = Some(1);
+            head.tests.as_mut().unwrap().status = Some(Status::Passed);
+            head.checks = crate::model::Checks(vec![(
+                "lint".into(),
+                crate::model::CheckRun {
+                    required,
+                    error: None,
+                    run: lint,
+                },
+            )]);
+            head
+        };
+        let required = with_lint(Status::Failed, true);
+        let ev = verdict(Some(&base), Some(&required));
+        assert_eq!(ev.recommendation, Recommendation::NotReady);
+        assert!(ev.criteria[0].pass, "the tests themselves pass");
+        assert_eq!(ev.criteria[1].name, "checks_pass");
+        assert!(!ev.criteria[1].pass);
+        assert!(ev.reason.contains("lint (failed)"), "{}", ev.reason);
+        let optional = with_lint(Status::Passed, false);
+        let ev = verdict(Some(&base), Some(&optional));
+        assert_eq!(
+            ev.recommendation,
+            Recommendation::Recommend,
+            "{}",
+            ev.reason
+        );
+        // Without named checks the criteria are as they were.
+        let plain = verdict(Some(&base), Some(&base));
+        assert!(plain.criteria.iter().all(|c| c.name != "checks_pass"));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Commit statuses on GitHub: each result of a repository whose remote is on GitHub becomes two
-//! statuses, `git-sandbox/tests` and `git-sandbox/analysis`, queued in the index and posted by
+//! statuses, `git-sandbox/tests` and `git-sandbox/analysis`, and one `git-sandbox/check/NAME`
+//! per named check, queued in the index and posted by
 //! whoever comes next (the daemon, else `run` itself when it ends). Posting is serialized per
 //! token, keeps under GitHub's secondary limit (80 content-creating requests a minute), waits out
 //! `retry-after` and `x-ratelimit-reset`, retries a GitHub that is down with back-off, and never
@@ -15,6 +16,8 @@ use std::time::{Duration, Instant};
 
 pub const TESTS_CONTEXT: &str = "git-sandbox/tests";
 pub const ANALYSIS_CONTEXT: &str = "git-sandbox/analysis";
+/// A named check's context is this and its name.
+pub const CHECK_CONTEXT: &str = "git-sandbox/check/";
 
 /// Content-creating requests GitHub allows a token per minute.
 const PER_MINUTE: usize = 80;
@@ -99,29 +102,68 @@ fn github_repo(ctx: &Context, repo: &gix::Repository) -> Option<(String, String)
     github::repo_of(&url, &config.web_url)
 }
 
-/// GitHub's state and a description (at most 140 characters) of a result's tests.
-pub fn describe_tests(r: &RunRecord) -> (&'static str, String) {
-    let state = match r.status {
+fn state_of(status: Status) -> &'static str {
+    match status {
         Status::Passed => "success",
         Status::Error | Status::Unknown => "error",
         _ => "failure",
+    }
+}
+
+/// GitHub's state and a description (at most 140 characters) of a result's tests: the run's
+/// status, or with named checks (which have contexts of their own) the tests' own.
+pub fn describe_tests(r: &RunRecord) -> (&'static str, String) {
+    let (status, secs) = match r.tests.as_ref() {
+        Some(t) if !r.checks.is_empty() && r.status != Status::Error => {
+            (t.status.unwrap_or(r.status), t.duration_ms as f64 / 1000.0)
+        }
+        _ => (r.status, r.duration_ms as f64 / 1000.0),
     };
-    let secs = r.duration_ms as f64 / 1000.0;
-    let text = match (&r.tests, r.status) {
+    let state = state_of(status);
+    let text = match (&r.tests, status) {
         (_, Status::Error) => format!(
             "error: {}",
             r.error.as_deref().unwrap_or("the run could not be made")
         ),
         (Some(t), _) if t.passed.is_some() || t.failed.is_some() => format!(
             "{}: {} passed, {} failed, {} errors in {secs:.1}s",
-            r.status,
+            status,
             t.passed.unwrap_or(0),
             t.failed.unwrap_or(0),
             t.errors.unwrap_or(0)
         ),
-        _ => format!("{} in {secs:.1}s", r.status),
+        _ => format!("{} in {secs:.1}s", status),
     };
     (state, clip(&text))
+}
+
+/// The contexts, states and descriptions of a result's named checks.
+pub fn describe_checks(r: &RunRecord) -> Vec<(String, &'static str, String)> {
+    r.checks
+        .iter()
+        .map(|(name, c)| {
+            let t = &c.run;
+            let how = match (&t.killed_by, t.exit_code) {
+                (Some(k), _) => format!("killed by {k}"),
+                (None, Some(code)) => format!("exit {code}"),
+                (None, None) => "no exit code".into(),
+            };
+            let optional = if c.required { "" } else { " (optional)" };
+            let text = match &c.error {
+                Some(e) if c.status() != Status::Passed => format!("{}{optional}: {e}", c.status()),
+                _ => format!(
+                    "{}{optional}: {how} in {:.1}s",
+                    c.status(),
+                    t.duration_ms as f64 / 1000.0
+                ),
+            };
+            (
+                format!("{CHECK_CONTEXT}{name}"),
+                state_of(c.status()),
+                clip(&text),
+            )
+        })
+        .collect()
 }
 
 /// The analysis status of a result, if it has an analysis.
@@ -156,15 +198,16 @@ pub fn queue_statuses(ctx: &Context, repo: &gix::Repository, row: &RepoRow, reco
     };
     for r in records {
         let (state, description) = describe_tests(r);
-        let mut rows = vec![(TESTS_CONTEXT, state, description)];
+        let mut rows = vec![(TESTS_CONTEXT.to_string(), state, description)];
         if let Some((s, d)) = describe_analysis(r) {
-            rows.push((ANALYSIS_CONTEXT, s, d));
+            rows.push((ANALYSIS_CONTEXT.to_string(), s, d));
         }
+        rows.extend(describe_checks(r));
         for (context, state, description) in rows {
             let _ = ctx.index.queue_status(&StatusRow {
                 repository_id: row.repository_id.clone(),
                 commit_id: r.commit.clone(),
-                context: context.into(),
+                context,
                 owner: owner.clone(),
                 repo: name.clone(),
                 state: state.into(),
@@ -357,7 +400,16 @@ impl Poster {
 /// A check run for a queued status: the result's summary as a table and, for the analysis, its
 /// potential issues as annotations on their lines (at most 50, GitHub's limit per request).
 fn check_run(s: &StatusRow, record: Option<&RunRecord>) -> serde_json::Value {
-    let conclusion = match (s.state.as_str(), record.map(|r| r.status)) {
+    let check = record.and_then(|r| {
+        s.context
+            .strip_prefix(CHECK_CONTEXT)
+            .and_then(|name| r.checks.get(name))
+    });
+    let status = match check {
+        Some(c) => Some(c.status()),
+        None => record.map(|r| r.status),
+    };
+    let conclusion = match (s.state.as_str(), status) {
         ("success", _) => "success",
         (_, Some(Status::Timeout)) => "timed_out",
         _ => "failure",
@@ -389,7 +441,20 @@ fn check_run(s: &StatusRow, record: Option<&RunRecord>) -> serde_json::Value {
                     f.message.chars().take(1000).collect::<String>()
                 ));
             }
-        } else if let Some(a) = &r.analysis {
+        } else if let Some(c) = s
+            .context
+            .strip_prefix(CHECK_CONTEXT)
+            .and_then(|name| r.checks.get(name))
+        {
+            let tail: Vec<&str> = c.run.output_tail.lines().rev().take(30).collect();
+            summary.push_str(&format!(
+                "`{}` ({}{})\n\n```\n{}\n```\n",
+                c.run.command,
+                c.status(),
+                if c.required { "" } else { ", optional" },
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            ));
+        } else if let (true, Some(a)) = (s.context == ANALYSIS_CONTEXT, &r.analysis) {
             summary.push_str(&format!(
                 "| functions | mean complexity | max complexity | potential issues |\n| --- | --- | --- | --- |\n| {} | {:.1} | {} | {} |\n",
                 a.functions_found,

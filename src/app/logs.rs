@@ -7,12 +7,26 @@ use crate::store::RepoRow;
 use serde::Serialize;
 use std::path::PathBuf;
 
-/// Where the output of the run behind `record` is kept (the run a cached result came from).
+/// Where the tests' output of the run behind `record` is kept (the run a cached result came
+/// from).
 pub fn path(ctx: &Context, row: &RepoRow, record: &RunRecord) -> PathBuf {
-    ctx.paths.logs().join(&row.repository_id).join(format!(
-        "{}.log",
-        record.cached_from.as_deref().unwrap_or(&record.commit)
-    ))
+    check_path(ctx, row, record, None)
+}
+
+/// Where the output of one check (`None` or `test`: the tests) of the run behind `record` is
+/// kept.
+pub fn check_path(
+    ctx: &Context,
+    row: &RepoRow,
+    record: &RunRecord,
+    check: Option<&str>,
+) -> PathBuf {
+    super::checks::log_path(
+        &ctx.paths.logs().join(&row.repository_id),
+        record.cached_from.as_deref().unwrap_or(&record.commit),
+        check,
+        false,
+    )
 }
 
 /// A longer line is cut (marked `…`), so that one line always fits a page.
@@ -38,6 +52,8 @@ pub struct PageRequest {
     pub limit: usize,
     /// Only lines that contain this text.
     pub grep: Option<String>,
+    /// The output of this named check (`None`: the tests').
+    pub check: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -67,7 +83,29 @@ pub fn read(
     req: &PageRequest,
     mut take: impl FnMut(&Line) -> bool,
 ) -> Result<Page> {
-    let file = path(ctx, row, record);
+    let check = req
+        .check
+        .as_deref()
+        .filter(|c| *c != crate::config::TEST_CHECK);
+    let truncated = match check {
+        None => record.tests.as_ref().is_some_and(|t| t.output_truncated),
+        Some(name) => match record.checks.get(name) {
+            Some(c) => c.run.output_truncated,
+            None => {
+                let names: Vec<&str> = record.checks.iter().map(|(n, _)| n).collect();
+                return Err(AppError::usage(format!(
+                    "the run of {} has no check `{name}`",
+                    crate::util::short(&record.commit)
+                ))
+                .hint(if names.is_empty() {
+                    "it ran only the tests; leave the check out".to_string()
+                } else {
+                    format!("its checks are: test, {}", names.join(", "))
+                }));
+            }
+        },
+    };
+    let file = check_path(ctx, row, record, check);
     let bytes = match std::fs::read(&file) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -101,6 +139,6 @@ pub fn read(
         total_lines: all.len(),
         lines,
         next_offset,
-        output_truncated: record.tests.as_ref().is_some_and(|t| t.output_truncated),
+        output_truncated: truncated,
     })
 }

@@ -4,11 +4,11 @@
 
 use super::commit_config::{cache_dirs, config_for, experiment_of};
 use super::results::{self, NoteReader};
-use super::{analyze, setup, AppError, Context, Result};
-use crate::config::{Config, ConfigFile};
+use super::{analyze, checks, setup, AppError, Context, Result};
+use crate::config::ConfigFile;
 use crate::git::{self, checkout, CommitInfo};
-use crate::model::{RunRecord, Status, Tests, Trigger, RUN_SCHEMA};
-use crate::runner::{self, caches, detect, parse, process, workspace};
+use crate::model::{RunRecord, Status, Trigger, RUN_SCHEMA};
+use crate::runner::{self, caches, workspace};
 use crate::store::RepoRow;
 use crate::util::time;
 use gix::ObjectId;
@@ -142,7 +142,7 @@ pub fn run_commits(
         let info = git::commit_info(repo, commit)?;
         let (record, source) = run_one(ctx, repo, row, &info, opts, &mut along)?;
         // A run cut short by Ctrl-C or a stopping daemon is no result: it runs again later.
-        if record.tests.as_ref().and_then(|t| t.killed_by.as_deref()) == Some("interrupt") {
+        if was_interrupted(&record) {
             interrupted = true;
             break;
         }
@@ -220,6 +220,7 @@ fn base_record(info: &CommitInfo, opts: &RunOptions<'_>, started: i64) -> RunRec
         cached_from: None,
         error: None,
         config_hash: None,
+        checks: Default::default(),
         tests: None,
         analysis: None,
         changes: None,
@@ -375,16 +376,8 @@ fn run_one(
             return Ok((finish(record, started), Source::Made));
         }
     };
-    let log = ctx
-        .paths
-        .logs()
-        .join(&row.repository_id)
-        .join(if opts.is_trial() {
-            format!("{}.trial.log", record.commit)
-        } else {
-            format!("{}.log", record.commit)
-        });
-    let setup_log = log.with_file_name(if opts.is_trial() {
+    let logs = ctx.paths.logs().join(&row.repository_id);
+    let setup_log = logs.join(if opts.is_trial() {
         format!("{}.trial.setup.log", record.commit)
     } else {
         format!("{}.setup.log", record.commit)
@@ -432,7 +425,7 @@ fn run_one(
         event("setup.completed", serde_json::json!(s.record()));
     }
     let index_path = ctx.index.path().to_path_buf();
-    let (tests, analysis) = std::thread::scope(|s| {
+    let (ran, analysis) = std::thread::scope(|s| {
         let analysis = config.analysis.enabled.then(|| {
             let repo = repo.clone();
             let cfg = config.analysis.clone();
@@ -444,13 +437,34 @@ fn run_one(
             })
         });
         event("test.started", serde_json::json!({}));
-        let tests_in = |work: &workspace::Workspace, setup: Option<&setup::Setup>| {
-            run_tests(ctx, &config, work, &log, sandbox, opts.interrupt, setup)
+        let on_done = |name: &str, c: &checks::CheckResult| {
+            let exit_code = c.tests.as_ref().and_then(|t| t.exit_code);
+            if name == crate::config::TEST_CHECK {
+                event(
+                    "test.completed",
+                    serde_json::json!({"status": c.status, "exit_code": exit_code}),
+                );
+            } else {
+                event(
+                    "check.completed",
+                    serde_json::json!({"check": name, "status": c.status, "exit_code": exit_code}),
+                );
+            }
         };
-        let mut tests = tests_in(&work, setup.as_ref());
+        let env = checks::Env {
+            ctx,
+            config: &config,
+            sandbox,
+            interrupt: opts.interrupt,
+            logs: &logs,
+            commit: &record.commit,
+            trial: opts.is_trial(),
+            on_done: &on_done,
+        };
+        let mut ran = checks::run_all(&env, &work, setup.as_ref());
         if !work.confirm() {
             // The kept checkout turned out to have been altered outside git-sandbox: what the
-            // tests saw was not the commit's tree. It is checked out afresh; run again.
+            // checks saw was not the commit's tree. It is checked out afresh; run again.
             work.release();
             match prepared(sandbox.overlay) {
                 Ok(mut again) => {
@@ -458,34 +472,27 @@ fn run_one(
                         s.lay_under(&mut again);
                     }
                     work = again;
-                    tests = tests_in(&work, setup.as_ref());
+                    ran = checks::run_all(&env, &work, setup.as_ref());
                 }
                 Err(e) => {
-                    tests = TestRun {
-                        status: Status::Error,
-                        tests: None,
-                        error: Some(format!("checkout failed: {e}")),
-                        warnings: Vec::new(),
-                        overlay_failed: false,
+                    ran = checks::Ran {
+                        test: checks::CheckResult::failed_checkout(format!("checkout failed: {e}")),
+                        others: Vec::new(),
                     }
                 }
             }
         }
-        if tests.overlay_failed && work.lower().is_some() {
+        if ran.overlay_failed() && work.lower().is_some() {
             // The kept checkout was only bound read-only: run again in a fresh one, with the
-            // setup step (if any) run just before the tests.
+            // setup step (if any) run just before each check.
             if let Ok(fresh) = prepare(false) {
                 work = fresh;
                 let inline = setup
                     .as_ref()
                     .map(|s| setup::Setup::inline(s.record(), &config));
-                tests = tests_in(&work, inline.as_ref());
+                ran = checks::run_all(&env, &work, inline.as_ref());
             }
         }
-        event(
-            "test.completed",
-            serde_json::json!({"status": tests.status, "exit_code": tests.tests.as_ref().and_then(|t| t.exit_code)}),
-        );
         let analysis = analysis.map(|h| {
             h.join()
                 .unwrap_or_else(|_| Err(AppError::usage("analysis crashed")))
@@ -496,13 +503,14 @@ fn run_one(
                 serde_json::json!({"files": a.files_analyzed, "functions": a.functions_found}),
             );
         }
-        (tests, analysis)
+        (ran, analysis)
     });
     drop(work);
-    record.status = tests.status;
-    record.tests = tests.tests;
-    record.error = tests.error;
-    record.warnings = tests.warnings;
+    record.status = ran.status();
+    record.error = ran.error();
+    record.warnings = ran.warnings();
+    record.checks = ran.checks();
+    record.tests = ran.test.tests;
     record.analysis = match analysis {
         Some(Ok(a)) => Some(a),
         Some(Err(e)) => {
@@ -515,215 +523,10 @@ fn run_one(
     Ok((finish(record, started), Source::Made))
 }
 
-/// What running the tests of a checkout gave.
-struct TestRun {
-    status: Status,
-    tests: Option<Tests>,
-    error: Option<String>,
-    warnings: Vec<String>,
-    /// The run's overlay could not be made (its kept checkout was bound read-only instead).
-    overlay_failed: bool,
-}
-
-/// Run the tests of a checkout.
-fn run_tests(
-    ctx: &Context,
-    config: &Config,
-    work: &workspace::Workspace,
-    log: &std::path::Path,
-    sandbox: &runner::Sandbox,
-    interrupt: &AtomicBool,
-    setup: Option<&setup::Setup>,
-) -> TestRun {
-    let dir = work.path();
-    let mut warnings = Vec::new();
-    let (command, framework) = match &config.test.command {
-        Some(c) => (
-            c.clone(),
-            parse::framework_from_command(c).map(str::to_string),
-        ),
-        None => match detect::detect(&work.host_tree()) {
-            Some((c, f)) => (c, Some(f.to_string())),
-            None => {
-                return TestRun {
-                    status: Status::Passed,
-                    tests: None,
-                    error: None,
-                    warnings,
-                    overlay_failed: false,
-                }
-            }
-        },
-    };
-    let artifacts: Vec<String> = config.test.junit.iter().cloned().collect();
-    let full = setup.map_or_else(|| command.clone(), |s| s.wrap(&command));
-    let outcome = process::run(process::Spec {
-        command: &full,
-        cwd: &dir,
-        root: work.root(),
-        env: runner::env::sandbox_env(work.root()),
-        timeout: config.test.timeout,
-        output: process::Output::Capture {
-            log,
-            cap: config.limits.output_bytes,
-        },
-        limits: &config.limits,
-        sandbox,
-        interrupt,
-        artifacts: &artifacts,
-        lower: work.lower(),
-        run_uid: work.run_uid,
-        cache_layers: &work.cache_layers,
-        cache_out: work.cache_out.as_deref(),
-        cache_paths: &work.cache_paths,
-    });
-    let overlay_failed = outcome
-        .isolation
-        .layers
+/// Whether a check of the run was cut short by Ctrl-C or a stopping daemon.
+fn was_interrupted(r: &RunRecord) -> bool {
+    r.tests
         .iter()
-        .any(|l| l.layer == "disk_limit" && l.status == crate::model::LayerStatus::Unavailable);
-    let summary = outcome.isolation.summary();
-    let _ = ctx
-        .index
-        .put_profile(&summary.profile, &outcome.isolation.layers);
-    let text = String::from_utf8_lossy(&outcome.output);
-    let mut parsed = parse::parse_output(framework.as_deref(), &text);
-    if let Some(junit) = &config.test.junit {
-        match report_text(&outcome, &dir, junit) {
-            Ok(xml) => match parse::parse_junit_xml(&xml) {
-                Some(counts) => parsed = Some(("junit", counts)),
-                None => warnings.push(format!("{junit} is not a JUnit XML report; not used")),
-            },
-            Err(why) => warnings.push(why),
-        }
-    }
-    let framework = parsed.as_ref().map(|(f, _)| f.to_string()).or(framework);
-    let counts = parsed.map(|(_, c)| c).unwrap_or_default();
-    let mut error = None;
-    let status = if let Some(e) = &outcome.spawn_error {
-        error = Some(e.clone());
-        Status::Error
-    } else {
-        match outcome.killed_by.as_deref() {
-            Some("timeout" | "cpu") => Status::Timeout,
-            Some(_) => Status::Killed,
-            None if outcome.exit_code != Some(0) && counts.total.is_none() => {
-                match missing_runner(&command, outcome.exit_code, &text) {
-                    Some(what) => {
-                        error = Some(what);
-                        Status::Error
-                    }
-                    None => Status::Failed,
-                }
-            }
-            None if outcome.exit_code == Some(0)
-                && counts.failed.unwrap_or(0) == 0
-                && counts.errors.unwrap_or(0) == 0 =>
-            {
-                Status::Passed
-            }
-            None => Status::Failed,
-        }
-    };
-    if outcome.killed_by.as_deref() == Some("cpu") {
-        error = Some(format!(
-            "the tests used up their {} CPU seconds and were stopped; raise [limits] cpu_seconds if they need more",
-            config.limits.cpu_seconds
-        ));
-    } else if status == Status::Timeout {
-        error = Some(format!(
-            "the tests ran past the {}s timeout and were stopped; raise [test] timeout in .sandbox.toml if they need longer",
-            config.test.timeout.as_secs_f64()
-        ));
-    }
-    let mut tests = Tests {
-        command,
-        framework,
-        exit_code: outcome.exit_code,
-        passed: counts.passed,
-        failed: counts.failed,
-        skipped: counts.skipped,
-        errors: counts.errors,
-        total: counts.total,
-        failures: counts.failures,
-        duration_ms: outcome.duration.as_millis() as u64,
-        output_tail: outcome.output_tail,
-        killed_by: outcome.killed_by,
-        resources: outcome.resources,
-        output_truncated: outcome.truncated,
-        failures_omitted: 0,
-        setup: setup.map(setup::Setup::record),
-        isolation: Some(summary),
-        limits: Some(outcome.limits.clone()),
-    };
-    tests.bound();
-    TestRun {
-        status,
-        tests: Some(tests),
-        error,
-        warnings,
-        overlay_failed,
-    }
-}
-
-/// The text of a report the test command wrote: as the sandbox read it, inside its own view and
-/// with its own rights; else (a sandbox without a mount namespace) read beneath the checkout,
-/// never following a link. Either way no symlink, FIFO or device is followed, nothing escapes
-/// the checkout, and at most the cap is read. `Err` is the one-line reason for the record.
-fn report_text(
-    outcome: &process::Outcome,
-    dir: &std::path::Path,
-    rel: &str,
-) -> std::result::Result<String, String> {
-    if let Some(a) = outcome.artifacts.iter().find(|a| a.path == rel) {
-        return match (&a.text, &a.skipped) {
-            (Some(text), _) => Ok(text.clone()),
-            (None, Some(why)) => Err(why.clone()),
-            (None, None) => Err(format!("{rel}: not read")),
-        };
-    }
-    crate::util::beneath::read_beneath(dir, rel, runner::sandbox::ARTIFACT_CAP)
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .map_err(|why| why.to_string())
-}
-
-/// Why a test command could not run at all, when its output says its runner is missing: the
-/// shell's 126/127 (not found, not executable) or Python's `No module named X` for `-m X`. A
-/// missing runner is an `error`, never a failing test.
-fn missing_runner(command: &str, exit_code: Option<i32>, output: &str) -> Option<String> {
-    let last = output
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim();
-    match exit_code {
-        Some(127) => {
-            return Some(format!(
-                "the test command `{command}` was not found (exit 127: {}); install it or set [test] command in .sandbox.toml",
-                if last.is_empty() { "no output" } else { last }
-            ))
-        }
-        Some(126) => {
-            return Some(format!(
-                "the test command `{command}` could not be executed (exit 126: {}); check its permissions or set [test] command in .sandbox.toml",
-                if last.is_empty() { "no output" } else { last }
-            ))
-        }
-        _ => {}
-    }
-    let words: Vec<&str> = command.split_whitespace().collect();
-    let module = words
-        .windows(2)
-        .find(|w| w[0] == "-m")
-        .map(|w| w[1].split('.').next().unwrap_or(w[1]))?;
-    let said = output.lines().any(|l| {
-        l.contains(&format!("No module named {module}"))
-            || l.contains(&format!("No module named '{module}'"))
-    });
-    said.then(|| {
-        format!(
-            "the Python module `{module}` that `{command}` runs is not installed (No module named {module}); install it (python3 -m pip install {module}) or set [test] command in .sandbox.toml"
-        )
-    })
+        .chain(r.checks.iter().map(|(_, c)| &c.run))
+        .any(|t| t.killed_by.as_deref() == Some("interrupt"))
 }

@@ -20,6 +20,9 @@ pub struct Summary {
     pub error: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tests: Option<TestSummary>,
+    /// The named checks besides the tests, in the order declared.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<CheckLine>,
     /// The first failures: name and the first line of the message.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub failures: Vec<FailureLine>,
@@ -47,6 +50,19 @@ pub struct TestSummary {
     pub errors: Option<u64>,
     pub total: Option<u64>,
     pub exit_code: Option<i32>,
+}
+
+/// One named check in a line: how it ended, whether it counts, and why it did not pass.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckLine {
+    pub name: String,
+    pub status: String,
+    pub required: bool,
+    pub exit_code: Option<i32>,
+    pub duration_ms: u64,
+    /// Its error, else the last line it printed, when it did not pass.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -126,6 +142,26 @@ impl Summary {
                 total: t.total,
                 exit_code: t.exit_code,
             }),
+            checks: r
+                .checks
+                .iter()
+                .map(|(name, c)| CheckLine {
+                    name: name.to_string(),
+                    status: c.status().to_string(),
+                    required: c.required,
+                    exit_code: c.run.exit_code,
+                    duration_ms: c.run.duration_ms,
+                    why: (c.status() != crate::model::Status::Passed).then(|| {
+                        let last = c
+                            .run
+                            .output_tail
+                            .lines()
+                            .rev()
+                            .find(|l| !l.trim().is_empty());
+                        first_line(c.error.as_deref().or(last).unwrap_or(""))
+                    }),
+                })
+                .collect(),
             failures_more: known.max(failed).saturating_sub(listed.len() as u64),
             failures: listed,
             limit_hit: t.and_then(|t| t.killed_by.clone()),

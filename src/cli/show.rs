@@ -44,16 +44,17 @@ pub fn cmd_show(args: ShowArgs) -> CmdResult {
         return Ok(0);
     }
     let info = crate::git::commit_info(&repo, commit)?;
-    let log = crate::app::logs::path(&ctx, &row, &record);
-    print_human(
-        &record,
-        &info.summary,
-        log.is_file().then_some(log.as_path()),
-    );
+    let logs = |check: Option<&str>| {
+        Some(crate::app::logs::check_path(&ctx, &row, &record, check)).filter(|p| p.is_file())
+    };
+    print_human(&record, &info.summary, &logs);
     Ok(0)
 }
 
-fn print_human(r: &RunRecord, summary: &str, log: Option<&std::path::Path>) {
+/// Where the output of the tests (`None`) or of a named check is kept on this machine.
+type Logs<'a> = &'a dyn Fn(Option<&str>) -> Option<std::path::PathBuf>;
+
+fn print_human(r: &RunRecord, summary: &str, logs: Logs<'_>) {
     println!(
         "{} {}",
         ui::yellow(&format!("run {}", r.commit)),
@@ -98,7 +99,7 @@ fn print_human(r: &RunRecord, summary: &str, log: Option<&std::path::Path>) {
                 t.resources.cpu_ms,
                 t.resources.max_rss_kb
             );
-            if let Some(log) = log {
+            if let Some(log) = logs(None) {
                 println!("  log:      {}", log.display());
             }
             if let Some(iso) = &t.isolation {
@@ -153,6 +154,7 @@ fn print_human(r: &RunRecord, summary: &str, log: Option<&std::path::Path>) {
         }
         None => println!("Tests: none configured or detected"),
     }
+    print_checks(r, logs);
     if let Some(a) = &r.analysis {
         println!(
             "\nAnalysis: {}, {} ({} code, {} comment, {} blank), {}, {}",
@@ -204,6 +206,47 @@ fn print_human(r: &RunRecord, summary: &str, log: Option<&std::path::Path>) {
 }
 
 /// The layer table of the run's sandbox profile, from the index.
+/// The named checks: one line each, with the command, log and last lines of those that did not
+/// pass.
+fn print_checks(r: &RunRecord, logs: Logs<'_>) {
+    if r.checks.is_empty() {
+        return;
+    }
+    println!("\nChecks:");
+    let width = r.checks.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+    for (name, c) in r.checks.iter() {
+        let t = &c.run;
+        let exit = match (&t.killed_by, t.exit_code) {
+            (Some(k), _) => format!("killed by {k}"),
+            (None, Some(code)) => format!("exit {code}"),
+            (None, None) => "no exit code".into(),
+        };
+        println!(
+            "  {} {name:<width$}  {:<7}  {exit}, {}{}",
+            ui::mark(c.status()),
+            c.status().as_str(),
+            ui::duration(t.duration_ms),
+            if c.required { "" } else { "  (optional)" }
+        );
+        if c.status() == crate::model::Status::Passed {
+            continue;
+        }
+        println!("      command: {}", t.command);
+        if let Some(e) = &c.error {
+            println!("      error:   {}", ui::first_line(e));
+        }
+        if let Some(log) = logs(Some(name)) {
+            println!("      log:     {}", log.display());
+        }
+        for f in &t.failures {
+            println!("      ✘ {}", f.name);
+        }
+        for l in t.output_tail.lines() {
+            println!("      | {l}");
+        }
+    }
+}
+
 fn print_isolation(ctx: &Context, r: &RunRecord, json: bool) -> CmdResult {
     let Some(summary) = r.tests.as_ref().and_then(|t| t.isolation.as_ref()) else {
         let short = crate::util::short(&r.commit);

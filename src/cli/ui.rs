@@ -84,17 +84,39 @@ pub fn oneline(r: &RunRecord, summary: &str) -> String {
         (Status::Passed | Status::Failed, _) | (_, None) => String::new(),
         (_, Some(e)) => format!(" — {}", first_line(e)),
     };
+    let mut facts = vec![counts(r)];
+    facts.extend(unpassed_checks(r));
+    // With named checks the tests are one part of the run: its duration is the whole.
+    let ms = match &r.tests {
+        Some(t) if r.checks.is_empty() => t.duration_ms,
+        _ => r.duration_ms,
+    };
+    facts.push(duration(ms));
     format!(
-        "{} {} {} {} [{}, {}]{}{}",
+        "{} {} {} {} [{}]{}{}",
         mark(r.status),
         yellow(crate::util::short(&r.commit)),
         r.status,
         summary,
-        counts(r),
-        duration(r.tests.as_ref().map_or(r.duration_ms, |t| t.duration_ms)),
+        facts.join(", "),
         cached,
         extra
     )
+}
+
+/// The named checks that did not pass, one phrase each: `lint failed`, `docs timeout (optional)`.
+pub fn unpassed_checks(r: &RunRecord) -> Vec<String> {
+    r.checks
+        .iter()
+        .filter(|(_, c)| c.status() != Status::Passed)
+        .map(|(name, c)| {
+            format!(
+                "{name} {}{}",
+                c.status(),
+                if c.required { "" } else { " (optional)" }
+            )
+        })
+        .collect()
 }
 
 pub fn first_line(s: &str) -> &str {

@@ -36,6 +36,10 @@ pub struct ConfigFile {
     pub gc: GcFile,
     #[serde(default)]
     pub cache: CacheFile,
+    /// `[checks.NAME]`, in the order the file declares them (`[checks.test]` is folded into
+    /// `[test]` once parsed).
+    #[serde(default, deserialize_with = "super::checks::de_checks")]
+    pub checks: Vec<(String, super::checks::CheckFile)>,
     /// User config and environment only, like `[gc]`.
     #[serde(default)]
     pub remote: RemoteFile,
@@ -88,6 +92,8 @@ pub struct TestFile {
     pub junit: Option<String>,
     #[serde(default, deserialize_with = "de_command")]
     pub setup: Option<String>,
+    /// Run the tests at the same time as the checks that say `parallel = true`.
+    pub parallel: Option<bool>,
 }
 
 /// A limit as written: a positive number, or `"unlimited"` (only the user's own config may say
@@ -229,7 +235,9 @@ pub(super) fn de_command<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Strin
 }
 
 /// A path inside the checkout: relative, no `..`, no NUL.
-fn de_relative_path<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+pub(super) fn de_relative_path<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<String>, D::Error> {
     let s = String::deserialize(d)?;
     let p = std::path::Path::new(&s);
     let bad = if s.is_empty() {
@@ -255,7 +263,7 @@ fn de_relative_path<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D
     }
 }
 
-fn de_timeout<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+pub(super) fn de_timeout<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
     let t = de_duration(d)?;
     if t.is_some_and(|t| t > MAX_TIMEOUT) {
         return Err(hinted(
@@ -389,6 +397,8 @@ impl ConfigFile {
         if let Some(v) = &t.setup {
             c.test.setup = Some(v.clone()).filter(|s| !s.trim().is_empty());
         }
+        set(&mut c.test.parallel, t.parallel);
+        super::checks::apply(&self.checks, c);
         let l = &self.limits;
         set(&mut c.limits.memory_mb, l.memory_mb.map(Limit::raw));
         set(&mut c.limits.cpu_seconds, l.cpu_seconds.map(Limit::raw));
@@ -462,6 +472,12 @@ fn set<T>(slot: &mut T, value: Option<T>) {
 
 /// Parse one config text. Errors name `label`, the line and the dotted key.
 pub fn parse_file(label: &str, text: &str) -> Result<ConfigFile, ConfigError> {
+    let mut file = parse_toml(label, text)?;
+    super::checks::settle(label, text, &mut file)?;
+    Ok(file)
+}
+
+fn parse_toml(label: &str, text: &str) -> Result<ConfigFile, ConfigError> {
     toml::from_str::<ConfigFile>(text).map_err(|e| {
         let (line, key) = match e.span() {
             Some(span) => locate(text, span.start),

@@ -2,10 +2,12 @@
 //! (built-in defaults < user config < repository `.sandbox.toml` < `SANDBOX_*` environment < flags),
 //! where the repository may only tighten the user's limits.
 
+mod checks;
 mod env;
 mod file;
 mod machine;
 
+pub use checks::{valid_name as valid_check_name, CheckConfig, TEST_CHECK};
 pub use file::{parse_file, parse_repository_file, ConfigFile, Limit};
 pub use machine::check_index_url;
 
@@ -105,6 +107,9 @@ pub struct TestConfig {
     /// manifests; what it writes is kept as a cache layer under the runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub setup: Option<String>,
+    /// Run at the same time as the checks that say `parallel = true`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub parallel: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -226,6 +231,8 @@ impl Limits {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Config {
     pub test: TestConfig,
+    /// The named checks besides the tests (`[checks.NAME]`), in the order declared.
+    pub checks: Vec<CheckConfig>,
     pub limits: Limits,
     pub analysis: AnalysisConfig,
     pub watch: WatchConfig,
@@ -294,7 +301,9 @@ impl Default for Config {
                 timeout: Duration::from_secs(300),
                 junit: None,
                 setup: None,
+                parallel: false,
             },
+            checks: Vec::new(),
             limits: Limits {
                 memory_mb: 2048,
                 cpu_seconds: 600,
@@ -481,9 +490,13 @@ impl Config {
                 l.remove("setup_network");
             }
         }
-        let json = serde_json::json!({
+        let mut json = serde_json::json!({
             "test": self.test, "limits": limits, "analysis": self.analysis,
         });
+        // Named checks change the result; without any, the keys of earlier results stay.
+        if !self.checks.is_empty() {
+            json["checks"] = serde_json::json!(self.checks);
+        }
         crate::util::fnv64_hex(json.to_string().as_bytes())
     }
 

@@ -435,6 +435,8 @@ pub struct LogQuery {
     pub limit: Option<u32>,
     /// Only lines containing this text.
     pub grep: Option<String>,
+    /// The output of this named check (`[checks.NAME]`) instead of the tests'.
+    pub check: Option<String>,
 }
 
 async fn run_log(
@@ -469,6 +471,7 @@ async fn run_log(
                 offset: q.offset.unwrap_or(0) as usize,
                 limit: n,
                 grep: q.grep.clone(),
+                check: q.check.clone(),
             },
             |_| true,
         )

@@ -506,6 +506,7 @@ async fn commit_page(
                     offset,
                     limit: LOG_PAGE,
                     grep: g2.clone(),
+                    check: None,
                 },
                 |_| true,
             )
@@ -559,6 +560,15 @@ async fn commit_page(
                             }
                         }
                     }
+                }
+                @if !r.checks.is_empty() {
+                    h2 { "Checks" }
+                    table { thead { tr { th { "check" } th { "status" } th { "exit" } th.num { "duration" } } }
+                        tbody { @for (name, c) in r.checks.iter() { tr {
+                            td.mono { (name) @if !c.required { " (optional)" } }
+                            td class=(if c.status().is_success() { "pass" } else { "fail" }) { (c.status().as_str()) }
+                            td { (c.run.exit_code.map_or("–".to_string(), |x| x.to_string())) }
+                            td.num { (c.run.duration_ms) " ms" } } } } }
                 }
             } @else {
                 p.muted { "No result yet. Queue it with " code { "git sandbox run " (short(&id)) } " or POST /api/v1/runs." }

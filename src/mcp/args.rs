@@ -114,6 +114,8 @@ pub struct LogArgs {
     pub(super) limit: Option<usize>,
     /// Only lines containing this text.
     pub(super) grep: Option<String>,
+    /// The output of this named check (lint, types, …) instead of the tests'.
+    pub(super) check: Option<String>,
     #[serde(default)]
     pub(super) detail: bool,
 }

@@ -365,6 +365,7 @@ fn log_read(c: &Call<'_>, a: LogArgs) -> Answer {
             offset: a.offset.unwrap_or(0),
             limit,
             grep: a.grep.clone(),
+            check: a.check.clone(),
         },
         |line| {
             let n = serde_json::to_string(line).map_or(usize::MAX, |s| s.len() + 1);

@@ -105,7 +105,7 @@ fn finished_ms(r: &RunRecord) -> Option<i64> {
     crate::util::time::parse_rfc3339(&r.finished_at)
 }
 
-/// The summary note for a record: at most three lines in trailer style, what plain `git log`
+/// The summary note for a record: at most four lines in trailer style, what plain `git log`
 /// shows (`notes.displayRef`).
 pub fn summary(r: &RunRecord) -> Vec<u8> {
     let mut lines = Vec::new();
@@ -128,13 +128,27 @@ pub fn summary(r: &RunRecord) -> Vec<u8> {
             s
         }
     };
-    let ms = r.tests.as_ref().map_or(r.duration_ms, |t| t.duration_ms);
+    let ms = match &r.tests {
+        Some(t) if r.checks.is_empty() => t.duration_ms,
+        _ => r.duration_ms,
+    };
     lines.push(format!(
         "Sandbox: {}, {}, {}",
         r.status,
         tests.trim(),
         human_ms(ms)
     ));
+    if !r.checks.is_empty() {
+        let checks: Vec<String> = r
+            .checks
+            .iter()
+            .map(|(name, c)| {
+                let optional = if c.required { "" } else { " (optional)" };
+                format!("{name} {}{optional}", c.status())
+            })
+            .collect();
+        lines.push(format!("Sandbox-Checks: {}", cut(&checks.join(", "), 200)));
+    }
     if let Some(a) = &r.analysis {
         lines.push(format!(
             "Sandbox-Analysis: {} {}, {} {}, complexity {:.1}",
@@ -225,7 +239,9 @@ mod tests {
             cached_from: None,
             error: None,
             config_hash: None,
+            checks: Default::default(),
             tests: Some(Tests {
+                status: None,
                 command: "python3 -m unittest".into(),
                 framework: Some("unittest".into()),
                 exit_code: Some(0),

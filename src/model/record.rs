@@ -36,6 +36,19 @@ impl Status {
     pub fn is_success(self) -> bool {
         self == Status::Passed
     }
+
+    /// How bad a status is, for the worst of several: passed < failed < timeout < killed <
+    /// error < unknown.
+    pub fn severity(self) -> u8 {
+        match self {
+            Status::Passed => 0,
+            Status::Failed => 1,
+            Status::Timeout => 2,
+            Status::Killed => 3,
+            Status::Error => 4,
+            Status::Unknown => 5,
+        }
+    }
 }
 
 impl std::fmt::Display for Status {
@@ -114,12 +127,89 @@ pub struct RunRecord {
     /// Identifies the effective configuration the result was produced under (tree + config = cache key).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_hash: Option<String>,
+    /// The `test` check: the tests' command, counts and output.
     pub tests: Option<Tests>,
+    /// The other named checks (`[checks.NAME]`), in the order the config declares them, keyed
+    /// by name. The run's `status` is the worst of the required ones and the tests'.
+    #[serde(default, skip_serializing_if = "Checks::is_empty")]
+    pub checks: Checks,
     pub analysis: Option<Analysis>,
     pub changes: Option<Changes>,
     /// Things the run skipped or could not do, one line each (e.g. a report that was a symlink).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+}
+
+/// One named check of a run: whether it counts, and what it ran and how it ended (the same
+/// fields as `tests`, `status` among them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckRun {
+    /// Whether its status counts towards the run's.
+    pub required: bool,
+    /// Why it could not give a result (`status: error`), or what stopped it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(flatten)]
+    pub run: Tests,
+}
+
+/// The named checks of a run by name, in the order they were declared (a JSON object whose keys
+/// keep that order).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Checks(pub Vec<(String, CheckRun)>);
+
+impl CheckRun {
+    pub fn status(&self) -> Status {
+        self.run.status.unwrap_or(Status::Unknown)
+    }
+}
+
+impl Checks {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &CheckRun)> {
+        self.0.iter().map(|(n, c)| (n.as_str(), c))
+    }
+
+    pub fn get(&self, name: &str) -> Option<&CheckRun> {
+        self.iter().find(|(n, _)| *n == name).map(|(_, c)| c)
+    }
+}
+
+impl Serialize for Checks {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for (name, check) in &self.0 {
+            map.serialize_entry(name, check)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Checks {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Checks;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object of checks by name")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Checks, A::Error> {
+                let mut out = Vec::new();
+                while let Some((name, check)) = map.next_entry::<String, CheckRun>()? {
+                    out.push((name, check));
+                }
+                Ok(Checks(out))
+            }
+        }
+        d.deserialize_map(Visit)
+    }
 }
 
 /// Counts parsed from a test run. All `None` when nobody could parse the output.
@@ -147,6 +237,10 @@ pub struct Resources {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Tests {
+    /// How this check alone ended (the run's `status` is the worst of its required checks).
+    /// Absent in records made before named checks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<Status>,
     pub command: String,
     pub framework: Option<String>,
     pub exit_code: Option<i32>,

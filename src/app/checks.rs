@@ -1,0 +1,483 @@
+//! Running a commit's checks in its workspace: the tests (`[test]`, the check named `test`) and
+//! the named checks (`[checks.NAME]`), one after another, or side by side for those that say
+//! `parallel = true`; each in its own sandboxed process over the same tree, with its own
+//! timeout, log, report and status.
+
+use super::{setup, Context};
+use crate::config::{Config, TEST_CHECK};
+use crate::model::{CheckRun, Checks, Status, Tests};
+use crate::runner::{self, detect, parse, process, workspace};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+/// What running one check gave.
+pub(super) struct CheckResult {
+    pub status: Status,
+    /// `None`: the tests had no command and none could be detected (nothing ran).
+    pub tests: Option<Tests>,
+    pub error: Option<String>,
+    pub warnings: Vec<String>,
+    /// The run's overlay could not be made (its kept checkout was bound read-only instead).
+    pub overlay_failed: bool,
+}
+
+impl CheckResult {
+    pub fn failed_checkout(why: String) -> CheckResult {
+        CheckResult {
+            status: Status::Error,
+            tests: None,
+            error: Some(why),
+            warnings: Vec::new(),
+            overlay_failed: false,
+        }
+    }
+}
+
+/// Every check of a run: the tests and the named checks in the order declared.
+pub(super) struct Ran {
+    pub test: CheckResult,
+    pub others: Vec<(String, bool, CheckResult)>,
+}
+
+impl Ran {
+    pub fn overlay_failed(&self) -> bool {
+        self.test.overlay_failed || self.others.iter().any(|(_, _, c)| c.overlay_failed)
+    }
+
+    /// The run's status: the worst of the tests' and the required checks'.
+    pub fn status(&self) -> Status {
+        self.others
+            .iter()
+            .filter(|(_, required, _)| *required)
+            .map(|(_, _, c)| c.status)
+            .chain([self.test.status])
+            .max_by_key(|s| s.severity())
+            .unwrap_or(Status::Passed)
+    }
+
+    /// Why the run gave no clean result: the tests' reason, else the first required check's.
+    pub fn error(&self) -> Option<String> {
+        self.test.error.clone().or_else(|| {
+            self.others
+                .iter()
+                .filter(|(_, required, c)| *required && c.status != Status::Passed)
+                .find_map(|(name, _, c)| c.error.as_ref().map(|e| format!("check `{name}`: {e}")))
+        })
+    }
+
+    pub fn warnings(&self) -> Vec<String> {
+        let mut all = self.test.warnings.clone();
+        for (name, _, c) in &self.others {
+            all.extend(c.warnings.iter().map(|w| format!("check `{name}`: {w}")));
+        }
+        all
+    }
+
+    /// The named checks as the record keeps them.
+    pub fn checks(&self) -> Checks {
+        Checks(
+            self.others
+                .iter()
+                .filter_map(|(name, required, c)| {
+                    Some((
+                        name.clone(),
+                        CheckRun {
+                            required: *required,
+                            error: c.error.clone(),
+                            run: c.tests.clone()?,
+                        },
+                    ))
+                })
+                .collect(),
+        )
+    }
+}
+
+/// Where a run's logs go: the tests' to `<commit>.log`, a check's to `<commit>.check-NAME.log`
+/// (`.trial.` before `log` for a trial).
+pub fn log_path(dir: &Path, commit: &str, check: Option<&str>, trial: bool) -> PathBuf {
+    let check = check
+        .filter(|c| *c != TEST_CHECK)
+        .map(|c| format!(".check-{c}"))
+        .unwrap_or_default();
+    let trial = if trial { ".trial" } else { "" };
+    dir.join(format!("{commit}{check}{trial}.log"))
+}
+
+/// One check to run.
+struct Spec<'a> {
+    name: &'a str,
+    /// `None`: detect the tests' command from the tree (the `test` check only).
+    command: Option<&'a str>,
+    timeout: Duration,
+    junit: Option<&'a str>,
+    required: bool,
+    parallel: bool,
+    log: PathBuf,
+}
+
+/// What the checks of a run share. Only the config, the sandbox and the interrupt flag go to
+/// the threads of parallel checks; the index is written from the caller's thread.
+pub(super) struct Env<'a> {
+    pub ctx: &'a Context,
+    pub config: &'a Config,
+    pub sandbox: &'a runner::Sandbox,
+    pub interrupt: &'a AtomicBool,
+    /// Where the logs go, and the commit and trial flag that name them.
+    pub logs: &'a Path,
+    pub commit: &'a str,
+    pub trial: bool,
+    /// Tell the event log a check has ended.
+    pub on_done: &'a dyn Fn(&str, &CheckResult),
+}
+
+/// Run every check of `config` in `work`: the parallel ones side by side, the others one after
+/// another (the named checks in the order declared, then the tests).
+pub(super) fn run_all(
+    env: &Env<'_>,
+    work: &workspace::Workspace,
+    setup: Option<&setup::Setup>,
+) -> Ran {
+    let config = env.config;
+    let mut specs: Vec<Spec<'_>> = config
+        .checks
+        .iter()
+        .map(|c| Spec {
+            name: &c.name,
+            command: Some(&c.command),
+            timeout: config.check_timeout(c),
+            junit: c.junit.as_deref(),
+            required: c.required,
+            parallel: c.parallel,
+            log: log_path(env.logs, env.commit, Some(&c.name), env.trial),
+        })
+        .collect();
+    specs.push(Spec {
+        name: TEST_CHECK,
+        command: config.test.command.as_deref(),
+        timeout: config.test.timeout,
+        junit: config.test.junit.as_deref(),
+        required: true,
+        parallel: config.test.parallel,
+        log: log_path(env.logs, env.commit, None, env.trial),
+    });
+    // Runs side by side would merge their build-cache writes into one layer at once: only a
+    // check that runs alone keeps what it writes (the others still read the cache).
+    let alone = specs.len() == 1;
+    let shared = Shared {
+        config,
+        sandbox: env.sandbox,
+        interrupt: env.interrupt,
+    };
+    let mut done: Vec<Option<Executed>> = specs.iter().map(|_| None).collect();
+    std::thread::scope(|s| {
+        let shared = &shared;
+        let handles: Vec<_> = specs
+            .iter()
+            .enumerate()
+            .filter(|(_, spec)| spec.parallel)
+            .map(|(i, spec)| {
+                (
+                    i,
+                    s.spawn(move || execute(shared, spec, work, setup, alone)),
+                )
+            })
+            .collect();
+        for (i, spec) in specs.iter().enumerate().filter(|(_, s)| !s.parallel) {
+            done[i] = Some(execute(shared, spec, work, setup, true));
+        }
+        for (i, h) in handles {
+            done[i] = Some(h.join().unwrap_or(Executed::Crashed));
+        }
+    });
+    let mut results: Vec<CheckResult> = specs
+        .iter()
+        .zip(done)
+        .map(|(spec, e)| {
+            let r = conclude(env, spec, e.unwrap_or(Executed::Crashed), work, setup);
+            (env.on_done)(spec.name, &r);
+            r
+        })
+        .collect();
+    let test = results.pop().expect("the test check is always there");
+    Ran {
+        test,
+        others: specs
+            .iter()
+            .zip(results)
+            .map(|(spec, r)| (spec.name.to_string(), spec.required, r))
+            .collect(),
+    }
+}
+
+/// What a check's thread needs.
+struct Shared<'a> {
+    config: &'a Config,
+    sandbox: &'a runner::Sandbox,
+    interrupt: &'a AtomicBool,
+}
+
+/// A check's process, ended.
+enum Executed {
+    /// No command given and none detected (the tests only).
+    Nothing,
+    Ran {
+        command: String,
+        framework: Option<String>,
+        outcome: Box<process::Outcome>,
+    },
+    /// Its thread panicked.
+    Crashed,
+}
+
+/// Run one check's command in a checkout (no index access: this may be a thread of its own).
+fn execute(
+    shared: &Shared<'_>,
+    spec: &Spec<'_>,
+    work: &workspace::Workspace,
+    setup: Option<&setup::Setup>,
+    keep_cache: bool,
+) -> Executed {
+    let _t = crate::util::trace::span("check");
+    let (command, framework) = match spec.command {
+        Some(c) => (
+            c.to_string(),
+            parse::framework_from_command(c).map(str::to_string),
+        ),
+        None => match detect::detect(&work.host_tree()) {
+            Some((c, f)) => (c, Some(f.to_string())),
+            None => return Executed::Nothing,
+        },
+    };
+    let artifacts: Vec<String> = spec.junit.iter().map(|j| j.to_string()).collect();
+    let full = setup.map_or_else(|| command.clone(), |s| s.wrap(&command));
+    let outcome = process::run(process::Spec {
+        command: &full,
+        cwd: &work.path(),
+        root: work.root(),
+        env: runner::env::sandbox_env(work.root()),
+        timeout: spec.timeout,
+        output: process::Output::Capture {
+            log: &spec.log,
+            cap: shared.config.limits.output_bytes,
+        },
+        limits: &shared.config.limits,
+        sandbox: shared.sandbox,
+        interrupt: shared.interrupt,
+        artifacts: &artifacts,
+        lower: work.lower(),
+        run_uid: work.run_uid,
+        cache_layers: &work.cache_layers,
+        cache_out: work.cache_out.as_deref().filter(|_| keep_cache),
+        cache_paths: &work.cache_paths,
+    });
+    Executed::Ran {
+        command,
+        framework,
+        outcome: Box::new(outcome),
+    }
+}
+
+/// What a check's process gave, as its result: status, counts from its output or report, why
+/// it stopped.
+fn conclude(
+    env: &Env<'_>,
+    spec: &Spec<'_>,
+    executed: Executed,
+    work: &workspace::Workspace,
+    setup: Option<&setup::Setup>,
+) -> CheckResult {
+    let config = env.config;
+    let dir = work.path();
+    let mut warnings = Vec::new();
+    let is_test = spec.name == TEST_CHECK;
+    let key = if is_test {
+        "[test]".to_string()
+    } else {
+        format!("[checks.{}]", spec.name)
+    };
+    let (command, framework, outcome) = match executed {
+        Executed::Ran {
+            command,
+            framework,
+            outcome,
+        } => (command, framework, *outcome),
+        Executed::Nothing => {
+            return CheckResult {
+                status: Status::Passed,
+                tests: None,
+                error: None,
+                warnings,
+                overlay_failed: false,
+            }
+        }
+        Executed::Crashed => {
+            return CheckResult::failed_checkout(format!(
+                "the check `{}` crashed; run again",
+                spec.name
+            ))
+        }
+    };
+    let overlay_failed = outcome
+        .isolation
+        .layers
+        .iter()
+        .any(|l| l.layer == "disk_limit" && l.status == crate::model::LayerStatus::Unavailable);
+    let summary = outcome.isolation.summary();
+    let _ = env
+        .ctx
+        .index
+        .put_profile(&summary.profile, &outcome.isolation.layers);
+    let text = String::from_utf8_lossy(&outcome.output);
+    let mut parsed = parse::parse_output(framework.as_deref(), &text);
+    if let Some(junit) = spec.junit {
+        match report_text(&outcome, &dir, junit) {
+            Ok(xml) => match parse::parse_junit_xml(&xml) {
+                Some(counts) => parsed = Some(("junit", counts)),
+                None => warnings.push(format!("{junit} is not a JUnit XML report; not used")),
+            },
+            Err(why) => warnings.push(why),
+        }
+    }
+    let framework = parsed.as_ref().map(|(f, _)| f.to_string()).or(framework);
+    let counts = parsed.map(|(_, c)| c).unwrap_or_default();
+    let mut error = None;
+    let status = if let Some(e) = &outcome.spawn_error {
+        error = Some(e.clone());
+        Status::Error
+    } else {
+        match outcome.killed_by.as_deref() {
+            Some("timeout" | "cpu") => Status::Timeout,
+            Some(_) => Status::Killed,
+            None if outcome.exit_code != Some(0) && counts.total.is_none() => {
+                match missing_runner(&command, &key, outcome.exit_code, &text) {
+                    Some(what) => {
+                        error = Some(what);
+                        Status::Error
+                    }
+                    None => Status::Failed,
+                }
+            }
+            None if outcome.exit_code == Some(0)
+                && counts.failed.unwrap_or(0) == 0
+                && counts.errors.unwrap_or(0) == 0 =>
+            {
+                Status::Passed
+            }
+            None => Status::Failed,
+        }
+    };
+    let (what, were) = if is_test {
+        ("the tests".to_string(), "were")
+    } else {
+        (format!("the check `{}`", spec.name), "was")
+    };
+    if outcome.killed_by.as_deref() == Some("cpu") {
+        error = Some(format!(
+            "{what} used up the {} CPU seconds of [limits] cpu_seconds and {were} stopped; raise it if more is needed",
+            config.limits.cpu_seconds
+        ));
+    } else if status == Status::Timeout {
+        error = Some(format!(
+            "{what} ran past the {}s timeout and {were} stopped; raise {key} timeout in .sandbox.toml if more time is needed",
+            spec.timeout.as_secs_f64()
+        ));
+    }
+    let mut tests = Tests {
+        status: Some(status),
+        command,
+        framework,
+        exit_code: outcome.exit_code,
+        passed: counts.passed,
+        failed: counts.failed,
+        skipped: counts.skipped,
+        errors: counts.errors,
+        total: counts.total,
+        failures: counts.failures,
+        duration_ms: outcome.duration.as_millis() as u64,
+        output_tail: outcome.output_tail,
+        killed_by: outcome.killed_by,
+        resources: outcome.resources,
+        output_truncated: outcome.truncated,
+        failures_omitted: 0,
+        setup: setup.map(setup::Setup::record),
+        isolation: Some(summary),
+        limits: Some(outcome.limits.clone()),
+    };
+    tests.bound();
+    CheckResult {
+        status,
+        tests: Some(tests),
+        error,
+        warnings,
+        overlay_failed,
+    }
+}
+
+/// The text of a report the test command wrote: as the sandbox read it, inside its own view and
+/// with its own rights; else (a sandbox without a mount namespace) read beneath the checkout,
+/// never following a link. Either way no symlink, FIFO or device is followed, nothing escapes
+/// the checkout, and at most the cap is read. `Err` is the one-line reason for the record.
+fn report_text(
+    outcome: &process::Outcome,
+    dir: &std::path::Path,
+    rel: &str,
+) -> std::result::Result<String, String> {
+    if let Some(a) = outcome.artifacts.iter().find(|a| a.path == rel) {
+        return match (&a.text, &a.skipped) {
+            (Some(text), _) => Ok(text.clone()),
+            (None, Some(why)) => Err(why.clone()),
+            (None, None) => Err(format!("{rel}: not read")),
+        };
+    }
+    crate::util::beneath::read_beneath(dir, rel, runner::sandbox::ARTIFACT_CAP)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .map_err(|why| why.to_string())
+}
+
+/// Why a test command could not run at all, when its output says its runner is missing: the
+/// shell's 126/127 (not found, not executable) or Python's `No module named X` for `-m X`. A
+/// missing runner is an `error`, never a failing test.
+fn missing_runner(
+    command: &str,
+    key: &str,
+    exit_code: Option<i32>,
+    output: &str,
+) -> Option<String> {
+    let last = output
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    match exit_code {
+        Some(127) => {
+            return Some(format!(
+                "the command `{command}` was not found (exit 127: {}); install it or set {key} command in .sandbox.toml",
+                if last.is_empty() { "no output" } else { last }
+            ))
+        }
+        Some(126) => {
+            return Some(format!(
+                "the command `{command}` could not be executed (exit 126: {}); check its permissions or set {key} command in .sandbox.toml",
+                if last.is_empty() { "no output" } else { last }
+            ))
+        }
+        _ => {}
+    }
+    let words: Vec<&str> = command.split_whitespace().collect();
+    let module = words
+        .windows(2)
+        .find(|w| w[0] == "-m")
+        .map(|w| w[1].split('.').next().unwrap_or(w[1]))?;
+    let said = output.lines().any(|l| {
+        l.contains(&format!("No module named {module}"))
+            || l.contains(&format!("No module named '{module}'"))
+    });
+    said.then(|| {
+        format!(
+            "the Python module `{module}` that `{command}` runs is not installed (No module named {module}); install it (python3 -m pip install {module}) or set {key} command in .sandbox.toml"
+        )
+    })
+}
