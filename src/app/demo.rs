@@ -132,6 +132,7 @@ pub fn demo(ctx: &Context, path: Option<&Path>, on: &mut dyn FnMut(Event<'_>)) -
         flags: ConfigFile::default(),
         interrupt,
         yield_after_run: false,
+        unnoted: false,
     };
     let outcome = run_commits(ctx, &repo, &created.repo, &main, &opts, &mut |_| {})?;
     let mut results = outcome.records;

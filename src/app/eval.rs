@@ -107,6 +107,7 @@ pub(crate) fn result_or_run(
         flags: ConfigFile::default(),
         interrupt,
         yield_after_run: false,
+        unnoted: false,
     };
     let outcome = run_commits(ctx, repo, row, &[commit], &opts, &mut |_| {})?;
     Ok(outcome.records.into_iter().next())

@@ -220,6 +220,7 @@ pub fn promote(
         flags: ConfigFile::default(),
         interrupt,
         yield_after_run: false,
+        unnoted: false,
     };
     let outcome = run_commits(ctx, repo, row, &[new], &run_opts, &mut |_| {})?;
     if outcome.interrupted {

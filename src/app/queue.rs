@@ -264,6 +264,7 @@ pub fn run_jobs(ctx: &Context, row: &RepoRow, jobs: &[Job], interrupt: &AtomicBo
                     flags: ConfigFile::default(),
                     interrupt,
                     yield_after_run: true,
+                    unnoted: false,
                 };
                 run_commits(ctx, &repo, row, &commits, &opts, &mut |_| {})
             });

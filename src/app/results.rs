@@ -197,6 +197,14 @@ pub fn write(
     ctx.index.atomically(|| index_records(ctx, row, records))
 }
 
+/// Keep results in the index alone: those of snapshots of uncommitted work, which have no note.
+pub fn index_only(ctx: &Context, row: &RepoRow, records: &[RunRecord]) -> Result<()> {
+    if records.is_empty() {
+        return Ok(());
+    }
+    ctx.index.atomically(|| index_records(ctx, row, records))
+}
+
 /// Index written results in one transaction: each run, its `run.completed`/`run.failed` event,
 /// its job done.
 fn index_records(ctx: &Context, row: &RepoRow, records: &[RunRecord]) -> Result<()> {

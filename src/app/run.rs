@@ -32,6 +32,10 @@ pub struct RunOptions<'a> {
     /// the rest undone (`Outcome::records` is then shorter than the commits): a daemon's worker
     /// hands the rest of its batch back to the queue, for idle workers to take.
     pub yield_after_run: bool,
+    /// The commits are snapshots of work not committed (`run --staged`, `--worktree`): objects
+    /// no ref points at, whose results go to the index only (found again by their tree when
+    /// that tree is committed), never to a note or GitHub.
+    pub unnoted: bool,
 }
 
 impl RunOptions<'_> {
@@ -121,7 +125,11 @@ pub fn run_commits(
                      records: &mut Vec<RunRecord>,
                      progress: &mut dyn FnMut(Progress<'_>)|
      -> Result<()> {
-        results::write(ctx, repo, row, to_write)?;
+        if opts.unnoted {
+            results::index_only(ctx, row, to_write)?;
+        } else {
+            results::write(ctx, repo, row, to_write)?;
+        }
         written.append(to_write);
         for (index, record, reused) in waiting.drain(..) {
             progress(Progress::Finished {
@@ -185,7 +193,7 @@ pub fn run_commits(
     // A writer that does not compare-and-swap (plain `git notes add`) may have dropped what we
     // wrote: put it back before reporting success.
     let mut restored = 0;
-    for _ in 0..3 {
+    for _ in 0..3 * usize::from(!opts.unnoted) {
         let n = results::rewrite_missing(ctx, repo, row, &written)?;
         restored += n;
         if n == 0 {

@@ -170,7 +170,7 @@ fn git_kind(e: &GitError) -> Kind {
         | GitError::PastRoot { .. }
         | GitError::NoSuchParent { .. }
         | GitError::NotACommit { .. } => Kind::Usage,
-        GitError::TreeTooLarge { .. } => Kind::Refused,
+        GitError::TreeTooLarge { .. } | GitError::Refused { .. } => Kind::Refused,
         GitError::Cli { .. } => Kind::Failed,
         GitError::Gix(_) | GitError::Io { .. } => Kind::Environment,
     }

@@ -14,16 +14,27 @@ use std::io::IsTerminal;
 /// a range, `^REV` or `--all`, every commit they name is run, as `git rev-list --reverse` lists
 /// them. `ROOT^..B` includes the first commit.
 ///
+/// `--staged` runs the index as it is, `--worktree` the work tree with its uncommitted changes,
+/// neither touching them; the result is kept by tree, so committing that tree later is served
+/// from it.
+///
 /// Examples: `git sandbox run` (HEAD), `git sandbox run main~5..main`, `git sandbox run --all`,
-/// `git sandbox run --force HEAD`
+/// `git sandbox run --force HEAD`, `git sandbox run --worktree`
 #[derive(clap::Args)]
 pub struct RunArgs {
     /// Commits (default HEAD), ranges OLDER..NEWER or A...B, exclusions ^REV.
     #[arg(value_name = "REV|RANGE")]
     pub revs: Vec<String>,
     /// Every commit of every watched branch (`[watch] branches`).
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["staged", "worktree"])]
     pub all: bool,
+    /// Run what is staged (what `git commit` would commit), leaving the index untouched.
+    #[arg(long, conflicts_with_all = ["revs", "worktree"])]
+    pub staged: bool,
+    /// Run the work tree as it is: tracked changes and untracked files that are not ignored
+    /// (what `git add -A && git commit` would commit), leaving index and work tree untouched.
+    #[arg(long, conflicts_with = "revs")]
+    pub worktree: bool,
     /// Run again even when a result for the same tree and config exists.
     #[arg(long)]
     pub force: bool,
@@ -58,7 +69,17 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
         max_count: None,
         plain_means_listed: true,
     };
-    let commits = select::commits(&ctx, &repo, &args.revs, args.all, walk)?;
+    let snapshot = if args.staged {
+        Some(crate::git::snapshot::Snapshot::Staged)
+    } else if args.worktree {
+        Some(crate::git::snapshot::Snapshot::Worktree)
+    } else {
+        None
+    };
+    let commits = match snapshot {
+        Some(what) => vec![crate::git::snapshot::take(&repo, what)?.0],
+        None => select::commits(&ctx, &repo, &args.revs, args.all, walk)?,
+    };
     if commits.is_empty() {
         eprintln!("{}: no commits to run", ui::revisions(&args.revs, args.all));
         if args.json {
@@ -75,6 +96,7 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
         flags,
         interrupt: &gix::interrupt::IS_INTERRUPTED,
         yield_after_run: false,
+        unnoted: snapshot.is_some(),
     };
     let bar = (commits.len() > 1 && std::io::stderr().is_terminal()).then(|| {
         let bar = indicatif::ProgressBar::new(commits.len() as u64);

@@ -10,6 +10,7 @@ pub mod marks;
 pub mod notes;
 pub mod remote;
 pub mod revs;
+pub mod snapshot;
 
 use crate::util::hint::{display_hinted, Hinted};
 use gix::bstr::ByteSlice;
@@ -68,6 +69,11 @@ pub enum GitError {
         context: String,
         source: std::io::Error,
     },
+    /// Something git-sandbox will not do here, and what to do instead.
+    Refused {
+        problem: String,
+        hint: String,
+    },
 }
 
 impl Hinted for GitError {
@@ -107,6 +113,7 @@ impl Hinted for GitError {
             ),
             GitError::Cli { cmd, stderr } => format!("`{cmd}` failed: {stderr}"),
             GitError::Io { context, source } => format!("{context}: {source}"),
+            GitError::Refused { problem, .. } => problem.clone(),
         }
     }
 
@@ -121,6 +128,7 @@ impl Hinted for GitError {
             GitError::UnknownRevision { .. } => "name a commit, branch or tag that exists (see `git branch` and `git log --oneline`)".into(),
             GitError::NoSuchParent { .. } => "^2 names the second parent of a merge".into(),
             GitError::NotACommit { .. } => "name a commit, branch or tag".into(),
+            GitError::Refused { hint, .. } => hint.clone(),
             GitError::TreeTooLarge { .. } => {
                 "raise [limits] checkout_mb in your user config to run it".into()
             }
