@@ -1,7 +1,9 @@
 #!/bin/sh
 # git-sandbox hook: queues the new commits of watched branches for a run (`git sandbox notify`).
-# It never fails your git command. A hook that was here before is kept beside this one as
-# <name>.pre-sandbox and runs first, with the same arguments and input; git sees its exit status.
+# It never fails your git command, but for the pre-push gate when you turn it on ([hooks]
+# pre_push = "block" or "wait"; `git push --no-verify` skips it). A hook that was here before is
+# kept beside this one as <name>.pre-sandbox and runs first, with the same arguments and input;
+# git sees its exit status.
 # It starts no process unless a branch moved: git runs reference-transaction several times for
 # one commit.
 hook=${0##*/}
@@ -9,7 +11,27 @@ dir=${0%/*}
 status=0
 chained=
 [ -x "$dir/$hook.pre-sandbox" ] && chained="$dir/$hook.pre-sandbox"
+find_bin() {
+  if command -v git-sandbox >/dev/null 2>&1; then
+    bin=git-sandbox
+  elif [ -x "@GIT_SANDBOX_FALLBACK@" ]; then
+    bin="@GIT_SANDBOX_FALLBACK@"
+  else
+    bin=
+  fi
+}
 case "$hook" in
+  pre-push)
+    # The pushed refs come on stdin, once: both the chained hook and the gate get them.
+    input=$(cat)
+    if [ -n "$chained" ]; then
+      printf '%s\n' "$input" | "$chained" "$@" || exit $?
+    fi
+    find_bin
+    [ -n "$bin" ] || exit 0
+    printf '%s\n' "$input" | "$bin" pre-push "$@"
+    exit $?
+    ;;
   reference-transaction)
     # Only a finished update of a branch is news; other phases, notes and tags are not.
     if [ "$1" != committed ]; then
@@ -38,12 +60,7 @@ case "$hook" in
     [ "@NOTIFY_FROM_POST@" = 1 ] || exit $status
     ;;
 esac
-if command -v git-sandbox >/dev/null 2>&1; then
-  bin=git-sandbox
-elif [ -x "@GIT_SANDBOX_FALLBACK@" ]; then
-  bin="@GIT_SANDBOX_FALLBACK@"
-else
-  exit $status
-fi
+find_bin
+[ -n "$bin" ] || exit $status
 "$bin" notify --hook "$hook" </dev/null >/dev/null || true
 exit $status

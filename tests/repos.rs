@@ -44,6 +44,7 @@ fn new_creates_the_layout_commits_installs_hooks_and_registers() {
         "post-commit",
         "post-merge",
         "post-rewrite",
+        "pre-push",
     ] {
         let meta = std::fs::metadata(path.join(".git/hooks").join(hook)).unwrap();
         assert!(

@@ -53,7 +53,10 @@ fn staged_and_worktree_runs_leave_index_and_work_tree_byte_identical_and_a_commi
     let o = w.sandbox(&repo, &["run", "--staged"]);
     assert_eq!(o.code, 0, "the staged test passes: {o:?}");
     assert!(o.stdout.contains("3 passed"), "{o:?}");
-    assert!(o.stdout.contains("the index (staged changes) of main"), "{o:?}");
+    assert!(
+        o.stdout.contains("the index (staged changes) of main"),
+        "{o:?}"
+    );
     assert_eq!(state(&w, &repo), before, "index and work tree untouched");
 
     let o = w.sandbox(&repo, &["run", "--worktree", "--json"]);
@@ -63,9 +66,15 @@ fn staged_and_worktree_runs_leave_index_and_work_tree_byte_identical_and_a_commi
     assert_eq!(record["tests"]["failed"], 1);
     let snapshot = record["commit"].as_str().unwrap().to_string();
     assert_eq!(state(&w, &repo), before, "index and work tree untouched");
-    assert_eq!(notes(&w, &repo), notes_before, "no note for work not committed");
+    assert_eq!(
+        notes(&w, &repo),
+        notes_before,
+        "no note for work not committed"
+    );
     assert!(
-        w.git(&repo, &["branch", "--contains", &snapshot]).trim().is_empty(),
+        w.git(&repo, &["branch", "--contains", &snapshot])
+            .trim()
+            .is_empty(),
         "no branch holds the snapshot"
     );
 

@@ -14,6 +14,7 @@ pub mod experiments;
 pub mod failures;
 pub mod fleet;
 pub mod forget;
+pub mod gate;
 pub mod gc;
 pub mod github;
 pub mod logs;

@@ -23,6 +23,7 @@ mod log;
 mod mcp;
 mod new;
 mod notify;
+mod pre_push;
 mod promote;
 mod push;
 mod reindex;
@@ -80,6 +81,7 @@ enum Command {
     Token(token::TokenArgs),
     Completions(completions::CompletionsArgs),
     InstallManPages(install_man_pages::InstallManPagesArgs),
+    PrePush(pre_push::PrePushArgs),
     #[command(hide = true)]
     Notify(notify::NotifyArgs),
     #[command(name = "__sandbox-exec", hide = true)]
@@ -135,6 +137,7 @@ pub fn main() -> i32 {
         Command::List(a) => list::cmd_list(a),
         Command::Status(a) => status::cmd_status(a),
         Command::Run(a) => run::cmd_run(a),
+        Command::PrePush(a) => pre_push::cmd_pre_push(a),
         Command::Show(a) => show::cmd_show(a),
         Command::Log(a) => log::cmd_log(a),
         Command::Analyze(a) => analyze::cmd_analyze(a),

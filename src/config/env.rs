@@ -37,6 +37,8 @@ const ENV_KEYS: &[(&str, &str, Kind)] = &[
     ("promote", "target", Kind::Text),
     ("promote", "strategy", Kind::Text),
     ("promote", "minimum", Kind::Text),
+    ("hooks", "pre_push", Kind::Text),
+    ("hooks", "pre_push_timeout", Kind::Text),
     ("cache", "enabled", Kind::Raw),
     ("cache", "dirs", Kind::List),
     ("cache", "max_mb", Kind::Raw),

@@ -36,6 +36,8 @@ pub struct ConfigFile {
     pub gc: GcFile,
     #[serde(default)]
     pub cache: CacheFile,
+    #[serde(default)]
+    pub hooks: HooksFile,
     /// `[checks.NAME]`, in the order the file declares them (`[checks.test]` is folded into
     /// `[test]` once parsed).
     #[serde(default, deserialize_with = "super::checks::de_checks")]
@@ -295,6 +297,19 @@ pub struct WatchFile {
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
+pub struct HooksFile {
+    #[serde(default, deserialize_with = "de_pre_push")]
+    pub pre_push: Option<String>,
+    #[serde(default, deserialize_with = "de_timeout")]
+    pub pre_push_timeout: Option<Duration>,
+}
+
+fn de_pre_push<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    one_of(d, &["off", "warn", "block", "wait"])
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PromoteFile {
     pub target: Option<String>,
     #[serde(default, deserialize_with = "de_strategy")]
@@ -422,6 +437,8 @@ impl ConfigFile {
         set(&mut c.promote.target, p.target.clone());
         set(&mut c.promote.strategy, p.strategy.clone());
         set(&mut c.promote.minimum, p.minimum.clone());
+        set(&mut c.hooks.pre_push, self.hooks.pre_push.clone());
+        set(&mut c.hooks.pre_push_timeout, self.hooks.pre_push_timeout);
         let k = &self.cache;
         set(&mut c.cache.enabled, k.enabled);
         if let Some(d) = &k.dirs {

@@ -147,6 +147,16 @@ pub struct WatchConfig {
     pub backfill: u64,
 }
 
+/// What the hooks do beyond queueing runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HooksConfig {
+    /// The pre-push gate: `off`, `warn` (print failing tips), `block` (refuse a push whose
+    /// tip failed) or `wait` (also wait for tips without a result, up to the timeout).
+    pub pre_push: String,
+    #[serde(serialize_with = "ser_duration")]
+    pub pre_push_timeout: Duration,
+}
+
 /// Build caches kept between runs of a branch (`target/`, `node_modules/`, the run's `~/.cache`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CacheConfig {
@@ -238,6 +248,7 @@ pub struct Config {
     pub watch: WatchConfig,
     pub promote: PromoteConfig,
     pub cache: CacheConfig,
+    pub hooks: HooksConfig,
     pub gc: GcConfig,
     pub remote: RemoteConfig,
     pub github: GithubConfig,
@@ -331,6 +342,10 @@ impl Default for Config {
                 target: "main".into(),
                 strategy: "merge".into(),
                 minimum: "RECOMMEND".into(),
+            },
+            hooks: HooksConfig {
+                pre_push: "off".into(),
+                pre_push_timeout: Duration::from_secs(600),
             },
             cache: CacheConfig {
                 enabled: true,

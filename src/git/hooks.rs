@@ -5,12 +5,14 @@ use super::{cli, GitError, Result};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-/// The hooks we install; `reference-transaction` alone would do, the others cover git < 2.28.
+/// The hooks we install: `reference-transaction` alone would queue every commit, the post-*
+/// hooks cover git < 2.28; `pre-push` is the gate (`[hooks] pre_push`, off unless turned on).
 pub const HOOK_NAMES: &[&str] = &[
     "reference-transaction",
     "post-commit",
     "post-merge",
     "post-rewrite",
+    "pre-push",
 ];
 
 const SCRIPT: &str = include_str!("../../hooks/sandbox-hook.sh");
@@ -154,8 +156,13 @@ pub fn managed_elsewhere(dir: &Path, root: &Path) -> Vec<HookInstall> {
             action: "skipped",
             chained: None,
             hint: Some(format!(
-                "core.hooksPath ({}) is inside the work tree and belongs to the project, so git-sandbox wrote nothing there; add this line to your {name} hook (e.g. .husky/{name}): git-sandbox notify --hook {name} >/dev/null 2>&1 || true",
-                shown.display()
+                "core.hooksPath ({}) is inside the work tree and belongs to the project, so git-sandbox wrote nothing there; add this line to your {name} hook (e.g. .husky/{name}): {}",
+                shown.display(),
+                if *name == "pre-push" {
+                    "git-sandbox pre-push \"$@\" || exit 1".to_string()
+                } else {
+                    format!("git-sandbox notify --hook {name} >/dev/null 2>&1 || true")
+                }
             )),
         })
         .collect()

@@ -111,11 +111,10 @@ fn unmerged() -> GitError {
 }
 
 fn parse_id(out: &str) -> Result<ObjectId> {
-    ObjectId::from_hex(out.trim().as_bytes())
-        .map_err(|_| GitError::Cli {
-            cmd: "git write-tree".into(),
-            stderr: format!("printed {:?}, not an object id", out.trim()),
-        })
+    ObjectId::from_hex(out.trim().as_bytes()).map_err(|_| GitError::Cli {
+        cmd: "git write-tree".into(),
+        stderr: format!("printed {:?}, not an object id", out.trim()),
+    })
 }
 
 #[cfg(test)]
@@ -164,10 +163,19 @@ mod tests {
         let (_, tree) = take(&repo, Snapshot::Worktree).unwrap();
         assert_eq!(git(dir, &["show", &format!("{tree}:a.txt")]), "three\n");
         let files = git(dir, &["ls-tree", "--name-only", &tree.to_string()]);
-        assert!(files.contains("new.txt") && !files.contains("ignored.txt"), "{files}");
+        assert!(
+            files.contains("new.txt") && !files.contains("ignored.txt"),
+            "{files}"
+        );
 
         assert_eq!(std::fs::read(dir.join(".git/index")).unwrap(), index_before);
-        assert_eq!(git(dir, &["--no-optional-locks", "status", "--porcelain=v2"]), status_before);
-        assert_eq!(std::fs::read_to_string(dir.join("a.txt")).unwrap(), "three\n");
+        assert_eq!(
+            git(dir, &["--no-optional-locks", "status", "--porcelain=v2"]),
+            status_before
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.join("a.txt")).unwrap(),
+            "three\n"
+        );
     }
 }
