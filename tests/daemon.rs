@@ -491,3 +491,41 @@ fn a_burst_of_commits_is_served_in_batches_and_work_is_shared_by_idle_workers() 
     assert_eq!(w.sandbox(&w.work(), &["daemon", "stop"]).code, 0);
     daemon.child.wait().unwrap();
 }
+
+#[test]
+fn with_watch_mode_latest_a_commit_its_branch_moved_past_is_skipped_and_run_later_by_name() {
+    let w = World::new();
+    let repo = w.new_repo("latest");
+    w.user_config("[watch]\nmode = \"latest\"\n");
+    quick_config(&w, &repo, "true");
+    // Queued by the hooks while no daemon runs: by the time it starts, main has moved on.
+    let ids: Vec<String> = (0..4)
+        .map(|i| w.commit(&repo, &[("f.txt", &i.to_string())], &format!("c{i}")))
+        .collect();
+    let tip = ids.last().unwrap().clone();
+    let mut daemon = w.spawn(&w.work(), &["daemon", "--workers", "1"]);
+    assert!(
+        w.wait_until(30, || ids.iter().all(|id| has_note(&w, &repo, id))),
+        "every queued commit got a note"
+    );
+    let note = w.note(&repo, &tip).unwrap();
+    assert_eq!(note["status"], "passed", "the tip runs: {note}");
+    for id in &ids[..3] {
+        let note = w.note(&repo, id).unwrap();
+        assert_eq!(note["status"], "skipped", "{note}");
+        assert_eq!(note["superseded_by"], tip.as_str(), "{note}");
+        assert!(note["tests"].is_null(), "nothing ran: {note}");
+    }
+    let log = w.sandbox(&repo, &["log", "-n", "2"]);
+    assert!(
+        log.stdout
+            .contains(&format!("skipped c2 [superseded by {}]", &tip[..7])),
+        "{log:?}"
+    );
+    // A skipped commit is no result: run by name, it runs.
+    let o = w.sandbox(&repo, &["run", &ids[1]]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(w.note(&repo, &ids[1]).unwrap()["status"], "passed");
+    assert_eq!(w.sandbox(&w.work(), &["daemon", "stop"]).code, 0);
+    daemon.child.wait().unwrap();
+}

@@ -133,6 +133,7 @@ pub fn demo(ctx: &Context, path: Option<&Path>, on: &mut dyn FnMut(Event<'_>)) -
         interrupt,
         yield_after_run: false,
         unnoted: false,
+        skip_superseded: false,
     };
     let outcome = run_commits(ctx, &repo, &created.repo, &main, &opts, &mut |_| {})?;
     let mut results = outcome.records;

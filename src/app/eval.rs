@@ -108,6 +108,7 @@ pub(crate) fn result_or_run(
         interrupt,
         yield_after_run: false,
         unnoted: false,
+        skip_superseded: false,
     };
     let outcome = run_commits(ctx, repo, row, &[commit], &opts, &mut |_| {})?;
     Ok(outcome.records.into_iter().next())
@@ -331,6 +332,7 @@ mod tests {
             cached_from: None,
             error: None,
             config_hash: None,
+            superseded_by: None,
             checks: Default::default(),
             tests: Some(Tests {
                 status: None,

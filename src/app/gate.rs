@@ -185,6 +185,7 @@ fn wait_for(
             interrupt: &stop,
             yield_after_run: false,
             unnoted: false,
+            skip_superseded: false,
         };
         let outcome = run_commits(ctx, repo, row, &[commit], &opts, &mut |_| {});
         done.store(true, Ordering::Relaxed);

@@ -105,7 +105,7 @@ fn github_repo(ctx: &Context, repo: &gix::Repository) -> Option<(String, String)
 fn state_of(status: Status) -> &'static str {
     match status {
         Status::Passed => "success",
-        Status::Error | Status::Unknown => "error",
+        Status::Error | Status::Skipped | Status::Unknown => "error",
         _ => "failure",
     }
 }
@@ -196,7 +196,8 @@ pub fn queue_statuses(ctx: &Context, repo: &gix::Repository, row: &RepoRow, reco
     let Some((owner, name)) = github_repo(ctx, repo) else {
         return;
     };
-    for r in records {
+    // A skipped commit has no result to show (GitHub's statuses have no "skipped").
+    for r in records.iter().filter(|r| r.status != Status::Skipped) {
         let (state, description) = describe_tests(r);
         let mut rows = vec![(TESTS_CONTEXT.to_string(), state, description)];
         if let Some((s, d)) = describe_analysis(r) {

@@ -221,6 +221,7 @@ pub fn promote(
         interrupt,
         yield_after_run: false,
         unnoted: false,
+        skip_superseded: false,
     };
     let outcome = run_commits(ctx, repo, row, &[new], &run_opts, &mut |_| {})?;
     if outcome.interrupted {

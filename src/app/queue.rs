@@ -265,6 +265,12 @@ pub fn run_jobs(ctx: &Context, row: &RepoRow, jobs: &[Job], interrupt: &AtomicBo
                     interrupt,
                     yield_after_run: true,
                     unnoted: false,
+                    // Only what arrived by itself: a commit asked for by name (MCP) or by
+                    // `[watch] backfill` runs whatever the branch did since.
+                    skip_superseded: matches!(
+                        Trigger::parse(&first.trigger),
+                        Trigger::Hook | Trigger::Watch | Trigger::Webhook | Trigger::Poll
+                    ),
                 };
                 run_commits(ctx, &repo, row, &commits, &opts, &mut |_| {})
             });

@@ -150,7 +150,7 @@ pub fn current_record(
 /// Whether a record made for its own commit may serve other commits of its tree (as
 /// [`tree_hit`] finds them in the index): it says whether the tests passed or failed.
 pub fn first_hand(r: &RunRecord) -> bool {
-    r.cached_from.is_none() && !matches!(r.status, Status::Error | Status::Unknown)
+    r.cached_from.is_none() && r.status.is_result()
 }
 
 /// A record that answers for `info` under config `key`.
@@ -158,7 +158,7 @@ pub fn usable(r: &RunRecord, info: &CommitInfo, key: &str) -> bool {
     r.commit == info.id
         && r.tree == info.tree
         && r.config_hash.as_deref() == Some(key)
-        && !matches!(r.status, Status::Error | Status::Unknown)
+        && r.status.is_result()
 }
 
 /// A first-hand result of the same tree under config `key`, made for another commit, as a

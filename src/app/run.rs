@@ -32,6 +32,9 @@ pub struct RunOptions<'a> {
     /// the rest undone (`Outcome::records` is then shorter than the commits): a daemon's worker
     /// hands the rest of its batch back to the queue, for idle workers to take.
     pub yield_after_run: bool,
+    /// Skip a commit whose branch (`refname`) moved past it, when its config says
+    /// `[watch] mode = "latest"` (the daemon's jobs; never a run asked for by name).
+    pub skip_superseded: bool,
     /// The commits are snapshots of work not committed (`run --staged`, `--worktree`): objects
     /// no ref points at, whose results go to the index only (found again by their tree when
     /// that tree is committed), never to a note or GitHub.
@@ -170,7 +173,9 @@ pub fn run_commits(
             }
             to_write.push(record.clone());
         }
-        let made = source == Source::Made && record.cached_from.is_none();
+        let made = source == Source::Made
+            && record.cached_from.is_none()
+            && record.status != Status::Skipped;
         ran += made as usize;
         // What later commits of the same tree and config are served from, as the index would.
         if let (true, Some(key)) = (made && results::first_hand(&record), &record.config_hash) {
@@ -228,6 +233,7 @@ fn base_record(info: &CommitInfo, opts: &RunOptions<'_>, started: i64) -> RunRec
         cached_from: None,
         error: None,
         config_hash: None,
+        superseded_by: None,
         checks: Default::default(),
         tests: None,
         analysis: None,
@@ -325,6 +331,14 @@ fn run_one(
         }
     }
 
+    if opts.skip_superseded && config.watch.mode == "latest" {
+        if let Some(tip) = superseded(repo, opts.refname.as_deref(), info.id) {
+            record.status = Status::Skipped;
+            record.superseded_by = Some(tip.to_string());
+            record.changes = git::diff::commit_changes(repo, info).ok();
+            return Ok((finish(record, started), Source::Made));
+        }
+    }
     let event = |kind: &str, data: serde_json::Value| {
         let _ = ctx.index.add_event(
             kind,
@@ -537,4 +551,11 @@ fn was_interrupted(r: &RunRecord) -> bool {
         .iter()
         .chain(r.checks.iter().map(|(_, c)| &c.run))
         .any(|t| t.killed_by.as_deref() == Some("interrupt"))
+}
+
+/// The commit `refname` points at now, when it is not `commit`: the branch moved past it.
+fn superseded(repo: &gix::Repository, refname: Option<&str>, commit: ObjectId) -> Option<ObjectId> {
+    let mut r = repo.find_reference(refname?).ok()?;
+    let tip = r.peel_to_id().ok()?.detach();
+    (tip != commit).then_some(tip)
 }

@@ -97,6 +97,7 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
         interrupt: &gix::interrupt::IS_INTERRUPTED,
         yield_after_run: false,
         unnoted: snapshot.is_some(),
+        skip_superseded: false,
     };
     let bar = (commits.len() > 1 && std::io::stderr().is_terminal()).then(|| {
         let bar = indicatif::ProgressBar::new(commits.len() as u64);

@@ -70,6 +70,9 @@ fn print_human(r: &RunRecord, summary: &str, logs: Logs<'_>) {
     if let Some(c) = &r.cached_from {
         println!("Cached:   from {c} (same tree and config)");
     }
+    if let Some(by) = &r.superseded_by {
+        println!("Skipped:  its branch had moved on to {by} before its run ([watch] mode = \"latest\"); run it with `git sandbox run {}`", crate::util::short(&r.commit));
+    }
     if let Some(e) = &r.experiment {
         println!("Experiment: {e}");
     }

@@ -27,6 +27,7 @@ pub fn dim(s: &str) -> String {
 pub fn mark(status: Status) -> String {
     match status {
         Status::Passed => paint("32", "✔"),
+        Status::Skipped => dim("·"),
         _ => paint("31", "✘"),
     }
 }
@@ -84,6 +85,14 @@ pub fn oneline(r: &RunRecord, summary: &str) -> String {
         (Status::Passed | Status::Failed, _) | (_, None) => String::new(),
         (_, Some(e)) => format!(" — {}", first_line(e)),
     };
+    if let (Status::Skipped, Some(by)) = (r.status, &r.superseded_by) {
+        return format!(
+            "{} {} skipped {summary} [superseded by {}]",
+            mark(r.status),
+            yellow(crate::util::short(&r.commit)),
+            crate::util::short(by)
+        );
+    }
     let mut facts = vec![counts(r)];
     facts.extend(unpassed_checks(r));
     // With named checks the tests are one part of the run: its duration is the whole.

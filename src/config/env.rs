@@ -34,6 +34,7 @@ const ENV_KEYS: &[(&str, &str, Kind)] = &[
     ("analysis", "max_parameters", Kind::Raw),
     ("watch", "branches", Kind::List),
     ("watch", "backfill", Kind::Raw),
+    ("watch", "mode", Kind::Text),
     ("promote", "target", Kind::Text),
     ("promote", "strategy", Kind::Text),
     ("promote", "minimum", Kind::Text),

@@ -293,6 +293,12 @@ pub struct WatchFile {
     #[serde(default, deserialize_with = "de_globs")]
     pub branches: Option<Vec<String>>,
     pub backfill: Option<u64>,
+    #[serde(default, deserialize_with = "de_watch_mode")]
+    pub mode: Option<String>,
+}
+
+fn de_watch_mode<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    one_of(d, &["every", "latest"])
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -433,6 +439,7 @@ impl ConfigFile {
         set(&mut c.analysis.max_parameters, a.max_parameters);
         set(&mut c.watch.branches, self.watch.branches.clone());
         set(&mut c.watch.backfill, self.watch.backfill);
+        set(&mut c.watch.mode, self.watch.mode.clone());
         let p = &self.promote;
         set(&mut c.promote.target, p.target.clone());
         set(&mut c.promote.strategy, p.strategy.clone());

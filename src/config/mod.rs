@@ -145,6 +145,9 @@ pub struct WatchConfig {
     /// How many of the newest commits of each watched branch `init` queues (0: none; history
     /// is run only when asked).
     pub backfill: u64,
+    /// `every` commit queued is run, or only the `latest` of its branch: a queued commit whose
+    /// branch moved past it before its run started is skipped.
+    pub mode: String,
 }
 
 /// What the hooks do beyond queueing runs.
@@ -337,6 +340,7 @@ impl Default for Config {
             watch: WatchConfig {
                 branches: vec!["main".into(), "experiment/*".into()],
                 backfill: 0,
+                mode: "every".into(),
             },
             promote: PromoteConfig {
                 target: "main".into(),

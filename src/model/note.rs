@@ -108,6 +108,9 @@ fn finished_ms(r: &RunRecord) -> Option<i64> {
 /// The summary note for a record: at most four lines in trailer style, what plain `git log`
 /// shows (`notes.displayRef`).
 pub fn summary(r: &RunRecord) -> Vec<u8> {
+    if let (Status::Skipped, Some(by)) = (r.status, &r.superseded_by) {
+        return format!("Sandbox: skipped, superseded by {by}\n").into_bytes();
+    }
     let mut lines = Vec::new();
     let tests = match &r.tests {
         None => "no tests".to_string(),
@@ -239,6 +242,7 @@ mod tests {
             cached_from: None,
             error: None,
             config_hash: None,
+            superseded_by: None,
             checks: Default::default(),
             tests: Some(Tests {
                 status: None,

@@ -16,6 +16,9 @@ pub enum Status {
     Error,
     Timeout,
     Killed,
+    /// Not run: with `[watch] mode = "latest"`, its branch had moved past it before its run
+    /// started (`superseded_by` names the commit). No result: `run` runs it.
+    Skipped,
     /// A status this build does not know (written by a newer git-sandbox): never a pass.
     #[serde(other)]
     Unknown,
@@ -29,6 +32,7 @@ impl Status {
             Status::Error => "error",
             Status::Timeout => "timeout",
             Status::Killed => "killed",
+            Status::Skipped => "skipped",
             Status::Unknown => "unknown",
         }
     }
@@ -37,16 +41,23 @@ impl Status {
         self == Status::Passed
     }
 
-    /// How bad a status is, for the worst of several: passed < failed < timeout < killed <
-    /// error < unknown.
+    /// Whether a record of this status says how the tree fared (it may be reused and judged):
+    /// not an `error`, not `skipped`, not a status this build does not know.
+    pub fn is_result(self) -> bool {
+        !matches!(self, Status::Error | Status::Skipped | Status::Unknown)
+    }
+
+    /// How bad a status is, for the worst of several: passed < skipped < failed < timeout <
+    /// killed < error < unknown.
     pub fn severity(self) -> u8 {
         match self {
             Status::Passed => 0,
-            Status::Failed => 1,
-            Status::Timeout => 2,
-            Status::Killed => 3,
-            Status::Error => 4,
-            Status::Unknown => 5,
+            Status::Skipped => 1,
+            Status::Failed => 2,
+            Status::Timeout => 3,
+            Status::Killed => 4,
+            Status::Error => 5,
+            Status::Unknown => 6,
         }
     }
 }
@@ -127,6 +138,9 @@ pub struct RunRecord {
     /// Identifies the effective configuration the result was produced under (tree + config = cache key).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_hash: Option<String>,
+    /// For `status: skipped`: the commit its branch had moved to when its run was due.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded_by: Option<String>,
     /// The `test` check: the tests' command, counts and output.
     pub tests: Option<Tests>,
     /// The other named checks (`[checks.NAME]`), in the order the config declares them, keyed

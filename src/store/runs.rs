@@ -85,7 +85,7 @@ impl Index {
             .query_row(
                 "SELECT id, record FROM runs
                  WHERE repository_id = ?1 AND tree_id = ?2 AND (CAST(?3 AS TEXT) IS NULL OR config_hash = ?3)
-                   AND cached_from IS NULL AND status NOT IN ('error', 'unknown')
+                   AND cached_from IS NULL AND status NOT IN ('error', 'skipped', 'unknown')
                    AND commit_id != ?4
                  ORDER BY finished_at DESC LIMIT 1",
                 params![repository_id, tree, config_hash, not_commit],
