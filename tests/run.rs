@@ -657,3 +657,55 @@ fn a_checkout_left_by_a_killed_run_is_removed_by_the_next_one() {
     assert_eq!(o.code, 0, "{o:?}");
     assert_eq!(run_dirs(&scratch), 0, "the next run removed it");
 }
+
+#[test]
+fn run_j_runs_commits_of_a_range_side_by_side_and_reports_them_in_order() {
+    let w = World::new();
+    let repo = w.new_repo("parallel");
+    let base = set_config(
+        &w,
+        &repo,
+        "[test]\ncommand = \"date +%s.%N; sleep 1; date +%s.%N\"\n[analysis]\nenabled = false\n",
+    );
+    let ids: Vec<String> = (0..4)
+        .map(|i| w.commit(&repo, &[("f.txt", &i.to_string())], &format!("c{i}")))
+        .collect();
+    let o = w.sandbox(
+        &repo,
+        &["run", "-j", "2", "--json", &format!("{base}..HEAD")],
+    );
+    assert_eq!(o.code, 0, "{o:?}");
+    let records = o.json();
+    let commits: Vec<&str> = records
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["commit"].as_str().unwrap())
+        .collect();
+    assert_eq!(commits, ids, "oldest first, as given");
+    let spans: Vec<(f64, f64)> = ids
+        .iter()
+        .map(|id| {
+            let note = w.note(&repo, id).expect("each commit has its note");
+            let out = note["tests"]["output_tail"].as_str().unwrap().to_string();
+            let t: Vec<f64> = out.lines().filter_map(|l| l.trim().parse().ok()).collect();
+            assert_eq!(t.len(), 2, "{out}");
+            (t[0], t[1])
+        })
+        .collect();
+    let overlapping = (0..spans.len())
+        .flat_map(|i| (i + 1..spans.len()).map(move |j| (i, j)))
+        .filter(|&(i, j)| spans[i].0 < spans[j].1 && spans[j].0 < spans[i].1)
+        .count();
+    assert!(overlapping >= 1, "two commits ran at once: {spans:?}");
+    let o = w.sandbox(
+        &repo,
+        &["run", "-j", "0", "--json", &format!("{base}..HEAD")],
+    );
+    assert_eq!(o.code, 2, "-j 0 is not a number of jobs: {o:?}");
+    assert!(o.stderr.contains("--jobs"), "{o:?}");
+    // Again with more jobs than commits: every result is there already.
+    let o = w.sandbox(&repo, &["run", "-j", "8", &format!("{base}..HEAD")]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(o.stdout.lines().count(), 4, "{o:?}");
+}

@@ -1,5 +1,5 @@
 use super::{cwd, print_json, ui, CmdResult, CommandError};
-use crate::app::run::{run_commits, Progress, RunOptions};
+use crate::app::run::{run_commits, run_commits_parallel, Progress, RunOptions};
 use crate::app::{repos, select, Context};
 use crate::config::ConfigFile;
 use crate::git::revs::Walk;
@@ -44,6 +44,10 @@ pub struct RunArgs {
     /// Try another test timeout ("90s", "5m"): a trial, printed but not recorded.
     #[arg(long, value_name = "DURATION")]
     pub timeout: Option<String>,
+    /// Run up to N commits at once, each in its own sandbox (`-j $(nproc)`: one per core).
+    #[arg(short = 'j', long = "jobs", value_name = "N",
+          value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: Option<u16>,
     /// Print the records as a JSON array.
     #[arg(long)]
     pub json: bool,
@@ -139,7 +143,14 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
         }
     };
     let trial = opts.is_trial();
-    let outcome = run_commits(&ctx, &repo, &row, &commits, &opts, &mut on_progress)?;
+    let jobs = args.jobs.map_or(1, usize::from);
+    let outcome = if jobs > 1 && commits.len() > 1 {
+        let progress: std::sync::Mutex<&mut (dyn FnMut(Progress<'_>) + Send)> =
+            std::sync::Mutex::new(&mut on_progress);
+        run_commits_parallel(&dir, &commits, &opts, jobs, &progress)?
+    } else {
+        run_commits(&ctx, &repo, &row, &commits, &opts, &mut on_progress)?
+    };
     if let Some(b) = bar {
         b.finish_and_clear();
     }
