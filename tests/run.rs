@@ -709,3 +709,75 @@ fn run_j_runs_commits_of_a_range_side_by_side_and_reports_them_in_order() {
     assert_eq!(o.code, 0, "{o:?}");
     assert_eq!(o.stdout.lines().count(), 4, "{o:?}");
 }
+
+#[test]
+fn a_changed_tool_is_another_cache_key_and_explain_cache_says_so() {
+    let w = World::new();
+    let repo = w.new_repo("toolchain");
+    // Under the user's home, which the sandbox hides but for the toolchains on PATH.
+    let tools = w.path("home/tools/bin");
+    std::fs::create_dir_all(&tools).unwrap();
+    let tool = tools.join("mytool");
+    let write_tool = |version: &str| {
+        std::fs::write(&tool, format!("#!/bin/sh\necho mytool {version}\n")).unwrap();
+        std::fs::set_permissions(&tool, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+    };
+    write_tool("1");
+    w.own(&tools);
+    let path = format!(
+        "{}:{}:{}",
+        tools.display(),
+        World::bin_dir().display(),
+        std::env::var("PATH").unwrap()
+    );
+    let env = [("PATH", path.as_str())];
+    let c = set_config(&w, &repo, "[test]\ncommand = \"mytool\"\n");
+    let o = w.sandbox_env(&repo, &["run"], &env);
+    assert_eq!(o.code, 0, "{o:?}");
+    let note = w.note(&repo, &c).unwrap();
+    assert!(
+        note["toolchain"]["mytool"]
+            .as_str()
+            .unwrap()
+            .starts_with(&tool.display().to_string()),
+        "the record names the tool it ran: {note}"
+    );
+    let o = w.sandbox_env(&repo, &["run", "--explain-cache"], &env);
+    assert!(o.stdout.contains("keeps its own result"), "{o:?}");
+    let empty = w.commit(&repo, &[], "same tree");
+    let o = w.sandbox_env(&repo, &["run", "--explain-cache"], &env);
+    assert!(
+        o.stdout.contains(&format!("is served from {}", &c[..7])),
+        "{o:?}"
+    );
+
+    // The tool changes: neither commit's result stands, and `--explain-cache` says why.
+    write_tool("2, a newer one");
+    let o = w.sandbox_env(
+        &repo,
+        &["run", "--explain-cache", "--json", &c, &empty],
+        &env,
+    );
+    assert_eq!(o.code, 0, "{o:?}");
+    let why = o.json();
+    assert_eq!(why[0]["decision"], "run", "{why}");
+    assert_eq!(why[1]["decision"], "run", "{why}");
+    let reasons = why[0]["reasons"].to_string();
+    assert!(reasons.contains("mytool was"), "{reasons}");
+    assert!(
+        w.note(&repo, &empty).is_none(),
+        "--explain-cache runs nothing"
+    );
+    let o = w.sandbox_env(&repo, &["run", "--json"], &env);
+    assert_eq!(o.code, 0, "{o:?}");
+    let r = &o.json()[0];
+    assert_eq!(r["cached_from"], serde_json::Value::Null, "made again: {r}");
+    assert!(
+        r["tests"]["output_tail"]
+            .as_str()
+            .unwrap()
+            .contains("mytool 2"),
+        "{r}"
+    );
+}

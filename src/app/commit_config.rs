@@ -36,7 +36,45 @@ pub fn config_for(
         layers.experiment = super::experiments::config_overrides(repo, info, name)?;
     }
     layers.flags = flags.clone();
-    Ok(layers.resolve())
+    let mut config = layers.resolve();
+    config.toolchain = toolchain_of(&config, repo, info);
+    Ok(config)
+}
+
+/// The tools a commit's runs would use: the program words of its test command (or, when it has
+/// none, of the tools its tree's manifests call for), of its named checks and of its setup step.
+fn toolchain_of(
+    config: &Config,
+    repo: &gix::Repository,
+    info: &CommitInfo,
+) -> std::collections::BTreeMap<String, String> {
+    use crate::runner::toolchain;
+    let mut words = Vec::new();
+    match &config.test.command {
+        Some(c) => words.extend(toolchain::program_words(c)),
+        None => {
+            let has = |f: &str| git::blob_at(repo, info.tree, f).ok().flatten().is_some();
+            let found = [
+                ("Cargo.toml", &["cargo", "rustc"][..]),
+                ("go.mod", &["go"][..]),
+                ("package.json", &["npm", "node"][..]),
+            ]
+            .into_iter()
+            .find(|(marker, _)| has(marker));
+            match found {
+                Some((_, tools)) => words.extend(tools.iter().map(|t| t.to_string())),
+                // Python's test runners, else `node --test`.
+                None => words.extend(["python3".to_string(), "node".to_string()]),
+            }
+        }
+    }
+    for c in &config.checks {
+        words.extend(toolchain::program_words(&c.command));
+    }
+    if let Some(s) = &config.test.setup {
+        words.extend(toolchain::program_words(s));
+    }
+    toolchain::describe(&words, &crate::runner::env::toolchain_env())
 }
 
 /// [`config_for`] a run of `commit` made for `refname` (an experiment's branch adds its

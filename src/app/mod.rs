@@ -11,6 +11,7 @@ pub mod demo;
 pub mod eval;
 pub mod exec;
 pub mod experiments;
+pub mod explain;
 pub mod failures;
 pub mod fleet;
 pub mod forget;

@@ -295,6 +295,7 @@ fn base_record(info: &CommitInfo, opts: &RunOptions<'_>, started: i64) -> RunRec
         error: None,
         config_hash: None,
         superseded_by: None,
+        toolchain: Default::default(),
         checks: Default::default(),
         tests: None,
         analysis: None,
@@ -339,6 +340,7 @@ fn run_one(
     };
     let key = config.result_key();
     record.config_hash = Some(key.clone());
+    record.toolchain = config.toolchain.clone();
     if !opts.force {
         // The commit's own result: its note, else the index (a deleted index, a crash between
         // writing the note and indexing it, a note a non-CAS writer dropped).

@@ -48,6 +48,10 @@ pub struct RunArgs {
     #[arg(short = 'j', long = "jobs", value_name = "N",
           value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: Option<u16>,
+    /// Run nothing: say for each commit whether its result would be its own, served from
+    /// another commit of its tree, or made again, and why (the config, the tools).
+    #[arg(long)]
+    pub explain_cache: bool,
     /// Print the records as a JSON array.
     #[arg(long)]
     pub json: bool,
@@ -92,6 +96,31 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
         return Ok(0);
     }
     let refname = select::branch_named(&repo, &args.revs, args.all);
+    if args.explain_cache {
+        let mut all = Vec::new();
+        for &c in &commits {
+            let e = crate::app::explain::explain(&ctx, &repo, &row, c, refname.as_deref())?;
+            if !args.json {
+                let what = match (e.decision, &e.from) {
+                    ("own", _) => "keeps its own result".to_string(),
+                    ("tree", Some(from)) => {
+                        format!("is served from {}", crate::util::short(from))
+                    }
+                    _ => "would run".to_string(),
+                };
+                println!(
+                    "{} {what}: {}",
+                    ui::yellow(crate::util::short(&e.commit)),
+                    e.reasons.join("; ")
+                );
+            }
+            all.push(e);
+        }
+        if args.json {
+            print_json(&all);
+        }
+        return Ok(0);
+    }
     let _ = gix::interrupt::init_handler_default(1);
     let opts = RunOptions {
         force: args.force,

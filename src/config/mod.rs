@@ -246,6 +246,10 @@ pub struct Config {
     pub test: TestConfig,
     /// The named checks besides the tests (`[checks.NAME]`), in the order declared.
     pub checks: Vec<CheckConfig>,
+    /// The tools the commands run, as this machine has them (see `runner::toolchain`): filled
+    /// in for a commit's runs, part of the result key.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub toolchain: std::collections::BTreeMap<String, String>,
     pub limits: Limits,
     pub analysis: AnalysisConfig,
     pub watch: WatchConfig,
@@ -318,6 +322,7 @@ impl Default for Config {
                 parallel: false,
             },
             checks: Vec::new(),
+            toolchain: Default::default(),
             limits: Limits {
                 memory_mb: 2048,
                 cpu_seconds: 600,
@@ -515,6 +520,10 @@ impl Config {
         // Named checks change the result; without any, the keys of earlier results stay.
         if !self.checks.is_empty() {
             json["checks"] = serde_json::json!(self.checks);
+        }
+        // A result holds only for the tools it was made with.
+        if !self.toolchain.is_empty() {
+            json["toolchain"] = serde_json::json!(self.toolchain);
         }
         crate::util::fnv64_hex(json.to_string().as_bytes())
     }

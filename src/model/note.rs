@@ -243,6 +243,7 @@ mod tests {
             error: None,
             config_hash: None,
             superseded_by: None,
+            toolchain: Default::default(),
             checks: Default::default(),
             tests: Some(Tests {
                 status: None,

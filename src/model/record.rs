@@ -138,6 +138,10 @@ pub struct RunRecord {
     /// Identifies the effective configuration the result was produced under (tree + config = cache key).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_hash: Option<String>,
+    /// The tools its commands ran, as the machine that made it had them (program word →
+    /// executable, size and mtime, and the toolchain a manager's shim selected).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub toolchain: BTreeMap<String, String>,
     /// For `status: skipped`: the commit its branch had moved to when its run was due.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub superseded_by: Option<String>,

@@ -30,6 +30,25 @@ const PASS: &[&str] = &[
 
 /// Build the environment for a run whose private directory is `root` (HOME and TMPDIR go there).
 pub fn sandbox_env(root: &Path) -> Vec<(String, String)> {
+    let mut env = toolchain_env();
+    let home = root.join("home");
+    let tmp = root.join("tmp");
+    let _ = std::fs::create_dir_all(&home);
+    let _ = std::fs::create_dir_all(&tmp);
+    env.extend([
+        ("HOME".to_string(), home.display().to_string()),
+        ("TMPDIR".to_string(), tmp.display().to_string()),
+        ("CI".to_string(), "true".to_string()),
+        ("GIT_SANDBOX".to_string(), "1".to_string()),
+        ("PYTHONDONTWRITEBYTECODE".to_string(), "1".to_string()),
+        ("NO_COLOR".to_string(), "1".to_string()),
+    ]);
+    env
+}
+
+/// The part of a run's environment that finds its tools: `PATH` and the toolchain managers'
+/// variables, as every run gets them.
+pub fn toolchain_env() -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = PASS
         .iter()
         .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
@@ -50,17 +69,5 @@ pub fn sandbox_env(root: &Path) -> Vec<(String, String)> {
     if !env.iter().any(|(k, _)| k == "PATH") {
         env.push(("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()));
     }
-    let home = root.join("home");
-    let tmp = root.join("tmp");
-    let _ = std::fs::create_dir_all(&home);
-    let _ = std::fs::create_dir_all(&tmp);
-    env.extend([
-        ("HOME".to_string(), home.display().to_string()),
-        ("TMPDIR".to_string(), tmp.display().to_string()),
-        ("CI".to_string(), "true".to_string()),
-        ("GIT_SANDBOX".to_string(), "1".to_string()),
-        ("PYTHONDONTWRITEBYTECODE".to_string(), "1".to_string()),
-        ("NO_COLOR".to_string(), "1".to_string()),
-    ]);
     env
 }

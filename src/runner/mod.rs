@@ -9,6 +9,7 @@ pub mod parse;
 pub mod process;
 pub mod sandbox;
 pub mod stamps;
+pub mod toolchain;
 pub mod workspace;
 
 pub use process::{run, Outcome, Output, Spec};
