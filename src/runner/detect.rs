@@ -43,6 +43,8 @@ fn from_package_json(dir: &Path) -> Option<(String, &'static str)> {
         "vitest"
     } else if script.contains("jest") {
         "jest"
+    } else if script.contains("mocha") {
+        "mocha"
     } else if script.contains("node --test") {
         "node"
     } else {
@@ -121,6 +123,12 @@ mod tests {
         )
         .unwrap();
         assert_eq!(detect(d.path()), Some(("npm test".into(), "vitest")));
+        std::fs::write(
+            d.path().join("package.json"),
+            r#"{"scripts":{"test":"mocha --recursive"}}"#,
+        )
+        .unwrap();
+        assert_eq!(detect(d.path()), Some(("npm test".into(), "mocha")));
         std::fs::write(d.path().join("Cargo.toml"), "[package]").unwrap();
         assert_eq!(detect(d.path()).unwrap().1, "cargo");
     }

@@ -7,12 +7,17 @@
 //! tests in the framework's own notation with a short message. Nothing here panics on garbage, and
 //! every parser is linear in the size of the output.
 
+mod bun;
 mod cargo;
+mod deno;
 mod go;
 mod js;
 mod junit;
+mod mocha;
 mod nextest;
+mod phpunit;
 mod pytest;
+mod rspec;
 mod tap;
 mod text;
 mod unittest;
@@ -20,12 +25,15 @@ mod unittest;
 use crate::model::TestCounts;
 
 /// Every framework name `parse_output` can return, in the order tried when the hint fails.
-/// `nextest` goes before `cargo` (nextest output embeds indented `test result:` lines).
-pub const FRAMEWORKS: [&str; 9] = [
-    "nextest", "cargo", "pytest", "unittest", "go", "jest", "vitest", "node", "junit",
+/// `nextest` goes before `cargo` (nextest output embeds indented `test result:` lines), `mocha`
+/// before `node` (mocha's TAP reporter is TAP too; `node` leaves it to `mocha` even when hinted).
+pub const FRAMEWORKS: [&str; 14] = [
+    "nextest", "cargo", "pytest", "unittest", "go", "jest", "vitest", "mocha", "bun", "deno",
+    "node", "rspec", "phpunit", "junit",
 ];
 
-/// Framework names: "pytest", "unittest", "cargo", "nextest", "go", "jest", "vitest", "node", "junit".
+/// Framework names: "pytest", "unittest", "cargo", "nextest", "go", "jest", "vitest", "mocha",
+/// "bun", "deno", "node", "rspec", "phpunit", "junit".
 /// `hint` is the framework the runner detected or guessed from the command (may be None or wrong);
 /// try it first, then the others.
 /// Returns the framework whose summary was recognised and the counts; None when nothing recognisable.
@@ -52,7 +60,13 @@ fn parse_as(framework: &str, text: &str) -> Option<TestCounts> {
         "go" => go::parse(text),
         "jest" => js::parse_jest(text),
         "vitest" => js::parse_vitest(text),
+        "mocha" => mocha::parse(text),
+        "bun" => bun::parse(text),
+        "deno" => deno::parse(text),
+        "node" if mocha::is_tap(text) => None,
         "node" => tap::parse(text),
+        "rspec" => rspec::parse(text),
+        "phpunit" => phpunit::parse(text),
         "junit" => junit::parse_embedded(text),
         _ => None,
     }
@@ -60,7 +74,8 @@ fn parse_as(framework: &str, text: &str) -> Option<TestCounts> {
 
 /// Guess the framework from a command line ("python3 -m pytest -q" -> pytest, "cargo nextest run"
 /// -> nextest, "npx vitest run" -> vitest, "node --test" -> node, "go test ./..." -> go,
-/// "npm test" -> None ...).
+/// "bun test" -> bun, "bundle exec rspec" -> rspec, "vendor/bin/phpunit" -> phpunit, "npm test"
+/// -> None ...).
 pub fn framework_from_command(cmd: &str) -> Option<&'static str> {
     let words: Vec<&str> = cmd
         .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')'))
@@ -99,6 +114,11 @@ pub fn framework_from_command(cmd: &str) -> Option<&'static str> {
             "go" if next == Some("test") => return Some("go"),
             "jest" => return Some("jest"),
             "vitest" => return Some("vitest"),
+            "mocha" | "_mocha" => return Some("mocha"),
+            "bun" if next == Some("test") => return Some("bun"),
+            "deno" if next == Some("test") => return Some("deno"),
+            "rspec" => return Some("rspec"),
+            "phpunit" | "phpunit.phar" => return Some("phpunit"),
             "node" | "nodejs"
                 if words[i + 1..]
                     .iter()

@@ -56,6 +56,66 @@ const FIXTURES: &[(&str, &str)] = &[
         "junit",
         include_str!("../../../tests/fixtures/output/junit/pytest_some_fail.xml"),
     ),
+    (
+        "mocha",
+        include_str!("../../../tests/fixtures/output/mocha/some_fail.txt"),
+    ),
+    (
+        "mocha",
+        include_str!("../../../tests/fixtures/output/mocha/some_fail_dot.txt"),
+    ),
+    (
+        "mocha",
+        include_str!("../../../tests/fixtures/output/mocha/some_fail_tap.txt"),
+    ),
+    (
+        "mocha",
+        include_str!("../../../tests/fixtures/output/mocha/some_fail_tap13.txt"),
+    ),
+    (
+        "mocha",
+        include_str!("../../../tests/fixtures/output/mocha/all_pass_tap.txt"),
+    ),
+    (
+        "bun",
+        include_str!("../../../tests/fixtures/output/bun/some_fail.txt"),
+    ),
+    (
+        "bun",
+        include_str!("../../../tests/fixtures/output/bun/some_fail_color.txt"),
+    ),
+    (
+        "bun",
+        include_str!("../../../tests/fixtures/output/bun/suite_error.txt"),
+    ),
+    (
+        "deno",
+        include_str!("../../../tests/fixtures/output/deno/some_fail_color.txt"),
+    ),
+    (
+        "deno",
+        include_str!("../../../tests/fixtures/output/deno/uncaught_error.txt"),
+    ),
+    (
+        "rspec",
+        include_str!("../../../tests/fixtures/output/rspec/some_fail.txt"),
+    ),
+    (
+        "rspec",
+        include_str!("../../../tests/fixtures/output/rspec/load_error.txt"),
+    ),
+    (
+        "phpunit",
+        include_str!("../../../tests/fixtures/output/phpunit/some_fail.txt"),
+    ),
+    (
+        "phpunit",
+        include_str!("../../../tests/fixtures/output/phpunit/some_fail_testdox.txt"),
+    ),
+    (
+        "phpunit",
+        include_str!("../../../tests/fixtures/output/phpunit/all_pass.txt"),
+    ),
 ];
 
 #[test]
@@ -79,6 +139,7 @@ fn unparseable_output_gives_none() {
         include_str!("../../../tests/fixtures/output/cargo/compile_error.txt"),
         include_str!("../../../tests/fixtures/output/nextest/compile_error.txt"),
         "npm ERR! missing script: test\n",
+        include_str!("../../../tests/fixtures/output/mocha/load_error.txt"),
     ] {
         assert_eq!(parse_output(None, output), None, "{output}");
         assert_eq!(parse_output(Some("cargo"), output), None);
@@ -117,6 +178,24 @@ fn guesses_framework_from_command() {
         ("node --test", Some("node")),
         ("node --experimental-vm-modules --test test/", Some("node")),
         ("node script.js --test", None),
+        ("npx mocha", Some("mocha")),
+        ("mocha --reporter tap 'test/**/*.spec.js'", Some("mocha")),
+        (
+            "./node_modules/.bin/mocha -r ts-node/register",
+            Some("mocha"),
+        ),
+        ("bun test", Some("bun")),
+        ("bun test --coverage ./src", Some("bun")),
+        ("bun run test", None),
+        ("deno test -A", Some("deno")),
+        ("deno run main.ts", None),
+        ("rspec", Some("rspec")),
+        ("bundle exec rspec spec/models", Some("rspec")),
+        ("bin/rspec --format documentation", Some("rspec")),
+        ("phpunit", Some("phpunit")),
+        ("vendor/bin/phpunit --testdox", Some("phpunit")),
+        ("php vendor/bin/phpunit tests", Some("phpunit")),
+        ("php artisan test", None),
         ("CI=1 npm test", None),
         ("npm test", None),
         ("make test", None),
@@ -250,6 +329,12 @@ fn big_outputs_parse_in_linear_time() {
         "--- FAIL: TestX/a/b/c/d (0.00s)\n    x\n",
         "FAIL [ 1.0s] a b\n",
         "<testcase name='a'><failure>",
+        "  1 passing (1ms)\n  1 failing\n  1) a\n       b\n",
+        "not ok 1 a\n  b\n# tests 1\n# fail 1\n1..1\n",
+        "(fail) a [1ms]\n1 | x\n",
+        "a => ./a.ts:1:1\nerror: b\n ERRORS \n",
+        "Failures:\n  1) a\nAn error occurred x.\n",
+        "There were 2 failures:\n1) A::b\n ✘ c\n   │ d\n",
     ] {
         let big = unit.repeat(BIG / unit.len());
         let _ = parse_output(None, &big);
