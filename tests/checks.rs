@@ -190,3 +190,91 @@ fn a_broken_check_in_a_commit_is_an_error_naming_the_file_line_and_fix() {
     assert!(problem.contains("is not a check name"), "{o:?}");
     assert!(hints.iter().any(|h| h.contains("lower-case")), "{o:?}");
 }
+
+const CALC: &str =
+    "def add(a, b):\n    return a + b\n\n\ndef unused(x):\n    y = x * 2\n    return y\n";
+const CALC_TEST: &str = "import unittest\n\nfrom calc import add\n\n\nclass TestCalc(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 2), 4)\n";
+
+#[test]
+fn line_coverage_from_a_real_coverage_py_report_is_recorded_with_the_changed_files() {
+    let has_coverage = std::process::Command::new("python3")
+        .args(["-c", "import coverage"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !has_coverage {
+        eprintln!("skipped: coverage.py is not installed (CI installs it: python3 -m pip install coverage)");
+        return;
+    }
+    let w = World::new();
+    let repo = w.new_repo("coverage");
+    // The report is not named: coverage.json is where `coverage json` writes it.
+    let c = w.commit(
+        &repo,
+        &[
+            (
+                ".sandbox.toml",
+                "[test]\ncommand = \"python3 -m coverage run --include=calc.py -m unittest discover -s tests && python3 -m coverage json --include=calc.py -o coverage.json\"\n",
+            ),
+            ("calc.py", CALC),
+            ("tests/test_calc.py", CALC_TEST),
+        ],
+        "calc, half tested",
+    );
+    let o = w.sandbox(&repo, &["run"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let note = w.note(&repo, &c).unwrap();
+    let cov = &note["coverage"];
+    assert_eq!(cov["format"], "coverage.py", "{note}");
+    assert_eq!(cov["report"], "coverage.json");
+    assert_eq!(cov["check"], "test");
+    // Five statements; the test runs the two definitions and `return a + b`.
+    assert_eq!(
+        (cov["lines_covered"].as_u64(), cov["lines_total"].as_u64()),
+        (Some(3), Some(5)),
+        "{cov}"
+    );
+    assert_eq!(cov["percent"], 60.0);
+    assert_eq!(cov["changed_files"][0]["path"], "calc.py", "{cov}");
+    assert_eq!(cov["changed_files"][0]["percent"], 60.0);
+    let show = w.sandbox(&repo, &["show", &c]);
+    assert!(
+        show.stdout.contains("Coverage: 60.00% of 5 lines"),
+        "{show:?}"
+    );
+    let summary = w.git(&repo, &["notes", "--ref", "sandbox-summary", "show", &c]);
+    assert!(summary.contains("coverage 60.0%"), "{summary}");
+
+    // A report the config names but the command never wrote is said, not guessed.
+    let named = w.commit(
+        &repo,
+        &[(".sandbox.toml", "[test]\ncommand = \"python3 -m unittest discover -s tests\"\ncoverage = \"reports/coverage.xml\"\n")],
+        "a report that is not written",
+    );
+    assert_eq!(w.sandbox(&repo, &["run"]).code, 0);
+    let note = w.note(&repo, &named).unwrap();
+    assert!(note.get("coverage").is_none(), "{note}");
+    assert!(
+        note["warnings"]
+            .to_string()
+            .contains("reports/coverage.xml"),
+        "{note}"
+    );
+
+    // A report committed to the tree is not this run's: it is never taken for one.
+    let committed = w.commit(
+        &repo,
+        &[
+            (
+                ".sandbox.toml",
+                "[test]\ncommand = \"python3 -m unittest discover -s tests\"\n",
+            ),
+            (
+                "coverage.json",
+                "{\"totals\": {\"covered_lines\": 5, \"num_statements\": 5}, \"files\": {}}",
+            ),
+        ],
+        "a stale report committed",
+    );
+    assert_eq!(w.sandbox(&repo, &["run"]).code, 0);
+    assert!(w.note(&repo, &committed).unwrap().get("coverage").is_none());
+}

@@ -6,7 +6,7 @@
 use super::{setup, Context};
 use crate::config::{Config, TEST_CHECK};
 use crate::model::{CheckRun, Checks, Status, Tests};
-use crate::runner::{self, detect, parse, process, workspace};
+use crate::runner::{self, coverage, detect, parse, process, workspace};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -20,6 +20,8 @@ pub(super) struct CheckResult {
     pub warnings: Vec<String>,
     /// The run's overlay could not be made (its kept checkout was bound read-only instead).
     pub overlay_failed: bool,
+    /// The line-coverage report it wrote: where, and what it says.
+    pub coverage: Option<(String, coverage::Report)>,
 }
 
 impl CheckResult {
@@ -30,6 +32,7 @@ impl CheckResult {
             error: Some(why),
             warnings: Vec::new(),
             overlay_failed: false,
+            coverage: None,
         }
     }
 }
@@ -74,6 +77,22 @@ impl Ran {
         all
     }
 
+    /// The coverage report of the run: the tests', else the first named check's.
+    pub fn coverage(&self) -> Option<(&str, &str, &coverage::Report)> {
+        let test = self
+            .test
+            .coverage
+            .as_ref()
+            .map(|(path, r)| (TEST_CHECK, path.as_str(), r));
+        test.or_else(|| {
+            self.others.iter().find_map(|(name, _, c)| {
+                c.coverage
+                    .as_ref()
+                    .map(|(path, r)| (name.as_str(), path.as_str(), r))
+            })
+        })
+    }
+
     /// The named checks as the record keeps them.
     pub fn checks(&self) -> Checks {
         Checks(
@@ -112,6 +131,11 @@ struct Spec<'a> {
     command: Option<&'a str>,
     timeout: Duration,
     junit: Option<&'a str>,
+    /// Where its coverage report may be: the one the config names, else (the tests only) where
+    /// the usual tools write one.
+    coverage: Vec<String>,
+    /// Whether the config named the coverage report (a missing or unreadable one is a warning).
+    coverage_named: bool,
     required: bool,
     parallel: bool,
     log: PathBuf,
@@ -128,6 +152,9 @@ pub(super) struct Env<'a> {
     pub logs: &'a Path,
     pub commit: &'a str,
     pub trial: bool,
+    /// Where the usual tools write a coverage report, but for the paths the commit's tree holds
+    /// (a committed report is no evidence of this run).
+    pub coverage_candidates: &'a [String],
     /// Tell the event log a check has ended.
     pub on_done: &'a dyn Fn(&str, &CheckResult),
 }
@@ -148,6 +175,8 @@ pub(super) fn run_all(
             command: Some(&c.command),
             timeout: config.check_timeout(c),
             junit: c.junit.as_deref(),
+            coverage: c.coverage.iter().cloned().collect(),
+            coverage_named: c.coverage.is_some(),
             required: c.required,
             parallel: c.parallel,
             log: log_path(env.logs, env.commit, Some(&c.name), env.trial),
@@ -158,6 +187,11 @@ pub(super) fn run_all(
         command: config.test.command.as_deref(),
         timeout: config.test.timeout,
         junit: config.test.junit.as_deref(),
+        coverage: match &config.test.coverage {
+            Some(c) => vec![c.clone()],
+            None => env.coverage_candidates.to_vec(),
+        },
+        coverage_named: config.test.coverage.is_some(),
         required: true,
         parallel: config.test.parallel,
         log: log_path(env.logs, env.commit, None, env.trial),
@@ -250,7 +284,8 @@ fn execute(
             None => return Executed::Nothing,
         },
     };
-    let artifacts: Vec<String> = spec.junit.iter().map(|j| j.to_string()).collect();
+    let mut artifacts: Vec<String> = spec.junit.iter().map(|j| j.to_string()).collect();
+    artifacts.extend(spec.coverage.iter().cloned());
     let full = setup.map_or_else(|| command.clone(), |s| s.wrap(&command));
     let outcome = process::run(process::Spec {
         command: &full,
@@ -310,6 +345,7 @@ fn conclude(
                 error: None,
                 warnings,
                 overlay_failed: false,
+                coverage: None,
             }
         }
         Executed::Crashed => {
@@ -331,6 +367,30 @@ fn conclude(
         .put_profile(&summary.profile, &outcome.isolation.layers);
     let text = String::from_utf8_lossy(&outcome.output);
     let mut parsed = parse::parse_output(framework.as_deref(), &text);
+    let mut found_coverage = None;
+    for rel in &spec.coverage {
+        match report_text(&outcome, &dir, rel) {
+            Ok(text) => {
+                let roots = [
+                    dir.to_string_lossy().into_owned(),
+                    format!("{}/tree", runner::sandbox::VIEW_ROOT),
+                ];
+                let roots: Vec<&str> = roots.iter().map(String::as_str).collect();
+                match coverage::parse(&text, &roots) {
+                    Some(report) => {
+                        found_coverage = Some((rel.clone(), report));
+                        break;
+                    }
+                    None if spec.coverage_named => warnings.push(format!(
+                        "{rel} is not a coverage report (coverage.py JSON, Cobertura XML or lcov); not used"
+                    )),
+                    None => {}
+                }
+            }
+            Err(why) if spec.coverage_named => warnings.push(why),
+            Err(_) => {}
+        }
+    }
     if let Some(junit) = spec.junit {
         match report_text(&outcome, &dir, junit) {
             Ok(xml) => match parse::parse_junit_xml(&xml) {
@@ -412,6 +472,7 @@ fn conclude(
         error,
         warnings,
         overlay_failed,
+        coverage: found_coverage,
     }
 }
 

@@ -57,6 +57,7 @@ pub fn evaluate(
         side(&head_ref, head, head_rec.as_ref()),
         base_rec.as_ref(),
         head_rec.as_ref(),
+        config.promote.max_coverage_drop,
     );
     record(ctx, repo, row, &ev)?;
     Ok(ev)
@@ -126,6 +127,7 @@ fn side(refname: &str, commit: ObjectId, r: Option<&RunRecord>) -> Side {
         errors: tests.and_then(|t| t.errors),
         complexity_score: analysis.map(|a| a.complexity_score),
         potential_issues: analysis.map(|a| a.potential_issues.len() as u64),
+        coverage_percent: r.and_then(|r| r.coverage.as_ref()).map(|c| c.percent),
     }
 }
 
@@ -155,6 +157,7 @@ pub fn judge(
     head_side: Side,
     base: Option<&RunRecord>,
     head: Option<&RunRecord>,
+    max_coverage_drop: f64,
 ) -> Evaluation {
     let has_data = match (base, head) {
         (Some(_), Some(h)) => {
@@ -245,6 +248,22 @@ pub fn judge(
             },
         );
     }
+    // Only when both sides measured it: a project without coverage is judged as before.
+    if let (Some(b), Some(h)) = (
+        base.and_then(|b| b.coverage.as_ref()),
+        head.and_then(|h| h.coverage.as_ref()),
+    ) {
+        let delta = ((h.percent - b.percent) * 100.0).round() / 100.0;
+        criteria.push(Criterion {
+            name: "coverage".into(),
+            description: format!(
+                "line coverage does not drop by more than {max_coverage_drop} points against production ([promote] max_coverage_drop)"
+            ),
+            pass: delta + max_coverage_drop >= -EPSILON,
+            value: json!({"head": h.percent, "base": b.percent, "delta": delta}),
+            threshold: json!({"max_drop": max_coverage_drop}),
+        });
+    }
     let all = criteria.iter().all(|c| c.pass);
     let (recommendation, reason) = if !has_data {
         (
@@ -334,6 +353,7 @@ mod tests {
             config_hash: None,
             superseded_by: None,
             toolchain: Default::default(),
+            coverage: None,
             checks: Default::default(),
             tests: Some(Tests {
                 status: None,
@@ -376,7 +396,14 @@ mod tests {
 
     fn verdict(base: Option<&RunRecord>, head: Option<&RunRecord>) -> Evaluation {
         let id = ObjectId::null(gix::hash::Kind::Sha1);
-        judge("x", side("b", id, base), side("h", id, head), base, head)
+        judge(
+            "x",
+            side("b", id, base),
+            side("h", id, head),
+            base,
+            head,
+            1.0,
+        )
     }
 
     #[test]
@@ -454,6 +481,51 @@ mod tests {
         // Without named checks the criteria are as they were.
         let plain = verdict(Some(&base), Some(&base));
         assert!(plain.criteria.iter().all(|c| c.name != "checks_pass"));
+    }
+
+    #[test]
+    fn coverage_may_drop_only_as_far_as_the_config_allows_and_only_counts_when_both_have_it() {
+        let with = |percent: f64| {
+            let mut r = rec(Status::Passed, 2, 0, 2.0, &[]);
+            r.coverage = Some(crate::model::Coverage {
+                check: "test".into(),
+                report: "coverage.json".into(),
+                format: "coverage.py".into(),
+                lines_covered: 0,
+                lines_total: 0,
+                percent,
+                changed_files: vec![],
+            });
+            r
+        };
+        let id = ObjectId::null(gix::hash::Kind::Sha1);
+        let judge_with = |base: &RunRecord, head: &RunRecord, drop: f64| {
+            judge(
+                "x",
+                side("b", id, Some(base)),
+                side("h", id, Some(head)),
+                Some(base),
+                Some(head),
+                drop,
+            )
+        };
+        let ev = judge_with(&with(80.0), &with(79.5), 1.0);
+        let c = ev.criteria.iter().find(|c| c.name == "coverage").unwrap();
+        assert!(c.pass, "{c:?}");
+        assert_eq!(ev.recommendation, Recommendation::Recommend);
+        assert_eq!(ev.head.coverage_percent, Some(79.5));
+        let ev = judge_with(&with(80.0), &with(78.0), 1.0);
+        let c = ev.criteria.iter().find(|c| c.name == "coverage").unwrap();
+        assert!(!c.pass);
+        assert_eq!(c.value["delta"], -2.0);
+        assert_eq!(ev.recommendation, Recommendation::Consider);
+        assert!(judge_with(&with(80.0), &with(78.0), 2.5)
+            .criteria
+            .iter()
+            .all(|c| c.pass));
+        let plain = rec(Status::Passed, 2, 0, 2.0, &[]);
+        let ev = judge_with(&plain, &with(10.0), 1.0);
+        assert!(ev.criteria.iter().all(|c| c.name != "coverage"));
     }
 
     #[test]

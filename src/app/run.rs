@@ -296,6 +296,7 @@ fn base_record(info: &CommitInfo, opts: &RunOptions<'_>, started: i64) -> RunRec
         config_hash: None,
         superseded_by: None,
         toolchain: Default::default(),
+        coverage: None,
         checks: Default::default(),
         tests: None,
         analysis: None,
@@ -536,7 +537,13 @@ fn run_one(
                 );
             }
         };
+        let coverage_candidates: Vec<String> = COVERAGE_REPORTS
+            .iter()
+            .filter(|p| git::blob_at(repo, info.tree, p).ok().flatten().is_none())
+            .map(|p| p.to_string())
+            .collect();
         let env = checks::Env {
+            coverage_candidates: &coverage_candidates,
             ctx,
             config: &config,
             sandbox,
@@ -595,6 +602,9 @@ fn run_one(
     record.error = ran.error();
     record.warnings = ran.warnings();
     record.checks = ran.checks();
+    let coverage = ran
+        .coverage()
+        .map(|(check, report, r)| (check.to_string(), report.to_string(), r.clone()));
     record.tests = ran.test.tests;
     record.analysis = match analysis {
         Some(Ok(a)) => Some(a),
@@ -605,7 +615,54 @@ fn run_one(
         None => None,
     };
     record.changes = Some(git::diff::commit_changes(repo, info)?);
+    record.coverage = coverage
+        .map(|(check, report, r)| coverage_of(&check, &report, &r, record.changes.as_ref()));
     Ok((finish(record, started), Source::Made))
+}
+
+/// Where the usual tools write a line-coverage report when the config names none: coverage.py
+/// (`coverage json`, `coverage xml`), lcov (c8, nyc, `cargo llvm-cov --lcov --output-path`),
+/// istanbul's Cobertura.
+const COVERAGE_REPORTS: &[&str] = &[
+    "coverage.json",
+    "coverage.xml",
+    "lcov.info",
+    "coverage/lcov.info",
+    "coverage/cobertura-coverage.xml",
+];
+
+/// The record's coverage: the report's totals and the files the commit changed.
+fn coverage_of(
+    check: &str,
+    report: &str,
+    r: &runner::coverage::Report,
+    changes: Option<&crate::model::Changes>,
+) -> crate::model::Coverage {
+    use crate::model::{percent, FileCoverage};
+    let changed: std::collections::HashSet<&str> = changes
+        .map(|c| c.files.iter().map(|f| f.path.as_str()).collect())
+        .unwrap_or_default();
+    crate::model::Coverage {
+        check: check.to_string(),
+        report: report.to_string(),
+        format: r.format.to_string(),
+        // A report claiming more covered lines than it has is held to its count.
+        lines_covered: r.covered.min(r.total),
+        lines_total: r.total,
+        percent: percent(r.covered.min(r.total), r.total),
+        changed_files: r
+            .files
+            .iter()
+            .filter(|f| changed.contains(f.path.as_str()))
+            .take(crate::model::MAX_CHANGED_FILES)
+            .map(|f| FileCoverage {
+                path: f.path.clone(),
+                lines_covered: f.covered,
+                lines_total: f.total,
+                percent: percent(f.covered, f.total),
+            })
+            .collect(),
+    }
 }
 
 /// Whether a check of the run was cut short by Ctrl-C or a stopping daemon.

@@ -34,6 +34,9 @@ pub struct Summary {
     pub limit_hit: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub isolation: Option<IsolationLine>,
+    /// Line coverage in percent, when a report was found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coverage_percent: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub analysis: Option<AnalysisLine>,
     #[serde(skip_serializing_if = "is_zero")]
@@ -177,6 +180,7 @@ impl Summary {
                     })
                     .collect(),
             }),
+            coverage_percent: r.coverage.as_ref().map(|c| c.percent),
             analysis: r.analysis.as_ref().map(|a| AnalysisLine {
                 files: a.files_analyzed,
                 code_lines: a.code_lines,

@@ -158,6 +158,25 @@ fn print_human(r: &RunRecord, summary: &str, logs: Logs<'_>) {
         None => println!("Tests: none configured or detected"),
     }
     print_checks(r, logs);
+    if let Some(c) = &r.coverage {
+        println!(
+            "\nCoverage: {:.2}% of {} ({} report {}, written by {})",
+            c.percent,
+            ui::plural(c.lines_total, "line"),
+            c.format,
+            ui::quote_path(&c.report),
+            c.check
+        );
+        for f in &c.changed_files {
+            println!(
+                "  {:>6.2}%  {} ({} of {} lines)",
+                f.percent,
+                ui::quote_path(&f.path),
+                f.lines_covered,
+                f.lines_total
+            );
+        }
+    }
     if let Some(a) = &r.analysis {
         println!(
             "\nAnalysis: {}, {} ({} code, {} comment, {} blank), {}, {}",

@@ -23,6 +23,8 @@ pub struct CheckFile {
     pub timeout: Option<Duration>,
     #[serde(default, deserialize_with = "de_relative_path")]
     pub junit: Option<String>,
+    #[serde(default, deserialize_with = "de_relative_path")]
+    pub coverage: Option<String>,
     pub required: Option<bool>,
     pub parallel: Option<bool>,
 }
@@ -36,6 +38,9 @@ pub struct CheckConfig {
     #[serde(serialize_with = "ser_opt_duration")]
     pub timeout: Option<Duration>,
     pub junit: Option<String>,
+    /// A line-coverage report it writes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<String>,
     /// Whether its failure fails the run (`true` unless the config says otherwise).
     pub required: bool,
     /// Whether it runs at the same time as the other checks that say so.
@@ -97,7 +102,12 @@ pub(super) fn settle(label: &str, text: &str, file: &mut ConfigFile) -> Result<(
         hints: vec![hint.into()],
     };
     let t = &file.test;
-    if t.command.is_some() || t.timeout.is_some() || t.junit.is_some() || t.parallel.is_some() {
+    if t.command.is_some()
+        || t.timeout.is_some()
+        || t.junit.is_some()
+        || t.parallel.is_some()
+        || t.coverage.is_some()
+    {
         return Err(error(
             "[checks.test] and [test] both describe the tests".into(),
             "keep one of them ([checks.test] is another way of writing [test])",
@@ -113,6 +123,7 @@ pub(super) fn settle(label: &str, text: &str, file: &mut ConfigFile) -> Result<(
     file.test.timeout = check.timeout;
     file.test.junit = check.junit;
     file.test.parallel = check.parallel;
+    file.test.coverage = check.coverage;
     Ok(())
 }
 
@@ -144,6 +155,7 @@ pub(super) fn apply(checks: &[(String, CheckFile)], c: &mut Config) {
             command,
             timeout: f.timeout,
             junit: f.junit.clone(),
+            coverage: f.coverage.clone(),
             required: f.required.unwrap_or(true),
             parallel: f.parallel.unwrap_or(false),
         };

@@ -94,6 +94,9 @@ pub struct TestFile {
     pub junit: Option<String>,
     #[serde(default, deserialize_with = "de_command")]
     pub setup: Option<String>,
+    /// A line-coverage report the command writes (coverage.py JSON, Cobertura XML, lcov).
+    #[serde(default, deserialize_with = "de_relative_path")]
+    pub coverage: Option<String>,
     /// Run the tests at the same time as the checks that say `parallel = true`.
     pub parallel: Option<bool>,
 }
@@ -322,6 +325,20 @@ pub struct PromoteFile {
     pub strategy: Option<String>,
     #[serde(default, deserialize_with = "de_minimum")]
     pub minimum: Option<String>,
+    #[serde(default, deserialize_with = "de_points")]
+    pub max_coverage_drop: Option<f64>,
+}
+
+/// Percentage points: 0 to 100.
+fn de_points<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    let v = f64::deserialize(d)?;
+    if !(0.0..=100.0).contains(&v) {
+        return Err(hinted(
+            format!("{v} is not a number of percentage points"),
+            "write a number from 0 to 100, like 1.0",
+        ));
+    }
+    Ok(Some(v))
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -419,6 +436,9 @@ impl ConfigFile {
             c.test.setup = Some(v.clone()).filter(|s| !s.trim().is_empty());
         }
         set(&mut c.test.parallel, t.parallel);
+        if let Some(v) = &t.coverage {
+            c.test.coverage = Some(v.clone());
+        }
         super::checks::apply(&self.checks, c);
         let l = &self.limits;
         set(&mut c.limits.memory_mb, l.memory_mb.map(Limit::raw));
@@ -444,6 +464,7 @@ impl ConfigFile {
         set(&mut c.promote.target, p.target.clone());
         set(&mut c.promote.strategy, p.strategy.clone());
         set(&mut c.promote.minimum, p.minimum.clone());
+        set(&mut c.promote.max_coverage_drop, p.max_coverage_drop);
         set(&mut c.hooks.pre_push, self.hooks.pre_push.clone());
         set(&mut c.hooks.pre_push_timeout, self.hooks.pre_push_timeout);
         let k = &self.cache;

@@ -110,6 +110,10 @@ pub struct TestConfig {
     /// Run at the same time as the checks that say `parallel = true`.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub parallel: bool,
+    /// A line-coverage report the command writes, relative to the checkout (`None`: looked for
+    /// where the usual tools write one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -228,6 +232,9 @@ pub struct PromoteConfig {
     pub target: String,
     pub strategy: String,
     pub minimum: String,
+    /// How many percentage points of line coverage an experiment may lose against production
+    /// and still pass `eval`'s `coverage` criterion.
+    pub max_coverage_drop: f64,
 }
 
 impl Limits {
@@ -320,6 +327,7 @@ impl Default for Config {
                 junit: None,
                 setup: None,
                 parallel: false,
+                coverage: None,
             },
             checks: Vec::new(),
             toolchain: Default::default(),
@@ -351,6 +359,7 @@ impl Default for Config {
                 target: "main".into(),
                 strategy: "merge".into(),
                 minimum: "RECOMMEND".into(),
+                max_coverage_drop: 1.0,
             },
             hooks: HooksConfig {
                 pre_push: "off".into(),

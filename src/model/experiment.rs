@@ -121,6 +121,9 @@ pub struct Side {
     pub errors: Option<u64>,
     pub complexity_score: Option<f64>,
     pub potential_issues: Option<u64>,
+    /// Line coverage in percent, when its run found a coverage report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage_percent: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -135,8 +135,13 @@ pub fn summary(r: &RunRecord) -> Vec<u8> {
         Some(t) if r.checks.is_empty() => t.duration_ms,
         _ => r.duration_ms,
     };
+    let coverage = r
+        .coverage
+        .as_ref()
+        .map(|c| format!(", coverage {:.1}%", c.percent))
+        .unwrap_or_default();
     lines.push(format!(
-        "Sandbox: {}, {}, {}",
+        "Sandbox: {}, {}{coverage}, {}",
         r.status,
         tests.trim(),
         human_ms(ms)
@@ -244,6 +249,7 @@ mod tests {
             config_hash: None,
             superseded_by: None,
             toolchain: Default::default(),
+            coverage: None,
             checks: Default::default(),
             tests: Some(Tests {
                 status: None,

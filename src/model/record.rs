@@ -151,6 +151,10 @@ pub struct RunRecord {
     /// by name. The run's `status` is the worst of the required ones and the tests'.
     #[serde(default, skip_serializing_if = "Checks::is_empty")]
     pub checks: Checks,
+    /// Line coverage, from the report a check wrote (`[test] coverage`, or found where the
+    /// usual tools write one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<Coverage>,
     pub analysis: Option<Analysis>,
     pub changes: Option<Changes>,
     /// Things the run skipped or could not do, one line each (e.g. a report that was a symlink).
@@ -228,6 +232,39 @@ impl<'de> Deserialize<'de> for Checks {
         }
         d.deserialize_map(Visit)
     }
+}
+
+/// Line coverage as a check's report gave it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Coverage {
+    /// The check that wrote the report (`test` for the tests), and where, in the checkout.
+    pub check: String,
+    pub report: String,
+    /// `coverage.py`, `cobertura` or `lcov`.
+    pub format: String,
+    pub lines_covered: u64,
+    pub lines_total: u64,
+    /// Covered lines in percent of the lines, two decimals.
+    pub percent: f64,
+    /// The files the commit changed that the report covers (at most [`MAX_CHANGED_FILES`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changed_files: Vec<FileCoverage>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileCoverage {
+    pub path: String,
+    pub lines_covered: u64,
+    pub lines_total: u64,
+    pub percent: f64,
+}
+
+/// `covered` in percent of `total`, two decimals (0 of 0 is 0).
+pub fn percent(covered: u64, total: u64) -> f64 {
+    if total == 0 {
+        return 0.0;
+    }
+    (covered as f64 * 10_000.0 / total as f64).round() / 100.0
 }
 
 /// Counts parsed from a test run. All `None` when nobody could parse the output.

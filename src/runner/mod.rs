@@ -3,6 +3,7 @@
 //! of its output.
 
 pub mod caches;
+pub mod coverage;
 pub mod detect;
 pub mod env;
 pub mod parse;

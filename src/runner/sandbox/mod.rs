@@ -18,6 +18,7 @@
 
 pub mod cgroup;
 mod fsview;
+pub use fsview::VIEW_ROOT;
 mod guard;
 pub mod helper;
 pub mod layers;
