@@ -278,3 +278,65 @@ fn line_coverage_from_a_real_coverage_py_report_is_recorded_with_the_changed_fil
     assert_eq!(w.sandbox(&repo, &["run"]).code, 0);
     assert!(w.note(&repo, &committed).unwrap().get("coverage").is_none());
 }
+
+#[test]
+fn junit_reports_are_found_where_build_tools_write_them_and_never_from_the_tree() {
+    let w = World::new();
+    let repo = w.new_repo("surefire");
+    // A real pytest JUnit report, copied by the command to where Maven Surefire writes its own
+    // (one file per test class).
+    let report = include_str!("fixtures/output/junit/pytest_some_fail.xml");
+    let copy = |n: usize| {
+        let files: Vec<String> = (0..n)
+            .map(|i| format!("cp report.xml target/surefire-reports/TEST-{i}.xml"))
+            .collect();
+        format!(
+            "[test]\ncommand = \"mkdir -p target/surefire-reports && {} && echo built\"\n",
+            files.join(" && ")
+        )
+    };
+    let one = w.commit(
+        &repo,
+        &[(".sandbox.toml", &copy(1)), ("report.xml", report)],
+        "one report",
+    );
+    let o = w.sandbox(&repo, &["run"]);
+    assert_eq!(o.code, 1, "the report has failures: {o:?}");
+    let t1 = w.note(&repo, &one).unwrap()["tests"].clone();
+    assert_eq!(t1["framework"], "junit", "{t1}");
+    let total = t1["total"].as_u64().unwrap();
+    assert!(total > 0 && t1["failed"].as_u64().unwrap() > 0, "{t1}");
+    let two = w.commit(&repo, &[(".sandbox.toml", &copy(2))], "two reports");
+    assert_eq!(w.sandbox(&repo, &["run"]).code, 1);
+    let t2 = w.note(&repo, &two).unwrap()["tests"].clone();
+    assert_eq!(
+        t2["total"].as_u64(),
+        Some(2 * total),
+        "every class's report counts: {t2}"
+    );
+    assert_eq!(
+        t2["failures"].as_array().unwrap().len(),
+        2 * t1["failures"].as_array().unwrap().len()
+    );
+
+    // Reports committed to the tree are not this run's: the directory is not looked in.
+    // (The template ignores target/: added with -f, as a project that commits it would.)
+    std::fs::create_dir_all(repo.join("target/surefire-reports")).unwrap();
+    std::fs::write(repo.join("target/surefire-reports/TEST-old.xml"), report).unwrap();
+    w.own(&repo);
+    w.git(
+        &repo,
+        &["add", "-f", "target/surefire-reports/TEST-old.xml"],
+    );
+    let stale = w.commit(
+        &repo,
+        &[(
+            ".sandbox.toml",
+            "[test]\ncommand = \"echo nothing to test\"\n",
+        )],
+        "a stale report committed",
+    );
+    assert_eq!(w.sandbox(&repo, &["run"]).code, 0);
+    let t = w.note(&repo, &stale).unwrap()["tests"].clone();
+    assert_eq!(t["total"], serde_json::Value::Null, "{t}");
+}

@@ -5,7 +5,7 @@
 
 use super::{setup, Context};
 use crate::config::{Config, TEST_CHECK};
-use crate::model::{CheckRun, Checks, Status, Tests};
+use crate::model::{CheckRun, Checks, Status, TestCounts, Tests};
 use crate::runner::{self, coverage, detect, parse, process, workspace};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -130,7 +130,10 @@ struct Spec<'a> {
     /// `None`: detect the tests' command from the tree (the `test` check only).
     command: Option<&'a str>,
     timeout: Duration,
-    junit: Option<&'a str>,
+    /// Its JUnit reports: the one the config names, else (the tests only) the directories
+    /// build tools write them to (`DIR/*.xml`).
+    junit: Vec<String>,
+    junit_named: bool,
     /// Where its coverage report may be: the one the config names, else (the tests only) where
     /// the usual tools write one.
     coverage: Vec<String>,
@@ -155,6 +158,9 @@ pub(super) struct Env<'a> {
     /// Where the usual tools write a coverage report, but for the paths the commit's tree holds
     /// (a committed report is no evidence of this run).
     pub coverage_candidates: &'a [String],
+    /// Where build tools write JUnit reports (`target/surefire-reports/*.xml`, …), but for the
+    /// directories the commit's tree holds or the build cache keeps.
+    pub junit_candidates: &'a [String],
     /// Tell the event log a check has ended.
     pub on_done: &'a dyn Fn(&str, &CheckResult),
 }
@@ -174,7 +180,8 @@ pub(super) fn run_all(
             name: &c.name,
             command: Some(&c.command),
             timeout: config.check_timeout(c),
-            junit: c.junit.as_deref(),
+            junit: c.junit.iter().cloned().collect(),
+            junit_named: c.junit.is_some(),
             coverage: c.coverage.iter().cloned().collect(),
             coverage_named: c.coverage.is_some(),
             required: c.required,
@@ -186,7 +193,11 @@ pub(super) fn run_all(
         name: TEST_CHECK,
         command: config.test.command.as_deref(),
         timeout: config.test.timeout,
-        junit: config.test.junit.as_deref(),
+        junit: match &config.test.junit {
+            Some(j) => vec![j.clone()],
+            None => env.junit_candidates.to_vec(),
+        },
+        junit_named: config.test.junit.is_some(),
         coverage: match &config.test.coverage {
             Some(c) => vec![c.clone()],
             None => env.coverage_candidates.to_vec(),
@@ -284,7 +295,7 @@ fn execute(
             None => return Executed::Nothing,
         },
     };
-    let mut artifacts: Vec<String> = spec.junit.iter().map(|j| j.to_string()).collect();
+    let mut artifacts: Vec<String> = spec.junit.clone();
     artifacts.extend(spec.coverage.iter().cloned());
     let full = setup.map_or_else(|| command.clone(), |s| s.wrap(&command));
     let outcome = process::run(process::Spec {
@@ -391,14 +402,24 @@ fn conclude(
             Err(_) => {}
         }
     }
-    if let Some(junit) = spec.junit {
-        match report_text(&outcome, &dir, junit) {
-            Ok(xml) => match parse::parse_junit_xml(&xml) {
-                Some(counts) => parsed = Some(("junit", counts)),
-                None => warnings.push(format!("{junit} is not a JUnit XML report; not used")),
-            },
-            Err(why) => warnings.push(why),
+    let mut reports: Option<TestCounts> = None;
+    for rel in &spec.junit {
+        for (path, text) in report_texts(&outcome, &dir, rel) {
+            match text {
+                Ok(xml) => match parse::parse_junit_xml(&xml) {
+                    Some(counts) => reports = Some(add_counts(reports, counts)),
+                    None if spec.junit_named => {
+                        warnings.push(format!("{path} is not a JUnit XML report; not used"))
+                    }
+                    None => {}
+                },
+                Err(why) if spec.junit_named => warnings.push(why),
+                Err(_) => {}
+            }
         }
+    }
+    if let Some(counts) = reports {
+        parsed = Some(("junit", counts));
     }
     let framework = parsed.as_ref().map(|(f, _)| f.to_string()).or(framework);
     let counts = parsed.map(|(_, c)| c).unwrap_or_default();
@@ -485,6 +506,12 @@ fn report_text(
     dir: &std::path::Path,
     rel: &str,
 ) -> std::result::Result<String, String> {
+    if runner::sandbox::artifact_pattern(rel).is_some() {
+        return report_texts(outcome, dir, rel)
+            .into_iter()
+            .next()
+            .map_or_else(|| Err(format!("{rel}: not read")), |(_, t)| t);
+    }
     if let Some(a) = outcome.artifacts.iter().find(|a| a.path == rel) {
         return match (&a.text, &a.skipped) {
             (Some(text), _) => Ok(text.clone()),
@@ -495,6 +522,59 @@ fn report_text(
     crate::util::beneath::read_beneath(dir, rel, runner::sandbox::ARTIFACT_CAP)
         .map(|b| String::from_utf8_lossy(&b).into_owned())
         .map_err(|why| why.to_string())
+}
+
+/// The texts of the reports a name or a pattern (`DIR/*.xml`) stands for, each with its path, as
+/// [`report_text`] reads one.
+fn report_texts(
+    outcome: &process::Outcome,
+    dir: &std::path::Path,
+    rel: &str,
+) -> Vec<(String, std::result::Result<String, String>)> {
+    let Some((d, suffix)) = runner::sandbox::artifact_pattern(rel) else {
+        return vec![(rel.to_string(), report_text(outcome, dir, rel))];
+    };
+    let prefix = format!("{d}/");
+    let mine = |a: &&runner::sandbox::Artifact| {
+        a.path == rel
+            || a.path
+                .strip_prefix(&prefix)
+                .is_some_and(|n| n.ends_with(suffix) && !n.contains('/'))
+    };
+    let mut found: Vec<runner::sandbox::Artifact> =
+        outcome.artifacts.iter().filter(mine).cloned().collect();
+    if found.is_empty() {
+        found = runner::sandbox::read_pattern(dir, rel, d, suffix);
+    }
+    found
+        .into_iter()
+        .map(|a| {
+            let text = match (a.text, a.skipped) {
+                (Some(text), _) => Ok(text),
+                (None, Some(why)) => Err(why),
+                (None, None) => Err(format!("{}: not read", a.path)),
+            };
+            (a.path, text)
+        })
+        .collect()
+}
+
+/// The sum of two reports' counts (a build tool writes one report per test class).
+fn add_counts(a: Option<TestCounts>, b: TestCounts) -> TestCounts {
+    let Some(mut a) = a else {
+        return b;
+    };
+    let add = |x: Option<u64>, y: Option<u64>| match (x, y) {
+        (None, None) => None,
+        (x, y) => Some(x.unwrap_or(0) + y.unwrap_or(0)),
+    };
+    a.passed = add(a.passed, b.passed);
+    a.failed = add(a.failed, b.failed);
+    a.skipped = add(a.skipped, b.skipped);
+    a.errors = add(a.errors, b.errors);
+    a.total = add(a.total, b.total);
+    a.failures.extend(b.failures);
+    a
 }
 
 /// Why a test command could not run at all, when its output says its runner is missing: the

@@ -537,13 +537,27 @@ fn run_one(
                 );
             }
         };
+        // A report the commit holds, or one the build cache keeps from an earlier run, is not
+        // this run's evidence: those places are not looked in.
+        let stale = |p: &str| {
+            git::path_in_tree(repo, info.tree, p)
+                || dirs
+                    .iter()
+                    .any(|d| p == d || p.starts_with(&format!("{d}/")))
+        };
         let coverage_candidates: Vec<String> = COVERAGE_REPORTS
             .iter()
-            .filter(|p| git::blob_at(repo, info.tree, p).ok().flatten().is_none())
+            .filter(|p| !stale(p))
             .map(|p| p.to_string())
+            .collect();
+        let junit_candidates: Vec<String> = JUNIT_DIRS
+            .iter()
+            .filter(|d| !stale(d))
+            .map(|d| format!("{d}/*.xml"))
             .collect();
         let env = checks::Env {
             coverage_candidates: &coverage_candidates,
+            junit_candidates: &junit_candidates,
             ctx,
             config: &config,
             sandbox,
@@ -619,6 +633,14 @@ fn run_one(
         .map(|(check, report, r)| coverage_of(&check, &report, &r, record.changes.as_ref()));
     Ok((finish(record, started), Source::Made))
 }
+
+/// Where build tools write their JUnit XML reports when the config names none: Maven Surefire
+/// and Failsafe, Gradle.
+const JUNIT_DIRS: &[&str] = &[
+    "target/surefire-reports",
+    "target/failsafe-reports",
+    "build/test-results/test",
+];
 
 /// Where the usual tools write a line-coverage report when the config names none: coverage.py
 /// (`coverage json`, `coverage xml`), lcov (c8, nyc, `cargo llvm-cov --lcov --output-path`),

@@ -266,6 +266,14 @@ pub fn blob_at(
     Ok(Some((id, size)))
 }
 
+/// Whether `tree` holds anything (a file, a link, a directory) at `path`.
+pub fn path_in_tree(repo: &gix::Repository, tree: ObjectId, path: &str) -> bool {
+    repo.find_tree(tree)
+        .ok()
+        .and_then(|t| t.lookup_entry_by_path(path).ok().flatten())
+        .is_some()
+}
+
 /// Branches (`refs/heads/*`) and their tips, short name first.
 pub fn branches(repo: &gix::Repository) -> Result<Vec<(String, ObjectId)>> {
     let refs = repo.references().map_err(gix_err)?;

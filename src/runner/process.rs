@@ -389,7 +389,7 @@ fn read_report(r: std::io::PipeReader) -> Report {
 
 /// The files the namespace's init handed back: one JSON line each, bounded in all.
 fn read_artifacts(r: std::io::PipeReader) -> Vec<Artifact> {
-    let cap = sandbox::ARTIFACT_CAP.saturating_mul(4);
+    let cap = sandbox::ARTIFACT_CAP.saturating_mul(8);
     let mut body = Vec::new();
     let _ = r.take(cap).read_to_end(&mut body);
     body.split(|&b| b == b'\n')

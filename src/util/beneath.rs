@@ -45,6 +45,64 @@ pub fn exists_regular_beneath(dir: &Path, rel: &str) -> bool {
         .is_ok_and(|k| k.is_file())
 }
 
+/// The names in the directory `rel` under `dir` (reached without a symlink), sorted, at most
+/// `max` of them. Names only: what each is, is for its own open to find out.
+pub fn list_beneath(dir: &Path, rel: &str, max: usize) -> Result<Vec<String>, Skip> {
+    let at = open_with(dir, rel, libc::O_PATH, Resolver::Best)?;
+    let k = kind(&at, rel)?;
+    if k.is_symlink() {
+        return Err(Skip::Symlink(rel.to_string()));
+    }
+    if k.is_file() {
+        return Err(Skip::NotRegular {
+            path: rel.to_string(),
+            kind: "file, not a directory",
+        });
+    }
+    if !k.is_dir() {
+        return Err(not_regular(rel, k));
+    }
+    let fd = openat(
+        &at,
+        ".",
+        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NONBLOCK | libc::O_CLOEXEC,
+        rel,
+    )?;
+    let raw = fd.as_raw_fd();
+    // SAFETY: fdopendir takes over a descriptor of ours (released from the OwnedFd here) and
+    // closedir closes it; readdir's entries are read before the next call.
+    let names = unsafe {
+        let d = libc::fdopendir(raw);
+        if d.is_null() {
+            return Err(io_skip(rel, std::io::Error::last_os_error()));
+        }
+        std::mem::forget(fd);
+        let mut names = Vec::new();
+        loop {
+            let e = libc::readdir(d);
+            if e.is_null() {
+                break;
+            }
+            let name = std::ffi::CStr::from_ptr((*e).d_name.as_ptr()).to_bytes();
+            if name != b"." && name != b".." {
+                names.push(String::from_utf8_lossy(name).into_owned());
+            }
+            if names.len() > max.saturating_mul(4).max(1024) {
+                break;
+            }
+        }
+        libc::closedir(d);
+        names
+    };
+    let mut names: Vec<String> = names
+        .into_iter()
+        .filter(|n| !n.contains('/') && !n.contains('\u{fffd}'))
+        .collect();
+    names.sort();
+    names.truncate(max);
+    Ok(names)
+}
+
 /// Create the new file `rel` under `dir` with `mode` (`O_CREAT | O_EXCL | O_NOFOLLOW`), and the
 /// directories it needs (0755, less the umask); an existing path, a symlink on the way or an
 /// escape is refused.
@@ -350,6 +408,39 @@ mod tests {
     use std::os::unix::fs::symlink;
 
     const MIB: u64 = 1024 * 1024;
+
+    #[test]
+    fn a_listing_is_sorted_bounded_and_never_through_a_link() {
+        let d = tempfile::tempdir().unwrap();
+        let reports = d.path().join("target/reports");
+        std::fs::create_dir_all(&reports).unwrap();
+        for n in ["b.xml", "a.xml", "c.txt"] {
+            std::fs::write(reports.join(n), "x").unwrap();
+        }
+        assert_eq!(
+            list_beneath(d.path(), "target/reports", 10).unwrap(),
+            ["a.xml", "b.xml", "c.txt"]
+        );
+        assert_eq!(
+            list_beneath(d.path(), "target/reports", 1).unwrap(),
+            ["a.xml"]
+        );
+        let outside = tempfile::tempdir().unwrap();
+        symlink(outside.path(), d.path().join("linked")).unwrap();
+        assert!(matches!(
+            list_beneath(d.path(), "linked", 10),
+            Err(Skip::Symlink(_))
+        ));
+        assert!(matches!(
+            list_beneath(d.path(), "../x", 10),
+            Err(Skip::Escapes(_))
+        ));
+        assert!(list_beneath(d.path(), "target/reports/a.xml", 10).is_err());
+        assert!(matches!(
+            list_beneath(d.path(), "missing", 10),
+            Err(Skip::Missing(_))
+        ));
+    }
 
     fn both(dir: &Path, rel: &str, cap: u64) -> Result<Vec<u8>, Skip> {
         let best = read_with(dir, rel, cap, Resolver::Best);

@@ -639,6 +639,14 @@ fn relocate(plan: &Plan, view: &Path) -> Plan {
 /// each as one JSON line on [`ARTIFACT_FD`].
 fn hand_back(plan: &Plan) {
     for rel in &plan.artifacts {
+        if let Some((dir, suffix)) = super::artifact_pattern(rel) {
+            for artifact in super::read_pattern(&plan.cwd, rel, dir, suffix) {
+                let mut line = serde_json::to_vec(&artifact).unwrap_or_default();
+                line.push(b'\n');
+                write_all(ARTIFACT_FD, &line);
+            }
+            continue;
+        }
         let artifact = match crate::util::beneath::read_beneath(&plan.cwd, rel, ARTIFACT_CAP) {
             Ok(bytes) => Artifact {
                 path: rel.clone(),

@@ -40,6 +40,73 @@ pub const REPORT_FD: i32 = 3;
 pub const ARTIFACT_FD: i32 = 4;
 /// The most one artifact may hold.
 pub const ARTIFACT_CAP: u64 = 8 << 20;
+/// How many files one artifact pattern (`DIR/*.xml`) hands back at most.
+pub const ARTIFACT_FILES: usize = 200;
+
+/// An artifact asked for as every file of a directory with a suffix: `DIR/*.xml` is
+/// `("DIR", ".xml")`.
+pub fn artifact_pattern(rel: &str) -> Option<(&str, &str)> {
+    let (dir, name) = rel.rsplit_once('/')?;
+    let suffix = name.strip_prefix('*')?;
+    (!dir.is_empty() && !suffix.contains(['*', '/'])).then_some((dir, suffix))
+}
+
+/// The files of `dir` under `root` an artifact pattern names, read as [`read_beneath`] reads one
+/// (no link followed, regular files only, each at most [`ARTIFACT_CAP`]), at most
+/// [`ARTIFACT_FILES`] of them and `ARTIFACT_CAP * 2` bytes in all; or why the directory could not
+/// be read (or that it holds none), as the pattern's own artifact.
+///
+/// [`read_beneath`]: crate::util::beneath::read_beneath
+pub fn read_pattern(root: &std::path::Path, rel: &str, dir: &str, suffix: &str) -> Vec<Artifact> {
+    use crate::util::beneath::{list_beneath, read_beneath};
+    let names = match list_beneath(root, dir, ARTIFACT_FILES * 4) {
+        Ok(n) => n,
+        Err(why) => {
+            return vec![Artifact {
+                path: rel.to_string(),
+                text: None,
+                skipped: Some(why.to_string()),
+            }]
+        }
+    };
+    let mut out = Vec::new();
+    let mut budget = ARTIFACT_CAP * 2;
+    for name in names
+        .iter()
+        .filter(|n| n.ends_with(suffix))
+        .take(ARTIFACT_FILES)
+    {
+        let path = format!("{dir}/{name}");
+        let artifact = match read_beneath(root, &path, ARTIFACT_CAP.min(budget)) {
+            Ok(bytes) => {
+                budget -= bytes.len() as u64;
+                Artifact {
+                    path,
+                    text: Some(String::from_utf8_lossy(&bytes).into_owned()),
+                    skipped: None,
+                }
+            }
+            Err(why) => Artifact {
+                path,
+                text: None,
+                skipped: Some(why.to_string()),
+            },
+        };
+        out.push(artifact);
+        if budget == 0 {
+            break;
+        }
+    }
+    if out.is_empty() {
+        // Said, so that a reader can tell "none" from "not looked for".
+        out.push(Artifact {
+            path: rel.to_string(),
+            text: None,
+            skipped: Some(format!("{dir} holds no *{suffix} file")),
+        });
+    }
+    out
+}
 /// The hidden subcommand that runs the helper.
 pub const HELPER_SUBCOMMAND: &str = "__sandbox-exec";
 /// As root, every run's gid: build caches are group-writable for it, so a branch's run can build
