@@ -42,7 +42,24 @@ pub fn take(repo: &gix::Repository, what: Snapshot) -> Result<(ObjectId, ObjectI
         })?;
     let index = private.path().join("index");
     match std::fs::copy(repo.index_path(), &index) {
-        Ok(_) => {}
+        // The copy keeps the index's mtime: git trusts an entry's stat data only when the file
+        // is older than the index ("racy git"), and a copy made now would make a file changed
+        // in the same second as its `git add` look unchanged.
+        Ok(_) => {
+            let modified = std::fs::metadata(repo.index_path()).and_then(|m| m.modified());
+            let kept = modified.and_then(|t| {
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&index)?
+                    .set_modified(t)
+            });
+            if let Err(source) = kept {
+                return Err(GitError::Io {
+                    context: "cannot keep the index's time on its private copy".into(),
+                    source,
+                });
+            }
+        }
         // An unborn branch with nothing added yet: start from an empty index.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(source) => {
@@ -146,7 +163,9 @@ mod tests {
         git(dir, &["commit", "-qm", "one"]);
         std::fs::write(dir.join("a.txt"), "two\n").unwrap();
         git(dir, &["add", "a.txt"]);
-        std::fs::write(dir.join("a.txt"), "three\n").unwrap();
+        // The same size, most likely in the same second as its `git add`: only git's racy-entry
+        // check (which needs the index's own mtime) sees the change.
+        std::fs::write(dir.join("a.txt"), "TWO\n").unwrap();
         std::fs::write(dir.join("new.txt"), "new\n").unwrap();
         std::fs::write(dir.join(".gitignore"), "ignored.txt\n").unwrap();
         std::fs::write(dir.join("ignored.txt"), "x\n").unwrap();
@@ -161,7 +180,7 @@ mod tests {
             git(dir, &["rev-parse", "HEAD"]).trim()
         );
         let (_, tree) = take(&repo, Snapshot::Worktree).unwrap();
-        assert_eq!(git(dir, &["show", &format!("{tree}:a.txt")]), "three\n");
+        assert_eq!(git(dir, &["show", &format!("{tree}:a.txt")]), "TWO\n");
         let files = git(dir, &["ls-tree", "--name-only", &tree.to_string()]);
         assert!(
             files.contains("new.txt") && !files.contains("ignored.txt"),
@@ -173,9 +192,6 @@ mod tests {
             git(dir, &["--no-optional-locks", "status", "--porcelain=v2"]),
             status_before
         );
-        assert_eq!(
-            std::fs::read_to_string(dir.join("a.txt")).unwrap(),
-            "three\n"
-        );
+        assert_eq!(std::fs::read_to_string(dir.join("a.txt")).unwrap(), "TWO\n");
     }
 }
