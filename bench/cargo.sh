@@ -189,7 +189,7 @@ git -C "$REPO" -c "core.hooksPath=$WORK/no-hooks" worktree add -q --detach "$GTW
 t_sb() {
   local t0
   now_us; t0=$REPLY
-  (cd "$REPO" && git sandbox run --force "$RANGE") >>"$LOG" 2>&1 || warn_log "git sandbox run exited non-zero"
+  (cd "$REPO" && git sandbox run -j 1 --force "$RANGE") >>"$LOG" 2>&1 || warn_log "git sandbox run exited non-zero"
   now_us; REPLY=$((REPLY - t0))
 }
 t_gt() {

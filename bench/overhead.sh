@@ -174,7 +174,7 @@ run_range() {
   local t0
   now_us; t0=$REPLY
   # shellcheck disable=SC2163  # exports the NAME=VALUE arguments
-  (if (($#)); then export "$@"; fi; sandbox run --force "$BASE..HEAD")
+  (if (($#)); then export "$@"; fi; sandbox run -j 1 --force "$BASE..HEAD")
   now_us; REPLY=$((REPLY - t0))
 }
 
@@ -242,13 +242,13 @@ gline "    git sandbox run --force, analysis off" "$goff"
 # ---- (c) re-run of 50 already-tested commits -------------------------------------------
 commit_changes 20 second
 N50=$(git -C "$REPO" rev-list --count "$BASE..HEAD")
-sandbox run "$BASE..HEAD"            # runs the 20 new ones, re-syncs the rest
-sandbox run "$BASE..HEAD"            # warm-up: everything cached
+sandbox run -j 1 "$BASE..HEAD"            # runs the 20 new ones, re-syncs the rest
+sandbox run -j 1 "$BASE..HEAD"            # warm-up: everything cached
 NOTES_BEFORE=$(git -C "$REPO" rev-parse -q --verify refs/notes/sandbox || echo none)
 RERUN=()
 for ((r = 1; r <= REPS_SHORT; r++)); do
   now_us; t0=$REPLY
-  sandbox run "$BASE..HEAD"
+  sandbox run -j 1 "$BASE..HEAD"
   now_us; RERUN+=($((REPLY - t0)))
 done
 NOTES_AFTER=$(git -C "$REPO" rev-parse -q --verify refs/notes/sandbox || echo none)

@@ -168,7 +168,7 @@ EOF
   }
   t_sb() {
     now_us; t0=$REPLY
-    (cd "$repo" && git sandbox run --force "$base..$head") >>"$LOG" 2>&1 || warn_log "git sandbox run exited non-zero ($n files)"
+    (cd "$repo" && git sandbox run -j 1 --force "$base..$head") >>"$LOG" 2>&1 || warn_log "git sandbox run exited non-zero ($n files)"
     now_us; REPLY=$((REPLY - t0))
   }
 

@@ -188,7 +188,11 @@ fn a_range_runs_each_commit_in_few_notes_commits() {
             .unwrap_or(0)
     };
     let before = notes_commits(&w);
-    let o = w.sandbox(&repo, &["run", &format!("{base}..HEAD"), "--json"]);
+    // One worker (a range runs on one per core by default): one notes commit in all.
+    let o = w.sandbox(
+        &repo,
+        &["run", "-j", "1", &format!("{base}..HEAD"), "--json"],
+    );
     assert_eq!(o.code, 1, "step 3 has no marker: {o:?}");
     let recs = o.json();
     let recs = recs.as_array().unwrap();

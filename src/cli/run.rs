@@ -44,7 +44,8 @@ pub struct RunArgs {
     /// Try another test timeout ("90s", "5m"): a trial, printed but not recorded.
     #[arg(long, value_name = "DURATION")]
     pub timeout: Option<String>,
-    /// Run up to N commits at once, each in its own sandbox (`-j $(nproc)`: one per core).
+    /// Run up to N commits at once, each in its own sandbox (default: one per core; `-j 1`
+    /// runs them one after another).
     #[arg(short = 'j', long = "jobs", value_name = "N",
           value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: Option<u16>,
@@ -148,6 +149,31 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
             summaries.insert(c.to_string(), info.summary);
         }
     }
+    // Lines come out in the order of the commits, whichever worker finished first: a line
+    // waits for those of the commits before it.
+    let position: std::collections::HashMap<String, usize> = commits
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.to_string(), i))
+        .collect();
+    let waiting = std::sync::Mutex::new((0usize, std::collections::BTreeMap::new()));
+    let print = |line: String| match &bar {
+        Some(b) if !json => b.println(line),
+        None if !json => println!("{line}"),
+        _ => {}
+    };
+    let flush = |all: bool| {
+        let mut w = waiting.lock().unwrap_or_else(|e| e.into_inner());
+        let (next, lines) = &mut *w;
+        while let Some((&pos, _)) = lines.first_key_value() {
+            if pos != *next && !all {
+                break;
+            }
+            let (pos, line) = lines.pop_first().expect("a first line");
+            print(line);
+            *next = pos + 1;
+        }
+    };
     let mut on_progress = |p: Progress<'_>| match p {
         Progress::Started { commit, .. } => {
             if let Some(b) = &bar {
@@ -159,20 +185,24 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
                 record,
                 summaries.get(&record.commit).map_or("", String::as_str),
             );
-            match &bar {
-                Some(b) => {
-                    b.inc(1);
-                    if !json {
-                        b.println(line);
-                    }
-                }
-                None if !json => println!("{line}"),
-                None => {}
+            if let Some(b) = &bar {
+                b.inc(1);
             }
+            let pos = position.get(&record.commit).copied().unwrap_or(usize::MAX);
+            waiting
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .1
+                .insert(pos, line);
+            flush(false);
         }
     };
     let trial = opts.is_trial();
-    let jobs = args.jobs.map_or(1, usize::from);
+    // A range runs on as many workers as the machine has cores, unless -j says otherwise.
+    let jobs = args.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, usize::from),
+        usize::from,
+    );
     let outcome = if jobs > 1 && commits.len() > 1 {
         let progress: std::sync::Mutex<&mut (dyn FnMut(Progress<'_>) + Send)> =
             std::sync::Mutex::new(&mut on_progress);
@@ -180,6 +210,8 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
     } else {
         run_commits(&ctx, &repo, &row, &commits, &opts, &mut on_progress)?
     };
+    // Lines still waiting for a commit that was never done (interrupted).
+    flush(true);
     if let Some(b) = bar {
         b.finish_and_clear();
     }
