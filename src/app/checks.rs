@@ -559,6 +559,41 @@ fn report_texts(
         .collect()
 }
 
+/// Where `ctest --output-junit FILE` in a test command writes its report: FILE in the directory
+/// ctest runs in (`--test-dir DIR`, else the `cd DIR` before it), relative to the checkout; `None`
+/// for a path outside it.
+pub(super) fn ctest_report(command: &str) -> Option<String> {
+    let words: Vec<&str> = command
+        .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let at = words
+        .iter()
+        .position(|w| *w == "ctest" || w.ends_with("/ctest"))?;
+    let (before, after) = words.split_at(at);
+    let value = |flag: &str| {
+        after
+            .windows(2)
+            .find(|w| w[0] == flag)
+            .map(|w| w[1])
+            .or_else(|| {
+                after
+                    .iter()
+                    .find_map(|w| w.strip_prefix(flag)?.strip_prefix('='))
+            })
+    };
+    let file = value("--output-junit")?;
+    let dir = value("--test-dir")
+        .or_else(|| before.windows(2).rev().find(|w| w[0] == "cd").map(|w| w[1]));
+    let path = match dir {
+        Some(d) if !file.starts_with('/') => format!("{}/{file}", d.trim_end_matches('/')),
+        _ => file.to_string(),
+    };
+    let path = path.trim_start_matches("./").to_string();
+    (!path.starts_with('/') && !path.split('/').any(|c| c == "..") && !path.is_empty())
+        .then_some(path)
+}
+
 /// The sum of two reports' counts (a build tool writes one report per test class).
 fn add_counts(a: Option<TestCounts>, b: TestCounts) -> TestCounts {
     let Some(mut a) = a else {
@@ -621,4 +656,28 @@ fn missing_runner(
             "the Python module `{module}` that `{command}` runs is not installed (No module named {module}); install it (python3 -m pip install {module}) or set {key} command in .sandbox.toml"
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ctest_report;
+
+    #[test]
+    fn ctest_reports_are_found_in_the_directory_ctest_runs_in() {
+        let r = |c: &str| ctest_report(c);
+        assert_eq!(
+            r("cd build && ctest --output-junit junit.xml").as_deref(),
+            Some("build/junit.xml")
+        );
+        assert_eq!(
+            r("cmake -B out && cmake --build out && ctest --test-dir out --output-junit=r/j.xml")
+                .as_deref(),
+            Some("out/r/j.xml")
+        );
+        assert_eq!(r("ctest --output-junit ./j.xml").as_deref(), Some("j.xml"));
+        assert_eq!(r("ctest --output-junit /tmp/j.xml"), None);
+        assert_eq!(r("cd .. && ctest --output-junit j.xml"), None);
+        assert_eq!(r("ctest -j4"), None);
+        assert_eq!(r("make test"), None);
+    }
 }

@@ -554,6 +554,14 @@ fn run_one(
             .iter()
             .filter(|d| !stale(d))
             .map(|d| format!("{d}/*.xml"))
+            .chain(
+                config
+                    .test
+                    .command
+                    .as_deref()
+                    .and_then(checks::ctest_report)
+                    .filter(|p| !stale(p)),
+            )
             .collect();
         let env = checks::Env {
             coverage_candidates: &coverage_candidates,
