@@ -3,6 +3,7 @@
 //! promote or kill an experiment, keep the data dir tidy, unregister a repository).
 
 pub mod analyze;
+pub mod bisect;
 pub mod checks;
 pub mod commit_config;
 pub mod compare;

@@ -3,6 +3,7 @@
 //! exit code from their kind (`error.rs`).
 
 mod analyze;
+mod bisect;
 mod completions;
 mod daemon;
 mod demo;
@@ -65,6 +66,7 @@ enum Command {
     Exec(exec::ExecArgs),
     Experiment(experiment::ExperimentArgs),
     Eval(eval::EvalArgs),
+    Bisect(bisect::BisectArgs),
     Promote(promote::PromoteArgs),
     Kill(kill::KillArgs),
     Push(push::PushArgs),
@@ -137,6 +139,7 @@ pub fn main() -> i32 {
         Command::List(a) => list::cmd_list(a),
         Command::Status(a) => status::cmd_status(a),
         Command::Run(a) => run::cmd_run(a),
+        Command::Bisect(a) => bisect::cmd_bisect(a),
         Command::PrePush(a) => pre_push::cmd_pre_push(a),
         Command::Show(a) => show::cmd_show(a),
         Command::Log(a) => log::cmd_log(a),
