@@ -615,3 +615,52 @@ fn the_experiment_config_applies_to_its_runs() {
     assert_eq!(o.json()[0]["tests"]["command"], "echo from-the-experiment");
     assert_eq!(o.json()[0]["experiment"], "custom");
 }
+
+#[test]
+fn compare_ranks_three_experiments_by_verdict_and_shows_only_the_columns_that_differ() {
+    let w = World::new();
+    let repo = w.new_repo("ranked");
+    for name in ["more", "same", "broken"] {
+        start(&w, &repo, name);
+    }
+    commit_on(&w, &repo, "experiment/more", &[("tests/test_more.py", MORE_TESTS)], "more tests");
+    commit_on(&w, &repo, "experiment/same", &[("NOTES.md", "notes\n")], "notes");
+    commit_on(&w, &repo, "experiment/broken", &[("tests/test_broken.py", BROKEN_TESTS)], "broken");
+    for name in ["more", "same", "broken"] {
+        let o = w.sandbox(&repo, &["eval", name]);
+        assert!(o.code == 0 || name == "broken", "{name}: {o:?}");
+    }
+    let o = w.sandbox(&repo, &["compare", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let v = o.json();
+    let order: Vec<&str> = v["experiments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(order, ["more", "same", "broken"], "{v}");
+    assert_eq!(v["experiments"][0]["verdict"], "STRONGLY_RECOMMEND");
+    assert_eq!(v["experiments"][2]["verdict"], "NOT_READY");
+    assert_eq!(v["experiments"][2]["new_failures"].as_array().unwrap().len(), 1);
+
+    let o = w.sandbox(&repo, &["compare"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let lines: Vec<&str> = o.stdout.lines().collect();
+    assert!(lines[0].starts_with("against main"), "{o:?}");
+    let header = lines[1];
+    assert!(header.contains("verdict") && header.contains("passed"), "{o:?}");
+    assert!(!header.contains("state"), "every experiment is active: no column for it: {o:?}");
+    assert!(lines[2].starts_with("1. more") && lines[4].starts_with("3. broken"), "{o:?}");
+    let all = w.sandbox(&repo, &["compare", "--all-columns"]);
+    assert!(all.stdout.lines().nth(1).unwrap().contains("state"), "{all:?}");
+
+    // Named targets against a base: each row's difference from it.
+    let o = w.sandbox(&repo, &["compare", "more", "broken", "--base", "main", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let v = o.json();
+    assert_eq!(v["rows"][0]["vs_base"]["passed"], 1, "{v}");
+    assert_eq!(v["rows"][1]["vs_base"]["failed"], 1, "{v}");
+    let o = w.sandbox(&repo, &["compare", "nosuch"]);
+    error_naming(&o, 2, "neither a revision nor an experiment");
+}

@@ -4,6 +4,7 @@
 
 mod analyze;
 mod bisect;
+mod compare;
 mod completions;
 mod daemon;
 mod demo;
@@ -67,6 +68,7 @@ enum Command {
     Experiment(experiment::ExperimentArgs),
     Eval(eval::EvalArgs),
     Bisect(bisect::BisectArgs),
+    Compare(compare::CompareArgs),
     Promote(promote::PromoteArgs),
     Kill(kill::KillArgs),
     Push(push::PushArgs),
@@ -140,6 +142,7 @@ pub fn main() -> i32 {
         Command::Status(a) => status::cmd_status(a),
         Command::Run(a) => run::cmd_run(a),
         Command::Bisect(a) => bisect::cmd_bisect(a),
+        Command::Compare(a) => compare::cmd_compare(a),
         Command::PrePush(a) => pre_push::cmd_pre_push(a),
         Command::Show(a) => show::cmd_show(a),
         Command::Log(a) => log::cmd_log(a),
