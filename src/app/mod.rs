@@ -23,6 +23,7 @@ pub mod logs;
 pub mod metrics;
 pub mod notify;
 pub mod promote;
+pub mod propose;
 pub mod pull_request;
 pub mod queue;
 pub mod reindex;

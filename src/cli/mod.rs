@@ -27,6 +27,7 @@ mod new;
 mod notify;
 mod pre_push;
 mod promote;
+mod propose;
 mod push;
 mod reindex;
 mod remote;
@@ -69,6 +70,7 @@ enum Command {
     Eval(eval::EvalArgs),
     Bisect(bisect::BisectArgs),
     Compare(compare::CompareArgs),
+    Propose(propose::ProposeArgs),
     Promote(promote::PromoteArgs),
     Kill(kill::KillArgs),
     Push(push::PushArgs),
@@ -143,6 +145,7 @@ pub fn main() -> i32 {
         Command::Run(a) => run::cmd_run(a),
         Command::Bisect(a) => bisect::cmd_bisect(a),
         Command::Compare(a) => compare::cmd_compare(a),
+        Command::Propose(a) => propose::cmd_propose(a),
         Command::PrePush(a) => pre_push::cmd_pre_push(a),
         Command::Show(a) => show::cmd_show(a),
         Command::Log(a) => log::cmd_log(a),
