@@ -77,7 +77,21 @@ pub fn record(ctx: &Context, repo: &gix::Repository, row: &RepoRow, ev: &Evaluat
             ev.experiment, ev.recommendation
         ),
     )?;
+    let before = ctx
+        .index
+        .latest_evaluation(&row.repository_id, &ev.experiment)
+        .ok()
+        .flatten();
     ctx.index.put_evaluation(&row.repository_id, ev)?;
+    if let Some(b) = before.filter(|b| b.recommendation != ev.recommendation) {
+        super::alerts::queue(
+            ctx,
+            "eval.changed",
+            Some(row),
+            json!({"experiment": ev.experiment, "from": b.recommendation, "to": ev.recommendation,
+                   "reason": ev.reason, "head": ev.head.commit, "base": ev.base.commit}),
+        );
+    }
     ctx.index.add_event(
         "experiment.evaluated",
         Some(&row.repository_id),

@@ -2,6 +2,7 @@
 //! command does (create a repository, take a hook's notification, run a commit, start, evaluate,
 //! promote or kill an experiment, keep the data dir tidy, unregister a repository).
 
+pub mod alerts;
 pub mod analyze;
 pub mod bisect;
 pub mod checks;

@@ -321,6 +321,13 @@ pub fn promote(
     )?;
     ctx.index
         .set_experiment_state(&row.repository_id, name, State::Promoted)?;
+    super::alerts::queue(
+        ctx,
+        "experiment.promoted",
+        Some(row),
+        serde_json::json!({"experiment": name, "target": target, "commit": new.to_string(),
+                           "strategy": promoted.strategy, "recommendation": ev.recommendation}),
+    );
     ctx.index.add_event(
         "experiment.promoted",
         Some(&row.repository_id),

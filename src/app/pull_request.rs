@@ -200,6 +200,13 @@ pub fn adopt_merged(
         )?;
         ctx.index
             .set_experiment_state(&row.repository_id, &e.name, State::Promoted)?;
+        super::alerts::queue(
+            ctx,
+            "experiment.promoted",
+            Some(row),
+            serde_json::json!({"experiment": e.name, "target": config.promote.target,
+                               "commit": production.to_string(), "strategy": "pull-request"}),
+        );
         ctx.index.add_event(
             "experiment.promoted",
             Some(&row.repository_id),

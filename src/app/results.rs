@@ -194,7 +194,11 @@ pub fn write(
     }
     write_notes(repo, records)?;
     super::github::queue_statuses(ctx, repo, row, records);
-    ctx.index.atomically(|| index_records(ctx, row, records))
+    ctx.index.atomically(|| {
+        index_records(ctx, row, records)?;
+        super::alerts::regressions(ctx, row, records);
+        Ok(())
+    })
 }
 
 /// Keep results in the index alone: those of snapshots of uncommitted work, which have no note.

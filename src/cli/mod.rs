@@ -96,6 +96,24 @@ enum Command {
 
 pub type CmdResult = Result<i32, CommandError>;
 
+/// Deliver the notifications (`[notify]`) a command queued, for at most a few seconds, when no
+/// daemon runs to deliver them; what is left waits in the index for the daemon or the next
+/// command.
+pub(crate) fn deliver_alerts(ctx: &crate::app::Context) {
+    if crate::ipc::running(&ctx.paths.home).is_some() {
+        return;
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    match crate::app::alerts::deliver_due(ctx, deadline) {
+        Ok(d) => {
+            for f in &d.failed {
+                eprintln!("warning: {f}");
+            }
+        }
+        Err(e) => eprintln!("warning: notifications not delivered: {e}"),
+    }
+}
+
 pub fn main() -> i32 {
     // Rust ignores SIGPIPE, so printing into a closed pipe (`git sandbox log | head -1`) would
     // panic. Like git, end quietly by SIGPIPE instead: restore its default action before

@@ -246,6 +246,7 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
                 Err(e) => eprintln!("warning: commit statuses not posted: {e}"),
             }
         }
+        super::deliver_alerts(&ctx);
     }
     if trial && !outcome.records.is_empty() {
         eprintln!(

@@ -1,6 +1,6 @@
 //! One config file as written (every key optional) and its parser with file:line:key errors.
 
-pub use super::machine::{GithubFile, IndexFile, RemoteFile};
+pub use super::machine::{GithubFile, IndexFile, NotifyFile, RemoteFile};
 use super::{parse_duration, Config, ConfigError, Location};
 use crate::util::hint::Hinted;
 use serde::{Deserialize, Deserializer};
@@ -51,6 +51,9 @@ pub struct ConfigFile {
     /// User config and environment only, like `[gc]`.
     #[serde(default)]
     pub index: IndexFile,
+    /// User config only, like `[gc]`.
+    #[serde(default)]
+    pub notify: NotifyFile,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -479,37 +482,11 @@ impl ConfigFile {
         set(&mut c.gc.max_log_mb, g.max_log_mb);
         set(&mut c.gc.caches, g.caches);
         set(&mut c.gc.max_cache_mb, g.max_cache_mb);
-        set(&mut c.remote.auto_push, self.remote.auto_push);
-        if let Some(p) = self.remote.poll {
-            c.remote.poll = Some(p);
-        }
-        if let Some(f) = &self.remote.webhook_secret_file {
-            c.remote.webhook_secret_file = Some(f.clone());
-        }
-        let h = &self.github;
-        set(&mut c.github.api_url, h.api_url.clone());
-        set(&mut c.github.web_url, h.web_url.clone());
-        if let Some(t) = &h.token_command {
-            c.github.token_command = Some(t.clone());
-        }
-        set(&mut c.github.statuses, h.statuses);
-        if let Some(v) = h.app_id {
-            c.github.app_id = Some(v);
-        }
-        if let Some(v) = &h.app_key_file {
-            c.github.app_key_file = Some(v.clone());
-        }
-        if let Some(v) = h.installation_id {
-            c.github.installation_id = Some(v);
-        }
-        if let Some(u) = &self.index.url {
-            c.index.url = Some(u.clone());
-        }
-        set(&mut c.index.lease, self.index.lease);
+        super::machine::apply(self, c);
     }
 }
 
-fn set<T>(slot: &mut T, value: Option<T>) {
+pub(super) fn set<T>(slot: &mut T, value: Option<T>) {
     if let Some(v) = value {
         *slot = v;
     }
@@ -573,6 +550,11 @@ pub fn parse_repository_file(label: &str, text: &str) -> Result<ConfigFile, Conf
             "index",
             file.index != IndexFile::default(),
             "which database this machine keeps its index in",
+        ),
+        (
+            "notify",
+            file.notify != NotifyFile::default(),
+            "where this machine sends notifications",
         ),
     ];
     if let Some((section, _, what)) = user_only.iter().find(|(_, set, _)| *set) {

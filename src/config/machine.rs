@@ -1,9 +1,11 @@
 //! The sections of the user config that describe this machine, never a repository: where it
-//! sends results (`[remote]`), how it talks to GitHub (`[github]`), and which database holds its
-//! index (`[index]`). A `.sandbox.toml` that sets them is refused (`parse_repository_file`).
+//! sends results (`[remote]`), how it talks to GitHub (`[github]`), which database holds its
+//! index (`[index]`) and where it sends notifications (`[notify]`). A `.sandbox.toml` that sets
+//! them is refused (`parse_repository_file`).
 
-use super::file::{de_command, de_duration, hinted};
-use serde::{Deserialize, Deserializer};
+use super::file::{de_command, de_duration, hinted, set, ConfigFile};
+use super::{ser_duration, ser_opt_duration, Config};
+use serde::{Deserialize, Deserializer, Serialize};
 use std::time::Duration;
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -24,15 +26,23 @@ pub struct GithubFile {
 }
 
 fn de_http_url<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    http_url(
+        d,
+        "write it like \"https://api.github.com\" (GitHub Enterprise: \"https://HOST/api/v3\")",
+    )
+}
+
+fn de_webhook_url<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    http_url(d, "write it like \"https://hooks.example.com/git-sandbox\"")
+}
+
+fn http_url<'de, D: Deserializer<'de>>(d: D, fix: &str) -> Result<Option<String>, D::Error> {
     let s = String::deserialize(d)?;
     let rest = s
         .strip_prefix("https://")
         .or_else(|| s.strip_prefix("http://"));
     if rest.is_none_or(|r| r.is_empty() || r.starts_with('/') || r.contains(char::is_whitespace)) {
-        return Err(hinted(
-            format!("{s:?} is not an http(s) URL"),
-            "write it like \"https://api.github.com\" (GitHub Enterprise: \"https://HOST/api/v3\")",
-        ));
+        return Err(hinted(format!("{s:?} is not an http(s) URL"), fix));
     }
     Ok(Some(s.trim_end_matches('/').to_string()))
 }
@@ -113,4 +123,150 @@ fn de_index_url<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Er
     let s = String::deserialize(d)?;
     check_index_url(&s).map_err(|(p, f)| hinted(p, f))?;
     Ok(Some(s))
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotifyFile {
+    #[serde(default, deserialize_with = "de_webhook_url")]
+    pub webhook: Option<String>,
+    /// The file holding the key the webhook's body is signed with: never the key itself.
+    #[serde(default, deserialize_with = "de_secret_file")]
+    pub secret_file: Option<String>,
+    #[serde(default, deserialize_with = "de_command")]
+    pub command: Option<String>,
+}
+
+/// Notifications (`[notify]`): a signed JSON POST and/or a command, for a run that fails after
+/// a pass, an evaluation whose verdict changes, and a promotion. User config only.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct NotifyConfig {
+    pub webhook: Option<String>,
+    pub secret_file: Option<String>,
+    pub command: Option<String>,
+}
+
+impl NotifyConfig {
+    /// The channels alerts go to: `webhook`, `command`.
+    pub fn channels(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        if self.webhook.is_some() {
+            out.push("webhook");
+        }
+        if self.command.is_some() {
+            out.push("command");
+        }
+        out
+    }
+}
+
+/// Lay a file's machine sections over `c`.
+pub(super) fn apply(f: &ConfigFile, c: &mut Config) {
+    set(&mut c.remote.auto_push, f.remote.auto_push);
+    if let Some(p) = f.remote.poll {
+        c.remote.poll = Some(p);
+    }
+    if let Some(f) = &f.remote.webhook_secret_file {
+        c.remote.webhook_secret_file = Some(f.clone());
+    }
+    let h = &f.github;
+    set(&mut c.github.api_url, h.api_url.clone());
+    set(&mut c.github.web_url, h.web_url.clone());
+    if let Some(t) = &h.token_command {
+        c.github.token_command = Some(t.clone());
+    }
+    set(&mut c.github.statuses, h.statuses);
+    if let Some(v) = h.app_id {
+        c.github.app_id = Some(v);
+    }
+    if let Some(v) = &h.app_key_file {
+        c.github.app_key_file = Some(v.clone());
+    }
+    if let Some(v) = h.installation_id {
+        c.github.installation_id = Some(v);
+    }
+    if let Some(u) = &f.index.url {
+        c.index.url = Some(u.clone());
+    }
+    set(&mut c.index.lease, f.index.lease);
+    let n = &f.notify;
+    for (slot, v) in [
+        (&mut c.notify.webhook, &n.webhook),
+        (&mut c.notify.secret_file, &n.secret_file),
+        (&mut c.notify.command, &n.command),
+    ] {
+        if let Some(v) = v {
+            *slot = Some(v.clone()).filter(|s| !s.trim().is_empty());
+        }
+    }
+}
+/// Results shared through git remotes. User config and environment only.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RemoteConfig {
+    /// Push the notes to the remote after each run (batched by the daemon).
+    pub auto_push: bool,
+    /// How often the daemon asks each repository's remote (`git ls-remote`) what moved, and
+    /// fetches and queues it; `None`: never.
+    #[serde(serialize_with = "ser_opt_duration")]
+    pub poll: Option<Duration>,
+    /// The file holding the webhook secret(s) `daemon --http` verifies deliveries with.
+    pub webhook_secret_file: Option<String>,
+}
+
+/// GitHub's REST API: where it is, where its repositories are (to know a remote is on it), how to
+/// get a token, and whether to post commit statuses. User config and environment only.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GithubConfig {
+    pub api_url: String,
+    pub web_url: String,
+    /// A command that prints the token (`gh auth token`); `GITHUB_TOKEN` comes first.
+    pub token_command: Option<String>,
+    pub statuses: bool,
+    /// A GitHub App's id, private key file and installation: check runs instead of statuses.
+    pub app_id: Option<u64>,
+    pub app_key_file: Option<String>,
+    pub installation_id: Option<u64>,
+}
+
+/// Where the index lives. User config and environment only (`GIT_SANDBOX_INDEX` wins).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IndexConfig {
+    /// A PostgreSQL URL; `None`: the SQLite file `index.db` in the data dir. Shown with its
+    /// password masked.
+    #[serde(serialize_with = "ser_redacted")]
+    pub url: Option<String>,
+    /// How long a daemon holds a job without renewing it before another may take it (60 s).
+    #[serde(serialize_with = "ser_duration")]
+    pub lease: Duration,
+}
+
+impl Default for IndexConfig {
+    fn default() -> Self {
+        IndexConfig {
+            url: None,
+            lease: Duration::from_secs(60),
+        }
+    }
+}
+
+fn ser_redacted<S: serde::Serializer>(u: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
+    match u {
+        Some(u) => s.serialize_str(&redact_url(u)),
+        None => s.serialize_none(),
+    }
+}
+
+/// A URL with the password of its user part masked: `postgres://me:***@host/db`.
+pub fn redact_url(u: &str) -> String {
+    let Some((scheme, rest)) = u.split_once("://") else {
+        return u.to_string();
+    };
+    let (auth, host) = match rest.split_once('@') {
+        Some((a, h)) if !a.contains('/') => (a, h),
+        _ => return u.to_string(),
+    };
+    match auth.split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
+        None => u.to_string(),
+    }
 }

@@ -9,7 +9,9 @@ mod machine;
 
 pub use checks::{valid_name as valid_check_name, CheckConfig, TEST_CHECK};
 pub use file::{parse_file, parse_repository_file, ConfigFile, Limit};
-pub use machine::check_index_url;
+pub use machine::{
+    check_index_url, redact_url, GithubConfig, IndexConfig, NotifyConfig, RemoteConfig,
+};
 
 use crate::util::glob::{GlobError, Globs};
 use crate::util::hint::{display_hinted, Hinted};
@@ -192,39 +194,14 @@ pub struct GcConfig {
     pub max_cache_mb: u64,
 }
 
-/// Results shared through git remotes. User config and environment only.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RemoteConfig {
-    /// Push the notes to the remote after each run (batched by the daemon).
-    pub auto_push: bool,
-    /// How often the daemon asks each repository's remote (`git ls-remote`) what moved, and
-    /// fetches and queues it; `None`: never.
-    #[serde(serialize_with = "ser_opt_duration")]
-    pub poll: Option<Duration>,
-    /// The file holding the webhook secret(s) `daemon --http` verifies deliveries with.
-    pub webhook_secret_file: Option<String>,
-}
-
-fn ser_opt_duration<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+pub(super) fn ser_opt_duration<S: serde::Serializer>(
+    d: &Option<Duration>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
     match d {
         Some(d) => s.serialize_u64(d.as_millis() as u64),
         None => s.serialize_none(),
     }
-}
-
-/// GitHub's REST API: where it is, where its repositories are (to know a remote is on it), how to
-/// get a token, and whether to post commit statuses. User config and environment only.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct GithubConfig {
-    pub api_url: String,
-    pub web_url: String,
-    /// A command that prints the token (`gh auth token`); `GITHUB_TOKEN` comes first.
-    pub token_command: Option<String>,
-    pub statuses: bool,
-    /// A GitHub App's id, private key file and installation: check runs instead of statuses.
-    pub app_id: Option<u64>,
-    pub app_key_file: Option<String>,
-    pub installation_id: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -267,54 +244,12 @@ pub struct Config {
     pub remote: RemoteConfig,
     pub github: GithubConfig,
     pub index: IndexConfig,
-}
-
-/// Where the index lives. User config and environment only (`GIT_SANDBOX_INDEX` wins).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct IndexConfig {
-    /// A PostgreSQL URL; `None`: the SQLite file `index.db` in the data dir. Shown with its
-    /// password masked.
-    #[serde(serialize_with = "ser_redacted")]
-    pub url: Option<String>,
-    /// How long a daemon holds a job without renewing it before another may take it (60 s).
-    #[serde(serialize_with = "ser_duration")]
-    pub lease: Duration,
-}
-
-impl Default for IndexConfig {
-    fn default() -> Self {
-        IndexConfig {
-            url: None,
-            lease: Duration::from_secs(60),
-        }
-    }
-}
-
-fn ser_redacted<S: serde::Serializer>(u: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
-    match u {
-        Some(u) => s.serialize_str(&redact_url(u)),
-        None => s.serialize_none(),
-    }
-}
-
-/// A URL with the password of its user part masked: `postgres://me:***@host/db`.
-pub fn redact_url(u: &str) -> String {
-    let Some((scheme, rest)) = u.split_once("://") else {
-        return u.to_string();
-    };
-    let (auth, host) = match rest.split_once('@') {
-        Some((a, h)) if !a.contains('/') => (a, h),
-        _ => return u.to_string(),
-    };
-    match auth.split_once(':') {
-        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
-        None => u.to_string(),
-    }
+    pub notify: NotifyConfig,
 }
 
 const DAY: u64 = 86_400;
 
-fn ser_duration<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+pub(super) fn ser_duration<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_u64(d.as_millis() as u64)
 }
 
@@ -392,6 +327,7 @@ impl Default for Config {
                 installation_id: None,
             },
             index: IndexConfig::default(),
+            notify: NotifyConfig::default(),
         }
     }
 }

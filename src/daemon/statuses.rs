@@ -1,8 +1,9 @@
 //! The daemon's commit-status poster: one thread, so posts to GitHub are serialized per token and
 //! kept under its rate limits; it looks for due statuses every 2 s. What it cannot post now waits
-//! in the index (and outlives a restart).
+//! in the index (and outlives a restart). The same thread delivers the notifications
+//! (`[notify]`) that are due.
 
-use crate::app::{github, Context};
+use crate::app::{alerts, github, Context};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -35,6 +36,14 @@ pub fn start(stop: Arc<AtomicBool>) {
                             last_error = text;
                         }
                     }
+                }
+                match alerts::deliver_due(&ctx, Instant::now() + Duration::from_secs(30)) {
+                    Ok(d) => {
+                        for f in d.failed {
+                            super::warn(&f);
+                        }
+                    }
+                    Err(e) => super::warn(&format!("notifications: {e}")),
                 }
                 std::thread::sleep(Duration::from_secs(2));
             }

@@ -1,6 +1,7 @@
 //! The SQLite index at `$GIT_SANDBOX_HOME/index.db`: a cache of what git holds (notes, refs) plus
 //! the job queue and the event log. Opening it checks the schema version and migrates.
 
+mod alerts;
 mod daemons;
 mod deliveries;
 mod events;
@@ -13,6 +14,7 @@ mod runs;
 pub mod sql;
 mod statuses;
 
+pub use alerts::AlertRow;
 pub use daemons::DaemonRow;
 pub use deliveries::Delivery;
 pub use events::{Event, EventFilter};
@@ -28,7 +30,7 @@ use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 
 /// The schema this build writes. Bump it with a new entry in [`MIGRATIONS`].
-pub const SCHEMA_VERSION: i64 = 9;
+pub const SCHEMA_VERSION: i64 = 10;
 
 const MIGRATIONS: &[&str] = &[
     // 1: the first schema.
@@ -196,6 +198,23 @@ const MIGRATIONS: &[&str] = &[
     // from it: every empty commit on one tree shares it).
     r#"
     CREATE INDEX runs_made_by_tree ON runs (repository_id, tree_id, finished_at) WHERE cached_from IS NULL;
+    "#,
+    // 10: notifications waiting to be delivered (`[notify]`), one row per channel, each with its
+    // attempts and the time before which it must not be tried again.
+    r#"
+    CREATE TABLE alerts (
+        id INTEGER PRIMARY KEY,
+        channel TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        repository_id TEXT,
+        payload TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_at INTEGER NOT NULL DEFAULT 0,
+        done_at TEXT,
+        error TEXT
+    );
+    CREATE INDEX alerts_due ON alerts (done_at, next_at);
     "#,
 ];
 

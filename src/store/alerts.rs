@@ -1,0 +1,89 @@
+//! Notifications waiting to be delivered (`[notify]` webhook and command): one row per channel,
+//! delivered oldest first, each with its attempts and the time before which it must not be tried
+//! again; done (or given up, with why) once delivered.
+
+use super::sql::params;
+use super::{Index, Result};
+
+#[derive(Debug, Clone)]
+pub struct AlertRow {
+    pub id: i64,
+    /// `webhook` or `command`.
+    pub channel: String,
+    pub kind: String,
+    pub repository_id: Option<String>,
+    /// The JSON body.
+    pub payload: String,
+    pub created_at: String,
+    pub attempts: i64,
+}
+
+impl Index {
+    /// Queue an alert on a channel.
+    pub fn queue_alert(
+        &self,
+        channel: &str,
+        kind: &str,
+        repository_id: Option<&str>,
+        payload: &serde_json::Value,
+    ) -> Result<()> {
+        self.conn.execute(
+            "INSERT INTO alerts (channel, kind, repository_id, payload, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![
+                channel,
+                kind,
+                repository_id,
+                payload.to_string(),
+                crate::util::time::now_rfc3339()
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Alerts due at `now` (seconds since the epoch), oldest first, at most `limit`.
+    pub fn due_alerts(&self, now: i64, limit: usize) -> Result<Vec<AlertRow>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, channel, kind, repository_id, payload, created_at, attempts FROM alerts
+             WHERE done_at IS NULL AND next_at <= ?1 ORDER BY id LIMIT ?2",
+        )?;
+        let rows = stmt.query_map(params![now, limit as i64], |r| {
+            Ok(AlertRow {
+                id: r.get(0)?,
+                channel: r.get(1)?,
+                kind: r.get(2)?,
+                repository_id: r.get(3)?,
+                payload: r.get(4)?,
+                created_at: r.get(5)?,
+                attempts: r.get(6)?,
+            })
+        })?;
+        Ok(rows.collect::<super::sql::Result<_>>()?)
+    }
+
+    /// How many alerts wait to be delivered.
+    pub fn pending_alerts(&self) -> Result<i64> {
+        Ok(self.conn.query_row(
+            "SELECT COUNT(*) FROM alerts WHERE done_at IS NULL",
+            params![],
+            |r| r.get(0),
+        )?)
+    }
+
+    /// The alert was delivered, or given up with `error`.
+    pub fn alert_done(&self, id: i64, error: Option<&str>) -> Result<()> {
+        self.conn.execute(
+            "UPDATE alerts SET done_at = ?2, error = ?3, attempts = attempts + 1 WHERE id = ?1",
+            params![id, crate::util::time::now_rfc3339(), error],
+        )?;
+        Ok(())
+    }
+
+    /// Try the alert again at `next_at` (seconds since the epoch).
+    pub fn alert_later(&self, id: i64, next_at: i64, error: &str) -> Result<()> {
+        self.conn.execute(
+            "UPDATE alerts SET next_at = ?2, error = ?3, attempts = attempts + 1 WHERE id = ?1",
+            params![id, next_at, error],
+        )?;
+        Ok(())
+    }
+}
