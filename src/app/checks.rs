@@ -215,9 +215,11 @@ pub(super) fn run_all(
         parallel: config.test.parallel,
         log: log_path(env.logs, env.commit, None, env.trial),
     });
-    // Runs side by side would merge their build-cache writes into one layer at once: only a
-    // check that runs alone keeps what it writes (the others still read the cache).
-    let alone = specs.len() == 1;
+    // A check keeps its build-cache writes by merging them into the branch's layer once it
+    // ends; runs side by side have that layer mounted under them, and a layer must not change
+    // under a mounted overlay: with parallel checks, none keeps its writes (all still read the
+    // cache). One after another, each merges in turn.
+    let keep = specs.len() == 1 || !specs.iter().any(|s| s.parallel);
     let shared = Shared {
         config,
         sandbox: env.sandbox,
@@ -233,12 +235,12 @@ pub(super) fn run_all(
             .map(|(i, spec)| {
                 (
                     i,
-                    s.spawn(move || execute(shared, spec, work, setup, alone)),
+                    s.spawn(move || execute(shared, spec, work, setup, keep)),
                 )
             })
             .collect();
         for (i, spec) in specs.iter().enumerate().filter(|(_, s)| !s.parallel) {
-            done[i] = Some(execute(shared, spec, work, setup, true));
+            done[i] = Some(execute(shared, spec, work, setup, keep));
         }
         for (i, h) in handles {
             done[i] = Some(h.join().unwrap_or(Executed::Crashed));
