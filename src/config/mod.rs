@@ -501,6 +501,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_example_config_is_a_valid_repository_config() {
+        let text = include_str!("../../.sandbox.toml.example");
+        let f = parse_repository_file(".sandbox.toml.example", text).unwrap();
+        assert_eq!(f.test.command.as_deref(), Some("python3 -m pytest -q"));
+    }
+
+    #[test]
     fn durations() {
         assert_eq!(parse_duration("90s"), Some(Duration::from_secs(90)));
         assert_eq!(parse_duration("5m"), Some(Duration::from_secs(300)));
