@@ -232,12 +232,7 @@ pub(super) fn run_all(
             .iter()
             .enumerate()
             .filter(|(_, spec)| spec.parallel)
-            .map(|(i, spec)| {
-                (
-                    i,
-                    s.spawn(move || execute(shared, spec, work, setup, keep)),
-                )
-            })
+            .map(|(i, spec)| (i, s.spawn(move || execute(shared, spec, work, setup, keep))))
             .collect();
         for (i, spec) in specs.iter().enumerate().filter(|(_, s)| !s.parallel) {
             done[i] = Some(execute(shared, spec, work, setup, keep));
