@@ -190,3 +190,42 @@ fn a_changed_verdict_and_a_promotion_are_handed_to_the_command() {
     assert_eq!(alerts[0]["data"]["experiment"], "x");
     assert_eq!(alerts[1]["data"]["target"], "main");
 }
+
+#[test]
+fn a_regression_inside_one_range_is_news_and_a_note_written_again_is_not() {
+    let w = World::new();
+    let out = w.path("alerts.jsonl");
+    w.user_config(&format!(
+        "[notify]\ncommand = \"cat >> {}; echo >> {}\"\n",
+        out.display(),
+        out.display()
+    ));
+    let repo = w.new_repo("range");
+    let base = w.commit(&repo, &[("README.md", "a\n")], "base");
+    let good = w.commit(&repo, &[("README.md", "b\n")], "good");
+    let bad = w.commit(&repo, &[("tests/test_more.py", FAILING)], "broken");
+    // Both in one batch: the parent's pass is found among the results written with it.
+    assert_eq!(
+        w.sandbox(&repo, &["run", "-j", "1", &format!("{base}..HEAD")])
+            .code,
+        1
+    );
+    let lines = |w: &World| -> Vec<serde_json::Value> {
+        std::fs::read_to_string(w.path("alerts.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let got = lines(&w);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0]["data"]["commit"], bad.as_str());
+    assert_eq!(got[0]["data"]["parent"], good.as_str());
+    // The note dropped by a writer that does not compare-and-swap, then written again from the
+    // index: the same result, no new alert.
+    w.git(&repo, &["notes", "--ref", "sandbox", "remove", &bad]);
+    assert_eq!(w.sandbox(&repo, &["run", &bad]).code, 1);
+    assert!(w.note(&repo, &bad).is_some(), "written again");
+    assert_eq!(lines(&w).len(), 1, "no second alert");
+}

@@ -74,12 +74,20 @@ fn text(kind: &str, repo: Option<&str>, d: &Value) -> String {
     }
 }
 
-/// Alerts for records just written: each run that failed where its first parent's result
-/// passed.
+/// Alerts for records about to be indexed: each run that failed where its first parent's
+/// result (in the same batch, else in the index) passed — unless the index holds that very
+/// record already (its note was only written again).
 pub fn regressions(ctx: &Context, row: &RepoRow, records: &[RunRecord]) {
     if ctx.layers.resolve().notify.channels().is_empty() {
         return;
     }
+    let indexed = |commit: &str| {
+        ctx.index
+            .run_for_commit(&row.repository_id, commit)
+            .ok()
+            .flatten()
+            .map(|run| run.record)
+    };
     for r in records {
         if !matches!(r.status, Status::Failed | Status::Timeout | Status::Killed) {
             continue;
@@ -87,13 +95,15 @@ pub fn regressions(ctx: &Context, row: &RepoRow, records: &[RunRecord]) {
         let Some(parent) = r.parents.first() else {
             continue;
         };
-        let parent_passed = ctx
-            .index
-            .run_for_commit(&row.repository_id, parent)
-            .ok()
-            .flatten()
-            .is_some_and(|p| p.record.status == Status::Passed);
-        if !parent_passed {
+        if indexed(&r.commit).is_some_and(|old| old.finished_at == r.finished_at) {
+            continue;
+        }
+        let parent_status = records
+            .iter()
+            .find(|p| &p.commit == parent)
+            .map(|p| p.status)
+            .or_else(|| indexed(parent).map(|p| p.status));
+        if parent_status != Some(Status::Passed) {
             continue;
         }
         let first_failure = r
@@ -236,8 +246,8 @@ fn post(
         .map_err(|e| (true, format!("cannot start the HTTP runtime: {e}")))?;
     rt.block_on(async {
         let client = octocrab::Octocrab::builder()
-            .set_connect_timeout(Some(Duration::from_secs(10)))
-            .set_read_timeout(Some(Duration::from_secs(10)))
+            .set_connect_timeout(Some(Duration::from_secs(5)))
+            .set_read_timeout(Some(Duration::from_secs(5)))
             .build()
             .map_err(|e| (true, format!("cannot build the HTTP client: {e}")))?;
         let mut req = http::Request::post(url).header("content-type", "application/json");

@@ -195,9 +195,9 @@ pub fn write(
     write_notes(repo, records)?;
     super::github::queue_statuses(ctx, repo, row, records);
     ctx.index.atomically(|| {
-        index_records(ctx, row, records)?;
+        // Before indexing: a record the index already holds (a note written again) is no news.
         super::alerts::regressions(ctx, row, records);
-        Ok(())
+        index_records(ctx, row, records)
     })
 }
 
