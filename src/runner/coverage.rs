@@ -14,6 +14,7 @@
 //! size of the text. The XML is scanned by hand: no DTDs, no entities beyond the five predefined
 //! ones and numeric references.
 
+use super::parse::decode_entities;
 use std::collections::{BTreeMap, HashMap};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -214,40 +215,6 @@ fn lcov(text: &str, roots: &[&str]) -> Option<Report> {
     Some(finish("lcov", files, None))
 }
 
-/// Decodes `&lt; &gt; &amp; &quot; &apos;` and numeric references; anything else is kept as is.
-fn decode_entities(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(amp) = rest.find('&') {
-        out.push_str(&rest[..amp]);
-        rest = &rest[amp..];
-        let semi = rest.bytes().take(12).position(|b| b == b';');
-        let decoded = semi.and_then(|semi| {
-            let c = match &rest[1..semi] {
-                "lt" => '<',
-                "gt" => '>',
-                "amp" => '&',
-                "quot" => '"',
-                "apos" => '\'',
-                entity => {
-                    let num = entity.strip_prefix('#')?;
-                    let code = match num.strip_prefix(['x', 'X']) {
-                        Some(hex) => u32::from_str_radix(hex, 16).ok()?,
-                        None => num.parse().ok()?,
-                    };
-                    char::from_u32(code)?
-                }
-            };
-            Some((c, semi + 1))
-        });
-        let (c, len) = decoded.unwrap_or(('&', 1));
-        out.push(c);
-        rest = &rest[len..];
-    }
-    out.push_str(rest);
-    out
-}
-
 /// One start or end tag: its name and the raw text of its attributes.
 struct Tag<'a> {
     name: &'a str,
@@ -277,7 +244,7 @@ impl Tag<'_> {
             }
             let end = after[1..].find(quote)?;
             if name == key {
-                return Some(decode_entities(&after[1..1 + end]));
+                return Some(decode_entities(&after[1..1 + end]).into_owned());
             }
             rest = &after[end + 2..];
         }
@@ -378,7 +345,7 @@ fn cobertura(xml: &str, roots: &[&str]) -> Option<Report> {
         match (tag.name, tag.closing) {
             ("source", false) => in_source = !tag.self_closing,
             ("source", true) if in_source => {
-                sources.push(decode_entities(text.trim()));
+                sources.push(decode_entities(text.trim()).into_owned());
                 in_source = false;
             }
             ("class", false) => {

@@ -23,6 +23,7 @@ mod text;
 mod unittest;
 
 use crate::model::TestCounts;
+pub use junit::decode_entities;
 
 /// Every framework name `parse_output` can return, in the order tried when the hint fails.
 /// `nextest` goes before `cargo` (nextest output embeds indented `test result:` lines), `mocha`
