@@ -406,9 +406,71 @@ fn exercise(ix: &Index) {
     ix.daemon_stopped("h:1:0").unwrap();
     assert!(ix.daemons(5).unwrap()[0].stopped_at.is_some());
 
+    // Executions: every run kept (a run again of a commit too), its CPU counted for its
+    // experiment, and a test that failed on one run of a tree and not on another is flaky.
+    let put_tested = |r: &RunRecord| {
+        ix.put_run("repo_a", r).unwrap();
+        ix.add_execution("repo_a", r).unwrap();
+    };
+    let tested = |commit: &str, at: &str, failing: &[&str], cpu: u64| {
+        let status = if failing.is_empty() {
+            "passed"
+        } else {
+            "failed"
+        };
+        let mut r = record(commit, "t7", status, 10);
+        r.finished_at = at.into();
+        r.experiment = Some("exp".into());
+        r.tests = Some(serde_json::from_value(json!({
+            "command": "t", "framework": "pytest", "exit_code": i32::from(!failing.is_empty()),
+            "passed": 3 - failing.len(), "failed": failing.len(), "skipped": 0, "errors": 0,
+            "total": 3, "duration_ms": 5, "output_tail": "", "killed_by": null,
+            "resources": {"cpu_ms": cpu, "max_rss_kb": 1},
+            "failures": failing.iter().map(|n| json!({"name": n, "message": "m"})).collect::<Vec<_>>()
+        })).unwrap());
+        r
+    };
+    put_tested(&tested("c7", "2026-11-26T09:00:00.000Z", &[], 1000));
+    let second = tested(
+        "c7",
+        "2026-11-26T09:01:00.000Z",
+        &["a::flaky", "a::broken"],
+        2000,
+    );
+    put_tested(&second);
+    // The same record indexed again (its note read back) is not a run of its own.
+    put_tested(&second);
+    put_tested(&tested(
+        "c8",
+        "2026-11-26T09:02:00.000Z",
+        &["a::broken"],
+        500,
+    ));
+    // A record served from another commit's result ran nothing.
+    let mut served = tested("c9", "2026-11-26T09:03:00.000Z", &["a::broken"], 700);
+    served.cached_from = Some("c8".into());
+    put_tested(&served);
+    assert_eq!(ix.experiment_cpu_ms("repo_a", "exp").unwrap(), 3500);
+    assert_eq!(ix.experiment_cpu_ms("repo_a", "other").unwrap(), 0);
+    let flaky = ix.flaky_tests("repo_a").unwrap();
+    let names: Vec<(&str, u64, u64)> = flaky
+        .iter()
+        .map(|t| (t.name.as_str(), t.flips, t.runs))
+        .collect();
+    assert_eq!(
+        names,
+        vec![("a::flaky", 2, 3), ("a::broken", 1, 3)],
+        "{flaky:?}"
+    );
+    assert_eq!(flaky[0].last_flip_commit, "c8");
+    assert_eq!(flaky[0].last_outcome, "passed");
+    assert_eq!(flaky[1].failures, 2);
+
     // Forgetting a repository removes what is its.
     let rows = ix.delete_repository("repo_a").unwrap();
-    assert_eq!(rows.runs, 2);
+    assert_eq!(rows.runs, 5);
+    assert!(ix.flaky_tests("repo_a").unwrap().is_empty());
+    assert_eq!(ix.experiment_cpu_ms("repo_a", "exp").unwrap(), 0);
     ix.delete_repository("repo_b").unwrap();
     assert!(ix.repositories().unwrap().is_empty());
 }

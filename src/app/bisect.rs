@@ -5,7 +5,6 @@
 
 use super::run::{run_commits, RunOptions};
 use super::{results, AppError, Context, Result};
-use crate::config::ConfigFile;
 use crate::model::{RunRecord, Status, Trigger};
 use crate::store::RepoRow;
 use gix::ObjectId;
@@ -110,16 +109,7 @@ pub fn bisect(
             *known += 1;
             return Ok((verdict(&r, test), Some(r)));
         }
-        let opts = RunOptions {
-            force: false,
-            trigger: Trigger::Manual,
-            refname: refname.map(str::to_string),
-            flags: ConfigFile::default(),
-            interrupt,
-            yield_after_run: false,
-            unnoted: false,
-            skip_superseded: false,
-        };
+        let opts = RunOptions::new(Trigger::Manual, refname.map(str::to_string), interrupt);
         let outcome = run_commits(ctx, repo, row, &[c], &opts, &mut |_| {})?;
         if outcome.interrupted {
             return Err(AppError::usage("bisect interrupted")

@@ -5,7 +5,6 @@ use super::experiments::{self, Started};
 use super::promote::{promote, PromoteOptions, Promoted};
 use super::run::{run_commits, RunOptions};
 use super::{eval, io_err, repos, Context, Result};
-use crate::config::ConfigFile;
 use crate::git::cli;
 use crate::model::{Evaluation, RunRecord, Trigger};
 use crate::store::RepoRow;
@@ -125,16 +124,7 @@ pub fn demo(ctx: &Context, path: Option<&Path>, on: &mut dyn FnMut(Event<'_>)) -
     let main = crate::git::resolve_commits(&repo, "HEAD~1^..HEAD")?;
     let _ = gix::interrupt::init_handler_default(1);
     let interrupt = &gix::interrupt::IS_INTERRUPTED;
-    let opts = RunOptions {
-        force: false,
-        trigger: Trigger::Manual,
-        refname: Some("refs/heads/main".into()),
-        flags: ConfigFile::default(),
-        interrupt,
-        yield_after_run: false,
-        unnoted: false,
-        skip_superseded: false,
-    };
+    let opts = RunOptions::new(Trigger::Manual, Some("refs/heads/main".into()), interrupt);
     let outcome = run_commits(ctx, &repo, &created.repo, &main, &opts, &mut |_| {})?;
     let mut results = outcome.records;
     for r in &results {

@@ -6,7 +6,6 @@ use super::experiments::{self, branch_ref, ref_tip};
 use super::results;
 use super::run::{run_commits, RunOptions};
 use super::{AppError, Context, Result};
-use crate::config::ConfigFile;
 use crate::git;
 use crate::model::{
     Criterion, Evaluation, Recommendation, RunRecord, Side, State, Status, Trigger, EVAL_SCHEMA,
@@ -15,7 +14,7 @@ use crate::store::RepoRow;
 use crate::util::time;
 use gix::ObjectId;
 use serde_json::json;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::AtomicBool;
 
 /// A mean complexity change smaller than this is noise, not a change.
@@ -51,6 +50,12 @@ pub fn evaluate(
     let base_ref = format!("refs/heads/{target}");
     let head_rec = result_or_run(ctx, repo, row, head, &head_ref, interrupt)?;
     let base_rec = result_or_run(ctx, repo, row, base, &base_ref, interrupt)?;
+    let flaky: HashSet<String> = ctx
+        .index
+        .flaky_tests(&row.repository_id)?
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
     let ev = judge(
         name,
         side(&base_ref, base, base_rec.as_ref()),
@@ -58,6 +63,7 @@ pub fn evaluate(
         base_rec.as_ref(),
         head_rec.as_ref(),
         config.promote.max_coverage_drop,
+        &flaky,
     );
     record(ctx, repo, row, &ev)?;
     Ok(ev)
@@ -115,16 +121,7 @@ pub(crate) fn result_or_run(
     if let Some(r) = results::current_record(ctx, repo, row, commit, Some(refname))? {
         return Ok(Some(r));
     }
-    let opts = RunOptions {
-        force: false,
-        trigger: Trigger::Manual,
-        refname: Some(refname.to_string()),
-        flags: ConfigFile::default(),
-        interrupt,
-        yield_after_run: false,
-        unnoted: false,
-        skip_superseded: false,
-    };
+    let opts = RunOptions::new(Trigger::Manual, Some(refname.to_string()), interrupt);
     let outcome = run_commits(ctx, repo, row, &[commit], &opts, &mut |_| {})?;
     Ok(outcome.records.into_iter().next())
 }
@@ -164,7 +161,9 @@ fn new_issues(base: &RunRecord, head: &RunRecord) -> Option<u64> {
     Some(new)
 }
 
-/// The criteria and the recommendation. Pure: the same two results always give the same verdict.
+/// The criteria and the recommendation. Pure: the same two results (and the same known-flaky
+/// tests) always give the same verdict. A head that failed only in tests known to be `flaky`
+/// is judged as if they had passed, and the reason says so.
 pub fn judge(
     name: &str,
     base_side: Side,
@@ -172,6 +171,7 @@ pub fn judge(
     base: Option<&RunRecord>,
     head: Option<&RunRecord>,
     max_coverage_drop: f64,
+    flaky: &HashSet<String>,
 ) -> Evaluation {
     let has_data = match (base, head) {
         (Some(_), Some(h)) => {
@@ -180,13 +180,23 @@ pub fn judge(
         _ => false,
     };
     let head_tests = head.and_then(|h| h.tests.as_ref());
-    let bad = head_tests.map(|t| t.failed.unwrap_or(0) + t.errors.unwrap_or(0));
-    // With named checks the run's status is theirs too: the tests are judged by their own.
-    let tests_status = head.map(|h| match (&h.tests, h.checks.is_empty()) {
-        (_, true) => h.status,
-        (Some(t), false) => t.status.unwrap_or(h.status),
-        (None, false) => Status::Passed,
+    let not_counted = head
+        .and_then(|h| h.failed_only_in(flaky))
+        .unwrap_or_default();
+    let bad = head_tests.map(|t| {
+        (t.failed.unwrap_or(0) + t.errors.unwrap_or(0)).saturating_sub(not_counted.len() as u64)
     });
+    // With named checks the run's status is theirs too: the tests are judged by their own.
+    let tests_status = head
+        .map(|h| match (&h.tests, h.checks.is_empty()) {
+            (_, true) => h.status,
+            (Some(t), false) => t.status.unwrap_or(h.status),
+            (None, false) => Status::Passed,
+        })
+        .map(|s| match s {
+            Status::Failed if !not_counted.is_empty() => Status::Passed,
+            s => s,
+        });
     let tests_pass = tests_status == Some(Status::Passed) && bad.unwrap_or(0) == 0;
     // The required named checks that did not pass, with how they ended.
     let failing_checks: Vec<String> = head
@@ -223,13 +233,17 @@ pub fn judge(
             name: "tests_pass".into(),
             description: "the experiment's tests pass (no failures or errors)".into(),
             pass: tests_pass,
-            value: json!({"status": tests_status, "failed_or_errors": bad}),
+            value: if not_counted.is_empty() {
+                json!({"status": tests_status, "failed_or_errors": bad})
+            } else {
+                json!({"status": tests_status, "failed_or_errors": bad, "flaky_not_counted": not_counted})
+            },
             threshold: json!({"status": "passed", "failed_or_errors": 0}),
         },
         Criterion {
             name: "passing_tests".into(),
             description: "no fewer passing tests than production".into(),
-            pass: head_passed >= base_passed,
+            pass: head_passed + not_counted.len() as u64 >= base_passed,
             value: json!(head_passed),
             threshold: json!(base_passed),
         },
@@ -326,6 +340,19 @@ pub fn judge(
             format!("tests pass but {} fails", failing.join(", ")),
         )
     };
+    let reason = if not_counted.is_empty() {
+        reason
+    } else {
+        format!(
+            "{reason} (not counted: the failure of known-flaky {} {})",
+            if not_counted.len() == 1 {
+                "test"
+            } else {
+                "tests"
+            },
+            not_counted.join(", ")
+        )
+    };
     Evaluation {
         schema: EVAL_SCHEMA.into(),
         experiment: name.to_string(),
@@ -366,6 +393,7 @@ mod tests {
             error: None,
             config_hash: None,
             superseded_by: None,
+            retried: None,
             toolchain: Default::default(),
             coverage: None,
             checks: Default::default(),
@@ -417,7 +445,60 @@ mod tests {
             base,
             head,
             1.0,
+            &HashSet::new(),
         )
+    }
+
+    #[test]
+    fn a_failure_of_a_known_flaky_test_alone_is_not_counted_and_the_reason_says_so() {
+        let id = ObjectId::null(gix::hash::Kind::Sha1);
+        let base = rec(Status::Passed, 3, 0, 2.0, &[]);
+        let mut head = rec(Status::Failed, 2, 1, 2.0, &[]);
+        let t = head.tests.as_mut().unwrap();
+        t.failures = vec![crate::model::Failure {
+            name: "t.py::test_flaky".into(),
+            message: "boom".into(),
+        }];
+        let judge_with = |known: &[&str], head: &RunRecord| {
+            let known: HashSet<String> = known.iter().map(|s| s.to_string()).collect();
+            judge(
+                "x",
+                side("b", id, Some(&base)),
+                side("h", id, Some(head)),
+                Some(&base),
+                Some(head),
+                1.0,
+                &known,
+            )
+        };
+        let unknown = judge_with(&[], &head);
+        assert_eq!(unknown.recommendation, Recommendation::NotReady);
+        let known = judge_with(&["t.py::test_flaky"], &head);
+        assert_eq!(
+            known.recommendation,
+            Recommendation::Recommend,
+            "{}",
+            known.reason
+        );
+        assert!(
+            known.reason.contains("known-flaky test t.py::test_flaky"),
+            "{}",
+            known.reason
+        );
+        assert_eq!(
+            known.criteria[0].value["flaky_not_counted"][0],
+            "t.py::test_flaky"
+        );
+        // A second failure that is not known to be flaky counts, the flaky one with it.
+        let t = head.tests.as_mut().unwrap();
+        t.failed = Some(2);
+        t.failures.push(crate::model::Failure {
+            name: "t.py::test_real".into(),
+            message: "broken".into(),
+        });
+        let both = judge_with(&["t.py::test_flaky"], &head);
+        assert_eq!(both.recommendation, Recommendation::NotReady);
+        assert!(!both.reason.contains("not counted"), "{}", both.reason);
     }
 
     #[test]
@@ -521,6 +602,7 @@ mod tests {
                 Some(base),
                 Some(head),
                 drop,
+                &HashSet::new(),
             )
         };
         let ev = judge_with(&with(80.0), &with(79.5), 1.0);

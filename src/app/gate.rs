@@ -7,7 +7,6 @@
 
 use super::run::{run_commits, RunOptions};
 use super::{commit_config, results, AppError, Context, Result};
-use crate::config::ConfigFile;
 use crate::model::{RunRecord, Status, Trigger};
 use crate::store::RepoRow;
 use gix::ObjectId;
@@ -177,16 +176,7 @@ fn wait_for(
                 std::thread::sleep(Duration::from_millis(50));
             }
         });
-        let opts = RunOptions {
-            force: false,
-            trigger: Trigger::Hook,
-            refname: refname.map(str::to_string),
-            flags: ConfigFile::default(),
-            interrupt: &stop,
-            yield_after_run: false,
-            unnoted: false,
-            skip_superseded: false,
-        };
+        let opts = RunOptions::new(Trigger::Hook, refname.map(str::to_string), &stop);
         let outcome = run_commits(ctx, repo, row, &[commit], &opts, &mut |_| {});
         done.store(true, Ordering::Relaxed);
         Ok(outcome?

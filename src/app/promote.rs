@@ -7,7 +7,6 @@
 use super::experiments::{self, branch_ref, promoted_ref, ref_tip};
 use super::run::{run_commits, RunOptions};
 use super::{eval, results, AppError, Context, Result};
-use crate::config::ConfigFile;
 use crate::git::cli;
 use crate::model::{Recommendation, RunRecord, State, Trigger};
 use crate::store::RepoRow;
@@ -213,16 +212,11 @@ pub fn promote(
 
     // Run the commit production would get before anything moves: a merge whose tests fail is
     // refused, not left on production.
-    let run_opts = RunOptions {
-        force: false,
-        trigger: Trigger::Manual,
-        refname: Some(format!("refs/heads/{target}")),
-        flags: ConfigFile::default(),
+    let run_opts = RunOptions::new(
+        Trigger::Manual,
+        Some(format!("refs/heads/{target}")),
         interrupt,
-        yield_after_run: false,
-        unnoted: false,
-        skip_superseded: false,
-    };
+    );
     let outcome = run_commits(ctx, repo, row, &[new], &run_opts, &mut |_| {})?;
     if outcome.interrupted {
         return Err(AppError::refused(format!(

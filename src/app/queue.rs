@@ -4,7 +4,6 @@
 
 use super::run::{run_commits, RunOptions};
 use super::{results, AppError, Context, Result};
-use crate::config::ConfigFile;
 use crate::model::{RunRecord, Status, Trigger};
 use crate::store::{Job, RepoRow};
 use gix::ObjectId;
@@ -258,19 +257,18 @@ pub fn run_jobs(ctx: &Context, row: &RepoRow, jobs: &[Job], interrupt: &AtomicBo
             .collect::<Result<Vec<_>>>()
             .and_then(|commits| {
                 let opts = RunOptions {
-                    force: false,
-                    trigger: Trigger::parse(&first.trigger),
-                    refname: first.refname.clone(),
-                    flags: ConfigFile::default(),
-                    interrupt,
                     yield_after_run: true,
-                    unnoted: false,
                     // Only what arrived by itself: a commit asked for by name (MCP) or by
                     // `[watch] backfill` runs whatever the branch did since.
                     skip_superseded: matches!(
                         Trigger::parse(&first.trigger),
                         Trigger::Hook | Trigger::Watch | Trigger::Webhook | Trigger::Poll
                     ),
+                    ..RunOptions::new(
+                        Trigger::parse(&first.trigger),
+                        first.refname.clone(),
+                        interrupt,
+                    )
                 };
                 run_commits(ctx, &repo, row, &commits, &opts, &mut |_| {})
             });

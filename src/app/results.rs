@@ -215,6 +215,7 @@ fn index_records(ctx: &Context, row: &RepoRow, records: &[RunRecord]) -> Result<
     let mut events = Vec::with_capacity(records.len());
     for r in records {
         let run_id = ctx.index.put_run(&row.repository_id, r)?;
+        ctx.index.add_execution(&row.repository_id, r)?;
         events.push(crate::store::NewEvent {
             kind: if r.status == Status::Error {
                 "run.failed"

@@ -20,6 +20,7 @@ use std::time::Instant;
 const BATCH: usize = 64;
 const BATCH_AGE_MS: u128 = 2000;
 
+#[derive(Clone)]
 pub struct RunOptions<'a> {
     pub force: bool,
     pub trigger: Trigger,
@@ -39,9 +40,28 @@ pub struct RunOptions<'a> {
     /// no ref points at, whose results go to the index only (found again by their tree when
     /// that tree is committed), never to a note or GitHub.
     pub unnoted: bool,
+    /// Run a failing commit again, up to this many times, while every test that failed is
+    /// known to be flaky (it both passed and failed on one tree before): `run --retry-flaky N`.
+    pub retry_flaky: u32,
 }
 
-impl RunOptions<'_> {
+impl<'a> RunOptions<'a> {
+    /// Options for commits named by `trigger` through `refname`: their own config, their own
+    /// results kept, nothing skipped or retried.
+    pub fn new(trigger: Trigger, refname: Option<String>, interrupt: &'a AtomicBool) -> Self {
+        RunOptions {
+            force: false,
+            trigger,
+            refname,
+            flags: ConfigFile::default(),
+            interrupt,
+            yield_after_run: false,
+            skip_superseded: false,
+            unnoted: false,
+            retry_flaky: 0,
+        }
+    }
+
     /// A run with flags (`--command`, `--timeout`) is a trial: its config is not the commit's
     /// own, so its result is printed but never recorded as the commit's.
     pub fn is_trial(&self) -> bool {
@@ -88,6 +108,8 @@ struct Along {
     /// Made when the first commit has to run.
     sandbox: std::cell::OnceCell<runner::Sandbox>,
     seen: SeenTrees,
+    /// The repository's known-flaky tests, read when a failure may be retried.
+    flaky: Option<std::collections::HashSet<String>>,
 }
 
 /// Where a commit's record came from.
@@ -113,6 +135,7 @@ pub fn run_commits(
         reader: NoteReader::new(repo)?,
         sandbox: std::cell::OnceCell::new(),
         seen: SeenTrees::new(),
+        flaky: None,
     };
     let trial = opts.is_trial();
     let mut records = Vec::with_capacity(commits.len());
@@ -151,7 +174,11 @@ pub fn run_commits(
         }
         progress(Progress::Started { index, commit });
         let info = git::commit_info(repo, commit)?;
-        let (record, source) = run_one(ctx, repo, row, &info, opts, &mut along)?;
+        let (mut record, mut source) = run_one(ctx, repo, row, &info, opts, &mut along)?;
+        if opts.retry_flaky > 0 && !trial && record.status == Status::Failed {
+            (record, source) =
+                retry_flaky(ctx, repo, row, &info, opts, &mut along, record, source)?;
+        }
         // A run cut short by Ctrl-C or a stopping daemon is no result: it runs again later.
         if was_interrupted(&record) {
             interrupted = true;
@@ -278,6 +305,60 @@ pub fn run_commits_parallel(
     Ok(all)
 }
 
+/// Run a failed commit again while every test that failed on it is known to be flaky, up to
+/// `opts.retry_flaky` times, each time forced. A failing run made now is kept as flaky
+/// evidence before the next (the index keeps one result per commit, its executions all).
+#[allow(clippy::too_many_arguments)]
+fn retry_flaky(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    info: &CommitInfo,
+    opts: &RunOptions<'_>,
+    along: &mut Along,
+    mut record: RunRecord,
+    mut source: Source,
+) -> Result<(RunRecord, Source)> {
+    if along.flaky.is_none() {
+        let names = ctx.index.flaky_tests(&row.repository_id)?;
+        along.flaky = Some(names.into_iter().map(|t| t.name).collect());
+    }
+    let known = along.flaky.clone().expect("read above");
+    let forced = RunOptions {
+        force: true,
+        retry_flaky: 0,
+        ..opts.clone()
+    };
+    let mut retried = record.retried.clone().unwrap_or(crate::model::Retried {
+        attempts: 0,
+        flaky: Vec::new(),
+    });
+    for _ in 0..opts.retry_flaky {
+        let Some(names) = record.failed_only_in(&known) else {
+            break;
+        };
+        if source == Source::Made {
+            ctx.index.add_execution(&row.repository_id, &record)?;
+        }
+        for n in names {
+            if !retried.flaky.contains(&n) {
+                retried.flaky.push(n);
+            }
+        }
+        retried.attempts += 1;
+        let (again, _) = run_one(ctx, repo, row, info, &forced, along)?;
+        if was_interrupted(&again) {
+            return Ok((again, Source::Made));
+        }
+        (record, source) = (again, Source::Made);
+        record.retried = Some(retried.clone());
+        if record.status != Status::Failed {
+            break;
+        }
+    }
+    Ok((record, source))
+}
+
 fn base_record(info: &CommitInfo, opts: &RunOptions<'_>, started: i64) -> RunRecord {
     RunRecord {
         schema: RUN_SCHEMA.into(),
@@ -295,6 +376,7 @@ fn base_record(info: &CommitInfo, opts: &RunOptions<'_>, started: i64) -> RunRec
         error: None,
         config_hash: None,
         superseded_by: None,
+        retried: None,
         toolchain: Default::default(),
         coverage: None,
         checks: Default::default(),
@@ -325,6 +407,7 @@ fn run_one(
         reader,
         sandbox,
         seen,
+        ..
     } = along;
     let started = time::now_millis();
     let mut record = base_record(info, opts, started);

@@ -61,7 +61,7 @@ pub fn cmd_events(args: EventsArgs) -> CmdResult {
     }
 }
 
-fn resolve_repo(ctx: &Context, r: &str) -> Result<String, CommandError> {
+pub(super) fn resolve_repo(ctx: &Context, r: &str) -> Result<String, CommandError> {
     let path = std::fs::canonicalize(r)
         .ok()
         .map(|p| p.display().to_string());

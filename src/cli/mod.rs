@@ -15,6 +15,7 @@ mod events;
 mod exec;
 mod experiment;
 mod fetch;
+mod flaky;
 mod forget;
 mod gc;
 mod init;
@@ -70,6 +71,7 @@ enum Command {
     Eval(eval::EvalArgs),
     Bisect(bisect::BisectArgs),
     Compare(compare::CompareArgs),
+    Flaky(flaky::FlakyArgs),
     Propose(propose::ProposeArgs),
     Promote(promote::PromoteArgs),
     Kill(kill::KillArgs),
@@ -163,6 +165,7 @@ pub fn main() -> i32 {
         Command::Run(a) => run::cmd_run(a),
         Command::Bisect(a) => bisect::cmd_bisect(a),
         Command::Compare(a) => compare::cmd_compare(a),
+        Command::Flaky(a) => flaky::cmd_flaky(a),
         Command::Propose(a) => propose::cmd_propose(a),
         Command::PrePush(a) => pre_push::cmd_pre_push(a),
         Command::Show(a) => show::cmd_show(a),

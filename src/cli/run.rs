@@ -53,6 +53,11 @@ pub struct RunArgs {
     /// another commit of its tree, or made again, and why (the config, the tools).
     #[arg(long)]
     pub explain_cache: bool,
+    /// Run a failing commit again, up to N times, while every test that failed on it is known
+    /// to be flaky (see `git sandbox flaky`); the record says how often it was retried.
+    #[arg(long, value_name = "N", default_value_t = 0,
+          value_parser = clap::value_parser!(u32).range(0..=10))]
+    pub retry_flaky: u32,
     /// Print the records as a JSON array.
     #[arg(long)]
     pub json: bool,
@@ -125,13 +130,10 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
     let _ = gix::interrupt::init_handler_default(1);
     let opts = RunOptions {
         force: args.force,
-        trigger: Trigger::Manual,
-        refname,
         flags,
-        interrupt: &gix::interrupt::IS_INTERRUPTED,
-        yield_after_run: false,
         unnoted: snapshot.is_some(),
-        skip_superseded: false,
+        retry_flaky: args.retry_flaky,
+        ..RunOptions::new(Trigger::Manual, refname, &gix::interrupt::IS_INTERRUPTED)
     };
     let bar = (commits.len() > 1 && std::io::stderr().is_terminal()).then(|| {
         let bar = indicatif::ProgressBar::new(commits.len() as u64);

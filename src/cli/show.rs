@@ -73,6 +73,13 @@ fn print_human(r: &RunRecord, summary: &str, logs: Logs<'_>) {
     if let Some(by) = &r.superseded_by {
         println!("Skipped:  its branch had moved on to {by} before its run ([watch] mode = \"latest\"); run it with `git sandbox run {}`", crate::util::short(&r.commit));
     }
+    if let Some(rt) = &r.retried {
+        println!(
+            "Retried:  {} after only known-flaky tests failed: {} (--retry-flaky)",
+            ui::plural(rt.attempts as usize, "time"),
+            rt.flaky.join(", ")
+        );
+    }
     if let Some(e) = &r.experiment {
         println!("Experiment: {e}");
     }

@@ -101,6 +101,9 @@ pub fn oneline(r: &RunRecord, summary: &str) -> String {
         _ => r.duration_ms,
     };
     facts.push(duration(ms));
+    if let Some(rt) = &r.retried {
+        facts.push(format!("retried {}× (flaky)", rt.attempts));
+    }
     format!(
         "{} {} {} {} [{}]{}{}",
         mark(r.status),

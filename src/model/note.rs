@@ -248,6 +248,7 @@ mod tests {
             error: None,
             config_hash: None,
             superseded_by: None,
+            retried: None,
             toolchain: Default::default(),
             coverage: None,
             checks: Default::default(),

@@ -145,6 +145,10 @@ pub struct RunRecord {
     /// For `status: skipped`: the commit its branch had moved to when its run was due.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub superseded_by: Option<String>,
+    /// Runs of this commit before this one that failed only in tests known to be flaky, each
+    /// run again (`run --retry-flaky N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retried: Option<Retried>,
     /// The `test` check: the tests' command, counts and output.
     pub tests: Option<Tests>,
     /// The other named checks (`[checks.NAME]`), in the order the config declares them, keyed
@@ -160,6 +164,49 @@ pub struct RunRecord {
     /// Things the run skipped or could not do, one line each (e.g. a report that was a symlink).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+}
+
+impl RunRecord {
+    /// Whether the failure list names every test that failed (so a test it does not name
+    /// passed): a passing run, or a parsed failing one, not cut short, that lists as many
+    /// failures as it counts.
+    pub fn failures_complete(&self) -> bool {
+        let Some(t) = &self.tests else { return false };
+        match self.status {
+            Status::Passed => t.failures.is_empty(),
+            Status::Failed => {
+                let counted = t.failed.map(|f| f + t.errors.unwrap_or(0));
+                t.killed_by.is_none()
+                    && t.failures_omitted == 0
+                    && !t.failures.is_empty()
+                    && counted == Some(t.failures.len() as u64)
+            }
+            _ => false,
+        }
+    }
+
+    /// The tests that failed on a failing run, when every one is in `known` (known to be
+    /// flaky) and nothing else failed: no required check, no timeout, no failure left unnamed.
+    pub fn failed_only_in(&self, known: &std::collections::HashSet<String>) -> Option<Vec<String>> {
+        let t = self.tests.as_ref()?;
+        let checks_pass = self
+            .checks
+            .iter()
+            .all(|(_, c)| !c.required || c.status() == Status::Passed);
+        (self.status == Status::Failed
+            && checks_pass
+            && self.failures_complete()
+            && t.failures.iter().all(|f| known.contains(&f.name)))
+        .then(|| t.failures.iter().map(|f| f.name.clone()).collect())
+    }
+}
+
+/// How often a commit was run again because only known-flaky tests failed, and which.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Retried {
+    pub attempts: u32,
+    /// The known-flaky tests whose failures were retried.
+    pub flaky: Vec<String>,
 }
 
 /// One named check of a run: whether it counts, and what it ran and how it ended (the same

@@ -7,6 +7,7 @@ mod deliveries;
 mod events;
 mod experiments;
 mod jobs;
+mod outcomes;
 mod pg;
 pub mod registry;
 mod repos;
@@ -20,6 +21,7 @@ pub use deliveries::Delivery;
 pub use events::{Event, EventFilter};
 pub use experiments::ExperimentCounts;
 pub use jobs::{Held, Job, Reaped, MAX_ATTEMPTS};
+pub use outcomes::FlakyTest;
 pub use pg::Listener;
 pub use repos::{clone_path, RepoRow, RepoRows, RepoStats};
 pub use runs::RunRow;
@@ -30,7 +32,7 @@ use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 
 /// The schema this build writes. Bump it with a new entry in [`MIGRATIONS`].
-pub const SCHEMA_VERSION: i64 = 10;
+pub const SCHEMA_VERSION: i64 = 11;
 
 const MIGRATIONS: &[&str] = &[
     // 1: the first schema.
@@ -215,6 +217,33 @@ const MIGRATIONS: &[&str] = &[
         error TEXT
     );
     CREATE INDEX alerts_due ON alerts (done_at, next_at);
+    "#,
+    // 11: every run that executed (not served from another commit's result), kept when a later
+    // run of the same commit replaces its row in `runs`: the CPU an experiment spent (budgets)
+    // and which tests failed on each run of a tree (flaky tests). `complete`: the run's failure
+    // list names every test that failed, so a test it does not name passed.
+    r#"
+    CREATE TABLE executions (
+        id INTEGER PRIMARY KEY,
+        repository_id TEXT NOT NULL REFERENCES repositories(id) ON DELETE CASCADE,
+        commit_id TEXT NOT NULL,
+        tree_id TEXT NOT NULL,
+        config_hash TEXT,
+        experiment TEXT,
+        status TEXT NOT NULL,
+        finished_at TEXT NOT NULL,
+        cpu_ms INTEGER NOT NULL,
+        complete INTEGER NOT NULL,
+        UNIQUE (repository_id, commit_id, finished_at)
+    );
+    CREATE INDEX executions_by_tree ON executions (repository_id, tree_id, config_hash);
+    CREATE INDEX executions_by_experiment ON executions (repository_id, experiment);
+    CREATE TABLE test_failures (
+        execution_id INTEGER NOT NULL REFERENCES executions(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        PRIMARY KEY (execution_id, name)
+    );
+    CREATE INDEX test_failures_by_name ON test_failures (name);
     "#,
 ];
 

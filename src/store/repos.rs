@@ -180,7 +180,14 @@ impl Index {
     pub fn delete_repository(&self, id: &str) -> Result<RepoRows> {
         let tx = self.conn.transaction()?;
         let rows = self.repository_rows(id)?;
-        for table in ["runs", "experiments", "evaluations", "jobs", "events"] {
+        for table in [
+            "executions",
+            "runs",
+            "experiments",
+            "evaluations",
+            "jobs",
+            "events",
+        ] {
             tx.execute(
                 &format!("DELETE FROM {table} WHERE repository_id = ?1"),
                 [id],

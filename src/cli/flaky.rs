@@ -1,0 +1,87 @@
+use super::{print_json, ui, CmdResult};
+use crate::app::Context;
+
+/// Tests that both passed and failed on one tree under one config (`run --force`,
+/// `run --retry-flaky N`, the same tree on several commits): how often their outcome flipped,
+/// how often they failed and when they last flipped. `eval` does not count a failure of these
+/// alone, and `run --retry-flaky N` runs a commit again when only these failed.
+///
+/// Examples: `git sandbox flaky`, `git sandbox flaky --repo demo --json`
+#[derive(clap::Args)]
+pub struct FlakyArgs {
+    /// Only this repository (its id, name or path; default: the one you are in, else every one).
+    #[arg(long, value_name = "REPO")]
+    pub repo: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn cmd_flaky(args: FlakyArgs) -> CmdResult {
+    let ctx = Context::load()?;
+    let repos = match &args.repo {
+        Some(r) => {
+            let id = super::events::resolve_repo(&ctx, r)?;
+            ctx.index
+                .repositories()?
+                .into_iter()
+                .filter(|row| row.repository_id == id)
+                .collect()
+        }
+        None => {
+            let here = super::cwd()
+                .ok()
+                .and_then(|dir| crate::git::discover(&dir).ok())
+                .and_then(|repo| crate::app::repos::registration(&ctx, &repo).ok().flatten());
+            match here {
+                Some(row) => vec![row],
+                None => ctx.index.repositories()?,
+            }
+        }
+    };
+    let mut found = Vec::new();
+    for row in &repos {
+        for t in ctx.index.flaky_tests(&row.repository_id)? {
+            found.push((row.name.clone(), t));
+        }
+    }
+    if args.json {
+        let list: Vec<serde_json::Value> = found
+            .iter()
+            .map(|(repo, t)| {
+                let mut v = serde_json::to_value(t).expect("flaky tests serialize");
+                v["repository"] = repo.clone().into();
+                v
+            })
+            .collect();
+        print_json(&list);
+        return Ok(0);
+    }
+    if found.is_empty() {
+        println!("No flaky tests: no test both passed and failed on the same tree.");
+        return Ok(0);
+    }
+    let many = repos.len() > 1;
+    let rows: Vec<Vec<String>> = found
+        .iter()
+        .map(|(repo, t)| {
+            let mut row = if many { vec![repo.clone()] } else { vec![] };
+            row.extend([
+                t.name.clone(),
+                t.flips.to_string(),
+                format!("{}/{}", t.failures, t.runs),
+                format!(
+                    "{} {}",
+                    t.last_flip_at,
+                    crate::util::short(&t.last_flip_commit)
+                ),
+                t.last_outcome.clone(),
+            ]);
+            row
+        })
+        .collect();
+    let mut header = if many { vec!["REPOSITORY"] } else { vec![] };
+    header.extend(["TEST", "FLIPS", "FAILED/RUNS", "LAST FLIP", "LAST"]);
+    ui::table(&header, &rows);
+    println!("{}", ui::plural(found.len(), "flaky test"));
+    Ok(0)
+}
