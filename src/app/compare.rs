@@ -172,7 +172,7 @@ pub fn ranked(
         let this = head.map(|h| row(&o.experiment.name, h, r));
         out.push(Ranked {
             name: o.experiment.name.clone(),
-            state: o.experiment.state.to_string(),
+            state: o.status.clone(),
             head: o.head.clone(),
             new_failures: r
                 .and_then(|r| r.tests.as_ref())

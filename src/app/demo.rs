@@ -159,7 +159,15 @@ pub fn demo(ctx: &Context, path: Option<&Path>, on: &mut dyn FnMut(Event<'_>)) -
 
     on(Event::Step(5));
     let hypothesis = Some("average() is worth having, and well tested");
-    let started = experiments::start(ctx, &repo, &created.repo, EXPERIMENT, hypothesis, None)?;
+    let started = experiments::start(
+        ctx,
+        &repo,
+        &created.repo,
+        EXPERIMENT,
+        hypothesis,
+        None,
+        None,
+    )?;
     on(Event::Started(&started));
 
     on(Event::Step(6));

@@ -15,6 +15,8 @@ use std::path::{Path, PathBuf};
 pub const BRANCH_PREFIX: &str = "refs/heads/experiment/";
 pub const ARCHIVE_PREFIX: &str = "refs/sandbox/archive/";
 pub const PROMOTED_PREFIX: &str = "refs/sandbox/promoted/";
+/// Points at the revert commit that took a promoted experiment back out of production.
+pub const ROLLED_BACK_PREFIX: &str = "refs/sandbox/rolled-back/";
 
 /// How many commits of a branch `show` lists.
 const SHOW_LIMIT: usize = 200;
@@ -29,6 +31,10 @@ pub fn archive_ref(name: &str) -> String {
 
 pub fn promoted_ref(name: &str) -> String {
     format!("{PROMOTED_PREFIX}{name}")
+}
+
+pub fn rolled_back_ref(name: &str) -> String {
+    format!("{ROLLED_BACK_PREFIX}{name}")
 }
 
 /// Where the metadata lives in the experiment's tree.
@@ -100,6 +106,85 @@ pub fn config_overrides(
     }
 }
 
+/// A budget as written ("30m", "2h", "90s"): CPU milliseconds, more than zero.
+pub fn parse_budget(text: &str) -> Option<u64> {
+    crate::config::parse_duration(text)
+        .map(|d| d.as_millis() as u64)
+        .filter(|ms| *ms > 0)
+}
+
+/// An experiment's CPU budget and what its runs have spent of it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Budget {
+    pub limit_ms: u64,
+    pub spent_ms: u64,
+    pub exhausted: bool,
+}
+
+/// The budget of `e` (the index's, set when it was started or by `experiment budget`), with
+/// what every run of its commits made here has spent; `None` without one.
+pub fn budget(ctx: &Context, row: &RepoRow, e: &Experiment) -> Result<Option<Budget>> {
+    let Some(limit_ms) = e.budget_ms else {
+        return Ok(None);
+    };
+    let spent_ms = ctx.index.experiment_cpu_ms(&row.repository_id, &e.name)?;
+    Ok(Some(Budget {
+        limit_ms,
+        spent_ms,
+        exhausted: spent_ms >= limit_ms,
+    }))
+}
+
+/// How an experiment stands, as `list`, `show` and `status` say it: its state, or
+/// `budget_exhausted` for an active one whose runs have spent their budget.
+pub fn status_of(e: &Experiment, budget: Option<&Budget>) -> String {
+    match (e.state, budget) {
+        (State::Active, Some(b)) if b.exhausted => "budget_exhausted".into(),
+        (s, _) => s.to_string(),
+    }
+}
+
+/// The budget a commit of experiment `name` runs under: the index's, tightened by the one in
+/// the commit's own `experiment.toml` (a commit may lower it, never raise or lift it).
+pub fn run_budget(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    info: &CommitInfo,
+    name: &str,
+) -> Result<Option<u64>> {
+    let indexed = ctx
+        .index
+        .experiment(&row.repository_id, name)?
+        .and_then(|e| e.budget_ms);
+    let path = metadata_path(name);
+    let label = format!("{}:{path}", util::short(&info.id.to_string()));
+    let own = match super::commit_config::committed_text(repo, info, &path, &label)? {
+        None => None,
+        Some(text) => {
+            let table: toml::Table = toml::from_str(&text).map_err(|e| {
+                AppError::usage(format!("{label}: {}", e.message().trim()))
+                    .hint("fix the TOML syntax")
+            })?;
+            match table.get("budget") {
+                None => None,
+                Some(toml::Value::String(s)) => Some(parse_budget(s).ok_or_else(|| {
+                    AppError::usage(format!("{label}: invalid budget {s:?}"))
+                        .hint("write a CPU time like \"30m\", \"2h\" or \"90s\"")
+                })?),
+                Some(_) => {
+                    return Err(AppError::usage(format!("{label}: budget must be a string"))
+                        .hint("write it like budget = \"30m\""))
+                }
+            }
+        }
+    };
+    Ok(match (indexed, own) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    })
+}
+
 fn read_metadata(repo: &gix::Repository, commit: ObjectId, name: &str) -> Option<ExperimentFile> {
     let info = git::commit_info(repo, commit).ok()?;
     let path = metadata_path(name);
@@ -133,8 +218,9 @@ fn names_under(repo: &gix::Repository, prefix: &str) -> Result<Vec<String>> {
     Ok(out)
 }
 
-/// Every experiment git knows of, with its state read from the refs: a promoted ref means
-/// promoted, else a branch means active, else an archive means killed.
+/// Every experiment git knows of, with its state read from the refs: a rolled-back ref means
+/// rolled back, else a promoted ref means promoted, else a branch means active, else an archive
+/// means killed.
 pub fn scan(repo: &gix::Repository) -> Result<Vec<Experiment>> {
     let mut names = std::collections::BTreeSet::new();
     for prefix in [BRANCH_PREFIX, ARCHIVE_PREFIX, PROMOTED_PREFIX] {
@@ -142,7 +228,9 @@ pub fn scan(repo: &gix::Repository) -> Result<Vec<Experiment>> {
     }
     let mut out = Vec::new();
     for name in names {
-        let state = if ref_tip(repo, &promoted_ref(&name))?.is_some() {
+        let state = if ref_tip(repo, &rolled_back_ref(&name))?.is_some() {
+            State::RolledBack
+        } else if ref_tip(repo, &promoted_ref(&name))?.is_some() {
             State::Promoted
         } else if ref_tip(repo, &branch_ref(&name))?.is_some() {
             State::Active
@@ -164,6 +252,10 @@ pub fn scan(repo: &gix::Repository) -> Result<Vec<Experiment>> {
             state,
             hypothesis: meta.as_ref().and_then(|m| m.hypothesis.clone()),
             base_commit: meta.as_ref().map(|m| m.base_commit.clone()),
+            budget_ms: meta
+                .as_ref()
+                .and_then(|m| m.budget.as_deref())
+                .and_then(parse_budget),
             updated_at: created_at.clone(),
             created_at,
             name,
@@ -225,8 +317,16 @@ pub fn start(
     name: &str,
     hypothesis: Option<&str>,
     from: Option<&str>,
+    budget: Option<&str>,
 ) -> Result<Started> {
     repos::check_name(name)?;
+    let budget_ms = match budget {
+        None => None,
+        Some(b) => Some(parse_budget(b).ok_or_else(|| {
+            AppError::usage(format!("invalid budget {b:?}"))
+                .hint("write a CPU time like \"30m\", \"2h\" or \"90s\"")
+        })?),
+    };
     let branch = branch_ref(name);
     for (r, what) in [
         (branch.clone(), "its branch exists"),
@@ -268,6 +368,7 @@ pub fn start(
         author: author(&dir, &env),
         base_commit: base.to_string(),
         base: base_label.clone(),
+        budget: budget.map(|b| b.trim().to_string()),
         config: toml::Table::new(),
     };
     let body = format!(
@@ -304,6 +405,7 @@ pub fn start(
         base_commit: Some(base.to_string()),
         created_at: now.clone(),
         updated_at: now,
+        budget_ms,
     };
     let indexed = ctx
         .index
@@ -403,6 +505,10 @@ pub struct BranchRun {
 pub struct Overview {
     #[serde(flatten)]
     pub experiment: Experiment,
+    /// Its state, or `budget_exhausted` for an active one out of budget.
+    pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<Budget>,
     pub head: Option<String>,
     /// Commits on the branch (since its base) that have a result.
     pub runs: usize,
@@ -480,8 +586,11 @@ fn overview(
         None => None,
     };
     let latest_evaluation = latest_evaluation(ctx, repo, row, &e.name, head)?;
+    let budget = budget(ctx, row, &e)?;
     Ok((
         Overview {
+            status: status_of(&e, budget.as_ref()),
+            budget,
             runs: commits.iter().filter(|c| c.result.is_some()).count(),
             head: head.map(|h| h.to_string()),
             latest_result,
@@ -519,6 +628,35 @@ pub fn list(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Result<Vec<
         .into_iter()
         .map(|e| overview(ctx, repo, row, e).map(|(o, _)| o))
         .collect()
+}
+
+/// `experiment budget`: set or lift (`None`) an experiment's CPU budget.
+pub fn set_budget(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    name: &str,
+    value: Option<&str>,
+) -> Result<Option<Budget>> {
+    let mut e = find(ctx, repo, row, name)?;
+    let ms = match value {
+        None => None,
+        Some(b) => Some(parse_budget(b).ok_or_else(|| {
+            AppError::usage(format!("invalid budget {b:?}"))
+                .hint("write a CPU time like \"30m\", \"2h\" or \"90s\", or `none` to lift it")
+        })?),
+    };
+    ctx.index
+        .set_experiment_budget(&row.repository_id, name, ms)?;
+    ctx.index.add_event(
+        "experiment.budget",
+        Some(&row.repository_id),
+        None,
+        None,
+        &serde_json::json!({"experiment": name, "budget_ms": ms}),
+    )?;
+    e.budget_ms = ms;
+    budget(ctx, row, &e)
 }
 
 pub fn show(ctx: &Context, repo: &gix::Repository, row: &RepoRow, name: &str) -> Result<Detail> {
@@ -559,6 +697,15 @@ pub fn kill(
         State::Promoted => {
             return Err(AppError::usage(format!(
                 "experiment {name:?} was promoted; its work is in production and there is nothing to kill"
+            )))
+        }
+        State::RolledBack => {
+            return Err(AppError::usage(format!(
+                "experiment {name:?} was promoted and rolled back; there is nothing to kill"
+            ))
+            .hint(format!(
+                "fix it in a new experiment: git sandbox experiment start NAME --from {}",
+                branch_ref(name)
             )))
         }
         State::Killed => match ref_tip(repo, &archive)? {

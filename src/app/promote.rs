@@ -84,6 +84,15 @@ pub(crate) fn check(
                     .hint("start a new experiment for further changes"),
             )
         }
+        State::RolledBack => {
+            return Err(AppError::usage(format!(
+                "experiment {name:?} was promoted and rolled back"
+            ))
+            .hint(format!(
+                "fix it in a new experiment: git sandbox experiment start NAME --from {}",
+                branch_ref(name)
+            )))
+        }
         State::Killed => {
             return Err(
                 AppError::usage(format!("experiment {name:?} was killed")).hint(format!(

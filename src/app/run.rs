@@ -486,6 +486,32 @@ fn run_one(
             return Ok((finish(record, started), Source::Made));
         }
     }
+    // An experiment that has spent its CPU budget runs nothing more until it is raised.
+    if let Some(name) = experiment.as_deref().filter(|_| !opts.is_trial()) {
+        let limit = match super::experiments::run_budget(ctx, repo, row, info, name) {
+            Ok(l) => l,
+            Err(e @ AppError::Usage(_)) => {
+                record.status = Status::Error;
+                record.error = Some(e.to_string());
+                record.changes = git::diff::commit_changes(repo, info).ok();
+                return Ok((finish(record, started), Source::Made));
+            }
+            Err(e) => return Err(e),
+        };
+        if let Some(limit) = limit {
+            let spent = ctx.index.experiment_cpu_ms(&row.repository_id, name)?;
+            if spent >= limit {
+                record.status = Status::Skipped;
+                record.error = Some(format!(
+                    "experiment {name} has spent its CPU budget ({} of {}); raise it with `git sandbox experiment budget {name} DURATION`",
+                    crate::util::time::duration_text(spent),
+                    crate::util::time::duration_text(limit)
+                ));
+                record.changes = git::diff::commit_changes(repo, info).ok();
+                return Ok((finish(record, started), Source::Made));
+            }
+        }
+    }
     let event = |kind: &str, data: serde_json::Value| {
         let _ = ctx.index.add_event(
             kind,

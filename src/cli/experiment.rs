@@ -18,6 +18,7 @@ pub enum ExperimentCommand {
     Start(StartArgs),
     List(ListArgs),
     Show(ShowArgs),
+    Budget(BudgetArgs),
 }
 
 /// Start an experiment: create the branch experiment/NAME from REV (default the production
@@ -35,6 +36,10 @@ pub struct StartArgs {
     /// Start from this revision instead of the production branch.
     #[arg(long, value_name = "REV")]
     pub from: Option<String>,
+    /// CPU time the runs of its commits may spend ("30m", "2h"); past it the queue runs none of
+    /// them (status budget_exhausted). Kept in experiment.toml and the index.
+    #[arg(long, value_name = "DURATION")]
+    pub budget: Option<String>,
     #[arg(long)]
     pub json: bool,
 }
@@ -47,6 +52,50 @@ pub struct StartArgs {
 pub struct ListArgs {
     #[arg(long)]
     pub json: bool,
+}
+
+/// Set an experiment's CPU budget, or lift it with `none`. The queue runs no commit of an
+/// experiment whose runs have spent it (`budget_exhausted`); raising it lets them run again. A
+/// commit's own experiment.toml may only lower it.
+///
+/// Example: `git sandbox experiment budget faster-parser 2h`
+#[derive(clap::Args)]
+pub struct BudgetArgs {
+    pub name: String,
+    /// CPU time ("30m", "2h", "90s"), or `none`.
+    #[arg(value_name = "DURATION|none")]
+    pub budget: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn cmd_budget(args: BudgetArgs) -> CmdResult {
+    repos::check_name(&args.name)?;
+    let dir = cwd()?;
+    crate::git::discover(&dir)?;
+    let ctx = Context::load()?;
+    let (repo, row) = repos::require_registered(&ctx, &dir)?;
+    let value = Some(args.budget.as_str()).filter(|b| *b != "none");
+    let b = experiments::set_budget(&ctx, &repo, &row, &args.name, value)?;
+    if args.json {
+        print_json(&serde_json::json!({"experiment": args.name, "budget": b}));
+        return Ok(0);
+    }
+    match b {
+        Some(b) => println!(
+            "Experiment {} may spend {} of CPU; {} spent{}",
+            args.name,
+            ui::duration(b.limit_ms),
+            ui::duration(b.spent_ms),
+            if b.exhausted {
+                " (exhausted: nothing more runs)"
+            } else {
+                ""
+            }
+        ),
+        None => println!("Experiment {} has no budget", args.name),
+    }
+    Ok(0)
 }
 
 /// Show an experiment: metadata, its commits with their results, the latest result and the
@@ -65,6 +114,7 @@ pub fn cmd_experiment(args: ExperimentArgs) -> CmdResult {
         ExperimentCommand::Start(a) => cmd_start(a),
         ExperimentCommand::List(a) => cmd_list(a),
         ExperimentCommand::Show(a) => cmd_show(a),
+        ExperimentCommand::Budget(a) => cmd_budget(a),
     }
 }
 
@@ -81,6 +131,7 @@ fn cmd_start(args: StartArgs) -> CmdResult {
         &args.name,
         args.hypothesis.as_deref(),
         args.from.as_deref(),
+        args.budget.as_deref(),
     )?;
     if args.json {
         print_json(&started);
@@ -129,7 +180,7 @@ fn cmd_list(args: ListArgs) -> CmdResult {
         .map(|o| {
             vec![
                 o.experiment.name.clone(),
-                o.experiment.state.to_string(),
+                o.status.clone(),
                 o.runs.to_string(),
                 result_cell(o.latest_result.as_ref()),
                 o.latest_evaluation
@@ -159,7 +210,22 @@ fn cmd_show(args: ShowArgs) -> CmdResult {
     }
     let e = &d.overview.experiment;
     println!("{}", ui::yellow(&format!("experiment {}", e.name)));
-    println!("State:      {}", e.state);
+    println!("State:      {}", d.overview.status);
+    if let Some(b) = &d.overview.budget {
+        println!(
+            "Budget:     {} of {} CPU spent{}",
+            ui::duration(b.spent_ms),
+            ui::duration(b.limit_ms),
+            if b.exhausted {
+                format!(
+                    "; exhausted, nothing more runs (raise it: git sandbox experiment budget {} 2h)",
+                    e.name
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
     println!("Branch:     {}", e.branch);
     if let Some(h) = &d.overview.head {
         println!("Head:       {h}");

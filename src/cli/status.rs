@@ -52,10 +52,19 @@ pub fn cmd_status(args: StatusArgs) -> CmdResult {
     }
     println!("home:          {}", ctx.paths.home.display());
     println!("repositories:  {}", stats.len());
-    println!(
-        "experiments:   {experiments} ({} active, {} promoted, {} killed)",
-        by_state.active, by_state.promoted, by_state.killed
-    );
+    let mut states = vec![format!("{} active", by_state.active)];
+    if by_state.budget_exhausted > 0 {
+        states.push(format!(
+            "{} of them budget_exhausted",
+            by_state.budget_exhausted
+        ));
+    }
+    states.push(format!("{} promoted", by_state.promoted));
+    if by_state.rolled_back > 0 {
+        states.push(format!("{} rolled_back", by_state.rolled_back));
+    }
+    states.push(format!("{} killed", by_state.killed));
+    println!("experiments:   {experiments} ({})", states.join(", "));
     println!(
         "runs:          {runs} ({})",
         success_rate.map_or("no runs yet".into(), |r| format!(

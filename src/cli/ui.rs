@@ -65,13 +65,7 @@ pub fn counts(r: &RunRecord) -> String {
 }
 
 pub fn duration(ms: u64) -> String {
-    if ms < 1000 {
-        format!("{ms}ms")
-    } else if ms < 60_000 {
-        format!("{:.1}s", ms as f64 / 1000.0)
-    } else {
-        format!("{}m{:02}s", ms / 60_000, (ms % 60_000) / 1000)
-    }
+    crate::util::time::duration_text(ms)
 }
 
 /// One line for a record, as `log` and `run` print it.
@@ -91,6 +85,14 @@ pub fn oneline(r: &RunRecord, summary: &str) -> String {
             mark(r.status),
             yellow(crate::util::short(&r.commit)),
             crate::util::short(by)
+        );
+    }
+    if let (Status::Skipped, Some(why)) = (r.status, &r.error) {
+        return format!(
+            "{} {} skipped {summary} — {}",
+            mark(r.status),
+            yellow(crate::util::short(&r.commit)),
+            first_line(why)
         );
     }
     let mut facts = vec![counts(r)];

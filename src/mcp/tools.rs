@@ -177,6 +177,7 @@ fn experiment_start(c: &Call<'_>, a: StartArgs) -> Answer {
         &a.name,
         a.hypothesis.as_deref(),
         a.base.as_deref(),
+        None,
     )?;
     Ok(json!({
         "experiment": s.experiment,
@@ -213,7 +214,7 @@ fn experiment_list(c: &Call<'_>, _: NoArgs) -> Answer {
             });
             json!({
                 "name": e.name,
-                "state": e.state,
+                "state": o.status,
                 "head": o.head.as_deref().map(short),
                 "runs": o.runs,
                 "last": last,
@@ -242,7 +243,8 @@ fn experiment_status(c: &Call<'_>, a: NameArgs) -> Answer {
     Ok(fit(
         json!({
             "name": o.experiment.name,
-            "state": o.experiment.state,
+            "state": o.status,
+            "budget": o.budget,
             "branch": o.experiment.branch,
             "hypothesis": o.experiment.hypothesis,
             "head": o.head,

@@ -13,6 +13,9 @@ pub enum State {
     Active,
     Promoted,
     Killed,
+    /// Promoted, then taken back out of production by a revert commit (`promote --watch`).
+    #[serde(rename = "rolled_back")]
+    RolledBack,
 }
 
 impl State {
@@ -21,6 +24,7 @@ impl State {
             State::Active => "active",
             State::Promoted => "promoted",
             State::Killed => "killed",
+            State::RolledBack => "rolled_back",
         }
     }
 
@@ -29,6 +33,7 @@ impl State {
             "active" => Some(State::Active),
             "promoted" => Some(State::Promoted),
             "killed" => Some(State::Killed),
+            "rolled_back" => Some(State::RolledBack),
             _ => None,
         }
     }
@@ -51,6 +56,9 @@ pub struct Experiment {
     pub base_commit: Option<String>,
     pub created_at: String,
     pub updated_at: String,
+    /// CPU time its runs may spend, in milliseconds (`experiment start --budget`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget_ms: Option<u64>,
 }
 
 /// The committed metadata, `experiments/<name>/experiment.toml` on the experiment's branch.
@@ -66,6 +74,9 @@ pub struct ExperimentFile {
     pub base_commit: String,
     /// The branch or revision it was started from, as given.
     pub base: String,
+    /// CPU time the runs of its commits may spend, e.g. "30m" (`experiment start --budget`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<String>,
     /// Keys as in `.sandbox.toml`, laid over it for the runs of this experiment's branch.
     #[serde(default)]
     pub config: toml::Table,

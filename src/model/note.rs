@@ -111,6 +111,10 @@ pub fn summary(r: &RunRecord) -> Vec<u8> {
     if let (Status::Skipped, Some(by)) = (r.status, &r.superseded_by) {
         return format!("Sandbox: skipped, superseded by {by}\n").into_bytes();
     }
+    if let (Status::Skipped, Some(why)) = (r.status, &r.error) {
+        let why = why.split(';').next().unwrap_or(why).trim();
+        return format!("Sandbox: skipped, {why}\n").into_bytes();
+    }
     let mut lines = Vec::new();
     let tests = match &r.tests {
         None => "no tests".to_string(),

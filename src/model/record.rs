@@ -132,7 +132,8 @@ pub struct RunRecord {
     pub finished_at: String,
     pub duration_ms: u64,
     pub cached_from: Option<String>,
-    /// Why the run could not produce a result (`status: error`), e.g. a broken `.sandbox.toml`.
+    /// Why the run could not produce a result (`status: error`), e.g. a broken `.sandbox.toml`,
+    /// or why it was not run (`status: skipped`), e.g. an experiment out of budget.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// Identifies the effective configuration the result was produced under (tree + config = cache key).

@@ -5,7 +5,8 @@ use super::sql::{params, OptionalExtension, Row};
 use super::{Index, Result};
 use crate::model::{Evaluation, Experiment, State};
 
-const COLS: &str = "name, branch, state, hypothesis, base_commit, created_at, updated_at";
+const COLS: &str =
+    "name, branch, state, hypothesis, base_commit, created_at, updated_at, budget_ms";
 
 fn row(r: &Row) -> super::sql::Result<Experiment> {
     let state: String = r.get(2)?;
@@ -17,6 +18,7 @@ fn row(r: &Row) -> super::sql::Result<Experiment> {
         base_commit: r.get(4)?,
         created_at: r.get(5)?,
         updated_at: r.get(6)?,
+        budget_ms: r.get::<_, Option<i64>>(7)?.map(|v| v.max(0) as u64),
     })
 }
 
@@ -26,18 +28,23 @@ pub struct ExperimentCounts {
     pub active: u64,
     pub promoted: u64,
     pub killed: u64,
+    pub rolled_back: u64,
+    /// Active ones whose runs have spent their CPU budget (counted in `active` too).
+    pub budget_exhausted: u64,
 }
 
 impl Index {
-    /// Insert or replace the row of an experiment.
+    /// Insert or replace the row of an experiment. A budget the row has already is kept (it is
+    /// changed by [`Index::set_experiment_budget`] alone: a commit cannot raise it).
     pub fn put_experiment(&self, repository_id: &str, e: &Experiment) -> Result<()> {
         self.conn.execute(
-            "INSERT INTO experiments (repository_id, name, branch, state, hypothesis, base_commit, created_at, updated_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+            "INSERT INTO experiments (repository_id, name, branch, state, hypothesis, base_commit, created_at, updated_at, budget_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
              ON CONFLICT (repository_id, name) DO UPDATE SET
                 branch = excluded.branch, state = excluded.state, hypothesis = excluded.hypothesis,
                 base_commit = excluded.base_commit, created_at = excluded.created_at,
-                updated_at = excluded.updated_at",
+                updated_at = excluded.updated_at,
+                budget_ms = COALESCE(experiments.budget_ms, excluded.budget_ms)",
             params![
                 repository_id,
                 e.name,
@@ -46,10 +53,30 @@ impl Index {
                 e.hypothesis,
                 e.base_commit,
                 e.created_at,
-                e.updated_at
+                e.updated_at,
+                e.budget_ms
             ],
         )?;
         Ok(())
+    }
+
+    /// Set (or with `None` lift) an experiment's CPU budget.
+    pub fn set_experiment_budget(
+        &self,
+        repository_id: &str,
+        name: &str,
+        budget_ms: Option<u64>,
+    ) -> Result<bool> {
+        let n = self.conn.execute(
+            "UPDATE experiments SET budget_ms = ?3, updated_at = ?4 WHERE repository_id = ?1 AND name = ?2",
+            params![
+                repository_id,
+                name,
+                budget_ms,
+                crate::util::time::now_rfc3339()
+            ],
+        )?;
+        Ok(n > 0)
     }
 
     pub fn experiment(&self, repository_id: &str, name: &str) -> Result<Option<Experiment>> {
@@ -106,16 +133,25 @@ impl Index {
 
     /// Experiments by state across every repository.
     pub fn experiment_counts(&self) -> Result<ExperimentCounts> {
-        let (active, promoted, killed): (i64, i64, i64) = self.conn.query_row(
+        let n: [i64; 5] = self.conn.query_row(
             "SELECT COALESCE(SUM(CASE WHEN state = 'active' THEN 1 ELSE 0 END), 0), COALESCE(SUM(CASE WHEN state = 'promoted' THEN 1 ELSE 0 END), 0),
-                    COALESCE(SUM(CASE WHEN state = 'killed' THEN 1 ELSE 0 END), 0) FROM experiments",
+                    COALESCE(SUM(CASE WHEN state = 'killed' THEN 1 ELSE 0 END), 0),
+                    COALESCE(SUM(CASE WHEN state = 'rolled_back' THEN 1 ELSE 0 END), 0),
+                    COALESCE(SUM(CASE WHEN state = 'active' AND budget_ms IS NOT NULL AND budget_ms <=
+                        (SELECT COALESCE(SUM(x.cpu_ms), 0) FROM executions x
+                         WHERE x.repository_id = experiments.repository_id AND x.experiment = experiments.name)
+                        THEN 1 ELSE 0 END), 0)
+             FROM experiments",
             params![],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            |r| Ok([r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?]),
         )?;
+        let [active, promoted, killed, rolled_back, budget_exhausted] = n.map(|v| v.max(0) as u64);
         Ok(ExperimentCounts {
-            active: active as u64,
-            promoted: promoted as u64,
-            killed: killed as u64,
+            active,
+            promoted,
+            killed,
+            rolled_back,
+            budget_exhausted,
         })
     }
 
@@ -183,9 +219,24 @@ mod tests {
             base_commit: Some("a".repeat(40)),
             created_at: "2026-01-01T00:00:00.000Z".into(),
             updated_at: "2026-01-01T00:00:00.000Z".into(),
+            budget_ms: Some(60_000),
         };
         index.put_experiment("r", &e).unwrap();
         assert_eq!(index.experiment("r", "fast").unwrap(), Some(e.clone()));
+        // Put again (from git, whose file may say otherwise): the budget stays; only
+        // set_experiment_budget changes it.
+        let raised = Experiment {
+            budget_ms: Some(10_000_000),
+            ..e.clone()
+        };
+        index.put_experiment("r", &raised).unwrap();
+        assert_eq!(index.experiment("r", "fast").unwrap(), Some(e.clone()));
+        assert!(index.set_experiment_budget("r", "fast", None).unwrap());
+        assert_eq!(
+            index.experiment("r", "fast").unwrap().unwrap().budget_ms,
+            None
+        );
+        assert!(!index.set_experiment_budget("r", "nope", Some(1)).unwrap());
         index
             .set_experiment_state("r", "fast", State::Killed)
             .unwrap();

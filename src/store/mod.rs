@@ -221,7 +221,8 @@ const MIGRATIONS: &[&str] = &[
     // 11: every run that executed (not served from another commit's result), kept when a later
     // run of the same commit replaces its row in `runs`: the CPU an experiment spent (budgets)
     // and which tests failed on each run of a tree (flaky tests). `complete`: the run's failure
-    // list names every test that failed, so a test it does not name passed.
+    // list names every test that failed, so a test it does not name passed. An experiment's
+    // CPU budget, as it was started (`experiment start --budget`) or set (`experiment budget`).
     r#"
     CREATE TABLE executions (
         id INTEGER PRIMARY KEY,
@@ -244,6 +245,7 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (execution_id, name)
     );
     CREATE INDEX test_failures_by_name ON test_failures (name);
+    ALTER TABLE experiments ADD COLUMN budget_ms INTEGER;
     "#,
 ];
 

@@ -220,11 +220,12 @@ impl Index {
         let mut out = Vec::with_capacity(repos.len());
         for repo in repos {
             let (runs, passed, failed, mean): (i64, i64, i64, Option<f64>) = self.conn.query_row(
+                // A skipped commit (superseded, out of budget) is no run: not counted.
                 "SELECT COUNT(*),
                         COALESCE(SUM(CASE WHEN status = 'passed' THEN 1 ELSE 0 END), 0),
                         COALESCE(SUM(CASE WHEN status != 'passed' THEN 1 ELSE 0 END), 0),
                         CAST(AVG(CASE WHEN cached_from IS NULL THEN duration_ms END) AS DOUBLE PRECISION)
-                 FROM runs WHERE repository_id = ?1",
+                 FROM runs WHERE repository_id = ?1 AND status != 'skipped'",
                 [&repo.repository_id],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
             )?;

@@ -188,11 +188,13 @@ impl Index {
             .execute("DELETE FROM runs WHERE repository_id = ?1", [repository_id])?)
     }
 
-    /// Overall figures for `status`: (runs, passed, mean duration of first-hand runs).
+    /// Overall figures for `status`: (runs, passed, mean duration of first-hand runs). A
+    /// skipped commit is no run.
     pub fn run_totals(&self) -> Result<(u64, u64, Option<f64>)> {
         let (runs, passed, mean): (i64, i64, Option<f64>) = self.conn.query_row(
             "SELECT COUNT(*), COALESCE(SUM(CASE WHEN status = 'passed' THEN 1 ELSE 0 END), 0),
-                    CAST(AVG(CASE WHEN cached_from IS NULL THEN duration_ms END) AS DOUBLE PRECISION) FROM runs",
+                    CAST(AVG(CASE WHEN cached_from IS NULL THEN duration_ms END) AS DOUBLE PRECISION)
+             FROM runs WHERE status != 'skipped'",
             params![],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )?;

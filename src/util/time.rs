@@ -78,6 +78,17 @@ pub fn parse_rfc3339(s: &str) -> Option<i64> {
 }
 
 /// "3 minutes ago"-style age for human tables.
+/// A length of time for people: "850ms", "1.5s", "2m03s".
+pub fn duration_text(ms: u64) -> String {
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else if ms < 60_000 {
+        format!("{:.1}s", ms as f64 / 1000.0)
+    } else {
+        format!("{}m{:02}s", ms / 60_000, (ms % 60_000) / 1000)
+    }
+}
+
 pub fn age(then_millis: i64, now: i64) -> String {
     let secs = ((now - then_millis) / 1000).max(0);
     match secs {
