@@ -207,6 +207,7 @@ pub fn demo(ctx: &Context, path: Option<&Path>, on: &mut dyn FnMut(Event<'_>)) -
         strategy: None,
         force: false,
         dry_run: false,
+        watch: None,
     };
     let promoted = promote(ctx, &repo, &created.repo, EXPERIMENT, &opts, interrupt)?;
     let merged = cli::git(&root, &["log", "-1", "--format=%h %s", "main"])?;

@@ -523,6 +523,43 @@ pub struct Detail {
     pub metadata: Option<ExperimentFile>,
     /// The branch's commits since its base, newest first.
     pub commits: Vec<BranchRun>,
+    /// For a rolled-back experiment: the revert commit and why (from its message).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rollback: Option<Rollback>,
+}
+
+#[derive(Debug, serde::Serialize)]
+pub struct Rollback {
+    pub revert: String,
+    pub reason: String,
+}
+
+/// The revert commit `refs/sandbox/rolled-back/<name>` points at, and the reason its message
+/// gives (the paragraph after the subject, up to "; this reverts").
+fn rollback_of(repo: &gix::Repository, name: &str) -> Result<Option<Rollback>> {
+    let Some(revert) = ref_tip(repo, &rolled_back_ref(name))? else {
+        return Ok(None);
+    };
+    let message = repo
+        .find_commit(revert)
+        .ok()
+        .and_then(|c| c.message_raw().ok().map(|m| m.to_string()))
+        .unwrap_or_default();
+    let reason = message
+        .split("\n\n")
+        .nth(1)
+        .map(|p| {
+            p.split("; this reverts")
+                .next()
+                .unwrap_or(p)
+                .trim()
+                .to_string()
+        })
+        .unwrap_or_default();
+    Ok(Some(Rollback {
+        revert: revert.to_string(),
+        reason,
+    }))
 }
 
 /// The commits of an experiment since its base, newest first, with their results. An
@@ -668,6 +705,7 @@ pub fn show(ctx: &Context, repo: &gix::Repository, row: &RepoRow, name: &str) ->
         overview,
         metadata,
         commits,
+        rollback: rollback_of(repo, name)?,
     })
 }
 

@@ -31,6 +31,7 @@ pub mod reindex;
 pub mod remote;
 pub mod repos;
 pub mod results;
+pub mod rollback;
 pub mod run;
 pub mod select;
 pub mod setup;

@@ -21,6 +21,9 @@ pub struct PromoteOptions {
     /// Do everything up to moving production (build the commit it would get and run it), and
     /// report; move nothing.
     pub dry_run: bool,
+    /// Watch production's run of the promoted commit and roll the promotion back when it
+    /// fails; `None`: `[promote] rollback`.
+    pub watch: Option<bool>,
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -42,6 +45,10 @@ pub struct Promoted {
     pub broken: Vec<String>,
     /// Nothing moved: `commit` is what production would get, and `result` its run.
     pub dry_run: bool,
+    /// Production's run of the promoted commit was watched (`--watch`, `[promote] rollback`).
+    pub watched: bool,
+    /// It failed, and the promotion was taken back.
+    pub rolled_back: Option<super::rollback::RolledBack>,
 }
 
 /// What a promotion starts from, once the experiment, its evaluation and the minimum allow it.
@@ -276,6 +283,8 @@ pub fn promote(
         result,
         broken,
         dry_run: opts.dry_run,
+        watched: false,
+        rolled_back: None,
     };
     if opts.dry_run {
         return Ok(promoted);
@@ -340,6 +349,20 @@ pub fn promote(
                             "recommendation": ev.recommendation, "forced": opts.force,
                             "merge_status": promoted.result.as_ref().map(|r| r.status)}),
     )?;
+    // Production's run of the promoted commit is the one made above, before it moved: a
+    // failing one (a forced promotion) is taken back at once.
+    let watch = opts.watch.unwrap_or_else(|| {
+        experiments::production_config(ctx, repo).is_ok_and(|c| c.promote.rollback)
+    });
+    if watch {
+        promoted.watched = true;
+        if let Some(r) = promoted.result.as_ref().filter(|r| !r.status.is_success()) {
+            let reason = super::rollback::failure_reason(r);
+            promoted.rolled_back = Some(super::rollback::roll_back(
+                ctx, repo, row, name, target, base, new, &reason, interrupt,
+            )?);
+        }
+    }
     Ok(promoted)
 }
 

@@ -93,6 +93,7 @@ pub fn propose(
             strategy: None,
             force: false,
             dry_run: false,
+            watch: None,
         };
         for c in &out.proposals {
             match promote(ctx, repo, row, &c.experiment, &opts, interrupt) {

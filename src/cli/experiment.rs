@@ -227,6 +227,13 @@ fn cmd_show(args: ShowArgs) -> CmdResult {
         );
     }
     println!("Branch:     {}", e.branch);
+    if let Some(rb) = &d.rollback {
+        println!(
+            "Rolled back: {} (reverted by {})",
+            rb.reason,
+            crate::util::short(&rb.revert)
+        );
+    }
     if let Some(h) = &d.overview.head {
         println!("Head:       {h}");
     }

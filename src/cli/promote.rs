@@ -37,6 +37,14 @@ pub struct PromoteArgs {
     /// Promote even when the evaluation is below [promote] minimum or the merge fails its tests.
     #[arg(long)]
     pub force: bool,
+    /// Watch production's run of the promoted commit; when it fails, put a commit reverting the
+    /// promotion on production (never a force push) and mark the experiment rolled_back
+    /// (default: [promote] rollback). Not with --strategy pull-request.
+    #[arg(long, conflicts_with = "no_watch")]
+    pub watch: bool,
+    /// Do not watch, whatever [promote] rollback says.
+    #[arg(long)]
+    pub no_watch: bool,
     #[arg(long)]
     pub json: bool,
 }
@@ -60,8 +68,21 @@ pub fn cmd_promote(args: PromoteArgs) -> CmdResult {
         strategy: args.strategy.clone(),
         force: args.force,
         dry_run: args.dry_run,
+        watch: if args.watch {
+            Some(true)
+        } else if args.no_watch {
+            Some(false)
+        } else {
+            None
+        },
     };
     if crate::app::promote::strategy(&ctx, &repo, &opts)? == "pull-request" {
+        if args.watch {
+            return Err(CommandError::usage(
+                "--watch cannot watch a pull request: GitHub merges it, and its checks guard production",
+            )
+            .hint("promote with --strategy merge or ff to watch, or leave out --watch"));
+        }
         let pr = pull_request::open(
             &ctx,
             &repo,
@@ -149,6 +170,28 @@ pub fn cmd_promote(args: PromoteArgs) -> CmdResult {
                 ui::oneline(r, &format!("{} after the promotion", p.target))
             );
         }
+    }
+    if let Some(rb) = &p.rolled_back {
+        eprintln!(
+            "Rolled back: {}; {} reverts it on {} (experiment {} is rolled_back)",
+            rb.reason,
+            crate::util::short(&rb.revert),
+            rb.target,
+            rb.experiment
+        );
+        if let Some(r) = &rb.result {
+            eprintln!(
+                "{}",
+                ui::oneline(r, &format!("{} after the rollback", rb.target))
+            );
+        }
+        return Ok(1);
+    }
+    if p.watched && !p.dry_run {
+        println!(
+            "Watched: production's run of {} passed; nothing to roll back",
+            crate::util::short(&p.commit)
+        );
     }
     if let Some(r) = p.result.as_ref().filter(|r| !r.status.is_success()) {
         eprintln!(

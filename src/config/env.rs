@@ -40,6 +40,7 @@ const ENV_KEYS: &[(&str, &str, Kind)] = &[
     ("promote", "strategy", Kind::Text),
     ("promote", "minimum", Kind::Text),
     ("promote", "max_coverage_drop", Kind::Raw),
+    ("promote", "rollback", Kind::Raw),
     ("hooks", "pre_push", Kind::Text),
     ("hooks", "pre_push_timeout", Kind::Text),
     ("cache", "enabled", Kind::Raw),

@@ -330,6 +330,7 @@ pub struct PromoteFile {
     pub minimum: Option<String>,
     #[serde(default, deserialize_with = "de_points")]
     pub max_coverage_drop: Option<f64>,
+    pub rollback: Option<bool>,
 }
 
 /// Percentage points: 0 to 100.
@@ -468,6 +469,7 @@ impl ConfigFile {
         set(&mut c.promote.strategy, p.strategy.clone());
         set(&mut c.promote.minimum, p.minimum.clone());
         set(&mut c.promote.max_coverage_drop, p.max_coverage_drop);
+        set(&mut c.promote.rollback, p.rollback);
         set(&mut c.hooks.pre_push, self.hooks.pre_push.clone());
         set(&mut c.hooks.pre_push_timeout, self.hooks.pre_push_timeout);
         let k = &self.cache;

@@ -212,6 +212,9 @@ pub struct PromoteConfig {
     /// How many percentage points of line coverage an experiment may lose against production
     /// and still pass `eval`'s `coverage` criterion.
     pub max_coverage_drop: f64,
+    /// Watch production's run of a promoted commit and revert the promotion when it fails
+    /// (`promote --watch` by default).
+    pub rollback: bool,
 }
 
 impl Limits {
@@ -295,6 +298,7 @@ impl Default for Config {
                 strategy: "merge".into(),
                 minimum: "RECOMMEND".into(),
                 max_coverage_drop: 1.0,
+                rollback: false,
             },
             hooks: HooksConfig {
                 pre_push: "off".into(),

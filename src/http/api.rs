@@ -242,6 +242,7 @@ pub async fn promote_now(
             strategy: strategy.clone(),
             force: false,
             dry_run,
+            watch: None,
         };
         if crate::app::promote::strategy(ctx, &repo, &opts)? == "pull-request" {
             return Err(ApiError::new(

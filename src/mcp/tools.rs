@@ -483,6 +483,7 @@ fn experiment_promote(c: &Call<'_>, a: PromoteArgs) -> Answer {
         strategy: a.strategy.clone(),
         force: false,
         dry_run: a.dry_run.unwrap_or(true),
+        watch: None,
     };
     if crate::app::promote::strategy(c.ctx, c.repo, &opts)? == "pull-request" {
         return Err(CallError::App(
