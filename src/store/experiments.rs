@@ -34,8 +34,9 @@ pub struct ExperimentCounts {
 }
 
 impl Index {
-    /// Insert or replace the row of an experiment. A budget the row has already is kept (it is
-    /// changed by [`Index::set_experiment_budget`] alone: a commit cannot raise it).
+    /// Insert or replace the row of an experiment. The budget is taken for a new row only; an
+    /// existing row's is changed by [`Index::set_experiment_budget`] alone (a commit cannot
+    /// raise it, and one you lifted stays lifted).
     pub fn put_experiment(&self, repository_id: &str, e: &Experiment) -> Result<()> {
         self.conn.execute(
             "INSERT INTO experiments (repository_id, name, branch, state, hypothesis, base_commit, created_at, updated_at, budget_ms)
@@ -43,8 +44,7 @@ impl Index {
              ON CONFLICT (repository_id, name) DO UPDATE SET
                 branch = excluded.branch, state = excluded.state, hypothesis = excluded.hypothesis,
                 base_commit = excluded.base_commit, created_at = excluded.created_at,
-                updated_at = excluded.updated_at,
-                budget_ms = COALESCE(experiments.budget_ms, excluded.budget_ms)",
+                updated_at = excluded.updated_at",
             params![
                 repository_id,
                 e.name,
@@ -235,6 +235,12 @@ mod tests {
         assert_eq!(
             index.experiment("r", "fast").unwrap().unwrap().budget_ms,
             None
+        );
+        index.put_experiment("r", &raised).unwrap();
+        assert_eq!(
+            index.experiment("r", "fast").unwrap().unwrap().budget_ms,
+            None,
+            "lifted stays lifted"
         );
         assert!(!index.set_experiment_budget("r", "nope", Some(1)).unwrap());
         index
