@@ -146,36 +146,70 @@ fn line(out: &mut Vec<u8>, rel: &str, st: Option<&Stamp>) -> std::io::Result<()>
 
 /// The stamps written at `path` (and its journal); `None` when missing or unreadable.
 pub fn read(path: &Path) -> Option<Stamps> {
-    let mut out = Stamps::new();
     let base = std::fs::read_to_string(path).ok()?;
     let journal = match std::fs::read_to_string(journal_of(path)) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(_) => return None,
     };
-    for l in base.lines().chain(journal.lines()) {
-        let (op, rest) = l.split_once(' ')?;
-        if op == "-" {
-            out.remove(rest);
-            continue;
+    // The base is written in order and holds additions only: built in one pass (a sorted
+    // vector becomes a map without a search per entry); the journal is applied on top.
+    let mut entries = Vec::with_capacity(base.len() / 48);
+    for l in base.lines() {
+        match entry(l)? {
+            (rel, Some(st)) => entries.push((rel.to_string(), st)),
+            (_, None) => return None,
         }
-        if op != "+" {
-            return None;
+    }
+    let mut out: Stamps = entries.into_iter().collect();
+    for l in journal.lines() {
+        match entry(l)? {
+            (rel, Some(st)) => {
+                out.insert(rel.to_string(), st);
+            }
+            (rel, None) => {
+                out.remove(rel);
+            }
         }
-        let mut parts = rest.splitn(5, ' ');
-        let mut n = || parts.next();
-        let (ino, size, m, c, rel) = (n()?, n()?, n()?, n()?, n()?);
-        out.insert(
-            rel.to_string(),
-            (
-                ino.parse().ok()?,
-                size.parse().ok()?,
-                m.parse().ok()?,
-                c.parse().ok()?,
-            ),
-        );
     }
     Some(out)
+}
+
+/// One line: `+ INO SIZE MTIME CTIME PATH` (the path and its stamp) or `- PATH` (gone).
+/// Read byte by byte: a one-off `exec` reads thousands of these before its run can start.
+fn entry(l: &str) -> Option<(&str, Option<Stamp>)> {
+    let b = l.as_bytes();
+    match b.get(..2)? {
+        b"- " => Some((&l[2..], None)),
+        b"+ " => {
+            let mut at = 2;
+            let ino = number(b, &mut at)?;
+            let size = number(b, &mut at)?;
+            let m = number(b, &mut at)?;
+            let c = number(b, &mut at)?;
+            let stamp = (u64::try_from(ino).ok()?, u64::try_from(size).ok()?, m, c);
+            Some((l.get(at..).filter(|r| !r.is_empty())?, Some(stamp)))
+        }
+        _ => None,
+    }
+}
+
+/// A decimal number (a leading `-` allowed: times before 1970) and the space after it, from
+/// `b[*at..]`; moves `at` past both.
+fn number(b: &[u8], at: &mut usize) -> Option<i64> {
+    let negative = b.get(*at) == Some(&b'-');
+    *at += usize::from(negative);
+    let start = *at;
+    let mut v: i64 = 0;
+    while let Some(d) = b.get(*at).filter(|c| c.is_ascii_digit()) {
+        v = v.checked_mul(10)?.checked_add(i64::from(d - b'0'))?;
+        *at += 1;
+    }
+    if *at == start || b.get(*at) != Some(&b' ') {
+        return None;
+    }
+    *at += 1;
+    Some(if negative { -v } else { v })
 }
 
 /// Write every stamp at `path` (and drop the journal).
@@ -285,6 +319,28 @@ pub fn restamp(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_are_read_exactly_and_anything_else_is_unreadable() {
+        assert_eq!(
+            entry("+ 12 3 -5 1700000000000000000 dir/a file"),
+            Some(("dir/a file", Some((12, 3, -5, 1_700_000_000_000_000_000))))
+        );
+        assert_eq!(entry("- dir/gone one"), Some(("dir/gone one", None)));
+        for bad in [
+            "",
+            "+",
+            "+ 1 2 3 4",
+            "+ 1 2 3 4 ",
+            "+ 1 2 x 4 p",
+            "+ -1 2 3 4 p",
+            "+ 1  2 3 4 p",
+            "+ 99999999999999999999 2 3 4 p",
+            "* 1 2 3 4 p",
+        ] {
+            assert_eq!(entry(bad).and_then(|(_, s)| s), None, "{bad:?}");
+        }
+    }
 
     #[test]
     fn a_change_of_any_kind_is_seen_and_the_journal_replays_to_the_same_stamps() {

@@ -284,6 +284,14 @@ fn kept(
     let from = trusted
         .as_ref()
         .and_then(|s| ObjectId::from_hex(s.tree.as_bytes()).ok());
+    // The same tree again (a one-off exec after a run): nothing will change, so the check of
+    // the stamps read starts now, beside everything that follows.
+    let early = match (&stamps, from) {
+        (Some(st), Some(old)) if unverified && old == tree => {
+            Some(verify_in_background(lower.join("tree"), st.clone()))
+        }
+        _ => None,
+    };
     let mut updated = None;
     if let (Some(old), Some(st)) = (from, trusted.as_ref()) {
         if old == tree {
@@ -380,13 +388,9 @@ fn kept(
     })?;
     // A tree brought up to date from stamps this process has not checked: check that it holds
     // exactly what they say now, on another thread, while the run starts.
-    let verify = (unverified && prepared == Prepared::Updated).then(|| {
-        let tree = lower.join("tree");
-        let expected = stamps.clone();
-        std::thread::spawn(move || {
-            let _t = crate::util::trace::span("kept checkout: verify stamps");
-            stamps::intact(&tree, &expected)
-        })
+    let verify = early.or_else(|| {
+        (unverified && prepared == Prepared::Updated)
+            .then(|| verify_in_background(lower.join("tree"), stamps.clone()))
     });
     verified_here()
         .lock()
@@ -413,6 +417,14 @@ fn kept(
         state_path: Some(state_path),
         _slot: Some(slot),
         _cache_locks: caches.locks,
+    })
+}
+
+/// Check on another thread that `tree` holds exactly `expected`.
+fn verify_in_background(tree: PathBuf, expected: Stamps) -> std::thread::JoinHandle<bool> {
+    std::thread::spawn(move || {
+        let _t = crate::util::trace::span("kept checkout: verify stamps");
+        stamps::intact(&tree, &expected)
     })
 }
 
