@@ -113,6 +113,15 @@ pub fn parse_budget(text: &str) -> Option<u64> {
         .filter(|ms| *ms > 0)
 }
 
+/// [`parse_budget`], or a usage error that names `text` (after `label`, where it was found)
+/// and how to write one.
+fn budget_from(label: &str, text: &str) -> Result<u64> {
+    parse_budget(text).ok_or_else(|| {
+        AppError::usage(format!("{label}invalid budget {text:?}"))
+            .hint("write a CPU time like \"30m\", \"2h\" or \"90s\"")
+    })
+}
+
 /// An experiment's CPU budget and what its runs have spent of it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Budget {
@@ -168,10 +177,7 @@ pub fn run_budget(
             })?;
             match table.get("budget") {
                 None => None,
-                Some(toml::Value::String(s)) => Some(parse_budget(s).ok_or_else(|| {
-                    AppError::usage(format!("{label}: invalid budget {s:?}"))
-                        .hint("write a CPU time like \"30m\", \"2h\" or \"90s\"")
-                })?),
+                Some(toml::Value::String(s)) => Some(budget_from(&format!("{label}: "), s)?),
                 Some(_) => {
                     return Err(AppError::usage(format!("{label}: budget must be a string"))
                         .hint("write it like budget = \"30m\""))
@@ -320,13 +326,7 @@ pub fn start(
     budget: Option<&str>,
 ) -> Result<Started> {
     repos::check_name(name)?;
-    let budget_ms = match budget {
-        None => None,
-        Some(b) => Some(parse_budget(b).ok_or_else(|| {
-            AppError::usage(format!("invalid budget {b:?}"))
-                .hint("write a CPU time like \"30m\", \"2h\" or \"90s\"")
-        })?),
-    };
+    let budget_ms = budget.map(|b| budget_from("", b)).transpose()?;
     let branch = branch_ref(name);
     for (r, what) in [
         (branch.clone(), "its branch exists"),
@@ -676,13 +676,7 @@ pub fn set_budget(
     value: Option<&str>,
 ) -> Result<Option<Budget>> {
     let mut e = find(ctx, repo, row, name)?;
-    let ms = match value {
-        None => None,
-        Some(b) => Some(parse_budget(b).ok_or_else(|| {
-            AppError::usage(format!("invalid budget {b:?}"))
-                .hint("write a CPU time like \"30m\", \"2h\" or \"90s\", or `none` to lift it")
-        })?),
-    };
+    let ms = value.map(|b| budget_from("", b)).transpose()?;
     ctx.index
         .set_experiment_budget(&row.repository_id, name, ms)?;
     ctx.index.add_event(

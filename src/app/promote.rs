@@ -292,37 +292,22 @@ pub fn promote(
     let target = promoted.target.as_str();
 
     let message = format!("git-sandbox: promote experiment {name}");
-    promoted.worktree_updated = match worktrees.first() {
-        Some(wt) => {
-            // Fast-forward the checkout to the new commit: git refuses rather than overwrite
-            // anything of the user's, and then nothing has changed.
-            let (ok, _, err) = cli::git_status(
-                wt,
-                &["merge", "--ff-only", "--quiet", &new.to_string()],
-                &[],
-            )?;
-            if !ok {
-                return Err(AppError::refused(format!(
-                    "promote refused: cannot update the checkout of {target} in {}: {err}; nothing was changed",
-                    wt.display()
-                )));
-            }
-            Some(wt.display().to_string())
+    promoted.worktree_updated = match advance(&dir, target, base, new, &message, worktrees.first())
+    {
+        Ok(wt) => wt.map(|w| w.display().to_string()),
+        Err(Stuck::Checkout(wt, err)) => {
+            return Err(AppError::refused(format!(
+                "promote refused: cannot update the checkout of {target} in {}: {err}; nothing was changed",
+                wt.display()
+            )))
         }
-        None => {
-            cli::update_refs(
-                &dir,
-                &format!("update refs/heads/{target} {new} {base}\n"),
-                &message,
-            )
-            .map_err(|e| {
-                AppError::refused(format!(
-                    "promote refused: {target} moved while promoting ({e}); nothing was changed"
-                ))
-                .hint(format!("run `git sandbox promote {name}` again"))
-            })?;
-            None
+        Err(Stuck::Moved(e)) => {
+            return Err(AppError::refused(format!(
+                "promote refused: {target} moved while promoting ({e}); nothing was changed"
+            ))
+            .hint(format!("run `git sandbox promote {name}` again")))
         }
+        Err(Stuck::Other(e)) => return Err(e),
     };
 
     // Promoted from here on: the ref records it in git, the index follows.
@@ -364,6 +349,47 @@ pub fn promote(
         }
     }
     Ok(promoted)
+}
+
+/// Why production could not be moved forward.
+pub(crate) enum Stuck {
+    /// Its clean checkout refused the fast-forward (git's words).
+    Checkout(std::path::PathBuf, String),
+    /// It is no longer at the commit it was expected at.
+    Moved(crate::git::GitError),
+    Other(AppError),
+}
+
+/// Move production (`refs/heads/<target>`) from `from` forward to `to`: through its checkout
+/// when it has one (`git merge --ff-only`, which never overwrites the user's files), else by a
+/// compare-and-swap ref update. Returns the checkout brought along.
+pub(crate) fn advance<'w>(
+    dir: &Path,
+    target: &str,
+    from: ObjectId,
+    to: ObjectId,
+    message: &str,
+    worktree: Option<&'w std::path::PathBuf>,
+) -> std::result::Result<Option<&'w std::path::PathBuf>, Stuck> {
+    match worktree {
+        Some(wt) => {
+            let (ok, _, err) =
+                cli::git_status(wt, &["merge", "--ff-only", "--quiet", &to.to_string()], &[])
+                    .map_err(|e| Stuck::Other(e.into()))?;
+            if ok {
+                Ok(Some(wt))
+            } else {
+                Err(Stuck::Checkout(wt.clone(), err))
+            }
+        }
+        None => cli::update_refs(
+            dir,
+            &format!("update refs/heads/{target} {to} {from}\n"),
+            message,
+        )
+        .map(|_| None)
+        .map_err(Stuck::Moved),
+    }
 }
 
 /// Tests that fail on the promoted commit but not on the experiment's head: what the merge broke.

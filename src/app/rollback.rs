@@ -4,6 +4,7 @@
 //! rolled back with why (`refs/sandbox/rolled-back/<name>` points at the revert).
 
 use super::experiments::{self, rolled_back_ref};
+use super::promote::{advance, Stuck};
 use super::run::{run_commits, RunOptions};
 use super::{AppError, Context, Result};
 use crate::git::cli;
@@ -69,32 +70,24 @@ pub fn roll_back(
     })?;
     let revert = revert_commit(&dir, name, target, previous, promoted, tip, reason)?;
     let message = format!("git-sandbox: roll back experiment {name}");
-    match cli::worktrees_on(&dir, target)?.first() {
-        Some(wt) => {
-            let (ok, _, err) = cli::git_status(
-                wt,
-                &["merge", "--ff-only", "--quiet", &revert.to_string()],
-                &[],
-            )?;
-            if !ok {
-                return Err(AppError::refused(format!(
-                    "rollback failed: cannot update the checkout of {target} in {}: {err}; production still has experiment {name}",
-                    wt.display()
-                ))
-                .hint(format!("revert it by hand: git revert -m 1 {promoted}")));
-            }
+    let by_hand = format!("revert it by hand: git revert -m 1 {promoted}");
+    let worktrees = cli::worktrees_on(&dir, target)?;
+    match advance(&dir, target, tip, revert, &message, worktrees.first()) {
+        Ok(_) => {}
+        Err(Stuck::Checkout(wt, err)) => {
+            return Err(AppError::refused(format!(
+                "rollback failed: cannot update the checkout of {target} in {}: {err}; production still has experiment {name}",
+                wt.display()
+            ))
+            .hint(by_hand))
         }
-        None => cli::update_refs(
-            &dir,
-            &format!("update {production} {revert} {tip}\n"),
-            &message,
-        )
-        .map_err(|e| {
-            AppError::refused(format!(
+        Err(Stuck::Moved(e)) => {
+            return Err(AppError::refused(format!(
                 "rollback failed: {target} moved while rolling back ({e}); production still has experiment {name}"
             ))
-            .hint(format!("revert it by hand: git revert -m 1 {promoted}"))
-        })?,
+            .hint(by_hand))
+        }
+        Err(Stuck::Other(e)) => return Err(e),
     }
     cli::update_refs(
         &dir,

@@ -125,6 +125,8 @@ tools! {
         "Run a command (argv list) in a sandboxed throw-away checkout of a revision, under its limits; returns the exit code and the end of its output. Nothing is recorded.";
     "events_poll" => events_poll(EventsArgs), writes: false, destructive: false, idempotent: true,
         "Events of this repository (runs queued, started, completed, experiments evaluated, promoted, …): the newest, or those after a cursor. Pass the returned cursor to get only newer ones.";
+    "flaky_list" => flaky_list(NoArgs), writes: false, destructive: false, idempotent: true,
+        "Tests of this repository that both passed and failed on one tree under one config (known-flaky: eval does not count their failures alone): flips, failures of runs, the last flip. Most flips first.";
     "config_get" => config_get(ConfigArgs), writes: false, destructive: false, idempotent: true,
         "The effective config of a revision (default the production branch): test command, limits, analysis, promote policy; and what this machine's sandbox enforces.";
 }
@@ -227,6 +229,18 @@ fn experiment_list(c: &Call<'_>, _: NoArgs) -> Answer {
         .collect();
     Ok(fit(
         json!({"total": rows.len(), "experiments": rows}),
+        budget::COMPACT,
+    ))
+}
+
+fn flaky_list(c: &Call<'_>, _: NoArgs) -> Answer {
+    let tests = c
+        .ctx
+        .index
+        .flaky_tests(&c.row.repository_id)
+        .map_err(AppError::from)?;
+    Ok(fit(
+        json!({"total": tests.len(), "tests": tests}),
         budget::COMPACT,
     ))
 }

@@ -24,6 +24,7 @@ WRITES = {
 ALL = WRITES | {
     "experiment_list", "experiment_status", "run_wait", "result_get", "failures_list",
     "log_read", "analysis_get", "analysis_diff", "compare", "events_poll", "config_get",
+    "flaky_list",
 }
 
 PASSING = """import unittest
@@ -234,6 +235,10 @@ async def main():
             assert newer["cursor"] == newer["events"][-1]["id"], newer
             none = await call(s, "events_poll", {"cursor": newer["cursor"], "kind": "experiment."})
             assert none["events"] == [] and none["cursor"] == newer["cursor"], none
+
+            # Every run of a tree so far had one outcome: nothing is flaky.
+            flaky = await call(s, "flaky_list", {})
+            assert flaky == {"total": 0, "tests": []}, flaky
 
             config = await call(s, "config_get", {})
             assert config["promote"]["target"] == "main", config
