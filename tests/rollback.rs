@@ -160,6 +160,20 @@ fn a_promotion_that_breaks_production_is_reverted_and_the_experiment_marked_roll
         .sandbox(&repo, &["experiment", "show", "fine", "--json"])
         .json();
     assert_eq!(shown["status"], "promoted", "{shown}");
+    // With --json, stdout is the JSON alone.
+    assert_eq!(w.sandbox(&repo, &["experiment", "start", "fine2"]).code, 0);
+    on_branch(
+        &w,
+        &repo,
+        "experiment/fine2",
+        &[("more.txt", "more\n")],
+        "more",
+    );
+    let o = w.sandbox(&repo, &["promote", "fine2", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let p = o.json();
+    assert_eq!(p["watched"], true, "{p}");
+    assert!(p["rolled_back"].is_null(), "{p}");
 
     // A pull request is GitHub's to merge: --watch says so and changes nothing.
     assert_eq!(w.sandbox(&repo, &["experiment", "start", "pr"]).code, 0);

@@ -171,7 +171,7 @@ pub fn cmd_promote(args: PromoteArgs) -> CmdResult {
             );
         }
     }
-    if let Some(rb) = &p.rolled_back {
+    if let Some(rb) = p.rolled_back.as_ref().filter(|_| !args.json) {
         eprintln!(
             "Rolled back: {}; {} reverts it on {} (experiment {} is rolled_back)",
             rb.reason,
@@ -185,9 +185,12 @@ pub fn cmd_promote(args: PromoteArgs) -> CmdResult {
                 ui::oneline(r, &format!("{} after the rollback", rb.target))
             );
         }
+    }
+    if p.rolled_back.is_some() {
+        // Production was taken back: the promotion did not hold.
         return Ok(1);
     }
-    if p.watched && !p.dry_run {
+    if p.watched && !p.dry_run && !args.json {
         println!(
             "Watched: production's run of {} passed; nothing to roll back",
             crate::util::short(&p.commit)
