@@ -159,12 +159,7 @@ fn a_regression_is_posted_signed_retried_and_handed_to_the_command() {
 #[test]
 fn a_changed_verdict_and_a_promotion_are_handed_to_the_command() {
     let w = World::new();
-    let out = w.path("alerts.jsonl");
-    w.user_config(&format!(
-        "[notify]\ncommand = \"cat >> {}; echo >> {}\"\n",
-        out.display(),
-        out.display()
-    ));
+    w.alerts_to_file();
     let repo = w.new_repo("verdicts");
     assert_eq!(w.sandbox(&repo, &["experiment", "start", "x"]).code, 0);
     w.git(&repo, &["switch", "-q", "experiment/x"]);
@@ -178,12 +173,7 @@ fn a_changed_verdict_and_a_promotion_are_handed_to_the_command() {
     assert_eq!(w.sandbox(&repo, &["eval", "x"]).code, 0);
     w.git(&repo, &["switch", "-q", "main"]);
     assert_eq!(w.sandbox(&repo, &["promote", "x"]).code, 0);
-    let alerts: Vec<serde_json::Value> = std::fs::read_to_string(&out)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let alerts = w.alerts_received();
     let kinds: Vec<&str> = alerts.iter().map(|a| a["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["eval.changed", "experiment.promoted"], "{alerts:?}");
     assert_eq!(alerts[0]["data"]["from"], "NOT_READY");
@@ -194,12 +184,7 @@ fn a_changed_verdict_and_a_promotion_are_handed_to_the_command() {
 #[test]
 fn a_regression_inside_one_range_is_news_and_a_note_written_again_is_not() {
     let w = World::new();
-    let out = w.path("alerts.jsonl");
-    w.user_config(&format!(
-        "[notify]\ncommand = \"cat >> {}; echo >> {}\"\n",
-        out.display(),
-        out.display()
-    ));
+    w.alerts_to_file();
     let repo = w.new_repo("range");
     let base = w.commit(&repo, &[("README.md", "a\n")], "base");
     let good = w.commit(&repo, &[("README.md", "b\n")], "good");
@@ -210,15 +195,7 @@ fn a_regression_inside_one_range_is_news_and_a_note_written_again_is_not() {
             .code,
         1
     );
-    let lines = |w: &World| -> Vec<serde_json::Value> {
-        std::fs::read_to_string(w.path("alerts.jsonl"))
-            .unwrap_or_default()
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
-    };
-    let got = lines(&w);
+    let got = w.alerts_received();
     assert_eq!(got.len(), 1, "{got:?}");
     assert_eq!(got[0]["data"]["commit"], bad.as_str());
     assert_eq!(got[0]["data"]["parent"], good.as_str());
@@ -227,5 +204,5 @@ fn a_regression_inside_one_range_is_news_and_a_note_written_again_is_not() {
     w.git(&repo, &["notes", "--ref", "sandbox", "remove", &bad]);
     assert_eq!(w.sandbox(&repo, &["run", &bad]).code, 1);
     assert!(w.note(&repo, &bad).is_some(), "written again");
-    assert_eq!(lines(&w).len(), 1, "no second alert");
+    assert_eq!(w.alerts_received().len(), 1, "no second alert");
 }

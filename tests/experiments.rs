@@ -616,34 +616,40 @@ fn the_experiment_config_applies_to_its_runs() {
     assert_eq!(o.json()[0]["experiment"], "custom");
 }
 
-#[test]
-fn compare_ranks_three_experiments_by_verdict_and_shows_only_the_columns_that_differ() {
-    let w = World::new();
-    let repo = w.new_repo("ranked");
+/// Experiments `more` (a passing test more than production), `same` (notes only) and `broken`
+/// (a failing test), each one commit on its branch.
+fn three_experiments(w: &World, repo: &Path) {
     for name in ["more", "same", "broken"] {
-        start(&w, &repo, name);
+        start(w, repo, name);
     }
     commit_on(
-        &w,
-        &repo,
+        w,
+        repo,
         "experiment/more",
         &[("tests/test_more.py", MORE_TESTS)],
         "more tests",
     );
     commit_on(
-        &w,
-        &repo,
+        w,
+        repo,
         "experiment/same",
         &[("NOTES.md", "notes\n")],
         "notes",
     );
     commit_on(
-        &w,
-        &repo,
+        w,
+        repo,
         "experiment/broken",
         &[("tests/test_broken.py", BROKEN_TESTS)],
         "broken",
     );
+}
+
+#[test]
+fn compare_ranks_three_experiments_by_verdict_and_shows_only_the_columns_that_differ() {
+    let w = World::new();
+    let repo = w.new_repo("ranked");
+    three_experiments(&w, &repo);
     for name in ["more", "same", "broken"] {
         let o = w.sandbox(&repo, &["eval", name]);
         assert!(o.code == 0 || name == "broken", "{name}: {o:?}");
@@ -708,30 +714,7 @@ fn compare_ranks_three_experiments_by_verdict_and_shows_only_the_columns_that_di
 fn propose_lists_what_meets_the_minimum_best_first_and_promotes_each_only_if_it_still_holds() {
     let w = World::new();
     let repo = w.new_repo("proposals");
-    for name in ["more", "same", "broken"] {
-        start(&w, &repo, name);
-    }
-    commit_on(
-        &w,
-        &repo,
-        "experiment/more",
-        &[("tests/test_more.py", MORE_TESTS)],
-        "more tests",
-    );
-    commit_on(
-        &w,
-        &repo,
-        "experiment/same",
-        &[("NOTES.md", "notes\n")],
-        "notes",
-    );
-    commit_on(
-        &w,
-        &repo,
-        "experiment/broken",
-        &[("tests/test_broken.py", BROKEN_TESTS)],
-        "broken",
-    );
+    three_experiments(&w, &repo);
     let main_before = rev(&w, &repo, "main");
 
     // Nothing was run or evaluated yet: propose does both, and moves nothing.

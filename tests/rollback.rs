@@ -23,12 +23,7 @@ fn rev(w: &World, repo: &Path, r: &str) -> String {
 #[test]
 fn a_promotion_that_breaks_production_is_reverted_and_the_experiment_marked_rolled_back() {
     let w = World::new();
-    let alerts = w.path("alerts.jsonl");
-    w.user_config(&format!(
-        "[notify]\ncommand = \"cat >> {}; echo >> {}\"\n",
-        alerts.display(),
-        alerts.display()
-    ));
+    w.alerts_to_file();
     let repo = w.new_repo("rollback");
     w.commit(
         &repo,
@@ -128,11 +123,10 @@ fn a_promotion_that_breaks_production_is_reverted_and_the_experiment_marked_roll
     );
 
     // The rollback was announced.
-    let kinds: Vec<String> = std::fs::read_to_string(&alerts)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["kind"].to_string())
+    let kinds: Vec<String> = w
+        .alerts_received()
+        .iter()
+        .map(|a| a["kind"].to_string())
         .collect();
     assert!(
         kinds.iter().any(|k| k == "\"experiment.rolled_back\""),

@@ -17,6 +17,11 @@ use std::time::Instant;
 
 /// Results are written as notes in batches of this many (or sooner when a batch gets old), so a
 /// range costs few notes commits yet a kill loses little.
+mod flaky;
+mod parallel;
+
+pub use parallel::run_commits_parallel;
+
 const BATCH: usize = 64;
 const BATCH_AGE_MS: u128 = 2000;
 
@@ -177,7 +182,7 @@ pub fn run_commits(
         let (mut record, mut source) = run_one(ctx, repo, row, &info, opts, &mut along)?;
         if opts.retry_flaky > 0 && !trial && record.status == Status::Failed {
             (record, source) =
-                retry_flaky(ctx, repo, row, &info, opts, &mut along, record, source)?;
+                flaky::retry_flaky(ctx, repo, row, &info, opts, &mut along, record, source)?;
         }
         // A run cut short by Ctrl-C or a stopping daemon is no result: it runs again later.
         if was_interrupted(&record) {
@@ -242,121 +247,6 @@ pub fn run_commits(
         restored,
         ran,
     })
-}
-
-/// [`run_commits`] with up to `jobs` commits at once (`run -j N`): commit i goes to worker
-/// i mod N, each with its own index connection and repository handle (of the repository at
-/// `dir`), each writing its notes in batches as one run does. The records come back in the order
-/// of `commits`.
-pub fn run_commits_parallel(
-    dir: &std::path::Path,
-    commits: &[ObjectId],
-    opts: &RunOptions<'_>,
-    jobs: usize,
-    progress: &std::sync::Mutex<&mut (dyn FnMut(Progress<'_>) + Send)>,
-) -> Result<Outcome> {
-    let n = jobs.clamp(1, commits.len().max(1));
-    let parts: Vec<Vec<ObjectId>> = (0..n)
-        .map(|i| commits.iter().skip(i).step_by(n).copied().collect())
-        .collect();
-    let ends: Vec<Result<Outcome>> = std::thread::scope(|s| {
-        let handles: Vec<_> = parts
-            .iter()
-            .map(|part| {
-                s.spawn(move || {
-                    let ctx = Context::load()?;
-                    let (repo, row) = super::repos::require_registered(&ctx, dir)?;
-                    run_commits(&ctx, &repo, &row, part, opts, &mut |p| {
-                        (progress.lock().unwrap_or_else(|e| e.into_inner()))(p)
-                    })
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(AppError::usage("a run worker crashed")))
-            })
-            .collect()
-    });
-    let position: std::collections::HashMap<String, usize> = commits
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (c.to_string(), i))
-        .collect();
-    let mut all = Outcome {
-        records: Vec::new(),
-        interrupted: false,
-        invalid_notes: Vec::new(),
-        restored: 0,
-        ran: 0,
-    };
-    for end in ends {
-        let o = end?;
-        all.records.extend(o.records);
-        all.interrupted |= o.interrupted;
-        all.invalid_notes.extend(o.invalid_notes);
-        all.restored += o.restored;
-        all.ran += o.ran;
-    }
-    all.records
-        .sort_by_key(|r| position.get(&r.commit).copied().unwrap_or(usize::MAX));
-    Ok(all)
-}
-
-/// Run a failed commit again while every test that failed on it is known to be flaky, up to
-/// `opts.retry_flaky` times, each time forced. A failing run made now is kept as flaky
-/// evidence before the next (the index keeps one result per commit, its executions all).
-#[allow(clippy::too_many_arguments)]
-fn retry_flaky(
-    ctx: &Context,
-    repo: &gix::Repository,
-    row: &RepoRow,
-    info: &CommitInfo,
-    opts: &RunOptions<'_>,
-    along: &mut Along,
-    mut record: RunRecord,
-    mut source: Source,
-) -> Result<(RunRecord, Source)> {
-    if along.flaky.is_none() {
-        let names = ctx.index.flaky_tests(&row.repository_id)?;
-        along.flaky = Some(names.into_iter().map(|t| t.name).collect());
-    }
-    let known = along.flaky.clone().expect("read above");
-    let forced = RunOptions {
-        force: true,
-        retry_flaky: 0,
-        ..opts.clone()
-    };
-    let mut retried = record.retried.clone().unwrap_or(crate::model::Retried {
-        attempts: 0,
-        flaky: Vec::new(),
-    });
-    for _ in 0..opts.retry_flaky {
-        let Some(names) = record.failed_only_in(&known) else {
-            break;
-        };
-        if source == Source::Made {
-            ctx.index.add_execution(&row.repository_id, &record)?;
-        }
-        for n in names {
-            if !retried.flaky.contains(&n) {
-                retried.flaky.push(n);
-            }
-        }
-        retried.attempts += 1;
-        let (again, _) = run_one(ctx, repo, row, info, &forced, along)?;
-        if was_interrupted(&again) {
-            return Ok((again, Source::Made));
-        }
-        (record, source) = (again, Source::Made);
-        record.retried = Some(retried.clone());
-        if record.status != Status::Failed {
-            break;
-        }
-    }
-    Ok((record, source))
 }
 
 fn base_record(info: &CommitInfo, opts: &RunOptions<'_>, started: i64) -> RunRecord {

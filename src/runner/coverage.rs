@@ -14,7 +14,7 @@
 //! size of the text. The XML is scanned by hand: no DTDs, no entities beyond the five predefined
 //! ones and numeric references.
 
-use super::parse::decode_entities;
+use super::parse::xml::{decode_entities, scan_tags};
 use std::collections::{BTreeMap, HashMap};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -215,111 +215,6 @@ fn lcov(text: &str, roots: &[&str]) -> Option<Report> {
     Some(finish("lcov", files, None))
 }
 
-/// One start or end tag: its name and the raw text of its attributes.
-struct Tag<'a> {
-    name: &'a str,
-    attrs: &'a str,
-    closing: bool,
-    self_closing: bool,
-}
-
-impl Tag<'_> {
-    /// The decoded value of attribute `key` (linear in the tag's length).
-    fn attr(&self, key: &str) -> Option<String> {
-        let mut rest = self.attrs;
-        loop {
-            rest = rest.trim_start();
-            let name_end = rest.find(|c: char| c == '=' || c.is_whitespace())?;
-            let name = &rest[..name_end];
-            let after = rest[name_end..].trim_start();
-            let Some(after) = after.strip_prefix('=') else {
-                // A name without a value: skip it (always advances).
-                rest = &rest[name_end.max(1)..];
-                continue;
-            };
-            let after = after.trim_start();
-            let quote = after.chars().next()?;
-            if quote != '"' && quote != '\'' {
-                return None;
-            }
-            let end = after[1..].find(quote)?;
-            if name == key {
-                return Some(decode_entities(&after[1..1 + end]).into_owned());
-            }
-            rest = &after[end + 2..];
-        }
-    }
-
-    fn number(&self, key: &str) -> Option<u64> {
-        self.attr(key)?.trim().parse().ok()
-    }
-}
-
-/// Where the tag starting at `lt` (its '<') ends ('>'), honouring quoted attribute values.
-fn tag_end(s: &str, lt: usize) -> Option<usize> {
-    let mut quote: Option<u8> = None;
-    for (i, &b) in s.as_bytes()[lt..].iter().enumerate() {
-        match (quote, b) {
-            (Some(q), _) if b == q => quote = None,
-            (Some(_), _) => {}
-            (None, b'"' | b'\'') => quote = Some(b),
-            (None, b'>') => return Some(lt + i),
-            _ => {}
-        }
-    }
-    None
-}
-
-/// Calls `on` with each tag and the text before it, in order; stops at the first unterminated
-/// construct. Comments, CDATA, processing instructions and declarations are skipped.
-fn scan_tags<'a>(xml: &'a str, mut on: impl FnMut(&Tag<'a>, &'a str)) {
-    let mut pos = 0;
-    while let Some(off) = xml[pos..].find('<') {
-        let lt = pos + off;
-        let text = &xml[pos..lt];
-        let rest = &xml[lt..];
-        let skip_to = |open: usize, close: &str| {
-            rest[open..]
-                .find(close)
-                .map(|i| lt + open + i + close.len())
-        };
-        let next = if rest.starts_with("<!--") {
-            skip_to(4, "-->")
-        } else if rest.starts_with("<![CDATA[") {
-            skip_to(9, "]]>")
-        } else if rest.starts_with("<!") || rest.starts_with("<?") {
-            // A declaration; an internal DTD subset ends at "]>" (its content is not read).
-            match rest.find(['[', '>']) {
-                Some(i) if rest.as_bytes()[i] == b'[' => skip_to(i, "]>"),
-                Some(i) => Some(lt + i + 1),
-                None => None,
-            }
-        } else {
-            tag_end(xml, lt).map(|gt| {
-                let inner = &xml[lt + 1..gt];
-                let closing = inner.starts_with('/');
-                let inner = inner.strip_prefix('/').unwrap_or(inner);
-                let self_closing = inner.ends_with('/');
-                let inner = inner.strip_suffix('/').unwrap_or(inner);
-                let (name, attrs) =
-                    inner.split_at(inner.find(char::is_whitespace).unwrap_or(inner.len()));
-                let tag = Tag {
-                    name,
-                    attrs,
-                    closing,
-                    self_closing,
-                };
-                on(&tag, text);
-                gt + 1
-            })
-        };
-        match next {
-            Some(next) => pos = next,
-            None => return,
-        }
-    }
-}
-
 fn cobertura(xml: &str, roots: &[&str]) -> Option<Report> {
     // Whether the root element was <coverage>; whether reading is over (at </coverage>, or at
     // once when the root is something else).
@@ -349,7 +244,7 @@ fn cobertura(xml: &str, roots: &[&str]) -> Option<Report> {
                 in_source = false;
             }
             ("class", false) => {
-                let name = tag.attr("filename").unwrap_or_default();
+                let name = tag.attr("filename").unwrap_or_default().into_owned();
                 classes.entry(name.clone()).or_default();
                 class = (!tag.self_closing).then_some(name);
                 method_depth = 0;

@@ -267,6 +267,27 @@ impl World {
         std::fs::write(cfg.join("config.toml"), text).unwrap();
     }
 
+    /// Hand every notification to a command that appends it to a file (`[notify] command` in
+    /// the user config); [`World::alerts_received`] reads them back.
+    pub fn alerts_to_file(&self) {
+        let out = self.path("alerts.jsonl");
+        self.user_config(&format!(
+            "[notify]\ncommand = \"cat >> {}; echo >> {}\"\n",
+            out.display(),
+            out.display()
+        ));
+    }
+
+    /// The notifications the command of [`World::alerts_to_file`] got so far, in order.
+    pub fn alerts_received(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(self.path("alerts.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
     pub fn note(&self, repo: &Path, rev: &str) -> Option<serde_json::Value> {
         let o = self.git_out(repo, &["notes", "--ref=sandbox", "show", rev], true);
         (o.code == 0).then(|| serde_json::from_str(&o.stdout).expect("note is JSON"))

@@ -7,107 +7,9 @@
 //! `tests`/`failures`/`errors`/`skipped` attributes of the outermost suites. Failure names are
 //! `classname.name` (or `name` without a classname).
 
-use std::borrow::Cow;
-
 use super::text::{join_message, push_failure, MAX_MESSAGE};
+use super::xml::{decode_entities, tag_end, Tag};
 use crate::model::TestCounts;
-
-/// Decodes `&lt; &gt; &amp; &quot; &apos;` and numeric references; anything else is kept as is.
-pub fn decode_entities(s: &str) -> Cow<'_, str> {
-    if !s.contains('&') {
-        return Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(amp) = rest.find('&') {
-        out.push_str(&rest[..amp]);
-        rest = &rest[amp..];
-        let semi = rest.bytes().skip(1).take(11).position(|b| b == b';');
-        let decoded = semi.and_then(|semi| {
-            let entity = &rest[1..1 + semi];
-            let c = match entity {
-                "lt" => '<',
-                "gt" => '>',
-                "amp" => '&',
-                "quot" => '"',
-                "apos" => '\'',
-                _ => {
-                    let num = entity.strip_prefix('#')?;
-                    let code = match num.strip_prefix(['x', 'X']) {
-                        Some(hex) => u32::from_str_radix(hex, 16).ok()?,
-                        None => num.parse().ok()?,
-                    };
-                    char::from_u32(code)?
-                }
-            };
-            Some((c, semi + 2))
-        });
-        match decoded {
-            Some((c, len)) => {
-                out.push(c);
-                rest = &rest[len..];
-            }
-            None => {
-                out.push('&');
-                rest = &rest[1..];
-            }
-        }
-    }
-    out.push_str(rest);
-    Cow::Owned(out)
-}
-
-/// One start or end tag.
-struct Tag<'a> {
-    name: &'a str,
-    attrs: &'a str,
-    closing: bool,
-    self_closing: bool,
-}
-
-impl Tag<'_> {
-    /// The decoded value of attribute `key`.
-    fn attr(&self, key: &str) -> Option<Cow<'_, str>> {
-        let mut rest = self.attrs;
-        loop {
-            rest = rest.trim_start();
-            let eq = rest.find('=')?;
-            let name = rest[..eq].trim();
-            let after = rest[eq + 1..].trim_start();
-            let quote = after.chars().next()?;
-            if quote != '"' && quote != '\'' {
-                return None;
-            }
-            let end = after[1..].find(quote)?;
-            let value = &after[1..1 + end];
-            if name == key {
-                return Some(decode_entities(value));
-            }
-            rest = &after[end + 2..];
-        }
-    }
-
-    fn count(&self, key: &str) -> u64 {
-        self.attr(key)
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .unwrap_or(0)
-    }
-}
-
-/// Finds the end of a tag starting at `lt` (the '<'), honouring quoted attribute values.
-fn tag_end(s: &str, lt: usize) -> Option<usize> {
-    let mut quote: Option<u8> = None;
-    for (i, &b) in s.as_bytes()[lt..].iter().enumerate() {
-        match (quote, b) {
-            (Some(q), _) if b == q => quote = None,
-            (Some(_), _) => {}
-            (None, b'"' | b'\'') => quote = Some(b),
-            (None, b'>') => return Some(lt + i),
-            _ => {}
-        }
-    }
-    None
-}
 
 #[derive(Default)]
 struct Case {
@@ -163,20 +65,7 @@ pub fn parse(xml: &str) -> Option<TestCounts> {
             break;
         };
         pos = gt + 1;
-        let inner = &xml[lt + 1..gt];
-        let closing = inner.starts_with('/');
-        let inner = inner.trim_start_matches('/');
-        let self_closing = inner.ends_with('/');
-        let inner = inner.trim_end_matches('/');
-        let name_end = inner
-            .find(|c: char| c.is_whitespace())
-            .unwrap_or(inner.len());
-        let tag = Tag {
-            name: &inner[..name_end],
-            attrs: &inner[name_end..],
-            closing,
-            self_closing,
-        };
+        let tag = Tag::of(&xml[lt + 1..gt]);
         match (tag.name, tag.closing) {
             ("testsuites", false) => {
                 seen_junit = true;
@@ -296,11 +185,12 @@ pub fn parse(xml: &str) -> Option<TestCounts> {
 
 /// [tests, failures, errors, skipped] of a suite tag (`disabled` counts as skipped).
 fn suite_counts(tag: &Tag) -> [u64; 4] {
+    let count = |key| tag.number(key).unwrap_or(0);
     [
-        tag.count("tests"),
-        tag.count("failures"),
-        tag.count("errors"),
-        tag.count("skipped") + tag.count("disabled"),
+        count("tests"),
+        count("failures"),
+        count("errors"),
+        count("skipped") + count("disabled"),
     ]
 }
 

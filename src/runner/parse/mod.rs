@@ -21,9 +21,10 @@ mod rspec;
 mod tap;
 mod text;
 mod unittest;
+pub(crate) mod xml;
 
 use crate::model::TestCounts;
-pub use junit::decode_entities;
+pub use xml::decode_entities;
 
 /// Every framework name `parse_output` can return, in the order tried when the hint fails.
 /// `nextest` goes before `cargo` (nextest output embeds indented `test result:` lines), `mocha`

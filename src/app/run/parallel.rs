@@ -1,0 +1,66 @@
+//! `run -j N`: one run's commits shared out among workers.
+
+use super::{run_commits, Outcome, Progress, RunOptions};
+use crate::app::{AppError, Context, Result};
+use gix::ObjectId;
+
+/// [`run_commits`] with up to `jobs` commits at once (`run -j N`): commit i goes to worker
+/// i mod N, each with its own index connection and repository handle (of the repository at
+/// `dir`), each writing its notes in batches as one run does. The records come back in the order
+/// of `commits`.
+pub fn run_commits_parallel(
+    dir: &std::path::Path,
+    commits: &[ObjectId],
+    opts: &RunOptions<'_>,
+    jobs: usize,
+    progress: &std::sync::Mutex<&mut (dyn FnMut(Progress<'_>) + Send)>,
+) -> Result<Outcome> {
+    let n = jobs.clamp(1, commits.len().max(1));
+    let parts: Vec<Vec<ObjectId>> = (0..n)
+        .map(|i| commits.iter().skip(i).step_by(n).copied().collect())
+        .collect();
+    let ends: Vec<Result<Outcome>> = std::thread::scope(|s| {
+        let handles: Vec<_> = parts
+            .iter()
+            .map(|part| {
+                s.spawn(move || {
+                    let ctx = Context::load()?;
+                    let (repo, row) = crate::app::repos::require_registered(&ctx, dir)?;
+                    run_commits(&ctx, &repo, &row, part, opts, &mut |p| {
+                        (progress.lock().unwrap_or_else(|e| e.into_inner()))(p)
+                    })
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(AppError::usage("a run worker crashed")))
+            })
+            .collect()
+    });
+    let position: std::collections::HashMap<String, usize> = commits
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.to_string(), i))
+        .collect();
+    let mut all = Outcome {
+        records: Vec::new(),
+        interrupted: false,
+        invalid_notes: Vec::new(),
+        restored: 0,
+        ran: 0,
+    };
+    for end in ends {
+        let o = end?;
+        all.records.extend(o.records);
+        all.interrupted |= o.interrupted;
+        all.invalid_notes.extend(o.invalid_notes);
+        all.restored += o.restored;
+        all.ran += o.ran;
+    }
+    all.records
+        .sort_by_key(|r| position.get(&r.commit).copied().unwrap_or(usize::MAX));
+    Ok(all)
+}
