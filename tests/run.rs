@@ -187,7 +187,14 @@ fn a_range_runs_each_commit_in_few_notes_commits() {
             .parse::<u32>()
             .unwrap_or(0)
     };
+    let packs = |w: &World| {
+        let v = w.git(&repo, &["count-objects", "-v"]);
+        v.lines()
+            .find_map(|l| l.strip_prefix("packs: "))
+            .map_or(0, |n| n.trim().parse::<u32>().unwrap())
+    };
     let before = notes_commits(&w);
+    let packs_before = packs(&w);
     // One worker (a range runs on one per core by default): one notes commit in all.
     let o = w.sandbox(
         &repo,
@@ -208,6 +215,17 @@ fn a_range_runs_each_commit_in_few_notes_commits() {
         1,
         "one notes commit for the whole range"
     );
+    // Its objects (notes, fan-out trees, notes commits) went to git as one pack, which git
+    // itself checks and reads.
+    assert_eq!(
+        packs(&w) - packs_before,
+        1,
+        "one pack for the range's results"
+    );
+    let fsck = w.git_out(&repo, &["fsck", "--strict", "--no-dangling"], true);
+    assert_eq!(fsck.code, 0, "{fsck:?}");
+    let shown = w.git(&repo, &["notes", "--ref=sandbox", "show", &ids[3]]);
+    assert!(shown.contains("\"status\":\"failed\""), "{shown}");
     // The log shows them newest first.
     let log = w.sandbox(&repo, &["log", "-n", "6"]);
     assert!(

@@ -200,19 +200,23 @@ pub fn run_job(ctx: &Context, row: &RepoRow, job: &Job, interrupt: &AtomicBool) 
 /// back (its lease ran out) nothing here moves that job.
 pub fn run_jobs(ctx: &Context, row: &RepoRow, jobs: &[Job], interrupt: &AtomicBool) -> BatchEnd {
     let all: Vec<&Job> = jobs.iter().collect();
-    let held = ctx.index.start_jobs(&all).unwrap_or_default();
+    // The claims start and say so in one transaction (one commit of the index, not two).
+    let held = in_one(ctx, || {
+        let held = ctx.index.start_jobs(&all).unwrap_or_default();
+        // `run.started` comes from the run itself (as for `git sandbox run`), only when it runs.
+        add_events(
+            ctx,
+            jobs.iter().filter(|j| held.contains(&j.id)).map(|job| {
+                let data = serde_json::json!({"job": job.id, "trigger": job.trigger, "attempt": job.attempts, "by": job.owner});
+                (job, "job.started", data)
+            }),
+        );
+        held
+    });
     let mut ends: Vec<Option<JobEnd>> = jobs
         .iter()
         .map(|j| (!held.contains(&j.id)).then_some(JobEnd::Taken))
         .collect();
-    // `run.started` comes from the run itself (as for `git sandbox run`), only when it runs.
-    add_events(
-        ctx,
-        jobs.iter().filter(|j| held.contains(&j.id)).map(|job| {
-            let data = serde_json::json!({"job": job.id, "trigger": job.trigger, "attempt": job.attempts, "by": job.owner});
-            (job, "job.started", data)
-        }),
-    );
     let todo: Vec<usize> = (0..jobs.len()).filter(|&i| ends[i].is_none()).collect();
     let mut ran = false;
     let repo = match crate::git::open(std::path::Path::new(&row.path)) {
@@ -327,6 +331,24 @@ fn close(ctx: &Context, jobs: &[Job], ends: &[JobEnd]) {
         &|e| matches!(e, JobEnd::Done(r) if r.as_ref().is_none_or(|r| r.status == Status::Error)),
     );
     let back = with(&|e| matches!(e, JobEnd::Interrupted | JobEnd::Released));
+    in_one(ctx, || close_in(ctx, jobs, ends, [passed, errored, back]));
+}
+
+/// Run `f` (statements whose errors it handles itself) in one transaction of the index: one
+/// commit instead of one per statement. An index that cannot begin one gives the default, as
+/// each statement would have.
+fn in_one<T: Default>(ctx: &Context, f: impl FnOnce() -> T) -> T {
+    let mut out = None;
+    let _ = ctx
+        .index
+        .atomically(|| -> std::result::Result<(), crate::store::StoreError> {
+            out = Some(f());
+            Ok(())
+        });
+    out.unwrap_or_default()
+}
+
+fn close_in(ctx: &Context, jobs: &[Job], ends: &[JobEnd], [passed, errored, back]: [Vec<&Job>; 3]) {
     let mut held = std::collections::HashSet::new();
     held.extend(ctx.index.finish_jobs(&passed, true).unwrap_or_default());
     held.extend(ctx.index.finish_jobs(&errored, false).unwrap_or_default());

@@ -5,6 +5,7 @@
 use super::commit_config::{cache_dirs, config_for, experiment_of};
 use super::results::{self, NoteReader};
 use super::{analyze, checks, setup, AppError, Context, Result};
+use crate::config::Config;
 use crate::config::ConfigFile;
 use crate::git::{self, checkout, CommitInfo};
 use crate::model::{RunRecord, Status, Trigger, RUN_SCHEMA};
@@ -12,6 +13,7 @@ use crate::runner::{self, caches, workspace};
 use crate::store::RepoRow;
 use crate::util::time;
 use gix::ObjectId;
+use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
@@ -22,7 +24,7 @@ mod parallel;
 
 pub use parallel::run_commits_parallel;
 
-const BATCH: usize = 64;
+const BATCH: usize = 128;
 const BATCH_AGE_MS: u128 = 2000;
 
 #[derive(Clone)]
@@ -105,7 +107,7 @@ pub struct Outcome {
 /// The results of trees found or made in this run, by (tree, config key), as records served to
 /// another commit (`cached_from` their maker): later commits of the same tree (empty commits,
 /// reverts) are served without asking the index again.
-type SeenTrees = std::collections::HashMap<(ObjectId, String), RunRecord>;
+type SeenTrees = HashMap<(ObjectId, String), RunRecord>;
 
 /// What the commits of one run share.
 struct Along {
@@ -115,7 +117,14 @@ struct Along {
     seen: SeenTrees,
     /// The repository's known-flaky tests, read when a failure may be retried.
     flaky: Option<std::collections::HashSet<String>>,
+    /// The config (and its result key) of the trees just seen: a commit's config follows from
+    /// its tree and the run's options, so a batch of commits on one tree reads it once. Kept for
+    /// [`CONFIG_FOR`], since the toolchain's fingerprint is part of it.
+    configs: HashMap<ObjectId, (Instant, Config, String)>,
 }
+
+/// How long a tree's config is taken from [`Along::configs`] rather than read again.
+const CONFIG_FOR: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Where a commit's record came from.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -141,6 +150,7 @@ pub fn run_commits(
         sandbox: std::cell::OnceCell::new(),
         seen: SeenTrees::new(),
         flaky: None,
+        configs: HashMap::new(),
     };
     let trial = opts.is_trial();
     let mut records = Vec::with_capacity(commits.len());
@@ -297,22 +307,29 @@ fn run_one(
         reader,
         sandbox,
         seen,
+        configs,
         ..
     } = along;
     let started = time::now_millis();
     let mut record = base_record(info, opts, started);
     let experiment = experiment_of(opts.refname.as_deref());
-    let config = match config_for(ctx, repo, info, experiment.as_deref(), &opts.flags) {
-        Ok(c) => c,
-        Err(e @ (AppError::Config(_) | AppError::Usage(_))) => {
-            record.status = Status::Error;
-            record.error = Some(e.to_string());
-            record.changes = git::diff::commit_changes(repo, info).ok();
-            return Ok((finish(record, started), Source::Made));
-        }
-        Err(e) => return Err(e),
+    let (config, key) = match configs.get(&info.tree) {
+        Some((at, config, key)) if at.elapsed() < CONFIG_FOR => (config.clone(), key.clone()),
+        _ => match config_for(ctx, repo, info, experiment.as_deref(), &opts.flags) {
+            Ok(config) => {
+                let key = config.result_key();
+                configs.insert(info.tree, (Instant::now(), config.clone(), key.clone()));
+                (config, key)
+            }
+            Err(e @ (AppError::Config(_) | AppError::Usage(_))) => {
+                record.status = Status::Error;
+                record.error = Some(e.to_string());
+                record.changes = git::diff::commit_changes(repo, info).ok();
+                return Ok((finish(record, started), Source::Made));
+            }
+            Err(e) => return Err(e),
+        },
     };
-    let key = config.result_key();
     record.config_hash = Some(key.clone());
     record.toolchain = config.toolchain.clone();
     if !opts.force {

@@ -418,7 +418,7 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
         if !listening || last_claim.elapsed() >= IDLE_CLAIM {
             want_jobs = true;
         }
-        if slots.idle > 0 && want_jobs {
+        if slots.free() > 0 && want_jobs {
             want_jobs = false;
             last_claim = Instant::now();
             let claimed = dispatch(&ctx, &me, &repos, &mut slots, &job_tx);
@@ -559,7 +559,7 @@ fn dispatch(
     job_tx: &mpsc::Sender<worker::Assignment>,
 ) -> Result<bool, crate::store::StoreError> {
     let mut i = 0;
-    while i < slots.waiting.len() && slots.idle > 0 {
+    while i < slots.waiting.len() && slots.free() > 0 {
         if slots.is_busy(&slots.waiting[i]) {
             i += 1;
             continue;
@@ -580,18 +580,16 @@ fn dispatch(
         }
         slots.send(a, job_tx);
     }
-    if slots.idle == 0 {
+    let free = slots.free();
+    if free == 0 {
         return Ok(false);
     }
     let served: Vec<&str> = repos.rows.keys().map(String::as_str).collect();
-    let jobs = ctx.index.claim_jobs(
-        &me.owner,
-        slots.idle * slots.batch,
-        &me.lease_until(),
-        &served,
-    )?;
+    let jobs = ctx
+        .index
+        .claim_jobs(&me.owner, free * slots.batch, &me.lease_until(), &served)?;
     // Shared out among the idle workers (a burst of many is not one worker's).
-    let per_worker = jobs.len().div_ceil(slots.idle).clamp(1, slots.batch);
+    let per_worker = jobs.len().div_ceil(free).clamp(1, slots.batch);
     // Each repository is opened once to find its jobs' trees.
     let mut opened: HashMap<String, Option<gix::Repository>> = HashMap::new();
     let mut batches: Vec<worker::Assignment> = Vec::new();
@@ -628,7 +626,7 @@ fn dispatch(
         }
     }
     for a in batches {
-        if slots.idle > 0 && !slots.is_busy(&a) {
+        if slots.free() > 0 && !slots.is_busy(&a) {
             slots.send(a, job_tx);
         } else {
             slots.waiting.push(a);
@@ -638,7 +636,7 @@ fn dispatch(
 }
 
 /// The most jobs one worker is handed at once.
-const MAX_BATCH: usize = 64;
+const MAX_BATCH: usize = 128;
 
 /// The scheduler's hold on its workers and jobs.
 struct Slots {
@@ -650,9 +648,13 @@ struct Slots {
     waiting: Vec<worker::Assignment>,
     /// The jobs handed to workers, whose leases this daemon renews until they are done.
     held: HashSet<i64>,
-    /// How many jobs a worker is handed at once: doubled (up to [`MAX_BATCH`]) after a batch
+    /// How many jobs a worker is handed at once: four times more (up to [`MAX_BATCH`]) after a batch
     /// whose results came without running tests, back to one after a batch that ran some.
     batch: usize,
+    /// Whether a batch waits in the channel for the first worker to be free: while results
+    /// come without running tests, the next batch is claimed while the workers are busy, so
+    /// a worker goes on at once instead of waiting for the scheduler's claim.
+    ahead: bool,
 }
 
 impl Slots {
@@ -663,7 +665,14 @@ impl Slots {
             waiting: Vec::new(),
             held: HashSet::new(),
             batch: 1,
+            ahead: false,
         }
+    }
+
+    /// How many batches may be handed out now: one per idle worker, else one ahead while
+    /// results are being served.
+    fn free(&self) -> usize {
+        self.idle + usize::from(self.idle == 0 && !self.ahead && self.batch > 1)
     }
 
     fn is_busy(&self, a: &worker::Assignment) -> bool {
@@ -673,7 +682,11 @@ impl Slots {
     fn send(&mut self, a: worker::Assignment, job_tx: &mpsc::Sender<worker::Assignment>) {
         self.busy.extend(a.jobs.iter().map(|(_, key)| key.clone()));
         self.held.extend(a.ids());
-        self.idle -= 1;
+        if self.idle > 0 {
+            self.idle -= 1;
+        } else {
+            self.ahead = true;
+        }
         let _ = job_tx.send(a);
     }
 
@@ -683,11 +696,16 @@ impl Slots {
             self.held.remove(id);
             self.busy.remove(key);
         }
-        self.idle += 1;
+        // The worker that is done takes the batch waiting ahead, if there is one.
+        if self.ahead {
+            self.ahead = false;
+        } else {
+            self.idle += 1;
+        }
         self.batch = if ran {
             1
         } else {
-            (self.batch * 2).min(MAX_BATCH)
+            (self.batch * 4).min(MAX_BATCH)
         };
     }
 }

@@ -50,8 +50,14 @@ pub fn work(
         }
     };
     loop {
+        let waited = std::time::Instant::now();
         let next = rx.lock().expect("job queue").recv();
         let Ok(a) = next else { break };
+        let _t = crate::util::trace::enabled().then(|| {
+            let ms = waited.elapsed().as_secs_f64() * 1000.0;
+            crate::util::trace::line("worker: waited for a batch", ms);
+            crate::util::trace::span("worker: batch")
+        });
         // A bug must cost one batch, not a worker: the scheduler counts on every Done. Jobs
         // that ended before it are not moved (their claims ended).
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

@@ -8,6 +8,7 @@ pub mod diff;
 pub mod hooks;
 pub mod marks;
 pub mod notes;
+pub mod pack;
 pub mod remote;
 pub mod revs;
 pub mod snapshot;
@@ -160,16 +161,33 @@ pub(crate) fn gix_err(e: impl std::fmt::Display) -> GitError {
     GitError::Gix(e.to_string())
 }
 
+/// How many pack indices a repository handle can know at once. gix fixes the number when the
+/// handle opens (by default what the disk holds then, at least 32), and the tool adds packs while
+/// it holds one — a pack per batch of results, and other writers add theirs — so a long `run` or
+/// a busy daemon would run out and fail to read objects that are there. Packs past 50 are rolled
+/// up ([`pack::PACK_LIMIT`]); this leaves room for many more.
+const INDEX_SLOTS: gix::odb::store::init::Slots =
+    gix::odb::store::init::Slots::AsNeededByDiskState {
+        multiplier: 2.0,
+        minimum: 512,
+    };
+
 /// Open the repository that contains `dir`.
 pub fn discover(dir: &Path) -> Result<gix::Repository> {
-    gix::discover(dir).map_err(|_| GitError::NotARepo {
-        path: dir.to_path_buf(),
-    })
+    let mut trust = gix::sec::trust::Mapping::<gix::open::Options>::default();
+    trust.full = trust.full.object_store_slots(INDEX_SLOTS);
+    trust.reduced = trust.reduced.object_store_slots(INDEX_SLOTS);
+    gix::ThreadSafeRepository::discover_opts(dir, Default::default(), trust)
+        .map(gix::Repository::from)
+        .map_err(|_| GitError::NotARepo {
+            path: dir.to_path_buf(),
+        })
 }
 
 /// Open a repository at exactly `path` (a work tree or a bare repository).
 pub fn open(path: &Path) -> Result<gix::Repository> {
-    let mut repo = gix::open(path).map_err(|_| GitError::NotARepo {
+    let options = gix::open::Options::default().object_store_slots(INDEX_SLOTS);
+    let mut repo = gix::open_opts(path, options).map_err(|_| GitError::NotARepo {
         path: path.to_path_buf(),
     })?;
     // Objects read again and again (a tree's config file, the notes' fan-out trees) are

@@ -141,14 +141,17 @@ const RETRY_FOR: std::time::Duration = std::time::Duration::from_secs(30);
 /// tried again with back-off, so nobody's note is lost and ours are never half-written.
 pub fn write_batch(repo: &gix::Repository, edits: &[NotesEdit<'_>], message: &str) -> Result<()> {
     use gix::refs::transaction::RefEdit;
-    let with_identity = super::with_identity(repo);
-    let repo = &with_identity;
+    // Every object of the batch is kept in memory and written at once (one pack for many).
+    let mut batch = super::pack::Batch::new(&super::with_identity(repo));
     let mut blobs: Vec<(&str, Vec<(ObjectId, ObjectId)>)> = Vec::new();
     for e in edits.iter().filter(|e| !e.notes.is_empty()) {
         let ids = e
             .notes
             .iter()
-            .map(|(commit, body)| Ok((*commit, repo.write_blob(body).map_err(gix_err)?.detach())))
+            .map(|(commit, body)| {
+                let blob = batch.repo.write_blob(body).map_err(gix_err)?;
+                Ok((*commit, blob.detach()))
+            })
             .collect::<Result<_>>()?;
         blobs.push((e.notes_ref, ids));
     }
@@ -164,6 +167,7 @@ pub fn write_batch(repo: &gix::Repository, edits: &[NotesEdit<'_>], message: &st
     let mut attempt: u64 = 0;
     loop {
         attempt += 1;
+        let repo = &batch.repo;
         let mut ref_edits = Vec::with_capacity(blobs.len());
         for (notes_ref, ids) in &blobs {
             let tip = notes_tip(repo, notes_ref)?;
@@ -201,14 +205,18 @@ pub fn write_batch(repo: &gix::Repository, edits: &[NotesEdit<'_>], message: &st
                 format!("notes: {message}"),
             ));
         }
-        match repo.edit_references(ref_edits) {
+        // One pack per write, whatever the retries: the notes themselves go with the first
+        // attempt, and a retry after another writer moved a ref adds only a few trees and
+        // commits.
+        batch.persist(attempt == 1)?;
+        match batch.repo.edit_references(ref_edits) {
             Ok(_) => return Ok(()),
             // A value that moved, or a lock held (or just released) by another writer: both
             // pass. Anything that persists past the deadline is reported.
             Err(e) if started.elapsed() < RETRY_FOR => {
                 if attempt.is_multiple_of(10) {
                     for (notes_ref, _) in &blobs {
-                        remove_stale_locks(repo, notes_ref);
+                        remove_stale_locks(&batch.repo, notes_ref);
                     }
                 }
                 let _ = e;
