@@ -17,13 +17,13 @@ use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-/// Results are written as notes in batches of this many (or sooner when a batch gets old), so a
-/// range costs few notes commits yet a kill loses little.
 mod flaky;
 mod parallel;
 
 pub use parallel::run_commits_parallel;
 
+/// Results are written as notes in batches of this many (or sooner when a batch gets old), so a
+/// range costs few notes commits (and packs) yet a kill loses little.
 const BATCH: usize = 128;
 const BATCH_AGE_MS: u128 = 2000;
 

@@ -1,6 +1,7 @@
 //! Notes under a notes ref (`refs/notes/sandbox` for results, `refs/notes/sandbox-eval` for
 //! evaluations): batched writes with a compare-and-swap ref update that retries on conflict, so a
-//! concurrent writer (the user's own `git notes`, another worker) never loses a note.
+//! concurrent writer (the user's own `git notes`, another worker) never loses a note. A batch's
+//! objects go to git as one pack ([`super::pack`]).
 
 use super::{gix_err, GitError, Result};
 use gix::bstr::ByteSlice;
