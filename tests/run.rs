@@ -675,6 +675,16 @@ fn a_checkout_left_by_a_killed_run_is_removed_by_the_next_one() {
     run.child.kill().unwrap(); // kill -9: no destructor runs
     run.child.wait().unwrap();
     assert_eq!(run_dirs(&scratch), 1, "the killed run left its directory");
+    // Its kept checkout gone too (or not to be trusted): the next run makes it again, in a
+    // directory of its own, before its run directory — and still sweeps the scratch dir.
+    for e in std::fs::read_dir(&scratch).unwrap().flatten() {
+        if e.file_name()
+            .to_string_lossy()
+            .starts_with("git-sandbox-cache-")
+        {
+            std::fs::remove_dir_all(e.path()).unwrap();
+        }
+    }
     let o = w.sandbox(&repo, &["run", "--command", "true"]);
     assert_eq!(o.code, 0, "{o:?}");
     assert_eq!(run_dirs(&scratch), 0, "the next run removed it");

@@ -30,14 +30,18 @@ pub fn scratch_root() -> PathBuf {
 const PREFIX: &str = "git-sandbox-";
 
 /// Remove checkouts left by processes that no longer exist (a `kill -9` skips every destructor).
-/// Runs once per process; a tmpfs leak is memory.
+/// Runs once per process and directory (a run makes its directory in the scratch dir, a kept
+/// checkout rebuilt first makes one in its slot: each is swept); a tmpfs leak is memory.
 fn sweep_stale(parent: &Path) {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        for dir in stale_checkouts(parent) {
-            let _ = std::fs::remove_dir_all(dir);
-        }
-    });
+    static SWEPT: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+    let mut swept = SWEPT.lock().unwrap_or_else(|e| e.into_inner());
+    if swept.iter().any(|p| p == parent) {
+        return;
+    }
+    swept.push(parent.to_path_buf());
+    for dir in stale_checkouts(parent) {
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
 
 /// The checkouts under `parent` whose process no longer exists (`git-sandbox-<pid>-…`
