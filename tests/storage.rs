@@ -466,6 +466,45 @@ fn exercise(ix: &Index) {
     assert_eq!(flaky[0].last_outcome, "passed");
     assert_eq!(flaky[1].failures, 2);
 
+    // Batches: many runs written by one statement (of two of one commit the later stands), read
+    // back by commit in one; many commits queued at once, each once.
+    let zed = RepoRow {
+        repository_id: "repo_z".into(),
+        name: "zed".into(),
+        path: "/srv/zed".into(),
+        remote_url: None,
+        ..repo.clone()
+    };
+    ix.upsert_repository(&zed).unwrap();
+    let mut many: Vec<RunRecord> = (0..250)
+        .map(|i| record(&format!("z{i}"), "tz", "passed", i))
+        .collect();
+    many.push(record("z7", "tz", "failed", 7000));
+    let ids = ix.put_runs("repo_z", &many).unwrap();
+    assert_eq!(ids.len(), 251);
+    assert_eq!(ids[7], ids[250], "one row per commit");
+    assert_eq!(ids.iter().collect::<HashSet<_>>().len(), 250);
+    let asked: Vec<String> = (0..260).map(|i| format!("z{i}")).collect();
+    let asked: Vec<&str> = asked.iter().map(String::as_str).collect();
+    let found = ix.runs_for_commits("repo_z", &asked).unwrap();
+    assert_eq!(found.len(), 250, "z250..z259 have no run");
+    assert_eq!(found["z7"].record.duration_ms, 7000);
+    assert_eq!(found["z7"].id, ids[7]);
+    assert_eq!(found["z249"].record.duration_ms, 249);
+    assert_eq!(found["z249"].id, ids[249]);
+    assert!(ix.runs_for_commits("repo_a", &asked).unwrap().is_empty());
+    // Queued again in a later statement (z0..z19) and in the same one (z205).
+    let mut queued: Vec<(String, Option<String>)> =
+        (0..230).map(|i| (format!("z{}", i % 210), None)).collect();
+    queued.push(("z205".into(), None));
+    assert_eq!(ix.enqueue("repo_z", &queued, "hook").unwrap(), 210);
+    assert_eq!(ix.enqueue("repo_z", &queued, "hook").unwrap(), 0);
+    let among = ix.queued_among("repo_z", &asked).unwrap();
+    assert_eq!(among.len(), 210);
+    assert!(among.contains("z209") && !among.contains("z210"));
+    assert!(ix.queued_among("repo_a", &asked[..5]).unwrap().is_empty());
+    ix.delete_repository("repo_z").unwrap();
+
     // Forgetting a repository removes what is its.
     let rows = ix.delete_repository("repo_a").unwrap();
     assert_eq!(rows.runs, 5);

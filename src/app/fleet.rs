@@ -80,31 +80,60 @@ pub fn clone_if_missing(ctx: &Context, row: &RepoRow) -> Result<bool> {
 pub enum Missing {
     /// Not on the remote either (made on another machine and not pushed yet).
     NotHere,
-    Failed(AppError),
+    /// The clone cannot be opened or fetched, or the id is no commit id: the error's line.
+    Failed(String),
 }
 
-/// Make sure `commit` is in `row`'s repository on this machine: a clone this data dir keeps is
-/// fetched when it lacks it.
-pub fn ensure_commit(
+/// Make sure `commits` are in `row`'s repository on this machine: a clone this data dir keeps
+/// is fetched (once) when it lacks some. One answer per commit, in order.
+pub fn ensure_commits(
     ctx: &Context,
     row: &RepoRow,
-    commit: &str,
-) -> std::result::Result<(), Missing> {
-    let id = ObjectId::from_hex(commit.as_bytes())
-        .map_err(|e| Missing::Failed(AppError::usage(format!("bad commit id {commit}: {e}"))))?;
+    commits: &[&str],
+) -> Vec<std::result::Result<(), Missing>> {
     let dir = Path::new(&row.path);
-    let have = |dir: &Path| git::open(dir).is_ok_and(|r| r.find_commit(id).is_ok());
-    if have(dir) {
-        return Ok(());
+    let have = |repo: &gix::Repository, commit: &str| {
+        ObjectId::from_hex(commit.as_bytes()).is_ok_and(|id| repo.find_commit(id).is_ok())
+    };
+    let repo = match git::open_recent(dir) {
+        Ok(repo) => repo,
+        Err(e) => {
+            let e = AppError::from(e).to_string();
+            return commits
+                .iter()
+                .map(|_| Err(Missing::Failed(e.clone())))
+                .collect();
+        }
+    };
+    let mut found: Vec<bool> = commits.iter().map(|c| have(&repo, c)).collect();
+    if found.iter().all(|&f| f) {
+        return commits.iter().map(|_| Ok(())).collect();
     }
-    if !is_managed(ctx, row) {
-        return Err(Missing::NotHere);
+    let mut failed = None;
+    if is_managed(ctx, row) {
+        match remote::fetch(ctx, &repo, row, Some("origin")) {
+            // The fetched objects are seen by a handle opened after the fetch.
+            Ok(_) => match git::open(dir) {
+                Ok(again) => {
+                    for (f, c) in found.iter_mut().zip(commits) {
+                        *f = *f || have(&again, c);
+                    }
+                }
+                Err(e) => failed = Some(AppError::from(e).to_string()),
+            },
+            Err(e) => failed = Some(e.to_string()),
+        }
     }
-    let repo = git::open(dir).map_err(|e| Missing::Failed(e.into()))?;
-    remote::fetch(ctx, &repo, row, Some("origin")).map_err(Missing::Failed)?;
-    if have(dir) {
-        Ok(())
-    } else {
-        Err(Missing::NotHere)
-    }
+    commits
+        .iter()
+        .zip(found)
+        .map(|(c, f)| match (f, &failed) {
+            (true, _) => Ok(()),
+            _ if ObjectId::from_hex(c.as_bytes()).is_err() => {
+                Err(Missing::Failed(format!("bad commit id {c} in the queue")))
+            }
+            (false, Some(e)) => Err(Missing::Failed(e.clone())),
+            (false, None) => Err(Missing::NotHere),
+        })
+        .collect()
 }

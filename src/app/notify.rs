@@ -170,6 +170,27 @@ fn new_commits(
     seen: &mut HashSet<ObjectId>,
 ) -> Result<Vec<ObjectId>> {
     let index = &ctx.index;
+    // Which of the commits this walk may meet have a job, asked in one query: the commits a
+    // walk that stops only at results would take (a superset of those the walk below meets,
+    // up to the limit); one met beyond them is asked about alone.
+    let mut ahead = Vec::new();
+    for info in repo
+        .rev_walk([tip])
+        .with_hidden(hidden.iter().copied())
+        .selected(|id| {
+            let id = id.to_owned();
+            !seen.contains(&id) && notes.record(repo, id).ok().flatten().is_none()
+        })
+        .map_err(git::gix_err)?
+    {
+        ahead.push(info.map_err(git::gix_err)?.id.to_string());
+        if ahead.len() >= WALK_LIMIT {
+            break;
+        }
+    }
+    let asked: HashSet<&str> = ahead.iter().map(String::as_str).collect();
+    let refs: Vec<&str> = ahead.iter().map(String::as_str).collect();
+    let queued_ahead = index.queued_among(repository_id, &refs).unwrap_or_default();
     let walk = repo
         .rev_walk([tip])
         .with_hidden(hidden.iter().copied())
@@ -178,9 +199,12 @@ fn new_commits(
             if !seen.insert(id) {
                 return false;
             }
-            let queued = index
-                .has_job(repository_id, &id.to_string())
-                .unwrap_or(false);
+            let hex = id.to_string();
+            let queued = if asked.contains(hex.as_str()) {
+                queued_ahead.contains(&hex)
+            } else {
+                index.has_job(repository_id, &hex).unwrap_or(false)
+            };
             let done = !queued && notes.record(repo, id).ok().flatten().is_some();
             !queued && !done
         })

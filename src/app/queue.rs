@@ -219,7 +219,7 @@ pub fn run_jobs(ctx: &Context, row: &RepoRow, jobs: &[Job], interrupt: &AtomicBo
         .collect();
     let todo: Vec<usize> = (0..jobs.len()).filter(|&i| ends[i].is_none()).collect();
     let mut ran = false;
-    let repo = match crate::git::open(std::path::Path::new(&row.path)) {
+    let repo = match crate::git::open_recent(std::path::Path::new(&row.path)) {
         Ok(repo) => repo,
         Err(e) => {
             let error = AppError::from(e).to_string();

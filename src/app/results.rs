@@ -213,8 +213,8 @@ pub fn index_only(ctx: &Context, row: &RepoRow, records: &[RunRecord]) -> Result
 /// its job done.
 fn index_records(ctx: &Context, row: &RepoRow, records: &[RunRecord]) -> Result<()> {
     let mut events = Vec::with_capacity(records.len());
-    for r in records {
-        let run_id = ctx.index.put_run(&row.repository_id, r)?;
+    let ids = ctx.index.put_runs(&row.repository_id, records)?;
+    for (r, run_id) in records.iter().zip(ids) {
         ctx.index.add_execution(&row.repository_id, r)?;
         events.push(crate::store::NewEvent {
             kind: if r.status == Status::Error {

@@ -121,6 +121,45 @@ struct Along {
     /// its tree and the run's options, so a batch of commits on one tree reads it once. Kept for
     /// [`CONFIG_FOR`], since the toolchain's fingerprint is part of it.
     configs: HashMap<ObjectId, (Instant, Config, String)>,
+    /// The index's rows of the commits about to run, read [`BATCH`] commits at a time (one
+    /// query, not one per commit); each taken once, when its commit runs.
+    own: HashMap<String, Option<RunRecord>>,
+}
+
+impl Along {
+    /// Read the index's rows of `next` (the commits about to run) unless the first is read.
+    fn read_ahead(&mut self, ctx: &Context, row: &RepoRow, next: &[ObjectId]) -> Result<()> {
+        let Some(first) = next.first() else {
+            return Ok(());
+        };
+        if self.own.contains_key(&first.to_string()) {
+            return Ok(());
+        }
+        let ids: Vec<String> = next.iter().take(BATCH).map(|c| c.to_string()).collect();
+        let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+        let mut found = ctx.index.runs_for_commits(&row.repository_id, &refs)?;
+        for id in ids {
+            let run = found.remove(&id).map(|r| r.record);
+            self.own.insert(id, run);
+        }
+        Ok(())
+    }
+}
+
+/// The index's record of `commit`: read ahead (and taken from `own`), else asked for now.
+fn own_row(
+    ctx: &Context,
+    row: &RepoRow,
+    own: &mut HashMap<String, Option<RunRecord>>,
+    commit: &str,
+) -> Result<Option<RunRecord>> {
+    match own.remove(commit) {
+        Some(run) => Ok(run),
+        None => Ok(ctx
+            .index
+            .run_for_commit(&row.repository_id, commit)?
+            .map(|run| run.record)),
+    }
 }
 
 /// How long a tree's config is taken from [`Along::configs`] rather than read again.
@@ -151,6 +190,7 @@ pub fn run_commits(
         seen: SeenTrees::new(),
         flaky: None,
         configs: HashMap::new(),
+        own: HashMap::new(),
     };
     let trial = opts.is_trial();
     let mut records = Vec::with_capacity(commits.len());
@@ -188,6 +228,9 @@ pub fn run_commits(
             break;
         }
         progress(Progress::Started { index, commit });
+        if !opts.force {
+            along.read_ahead(ctx, row, &commits[index..])?;
+        }
         let info = git::commit_info(repo, commit)?;
         let (mut record, mut source) = run_one(ctx, repo, row, &info, opts, &mut along)?;
         if opts.retry_flaky > 0 && !trial && record.status == Status::Failed {
@@ -308,6 +351,7 @@ fn run_one(
         sandbox,
         seen,
         configs,
+        own: own_rows,
         ..
     } = along;
     let started = time::now_millis();
@@ -340,23 +384,15 @@ fn run_one(
             // A note that holds no record for this commit: not run. The index follows the
             // note, and the new result replaces it.
             Some(_) => {
+                own_rows.remove(&record.commit);
                 ctx.index.delete_run(&row.repository_id, &record.commit)?;
                 (None, None)
             }
-            None => (
-                None,
-                ctx.index
-                    .run_for_commit(&row.repository_id, &record.commit)?
-                    .map(|run| run.record),
-            ),
+            None => (None, own_row(ctx, row, own_rows, &record.commit)?),
         };
         if let Some(r) = own.filter(|r| results::usable(r, info, &key)) {
             let source = if noted.as_ref() == Some(&r) {
-                if ctx
-                    .index
-                    .run_for_commit(&row.repository_id, &r.commit)?
-                    .is_none()
-                {
+                if own_row(ctx, row, own_rows, &r.commit)?.is_none() {
                     ctx.index.put_run(&row.repository_id, &r)?;
                 }
                 Source::Recorded

@@ -600,7 +600,7 @@ fn dispatch(
         };
         let repo = opened
             .entry(row.repository_id.clone())
-            .or_insert_with(|| crate::git::open(std::path::Path::new(&row.path)).ok());
+            .or_insert_with(|| crate::git::open_recent(std::path::Path::new(&row.path)).ok());
         let tree = repo
             .as_ref()
             .and_then(|r| worker::tree_of(r, &job.commit_id))

@@ -83,13 +83,12 @@ pub fn work(
 fn run_batch(ctx: &Context, a: &Assignment, shared: &Shared) -> bool {
     // On a shared index a commit may have been made on another machine: fetched if the clone
     // lacks it; not pushed yet, it waits for its own machine (the claim does not count).
-    let jobs: Vec<Job> = a
-        .jobs
-        .iter()
-        .map(|(j, _)| j)
-        .filter(|job| !ctx.index.is_shared() || here(ctx, &a.row, job))
-        .cloned()
-        .collect();
+    let all: Vec<&Job> = a.jobs.iter().map(|(j, _)| j).collect();
+    let jobs: Vec<Job> = if ctx.index.is_shared() {
+        here(ctx, &a.row, &all)
+    } else {
+        all.into_iter().cloned().collect()
+    };
     let end = queue::run_jobs(ctx, &a.row, &jobs, &shared.abort);
     for (job, end) in jobs.iter().zip(end.ends) {
         // Every log line of a job carries its repository and commit.
@@ -116,44 +115,48 @@ fn run_batch(ctx: &Context, a: &Assignment, shared: &Shared) -> bool {
     end.ran
 }
 
-/// Whether the job's commit is in this machine's clone (fetched if it was not); a job whose
-/// commit cannot be had is deferred or retried, and false.
-fn here(ctx: &Context, row: &RepoRow, job: &Job) -> bool {
-    let span = tracing::info_span!(
-        "job",
-        id = job.id,
-        repository = %row.name,
-        commit = %crate::util::short(&job.commit_id)
-    );
-    let _in_job = span.enter();
-    match fleet::ensure_commit(ctx, row, &job.commit_id) {
-        Ok(()) => true,
-        Err(Missing::NotHere) => {
-            let later = crate::util::time::rfc3339(
-                crate::util::time::now_millis() + DEFER.as_millis() as i64,
-            );
-            let _ = ctx.index.defer_job(
-                job,
-                &later,
-                "the commit is not in this machine's clone nor on its remote yet",
-            );
-            super::log(&format!(
-                "not here yet (not on the remote); offered again in {} s",
-                DEFER.as_secs()
-            ));
-            false
-        }
-        Err(Missing::Failed(e)) => {
-            let retry = ctx.index.retry_job(job, &e.to_string()).unwrap_or(false);
-            super::warn(&format!(
-                "cannot fetch the commit: {e}{}",
-                if retry {
-                    " (will retry)"
-                } else {
-                    " (giving up)"
-                }
-            ));
-            false
+/// The jobs whose commits are in this machine's clone (fetched, once, if some were not); a
+/// job whose commit cannot be had is deferred or retried, and left out.
+fn here(ctx: &Context, row: &RepoRow, jobs: &[&Job]) -> Vec<Job> {
+    let commits: Vec<&str> = jobs.iter().map(|j| j.commit_id.as_str()).collect();
+    let found = fleet::ensure_commits(ctx, row, &commits);
+    let mut kept = Vec::with_capacity(jobs.len());
+    for (job, found) in jobs.iter().zip(found) {
+        let span = tracing::info_span!(
+            "job",
+            id = job.id,
+            repository = %row.name,
+            commit = %crate::util::short(&job.commit_id)
+        );
+        let _in_job = span.enter();
+        match found {
+            Ok(()) => kept.push((*job).clone()),
+            Err(Missing::NotHere) => {
+                let later = crate::util::time::rfc3339(
+                    crate::util::time::now_millis() + DEFER.as_millis() as i64,
+                );
+                let _ = ctx.index.defer_job(
+                    job,
+                    &later,
+                    "the commit is not in this machine's clone nor on its remote yet",
+                );
+                super::log(&format!(
+                    "not here yet (not on the remote); offered again in {} s",
+                    DEFER.as_secs()
+                ));
+            }
+            Err(Missing::Failed(e)) => {
+                let retry = ctx.index.retry_job(job, &e).unwrap_or(false);
+                super::warn(&format!(
+                    "cannot fetch the commit: {e}{}",
+                    if retry {
+                        " (will retry)"
+                    } else {
+                        " (giving up)"
+                    }
+                ));
+            }
         }
     }
+    kept
 }

@@ -199,6 +199,55 @@ pub fn open(path: &Path) -> Result<gix::Repository> {
 /// The decoded objects a repository handle keeps.
 const OBJECT_CACHE_BYTES: usize = 4 << 20;
 
+/// How long [`open_recent`] hands out a handle of one opening (its config as it was read).
+const RECENT_FOR: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The repository at `path` as [`open`] gives it, from an opening of the last
+/// [`RECENT_FOR`] in this process when there is one: a daemon serving a burst of jobs opens
+/// each repository once, not once per job and step (an opening reads its config and lists its
+/// packs). Objects and references are read from disk as they are now (a handle finds packs
+/// written after its opening); only the config is as read at the opening.
+pub fn open_recent(path: &Path) -> Result<gix::Repository> {
+    use std::os::unix::fs::MetadataExt;
+    type Recent = Vec<(
+        PathBuf,
+        (u64, u64),
+        std::time::Instant,
+        gix::ThreadSafeRepository,
+    )>;
+    static RECENT: std::sync::Mutex<Recent> = std::sync::Mutex::new(Vec::new());
+    // The git dir's identity: a repository removed or made anew at the path is opened anew.
+    let identity = |repo: &gix::Repository| {
+        std::fs::metadata(repo.git_dir())
+            .map(|m| (m.dev(), m.ino()))
+            .ok()
+    };
+    {
+        let mut recent = RECENT.lock().unwrap_or_else(|e| e.into_inner());
+        recent.retain(|(_, _, at, _)| at.elapsed() < RECENT_FOR);
+        if let Some((_, id, _, r)) = recent.iter().find(|(p, _, _, _)| p == path) {
+            let mut repo = r.to_thread_local();
+            if identity(&repo) == Some(*id) {
+                repo.object_cache_size_if_unset(OBJECT_CACHE_BYTES);
+                return Ok(repo);
+            }
+            recent.retain(|(p, _, _, _)| p != path);
+        }
+    }
+    let repo = open(path)?;
+    if let Some(id) = identity(&repo) {
+        let mut recent = RECENT.lock().unwrap_or_else(|e| e.into_inner());
+        recent.retain(|(p, _, _, _)| p != path);
+        recent.push((
+            path.to_path_buf(),
+            id,
+            std::time::Instant::now(),
+            repo.clone().into_sync(),
+        ));
+    }
+    Ok(repo)
+}
+
 /// The directory that identifies a repository: its work tree, or the git dir when bare.
 pub fn repo_root(repo: &gix::Repository) -> PathBuf {
     let p = repo.workdir().unwrap_or_else(|| repo.git_dir());

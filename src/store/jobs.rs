@@ -48,15 +48,30 @@ impl Index {
         let now = crate::util::time::now_rfc3339();
         let tx = self.conn.transaction()?;
         let mut added = 0;
-        {
-            let mut stmt = tx.prepare_cached(
-                "INSERT INTO jobs (repository_id, commit_id, refname, trigger, state, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, 'pending', ?5, ?5)
-                 ON CONFLICT (repository_id, commit_id) DO NOTHING",
-            )?;
-            for (commit, refname) in commits {
-                added += stmt.execute(params![repository_id, commit, refname, trigger, now])?;
+        // A statement per hundred commits (one round trip each, not one per commit).
+        for chunk in commits.chunks(100) {
+            let rows = (0..chunk.len())
+                .map(|i| {
+                    format!(
+                        "(?1, ?{}, ?{}, ?2, 'pending', ?3, ?3)",
+                        4 + 2 * i,
+                        5 + 2 * i
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
+            let mut p = params![repository_id, trigger, now];
+            for (commit, refname) in chunk {
+                p.extend(params![commit, refname]);
             }
+            added += tx.execute(
+                &format!(
+                    "INSERT INTO jobs (repository_id, commit_id, refname, trigger, state, created_at, updated_at)
+                     VALUES {rows}
+                     ON CONFLICT (repository_id, commit_id) DO NOTHING"
+                ),
+                p,
+            )?;
         }
         if added > 0 {
             self.announce_jobs(&tx)?;
@@ -119,6 +134,30 @@ impl Index {
             .conn
             .prepare_cached("SELECT 1 FROM jobs WHERE repository_id = ?1 AND commit_id = ?2")?;
         Ok(stmt.exists([repository_id, commit])?)
+    }
+
+    /// Which of `commits` have a job in any state: a query per hundred commits.
+    pub fn queued_among(
+        &self,
+        repository_id: &str,
+        commits: &[&str],
+    ) -> Result<std::collections::HashSet<String>> {
+        let mut found = std::collections::HashSet::new();
+        for chunk in commits.chunks(100) {
+            let mut p = params![repository_id];
+            p.extend(chunk.iter().map(super::sql::ToVal::to_val));
+            let rows = self.conn.query(
+                &format!(
+                    "SELECT commit_id FROM jobs WHERE repository_id = ?1 AND commit_id IN ({})",
+                    super::sql::placeholders(2, chunk.len())
+                ),
+                p,
+            )?;
+            for r in rows {
+                found.insert(r.get(0)?);
+            }
+        }
+        Ok(found)
     }
 
     /// The state of a commit's job, if it has one.
@@ -395,14 +434,18 @@ impl Index {
             .map(|s| format!("'{s}'"))
             .collect::<Vec<_>>()
             .join(", ");
+        // The ids first, for the planner: one look-up by key each, then the claims' test on
+        // the rows found (a long OR alone is planned as a scan per term).
+        let ids = super::sql::placeholders(first + 3 * jobs.len(), jobs.len());
         let mut p = set_params;
         for j in jobs {
             p.extend(params![j.id, j.attempts, j.owner]);
         }
+        p.extend(jobs.iter().map(|j| super::sql::ToVal::to_val(&j.id)));
         self.conn
             .query(
                 &format!(
-                    "UPDATE jobs SET {set} WHERE state IN ({states}) AND ({claims}) RETURNING id"
+                    "UPDATE jobs SET {set} WHERE id IN ({ids}) AND state IN ({states}) AND ({claims}) RETURNING id"
                 ),
                 p,
             )?

@@ -3,6 +3,11 @@
 use super::sql::{params, OptionalExtension};
 use super::{Index, Result};
 use crate::model::RunRecord;
+use std::collections::HashMap;
+
+/// Rows per statement of the batched reads and writes (18 parameters a run: well within
+/// SQLite's and PostgreSQL's limits).
+const CHUNK: usize = 100;
 
 #[derive(Debug, Clone)]
 pub struct RunRow {
@@ -20,44 +25,108 @@ fn decode(id: i64, json: String) -> super::sql::Result<RunRow> {
 impl Index {
     /// Insert or replace the indexed copy of a record; returns the run id.
     pub fn put_run(&self, repository_id: &str, r: &RunRecord) -> Result<i64> {
-        let t = r.tests.as_ref();
-        let json = serde_json::to_string(r).expect("records always serialize");
-        let id: i64 = self.conn.query_row(
-            "INSERT INTO runs (repository_id, commit_id, tree_id, config_hash, refname, experiment, trigger,
-                               status, started_at, finished_at, duration_ms, passed, failed, skipped, errors,
-                               total, cached_from, record)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
-             ON CONFLICT (repository_id, commit_id) DO UPDATE SET
-                tree_id = excluded.tree_id, config_hash = excluded.config_hash, refname = excluded.refname,
-                experiment = excluded.experiment, trigger = excluded.trigger, status = excluded.status,
-                started_at = excluded.started_at, finished_at = excluded.finished_at,
-                duration_ms = excluded.duration_ms, passed = excluded.passed, failed = excluded.failed,
-                skipped = excluded.skipped, errors = excluded.errors, total = excluded.total,
-                cached_from = excluded.cached_from, record = excluded.record
-             RETURNING id",
-            params![
-                repository_id,
-                r.commit,
-                r.tree,
-                r.config_hash,
-                r.refname,
-                r.experiment,
-                r.trigger.as_str(),
-                r.status.as_str(),
-                r.started_at,
-                r.finished_at,
-                r.duration_ms as i64,
-                t.and_then(|t| t.passed).map(|v| v as i64),
-                t.and_then(|t| t.failed).map(|v| v as i64),
-                t.and_then(|t| t.skipped).map(|v| v as i64),
-                t.and_then(|t| t.errors).map(|v| v as i64),
-                t.and_then(|t| t.total).map(|v| v as i64),
-                r.cached_from,
-                json
-            ],
-            |row| row.get(0),
-        )?;
-        Ok(id)
+        Ok(self.put_runs(repository_id, std::slice::from_ref(r))?[0])
+    }
+
+    /// Insert or replace the indexed copies of records, a statement per [`CHUNK`] of them (one
+    /// round trip, not one per record); returns their run ids in order. Of two records of one
+    /// commit the later stands, as if put one after the other.
+    pub fn put_runs(&self, repository_id: &str, records: &[RunRecord]) -> Result<Vec<i64>> {
+        let mut last: HashMap<&str, usize> = HashMap::with_capacity(records.len());
+        for (i, r) in records.iter().enumerate() {
+            last.insert(r.commit.as_str(), i);
+        }
+        let kept: Vec<&RunRecord> = records
+            .iter()
+            .enumerate()
+            .filter(|(i, r)| last[r.commit.as_str()] == *i)
+            .map(|(_, r)| r)
+            .collect();
+        let mut ids: HashMap<String, i64> = HashMap::with_capacity(kept.len());
+        for chunk in kept.chunks(CHUNK) {
+            let rows = (0..chunk.len())
+                .map(|i| format!("({})", super::sql::placeholders(18 * i + 1, 18)))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let mut p = Vec::with_capacity(18 * chunk.len());
+            for r in chunk {
+                let t = r.tests.as_ref();
+                let json = serde_json::to_string(r).expect("records always serialize");
+                p.extend(params![
+                    repository_id,
+                    r.commit,
+                    r.tree,
+                    r.config_hash,
+                    r.refname,
+                    r.experiment,
+                    r.trigger.as_str(),
+                    r.status.as_str(),
+                    r.started_at,
+                    r.finished_at,
+                    r.duration_ms as i64,
+                    t.and_then(|t| t.passed).map(|v| v as i64),
+                    t.and_then(|t| t.failed).map(|v| v as i64),
+                    t.and_then(|t| t.skipped).map(|v| v as i64),
+                    t.and_then(|t| t.errors).map(|v| v as i64),
+                    t.and_then(|t| t.total).map(|v| v as i64),
+                    r.cached_from,
+                    json
+                ]);
+            }
+            let returned = self.conn.query(
+                &format!(
+                    "INSERT INTO runs (repository_id, commit_id, tree_id, config_hash, refname, experiment, trigger,
+                                   status, started_at, finished_at, duration_ms, passed, failed, skipped, errors,
+                                   total, cached_from, record)
+                 VALUES {rows}
+                 ON CONFLICT (repository_id, commit_id) DO UPDATE SET
+                    tree_id = excluded.tree_id, config_hash = excluded.config_hash, refname = excluded.refname,
+                    experiment = excluded.experiment, trigger = excluded.trigger, status = excluded.status,
+                    started_at = excluded.started_at, finished_at = excluded.finished_at,
+                    duration_ms = excluded.duration_ms, passed = excluded.passed, failed = excluded.failed,
+                    skipped = excluded.skipped, errors = excluded.errors, total = excluded.total,
+                    cached_from = excluded.cached_from, record = excluded.record
+                 RETURNING commit_id, id"
+                ),
+                p,
+            )?;
+            for row in returned {
+                ids.insert(row.get(0)?, row.get(1)?);
+            }
+        }
+        records
+            .iter()
+            .map(|r| {
+                ids.get(&r.commit)
+                    .copied()
+                    .ok_or_else(|| super::sql::Error::NoRows.into())
+            })
+            .collect()
+    }
+
+    /// The indexed runs of `commits` (those that have one), by commit: a query per [`CHUNK`]
+    /// of them, not one per commit.
+    pub fn runs_for_commits(
+        &self,
+        repository_id: &str,
+        commits: &[&str],
+    ) -> Result<HashMap<String, RunRow>> {
+        let mut found = HashMap::new();
+        for chunk in commits.chunks(CHUNK) {
+            let mut p = params![repository_id];
+            p.extend(chunk.iter().map(super::sql::ToVal::to_val));
+            let rows = self.conn.query(
+                &format!(
+                    "SELECT id, record, commit_id FROM runs WHERE repository_id = ?1 AND commit_id IN ({})",
+                    super::sql::placeholders(2, chunk.len())
+                ),
+                p,
+            )?;
+            for r in rows {
+                found.insert(r.get(2)?, decode(r.get(0)?, r.get(1)?)?);
+            }
+        }
+        Ok(found)
     }
 
     pub fn run_for_commit(&self, repository_id: &str, commit: &str) -> Result<Option<RunRow>> {
