@@ -237,6 +237,41 @@ fn a_kept_checkout_that_was_tampered_with_is_rebuilt() {
 }
 
 #[test]
+fn a_slot_keeps_the_checkouts_of_its_most_recently_used_repositories_only() {
+    let _serial = one_at_a_time();
+    let mut w = World::new();
+    let scratch = scratch(&mut w);
+    let most = git_sandbox::runner::workspace::KEPT_PER_SLOT;
+    let repos: Vec<PathBuf> = (0..most + 2)
+        .map(|i| {
+            let repo = w.new_repo(&format!("many{i}"));
+            w.commit(
+                &repo,
+                &[
+                    ("n.txt", &format!("{i}\n")),
+                    (".sandbox.toml", &quick("cat n.txt")),
+                ],
+                "n",
+            );
+            assert_eq!(w.sandbox(&repo, &["run"]).code, 0);
+            repo
+        })
+        .collect();
+    // One slot (runs one after the other), the newest repositories' checkouts in it.
+    assert_eq!(kept_trees(&scratch).len(), most);
+    let again = |repo: &Path, n: usize| {
+        let rec = w.sandbox(repo, &["run", "--force", "--json"]).json()[0].clone();
+        assert_eq!(rec["tests"]["output_tail"], n.to_string(), "{rec}");
+        checkouts(&w).last().unwrap()["how"].clone()
+    };
+    assert_eq!(again(&repos[most + 1], most + 1), "updated");
+    assert_eq!(again(&repos[2], 2), "updated");
+    // The least recently used went; its repository's next run checks out afresh.
+    assert_eq!(again(&repos[0], 0), "rebuilt");
+    assert_eq!(kept_trees(&scratch).len(), most);
+}
+
+#[test]
 fn without_an_overlay_runs_get_fresh_checkouts_and_say_so() {
     let _serial = one_at_a_time();
     let mut w = World::new();

@@ -359,6 +359,7 @@ fn kept(
             if let Some(uid) = slot.uid {
                 chown_all(&lower, uid);
             }
+            evict_beyond(&slot.dir, &dir, KEPT_PER_SLOT);
             Vec::new()
         }
     };
@@ -418,6 +419,39 @@ fn kept(
         _slot: Some(slot),
         _cache_locks: caches.locks,
     })
+}
+
+/// How many repositories' kept checkouts a slot holds: making one more removes the least
+/// recently used beyond that (a machine that runs many repositories, or tests that make them,
+/// does not fill its scratch dir — tmpfs, memory — between `gc`s).
+pub const KEPT_PER_SLOT: usize = 8;
+
+/// Remove the least recently used kept checkouts of a slot (whose lock the caller holds) so that
+/// at most `most` stay, `keep` among them.
+fn evict_beyond(slot: &Path, keep: &Path, most: usize) {
+    let mut others: Vec<(i64, PathBuf)> = std::fs::read_dir(slot)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()) && e.path() != keep)
+        .map(|e| {
+            let dir = e.path();
+            (crate::util::modified_ms(&dir.join("state")), dir)
+        })
+        .collect();
+    if others.len() < most {
+        return;
+    }
+    // Newest first; those past the newest `most - 1` go.
+    others.sort_by_key(|o| std::cmp::Reverse(o.0));
+    for (_, dir) in others.into_iter().skip(most.saturating_sub(1)) {
+        let _t = crate::util::trace::span("kept checkout: evict one");
+        verified_here()
+            .lock()
+            .expect("cache map")
+            .remove(&dir.join("lower"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
 
 /// Check on another thread that `tree` holds exactly `expected`.
