@@ -421,9 +421,17 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
         if slots.free() > 0 && want_jobs {
             want_jobs = false;
             last_claim = Instant::now();
-            let claimed = dispatch(&ctx, &me, &repos, &mut slots, &job_tx);
-            if !matches!(claimed, Ok(false)) {
-                health.record(&claimed);
+            // A claim that handed every worker a batch while results are being served leaves
+            // room for one batch ahead: claimed at once, not at the next wake-up (on PostgreSQL
+            // that is the next finished batch, and its worker would wait for the claim).
+            for _ in 0..2 {
+                let claimed = dispatch(&ctx, &me, &repos, &mut slots, &job_tx);
+                if !matches!(claimed, Ok(None)) {
+                    health.record(&claimed);
+                }
+                if !matches!(claimed, Ok(Some(n)) if n > 0) || slots.free() == 0 {
+                    break;
+                }
             }
         }
     } });
@@ -549,15 +557,15 @@ fn scan(ctx: &Context, row: &RepoRow, full: bool) {
 /// Hand jobs to idle workers, never two jobs of the same tree to different workers at once:
 /// first the claimed jobs that waited for their tree, then new claims among the repositories
 /// this daemon serves, in batches of one repository's jobs (as many per worker as the batch
-/// size, which grows while results come without running tests). Returns whether the index was
-/// asked.
+/// size, which grows while results come without running tests). Returns how many jobs it
+/// claimed, None when the index was not asked.
 fn dispatch(
     ctx: &Context,
     me: &crate::app::queue::Claimant,
     repos: &Repos,
     slots: &mut Slots,
     job_tx: &mpsc::Sender<worker::Assignment>,
-) -> Result<bool, crate::store::StoreError> {
+) -> Result<Option<usize>, crate::store::StoreError> {
     let mut i = 0;
     while i < slots.waiting.len() && slots.free() > 0 {
         if slots.is_busy(&slots.waiting[i]) {
@@ -582,12 +590,13 @@ fn dispatch(
     }
     let free = slots.free();
     if free == 0 {
-        return Ok(false);
+        return Ok(None);
     }
     let served: Vec<&str> = repos.rows.keys().map(String::as_str).collect();
     let jobs = ctx
         .index
         .claim_jobs(&me.owner, free * slots.batch, &me.lease_until(), &served)?;
+    let claimed = jobs.len();
     // Shared out among the idle workers (a burst of many is not one worker's).
     let per_worker = jobs.len().div_ceil(free).clamp(1, slots.batch);
     // Each repository is opened once to find its jobs' trees.
@@ -632,7 +641,7 @@ fn dispatch(
             slots.waiting.push(a);
         }
     }
-    Ok(true)
+    Ok(Some(claimed))
 }
 
 /// The most jobs one worker is handed at once.
