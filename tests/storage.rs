@@ -540,6 +540,21 @@ fn the_store_and_the_command_line_on_postgresql() {
     assert_eq!(before, 1);
     c.batch_execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'git-sandbox'")
         .unwrap();
+    // pg_terminate_backend only signals the backend: wait until it is gone, so that the next
+    // statement is the one that meets the cut.
+    for _ in 0..500 {
+        let left: i64 = c
+            .query_one(
+                "SELECT COUNT(*) FROM pg_stat_activity WHERE application_name = 'git-sandbox'",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        if left == 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     let _ = ix.repositories();
     assert!(ix.repositories().unwrap().is_empty());
     ix.add_event("store.reconnected", None, None, None, &json!({}))
