@@ -434,18 +434,14 @@ impl Index {
             .map(|s| format!("'{s}'"))
             .collect::<Vec<_>>()
             .join(", ");
-        // The ids first, for the planner: one look-up by key each, then the claims' test on
-        // the rows found (a long OR alone is planned as a scan per term).
-        let ids = super::sql::placeholders(first + 3 * jobs.len(), jobs.len());
         let mut p = set_params;
         for j in jobs {
             p.extend(params![j.id, j.attempts, j.owner]);
         }
-        p.extend(jobs.iter().map(|j| super::sql::ToVal::to_val(&j.id)));
         self.conn
             .query(
                 &format!(
-                    "UPDATE jobs SET {set} WHERE id IN ({ids}) AND state IN ({states}) AND ({claims}) RETURNING id"
+                    "UPDATE jobs SET {set} WHERE state IN ({states}) AND ({claims}) RETURNING id"
                 ),
                 p,
             )?
