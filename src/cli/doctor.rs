@@ -45,7 +45,6 @@ pub fn cmd_doctor(args: DoctorArgs) -> CmdResult {
                 layer["needs"] = probe::needs(&name).into();
             }
         }
-        value["tips"] = tips(&probe).into();
         print_json(&value);
     } else {
         println!(
@@ -72,28 +71,9 @@ pub fn cmd_doctor(args: DoctorArgs) -> CmdResult {
             }
         }
         print_limits(&probe);
-        for tip in tips(&probe) {
-            println!("\ntip: {tip}");
-        }
         println!("(cached in {})", paths.home.join(probe::FILE).display());
     }
     Ok(if probe.isolation.degraded { 1 } else { 0 })
-}
-
-/// What would make runs faster on this machine.
-fn tips(probe: &Probe) -> Vec<String> {
-    let mut out = Vec::new();
-    let cgroup = probe
-        .isolation
-        .layers
-        .iter()
-        .any(|l| l.layer == "cgroup" && l.status == LayerStatus::Enforced);
-    if cgroup && !sandbox::cgroup::favors_dynmods() {
-        out.push(
-            "each run waits for the kernel to move it into its cgroup (an RCU grace period: about 10 ms with cgroup v1); remounting a cgroup2 file system with favordynmods, e.g. `mount -o remount,favordynmods /sys/fs/cgroup/unified` as root, removes that wait for the whole machine, at a small cost to every fork and exit".to_string(),
-        );
-    }
-    out
 }
 
 /// Each limit and the backings that enforce it here, with what the kernel held in the probe's
