@@ -8,11 +8,14 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
+/// The real binary as the helper, forked from a fork server as `git sandbox run` does.
 fn sandbox() -> Sandbox {
-    Sandbox {
+    let sb = Sandbox {
         helper: env!("CARGO_BIN_EXE_git-sandbox").into(),
         ..Sandbox::default()
-    }
+    };
+    sb.warm();
+    sb
 }
 
 fn spec<'a>(
@@ -167,5 +170,175 @@ fn a_test_command_gets_sigpipe_and_no_blocked_signals() {
         mask("SigIgn") & (1 << (SIGPIPE - 1)),
         0,
         "SIGPIPE ignored: {o:?}"
+    );
+}
+
+/// This process's children whose command line names the fork server's subcommand and that are
+/// not in a session of their own (the helpers it forks are, until they exec), with their state.
+fn fork_servers() -> Vec<i32> {
+    children()
+        .into_iter()
+        .filter(|c| c.server && c.session != c.pid && c.state != 'Z')
+        .map(|c| c.pid)
+        .collect()
+}
+
+struct Child {
+    pid: i32,
+    session: i32,
+    state: char,
+    server: bool,
+}
+
+fn children() -> Vec<Child> {
+    let me = std::process::id().to_string();
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        // pid (comm) state ppid pgrp session …: the comm may hold spaces.
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        if f.len() < 4 || f[1] != me {
+            continue;
+        }
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        out.push(Child {
+            pid,
+            session: f[3].parse().unwrap_or(0),
+            state: f[0].chars().next().unwrap_or('?'),
+            server: cmdline
+                .split(|&b| b == 0)
+                .any(|a| a == b"__sandbox-forkserver"),
+        });
+    }
+    out
+}
+
+#[test]
+fn runs_at_once_each_get_their_own_output_and_exit_code_from_one_fork_server() {
+    let d = tempfile::tempdir().unwrap();
+    let (sb, limits) = (sandbox(), Config::default().limits);
+    std::thread::scope(|s| {
+        for t in 0..6 {
+            let (d, sb, limits) = (&d, &sb, &limits);
+            s.spawn(move || {
+                for i in 0..5 {
+                    let dir = d.path().join(format!("t{t}-{i}"));
+                    std::fs::create_dir(&dir).unwrap();
+                    let log = dir.join("l.log");
+                    let flag = AtomicBool::new(false);
+                    let cmd = format!("echo run-$WHO; echo err-$WHO >&2; exit {}", t + i);
+                    let mut sp = spec(&cmd, &dir, &log, &flag, sb, limits);
+                    sp.env.push(("WHO".into(), format!("{t}-{i}")));
+                    let o = run(sp);
+                    assert_eq!(o.exit_code, Some(t + i), "{o:?}");
+                    assert_eq!(o.output_tail, format!("run-{t}-{i}\nerr-{t}-{i}"), "{o:?}");
+                    assert!(!o.isolation.layers.is_empty(), "{o:?}");
+                }
+            });
+        }
+    });
+}
+
+/// Run `name` alone in a process of its own (this binary, filtered to it), so that what it does
+/// to its fork server and what it finds among its children is its own.
+fn alone(name: &str) {
+    if std::env::var_os("GS_TEST_ALONE").is_some() {
+        return;
+    }
+    let o = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", name, "--test-threads=1", "--nocapture"])
+        .env("GS_TEST_ALONE", "1")
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn a_fork_server_killed_or_hung_costs_no_run_and_runs_none_twice() {
+    const NAME: &str = "a_fork_server_killed_or_hung_costs_no_run_and_runs_none_twice";
+    if std::env::var_os("GS_TEST_ALONE").is_none() {
+        return alone(NAME);
+    }
+    let d = tempfile::tempdir().unwrap();
+    let log = d.path().join("l.log");
+    let flag = AtomicBool::new(false);
+    let (sb, limits) = (sandbox(), Config::default().limits);
+    let ran = |what: &str| {
+        let o = run(spec(
+            "echo ran; exit 7",
+            d.path(),
+            &log,
+            &flag,
+            &sb,
+            &limits,
+        ));
+        assert_eq!(
+            (o.exit_code, o.output_tail.as_str()),
+            (Some(7), "ran"),
+            "{what}: {o:?}"
+        );
+    };
+    ran("first");
+    let servers = fork_servers();
+    assert_eq!(servers.len(), 1, "one server, kept for the next run");
+    ran("second");
+    assert_eq!(fork_servers(), servers, "the same server");
+    // Killed: the next run execs its helper, and the one after starts a new server.
+    // SAFETY: signalling a child of this test process.
+    unsafe { libc::kill(servers[0], libc::SIGKILL) };
+    ran("after the server was killed");
+    ran("with a new server");
+    let now = fork_servers();
+    assert!(now.len() == 1 && now != servers, "{servers:?} then {now:?}");
+    // Hung: the run waits for its answer a bounded time, then execs its helper. When the server
+    // wakes it forks the request it had, but that helper gets no go: it exits 125 at once, and
+    // never runs the command (which would exit 7).
+    // SAFETY: signalling a child of this test process.
+    unsafe { libc::kill(now[0], libc::SIGSTOP) };
+    ran("while the server hung");
+    // SAFETY: as above.
+    unsafe { libc::kill(now[0], libc::SIGCONT) };
+    ran("after it woke");
+    std::thread::sleep(Duration::from_millis(500));
+    let stale: Vec<i32> = children()
+        .into_iter()
+        .filter(|c| c.state == 'Z')
+        .map(|c| c.pid)
+        .collect();
+    assert_eq!(stale.len(), 1, "the woken server's one helper: {stale:?}");
+    let mut status = 0;
+    // SAFETY: reaping our own child.
+    assert_eq!(unsafe { libc::waitpid(stale[0], &mut status, 0) }, stale[0]);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 125,
+        "status {status:#x}"
+    );
+}
+
+#[test]
+fn a_plan_too_large_for_the_fork_server_is_run_by_an_execd_helper() {
+    let d = tempfile::tempdir().unwrap();
+    let log = d.path().join("l.log");
+    let flag = AtomicBool::new(false);
+    let (sb, limits) = (sandbox(), Config::default().limits);
+    let big = "x".repeat(124 << 10);
+    let mut s = spec("echo ${#BIG}", d.path(), &log, &flag, &sb, &limits);
+    s.env.push(("BIG".into(), big));
+    let o = run(s);
+    assert_eq!(
+        (o.exit_code, o.output_tail.as_str()),
+        (Some(0), "126976"),
+        "{o:?}"
     );
 }

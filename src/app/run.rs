@@ -468,7 +468,11 @@ fn run_one(
         "run.started",
         serde_json::json!({"trigger": opts.trigger, "trial": opts.is_trial()}),
     );
-    let sandbox = sandbox.get_or_init(|| ctx.sandbox());
+    let sandbox = sandbox.get_or_init(|| {
+        let s = ctx.sandbox();
+        s.warm();
+        s
+    });
     let scratch = checkout::scratch_root();
     let cache_home = ctx.paths.caches();
     let dirs = cache_dirs(&config, repo, info);

@@ -133,6 +133,17 @@ pub fn main() -> i32 {
         set_sigpipe(libc::SIG_IGN);
         return crate::runner::sandbox::helper::main();
     }
+    let mut args = std::env::args_os().skip(1);
+    if args.next().as_deref()
+        == Some(std::ffi::OsStr::new(
+            crate::runner::sandbox::forkserver::SUBCOMMAND,
+        ))
+        && args.next().is_none()
+    {
+        // The helpers it forks start from here, as an exec'd one does above.
+        set_sigpipe(libc::SIG_IGN);
+        return crate::runner::sandbox::forkserver::serve();
+    }
     let parsed = command()
         .try_get_matches()
         .and_then(|m| Ok((Cli::from_arg_matches(&m)?, wants_json(&m))));

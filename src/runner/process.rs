@@ -113,65 +113,47 @@ pub fn run(spec: Spec<'_>) -> Outcome {
         ..Plan::default()
     }
     .with_paths(spec.sandbox.hide.clone());
-    let mut cmd = Command::new(&spec.sandbox.helper);
-    cmd.arg(sandbox::HELPER_SUBCOMMAND)
-        .current_dir("/")
-        .env_clear()
-        .env(
-            sandbox::PLAN_VAR,
-            serde_json::to_string(&plan).expect("plans always serialize"),
-        )
-        .stdin(Stdio::null());
-    let (report_r, report_w) = match std::io::pipe() {
+    let plan = serde_json::to_string(&plan).expect("plans always serialize");
+    let pipe_failed = |e: std::io::Error| format!("cannot create a pipe: {e}");
+    let mut pipes = match Pipes::new(&spec.output) {
         Ok(p) => p,
-        Err(e) => return spawn_failed(started, format!("cannot create a pipe: {e}")),
-    };
-    let (artifact_r, artifact_w) = match std::io::pipe() {
-        Ok(p) => p,
-        Err(e) => return spawn_failed(started, format!("cannot create a pipe: {e}")),
-    };
-    let report_fd = report_w.as_raw_fd();
-    let artifact_fd = artifact_w.as_raw_fd();
-    // SAFETY: only async-signal-safe calls (setsid, dup2) between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::setsid() < 0
-                || libc::dup2(report_fd, sandbox::REPORT_FD) < 0
-                || libc::dup2(artifact_fd, sandbox::ARTIFACT_FD) < 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let mut reader = None;
-    let capture = match spec.output {
-        Output::Capture { log, cap } => {
-            let (r, w) = match std::io::pipe() {
-                Ok(p) => p,
-                Err(e) => return spawn_failed(started, format!("cannot create a pipe: {e}")),
-            };
-            let w2 = match w.try_clone() {
-                Ok(w2) => w2,
-                Err(e) => return spawn_failed(started, format!("cannot create a pipe: {e}")),
-            };
-            cmd.stdout(w).stderr(w2);
-            reader = Some(r);
-            Some((log, cap))
-        }
-        Output::Inherit => None,
-        Output::Discard => {
-            cmd.stdout(Stdio::null()).stderr(Stdio::null());
-            None
-        }
+        Err(e) => return spawn_failed(started, pipe_failed(e)),
     };
     let spawned_ns = crate::util::trace::mono_ns();
-    let child = cmd.spawn();
-    drop(cmd); // closes our copies of the pipes' write ends
-    drop(report_w);
-    drop(artifact_w);
-    let child = match child {
-        Ok(c) => c,
+    // Forked by the fork server when it can be used, else exec'd here.
+    let mut pid = None;
+    match sandbox::forkserver::spawn(&spec.sandbox.helper, plan.as_bytes(), pipes.fds()) {
+        sandbox::forkserver::Spawned::Forked(p) => pid = Some(p),
+        sandbox::forkserver::Spawned::NotUsed => {}
+        // The lost request may still hold the pipes' write ends: the exec'd helper gets new
+        // ones, so that the run's readers see their end when it ends.
+        sandbox::forkserver::Spawned::Lost => match Pipes::new(&spec.output) {
+            Ok(p) => pipes = p,
+            Err(e) => return spawn_failed(started, pipe_failed(e)),
+        },
+    }
+    let child = match pid {
+        Some(pid) => Ok(pid),
+        None => exec_helper(&spec.sandbox.helper, &plan, &pipes),
+    };
+    let Pipes {
+        report: (report_r, report_w),
+        artifacts: (artifact_r, artifact_w),
+        output,
+        null,
+    } = pipes;
+    // Our copies of the write ends go, so that the readers see the helper's end.
+    drop((report_w, artifact_w, null));
+    let reader = output.map(|(r, w, w2)| {
+        drop((w, w2));
+        r
+    });
+    let capture = match spec.output {
+        Output::Capture { log, cap } => Some((log, cap)),
+        _ => None,
+    };
+    let pid = match child {
+        Ok(pid) => pid,
         Err(e) => {
             return spawn_failed(
                 started,
@@ -184,7 +166,6 @@ pub fn run(spec: Spec<'_>) -> Outcome {
     };
     let report = std::thread::spawn(move || (read_report(report_r), crate::util::trace::mono_ns()));
     let artifacts = std::thread::spawn(move || read_artifacts(artifact_r));
-    let pid = child.id() as libc::pid_t;
     let (tx, rx) = mpsc::channel::<Event>();
 
     let capped = std::sync::Arc::new(AtomicBool::new(false));
@@ -218,7 +199,6 @@ pub fn run(spec: Spec<'_>) -> Outcome {
         });
     }
     drop(tx);
-    std::mem::forget(child); // reaped by wait4 above
 
     super::sandbox::cgroup::sweep_stale();
     let cgroup = RunCgroup::for_helper(pid);
@@ -352,6 +332,95 @@ pub fn run(spec: Spec<'_>) -> Outcome {
         trace_steps(spawned_ns, &steps, reported_ns, exited_ns);
     }
     out
+}
+
+/// The pipes between the supervisor and a run's helper.
+struct Pipes {
+    report: (std::io::PipeReader, std::io::PipeWriter),
+    artifacts: (std::io::PipeReader, std::io::PipeWriter),
+    /// The captured output: one pipe, its write end twice (stdout and stderr).
+    output: Option<(
+        std::io::PipeReader,
+        std::io::PipeWriter,
+        std::io::PipeWriter,
+    )>,
+    /// /dev/null, for output thrown away.
+    null: Option<std::fs::File>,
+}
+
+impl Pipes {
+    fn new(output: &Output<'_>) -> std::io::Result<Pipes> {
+        let mut pipes = Pipes {
+            report: std::io::pipe()?,
+            artifacts: std::io::pipe()?,
+            output: None,
+            null: None,
+        };
+        match output {
+            Output::Capture { .. } => {
+                let (r, w) = std::io::pipe()?;
+                let w2 = w.try_clone()?;
+                pipes.output = Some((r, w, w2));
+            }
+            Output::Inherit => {}
+            Output::Discard => pipes.null = Some(std::fs::File::open("/dev/null")?),
+        }
+        Ok(pipes)
+    }
+
+    /// The helper's stdout, stderr, report and artifact descriptors (the caller's own stdout and
+    /// stderr when the output is passed through).
+    fn fds(&self) -> [i32; 4] {
+        let (out, err) = match (&self.output, &self.null) {
+            (Some((_, w, w2)), _) => (w.as_raw_fd(), w2.as_raw_fd()),
+            (None, Some(n)) => (n.as_raw_fd(), n.as_raw_fd()),
+            (None, None) => (1, 2),
+        };
+        [
+            out,
+            err,
+            self.report.1.as_raw_fd(),
+            self.artifacts.1.as_raw_fd(),
+        ]
+    }
+}
+
+/// Exec the helper with the plan in its environment, in its own session, with `pipes` at the
+/// descriptors it expects. Its pid: it is reaped by `wait4`.
+fn exec_helper(helper: &Path, plan: &str, pipes: &Pipes) -> std::io::Result<libc::pid_t> {
+    let [out, err, report_fd, artifact_fd] = pipes.fds();
+    let mut cmd = Command::new(helper);
+    cmd.arg(sandbox::HELPER_SUBCOMMAND)
+        .current_dir("/")
+        .env_clear()
+        .env(sandbox::PLAN_VAR, plan)
+        .stdin(Stdio::null());
+    if pipes.output.is_some() || pipes.null.is_some() {
+        // SAFETY: duplicates of descriptors `pipes` holds open, each owned by `Stdio` once.
+        let (out, err) = unsafe {
+            (
+                std::os::fd::BorrowedFd::borrow_raw(out).try_clone_to_owned()?,
+                std::os::fd::BorrowedFd::borrow_raw(err).try_clone_to_owned()?,
+            )
+        };
+        cmd.stdout(out).stderr(err);
+    }
+    // SAFETY: only async-signal-safe calls (setsid, dup2) between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setsid() < 0
+                || libc::dup2(report_fd, sandbox::REPORT_FD) < 0
+                || libc::dup2(artifact_fd, sandbox::ARTIFACT_FD) < 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = cmd.spawn()?;
+    let pid = child.id() as libc::pid_t;
+    std::mem::forget(child); // reaped by wait4
+    Ok(pid)
 }
 
 /// The helper's set-up step by step, then the command, then the supervisor's clean-up.

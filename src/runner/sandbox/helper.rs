@@ -66,17 +66,23 @@ fn last_err() -> String {
     errno_text(&std::io::Error::last_os_error())
 }
 
+/// The helper exec'd by the supervisor: its plan comes in the environment.
 pub fn main() -> i32 {
-    let plan: Plan = match std::env::var(PLAN_VAR)
+    match std::env::var(PLAN_VAR)
         .ok()
         .and_then(|s| serde_json::from_str(&s).ok())
     {
-        Some(p) => p,
+        Some(plan) => run(plan),
         None => {
             eprintln!("error: {} is internal to git-sandbox and needs its plan from the supervisor; run `git sandbox exec` instead", super::HELPER_SUBCOMMAND);
-            return HELPER_FAILED;
+            HELPER_FAILED
         }
-    };
+    }
+}
+
+/// The helper with its plan, exec'd or forked by the fork server: stdin is /dev/null, stdout
+/// and stderr the command's, [`REPORT_FD`] and [`ARTIFACT_FD`] the supervisor's pipes.
+pub fn run(plan: Plan) -> i32 {
     // SAFETY: fcntl on the descriptors the supervisor gave us; exec must not leak them.
     unsafe {
         libc::fcntl(REPORT_FD, libc::F_SETFD, libc::FD_CLOEXEC);
@@ -85,7 +91,7 @@ pub fn main() -> i32 {
     if !die_with_parent(Some(plan.parent_pid)) {
         return HELPER_FAILED;
     }
-    step(&plan, "exec'd, plan read");
+    step(&plan, "started, plan read");
     let mut layers = Vec::new();
     // SAFETY: plain getters.
     let (euid, pid) = unsafe { (libc::geteuid(), libc::getpid()) };

@@ -6,6 +6,8 @@
 //!
 //! ```text
 //! supervisor (process.rs: timeout, output cap, log)
+//!  ├─ fork server  git-sandbox __sandbox-forkserver: one per supervisor, forks each helper as
+//!  │               the supervisor's child (forkserver.rs); else the helper is exec'd
 //!  └─ helper   git-sandbox __sandbox-exec   cgroup, drop to a per-run uid, unshare namespaces,
 //!      │                                    rlimits; waits and relays the exit status
 //!      └─ init (pid 1 of the new PID namespace): read-only root view, private /tmp, secrets
@@ -17,6 +19,7 @@
 //! and when init dies the kernel kills everything left in its PID namespace.
 
 pub mod cgroup;
+pub mod forkserver;
 mod fsview;
 pub use fsview::VIEW_ROOT;
 mod guard;
@@ -224,6 +227,13 @@ impl Sandbox {
         s.skip = probe.skip();
         s.overlay = probe.overlay();
         s
+    }
+
+    /// Start the fork server the runs' helpers come from, in the background (see
+    /// [`forkserver`]), in a process that runs many commands (`run`, the daemon): before its
+    /// first workspace is prepared. Elsewhere (`exec`, the probe) helpers are exec'd.
+    pub fn warm(&self) {
+        forkserver::warm(&self.helper);
     }
 }
 
