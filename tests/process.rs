@@ -274,21 +274,19 @@ fn a_fork_server_killed_or_hung_costs_no_run_and_runs_none_twice() {
     let log = d.path().join("l.log");
     let flag = AtomicBool::new(false);
     let (sb, limits) = (sandbox(), Config::default().limits);
-    let ran = |what: &str| {
-        let o = run(spec(
-            "echo ran; exit 7",
-            d.path(),
-            &log,
-            &flag,
-            &sb,
-            &limits,
-        ));
+    let networked = git_sandbox::config::Limits {
+        network: true,
+        ..limits.clone()
+    };
+    let ran_with = |what: &str, limits: &git_sandbox::config::Limits| {
+        let o = run(spec("echo ran; exit 7", d.path(), &log, &flag, &sb, limits));
         assert_eq!(
             (o.exit_code, o.output_tail.as_str()),
             (Some(7), "ran"),
             "{what}: {o:?}"
         );
     };
+    let ran = |what: &str| ran_with(what, &limits);
     ran("first");
     let servers = fork_servers();
     assert_eq!(servers.len(), 1, "one server, kept for the next run");
@@ -303,10 +301,11 @@ fn a_fork_server_killed_or_hung_costs_no_run_and_runs_none_twice() {
     assert!(now.len() == 1 && now != servers, "{servers:?} then {now:?}");
     // Hung: the run waits for its answer a bounded time, then execs its helper. When the server
     // wakes it forks the request it had, but that helper gets no go: it exits 125 at once, and
-    // never runs the command (which would exit 7).
+    // never runs the command (which would exit 7). (The run has the network, so the helper
+    // started ahead for the runs before, made without it, cannot serve it: it asks the server.)
     // SAFETY: signalling a child of this test process.
     unsafe { libc::kill(now[0], libc::SIGSTOP) };
-    ran("while the server hung");
+    ran_with("while the server hung", &networked);
     // SAFETY: as above.
     unsafe { libc::kill(now[0], libc::SIGCONT) };
     ran("after it woke");
@@ -341,4 +340,52 @@ fn a_plan_too_large_for_the_fork_server_is_run_by_an_execd_helper() {
         (Some(0), "126976"),
         "{o:?}"
     );
+}
+
+#[test]
+fn each_run_gets_the_network_its_policy_says_whatever_helper_was_started_ahead() {
+    // Helpers are started ahead of the next run with their namespaces made for the run before;
+    // one made without the network must never serve a run that has it, nor the other way.
+    let d = tempfile::tempdir().unwrap();
+    let log = d.path().join("l.log");
+    let flag = AtomicBool::new(false);
+    let sb = sandbox();
+    let host = std::fs::read_to_string("/proc/net/dev")
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains(':'))
+        .count();
+    assert!(host > 1, "this test needs a host interface besides lo");
+    for network in [false, false, true, true, false, true, false, false] {
+        let limits = git_sandbox::config::Limits {
+            network,
+            ..Config::default().limits
+        };
+        let o = run(spec(
+            "grep -c : /proc/net/dev",
+            d.path(),
+            &log,
+            &flag,
+            &sb,
+            &limits,
+        ));
+        let seen: usize = o.output_tail.trim().parse().unwrap_or(0);
+        assert_eq!(
+            seen,
+            if network { host } else { 1 },
+            "network {network}: {o:?}"
+        );
+        let layer = o
+            .isolation
+            .layers
+            .iter()
+            .find(|l| l.layer == "network")
+            .map(|l| l.detail.clone())
+            .unwrap_or_default();
+        assert_eq!(
+            layer.contains("own network namespace"),
+            !network,
+            "network {network}: {layer}"
+        );
+    }
 }

@@ -192,6 +192,14 @@ pub fn run_commits(
         configs: HashMap::new(),
         own: HashMap::new(),
     };
+    if !commits.is_empty() {
+        // Whichever commit runs first, its helper's fork server has had a head start.
+        along.sandbox.get_or_init(|| {
+            let s = ctx.sandbox();
+            s.warm();
+            s
+        });
+    }
     let trial = opts.is_trial();
     let mut records = Vec::with_capacity(commits.len());
     // Records waiting for their batch to be written, in order, with whether they were reused.

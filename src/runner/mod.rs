@@ -6,6 +6,7 @@ pub mod caches;
 pub mod coverage;
 pub mod detect;
 pub mod env;
+mod launch;
 pub mod parse;
 pub mod process;
 pub mod sandbox;

@@ -8,10 +8,7 @@ use crate::config::Limits;
 use crate::model::{AppliedLimits, Isolation, Layer, LayerStatus, Resources};
 use std::collections::VecDeque;
 use std::io::{Read, Write};
-use std::os::fd::AsRawFd;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -113,35 +110,20 @@ pub fn run(spec: Spec<'_>) -> Outcome {
         ..Plan::default()
     }
     .with_paths(spec.sandbox.hide.clone());
-    let plan = serde_json::to_string(&plan).expect("plans always serialize");
-    let pipe_failed = |e: std::io::Error| format!("cannot create a pipe: {e}");
-    let mut pipes = match Pipes::new(&spec.output) {
-        Ok(p) => p,
-        Err(e) => return spawn_failed(started, pipe_failed(e)),
+    let launched = match super::launch::launch(&spec.sandbox.helper, &plan, &spec.output) {
+        Ok(l) => l,
+        Err(e) => return spawn_failed(started, e),
     };
-    let spawned_ns = crate::util::trace::mono_ns();
-    // Forked by the fork server when it can be used, else exec'd here.
-    let mut pid = None;
-    match sandbox::forkserver::spawn(&spec.sandbox.helper, plan.as_bytes(), pipes.fds()) {
-        sandbox::forkserver::Spawned::Forked(p) => pid = Some(p),
-        sandbox::forkserver::Spawned::NotUsed => {}
-        // The lost request may still hold the pipes' write ends: the exec'd helper gets new
-        // ones, so that the run's readers see their end when it ends.
-        sandbox::forkserver::Spawned::Lost => match Pipes::new(&spec.output) {
-            Ok(p) => pipes = p,
-            Err(e) => return spawn_failed(started, pipe_failed(e)),
-        },
-    }
-    let child = match pid {
-        Some(pid) => Ok(pid),
-        None => exec_helper(&spec.sandbox.helper, &plan, &pipes),
-    };
-    let Pipes {
+    let (pid, spawned_ns) = (launched.pid, launched.spawned_ns);
+    // The next run's helper starts now, on the core this one leaves free while it sets up.
+    super::launch::prepare_spare(&spec.sandbox.helper, &plan);
+    let super::launch::Pipes {
         report: (report_r, report_w),
         artifacts: (artifact_r, artifact_w),
         output,
         null,
-    } = pipes;
+        ..
+    } = launched.pipes;
     // Our copies of the write ends go, so that the readers see the helper's end.
     drop((report_w, artifact_w, null));
     let reader = output.map(|(r, w, w2)| {
@@ -152,20 +134,8 @@ pub fn run(spec: Spec<'_>) -> Outcome {
         Output::Capture { log, cap } => Some((log, cap)),
         _ => None,
     };
-    let pid = match child {
-        Ok(pid) => pid,
-        Err(e) => {
-            return spawn_failed(
-                started,
-                format!(
-                    "cannot start the sandbox helper {}: {e}",
-                    spec.sandbox.helper.display()
-                ),
-            )
-        }
-    };
-    let report = std::thread::spawn(move || (read_report(report_r), crate::util::trace::mono_ns()));
-    let artifacts = std::thread::spawn(move || read_artifacts(artifact_r));
+    let report = read_in_background(move || (read_report(report_r), crate::util::trace::mono_ns()));
+    let artifacts = read_in_background(move || read_artifacts(artifact_r));
     let (tx, rx) = mpsc::channel::<Event>();
 
     let capped = std::sync::Arc::new(AtomicBool::new(false));
@@ -174,7 +144,7 @@ pub fn run(spec: Spec<'_>) -> Outcome {
             let tx = tx.clone();
             let log = log.to_path_buf();
             let capped = capped.clone();
-            Some(std::thread::spawn(move || {
+            Some(read_in_background(move || {
                 collect(r, &log, cap, &capped, tx)
             }))
         }
@@ -334,95 +304,6 @@ pub fn run(spec: Spec<'_>) -> Outcome {
     out
 }
 
-/// The pipes between the supervisor and a run's helper.
-struct Pipes {
-    report: (std::io::PipeReader, std::io::PipeWriter),
-    artifacts: (std::io::PipeReader, std::io::PipeWriter),
-    /// The captured output: one pipe, its write end twice (stdout and stderr).
-    output: Option<(
-        std::io::PipeReader,
-        std::io::PipeWriter,
-        std::io::PipeWriter,
-    )>,
-    /// /dev/null, for output thrown away.
-    null: Option<std::fs::File>,
-}
-
-impl Pipes {
-    fn new(output: &Output<'_>) -> std::io::Result<Pipes> {
-        let mut pipes = Pipes {
-            report: std::io::pipe()?,
-            artifacts: std::io::pipe()?,
-            output: None,
-            null: None,
-        };
-        match output {
-            Output::Capture { .. } => {
-                let (r, w) = std::io::pipe()?;
-                let w2 = w.try_clone()?;
-                pipes.output = Some((r, w, w2));
-            }
-            Output::Inherit => {}
-            Output::Discard => pipes.null = Some(std::fs::File::open("/dev/null")?),
-        }
-        Ok(pipes)
-    }
-
-    /// The helper's stdout, stderr, report and artifact descriptors (the caller's own stdout and
-    /// stderr when the output is passed through).
-    fn fds(&self) -> [i32; 4] {
-        let (out, err) = match (&self.output, &self.null) {
-            (Some((_, w, w2)), _) => (w.as_raw_fd(), w2.as_raw_fd()),
-            (None, Some(n)) => (n.as_raw_fd(), n.as_raw_fd()),
-            (None, None) => (1, 2),
-        };
-        [
-            out,
-            err,
-            self.report.1.as_raw_fd(),
-            self.artifacts.1.as_raw_fd(),
-        ]
-    }
-}
-
-/// Exec the helper with the plan in its environment, in its own session, with `pipes` at the
-/// descriptors it expects. Its pid: it is reaped by `wait4`.
-fn exec_helper(helper: &Path, plan: &str, pipes: &Pipes) -> std::io::Result<libc::pid_t> {
-    let [out, err, report_fd, artifact_fd] = pipes.fds();
-    let mut cmd = Command::new(helper);
-    cmd.arg(sandbox::HELPER_SUBCOMMAND)
-        .current_dir("/")
-        .env_clear()
-        .env(sandbox::PLAN_VAR, plan)
-        .stdin(Stdio::null());
-    if pipes.output.is_some() || pipes.null.is_some() {
-        // SAFETY: duplicates of descriptors `pipes` holds open, each owned by `Stdio` once.
-        let (out, err) = unsafe {
-            (
-                std::os::fd::BorrowedFd::borrow_raw(out).try_clone_to_owned()?,
-                std::os::fd::BorrowedFd::borrow_raw(err).try_clone_to_owned()?,
-            )
-        };
-        cmd.stdout(out).stderr(err);
-    }
-    // SAFETY: only async-signal-safe calls (setsid, dup2) between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::setsid() < 0
-                || libc::dup2(report_fd, sandbox::REPORT_FD) < 0
-                || libc::dup2(artifact_fd, sandbox::ARTIFACT_FD) < 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let child = cmd.spawn()?;
-    let pid = child.id() as libc::pid_t;
-    std::mem::forget(child); // reaped by wait4
-    Ok(pid)
-}
-
 /// The helper's set-up step by step, then the command, then the supervisor's clean-up.
 fn trace_steps(spawned: u64, steps: &[(String, u64)], reported: u64, exited: u64) {
     use crate::util::trace::{line, mono_ns};
@@ -437,17 +318,20 @@ fn trace_steps(spawned: u64, steps: &[(String, u64)], reported: u64, exited: u64
     line("sandbox in all", ms(spawned, mono_ns()));
 }
 
-/// Join a reader thread, waiting a bounded time: an escaped process may hold its pipe open.
-fn join_bounded<T>(handle: std::thread::JoinHandle<T>) -> Option<T> {
-    let until = Instant::now() + Duration::from_secs(1);
-    while !handle.is_finished() && Instant::now() < until {
-        std::thread::sleep(Duration::from_micros(100));
-    }
-    if handle.is_finished() {
-        handle.join().ok()
-    } else {
-        None
-    }
+/// A thread that reads one of the helper's pipes to its end; its result comes on the channel.
+fn read_in_background<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> mpsc::Receiver<T> {
+    let (tx, rx) = mpsc::sync_channel(1);
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx
+}
+
+/// A reader's result, waited for a bounded time: an escaped process may hold its pipe open.
+fn join_bounded<T>(rx: mpsc::Receiver<T>) -> Option<T> {
+    rx.recv_timeout(Duration::from_secs(1)).ok()
 }
 
 fn read_report(r: std::io::PipeReader) -> Report {

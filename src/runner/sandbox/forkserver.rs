@@ -5,8 +5,8 @@
 //!
 //! The server is this same binary, started with an empty environment and nothing but a socket
 //! (a `SOCK_SEQPACKET` pair whose other end only the supervisor holds). A request is one message:
-//! the plan (JSON) with five descriptors (the command's stdout and stderr, the report and the
-//! artifact pipes, and a pipe the helper waits on for the supervisor's go). The server forks with
+//! the plan (JSON) with six descriptors (the helper's stdin, the command's stdout and stderr, the
+//! report and the artifact pipes, and a pipe the helper waits on for the supervisor's go). The server forks with
 //! `CLONE_PARENT`, so the helper is the *supervisor's* child — waited for, its usage read and its
 //! group killed exactly as an exec'd helper's — and answers with its pid. The forked helper sets its descriptors up as an exec'd one finds them
 //! and runs the same code ([`super::helper::run`]); what it inherits from the server is the
@@ -73,6 +73,13 @@ pub fn warm(helper: &Path) {
         map.insert(helper.to_path_buf(), State::Starting);
         start(helper.to_path_buf());
     }
+}
+
+/// Whether this process runs its helpers from a server for `helper` (it was warmed and started).
+pub fn serves(helper: &Path) -> bool {
+    let (map, _) = servers();
+    let map = map.lock().unwrap_or_else(|e| e.into_inner());
+    matches!(map.get(helper), Some(State::Ready(s)) if s.owner == std::process::id())
 }
 
 /// Start the server from a thread that stays: it records the outcome and wakes the waiters.
@@ -210,9 +217,9 @@ pub enum Spawned {
     Lost,
 }
 
-/// Have the server for `helper` fork a helper with `plan` and `fds` (stdout, stderr, report,
-/// artifacts).
-pub fn spawn(helper: &Path, plan: &[u8], fds: [RawFd; 4]) -> Spawned {
+/// Have the server for `helper` fork a helper with `plan` and `fds` (stdin, stdout, stderr,
+/// report, artifacts).
+pub fn spawn(helper: &Path, plan: &[u8], fds: [RawFd; 5]) -> Spawned {
     if plan.len() > MAX_PLAN {
         return Spawned::NotUsed;
     }
@@ -258,10 +265,10 @@ pub fn spawn(helper: &Path, plan: &[u8], fds: [RawFd; 4]) -> Spawned {
 /// One request. The forked helper waits for a byte on a pipe of its own before it does anything:
 /// it is written once the pid has come back, so a helper whose answer was lost (the server died
 /// or hung after forking) reads end-of-file and exits, and the run's fallback does not run twice.
-fn request(sock: &OwnedFd, plan: &[u8], fds: [RawFd; 4]) -> std::io::Result<i32> {
+fn request(sock: &OwnedFd, plan: &[u8], fds: [RawFd; 5]) -> std::io::Result<i32> {
     use std::io::Write;
     let (go_r, mut go_w) = std::io::pipe()?;
-    let all = [fds[0], fds[1], fds[2], fds[3], go_r.as_raw_fd()];
+    let all = [fds[0], fds[1], fds[2], fds[3], fds[4], go_r.as_raw_fd()];
     send_with_fds(sock.as_raw_fd(), plan, &all)?;
     drop(go_r);
     let mut answer = [0u8; 4];
@@ -397,6 +404,8 @@ pub fn serve() -> i32 {
     if unsafe { libc::send(sock, b"R".as_ptr().cast(), 1, libc::MSG_NOSIGNAL) } != 1 {
         return 125;
     }
+    // What every helper needs and no plan decides, done once here rather than in each.
+    super::guard::prepare_seccomp();
     let mut buf = vec![0u8; MAX_PLAN + 1];
     loop {
         let (n, fds) = match receive(sock, &mut buf) {
@@ -408,7 +417,7 @@ pub fn serve() -> i32 {
                 continue;
             }
         };
-        if fds.len() != 5 || n > MAX_PLAN {
+        if fds.len() != 6 || n > MAX_PLAN {
             close_all(&fds);
             answer(sock, -libc::EINVAL);
             continue;
@@ -428,7 +437,7 @@ pub fn serve() -> i32 {
         if pid == 0 {
             // SAFETY: the child's own copy of the server's socket.
             unsafe { libc::close(sock) };
-            let fds: [RawFd; 5] = [fds[0], fds[1], fds[2], fds[3], fds[4]];
+            let fds: [RawFd; 6] = [fds[0], fds[1], fds[2], fds[3], fds[4], fds[5]];
             std::process::exit(helper_child(&buf[..n], fds));
         }
         close_all(&fds);
@@ -458,38 +467,26 @@ fn close_all(fds: &[RawFd]) {
     }
 }
 
-/// In the forked helper: the supervisor's go (see [`request`]), its own session, the descriptors
-/// where an exec'd helper finds them (stdin /dev/null, stdout, stderr, report, artifacts), then
-/// the helper itself.
-fn helper_child(plan: &[u8], fds: [RawFd; 5]) -> i32 {
+/// In the forked helper: its own session, the descriptors where an exec'd helper finds them
+/// (stdin, stdout, stderr, report, artifacts), the plan read, then the supervisor's go (see
+/// [`request`]) and the helper itself. Nothing reaches beyond this process before the go.
+fn helper_child(plan: &[u8], fds: [RawFd; 6]) -> i32 {
     use super::{ARTIFACT_FD, REPORT_FD};
+    let mut high = [0; 6];
     // SAFETY: plain syscalls on descriptors this process owns.
     unsafe {
-        let mut go = [0u8; 1];
-        let n = loop {
-            let n = libc::read(fds[4], go.as_mut_ptr().cast(), 1);
-            if n >= 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-                break n;
-            }
-        };
-        if n != 1 {
-            // Not wanted: nothing of the run may happen, not even a message on its output.
-            libc::_exit(125);
-        }
-        libc::close(fds[4]);
         libc::setsid();
-        let mut high = [0; 4];
-        for (h, &fd) in high.iter_mut().zip(&fds[..4]) {
+        // Out of the way first, so that no `dup2` below lands on one still to be moved.
+        for (h, fd) in high.iter_mut().zip(fds) {
             *h = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, HIGH_FD);
             libc::close(fd);
         }
-        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
         for (from, to) in [
-            (null, 0),
-            (high[0], 1),
-            (high[1], 2),
-            (high[2], REPORT_FD),
-            (high[3], ARTIFACT_FD),
+            (high[0], 0),
+            (high[1], 1),
+            (high[2], 2),
+            (high[3], REPORT_FD),
+            (high[4], ARTIFACT_FD),
         ] {
             if from < 0 {
                 return 125;
@@ -504,7 +501,23 @@ fn helper_child(plan: &[u8], fds: [RawFd; 5]) -> i32 {
             libc::close(from);
         }
     }
-    match serde_json::from_slice(plan) {
+    let plan = serde_json::from_slice(plan);
+    let mut go = [0u8; 1];
+    // SAFETY: reading into a local buffer from our own pipe.
+    let n = loop {
+        let n = unsafe { libc::read(high[5], go.as_mut_ptr().cast(), 1) };
+        if n >= 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            break n;
+        }
+    };
+    if n != 1 {
+        // Not wanted: nothing of the run may happen, not even a message on its output.
+        // SAFETY: leaving at once, without running anything more.
+        unsafe { libc::_exit(125) };
+    }
+    // SAFETY: closing our own descriptor.
+    unsafe { libc::close(high[5]) };
+    match plan {
         Ok(plan) => super::helper::run(plan),
         Err(_) => 125,
     }

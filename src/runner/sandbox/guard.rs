@@ -235,9 +235,21 @@ const NS_FLAGS: &[i32] = &[
     0x80, // CLONE_NEWTIME
 ];
 
-/// A deny-list: the calls above fail with EPERM, `clone` with any namespace flag too, and
-/// `clone3` (whose flags seccomp cannot see) with ENOSYS so libc falls back to `clone`.
-pub fn seccomp() -> Layer {
+type Programs = (seccompiler::BpfProgram, seccompiler::BpfProgram);
+
+/// The filters, compiled once per process: the fork server compiles them before it forks (see
+/// [`prepare_seccomp`]), so a forked helper finds them ready.
+fn programs() -> &'static Result<Programs, String> {
+    static PROGRAMS: std::sync::OnceLock<Result<Programs, String>> = std::sync::OnceLock::new();
+    PROGRAMS.get_or_init(compile)
+}
+
+/// Compile the filters now (they depend on nothing a run decides).
+pub fn prepare_seccomp() {
+    let _ = programs();
+}
+
+fn compile() -> Result<Programs, String> {
     use seccompiler::{
         BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
         SeccompRule, TargetArch,
@@ -280,13 +292,19 @@ pub fn seccomp() -> Layer {
                 .map_err(|e: seccompiler::BackendError| e.to_string())?,
         ))
     };
-    let (deny, clone3) = match build() {
+    build()
+}
+
+/// A deny-list: the calls above fail with EPERM, `clone` with any namespace flag too, and
+/// `clone3` (whose flags seccomp cannot see) with ENOSYS so libc falls back to `clone`.
+pub fn seccomp() -> Layer {
+    let (deny, clone3) = match programs() {
         Ok(p) => p,
-        Err(e) => return Layer::new("seccomp", LayerStatus::Unavailable, e),
+        Err(e) => return Layer::new("seccomp", LayerStatus::Unavailable, e.clone()),
     };
     // SAFETY: plain prctl; no_new_privs is required to install a filter without CAP_SYS_ADMIN.
     unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) };
-    for prog in [&clone3, &deny] {
+    for prog in [clone3, deny] {
         if let Err(e) = seccompiler::apply_filter(prog) {
             return Layer::new("seccomp", LayerStatus::Unavailable, e.to_string());
         }

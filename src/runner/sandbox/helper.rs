@@ -1,8 +1,11 @@
-//! The helper, `git-sandbox __sandbox-exec`: a fresh, single-threaded process that applies every
-//! layer to itself, reports each one on [`REPORT_FD`], and ends as `/bin/sh -c CMD`.
+//! The helper, `git-sandbox __sandbox-exec`: a fresh, single-threaded process (exec'd, or forked
+//! by the fork server) that applies every layer to itself, reports each one on [`REPORT_FD`],
+//! and ends as `/bin/sh -c CMD`.
 //!
-//! Order matters and is forced by the kernel: the cgroup is joined first (while root), the
-//! namespaces are created next (as root without a user namespace, else with one), the directories
+//! Order matters and is forced by the kernel: the namespaces are created first (as root without
+//! a user namespace, else with one; a helper started ahead of its run makes them, then waits for
+//! the rest of its plan), the cgroup is joined next (as root: there is no user namespace then,
+//! and without root there is no cgroup), the directories
 //! to bind back are opened inside the new mount namespace (bind mounts only take mounts of the
 //! caller's own namespace) and before the uid drop (the run's uid may not search them); the drop
 //! to the run's uid comes after the mounts, rlimits after the drop (so NPROC counts the run's own
@@ -20,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 
 /// Exit code when the helper itself cannot work (the command never ran).
-const HELPER_FAILED: i32 = 125;
+pub(super) const HELPER_FAILED: i32 = 125;
 
 static FORWARD_TO: AtomicI32 = AtomicI32::new(0);
 
@@ -62,7 +65,7 @@ fn step(plan: &Plan, what: &str) {
     }
 }
 
-fn last_err() -> String {
+pub(super) fn last_err() -> String {
     errno_text(&std::io::Error::last_os_error())
 }
 
@@ -97,6 +100,31 @@ pub fn run(plan: Plan) -> i32 {
     let (euid, pid) = unsafe { (libc::geteuid(), libc::getpid()) };
     let root = euid == 0;
 
+    // The namespaces first: they depend on nothing of the run but whether it has the network,
+    // so a helper started ahead of its run (`rest_on_stdin`) makes them before it waits. The
+    // cgroup follows (as root, still root: there is no user namespace then).
+    let ns = unshare(&plan, root);
+    step(&plan, "namespaces");
+    let ahead = plan.rest_on_stdin;
+    let plan = if ahead {
+        match rest_of(&plan) {
+            Ok(full) => full,
+            Err(None) => {
+                // Not wanted after all (the supervisor closed the pipe): nothing was done
+                // beyond this process, and nothing is said.
+                return HELPER_FAILED;
+            }
+            Err(Some(why)) => {
+                eprintln!("git-sandbox: {why}");
+                return HELPER_FAILED;
+            }
+        }
+    } else {
+        plan
+    };
+    if ahead {
+        step(&plan, "rest of the plan read");
+    }
     let (cgroup, (cgroup_memory_mb, cgroup_pids_max)) = join_cgroup(&plan, root, pid);
     layers.push(cgroup);
     step(&plan, "cgroup made and joined");
@@ -123,8 +151,6 @@ pub fn run(plan: Plan) -> i32 {
     };
 
     step(&plan, "run dir given to its uid");
-    let ns = unshare(&plan, root);
-    step(&plan, "namespaces");
     let ns_ok = ns.is_ok();
     layers.extend(namespace_layers(&plan, root, &ns));
     if !ns_ok {
@@ -141,7 +167,7 @@ pub fn run(plan: Plan) -> i32 {
         guard::read_rlimits(&mut limits);
         confine(&plan, &mut layers, &[], false);
         write_report(&layers, &limits);
-        exec_command(&plan);
+        super::command::exec(&plan);
     }
     // The run's directory: the kept checkout when there is one (to lay the overlay over, at the
     // run's own mount point), else the fresh checkout itself.
@@ -414,6 +440,41 @@ fn join_cgroup(plan: &Plan, root: bool, pid: i32) -> (Layer, (Option<u64>, Optio
     }
 }
 
+/// The whole plan of a helper started ahead of its run, read from stdin to its end (then stdin
+/// is /dev/null, as for any helper). What the namespaces were made for must not have changed.
+/// `Err(None)`: the supervisor sent nothing (the run was called off).
+fn rest_of(early: &Plan) -> Result<Plan, Option<String>> {
+    use std::io::Read;
+    let mut body = Vec::new();
+    // SAFETY: fd 0 is ours; the File is forgotten below so that it is not closed twice.
+    let mut stdin = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(0) };
+    let read = (&mut stdin).take(8 << 20).read_to_end(&mut body);
+    std::mem::forget(stdin);
+    // SAFETY: /dev/null in place of the pipe.
+    unsafe {
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY);
+        if null > 0 {
+            libc::dup2(null, 0);
+            libc::close(null);
+        }
+    }
+    if read.is_err() || body.is_empty() {
+        return Err(None);
+    }
+    let full: Plan = serde_json::from_slice(&body)
+        .map_err(|e| Some(format!("the rest of the plan is unreadable: {e}")))?;
+    if full.rest_on_stdin
+        || full.network != early.network
+        || full.skip != early.skip
+        || full.parent_pid != early.parent_pid
+    {
+        return Err(Some(
+            "the rest of the plan does not match the namespaces made for it".into(),
+        ));
+    }
+    Ok(full)
+}
+
 /// Give the run's directory to the run's uid (as root), without following symlinks.
 fn chown_tree(dir: &Path, uid: u32) {
     let c = CString::new(dir.as_os_str().as_bytes()).unwrap_or_default();
@@ -587,19 +648,23 @@ fn run_init(
     confine(plan, &mut layers, &view.private_tmp, !plan.network);
     step(plan, "landlock, seccomp");
     write_report(&layers, &limits);
-    // SAFETY: single-threaded; the child execs at once.
-    let cmd = unsafe { libc::fork() };
-    if cmd == 0 {
-        die_with_parent(None);
-        exec_command(plan);
-    }
+    let cmd = super::command::spawn(plan);
     // SAFETY: closing our copy of the report descriptor (the command's copy closes on exec).
     unsafe { libc::close(REPORT_FD) };
-    if cmd < 0 {
-        eprintln!("git-sandbox: cannot fork: {}", last_err());
-        // SAFETY: leaving without running destructors in a forked child.
-        unsafe { libc::_exit(HELPER_FAILED) };
-    }
+    let ended = |status: i32| -> ! {
+        hand_back(plan);
+        let bytes = status.to_ne_bytes();
+        // SAFETY: writing a local buffer; leaving kills the rest of the namespace.
+        unsafe {
+            libc::write(status_fd, bytes.as_ptr().cast(), 4);
+            libc::_exit(0);
+        }
+    };
+    let cmd = match cmd {
+        Ok(pid) => pid,
+        // It never started (the message is in its output): it ends as a shell would have.
+        Err(code) => ended(code << 8),
+    };
     // As PID 1, forward termination to everyone in the namespace, not only our child.
     forward_signals_to(-1);
     loop {
@@ -607,13 +672,7 @@ fn run_init(
         // SAFETY: reaping our own (and orphaned) children.
         let r = unsafe { libc::waitpid(-1, &mut status, 0) };
         if r == cmd {
-            hand_back(plan);
-            let bytes = status.to_ne_bytes();
-            // SAFETY: writing a local buffer; leaving kills the rest of the namespace.
-            unsafe {
-                libc::write(status_fd, bytes.as_ptr().cast(), 4);
-                libc::_exit(0);
-            }
+            ended(status);
         }
         if r < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD) {
             // SAFETY: as above.
@@ -720,62 +779,4 @@ fn write_all(fd: i32, body: &[u8]) {
         }
         off += n as usize;
     }
-}
-
-/// Hand the command the signal state a shell gives its children: every signal at its default
-/// action and none blocked. Caught signals reset on exec anyway, but ignored ones and the mask are
-/// inherited, and this process ignores SIGPIPE (Rust's runtime does): without this, `yes | head
-/// -1` in a test would see EPIPE instead of dying, and `sh` cannot reset a signal ignored on entry.
-fn default_signals() {
-    for sig in 1..libc::SIGRTMAX() {
-        // SAFETY: querying and resetting dispositions in a single-threaded process about to exec;
-        // signals the C library reserves for itself refuse the call, which is fine.
-        unsafe {
-            let mut old: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(sig, std::ptr::null(), &mut old) == 0
-                && old.sa_sigaction == libc::SIG_IGN
-            {
-                libc::signal(sig, libc::SIG_DFL);
-            }
-        }
-    }
-    // SAFETY: an empty set unblocks everything.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
-    }
-}
-
-fn exec_command(plan: &Plan) -> ! {
-    let c = |s: &[u8]| CString::new(s).unwrap_or_default();
-    let code = (|| {
-        let cwd = c(plan.cwd.as_os_str().as_bytes());
-        // SAFETY: valid C string.
-        if unsafe { libc::chdir(cwd.as_ptr()) } < 0 {
-            eprintln!(
-                "git-sandbox: cannot enter {}: {}",
-                plan.cwd.display(),
-                last_err()
-            );
-            return HELPER_FAILED;
-        }
-        let argv: Vec<CString> = vec![c(b"/bin/sh"), c(b"-c"), c(plan.command.as_bytes())];
-        let envp: Vec<CString> = plan
-            .env
-            .iter()
-            .map(|(k, v)| c(format!("{k}={v}").as_bytes()))
-            .collect();
-        let mut argv_p: Vec<*const libc::c_char> = argv.iter().map(|s| s.as_ptr()).collect();
-        argv_p.push(std::ptr::null());
-        let mut envp_p: Vec<*const libc::c_char> = envp.iter().map(|s| s.as_ptr()).collect();
-        envp_p.push(std::ptr::null());
-        default_signals();
-        // SAFETY: null-terminated arrays of valid C strings that outlive the call.
-        unsafe { libc::execve(argv_p[0], argv_p.as_ptr(), envp_p.as_ptr()) };
-        eprintln!("git-sandbox: cannot start /bin/sh: {}", last_err());
-        127
-    })();
-    // SAFETY: leaving without unwinding (possibly in a forked child).
-    unsafe { libc::_exit(code) }
 }

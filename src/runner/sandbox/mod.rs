@@ -19,6 +19,7 @@
 //! and when init dies the kernel kills everything left in its PID namespace.
 
 pub mod cgroup;
+mod command;
 pub mod forkserver;
 mod fsview;
 pub use fsview::VIEW_ROOT;
@@ -165,6 +166,11 @@ pub struct Plan {
     /// The paths, relative to the run's directory (`tree/target`, `home`), whose writes are kept.
     #[serde(default)]
     pub cache_paths: Vec<String>,
+    /// A helper started ahead of its run: it makes its namespaces (for `network` and `skip`, the
+    /// only fields it reads first), then reads the whole plan from stdin. See
+    /// `process::Spare`.
+    #[serde(default)]
+    pub rest_on_stdin: bool,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

@@ -1,0 +1,330 @@
+//! Starting a run's sandbox helper, the fastest way this process can: a *spare* started ahead
+//! of the run, else one forked by the fork server, else one exec'd here.
+//!
+//! A spare is a helper forked after the previous run (on a thread of its own, while the caller
+//! records that run and prepares the next workspace) with a plan that holds only what its
+//! namespaces depend on — whether the run has the network and which layers the machine lacks.
+//! It makes its namespaces, then waits for the whole plan on its stdin (a socket only this
+//! process holds); the cgroup, the mounts, the uid and everything else come after. A spare is
+//! used once, by a run whose output is captured and whose namespaces it was made for, and only
+//! while it is young (a namespace made long ago would show the run an old mount table); any
+//! other is called off (its socket closed: it exits without a word, having made nothing outside
+//! itself) and reaped. Only processes that serve many runs (where the fork server was warmed)
+//! keep spares.
+
+use super::process::Output;
+use super::sandbox::{self, forkserver, Plan};
+use std::collections::BTreeMap;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// How long a spare may wait for its run.
+const SPARE_AGE: Duration = Duration::from_secs(2);
+
+/// The descriptors between this process and a run's helper.
+pub(super) struct Pipes {
+    /// The helper's stdin: /dev/null, or for a spare the socket its plan comes on.
+    stdin: OwnedFd,
+    /// A spare's end of that socket.
+    plan_w: Option<std::os::unix::net::UnixStream>,
+    pub report: (std::io::PipeReader, std::io::PipeWriter),
+    pub artifacts: (std::io::PipeReader, std::io::PipeWriter),
+    /// The captured output: one pipe, its write end twice (stdout and stderr).
+    pub output: Option<(
+        std::io::PipeReader,
+        std::io::PipeWriter,
+        std::io::PipeWriter,
+    )>,
+    /// /dev/null, for output thrown away.
+    pub null: Option<std::fs::File>,
+}
+
+impl Pipes {
+    fn new(output: &Output<'_>, spare: bool) -> std::io::Result<Pipes> {
+        let (stdin, plan_w) = if spare {
+            let (w, r) = std::os::unix::net::UnixStream::pair()?;
+            (OwnedFd::from(r), Some(w))
+        } else {
+            (OwnedFd::from(std::fs::File::open("/dev/null")?), None)
+        };
+        let mut pipes = Pipes {
+            stdin,
+            plan_w,
+            report: std::io::pipe()?,
+            artifacts: std::io::pipe()?,
+            output: None,
+            null: None,
+        };
+        match output {
+            Output::Capture { .. } => {
+                let (r, w) = std::io::pipe()?;
+                let w2 = w.try_clone()?;
+                pipes.output = Some((r, w, w2));
+            }
+            Output::Inherit => {}
+            Output::Discard => pipes.null = Some(std::fs::File::open("/dev/null")?),
+        }
+        Ok(pipes)
+    }
+
+    /// The helper's stdin, stdout, stderr, report and artifact descriptors (this process's own
+    /// stdout and stderr when the output is passed through).
+    fn fds(&self) -> [i32; 5] {
+        let (out, err) = match (&self.output, &self.null) {
+            (Some((_, w, w2)), _) => (w.as_raw_fd(), w2.as_raw_fd()),
+            (None, Some(n)) => (n.as_raw_fd(), n.as_raw_fd()),
+            (None, None) => (1, 2),
+        };
+        [
+            self.stdin.as_raw_fd(),
+            out,
+            err,
+            self.report.1.as_raw_fd(),
+            self.artifacts.1.as_raw_fd(),
+        ]
+    }
+}
+
+/// A started helper: its pid (a child of this process, reaped by `wait4`), when it was started
+/// (for the trace) and the pipes to read.
+pub(super) struct Launched {
+    pub pid: libc::pid_t,
+    pub spawned_ns: u64,
+    pub pipes: Pipes,
+}
+
+/// What a spare's namespaces were made for.
+#[derive(Clone, PartialEq)]
+struct Key {
+    helper: PathBuf,
+    network: bool,
+    skip: BTreeMap<String, String>,
+}
+
+struct Spare {
+    key: Key,
+    made: Instant,
+    launched: Launched,
+}
+
+/// This process's spare, and whether one is being made.
+static SPARE: Mutex<(Option<Spare>, bool)> = Mutex::new((None, false));
+
+/// Start the helper for `plan` (a whole plan) with `output`.
+pub(super) fn launch(helper: &Path, plan: &Plan, output: &Output<'_>) -> Result<Launched, String> {
+    let key = Key {
+        helper: helper.to_path_buf(),
+        network: plan.network,
+        skip: plan.skip.clone(),
+    };
+    let json = serde_json::to_string(plan).expect("plans always serialize");
+    if matches!(output, Output::Capture { .. }) {
+        if let Some(mut spare) = take_spare(&key) {
+            // Closed once sent: the helper reads the plan to its end.
+            let sent = spare
+                .launched
+                .pipes
+                .plan_w
+                .take()
+                .is_some_and(|w| send_all(&w, json.as_bytes()));
+            if sent {
+                return Ok(spare.launched);
+            }
+            call_off(spare.launched);
+        }
+    }
+    let pipe_failed = |e: std::io::Error| format!("cannot create a pipe: {e}");
+    let mut pipes = Pipes::new(output, false).map_err(pipe_failed)?;
+    let spawned_ns = crate::util::trace::mono_ns();
+    let forked = match forkserver::spawn(helper, json.as_bytes(), pipes.fds()) {
+        forkserver::Spawned::Forked(pid) => Some(pid),
+        forkserver::Spawned::NotUsed => None,
+        // The lost request may still hold the pipes' write ends: the exec'd helper gets new
+        // ones, so that the run's readers see their end when it ends.
+        forkserver::Spawned::Lost => {
+            pipes = Pipes::new(output, false).map_err(pipe_failed)?;
+            None
+        }
+    };
+    let pid = match forked {
+        Some(pid) => pid,
+        None => exec_helper(helper, &json, &pipes)
+            .map_err(|e| format!("cannot start the sandbox helper {}: {e}", helper.display()))?,
+    };
+    Ok(Launched {
+        pid,
+        spawned_ns,
+        pipes,
+    })
+}
+
+/// After a run: make the next run's spare on a thread of its own, when this process serves
+/// many runs (its fork server was warmed) and none is there or being made.
+pub(super) fn prepare_spare(helper: &Path, plan: &Plan) {
+    if !forkserver::serves(helper) {
+        return;
+    }
+    {
+        let mut spare = SPARE.lock().unwrap_or_else(|e| e.into_inner());
+        if spare.1
+            || spare
+                .0
+                .as_ref()
+                .is_some_and(|s| s.made.elapsed() < SPARE_AGE)
+        {
+            return;
+        }
+        spare.1 = true;
+    }
+    let key = Key {
+        helper: helper.to_path_buf(),
+        network: plan.network,
+        skip: plan.skip.clone(),
+    };
+    let early = Plan {
+        network: plan.network,
+        skip: plan.skip.clone(),
+        parent_pid: plan.parent_pid,
+        trace: plan.trace,
+        rest_on_stdin: true,
+        ..Plan::default()
+    };
+    let made = std::thread::Builder::new()
+        .name("sandbox-spare".into())
+        .spawn(move || {
+            let launched = make_spare(&key.helper, &early);
+            let old = {
+                let mut spare = SPARE.lock().unwrap_or_else(|e| e.into_inner());
+                spare.1 = false;
+                let old = spare.0.take();
+                spare.0 = launched.map(|launched| Spare {
+                    key,
+                    made: Instant::now(),
+                    launched,
+                });
+                old
+            };
+            if let Some(old) = old {
+                call_off(old.launched);
+            }
+        });
+    if made.is_err() {
+        SPARE.lock().unwrap_or_else(|e| e.into_inner()).1 = false;
+    }
+}
+
+fn make_spare(helper: &Path, early: &Plan) -> Option<Launched> {
+    let output = Output::Capture {
+        log: Path::new(""),
+        cap: 0,
+    };
+    let pipes = Pipes::new(&output, true).ok()?;
+    let json = serde_json::to_string(early).expect("plans always serialize");
+    let spawned_ns = crate::util::trace::mono_ns();
+    match forkserver::spawn(helper, json.as_bytes(), pipes.fds()) {
+        forkserver::Spawned::Forked(pid) => Some(Launched {
+            pid,
+            spawned_ns,
+            pipes,
+        }),
+        _ => None,
+    }
+}
+
+/// The spare for `key`, if one is there and young enough; any other is called off. Waits a
+/// little for one being made.
+fn take_spare(key: &Key) -> Option<Spare> {
+    let deadline = Instant::now() + Duration::from_millis(20);
+    loop {
+        let mut spare = SPARE.lock().unwrap_or_else(|e| e.into_inner());
+        if !spare.1 || Instant::now() >= deadline {
+            let taken = spare.0.take()?;
+            drop(spare);
+            if taken.key == *key && taken.made.elapsed() < SPARE_AGE {
+                return Some(taken);
+            }
+            call_off(taken.launched);
+            return None;
+        }
+        drop(spare);
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+/// Send all of `body` on `sock` (never raising SIGPIPE: the spare may be gone).
+fn send_all(sock: &std::os::unix::net::UnixStream, mut body: &[u8]) -> bool {
+    while !body.is_empty() {
+        // SAFETY: sending from a live buffer on our own socket.
+        let n = unsafe {
+            libc::send(
+                sock.as_raw_fd(),
+                body.as_ptr().cast(),
+                body.len(),
+                libc::MSG_NOSIGNAL,
+            )
+        };
+        if n < 0 {
+            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return false;
+        }
+        body = &body[n as usize..];
+    }
+    true
+}
+
+/// Close a spare's socket (it exits without doing anything more) and reap it.
+fn call_off(launched: Launched) {
+    let pid = launched.pid;
+    drop(launched.pipes);
+    let _ = std::thread::Builder::new()
+        .name("sandbox-spare-off".into())
+        .spawn(move || {
+            let mut status = 0;
+            // SAFETY: reaping our own child.
+            unsafe { libc::waitpid(pid, &mut status, 0) };
+        });
+}
+
+/// Exec the helper with the plan in its environment, in its own session, with `pipes` at the
+/// descriptors it expects. Its pid: it is reaped by `wait4`.
+fn exec_helper(helper: &Path, plan: &str, pipes: &Pipes) -> std::io::Result<libc::pid_t> {
+    let [_, out, err, report_fd, artifact_fd] = pipes.fds();
+    let mut cmd = Command::new(helper);
+    cmd.arg(sandbox::HELPER_SUBCOMMAND)
+        .current_dir("/")
+        .env_clear()
+        .env(sandbox::PLAN_VAR, plan)
+        .stdin(Stdio::null());
+    if pipes.output.is_some() || pipes.null.is_some() {
+        // SAFETY: duplicates of descriptors `pipes` holds open, each owned by `Stdio` once.
+        let (out, err) = unsafe {
+            (
+                std::os::fd::BorrowedFd::borrow_raw(out).try_clone_to_owned()?,
+                std::os::fd::BorrowedFd::borrow_raw(err).try_clone_to_owned()?,
+            )
+        };
+        cmd.stdout(out).stderr(err);
+    }
+    // SAFETY: only async-signal-safe calls (setsid, dup2) between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setsid() < 0
+                || libc::dup2(report_fd, sandbox::REPORT_FD) < 0
+                || libc::dup2(artifact_fd, sandbox::ARTIFACT_FD) < 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = cmd.spawn()?;
+    let pid = child.id() as libc::pid_t;
+    std::mem::forget(child); // reaped by wait4
+    Ok(pid)
+}
