@@ -296,11 +296,13 @@ worktree_once "$WORK/disk-tmp"  # warm the page cache
 exec_once; D_FIRST=$REPLY       # the first exec in the repository builds its kept checkout
 exec_once GIT_SANDBOX_TMPDIR="$WORK/disk-tmp"; D_FIRST_DISK=$REPLY
 (cd "$BIG" && git sandbox run) >>"$LOG" 2>&1 || echo "warning: git sandbox run failed (see log)" >&2  # REV, on main
+# Each timed step starts after a `sync` (untimed): the disk worktree writes 5,000 files, and
+# without it their writeback would be charged to whichever step comes next.
 for ((r = 1; r <= REPS_SHORT; r++)); do
-  exec_once; D_EXEC+=("$REPLY")
-  worktree_once "$WORK/disk-tmp"; D_WT+=("$REPLY")
-  exec_once GIT_SANDBOX_TMPDIR="$WORK/disk-tmp"; D_EXEC_DISK+=("$REPLY")
-  if [ -n "$SHM" ]; then worktree_once "$SHM"; D_WT_SHM+=("$REPLY"); fi
+  sync; exec_once; D_EXEC+=("$REPLY")
+  sync; worktree_once "$WORK/disk-tmp"; D_WT+=("$REPLY")
+  sync; exec_once GIT_SANDBOX_TMPDIR="$WORK/disk-tmp"; D_EXEC_DISK+=("$REPLY")
+  if [ -n "$SHM" ]; then sync; worktree_once "$SHM"; D_WT_SHM+=("$REPLY"); fi
 done
 mw=$(median "${D_WT[@]}")
 me=$(median "${D_EXEC[@]}")

@@ -398,6 +398,22 @@ fn exec_runs_in_a_checkout_of_the_revision_and_passes_the_exit_code() {
 }
 
 #[test]
+fn exec_again_and_again_runs_its_command_each_time_and_is_never_killed() {
+    // Each exec starts its helper ahead, while the workspace is prepared; that helper must live
+    // as long as the run (a helper's parent-death signal follows the thread that started it).
+    // A helper started from a thread that ended was killed in about one exec in thirty here.
+    let w = World::new();
+    let repo = w.new_repo("r10b");
+    for i in 0..40 {
+        let o = w.sandbox(
+            &repo,
+            &["exec", "HEAD", "--", "sh", "-c", "echo ran; exit 3"],
+        );
+        assert_eq!((o.code, o.stdout.as_str()), (3, "ran\n"), "exec {i}: {o:?}");
+    }
+}
+
+#[test]
 fn reindex_rebuilds_a_deleted_index_from_notes() {
     let w = World::new();
     let repo = w.new_repo("r11");

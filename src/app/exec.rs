@@ -59,6 +59,12 @@ pub fn exec(
     };
     let log = capture.as_ref().map(|(d, _)| d.path().join("output.log"));
     let setup_log = capture.as_ref().map(|(d, _)| d.path().join("setup.log"));
+    let output = match (&log, &capture) {
+        (Some(log), Some((_, cap))) => process::Output::Capture { log, cap: *cap },
+        _ => process::Output::Inherit,
+    };
+    // The helper starts (and makes its namespaces) while the workspace is prepared.
+    process::start_ahead(&sandbox, &config.limits, &output);
     let cache_home = ctx.paths.caches();
     let dirs = super::commit_config::cache_dirs(&config, repo, &info);
     // Production's build caches, read-only: an exec keeps nothing.
@@ -125,10 +131,7 @@ pub fn exec(
         root: work.root(),
         env: env::sandbox_env(work.root()),
         timeout: config.test.timeout,
-        output: match (&log, &capture) {
-            (Some(log), Some((_, cap))) => process::Output::Capture { log, cap: *cap },
-            _ => process::Output::Inherit,
-        },
+        output,
         limits: &config.limits,
         sandbox: &sandbox,
         interrupt,

@@ -16,9 +16,7 @@ use super::process::Output;
 use super::sandbox::{self, forkserver, Plan};
 use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -97,12 +95,35 @@ pub(super) struct Launched {
     pub pipes: Pipes,
 }
 
-/// What a spare's namespaces were made for.
+/// What a spare was made for: its namespaces (the network, the layers the machine lacks) and
+/// its output (captured, or this process's own stdout and stderr).
 #[derive(Clone, PartialEq)]
 struct Key {
     helper: PathBuf,
     network: bool,
     skip: BTreeMap<String, String>,
+    inherit: bool,
+}
+
+impl Key {
+    fn new(
+        helper: &Path,
+        network: bool,
+        skip: &BTreeMap<String, String>,
+        output: &Output<'_>,
+    ) -> Option<Key> {
+        let inherit = match output {
+            Output::Capture { .. } => false,
+            Output::Inherit => true,
+            Output::Discard => return None,
+        };
+        Some(Key {
+            helper: helper.to_path_buf(),
+            network,
+            skip: skip.clone(),
+            inherit,
+        })
+    }
 }
 
 struct Spare {
@@ -116,13 +137,8 @@ static SPARE: Mutex<(Option<Spare>, bool)> = Mutex::new((None, false));
 
 /// Start the helper for `plan` (a whole plan) with `output`.
 pub(super) fn launch(helper: &Path, plan: &Plan, output: &Output<'_>) -> Result<Launched, String> {
-    let key = Key {
-        helper: helper.to_path_buf(),
-        network: plan.network,
-        skip: plan.skip.clone(),
-    };
     let json = serde_json::to_string(plan).expect("plans always serialize");
-    if matches!(output, Output::Capture { .. }) {
+    if let Some(key) = Key::new(helper, plan.network, &plan.skip, output) {
         if let Some(mut spare) = take_spare(&key) {
             // Closed once sent: the helper reads the plan to its end.
             let sent = spare
@@ -162,12 +178,28 @@ pub(super) fn launch(helper: &Path, plan: &Plan, output: &Output<'_>) -> Result<
     })
 }
 
-/// After a run: make the next run's spare on a thread of its own, when this process serves
-/// many runs (its fork server was warmed) and none is there or being made.
-pub(super) fn prepare_spare(helper: &Path, plan: &Plan) {
-    if !forkserver::serves(helper) {
-        return;
+/// As a run starts: make the next run's spare, when this process serves many runs (its fork
+/// server was warmed).
+pub(super) fn prepare_spare(helper: &Path, plan: &Plan, output: &Output<'_>) {
+    if forkserver::serves(helper) {
+        start_ahead(helper, plan.network, &plan.skip, output);
     }
+}
+
+/// Start the helper of a run about to be prepared, so that it makes its namespaces while the
+/// caller prepares the workspace; the run with that network policy and output takes it. Nothing
+/// happens when one is there or being made. With a fork server, the request goes from a thread
+/// of its own; without one the helper is exec'd from the calling thread, which must outlive the
+/// run (a helper's parent-death signal follows the thread that started it).
+pub fn start_ahead(
+    helper: &Path,
+    network: bool,
+    skip: &BTreeMap<String, String>,
+    output: &Output<'_>,
+) {
+    let Some(key) = Key::new(helper, network, skip, output) else {
+        return;
+    };
     {
         let mut spare = SPARE.lock().unwrap_or_else(|e| e.into_inner());
         if spare.1
@@ -180,59 +212,71 @@ pub(super) fn prepare_spare(helper: &Path, plan: &Plan) {
         }
         spare.1 = true;
     }
-    let key = Key {
-        helper: helper.to_path_buf(),
-        network: plan.network,
-        skip: plan.skip.clone(),
-    };
     let early = Plan {
-        network: plan.network,
-        skip: plan.skip.clone(),
-        parent_pid: plan.parent_pid,
-        trace: plan.trace,
+        network,
+        skip: skip.clone(),
+        parent_pid: std::process::id() as i32,
+        trace: crate::util::trace::enabled(),
         rest_on_stdin: true,
         ..Plan::default()
     };
+    let keep = move |key: Key, launched: Option<Launched>| {
+        let old = {
+            let mut spare = SPARE.lock().unwrap_or_else(|e| e.into_inner());
+            spare.1 = false;
+            let old = spare.0.take();
+            spare.0 = launched.map(|launched| Spare {
+                key,
+                made: Instant::now(),
+                launched,
+            });
+            old
+        };
+        if let Some(old) = old {
+            call_off(old.launched);
+        }
+    };
+    if !forkserver::serves(helper) {
+        let launched = make_spare(&key, &early, true);
+        return keep(key, launched);
+    }
     let made = std::thread::Builder::new()
         .name("sandbox-spare".into())
         .spawn(move || {
-            let launched = make_spare(&key.helper, &early);
-            let old = {
-                let mut spare = SPARE.lock().unwrap_or_else(|e| e.into_inner());
-                spare.1 = false;
-                let old = spare.0.take();
-                spare.0 = launched.map(|launched| Spare {
-                    key,
-                    made: Instant::now(),
-                    launched,
-                });
-                old
-            };
-            if let Some(old) = old {
-                call_off(old.launched);
-            }
+            // Forked by the server (as a child of the thread that started it), never exec'd
+            // from this short-lived thread.
+            let launched = make_spare(&key, &early, false);
+            keep(key, launched)
         });
     if made.is_err() {
         SPARE.lock().unwrap_or_else(|e| e.into_inner()).1 = false;
     }
 }
 
-fn make_spare(helper: &Path, early: &Plan) -> Option<Launched> {
-    let output = Output::Capture {
-        log: Path::new(""),
-        cap: 0,
+/// A spare: forked by the fork server when this process has one, else exec'd (when `exec`).
+fn make_spare(key: &Key, early: &Plan, exec: bool) -> Option<Launched> {
+    let output = if key.inherit {
+        Output::Inherit
+    } else {
+        Output::Capture {
+            log: Path::new(""),
+            cap: 0,
+        }
     };
     let pipes = Pipes::new(&output, true).ok()?;
     let json = serde_json::to_string(early).expect("plans always serialize");
     let spawned_ns = crate::util::trace::mono_ns();
-    match forkserver::spawn(helper, json.as_bytes(), pipes.fds()) {
-        forkserver::Spawned::Forked(pid) => Some(Launched {
-            pid,
-            spawned_ns,
-            pipes,
-        }),
-        _ => None,
-    }
+    let pid = match forkserver::spawn(&key.helper, json.as_bytes(), pipes.fds()) {
+        forkserver::Spawned::Forked(pid) => pid,
+        forkserver::Spawned::NotUsed if exec => exec_helper(&key.helper, &json, &pipes).ok()?,
+        forkserver::Spawned::NotUsed => return None,
+        forkserver::Spawned::Lost => return None,
+    };
+    Some(Launched {
+        pid,
+        spawned_ns,
+        pipes,
+    })
 }
 
 /// The spare for `key`, if one is there and young enough; any other is called off. Waits a
@@ -292,39 +336,72 @@ fn call_off(launched: Launched) {
 }
 
 /// Exec the helper with the plan in its environment, in its own session, with `pipes` at the
-/// descriptors it expects. Its pid: it is reaped by `wait4`.
+/// descriptors it expects. By `posix_spawn` (a vfork and exec), so that this process — large
+/// and multi-threaded — is not copied for it. Its pid: it is reaped by `wait4`.
 fn exec_helper(helper: &Path, plan: &str, pipes: &Pipes) -> std::io::Result<libc::pid_t> {
-    let [_, out, err, report_fd, artifact_fd] = pipes.fds();
-    let mut cmd = Command::new(helper);
-    cmd.arg(sandbox::HELPER_SUBCOMMAND)
-        .current_dir("/")
-        .env_clear()
-        .env(sandbox::PLAN_VAR, plan)
-        .stdin(Stdio::null());
-    if pipes.output.is_some() || pipes.null.is_some() {
-        // SAFETY: duplicates of descriptors `pipes` holds open, each owned by `Stdio` once.
-        let (out, err) = unsafe {
-            (
-                std::os::fd::BorrowedFd::borrow_raw(out).try_clone_to_owned()?,
-                std::os::fd::BorrowedFd::borrow_raw(err).try_clone_to_owned()?,
-            )
-        };
-        cmd.stdout(out).stderr(err);
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let c = |b: &[u8]| {
+        CString::new(b).map_err(|_| std::io::Error::other("a NUL byte in the helper's plan"))
+    };
+    let path = c(helper.as_os_str().as_bytes())?;
+    let argv = [path.clone(), c(sandbox::HELPER_SUBCOMMAND.as_bytes())?];
+    let envp = [c(format!("{}={plan}", sandbox::PLAN_VAR).as_bytes())?];
+    let mut argv_p: Vec<*mut libc::c_char> = argv.iter().map(|s| s.as_ptr().cast_mut()).collect();
+    argv_p.push(std::ptr::null_mut());
+    let mut envp_p: Vec<*mut libc::c_char> = envp.iter().map(|s| s.as_ptr().cast_mut()).collect();
+    envp_p.push(std::ptr::null_mut());
+    // Each descriptor first above the ones it goes to, so that no `dup2` in the child lands on
+    // one still to be moved; these copies close at exec.
+    let mut high = Vec::with_capacity(5);
+    for fd in pipes.fds() {
+        // SAFETY: duplicating a descriptor `pipes` holds open; the copy is owned here.
+        let h = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 10) };
+        if h < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: a fresh descriptor of our own.
+        high.push(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(h) });
     }
-    // SAFETY: only async-signal-safe calls (setsid, dup2) between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::setsid() < 0
-                || libc::dup2(report_fd, sandbox::REPORT_FD) < 0
-                || libc::dup2(artifact_fd, sandbox::ARTIFACT_FD) < 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
+    let targets = [0, 1, 2, sandbox::REPORT_FD, sandbox::ARTIFACT_FD];
+    let mut pid = 0;
+    // SAFETY: the actions and attributes are initialized before use and destroyed after; the
+    // strings and arrays are null-terminated and outlive the call.
+    let r = unsafe {
+        let mut actions: libc::posix_spawn_file_actions_t = std::mem::zeroed();
+        libc::posix_spawn_file_actions_init(&mut actions);
+        for (from, to) in high.iter().zip(targets) {
+            libc::posix_spawn_file_actions_adddup2(&mut actions, from.as_raw_fd(), to);
+        }
+        libc::posix_spawn_file_actions_addchdir_np(&mut actions, c"/".as_ptr());
+        let mut attr: libc::posix_spawnattr_t = std::mem::zeroed();
+        libc::posix_spawnattr_init(&mut attr);
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        let mut pipe: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut pipe);
+        libc::sigaddset(&mut pipe, libc::SIGPIPE);
+        libc::posix_spawnattr_setsigmask(&mut attr, &none);
+        libc::posix_spawnattr_setsigdefault(&mut attr, &pipe);
+        libc::posix_spawnattr_setflags(
+            &mut attr,
+            libc::POSIX_SPAWN_SETSID
+                | (libc::POSIX_SPAWN_SETSIGMASK | libc::POSIX_SPAWN_SETSIGDEF) as libc::c_short,
+        );
+        let r = libc::posix_spawn(
+            &mut pid,
+            path.as_ptr(),
+            &actions,
+            &attr,
+            argv_p.as_ptr(),
+            envp_p.as_ptr(),
+        );
+        libc::posix_spawnattr_destroy(&mut attr);
+        libc::posix_spawn_file_actions_destroy(&mut actions);
+        r
+    };
+    if r != 0 {
+        return Err(std::io::Error::from_raw_os_error(r));
     }
-    let child = cmd.spawn()?;
-    let pid = child.id() as libc::pid_t;
-    std::mem::forget(child); // reaped by wait4
     Ok(pid)
 }

@@ -19,6 +19,7 @@ const GRACE: Duration = Duration::from_millis(1500);
 const TAIL_BYTES: usize = 4096;
 const TAIL_LINES: usize = 40;
 
+#[derive(Clone, Copy)]
 pub enum Output<'a> {
     /// Capture stdout and stderr together into `log`, at most `cap` bytes.
     Capture { log: &'a Path, cap: u64 },
@@ -82,6 +83,13 @@ enum Event {
     OutputCapped,
 }
 
+/// Start the helper of a one-off run about to be prepared, so that it starts and makes its
+/// namespaces while the caller prepares the workspace (see `launch`); the run with these limits'
+/// network policy and this kind of output takes it.
+pub fn start_ahead(sandbox: &Sandbox, limits: &Limits, output: &Output<'_>) {
+    super::launch::start_ahead(&sandbox.helper, limits.network, &sandbox.skip, output);
+}
+
 pub fn run(spec: Spec<'_>) -> Outcome {
     let started = Instant::now();
     let plan = Plan {
@@ -116,7 +124,7 @@ pub fn run(spec: Spec<'_>) -> Outcome {
     };
     let (pid, spawned_ns) = (launched.pid, launched.spawned_ns);
     // The next run's helper starts now, on the core this one leaves free while it sets up.
-    super::launch::prepare_spare(&spec.sandbox.helper, &plan);
+    super::launch::prepare_spare(&spec.sandbox.helper, &plan, &spec.output);
     let super::launch::Pipes {
         report: (report_r, report_w),
         artifacts: (artifact_r, artifact_w),

@@ -229,21 +229,33 @@ fn what_a_run_writes_is_bounded_on_every_backing() {
 fn a_racing_git_notes_add_loses_no_result_and_stops_no_range() {
     let w = World::new();
     let repo = w.new_repo("race");
-    w.commit(
-        &repo,
-        &[(
-            ".sandbox.toml",
-            &format!("[test]\ncommand = \"true\"\n{QUICK}"),
-        )],
-        "quick",
-    );
+    let config = |command: &str| format!("[test]\ncommand = \"{command}\"\n{QUICK}");
+    w.commit(&repo, &[(".sandbox.toml", &config("true"))], "quick");
     let base = w.git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    // 40 commits, shared out among the run's workers (one per core). The 11th and the 26th take
+    // long enough that notes are written midway (a batch older than 2 s is written), so a worker
+    // can end while the writer below still races the others; the last takes long enough that
+    // the writer has stopped well before the run's last check of its notes. (A writer still
+    // running when the run has returned can drop a note after it: no tool can stop that.)
     let mut ids = Vec::new();
     for i in 0..40 {
-        ids.push(w.commit(&repo, &[("n.txt", &i.to_string())], &format!("c{i}")));
+        let command = match i {
+            10 | 25 => "sleep 2.2",
+            39 => "sleep 1.5",
+            _ => "true",
+        };
+        ids.push(w.commit(
+            &repo,
+            &[
+                ("n.txt", &i.to_string()),
+                (".sandbox.toml", &config(command)),
+            ],
+            &format!("c{i}"),
+        ));
     }
-    // Commits the user annotates by hand, in the same notes ref, all the while.
-    let side: Vec<String> = (0..200)
+    // Commits the user annotates by hand, in the same notes ref, until a while after the run's
+    // second batch of notes has appeared.
+    let side: Vec<String> = (0..50)
         .map(|k| {
             w.git(
                 &repo,
@@ -271,19 +283,43 @@ fn a_racing_git_notes_add_loses_no_result_and_stops_no_range() {
             w.apply_env(&mut c);
             cmds.push(c);
         }
+        // 26 runs in the index: the notes of more than half the run are written (the index
+        // follows the notes, and unlike them it is not at this writer's mercy).
+        let index = w.data().join("index.db");
+        let written = move || {
+            rusqlite::Connection::open(&index)
+                .and_then(|c| c.query_row("SELECT count(*) FROM runs", [], |r| r.get::<_, i64>(0)))
+                .is_ok_and(|n| n >= 26)
+        };
         std::thread::spawn(move || {
-            for mut c in cmds {
-                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            // How many annotations were made after that.
+            let mut after: Option<usize> = None;
+            for k in 0.. {
+                if stop.load(std::sync::atomic::Ordering::Relaxed) || after >= Some(15) {
                     break;
                 }
-                let _ = c.output();
+                let len = cmds.len();
+                let _ = cmds[k % len].output();
+                match after.as_mut() {
+                    Some(n) => *n += 1,
+                    None => {
+                        if written() {
+                            after = Some(0);
+                        }
+                    }
+                }
             }
+            after.unwrap_or(0)
         })
     };
     let o = w.sandbox(&repo, &["run", &format!("{base}..HEAD")]);
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    annotator.join().unwrap();
+    let raced = annotator.join().unwrap();
     assert_eq!(o.code, 0, "{o:?}");
+    assert!(
+        raced > 0,
+        "the writer ran on after the run's notes: {raced}"
+    );
     assert_eq!(o.stdout.lines().count(), 40, "every commit printed: {o:?}");
     for line in o.stdout.lines() {
         let short = line.split_whitespace().nth(1).unwrap();
@@ -291,7 +327,9 @@ fn a_racing_git_notes_add_loses_no_result_and_stops_no_range() {
         let note = w.note(&repo, id);
         assert!(
             note.as_ref().is_some_and(|n| n["commit"] == id.as_str()),
-            "printed {short} but its note is {note:?}"
+            "printed {short} (commit {} of 40) but its note is {note:?}; the writer made {raced} notes after 26 were indexed; {}",
+            ids.iter().position(|i| i == id).unwrap_or(99),
+            o.stderr + &w.git(&repo, &["log", "--format=%h %s", "-12", "refs/notes/sandbox"])
         );
     }
 }

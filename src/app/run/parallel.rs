@@ -62,5 +62,19 @@ pub fn run_commits_parallel(
     }
     all.records
         .sort_by_key(|r| position.get(&r.commit).copied().unwrap_or(usize::MAX));
+    // Each worker put back the notes a concurrent writer dropped before it ended, but a writer
+    // may still have dropped those of a worker that ended early while the others ran on: once
+    // all have ended, every note of the run is looked at again.
+    if n > 1 && !opts.unnoted && !opts.is_trial() && !all.records.is_empty() {
+        let ctx = Context::load()?;
+        let (repo, row) = crate::app::repos::require_registered(&ctx, dir)?;
+        for _ in 0..3 {
+            let k = crate::app::results::rewrite_missing(&ctx, &repo, &row, &all.records)?;
+            all.restored += k;
+            if k == 0 {
+                break;
+            }
+        }
+    }
     Ok(all)
 }
