@@ -13,15 +13,7 @@ use std::os::unix::ffi::OsStrExt;
 /// It needs no parent-death signal: when init ends, the kernel kills its PID namespace. The
 /// exit code to report when it cannot start.
 pub(super) fn spawn(plan: &Plan) -> Result<i32, i32> {
-    let c = |s: &[u8]| CString::new(s).unwrap_or_default();
-    let cwd = c(plan.cwd.as_os_str().as_bytes());
-    // SAFETY: valid C string.
-    if unsafe { libc::chdir(cwd.as_ptr()) } < 0 {
-        eprintln!(
-            "git-sandbox: cannot enter {}: {}",
-            plan.cwd.display(),
-            last_err()
-        );
+    if !enter(plan) {
         return Err(HELPER_FAILED);
     }
     let (argv, envp) = command_line(plan);
@@ -69,6 +61,22 @@ pub(super) fn spawn(plan: &Plan) -> Result<i32, i32> {
     })
 }
 
+/// Go to the plan's directory, where the command starts; says why not on stderr (the run's
+/// output) when it cannot.
+fn enter(plan: &Plan) -> bool {
+    let cwd = CString::new(plan.cwd.as_os_str().as_bytes()).unwrap_or_default();
+    // SAFETY: valid C string.
+    if unsafe { libc::chdir(cwd.as_ptr()) } < 0 {
+        eprintln!(
+            "git-sandbox: cannot enter {}: {}",
+            plan.cwd.display(),
+            last_err()
+        );
+        return false;
+    }
+    true
+}
+
 /// `/bin/sh -c CMD` and the plan's environment, as C strings.
 fn command_line(plan: &Plan) -> (Vec<CString>, Vec<CString>) {
     let c = |s: &[u8]| CString::new(s).unwrap_or_default();
@@ -107,16 +115,8 @@ fn default_signals() {
 }
 
 pub(super) fn exec(plan: &Plan) -> ! {
-    let c = |s: &[u8]| CString::new(s).unwrap_or_default();
     let code = (|| {
-        let cwd = c(plan.cwd.as_os_str().as_bytes());
-        // SAFETY: valid C string.
-        if unsafe { libc::chdir(cwd.as_ptr()) } < 0 {
-            eprintln!(
-                "git-sandbox: cannot enter {}: {}",
-                plan.cwd.display(),
-                last_err()
-            );
+        if !enter(plan) {
             return HELPER_FAILED;
         }
         let (argv, envp) = command_line(plan);
