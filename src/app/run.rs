@@ -192,14 +192,6 @@ pub fn run_commits(
         configs: HashMap::new(),
         own: HashMap::new(),
     };
-    if !commits.is_empty() {
-        // Whichever commit runs first, its helper's fork server has had a head start.
-        along.sandbox.get_or_init(|| {
-            let s = ctx.sandbox();
-            s.warm();
-            s
-        });
-    }
     let trial = opts.is_trial();
     let mut records = Vec::with_capacity(commits.len());
     // Records waiting for their batch to be written, in order, with whether they were reused.
@@ -476,6 +468,7 @@ fn run_one(
         "run.started",
         serde_json::json!({"trigger": opts.trigger, "trial": opts.is_trial()}),
     );
+    // The first commit that runs starts the fork server (a range of cached results needs none).
     let sandbox = sandbox.get_or_init(|| {
         let s = ctx.sandbox();
         s.warm();
