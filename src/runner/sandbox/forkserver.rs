@@ -71,6 +71,8 @@ pub fn warm(helper: &Path) {
     };
     if stale {
         map.insert(helper.to_path_buf(), State::Starting);
+        // `start` takes the lock itself when it cannot start its thread.
+        drop(map);
         start(helper.to_path_buf());
     }
 }
@@ -270,7 +272,6 @@ fn request(sock: &OwnedFd, plan: &[u8], fds: [RawFd; 5]) -> std::io::Result<i32>
     let (go_r, mut go_w) = std::io::pipe()?;
     let all = [fds[0], fds[1], fds[2], fds[3], fds[4], go_r.as_raw_fd()];
     send_with_fds(sock.as_raw_fd(), plan, &all)?;
-    drop(go_r);
     let mut answer = [0u8; 4];
     // SAFETY: reading into a local buffer from our socket.
     let n = unsafe { libc::recv(sock.as_raw_fd(), answer.as_mut_ptr().cast(), 4, 0) };
@@ -281,7 +282,10 @@ fn request(sock: &OwnedFd, plan: &[u8], fds: [RawFd; 5]) -> std::io::Result<i32>
     if pid <= 0 {
         return Err(std::io::Error::from_raw_os_error(-pid));
     }
+    // Our read end stays open until the go is written: a helper that died before reading it
+    // must not make this write raise SIGPIPE (which ends a supervisor that restored it).
     go_w.write_all(b"G")?;
+    drop(go_r);
     Ok(pid)
 }
 
