@@ -389,3 +389,52 @@ fn each_run_gets_the_network_its_policy_says_whatever_helper_was_started_ahead()
         );
     }
 }
+
+#[test]
+fn a_helper_started_ahead_by_one_thread_never_runs_another_threads_command() {
+    // Without a fork server (a one-off exec, the MCP server's exec tool) a helper started ahead is
+    // exec'd by the calling thread, and its parent-death signal follows that thread: if another
+    // thread's run took it, that run would be killed when the first thread ends.
+    const NAME: &str = "a_helper_started_ahead_by_one_thread_never_runs_another_threads_command";
+    if std::env::var_os("GS_TEST_ALONE").is_none() {
+        return alone(NAME);
+    }
+    let d = tempfile::tempdir().unwrap();
+    let log = d.path().join("l.log");
+    let flag = AtomicBool::new(false);
+    // The helper by another path: no fork server was started for it.
+    let helper = d.path().join("git-sandbox");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_git-sandbox"), &helper).unwrap();
+    let sb = Sandbox {
+        helper,
+        ..Sandbox::default()
+    };
+    let limits = Config::default().limits;
+    let (made_tx, made_rx) = std::sync::mpsc::channel();
+    let (end_tx, end_rx) = std::sync::mpsc::channel::<()>();
+    std::thread::scope(|s| {
+        let (sb, limits, log) = (&sb, &limits, &log);
+        s.spawn(move || {
+            git_sandbox::runner::process::start_ahead(
+                sb,
+                limits,
+                &Output::Capture { log, cap: 1 << 20 },
+            );
+            made_tx.send(()).unwrap();
+            // This thread ends while the other thread's command runs.
+            let _ = end_rx.recv();
+        });
+        made_rx.recv().unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        s.spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            let _ = end_tx.send(());
+        });
+        let o = run(spec("sleep 1; echo ran", d.path(), log, &flag, sb, limits));
+        assert_eq!(
+            (o.exit_code, o.signal, o.output_tail.as_str()),
+            (Some(0), None, "ran"),
+            "{o:?}"
+        );
+    });
+}

@@ -130,6 +130,10 @@ struct Spare {
     key: Key,
     made: Instant,
     launched: Launched,
+    /// The thread that exec'd it, which alone may use it: its parent-death signal follows that
+    /// thread, which is busy as long as its own run lasts (another thread's run might outlast
+    /// it). `None` for one forked by the fork server (its parent thread stays).
+    owner: Option<std::thread::ThreadId>,
 }
 
 /// This process's spare, and whether one is being made.
@@ -220,7 +224,7 @@ pub fn start_ahead(
         rest_on_stdin: true,
         ..Plan::default()
     };
-    let keep = move |key: Key, launched: Option<Launched>| {
+    let keep = move |key: Key, launched: Option<Launched>, owner| {
         let old = {
             let mut spare = SPARE.lock().unwrap_or_else(|e| e.into_inner());
             spare.1 = false;
@@ -229,6 +233,7 @@ pub fn start_ahead(
                 key,
                 made: Instant::now(),
                 launched,
+                owner,
             });
             old
         };
@@ -238,7 +243,7 @@ pub fn start_ahead(
     };
     if !forkserver::serves(helper) {
         let launched = make_spare(&key, &early, true);
-        return keep(key, launched);
+        return keep(key, launched, Some(std::thread::current().id()));
     }
     let made = std::thread::Builder::new()
         .name("sandbox-spare".into())
@@ -246,7 +251,7 @@ pub fn start_ahead(
             // Forked by the server (as a child of the thread that started it), never exec'd
             // from this short-lived thread.
             let launched = make_spare(&key, &early, false);
-            keep(key, launched)
+            keep(key, launched, None)
         });
     if made.is_err() {
         SPARE.lock().unwrap_or_else(|e| e.into_inner()).1 = false;
@@ -279,8 +284,8 @@ fn make_spare(key: &Key, early: &Plan, exec: bool) -> Option<Launched> {
     })
 }
 
-/// The spare for `key`, if one is there and young enough; any other is called off. Waits a
-/// little for one being made.
+/// The spare for `key`, if one is there, young enough and this thread's to use; any other is
+/// called off. Waits a little for one being made.
 fn take_spare(key: &Key) -> Option<Spare> {
     let deadline = Instant::now() + Duration::from_millis(20);
     loop {
@@ -288,7 +293,10 @@ fn take_spare(key: &Key) -> Option<Spare> {
         if !spare.1 || Instant::now() >= deadline {
             let taken = spare.0.take()?;
             drop(spare);
-            if taken.key == *key && taken.made.elapsed() < SPARE_AGE {
+            if taken.key == *key
+                && taken.made.elapsed() < SPARE_AGE
+                && taken.owner.is_none_or(|t| t == std::thread::current().id())
+            {
                 return Some(taken);
             }
             call_off(taken.launched);
