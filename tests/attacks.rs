@@ -7,10 +7,13 @@
 //!   ref it races for, a corrupt index — as root and as the unprivileged user `nobody`.
 //! - `hardening`: private data files whatever the umask, manifests read without following the
 //!   commit's links, a checkout bounded by a ceiling with bounded memory.
+//! - `caches`: what a run of one branch can leave for another through the build caches.
 //! - `control_socket`: the daemon's door against other users, huge requests and slow clients.
 
 mod common;
 
+#[path = "attacks/caches.rs"]
+mod caches;
 #[path = "attacks/control_socket.rs"]
 mod control_socket;
 #[path = "attacks/hardening.rs"]

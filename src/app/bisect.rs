@@ -109,7 +109,10 @@ pub fn bisect(
             *known += 1;
             return Ok((verdict(&r, test), Some(r)));
         }
-        let opts = RunOptions::new(Trigger::Manual, refname.map(str::to_string), interrupt);
+        let opts = RunOptions {
+            probe: true,
+            ..RunOptions::new(Trigger::Manual, refname.map(str::to_string), interrupt)
+        };
         let outcome = run_commits(ctx, repo, row, &[c], &opts, &mut |_| {})?;
         if outcome.interrupted {
             return Err(AppError::usage("bisect interrupted")

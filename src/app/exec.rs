@@ -71,6 +71,8 @@ pub fn exec(
     let cache = config.cache.enabled.then(|| caches::CacheUse {
         home: &cache_home,
         branch: None,
+        read: true,
+        writes: caches::writes(caches::RunOf::Exec),
         production: &config.promote.target,
         dirs: &dirs,
         max_mb: config.cache.max_mb,

@@ -59,6 +59,8 @@ pub struct GcReport {
     /// Kept checkouts of repositories that are no longer registered or unused for longer than
     /// `[gc] caches`.
     pub kept_checkouts: Freed,
+    /// Build-cache generations that no run reads any more (a newer base replaced them).
+    pub generations: Freed,
     /// Caches and kept checkouts that would have gone but a run is using them.
     pub caches_busy: u64,
     /// The build caches that remain.
@@ -199,6 +201,7 @@ pub fn gc(ctx: &Context, dry_run: bool) -> Result<GcReport> {
         checkouts: Freed::default(),
         caches: Freed::default(),
         kept_checkouts: Freed::default(),
+        generations: Freed::default(),
         caches_busy: 0,
         caches_kept: Freed::default(),
         events: 0,
@@ -299,6 +302,9 @@ fn prune_caches(
             Some(repo) => c.used_ms < cutoff || branch_gone(repo),
         };
         if !(stale && remove(&c, report)) {
+            let (count, bytes) = caches::prune(&c.dir, dry_run);
+            report.generations.count += count;
+            report.generations.bytes += bytes;
             kept.entry(c.repo_key.clone()).or_default().push(c);
         }
     }

@@ -50,6 +50,11 @@ pub struct RunOptions<'a> {
     /// Run a failing commit again, up to this many times, while every test that failed is
     /// known to be flaky (it both passed and failed on one tree before): `run --retry-flaky N`.
     pub retry_flaky: u32,
+    /// The commits are probes (bisect): old commits run to judge them, which never write their
+    /// branch's build cache.
+    pub probe: bool,
+    /// Run with no build-cache layer at all (`run --clean`).
+    pub clean: bool,
 }
 
 impl<'a> RunOptions<'a> {
@@ -66,6 +71,8 @@ impl<'a> RunOptions<'a> {
             skip_superseded: false,
             unnoted: false,
             retry_flaky: 0,
+            probe: false,
+            clean: false,
         }
     }
 
@@ -319,6 +326,7 @@ fn base_record(info: &CommitInfo, opts: &RunOptions<'_>, started: i64) -> RunRec
         error: None,
         config_hash: None,
         superseded_by: None,
+        cache_generations: Vec::new(),
         retried: None,
         toolchain: Default::default(),
         coverage: None,
@@ -480,11 +488,12 @@ fn run_one(
     let branch = opts
         .refname
         .as_deref()
-        .and_then(|r| r.strip_prefix("refs/heads/"))
-        .filter(|_| !opts.is_trial());
+        .and_then(|r| r.strip_prefix("refs/heads/"));
     let cache_use = config.cache.enabled.then(|| caches::CacheUse {
         home: &cache_home,
         branch,
+        read: !opts.clean,
+        writes: caches::writes(run_of(opts, repo, info.id)),
         production: &config.promote.target,
         dirs: &dirs,
         max_mb: config.cache.max_mb,
@@ -676,6 +685,7 @@ fn run_one(
         }
         (ran, analysis)
     });
+    record.cache_generations = std::mem::take(&mut work.cache_generations);
     drop(work);
     record.status = ran.status();
     record.error = ran.error();
@@ -758,6 +768,35 @@ fn was_interrupted(r: &RunRecord) -> bool {
         .iter()
         .chain(r.checks.iter().map(|(_, c)| &c.run))
         .any(|t| t.killed_by.as_deref() == Some("interrupt"))
+}
+
+/// What a run of `commit` is, for the build-cache rule ([`caches::writes`]): a commit run as its
+/// branch's is one when the branch holds it (its tip, or an ancestor of the tip); a candidate
+/// merge named through production (`promote`, its dry run) is not.
+fn run_of(opts: &RunOptions<'_>, repo: &gix::Repository, commit: ObjectId) -> caches::RunOf {
+    if opts.is_trial() {
+        return caches::RunOf::Trial;
+    }
+    if opts.unnoted {
+        return caches::RunOf::Snapshot;
+    }
+    if opts.probe {
+        return caches::RunOf::Probe;
+    }
+    let tip = opts
+        .refname
+        .as_deref()
+        .filter(|r| r.starts_with("refs/heads/"))
+        .and_then(|r| repo.find_reference(r).ok())
+        .and_then(|mut r| r.peel_to_id().ok())
+        .map(|id| id.detach());
+    let on_branch = tip.is_some_and(|tip| {
+        tip == commit
+            || repo
+                .merge_base(commit, tip)
+                .is_ok_and(|base| base.is_some_and(|b| b.detach() == commit))
+    });
+    caches::RunOf::Branch { on_branch }
 }
 
 /// The commit `refname` points at now, when it is not `commit`: the branch moved past it.

@@ -45,6 +45,7 @@ pub fn cmd_doctor(args: DoctorArgs) -> CmdResult {
                 layer["needs"] = probe::needs(&name).into();
             }
         }
+        value["caches"] = serde_json::to_value(cache_generations(&paths)).expect("plain data");
         print_json(&value);
     } else {
         println!(
@@ -71,9 +72,74 @@ pub fn cmd_doctor(args: DoctorArgs) -> CmdResult {
             }
         }
         print_limits(&probe);
+        print_caches(&paths);
         println!("(cached in {})", paths.home.join(probe::FILE).display());
     }
     Ok(if probe.isolation.degraded { 1 } else { 0 })
+}
+
+/// A branch's build cache as doctor shows it.
+#[derive(serde::Serialize)]
+struct CacheGenerations {
+    repository_key: String,
+    branch: Option<String>,
+    /// Oldest first: the generation's number, whether it is a base, its size on disk.
+    generations: Vec<GenerationRow>,
+}
+
+#[derive(serde::Serialize)]
+struct GenerationRow {
+    number: u64,
+    base: bool,
+    bytes: u64,
+}
+
+fn cache_generations(paths: &Paths) -> Vec<CacheGenerations> {
+    let mut out: Vec<CacheGenerations> = crate::runner::caches::list(&paths.caches())
+        .into_iter()
+        .map(|c| CacheGenerations {
+            generations: crate::runner::caches::generations_of(&c)
+                .into_iter()
+                .map(|(number, base, bytes)| GenerationRow {
+                    number,
+                    base,
+                    bytes,
+                })
+                .collect(),
+            repository_key: c.repo_key,
+            branch: c.branch,
+        })
+        .filter(|c| !c.generations.is_empty())
+        .collect();
+    out.sort_by(|a, b| (&a.repository_key, &a.branch).cmp(&(&b.repository_key, &b.branch)));
+    out
+}
+
+/// The build-cache generations kept: a run reads its branch's newest base and those above it.
+fn print_caches(paths: &Paths) {
+    let caches = cache_generations(paths);
+    if caches.is_empty() {
+        println!("\nbuild caches: none kept");
+        return;
+    }
+    println!(
+        "\nbuild caches, the generations kept (a run reads the newest base and those above it):"
+    );
+    for c in &caches {
+        let gens: Vec<String> = c
+            .generations
+            .iter()
+            .map(|g| format!("{}{}", g.number, if g.base { " (base)" } else { "" }))
+            .collect();
+        let bytes: u64 = c.generations.iter().map(|g| g.bytes).sum();
+        println!(
+            "  {} {}: {} ({:.1} MiB)",
+            c.repository_key,
+            c.branch.as_deref().unwrap_or("?"),
+            gens.join(", "),
+            bytes as f64 / (1 << 20) as f64
+        );
+    }
 }
 
 /// Each limit and the backings that enforce it here, with what the kernel held in the probe's

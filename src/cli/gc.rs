@@ -66,6 +66,16 @@ pub fn cmd_gc(args: GcArgs) -> CmdResult {
             r.retention.max_cache_mb
         ));
     }
+    if r.generations.count > 0 {
+        lines.push(format!(
+            "{verb} {} no run reads any more",
+            sized(
+                r.generations.count,
+                "build-cache generation",
+                r.generations.bytes
+            )
+        ));
+    }
     if r.kept_checkouts.count > 0 {
         lines.push(format!(
             "{verb} {} (repositories no longer registered, or unused for {})",

@@ -38,6 +38,11 @@ pub struct RunArgs {
     /// Run again even when a result for the same tree and config exists.
     #[arg(long)]
     pub force: bool,
+    /// Run with no build-cache layer (what earlier runs left in `target/`, `node_modules/` or
+    /// the home is not seen); implies --force. Its writes become a new base of the branch's
+    /// cache when the commit is on the branch.
+    #[arg(long)]
+    pub clean: bool,
     /// Try another test command: a trial, printed but not recorded as the commit's result.
     #[arg(long, value_name = "CMD")]
     pub command: Option<String>,
@@ -129,7 +134,8 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
     }
     let _ = gix::interrupt::init_handler_default(1);
     let opts = RunOptions {
-        force: args.force,
+        force: args.force || args.clean,
+        clean: args.clean,
         flags,
         unnoted: snapshot.is_some(),
         retry_flaky: args.retry_flaky,

@@ -252,6 +252,7 @@ mod tests {
             error: None,
             config_hash: None,
             superseded_by: None,
+            cache_generations: Vec::new(),
             retried: None,
             toolchain: Default::default(),
             coverage: None,

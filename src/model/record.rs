@@ -146,6 +146,10 @@ pub struct RunRecord {
     /// For `status: skipped`: the commit its branch had moved to when its run was due.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub superseded_by: Option<String>,
+    /// The build-cache generations the run read, topmost first (`experiment/x@4`, `main@7`):
+    /// which layers the result was made on. Empty: none (`run --clean`, caches off).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cache_generations: Vec<String>,
     /// Runs of this commit before this one that failed only in tests known to be flaky, each
     /// run again (`run --retry-flaky N`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

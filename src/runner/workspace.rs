@@ -53,6 +53,11 @@ pub struct Workspace {
     pub cache_out: Option<PathBuf>,
     /// What of the run's directory is kept (`tree/target`, `home`).
     pub cache_paths: Vec<String>,
+    /// The cache generations the run reads, topmost first (`main@7`), for its record.
+    pub cache_generations: Vec<String>,
+    /// The branch's next cache generation, published when the workspace goes (unless the run
+    /// turned out not to have seen the commit's tree).
+    cache_stage: Option<super::caches::Stage>,
     /// The check of a kept checkout against its stamps, going on while the run starts.
     verify: Option<std::thread::JoinHandle<bool>>,
     state_path: Option<PathBuf>,
@@ -114,6 +119,9 @@ impl Workspace {
         };
         if handle.join().unwrap_or(false) {
             return true;
+        }
+        if let Some(stage) = &mut self.cache_stage {
+            stage.discard();
         }
         if let Some(lower) = &self.lower {
             verified_here().lock().expect("cache map").remove(lower);
@@ -228,6 +236,8 @@ pub fn prepare(
         prepared: Prepared::Fresh,
         cache_layers: Vec::new(),
         cache_out: None,
+        cache_generations: Vec::new(),
+        cache_stage: None,
         cache_paths: Vec::new(),
         verify: None,
         state_path: None,
@@ -414,6 +424,8 @@ fn kept(
         cache_layers: caches.layers,
         cache_out: caches.out,
         cache_paths: caches.paths,
+        cache_generations: caches.generations,
+        cache_stage: caches.stage,
         verify,
         state_path: Some(state_path),
         _slot: Some(slot),

@@ -18,6 +18,19 @@ pub struct Merged {
     /// Files with several names (cargo links each binary it builds under two): the first name
     /// merged, by (device, inode) in the upper layer, so the others become links to it.
     links: std::collections::HashMap<(u64, u64), (OwnedFd, CString)>,
+    /// Files are hard-linked from `from`, not copied (folding a cache's generations: their
+    /// files are never written in place, so a link is a copy).
+    link_files: bool,
+}
+
+impl Merged {
+    /// A merge that links files instead of copying them.
+    pub fn linking() -> Merged {
+        Merged {
+            link_files: true,
+            ..Merged::default()
+        }
+    }
 }
 
 fn cstr(s: &[u8]) -> Option<CString> {
@@ -188,6 +201,14 @@ pub fn merge(from: i32, into: i32, owner: (u32, u32), out: &mut Merged) {
             }
             libc::S_IFREG => {
                 remove_at(into, &name);
+                if out.link_files {
+                    // SAFETY: linkat between descriptors we were given, NUL-terminated names.
+                    if unsafe { libc::linkat(from, c.as_ptr(), into, c.as_ptr(), 0) } == 0 {
+                        out.files += 1;
+                        out.bytes += st.st_size as u64;
+                    }
+                    continue;
+                }
                 let key = (st.st_dev, st.st_ino);
                 if st.st_nlink > 1 {
                     if let Some((dir, first)) = out.links.get(&key) {
