@@ -608,40 +608,27 @@ mod tests {
 
     #[test]
     fn a_repository_may_only_tighten_the_gate_and_the_watch_mode() {
-        let resolve = |user: &str, repo: &str| {
-            Layers {
-                user: parse_file("user", user).unwrap(),
+        let text = |gate: &str, mode: &str| {
+            format!("[hooks]\npre_push = \"{gate}\"\n[watch]\nmode = \"{mode}\"\n")
+        };
+        // (user's gate and mode, the repository's, the effective ones)
+        for (user, repo, effective) in [
+            (("block", "every"), ("off", "latest"), ("block", "every")),
+            (("block", "every"), ("warn", "every"), ("block", "every")),
+            (("warn", "latest"), ("block", "every"), ("block", "every")),
+            (("off", "latest"), ("wait", "latest"), ("wait", "latest")),
+            (("wait", "every"), ("block", "every"), ("wait", "every")),
+        ] {
+            let c = Layers {
+                user: parse_file("user", &text(user.0, user.1)).unwrap(),
                 ..Layers::default()
             }
-            .with_repo_text("repo", Some(repo))
+            .with_repo_text("repo", Some(&text(repo.0, repo.1)))
             .unwrap()
-            .resolve()
-        };
-        for (user, repo, effective) in [
-            ("block", "off", "block"),
-            ("block", "warn", "block"),
-            ("warn", "block", "block"),
-            ("off", "wait", "wait"),
-            ("wait", "block", "wait"),
-        ] {
-            let c = resolve(
-                &format!("[hooks]\npre_push = \"{user}\"\n"),
-                &format!("[hooks]\npre_push = \"{repo}\"\n"),
-            );
-            assert_eq!(c.hooks.pre_push, effective, "user {user}, repo {repo}");
+            .resolve();
+            let got = (c.hooks.pre_push.as_str(), c.watch.mode.as_str());
+            assert_eq!(got, effective, "user {user:?}, repo {repo:?}");
         }
-        assert_eq!(
-            resolve("", "[watch]\nmode = \"latest\"\n").watch.mode,
-            "every"
-        );
-        let user_latest = "[watch]\nmode = \"latest\"\n";
-        assert_eq!(resolve(user_latest, "").watch.mode, "latest");
-        assert_eq!(
-            resolve(user_latest, "[watch]\nmode = \"every\"\n")
-                .watch
-                .mode,
-            "every"
-        );
     }
 
     #[test]
