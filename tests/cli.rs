@@ -291,3 +291,79 @@ fn zsh_and_fish_scripts_name_the_visible_commands() {
     let o = w.sandbox(&w.work(), &["completions", "tcsh"]);
     assert_eq!(o.code, 2, "{o:?}");
 }
+
+/// Clear the screen, retitle the window, write the clipboard, then go back to the start of the
+/// line and wipe it: what a hostile subject or test output sends to whoever reads it.
+const HOSTILE: &str = "\x1b[2J\x1b]0;owned\x07\x1b]52;c;ZXZpbA==\x07\r\x1b[K";
+/// The same as a Python string literal.
+const PY_HOSTILE: &str = r#""\x1b[2J\x1b]0;owned\x07\x1b]52;c;ZXZpbA==\x07\r\x1b[K""#;
+/// How it is shown.
+const SHOWN: &str = "^[[2J^[]0;owned^G^[]52;c;ZXZpbA==^G^M^[[K";
+
+fn assert_escaped(o: &common::Out, what: &str) {
+    for c in ['\x1b', '\x07', '\r', '\u{202e}'] {
+        assert!(!o.stdout.contains(c), "{what} printed {c:?} raw: {o:?}");
+    }
+}
+
+#[test]
+fn text_a_commit_controls_reaches_the_terminal_escaped() {
+    let w = World::new();
+    let repo = w.new_repo("escapes");
+    let test = format!(
+        "import unittest\n\n\nclass TestX(unittest.TestCase):\n    def test_x(self):\n        print({PY_HOSTILE} + ' passed')\n        self.fail({PY_HOSTILE} + ' all fine')\n"
+    );
+    let subject = format!("fix {HOSTILE}✔ all good");
+    let id = w.commit(&repo, &[("tests/test_x.py", &test)], &subject);
+
+    let o = w.sandbox(&repo, &["run"]);
+    assert_escaped(&o, "run");
+    assert_eq!(o.code, 1, "{o:?}");
+    assert!(
+        o.stdout.contains(&format!("fix {SHOWN}✔ all good")),
+        "{o:?}"
+    );
+
+    let o = w.sandbox(&repo, &["log", "-n", "1"]);
+    assert_escaped(&o, "log");
+    assert!(
+        o.stdout.contains(&format!("fix {SHOWN}✔ all good")),
+        "{o:?}"
+    );
+    // --json is data: the subject as it is.
+    let o = w.sandbox(&repo, &["log", "-n", "1", "--json"]);
+    assert_eq!(o.json()[0]["summary"], subject.as_str(), "{o:?}");
+    assert_eq!(o.json()[0]["commit"], id.as_str());
+
+    let o = w.sandbox(&repo, &["show"]);
+    assert_escaped(&o, "show");
+    assert!(
+        o.stdout.contains(&format!("fix {SHOWN}✔ all good")),
+        "{o:?}"
+    );
+    assert!(
+        o.stdout
+            .contains(&format!("AssertionError: {SHOWN} all fine")),
+        "the failure message: {o:?}"
+    );
+    assert!(
+        o.stdout.contains(&format!("    {SHOWN} passed")),
+        "the output's last lines: {o:?}"
+    );
+
+    // An experiment whose hypothesis, and a branch whose name (a right-to-left override is
+    // a valid ref name), say more than they show.
+    let hypothesis = format!("faster {HOSTILE}");
+    let o = w.sandbox(
+        &repo,
+        &["experiment", "start", "idea", "--hypothesis", &hypothesis],
+    );
+    assert_eq!(o.code, 0, "{o:?}");
+    w.git(&repo, &["branch", "experiment/ok\u{202e}gnp.exe"]);
+    let o = w.sandbox(&repo, &["experiment", "list"]);
+    assert_escaped(&o, "experiment list");
+    assert!(o.stdout.contains("ok<U+202E>gnp.exe"), "{o:?}");
+    let o = w.sandbox(&repo, &["experiment", "show", "idea"]);
+    assert_escaped(&o, "experiment show");
+    assert!(o.stdout.contains(&format!("faster {SHOWN}")), "{o:?}");
+}

@@ -529,3 +529,32 @@ fn with_watch_mode_latest_a_commit_its_branch_moved_past_is_skipped_and_run_late
     assert_eq!(w.sandbox(&w.work(), &["daemon", "stop"]).code, 0);
     daemon.child.wait().unwrap();
 }
+
+#[test]
+fn a_commit_cannot_opt_itself_into_watch_mode_latest() {
+    let w = World::new();
+    let repo = w.new_repo("every");
+    // The user did not choose `latest`: a commit's config saying so is ignored.
+    w.commit(
+        &repo,
+        &[(
+            ".sandbox.toml",
+            "[test]\ncommand = \"true\"\n[analysis]\nenabled = false\n[watch]\nmode = \"latest\"\n",
+        )],
+        "skip me when superseded",
+    );
+    let ids: Vec<String> = (0..3)
+        .map(|i| w.commit(&repo, &[("f.txt", &i.to_string())], &format!("c{i}")))
+        .collect();
+    let mut daemon = w.spawn(&w.work(), &["daemon", "--workers", "1"]);
+    assert!(
+        w.wait_until(30, || ids.iter().all(|id| has_note(&w, &repo, id))),
+        "every queued commit got a note"
+    );
+    for id in &ids {
+        let note = w.note(&repo, id).unwrap();
+        assert_eq!(note["status"], "passed", "run, not skipped: {note}");
+    }
+    assert_eq!(w.sandbox(&w.work(), &["daemon", "stop"]).code, 0);
+    daemon.child.wait().unwrap();
+}

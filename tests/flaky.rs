@@ -79,18 +79,21 @@ fn a_test_that_flips_on_one_tree_is_found_retried_and_not_counted_by_eval() {
     assert_eq!(w.sandbox(&repo, &["run", "--force"]).code, 1);
     assert_eq!(w.sandbox(&repo, &["run", "--force"]).code, 0); // run 7: main passes again
 
-    // An experiment whose head fails only in the flaky test is judged as if it had passed.
+    // An experiment whose head fails only in the flaky test, on a tree that has passed it, is
+    // judged as if it had passed.
     let o = w.sandbox(&repo, &["experiment", "start", "tidy"]);
     assert_eq!(o.code, 0, "{o:?}");
     w.git(&repo, &["switch", "-q", "experiment/tidy"]);
     w.commit(&repo, &[("NOTES.md", "tidier\n")], "notes");
     w.git(&repo, &["switch", "-q", "main"]);
-    let o = w.sandbox(&repo, &["run", "experiment/tidy", "--json"]);
-    assert_eq!(
-        o.json()[0]["status"],
-        "failed",
-        "run 8 of the branch: {o:?}"
-    );
+    for (run, status) in [(8, "failed"), (9, "passed"), (10, "failed")] {
+        let o = w.sandbox(&repo, &["run", "--force", "experiment/tidy", "--json"]);
+        assert_eq!(
+            o.json()[0]["status"],
+            status,
+            "run {run} of the branch: {o:?}"
+        );
+    }
     let o = w.sandbox(&repo, &["eval", "tidy", "--json"]);
     let ev = o.json();
     assert_ne!(ev["recommendation"], "NOT_READY", "{ev}");
@@ -105,6 +108,45 @@ fn a_test_that_flips_on_one_tree_is_found_retried_and_not_counted_by_eval() {
         ev["criteria"][0]["value"]["flaky_not_counted"][0],
         name.as_str()
     );
+}
+
+#[test]
+fn a_known_flaky_test_that_fails_every_retry_on_a_tree_is_a_failure_in_eval() {
+    let w = World::new();
+    let repo = w.new_repo("flaky");
+    w.commit(
+        &repo,
+        &[("tests/test_flaky.py", FLAKY_TEST)],
+        "a stable and a flaky test",
+    );
+    // Runs 1 to 3 of one tree pass, fail and pass: test_flaky is known to be flaky.
+    for (args, code) in [
+        (&["run"][..], 0),
+        (&["run", "--force"], 1),
+        (&["run", "--force"], 0),
+    ] {
+        assert_eq!(w.sandbox(&repo, args).code, code, "{args:?}");
+    }
+    let name = flaky(&w, &repo)[0]["name"].as_str().unwrap().to_string();
+    // An experiment that breaks it for good: the same test, failing every time.
+    assert_eq!(w.sandbox(&repo, &["experiment", "start", "broken"]).code, 0);
+    w.git(&repo, &["switch", "-q", "experiment/broken"]);
+    let always = FLAKY_TEST.replace("n % 2, 1", "n % 1, 1");
+    let head = w.commit(&repo, &[("tests/test_flaky.py", &always)], "break it");
+    w.git(&repo, &["switch", "-q", "main"]);
+    let o = w.sandbox(&repo, &["eval", "broken", "--json"]);
+    let ev = o.json();
+    assert_eq!(ev["recommendation"], "NOT_READY", "{ev}");
+    assert!(
+        !ev["reason"].as_str().unwrap().contains("not counted"),
+        "{ev}"
+    );
+    assert_eq!(ev["criteria"][0]["pass"], false, "{ev}");
+    // Its tree was given the chance: run again there, and it failed every time.
+    let note = w.note(&repo, &head).unwrap();
+    assert_eq!(note["status"], "failed", "{note}");
+    assert_eq!(note["retried"]["attempts"], 2, "{note}");
+    assert_eq!(note["retried"]["flaky"][0], name.as_str(), "{note}");
 }
 
 #[test]

@@ -137,3 +137,48 @@ fn a_bad_gate_setting_is_named_with_its_fix() {
         "{o:?}"
     );
 }
+
+#[test]
+fn a_commit_can_tighten_the_gate_but_not_loosen_it() {
+    let w = World::new();
+    let (repo, remote) = pushing(&w, "block");
+    // An earlier failing commit, then one that fails too and says the gate is off.
+    let bad = w.commit(&repo, &[("tests/test_more.py", FAILING)], "broken");
+    assert_eq!(w.sandbox(&repo, &["run"]).code, 1);
+    let loosen = w.commit(
+        &repo,
+        &[
+            (".sandbox.toml", "[hooks]\npre_push = \"off\"\n"),
+            ("NOTES.md", "gate off\n"),
+        ],
+        "turn the gate off",
+    );
+    assert_eq!(w.sandbox(&repo, &["run"]).code, 1);
+    let o = push(&w, &repo);
+    assert_ne!(o.code, 0, "the user's block stands: {o:?}");
+    assert!(o.stderr.contains("the tip of main failed"), "{o:?}");
+    assert!(o.stderr.contains(&loosen[..7]), "{o:?}");
+    assert!(
+        o.stderr.contains(&bad[..7]),
+        "the earlier failure is named: {o:?}"
+    );
+    assert_eq!(remote_main(&w, &remote), None, "nothing reached the remote");
+
+    // The other way is allowed: a user who only warns (or is off), a commit that blocks.
+    for user in ["warn", "off"] {
+        w.user_config(&format!("[hooks]\npre_push = \"{user}\"\n"));
+        let tighten = w.commit(
+            &repo,
+            &[
+                (".sandbox.toml", "[hooks]\npre_push = \"block\"\n"),
+                ("NOTES.md", &format!("gate block under {user}\n")),
+            ],
+            "block pushes",
+        );
+        assert_eq!(w.sandbox(&repo, &["run"]).code, 1);
+        let o = push(&w, &repo);
+        assert_ne!(o.code, 0, "user {user}: the commit's block holds: {o:?}");
+        assert!(o.stderr.contains(&tighten[..7]), "{o:?}");
+        assert_eq!(remote_main(&w, &remote), None);
+    }
+}

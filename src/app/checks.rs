@@ -382,7 +382,7 @@ fn conclude(
         .index
         .put_profile(&summary.profile, &outcome.isolation.layers);
     let text = String::from_utf8_lossy(&outcome.output);
-    let mut parsed = parse::parse_output(framework.as_deref(), &text);
+    let mut parsed = parse::parse_command_output(Some(&command), framework.as_deref(), &text);
     let mut found_coverage = None;
     for rel in &spec.coverage {
         match report_text(&outcome, &dir, rel) {

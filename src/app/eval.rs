@@ -48,14 +48,33 @@ pub fn evaluate(
     };
     let head_ref = branch_ref(name);
     let base_ref = format!("refs/heads/{target}");
-    let head_rec = result_or_run(ctx, repo, row, head, &head_ref, interrupt)?;
+    let mut head_rec = result_or_run(ctx, repo, row, head, &head_ref, interrupt)?;
     let base_rec = result_or_run(ctx, repo, row, base, &base_ref, interrupt)?;
-    let flaky: HashSet<String> = ctx
+    let known: HashSet<String> = ctx
         .index
         .flaky_tests(&row.repository_id)?
         .into_iter()
         .map(|t| t.name)
         .collect();
+    // A known-flaky test's failure is excused only on a tree that has itself passed the test:
+    // another tree's flips say nothing of this one, so it is run again here first.
+    if let Some(h) = head_rec
+        .as_ref()
+        .filter(|h| h.failed_only_in(&known).is_some())
+    {
+        if excused(ctx, row, h, &known)?.is_empty() {
+            let opts = RunOptions {
+                retry_flaky: FLAKY_RETRIES,
+                ..RunOptions::new(Trigger::Manual, Some(head_ref.clone()), interrupt)
+            };
+            let outcome = run_commits(ctx, repo, row, &[head], &opts, &mut |_| {})?;
+            head_rec = outcome.records.into_iter().next().or(head_rec);
+        }
+    }
+    let flaky = match &head_rec {
+        Some(h) => excused(ctx, row, h, &known)?,
+        None => HashSet::new(),
+    };
     let ev = judge(
         name,
         side(&base_ref, base, base_rec.as_ref()),
@@ -67,6 +86,35 @@ pub fn evaluate(
     );
     record(ctx, repo, row, &ev)?;
     Ok(ev)
+}
+
+/// How many times `eval` runs a head again that failed only in known-flaky tests its tree has
+/// never passed.
+const FLAKY_RETRIES: u32 = 2;
+
+/// The known-flaky tests whose failure on `head` is excused: all those it failed, when every one
+/// of them has passed on its tree (under its config) in a run made here; else none.
+fn excused(
+    ctx: &Context,
+    row: &RepoRow,
+    head: &RunRecord,
+    known: &HashSet<String>,
+) -> Result<HashSet<String>> {
+    let Some(failed) = head.failed_only_in(known) else {
+        return Ok(HashSet::new());
+    };
+    for name in &failed {
+        let passed = ctx.index.passed_on_tree(
+            &row.repository_id,
+            &head.tree,
+            head.config_hash.as_deref(),
+            name,
+        )?;
+        if !passed {
+            return Ok(HashSet::new());
+        }
+    }
+    Ok(failed.into_iter().collect())
 }
 
 /// Keep an evaluation: the note on the experiment's head, then the index and an event.
@@ -161,9 +209,10 @@ fn new_issues(base: &RunRecord, head: &RunRecord) -> Option<u64> {
     Some(new)
 }
 
-/// The criteria and the recommendation. Pure: the same two results (and the same known-flaky
+/// The criteria and the recommendation. Pure: the same two results (and the same excused
 /// tests) always give the same verdict. A head that failed only in tests known to be `flaky`
-/// is judged as if they had passed, and the reason says so.
+/// (and passed on its own tree: see [`excused`]) is judged as if they had passed, and the reason
+/// says so.
 pub fn judge(
     name: &str,
     base_side: Side,

@@ -1,6 +1,7 @@
 //! The pre-push gate (`[hooks] pre_push`): what `git push` is about to send, judged by the
 //! results of the commits at the tips of the refs it updates, each under the config that tip
-//! has now. `warn` only says; `block` refuses a push whose tip failed; `wait` also waits for a
+//! has now (whose `.sandbox.toml` may make the gate stricter than the user's, never looser:
+//! see `config::Layers::resolve`). `warn` only says; `block` refuses a push whose tip failed; `wait` also waits for a
 //! tip that has no result yet (a running daemon's run, else one made here) up to
 //! `[hooks] pre_push_timeout`, and refuses one that still has none. Earlier new commits that
 //! failed are listed, never refused: a branch may fix forward.
@@ -60,7 +61,7 @@ pub fn parse_updates(input: &str) -> Result<Vec<Update>> {
 #[derive(Debug, Clone)]
 pub struct Tip {
     pub update: Update,
-    /// `off`, `warn`, `block` or `wait`, from the tip's config.
+    /// `off`, `warn`, `block` or `wait`: the user's, or the tip's config's when that is stricter.
     pub mode: String,
     /// The tip's result under the config it has now (`None`: not run yet).
     pub record: Option<RunRecord>,

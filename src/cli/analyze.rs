@@ -94,7 +94,12 @@ fn print_human(a: &Analysis) {
         );
         for i in &a.potential_issues {
             let path = ui::quote_path(&i.path);
-            println!("  {path}:{} {}: {}", i.line, i.kind, i.message);
+            println!(
+                "  {path}:{} {}: {}",
+                i.line,
+                ui::escape(&i.kind),
+                ui::escape(&i.message)
+            );
         }
     }
 }

@@ -49,14 +49,13 @@ pub fn cmd_bisect(args: BisectArgs) -> CmdResult {
         print_json(&b);
         return Ok(0);
     }
-    let what = b
-        .test
-        .as_deref()
-        .map_or("the run".to_string(), |t| format!("the test {t}"));
+    let what = b.test.as_deref().map_or("the run".to_string(), |t| {
+        format!("the test {}", ui::escape(t))
+    });
     println!(
         "{} {} is the first commit where {what} fails{}",
         ui::yellow(crate::util::short(&b.first_bad)),
-        b.summary,
+        ui::escape(&b.summary),
         if b.exact {
             String::new()
         } else {
@@ -64,7 +63,11 @@ pub fn cmd_bisect(args: BisectArgs) -> CmdResult {
         }
     );
     if let Some(f) = &b.failure {
-        println!("  ✘ {}: {}", f.name, ui::first_line(&f.message));
+        println!(
+            "  ✘ {}: {}",
+            ui::escape(&f.name),
+            ui::escape(ui::first_line(&f.message))
+        );
     }
     println!(
         "  {} between {} and {}: {} run, {} answered by stored results{}",

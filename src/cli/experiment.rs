@@ -179,8 +179,8 @@ fn cmd_list(args: ListArgs) -> CmdResult {
         .iter()
         .map(|o| {
             vec![
-                o.experiment.name.clone(),
-                o.status.clone(),
+                ui::escape(&o.experiment.name).into_owned(),
+                ui::escape(&o.status).into_owned(),
                 o.runs.to_string(),
                 result_cell(o.latest_result.as_ref()),
                 o.latest_evaluation
@@ -209,8 +209,9 @@ fn cmd_show(args: ShowArgs) -> CmdResult {
         return Ok(0);
     }
     let e = &d.overview.experiment;
-    println!("{}", ui::yellow(&format!("experiment {}", e.name)));
-    println!("State:      {}", d.overview.status);
+    let name = ui::escape(&e.name);
+    println!("{}", ui::yellow(&format!("experiment {name}")));
+    println!("State:      {}", ui::escape(&d.overview.status));
     if let Some(b) = &d.overview.budget {
         println!(
             "Budget:     {} of {} CPU spent{}",
@@ -218,32 +219,40 @@ fn cmd_show(args: ShowArgs) -> CmdResult {
             ui::duration(b.limit_ms),
             if b.exhausted {
                 format!(
-                    "; exhausted, nothing more runs (raise it: git sandbox experiment budget {} 2h)",
-                    e.name
+                    "; exhausted, nothing more runs (raise it: git sandbox experiment budget {name} 2h)"
                 )
             } else {
                 String::new()
             }
         );
     }
-    println!("Branch:     {}", e.branch);
+    let branch = ui::escape(&e.branch);
+    println!("Branch:     {branch}");
     if let Some(rb) = &d.rollback {
         println!(
             "Rolled back: {} (reverted by {})",
-            rb.reason,
-            crate::util::short(&rb.revert)
+            ui::escape(&rb.reason),
+            ui::escape(crate::util::short(&rb.revert))
         );
     }
     if let Some(h) = &d.overview.head {
-        println!("Head:       {h}");
+        println!("Head:       {}", ui::escape(h));
     }
     if let Some(m) = &d.metadata {
-        println!("Base:       {} ({})", m.base, m.base_commit);
-        println!("Author:     {}", m.author);
+        println!(
+            "Base:       {} ({})",
+            ui::escape(&m.base),
+            ui::escape(&m.base_commit)
+        );
+        println!("Author:     {}", ui::escape(&m.author));
     }
-    println!("Created:    {} ({})", e.created_at, age(&e.created_at));
+    println!(
+        "Created:    {} ({})",
+        ui::escape(&e.created_at),
+        age(&e.created_at)
+    );
     if let Some(h) = &e.hypothesis {
-        println!("\n    {h}\n");
+        println!("\n    {}\n", ui::escape(h));
     }
     println!(
         "Runs: {} of {}",
@@ -258,7 +267,7 @@ fn cmd_show(args: ShowArgs) -> CmdResult {
                 ui::dim("·"),
                 ui::yellow(crate::util::short(&c.commit)),
                 ui::dim("not run"),
-                c.summary
+                ui::escape(&c.summary)
             ),
         }
     }
@@ -269,17 +278,11 @@ fn cmd_show(args: ShowArgs) -> CmdResult {
             r.status,
             ui::counts(r)
         ),
-        None => println!(
-            "\nLatest result: none; run it with `git sandbox run {}`",
-            e.branch
-        ),
+        None => println!("\nLatest result: none; run it with `git sandbox run {branch}`"),
     }
     match &d.overview.latest_evaluation {
         Some(ev) => print_evaluation(ev),
-        None => println!(
-            "Latest evaluation: none; evaluate with `git sandbox eval {}`",
-            e.name
-        ),
+        None => println!("Latest evaluation: none; evaluate with `git sandbox eval {name}`"),
     }
     Ok(0)
 }
@@ -289,16 +292,16 @@ pub fn print_evaluation(ev: &Evaluation) {
     println!(
         "Evaluation: {} — {} ({} against {} {})",
         ev.recommendation,
-        ev.reason,
-        crate::util::short(&ev.head.commit),
-        ev.base.refname.trim_start_matches("refs/heads/"),
-        crate::util::short(&ev.base.commit),
+        ui::escape(&ev.reason),
+        ui::escape(crate::util::short(&ev.head.commit)),
+        ui::escape(ev.base.refname.trim_start_matches("refs/heads/")),
+        ui::escape(crate::util::short(&ev.base.commit)),
     );
     for c in &ev.criteria {
         println!(
             "  {} {:<14} value {}, threshold {}",
             if c.pass { "✔" } else { "✘" },
-            c.name,
+            ui::escape(&c.name),
             c.value,
             c.threshold
         );

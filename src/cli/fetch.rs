@@ -39,7 +39,8 @@ pub fn cmd_fetch(args: FetchArgs) -> CmdResult {
         for r in &f.rejected {
             eprintln!(
                 "warning: not taken: {}: {} (yours is kept)",
-                r.name, r.reason
+                ui::escape(&r.name),
+                ui::escape(&r.reason)
             );
         }
     }

@@ -66,7 +66,7 @@ pub fn cmd_flaky(args: FlakyArgs) -> CmdResult {
         .map(|(repo, t)| {
             let mut row = if many { vec![repo.clone()] } else { vec![] };
             row.extend([
-                t.name.clone(),
+                ui::escape(&t.name).into_owned(),
                 t.flips.to_string(),
                 format!("{}/{}", t.failures, t.runs),
                 format!(

@@ -49,7 +49,7 @@ pub fn cmd_log(args: LogArgs) -> CmdResult {
                 ui::dim("·"),
                 ui::yellow(crate::util::short(&e.commit)),
                 ui::dim("not run"),
-                e.summary
+                ui::escape(&e.summary)
             ),
         }
     }

@@ -174,7 +174,7 @@ pub fn cmd_promote(args: PromoteArgs) -> CmdResult {
     if let Some(rb) = p.rolled_back.as_ref().filter(|_| !args.json) {
         eprintln!(
             "Rolled back: {}; {} reverts it on {} (experiment {} is rolled_back)",
-            rb.reason,
+            ui::escape(&rb.reason),
             crate::util::short(&rb.revert),
             rb.target,
             rb.experiment

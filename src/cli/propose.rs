@@ -48,13 +48,18 @@ pub fn cmd_propose(args: ProposeArgs) -> CmdResult {
             i + 1,
             c.experiment,
             c.recommendation,
-            c.reason
+            ui::escape(&c.reason)
         );
     }
     if !p.not_proposed.is_empty() {
         println!("not proposed:");
         for c in &p.not_proposed {
-            println!("  {}  {} — {}", c.experiment, c.recommendation, c.reason);
+            println!(
+                "  {}  {} — {}",
+                c.experiment,
+                c.recommendation,
+                ui::escape(&c.reason)
+            );
         }
     }
     for (name, e) in &p.errors {

@@ -48,7 +48,11 @@ pub fn cmd_push(args: PushArgs) -> CmdResult {
             println!("  {r}");
         }
         for r in &p.rejected {
-            eprintln!("rejected: {}: {}", r.name, r.reason);
+            eprintln!(
+                "rejected: {}: {}",
+                ui::escape(&r.name),
+                ui::escape(&r.reason)
+            );
         }
         if !p.rejected.is_empty() {
             eprintln!(

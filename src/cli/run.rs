@@ -122,7 +122,7 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
                 println!(
                     "{} {what}: {}",
                     ui::yellow(crate::util::short(&e.commit)),
-                    e.reasons.join("; ")
+                    ui::escape(&e.reasons.join("; "))
                 );
             }
             all.push(e);
@@ -277,7 +277,7 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
             eprintln!(
                 "error: {}: {}",
                 crate::util::short(&r.commit),
-                ui::first_line(e)
+                ui::escape(ui::first_line(e))
             );
         }
     }

@@ -60,47 +60,48 @@ fn print_human(r: &RunRecord, summary: &str, logs: Logs<'_>) {
         ui::yellow(&format!("run {}", r.commit)),
         r.refname
             .as_deref()
-            .map(|x| format!("({x})"))
+            .map(|x| format!("({})", ui::escape(x)))
             .unwrap_or_default()
     );
     println!("Status:   {} {}", ui::mark(r.status), r.status);
-    println!("Started:  {}", r.started_at);
+    println!("Started:  {}", ui::escape(&r.started_at));
     println!("Duration: {}", ui::duration(r.duration_ms));
     println!("Trigger:  {}", r.trigger.as_str());
     if let Some(c) = &r.cached_from {
-        println!("Cached:   from {c} (same tree and config)");
+        println!("Cached:   from {} (same tree and config)", ui::escape(c));
     }
     if let Some(by) = &r.superseded_by {
+        let by = ui::escape(by);
         println!("Skipped:  its branch had moved on to {by} before its run ([watch] mode = \"latest\"); run it with `git sandbox run {}`", crate::util::short(&r.commit));
     }
     if let Some(rt) = &r.retried {
         println!(
             "Retried:  {} after only known-flaky tests failed: {} (--retry-flaky)",
             ui::plural(rt.attempts as usize, "time"),
-            rt.flaky.join(", ")
+            ui::escape(&rt.flaky.join(", "))
         );
     }
     if let Some(e) = &r.experiment {
-        println!("Experiment: {e}");
+        println!("Experiment: {}", ui::escape(e));
     }
-    println!("\n    {summary}\n");
+    println!("\n    {}\n", ui::escape(summary));
     if let Some(e) = &r.error {
-        println!("Error: {e}\n");
+        println!("Error: {}\n", ui::escape(e));
     }
     match &r.tests {
         Some(t) => {
             println!(
                 "Tests: {} ({})",
                 ui::counts(r),
-                t.framework.as_deref().unwrap_or("unknown framework")
+                ui::escape(t.framework.as_deref().unwrap_or("unknown framework"))
             );
-            println!("  command:  {}", t.command);
+            println!("  command:  {}", ui::escape(&t.command));
             println!(
                 "  exit:     {}{}",
                 t.exit_code.map_or("-".into(), |c| c.to_string()),
                 t.killed_by
                     .as_deref()
-                    .map(|k| format!(" (killed by {k})"))
+                    .map(|k| format!(" (killed by {})", ui::escape(k)))
                     .unwrap_or_default()
             );
             println!(
@@ -131,34 +132,37 @@ fn print_human(r: &RunRecord, summary: &str, logs: Logs<'_>) {
                 } else {
                     format!(", off on purpose: {}", off.join(", "))
                 };
+                // A note from another machine says what it likes here.
+                let off = ui::escape(&off);
                 if missing.is_empty() {
                     println!(
                         "  sandbox:  {} layers enforced{off} (profile {})",
-                        iso.enforced, iso.profile
+                        iso.enforced,
+                        ui::escape(&iso.profile)
                     );
                 } else {
                     println!(
                         "  sandbox:  degraded, {} layers enforced; unavailable: {}{off}",
                         iso.enforced,
-                        missing.join("; ")
+                        ui::escape(&missing.join("; "))
                     );
                 }
             }
             for f in &t.failures {
                 println!(
                     "  ✘ {}{}",
-                    f.name,
+                    ui::escape(&f.name),
                     if f.message.is_empty() {
                         String::new()
                     } else {
-                        format!(": {}", ui::first_line(&f.message))
+                        format!(": {}", ui::escape(ui::first_line(&f.message)))
                     }
                 );
             }
             if !t.output_tail.is_empty() && r.status != crate::model::Status::Passed {
                 println!("  output (last lines):");
                 for l in t.output_tail.lines() {
-                    println!("    {l}");
+                    println!("    {}", ui::escape(l));
                 }
             }
         }
@@ -170,9 +174,9 @@ fn print_human(r: &RunRecord, summary: &str, logs: Logs<'_>) {
             "\nCoverage: {:.2}% of {} ({} report {}, written by {})",
             c.percent,
             ui::plural(c.lines_total, "line"),
-            c.format,
+            ui::escape(&c.format),
             ui::quote_path(&c.report),
-            c.check
+            ui::escape(&c.check)
         );
         for f in &c.changed_files {
             println!(
@@ -202,14 +206,19 @@ fn print_human(r: &RunRecord, summary: &str, logs: Logs<'_>) {
         let langs: Vec<String> = a
             .languages
             .iter()
-            .map(|(k, v)| format!("{k} {}", ui::plural(v.files, "file")))
+            .map(|(k, v)| format!("{} {}", ui::escape(k), ui::plural(v.files, "file")))
             .collect();
         if !langs.is_empty() {
             println!("  languages:  {}", langs.join(", "));
         }
         for i in a.potential_issues.iter().take(20) {
             let path = ui::quote_path(&i.path);
-            println!("  ! {path}:{} {}: {}", i.line, i.kind, i.message);
+            println!(
+                "  ! {path}:{} {}: {}",
+                i.line,
+                ui::escape(&i.kind),
+                ui::escape(&i.message)
+            );
         }
         if a.potential_issues.len() > 20 {
             println!(
@@ -229,7 +238,11 @@ fn print_human(r: &RunRecord, summary: &str, logs: Logs<'_>) {
             } else {
                 format!("+{} -{}", f.insertions, f.deletions)
             };
-            println!("  {:<9} {} ({counts})", f.status, ui::quote_path(&f.path));
+            println!(
+                "  {:<9} {} ({counts})",
+                ui::escape(&f.status),
+                ui::quote_path(&f.path)
+            );
         }
     }
 }
@@ -242,11 +255,17 @@ fn print_checks(r: &RunRecord, logs: Logs<'_>) {
         return;
     }
     println!("\nChecks:");
-    let width = r.checks.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+    let width = r
+        .checks
+        .iter()
+        .map(|(n, _)| ui::escape(n).chars().count())
+        .max()
+        .unwrap_or(0);
     for (name, c) in r.checks.iter() {
+        let name = ui::escape(name);
         let t = &c.run;
         let exit = match (&t.killed_by, t.exit_code) {
-            (Some(k), _) => format!("killed by {k}"),
+            (Some(k), _) => format!("killed by {}", ui::escape(k)),
             (None, Some(code)) => format!("exit {code}"),
             (None, None) => "no exit code".into(),
         };
@@ -260,18 +279,18 @@ fn print_checks(r: &RunRecord, logs: Logs<'_>) {
         if c.status() == crate::model::Status::Passed {
             continue;
         }
-        println!("      command: {}", t.command);
+        println!("      command: {}", ui::escape(&t.command));
         if let Some(e) = &c.error {
-            println!("      error:   {}", ui::first_line(e));
+            println!("      error:   {}", ui::escape(ui::first_line(e)));
         }
-        if let Some(log) = logs(Some(name)) {
+        if let Some(log) = logs(Some(&name)) {
             println!("      log:     {}", log.display());
         }
         for f in &t.failures {
-            println!("      ✘ {}", f.name);
+            println!("      ✘ {}", ui::escape(&f.name));
         }
         for l in t.output_tail.lines() {
-            println!("      | {l}");
+            println!("      | {}", ui::escape(l));
         }
     }
 }

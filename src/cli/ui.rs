@@ -56,7 +56,7 @@ pub fn counts(r: &RunRecord) -> String {
             None => t
                 .killed_by
                 .clone()
-                .map(|k| format!("killed by {k}"))
+                .map(|k| format!("killed by {}", escape(&k)))
                 .unwrap_or_default(),
         }
     } else {
@@ -68,8 +68,10 @@ pub fn duration(ms: u64) -> String {
     crate::util::time::duration_text(ms)
 }
 
-/// One line for a record, as `log` and `run` print it.
+/// One line for a record, as `log` and `run` print it (the commit's subject and the record's
+/// text escaped).
 pub fn oneline(r: &RunRecord, summary: &str) -> String {
+    let summary = escape(summary);
     let cached = if r.cached_from.is_some() {
         dim(" (cached)")
     } else {
@@ -77,14 +79,14 @@ pub fn oneline(r: &RunRecord, summary: &str) -> String {
     };
     let extra = match (&r.status, &r.error) {
         (Status::Passed | Status::Failed, _) | (_, None) => String::new(),
-        (_, Some(e)) => format!(" — {}", first_line(e)),
+        (_, Some(e)) => format!(" — {}", escape(first_line(e))),
     };
     if let (Status::Skipped, Some(by)) = (r.status, &r.superseded_by) {
         return format!(
             "{} {} skipped {summary} [superseded by {}]",
             mark(r.status),
             yellow(crate::util::short(&r.commit)),
-            crate::util::short(by)
+            escape(crate::util::short(by))
         );
     }
     if let (Status::Skipped, Some(why)) = (r.status, &r.error) {
@@ -92,7 +94,7 @@ pub fn oneline(r: &RunRecord, summary: &str) -> String {
             "{} {} skipped {summary} — {}",
             mark(r.status),
             yellow(crate::util::short(&r.commit)),
-            first_line(why)
+            escape(first_line(why))
         );
     }
     let mut facts = vec![counts(r)];
@@ -125,7 +127,8 @@ pub fn unpassed_checks(r: &RunRecord) -> Vec<String> {
         .filter(|(_, c)| c.status() != Status::Passed)
         .map(|(name, c)| {
             format!(
-                "{name} {}{}",
+                "{} {}{}",
+                escape(name),
                 c.status(),
                 if c.required { "" } else { " (optional)" }
             )
@@ -208,6 +211,40 @@ pub fn bytes(n: u64) -> String {
     format!("{v:.1} {}", UNITS[unit])
 }
 
+/// Text a commit controls (subjects, test names and messages, output, experiment names and
+/// hypotheses, anything read from a note), made safe to print: a control character would let it
+/// clear the screen, retitle the window, write the clipboard or redraw a ✘ line as ✔. Newlines
+/// and tabs stay (blocks of output keep their lines); every other control character is shown as
+/// `cat -v` shows it: C0 in caret notation (ESC `^[`, CR `^M`), DEL `^?`, C1 as `M-` and the
+/// caret form of the byte less 0x80 (CSI U+009B `M-^[`); the bidirectional overrides and
+/// isolates, which reorder what is shown, as `<U+202E>`.
+pub fn escape(s: &str) -> std::borrow::Cow<'_, str> {
+    let bidi = |c: char| matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    let plain = |c: char| c == '\n' || c == '\t' || !(c.is_control() || bidi(c));
+    if s.chars().all(plain) {
+        return s.into();
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            c if plain(c) => out.push(c),
+            '\u{7f}' => out.push_str("^?"),
+            c if (c as u32) < 0x20 => {
+                out.push('^');
+                out.push(char::from(c as u8 + 0x40));
+            }
+            c if (c as u32) < 0xa0 => {
+                out.push_str(if c as u32 == 0x9f { "M-^?" } else { "M-^" });
+                if c as u32 != 0x9f {
+                    out.push(char::from(c as u8 - 0x80 + 0x40));
+                }
+            }
+            c => out.push_str(&format!("<U+{:04X}>", c as u32)),
+        }
+    }
+    out.into()
+}
+
 /// A path as git prints it with `core.quotePath` (its default): one with control characters, `"`,
 /// `\\` or bytes outside ASCII is put in double quotes with C escapes (`\\t`, `\\n`, `\\"`,
 /// `\\\\`) and octal bytes (`é` is `\\303\\251`); any other path is printed as it is.
@@ -283,6 +320,21 @@ mod tests {
         assert_eq!(quote_path("café.py"), "\"caf\\303\\251.py\"");
         assert_eq!(quote_path("bell\u{7}\u{7f}"), "\"bell\\a\\177\"");
         assert_eq!(quote_path("esc\u{1b}"), "\"esc\\033\"");
+    }
+
+    #[test]
+    fn control_characters_are_shown_not_obeyed() {
+        assert_eq!(
+            escape("fix: parser (#12) — ünïcode ✔"),
+            "fix: parser (#12) — ünïcode ✔"
+        );
+        assert_eq!(escape("a\n\tb"), "a\n\tb");
+        assert_eq!(escape("\x1b[2J\x1b]0;title\x07"), "^[[2J^[]0;title^G");
+        assert_eq!(escape("✘ bad\r\x1b[K✔ good"), "✘ bad^M^[[K✔ good");
+        assert_eq!(escape("nul\0 del\x7f"), "nul^@ del^?");
+        assert_eq!(escape("csi\u{9b}2J \u{80}\u{9f}"), "csiM-^[2J M-^@M-^?");
+        assert_eq!(escape("a\u{202e}b"), "a<U+202E>b");
+        assert!(!escape("\x1b\u{9b}\u{7}\r").chars().any(|c| c.is_control()));
     }
 
     #[test]

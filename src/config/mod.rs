@@ -1,6 +1,6 @@
 //! Configuration: the places the tool keeps its data, and the layered settings
 //! (built-in defaults < user config < repository `.sandbox.toml` < `SANDBOX_*` environment < flags),
-//! where the repository may only tighten the user's limits.
+//! where the repository may only tighten the user's limits, pre-push gate and watch mode.
 
 mod checks;
 mod env;
@@ -414,6 +414,7 @@ impl Layers {
         let timeout = c.test.timeout;
         let gc = c.gc.clone();
         let cache_policy = c.cache.clone();
+        let (gate, watch_mode) = (c.hooks.pre_push.clone(), c.watch.mode.clone());
         self.repo.apply(&mut c);
         self.experiment.apply(&mut c);
         // Housekeeping is the machine's business: committed files never set it (their parser
@@ -443,9 +444,30 @@ impl Layers {
         c.test.timeout = c.test.timeout.min(timeout);
         c.cache.max_mb = tighten(cache_policy.max_mb, c.cache.max_mb);
         c.cache.enabled = c.cache.enabled && cache_policy.enabled;
+        // The gate and the watch mode guard the user's remote and runs: a commit may make the
+        // gate stricter and run every commit, never the other way.
+        c.hooks.pre_push = stricter(&GATE_ORDER, &gate, &c.hooks.pre_push);
+        c.watch.mode = stricter(&WATCH_MODE_ORDER, &watch_mode, &c.watch.mode);
         self.env.apply(&mut c);
         self.flags.apply(&mut c);
         c
+    }
+}
+
+/// The gate's modes, loosest first: `wait` refuses all that `block` does, and a tip without a
+/// result too.
+const GATE_ORDER: [&str; 4] = ["off", "warn", "block", "wait"];
+
+/// The watch modes, loosest first: `latest` skips commits that `every` runs.
+const WATCH_MODE_ORDER: [&str; 2] = ["latest", "every"];
+
+/// The stricter of the user's `policy` and what a committed file `asked` for, in `order`
+/// (loosest first); a value not in it (none reaches here: the parser checks) keeps the policy.
+fn stricter(order: &[&str], policy: &str, asked: &str) -> String {
+    let rank = |v: &str| order.iter().position(|o| *o == v);
+    match (rank(policy), rank(asked)) {
+        (Some(p), Some(a)) if a > p => asked.to_string(),
+        _ => policy.to_string(),
     }
 }
 
@@ -581,6 +603,31 @@ mod tests {
             }
             .resolve();
             assert_eq!(c.limits.checkout_mb, effective);
+        }
+    }
+
+    #[test]
+    fn a_repository_may_only_tighten_the_gate_and_the_watch_mode() {
+        let text = |gate: &str, mode: &str| {
+            format!("[hooks]\npre_push = \"{gate}\"\n[watch]\nmode = \"{mode}\"\n")
+        };
+        // (user's gate and mode, the repository's, the effective ones)
+        for (user, repo, effective) in [
+            (("block", "every"), ("off", "latest"), ("block", "every")),
+            (("block", "every"), ("warn", "every"), ("block", "every")),
+            (("warn", "latest"), ("block", "every"), ("block", "every")),
+            (("off", "latest"), ("wait", "latest"), ("wait", "latest")),
+            (("wait", "every"), ("block", "every"), ("wait", "every")),
+        ] {
+            let c = Layers {
+                user: parse_file("user", &text(user.0, user.1)).unwrap(),
+                ..Layers::default()
+            }
+            .with_repo_text("repo", Some(&text(repo.0, repo.1)))
+            .unwrap()
+            .resolve();
+            let got = (c.hooks.pre_push.as_str(), c.watch.mode.as_str());
+            assert_eq!(got, effective, "user {user:?}, repo {repo:?}");
         }
     }
 

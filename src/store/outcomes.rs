@@ -82,6 +82,29 @@ impl Index {
         Ok(ms.max(0) as u64)
     }
 
+    /// Whether a run made here of `tree` under `config_hash` passed the test `name`: the run
+    /// passed, or failed naming every failure and not this one.
+    pub fn passed_on_tree(
+        &self,
+        repository_id: &str,
+        tree: &str,
+        config_hash: Option<&str>,
+        name: &str,
+    ) -> Result<bool> {
+        let n: i64 = self.conn.query_row(
+            "SELECT COUNT(*) FROM executions e
+             WHERE e.repository_id = ?1 AND e.tree_id = ?2
+               AND COALESCE(e.config_hash, '') = COALESCE(?3, '')
+               AND (e.status = 'passed'
+                    OR (e.status = 'failed' AND e.complete = 1
+                        AND NOT EXISTS (SELECT 1 FROM test_failures f
+                                        WHERE f.execution_id = e.id AND f.name = ?4)))",
+            params![repository_id, tree, config_hash, name],
+            |r| r.get(0),
+        )?;
+        Ok(n > 0)
+    }
+
     /// Tests of a repository that both passed and failed on one tree under one config, most
     /// flips first.
     pub fn flaky_tests(&self, repository_id: &str) -> Result<Vec<FlakyTest>> {

@@ -40,12 +40,51 @@ pub const FRAMEWORKS: [&str; 14] = [
 /// try it first, then the others.
 /// Returns the framework whose summary was recognised and the counts; None when nothing recognisable.
 pub fn parse_output(hint: Option<&str>, output: &str) -> Option<(&'static str, TestCounts)> {
+    parse_command_output(None, hint, output)
+}
+
+/// [`parse_output`] of what `command` printed: the command says how many runners it starts,
+/// so a summary a test prints beside the runner's own is not added to it (`None`: one).
+pub fn parse_command_output(
+    command: Option<&str>,
+    hint: Option<&str>,
+    output: &str,
+) -> Option<(&'static str, TestCounts)> {
     let text = text::clean(output);
+    let invocations = command.map_or(1, runner_invocations);
     let hinted = hint.and_then(|h| FRAMEWORKS.iter().copied().find(|f| *f == h));
     hinted
         .into_iter()
         .chain(FRAMEWORKS.iter().copied().filter(|f| Some(*f) != hinted))
-        .find_map(|fw| parse_as(fw, &text).map(|counts| (fw, counts)))
+        .find_map(|fw| parse_as(fw, &text, invocations).map(|counts| (fw, counts)))
+}
+
+/// How many unittest runners a command line starts (`-m unittest`, `manage.py test`), at least
+/// one: a script (`make test`) counts as one, so several summaries in its output count as one.
+pub fn runner_invocations(cmd: &str) -> usize {
+    let words = command_words(cmd);
+    let n = words
+        .windows(2)
+        .filter(|w| {
+            let (a, b) = (base_name(w[0]), base_name(w[1]));
+            (a == "-m" && b == "unittest") || (a == "manage.py" && b == "test")
+        })
+        .count();
+    n.max(1)
+}
+
+/// A command line's words, split at blanks and shell operators, quotes dropped.
+fn command_words(cmd: &str) -> Vec<&str> {
+    cmd.split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')'))
+        .map(|w| w.trim_matches(|c| c == '"' || c == '\''))
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+/// A program word as named, without its directory or `.exe`, lower case.
+fn base_name(w: &str) -> String {
+    let b = w.rsplit('/').next().unwrap_or(w);
+    b.strip_suffix(".exe").unwrap_or(b).to_ascii_lowercase()
 }
 
 /// Parses a JUnit XML report (`<testsuites>`/`<testsuite>`/`<testcase>`), e.g. pytest `--junitxml`.
@@ -53,10 +92,10 @@ pub fn parse_junit_xml(xml: &str) -> Option<TestCounts> {
     junit::parse(xml)
 }
 
-fn parse_as(framework: &str, text: &str) -> Option<TestCounts> {
+fn parse_as(framework: &str, text: &str, invocations: usize) -> Option<TestCounts> {
     match framework {
         "pytest" => pytest::parse(text),
-        "unittest" => unittest::parse(text),
+        "unittest" => unittest::parse(text, invocations),
         "cargo" => cargo::parse(text),
         "nextest" => nextest::parse(text),
         "go" => go::parse(text),
@@ -79,15 +118,8 @@ fn parse_as(framework: &str, text: &str) -> Option<TestCounts> {
 /// "bun test" -> bun, "bundle exec rspec" -> rspec, "vendor/bin/phpunit" -> phpunit, "npm test"
 /// -> None ...).
 pub fn framework_from_command(cmd: &str) -> Option<&'static str> {
-    let words: Vec<&str> = cmd
-        .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')'))
-        .map(|w| w.trim_matches(|c| c == '"' || c == '\''))
-        .filter(|w| !w.is_empty())
-        .collect();
-    let base = |w: &str| -> String {
-        let b = w.rsplit('/').next().unwrap_or(w);
-        b.strip_suffix(".exe").unwrap_or(b).to_ascii_lowercase()
-    };
+    let words = command_words(cmd);
+    let base = base_name;
     for (i, word) in words.iter().enumerate() {
         let b = base(word);
         let next = words.get(i + 1).map(|w| base(w));

@@ -206,6 +206,23 @@ fn guesses_framework_from_command() {
     }
 }
 
+#[test]
+fn counts_the_runners_a_command_starts() {
+    for (cmd, want) in [
+        ("python3 -m unittest discover -s tests -v", 1),
+        ("python3 -m unittest a && python3 -m unittest b", 2),
+        ("python manage.py test; /usr/bin/python3 -m unittest", 2),
+        ("make test", 1),
+    ] {
+        assert_eq!(runner_invocations(cmd), want, "{cmd}");
+    }
+    // A command of one runner: the summary a test printed after the runner's adds nothing.
+    let fake = include_str!("../../../tests/fixtures/output/unittest/atexit_fake_summary_v.txt");
+    let (_, c) =
+        parse_command_output(Some("python3 -m unittest discover -s tests -v"), None, fake).unwrap();
+    assert_eq!((c.passed, c.failed, c.total), (Some(1), Some(1), Some(2)));
+}
+
 /// A small deterministic generator (xorshift), so the garbage is the same on every run.
 fn xorshift(state: &mut u64) -> u64 {
     *state ^= *state << 13;

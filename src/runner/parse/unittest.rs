@@ -1,8 +1,11 @@
 //! Python unittest (and runners built on it, like Django's): "Ran N tests in Xs" followed by
 //! "OK (skipped=2)" / "FAILED (failures=2, errors=1, …)", and the `FAIL:`/`ERROR:` blocks.
 //!
-//! Expected failures count as skipped, unexpected successes as failed; the total is N. Several
-//! runs in one output are summed.
+//! Expected failures count as skipped, unexpected successes as failed; the total is N. A test
+//! can print a summary of its own (from `atexit`, say, after the runner's): of the summaries
+//! found, as many count as the command starts runners (see [`super::runner_invocations`]), the
+//! worst ones (most failures and errors, then fewest passes), so a printed summary can add
+//! failures but never passes.
 
 use super::text::{join_message, leading_number, push_failure};
 use crate::model::TestCounts;
@@ -18,6 +21,22 @@ fn ran_line(line: &str) -> Option<u64> {
     let rest = line.strip_prefix("Ran ")?;
     let (n, tail) = leading_number(rest)?;
     (tail.starts_with(" test ") || tail.starts_with(" tests ")).then_some(n)
+}
+
+/// One "Ran N tests" summary with its outcome line.
+#[derive(Debug, Clone, Copy)]
+struct Summary {
+    total: u64,
+    failed: u64,
+    errors: u64,
+    skipped: u64,
+}
+
+impl Summary {
+    fn passed(&self) -> u64 {
+        self.total
+            .saturating_sub(self.failed + self.errors + self.skipped)
+    }
 }
 
 #[derive(Default)]
@@ -72,10 +91,11 @@ fn block_message(block: &[&str]) -> String {
     join_message(tail)
 }
 
-pub fn parse(text: &str) -> Option<TestCounts> {
+/// The counts of an output from a command that starts `invocations` unittest runners (at
+/// least one is assumed).
+pub fn parse(text: &str, invocations: usize) -> Option<TestCounts> {
     let lines: Vec<&str> = text.lines().collect();
-    let mut found = false;
-    let (mut total, mut failed, mut errors, mut skipped) = (0u64, 0u64, 0u64, 0u64);
+    let mut summaries: Vec<Summary> = Vec::new();
     let mut failures = Vec::new();
 
     let mut i = 0;
@@ -108,18 +128,33 @@ pub fn parse(text: &str) -> Option<TestCounts> {
                 .find(|l| !l.trim().is_empty())
                 .and_then(|l| outcome_line(l));
             if let Some(o) = outcome {
-                found = true;
-                total += n;
-                failed += o.failures + o.unexpected;
-                errors += o.errors;
-                skipped += o.skipped;
+                summaries.push(Summary {
+                    total: n,
+                    failed: o.failures + o.unexpected,
+                    errors: o.errors,
+                    skipped: o.skipped,
+                });
             }
         }
         i += 1;
     }
-    if !found {
+    if summaries.is_empty() {
         return None;
     }
+    // The worst first; a stable sort keeps the printed order among equals.
+    summaries.sort_by(|a, b| {
+        (b.failed + b.errors)
+            .cmp(&(a.failed + a.errors))
+            .then(a.passed().cmp(&b.passed()))
+    });
+    summaries.truncate(invocations.max(1));
+    let sum = |f: fn(&Summary) -> u64| summaries.iter().map(f).fold(0u64, u64::saturating_add);
+    let (total, failed, errors, skipped) = (
+        sum(|s| s.total),
+        sum(|s| s.failed),
+        sum(|s| s.errors),
+        sum(|s| s.skipped),
+    );
     let passed = total.saturating_sub(failed + errors + skipped);
     Some(TestCounts {
         passed: Some(passed),
@@ -138,7 +173,7 @@ mod tests {
     use super::*;
 
     fn run(fixture: &str) -> TestCounts {
-        parse(&clean(fixture)).expect("unittest summary recognised")
+        parse(&clean(fixture), 1).expect("unittest summary recognised")
     }
 
     #[test]
@@ -180,6 +215,25 @@ mod tests {
     }
 
     #[test]
+    fn a_summary_a_test_prints_adds_no_passes() {
+        // test_important failed, then printed "Ran 500 tests … OK" from atexit and exited 0.
+        for fixture in [
+            include_str!("../../../tests/fixtures/output/unittest/atexit_fake_summary.txt"),
+            include_str!("../../../tests/fixtures/output/unittest/atexit_fake_summary_v.txt"),
+        ] {
+            let c = run(fixture);
+            assert_eq!(counts(&c), [Some(1), Some(1), Some(0), Some(0), Some(2)]);
+            assert_eq!(c.failures.len(), 1);
+            assert!(c.failures[0].name.starts_with("test_important "));
+        }
+        // Two runners started by the command: two summaries count.
+        let two = "Ran 3 tests in 0.1s\n\nOK\n\nRan 2 tests in 0.1s\n\nFAILED (failures=1)\n";
+        let c = parse(two, 2).unwrap();
+        assert_eq!(counts(&c), [Some(4), Some(1), Some(0), Some(0), Some(5)]);
+        assert_eq!(counts(&parse(two, 1).unwrap())[4], Some(2));
+    }
+
+    #[test]
     fn import_error() {
         let c = run(include_str!(
             "../../../tests/fixtures/output/unittest/import_error.txt"
@@ -202,6 +256,6 @@ mod tests {
         assert_eq!((o.skipped, o.unexpected), (1, 2));
         assert!(outcome_line("OK (bananas=1)").is_none());
         assert!(outcome_line("OKAY").is_none());
-        assert!(parse("Ran 3 tests in 0.1s\n").is_none());
+        assert!(parse("Ran 3 tests in 0.1s\n", 1).is_none());
     }
 }
