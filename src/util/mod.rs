@@ -191,7 +191,9 @@ pub fn fnv64_hex(bytes: &[u8]) -> String {
 
 /// Shorten a 40-hex id the way `git log --oneline` does.
 pub fn short(id: &str) -> &str {
-    &id[..id.len().min(7)]
+    // By characters, not bytes: an id read from a fetched note may hold anything.
+    let end = id.char_indices().nth(7).map_or(id.len(), |(i, _)| i);
+    &id[..end]
 }
 
 /// Run `f` with SIGPIPE blocked on this thread, so that a write into a pipe whose reader has gone
@@ -283,5 +285,15 @@ mod tests {
             assert!(libc::WIFEXITED(status), "killed: status {status:#x}");
             assert_eq!(libc::WEXITSTATUS(status), 0);
         }
+    }
+}
+
+#[cfg(test)]
+mod short_tests {
+    #[test]
+    fn short_never_splits_a_character() {
+        assert_eq!(super::short("0123456789abcdef"), "0123456");
+        assert_eq!(super::short("ééééééééé"), "ééééééé");
+        assert_eq!(super::short("ab"), "ab");
     }
 }
