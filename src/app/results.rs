@@ -5,7 +5,7 @@
 
 use super::{Context, Result};
 use crate::git::{self, notes::Lookup, CommitInfo};
-use crate::model::{note, NoteRecord, RunRecord, Status};
+use crate::model::{note, Attempt, NoteRecord, RunRecord, Status};
 use crate::store::RepoRow;
 use crate::util;
 use gix::ObjectId;
@@ -363,6 +363,43 @@ pub struct Entry {
     pub commit: String,
     pub summary: String,
     pub result: Option<RunRecord>,
+    /// The runs since the result that could not run its tests here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub could_not_run_here: Option<Attempt>,
+}
+
+/// The attempts kept beside each of `results` (runs of its commit and tree since it that could
+/// not run their tests here): the newest, with how many, by commit.
+pub fn attempts_beside(
+    ctx: &Context,
+    row: &RepoRow,
+    results: &[&RunRecord],
+) -> Result<std::collections::HashMap<String, Attempt>> {
+    let commits: Vec<&str> = results.iter().map(|r| r.commit.as_str()).collect();
+    let mut out = std::collections::HashMap::new();
+    if commits.is_empty() {
+        return Ok(out);
+    }
+    let trees: std::collections::HashMap<&str, &str> = results
+        .iter()
+        .map(|r| (r.commit.as_str(), r.tree.as_str()))
+        .collect();
+    for a in ctx.index.attempts_of(&row.repository_id, &commits)? {
+        if trees.get(a.commit.as_str()) != Some(&a.tree.as_str()) {
+            continue;
+        }
+        let count = out.get(&a.commit).map_or(0, |b: &Attempt| b.attempts);
+        out.insert(
+            a.commit.clone(),
+            Attempt {
+                reason: a.reason,
+                finished_at: a.finished_at,
+                trigger: a.trigger,
+                attempts: count + 1,
+            },
+        );
+    }
+    Ok(out)
 }
 
 /// The history of `revs` (as `git log` takes them; `all`: every watched branch), newest first,
@@ -391,7 +428,13 @@ pub fn history(
             commit: c.to_string(),
             summary: info.summary,
             result,
+            could_not_run_here: None,
         });
+    }
+    let results: Vec<&RunRecord> = entries.iter().filter_map(|e| e.result.as_ref()).collect();
+    let mut attempts = attempts_beside(ctx, row, &results)?;
+    for e in &mut entries {
+        e.could_not_run_here = attempts.remove(&e.commit);
     }
     Ok((entries, reader.warning()))
 }

@@ -17,6 +17,7 @@ use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
+mod attempt;
 mod flaky;
 mod parallel;
 
@@ -102,6 +103,9 @@ pub struct Outcome {
     /// How many commits' tests ran (the others' results were there already, or were served
     /// from their tree's).
     pub ran: usize,
+    /// Runs that could not run their tests here, kept as attempts beside the result of the
+    /// same tree and config that their commits keep (`error` says why).
+    pub attempts: Vec<RunRecord>,
 }
 
 /// The results of trees found or made in this run, by (tree, config key), as records served to
@@ -201,11 +205,15 @@ pub fn run_commits(
     let mut batch_started = Instant::now();
     let mut interrupted = false;
     let mut ran = 0;
+    let mut pending = attempt::Pending::default();
+    let mut kept_attempts = Vec::new();
     let mut flush = |waiting: &mut Vec<(usize, RunRecord, bool)>,
                      to_write: &mut Vec<RunRecord>,
                      records: &mut Vec<RunRecord>,
+                     pending: &mut attempt::Pending,
                      progress: &mut dyn FnMut(Progress<'_>)|
      -> Result<()> {
+        kept_attempts.extend(pending.keep(ctx, row)?);
         if opts.unnoted {
             results::index_only(ctx, row, to_write)?;
         } else {
@@ -242,6 +250,9 @@ pub fn run_commits(
             interrupted = true;
             break;
         }
+        if !trial && source == Source::Made {
+            (record, source) = pending.instead(ctx, repo, row, &info, record, &mut along)?;
+        }
         let reused = source != Source::Made;
         if trial {
             progress(Progress::Finished {
@@ -262,6 +273,9 @@ pub fn run_commits(
             && record.cached_from.is_none()
             && record.status != Status::Skipped;
         ran += made as usize;
+        if made && record.status.is_result() {
+            pending.ended.push(record.commit.clone());
+        }
         // What later commits of the same tree and config are served from, as the index would.
         if let (true, Some(key)) = (made && results::first_hand(&record), &record.config_hash) {
             let mut served = record.clone();
@@ -276,10 +290,17 @@ pub fn run_commits(
             || to_write.len() >= BATCH
             || batch_started.elapsed().as_millis() > BATCH_AGE_MS
         {
-            flush(&mut waiting, &mut to_write, &mut records, progress)?;
+            let pending = &mut pending;
+            flush(&mut waiting, &mut to_write, &mut records, pending, progress)?;
         }
     }
-    flush(&mut waiting, &mut to_write, &mut records, progress)?;
+    flush(
+        &mut waiting,
+        &mut to_write,
+        &mut records,
+        &mut pending,
+        progress,
+    )?;
     // A writer that does not compare-and-swap (plain `git notes add`) may have dropped what we
     // wrote: put it back before reporting success.
     let mut restored = 0;
@@ -299,6 +320,7 @@ pub fn run_commits(
         invalid_notes: along.reader.invalid,
         restored,
         ran,
+        attempts: kept_attempts,
     })
 }
 

@@ -227,10 +227,11 @@ pub fn prepare(
         let hint = if config.limits.setup_network {
             String::new()
         } else {
-            "; it has no network: vendor its dependencies, or allow `setup_network = true` under [limits] in your user config".to_string()
+            format!("; {}: vendor its dependencies, or allow `setup_network = true` under [limits] in your user config", crate::model::attempt::SETUP_OFFLINE)
         };
         return Err(SetupError::Failed(format!(
-            "the setup step `{command}` {why}{log}{hint}"
+            "{}`{command}` {why}{log}{hint}",
+            crate::model::attempt::SETUP_FAILED
         )));
     }
     record.how = "built".into();
