@@ -125,3 +125,40 @@ fn a_tree_with_no_result_records_its_error() {
     let log = w.git(&repo, &["log", "-1", &c]);
     assert!(log.contains("Sandbox: error"), "{log}");
 }
+
+#[test]
+fn a_tool_gone_from_path_keeps_the_result_made_with_it() {
+    // The tool the config names is gone altogether: its fingerprint leaves the config's key, so
+    // even a run that is not forced (an `eval` started by an MCP client) runs the commit again.
+    // The settings are the same, and the result made with the tool stays.
+    let w = World::new();
+    let repo = w.new_repo("gone");
+    let (full, _) = shim(&w);
+    let c = w.commit(
+        &repo,
+        &[(".sandbox.toml", "[test]\ncommand = \"mytest\"\n")],
+        "configure",
+    );
+    let o = w.sandbox_env(&repo, &["run"], &[("PATH", &full)]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let before = w.note(&repo, &c).unwrap();
+    let bare = format!(
+        "{}:{}",
+        World::bin_dir().display(),
+        std::env::var("PATH").unwrap()
+    );
+    let o = w.sandbox_env(&repo, &["run"], &[("PATH", &bare)]);
+    assert!(o.stderr.contains("could not run here"), "{o:?}");
+    assert_eq!(w.note(&repo, &c).unwrap(), before);
+    let log = w.git(&repo, &["log", "-1", &c]);
+    assert!(log.contains("Sandbox: passed"), "{log}");
+    let shown = w.sandbox_env(&repo, &["show", "--json", &c], &[("PATH", &bare)]);
+    let shown = shown.json();
+    assert_eq!(shown["status"], "passed", "{shown}");
+    assert!(
+        shown["could_not_run_here"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("was not found")),
+        "{shown}"
+    );
+}
