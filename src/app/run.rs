@@ -290,8 +290,13 @@ pub fn run_commits(
             || to_write.len() >= BATCH
             || batch_started.elapsed().as_millis() > BATCH_AGE_MS
         {
-            let pending = &mut pending;
-            flush(&mut waiting, &mut to_write, &mut records, pending, progress)?;
+            flush(
+                &mut waiting,
+                &mut to_write,
+                &mut records,
+                &mut pending,
+                progress,
+            )?;
         }
     }
     flush(

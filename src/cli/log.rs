@@ -47,7 +47,7 @@ pub fn cmd_log(args: LogArgs) -> CmdResult {
                 Some(_) => println!(
                     "{} {}",
                     ui::oneline(r, &e.summary),
-                    ui::dim("(could not run here since; see `git sandbox show`)")
+                    ui::dim("· could not run here since")
                 ),
                 None => println!("{}", ui::oneline(r, &e.summary)),
             },

@@ -82,6 +82,17 @@ fn a_run_that_could_not_run_its_tests_never_replaces_the_result() {
     // The index: the commit's run is the result, the attempt an attempt with its event.
     let entries = w.sandbox(&repo, &["log", "--json", "-n", "1", &c]).json();
     assert_eq!(entries[0]["result"]["status"], "passed", "{entries}");
+    assert!(
+        entries[0]["could_not_run_here"]["reason"].is_string(),
+        "{entries}"
+    );
+    let line = w.sandbox(&repo, &["log", "-n", "1", &c]).stdout;
+    assert!(
+        line.starts_with("✔ ")
+            && line.contains("passed configure")
+            && line.contains("could not run here"),
+        "{line}"
+    );
     let status = w.sandbox(&repo, &["status", "--json"]).json();
     assert_eq!(status["totals"]["runs"], 1, "{status}");
     assert_eq!(status["totals"]["passed_runs"], 1, "{status}");
