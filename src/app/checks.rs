@@ -437,7 +437,12 @@ fn conclude(
             Some("timeout" | "cpu") => Status::Timeout,
             Some(_) => Status::Killed,
             None if outcome.exit_code != Some(0) && counts.total.is_none() => {
-                match missing_runner(&command, &key, outcome.exit_code, &text) {
+                let setup_failed = setup
+                    .filter(|_| outcome.exit_code == Some(1))
+                    .and_then(|s| s.failed_inline(&text));
+                match setup_failed
+                    .or_else(|| missing_runner(&command, &key, outcome.exit_code, &text))
+                {
                     Some(what) => {
                         error = Some(what);
                         Status::Error

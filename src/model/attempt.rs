@@ -96,7 +96,11 @@ pub fn could_not_run(r: &RunRecord) -> Option<String> {
     if checks.into_iter().any(unrunnable) {
         return Some(reason());
     }
-    let offline_setup = r.tests.is_none()
+    // Before the tests (its own step), or inline just before them, ending the tests in error.
+    let offline_setup = r
+        .tests
+        .as_ref()
+        .is_none_or(|t| t.status == Some(Status::Error))
         && r.error
             .as_deref()
             .is_some_and(|e| e.starts_with(SETUP_FAILED) && e.contains(SETUP_OFFLINE));
@@ -222,6 +226,15 @@ mod tests {
             could_not_run(&record(Status::Error, Some(&online), None)),
             None
         );
+        // Inline, just before the tests: the tests end in error with the step's reason.
+        let t = tests(
+            "npm test",
+            Status::Error,
+            Some(1),
+            "git-sandbox: the setup step failed",
+        );
+        let inline = format!("{SETUP_FAILED}`npm ci` failed, run inline; {SETUP_OFFLINE}: vendor");
+        assert!(could_not_run(&record(Status::Error, Some(&inline), Some(t))).is_some());
     }
 
     #[test]

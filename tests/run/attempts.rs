@@ -173,3 +173,35 @@ fn a_tool_gone_from_path_keeps_the_result_made_with_it() {
         "{shown}"
     );
 }
+
+#[test]
+fn a_setup_step_that_could_not_run_never_replaces_the_result() {
+    // No kept checkout (`[cache] enabled = false`): the setup step runs inline, just before the
+    // tests, with their network policy (none); here it cannot find its tool.
+    let w = World::new();
+    let repo = w.new_repo("setup-attempt");
+    let (full, short) = shim(&w);
+    let c = w.commit(
+        &repo,
+        &[(
+            ".sandbox.toml",
+            "[test]\nsetup = \"mytest\"\ncommand = \"true\"\n[cache]\nenabled = false\n",
+        )],
+        "configure",
+    );
+    let o = w.sandbox_env(&repo, &["run"], &[("PATH", &full)]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let before = w.note(&repo, &c).unwrap();
+    assert_eq!(before["tests"]["setup"]["how"], "inline", "{before}");
+    let o = w.sandbox_env(&repo, &["run", "--force"], &[("PATH", &short)]);
+    assert!(o.stderr.contains("could not run here"), "{o:?}");
+    assert_eq!(w.note(&repo, &c).unwrap(), before);
+    let shown = w.sandbox(&repo, &["show", "--json", &c]).json();
+    let reason = shown["could_not_run_here"]["reason"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        reason.starts_with("the setup step `mytest` failed") && reason.contains("no network"),
+        "{shown}"
+    );
+}
