@@ -369,7 +369,8 @@ pub struct Entry {
 }
 
 /// The attempts kept beside each of `results` (runs of its commit and tree since it that could
-/// not run their tests here): the newest, with how many, by commit.
+/// not run their tests here): the newest, with how many, by commit. Times compare as the
+/// records write them (RFC 3339, UTC, milliseconds).
 pub fn attempts_beside(
     ctx: &Context,
     row: &RepoRow,
@@ -380,12 +381,14 @@ pub fn attempts_beside(
     if commits.is_empty() {
         return Ok(out);
     }
-    let trees: std::collections::HashMap<&str, &str> = results
-        .iter()
-        .map(|r| (r.commit.as_str(), r.tree.as_str()))
-        .collect();
+    let by_commit: std::collections::HashMap<&str, &RunRecord> =
+        results.iter().map(|r| (r.commit.as_str(), *r)).collect();
     for a in ctx.index.attempts_of(&row.repository_id, &commits)? {
-        if trees.get(a.commit.as_str()) != Some(&a.tree.as_str()) {
+        // Only those of its tree made since it (a newer result, fetched or read back, is news).
+        let since = by_commit
+            .get(a.commit.as_str())
+            .is_some_and(|r| r.tree == a.tree && a.finished_at >= r.finished_at);
+        if !since {
             continue;
         }
         let count = out.get(&a.commit).map_or(0, |b: &Attempt| b.attempts);

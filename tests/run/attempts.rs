@@ -205,3 +205,27 @@ fn a_setup_step_that_could_not_run_never_replaces_the_result() {
         "{shown}"
     );
 }
+
+#[test]
+fn another_commit_of_the_tree_is_served_its_result_when_its_run_could_not_run() {
+    let w = World::new();
+    let repo = w.new_repo("same-tree");
+    let (full, short) = shim(&w);
+    let c = w.commit(
+        &repo,
+        &[(".sandbox.toml", "[test]\ncommand = \"mytest\"\n")],
+        "configure",
+    );
+    let o = w.sandbox_env(&repo, &["run"], &[("PATH", &full)]);
+    assert_eq!(o.code, 0, "{o:?}");
+    // A new commit of the same tree, run by force where its tests cannot run.
+    w.git(&repo, &["commit", "-q", "--amend", "-m", "reworded"]);
+    let amended = w.git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    let o = w.sandbox_env(&repo, &["run", "--force"], &[("PATH", &short)]);
+    assert!(o.stderr.contains("could not run here"), "{o:?}");
+    let note = w.note(&repo, &amended).unwrap();
+    assert_eq!(note["status"], "passed", "{note}");
+    assert_eq!(note["cached_from"], c, "{note}");
+    let shown = w.sandbox(&repo, &["show", "--json", &amended]).json();
+    assert!(shown["could_not_run_here"]["reason"].is_string(), "{shown}");
+}
