@@ -2,6 +2,9 @@
 
 mod common;
 
+#[path = "run/attempts.rs"]
+mod attempts;
+
 use common::World;
 use std::path::Path;
 

@@ -96,6 +96,37 @@ fn exercise(ix: &Index) {
         (2, 1, 1)
     );
 
+    // Attempts: beside a commit's run, never in its place; ended by a run that ran its tests.
+    let tried = record("c1", "t1", "error", 5);
+    ix.add_attempt("repo_a", &tried, "`mytest` was not found")
+        .unwrap();
+    ix.add_attempt("repo_a", &tried, "`mytest` was not found again")
+        .unwrap();
+    ix.add_attempt("repo_a", &record("c2", "t2", "error", 5), "no module")
+        .unwrap();
+    let kept = ix.attempts_of("repo_a", &["c1", "c9"]).unwrap();
+    assert_eq!(
+        kept.iter().map(|a| a.reason.as_str()).collect::<Vec<_>>(),
+        ["`mytest` was not found", "`mytest` was not found again"]
+    );
+    assert_eq!(
+        (kept[0].tree.as_str(), kept[0].trigger.as_str()),
+        ("t1", "hook")
+    );
+    assert_eq!(
+        ix.run_for_commit("repo_a", "c1")
+            .unwrap()
+            .unwrap()
+            .record
+            .status
+            .as_str(),
+        "passed"
+    );
+    assert_eq!(ix.run_totals().unwrap().0, 2, "an attempt is no run");
+    ix.end_attempts("repo_a", &["c1"]).unwrap();
+    assert!(ix.attempts_of("repo_a", &["c1"]).unwrap().is_empty());
+    assert_eq!(ix.attempts_of("repo_a", &["c2"]).unwrap().len(), 1);
+
     // The queue: queued once, claimed by one, retried with back-off, completed.
     let jobs = [
         ("c3".to_string(), Some("refs/heads/main".to_string())),
@@ -657,4 +688,44 @@ fn the_store_and_the_command_line_on_postgresql() {
         "{problem}"
     );
     assert!(hints[0].contains("GIT_SANDBOX_INDEX"), "{hints:?}");
+}
+
+#[test]
+fn an_index_of_the_schema_before_attempts_gains_them_and_keeps_its_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = RepoRow {
+        repository_id: "repo_a".into(),
+        name: "alpha".into(),
+        path: "/srv/alpha".into(),
+        url: "file:///srv/alpha".into(),
+        repository_type: "local".into(),
+        created_at: "2026-11-26T07:00:00.000Z".into(),
+        last_activity: None,
+        remote_url: None,
+    };
+    {
+        let ix = Index::open(dir.path()).unwrap();
+        ix.upsert_repository(&repo).unwrap();
+        ix.put_run("repo_a", &record("c1", "t1", "passed", 100))
+            .unwrap();
+    }
+    // The file as schema 11 left it: no attempts table.
+    let file = dir.path().join("index.db");
+    rusqlite::Connection::open(&file)
+        .unwrap()
+        .execute_batch("DROP TABLE attempts; PRAGMA user_version = 11")
+        .unwrap();
+    let ix = Index::open(dir.path()).unwrap();
+    assert_eq!(
+        ix.run_for_commit("repo_a", "c1")
+            .unwrap()
+            .unwrap()
+            .record
+            .status
+            .as_str(),
+        "passed"
+    );
+    ix.add_attempt("repo_a", &record("c1", "t1", "error", 5), "not found")
+        .unwrap();
+    assert_eq!(ix.attempts_of("repo_a", &["c1"]).unwrap().len(), 1);
 }

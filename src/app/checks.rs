@@ -437,7 +437,12 @@ fn conclude(
             Some("timeout" | "cpu") => Status::Timeout,
             Some(_) => Status::Killed,
             None if outcome.exit_code != Some(0) && counts.total.is_none() => {
-                match missing_runner(&command, &key, outcome.exit_code, &text) {
+                let setup_failed = setup
+                    .filter(|_| outcome.exit_code == Some(1))
+                    .and_then(|s| s.failed_inline(&text));
+                match setup_failed
+                    .or_else(|| missing_runner(&command, &key, outcome.exit_code, &text))
+                {
                     Some(what) => {
                         error = Some(what);
                         Status::Error
@@ -618,8 +623,9 @@ fn add_counts(a: Option<TestCounts>, b: TestCounts) -> TestCounts {
 }
 
 /// Why a test command could not run at all, when its output says its runner is missing: the
-/// shell's 126/127 (not found, not executable) or Python's `No module named X` for `-m X`. A
-/// missing runner is an `error`, never a failing test.
+/// shell's 126/127 (not found, not executable), Python's `No module named X` for `-m X`, or a
+/// toolchain rustup or pyenv selects that is not installed. A missing runner is an `error`,
+/// never a failing test (and, beside a result, an attempt: [`crate::model::could_not_run`]).
 fn missing_runner(
     command: &str,
     key: &str,
@@ -647,20 +653,15 @@ fn missing_runner(
         }
         _ => {}
     }
-    let words: Vec<&str> = command.split_whitespace().collect();
-    let module = words
-        .windows(2)
-        .find(|w| w[0] == "-m")
-        .map(|w| w[1].split('.').next().unwrap_or(w[1]))?;
-    let said = output.lines().any(|l| {
-        l.contains(&format!("No module named {module}"))
-            || l.contains(&format!("No module named '{module}'"))
-    });
-    said.then(|| {
-        format!(
+    use crate::model::attempt::Missing;
+    match crate::model::attempt::missing_runner(command, output)? {
+        Missing::PythonModule(module) => Some(format!(
             "the Python module `{module}` that `{command}` runs is not installed (No module named {module}); install it (python3 -m pip install {module}) or set {key} command in .sandbox.toml"
-        )
-    })
+        )),
+        Missing::Toolchain(line) => Some(format!(
+            "the toolchain that `{command}` runs is not installed here ({line}); install it, or set {key} command in .sandbox.toml"
+        )),
+    }
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 
 use super::{Context, Result};
 use crate::git::{self, notes::Lookup, CommitInfo};
-use crate::model::{note, NoteRecord, RunRecord, Status};
+use crate::model::{note, Attempt, NoteRecord, RunRecord, Status};
 use crate::store::RepoRow;
 use crate::util;
 use gix::ObjectId;
@@ -363,6 +363,46 @@ pub struct Entry {
     pub commit: String,
     pub summary: String,
     pub result: Option<RunRecord>,
+    /// The runs since the result that could not run its tests here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub could_not_run_here: Option<Attempt>,
+}
+
+/// The attempts kept beside each of `results` (runs of its commit and tree since it that could
+/// not run their tests here): the newest, with how many, by commit. Times compare as the
+/// records write them (RFC 3339, UTC, milliseconds).
+pub fn attempts_beside(
+    ctx: &Context,
+    row: &RepoRow,
+    results: &[&RunRecord],
+) -> Result<std::collections::HashMap<String, Attempt>> {
+    let commits: Vec<&str> = results.iter().map(|r| r.commit.as_str()).collect();
+    let mut out = std::collections::HashMap::new();
+    if commits.is_empty() {
+        return Ok(out);
+    }
+    let by_commit: std::collections::HashMap<&str, &RunRecord> =
+        results.iter().map(|r| (r.commit.as_str(), *r)).collect();
+    for a in ctx.index.attempts_of(&row.repository_id, &commits)? {
+        // Only those of its tree made since it (a newer result, fetched or read back, is news).
+        let since = by_commit
+            .get(a.commit.as_str())
+            .is_some_and(|r| r.tree == a.tree && a.finished_at >= r.finished_at);
+        if !since {
+            continue;
+        }
+        let count = out.get(&a.commit).map_or(0, |b: &Attempt| b.attempts);
+        out.insert(
+            a.commit.clone(),
+            Attempt {
+                reason: a.reason,
+                finished_at: a.finished_at,
+                trigger: a.trigger,
+                attempts: count + 1,
+            },
+        );
+    }
+    Ok(out)
 }
 
 /// The history of `revs` (as `git log` takes them; `all`: every watched branch), newest first,
@@ -391,7 +431,13 @@ pub fn history(
             commit: c.to_string(),
             summary: info.summary,
             result,
+            could_not_run_here: None,
         });
+    }
+    let results: Vec<&RunRecord> = entries.iter().filter_map(|e| e.result.as_ref()).collect();
+    let mut attempts = attempts_beside(ctx, row, &results)?;
+    for e in &mut entries {
+        e.could_not_run_here = attempts.remove(&e.commit);
     }
     Ok((entries, reader.warning()))
 }

@@ -17,8 +17,14 @@ use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
+mod attempt;
+mod branch;
 mod flaky;
 mod parallel;
+mod reports;
+
+use branch::run_of;
+use reports::{coverage_of, COVERAGE_REPORTS, JUNIT_DIRS};
 
 pub use parallel::run_commits_parallel;
 
@@ -109,6 +115,9 @@ pub struct Outcome {
     /// How many commits' tests ran (the others' results were there already, or were served
     /// from their tree's).
     pub ran: usize,
+    /// Runs that could not run their tests here, kept as attempts beside the result of the
+    /// same tree and config that their commits keep (`error` says why).
+    pub attempts: Vec<RunRecord>,
 }
 
 /// The results of trees found or made in this run, by (tree, config key), as records served to
@@ -208,11 +217,15 @@ pub fn run_commits(
     let mut batch_started = Instant::now();
     let mut interrupted = false;
     let mut ran = 0;
+    let mut pending = attempt::Pending::default();
+    let mut kept_attempts = Vec::new();
     let mut flush = |waiting: &mut Vec<(usize, RunRecord, bool)>,
                      to_write: &mut Vec<RunRecord>,
                      records: &mut Vec<RunRecord>,
+                     pending: &mut attempt::Pending,
                      progress: &mut dyn FnMut(Progress<'_>)|
      -> Result<()> {
+        kept_attempts.extend(pending.keep(ctx, row)?);
         if opts.unnoted {
             results::index_only(ctx, row, to_write)?;
         } else {
@@ -249,6 +262,9 @@ pub fn run_commits(
             interrupted = true;
             break;
         }
+        if !trial && source == Source::Made {
+            (record, source) = pending.instead(ctx, repo, row, &info, record, &mut along)?;
+        }
         let reused = source != Source::Made;
         if trial {
             progress(Progress::Finished {
@@ -269,6 +285,9 @@ pub fn run_commits(
             && record.cached_from.is_none()
             && record.status != Status::Skipped;
         ran += made as usize;
+        if made && record.status.is_result() {
+            pending.ended.push(record.commit.clone());
+        }
         // What later commits of the same tree and config are served from, as the index would.
         if let (true, Some(key)) = (made && results::first_hand(&record), &record.config_hash) {
             let mut served = record.clone();
@@ -283,10 +302,22 @@ pub fn run_commits(
             || to_write.len() >= BATCH
             || batch_started.elapsed().as_millis() > BATCH_AGE_MS
         {
-            flush(&mut waiting, &mut to_write, &mut records, progress)?;
+            flush(
+                &mut waiting,
+                &mut to_write,
+                &mut records,
+                &mut pending,
+                progress,
+            )?;
         }
     }
-    flush(&mut waiting, &mut to_write, &mut records, progress)?;
+    flush(
+        &mut waiting,
+        &mut to_write,
+        &mut records,
+        &mut pending,
+        progress,
+    )?;
     // A writer that does not compare-and-swap (plain `git notes add`) may have dropped what we
     // wrote: put it back before reporting success.
     let mut restored = 0;
@@ -306,6 +337,7 @@ pub fn run_commits(
         invalid_notes: along.reader.invalid,
         restored,
         ran,
+        attempts: kept_attempts,
     })
 }
 
@@ -709,94 +741,12 @@ fn run_one(
     Ok((finish(record, started), Source::Made))
 }
 
-/// Where build tools write their JUnit XML reports when the config names none: Maven Surefire
-/// and Failsafe, Gradle.
-const JUNIT_DIRS: &[&str] = &[
-    "target/surefire-reports",
-    "target/failsafe-reports",
-    "build/test-results/test",
-];
-
-/// Where the usual tools write a line-coverage report when the config names none: coverage.py
-/// (`coverage json`, `coverage xml`), lcov (c8, nyc, `cargo llvm-cov --lcov --output-path`),
-/// istanbul's Cobertura.
-const COVERAGE_REPORTS: &[&str] = &[
-    "coverage.json",
-    "coverage.xml",
-    "lcov.info",
-    "coverage/lcov.info",
-    "coverage/cobertura-coverage.xml",
-];
-
-/// The record's coverage: the report's totals and the files the commit changed.
-fn coverage_of(
-    check: &str,
-    report: &str,
-    r: &runner::coverage::Report,
-    changes: Option<&crate::model::Changes>,
-) -> crate::model::Coverage {
-    use crate::model::{percent, FileCoverage};
-    let changed: std::collections::HashSet<&str> = changes
-        .map(|c| c.files.iter().map(|f| f.path.as_str()).collect())
-        .unwrap_or_default();
-    crate::model::Coverage {
-        check: check.to_string(),
-        report: report.to_string(),
-        format: r.format.to_string(),
-        // A report claiming more covered lines than it has is held to its count.
-        lines_covered: r.covered.min(r.total),
-        lines_total: r.total,
-        percent: percent(r.covered.min(r.total), r.total),
-        changed_files: r
-            .files
-            .iter()
-            .filter(|f| changed.contains(f.path.as_str()))
-            .take(crate::model::MAX_CHANGED_FILES)
-            .map(|f| FileCoverage {
-                path: f.path.clone(),
-                lines_covered: f.covered,
-                lines_total: f.total,
-                percent: percent(f.covered, f.total),
-            })
-            .collect(),
-    }
-}
-
 /// Whether a check of the run was cut short by Ctrl-C or a stopping daemon.
 fn was_interrupted(r: &RunRecord) -> bool {
     r.tests
         .iter()
         .chain(r.checks.iter().map(|(_, c)| &c.run))
         .any(|t| t.killed_by.as_deref() == Some("interrupt"))
-}
-
-/// What a run of `commit` is, for the build-cache rule ([`caches::writes`]): a commit run as its
-/// branch's is one when the branch holds it (its tip, or an ancestor of the tip); a candidate
-/// merge named through production (`promote`, its dry run) is not.
-fn run_of(opts: &RunOptions<'_>, repo: &gix::Repository, commit: ObjectId) -> caches::RunOf {
-    if opts.is_trial() {
-        return caches::RunOf::Trial;
-    }
-    if opts.unnoted {
-        return caches::RunOf::Snapshot;
-    }
-    if opts.probe {
-        return caches::RunOf::Probe;
-    }
-    let tip = opts
-        .refname
-        .as_deref()
-        .filter(|r| r.starts_with("refs/heads/"))
-        .and_then(|r| repo.find_reference(r).ok())
-        .and_then(|mut r| r.peel_to_id().ok())
-        .map(|id| id.detach());
-    let on_branch = tip.is_some_and(|tip| {
-        tip == commit
-            || repo
-                .merge_base(commit, tip)
-                .is_ok_and(|base| base.is_some_and(|b| b.detach() == commit))
-    });
-    caches::RunOf::Branch { on_branch }
 }
 
 /// The commit `refname` points at now, when it is not `commit`: the branch moved past it.

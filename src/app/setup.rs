@@ -54,6 +54,9 @@ pub fn key(config: &Config, command: &str, repo: &gix::Repository, tree: ObjectI
     crate::util::fnv64_hex(text.as_bytes())
 }
 
+/// What an inline setup step prints when it fails, before the tests would run.
+const INLINE_FAILED: &str = "git-sandbox: the setup step failed";
+
 /// A run's setup, once ready.
 pub enum Setup {
     /// Its layer is laid under the run's tree (held until the run ends).
@@ -90,13 +93,37 @@ impl Setup {
         )
     }
 
+    /// Why the tests did not run, when this setup ran inline and failed before them (`output`
+    /// holds the line [`Setup::wrap`] prints then).
+    pub fn failed_inline(&self, output: &str) -> Option<String> {
+        let Setup::Inline(command, record) = self else {
+            return None;
+        };
+        if !output.lines().any(|l| l.trim() == INLINE_FAILED) {
+            return None;
+        }
+        // Inline, it has the tests' network policy (no kept checkout here to build a layer in).
+        let hint = if record.network {
+            String::new()
+        } else {
+            format!(
+                "; {}: vendor its dependencies, or run where a kept checkout lets it build with `setup_network = true`",
+                crate::model::attempt::SETUP_OFFLINE
+            )
+        };
+        Some(format!(
+            "{}`{command}` failed, run inline just before the tests (its output is in the tests' log){hint}",
+            crate::model::attempt::SETUP_FAILED
+        ))
+    }
+
     /// The test command with the setup run first, when the setup is inline.
     pub fn wrap(&self, command: &str) -> String {
         match self {
             Setup::Layer(..) => command.to_string(),
-            Setup::Inline(setup, _) => format!(
-                "(\n{setup}\n) >&2 || {{ echo 'git-sandbox: the setup step failed' >&2; exit 1; }}\n{command}"
-            ),
+            Setup::Inline(setup, _) => {
+                format!("(\n{setup}\n) >&2 || {{ echo '{INLINE_FAILED}' >&2; exit 1; }}\n{command}")
+            }
         }
     }
 }
@@ -227,10 +254,11 @@ pub fn prepare(
         let hint = if config.limits.setup_network {
             String::new()
         } else {
-            "; it has no network: vendor its dependencies, or allow `setup_network = true` under [limits] in your user config".to_string()
+            format!("; {}: vendor its dependencies, or allow `setup_network = true` under [limits] in your user config", crate::model::attempt::SETUP_OFFLINE)
         };
         return Err(SetupError::Failed(format!(
-            "the setup step `{command}` {why}{log}{hint}"
+            "{}`{command}` {why}{log}{hint}",
+            crate::model::attempt::SETUP_FAILED
         )));
     }
     record.how = "built".into();

@@ -43,7 +43,14 @@ pub fn cmd_log(args: LogArgs) -> CmdResult {
     }
     for e in &entries {
         match &e.result {
-            Some(r) => println!("{}", ui::oneline(r, &e.summary)),
+            Some(r) => match &e.could_not_run_here {
+                Some(_) => println!(
+                    "{} {}",
+                    ui::oneline(r, &e.summary),
+                    ui::dim("· could not run here since")
+                ),
+                None => println!("{}", ui::oneline(r, &e.summary)),
+            },
             None => println!(
                 "{} {} {} {}",
                 ui::dim("·"),

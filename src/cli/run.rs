@@ -226,6 +226,14 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
     if let Some(w) = crate::app::results::invalid_warning(&outcome.invalid_notes) {
         eprintln!("warning: {w}");
     }
+    for a in &outcome.attempts {
+        eprintln!(
+            "warning: {} could not run here: {}; the result of the same tree and config stands (`git sandbox show {}`)",
+            crate::util::short(&a.commit),
+            ui::escape(ui::first_line(a.error.as_deref().unwrap_or("its tests could not run"))),
+            crate::util::short(&a.commit)
+        );
+    }
     if outcome.restored > 0 {
         eprintln!(
             "warning: a concurrent writer dropped {} of the notes just written; they were written again",

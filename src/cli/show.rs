@@ -1,6 +1,6 @@
 use super::{cwd, print_json, ui, CmdResult, CommandError};
 use crate::app::{repos, results, Context};
-use crate::model::RunRecord;
+use crate::model::{Attempt, RunRecord};
 
 /// Show the full result of a commit (default HEAD), like `git show` does for the commit itself.
 ///
@@ -9,7 +9,8 @@ use crate::model::RunRecord;
 pub struct ShowArgs {
     #[arg(value_name = "REV")]
     pub rev: Option<String>,
-    /// Print the run record exactly as stored in the note.
+    /// Print the run record exactly as stored in the note (with `could_not_run_here` beside it
+    /// when runs since could not run its tests on this machine).
     #[arg(long)]
     pub json: bool,
     /// Print the sandbox's full layer table for the run (the note keeps a summary).
@@ -39,22 +40,31 @@ pub fn cmd_show(args: ShowArgs) -> CmdResult {
     if args.isolation {
         return print_isolation(&ctx, &record, args.json);
     }
+    let attempt = results::attempts_beside(&ctx, &row, &[&record])?.remove(&record.commit);
     if args.json {
-        print_json(&record);
+        match &attempt {
+            // Beside the record, not in it: the note keeps the result alone.
+            Some(a) => {
+                let mut shown = serde_json::to_value(&record).expect("records serialize");
+                shown["could_not_run_here"] = serde_json::json!(a);
+                print_json(&shown);
+            }
+            None => print_json(&record),
+        }
         return Ok(0);
     }
     let info = crate::git::commit_info(&repo, commit)?;
     let logs = |check: Option<&str>| {
         Some(crate::app::logs::check_path(&ctx, &row, &record, check)).filter(|p| p.is_file())
     };
-    print_human(&record, &info.summary, &logs);
+    print_human(&record, attempt.as_ref(), &info.summary, &logs);
     Ok(0)
 }
 
 /// Where the output of the tests (`None`) or of a named check is kept on this machine.
 type Logs<'a> = &'a dyn Fn(Option<&str>) -> Option<std::path::PathBuf>;
 
-fn print_human(r: &RunRecord, summary: &str, logs: Logs<'_>) {
+fn print_human(r: &RunRecord, attempt: Option<&Attempt>, summary: &str, logs: Logs<'_>) {
     println!(
         "{} {}",
         ui::yellow(&format!("run {}", r.commit)),
@@ -64,6 +74,20 @@ fn print_human(r: &RunRecord, summary: &str, logs: Logs<'_>) {
             .unwrap_or_default()
     );
     println!("Status:   {} {}", ui::mark(r.status), r.status);
+    if let Some(a) = attempt {
+        // A later run that could not run the tests here: the status above is still the result.
+        println!(
+            "          {} {} ({}{})",
+            ui::yellow("could not run here:"),
+            ui::escape(ui::first_line(&a.reason)),
+            a.finished_at,
+            if a.attempts > 1 {
+                format!(", the last of {} attempts", a.attempts)
+            } else {
+                String::new()
+            }
+        );
+    }
     println!("Started:  {}", ui::escape(&r.started_at));
     println!("Duration: {}", ui::duration(r.duration_ms));
     println!("Trigger:  {}", r.trigger.as_str());

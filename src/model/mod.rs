@@ -1,9 +1,11 @@
 //! Plain data types shared by every layer: the run record, experiments and evaluations.
 
+pub mod attempt;
 pub mod experiment;
 pub mod note;
 pub mod record;
 
+pub use attempt::{could_not_run, Attempt};
 pub use experiment::*;
 pub use note::NoteRecord;
 pub use record::*;

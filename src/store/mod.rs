@@ -2,6 +2,7 @@
 //! the job queue and the event log. Opening it checks the schema version and migrates.
 
 mod alerts;
+mod attempts;
 mod daemons;
 mod deliveries;
 mod events;
@@ -16,6 +17,7 @@ pub mod sql;
 mod statuses;
 
 pub use alerts::AlertRow;
+pub use attempts::AttemptRow;
 pub use daemons::DaemonRow;
 pub use deliveries::Delivery;
 pub use events::{Event, EventFilter};
@@ -32,7 +34,7 @@ use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 
 /// The schema this build writes. Bump it with a new entry in [`MIGRATIONS`].
-pub const SCHEMA_VERSION: i64 = 11;
+pub const SCHEMA_VERSION: i64 = 12;
 
 const MIGRATIONS: &[&str] = &[
     // 1: the first schema.
@@ -246,6 +248,23 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX test_failures_by_name ON test_failures (name);
     ALTER TABLE experiments ADD COLUMN budget_ms INTEGER;
+    "#,
+    // 12: attempts: runs that could not run their tests here (a tool missing on this machine),
+    // kept beside the commit's result in `runs`, never in its place; a new table, so an
+    // existing index only gains it.
+    r#"
+    CREATE TABLE attempts (
+        id INTEGER PRIMARY KEY,
+        repository_id TEXT NOT NULL REFERENCES repositories(id) ON DELETE CASCADE,
+        commit_id TEXT NOT NULL,
+        tree_id TEXT NOT NULL,
+        config_hash TEXT,
+        trigger TEXT NOT NULL,
+        finished_at TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        record TEXT NOT NULL
+    );
+    CREATE INDEX attempts_by_commit ON attempts (repository_id, commit_id, id);
     "#,
 ];
 

@@ -181,6 +181,7 @@ impl Index {
         let tx = self.conn.transaction()?;
         let rows = self.repository_rows(id)?;
         for table in [
+            "attempts",
             "executions",
             "runs",
             "experiments",

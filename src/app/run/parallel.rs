@@ -51,6 +51,7 @@ pub fn run_commits_parallel(
         invalid_notes: Vec::new(),
         restored: 0,
         ran: 0,
+        attempts: Vec::new(),
     };
     for end in ends {
         let o = end?;
@@ -59,6 +60,7 @@ pub fn run_commits_parallel(
         all.invalid_notes.extend(o.invalid_notes);
         all.restored += o.restored;
         all.ran += o.ran;
+        all.attempts.extend(o.attempts);
     }
     all.records
         .sort_by_key(|r| position.get(&r.commit).copied().unwrap_or(usize::MAX));
