@@ -8,11 +8,15 @@
 //! - `hardening`: private data files whatever the umask, manifests read without following the
 //!   commit's links, a checkout bounded by a ceiling with bounded memory.
 //! - `control_socket`: the daemon's door against other users, huge requests and slow clients.
+//! - `descriptors`: what the launching process holds open (`run`, `exec`, the daemon, `mcp`) never
+//!   reaches the command.
 
 mod common;
 
 #[path = "attacks/control_socket.rs"]
 mod control_socket;
+#[path = "attacks/descriptors.rs"]
+mod descriptors;
 #[path = "attacks/hardening.rs"]
 mod hardening;
 #[path = "attacks/hostile.rs"]
