@@ -475,6 +475,7 @@ fn run_one(
         s
     });
     let scratch = checkout::scratch_root();
+    let home_id = super::daemons::home_id(&ctx.paths.home);
     let cache_home = ctx.paths.caches();
     let dirs = cache_dirs(&config, repo, info);
     let branch = opts
@@ -495,6 +496,7 @@ fn run_one(
             info.tree,
             &workspace::Options {
                 scratch: &scratch,
+                home_id: &home_id,
                 overlay,
                 ceiling: config.limits.checkout_bytes(),
                 interrupt: opts.interrupt,

@@ -4,11 +4,13 @@
 //! of the tree, and nothing it writes reaches the kept checkout (its writes land in the overlay's
 //! upper layer, a tmpfs that goes with the run). Elsewhere each run gets a fresh checkout.
 //!
-//! Layout: `<scratch>/git-sandbox-cache-<euid>/slot-<n>/<repository key>/` holds `lower/` (the
-//! overlay's lower layer: `tree/`, `home/`, `tmp/`) and `state` (the tree it holds, its size,
-//! and a stat stamp of every file). A slot is held with a lock; as root, slot `n` also owns the
-//! uid `SLOT_UID_BASE + n` (held through a lock of its own under `/run`), which owns the kept
-//! files, so a run can write its tree through the overlay and no two runs share a uid.
+//! Layout: `<scratch>/git-sandbox-cache-<euid>/home-<home id>/slot-<n>/<repository key>/` holds
+//! `lower/` (the overlay's lower layer: `tree/`, `home/`, `tmp/`) and `state` (the tree it holds,
+//! its size, and a stat stamp of every file). Each data dir has its own slots (data dirs of one
+//! user share the scratch dir, and each one's `gc` judges only the repositories it knows). A slot
+//! is held with a lock; as root, slot `n` also owns the uid `SLOT_UID_BASE + n` (held through a
+//! lock of its own under `/run`, for every data dir), which owns the kept files, so a run can
+//! write its tree through the overlay and no two runs share a uid.
 
 use super::stamps::{self, Stamps};
 use crate::git::{self, checkout, GitError};
@@ -137,9 +139,14 @@ fn euid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
-/// The directory of the kept checkouts under a scratch dir.
-pub fn cache_root(scratch: &Path) -> PathBuf {
+/// This user's directory of kept checkouts under a scratch dir, shared by its data dirs.
+fn user_root(scratch: &Path) -> PathBuf {
     scratch.join(format!("git-sandbox-cache-{}", euid()))
+}
+
+/// The directory of the kept checkouts of the data dir `home_id` names, under a scratch dir.
+pub fn cache_root(scratch: &Path, home_id: &str) -> PathBuf {
+    user_root(scratch).join(format!("home-{home_id}"))
 }
 
 fn try_lock(path: &Path) -> Option<File> {
@@ -149,6 +156,9 @@ fn try_lock(path: &Path) -> Option<File> {
 }
 
 fn acquire(cache: &Path) -> Option<Slot> {
+    if let Some(parent) = cache.parent() {
+        crate::util::private::create_private_dir(parent).ok()?;
+    }
     crate::util::private::create_private_dir(cache).ok()?;
     let root = euid() == 0;
     if root {
@@ -197,6 +207,8 @@ fn verified_here() -> &'static std::sync::Mutex<std::collections::HashMap<PathBu
 pub struct Options<'a> {
     /// The scratch dir (`checkout::scratch_root()`).
     pub scratch: &'a Path,
+    /// The data dir's home id: its kept checkouts are its own.
+    pub home_id: &'a str,
     /// Whether runs get an overlay here (the machine probe): else fresh checkouts.
     pub overlay: bool,
     /// The most the tree's blobs may hold, in bytes.
@@ -214,7 +226,7 @@ pub fn prepare(
     opts: &Options<'_>,
 ) -> Result<Workspace, GitError> {
     if opts.overlay {
-        if let Some(slot) = acquire(&cache_root(opts.scratch)) {
+        if let Some(slot) = acquire(&cache_root(opts.scratch, opts.home_id)) {
             return kept(repo, tree, opts, slot);
         }
     }
@@ -473,13 +485,25 @@ pub struct KeptCheckout {
     slot_lock: PathBuf,
 }
 
-/// Every kept checkout under `scratch` of this user.
-pub fn kept_checkouts(scratch: &Path) -> Vec<KeptCheckout> {
-    let root = cache_root(scratch);
+/// Every kept checkout under `scratch` of the data dir `home_id` names.
+pub fn kept_checkouts(scratch: &Path, home_id: &str) -> Vec<KeptCheckout> {
+    in_slots(&cache_root(scratch, home_id))
+}
+
+/// The kept checkouts of this user laid out as before they were per data dir (slots straight
+/// under [`user_root`]): no run uses them any more, and whose they were is not known.
+pub fn old_kept_checkouts(scratch: &Path) -> Vec<KeptCheckout> {
+    in_slots(&user_root(scratch))
+}
+
+fn in_slots(root: &Path) -> Vec<KeptCheckout> {
     let mut out = Vec::new();
-    for slot in std::fs::read_dir(&root).into_iter().flatten().flatten() {
+    for slot in std::fs::read_dir(root).into_iter().flatten().flatten() {
         let name = slot.file_name().to_string_lossy().into_owned();
-        if !name.starts_with("slot-") || !slot.file_type().is_ok_and(|t| t.is_dir()) {
+        let numbered = name
+            .strip_prefix("slot-")
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        if !numbered || !slot.file_type().is_ok_and(|t| t.is_dir()) {
             continue;
         }
         for repo in std::fs::read_dir(slot.path())
