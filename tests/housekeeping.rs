@@ -700,6 +700,44 @@ fn gc_in_one_data_dir_leaves_the_kept_checkouts_of_another_alone() {
     assert_eq!(kept_trees(&scratch).len(), 1);
 }
 
+/// A data dir on `scratch` with one run of a repository done (so one kept checkout).
+fn ran_once_on(scratch: &Path, name: &str) -> World {
+    let mut w = World::new();
+    w.extra_env
+        .push(("GIT_SANDBOX_TMPDIR".into(), scratch.display().to_string()));
+    let repo = w.new_repo(name);
+    with_command(&w, &repo);
+    let o = w.sandbox(&repo, &["run"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    w
+}
+
+#[test]
+fn kept_checkouts_of_a_data_dir_that_is_gone_go_with_the_next_gc_or_new_data_dir() {
+    let mine = scratch_world();
+    let scratch = mine.path("scratch");
+    let my_repo = mine.new_repo("mine");
+    with_command(&mine, &my_repo);
+    assert_eq!(mine.sandbox(&my_repo, &["run"]).code, 0);
+
+    // A data dir removed (a test's temp dir): my gc removes what it left in the scratch dir.
+    drop(ran_once_on(&scratch, "gone"));
+    assert_eq!(kept_trees(&scratch).len(), 2);
+    let o = mine.sandbox(&my_repo, &["gc", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(o.json()["kept_checkouts"]["count"], 1, "{o:?}");
+    assert_eq!(kept_trees(&scratch).len(), 1);
+
+    // Another removed: the first run of a new data dir removes it, and leaves mine.
+    drop(ran_once_on(&scratch, "gone2"));
+    assert_eq!(kept_trees(&scratch).len(), 2);
+    let _new = ran_once_on(&scratch, "new");
+    assert_eq!(kept_trees(&scratch).len(), 2, "mine and the new one's");
+    let o = mine.sandbox(&my_repo, &["exec", "HEAD", "--", "true"]);
+    assert_eq!(o.code, 0, "mine still works: {o:?}");
+    assert_eq!(o.stderr, "", "{o:?}");
+}
+
 #[test]
 fn gc_sweeps_kept_checkouts_of_the_old_shared_layout_once_unused_for_the_retention() {
     // Before kept checkouts were per data dir, every data dir's slots sat side by side; no run

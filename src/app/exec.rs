@@ -84,6 +84,7 @@ pub fn exec(
             &workspace::Options {
                 scratch: &scratch,
                 home_id: &home_id,
+                data_dir: &ctx.paths.home,
                 overlay: sandbox.overlay,
                 ceiling: config.limits.checkout_bytes(),
                 interrupt,

@@ -334,6 +334,16 @@ fn prune_caches(
                 .push(format!("cannot remove {}: {e}", k.dir.display())),
         }
     }
+    // Those of data dirs that are gone: no one can use them again.
+    for (dir, kept) in workspace::orphaned_homes(&scratch) {
+        match workspace::remove_home(&dir, dry_run) {
+            Ok(true) => kept.iter().for_each(|k| report.kept_checkouts.add(k.bytes)),
+            Ok(false) => report.caches_busy += 1,
+            Err(e) => report
+                .warnings
+                .push(format!("cannot remove {}: {e}", dir.display())),
+        }
+    }
     Ok(())
 }
 

@@ -497,6 +497,7 @@ fn run_one(
             &workspace::Options {
                 scratch: &scratch,
                 home_id: &home_id,
+                data_dir: &ctx.paths.home,
                 overlay,
                 ceiling: config.limits.checkout_bytes(),
                 interrupt: opts.interrupt,
