@@ -9,6 +9,8 @@
 //!   commit's links, a checkout bounded by a ceiling with bounded memory.
 //! - `caches`: what a run of one branch can leave for another through the build caches.
 //! - `control_socket`: the daemon's door against other users, huge requests and slow clients.
+//! - `descriptors`: what the launching process holds open (`run`, `exec`, the daemon, `mcp`) never
+//!   reaches the command.
 
 mod common;
 
@@ -16,6 +18,8 @@ mod common;
 mod caches;
 #[path = "attacks/control_socket.rs"]
 mod control_socket;
+#[path = "attacks/descriptors.rs"]
+mod descriptors;
 #[path = "attacks/hardening.rs"]
 mod hardening;
 #[path = "attacks/hostile.rs"]

@@ -646,3 +646,119 @@ fn gc_keeps_a_repositorys_caches_under_its_bound_least_recently_used_first() {
     assert_eq!(r["caches"]["count"], 1, "{r}");
     assert_eq!(caches(&w).keys().collect::<Vec<_>>(), ["main"]);
 }
+
+/// The kept trees (`…/lower/tree`) under a scratch dir.
+fn kept_trees(scratch: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = walk(scratch)
+        .into_iter()
+        .filter(|p| p.ends_with("lower/tree"))
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn gc_in_one_data_dir_leaves_the_kept_checkouts_of_another_alone() {
+    // Two data dirs of one user on one machine share the scratch dir, as they share /dev/shm.
+    let mine = scratch_world();
+    let scratch = mine.path("scratch");
+    let mut theirs = World::new();
+    theirs
+        .extra_env
+        .push(("GIT_SANDBOX_TMPDIR".into(), scratch.display().to_string()));
+    let my_repo = mine.new_repo("mine");
+    let their_repo = theirs.new_repo("theirs");
+    for (w, repo) in [(&mine, &my_repo), (&theirs, &their_repo)] {
+        with_command(w, repo);
+        let o = w.sandbox(repo, &["run"]);
+        assert_eq!(o.code, 0, "{o:?}");
+    }
+    let both = kept_trees(&scratch);
+    assert_eq!(both.len(), 2, "one kept checkout each: {both:?}");
+
+    // My repository is registered and recent; theirs is no business of my gc.
+    let o = mine.sandbox(&my_repo, &["gc", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(o.json()["kept_checkouts"]["count"], 0, "{o:?}");
+    assert_eq!(
+        kept_trees(&scratch),
+        both,
+        "my gc removed their kept checkout"
+    );
+
+    // Their gc removes their own once they forget the repository, and only that.
+    assert_eq!(theirs.sandbox(&their_repo, &["forget"]).code, 0);
+    let o = theirs.sandbox(&theirs.work(), &["gc", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(o.json()["kept_checkouts"]["count"], 1, "{o:?}");
+    assert_eq!(kept_trees(&scratch).len(), 1);
+    let o = mine.sandbox(&my_repo, &["exec", "HEAD", "--", "true"]);
+    assert_eq!(o.code, 0, "mine still works: {o:?}");
+    assert_eq!(kept_trees(&scratch).len(), 1);
+}
+
+/// A data dir on `scratch` with one run of a repository done (so one kept checkout).
+fn ran_once_on(scratch: &Path, name: &str) -> World {
+    let mut w = World::new();
+    w.extra_env
+        .push(("GIT_SANDBOX_TMPDIR".into(), scratch.display().to_string()));
+    let repo = w.new_repo(name);
+    with_command(&w, &repo);
+    let o = w.sandbox(&repo, &["run"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    w
+}
+
+#[test]
+fn kept_checkouts_of_a_data_dir_that_is_gone_go_with_the_next_gc_or_new_data_dir() {
+    let mine = scratch_world();
+    let scratch = mine.path("scratch");
+    let my_repo = mine.new_repo("mine");
+    with_command(&mine, &my_repo);
+    assert_eq!(mine.sandbox(&my_repo, &["run"]).code, 0);
+
+    // A data dir removed (a test's temp dir): my gc removes what it left in the scratch dir.
+    drop(ran_once_on(&scratch, "gone"));
+    assert_eq!(kept_trees(&scratch).len(), 2);
+    let o = mine.sandbox(&my_repo, &["gc", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(o.json()["kept_checkouts"]["count"], 1, "{o:?}");
+    assert_eq!(kept_trees(&scratch).len(), 1);
+
+    // Another removed: the first run of a new data dir removes it, and leaves mine.
+    drop(ran_once_on(&scratch, "gone2"));
+    assert_eq!(kept_trees(&scratch).len(), 2);
+    let _new = ran_once_on(&scratch, "new");
+    assert_eq!(kept_trees(&scratch).len(), 2, "mine and the new one's");
+    let o = mine.sandbox(&my_repo, &["exec", "HEAD", "--", "true"]);
+    assert_eq!(o.code, 0, "mine still works: {o:?}");
+    assert_eq!(o.stderr, "", "{o:?}");
+}
+
+#[test]
+fn gc_sweeps_kept_checkouts_of_the_old_shared_layout_once_unused_for_the_retention() {
+    // Before kept checkouts were per data dir, every data dir's slots sat side by side; no run
+    // uses those any more, and none can say whose they are.
+    let w = scratch_world();
+    // SAFETY: plain getter.
+    let euid = unsafe { libc::geteuid() };
+    let slot = w
+        .path("scratch")
+        .join(format!("git-sandbox-cache-{euid}/slot-0"));
+    let old = slot.join("0123456789abcdef");
+    let recent = slot.join("fedcba9876543210");
+    for (dir, age) in [(&old, 30 * DAY), (&recent, Duration::ZERO)] {
+        std::fs::create_dir_all(dir.join("lower/tree")).unwrap();
+        std::fs::write(dir.join("lower/tree/f"), "x").unwrap();
+        std::fs::write(dir.join("state"), "{}").unwrap();
+        age_file(&dir.join("state"), age);
+    }
+    let o = w.sandbox(&w.work(), &["gc", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(o.json()["kept_checkouts"]["count"], 1, "{o:?}");
+    assert!(!old.exists(), "unused for 30 days: swept");
+    assert!(
+        recent.exists(),
+        "used lately (by an older git-sandbox): kept"
+    );
+}

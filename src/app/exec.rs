@@ -47,6 +47,7 @@ pub fn exec(
     }
     let sandbox = ctx.sandbox();
     let scratch = checkout::scratch_root();
+    let home_id = super::daemons::home_id(&ctx.paths.home);
     let capture = match output {
         Output::Inherit => None,
         Output::Capture(cap) => Some((
@@ -84,6 +85,8 @@ pub fn exec(
             info.tree,
             &workspace::Options {
                 scratch: &scratch,
+                home_id: &home_id,
+                data_dir: &ctx.paths.home,
                 overlay: sandbox.overlay,
                 ceiling: config.limits.checkout_bytes(),
                 interrupt,

@@ -321,16 +321,33 @@ fn prune_caches(
             report.caches_kept.add(c.bytes);
         }
     }
-    for k in workspace::kept_checkouts(&checkout::scratch_root()) {
-        if live.contains_key(&k.repo_key) && k.used_ms >= cutoff {
-            continue;
-        }
+    // This data dir's own, judged by the repositories it knows; those of the old layout,
+    // which no data dir uses any more, only by age.
+    let scratch = checkout::scratch_root();
+    let home_id = super::daemons::home_id(&ctx.paths.home);
+    let own = workspace::kept_checkouts(&scratch, &home_id)
+        .into_iter()
+        .filter(|k| !(live.contains_key(&k.repo_key) && k.used_ms >= cutoff));
+    let old = workspace::old_kept_checkouts(&scratch)
+        .into_iter()
+        .filter(|k| k.used_ms < cutoff);
+    for k in own.chain(old) {
         match workspace::remove_kept(&k, dry_run) {
             Ok(true) => report.kept_checkouts.add(k.bytes),
             Ok(false) => report.caches_busy += 1,
             Err(e) => report
                 .warnings
                 .push(format!("cannot remove {}: {e}", k.dir.display())),
+        }
+    }
+    // Those of data dirs that are gone: no one can use them again.
+    for (dir, kept) in workspace::orphaned_homes(&scratch) {
+        match workspace::remove_home(&dir, dry_run) {
+            Ok(true) => kept.iter().for_each(|k| report.kept_checkouts.add(k.bytes)),
+            Ok(false) => report.caches_busy += 1,
+            Err(e) => report
+                .warnings
+                .push(format!("cannot remove {}: {e}", dir.display())),
         }
     }
     Ok(())

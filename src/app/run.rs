@@ -515,6 +515,7 @@ fn run_one(
         s
     });
     let scratch = checkout::scratch_root();
+    let home_id = super::daemons::home_id(&ctx.paths.home);
     let cache_home = ctx.paths.caches();
     let dirs = cache_dirs(&config, repo, info);
     let branch = opts
@@ -536,6 +537,8 @@ fn run_one(
             info.tree,
             &workspace::Options {
                 scratch: &scratch,
+                home_id: &home_id,
+                data_dir: &ctx.paths.home,
                 overlay,
                 ceiling: config.limits.checkout_bytes(),
                 interrupt: opts.interrupt,

@@ -144,6 +144,10 @@ pub fn main() -> i32 {
         set_sigpipe(libc::SIG_IGN);
         return crate::runner::sandbox::forkserver::serve();
     }
+    // What the caller left open (a shell's `exec 7<file`, its own pipes) stays its business:
+    // no process started from here — git, the fork server, a helper, a hook — inherits it.
+    // Marked, not closed: what the caller handed on purpose stays usable by this process.
+    crate::util::fds::cloexec_from(3);
     let parsed = command()
         .try_get_matches()
         .and_then(|m| Ok((Cli::from_arg_matches(&m)?, wants_json(&m))));

@@ -4,11 +4,14 @@
 //! of the tree, and nothing it writes reaches the kept checkout (its writes land in the overlay's
 //! upper layer, a tmpfs that goes with the run). Elsewhere each run gets a fresh checkout.
 //!
-//! Layout: `<scratch>/git-sandbox-cache-<euid>/slot-<n>/<repository key>/` holds `lower/` (the
-//! overlay's lower layer: `tree/`, `home/`, `tmp/`) and `state` (the tree it holds, its size,
-//! and a stat stamp of every file). A slot is held with a lock; as root, slot `n` also owns the
-//! uid `SLOT_UID_BASE + n` (held through a lock of its own under `/run`), which owns the kept
-//! files, so a run can write its tree through the overlay and no two runs share a uid.
+//! Layout: `<scratch>/git-sandbox-cache-<euid>/home-<home id>/slot-<n>/<repository key>/` holds
+//! `lower/` (the overlay's lower layer: `tree/`, `home/`, `tmp/`) and `state` (the tree it holds,
+//! its size, and a stat stamp of every file). Each data dir has its own slots (data dirs of one
+//! user share the scratch dir, and each one's `gc` judges only the repositories it knows; the
+//! slots of a data dir that is gone are removed by the next new data dir or `gc`). A slot
+//! is held with a lock; as root, slot `n` also owns the uid `SLOT_UID_BASE + n` (held through a
+//! lock of its own under `/run`, for every data dir), which owns the kept files, so a run can
+//! write its tree through the overlay and no two runs share a uid.
 
 use super::stamps::{self, Stamps};
 use crate::git::{self, checkout, GitError};
@@ -145,9 +148,14 @@ fn euid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
-/// The directory of the kept checkouts under a scratch dir.
-pub fn cache_root(scratch: &Path) -> PathBuf {
+/// This user's directory of kept checkouts under a scratch dir, shared by its data dirs.
+fn user_root(scratch: &Path) -> PathBuf {
     scratch.join(format!("git-sandbox-cache-{}", euid()))
+}
+
+/// The directory of the kept checkouts of the data dir `home_id` names, under a scratch dir.
+pub fn cache_root(scratch: &Path, home_id: &str) -> PathBuf {
+    user_root(scratch).join(format!("home-{home_id}"))
 }
 
 fn try_lock(path: &Path) -> Option<File> {
@@ -156,8 +164,24 @@ fn try_lock(path: &Path) -> Option<File> {
     Some(f)
 }
 
-fn acquire(cache: &Path) -> Option<Slot> {
+/// The file in a data dir's slots that names the data dir (its path), so that once the data
+/// dir is gone its kept checkouts can be told from those of a data dir still in use.
+const OWNER: &str = "data-dir";
+
+fn acquire(cache: &Path, data_dir: &Path) -> Option<Slot> {
+    let user = cache.parent()?;
+    crate::util::private::create_private_dir(user).ok()?;
     crate::util::private::create_private_dir(cache).ok()?;
+    let owner = cache.join(OWNER);
+    if !owner.exists() {
+        // A new data dir: say whose these slots are, and clear those of data dirs that are gone
+        // (a test suite's, or one removed by hand), which nothing else would.
+        let dir = std::fs::canonicalize(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
+        crate::util::replace_file(&owner, dir.as_os_str().as_encoded_bytes(), false).ok()?;
+        for (home, _) in orphaned_in(user) {
+            let _ = remove_home(&home, false);
+        }
+    }
     let root = euid() == 0;
     if root {
         crate::util::private::create_private_dir(Path::new(UID_LOCKS)).ok()?;
@@ -205,6 +229,10 @@ fn verified_here() -> &'static std::sync::Mutex<std::collections::HashMap<PathBu
 pub struct Options<'a> {
     /// The scratch dir (`checkout::scratch_root()`).
     pub scratch: &'a Path,
+    /// The data dir's home id: its kept checkouts are its own.
+    pub home_id: &'a str,
+    /// The data dir itself (`$GIT_SANDBOX_HOME`).
+    pub data_dir: &'a Path,
     /// Whether runs get an overlay here (the machine probe): else fresh checkouts.
     pub overlay: bool,
     /// The most the tree's blobs may hold, in bytes.
@@ -222,7 +250,7 @@ pub fn prepare(
     opts: &Options<'_>,
 ) -> Result<Workspace, GitError> {
     if opts.overlay {
-        if let Some(slot) = acquire(&cache_root(opts.scratch)) {
+        if let Some(slot) = acquire(&cache_root(opts.scratch, opts.home_id), opts.data_dir) {
             return kept(repo, tree, opts, slot);
         }
     }
@@ -485,13 +513,74 @@ pub struct KeptCheckout {
     slot_lock: PathBuf,
 }
 
-/// Every kept checkout under `scratch` of this user.
-pub fn kept_checkouts(scratch: &Path) -> Vec<KeptCheckout> {
-    let root = cache_root(scratch);
+/// Every kept checkout under `scratch` of the data dir `home_id` names.
+pub fn kept_checkouts(scratch: &Path, home_id: &str) -> Vec<KeptCheckout> {
+    in_slots(&cache_root(scratch, home_id))
+}
+
+/// The kept checkouts of this user laid out as before they were per data dir (slots straight
+/// under [`user_root`]): no run uses them any more, and whose they were is not known.
+pub fn old_kept_checkouts(scratch: &Path) -> Vec<KeptCheckout> {
+    in_slots(&user_root(scratch))
+}
+
+/// The slots of data dirs that are gone (their `home-id` is not the one their slots were made
+/// for), each with its kept checkouts. Slots that do not say whose they are yet (being made) are
+/// not among them.
+pub fn orphaned_homes(scratch: &Path) -> Vec<(PathBuf, Vec<KeptCheckout>)> {
+    orphaned_in(&user_root(scratch))
+}
+
+fn orphaned_in(user: &Path) -> Vec<(PathBuf, Vec<KeptCheckout>)> {
     let mut out = Vec::new();
-    for slot in std::fs::read_dir(&root).into_iter().flatten().flatten() {
+    for e in std::fs::read_dir(user).into_iter().flatten().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(id) = name.strip_prefix("home-") else {
+            continue;
+        };
+        let Ok(owner) = std::fs::read(e.path().join(OWNER)) else {
+            continue;
+        };
+        let data_dir =
+            PathBuf::from(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&owner));
+        let current = std::fs::read_to_string(data_dir.join("home-id")).unwrap_or_default();
+        if current.trim() != id {
+            out.push((e.path(), in_slots(&e.path())));
+        }
+    }
+    out
+}
+
+/// Remove a data dir's slots whole, unless a run holds one of them. Returns whether they were
+/// removed (or, with `dry_run`, could be).
+pub fn remove_home(dir: &Path, dry_run: bool) -> std::io::Result<bool> {
+    let mut held = Vec::new();
+    for e in std::fs::read_dir(dir)?.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with("slot-") && name.ends_with(".lock") {
+            match try_lock(&e.path()) {
+                Some(l) => held.push(l),
+                None => return Ok(false),
+            }
+        }
+    }
+    if !dry_run {
+        match std::fs::remove_dir_all(dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(true)
+}
+
+fn in_slots(root: &Path) -> Vec<KeptCheckout> {
+    let mut out = Vec::new();
+    for slot in std::fs::read_dir(root).into_iter().flatten().flatten() {
         let name = slot.file_name().to_string_lossy().into_owned();
-        if !name.starts_with("slot-") || !slot.file_type().is_ok_and(|t| t.is_dir()) {
+        let numbered = name
+            .strip_prefix("slot-")
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        if !numbered || !slot.file_type().is_ok_and(|t| t.is_dir()) {
             continue;
         }
         for repo in std::fs::read_dir(slot.path())

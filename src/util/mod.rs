@@ -1,6 +1,7 @@
 //! Small helpers with no knowledge of the product: time stamps, ids, names, atomic files.
 
 pub mod beneath;
+pub mod fds;
 pub mod glob;
 pub mod hint;
 pub mod private;

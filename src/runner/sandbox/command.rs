@@ -17,6 +17,9 @@ pub(super) fn spawn(plan: &Plan) -> Result<i32, i32> {
         return Err(HELPER_FAILED);
     }
     let (argv, envp) = command_line(plan);
+    // The command gets stdin, stdout and stderr; init keeps its own (the artifact and status
+    // pipes) across the spawn.
+    crate::util::fds::cloexec_from(3);
     let mut argv_p: Vec<*mut libc::c_char> = argv.iter().map(|s| s.as_ptr().cast_mut()).collect();
     argv_p.push(std::ptr::null_mut());
     let mut envp_p: Vec<*mut libc::c_char> = envp.iter().map(|s| s.as_ptr().cast_mut()).collect();
@@ -125,6 +128,7 @@ pub(super) fn exec(plan: &Plan) -> ! {
         let mut envp_p: Vec<*const libc::c_char> = envp.iter().map(|s| s.as_ptr()).collect();
         envp_p.push(std::ptr::null());
         default_signals();
+        crate::util::fds::close_from(3);
         // SAFETY: null-terminated arrays of valid C strings that outlive the call.
         unsafe { libc::execve(argv_p[0], argv_p.as_ptr(), envp_p.as_ptr()) };
         eprintln!("git-sandbox: cannot start /bin/sh: {}", last_err());

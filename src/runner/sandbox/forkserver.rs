@@ -403,6 +403,9 @@ pub fn serve() -> i32 {
         libc::close(SOCKET_FD);
         sock
     };
+    // Only the socket: every helper forked from here starts with what this process holds.
+    crate::util::fds::close_between(3, sock as u32 - 1);
+    crate::util::fds::close_from(sock + 1);
     std::env::remove_var(PARENT_VAR);
     // SAFETY: telling the supervisor we are ready.
     if unsafe { libc::send(sock, b"R".as_ptr().cast(), 1, libc::MSG_NOSIGNAL) } != 1 {

@@ -86,6 +86,10 @@ pub fn main() -> i32 {
 /// The helper with its plan, exec'd or forked by the fork server: stdin is /dev/null, stdout
 /// and stderr the command's, [`REPORT_FD`] and [`ARTIFACT_FD`] the supervisor's pipes.
 pub fn run(plan: Plan) -> i32 {
+    // Nothing else: whatever the supervisor (or the server, or whoever started either) held
+    // without close-on-exec would otherwise stay open in this process, in init, and through
+    // `/proc/1/fd` or inheritance reach the command.
+    crate::util::fds::close_from(ARTIFACT_FD + 1);
     // SAFETY: fcntl on the descriptors the supervisor gave us; exec must not leak them.
     unsafe {
         libc::fcntl(REPORT_FD, libc::F_SETFD, libc::FD_CLOEXEC);
