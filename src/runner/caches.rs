@@ -134,7 +134,7 @@ pub fn for_run(use_: &CacheUse<'_>, repo_key: &str, run_uid: Option<u32>) -> Cac
             let _ = f.set_modified(std::time::SystemTime::now());
         }
         let (mut chain, mut locks) = if use_.read {
-            hold_chain(&own, b)
+            hold_chain(&own)
         } else {
             Default::default()
         };
@@ -160,7 +160,7 @@ pub fn for_run(use_: &CacheUse<'_>, repo_key: &str, run_uid: Option<u32>) -> Cac
     if use_.read && use_.branch != Some(use_.production) {
         let prod = base.join(branch_key(use_.production));
         if prod.is_dir() {
-            let (chain, locks) = hold_chain(&prod, use_.production);
+            let (chain, locks) = hold_chain(&prod);
             read(&mut c, use_.production, chain, locks);
         }
     }

@@ -73,10 +73,10 @@ fn migrate(branch_dir: &Path) {
     }
 }
 
-/// Hold the chain of `branch_dir` shared: its layers (newest first), their locks and names. A
+/// Hold the chain of `branch_dir` shared: its generations (newest first) and their locks. A
 /// generation removed between the listing and its lock (a fold made a newer base) sends the
 /// listing round again.
-pub(super) fn hold_chain(branch_dir: &Path, name: &str) -> (Vec<Generation>, Vec<File>) {
+pub(super) fn hold_chain(branch_dir: &Path) -> (Vec<Generation>, Vec<File>) {
     migrate(branch_dir);
     for _ in 0..4 {
         let chain = chain(branch_dir);
@@ -85,7 +85,6 @@ pub(super) fn hold_chain(branch_dir: &Path, name: &str) -> (Vec<Generation>, Vec
             return (chain, locks);
         }
     }
-    let _ = name;
     (Vec::new(), Vec::new())
 }
 
