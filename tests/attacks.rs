@@ -8,6 +8,8 @@
 //! - `hardening`: private data files whatever the umask, manifests read without following the
 //!   commit's links, a checkout bounded by a ceiling with bounded memory.
 //! - `control_socket`: the daemon's door against other users, huge requests and slow clients.
+//! - `http_doors`: the HTTP listener against piles of half-sent heads, connections and unsigned
+//!   webhook bodies.
 
 mod common;
 
@@ -17,5 +19,7 @@ mod control_socket;
 mod hardening;
 #[path = "attacks/hostile.rs"]
 mod hostile;
+#[path = "attacks/http_doors.rs"]
+mod http_doors;
 #[path = "attacks/sandbox.rs"]
 mod sandbox;

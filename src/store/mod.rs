@@ -32,7 +32,7 @@ use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 
 /// The schema this build writes. Bump it with a new entry in [`MIGRATIONS`].
-pub const SCHEMA_VERSION: i64 = 11;
+pub const SCHEMA_VERSION: i64 = 12;
 
 const MIGRATIONS: &[&str] = &[
     // 1: the first schema.
@@ -246,6 +246,11 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX test_failures_by_name ON test_failures (name);
     ALTER TABLE experiments ADD COLUMN budget_ms INTEGER;
+    "#,
+    // 12: a delivery's body SHA-256: a signed body replayed under a new delivery id is recognised.
+    r#"
+    ALTER TABLE deliveries ADD COLUMN body_sha256 TEXT;
+    CREATE INDEX deliveries_by_body ON deliveries (body_sha256);
     "#,
 ];
 
