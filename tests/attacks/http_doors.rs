@@ -7,9 +7,22 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-/// `daemon::doors::MAX_CONNECTIONS` and `HEADER_TIMEOUT`.
+/// `daemon::doors::MAX_CONNECTIONS`, `HEADER_TIMEOUT` and `BODY_TIMEOUT`.
 const MAX_CONNECTIONS: usize = 256;
 const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
+const BODY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Turn webhooks on (a secret in the user config).
+fn with_webhooks(w: &World) {
+    let secret = w.path("home/webhook-secret");
+    std::fs::write(&secret, "s3cret\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    w.user_config(&format!(
+        "[remote]\nwebhook_secret_file = \"{}\"\n",
+        secret.display()
+    ));
+}
 
 /// Whether `GET /health` is answered 200 within 3 s (a closed connection is not).
 fn healthy(addr: &str) -> bool {
@@ -112,14 +125,7 @@ fn beyond_the_connection_cap_a_new_connection_is_closed() {
 #[test]
 fn large_unsigned_bodies_at_once_get_503_and_memory_stays_bounded() {
     let w = World::new();
-    let secret = w.path("home/webhook-secret");
-    std::fs::write(&secret, "s3cret\n").unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
-    w.user_config(&format!(
-        "[remote]\nwebhook_secret_file = \"{}\"\n",
-        secret.display()
-    ));
+    with_webhooks(&w);
     let (d, addr) = w.serve();
     let status = format!("/proc/{}/status", d.child.id());
     assert!(healthy(&addr));
@@ -187,5 +193,35 @@ fn large_unsigned_bodies_at_once_get_503_and_memory_stays_bounded() {
         grew_mb < 120,
         "the daemon's memory grew by {grew_mb} MB for {N} unsigned bodies of 24 MB"
     );
+    assert!(healthy(&addr));
+}
+
+#[test]
+fn a_body_that_stops_coming_is_answered_and_closed_after_the_body_timeout() {
+    let w = World::new();
+    with_webhooks(&w);
+    let (_d, addr) = w.serve();
+    let mut s = TcpStream::connect(&addr).unwrap();
+    let started = Instant::now();
+    s.write_all(
+        format!(
+            "POST /webhooks/github HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\
+             X-GitHub-Event: push\r\nX-GitHub-Delivery: slow\r\nX-Hub-Signature-256: sha256={}\r\n\r\n{{\"ref\":",
+            "0".repeat(64)
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    s.set_read_timeout(Some(BODY_TIMEOUT + Duration::from_secs(10)))
+        .unwrap();
+    let mut got = Vec::new();
+    let _ = s.read_to_end(&mut got);
+    let text = String::from_utf8_lossy(&got);
+    assert!(
+        text.starts_with("HTTP/1.1 408"),
+        "after {} s: {text:?}",
+        started.elapsed().as_secs()
+    );
+    assert!(started.elapsed() >= BODY_TIMEOUT, "{text}");
     assert!(healthy(&addr));
 }
