@@ -11,6 +11,8 @@
 //! - `control_socket`: the daemon's door against other users, huge requests and slow clients.
 //! - `descriptors`: what the launching process holds open (`run`, `exec`, the daemon, `mcp`) never
 //!   reaches the command.
+//! - `http_doors`: the HTTP listener against piles of half-sent heads, connections and unsigned
+//!   webhook bodies.
 
 mod common;
 
@@ -24,5 +26,7 @@ mod descriptors;
 mod hardening;
 #[path = "attacks/hostile.rs"]
 mod hostile;
+#[path = "attacks/http_doors.rs"]
+mod http_doors;
 #[path = "attacks/sandbox.rs"]
 mod sandbox;

@@ -390,15 +390,27 @@ fn exercise(ix: &Index) {
         remote: "origin".into(),
         refspec: "+refs/heads/main:refs/remotes/origin/main".into(),
         local_ref: "refs/remotes/origin/main".into(),
+        body_sha256: Some("ab".repeat(32)),
     };
     assert!(ix.record_delivery(std::slice::from_ref(&d)).unwrap());
     assert!(
         !ix.record_delivery(std::slice::from_ref(&d)).unwrap(),
         "a redelivery"
     );
+    // The same body under a new delivery id is a replay too.
+    let replay = Delivery {
+        id: "d2".into(),
+        ..d.clone()
+    };
+    assert!(!ix.record_delivery(std::slice::from_ref(&replay)).unwrap());
     assert_eq!(ix.pending_deliveries().unwrap().len(), 1);
     ix.finish_delivery(&d, None).unwrap();
-    assert!(ix.pending_deliveries().unwrap().is_empty() && ix.has_delivery("d1").unwrap());
+    assert!(
+        ix.pending_deliveries().unwrap().is_empty()
+            && ix.has_delivery("d1", "").unwrap()
+            && ix.has_delivery("d3", &"ab".repeat(32)).unwrap()
+            && !ix.has_delivery("d3", &"cd".repeat(32)).unwrap()
+    );
 
     // Commit statuses waiting for GitHub.
     let s = StatusRow {

@@ -234,6 +234,12 @@ fn a_signed_push_runs_its_commits_and_nothing_else_gets_in() {
     assert_eq!(code, 200, "{text}");
     assert!(text.contains("duplicate"), "{text}");
     assert_eq!(received(w, &s.clone), recorded);
+    // The same signed body under a new delivery id (the signature does not cover the id): the
+    // body's SHA-256 recognises it, nothing queued again.
+    let (code, text) = deliver(&addr, "push", "d-1-again", &body, SECRET);
+    assert_eq!(code, 200, "{text}");
+    assert!(text.contains("duplicate"), "{text}");
+    assert_eq!(received(w, &s.clone), recorded);
 
     // ping: 200, nothing started. An event we do not act on: 204.
     let ping = serde_json::to_vec(&examples("ping")[0]).unwrap();
@@ -268,16 +274,20 @@ fn a_signed_push_runs_its_commits_and_nothing_else_gets_in() {
     let other = serde_json::to_vec(&other).unwrap();
     assert_eq!(deliver(&addr, "push", "d-other", &other, SECRET).0, 404);
 
-    // Gitea and Forgejo send the same signature under their own event and delivery headers.
+    // Gitea and Forgejo send the same signature under their own event and delivery headers (a
+    // body of their own: the same bytes again would be a replay).
+    let mut gitea: Value = serde_json::from_slice(&body).unwrap();
+    gitea["compare_url"] = Value::from("https://gitea.example/compare");
+    let gitea = serde_json::to_vec(&gitea).unwrap();
     let (code, text) = post(
         &addr,
         "/webhooks/github",
         &[
             ("X-Gitea-Event", "push"),
             ("X-Gitea-Delivery", "gitea-1"),
-            ("X-Hub-Signature-256", &sign(SECRET, &body)),
+            ("X-Hub-Signature-256", &sign(SECRET, &gitea)),
         ],
-        &body,
+        &gitea,
     );
     assert_eq!(code, 202, "{text}");
     assert!(text.contains("\"queued\""), "{text}");

@@ -5,6 +5,7 @@
 pub mod alerts;
 pub mod analyze;
 pub mod bisect;
+pub mod bounds;
 pub mod checks;
 pub mod commit_config;
 pub mod compare;

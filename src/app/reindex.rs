@@ -17,6 +17,9 @@ pub struct RepoReport {
     pub experiments: usize,
     /// Notes that hold no record for their commit: (commit, why). Those commits count as not run.
     pub skipped: Vec<SkippedNote>,
+    /// Records dated in the future of this machine's clock, not read (also where the note had
+    /// another record for its commit).
+    pub future_dated: usize,
     pub error: Option<String>,
 }
 
@@ -71,10 +74,12 @@ pub fn reindex(ctx: &Context, extra: &[PathBuf]) -> Result<Report> {
             runs: 0,
             experiments: 0,
             skipped: Vec::new(),
+            future_dated: 0,
             error: None,
         };
         match one(ctx, &canonical) {
-            Ok((id, runs, experiments, skipped)) => {
+            Ok((id, (runs, experiments, skipped, future_dated))) => {
+                entry.future_dated = future_dated;
                 entry.repository_id = Some(id);
                 entry.runs = runs;
                 entry.experiments = experiments;
@@ -95,19 +100,20 @@ pub fn reindex(ctx: &Context, extra: &[PathBuf]) -> Result<Report> {
     Ok(report)
 }
 
-/// A repository's id, runs and experiments indexed, and the notes skipped with why.
-type Indexed = (String, usize, usize, Vec<(ObjectId, String)>);
+/// A repository's id and what [`import`] did.
+type Indexed = (String, Imported);
 
-/// Runs and experiments imported, and the notes skipped with why.
-pub type Imported = (usize, usize, Vec<(ObjectId, String)>);
+/// Runs and experiments imported, the notes skipped with why, and the records dated in the
+/// future that were not read.
+pub type Imported = (usize, usize, Vec<(ObjectId, String)>, usize);
 
 fn one(ctx: &Context, path: &std::path::Path) -> Result<Indexed> {
     let repo = git::open(path)?;
     let Some(row) = repos::known_row(ctx, &repo)? else {
         return Err(super::AppError::usage("not set up").hint("run `git sandbox init` in it"));
     };
-    let (runs, found, skipped) = import(ctx, &repo, &row)?;
-    Ok((row.repository_id, runs, found, skipped))
+    let imported = import(ctx, &repo, &row)?;
+    Ok((row.repository_id, imported))
 }
 
 /// Fill the index with what git holds for one repository: runs from its notes, experiments
@@ -117,7 +123,12 @@ pub fn import(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Result<Im
     ctx.index.delete_runs(&row.repository_id)?;
     let mut runs = 0;
     let mut skipped = Vec::new();
+    let mut future_dated = 0;
     for (commit, blob) in git::notes::all_notes(repo, git::NOTES_REF)? {
+        if !super::bounds::has_commit(repo, commit) {
+            skipped.push((commit, "its commit is not in this clone".into()));
+            continue;
+        }
         let body = match git::notes::read_blob(repo, blob) {
             Ok(b) => b,
             Err(e) => {
@@ -125,7 +136,9 @@ pub fn import(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Result<Im
                 continue;
             }
         };
-        match note::decode(&body, &commit.to_string()) {
+        let (found, future) = note::decode_counted(&body, &commit.to_string());
+        future_dated += future;
+        match found {
             NoteRecord::Found(record) => {
                 ctx.index.put_run(&row.repository_id, &record)?;
                 runs += 1;
@@ -150,5 +163,5 @@ pub fn import(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Result<Im
             }
         }
     }
-    Ok((runs, found, skipped))
+    Ok((runs, found, skipped, future_dated))
 }

@@ -1,11 +1,13 @@
 //! Results that travel with the repository: `push` sends the watched branches, the notes and
 //! `refs/sandbox/*` to a remote (never forced; a notes ref the remote moved is fetched, merged
 //! line-wise and pushed again with back-off), `fetch` brings the remote's notes beside ours
-//! (`refs/notes/remotes/<remote>/…`), merges them in and indexes what arrived. Records are one
+//! (`refs/notes/remotes/<remote>/…`), checks them there ([`super::bounds`]), merges them in and
+//! indexes what arrived. The remote's `refs/sandbox/*` land under
+//! `refs/sandbox/remotes/<remote>/`, where no experiment's state is read. Records are one
 //! line each, so git's `cat_sort_uniq` merge keeps every machine's record and readers take the
 //! newest made for the commit.
 
-use super::{experiments, Context, Result};
+use super::{bounds, experiments, Context, Result};
 use crate::git::{self, remote};
 use crate::model::{note, Evaluation, NoteRecord};
 use crate::store::RepoRow;
@@ -38,6 +40,8 @@ pub struct Fetched {
     pub merged: Vec<String>,
     /// Commits whose result arrived or changed (indexed).
     pub results: usize,
+    /// Records merged but not indexed (dated in the future, on commits this clone lacks).
+    pub not_indexed: bounds::NotIndexed,
     /// Whether the fetch refspec for the notes was added to the remote just now.
     pub refspec_added: bool,
 }
@@ -99,8 +103,8 @@ pub fn resolve(dir: &Path, named: Option<&str>) -> Result<String> {
 }
 
 /// `git sandbox fetch`: the remote's branches (as remote-tracking refs), its notes merged into
-/// ours, its `refs/sandbox/*` where we have none or they only moved forward; then what arrived
-/// is indexed.
+/// ours, its `refs/sandbox/*` as `refs/sandbox/remotes/<remote>/*` (an experiment's state here
+/// is ours to change); then what arrived is indexed.
 pub fn fetch(
     ctx: &Context,
     repo: &gix::Repository,
@@ -113,10 +117,10 @@ pub fn fetch(
     let specs = vec![
         format!("+refs/heads/*:refs/remotes/{name}/*"),
         remote::notes_refspec(&name),
-        "refs/sandbox/*:refs/sandbox/*".to_string(),
+        remote::sandbox_refspec(&name),
     ];
     let updates = remote::fetch(&dir, &name, &specs)?;
-    let (merged, mut results) = take_in(ctx, repo, row, &dir, &name)?;
+    let (merged, mut results, not_indexed) = take_in(ctx, repo, row, &dir, &name)?;
     // On a shared index, a result whose machine died before pushing it is in the index: it is
     // written here too, so every clone has every result after a fetch.
     if ctx.index.is_shared() {
@@ -136,6 +140,7 @@ pub fn fetch(
         remote: name,
         merged,
         results,
+        not_indexed,
         refspec_added,
     };
     ctx.index.add_event(
@@ -143,7 +148,7 @@ pub fn fetch(
         Some(&row.repository_id),
         None,
         None,
-        &serde_json::json!({"remote": f.remote, "updated": f.updated.len(), "results": f.results, "rejected": f.rejected.len()}),
+        &serde_json::json!({"remote": f.remote, "updated": f.updated.len(), "results": f.results, "rejected": f.rejected.len(), "not_indexed": f.not_indexed.total()}),
     )?;
     Ok(f)
 }
@@ -159,21 +164,22 @@ fn rejected(updates: &[remote::RefUpdate]) -> Vec<Rejected> {
         .collect()
 }
 
-/// Merge the remote's notes (already fetched beside ours) into ours, write the summaries of the
-/// records that changed again, and index the records and evaluations that arrived. Returns the
-/// notes refs that moved and how many results arrived or changed.
+/// Check the remote's notes (already fetched beside ours), merge them into ours, write the
+/// summaries of the records that changed again, and index the records and evaluations that
+/// arrived. Returns the notes refs that moved, how many results arrived or changed, and the
+/// records not indexed. Notes over the bounds refuse it all, ours unchanged.
 fn take_in(
     ctx: &Context,
     repo: &gix::Repository,
     row: &RepoRow,
     dir: &Path,
     name: &str,
-) -> Result<(Vec<String>, usize)> {
+) -> Result<(Vec<String>, usize, bounds::NotIndexed)> {
     let before: Vec<HashMap<ObjectId, ObjectId>> = NOTES
         .iter()
         .map(|(r, _)| git::notes::all_notes(repo, r))
         .collect::<std::result::Result<_, _>>()?;
-    let mut merged = Vec::new();
+    let mut plan = Vec::new();
     for (ours, strategy) in NOTES {
         let mut theirs = vec![format!(
             "{}{}",
@@ -191,6 +197,15 @@ fn take_in(
                 ),
             )?);
         }
+        plan.push((ours, strategy, theirs));
+    }
+    let pairs: Vec<(&str, String)> = plan
+        .iter()
+        .flat_map(|(ours, _, theirs)| theirs.iter().map(|t| (*ours, t.clone())))
+        .collect();
+    bounds::check_incoming(repo, dir, name, &pairs)?;
+    let mut merged = Vec::new();
+    for (ours, strategy, theirs) in plan {
         let mut moved = false;
         for t in &theirs {
             moved |= remote::merge_notes(dir, ours, t, strategy)?;
@@ -199,8 +214,9 @@ fn take_in(
             merged.push(ours.to_string());
         }
     }
+    let mut not_indexed = bounds::NotIndexed::default();
     if merged.is_empty() {
-        return Ok((merged, 0));
+        return Ok((merged, 0, not_indexed));
     }
     let changed = |i: usize| -> Result<Vec<(ObjectId, ObjectId)>> {
         Ok(git::notes::all_notes(repo, NOTES[i].0)?
@@ -212,10 +228,16 @@ fn take_in(
     let mut summaries = Vec::new();
     let summary_now = git::notes::all_notes(repo, git::SUMMARY_NOTES_REF)?;
     for (commit, blob) in changed(0)? {
+        if !bounds::has_commit(repo, commit) {
+            not_indexed.missing_commit += 1;
+            continue;
+        }
         let Ok(body) = git::notes::read_blob(repo, blob) else {
             continue;
         };
-        if let NoteRecord::Found(r) = note::decode(&body, &commit.to_string()) {
+        let (found, future) = note::decode_counted(&body, &commit.to_string());
+        not_indexed.future_dated += future;
+        if let NoteRecord::Found(r) = found {
             ctx.index.put_run(&row.repository_id, &r)?;
             results += 1;
             let summary = note::summary(&r);
@@ -245,7 +267,7 @@ fn take_in(
             }
         }
     }
-    Ok((merged, results))
+    Ok((merged, results, not_indexed))
 }
 
 /// `git sandbox push`: the watched branches, the notes and `refs/sandbox/*` (with
@@ -280,6 +302,10 @@ pub fn push(
             .flatten()
         {
             let full = r.name().as_bstr().to_string();
+            // What remotes hold is theirs: never sent back as ours.
+            if full.starts_with(remote::SANDBOX_REMOTES) {
+                continue;
+            }
             specs.push(format!("{full}:{full}"));
         }
     }

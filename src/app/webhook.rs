@@ -13,7 +13,8 @@ use std::path::Path;
 /// The largest body GitHub delivers (it drops larger payloads itself).
 pub const MAX_BODY: usize = 25 * 1024 * 1024;
 
-/// One delivery as the HTTP face hands it over: the headers that matter and the raw body.
+/// One delivery as the HTTP face hands it over: the headers that matter, the raw body, and what
+/// a [`Verifier`] fed that body as it arrived found.
 pub struct Request<'a> {
     /// `github`, `gitea` or `forgejo`: which headers named the event.
     pub source: &'a str,
@@ -21,6 +22,68 @@ pub struct Request<'a> {
     pub delivery: Option<&'a str>,
     pub signature: Option<&'a str>,
     pub body: &'a [u8],
+    pub checked: Checked,
+}
+
+/// A body's signature check and its SHA-256, computed while it streamed in.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    pub signed: bool,
+    /// Lower-case hex: the signature does not cover `X-GitHub-Delivery`, so a signed body sent
+    /// again under a new delivery id is recognised by this.
+    pub body_sha256: String,
+}
+
+/// HMAC-SHA256 under each secret and the body's SHA-256, fed chunk by chunk as the body arrives
+/// (nothing is hashed a second time once it is all there).
+pub struct Verifier {
+    macs: Vec<Hmac<sha2::Sha256>>,
+    digest: sha2::Sha256,
+}
+
+impl Verifier {
+    pub fn new(secrets: &[Vec<u8>]) -> Verifier {
+        use sha2::Digest;
+        Verifier {
+            macs: secrets
+                .iter()
+                .filter_map(|s| Hmac::<sha2::Sha256>::new_from_slice(s).ok())
+                .collect(),
+            digest: sha2::Sha256::new(),
+        }
+    }
+
+    pub fn update(&mut self, chunk: &[u8]) {
+        use sha2::Digest;
+        for m in &mut self.macs {
+            m.update(chunk);
+        }
+        self.digest.update(chunk);
+    }
+
+    /// Whether `header` (`sha256=<hex>`) is the HMAC of what was fed under one of the secrets,
+    /// compared in constant time.
+    pub fn finish(self, header: Option<&str>) -> Checked {
+        use sha2::Digest;
+        let body_sha256 = self
+            .digest
+            .finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let sig = header
+            .and_then(|h| h.trim().strip_prefix("sha256="))
+            .and_then(from_hex);
+        let signed = sig.is_some_and(|sig| {
+            self.macs
+                .into_iter()
+                .fold(false, |ok, m| m.verify_slice(&sig).is_ok() | ok)
+        });
+        Checked {
+            signed,
+            body_sha256,
+        }
+    }
 }
 
 /// What became of a delivery; the HTTP face turns each into a status code.
@@ -103,19 +166,9 @@ pub fn secrets(ctx: &Context) -> Result<Vec<Vec<u8>>> {
 /// Whether `header` (`sha256=<hex>`) is the HMAC-SHA256 of `body` under one of `secrets`,
 /// compared in constant time.
 pub fn verify(secrets: &[Vec<u8>], body: &[u8], header: Option<&str>) -> bool {
-    let Some(sig) = header
-        .and_then(|h| h.trim().strip_prefix("sha256="))
-        .and_then(from_hex)
-    else {
-        return false;
-    };
-    secrets.iter().any(|s| {
-        let Ok(mut mac) = Hmac::<sha2::Sha256>::new_from_slice(s) else {
-            return false;
-        };
-        mac.update(body);
-        mac.verify_slice(&sig).is_ok()
-    })
+    let mut v = Verifier::new(secrets);
+    v.update(body);
+    v.finish(header).signed
 }
 
 fn from_hex(s: &str) -> Option<Vec<u8>> {
@@ -130,8 +183,8 @@ fn from_hex(s: &str) -> Option<Vec<u8>> {
 
 /// Take a delivery: verify it, read it, and record what it asks for. Never runs or fetches
 /// anything itself, so it answers at once.
-pub fn accept(ctx: &Context, secrets: &[Vec<u8>], req: &Request<'_>) -> Result<Outcome> {
-    if !verify(secrets, req.body, req.signature) {
+pub fn accept(ctx: &Context, req: &Request<'_>) -> Result<Outcome> {
+    if !req.checked.signed {
         return Ok(Outcome::Unauthorized(match req.signature {
             None => "no X-Hub-Signature-256 header: set the webhook's secret".into(),
             Some(_) => "the signature does not match the body under any configured secret".into(),
@@ -161,7 +214,8 @@ pub fn accept(ctx: &Context, secrets: &[Vec<u8>], req: &Request<'_>) -> Result<O
         Ok(_) => return Ok(Outcome::BadRequest("the body is not a JSON object".into())),
         Err(e) => return Ok(Outcome::BadRequest(format!("the body is not JSON: {e}"))),
     };
-    if ctx.index.has_delivery(id)? {
+    let body_sha256 = req.checked.body_sha256.as_str();
+    if ctx.index.has_delivery(id, body_sha256)? {
         return Ok(Outcome::Duplicate);
     }
     let urls: Vec<&str> = ["clone_url", "ssh_url", "html_url", "git_url", "url"]
@@ -189,6 +243,7 @@ pub fn accept(ctx: &Context, secrets: &[Vec<u8>], req: &Request<'_>) -> Result<O
                 remote: remote_name,
                 refspec,
                 local_ref,
+                body_sha256: Some(body_sha256.to_string()),
             }),
             Err(Ok(why)) => skipped = Some(Outcome::NothingToDo(why)),
             Err(Err(why)) => return Ok(Outcome::BadRequest(why)),

@@ -36,6 +36,9 @@ pub fn cmd_fetch(args: FetchArgs) -> CmdResult {
         for r in &f.merged {
             println!("  merged into {r}");
         }
+        if let Some(line) = f.not_indexed.line() {
+            eprintln!("warning: {line} (shown nowhere, never used as a result)");
+        }
         for r in &f.rejected {
             eprintln!(
                 "warning: not taken: {}: {} (yours is kept)",

@@ -42,6 +42,13 @@ pub fn cmd_reindex(args: ReindexArgs) -> CmdResult {
                 }
                 Some(e) => eprintln!("warning: {}: skipped: {e}", r.path),
             }
+            if r.future_dated > 0 {
+                eprintln!(
+                    "warning: {}: not read: {} dated more than a minute past this machine's clock",
+                    r.path,
+                    ui::plural(r.future_dated, "record")
+                );
+            }
         }
         println!(
             "Indexed {} and {} in {}",

@@ -3,6 +3,8 @@
 //! /webhooks/github` (GitHub, Gitea and Forgejo deliveries) when a webhook secret is set. A
 //! delivery is handed to `app::webhook` on a blocking thread and answered at once (202 when
 //! recorded); the fetches and runs happen later, in the deliveries thread and the workers.
+//! Connections go through [`super::doors`]; unsigned bytes are bounded here: bodies being read
+//! hold at most [`IN_FLIGHT`] bytes between them (503 beyond), each hashed as it streams.
 
 use crate::app::{webhook, Context};
 use axum::body::Body;
@@ -20,7 +22,13 @@ struct HttpState {
     secrets: Option<Vec<Vec<u8>>>,
     /// Wakes the deliveries thread when a delivery was recorded.
     wake: Mutex<mpsc::Sender<()>>,
+    /// One permit per byte of webhook bodies being read, before their signature is known.
+    in_flight: Arc<tokio::sync::Semaphore>,
 }
+
+/// Bytes of webhook bodies read at once, before their signatures are checked: two of the largest
+/// GitHub delivers, or many ordinary ones.
+pub const IN_FLIGHT: usize = 2 * webhook::MAX_BODY;
 
 /// Bind `addr` (an error here stops the daemon's start) and serve on a thread of its own.
 pub fn start(
@@ -36,6 +44,7 @@ pub fn start(
         ctx: Mutex::new(ctx),
         secrets,
         wake: Mutex::new(wake),
+        in_flight: Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT)),
     });
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -50,11 +59,7 @@ pub fn start(
                     .with_state(state)
                     .merge(crate::http::router());
                 match tokio::net::TcpListener::from_std(listener) {
-                    Ok(l) => {
-                        if let Err(e) = axum::serve(l, app).await {
-                            super::warn(&format!("the HTTP listener stopped: {e}"));
-                        }
-                    }
+                    Ok(l) => super::doors::serve(l, app).await,
                     Err(e) => super::warn(&format!("the HTTP listener cannot start: {e}")),
                 }
             });
@@ -90,9 +95,29 @@ async fn delivery(State(st): State<Arc<HttpState>>, headers: HeaderMap, body: Bo
     if announced.is_some_and(|n| n > webhook::MAX_BODY as u64) {
         return too_big();
     }
-    let Ok(body) = axum::body::to_bytes(body, webhook::MAX_BODY).await else {
-        return too_big();
-    };
+    let signature = header(&headers, &["x-hub-signature-256"]).map(str::to_string);
+    if signature.is_none() {
+        return answer(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "no X-Hub-Signature-256 header: set the webhook's secret",
+        );
+    }
+    let (body, checked, _held) =
+        match read_body(&st, &secrets, announced, signature.as_deref(), body).await {
+            Ok(read) => read,
+            Err(Unread::TooBig) => return too_big(),
+            Err(Unread::Busy) => {
+                return answer(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "busy",
+                    "too many webhook bodies are being received at once; redeliver it in a moment",
+                )
+            }
+            Err(Unread::Broken(why)) => {
+                return answer(StatusCode::REQUEST_TIMEOUT, "bad_body", &why)
+            }
+        };
     let source = if headers.contains_key("x-forgejo-event") {
         "forgejo"
     } else if headers.contains_key("x-gitea-event") {
@@ -114,19 +139,18 @@ async fn delivery(State(st): State<Arc<HttpState>>, headers: HeaderMap, body: Bo
         ],
     )
     .map(str::to_string);
-    let signature = header(&headers, &["x-hub-signature-256"]).map(str::to_string);
     let st2 = st.clone();
     let outcome = tokio::task::spawn_blocking(move || {
         let ctx = st2.ctx.lock().unwrap_or_else(|p| p.into_inner());
         webhook::accept(
             &ctx,
-            &secrets,
             &webhook::Request {
                 source,
                 event: event.as_deref(),
                 delivery: id.as_deref(),
                 signature: signature.as_deref(),
                 body: &body,
+                checked,
             },
         )
     })
@@ -167,6 +191,57 @@ async fn delivery(State(st): State<Arc<HttpState>>, headers: HeaderMap, body: Bo
             )
         }
     }
+}
+
+/// Why a webhook body was not read whole.
+enum Unread {
+    TooBig,
+    /// The bytes in flight are all taken.
+    Busy,
+    /// It stopped, or did not arrive in time.
+    Broken(String),
+}
+
+/// Read a webhook body within the bytes in flight, hashing it as it streams; the bytes it holds
+/// are given back when the permit returned with it is dropped.
+async fn read_body(
+    st: &HttpState,
+    secrets: &[Vec<u8>],
+    announced: Option<u64>,
+    signature: Option<&str>,
+    body: Body,
+) -> Result<(Vec<u8>, webhook::Checked, tokio::sync::OwnedSemaphorePermit), Unread> {
+    let take = |n: usize| {
+        u32::try_from(n)
+            .ok()
+            .and_then(|n| st.in_flight.clone().try_acquire_many_owned(n).ok())
+            .ok_or(Unread::Busy)
+    };
+    // The announced length is reserved before a byte is read, so a refusal costs nothing.
+    let reserved = announced.unwrap_or(0) as usize;
+    let mut held = take(reserved)?;
+    let mut buf = Vec::with_capacity(reserved);
+    let mut verifier = webhook::Verifier::new(secrets);
+    let mut chunks = body.into_data_stream();
+    use futures_util::StreamExt;
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk.map_err(|e| {
+            Unread::Broken(format!(
+                "the body could not be read: {}",
+                std::error::Error::source(&e).map_or(e.to_string(), |s| s.to_string())
+            ))
+        })?;
+        if buf.len() + chunk.len() > webhook::MAX_BODY {
+            return Err(Unread::TooBig);
+        }
+        let over = (buf.len() + chunk.len()).saturating_sub(held.num_permits());
+        if over > 0 {
+            held.merge(take(over)?);
+        }
+        verifier.update(&chunk);
+        buf.extend_from_slice(&chunk);
+    }
+    Ok((buf, verifier.finish(signature), held))
 }
 
 fn answer(code: StatusCode, status: &str, message: &str) -> Response {

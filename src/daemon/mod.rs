@@ -7,6 +7,7 @@
 //! index) stop it; runtime errors are recorded as events and survived.
 
 mod control;
+mod doors;
 mod health;
 mod http;
 mod listen;

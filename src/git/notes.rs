@@ -82,6 +82,26 @@ pub fn all_notes(repo: &gix::Repository, notes_ref: &str) -> Result<HashMap<Obje
     Ok(out)
 }
 
+/// Every note in the notes commit `notes_commit` (a past tip of a notes ref): commit → blob.
+pub fn all_notes_at(
+    repo: &gix::Repository,
+    notes_commit: ObjectId,
+) -> Result<HashMap<ObjectId, ObjectId>> {
+    let tree = repo
+        .find_commit(notes_commit)
+        .and_then(|c| c.tree_id())
+        .map_err(gix_err)?
+        .detach();
+    let mut out = HashMap::new();
+    collect(repo, tree, String::new(), &mut out)?;
+    Ok(out)
+}
+
+/// The size of a blob, from its header (the blob is not read).
+pub fn blob_size(repo: &gix::Repository, id: ObjectId) -> Result<u64> {
+    Ok(repo.find_header(id).map_err(gix_err)?.size())
+}
+
 fn collect(
     repo: &gix::Repository,
     tree: ObjectId,

@@ -17,6 +17,15 @@ pub fn notes_refspec(remote: &str) -> String {
     format!("+refs/notes/sandbox*:{}sandbox*", tracking_prefix(remote))
 }
 
+/// Where a remote's `refs/sandbox/*` land on fetch: beside ours, never over them (a remote's
+/// promoted or rolled-back ref does not change an experiment's state here).
+pub const SANDBOX_REMOTES: &str = "refs/sandbox/remotes/";
+
+/// The fetch refspec for a remote's `refs/sandbox/*`.
+pub fn sandbox_refspec(remote: &str) -> String {
+    format!("+refs/sandbox/*:{SANDBOX_REMOTES}{remote}/*")
+}
+
 /// The configured remotes, in git's order.
 pub fn remotes(dir: &Path) -> Result<Vec<String>> {
     Ok(git(dir, &["remote"])?

@@ -36,8 +36,25 @@ pub fn encode(r: &RunRecord) -> Vec<u8> {
     body
 }
 
+/// A record may be dated at most this far past this machine's clock (clocks drift); one dated
+/// later would outrank every record made here until its date, so it is not read.
+pub const FUTURE_SLACK_MS: i64 = 60_000;
+
+/// The largest record (one line) taken from elsewhere.
+pub const MAX_RECORD: usize = 256 * 1024;
+
 /// The record a note holds for `commit` (40 hex). Of several, the one that finished last.
 pub fn decode(body: &[u8], commit: &str) -> NoteRecord {
+    decode_counted(body, commit).0
+}
+
+/// [`decode`], with how many of the note's records for `commit` were skipped for being dated
+/// more than [`FUTURE_SLACK_MS`] ahead of this machine's clock.
+pub fn decode_counted(body: &[u8], commit: &str) -> (NoteRecord, usize) {
+    decode_at(body, commit, crate::util::time::now_millis())
+}
+
+fn decode_at(body: &[u8], commit: &str, now_ms: i64) -> (NoteRecord, usize) {
     let mut records = Vec::new();
     let mut problem = None;
     // Whole documents first (one line each, or pretty-printed ones one after another) …
@@ -64,6 +81,8 @@ pub fn decode(body: &[u8], commit: &str) -> NoteRecord {
     }
     let mut best: Option<RunRecord> = None;
     let mut seen_other = false;
+    let mut future = None;
+    let mut skipped_future = 0;
     for v in records {
         let schema = v.get("schema").and_then(|s| s.as_str()).unwrap_or("");
         if schema != RUN_SCHEMA {
@@ -87,6 +106,11 @@ pub fn decode(body: &[u8], commit: &str) -> NoteRecord {
             seen_other = true;
             continue;
         }
+        if finished_ms(&record).is_some_and(|t| t > now_ms.saturating_add(FUTURE_SLACK_MS)) {
+            future.get_or_insert(record.finished_at.clone());
+            skipped_future += 1;
+            continue;
+        }
         let newer = best.as_ref().is_none_or(|b| {
             finished_ms(&record).unwrap_or(i64::MIN) >= finished_ms(b).unwrap_or(i64::MIN)
         });
@@ -94,11 +118,15 @@ pub fn decode(body: &[u8], commit: &str) -> NoteRecord {
             best = Some(record);
         }
     }
-    match best {
-        Some(r) => NoteRecord::Found(Box::new(r)),
-        None if seen_other => NoteRecord::NotForThisCommit,
-        None => NoteRecord::Invalid(problem.unwrap_or_else(|| "the note is empty".into())),
-    }
+    let found = match (best, future) {
+        (Some(r), _) => NoteRecord::Found(Box::new(r)),
+        (None, Some(at)) => NoteRecord::Invalid(format!(
+            "its record is dated {at}, in the future of this machine's clock"
+        )),
+        (None, None) if seen_other => NoteRecord::NotForThisCommit,
+        (None, None) => NoteRecord::Invalid(problem.unwrap_or_else(|| "the note is empty".into())),
+    };
+    (found, skipped_future)
 }
 
 fn finished_ms(r: &RunRecord) -> Option<i64> {
@@ -286,6 +314,28 @@ mod tests {
 
     const A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
     const B: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+
+    #[test]
+    fn a_record_dated_in_the_future_never_outranks_one_made_here() {
+        let now = crate::util::time::parse_rfc3339("2026-01-01T00:00:00Z").unwrap();
+        let here = record(A, "2026-01-01T00:00:00Z", Status::Failed);
+        let future = record(A, "2099-01-01T00:00:00Z", Status::Passed);
+        let mut body = encode(&here);
+        body.extend(encode(&future));
+        let (found, skipped) = decode_at(&body, A, now);
+        assert_eq!(found.found().unwrap().status, Status::Failed);
+        assert_eq!(skipped, 1);
+        match decode_at(&encode(&future), A, now) {
+            (NoteRecord::Invalid(why), 1) => assert!(why.contains("in the future"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        // Within the minute clocks may drift, it counts.
+        let soon = record(A, "2026-01-01T00:00:59Z", Status::Passed);
+        assert!(matches!(
+            decode_at(&encode(&soon), A, now),
+            (NoteRecord::Found(_), 0)
+        ));
+    }
 
     #[test]
     fn one_line_round_trips() {

@@ -266,6 +266,11 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX attempts_by_commit ON attempts (repository_id, commit_id, id);
     "#,
+    // 13: a delivery's body SHA-256: a signed body replayed under a new delivery id is recognised.
+    r#"
+    ALTER TABLE deliveries ADD COLUMN body_sha256 TEXT;
+    CREATE INDEX deliveries_by_body ON deliveries (body_sha256);
+    "#,
 ];
 
 /// An event to append with [`Index::add_events`].
