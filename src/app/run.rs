@@ -225,12 +225,13 @@ pub fn run_commits(
                      pending: &mut attempt::Pending,
                      progress: &mut dyn FnMut(Progress<'_>)|
      -> Result<()> {
-        kept_attempts.extend(pending.keep(ctx, row)?);
+        // Results first: a note reaches git even while the index is away.
         if opts.unnoted {
             results::index_only(ctx, row, to_write)?;
         } else {
             results::write(ctx, repo, row, to_write)?;
         }
+        kept_attempts.extend(pending.keep(ctx, row)?);
         written.append(to_write);
         for (index, record, reused) in waiting.drain(..) {
             progress(Progress::Finished {
