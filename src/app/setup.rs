@@ -241,8 +241,8 @@ pub fn prepare(
                 format!(": {last}")
             }
         ))
-    } else if !layer.finish() {
-        Some("succeeded, but what it wrote could not be kept".into())
+    } else if let Err(e) = layer.finish() {
+        Some(format!("succeeded, but what it wrote {e}"))
     } else {
         None
     };
