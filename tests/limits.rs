@@ -120,3 +120,48 @@ fn a_setup_whose_writes_cannot_all_be_kept_is_an_error_naming_the_entry() {
         "{error}"
     );
 }
+
+#[test]
+fn a_change_to_a_workspace_packages_manifest_builds_the_setup_again() {
+    let w = World::new();
+    let repo = w.new_repo("workspace");
+    w.commit(
+        &repo,
+        &[
+            (
+                ".sandbox.toml",
+                "[test]\nsetup = \"mkdir -p deps && cat packages/a/package.json > deps/a\"\ncommand = \"cat deps/a\"\n[analysis]\nenabled = false\n",
+            ),
+            ("package.json", "{\"workspaces\": [\"packages/*\"]}\n"),
+            ("pnpm-workspace.yaml", "packages: ['packages/*']\n"),
+            ("packages/a/package.json", "{\"dependencies\": {\"left-pad\": \"1\"}}\n"),
+        ],
+        "a workspace",
+    );
+    let run = |what: &str| {
+        let o = w.sandbox(&repo, &["run", "--json"]);
+        let rec = o.json()[0].clone();
+        assert_eq!(rec["status"], "passed", "{what}: {o:?}");
+        rec
+    };
+    assert_eq!(run("first")["tests"]["setup"]["how"], "built");
+    w.commit(&repo, &[("packages/a/index.js", "1")], "code only");
+    assert_eq!(run("code only")["tests"]["setup"]["how"], "reused");
+    w.commit(
+        &repo,
+        &[(
+            "packages/a/package.json",
+            "{\"dependencies\": {\"left-pad\": \"2\"}}\n",
+        )],
+        "a package's new dependency",
+    );
+    let rec = run("new dependency");
+    assert_eq!(rec["tests"]["setup"]["how"], "built", "{rec}");
+    assert!(
+        rec["tests"]["output_tail"]
+            .as_str()
+            .unwrap()
+            .contains("\"2\""),
+        "{rec}"
+    );
+}
