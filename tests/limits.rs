@@ -165,3 +165,79 @@ fn a_change_to_a_workspace_packages_manifest_builds_the_setup_again() {
         "{rec}"
     );
 }
+
+fn run_json(w: &World, repo: &std::path::Path) -> Value {
+    let o = w.sandbox(repo, &["run", "--json"]);
+    o.json()[0].clone()
+}
+
+fn with_command(command: &str, limits: &str) -> String {
+    format!("[test]\ncommand = \"{command}\"\n[limits]\n{limits}\n[analysis]\nenabled = false\n")
+}
+
+#[test]
+fn webassembly_and_v8_reservations_run_under_the_default_limits() {
+    let w = World::new();
+    let repo = w.new_repo("wasm");
+    // 4 GiB reserved up front, 1 MiB used: what vitest and pnpm do.
+    let js = "const m = new WebAssembly.Memory({initial: 16, maximum: 65536}); console.log(m.buffer.byteLength)";
+    w.commit(
+        &repo,
+        &[
+            (".sandbox.toml", &with_command("node script.js", "")),
+            ("script.js", js),
+        ],
+        "wasm",
+    );
+    let rec = run_json(&w, &repo);
+    assert_eq!(rec["status"], "passed", "{rec}");
+    assert_eq!(rec["tests"]["output_tail"], "1048576", "{rec}");
+    let limits = &rec["tests"]["limits"];
+    assert_eq!(limits["memory_by"], "cgroup", "{limits}");
+    assert_eq!(limits["rlimit_as_mb"], Value::Null, "{limits}");
+}
+
+#[test]
+fn a_run_stopped_by_a_limit_names_it_and_how_to_raise_it() {
+    let w = World::new();
+    let repo = w.new_repo("hit");
+    // Memory: a heap that grows until something gives (the cgroup's OOM kill or V8's abort).
+    let js = "const a = []; for (;;) a.push(new Array(1e6).fill(1.5))";
+    w.commit(
+        &repo,
+        &[
+            (
+                ".sandbox.toml",
+                &with_command("node grow.js", "memory_mb = 200"),
+            ),
+            ("grow.js", js),
+        ],
+        "memory",
+    );
+    let rec = run_json(&w, &repo);
+    assert_eq!(rec["status"], "killed", "{rec}");
+    assert_eq!(rec["tests"]["killed_by"], "memory", "{rec}");
+    let error = rec["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("memory_mb = 200")
+            && error.contains("raise it under [limits] in your user config"),
+        "{error}"
+    );
+    // Disk: a write that finds the run's tmpfs full.
+    w.commit(
+        &repo,
+        &[(
+            ".sandbox.toml",
+            &with_command("head -c 40000000 /dev/zero > big", "disk_mb = 16"),
+        )],
+        "disk",
+    );
+    let rec = run_json(&w, &repo);
+    assert_eq!(rec["status"], "killed", "{rec}");
+    assert_eq!(rec["tests"]["killed_by"], "disk", "{rec}");
+    let error = rec["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("filled the 16 MiB") && error.contains("(disk_mb)"),
+        "{error}"
+    );
+}

@@ -250,16 +250,27 @@ pub fn prepare(
         cache_paths: &["tree".to_string(), "home".to_string()],
     });
     record.duration_ms = started.elapsed().as_millis() as u64;
+    let hit = outcome.killed_by.clone().or_else(|| {
+        crate::runner::limit_hit::attribute(
+            outcome.exit_code,
+            outcome.signal,
+            &outcome.output_tail,
+            &limits,
+        )
+        .map(str::to_string)
+    });
     let why = if let Some(e) = &outcome.spawn_error {
         Some(e.clone())
-    } else if let Some(k) = &outcome.killed_by {
+    } else if let Some(k) = &hit {
         Some(match k.as_str() {
             "timeout" | "cpu" => format!(
                 "ran past its limits ({}s timeout, {} CPU seconds)",
                 config.test.timeout.as_secs(),
                 config.limits.cpu_seconds
             ),
-            other => format!("was stopped ({other})"),
+            other => crate::runner::limit_hit::explain(other, &limits, "", "was")
+                .map(|e| e.trim_start().to_string())
+                .unwrap_or_else(|| format!("was stopped ({other})")),
         })
     } else if outcome.exit_code != Some(0) {
         let last = outcome.output_tail.lines().last().unwrap_or("").trim();

@@ -163,7 +163,10 @@ pub fn run(plan: Plan) -> i32 {
         ));
         layers.push(drop_privileges(root, run_uid));
         die_with_parent(None);
-        layers.push(guard::rlimits(&plan.limits));
+        layers.push(guard::rlimits(
+            &plan.limits,
+            limits.cgroup_memory_mb.is_some(),
+        ));
         guard::read_rlimits(&mut limits);
         confine(&plan, &mut layers, &[], false);
         write_report(&layers, &limits);
@@ -660,7 +663,10 @@ fn run_init(
     step(plan, "proc, loopback, hostname");
     layers.push(drop_privileges(root, uid));
     die_with_parent(None);
-    layers.push(guard::rlimits(&plan.limits));
+    layers.push(guard::rlimits(
+        &plan.limits,
+        limits.cgroup_memory_mb.is_some(),
+    ));
     guard::read_rlimits(&mut limits);
     step(plan, "uid dropped, rlimits");
     confine(plan, &mut layers, &view.private_tmp, !plan.network);
