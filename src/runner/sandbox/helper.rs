@@ -426,7 +426,9 @@ fn join_cgroup(plan: &Plan, root: bool, pid: i32) -> (Layer, (Option<u64>, Optio
             (None, None),
         );
     }
-    if !root {
+    let cg = RunCgroup::for_helper(pid);
+    // A v2 subtree may be delegated to a user; v1 controllers are root's.
+    if !root && !cg.as_ref().is_some_and(|c| c.v2) {
         return (
             Layer::new(
                 "cgroup",
@@ -436,7 +438,7 @@ fn join_cgroup(plan: &Plan, root: bool, pid: i32) -> (Layer, (Option<u64>, Optio
             (None, None),
         );
     }
-    match RunCgroup::for_helper(pid) {
+    match cg {
         Some(cg) => match cg.create_and_join(
             plan.limits.memory_mb,
             plan.limits.processes.saturating_add(1), // and the helper itself
@@ -454,7 +456,7 @@ fn join_cgroup(plan: &Plan, root: bool, pid: i32) -> (Layer, (Option<u64>, Optio
             Layer::new(
                 "cgroup",
                 LayerStatus::Unavailable,
-                "no memory and pids controllers (cgroup v1) in /proc/self/cgroup",
+                "no memory and pids controllers in /proc/self/cgroup (v1), and /sys/fs/cgroup is no cgroup v2 hierarchy",
             ),
             (None, None),
         ),
