@@ -241,3 +241,40 @@ fn a_run_stopped_by_a_limit_names_it_and_how_to_raise_it() {
         "{error}"
     );
 }
+
+#[test]
+fn an_offline_npm_install_fails_fast_with_npms_own_message() {
+    let w = World::new();
+    let repo = w.new_repo("offline");
+    let head = w.commit(
+        &repo,
+        &[
+            (
+                ".sandbox.toml",
+                "[test]\nsetup = \"npm install\"\ncommand = \"true\"\ntimeout = \"120s\"\n[analysis]\nenabled = false\n",
+            ),
+            (
+                "package.json",
+                "{\"name\": \"offline\", \"version\": \"1.0.0\", \"dependencies\": {\"left-pad\": \"1.3.0\"}}\n",
+            ),
+        ],
+        "a dependency and no network",
+    );
+    let started = std::time::Instant::now();
+    let rec = run_json(&w, &repo);
+    let took = started.elapsed();
+    assert_eq!(rec["status"], "error", "{rec}");
+    assert!(
+        took < std::time::Duration::from_secs(60),
+        "an offline install gives up at once, not after retries: {took:?}"
+    );
+    let log = common::files_under(&w.data().join("logs"))
+        .into_iter()
+        .find(|p| p.ends_with(format!("{head}.setup.log")))
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .unwrap_or_default();
+    assert!(
+        log.contains("npm error") || log.contains("npm ERR!"),
+        "the setup log: {log:?}"
+    );
+}
