@@ -278,3 +278,130 @@ fn an_offline_npm_install_fails_fast_with_npms_own_message() {
         "the setup log: {log:?}"
     );
 }
+
+/// A tool installed once into the test target's temp dir (outside /tmp, which a run sees as its
+/// own empty tmpfs), by `install` when its `bin` is not there yet; panics naming `./test` when
+/// it cannot be installed, rather than skipping.
+fn tool(name: &str, bin: &str, install: &str) -> std::path::PathBuf {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let path = dir.join(bin);
+    if !path.exists() {
+        let o = Command::new("sh")
+            .arg("-c")
+            .arg(install)
+            .env("DIR", &dir)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success() && path.exists(),
+            "./test needs {name} (installed by the test itself with `{install}`, DIR={}): {}{}",
+            dir.display(),
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    path.parent().unwrap().to_path_buf()
+}
+
+/// A world whose runs find `bin_dir` first on PATH, and whose setup may download.
+fn online_world(bin_dir: &std::path::Path) -> World {
+    let mut w = World::new();
+    let path = std::env::var("PATH").unwrap_or_default();
+    w.extra_env
+        .push(("PATH".into(), format!("{}:{path}", bin_dir.display())));
+    w.user_config("[limits]\nsetup_network = true\n");
+    w
+}
+
+#[test]
+fn a_real_pnpm_workspace_install_is_kept_whole() {
+    let bin = tool(
+        "pnpm-9.15.0",
+        "node_modules/.bin/pnpm",
+        "npm install --no-save --prefix \"$DIR\" pnpm@9.15.0",
+    );
+    let w = online_world(&bin);
+    let repo = w.new_repo("pnpm");
+    w.commit(
+        &repo,
+        &[
+            (
+                ".sandbox.toml",
+                "[test]\nsetup = \"pnpm install --config.confirmModulesPurge=false\"\ncommand = \"node packages/a/index.js\"\ntimeout = \"240s\"\n[analysis]\nenabled = false\n",
+            ),
+            ("package.json", "{\"name\": \"root\", \"private\": true}\n"),
+            ("pnpm-workspace.yaml", "packages:\n  - 'packages/*'\n"),
+            (
+                "packages/a/package.json",
+                "{\"name\": \"a\", \"version\": \"1.0.0\", \"dependencies\": {\"b\": \"workspace:*\", \"is-number\": \"7.0.0\"}}\n",
+            ),
+            (
+                "packages/a/index.js",
+                "const b = require('b'); const isNumber = require('is-number'); console.log(isNumber(b.n) ? 'a sees b ' + b.n : 'no')\n",
+            ),
+            (
+                "packages/b/package.json",
+                "{\"name\": \"b\", \"version\": \"1.0.0\", \"main\": \"index.js\", \"dependencies\": {\"kind-of\": \"6.0.3\"}}\n",
+            ),
+            ("packages/b/index.js", "require('kind-of'); module.exports = { n: 42 }\n"),
+        ],
+        "a pnpm workspace of two packages",
+    );
+    let rec = run_json(&w, &repo);
+    assert_eq!(rec["status"], "passed", "{rec}");
+    assert_eq!(rec["tests"]["setup"]["how"], "built", "{rec}");
+    assert_eq!(rec["tests"]["output_tail"], "a sees b 42", "{rec}");
+    // And the next run reads it all from the kept layer, offline.
+    w.commit(&repo, &[("packages/a/README", "x")], "no new dependencies");
+    let rec = run_json(&w, &repo);
+    assert_eq!(rec["tests"]["setup"]["how"], "reused", "{rec}");
+    assert_eq!(rec["tests"]["output_tail"], "a sees b 42", "{rec}");
+}
+
+#[test]
+fn a_real_uv_workspace_install_is_kept_whole() {
+    let bin = tool(
+        "uv-0.5.11",
+        "bin/uv",
+        "python3 -m venv \"$DIR/venv\" && \"$DIR/venv/bin/pip\" install -q uv==0.5.11 && mkdir -p \"$DIR/bin\" && cp \"$DIR/venv/bin/uv\" \"$DIR/bin/uv\"",
+    );
+    let w = online_world(&bin);
+    let repo = w.new_repo("uv");
+    let member = |name: &str, deps: &str| {
+        format!(
+            "[project]\nname = \"{name}\"\nversion = \"0.1.0\"\nrequires-python = \">=3.8\"\ndependencies = [{deps}]\n\n[build-system]\nrequires = [\"hatchling\"]\nbuild-backend = \"hatchling.build\"\n"
+        )
+    };
+    let (a, b) = (
+        member("a", "\"b\", \"iniconfig==2.0.0\""),
+        member("b", "\"six==1.16.0\""),
+    );
+    // UV_NATIVE_TLS: uv trusts the system's certificates, as pip and npm do (a machine may
+    // reach PyPI through its own certificate authority).
+    w.commit(
+        &repo,
+        &[
+            (
+                ".sandbox.toml",
+                "[test]\nsetup = \"UV_NATIVE_TLS=1 uv sync --all-packages\"\ncommand = \"uv run --offline --frozen python -c 'import a, iniconfig, six; print(a.hello())'\"\ntimeout = \"240s\"\n[analysis]\nenabled = false\n",
+            ),
+            (
+                "pyproject.toml",
+                "[project]\nname = \"root\"\nversion = \"0.1.0\"\nrequires-python = \">=3.8\"\ndependencies = [\"a\"]\n\n[tool.uv.sources]\na = { workspace = true }\nb = { workspace = true }\n\n[tool.uv.workspace]\nmembers = [\"packages/*\"]\n",
+            ),
+            ("packages/a/pyproject.toml", &a),
+            ("packages/a/src/a/__init__.py", "import b\n\ndef hello():\n    return 'a sees b ' + str(b.N)\n"),
+            ("packages/b/pyproject.toml", &b),
+            ("packages/b/src/b/__init__.py", "N = 42\n"),
+        ],
+        "a uv workspace of two packages",
+    );
+    let rec = run_json(&w, &repo);
+    assert_eq!(rec["status"], "passed", "{rec}");
+    assert_eq!(rec["tests"]["setup"]["how"], "built", "{rec}");
+    assert_eq!(rec["tests"]["output_tail"], "a sees b 42", "{rec}");
+    w.commit(&repo, &[("packages/a/README", "x")], "no new dependencies");
+    let rec = run_json(&w, &repo);
+    assert_eq!(rec["tests"]["setup"]["how"], "reused", "{rec}");
+    assert_eq!(rec["tests"]["output_tail"], "a sees b 42", "{rec}");
+}
