@@ -280,8 +280,8 @@ fn keep_caches(plan: &Plan, branch: &std::fs::File, uid: u32) {
         };
         let Some(into) = make_dirs(out.as_raw_fd(), path, uid, gid) else {
             let why = errno_text(&std::io::Error::last_os_error());
-            write_at(
-                branch,
+            super::layers::append_at(
+                branch.as_raw_fd(),
                 "failed",
                 &format!("{path}: cannot make it: {why}\n"),
             );
@@ -298,33 +298,11 @@ fn keep_caches(plan: &Plan, branch: &std::fs::File, uid: u32) {
     // A layer missing entries is never kept: without `added` it is not used, and `failed` says
     // which entry did not arrive and why.
     if let Some(why) = merged.failure() {
-        write_at(branch, "failed", &format!("{why}\n"));
+        super::layers::append_at(branch.as_raw_fd(), "failed", &format!("{why}\n"));
         return;
     }
     // What was added, for the supervisor's bound on the layer's size.
-    write_at(branch, "added", &format!("{}\n", merged.bytes));
-}
-
-/// Append `text` to the file `name` in `dir` (made if need be, never through a link).
-fn write_at(dir: &std::fs::File, name: &str, text: &str) {
-    use std::os::fd::AsRawFd;
-    let Ok(c) = CString::new(name) else { return };
-    // SAFETY: openat with a valid descriptor and NUL-terminated name; closed below.
-    let fd = unsafe {
-        libc::openat(
-            dir.as_raw_fd(),
-            c.as_ptr(),
-            libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-            0o600,
-        )
-    };
-    if fd >= 0 {
-        // SAFETY: writing a local buffer to a descriptor we own, then closing it.
-        unsafe {
-            libc::write(fd, text.as_ptr().cast(), text.len());
-            libc::close(fd);
-        }
-    }
+    super::layers::append_at(branch.as_raw_fd(), "added", &format!("{}\n", merged.bytes));
 }
 
 /// A detached, writable clone of the mount at `path` (`open_tree(OPEN_TREE_CLONE)`): it is in

@@ -386,6 +386,27 @@ fn link_to_first(
     unsafe { libc::linkat(dir_fd.as_raw_fd(), first.as_ptr(), into, name.as_ptr(), 0) == 0 }
 }
 
+/// Append `text` to the file `name` in `dir` (made if need be, never through a link).
+pub fn append_at(dir: i32, name: &str, text: &str) {
+    let Ok(c) = CString::new(name) else { return };
+    // SAFETY: openat with a valid descriptor and NUL-terminated name; closed below.
+    let fd = unsafe {
+        libc::openat(
+            dir,
+            c.as_ptr(),
+            libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            0o600,
+        )
+    };
+    if fd >= 0 {
+        // SAFETY: writing a local buffer to a descriptor we own, then closing it.
+        unsafe {
+            libc::write(fd, text.as_ptr().cast(), text.len());
+            libc::close(fd);
+        }
+    }
+}
+
 fn copy_file(
     from: i32,
     into: i32,
