@@ -348,7 +348,7 @@ fn conclude(
     } else {
         format!("[checks.{}]", spec.name)
     };
-    let (command, framework, outcome) = match executed {
+    let (command, framework, mut outcome) = match executed {
         Executed::Ran {
             command,
             framework,
@@ -429,6 +429,15 @@ fn conclude(
     let framework = parsed.as_ref().map(|(f, _)| f.to_string()).or(framework);
     let counts = parsed.map(|(_, c)| c).unwrap_or_default();
     let mut error = None;
+    if outcome.killed_by.is_none() && outcome.spawn_error.is_none() {
+        outcome.killed_by = crate::runner::limit_hit::attribute(
+            outcome.exit_code,
+            outcome.signal,
+            &outcome.output_tail,
+            &config.limits,
+        )
+        .map(str::to_string);
+    }
     let status = if let Some(e) = &outcome.spawn_error {
         error = Some(e.clone());
         Status::Error
@@ -474,6 +483,8 @@ fn conclude(
             "{what} ran past the {}s timeout and {were} stopped; raise {key} timeout in .sandbox.toml if more time is needed",
             spec.timeout.as_secs_f64()
         ));
+    } else if let Some(k) = outcome.killed_by.as_deref() {
+        error = crate::runner::limit_hit::explain(k, &config.limits, &what, were);
     }
     let mut tests = Tests {
         status: Some(status),

@@ -5,7 +5,6 @@
 //! production's, read-only — so the tests themselves need no network.
 
 use crate::config::Config;
-use crate::git;
 use crate::model::SetupRun;
 use crate::runner::workspace::{self, Workspace};
 use crate::runner::{self, caches, process, Sandbox};
@@ -14,24 +13,31 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-/// The files at the tree's root whose contents decide what a setup step installs.
+/// The files whose contents decide what a setup step installs, wherever they are in the tree:
+/// a workspace's packages each have a manifest (`packages/*/package.json`, a uv or Cargo
+/// workspace's members), and the package manager reads them all.
 const INPUTS: &[&str] = &[
     "package.json",
     "package-lock.json",
     "npm-shrinkwrap.json",
     "yarn.lock",
     "pnpm-lock.yaml",
+    "pnpm-workspace.yaml",
+    ".npmrc",
+    ".yarnrc.yml",
     "bun.lockb",
+    "bun.lock",
     "Cargo.toml",
     "Cargo.lock",
     "go.mod",
     "go.sum",
+    "go.work",
+    "go.work.sum",
     "pyproject.toml",
     "setup.py",
     "setup.cfg",
-    "requirements.txt",
-    "requirements-dev.txt",
     "poetry.lock",
+    "Pipfile",
     "Pipfile.lock",
     "uv.lock",
     "pdm.lock",
@@ -39,19 +45,46 @@ const INPUTS: &[&str] = &[
     "Gemfile.lock",
     "composer.json",
     "composer.lock",
+    "mix.exs",
     "mix.lock",
 ];
 
-/// What keys a setup: its command, whether it has the network, and the blob ids of the tree's
-/// lockfiles and manifests.
+/// Whether a file named `name` is one a package manager reads to install (`requirements.txt`,
+/// `requirements-dev.txt`, … included).
+fn is_input(name: &str) -> bool {
+    INPUTS.contains(&name) || (name.starts_with("requirements") && name.ends_with(".txt"))
+}
+
+/// What keys a setup: its command, whether it has the network, and the paths and blob ids of
+/// every lockfile and manifest in the tree.
 pub fn key(config: &Config, command: &str, repo: &gix::Repository, tree: ObjectId) -> String {
     let mut text = format!("{command}\0{}\0", config.limits.setup_network);
-    for name in INPUTS {
-        if let Ok(Some((id, _))) = git::blob_at(repo, tree, name) {
-            text.push_str(&format!("{name}\0{id}\0"));
-        }
+    for (path, id) in inputs(repo, tree) {
+        text.push_str(&format!("{path}\0{id}\0"));
     }
     crate::util::fnv64_hex(text.as_bytes())
+}
+
+/// The tree's lockfiles and manifests, in the tree's order. A tree that cannot be read has
+/// none (the key then changes with the command only, as for a tree without any).
+fn inputs(repo: &gix::Repository, tree: ObjectId) -> Vec<(String, ObjectId)> {
+    let Ok(tree) = repo.find_tree(tree) else {
+        return Vec::new();
+    };
+    let mut recorder = gix::traverse::tree::Recorder::default();
+    if tree.traverse().breadthfirst(&mut recorder).is_err() {
+        return Vec::new();
+    }
+    recorder
+        .records
+        .into_iter()
+        .filter(|e| e.mode.is_blob())
+        .filter_map(|e| {
+            let path = gix::bstr::ByteSlice::to_str_lossy(e.filepath.as_slice()).into_owned();
+            let name = path.rsplit('/').next().unwrap_or(&path);
+            is_input(name).then_some((path, e.oid))
+        })
+        .collect()
 }
 
 /// What an inline setup step prints when it fails, before the tests would run.
@@ -217,16 +250,27 @@ pub fn prepare(
         cache_paths: &["tree".to_string(), "home".to_string()],
     });
     record.duration_ms = started.elapsed().as_millis() as u64;
+    let hit = outcome.killed_by.clone().or_else(|| {
+        crate::runner::limit_hit::attribute(
+            outcome.exit_code,
+            outcome.signal,
+            &outcome.output_tail,
+            &limits,
+        )
+        .map(str::to_string)
+    });
     let why = if let Some(e) = &outcome.spawn_error {
         Some(e.clone())
-    } else if let Some(k) = &outcome.killed_by {
+    } else if let Some(k) = &hit {
         Some(match k.as_str() {
             "timeout" | "cpu" => format!(
                 "ran past its limits ({}s timeout, {} CPU seconds)",
                 config.test.timeout.as_secs(),
                 config.limits.cpu_seconds
             ),
-            other => format!("was stopped ({other})"),
+            other => crate::runner::limit_hit::explain(other, &limits, "", "was")
+                .map(|e| e.trim_start().to_string())
+                .unwrap_or_else(|| format!("was stopped ({other})")),
         })
     } else if outcome.exit_code != Some(0) {
         let last = outcome.output_tail.lines().last().unwrap_or("").trim();
@@ -241,8 +285,8 @@ pub fn prepare(
                 format!(": {last}")
             }
         ))
-    } else if !layer.finish() {
-        Some("succeeded, but what it wrote could not be kept".into())
+    } else if let Err(e) = layer.finish() {
+        Some(format!("succeeded, but what it wrote {e}"))
     } else {
         None
     };

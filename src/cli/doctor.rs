@@ -168,11 +168,18 @@ fn print_limits(probe: &Probe) {
     let rows: Vec<(&str, String)> = vec![
         (
             "memory_mb",
-            format!(
-                "RLIMIT_AS {}; {}",
-                show(l.rlimit_as_mb, " MiB"),
-                cgroup(l.cgroup_memory_mb, " MiB")
-            ),
+            match l.memory_by.as_str() {
+                "cgroup" => format!(
+                    "memory in use, by the run's cgroup ({}; its tmpfs writes count too); no RLIMIT_AS",
+                    show(l.cgroup_memory_mb, " MiB")
+                ),
+                "address space" => format!(
+                    "address space only (RLIMIT_AS {}; {}): V8 and WebAssembly may fail far below it",
+                    show(l.rlimit_as_mb, " MiB"),
+                    cgroup(l.cgroup_memory_mb, " MiB")
+                ),
+                _ => "nothing here".into(),
+            },
         ),
         (
             "processes",

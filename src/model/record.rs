@@ -409,6 +409,11 @@ pub struct AppliedLimits {
     pub rlimit_nproc: Option<u64>,
     pub cgroup_memory_mb: Option<u64>,
     pub cgroup_pids_max: Option<u64>,
+    /// What limits the memory of the run: `cgroup` (memory in use, page cache and the tmpfs it
+    /// writes included), `address space` (`RLIMIT_AS`, where no cgroup can: reservations count
+    /// too, and V8 or WebAssembly may fail far below the limit), or empty for nothing.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub memory_by: String,
     /// The size of the file system the run writes to (its tree, HOME and temp dirs).
     pub disk_mb: Option<u64>,
     /// Enforced by the supervisor.

@@ -188,16 +188,23 @@ impl SetupLayer {
     }
 
     /// The setup step succeeded and its writes were merged: later runs may use the layer.
-    /// (A merge that did not finish leaves no `added`, and the layer is not trusted.)
-    pub fn finish(&mut self) -> bool {
-        if !self.dir.join("added").exists() {
-            return false;
+    /// (A merge that did not finish leaves no `added`, and the layer is not trusted; one that
+    /// missed an entry says which in `failed`.) `Err`: why the layer cannot be kept.
+    pub fn finish(&mut self) -> Result<(), String> {
+        let failed = std::fs::read_to_string(self.dir.join("failed")).unwrap_or_default();
+        if let Some(first) = failed.lines().next().filter(|l| !l.trim().is_empty()) {
+            return Err(format!("could not be kept: {}", first.trim()));
         }
-        if self._temp.is_none() && std::fs::write(self.dir.join("done"), "").is_err() {
-            return false;
+        if !self.dir.join("added").exists() {
+            return Err("could not be kept: the merge of its writes did not finish".into());
+        }
+        if self._temp.is_none() {
+            if let Err(e) = std::fs::write(self.dir.join("done"), "") {
+                return Err(format!("could not be marked done: {e}"));
+            }
         }
         self.ready = true;
-        true
+        Ok(())
     }
 }
 
@@ -273,6 +280,7 @@ pub fn setup_layer(use_: &CacheUse<'_>, repo_key: &str, key: &str) -> Option<Set
     }
     let _ = std::fs::remove_dir_all(dir.join("layer"));
     let _ = std::fs::remove_file(dir.join("added"));
+    let _ = std::fs::remove_file(dir.join("failed"));
     Some(SetupLayer {
         dir,
         ready: false,

@@ -46,6 +46,28 @@ pub fn sandbox_env(root: &Path) -> Vec<(String, String)> {
     env
 }
 
+/// Without the network, package managers are told so: npm and pnpm otherwise retry every
+/// request with backoff until the timeout and print nothing meanwhile; offline they fail at
+/// once with their own message ("ENOTCACHED", "not in the cache"), which the log then holds.
+/// A variable the command's environment already sets is left as it is.
+pub fn with_offline(mut env: Vec<(String, String)>, network: bool) -> Vec<(String, String)> {
+    if network {
+        return env;
+    }
+    for (k, v) in [
+        ("npm_config_offline", "true"),
+        ("npm_config_fetch_retries", "0"),
+        ("YARN_ENABLE_OFFLINE_MODE", "1"),
+        ("UV_OFFLINE", "1"),
+        ("PIP_RETRIES", "0"),
+    ] {
+        if !env.iter().any(|(name, _)| name == k) {
+            env.push((k.to_string(), v.to_string()));
+        }
+    }
+    env
+}
+
 /// The part of a run's environment that finds its tools: `PATH` and the toolchain managers'
 /// variables, as every run gets them.
 pub fn toolchain_env() -> Vec<(String, String)> {

@@ -7,6 +7,7 @@ pub mod coverage;
 pub mod detect;
 pub mod env;
 mod launch;
+pub mod limit_hit;
 pub mod parse;
 pub mod process;
 pub mod sandbox;

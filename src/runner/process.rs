@@ -95,7 +95,7 @@ pub fn run(spec: Spec<'_>) -> Outcome {
     let plan = Plan {
         command: spec.command.to_string(),
         cwd: spec.cwd.to_path_buf(),
-        env: spec.env.clone(),
+        env: super::env::with_offline(spec.env.clone(), spec.limits.network),
         root: spec.root.to_path_buf(),
         limits: PlanLimits {
             memory_mb: spec.limits.memory_mb,

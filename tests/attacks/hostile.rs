@@ -73,7 +73,14 @@ fn a_committed_config_cannot_lift_or_zero_a_limit() {
         );
         assert_eq!(rec["status"], "passed", "{who}: {rec}");
         let limits = &rec["tests"]["limits"];
-        assert_eq!(limits["rlimit_as_mb"], 300, "{who}: {limits}");
+        if who == "root" {
+            // Memory in use is the cgroup's to limit: no address-space limit beside it.
+            assert_eq!(limits["rlimit_as_mb"], Value::Null, "{who}: {limits}");
+            assert_eq!(limits["memory_by"], "cgroup", "{who}: {limits}");
+        } else {
+            assert_eq!(limits["rlimit_as_mb"], 300, "{who}: {limits}");
+            assert_eq!(limits["memory_by"], "address space", "{who}: {limits}");
+        }
         assert_eq!(limits["rlimit_nofile"], 100, "{who}: {limits}");
         assert_eq!(limits["rlimit_cpu_s"], 20, "the user's ceiling: {limits}");
         assert_eq!(rec["tests"]["output_tail"], "100", "{who}: {rec}");

@@ -206,10 +206,15 @@ fn fold(branch_dir: &Path, number: u64) {
         crate::runner::sandbox::layers::merge(
             from.as_raw_fd(),
             into.as_raw_fd(),
+            "layer",
             owner,
             &mut merged,
         );
         bytes += added(&g.dir);
+    }
+    // A fold missing entries is not published: the chain it would replace stays.
+    if merged.failure().is_some() {
+        return;
     }
     if std::fs::write(tmp.path().join("added"), format!("{bytes}\n")).is_err()
         || std::fs::write(tmp.path().join("base"), "").is_err()

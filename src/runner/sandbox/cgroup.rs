@@ -1,21 +1,34 @@
-//! A memory + pids cgroup (v1 controllers, as on this machine kind) for one run, nested under
-//! the cgroup the supervisor is already in. Named after the helper's pid, so the supervisor can
-//! find it, read what was hit, kill what is left and remove it.
+//! A memory + pids cgroup for one run, nested under the cgroup the supervisor is in: with the
+//! v1 controllers where they are mounted (one directory per controller), else in a delegated
+//! cgroup v2 subtree. Named after the helper's pid, so the supervisor can find it, read what was
+//! hit, kill what is left and remove it.
+//!
+//! Under v2 a cgroup with processes cannot hand controllers to its children (the "no internal
+//! processes" rule): the first run moves every process of the supervisor's cgroup into a leaf
+//! of its own ([`LEAF`]) before `+memory +pids` is written to that cgroup's
+//! `cgroup.subtree_control`, and the runs' cgroups are the leaf's siblings.
 
 use std::path::{Path, PathBuf};
 
 const ROOT: &str = "/sys/fs/cgroup";
+/// The v2 leaf the supervisor's processes move into.
+pub const LEAF: &str = "git-sandbox-supervisor";
 
-/// The run's cgroup directories, one per controller.
+/// The run's cgroup directories, one per controller (the same one under v2).
 #[derive(Debug, Clone)]
 pub struct RunCgroup {
     pub memory: PathBuf,
     pub pids: PathBuf,
+    pub v2: bool,
 }
 
 /// This process's cgroup path for a v1 controller, from /proc/self/cgroup.
 fn current(controller: &str) -> Option<PathBuf> {
     let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    v1_path(&text, controller)
+}
+
+fn v1_path(text: &str, controller: &str) -> Option<PathBuf> {
     text.lines().find_map(|l| {
         let mut parts = l.splitn(3, ':');
         let (_, names, path) = (parts.next()?, parts.next()?, parts.next()?);
@@ -27,49 +40,129 @@ fn current(controller: &str) -> Option<PathBuf> {
     })
 }
 
+/// Where the runs' cgroups go under v2: the supervisor's cgroup (the `0::` line), or its parent
+/// once the supervisor is in its own leaf. `None` when /sys/fs/cgroup is no v2 hierarchy.
+fn v2_base(text: &str, unified: bool) -> Option<PathBuf> {
+    if !unified {
+        return None;
+    }
+    let path = text.lines().find_map(|l| l.strip_prefix("0::"))?;
+    let dir = Path::new(ROOT).join(path.trim().trim_start_matches('/'));
+    if dir.file_name().is_some_and(|n| n == LEAF) {
+        return dir.parent().map(Path::to_path_buf);
+    }
+    Some(dir)
+}
+
+/// The v1 (memory, pids) directories the runs' cgroups go under, else the v2 one.
+fn parents() -> Option<(PathBuf, PathBuf, bool)> {
+    if let (Some(m), Some(p)) = (current("memory"), current("pids")) {
+        return Some((m, p, false));
+    }
+    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let unified = Path::new(ROOT).join("cgroup.controllers").is_file();
+    v2_base(&text, unified).map(|b| (b.clone(), b, true))
+}
+
+fn io(what: &str, p: &Path, e: std::io::Error) -> String {
+    format!("{what} {}: {}", p.display(), super::errno_text(&e))
+}
+
+fn write(dir: &Path, file: &str, value: &str) -> Result<(), String> {
+    let p = dir.join(file);
+    std::fs::write(&p, value).map_err(|e| io("write", &p, e))
+}
+
+/// Give the memory and pids controllers to the children of `parent` (v2), moving its processes
+/// into [`LEAF`] first. Done once; later runs find the controllers on.
+fn enable_v2(parent: &Path) -> Result<(), String> {
+    let on = |file: &str| {
+        let text = std::fs::read_to_string(parent.join(file)).unwrap_or_default();
+        let words: Vec<&str> = text.split_whitespace().collect();
+        words.contains(&"memory") && words.contains(&"pids")
+    };
+    if on("cgroup.subtree_control") {
+        return Ok(());
+    }
+    if !on("cgroup.controllers") {
+        return Err(format!(
+            "the memory and pids controllers are not delegated to {} (cgroup v2: its parent's cgroup.subtree_control needs +memory +pids)",
+            parent.display()
+        ));
+    }
+    let leaf = parent.join(LEAF);
+    if let Err(e) = std::fs::create_dir(&leaf) {
+        if e.kind() != std::io::ErrorKind::AlreadyExists {
+            return Err(io("mkdir", &leaf, e));
+        }
+    }
+    let procs = std::fs::read_to_string(parent.join("cgroup.procs")).unwrap_or_default();
+    for pid in procs.split_whitespace() {
+        // A process that exited meanwhile is no matter; one that cannot move makes the write
+        // below fail, which says so.
+        let _ = write(&leaf, "cgroup.procs", pid);
+    }
+    write(parent, "cgroup.subtree_control", "+memory +pids")
+}
+
 impl RunCgroup {
     /// Where the cgroup of the helper with `pid` lives (the helper inherits our cgroups).
     pub fn for_helper(pid: i32) -> Option<RunCgroup> {
         let name = format!("git-sandbox-{pid}");
+        let (memory, pids, v2) = parents()?;
         Some(RunCgroup {
-            memory: current("memory")?.join(&name),
-            pids: current("pids")?.join(&name),
+            memory: memory.join(&name),
+            pids: pids.join(&name),
+            v2,
         })
     }
 
     /// Create it, set the limits and move the calling process in. Returns a description.
     pub fn create_and_join(&self, memory_mb: u64, processes: u64) -> Result<String, String> {
-        let io = |what: &str, p: &Path, e: std::io::Error| {
-            format!("{what} {}: {}", p.display(), super::errno_text(&e))
-        };
+        if self.v2 {
+            return self.create_and_join_v2(memory_mb, processes);
+        }
         for dir in [&self.memory, &self.pids] {
             std::fs::create_dir(dir).map_err(|e| io("mkdir", dir, e))?;
         }
-        let write = |dir: &Path, file: &str, value: String| {
-            let p = dir.join(file);
-            std::fs::write(&p, value).map_err(|e| io("write", &p, e))
-        };
         if memory_mb > 0 {
-            let bytes = memory_mb.saturating_mul(1024 * 1024);
-            write(&self.memory, "memory.limit_in_bytes", bytes.to_string())?;
+            let bytes = memory_mb.saturating_mul(1024 * 1024).to_string();
+            write(&self.memory, "memory.limit_in_bytes", &bytes)?;
             // Swap counts too where the kernel accounts it; absent otherwise.
-            let _ = write(
-                &self.memory,
-                "memory.memsw.limit_in_bytes",
-                bytes.to_string(),
-            );
+            let _ = write(&self.memory, "memory.memsw.limit_in_bytes", &bytes);
         }
         if processes > 0 {
-            write(&self.pids, "pids.max", processes.to_string())?;
+            write(&self.pids, "pids.max", &processes.to_string())?;
         }
         // "0" into `tasks` moves the calling thread only, and the kernel then skips the global
         // lock that moving a whole process (`cgroup.procs`) takes: that lock waits for an RCU
         // grace period, 7-15 ms per run on this machine kind, against 0.5 ms. The helper is
         // single-threaded, and every process of the run is forked by this thread afterwards,
         // so the whole run is inside either way.
-        write(&self.memory, "tasks", "0".into())?;
-        write(&self.pids, "tasks", "0".into())?;
+        write(&self.memory, "tasks", "0")?;
+        write(&self.pids, "tasks", "0")?;
         Ok("memory and pids (cgroup v1), nested under the supervisor's cgroup".into())
+    }
+
+    fn create_and_join_v2(&self, memory_mb: u64, processes: u64) -> Result<String, String> {
+        let dir = &self.memory;
+        let parent = dir.parent().ok_or("no parent cgroup")?;
+        enable_v2(parent)?;
+        std::fs::create_dir(dir).map_err(|e| io("mkdir", dir, e))?;
+        if memory_mb > 0 {
+            let bytes = memory_mb.saturating_mul(1024 * 1024).to_string();
+            write(dir, "memory.max", &bytes)?;
+            // No swap beyond it, as v1's memsw limit; absent where swap is not accounted.
+            let _ = write(dir, "memory.swap.max", "0");
+        }
+        if processes > 0 {
+            write(dir, "pids.max", &processes.to_string())?;
+        }
+        write(dir, "cgroup.procs", "0")?;
+        Ok(
+            "memory and pids (cgroup v2), beside the supervisor's leaf in its delegated cgroup"
+                .into(),
+        )
     }
 
     /// The limits the kernel holds for this cgroup: (memory MiB, pids max); `None` is no limit.
@@ -79,9 +172,14 @@ impl RunCgroup {
                 .ok()
                 .map(|s| s.trim().to_string())
         };
-        let memory = read(self.memory.join("memory.limit_in_bytes"))
+        let file = if self.v2 {
+            "memory.max"
+        } else {
+            "memory.limit_in_bytes"
+        };
+        // v2 says "max" for no limit, v1 a page-rounded i64::MAX.
+        let memory = read(self.memory.join(file))
             .and_then(|s| s.parse::<u64>().ok())
-            // The kernel's "no limit" is a page-rounded i64::MAX.
             .filter(|b| *b < (1u64 << 62))
             .map(|b| b / (1024 * 1024));
         let pids = read(self.pids.join("pids.max")).and_then(|s| s.parse::<u64>().ok());
@@ -99,7 +197,12 @@ impl RunCgroup {
 
     /// The kernel OOM-killed a process of the run.
     pub fn oom_killed(&self) -> bool {
-        counter(&self.memory.join("memory.oom_control"), "oom_kill") > 0
+        let file = if self.v2 {
+            "memory.events"
+        } else {
+            "memory.oom_control"
+        };
+        counter(&self.memory.join(file), "oom_kill") > 0
     }
 
     /// SIGKILL everything still in the cgroup: the tree kill that survives `setsid`.
@@ -123,7 +226,12 @@ impl RunCgroup {
 
     /// Remove the directories (they must be empty of processes).
     pub fn remove(&self) {
-        for dir in [&self.memory, &self.pids] {
+        let dirs: &[&PathBuf] = if self.v2 {
+            &[&self.memory]
+        } else {
+            &[&self.memory, &self.pids]
+        };
+        for dir in dirs {
             for _ in 0..50 {
                 if std::fs::remove_dir(dir).is_ok() || !dir.exists() {
                     break;
@@ -139,10 +247,11 @@ impl RunCgroup {
 pub fn sweep_stale() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        for controller in ["memory", "pids"] {
-            let Some(parent) = current(controller) else {
-                continue;
-            };
+        let Some((memory, pids, v2)) = parents() else {
+            return;
+        };
+        let dirs = if v2 { vec![memory] } else { vec![memory, pids] };
+        for parent in dirs {
             let Ok(entries) = std::fs::read_dir(&parent) else {
                 continue;
             };
@@ -176,4 +285,55 @@ fn counter(file: &Path, key: &str) -> u64 {
             (k == key).then(|| v.trim().parse().ok())?
         })
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_go_under_the_v1_controllers_else_beside_the_supervisors_v2_leaf() {
+        let v1 = "8:pids:/\n4:memory:/process_api/abc\n0::/\n";
+        assert_eq!(
+            v1_path(v1, "memory"),
+            Some(PathBuf::from("/sys/fs/cgroup/memory/process_api/abc"))
+        );
+        assert_eq!(
+            v1_path(v1, "pids"),
+            Some(PathBuf::from("/sys/fs/cgroup/pids"))
+        );
+        let v2 = "0::/user.slice/user-1000.slice/session-2.scope\n";
+        assert_eq!(v1_path(v2, "memory"), None);
+        let base = PathBuf::from("/sys/fs/cgroup/user.slice/user-1000.slice/session-2.scope");
+        assert_eq!(v2_base(v2, true), Some(base.clone()));
+        // Once the supervisor moved into its leaf, the runs are the leaf's siblings.
+        let moved = format!("0::/user.slice/user-1000.slice/session-2.scope/{LEAF}\n");
+        assert_eq!(v2_base(&moved, true), Some(base));
+        assert_eq!(
+            v2_base(v2, false),
+            None,
+            "no v2 hierarchy at /sys/fs/cgroup"
+        );
+    }
+
+    #[test]
+    fn a_v2_cgroup_without_the_controllers_says_what_to_delegate() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("cgroup.subtree_control"), "").unwrap();
+        std::fs::write(d.path().join("cgroup.controllers"), "cpu io\n").unwrap();
+        let e = enable_v2(d.path()).unwrap_err();
+        assert!(e.contains("+memory +pids"), "{e}");
+        std::fs::write(d.path().join("cgroup.subtree_control"), "cpu memory pids\n").unwrap();
+        assert_eq!(enable_v2(d.path()), Ok(()), "already on: nothing moves");
+        assert!(!d.path().join(LEAF).exists());
+        // Delegated but not on: the processes move into the leaf, then the controllers go on.
+        // (A plain directory stands in for the cgroup: each write is a file's whole content.)
+        std::fs::write(d.path().join("cgroup.subtree_control"), "").unwrap();
+        std::fs::write(d.path().join("cgroup.controllers"), "memory pids\n").unwrap();
+        std::fs::write(d.path().join("cgroup.procs"), "4242\n").unwrap();
+        assert_eq!(enable_v2(d.path()), Ok(()));
+        let read = |p: &str| std::fs::read_to_string(d.path().join(p)).unwrap();
+        assert_eq!(read(&format!("{LEAF}/cgroup.procs")), "4242");
+        assert_eq!(read("cgroup.subtree_control"), "+memory +pids");
+    }
 }

@@ -21,11 +21,16 @@ fn setrlimit(res: libc::__rlimit_resource_t, soft: u64, hard: u64) -> Result<(),
     }
 }
 
-/// Memory (address space), CPU seconds, open files, file size, processes, and no core dumps.
-/// A limit of 0 means "no limit" for that resource (only the user's own config can say so).
-/// The detail names the resources, not the values: those are read back into the record's
-/// `tests.limits`, and the layer table stays the same for runs sandboxed the same way.
-pub fn rlimits(l: &PlanLimits) -> Layer {
+/// Memory (address space, only where no cgroup limits memory), CPU seconds, open files, file
+/// size, processes, and no core dumps. A limit of 0 means "no limit" for that resource (only the
+/// user's own config can say so). The detail names the resources, not the values: those are
+/// read back into the record's `tests.limits`, and the layer table stays the same for runs
+/// sandboxed the same way.
+///
+/// Address space is not memory: V8 and WebAssembly reserve ranges of many GiB they never touch
+/// (a wasm memory of 4 GiB maximum, pnpm's heap), so `RLIMIT_AS` fails them far below the
+/// memory they use. Where the run's cgroup limits memory in use, it is left off.
+pub fn rlimits(l: &PlanLimits, memory_by_cgroup: bool) -> Layer {
     let mut done = Vec::new();
     let mut failed = Vec::new();
     let mut apply = |name: &str, res, soft: u64, hard: u64| {
@@ -37,12 +42,14 @@ pub fn rlimits(l: &PlanLimits) -> Layer {
             Err(e) => failed.push(format!("{name}: {e}")),
         }
     };
-    apply(
-        "address space",
-        libc::RLIMIT_AS,
-        l.memory_mb.saturating_mul(MIB),
-        l.memory_mb.saturating_mul(MIB),
-    );
+    if !memory_by_cgroup {
+        apply(
+            "address space",
+            libc::RLIMIT_AS,
+            l.memory_mb.saturating_mul(MIB),
+            l.memory_mb.saturating_mul(MIB),
+        );
+    }
     apply("cpu", libc::RLIMIT_CPU, l.cpu_seconds, l.cpu_seconds + 1);
     apply(
         "open files",
@@ -96,6 +103,13 @@ pub fn read_rlimits(into: &mut crate::model::AppliedLimits) {
     into.rlimit_nofile = get(libc::RLIMIT_NOFILE);
     into.rlimit_fsize_mb = get(libc::RLIMIT_FSIZE).map(|b| b / MIB);
     into.rlimit_nproc = get(libc::RLIMIT_NPROC);
+    into.memory_by = if into.cgroup_memory_mb.is_some() {
+        "cgroup".into()
+    } else if into.rlimit_as_mb.is_some() {
+        "address space".into()
+    } else {
+        String::new()
+    };
 }
 
 /// What Landlock may allow, by path.

@@ -167,7 +167,10 @@ pub fn run(plan: Plan) -> i32 {
         ));
         layers.push(drop_privileges(root, run_uid));
         die_with_parent(None);
-        layers.push(guard::rlimits(&plan.limits));
+        layers.push(guard::rlimits(
+            &plan.limits,
+            limits.cgroup_memory_mb.is_some(),
+        ));
         guard::read_rlimits(&mut limits);
         confine(&plan, &mut layers, &[], false);
         write_report(&layers, &limits);
@@ -280,34 +283,30 @@ fn keep_caches(plan: &Plan, branch: &std::fs::File, uid: u32) {
             continue;
         };
         let Some(into) = make_dirs(out.as_raw_fd(), path, uid, gid) else {
-            continue;
+            let why = errno_text(&std::io::Error::last_os_error());
+            super::layers::append_at(
+                branch.as_raw_fd(),
+                "failed",
+                &format!("{path}: cannot make it: {why}\n"),
+            );
+            return;
         };
-        super::layers::merge(from.as_raw_fd(), into.as_raw_fd(), (uid, gid), &mut merged);
+        super::layers::merge(
+            from.as_raw_fd(),
+            into.as_raw_fd(),
+            path,
+            (uid, gid),
+            &mut merged,
+        );
+    }
+    // A layer missing entries is never kept: without `added` it is not used, and `failed` says
+    // which entry did not arrive and why.
+    if let Some(why) = merged.failure() {
+        super::layers::append_at(branch.as_raw_fd(), "failed", &format!("{why}\n"));
+        return;
     }
     // What was added, for the supervisor's bound on the layer's size.
-    if let Ok(c) = CString::new("added") {
-        // SAFETY: openat with a valid descriptor and NUL-terminated name; closed below.
-        let fd = unsafe {
-            libc::openat(
-                branch.as_raw_fd(),
-                c.as_ptr(),
-                libc::O_WRONLY
-                    | libc::O_APPEND
-                    | libc::O_CREAT
-                    | libc::O_NOFOLLOW
-                    | libc::O_CLOEXEC,
-                0o600,
-            )
-        };
-        if fd >= 0 {
-            let line = format!("{}\n", merged.bytes);
-            // SAFETY: writing a local buffer to a descriptor we own, then closing it.
-            unsafe {
-                libc::write(fd, line.as_ptr().cast(), line.len());
-                libc::close(fd);
-            }
-        }
-    }
+    super::layers::append_at(branch.as_raw_fd(), "added", &format!("{}\n", merged.bytes));
 }
 
 /// A detached, writable clone of the mount at `path` (`open_tree(OPEN_TREE_CLONE)`): it is in
@@ -409,7 +408,9 @@ fn join_cgroup(plan: &Plan, root: bool, pid: i32) -> (Layer, (Option<u64>, Optio
             (None, None),
         );
     }
-    if !root {
+    let cg = RunCgroup::for_helper(pid);
+    // A v2 subtree may be delegated to a user; v1 controllers are root's.
+    if !root && !cg.as_ref().is_some_and(|c| c.v2) {
         return (
             Layer::new(
                 "cgroup",
@@ -419,7 +420,7 @@ fn join_cgroup(plan: &Plan, root: bool, pid: i32) -> (Layer, (Option<u64>, Optio
             (None, None),
         );
     }
-    match RunCgroup::for_helper(pid) {
+    match cg {
         Some(cg) => match cg.create_and_join(
             plan.limits.memory_mb,
             plan.limits.processes.saturating_add(1), // and the helper itself
@@ -437,7 +438,7 @@ fn join_cgroup(plan: &Plan, root: bool, pid: i32) -> (Layer, (Option<u64>, Optio
             Layer::new(
                 "cgroup",
                 LayerStatus::Unavailable,
-                "no memory and pids controllers (cgroup v1) in /proc/self/cgroup",
+                "no memory and pids controllers in /proc/self/cgroup (v1), and /sys/fs/cgroup is no cgroup v2 hierarchy",
             ),
             (None, None),
         ),
@@ -646,7 +647,10 @@ fn run_init(
     step(plan, "proc, loopback, hostname");
     layers.push(drop_privileges(root, uid));
     die_with_parent(None);
-    layers.push(guard::rlimits(&plan.limits));
+    layers.push(guard::rlimits(
+        &plan.limits,
+        limits.cgroup_memory_mb.is_some(),
+    ));
     guard::read_rlimits(&mut limits);
     step(plan, "uid dropped, rlimits");
     confine(plan, &mut layers, &view.private_tmp, !plan.network);

@@ -15,12 +15,20 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 pub struct Merged {
     pub files: u64,
     pub bytes: u64,
-    /// Files with several names (cargo links each binary it builds under two): the first name
-    /// merged, by (device, inode) in the upper layer, so the others become links to it.
-    links: std::collections::HashMap<(u64, u64), (OwnedFd, CString)>,
+    /// Files with several names (cargo links each binary it builds under two, pnpm and uv link
+    /// every installed file from their store): the first name merged, by (device, inode) in the
+    /// upper layer, as the merge it was in and its path there, so the others become links to
+    /// it. A path, not a descriptor: one descriptor per such file ran out of open files on a
+    /// pnpm install of 48,000 files.
+    links: std::collections::HashMap<(u64, u64), (usize, Vec<u8>)>,
+    /// The `into` of each call of [`merge`], what those paths are relative to.
+    roots: Vec<OwnedFd>,
     /// Files are hard-linked from `from`, not copied (folding a cache's generations: their
     /// files are never written in place, so a link is a copy).
     link_files: bool,
+    /// The first entry that did not arrive (its path, why) and how many did not.
+    failed: Option<(String, String)>,
+    failures: u64,
 }
 
 impl Merged {
@@ -31,6 +39,28 @@ impl Merged {
             ..Merged::default()
         }
     }
+
+    /// Why the merge is incomplete, naming the first entry that did not arrive; `None` when
+    /// every entry did. A layer missing entries is not to be used.
+    pub fn failure(&self) -> Option<String> {
+        let (path, why) = self.failed.as_ref()?;
+        let more = match self.failures {
+            0 | 1 => String::new(),
+            n => format!(" (and {} more entries)", n - 1),
+        };
+        Some(format!("{path}: {why}{more}"))
+    }
+
+    fn fail(&mut self, path: &[u8], why: String) {
+        self.failures += 1;
+        if self.failed.is_none() {
+            self.failed = Some((String::from_utf8_lossy(path).into_owned(), why));
+        }
+    }
+}
+
+fn last_error() -> String {
+    super::errno_text(&std::io::Error::last_os_error())
 }
 
 fn cstr(s: &[u8]) -> Option<CString> {
@@ -54,16 +84,19 @@ fn openat(dir: i32, name: &[u8], flags: i32) -> Option<OwnedFd> {
 
 /// Open the directory `path` (components separated by `/`) under `dir`, never through a link.
 pub fn open_dir_beneath(dir: i32, path: &str) -> Option<OwnedFd> {
+    open_beneath(dir, path.as_bytes())
+}
+
+fn open_beneath(dir: i32, path: &[u8]) -> Option<OwnedFd> {
     let mut cur = openat(dir, b".", libc::O_DIRECTORY | libc::O_RDONLY)?;
-    for comp in path.split('/').filter(|c| !c.is_empty() && *c != ".") {
-        if comp == ".." {
+    for comp in path
+        .split(|&b| b == b'/')
+        .filter(|c| !c.is_empty() && *c != b".")
+    {
+        if comp == b".." {
             return None;
         }
-        cur = openat(
-            cur.as_raw_fd(),
-            comp.as_bytes(),
-            libc::O_DIRECTORY | libc::O_RDONLY,
-        )?;
+        cur = openat(cur.as_raw_fd(), comp, libc::O_DIRECTORY | libc::O_RDONLY)?;
     }
     Some(cur)
 }
@@ -85,7 +118,7 @@ fn remove_at(dir: i32, name: &[u8]) {
         return;
     }
     if let Some(sub) = openat(dir, name, libc::O_DIRECTORY | libc::O_RDONLY) {
-        for entry in entries(sub.as_raw_fd()) {
+        for entry in entries(sub.as_raw_fd()).unwrap_or_default() {
             remove_at(sub.as_raw_fd(), &entry);
         }
     }
@@ -95,7 +128,7 @@ fn remove_at(dir: i32, name: &[u8]) {
 
 /// The names in the directory `dir` (not `.` and `..`), read from the descriptor itself: the
 /// helper sees no `/proc` of its own once its init mounted the new PID namespace's.
-fn entries(dir: i32) -> Vec<Vec<u8>> {
+fn entries(dir: i32) -> Option<Vec<Vec<u8>>> {
     let mut out = Vec::new();
     // SAFETY: fdopendir takes a duplicate we own; readdir's entries are read at once, and the
     // stream (with its descriptor) is closed on every path.
@@ -106,12 +139,12 @@ fn entries(dir: i32) -> Vec<Vec<u8>> {
             libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
         );
         if fd < 0 {
-            return out;
+            return None;
         }
         let stream = libc::fdopendir(fd);
         if stream.is_null() {
             libc::close(fd);
-            return out;
+            return None;
         }
         loop {
             let e = libc::readdir(stream);
@@ -125,7 +158,7 @@ fn entries(dir: i32) -> Vec<Vec<u8>> {
         }
         libc::closedir(stream);
     }
-    out
+    Some(out)
 }
 
 fn is_opaque(fd: i32) -> bool {
@@ -159,24 +192,77 @@ fn cached_mode(mode: u32) -> u32 {
 /// Merge everything under `from` (a directory of the run's upper layer) into `into` (the same
 /// path in the branch's layer), as overlayfs would see `into` laid over what is below it.
 /// Files are owned by `owner` (uid, gid); set-id bits are dropped; times are kept (build tools
-/// compare them).
-pub fn merge(from: i32, into: i32, owner: (u32, u32), out: &mut Merged) {
+/// compare them). `at` names `into` in failures; an entry that could not be merged is counted in
+/// `out` ([`Merged::failure`]) and the merge goes on, so that the failure names the first one.
+pub fn merge(from: i32, into: i32, at: &str, owner: (u32, u32), out: &mut Merged) {
+    // SAFETY: dup of a descriptor we were given, owned by `out`.
+    let dup = unsafe { libc::fcntl(into, libc::F_DUPFD_CLOEXEC, 0) };
+    if dup < 0 {
+        out.fail(at.as_bytes(), last_error());
+        return;
+    }
+    // SAFETY: a fresh descriptor we own.
+    out.roots.push(unsafe { OwnedFd::from_raw_fd(dup) });
+    let root = out.roots.len() - 1;
+    let mut cursor = Cursor {
+        root,
+        at: at.trim_end_matches('/').as_bytes().to_vec(),
+        rel: Vec::new(),
+        dir: None,
+    };
+    merge_dir(from, into, &mut cursor, owner, out);
+}
+
+/// Where a merge is: the path below its root, and the one directory opened to link a file's
+/// later names to its first.
+struct Cursor {
+    root: usize,
+    at: Vec<u8>,
+    rel: Vec<u8>,
+    dir: Option<(usize, Vec<u8>, OwnedFd)>,
+}
+
+impl Cursor {
+    fn join(base: &[u8], name: &[u8]) -> Vec<u8> {
+        let mut p = base.to_vec();
+        if !p.is_empty() {
+            p.push(b'/');
+        }
+        p.extend_from_slice(name);
+        p
+    }
+
+    /// The path shown in a failure.
+    fn shown(&self, name: &[u8]) -> Vec<u8> {
+        Cursor::join(&Cursor::join(&self.at, &self.rel), name)
+    }
+}
+
+fn merge_dir(from: i32, into: i32, cur: &mut Cursor, owner: (u32, u32), out: &mut Merged) {
     let (uid, gid) = owner;
-    for name in entries(from) {
+    let Some(names) = entries(from) else {
+        out.fail(&cur.shown(b""), format!("cannot read: {}", last_error()));
+        return;
+    };
+    for name in names {
+        let Some(c) = cstr(&name) else { continue };
         let Some(st) = lstatat(from, &name) else {
+            out.fail(&cur.shown(&name), last_error());
             continue;
         };
         let kind = st.st_mode & libc::S_IFMT;
-        let Some(c) = cstr(&name) else { continue };
         match kind {
             libc::S_IFCHR if st.st_rdev == 0 => {
                 // A whiteout: gone in the merged view; say so in the layer too.
                 remove_at(into, &name);
                 // SAFETY: mknodat with a valid descriptor and NUL-terminated name.
-                unsafe { libc::mknodat(into, c.as_ptr(), libc::S_IFCHR, 0) };
+                if unsafe { libc::mknodat(into, c.as_ptr(), libc::S_IFCHR, 0) } != 0 {
+                    out.fail(&cur.shown(&name), last_error());
+                }
             }
             libc::S_IFDIR => {
                 let Some(src) = openat(from, &name, libc::O_DIRECTORY | libc::O_RDONLY) else {
+                    out.fail(&cur.shown(&name), last_error());
                     continue;
                 };
                 let opaque = is_opaque(src.as_raw_fd());
@@ -187,12 +273,16 @@ pub fn merge(from: i32, into: i32, owner: (u32, u32), out: &mut Merged) {
                 // SAFETY: mkdirat with a valid descriptor and NUL-terminated name.
                 unsafe { libc::mkdirat(into, c.as_ptr(), 0o755) };
                 let Some(dst) = openat(into, &name, libc::O_DIRECTORY | libc::O_RDONLY) else {
+                    out.fail(&cur.shown(&name), last_error());
                     continue;
                 };
                 if opaque {
                     set_opaque(dst.as_raw_fd());
                 }
-                merge(src.as_raw_fd(), dst.as_raw_fd(), owner, out);
+                let below = Cursor::join(&cur.rel, &name);
+                let parent = std::mem::replace(&mut cur.rel, below);
+                merge_dir(src.as_raw_fd(), dst.as_raw_fd(), cur, owner, out);
+                cur.rel = parent;
                 // SAFETY: plain calls on a descriptor we own.
                 unsafe {
                     libc::fchown(dst.as_raw_fd(), uid, gid);
@@ -206,34 +296,27 @@ pub fn merge(from: i32, into: i32, owner: (u32, u32), out: &mut Merged) {
                     if unsafe { libc::linkat(from, c.as_ptr(), into, c.as_ptr(), 0) } == 0 {
                         out.files += 1;
                         out.bytes += st.st_size as u64;
+                    } else {
+                        out.fail(&cur.shown(&name), last_error());
                     }
                     continue;
                 }
                 let key = (st.st_dev, st.st_ino);
-                if st.st_nlink > 1 {
-                    if let Some((dir, first)) = out.links.get(&key) {
-                        // SAFETY: linkat between descriptors we hold, NUL-terminated names.
-                        let linked = unsafe {
-                            libc::linkat(dir.as_raw_fd(), first.as_ptr(), into, c.as_ptr(), 0)
-                        };
-                        if linked == 0 {
-                            out.files += 1;
-                            continue;
-                        }
-                    }
-                }
-                if copy_file(from, into, &name, &st, owner) {
+                if st.st_nlink > 1 && link_to_first(key, into, &c, cur, out) {
                     out.files += 1;
-                    out.bytes += st.st_size as u64;
-                    if st.st_nlink > 1 {
-                        // SAFETY: dup of a descriptor we were given, owned by the map.
-                        let dup = unsafe { libc::fcntl(into, libc::F_DUPFD_CLOEXEC, 0) };
-                        if dup >= 0 {
-                            // SAFETY: a fresh descriptor we own.
-                            let dir = unsafe { OwnedFd::from_raw_fd(dup) };
-                            out.links.insert(key, (dir, c.clone()));
+                    continue;
+                }
+                match copy_file(from, into, &name, &st, owner) {
+                    Ok(()) => {
+                        out.files += 1;
+                        out.bytes += st.st_size as u64;
+                        if st.st_nlink > 1 {
+                            out.links
+                                .entry(key)
+                                .or_insert_with(|| (cur.root, Cursor::join(&cur.rel, &name)));
                         }
                     }
+                    Err(why) => out.fail(&cur.shown(&name), why),
                 }
             }
             libc::S_IFLNK => {
@@ -244,13 +327,17 @@ pub fn merge(from: i32, into: i32, owner: (u32, u32), out: &mut Merged) {
                     libc::readlinkat(from, c.as_ptr(), target.as_mut_ptr().cast(), target.len())
                 };
                 if n <= 0 {
+                    out.fail(&cur.shown(&name), last_error());
                     continue;
                 }
                 target.truncate(n as usize);
                 let Some(t) = cstr(&target) else { continue };
                 // SAFETY: symlinkat and fchownat with valid strings and descriptor.
                 unsafe {
-                    libc::symlinkat(t.as_ptr(), into, c.as_ptr());
+                    if libc::symlinkat(t.as_ptr(), into, c.as_ptr()) != 0 {
+                        out.fail(&cur.shown(&name), last_error());
+                        continue;
+                    }
                     libc::fchownat(into, c.as_ptr(), uid, gid, libc::AT_SYMLINK_NOFOLLOW);
                 }
                 out.files += 1;
@@ -261,11 +348,78 @@ pub fn merge(from: i32, into: i32, owner: (u32, u32), out: &mut Merged) {
     }
 }
 
-fn copy_file(from: i32, into: i32, name: &[u8], st: &libc::stat, owner: (u32, u32)) -> bool {
-    let Some(src) = openat(from, name, libc::O_RDONLY | libc::O_NONBLOCK) else {
+/// Link `name` in `into` to the first name merged of the file `key`, if there was one. The
+/// directory of that first name is opened again from its merge's root, never through a link
+/// (the layer is only written by this merge), and kept open for the next name: an install
+/// links many files of one directory in turn.
+fn link_to_first(
+    key: (u64, u64),
+    into: i32,
+    name: &CString,
+    cur: &mut Cursor,
+    out: &Merged,
+) -> bool {
+    let Some((root, path)) = out.links.get(&key) else {
         return false;
     };
-    let Some(c) = cstr(name) else { return false };
+    let (dir, file) = match path.iter().rposition(|&b| b == b'/') {
+        Some(i) => (&path[..i], &path[i + 1..]),
+        None => (&path[..0], &path[..]),
+    };
+    let cached = cur
+        .dir
+        .as_ref()
+        .is_some_and(|(r, d, _)| r == root && d.as_slice() == dir);
+    if !cached {
+        let Some(root_fd) = out.roots.get(*root) else {
+            return false;
+        };
+        let Some(fd) = open_beneath(root_fd.as_raw_fd(), dir) else {
+            return false;
+        };
+        cur.dir = Some((*root, dir.to_vec(), fd));
+    }
+    let (Some((_, _, dir_fd)), Some(first)) = (cur.dir.as_ref(), cstr(file)) else {
+        return false;
+    };
+    // SAFETY: linkat between descriptors we hold, NUL-terminated names.
+    unsafe { libc::linkat(dir_fd.as_raw_fd(), first.as_ptr(), into, name.as_ptr(), 0) == 0 }
+}
+
+/// Append `text` to the file `name` in `dir` (made if need be, never through a link).
+pub fn append_at(dir: i32, name: &str, text: &str) {
+    let Ok(c) = CString::new(name) else { return };
+    // SAFETY: openat with a valid descriptor and NUL-terminated name; closed below.
+    let fd = unsafe {
+        libc::openat(
+            dir,
+            c.as_ptr(),
+            libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            0o600,
+        )
+    };
+    if fd >= 0 {
+        // SAFETY: writing a local buffer to a descriptor we own, then closing it.
+        unsafe {
+            libc::write(fd, text.as_ptr().cast(), text.len());
+            libc::close(fd);
+        }
+    }
+}
+
+fn copy_file(
+    from: i32,
+    into: i32,
+    name: &[u8],
+    st: &libc::stat,
+    owner: (u32, u32),
+) -> Result<(), String> {
+    let Some(src) = openat(from, name, libc::O_RDONLY | libc::O_NONBLOCK) else {
+        return Err(format!("cannot open: {}", last_error()));
+    };
+    let Some(c) = cstr(name) else {
+        return Err("a NUL in the name".into());
+    };
     let mode = cached_mode(st.st_mode);
     // SAFETY: openat with a valid descriptor and NUL-terminated name; owned below.
     let fd = unsafe {
@@ -277,16 +431,16 @@ fn copy_file(from: i32, into: i32, name: &[u8], st: &libc::stat, owner: (u32, u3
         )
     };
     if fd < 0 {
-        return false;
+        return Err(format!("cannot create: {}", last_error()));
     }
     // SAFETY: a fresh descriptor we own.
     let dst = unsafe { OwnedFd::from_raw_fd(fd) };
     let mut src_file = std::fs::File::from(src);
     let mut dst_file = std::fs::File::from(dst);
-    if std::io::copy(&mut src_file, &mut dst_file).is_err() {
+    if let Err(e) = std::io::copy(&mut src_file, &mut dst_file) {
         // SAFETY: removing the half-written file we created.
         unsafe { libc::unlinkat(into, c.as_ptr(), 0) };
-        return false;
+        return Err(format!("cannot copy: {}", super::errno_text(&e)));
     }
     let times = [
         libc::timespec {
@@ -304,7 +458,7 @@ fn copy_file(from: i32, into: i32, name: &[u8], st: &libc::stat, owner: (u32, u3
         libc::fchmod(dst_file.as_raw_fd(), mode);
         libc::futimens(dst_file.as_raw_fd(), times.as_ptr());
     }
-    true
+    Ok(())
 }
 
 #[cfg(test)]
@@ -348,6 +502,7 @@ mod tests {
         merge(
             dir_fd(&up).as_raw_fd(),
             dir_fd(&layer).as_raw_fd(),
+            "layer",
             (12345, 54321),
             &mut out,
         );
@@ -388,5 +543,43 @@ mod tests {
             ));
         }
         assert!(out.bytes >= 6 && out.files >= 2, "{out:?}");
+    }
+
+    #[test]
+    fn a_merge_that_misses_an_entry_says_which_and_why() {
+        let d = tempfile::tempdir().unwrap();
+        let (up, layer) = (d.path().join("up"), d.path().join("layer"));
+        std::fs::create_dir_all(up.join("deps")).unwrap();
+        std::fs::create_dir_all(&layer).unwrap();
+        std::fs::write(up.join("deps/big"), vec![7u8; 1 << 20]).unwrap();
+        // A layer with no room for it (tests run as root, which may mount).
+        let target = CString::new(layer.as_os_str().as_bytes()).unwrap();
+        // SAFETY: mount with valid NUL-terminated strings.
+        let mounted = unsafe {
+            libc::mount(
+                c"tmpfs".as_ptr(),
+                target.as_ptr(),
+                c"tmpfs".as_ptr(),
+                0,
+                c"size=64k".as_ptr().cast(),
+            )
+        } == 0;
+        if !mounted {
+            eprintln!("cannot mount a tmpfs here: skipped");
+            return;
+        }
+        let mut out = Merged::default();
+        merge(
+            dir_fd(&up).as_raw_fd(),
+            dir_fd(&layer).as_raw_fd(),
+            "tree",
+            (0, 0),
+            &mut out,
+        );
+        // SAFETY: unmounting what we mounted.
+        unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) };
+        let why = out.failure().expect("the merge says it is incomplete");
+        assert!(why.starts_with("tree/deps/big: cannot copy: "), "{why}");
+        assert!(why.contains("ENOSPC"), "{why}");
     }
 }

@@ -356,6 +356,8 @@ pub fn errno_text(e: &std::io::Error) -> String {
         Some(libc::ENOENT) => " (ENOENT)",
         Some(libc::EROFS) => " (EROFS)",
         Some(libc::EBUSY) => " (EBUSY)",
+        Some(libc::EMFILE) => " (EMFILE)",
+        Some(libc::EMLINK) => " (EMLINK)",
         _ => "",
     };
     let text = e.to_string();
