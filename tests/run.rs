@@ -487,18 +487,9 @@ fn concurrent_note_writers_lose_nothing() {
 }
 
 #[test]
-fn pytest_is_detected_and_parsed_when_installed() {
-    let has_pytest = std::process::Command::new("python3")
-        .args(["-c", "import pytest"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !has_pytest {
-        eprintln!(
-            "skipped: pytest is not installed (CI installs it: python3 -m pip install pytest)"
-        );
-        return;
-    }
-    let w = World::new();
+fn pytest_is_detected_and_parsed() {
+    let mut w = World::new();
+    w.with_test_python("pytest");
     let repo = w.new_repo("r13");
     w.commit(
         &repo,

@@ -10,6 +10,7 @@ pub mod http;
 pub mod http_git;
 pub mod postgres;
 pub mod prism;
+pub mod tools;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_git-sandbox");
 
@@ -110,6 +111,15 @@ impl World {
         w.user = Some(65534);
         w.own(w.tmp.path());
         Some(w)
+    }
+
+    /// Commands run with `./test`'s Python virtual environment first on `PATH` (a run's
+    /// `python3 -m pytest` finds pytest), after checking that it imports `module`.
+    pub fn with_test_python(&mut self, module: &str) {
+        let venv = tools::venv_bin(module);
+        let path = std::env::var("PATH").unwrap_or_default();
+        let path = format!("{}:{}:{path}", venv.display(), Self::bin_dir().display());
+        self.extra_env.push(("PATH".into(), path));
     }
 
     /// Give `path` and everything under it to the world's user (no-op for ourselves).
