@@ -521,11 +521,20 @@ fn demo_runs_end_to_end() {
     let o = w.sandbox(&w.work(), &["demo"]);
     assert_eq!(o.code, 0, "{o:?}");
     assert!(
-        // main's two commits, the experiment's head, and the merge (the experiment's tree).
+        // main's two commits, the experiment's two, and the merge (the experiment's tree).
         o.stdout
-            .contains("Done: 4 commits with a result (3 run, 1 from the cache); all passed."),
+            .contains("Done: 5 commits with a result (4 run, 1 from the cache); all passed."),
         "{o:?}"
     );
+    // Step 4 shows the note as `git log` does: the result's summary under the commit.
+    let step4 = o.stdout.split("[4/8]").nth(1).unwrap();
+    let step4 = step4.split("[5/8]").next().unwrap();
+    assert!(step4.contains("Add total() with tests\n"), "{step4}");
+    assert!(
+        step4.contains("   Sandbox: passed, 4 passed 0 failed (unittest), "),
+        "{step4}"
+    );
+    assert!(step4.contains("   Sandbox-Analysis: 2 files, "), "{step4}");
     assert!(o.stdout.contains("[8/8] promote it"), "{o:?}");
     assert!(
         o.stdout
@@ -533,8 +542,10 @@ fn demo_runs_end_to_end() {
         "{o:?}"
     );
     let j = w.sandbox(&w.work(), &["status", "--json"]).json();
-    // The two commits, the experiment's head, and the merge commit of the promotion.
-    assert_eq!(j["totals"]["runs"], 4);
+    // The two commits, the experiment's two, and the merge commit of the promotion.
+    assert_eq!(j["totals"]["runs"], 5);
+    // Nothing is left for a daemon: what the hooks queued has run.
+    assert_eq!(j["queue"]["pending"], 0, "{j}");
     assert_eq!(j["totals"]["success_rate"], 1.0);
     assert_eq!(j["totals"]["experiments_by_state"]["promoted"], 1);
 }
