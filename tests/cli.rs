@@ -229,6 +229,60 @@ fn man_pages_go_next_to_the_binary_where_man_finds_them() {
     );
 }
 
+#[test]
+fn the_first_new_of_an_installed_binary_installs_its_man_pages_so_help_opens_one() {
+    let w = World::new();
+    let bin = w.path("prefix/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let exe = bin.join("git-sandbox");
+    std::fs::copy(BIN, &exe).unwrap();
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    let run = |args: &[&str]| {
+        let mut cmd = Command::new(&exe);
+        cmd.args(args).current_dir(w.work());
+        w.apply_env(&mut cmd);
+        cmd.env("PATH", &path);
+        let o = cmd.output().unwrap();
+        assert!(o.status.success(), "{args:?}: {o:?}");
+        // What it says about man pages (`new` also says what to do next).
+        String::from_utf8_lossy(&o.stderr)
+            .lines()
+            .filter(|l| l.contains("man page"))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let man1 = w.path("prefix/share/man/man1");
+    let said = run(&["new", "first"]);
+    assert!(
+        said.len() == 1
+            && said[0].starts_with("Installed ")
+            && said[0].ends_with(&format!(
+                " man pages into {} (for `git sandbox --help`)",
+                man1.display()
+            )),
+        "{said:?}"
+    );
+    assert!(man1.join("git-sandbox-new.1").is_file());
+    // git turns `git sandbox --help` into `man git-sandbox`, which now finds the page.
+    let mut cmd = Command::new("git");
+    cmd.args(["sandbox", "--help"]).current_dir(w.work());
+    w.apply_env(&mut cmd);
+    cmd.env("PATH", &path).env("MANPAGER", "cat");
+    let o = cmd.output().unwrap();
+    let page = String::from_utf8_lossy(&o.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(page.contains("git-sandbox - Every commit"), "{o:?}");
+    // Once: the next command finds them there and says nothing.
+    assert!(run(&["new", "second"]).is_empty());
+    // A binary cargo built (under its target dir) writes nothing beside itself.
+    let o = w.sandbox(&w.work(), &["new", "third"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(!o.stderr.contains("man page"), "{o:?}");
+    assert!(!common::World::bin_dir().join("../share/man").exists());
+}
+
 /// Complete `line` (the cursor at its end) in bash with git's completion and ours loaded.
 fn complete(w: &World, line: &str) -> Vec<String> {
     let git_completion = "/usr/share/bash-completion/completions/git";
