@@ -285,6 +285,11 @@ fn the_first_new_of_an_installed_binary_installs_its_man_pages_so_help_opens_one
 
 /// Complete `line` (the cursor at its end) in bash with git's completion and ours loaded.
 fn complete(w: &World, line: &str) -> Vec<String> {
+    complete_in(w, &w.work(), line)
+}
+
+/// [`complete`] in `dir`.
+fn complete_in(w: &World, dir: &std::path::Path, line: &str) -> Vec<String> {
     let git_completion = "/usr/share/bash-completion/completions/git";
     assert!(
         std::path::Path::new(git_completion).exists(),
@@ -301,7 +306,7 @@ if [[ ${{COMP_WORDS[0]}} == git ]]; then __git_wrap__git_main; else _git__sandbo
 printf '%s\n' "${{COMPREPLY[@]}}""#
     );
     let mut cmd = Command::new("bash");
-    cmd.args(["-c", &script]).current_dir(w.work());
+    cmd.args(["-c", &script]).current_dir(dir);
     w.apply_env(&mut cmd);
     let o = cmd.output().unwrap();
     assert!(o.status.success(), "{o:?}");
@@ -330,6 +335,39 @@ fn bash_completes_git_sandbox_through_gits_own_completion() {
     // The binary itself completes too.
     assert_eq!(complete(&w, "git-sandbox ru"), ["run"]);
     assert_eq!(complete(&w, "git-sandbox log --a"), ["--all"]);
+}
+
+#[test]
+fn bash_completes_values_strategies_revisions_experiments_remotes_and_repositories() {
+    let w = World::new();
+    let repo = w.new_repo("values");
+    w.git(&repo, &["branch", "feature"]);
+    w.git(&repo, &["remote", "add", "origin", "/nowhere"]);
+    let o = w.sandbox(&repo, &["experiment", "start", "speedup"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let c = |line: &str| complete_in(&w, &repo, line);
+    assert_eq!(
+        c("git sandbox promote --strategy "),
+        ["ff ", "merge ", "pull-request "]
+    );
+    assert_eq!(c("git sandbox promote --strategy m"), ["merge "]);
+    assert_eq!(c("git-sandbox token create --role a"), ["admin"]);
+    assert_eq!(c("git sandbox run fe"), ["feature "]);
+    assert_eq!(c("git sandbox show ma"), ["main "]);
+    assert_eq!(c("git sandbox log main..fe"), ["main..feature "]);
+    assert_eq!(c("git sandbox experiment show sp"), ["speedup "]);
+    assert_eq!(c("git sandbox promote sp"), ["speedup "]);
+    // Experiments and revisions both: the experiment and its branch.
+    assert_eq!(
+        c("git sandbox compare exp"),
+        ["experiment/speedup "],
+        "only revisions start with exp"
+    );
+    assert_eq!(c("git sandbox push or"), ["origin "]);
+    assert_eq!(c("git sandbox events --repo va"), ["values "]);
+    assert_eq!(c("git sandbox forget va"), ["values "]);
+    // Outside a repository there is nothing to offer, and nothing is said.
+    assert!(complete(&w, "git sandbox run fe").is_empty());
 }
 
 #[test]
