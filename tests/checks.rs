@@ -197,15 +197,8 @@ const CALC_TEST: &str = "import unittest\n\nfrom calc import add\n\n\nclass Test
 
 #[test]
 fn line_coverage_from_a_real_coverage_py_report_is_recorded_with_the_changed_files() {
-    let has_coverage = std::process::Command::new("python3")
-        .args(["-c", "import coverage"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !has_coverage {
-        eprintln!("skipped: coverage.py is not installed (CI installs it: python3 -m pip install coverage)");
-        return;
-    }
-    let w = World::new();
+    let mut w = World::new();
+    w.with_test_python("coverage");
     let repo = w.new_repo("coverage");
     // The report is not named: coverage.json is where `coverage json` writes it.
     let c = w.commit(

@@ -113,11 +113,11 @@ fn commands_in_help(w: &World, path: &[&str]) -> Vec<String> {
 }
 
 fn man(w: &World, args: &[&str], env: &[(&str, &str)]) -> common::Out {
-    let mut cmd = Command::new("man");
+    let mut cmd = Command::new(common::tools::debian("/usr/bin/man", "man-db"));
     cmd.args(args).current_dir(w.work());
     w.apply_env(&mut cmd);
     cmd.envs(env.iter().copied()).env("MANWIDTH", "100");
-    let o = cmd.output().expect("man is installed (see .ci/run)");
+    let o = cmd.output().unwrap();
     common::Out {
         code: o.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
@@ -229,8 +229,79 @@ fn man_pages_go_next_to_the_binary_where_man_finds_them() {
     );
 }
 
+#[test]
+fn the_first_new_of_an_installed_binary_installs_its_man_pages_so_help_opens_one() {
+    let w = World::new();
+    let bin = w.path("prefix/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let exe = bin.join("git-sandbox");
+    if std::fs::hard_link(BIN, &exe).is_err() {
+        std::fs::copy(BIN, &exe).unwrap();
+    }
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    let run = |args: &[&str]| {
+        let mut cmd = Command::new(&exe);
+        cmd.args(args).current_dir(w.work());
+        w.apply_env(&mut cmd);
+        cmd.env("PATH", &path);
+        // A copy just written can be busy a moment: another test's fork may hold it open.
+        let mut tries = 0;
+        let o = loop {
+            match cmd.output() {
+                Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 100 => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                o => break o.unwrap(),
+            }
+        };
+        assert!(o.status.success(), "{args:?}: {o:?}");
+        // What it says about man pages (`new` also says what to do next).
+        String::from_utf8_lossy(&o.stderr)
+            .lines()
+            .filter(|l| l.contains("man page"))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let man1 = w.path("prefix/share/man/man1");
+    let said = run(&["new", "first"]);
+    assert!(
+        said.len() == 1
+            && said[0].starts_with("Installed ")
+            && said[0].ends_with(&format!(
+                " man pages into {} (for `git sandbox --help`)",
+                man1.display()
+            )),
+        "{said:?}"
+    );
+    assert!(man1.join("git-sandbox-new.1").is_file());
+    // git turns `git sandbox --help` into `man git-sandbox`, which now finds the page.
+    let mut cmd = Command::new("git");
+    cmd.args(["sandbox", "--help"]).current_dir(w.work());
+    w.apply_env(&mut cmd);
+    cmd.env("PATH", &path).env("MANPAGER", "cat");
+    let o = cmd.output().unwrap();
+    let page = String::from_utf8_lossy(&o.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(page.contains("git-sandbox - Every commit"), "{o:?}");
+    // Once: the next command finds them there and says nothing.
+    assert!(run(&["new", "second"]).is_empty());
+    // A binary cargo built (under its target dir) writes nothing beside itself.
+    let o = w.sandbox(&w.work(), &["new", "third"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(!o.stderr.contains("man page"), "{o:?}");
+    assert!(!common::World::bin_dir().join("../share/man").exists());
+}
+
 /// Complete `line` (the cursor at its end) in bash with git's completion and ours loaded.
 fn complete(w: &World, line: &str) -> Vec<String> {
+    complete_in(w, &w.work(), line)
+}
+
+/// [`complete`] in `dir`.
+fn complete_in(w: &World, dir: &std::path::Path, line: &str) -> Vec<String> {
     let git_completion = "/usr/share/bash-completion/completions/git";
     assert!(
         std::path::Path::new(git_completion).exists(),
@@ -247,7 +318,7 @@ if [[ ${{COMP_WORDS[0]}} == git ]]; then __git_wrap__git_main; else _git__sandbo
 printf '%s\n' "${{COMPREPLY[@]}}""#
     );
     let mut cmd = Command::new("bash");
-    cmd.args(["-c", &script]).current_dir(w.work());
+    cmd.args(["-c", &script]).current_dir(dir);
     w.apply_env(&mut cmd);
     let o = cmd.output().unwrap();
     assert!(o.status.success(), "{o:?}");
@@ -276,6 +347,39 @@ fn bash_completes_git_sandbox_through_gits_own_completion() {
     // The binary itself completes too.
     assert_eq!(complete(&w, "git-sandbox ru"), ["run"]);
     assert_eq!(complete(&w, "git-sandbox log --a"), ["--all"]);
+}
+
+#[test]
+fn bash_completes_values_strategies_revisions_experiments_remotes_and_repositories() {
+    let w = World::new();
+    let repo = w.new_repo("values");
+    w.git(&repo, &["branch", "feature"]);
+    w.git(&repo, &["remote", "add", "origin", "/nowhere"]);
+    let o = w.sandbox(&repo, &["experiment", "start", "speedup"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let c = |line: &str| complete_in(&w, &repo, line);
+    assert_eq!(
+        c("git sandbox promote --strategy "),
+        ["ff ", "merge ", "pull-request "]
+    );
+    assert_eq!(c("git sandbox promote --strategy m"), ["merge "]);
+    assert_eq!(c("git-sandbox token create --role a"), ["admin"]);
+    assert_eq!(c("git sandbox run fe"), ["feature "]);
+    assert_eq!(c("git sandbox show ma"), ["main "]);
+    assert_eq!(c("git sandbox log main..fe"), ["main..feature "]);
+    assert_eq!(c("git sandbox experiment show sp"), ["speedup "]);
+    assert_eq!(c("git sandbox promote sp"), ["speedup "]);
+    // Experiments and revisions both: the experiment and its branch.
+    assert_eq!(
+        c("git sandbox compare exp"),
+        ["experiment/speedup "],
+        "only revisions start with exp"
+    );
+    assert_eq!(c("git sandbox push or"), ["origin "]);
+    assert_eq!(c("git sandbox events --repo va"), ["values "]);
+    assert_eq!(c("git sandbox forget va"), ["values "]);
+    // Outside a repository there is nothing to offer, and nothing is said.
+    assert!(complete(&w, "git sandbox run fe").is_empty());
 }
 
 #[test]

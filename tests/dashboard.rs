@@ -1,4 +1,4 @@
-//! The dashboard in a real browser: Debian's Chromium and chromedriver (installed by .ci/run),
+//! The dashboard in a real browser: Debian's Chromium and chromedriver (installed by ./test),
 //! driven by Selenium from Python (tests/dashboard/browser.py) against a real daemon on
 //! 127.0.0.1. Screenshots land in target/screenshots/ for a person to look at.
 
@@ -10,23 +10,9 @@ use std::process::Command;
 
 #[test]
 fn a_person_watches_a_commit_arrive_reads_it_and_promotes_from_the_browser() {
-    for (what, path) in [
-        ("chromium", "/usr/bin/chromium"),
-        ("chromium-driver", "/usr/bin/chromedriver"),
-    ] {
-        assert!(
-            Path::new(path).exists(),
-            "{path} is missing: apt-get install {what} (.ci/run installs it)"
-        );
-    }
-    let has_selenium = Command::new("python3")
-        .args(["-c", "import selenium"])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        has_selenium,
-        "selenium is missing: python3 -m pip install selenium (.ci/run installs it)"
-    );
+    common::tools::debian("/usr/bin/chromium", "chromium");
+    common::tools::debian("/usr/bin/chromedriver", "chromium-driver");
+    let python = common::tools::python("selenium");
     let w = World::new();
     let repo = w.new_repo("dash");
     let o = w.sandbox(&repo, &["experiment", "start", "ui"]);
@@ -39,7 +25,7 @@ fn a_person_watches_a_commit_arrive_reads_it_and_promotes_from_the_browser() {
 
     let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/screenshots");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/dashboard/browser.py");
-    let mut cmd = Command::new("python3");
+    let mut cmd = Command::new(python);
     cmd.arg(&script)
         .arg(&addr)
         .arg(&admin)

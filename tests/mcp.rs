@@ -1,5 +1,5 @@
 //! `git sandbox mcp` driven by real MCP clients: the official Python SDK (`mcp` on PyPI,
-//! installed by .ci/run) runs a whole agent's session (tests/mcp/agent.py), and raw JSON-RPC
+//! installed by ./test) runs a whole agent's session (tests/mcp/agent.py), and raw JSON-RPC
 //! lines check that malformed input leaves the server running.
 
 mod common;
@@ -8,25 +8,13 @@ use common::{World, BIN};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
-fn python_has_mcp() -> bool {
-    Command::new("python3")
-        .args(["-c", "import mcp.client.stdio"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 #[test]
 fn an_agent_works_through_a_whole_experiment_over_mcp() {
-    assert!(
-        python_has_mcp(),
-        "the MCP Python SDK is missing: python3 -m pip install mcp (.ci/run installs it)"
-    );
+    let python = common::tools::python("mcp.client.stdio");
     let w = World::new();
     let repo = w.new_repo("agentwork");
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/agent.py");
-    let mut cmd = Command::new("python3");
+    let mut cmd = Command::new(python);
     cmd.arg(&script).arg(BIN).arg(&repo).current_dir(&repo);
     w.apply_env(&mut cmd);
     let o = cmd.output().unwrap();

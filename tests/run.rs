@@ -490,18 +490,9 @@ fn concurrent_note_writers_lose_nothing() {
 }
 
 #[test]
-fn pytest_is_detected_and_parsed_when_installed() {
-    let has_pytest = std::process::Command::new("python3")
-        .args(["-c", "import pytest"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !has_pytest {
-        eprintln!(
-            "skipped: pytest is not installed (CI installs it: python3 -m pip install pytest)"
-        );
-        return;
-    }
-    let w = World::new();
+fn pytest_is_detected_and_parsed() {
+    let mut w = World::new();
+    w.with_test_python("pytest");
     let repo = w.new_repo("r13");
     w.commit(
         &repo,
@@ -533,11 +524,20 @@ fn demo_runs_end_to_end() {
     let o = w.sandbox(&w.work(), &["demo"]);
     assert_eq!(o.code, 0, "{o:?}");
     assert!(
-        // main's two commits, the experiment's head, and the merge (the experiment's tree).
+        // main's two commits, the experiment's two, and the merge (the experiment's tree).
         o.stdout
-            .contains("Done: 4 commits with a result (3 run, 1 from the cache); all passed."),
+            .contains("Done: 5 commits with a result (4 run, 1 from the cache); all passed."),
         "{o:?}"
     );
+    // Step 4 shows the note as `git log` does: the result's summary under the commit.
+    let step4 = o.stdout.split("[4/8]").nth(1).unwrap();
+    let step4 = step4.split("[5/8]").next().unwrap();
+    assert!(step4.contains("Add total() with tests\n"), "{step4}");
+    assert!(
+        step4.contains("   Sandbox: passed, 4 passed 0 failed (unittest), "),
+        "{step4}"
+    );
+    assert!(step4.contains("   Sandbox-Analysis: 2 files, "), "{step4}");
     assert!(o.stdout.contains("[8/8] promote it"), "{o:?}");
     assert!(
         o.stdout
@@ -545,8 +545,10 @@ fn demo_runs_end_to_end() {
         "{o:?}"
     );
     let j = w.sandbox(&w.work(), &["status", "--json"]).json();
-    // The two commits, the experiment's head, and the merge commit of the promotion.
-    assert_eq!(j["totals"]["runs"], 4);
+    // The two commits, the experiment's two, and the merge commit of the promotion.
+    assert_eq!(j["totals"]["runs"], 5);
+    // Nothing is left for a daemon: what the hooks queued has run.
+    assert_eq!(j["queue"]["pending"], 0, "{j}");
     assert_eq!(j["totals"]["success_rate"], 1.0);
     assert_eq!(j["totals"]["experiments_by_state"]["promoted"], 1);
 }

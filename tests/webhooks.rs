@@ -1,5 +1,5 @@
 //! Webhooks: GitHub's own example payloads (npm `@octokit/webhooks-examples`, installed by
-//! `.ci/run`), signed with HMAC-SHA256 and posted over real HTTP to `daemon --http`, whose
+//! `./test`), signed with HMAC-SHA256 and posted over real HTTP to `daemon --http`, whose
 //! repository follows a remote through git (`url.insteadOf` stands the local bare repository in
 //! for github.com). Good, bad, tampered, replayed, oversized, ping, unknown event, pull request,
 //! a secret being rotated, and a delivery recorded before a crash.
@@ -18,19 +18,8 @@ const MORE_TESTS: &str = "import unittest\n\n\nclass TestMore(unittest.TestCase)
 
 /// GitHub's recorded examples of `event`.
 fn examples(event: &str) -> Vec<Value> {
-    let path = std::env::var_os("GIT_SANDBOX_WEBHOOK_EXAMPLES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join(
-                "target/npm/node_modules/@octokit/webhooks-examples/api.github.com/index.json",
-            )
-        });
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "GitHub's webhook examples are missing at {} ({e}): run .ci/run, or `npm install --prefix target/npm @octokit/webhooks-examples@7.6.1`",
-            path.display()
-        )
-    });
+    let path = common::tools::npm("@octokit/webhooks-examples/api.github.com/index.json");
+    let text = std::fs::read_to_string(&path).unwrap();
     let all: Vec<Value> = serde_json::from_str(&text).unwrap();
     all.into_iter()
         .find(|e| e["name"] == event)

@@ -22,7 +22,7 @@ pub const STEPS: [&str; 8] = [
     "the result, as git itself shows it (git log shows refs/notes/sandbox)",
     "start an experiment (a branch from main, metadata committed on it)",
     "commit on the experiment (a new function and its tests)",
-    "evaluate the experiment against main (runs its head)",
+    "evaluate the experiment against main (runs its commits)",
     "promote it: merge into main, run the merged commit",
 ];
 
@@ -136,25 +136,10 @@ pub fn demo(ctx: &Context, path: Option<&Path>, on: &mut dyn FnMut(Event<'_>)) -
     }
 
     on(Event::Step(4));
+    // The note git shows is the record's summary (`Sandbox: passed, …`), one line per part.
     let shown = cli::git(&root, &["log", "-1", "--format=%h %s%n%N"])?;
-    let mut lines = shown.lines();
-    if let Some(first) = lines.next() {
-        on(Event::Git(first));
-    }
-    // The note is the whole record; show a few of its keys, each once.
-    let mut wanted = vec![
-        "\"status\"",
-        "\"passed\"",
-        "\"failed\"",
-        "\"functions_found\"",
-        "\"complexity_score\"",
-        "\"files_changed\"",
-    ];
-    for l in lines {
-        if let Some(i) = wanted.iter().position(|k| l.trim_start().starts_with(k)) {
-            wanted.remove(i);
-            on(Event::Git(l.trim()));
-        }
+    for l in shown.lines().filter(|l| !l.trim().is_empty()) {
+        on(Event::Git(l));
     }
 
     on(Event::Step(5));
@@ -190,17 +175,25 @@ pub fn demo(ctx: &Context, path: Option<&Path>, on: &mut dyn FnMut(Event<'_>)) -
     }
 
     on(Event::Step(7));
+    // Every commit of the experiment, its start too (which the hooks queued): the demo leaves
+    // no job pending for a daemon to find later. The evaluation then has the head's result.
+    let branch = crate::git::resolve_commits(&repo, &format!("main..{}", started.branch))?;
+    let opts = RunOptions::new(
+        Trigger::Manual,
+        Some(format!("refs/heads/{}", started.branch)),
+        interrupt,
+    );
+    let outcome = run_commits(ctx, &repo, &created.repo, &branch, &opts, &mut |_| {})?;
+    for r in outcome.records {
+        let id = ObjectId::from_hex(r.commit.as_bytes()).expect("records hold full ids");
+        on(Event::Result(
+            &r,
+            &crate::git::commit_info(&repo, id)?.summary,
+        ));
+        results.push(r);
+    }
     let ev = eval::evaluate(ctx, &repo, &created.repo, EXPERIMENT, interrupt)?;
     on(Event::Evaluated(&ev));
-    let head = ObjectId::from_hex(ev.head.commit.as_bytes()).expect("sides hold full ids");
-    let mut reader = super::results::NoteReader::new(&repo)?;
-    results.extend(super::results::find_record(
-        ctx,
-        &repo,
-        &created.repo,
-        &mut reader,
-        head,
-    )?);
 
     on(Event::Step(8));
     let opts = PromoteOptions {

@@ -1,3 +1,4 @@
+use super::complete::{arg_values, Kind};
 use super::{CmdResult, CommandError};
 use std::io::Write;
 
@@ -39,7 +40,10 @@ _git_sandbox() {
 "#;
 
 pub fn cmd_completions(args: CompletionsArgs) -> CmdResult {
-    let mut cmd = without_hidden(super::command());
+    // Values asked of the binary as the user types: bash's script can, the others get only
+    // the fixed ones.
+    let dynamic = matches!(args.shell, Shell::Bash);
+    let mut cmd = with_values(without_hidden(super::command()), &[], dynamic);
     let mut script = Vec::new();
     let bin = "git-sandbox";
     match args.shell {
@@ -48,8 +52,18 @@ pub fn cmd_completions(args: CompletionsArgs) -> CmdResult {
             // clap_complete turns the `-` of `git-sandbox` into `__` where it tracks the words
             // typed but into `__subcmd__` in the case labels that match them, so no subcommand
             // would ever complete its options: make the labels agree.
-            let fixed = String::from_utf8_lossy(&script)
+            let mut fixed = String::from_utf8_lossy(&script)
                 .replace("git__subcmd__sandbox__subcmd__", "git__sandbox__subcmd__");
+            // Each marker sits in a double-quoted word list (`opts="…"`, `compgen -W "…"`).
+            for kind in Kind::ALL {
+                fixed = fixed.replace(
+                    kind.marker(),
+                    &format!(
+                        "$(git sandbox __complete {} \"${{cur}}\" 2>/dev/null)",
+                        kind.name()
+                    ),
+                );
+            }
             script = fixed.into_bytes();
             script.extend_from_slice(BASH_GIT_ALIAS.as_bytes());
         }
@@ -65,6 +79,49 @@ pub fn cmd_completions(args: CompletionsArgs) -> CmdResult {
         .and_then(|_| out.flush())
         .map_err(|e| CommandError::io(format!("cannot write the completion script: {e}"), &e))?;
     Ok(0)
+}
+
+/// The command line with the values its arguments complete to (see [`arg_values`]) as possible
+/// values: clap_complete offers those. Only completion sees them: parsing keeps its own checks
+/// and messages. A value asked of the binary stands as its kind's marker in bash's script.
+fn with_values(mut cmd: clap::Command, path: &[String], dynamic: bool) -> clap::Command {
+    // mut_arg puts an argument last: positionals keep their places by explicit indices.
+    let positionals: Vec<String> = cmd
+        .get_positionals()
+        .map(|a| a.get_id().to_string())
+        .collect();
+    let args: Vec<(String, String)> = cmd
+        .get_arguments()
+        .filter_map(|a| {
+            let name = a.get_value_names()?.first()?.to_string();
+            Some((a.get_id().to_string(), name))
+        })
+        .collect();
+    for (id, value_name) in args {
+        let (fixed, kinds) = arg_values(path, &id, &value_name);
+        let mut values: Vec<&'static str> = fixed;
+        if dynamic {
+            values.extend(kinds.iter().map(|k| k.marker()));
+        }
+        if !values.is_empty() {
+            cmd = cmd.mut_arg(id, |a| {
+                a.value_parser(clap::builder::PossibleValuesParser::new(values))
+            });
+        }
+    }
+    for (i, id) in positionals.into_iter().enumerate() {
+        cmd = cmd.mut_arg(id, |a| a.index(i + 1));
+    }
+    let subs: Vec<String> = cmd
+        .get_subcommands()
+        .map(|s| s.get_name().to_string())
+        .collect();
+    for name in subs {
+        let mut sub_path = path.to_vec();
+        sub_path.push(name.clone());
+        cmd = cmd.mut_subcommand(name, |s| with_values(s, &sub_path, dynamic));
+    }
+    cmd
 }
 
 /// The command line without its hidden commands (`notify`, the sandbox helper): clap_complete

@@ -31,6 +31,7 @@ pub fn cmd_init(args: InitArgs) -> CmdResult {
         return remove(&ctx, &dir, args.json);
     }
     let (adopted, changed) = repos::adopt(&ctx, &dir)?;
+    super::install_man_pages::beside_installed_binary();
     if args.json {
         let mut v = serde_json::to_value(&adopted).expect("serializable");
         v["changed"] = changed.into();

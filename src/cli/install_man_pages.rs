@@ -46,6 +46,36 @@ pub fn cmd_install_man_pages(args: InstallManPagesArgs) -> CmdResult {
     Ok(0)
 }
 
+/// On `new`, `init` or `demo` of an installed binary (not one cargo built under its target dir):
+/// write the man pages into the default DIR when it has none and can be written, so that
+/// `git sandbox --help` opens a page rather than "No manual entry", and say so in one line on
+/// stderr. Quiet otherwise: the command's own work matters more.
+pub fn beside_installed_binary() {
+    let Ok(exe) = std::env::current_exe() else {
+        return;
+    };
+    // cargo marks its build directories with CACHEDIR.TAG: a developer's build is not installed.
+    if exe
+        .ancestors()
+        .skip(1)
+        .any(|d| d.join("CACHEDIR.TAG").is_file())
+    {
+        return;
+    }
+    let Ok(dir) = default_dir() else { return };
+    let man1 = dir.join("man1");
+    if man1.join("git-sandbox.1").exists() || std::fs::create_dir_all(&man1).is_err() {
+        return;
+    }
+    if let Ok(pages) = write_pages(super::command(), &man1) {
+        eprintln!(
+            "Installed {} into {} (for `git sandbox --help`)",
+            super::ui::plural(pages.len(), "man page"),
+            man1.display()
+        );
+    }
+}
+
 /// `<dir of the binary>/../share/man`: man-db searches `../share/man` next to every PATH entry.
 fn default_dir() -> Result<PathBuf, CommandError> {
     let exe = std::env::current_exe().map_err(|e| {

@@ -5,6 +5,7 @@
 mod analyze;
 mod bisect;
 mod compare;
+mod complete;
 mod completions;
 mod daemon;
 mod demo;
@@ -92,6 +93,8 @@ enum Command {
     PrePush(pre_push::PrePushArgs),
     #[command(hide = true)]
     Notify(notify::NotifyArgs),
+    #[command(name = "__complete", hide = true)]
+    Complete(complete::CompleteArgs),
     #[command(name = "__sandbox-exec", hide = true)]
     SandboxExec(sandbox_exec::SandboxExecArgs),
 }
@@ -205,6 +208,7 @@ pub fn main() -> i32 {
         Command::Doctor(a) => doctor::cmd_doctor(a),
         Command::Token(a) => token::cmd_token(a),
         Command::Completions(a) => completions::cmd_completions(a),
+        Command::Complete(a) => complete::cmd_complete(a),
         Command::InstallManPages(a) => install_man_pages::cmd_install_man_pages(a),
         Command::SandboxExec(a) => sandbox_exec::cmd_sandbox_exec(a),
     };

@@ -38,6 +38,7 @@ pub fn cmd_new(args: NewArgs) -> CmdResult {
     }
     let ctx = Context::load()?;
     let created = repos::create(&ctx, args.name.as_deref(), args.path.as_deref())?;
+    super::install_man_pages::beside_installed_binary();
     let github = if args.github {
         let repo = crate::git::open(std::path::Path::new(&created.repo.path))?;
         Some(crate::app::github::connect(

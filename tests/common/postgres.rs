@@ -29,7 +29,7 @@ fn binary(name: &str) -> PathBuf {
         .collect();
     found.sort();
     found.pop().unwrap_or_else(|| {
-        panic!("PostgreSQL's {name} is missing: install postgresql (.ci/run does)")
+        super::tools::missing(&format!("PostgreSQL's {name} (Debian's postgresql)"))
     })
 }
 

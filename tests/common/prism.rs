@@ -2,30 +2,17 @@
 //! `api.github.com` from `@octokit/openapi` on 127.0.0.1, started once per test process, and
 //! every request the fake GitHub receives is sent to it as well; what Prism finds wrong with a
 //! request (a missing field, a wrong enum, an unknown path) is a violation the test fails on.
-//! `.ci/run` installs both packages under `target/npm`.
+//! `./test` installs both packages (tests/common/tools.rs).
 
 use std::io::{Read, Write};
-use std::path::PathBuf;
 use std::sync::OnceLock;
-
-fn npm() -> PathBuf {
-    std::env::var_os("GIT_SANDBOX_NPM")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/npm"))
-}
 
 /// `127.0.0.1:PORT` of the running Prism mock, started on first use.
 pub fn addr() -> &'static str {
     static ADDR: OnceLock<String> = OnceLock::new();
     ADDR.get_or_init(|| {
-        let root = npm();
-        let prism = root.join("node_modules/.bin/prism");
-        let spec = root.join("node_modules/@octokit/openapi/generated/api.github.com.json");
-        assert!(
-            prism.exists() && spec.exists(),
-            "Prism and GitHub's OpenAPI description are missing under {}: run .ci/run, or `npm install --prefix target/npm @stoplight/prism-cli@5 @octokit/openapi`",
-            root.display()
-        );
+        let prism = super::tools::npm(".bin/prism");
+        let spec = super::tools::npm("@octokit/openapi/generated/api.github.com.json");
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
