@@ -358,6 +358,8 @@ fn big_outputs_parse_in_linear_time() {
         let _ = parse_junit_xml(&big);
     }
     let elapsed = start.elapsed();
-    // About 1 s in release on this machine's 2 cores; the bound only catches quadratic blow-ups.
-    assert!(elapsed.as_secs() < 30, "took {elapsed:?}");
+    // About 1 s in release and 10 s in a debug build on this machine's 2 cores; the bound only
+    // catches quadratic blow-ups (hours), with room for a machine busy with other builds (33 s
+    // seen).
+    assert!(elapsed.as_secs() < 180, "took {elapsed:?}");
 }
