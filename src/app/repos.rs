@@ -45,6 +45,10 @@ pub struct Created {
     /// Commits queued by `[watch] backfill`.
     #[serde(skip)]
     pub backfill_queued: usize,
+    /// The setup step written into that `.sandbox.toml`, and whether the user's config already
+    /// gives it the network.
+    #[serde(skip)]
+    pub setup: Option<(crate::runner::detect_setup::Proposal, bool)>,
 }
 
 pub fn check_name(name: &str) -> Result<()> {
@@ -214,6 +218,7 @@ fn finish(ctx: &Context, root: &Path, name: &str, repo_id: &str, now: i64) -> Re
         hooks,
         config_written: None,
         backfill_queued: queued,
+        setup: None,
     })
 }
 
@@ -261,15 +266,46 @@ pub(crate) fn project_manages(repo: &gix::Repository, dir: &Path) -> bool {
 }
 
 /// The `.sandbox.toml` `init` writes into a project that has none: the test command detection
-/// finds in the work tree (what runs would use anyway), or none, leaving detection on. Never
-/// the template of a new experiment repository, whose Python tests would turn a passing
-/// project red.
+/// finds in the work tree (what runs would use anyway), or none, leaving detection on, and the
+/// setup step its lockfiles and manifests call for, with why. Never the template of a new
+/// experiment repository, whose Python tests would turn a passing project red.
 fn adopted_repo_config(workdir: &Path) -> String {
+    use crate::runner::detect_setup;
     let head = "# git-sandbox settings for this repository (see the README of git-sandbox for every key).\n";
-    match crate::runner::detect::detect(workdir) {
+    let setup = detect_setup::propose(workdir);
+    let detected = crate::runner::detect::detect(workdir).map(|(command, framework)| {
+        match setup
+            .as_ref()
+            .and_then(|s| s.python.map(|py| (py, s.pytest)))
+        {
+            // The tests run with the Python the setup installed into, under the runner it installed.
+            Some((py, pytest)) if command.starts_with("python3 ") => {
+                let command = if pytest && framework == "unittest" {
+                    format!("{py} -m pytest -q -rfE")
+                } else {
+                    command.replacen("python3", py, 1)
+                };
+                (command, if pytest { "pytest" } else { framework })
+            }
+            _ => (command, framework),
+        }
+    });
+    let setup_lines = setup
+        .map(|s| {
+            format!(
+                "# Proposed by `git sandbox init` from {}; it runs once per change of those files,\n# with the network only when your user config says `setup_network = true` under [limits].\nsetup = {}\n",
+                s.why,
+                toml::Value::String(s.command)
+            )
+        })
+        .unwrap_or_default();
+    match detected {
         Some((command, framework)) => format!(
-            "{head}\n[test]\n# Detected by `git sandbox init` ({framework}); change it to what your project runs.\ncommand = {}\n",
+            "{head}\n[test]\n# Detected by `git sandbox init` ({framework}); change it to what your project runs.\ncommand = {}\n{setup_lines}",
             toml::Value::String(command)
+        ),
+        None if !setup_lines.is_empty() => format!(
+            "{head}\n# No test command was detected, so runs analyse the code only. Name one under [test].\n[test]\n{setup_lines}"
         ),
         None => format!(
             "{head}\n# No test command was detected, so runs analyse the code only. Name one like this:\n# [test]\n# command = \"make test\"\n"
@@ -285,6 +321,7 @@ pub fn adopt(ctx: &Context, cwd: &Path) -> Result<(Created, bool)> {
     let git_dir = repo.common_dir().to_path_buf();
     hooks::check_dir(&hooks::hooks_dir(&root, &git_dir))?;
     let mut config_written = None;
+    let mut setup = None;
     if let Some(workdir) = repo.workdir() {
         // A broken config is refused before anything is installed.
         ctx.layers.with_repo_dir(workdir)?;
@@ -294,6 +331,8 @@ pub fn adopt(ctx: &Context, cwd: &Path) -> Result<(Created, bool)> {
             util::write_atomic(&cfg, body.as_bytes())
                 .map_err(io_err(format!("cannot write {}", cfg.display())))?;
             config_written = Some(body);
+            setup = crate::runner::detect_setup::propose(workdir)
+                .map(|p| (p, ctx.layers.resolve().limits.setup_network));
         }
     }
     let existing = cli::get_config(&root, ID_KEY);
@@ -345,6 +384,7 @@ pub fn adopt(ctx: &Context, cwd: &Path) -> Result<(Created, bool)> {
             hooks,
             config_written,
             backfill_queued,
+            setup,
         },
         changed,
     ))
