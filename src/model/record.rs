@@ -201,8 +201,15 @@ impl RunRecord {
         (self.status == Status::Failed
             && checks_pass
             && self.failures_complete()
-            && t.failures.iter().all(|f| known.contains(&f.name)))
-        .then(|| t.failures.iter().map(|f| f.name.clone()).collect())
+            && t.failures
+                .iter()
+                .all(|f| known.contains(&super::test_name::canonical(&f.name))))
+        .then(|| {
+            t.failures
+                .iter()
+                .map(|f| super::test_name::canonical(&f.name))
+                .collect()
+        })
     }
 }
 
