@@ -269,6 +269,11 @@ const TOOLCHAIN_VARS: &[&str] = &[
     "GOPATH",
     "JAVA_HOME",
     "NVM_DIR",
+    "RBENV_ROOT",
+    "ASDF_DIR",
+    "ASDF_DATA_DIR",
+    "MISE_DATA_DIR",
+    "VOLTA_HOME",
 ];
 
 impl Plan {
@@ -289,6 +294,12 @@ impl Plan {
             .collect();
         if let Some((_, path)) = self.env.iter().find(|(k, _)| k == "PATH") {
             candidates.extend(path.split(':').map(PathBuf::from));
+            // Every manager root a shim directory belongs to, not only the one a variable names.
+            candidates.extend(
+                crate::runner::env::shim_roots(path)
+                    .into_iter()
+                    .map(|(_, r)| r),
+            );
         }
         let mut keep: Vec<PathBuf> = Vec::new();
         for c in candidates {
