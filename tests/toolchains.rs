@@ -88,3 +88,43 @@ fn doctor_lists_the_toolchains_runs_bind_read_only() {
         "{line}"
     );
 }
+
+#[test]
+fn a_program_the_users_own_config_names_by_absolute_path_is_bound_read_only() {
+    let w = World::new();
+    // A virtual environment in the (hidden) home: the program and the files beside it.
+    let venv = w.path("home/venv");
+    std::fs::create_dir_all(venv.join("lib")).unwrap();
+    std::fs::write(venv.join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+    std::fs::write(venv.join("lib/msg"), "from the venv\n").unwrap();
+    script(
+        &venv.join("bin/tool"),
+        "#!/bin/sh\ncat \"$(dirname \"$0\")/../lib/msg\" && touch \"$(dirname \"$0\")/written\" 2>/dev/null || echo read-only\n",
+    );
+    let tool = venv.join("bin/tool").display().to_string();
+    let repo = w.new_repo("abs");
+    w.commit(
+        &repo,
+        &[(".sandbox.toml", "[analysis]\nenabled = false\n")],
+        "no command of its own",
+    );
+    w.user_config(&format!("[test]\ncommand = \"{tool}\"\n"));
+    let o = w.sandbox(&repo, &["run", "--json"]);
+    let rec = o.json()[0].clone();
+    assert_eq!(rec["status"], "passed", "{rec}");
+    assert_eq!(
+        rec["tests"]["output_tail"], "from the venv\nread-only",
+        "{rec}"
+    );
+    assert!(!venv.join("bin/written").exists());
+
+    // The same path named by a committed file is not the user's word: nothing is bound.
+    w.user_config("");
+    w.commit(
+        &repo,
+        &[(".sandbox.toml", &format!("[test]\ncommand = \"{tool}\"\n"))],
+        "the commit names it",
+    );
+    let o = w.sandbox(&repo, &["run", "--json"]);
+    assert_eq!(o.json()[0]["status"], "error", "{o:?}");
+}
