@@ -425,3 +425,40 @@ fn status_reports_totals() {
     let human = w.sandbox(&w.work(), &["status"]);
     assert!(human.stdout.contains("repositories:  2"), "{human:?}");
 }
+
+#[test]
+fn a_hooks_path_set_after_init_that_skips_our_hooks_is_said_once() {
+    let w = World::new();
+    let repo = plain_repo(&w, "husky-after");
+    assert_eq!(w.sandbox(&repo, &["init"]).code, 0);
+    // What `husky` does on the next `npm install`: its own hooks directory, without ours.
+    std::fs::create_dir_all(repo.join(".husky/_")).unwrap();
+    std::fs::write(
+        repo.join(".husky/_/post-commit"),
+        "#!/usr/bin/env sh\n. \"$(dirname \"$0\")/h\"\n",
+    )
+    .unwrap();
+    w.git(&repo, &["config", "core.hooksPath", ".husky/_"]);
+    let first = w.sandbox(&repo, &["log"]);
+    assert_eq!(first.code, 0, "{first:?}");
+    let said: Vec<&str> = first
+        .stderr
+        .lines()
+        .filter(|l| l.contains("core.hooksPath is .husky/_"))
+        .collect();
+    assert_eq!(said.len(), 1, "{first:?}");
+    assert!(
+        said[0].starts_with("warning: ") && said[0].contains(".husky/post-commit"),
+        "{first:?}"
+    );
+    let again = w.sandbox(&repo, &["log"]);
+    assert!(!again.stderr.contains("core.hooksPath"), "once: {again:?}");
+    // A hooks path that runs ours is nothing to say.
+    let other = plain_repo(&w, "hooks-path-ours");
+    w.git(&other, &["config", "core.hooksPath", ".githooks"]);
+    assert_eq!(w.sandbox(&other, &["init"]).code, 0);
+    assert!(!w
+        .sandbox(&other, &["log"])
+        .stderr
+        .contains("core.hooksPath"));
+}

@@ -429,6 +429,33 @@ pub(crate) fn known_row(ctx: &Context, repo: &gix::Repository) -> Result<Option<
     Ok(Some(row))
 }
 
+/// The file in the git directory that remembers which `core.hooksPath` was already reported.
+const HOOKS_PATH_NOTICED: &str = "sandbox-hookspath-noticed";
+
+/// When git no longer runs our hooks: `core.hooksPath` names a directory without them while
+/// ours sit in `.git/hooks` (a hook manager such as husky set it after `init`). The message,
+/// the first time for that value of `core.hooksPath`; `None` after that (a file in the git
+/// directory remembers it) and whenever our hooks run.
+pub fn hooks_bypassed(repo: &gix::Repository) -> Option<String> {
+    let root = git::repo_root(repo);
+    let value = cli::get_config(&root, "core.hooksPath")?;
+    let common = repo.common_dir();
+    let default = common.join("hooks");
+    let dir = hooks::hooks_dir(&root, common);
+    if dir == default || hooks::any_ours(&dir) || !hooks::any_ours(&default) {
+        return None;
+    }
+    let marker = common.join(HOOKS_PATH_NOTICED);
+    if std::fs::read_to_string(&marker).is_ok_and(|v| v == value) {
+        return None;
+    }
+    let _ = util::write_atomic(&marker, value.as_bytes());
+    Some(format!(
+        "core.hooksPath is {value}, so git no longer runs git-sandbox's hooks in {}: new commits are not queued. Run `git sandbox init` again, or add `git-sandbox notify --hook post-commit >/dev/null 2>&1 || true` to the project's post-commit hook (husky: .husky/post-commit)",
+        default.display()
+    ))
+}
+
 /// The registered repository around `cwd`, or a clear error saying how to register it.
 pub fn require_registered(ctx: &Context, cwd: &Path) -> Result<(gix::Repository, RepoRow)> {
     let repo = git::discover(cwd)?;

@@ -23,6 +23,7 @@ pub fn cmd_show(args: ShowArgs) -> CmdResult {
     crate::git::discover(&dir)?;
     let ctx = Context::load()?;
     let (repo, row) = repos::require_registered(&ctx, &dir)?;
+    super::notice_hooks(&repo);
     let rev = args.rev.as_deref().unwrap_or("HEAD");
     let commit = crate::git::resolve_commit(&repo, rev)?;
     let mut reader = results::NoteReader::new(&repo)?;
