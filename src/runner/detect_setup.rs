@@ -259,6 +259,9 @@ mod tests {
         d
     }
 
+    /// A tree's files and the setup proposed for it.
+    type Case<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>);
+
     fn command(files: &[(&str, &str)]) -> Option<String> {
         propose(tree(files).path()).map(|p| p.command)
     }
@@ -266,7 +269,7 @@ mod tests {
     #[test]
     fn each_lockfile_has_its_package_managers_install() {
         let pkg = ("package.json", r#"{"devDependencies":{"mocha":"*"}}"#);
-        let cases: &[(&[(&str, &str)], Option<&str>)] = &[
+        let cases: &[Case] = &[
             (&[pkg], Some("npm install")),
             (&[pkg, ("package-lock.json", "{}")], Some("npm ci")),
             (
