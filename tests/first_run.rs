@@ -1,6 +1,6 @@
 //! A project's first run from `git sandbox init` alone: the setup step it proposes from the
 //! lockfiles and manifests, the consent its network needs, and real installs from the package
-//! managers' registries (an express-like mocha project, a click-like pytest project).
+//! managers' registries (an express-like mocha project, click- and requests-like pytest projects).
 
 mod common;
 
@@ -152,7 +152,7 @@ fn first_run(w: &World, repo: &Path, registry: &str) -> serde_json::Value {
 }
 
 #[test]
-fn an_express_like_and_a_click_like_project_pass_their_first_run_from_init_alone() {
+fn express_click_and_requests_like_projects_pass_their_first_run_from_init_alone() {
     let w = World::new();
     w.user_config("[limits]\nsetup_network = true\n");
     let express = project(
@@ -186,6 +186,27 @@ fn an_express_like_and_a_click_like_project_pass_their_first_run_from_init_alone
         ],
     );
     let rec = first_run(&w, &click, "PyPI");
+    assert_eq!(rec["tests"]["framework"], "pytest", "{rec}");
+    assert_eq!(rec["tests"]["passed"], 1, "{rec}");
+
+    // requests' shape: setup.py and a requirements-dev.txt that names pytest.
+    let requests = project(
+        &w,
+        "requests-like",
+        &[
+            (
+                "setup.py",
+                "from setuptools import setup\nsetup(name='reqlike', version='1.0', py_modules=['reqlike'])\n",
+            ),
+            ("requirements-dev.txt", "-e .\npytest\n"),
+            ("reqlike.py", "def get():\n    return 200\n"),
+            (
+                "tests/test_get.py",
+                "import reqlike\n\ndef test_get():\n    assert reqlike.get() == 200\n",
+            ),
+        ],
+    );
+    let rec = first_run(&w, &requests, "PyPI");
     assert_eq!(rec["tests"]["framework"], "pytest", "{rec}");
     assert_eq!(rec["tests"]["passed"], 1, "{rec}");
 }
