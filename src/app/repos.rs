@@ -248,7 +248,9 @@ fn install_hooks(root: &Path) -> Result<Vec<hooks::HookInstall>> {
 }
 
 /// Whether the hooks directory `dir` belongs to the project: it holds files git tracks, or it is
-/// husky's (whose generated hooks husky rewrites).
+/// husky's before v9 (`.husky`, whose hooks are the project's). Husky 9's `.husky/_` holds only
+/// generated, untracked hooks that run the project's `.husky/<name>`: ours go there, chaining
+/// to them.
 pub(crate) fn project_manages(repo: &gix::Repository, dir: &Path) -> bool {
     let Some(workdir) = repo.workdir() else {
         return false;
@@ -258,7 +260,8 @@ pub(crate) fn project_manages(repo: &gix::Repository, dir: &Path) -> bool {
     let Ok(rel) = dir.strip_prefix(&workdir) else {
         return false;
     };
-    if rel.components().any(|c| c.as_os_str() == ".husky") {
+    let husky9 = rel.ends_with(".husky/_") && dir.join("h").is_file();
+    if !husky9 && rel.components().any(|c| c.as_os_str() == ".husky") {
         return true;
     }
     let rel = rel.to_string_lossy();
@@ -442,7 +445,10 @@ pub fn hooks_bypassed(repo: &gix::Repository) -> Option<String> {
     let common = repo.common_dir();
     let default = common.join("hooks");
     let dir = hooks::hooks_dir(&root, common);
-    if dir == default || hooks::any_ours(&dir) || !hooks::any_ours(&default) {
+    // Ours were installed there before (its `<name>.pre-sandbox` files stay when a hook
+    // manager rewrites the hooks), or in `.git/hooks`.
+    let were_there = hooks::any_chained(&dir) || hooks::any_ours(&default);
+    if dir == default || hooks::any_ours(&dir) || !were_there {
         return None;
     }
     let marker = common.join(HOOKS_PATH_NOTICED);
