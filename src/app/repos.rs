@@ -354,6 +354,8 @@ pub fn adopt(ctx: &Context, cwd: &Path) -> Result<(Created, bool)> {
         .unwrap_or_else(|| format!("repo_{}", util::random_hex(8)));
     configure(&root, &repo_id)?;
     let hooks = install_hooks(&root)?;
+    // Hooks installed again: a later hook manager's rewrite is news again.
+    let _ = std::fs::remove_file(git_dir.join(HOOKS_PATH_NOTICED));
     let row = match ctx.index.repository_by_id(&repo_id)? {
         Some(row) if row.path == root.display().to_string() => {
             register(ctx, &row)?;
