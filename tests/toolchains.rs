@@ -127,4 +127,10 @@ fn a_program_the_users_own_config_names_by_absolute_path_is_bound_read_only() {
     );
     let o = w.sandbox(&repo, &["run", "--json"]);
     assert_eq!(o.json()[0]["status"], "error", "{o:?}");
+    let error = o.json()[0]["error"].as_str().unwrap().to_string();
+    assert!(
+        error.contains("is under your home, which runs do not see")
+            && error.contains("programs your own config names by absolute path"),
+        "{error}"
+    );
 }
