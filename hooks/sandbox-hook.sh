@@ -11,6 +11,15 @@ dir=${0%/*}
 status=0
 chained=
 [ -x "$dir/$hook.pre-sandbox" ] && chained="$dir/$hook.pre-sandbox"
+# husky's generated hooks (`. "$(dirname "$0")/h"`) find the project's hook by their own name:
+# they run as if they were this hook, with $0 unchanged.
+run_chained() {
+  if [ -f "$dir/h" ] && grep -q '/h"' "$chained" 2>/dev/null; then
+    sh -c 'c=$1; shift; . "$c"' "$0" "$chained" "$@"
+  else
+    "$chained" "$@"
+  fi
+}
 find_bin() {
   if command -v git-sandbox >/dev/null 2>&1; then
     bin=git-sandbox
@@ -25,7 +34,7 @@ case "$hook" in
     # The pushed refs come on stdin, once: both the chained hook and the gate get them.
     input=$(cat)
     if [ -n "$chained" ]; then
-      printf '%s\n' "$input" | "$chained" "$@" || exit $?
+      printf '%s\n' "$input" | run_chained "$@" || exit $?
     fi
     find_bin
     [ -n "$bin" ] || exit 0
@@ -35,7 +44,7 @@ case "$hook" in
   reference-transaction)
     # Only a finished update of a branch is news; other phases, notes and tags are not.
     if [ "$1" != committed ]; then
-      [ -n "$chained" ] && exec "$chained" "$@"
+      [ -n "$chained" ] && { run_chained "$@"; exit $?; }
       exit 0
     fi
     news=
@@ -46,14 +55,14 @@ case "$hook" in
       case "$line" in *" refs/heads/"*) news=1 ;; esac
     done
     if [ -n "$chained" ]; then
-      printf '%s' "$input" | "$chained" "$@"
+      printf '%s' "$input" | run_chained "$@"
       status=$?
     fi
     [ -n "$news" ] || exit $status
     ;;
   *)
     if [ -n "$chained" ]; then
-      "$chained" "$@"
+      run_chained "$@"
       status=$?
     fi
     # With git >= 2.28 reference-transaction reports the same update: notify once, from there.

@@ -273,6 +273,53 @@ fn line_coverage_from_a_real_coverage_py_report_is_recorded_with_the_changed_fil
 }
 
 #[test]
+fn coverage_with_branches_is_recorded_as_the_tool_totals_it() {
+    let w = World::new();
+    let repo = w.new_repo("branch-coverage");
+    // A real coverage.py report of a run with `branch = true`, written by the command where
+    // `coverage json` writes it; `coverage report` printed `TOTAL 17 6 12 3 55.17%` for it.
+    let c = w.commit(
+        &repo,
+        &[
+            (
+                ".sandbox.toml",
+                "[test]\ncommand = \"cp captured.json coverage.json\"\n",
+            ),
+            (
+                "captured.json",
+                include_str!("fixtures/coverage/coveragepy-branch.json"),
+            ),
+        ],
+        "a branch-coverage report",
+    );
+    let o = w.sandbox(&repo, &["run"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let cov = w.note(&repo, &c).unwrap()["coverage"].clone();
+    assert_eq!(
+        cov["percent"], 55.17,
+        "the tool's TOTAL, not statements alone: {cov}"
+    );
+    assert_eq!(
+        (cov["lines_covered"].as_u64(), cov["lines_total"].as_u64()),
+        (Some(11), Some(17))
+    );
+    assert_eq!(
+        (
+            cov["branches_covered"].as_u64(),
+            cov["branches_total"].as_u64()
+        ),
+        (Some(5), Some(12)),
+        "{cov}"
+    );
+    let show = w.sandbox(&repo, &["show", &c]);
+    assert!(
+        show.stdout
+            .contains("Coverage: 55.17% (11 of 17 statements, 5 of 12 branches)"),
+        "{show:?}"
+    );
+}
+
+#[test]
 fn junit_reports_are_found_where_build_tools_write_them_and_never_from_the_tree() {
     let w = World::new();
     let repo = w.new_repo("surefire");

@@ -161,3 +161,48 @@ fn flaky_names_a_repository_it_does_not_know_with_the_fix() {
     );
     assert!(hints[0].contains("git sandbox list"), "{hints:?}");
 }
+
+/// A JUnit report naming `tests.test_hooks.test_x[a b]` the way records made before names had
+/// one form did (a suite other than pytest's keeps its dotted names to this day).
+const OLD_FORM: &str = r#"<?xml version="1.0"?><testsuites><testsuite name="legacy" tests="1" failures="1"><testcase classname="tests.test_hooks" name="test_x[a b]"><failure message="boom"/></testcase></testsuite></testsuites>"#;
+
+#[test]
+fn a_test_named_the_junit_way_and_by_node_id_is_one_flaky_test() {
+    let w = World::new();
+    let repo = w.new_repo("one-name");
+    // Runs 1, 2, 3 of the tree: failed (JUnit's name), passed, failed (pytest's console name).
+    let script = "n=$(( $(cat \"$HOME/count\" 2>/dev/null || echo 0) + 1 )); echo $n > \"$HOME/count\"; \
+        case $n in 1) mkdir -p reports && cp old.xml reports/junit.xml; exit 1;; \
+        2) echo '1 passed in 0.01s';; \
+        *) echo '=== short test summary info ==='; echo 'FAILED tests/test_hooks.py::test_x[a b] - boom'; echo '=== 1 failed in 0.01s ==='; exit 1;; esac";
+    w.commit(
+        &repo,
+        &[
+            (
+                ".sandbox.toml",
+                "[test]\ncommand = \"sh run.sh\"\njunit = \"reports/junit.xml\"\n",
+            ),
+            ("run.sh", script),
+            ("old.xml", OLD_FORM),
+        ],
+        "a test reported two ways",
+    );
+    let first = w.sandbox(&repo, &["run", "--json"]);
+    assert_eq!(
+        first.json()[0]["tests"]["failures"][0]["name"],
+        "tests.test_hooks.test_x[a b]",
+        "{first:?}"
+    );
+    assert_eq!(w.sandbox(&repo, &["run", "--force"]).code, 0);
+    let third = w.sandbox(&repo, &["run", "--force", "--json"]);
+    assert_eq!(
+        third.json()[0]["tests"]["failures"][0]["name"],
+        "tests/test_hooks.py::test_x[a b]",
+        "{third:?}"
+    );
+    let found = flaky(&w, &repo);
+    assert_eq!(found.len(), 1, "one test, one entry: {found:?}");
+    assert_eq!(found[0]["name"], "tests/test_hooks.py::test_x[a b]");
+    assert_eq!(found[0]["failures"], 2, "{found:?}");
+    assert_eq!(found[0]["flips"], 2, "{found:?}");
+}

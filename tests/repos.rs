@@ -425,3 +425,89 @@ fn status_reports_totals() {
     let human = w.sandbox(&w.work(), &["status"]);
     assert!(human.stdout.contains("repositories:  2"), "{human:?}");
 }
+
+#[test]
+fn a_hooks_path_set_after_init_that_skips_our_hooks_is_said_once() {
+    let w = World::new();
+    let repo = plain_repo(&w, "husky-after");
+    assert_eq!(w.sandbox(&repo, &["init"]).code, 0);
+    // What `husky` does on the next `npm install`: its own hooks directory, without ours.
+    std::fs::create_dir_all(repo.join(".husky/_")).unwrap();
+    std::fs::write(
+        repo.join(".husky/_/post-commit"),
+        "#!/usr/bin/env sh\n. \"$(dirname \"$0\")/h\"\n",
+    )
+    .unwrap();
+    w.git(&repo, &["config", "core.hooksPath", ".husky/_"]);
+    let first = w.sandbox(&repo, &["log"]);
+    assert_eq!(first.code, 0, "{first:?}");
+    let said: Vec<&str> = first
+        .stderr
+        .lines()
+        .filter(|l| l.contains("core.hooksPath is .husky/_"))
+        .collect();
+    assert_eq!(said.len(), 1, "{first:?}");
+    assert!(
+        said[0].starts_with("warning: ") && said[0].contains(".husky/post-commit"),
+        "{first:?}"
+    );
+    let again = w.sandbox(&repo, &["log"]);
+    assert!(!again.stderr.contains("core.hooksPath"), "once: {again:?}");
+    // A hooks path that runs ours is nothing to say.
+    let other = plain_repo(&w, "hooks-path-ours");
+    w.git(&other, &["config", "core.hooksPath", ".githooks"]);
+    assert_eq!(w.sandbox(&other, &["init"]).code, 0);
+    assert!(!w
+        .sandbox(&other, &["log"])
+        .stderr
+        .contains("core.hooksPath"));
+}
+
+#[test]
+fn init_chains_into_husky_9s_hooks_and_the_projects_hook_still_runs() {
+    let w = World::new();
+    let repo = plain_repo(&w, "husky9");
+    let marker = w.path("project-hook-ran");
+    // The project's hook (tracked), and what husky 9.1.7 writes into .husky/_ (untracked).
+    w.commit(
+        &repo,
+        &[(
+            ".husky/post-commit",
+            &format!("echo \"ran as $0\" >> {}\n", marker.display()),
+        )],
+        "a husky hook",
+    );
+    let generated = "#!/usr/bin/env sh\n. \"$(dirname \"$0\")/h\"";
+    std::fs::create_dir_all(repo.join(".husky/_")).unwrap();
+    std::fs::write(repo.join(".husky/_/.gitignore"), "*").unwrap();
+    std::fs::write(repo.join(".husky/_/h"), include_str!("fixtures/husky/h")).unwrap();
+    for name in ["post-commit", "post-merge", "post-rewrite", "pre-push"] {
+        let p = repo.join(".husky/_").join(name);
+        std::fs::write(&p, generated).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    w.git(&repo, &["config", "core.hooksPath", ".husky/_"]);
+    let o = w.sandbox(&repo, &["init"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(
+        o.stdout.contains("post-commit") && o.stdout.contains("runs the existing"),
+        "{o:?}"
+    );
+    w.commit(&repo, &[("b.txt", "b\n")], "second");
+    assert_eq!(pending(&w), 1, "our hook queued the commit");
+    assert_eq!(
+        std::fs::read_to_string(&marker).unwrap(),
+        format!("ran as .husky/post-commit\n"),
+        "the project's hook ran through husky's, found by its own name"
+    );
+    // husky installs again (the next `npm install`): our hooks are gone, and that is said once.
+    for name in ["post-commit", "post-merge", "post-rewrite", "pre-push"] {
+        std::fs::write(repo.join(".husky/_").join(name), generated).unwrap();
+    }
+    let _ = std::fs::remove_file(repo.join(".husky/_/reference-transaction"));
+    let o = w.sandbox(&repo, &["log"]);
+    assert!(
+        o.stderr.contains("warning: core.hooksPath is .husky/_"),
+        "{o:?}"
+    );
+}

@@ -46,6 +46,9 @@ enum Verdict {
 /// Whether a failure's name, in its framework's notation (`test_x (mod.Class.test_x)`,
 /// `tests/a.py::test_x`, `mod.Class.test_x`), names the test `name`.
 fn names(failure: &str, name: &str) -> bool {
+    use crate::model::test_name::canonical;
+    // One form whatever reported it: a node id names the JUnit-named failure of an older record.
+    let (failure, name) = (&canonical(failure), &canonical(name));
     failure == name
         || failure
             .split(|c: char| c.is_whitespace() || "()[]".contains(c))

@@ -451,7 +451,12 @@ fn conclude(
                     .and_then(|s| s.failed_inline(&text));
                 match setup_failed
                     .or_else(|| missing_runner(&command, &key, outcome.exit_code, &text))
-                {
+                    .map(|why| {
+                        let hint =
+                            setup::not_found_hint(&work.host_tree(), &command, &text, config)
+                                .or_else(|| setup::hidden_hint(&text));
+                        format!("{why}{}", hint.unwrap_or_default())
+                    }) {
                     Some(what) => {
                         error = Some(what);
                         Status::Error

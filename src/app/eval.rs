@@ -638,6 +638,8 @@ mod tests {
                 format: "coverage.py".into(),
                 lines_covered: 0,
                 lines_total: 0,
+                branches_covered: None,
+                branches_total: None,
                 percent,
                 changed_files: vec![],
             });

@@ -58,13 +58,18 @@ pub fn of(
             break;
         }
         if let Some(r) = results::find_record(ctx, repo, row, &mut reader, c)? {
-            let failing: Vec<&str> = r
+            let failing: Vec<String> = r
                 .tests
                 .as_ref()
-                .map(|t| t.failures.iter().map(|f| f.name.as_str()).collect())
+                .map(|t| {
+                    t.failures
+                        .iter()
+                        .map(|f| crate::model::test_name::canonical(&f.name))
+                        .collect()
+                })
                 .unwrap_or_default();
             open.retain(|&i| {
-                let still = failing.contains(&listed[i].name.as_str());
+                let still = failing.contains(&crate::model::test_name::canonical(&listed[i].name));
                 if still {
                     since[i] = c.to_string();
                 }

@@ -170,7 +170,30 @@ impl Context {
             .parent()
             .unwrap_or(&self.paths.home)
             .to_path_buf();
-        crate::runner::Sandbox::for_user(&self.paths.home, &config_dir)
+        let mut sandbox = crate::runner::Sandbox::for_user(&self.paths.home, &config_dir);
+        sandbox.programs = self.user_programs();
+        sandbox
+    }
+
+    /// The programs the user's own config (the file, the environment, the flags: never a
+    /// committed one) names by absolute path in its test and setup commands and its checks.
+    fn user_programs(&self) -> Vec<std::path::PathBuf> {
+        let mut out = Vec::new();
+        for layer in [&self.layers.user, &self.layers.env, &self.layers.flags] {
+            let commands = [&layer.test.command, &layer.test.setup]
+                .into_iter()
+                .flatten()
+                .chain(layer.checks.iter().filter_map(|(_, c)| c.command.as_ref()));
+            for command in commands {
+                out.extend(
+                    crate::runner::toolchain::program_words(command)
+                        .into_iter()
+                        .filter(|w| w.starts_with('/'))
+                        .map(std::path::PathBuf::from),
+                );
+            }
+        }
+        out
     }
 
     /// What this machine's sandbox enforces, layer by layer (the probe runs once, then is read

@@ -45,6 +45,10 @@ pub struct Created {
     /// Commits queued by `[watch] backfill`.
     #[serde(skip)]
     pub backfill_queued: usize,
+    /// The setup step written into that `.sandbox.toml`, and whether the user's config already
+    /// gives it the network.
+    #[serde(skip)]
+    pub setup: Option<(crate::runner::detect_setup::Proposal, bool)>,
 }
 
 pub fn check_name(name: &str) -> Result<()> {
@@ -214,6 +218,7 @@ fn finish(ctx: &Context, root: &Path, name: &str, repo_id: &str, now: i64) -> Re
         hooks,
         config_written: None,
         backfill_queued: queued,
+        setup: None,
     })
 }
 
@@ -243,7 +248,9 @@ fn install_hooks(root: &Path) -> Result<Vec<hooks::HookInstall>> {
 }
 
 /// Whether the hooks directory `dir` belongs to the project: it holds files git tracks, or it is
-/// husky's (whose generated hooks husky rewrites).
+/// husky's before v9 (`.husky`, whose hooks are the project's). Husky 9's `.husky/_` holds only
+/// generated, untracked hooks that run the project's `.husky/<name>`: ours go there, chaining
+/// to them.
 pub(crate) fn project_manages(repo: &gix::Repository, dir: &Path) -> bool {
     let Some(workdir) = repo.workdir() else {
         return false;
@@ -253,7 +260,8 @@ pub(crate) fn project_manages(repo: &gix::Repository, dir: &Path) -> bool {
     let Ok(rel) = dir.strip_prefix(&workdir) else {
         return false;
     };
-    if rel.components().any(|c| c.as_os_str() == ".husky") {
+    let husky9 = rel.ends_with(".husky/_") && dir.join("h").is_file();
+    if !husky9 && rel.components().any(|c| c.as_os_str() == ".husky") {
         return true;
     }
     let rel = rel.to_string_lossy();
@@ -261,15 +269,46 @@ pub(crate) fn project_manages(repo: &gix::Repository, dir: &Path) -> bool {
 }
 
 /// The `.sandbox.toml` `init` writes into a project that has none: the test command detection
-/// finds in the work tree (what runs would use anyway), or none, leaving detection on. Never
-/// the template of a new experiment repository, whose Python tests would turn a passing
-/// project red.
+/// finds in the work tree (what runs would use anyway), or none, leaving detection on, and the
+/// setup step its lockfiles and manifests call for, with why. Never the template of a new
+/// experiment repository, whose Python tests would turn a passing project red.
 fn adopted_repo_config(workdir: &Path) -> String {
+    use crate::runner::detect_setup;
     let head = "# git-sandbox settings for this repository (see the README of git-sandbox for every key).\n";
-    match crate::runner::detect::detect(workdir) {
+    let setup = detect_setup::propose(workdir);
+    let detected = crate::runner::detect::detect(workdir).map(|(command, framework)| {
+        match setup
+            .as_ref()
+            .and_then(|s| s.python.map(|py| (py, s.pytest)))
+        {
+            // The tests run with the Python the setup installed into, under the runner it installed.
+            Some((py, pytest)) if command.starts_with("python3 ") => {
+                let command = if pytest && framework == "unittest" {
+                    format!("{py} -m pytest -q -rfE")
+                } else {
+                    command.replacen("python3", py, 1)
+                };
+                (command, if pytest { "pytest" } else { framework })
+            }
+            _ => (command, framework),
+        }
+    });
+    let setup_lines = setup
+        .map(|s| {
+            format!(
+                "# Proposed by `git sandbox init` from {}; it runs once per change of those files,\n# with the network only when your user config says `setup_network = true` under [limits].\nsetup = {}\n",
+                s.why,
+                toml::Value::String(s.command)
+            )
+        })
+        .unwrap_or_default();
+    match detected {
         Some((command, framework)) => format!(
-            "{head}\n[test]\n# Detected by `git sandbox init` ({framework}); change it to what your project runs.\ncommand = {}\n",
+            "{head}\n[test]\n# Detected by `git sandbox init` ({framework}); change it to what your project runs.\ncommand = {}\n{setup_lines}",
             toml::Value::String(command)
+        ),
+        None if !setup_lines.is_empty() => format!(
+            "{head}\n# No test command was detected, so runs analyse the code only. Name one under [test].\n[test]\n{setup_lines}"
         ),
         None => format!(
             "{head}\n# No test command was detected, so runs analyse the code only. Name one like this:\n# [test]\n# command = \"make test\"\n"
@@ -285,6 +324,7 @@ pub fn adopt(ctx: &Context, cwd: &Path) -> Result<(Created, bool)> {
     let git_dir = repo.common_dir().to_path_buf();
     hooks::check_dir(&hooks::hooks_dir(&root, &git_dir))?;
     let mut config_written = None;
+    let mut setup = None;
     if let Some(workdir) = repo.workdir() {
         // A broken config is refused before anything is installed.
         ctx.layers.with_repo_dir(workdir)?;
@@ -294,6 +334,8 @@ pub fn adopt(ctx: &Context, cwd: &Path) -> Result<(Created, bool)> {
             util::write_atomic(&cfg, body.as_bytes())
                 .map_err(io_err(format!("cannot write {}", cfg.display())))?;
             config_written = Some(body);
+            setup = crate::runner::detect_setup::propose(workdir)
+                .map(|p| (p, ctx.layers.resolve().limits.setup_network));
         }
     }
     let existing = cli::get_config(&root, ID_KEY);
@@ -312,6 +354,8 @@ pub fn adopt(ctx: &Context, cwd: &Path) -> Result<(Created, bool)> {
         .unwrap_or_else(|| format!("repo_{}", util::random_hex(8)));
     configure(&root, &repo_id)?;
     let hooks = install_hooks(&root)?;
+    // Hooks installed again: a later hook manager's rewrite is news again.
+    let _ = std::fs::remove_file(git_dir.join(HOOKS_PATH_NOTICED));
     let row = match ctx.index.repository_by_id(&repo_id)? {
         Some(row) if row.path == root.display().to_string() => {
             register(ctx, &row)?;
@@ -345,6 +389,7 @@ pub fn adopt(ctx: &Context, cwd: &Path) -> Result<(Created, bool)> {
             hooks,
             config_written,
             backfill_queued,
+            setup,
         },
         changed,
     ))
@@ -387,6 +432,36 @@ pub(crate) fn known_row(ctx: &Context, repo: &gix::Repository) -> Result<Option<
     };
     register(ctx, &row)?;
     Ok(Some(row))
+}
+
+/// The file in the git directory that remembers which `core.hooksPath` was already reported.
+const HOOKS_PATH_NOTICED: &str = "sandbox-hookspath-noticed";
+
+/// When git no longer runs our hooks: `core.hooksPath` names a directory without them while
+/// ours sit in `.git/hooks` (a hook manager such as husky set it after `init`). The message,
+/// the first time for that value of `core.hooksPath`; `None` after that (a file in the git
+/// directory remembers it) and whenever our hooks run.
+pub fn hooks_bypassed(repo: &gix::Repository) -> Option<String> {
+    let root = git::repo_root(repo);
+    let value = cli::get_config(&root, "core.hooksPath")?;
+    let common = repo.common_dir();
+    let default = common.join("hooks");
+    let dir = hooks::hooks_dir(&root, common);
+    // Ours were installed there before (its `<name>.pre-sandbox` files stay when a hook
+    // manager rewrites the hooks), or in `.git/hooks`.
+    let were_there = hooks::any_chained(&dir) || hooks::any_ours(&default);
+    if dir == default || hooks::any_ours(&dir) || !were_there {
+        return None;
+    }
+    let marker = common.join(HOOKS_PATH_NOTICED);
+    if std::fs::read_to_string(&marker).is_ok_and(|v| v == value) {
+        return None;
+    }
+    let _ = util::write_atomic(&marker, value.as_bytes());
+    Some(format!(
+        "core.hooksPath is {value}, so git no longer runs git-sandbox's hooks in {}: new commits are not queued. Run `git sandbox init` again, or add `git-sandbox notify --hook post-commit >/dev/null 2>&1 || true` to the project's post-commit hook (husky: .husky/post-commit)",
+        default.display()
+    ))
 }
 
 /// The registered repository around `cwd`, or a clear error saying how to register it.

@@ -309,3 +309,75 @@ pub fn prepare(
     work.cache_layers.push(layer.layer());
     Ok(Some(Setup::Layer(layer, record)))
 }
+
+/// The program a shell said it could not find (`sh: 1: mocha: not found`, `bash: mocha:
+/// command not found`), from the last such line of `output`.
+pub fn not_found_program(output: &str) -> Option<&str> {
+    output.lines().rev().find_map(|l| {
+        let l = l.trim();
+        let head = l
+            .strip_suffix(": command not found")
+            .or_else(|| l.strip_suffix(": not found"))?;
+        let program = head.rsplit(": ").next()?.trim();
+        (!program.is_empty() && !program.contains(char::is_whitespace)).then_some(program)
+    })
+}
+
+/// For a test command that stopped on "X: not found", when X is a program the project's
+/// package manager installs: a hint naming the setup step that installs it (the one configured,
+/// or the one `init` would propose), to follow the error's first clause.
+pub fn not_found_hint(dir: &Path, command: &str, output: &str, config: &Config) -> Option<String> {
+    use crate::runner::detect_setup;
+    let program = not_found_program(output)?;
+    if !detect_setup::installed_by_setup(dir, command, program) {
+        return None;
+    }
+    let network = if config.limits.setup_network {
+        String::new()
+    } else {
+        " (its network needs `setup_network = true` under [limits] in your user config)".into()
+    };
+    Some(match &config.test.setup {
+        Some(setup) => format!(
+            "; `{program}` is installed by the setup step `{setup}`: check that it installs it{network}"
+        ),
+        None => {
+            let proposed = detect_setup::propose(dir)
+                .map(|p| format!("`setup = \"{}\"`", p.command))
+                .unwrap_or_else(|| "one".into());
+            format!(
+                "; `{program}` is installed by the project's package manager: add a setup step under [test] ({proposed}, as `git sandbox init` proposes){network}"
+            )
+        }
+    })
+}
+
+/// For a "not found" naming a program under the caller's home, which runs do not see: what they
+/// do see of it, and where to look.
+pub fn hidden_hint(output: &str) -> Option<String> {
+    let program = not_found_program(output)?;
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty())?;
+    let home = Path::new(&home);
+    if !program.starts_with('/') || !Path::new(program).starts_with(home) || home == Path::new("/")
+    {
+        return None;
+    }
+    Some(format!(
+        "; `{program}` is under your home, which runs do not see: they see the version managers whose shims are on PATH, the toolchains PYENV_ROOT, CARGO_HOME, … name, and programs your own config names by absolute path (`git sandbox doctor` lists them)"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_missing_program_is_read_from_the_shells_line() {
+        for (out, want) in [
+            ("> mocha\nsh: 1: mocha: not found\n", Some("mocha")),
+            ("bash: line 1: vitest: command not found", Some("vitest")),
+            ("/bin/sh: jest: not found", Some("jest")),
+            ("all good", None),
+        ] {
+            assert_eq!(super::not_found_program(out), want, "{out}");
+        }
+    }
+}

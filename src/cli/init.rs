@@ -36,6 +36,10 @@ pub fn cmd_init(args: InitArgs) -> CmdResult {
         let mut v = serde_json::to_value(&adopted).expect("serializable");
         v["changed"] = changed.into();
         v["hooks"] = serde_json::to_value(&adopted.hooks).expect("serializable");
+        if let Some((p, allowed)) = &adopted.setup {
+            v["setup"] =
+                serde_json::json!({"command": p.command, "why": p.why, "network_allowed": allowed});
+        }
         print_json(&v);
     } else if changed {
         println!(
@@ -56,6 +60,15 @@ pub fn cmd_init(args: InitArgs) -> CmdResult {
                 .find_map(|l| l.strip_prefix("command = "))
                 .unwrap_or("none detected: runs analyse the code only");
             println!("  wrote .sandbox.toml (test command: {command})");
+        }
+        if let Some((p, allowed)) = &adopted.setup {
+            println!("  setup step: {} ({})", p.command, p.why);
+            if !allowed {
+                println!(
+                    "  its network needs your consent: add `setup_network = true` under [limits] in {}",
+                    ctx.paths.user_config.display()
+                );
+            }
         }
         if adopted.backfill_queued > 0 {
             println!(

@@ -29,6 +29,7 @@ pub fn cmd_log(args: LogArgs) -> CmdResult {
     crate::git::discover(&dir)?;
     let ctx = Context::load()?;
     let (repo, row) = repos::require_registered(&ctx, &dir)?;
+    super::notice_hooks(&repo);
     let (entries, warning) =
         results::history(&ctx, &repo, &row, &args.revs, args.all, args.max_count)?;
     if entries.is_empty() {

@@ -267,6 +267,13 @@ pub(crate) fn die_of_sigpipe() -> ! {
     std::process::exit(128 + libc::SIGPIPE)
 }
 
+/// Say once (per value of `core.hooksPath`) that git no longer runs our hooks.
+fn notice_hooks(repo: &gix::Repository) {
+    if let Some(msg) = crate::app::repos::hooks_bypassed(repo) {
+        eprintln!("warning: {msg}");
+    }
+}
+
 fn cwd() -> Result<std::path::PathBuf, CommandError> {
     std::env::current_dir().map_err(|e| {
         CommandError::environment(format!("cannot read the current directory: {e}"))

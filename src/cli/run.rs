@@ -83,6 +83,7 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
     crate::git::discover(&dir)?;
     let ctx = Context::load()?;
     let (repo, row) = repos::require_registered(&ctx, &dir)?;
+    super::notice_hooks(&repo);
     let walk = Walk {
         oldest_first: true,
         max_count: None,

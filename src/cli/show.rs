@@ -23,6 +23,7 @@ pub fn cmd_show(args: ShowArgs) -> CmdResult {
     crate::git::discover(&dir)?;
     let ctx = Context::load()?;
     let (repo, row) = repos::require_registered(&ctx, &dir)?;
+    super::notice_hooks(&repo);
     let rev = args.rev.as_deref().unwrap_or("HEAD");
     let commit = crate::git::resolve_commit(&repo, rev)?;
     let mut reader = results::NoteReader::new(&repo)?;
@@ -194,10 +195,16 @@ fn print_human(r: &RunRecord, attempt: Option<&Attempt>, summary: &str, logs: Lo
     }
     print_checks(r, logs);
     if let Some(c) = &r.coverage {
+        let branches = match (c.branches_covered, c.branches_total) {
+            (Some(b), Some(n)) => format!(
+                " ({} of {} statements, {b} of {n} branches)",
+                c.lines_covered, c.lines_total
+            ),
+            _ => format!(" of {}", ui::plural(c.lines_total, "line")),
+        };
         println!(
-            "\nCoverage: {:.2}% of {} ({} report {}, written by {})",
+            "\nCoverage: {:.2}%{branches} ({} report {}, written by {})",
             c.percent,
-            ui::plural(c.lines_total, "line"),
             ui::escape(&c.format),
             ui::quote_path(&c.report),
             ui::escape(&c.check)

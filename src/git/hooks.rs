@@ -223,6 +223,20 @@ pub fn uninstall(dir: &Path) -> Result<Vec<HookRemoval>> {
     Ok(out)
 }
 
+/// Whether `dir` holds a hook we chained to (`<name>.pre-sandbox`).
+pub fn any_chained(dir: &Path) -> bool {
+    HOOK_NAMES
+        .iter()
+        .any(|n| dir.join(format!("{n}{CHAINED_SUFFIX}")).is_file())
+}
+
+/// Whether `dir` holds any hook of ours.
+pub fn any_ours(dir: &Path) -> bool {
+    HOOK_NAMES
+        .iter()
+        .any(|n| std::fs::read(dir.join(n)).is_ok_and(|b| is_ours(&b)))
+}
+
 fn is_ours(body: &[u8]) -> bool {
     String::from_utf8_lossy(body).contains(MARKER)
 }

@@ -4,6 +4,7 @@ pub mod attempt;
 pub mod experiment;
 pub mod note;
 pub mod record;
+pub mod test_name;
 
 pub use attempt::{could_not_run, Attempt};
 pub use experiment::*;

@@ -201,8 +201,15 @@ impl RunRecord {
         (self.status == Status::Failed
             && checks_pass
             && self.failures_complete()
-            && t.failures.iter().all(|f| known.contains(&f.name)))
-        .then(|| t.failures.iter().map(|f| f.name.clone()).collect())
+            && t.failures
+                .iter()
+                .all(|f| known.contains(&super::test_name::canonical(&f.name))))
+        .then(|| {
+            t.failures
+                .iter()
+                .map(|f| super::test_name::canonical(&f.name))
+                .collect()
+        })
     }
 }
 
@@ -286,7 +293,7 @@ impl<'de> Deserialize<'de> for Checks {
     }
 }
 
-/// Line coverage as a check's report gave it.
+/// Coverage as a check's report gave it: statements (lines), branches, and the overall figure.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Coverage {
     /// The check that wrote the report (`test` for the tests), and where, in the checkout.
@@ -296,7 +303,14 @@ pub struct Coverage {
     pub format: String,
     pub lines_covered: u64,
     pub lines_total: u64,
-    /// Covered lines in percent of the lines, two decimals.
+    /// Branches, when the report measured them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branches_covered: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branches_total: Option<u64>,
+    /// The overall figure the tool itself prints, two decimals: coverage.py's TOTAL (statements
+    /// and branches together when it measured branches), else covered lines in percent of the
+    /// lines (Cobertura's `line-rate`, lcov's `lines`).
     pub percent: f64,
     /// The files the commit changed that the report covers (at most [`MAX_CHANGED_FILES`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -317,6 +331,11 @@ pub fn percent(covered: u64, total: u64) -> f64 {
         return 0.0;
     }
     (covered as f64 * 10_000.0 / total as f64).round() / 100.0
+}
+
+/// A percentage as records keep it: two decimals.
+pub fn percent_of(p: f64) -> f64 {
+    (p * 100.0).round() / 100.0
 }
 
 /// Counts parsed from a test run. All `None` when nobody could parse the output.

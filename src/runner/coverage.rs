@@ -1,9 +1,13 @@
 //! Line-coverage reports: coverage.py JSON (`coverage json`), Cobertura XML (`coverage xml`,
 //! c8/istanbul, JaCoCo converters, …) and lcov tracefiles (c8/istanbul, `cargo llvm-cov --lcov`,
-//! geninfo), sniffed from the content. Only line counts are read (branches and functions are
-//! ignored). Totals are the report's own where it states them (coverage.py `totals`, the
-//! Cobertura root's `lines-valid`/`lines-covered` unless the file is cut short), else the sum of
-//! the files; lcov files count `LF:`/`LH:`, or their `DA:` lines when those are missing.
+//! geninfo), sniffed from the content. Lines (statements) per file, and branches in total where
+//! the report counts them (coverage.py `totals`, the Cobertura root's `branches-valid`/
+//! `branches-covered`, lcov's `BRF:`/`BRH:`); functions are ignored. Totals are the report's own
+//! where it states them (coverage.py `totals`, the Cobertura root's `lines-valid`/`lines-covered`
+//! unless the file is cut short), else the sum of the files; lcov files count `LF:`/`LH:`, or
+//! their `DA:` lines when those are missing. The overall figure is the one the tool itself
+//! prints: coverage.py's TOTAL (statements and branches together, from its JSON or its XML),
+//! else the lines' (Cobertura's `line-rate`, lcov's `lines` summary).
 //!
 //! Paths come back relative to the checkout: an absolute path under one of the `roots` the run saw
 //! its checkout at is made relative to the (longest) matching root, a relative path stays as it is
@@ -24,7 +28,7 @@ pub struct FileCoverage {
     pub total: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Report {
     /// "coverage.py", "cobertura" or "lcov"
     pub format: &'static str,
@@ -32,6 +36,11 @@ pub struct Report {
     pub total: u64,
     /// Every file of the report, paths relative to the checkout, sorted by path.
     pub files: Vec<FileCoverage>,
+    /// (covered, total) branches, when the report measured any.
+    pub branches: Option<(u64, u64)>,
+    /// The overall percentage the tool prints, when it is not the lines' (coverage.py's TOTAL
+    /// with branches measured).
+    pub percent: Option<f64>,
 }
 
 /// Parse a coverage report of any of the three formats (sniffed from its content). `roots` are
@@ -93,6 +102,8 @@ fn finish(
         covered: covered.min(total),
         total,
         files: files.collect(),
+        branches: None,
+        percent: None,
     }
 }
 
@@ -141,8 +152,21 @@ fn coverage_py(text: &str, roots: &[&str]) -> Option<Report> {
         let counts = entry.get("summary").and_then(counts)?;
         Some((relativise(path, roots), counts))
     });
-    let totals = doc.get("totals").and_then(counts);
-    Some(finish("coverage.py", files, totals))
+    let totals = doc.get("totals");
+    let mut report = finish("coverage.py", files, totals.and_then(counts));
+    let number = |k: &str| totals.and_then(|t| t.get(k)).and_then(|v| v.as_u64());
+    report.branches = number("covered_branches")
+        .zip(number("num_branches"))
+        .filter(|(_, n)| *n > 0)
+        .map(|(c, n)| (c.min(n), n));
+    // coverage.py's TOTAL counts statements and branches together.
+    report.percent = report.branches.and_then(|_| {
+        totals
+            .and_then(|t| t.get("percent_covered"))
+            .and_then(|v| v.as_f64())
+            .filter(|p| (0.0..=100.0).contains(p))
+    });
+    Some(report)
 }
 
 /// One record (`SF:` to `end_of_record`), or the merge of all the records of one file.
@@ -152,6 +176,8 @@ struct Record {
     /// `LF:`/`LH:` (summed over the merged records that had both).
     found: Option<u64>,
     hit: Option<u64>,
+    /// `BRF:`/`BRH:` of the record.
+    branches: Option<(u64, u64)>,
     records: u32,
 }
 
@@ -164,6 +190,11 @@ fn close_record(by_file: &mut BTreeMap<String, Record>, open: Option<(String, Re
         (file.found, file.hit) = (sum(file.found, found), sum(file.hit, hit));
     }
     file.records += 1;
+    // Records of one file count the same branches (BRDA lines would say which): the most seen.
+    if let Some((hit, found)) = record.branches {
+        let b = file.branches.get_or_insert((0, 0));
+        *b = (b.0.max(hit.min(found)), b.1.max(found));
+    }
     for (number, hit) in record.lines {
         *file.lines.entry(number).or_default() |= hit;
     }
@@ -198,11 +229,26 @@ fn lcov(text: &str, roots: &[&str]) -> Option<Report> {
             }
             "LF" => record.found = number(value),
             "LH" => record.hit = number(value),
+            "BRF" => {
+                let hit = record.branches.map_or(0, |b| b.0);
+                record.branches = number(value).map(|n| (hit, n));
+            }
+            "BRH" => {
+                let found = record.branches.map_or(0, |b| b.1);
+                record.branches = number(value).map(|n| (n, found));
+            }
             _ => {}
         }
     }
     // A truncated last record still counts for the lines it had.
     close_record(&mut by_file, open.take());
+    let branches = by_file.values().filter_map(|f| f.branches).fold(
+        None,
+        |acc: Option<(u64, u64)>, (h, n)| {
+            let (a, b) = acc.unwrap_or((0, 0));
+            Some((a.saturating_add(h), b.saturating_add(n)))
+        },
+    );
     // LF/LH when present; a file in several records is merged through its `DA:` lines.
     let files = by_file
         .into_iter()
@@ -212,7 +258,9 @@ fn lcov(text: &str, roots: &[&str]) -> Option<Report> {
             }
             _ => (path, line_counts(&file.lines)),
         });
-    Some(finish("lcov", files, None))
+    let mut report = finish("lcov", files, None);
+    report.branches = branches.filter(|(_, n)| *n > 0);
+    Some(report)
 }
 
 fn cobertura(xml: &str, roots: &[&str]) -> Option<Report> {
@@ -220,6 +268,7 @@ fn cobertura(xml: &str, roots: &[&str]) -> Option<Report> {
     // once when the root is something else).
     let (mut root_seen, mut done) = (false, false);
     let mut root_totals: Option<(u64, u64)> = None;
+    let mut root_branches: Option<(u64, u64)> = None;
     let mut sources: Vec<String> = Vec::new();
     let mut in_source = false;
     // Raw class filename -> line number -> hit; the class being read; depth inside <method>s.
@@ -235,6 +284,11 @@ fn cobertura(xml: &str, roots: &[&str]) -> Option<Report> {
             done = !root_seen;
             let valid = tag.number("lines-valid");
             root_totals = tag.number("lines-covered").zip(valid);
+            root_branches = tag
+                .number("branches-covered")
+                .zip(tag.number("branches-valid"))
+                .filter(|(_, n)| *n > 0)
+                .map(|(c, n)| (c.min(n), n));
             return;
         }
         match (tag.name, tag.closing) {
@@ -280,7 +334,15 @@ fn cobertura(xml: &str, roots: &[&str]) -> Option<Report> {
         .into_iter()
         .map(|(path, lines)| (path, line_counts(&lines)));
     // The root's totals, unless the report was cut short (then the lines actually read).
-    Some(finish("cobertura", files, root_totals.filter(|_| done)))
+    let totals = root_totals.filter(|_| done);
+    let mut report = finish("cobertura", files, totals);
+    report.branches = root_branches;
+    // coverage.py writes statements in `line-rate`, but its TOTAL counts branches too.
+    let by_coverage_py = xml[..xml.len().min(1024)].contains("Generated by coverage.py");
+    if let (true, Some((lc, lv)), Some((bc, bv))) = (by_coverage_py, totals, root_branches) {
+        report.percent = Some(100.0 * (lc.min(lv) + bc) as f64 / (lv + bv) as f64);
+    }
+    Some(report)
 }
 
 /// A class filename joined to the first `<source>` that puts it under a root, else as it is.
@@ -404,6 +466,44 @@ mod tests {
         assert_eq!(parse(&format!("{C8_LCOV}\n{C8_LCOV}"), &[]).unwrap(), once);
         let dotted = C8_LCOV.replace("SF:lib/", "SF:./lib/");
         assert_eq!(parse(&dotted, &[]).unwrap(), once);
+    }
+
+    #[test]
+    fn branches_and_the_tools_own_total() {
+        // `coverage report` on this run printed `TOTAL  17  6  12  3  55.17%` (statements alone
+        // are 64.71%); c8's summary printed `Branches : 71.42% ( 5/7 )`, `Lines : 64.7% ( 11/17 )`.
+        let roots = ["/tmp/covb/tree", "/tmp/covb/node"];
+        for (fixture, format) in [
+            (
+                include_str!("../../tests/fixtures/coverage/coveragepy-branch.json"),
+                "coverage.py",
+            ),
+            (
+                include_str!("../../tests/fixtures/coverage/coveragepy-branch.xml"),
+                "cobertura",
+            ),
+        ] {
+            let r = parse(fixture, &roots).unwrap();
+            assert_eq!((r.format, r.covered, r.total), (format, 11, 17));
+            assert_eq!(r.branches, Some((5, 12)), "{format}");
+            let p = r.percent.unwrap();
+            assert_eq!(crate::model::percent_of(p), 55.17, "{format}: {p}");
+        }
+        for fixture in [
+            include_str!("../../tests/fixtures/coverage/c8-branch.lcov"),
+            include_str!("../../tests/fixtures/coverage/c8-branch-cobertura.xml"),
+        ] {
+            let r = parse(fixture, &roots).unwrap();
+            assert_eq!((r.covered, r.total, r.branches), (11, 17, Some((5, 7))));
+            assert_eq!(r.percent, None, "the lines' figure is the tool's");
+        }
+        // Without branches measured, coverage.py's TOTAL is the statements'.
+        let r = parse(
+            include_str!("../../tests/fixtures/coverage/coveragepy.json"),
+            &roots,
+        )
+        .unwrap();
+        assert_eq!((r.branches, r.percent), (None, None));
     }
 
     #[test]

@@ -25,8 +25,82 @@ const PASS: &[&str] = &[
     "JAVA_HOME",
     "NODE_PATH",
     "NVM_DIR",
+    "RBENV_ROOT",
+    "ASDF_DIR",
+    "ASDF_DATA_DIR",
+    "MISE_DATA_DIR",
+    "VOLTA_HOME",
     "SOURCE_DATE_EPOCH",
 ];
+
+/// The version managers whose shims (or bin directory) a `PATH` entry may be: the variable that
+/// names the manager's root, and how to recognise the root from the entry.
+const MANAGERS: &[(&str, &str, &str)] = &[
+    // (variable, the entry's last component, a file or directory the root holds)
+    ("PYENV_ROOT", "shims", "libexec/pyenv"),
+    ("RBENV_ROOT", "shims", "libexec/rbenv"),
+    ("ASDF_DATA_DIR", "shims", "installs"),
+    ("MISE_DATA_DIR", "shims", "installs"),
+    ("VOLTA_HOME", "bin", "tools/image"),
+];
+
+/// The managers' roots that `PATH`'s shim directories belong to: (variable, root). A shim is a
+/// script that runs the manager from its root (`~/.pyenv/libexec/pyenv`, …), so that root must
+/// be readable and named, whatever the caller's own variables say: a daemon, cron or an MCP
+/// client without `PYENV_ROOT` then runs what the user's shell runs. A plugin's shims
+/// (`~/.pyenv/plugins/pyenv-virtualenv/shims`) belong to the manager two levels up. nvm puts a
+/// version's own `bin` on `PATH` (`~/.nvm/versions/node/v20/bin`): its root is `NVM_DIR`.
+pub fn shim_roots(path: &str) -> Vec<(&'static str, std::path::PathBuf)> {
+    let mut out: Vec<(&'static str, std::path::PathBuf)> = Vec::new();
+    for entry in path.split(':').filter(|e| e.starts_with('/')) {
+        let entry = Path::new(entry);
+        let last = entry.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let mut found = None;
+        for (var, leaf, marker) in MANAGERS {
+            if last != *leaf {
+                continue;
+            }
+            let parent = entry.parent();
+            let plugin_root = parent
+                .filter(|p| p.parent().and_then(|g| g.file_name()) == Some("plugins".as_ref()))
+                .and_then(|p| p.parent()?.parent());
+            found = [parent, plugin_root]
+                .into_iter()
+                .flatten()
+                .find(|root| root.join(marker).exists())
+                // asdf's and mise's roots look alike: mise's is named so.
+                .filter(|root| {
+                    let mise = root.to_string_lossy().contains("mise");
+                    match *var {
+                        "ASDF_DATA_DIR" => !mise,
+                        "MISE_DATA_DIR" => mise,
+                        _ => true,
+                    }
+                })
+                .map(|root| (*var, root.to_path_buf()));
+            if found.is_some() {
+                break;
+            }
+        }
+        // nvm: <NVM_DIR>/versions/node/<version>/bin
+        if found.is_none() && last == "bin" {
+            let nvm = entry.ancestors().nth(4);
+            let kind = entry.ancestors().nth(2).and_then(|p| p.file_name());
+            let versions = entry.ancestors().nth(3).and_then(|p| p.file_name());
+            if let (Some(root), Some(kind), Some(versions)) = (nvm, kind, versions) {
+                if kind == "node" && versions == "versions" && root.join("nvm.sh").exists() {
+                    found = Some(("NVM_DIR", root.to_path_buf()));
+                }
+            }
+        }
+        if let Some(f) = found {
+            if !out.contains(&f) {
+                out.push(f);
+            }
+        }
+    }
+    out
+}
 
 /// Build the environment for a run whose private directory is `root` (HOME and TMPDIR go there).
 pub fn sandbox_env(root: &Path) -> Vec<(String, String)> {
@@ -91,5 +165,79 @@ pub fn toolchain_env() -> Vec<(String, String)> {
     if !env.iter().any(|(k, _)| k == "PATH") {
         env.push(("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()));
     }
+    // The managers whose shims are on PATH, found from PATH itself.
+    let path = env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    // The first of a manager's roots on PATH is the one its shims find first.
+    for (var, root) in shim_roots(&path) {
+        if !env.iter().any(|(k, v)| k == var && !v.is_empty()) {
+            env.retain(|(k, _)| k != var);
+            env.push((var.to_string(), root.display().to_string()));
+        }
+    }
     env
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn shim_directories_name_their_managers_root() {
+        let d = tempfile::tempdir().unwrap();
+        let at = |rel: &str| {
+            let p = d.path().join(rel);
+            std::fs::create_dir_all(&p).unwrap();
+            p
+        };
+        let pyenv = at("py/libexec/pyenv")
+            .parent()
+            .unwrap()
+            .parent()
+            .unwrap()
+            .to_path_buf();
+        let rbenv = at("rb/libexec/rbenv")
+            .parent()
+            .unwrap()
+            .parent()
+            .unwrap()
+            .to_path_buf();
+        let asdf = at("asdf/installs").parent().unwrap().to_path_buf();
+        let mise = at("mise/installs").parent().unwrap().to_path_buf();
+        let volta = at("volta/tools/image")
+            .parent()
+            .unwrap()
+            .parent()
+            .unwrap()
+            .to_path_buf();
+        let nvm = at("nvm");
+        std::fs::write(nvm.join("nvm.sh"), "").unwrap();
+        let path = [
+            at("py/plugins/pyenv-virtualenv/shims"),
+            at("py/shims"),
+            at("rb/shims"),
+            at("asdf/shims"),
+            at("mise/shims"),
+            at("volta/bin"),
+            at("nvm/versions/node/v20.1.0/bin"),
+            at("plain/shims"),
+            "/usr/bin".into(),
+        ]
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(":");
+        assert_eq!(
+            super::shim_roots(&path),
+            [
+                ("PYENV_ROOT", pyenv),
+                ("RBENV_ROOT", rbenv),
+                ("ASDF_DATA_DIR", asdf),
+                ("MISE_DATA_DIR", mise),
+                ("VOLTA_HOME", volta),
+                ("NVM_DIR", nvm),
+            ]
+        );
+    }
 }

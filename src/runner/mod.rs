@@ -5,6 +5,7 @@
 pub mod caches;
 pub mod coverage;
 pub mod detect;
+pub mod detect_setup;
 pub mod env;
 mod launch;
 pub mod limit_hit;

@@ -117,7 +117,8 @@ pub fn run(spec: Spec<'_>) -> Outcome {
         trace: crate::util::trace::enabled(),
         ..Plan::default()
     }
-    .with_paths(spec.sandbox.hide.clone());
+    .with_paths(spec.sandbox.hide.clone())
+    .with_user_programs(&spec.sandbox.programs);
     let launched = match super::launch::launch(&spec.sandbox.helper, &plan, &spec.output) {
         Ok(l) => l,
         Err(e) => return spawn_failed(started, e),

@@ -65,7 +65,7 @@ impl Index {
             self.conn.execute(
                 "INSERT INTO test_failures (execution_id, name) VALUES (?1, ?2)
                  ON CONFLICT (execution_id, name) DO NOTHING",
-                params![id, f.name],
+                params![id, crate::model::test_name::canonical(&f.name)],
             )?;
         }
         Ok(())
@@ -91,18 +91,28 @@ impl Index {
         config_hash: Option<&str>,
         name: &str,
     ) -> Result<bool> {
-        let n: i64 = self.conn.query_row(
-            "SELECT COUNT(*) FROM executions e
+        use crate::model::test_name::canonical;
+        // Names are compared in their one form (a row kept before has the name it had then).
+        let name = canonical(name);
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT e.id, e.status, f.name FROM executions e
+             LEFT JOIN test_failures f ON f.execution_id = e.id
              WHERE e.repository_id = ?1 AND e.tree_id = ?2
                AND COALESCE(e.config_hash, '') = COALESCE(?3, '')
-               AND (e.status = 'passed'
-                    OR (e.status = 'failed' AND e.complete = 1
-                        AND NOT EXISTS (SELECT 1 FROM test_failures f
-                                        WHERE f.execution_id = e.id AND f.name = ?4)))",
-            params![repository_id, tree, config_hash, name],
-            |r| r.get(0),
+               AND (e.status = 'passed' OR (e.status = 'failed' AND e.complete = 1))
+             ORDER BY e.id",
         )?;
-        Ok(n > 0)
+        let rows: Vec<(i64, String, Option<String>)> = stmt
+            .query_map(params![repository_id, tree, config_hash], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?
+            .collect::<super::sql::Result<_>>()?;
+        let mut failed_here: HashMap<i64, bool> = HashMap::new();
+        for (id, status, failure) in rows {
+            let failed = status != "passed" && failure.is_some_and(|f| canonical(&f) == name);
+            *failed_here.entry(id).or_default() |= failed;
+        }
+        Ok(failed_here.values().any(|failed| !failed))
     }
 
     /// Tests of a repository that both passed and failed on one tree under one config, most
@@ -163,7 +173,11 @@ impl Index {
                 });
             }
             if let Some(n) = name {
-                runs.last_mut().expect("a run").failed.push(n);
+                // Names kept before they had one form are matched through the same mapping.
+                runs.last_mut()
+                    .expect("a run")
+                    .failed
+                    .push(crate::model::test_name::canonical(&n));
             }
             last = Some((tree, config, id));
         }

@@ -29,7 +29,7 @@ pub(super) fn coverage_of(
     r: &runner::coverage::Report,
     changes: Option<&crate::model::Changes>,
 ) -> crate::model::Coverage {
-    use crate::model::{percent, FileCoverage};
+    use crate::model::{percent, percent_of, FileCoverage};
     let changed: std::collections::HashSet<&str> = changes
         .map(|c| c.files.iter().map(|f| f.path.as_str()).collect())
         .unwrap_or_default();
@@ -40,7 +40,12 @@ pub(super) fn coverage_of(
         // A report claiming more covered lines than it has is held to its count.
         lines_covered: r.covered.min(r.total),
         lines_total: r.total,
-        percent: percent(r.covered.min(r.total), r.total),
+        branches_covered: r.branches.map(|b| b.0),
+        branches_total: r.branches.map(|b| b.1),
+        percent: r
+            .percent
+            .map(percent_of)
+            .unwrap_or_else(|| percent(r.covered.min(r.total), r.total)),
         changed_files: r
             .files
             .iter()

@@ -119,21 +119,59 @@ pub fn parse_jest(text: &str) -> Option<TestCounts> {
     })
 }
 
-/// ` FAIL  file > describe > test` (optionally `|project| file …`) -> (file, Some(name)),
-/// ` FAIL  file [ file ]` -> (file, None).
-fn vitest_fail(line: &str) -> Option<(&str, Option<&str>)> {
+/// A vitest ` FAIL ` header: its project (`|name|`), the file as printed (relative to the
+/// project), the test or suite path after ` > `, and the file relative to the root that a
+/// suite which failed to load carries in brackets (`[ packages/a/x.test.js ]`).
+struct VitestFail<'a> {
+    project: Option<&'a str>,
+    file: &'a str,
+    name: Option<&'a str>,
+    rooted: Option<&'a str>,
+}
+
+fn vitest_fail(line: &str) -> Option<VitestFail<'_>> {
     if !line.starts_with(" FAIL ") {
         return None;
     }
     let mut rest = line[6..].trim();
+    let mut project = None;
     if let Some(r) = rest.strip_prefix('|') {
-        rest = r.split_once("| ").map_or(r, |(_, r)| r).trim();
+        if let Some((p, r)) = r.split_once("| ") {
+            project = Some(p);
+            rest = r.trim();
+        } else {
+            rest = r.trim();
+        }
     }
     if let Some((file, name)) = rest.split_once(" > ") {
-        return Some((file, Some(name.trim())));
+        return Some(VitestFail {
+            project,
+            file,
+            name: Some(name.trim()),
+            rooted: None,
+        });
     }
-    let (file, _) = rest.split_once(" [ ")?;
-    Some((file.trim(), None))
+    let (file, rooted) = rest.split_once(" [ ")?;
+    Some(VitestFail {
+        project,
+        file: file.trim(),
+        name: None,
+        rooted: rooted.strip_suffix(']').map(str::trim),
+    })
+}
+
+impl VitestFail<'_> {
+    /// One name per test whatever the workspace: vitest's own `|project| file > describe >
+    /// test`, so the same test failing in two projects (or two files) is two entries; a file
+    /// that failed to load by its path from the root.
+    fn full_name(&self) -> String {
+        let project = self.project.map(|p| format!("|{p}| ")).unwrap_or_default();
+        let file = self.rooted.unwrap_or(self.file);
+        match self.name {
+            Some(name) => format!("{project}{file} > {name}"),
+            None => format!("{project}{file}"),
+        }
+    }
 }
 
 pub fn parse_vitest(text: &str) -> Option<TestCounts> {
@@ -142,10 +180,17 @@ pub fn parse_vitest(text: &str) -> Option<TestCounts> {
     let mut failures = Vec::new();
     let mut suite_errors: HashSet<String> = HashSet::new();
     let mut unhandled = 0u64;
+    // Under "Failed Suites", a header is a suite that failed as a whole: a file that did not
+    // load, or a `describe` whose `beforeAll` threw (its tests are reported skipped).
+    let mut in_suites = false;
     let is_header = |l: &str| vitest_fail(l).is_some();
 
     for (i, line) in lines.iter().enumerate() {
         let t = line.trim();
+        if t.starts_with('⎯') && t.contains(" Failed ") {
+            in_suites = t.contains(" Failed Suites ");
+            continue;
+        }
         if let Some(list) = t.strip_prefix("Tests  ") {
             let Some((items, total)) = list.rsplit_once('(') else {
                 continue;
@@ -177,15 +222,13 @@ pub fn parse_vitest(text: &str) -> Option<TestCounts> {
             }
             continue;
         }
-        if let Some((file, name)) = vitest_fail(line) {
+        if let Some(fail) = vitest_fail(line) {
             let msg = message_after(&lines, i + 1, is_header);
-            match name {
-                Some(name) => push_failure(&mut failures, name, &msg),
-                None => {
-                    suite_errors.insert(file.to_string());
-                    push_failure(&mut failures, file, &msg);
-                }
+            let name = fail.full_name();
+            if fail.name.is_none() || in_suites {
+                suite_errors.insert(name.clone());
             }
+            push_failure(&mut failures, &name, &msg);
         }
     }
     let t = totals?;
@@ -290,9 +333,9 @@ mod tests {
             assert_eq!(
                 p.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
                 [
-                    "calc > adds wrong",
-                    "calc > nested > throws",
-                    "top level fail"
+                    "vfail/calc.test.js > calc > adds wrong",
+                    "vfail/calc.test.js > calc > nested > throws",
+                    "vfail/calc.test.js > top level fail"
                 ]
             );
             assert!(p[0]
@@ -317,6 +360,35 @@ mod tests {
                 "vbroken/broken.test.js",
                 "Error: Cannot find module './does-not-exist.js' imported from '/work/scratch/fixtures/js/vbroken/broken.test.js'"
             )]
+        );
+    }
+
+    #[test]
+    fn vitest_projects_name_each_failure_by_project_and_file() {
+        let c = vitest(include_str!(
+            "../../../tests/fixtures/output/vitest/projects_fail.txt"
+        ));
+        // Two tests failed, one per project; the file that did not load is the error.
+        assert_eq!(counts(&c), [Some(2), Some(2), Some(0), Some(1), Some(4)]);
+        assert_eq!(
+            pairs(&c).iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+            [
+                "|a| packages/a/broken.test.js",
+                "|a| same.test.js > calc > adds wrong",
+                "|b| same.test.js > calc > adds wrong",
+            ]
+        );
+    }
+
+    #[test]
+    fn vitest_a_failing_before_all_is_an_error() {
+        let c = vitest(include_str!(
+            "../../../tests/fixtures/output/vitest/before_all_fail.txt"
+        ));
+        assert_eq!(counts(&c), [Some(1), Some(0), Some(2), Some(1), Some(3)]);
+        assert_eq!(
+            pairs(&c),
+            [("vhook/hook.test.js > db", "Error: cannot connect")]
         );
     }
 

@@ -5,7 +5,8 @@
 //! Counts come from the `<testcase>` elements when there are any (a case with `<error>` is an
 //! error, else with `<failure>` a failure, else with `<skipped>` skipped); otherwise from the
 //! `tests`/`failures`/`errors`/`skipped` attributes of the outermost suites. Failure names are
-//! `classname.name` (or `name` without a classname).
+//! `classname.name` (or `name` without a classname); pytest's are its node ids
+//! (`tests/test_a.py::TestX::test_y`), the names its console gives.
 
 use super::text::{join_message, push_failure, MAX_MESSAGE};
 use super::xml::{decode_entities, tag_end, Tag};
@@ -33,6 +34,8 @@ pub fn parse(xml: &str) -> Option<TestCounts> {
     let mut attr_counts = [0u64; 4];
     let mut root_counts: Option<[u64; 4]> = None;
     let mut case: Option<Case> = None;
+    // pytest's report: its cases are named by node id, as pytest's console names them.
+    let mut pytest = false;
 
     let mut pos = 0;
     while let Some(off) = xml[pos..].find('<') {
@@ -69,12 +72,14 @@ pub fn parse(xml: &str) -> Option<TestCounts> {
         match (tag.name, tag.closing) {
             ("testsuites", false) => {
                 seen_junit = true;
+                pytest |= tag.attr("name").is_some_and(|n| n == "pytest tests");
                 if tag.attr("tests").is_some() {
                     root_counts = Some(suite_counts(&tag));
                 }
             }
             ("testsuite", false) => {
                 seen_junit = true;
+                pytest |= tag.attr("name").is_some_and(|n| n == "pytest");
                 if suite_depth == 0 {
                     let c = suite_counts(&tag);
                     for (a, b) in attr_counts.iter_mut().zip(c) {
@@ -90,7 +95,13 @@ pub fn parse(xml: &str) -> Option<TestCounts> {
                 seen_junit = true;
                 let name = tag.attr("name").unwrap_or_default();
                 let class = tag.attr("classname").unwrap_or_default();
-                let full = if class.is_empty() {
+                let full = if pytest {
+                    crate::model::test_name::pytest_junit(
+                        &class,
+                        &name,
+                        tag.attr("file").as_deref(),
+                    )
+                } else if class.is_empty() {
                     name.into_owned()
                 } else {
                     format!("{class}.{name}")
@@ -223,12 +234,12 @@ mod tests {
         assert_eq!(
             p.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
             [
-                "tests.test_calc.TestCalc.test_divide_by_zero",
-                "tests.test_calc.TestCalc.test_wrong_sum",
-                "tests.test_calc.TestStrings.test_split",
-                "tests.test_plain.test_bad_value",
-                "tests.test_plain.test_uses_broken",
-                "tests.test_plain.test_param[2]",
+                "tests/test_calc.py::TestCalc::test_divide_by_zero",
+                "tests/test_calc.py::TestCalc::test_wrong_sum",
+                "tests/test_calc.py::TestStrings::test_split",
+                "tests/test_plain.py::test_bad_value",
+                "tests/test_plain.py::test_uses_broken",
+                "tests/test_plain.py::test_param[2]",
             ]
         );
         assert_eq!(p[0].1, "ZeroDivisionError: division by zero");
@@ -245,7 +256,36 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(counts(&c), [Some(0), Some(0), Some(0), Some(1), Some(1)]);
-        assert_eq!(pairs(&c), [("tests.test_broken", "collection failure")]);
+        assert_eq!(pairs(&c), [("tests/test_broken.py", "collection failure")]);
+    }
+
+    #[test]
+    fn pytest_names_are_node_ids_as_on_the_console() {
+        let console = super::super::pytest::parse(&super::super::text::clean(include_str!(
+            "../../../tests/fixtures/output/pytest/param_ids.txt"
+        )))
+        .unwrap();
+        let console: Vec<&str> = console.failures.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(
+            console,
+            [
+                "tests/test_hooks.py::test_x[a b]",
+                "tests/test_hooks.py::test_x[a::b]",
+                "tests/test_hooks.py::TestHook::test_runs",
+            ]
+        );
+        // pytest's default report (no `file` attribute) and the legacy xunit1 one (with it).
+        for xml in [
+            include_str!("../../../tests/fixtures/output/junit/pytest_param_ids.xml"),
+            include_str!("../../../tests/fixtures/output/junit/pytest_param_ids_xunit1.xml"),
+        ] {
+            let c = parse(xml).unwrap();
+            assert_eq!(counts(&c), [Some(1), Some(3), Some(0), Some(0), Some(4)]);
+            assert_eq!(
+                pairs(&c).iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+                console
+            );
+        }
     }
 
     #[test]

@@ -68,9 +68,14 @@ fn summary_line(line: &str) -> Option<Summary> {
 }
 
 /// `tests/a.py::TestX::test_y[1]` -> `TestX.test_y[1]`, the headline of its FAILURES section.
+/// A parameter id is pytest's own text: its `::` (`test_x[a::b]`) stays.
 fn headline_of(nodeid: &str) -> String {
-    match nodeid.split_once("::") {
-        Some((_, rest)) => rest.replace("::", "."),
+    let (path, params) = match nodeid.find('[') {
+        Some(i) => nodeid.split_at(i),
+        None => (nodeid, ""),
+    };
+    match path.split_once("::") {
+        Some((_, rest)) => format!("{}{params}", rest.replace("::", ".")),
         None => nodeid.to_string(),
     }
 }
@@ -325,6 +330,23 @@ mod tests {
         assert_eq!(
             c.failures[0].message,
             "ModuleNotFoundError: No module named 'not_a_real_module_xyz'"
+        );
+    }
+
+    #[test]
+    fn a_parameter_id_with_colons_keeps_its_message() {
+        let c = run(include_str!(
+            "../../../tests/fixtures/output/pytest/param_ids.txt"
+        ));
+        assert_eq!(counts(&c), [Some(1), Some(3), Some(0), Some(0), Some(4)]);
+        assert_eq!(
+            c.failures[0].message,
+            "AssertionError: bad a b\nassert 'a b' == 'ok'\n  - ok\n  + a b"
+        );
+        assert_eq!(names(&c)[1], "tests/test_hooks.py::test_x[a::b]");
+        assert_eq!(
+            c.failures[1].message,
+            "AssertionError: bad a::b\nassert 'a::b' == 'ok'\n  - ok\n  + a::b"
         );
     }
 

@@ -217,6 +217,9 @@ pub struct Sandbox {
     /// Whether a run's directory can be an overlay here (the probe's `disk_limit`): then runs
     /// use kept checkouts.
     pub overlay: bool,
+    /// Programs the user's own config names by absolute path (a venv under `/tmp` or the home):
+    /// bound back read-only (see [`Plan::with_user_programs`]).
+    pub programs: Vec<PathBuf>,
 }
 
 impl Sandbox {
@@ -228,6 +231,7 @@ impl Sandbox {
             hide: hidden_dirs(data_dir, config_dir),
             skip: BTreeMap::new(),
             overlay: false,
+            programs: Vec::new(),
         };
         let probe = Probe::load_or_run(data_dir, &s);
         s.skip = probe.skip();
@@ -269,6 +273,11 @@ const TOOLCHAIN_VARS: &[&str] = &[
     "GOPATH",
     "JAVA_HOME",
     "NVM_DIR",
+    "RBENV_ROOT",
+    "ASDF_DIR",
+    "ASDF_DATA_DIR",
+    "MISE_DATA_DIR",
+    "VOLTA_HOME",
 ];
 
 impl Plan {
@@ -289,6 +298,12 @@ impl Plan {
             .collect();
         if let Some((_, path)) = self.env.iter().find(|(k, _)| k == "PATH") {
             candidates.extend(path.split(':').map(PathBuf::from));
+            // Every manager root a shim directory belongs to, not only the one a variable names.
+            candidates.extend(
+                crate::runner::env::shim_roots(path)
+                    .into_iter()
+                    .map(|(_, r)| r),
+            );
         }
         let mut keep: Vec<PathBuf> = Vec::new();
         for c in candidates {
@@ -311,6 +326,39 @@ impl Plan {
         keep.retain(|k| !all.iter().any(|o| o != k && k.starts_with(o)));
         self.hide = hide;
         self.toolchains = keep;
+        self
+    }
+}
+
+impl Plan {
+    /// Keep readable the programs the user's own config names by absolute path when they lie
+    /// under a hidden directory or a private temp dir: a virtual environment's whole directory
+    /// (the one with `pyvenv.cfg` above its `bin/`), else the program's directory. A committed
+    /// file never gets here: only the user's config is the user's word.
+    pub fn with_user_programs(mut self, programs: &[PathBuf]) -> Plan {
+        const TMP: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];
+        for program in programs.iter().filter(|p| p.is_absolute()) {
+            let Some(dir) = program.parent() else {
+                continue;
+            };
+            let venv = dir.parent().filter(|v| v.join("pyvenv.cfg").is_file());
+            let Ok(keep) = venv.unwrap_or(dir).canonicalize() else {
+                continue;
+            };
+            let hidden = self.hide.iter().any(|h| keep.starts_with(h) && &keep != h)
+                || TMP
+                    .iter()
+                    .any(|t| keep.starts_with(t) && keep != Path::new(t));
+            let secret = keep.components().any(|part| {
+                SECRET_NAMES
+                    .iter()
+                    .any(|s| part.as_os_str() == std::ffi::OsStr::new(s))
+            });
+            let covered = self.toolchains.iter().any(|t| keep.starts_with(t));
+            if hidden && !secret && !covered && keep.is_dir() {
+                self.toolchains.push(keep);
+            }
+        }
         self
     }
 }

@@ -94,7 +94,9 @@ impl Probe {
                     command: "true",
                     cwd: &work,
                     root: dir.path(),
-                    env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+                    // The runs' own: what they bind back read-only (toolchains under a hidden
+                    // home, found from PATH's shims) is what the probe reports.
+                    env: crate::runner::env::toolchain_env(),
                     timeout: Duration::from_secs(10),
                     output: crate::runner::process::Output::Discard,
                     limits: &limits,
