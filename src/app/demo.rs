@@ -194,7 +194,7 @@ pub fn demo(ctx: &Context, path: Option<&Path>, on: &mut dyn FnMut(Event<'_>)) -
     on(Event::Evaluated(&ev));
     let head = ObjectId::from_hex(ev.head.commit.as_bytes()).expect("sides hold full ids");
     let mut reader = super::results::NoteReader::new(&repo)?;
-    results.extend(super::results::find_record(
+    results.extend(super::results::find_evidence(
         ctx,
         &repo,
         &created.repo,

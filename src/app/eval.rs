@@ -433,6 +433,8 @@ mod tests {
             }),
             changes: None,
             warnings: vec![],
+            by: None,
+            verified: None,
         }
     }
 

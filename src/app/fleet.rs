@@ -137,3 +137,14 @@ pub fn ensure_commits(
         })
         .collect()
 }
+
+/// On a shared index: register this data dir's signing key, and return every key registered
+/// (home id, public key), whose records are the fleet's own. A file index has no fleet.
+pub fn registered_keys(ctx: &Context, keys: &crate::trust::Keyring) -> Result<Vec<(String, String)>> {
+    if !ctx.index.is_shared() {
+        return Ok(Vec::new());
+    }
+    ctx.index
+        .register_signing_key(&keys.home_id, &keys.public_key())?;
+    Ok(ctx.index.signing_keys()?)
+}

@@ -117,6 +117,7 @@ pub fn import(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Result<Im
     ctx.index.delete_runs(&row.repository_id)?;
     let mut runs = 0;
     let mut skipped = Vec::new();
+    let judge = ctx.judge()?;
     for (commit, blob) in git::notes::all_notes(repo, git::NOTES_REF)? {
         let body = match git::notes::read_blob(repo, blob) {
             Ok(b) => b,
@@ -125,7 +126,7 @@ pub fn import(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Result<Im
                 continue;
             }
         };
-        match note::decode(&body, &commit.to_string()) {
+        match note::decode(&body, &commit.to_string(), &judge) {
             NoteRecord::Found(record) => {
                 ctx.index.put_run(&row.repository_id, &record)?;
                 runs += 1;

@@ -211,11 +211,12 @@ fn take_in(
     let mut results = 0;
     let mut summaries = Vec::new();
     let summary_now = git::notes::all_notes(repo, git::SUMMARY_NOTES_REF)?;
+    let judge = ctx.judge()?;
     for (commit, blob) in changed(0)? {
         let Ok(body) = git::notes::read_blob(repo, blob) else {
             continue;
         };
-        if let NoteRecord::Found(r) = note::decode(&body, &commit.to_string()) {
+        if let NoteRecord::Found(r) = note::decode(&body, &commit.to_string(), &judge) {
             ctx.index.put_run(&row.repository_id, &r)?;
             results += 1;
             let summary = note::summary(&r);

@@ -63,7 +63,20 @@ fn print_human(r: &RunRecord, summary: &str, logs: Logs<'_>) {
             .map(|x| format!("({x})"))
             .unwrap_or_default()
     );
-    println!("Status:   {} {}", ui::mark(r.status), r.status);
+    match &r.verified {
+        Some(v) => {
+            println!("Status:   {} {}", ui::mark(r.status), r.status);
+            println!("Signed:   by {} ({})", v.signer, v.key);
+        }
+        None => {
+            println!(
+                "Status:   {} {} — reported by {}, not verified (nobody this machine trusts signed it): not evidence",
+                ui::dim("?"),
+                r.status,
+                r.reporter()
+            );
+        }
+    }
     println!("Started:  {}", r.started_at);
     println!("Duration: {}", ui::duration(r.duration_ms));
     println!("Trigger:  {}", r.trigger.as_str());

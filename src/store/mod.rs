@@ -12,6 +12,7 @@ mod pg;
 pub mod registry;
 mod repos;
 mod runs;
+mod signing_keys;
 pub mod sql;
 mod statuses;
 
@@ -32,7 +33,7 @@ use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 
 /// The schema this build writes. Bump it with a new entry in [`MIGRATIONS`].
-pub const SCHEMA_VERSION: i64 = 11;
+pub const SCHEMA_VERSION: i64 = 12;
 
 const MIGRATIONS: &[&str] = &[
     // 1: the first schema.
@@ -246,6 +247,16 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX test_failures_by_name ON test_failures (name);
     ALTER TABLE experiments ADD COLUMN budget_ms INTEGER;
+    "#,
+    // 12: who vouches for each run (NULL: nobody this machine trusts, as every row indexed
+    // before records were signed), and the signing keys of the daemons sharing the index.
+    r#"
+    ALTER TABLE runs ADD COLUMN verified TEXT;
+    CREATE TABLE signing_keys (
+        home_id TEXT PRIMARY KEY,
+        public_key TEXT NOT NULL,
+        registered_at TEXT NOT NULL
+    );
     "#,
 ];
 
