@@ -8,11 +8,15 @@
 //! - `hardening`: private data files whatever the umask, manifests read without following the
 //!   commit's links, a checkout bounded by a ceiling with bounded memory.
 //! - `control_socket`: the daemon's door against other users, huge requests and slow clients.
+//! - `forgery`: results pushed to the remote by someone else: unsigned, a signature copied onto
+//!   a changed record, this machine's home id copied — none becomes evidence.
 
 mod common;
 
 #[path = "attacks/control_socket.rs"]
 mod control_socket;
+#[path = "attacks/forgery.rs"]
+mod forgery;
 #[path = "attacks/hardening.rs"]
 mod hardening;
 #[path = "attacks/hostile.rs"]

@@ -445,7 +445,12 @@ pub fn unreadable(
 pub struct Entry {
     pub commit: String,
     pub summary: String,
+    /// The commit's result: evidence only.
     pub result: Option<RunRecord>,
+    /// A record nobody this machine trusts signed, when that is all its note holds: somebody's
+    /// report, not a result.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reported: Option<RunRecord>,
 }
 
 /// The history of `revs` (as `git log` takes them; `all`: every watched branch), newest first,
@@ -469,11 +474,15 @@ pub fn history(
     let mut entries = Vec::with_capacity(commits.len());
     for c in commits {
         let info = git::commit_info(repo, c)?;
-        let result = own_record(ctx, repo, row, &mut reader, c)?;
+        let (result, reported) = match own_record(ctx, repo, row, &mut reader, c)? {
+            Some(r) if !r.is_evidence() => (None, Some(r)),
+            r => (r, None),
+        };
         entries.push(Entry {
             commit: c.to_string(),
             summary: info.summary,
             result,
+            reported,
         });
     }
     Ok((entries, reader.warning()))

@@ -42,7 +42,7 @@ pub fn cmd_log(args: LogArgs) -> CmdResult {
         return Ok(0);
     }
     for e in &entries {
-        match &e.result {
+        match e.result.as_ref().or(e.reported.as_ref()) {
             Some(r) => println!("{}", ui::oneline(r, &e.summary)),
             None => println!(
                 "{} {} {} {}",
