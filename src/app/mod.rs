@@ -167,16 +167,26 @@ impl Context {
     /// This machine's signing key (made on first use) and the signers it trusts: the user's
     /// `allowed_signers` file and, on a shared index, the keys its daemons registered.
     pub fn keys(&self) -> Result<&crate::trust::Keyring> {
-        if let Some(k) = self.keys.get() {
-            return Ok(k);
+        let ring = match self.keys.get() {
+            Some(k) => k,
+            None => {
+                let home_id = daemons::home_id(&self.paths.home);
+                let allowed = self.layers.resolve().trust.allowed_signers;
+                let ring =
+                    crate::trust::Keyring::load(&self.paths.home, home_id, allowed.as_deref())
+                        .map_err(|e| AppError::usage(e.problem).hint(e.fix))?;
+                self.keys.get_or_init(|| ring)
+            }
+        };
+        if self.index.is_shared() && ring.fleet_stale() {
+            // A database that is away leaves the fleet's keys as last read for a minute
+            // (signing needs none of them).
+            match fleet::registered_keys(self, ring) {
+                Ok(fleet) => ring.set_fleet(fleet),
+                Err(_) => ring.keep_fleet(),
+            }
         }
-        let home_id = daemons::home_id(&self.paths.home);
-        let allowed = self.layers.resolve().trust.allowed_signers;
-        let ring = crate::trust::Keyring::load(&self.paths.home, home_id, allowed.as_deref())
-            .map_err(|e| AppError::usage(e.problem).hint(e.fix))?;
-        let fleet = fleet::registered_keys(self, &ring)?;
-        let ring = ring.with_fleet(fleet);
-        Ok(self.keys.get_or_init(|| ring))
+        Ok(ring)
     }
 
     /// Who vouches for a record's bytes signed with `signature` (see [`note::decode`]).

@@ -308,6 +308,16 @@ fn index_records(ctx: &Context, row: &RepoRow, records: &[RunRecord]) -> Result<
     Ok(())
 }
 
+/// Whether a record was made by this machine or its fleet (the data dirs sharing its index):
+/// only those are written again by this machine, signed with its key. Another machine's
+/// record keeps its own signature, in its own note.
+pub fn ours(ctx: &Context, r: &RunRecord) -> Result<bool> {
+    let Some(v) = &r.verified else {
+        return Ok(false);
+    };
+    Ok(ctx.keys()?.is_ours(&v.key))
+}
+
 /// The note body of a record this machine made: signed with its key.
 fn signed_note(ctx: &Context, r: &RunRecord) -> Result<Vec<u8>> {
     let keys = ctx.keys()?;
@@ -352,7 +362,7 @@ fn write_notes(ctx: &Context, repo: &gix::Repository, records: &[RunRecord]) -> 
 /// Write again the notes of `records` that are not in place: gone, or older than the record (a
 /// writer that does not compare-and-swap, like plain `git notes add`, can replace the notes ref
 /// and drop ours). A note that holds something else is left alone (see [`unreadable`]), and so
-/// is a record this machine did not make (it signs only its own). Returns how many were
+/// is a record neither this machine nor its fleet made (see [`ours`]). Returns how many were
 /// written again.
 pub fn rewrite_missing(
     ctx: &Context,
@@ -366,7 +376,7 @@ pub fn rewrite_missing(
         let Ok(id) = ObjectId::from_hex(r.commit.as_bytes()) else {
             continue;
         };
-        if !r.verified.as_ref().is_some_and(|v| v.here) {
+        if !ours(ctx, r)? {
             continue;
         }
         // The very note written (the common case) is told by its blob id, without reading it

@@ -402,7 +402,7 @@ fn run_one(
                     ctx.index.put_run(&row.repository_id, &r)?;
                 }
                 Source::Recorded
-            } else if r.verified.as_ref().is_some_and(|v| v.here) {
+            } else if results::ours(ctx, &r)? {
                 Source::Indexed
             } else {
                 // Another machine's evidence whose note is not here: this machine signs only

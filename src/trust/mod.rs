@@ -34,8 +34,9 @@ pub struct Keyring {
     /// This data dir's id: what the records it signs say made them (`by`).
     pub home_id: String,
     signers: Vec<AllowedSigner>,
-    /// Keys registered by the daemons sharing the index: (home id, key).
-    fleet: Vec<(String, PublicKey)>,
+    /// Keys registered by the daemons sharing the index: (home id, key), and when they were
+    /// read (a daemon that joins later is seen at the next read).
+    fleet: std::cell::RefCell<(Option<std::time::Instant>, Vec<(String, PublicKey)>)>,
 }
 
 impl Keyring {
@@ -55,17 +56,30 @@ impl Keyring {
             key,
             home_id,
             signers,
-            fleet: Vec::new(),
+            fleet: Default::default(),
         })
     }
 
-    /// Trust, besides, the keys registered by the daemons sharing the index.
-    pub fn with_fleet(mut self, fleet: Vec<(String, String)>) -> Keyring {
-        self.fleet = fleet
+    /// Whether the fleet's keys should be read (again): never read, or read over a minute ago.
+    pub fn fleet_stale(&self) -> bool {
+        self.fleet
+            .borrow()
+            .0
+            .is_none_or(|at| at.elapsed() > std::time::Duration::from_secs(60))
+    }
+
+    /// Keep the fleet's keys as last read for another minute (the index could not be asked).
+    pub fn keep_fleet(&self) {
+        self.fleet.borrow_mut().0 = Some(std::time::Instant::now());
+    }
+
+    /// Trust, besides, the keys registered by the daemons sharing the index (home id, key line).
+    pub fn set_fleet(&self, fleet: Vec<(String, String)>) {
+        let keys = fleet
             .into_iter()
             .filter_map(|(home, line)| Some((home, PublicKey::from_openssh(&line).ok()?)))
             .collect();
-        self
+        *self.fleet.borrow_mut() = (Some(std::time::Instant::now()), keys);
     }
 
     /// This machine's public key, as an `authorized_keys`-style line (`ssh-ed25519 AAAA…`).
@@ -91,6 +105,18 @@ impl Keyring {
 
     pub fn fingerprint(&self) -> String {
         self.key.public_key().fingerprint(HashAlg::Sha256).to_string()
+    }
+
+    /// Whether the key of `fingerprint` is this machine's or its fleet's: records it signed may
+    /// be written again here (signed with this machine's key) when their note went missing.
+    pub fn is_ours(&self, fingerprint: &str) -> bool {
+        fingerprint == self.fingerprint()
+            || self
+                .fleet
+                .borrow()
+                .1
+                .iter()
+                .any(|(_, k)| k.fingerprint(HashAlg::Sha256).to_string() == fingerprint)
     }
 
     /// The SSH signature of `message`: the base64 of the SSHSIG blob (what `ssh-keygen -Y
@@ -119,6 +145,8 @@ impl Keyring {
                 .map(|s| (s.principals.clone(), false))
                 .or_else(|| {
                     self.fleet
+                        .borrow()
+                        .1
                         .iter()
                         .find(|(_, k)| k.key_data() == sig.public_key())
                         .map(|(home, _)| (format!("git-sandbox@{home} (fleet)"), false))
