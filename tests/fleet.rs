@@ -420,9 +420,19 @@ fn machines_on_one_index_take_each_others_records_as_evidence_also_after_a_reind
     let remote = a.path("trusted.git");
     a.git(
         &a.work(),
-        &["init", "-q", "--bare", "-b", "main", remote.to_str().unwrap()],
+        &[
+            "init",
+            "-q",
+            "--bare",
+            "-b",
+            "main",
+            remote.to_str().unwrap(),
+        ],
     );
-    a.git(&repo, &["remote", "add", "origin", remote.to_str().unwrap()]);
+    a.git(
+        &repo,
+        &["remote", "add", "origin", remote.to_str().unwrap()],
+    );
     assert_eq!(a.sandbox(&repo, &["push"]).code, 0);
     let by = format!("git-sandbox@{} (fleet)", home_id(&a));
 
@@ -431,7 +441,12 @@ fn machines_on_one_index_take_each_others_records_as_evidence_also_after_a_reind
     let clone = b.path("clone");
     b.git(
         &b.work(),
-        &["clone", "-q", remote.to_str().unwrap(), clone.to_str().unwrap()],
+        &[
+            "clone",
+            "-q",
+            remote.to_str().unwrap(),
+            clone.to_str().unwrap(),
+        ],
     );
     assert_eq!(b.sandbox(&clone, &["init"]).code, 0);
     assert_eq!(b.sandbox(&clone, &["fetch"]).code, 0);
@@ -442,14 +457,23 @@ fn machines_on_one_index_take_each_others_records_as_evidence_also_after_a_reind
     assert_eq!(b.sandbox(&clone, &["reindex"]).code, 0);
     let o = b.sandbox(&clone, &["run", "--json", &c]);
     assert_eq!(o.code, 0, "{o:?}");
-    assert_eq!(o.json()[0]["verified"]["signer"], by.as_str(), "not run again: {o:?}");
+    assert_eq!(
+        o.json()[0]["verified"]["signer"],
+        by.as_str(),
+        "not run again: {o:?}"
+    );
 
     // A machine outside the index does not.
     let outside = World::new();
     let elsewhere = outside.path("elsewhere");
     outside.git(
         &outside.work(),
-        &["clone", "-q", remote.to_str().unwrap(), elsewhere.to_str().unwrap()],
+        &[
+            "clone",
+            "-q",
+            remote.to_str().unwrap(),
+            elsewhere.to_str().unwrap(),
+        ],
     );
     assert_eq!(outside.sandbox(&elsewhere, &["init"]).code, 0);
     assert_eq!(outside.sandbox(&elsewhere, &["fetch"]).code, 0);

@@ -140,7 +140,10 @@ pub fn ensure_commits(
 
 /// On a shared index: register this data dir's signing key, and return every key registered
 /// (home id, public key), whose records are the fleet's own. A file index has no fleet.
-pub fn registered_keys(ctx: &Context, keys: &crate::trust::Keyring) -> Result<Vec<(String, String)>> {
+pub fn registered_keys(
+    ctx: &Context,
+    keys: &crate::trust::Keyring,
+) -> Result<Vec<(String, String)>> {
     if !ctx.index.is_shared() {
         return Ok(Vec::new());
     }

@@ -192,7 +192,10 @@ impl Context {
     /// Who vouches for a record's bytes signed with `signature` (see [`note::decode`]).
     ///
     /// [`note::decode`]: crate::model::note::decode
-    pub fn judge(&self) -> Result<impl Fn(&[u8], &str) -> std::result::Result<crate::model::Verified, String> + '_> {
+    pub fn judge(
+        &self,
+    ) -> Result<impl Fn(&[u8], &str) -> std::result::Result<crate::model::Verified, String> + '_>
+    {
         let keys = self.keys()?;
         Ok(move |m: &[u8], s: &str| keys.verify(m, s))
     }

@@ -10,8 +10,7 @@ mod machine;
 pub use checks::{valid_name as valid_check_name, CheckConfig, TEST_CHECK};
 pub use file::{parse_file, parse_repository_file, ConfigFile, Limit};
 pub use machine::{
-    check_index_url, redact_url, GithubConfig, IndexConfig, NotifyConfig, RemoteConfig,
-    TrustConfig,
+    check_index_url, redact_url, GithubConfig, IndexConfig, NotifyConfig, RemoteConfig, TrustConfig,
 };
 
 use crate::util::glob::{GlobError, Globs};

@@ -101,7 +101,12 @@ pub fn decode(body: &[u8], commit: &str, judge: Judge<'_>) -> NoteRecord {
     if !clean {
         records = body
             .split(|&b| b == b'\n')
-            .filter_map(|line| Some((serde_json::from_slice::<serde_json::Value>(line).ok()?, line)))
+            .filter_map(|line| {
+                Some((
+                    serde_json::from_slice::<serde_json::Value>(line).ok()?,
+                    line,
+                ))
+            })
             .filter(|(v, _)| v.is_object())
             .collect();
     }
@@ -399,7 +404,10 @@ mod tests {
         let mut merged = b"not json at all\n".to_vec();
         merged.extend(enc(&newer));
         merged.extend(enc(&old));
-        assert_eq!(dec(&merged, A), NoteRecord::Found(Box::new(verified(newer))));
+        assert_eq!(
+            dec(&merged, A),
+            NoteRecord::Found(Box::new(verified(newer)))
+        );
     }
 
     #[test]
@@ -426,10 +434,14 @@ mod tests {
             panic!()
         };
         assert_eq!(alone.status, Status::Passed);
-        assert!(!alone.is_evidence(), "a copied signature does not cover a changed record");
+        assert!(
+            !alone.is_evidence(),
+            "a copied signature does not cover a changed record"
+        );
         // A record that says it is verified is not believed.
         let mut claims = serde_json::to_value(&forged).unwrap();
-        claims["verified"] = serde_json::json!({"signer": "this machine", "key": "k", "here": true});
+        claims["verified"] =
+            serde_json::json!({"signer": "this machine", "key": "k", "here": true});
         let NoteRecord::Found(said) = dec(claims.to_string().as_bytes(), A) else {
             panic!()
         };
@@ -439,16 +451,12 @@ mod tests {
     #[test]
     fn garbage_and_foreign_schemas_are_invalid_with_a_reason() {
         assert!(matches!(dec(b"", A), NoteRecord::Invalid(_)));
-        assert!(matches!(
-            dec(b"\xff\xfe binary", A),
-            NoteRecord::Invalid(_)
-        ));
+        assert!(matches!(dec(b"\xff\xfe binary", A), NoteRecord::Invalid(_)));
         assert!(matches!(
             dec(b"{\"schema\": \"git-sandbox/run/v1\", \"commit\"", A),
             NoteRecord::Invalid(_)
         ));
-        let NoteRecord::Invalid(why) =
-            dec(br#"{"schema":"git-sandbox/run/v9","commit":"a"}"#, A)
+        let NoteRecord::Invalid(why) = dec(br#"{"schema":"git-sandbox/run/v9","commit":"a"}"#, A)
         else {
             panic!()
         };

@@ -176,9 +176,9 @@ impl Index {
 
     /// Every indexed record of a repository.
     pub fn run_records(&self, repository_id: &str) -> Result<Vec<RunRecord>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(&format!("SELECT {COLUMNS} FROM runs WHERE repository_id = ?1"))?;
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM runs WHERE repository_id = ?1"
+        ))?;
         let rows = stmt
             .query_map([repository_id], |r| decode(r.get(0)?, r.get(1)?, r.get(2)?))?
             .collect::<super::sql::Result<Vec<_>>>()?;

@@ -36,8 +36,11 @@ pub struct Keyring {
     signers: Vec<AllowedSigner>,
     /// Keys registered by the daemons sharing the index: (home id, key), and when they were
     /// read (a daemon that joins later is seen at the next read).
-    fleet: std::cell::RefCell<(Option<std::time::Instant>, Vec<(String, PublicKey)>)>,
+    fleet: std::cell::RefCell<(Option<std::time::Instant>, Vec<FleetKey>)>,
 }
+
+/// A key a data dir sharing the index registered, with its home id.
+type FleetKey = (String, PublicKey);
 
 impl Keyring {
     /// The key of the data dir `home` (made now when it has none), and the signers of the
@@ -104,7 +107,10 @@ impl Keyring {
     }
 
     pub fn fingerprint(&self) -> String {
-        self.key.public_key().fingerprint(HashAlg::Sha256).to_string()
+        self.key
+            .public_key()
+            .fingerprint(HashAlg::Sha256)
+            .to_string()
     }
 
     /// Whether the key of `fingerprint` is this machine's or its fleet's: records it signed may
@@ -153,7 +159,9 @@ impl Keyring {
                 })
         };
         let Some((signer, here)) = signer else {
-            return Err(format!("signed by a key this machine does not trust ({fingerprint})"));
+            return Err(format!(
+                "signed by a key this machine does not trust ({fingerprint})"
+            ));
         };
         key.verify(NAMESPACE, message, &sig)
             .map_err(|_| format!("the signature of {signer} does not match the record"))?;
@@ -167,7 +175,9 @@ impl Keyring {
 
 /// The base64 body of a signature's PEM armour, on one line.
 fn armour_body(sig: &SshSig) -> String {
-    let pem = sig.to_pem(LineEnding::LF).expect("a signature always encodes");
+    let pem = sig
+        .to_pem(LineEnding::LF)
+        .expect("a signature always encodes");
     pem.lines().filter(|l| !l.starts_with("-----")).collect()
 }
 
@@ -211,9 +221,11 @@ fn read_signers(path: &Path) -> Result<Vec<AllowedSigner>, TrustError> {
 /// The key at `path`, made now (ed25519, 0600) when there is none. Two processes that race
 /// both read the one that was linked in first.
 fn load_or_make(path: &Path, home_id: &str) -> Result<PrivateKey, TrustError> {
-    let broken = |e: String| TrustError {
+    let broken = |e: String| {
+        TrustError {
         problem: format!("cannot use this machine's signing key {}: {e}", path.display()),
         fix: "move the file away: a new key is made on the next run (then give others its `git sandbox key` line again)".into(),
+    }
     };
     match std::fs::read_to_string(path) {
         Ok(text) => return PrivateKey::from_openssh(text).map_err(|e| broken(e.to_string())),
@@ -283,11 +295,7 @@ mod tests {
         let v = a.verify(b"r", &sig).unwrap();
         assert_eq!(v.signer, "git-sandbox@b-2");
         assert!(!v.here);
-        std::fs::write(
-            &file,
-            format!("x namespaces=\"git\" {}\n", b.public_key()),
-        )
-        .unwrap();
+        std::fs::write(&file, format!("x namespaces=\"git\" {}\n", b.public_key())).unwrap();
         let a = ring(&d.path().join("a"), "a-1", file.to_str());
         assert!(a.verify(b"r", &sig).is_err());
         std::fs::write(&file, "garbage\n").unwrap();

@@ -109,7 +109,11 @@ fn timestamp(v: &str) -> Result<i64, String> {
     if !matches!(digits.len(), 8 | 12 | 14) || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return Err(bad());
     }
-    let n = |a: usize, b: usize| digits.get(a..b).map_or(0, |s| s.parse::<i64>().unwrap_or(0));
+    let n = |a: usize, b: usize| {
+        digits
+            .get(a..b)
+            .map_or(0, |s| s.parse::<i64>().unwrap_or(0))
+    };
     let (y, m, d) = (n(0, 4), n(4, 6), n(6, 8));
     let text = format!(
         "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
@@ -189,8 +193,14 @@ mod tests {
         assert!(s[0].counts_for("git-sandbox", 0));
         assert_eq!(s[1].principals, "bob@x,carol@y");
         assert!(s[1].counts_for("git-sandbox", 1_700_000_000));
-        assert!(!s[1].counts_for("git-sandbox", 1_000_000_000), "not yet valid");
-        assert!(!s[2].counts_for("git-sandbox", 0), "a CA vouches for no plain key");
+        assert!(
+            !s[1].counts_for("git-sandbox", 1_000_000_000),
+            "not yet valid"
+        );
+        assert!(
+            !s[2].counts_for("git-sandbox", 0),
+            "a CA vouches for no plain key"
+        );
     }
 
     #[test]

@@ -19,7 +19,14 @@ fn shared_remote(w: &World, repo: &Path) -> PathBuf {
     let shared = w.path("shared.git");
     w.git(
         &w.work(),
-        &["init", "-q", "--bare", "-b", "main", shared.to_str().unwrap()],
+        &[
+            "init",
+            "-q",
+            "--bare",
+            "-b",
+            "main",
+            shared.to_str().unwrap(),
+        ],
     );
     w.git(repo, &["remote", "add", "origin", shared.to_str().unwrap()]);
     let o = w.sandbox(repo, &["push"]);
@@ -40,8 +47,17 @@ fn clone_and_init(w: &World, url: &Path, name: &str) -> PathBuf {
 }
 
 /// Commit files on a branch and come back to where we were.
-fn commit_on(w: &World, repo: &Path, branch: &str, files: &[(&str, &str)], message: &str) -> String {
-    let back = w.git(repo, &["branch", "--show-current"]).trim().to_string();
+fn commit_on(
+    w: &World,
+    repo: &Path,
+    branch: &str,
+    files: &[(&str, &str)],
+    message: &str,
+) -> String {
+    let back = w
+        .git(repo, &["branch", "--show-current"])
+        .trim()
+        .to_string();
     w.git(repo, &["switch", "-q", branch]);
     let id = w.commit(repo, files, message);
     w.git(repo, &["switch", "-q", &back]);
@@ -138,19 +154,41 @@ fn a_hand_written_passing_record_from_the_remote_is_no_evidence() {
     let clone = attacker.work().join("attacker");
     attacker.git(
         &attacker.work(),
-        &["clone", "-q", shared.to_str().unwrap(), clone.to_str().unwrap()],
+        &[
+            "clone",
+            "-q",
+            shared.to_str().unwrap(),
+            clone.to_str().unwrap(),
+        ],
     );
-    attacker.git(&clone, &["fetch", "-q", "origin", "refs/notes/sandbox:refs/notes/sandbox"]);
+    attacker.git(
+        &clone,
+        &[
+            "fetch",
+            "-q",
+            "origin",
+            "refs/notes/sandbox:refs/notes/sandbox",
+        ],
+    );
     let mut forged: Value = serde_json::from_str(&note_line(&attacker, &clone, &main)).unwrap();
     let obj = forged.as_object_mut().unwrap();
     obj.remove("signature");
     obj.insert("commit".into(), broken.clone().into());
-    obj.insert("tree".into(), rev(&attacker, &clone, &format!("{broken}^{{tree}}")).into());
-    obj.insert("parents".into(), serde_json::json!([rev(&attacker, &clone, &format!("{broken}~1"))]));
+    obj.insert(
+        "tree".into(),
+        rev(&attacker, &clone, &format!("{broken}^{{tree}}")).into(),
+    );
+    obj.insert(
+        "parents".into(),
+        serde_json::json!([rev(&attacker, &clone, &format!("{broken}~1"))]),
+    );
     obj.insert("ref".into(), "refs/heads/experiment/broken".into());
     obj.insert("experiment".into(), "broken".into());
     obj.insert("finished_at".into(), "2099-01-01T00:00:00.000Z".into());
-    obj.insert("verified".into(), serde_json::json!({"signer": "this machine", "key": "SHA256:x", "here": true}));
+    obj.insert(
+        "verified".into(),
+        serde_json::json!({"signer": "this machine", "key": "SHA256:x", "here": true}),
+    );
     assert_eq!(forged["status"], "passed");
     assert!(forged["config_hash"].is_string(), "{forged}");
     push_note(&attacker, &clone, &broken, &[forged.to_string()], "victim");
@@ -160,8 +198,13 @@ fn a_hand_written_passing_record_from_the_remote_is_no_evidence() {
 
     // Shown as somebody's report, never as a pass.
     let line = log_line(&victim, &repo, "experiment/broken");
-    assert!(!line.contains('✔') && line.contains("not verified"), "{line}");
-    let json = victim.sandbox(&repo, &["log", "--json", "-n", "1", "experiment/broken"]).json();
+    assert!(
+        !line.contains('✔') && line.contains("not verified"),
+        "{line}"
+    );
+    let json = victim
+        .sandbox(&repo, &["log", "--json", "-n", "1", "experiment/broken"])
+        .json();
     assert_eq!(json[0]["result"], Value::Null, "{json}");
     assert_eq!(json[0]["reported"]["status"], "passed", "{json}");
     assert!(json[0]["reported"].get("verified").is_none(), "{json}");
@@ -171,7 +214,10 @@ fn a_hand_written_passing_record_from_the_remote_is_no_evidence() {
     // The tree cache does not serve it: a commit of the same tree runs.
     let tree = rev(&victim, &repo, &format!("{broken}^{{tree}}"));
     let twin = victim
-        .git(&repo, &["commit-tree", &tree, "-p", &main, "-m", "same tree"])
+        .git(
+            &repo,
+            &["commit-tree", &tree, "-p", &main, "-m", "same tree"],
+        )
         .trim()
         .to_string();
     victim.git(&repo, &["branch", "twin", &twin]);
@@ -232,12 +278,18 @@ fn a_trusted_machines_records_count_and_its_signature_copied_onto_a_changed_reco
     trust(&a, &[git_only]);
     assert_eq!(a.sandbox(&repo, &["fetch"]).code, 0);
     let shown = log_line(&a, &repo, &main);
-    assert!(!shown.contains('✔') && shown.contains("not verified"), "{shown}");
+    assert!(
+        !shown.contains('✔') && shown.contains("not verified"),
+        "{shown}"
+    );
 
     // Trusted for records: B's record of main is evidence here.
     trust(&a, &[line]);
     let shown = log_line(&a, &repo, &main);
-    assert!(shown.starts_with("✔") && shown.contains("passed"), "{shown}");
+    assert!(
+        shown.starts_with("✔") && shown.contains("passed"),
+        "{shown}"
+    );
     let o = a.sandbox(&repo, &["show", &main]);
     assert!(
         o.stdout
@@ -246,7 +298,10 @@ fn a_trusted_machines_records_count_and_its_signature_copied_onto_a_changed_reco
     );
     // The copied signature does not cover the changed record.
     let shown = log_line(&a, &repo, &x);
-    assert!(!shown.contains('✔') && shown.contains("not verified"), "{shown}");
+    assert!(
+        !shown.contains('✔') && shown.contains("not verified"),
+        "{shown}"
+    );
     // Asked for, it is run here.
     let o = a.sandbox(&repo, &["run", "--json", &x]);
     assert_eq!(o.code, 1, "{o:?}");
@@ -290,7 +345,9 @@ fn a_record_verifies_with_ssh_keygen() {
     let head = w.commit(&repo, &[("tests/test_more.py", PASSING)], "more tests");
     assert_eq!(w.sandbox(&repo, &["run"]).code, 0);
     let line = note_line(&w, &repo, &head);
-    let (record, signature) = line.rsplit_once(",\"signature\":\"").expect("a signed line");
+    let (record, signature) = line
+        .rsplit_once(",\"signature\":\"")
+        .expect("a signed line");
     let signature = signature.strip_suffix("\"}").unwrap();
     let dir = w.path("keygen");
     std::fs::create_dir_all(&dir).unwrap();
@@ -328,6 +385,8 @@ fn a_record_verifies_with_ssh_keygen() {
     assert!(!verify("changed").status.success());
     // The key is the data dir's own, 0600.
     use std::os::unix::fs::MetadataExt;
-    let mode = std::fs::metadata(w.data().join("signing-key")).unwrap().mode();
+    let mode = std::fs::metadata(w.data().join("signing-key"))
+        .unwrap()
+        .mode();
     assert_eq!(mode & 0o777, 0o600);
 }

@@ -304,7 +304,10 @@ impl World {
         if !config.contains("[trust]") {
             std::fs::write(
                 cfg.join("config.toml"),
-                format!("{config}\n[trust]\nallowed_signers = \"{}\"\n", file.display()),
+                format!(
+                    "{config}\n[trust]\nallowed_signers = \"{}\"\n",
+                    file.display()
+                ),
             )
             .unwrap();
         }
