@@ -147,7 +147,14 @@ pub fn registered_keys(
     if !ctx.index.is_shared() {
         return Ok(Vec::new());
     }
-    ctx.index
-        .register_signing_key(&keys.home_id, &keys.public_key())?;
+    let mine = (keys.home_id.clone(), keys.public_key());
+    let registered = ctx.index.signing_keys()?;
+    if registered.contains(&mine) {
+        return Ok(registered);
+    }
+    // Written only when missing or changed: an upsert would lock the row in every process of
+    // this home, inside whatever transaction it runs (a daemon's threads would wait on each
+    // other).
+    ctx.index.register_signing_key(&mine.0, &mine.1)?;
     Ok(ctx.index.signing_keys()?)
 }

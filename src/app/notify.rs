@@ -272,7 +272,7 @@ pub fn restore_lost_notes(
     row: &RepoRow,
 ) -> Result<(usize, usize)> {
     let records = ctx.index.run_records(&row.repository_id)?;
-    let restored = super::results::rewrite_missing(ctx, repo, row, &records)?;
+    let restored = super::results::rewrite_missing(ctx, repo, row, &records, false)?;
     let requeued = super::results::unreadable(ctx, repo, row, &records)?.len();
     Ok((restored, requeued))
 }

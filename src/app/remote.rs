@@ -121,7 +121,7 @@ pub fn fetch(
     // written here too, so every clone has every result after a fetch.
     if ctx.index.is_shared() {
         let records = ctx.index.run_records(&row.repository_id)?;
-        results += super::results::rewrite_missing(ctx, repo, row, &records)?;
+        results += super::results::rewrite_missing(ctx, repo, row, &records, true)?;
     }
     experiments::sync(ctx, repo, row)?;
     super::pull_request::adopt_merged(ctx, repo, row, &name)?;

@@ -318,6 +318,14 @@ pub fn ours(ctx: &Context, r: &RunRecord) -> Result<bool> {
     Ok(ctx.keys()?.is_ours(&v.key))
 }
 
+/// Whether this machine's own key vouches for a record.
+pub fn signed_here(ctx: &Context, r: &RunRecord) -> Result<bool> {
+    let Some(v) = &r.verified else {
+        return Ok(false);
+    };
+    Ok(v.key == ctx.keys()?.fingerprint())
+}
+
 /// The note body of a record this machine made: signed with its key.
 fn signed_note(ctx: &Context, r: &RunRecord) -> Result<Vec<u8>> {
     let keys = ctx.keys()?;
@@ -362,13 +370,16 @@ fn write_notes(ctx: &Context, repo: &gix::Repository, records: &[RunRecord]) -> 
 /// Write again the notes of `records` that are not in place: gone, or older than the record (a
 /// writer that does not compare-and-swap, like plain `git notes add`, can replace the notes ref
 /// and drop ours). A note that holds something else is left alone (see [`unreadable`]), and so
-/// is a record neither this machine nor its fleet made (see [`ours`]). Returns how many were
-/// written again.
+/// is a record this machine did not sign; with `fleet`, one its fleet signed is written again
+/// too, signed by this machine (a fetch on a shared index: its maker may have died before
+/// pushing it). Only then: another signature makes another line, which git's line-wise merge
+/// keeps beside the first. Returns how many were written again.
 pub fn rewrite_missing(
     ctx: &Context,
     repo: &gix::Repository,
     row: &RepoRow,
     records: &[RunRecord],
+    fleet: bool,
 ) -> Result<usize> {
     let mut reader = NoteReader::new(repo)?;
     let mut lost = Vec::new();
@@ -376,7 +387,11 @@ pub fn rewrite_missing(
         let Ok(id) = ObjectId::from_hex(r.commit.as_bytes()) else {
             continue;
         };
-        if !ours(ctx, r)? {
+        if !(if fleet {
+            ours(ctx, r)?
+        } else {
+            signed_here(ctx, r)?
+        }) {
             continue;
         }
         // The very note written (the common case) is told by its blob id, without reading it

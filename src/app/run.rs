@@ -288,7 +288,7 @@ pub fn run_commits(
     // wrote: put it back before reporting success.
     let mut restored = 0;
     for _ in 0..3 * usize::from(!opts.unnoted) {
-        let n = results::rewrite_missing(ctx, repo, row, &written)?;
+        let n = results::rewrite_missing(ctx, repo, row, &written, false)?;
         restored += n;
         if n == 0 {
             break;
@@ -402,7 +402,7 @@ fn run_one(
                     ctx.index.put_run(&row.repository_id, &r)?;
                 }
                 Source::Recorded
-            } else if results::ours(ctx, &r)? {
+            } else if results::signed_here(ctx, &r)? {
                 Source::Indexed
             } else {
                 // Another machine's evidence whose note is not here: this machine signs only
