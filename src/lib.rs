@@ -1,7 +1,7 @@
 //! git-sandbox: every commit of an experiment repository becomes an experiment.
 //!
 //! Layers, each using only those below it: `cli`, `daemon`, `mcp`, `http` (edges) → `app` (use-cases) →
-//! `runner`, `analysis` (domain) → `git`, `store`, `config`, `ipc` (infrastructure) → `model`.
+//! `runner`, `analysis` (domain) → `git`, `store`, `config`, `trust`, `ipc` (infrastructure) → `model`.
 
 pub mod analysis;
 pub mod app;
@@ -16,4 +16,5 @@ pub mod mcp;
 pub mod model;
 pub mod runner;
 pub mod store;
+pub mod trust;
 pub mod util;

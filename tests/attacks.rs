@@ -13,6 +13,8 @@
 //!   reaches the command.
 //! - `http_doors`: the HTTP listener against piles of half-sent heads, connections and unsigned
 //!   webhook bodies.
+//! - `forgery`: results pushed to the remote by someone else: unsigned, a signature copied onto
+//!   a changed record, this machine's home id copied — none becomes evidence.
 
 mod common;
 
@@ -22,6 +24,8 @@ mod caches;
 mod control_socket;
 #[path = "attacks/descriptors.rs"]
 mod descriptors;
+#[path = "attacks/forgery.rs"]
+mod forgery;
 #[path = "attacks/hardening.rs"]
 mod hardening;
 #[path = "attacks/hostile.rs"]

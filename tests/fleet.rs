@@ -408,3 +408,75 @@ fn a_daemon_outlives_its_database_going_away() {
     let o = w.sandbox(&repo, &["status"]);
     assert_eq!(o.code, 0, "{o:?}");
 }
+
+#[test]
+fn machines_on_one_index_take_each_others_records_as_evidence_also_after_a_reindex() {
+    let pg = Postgres::start();
+    let url = pg.database("trust");
+    let a = on_index(&url);
+    let repo = a.new_repo("trusted");
+    let c = a.commit(&repo, &[("b.txt", "b\n")], "another");
+    assert_eq!(a.sandbox(&repo, &["run"]).code, 0);
+    let remote = a.path("trusted.git");
+    a.git(
+        &a.work(),
+        &[
+            "init",
+            "-q",
+            "--bare",
+            "-b",
+            "main",
+            remote.to_str().unwrap(),
+        ],
+    );
+    a.git(
+        &repo,
+        &["remote", "add", "origin", remote.to_str().unwrap()],
+    );
+    assert_eq!(a.sandbox(&repo, &["push"]).code, 0);
+    let by = format!("git-sandbox@{} (fleet)", home_id(&a));
+
+    // B shares the index, trusts nobody by allowed_signers, and was never told A's key.
+    let b = on_index(&url);
+    let clone = b.path("clone");
+    b.git(
+        &b.work(),
+        &[
+            "clone",
+            "-q",
+            remote.to_str().unwrap(),
+            clone.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(b.sandbox(&clone, &["init"]).code, 0);
+    assert_eq!(b.sandbox(&clone, &["fetch"]).code, 0);
+    let o = b.sandbox(&clone, &["log", "-n", "1", &c]);
+    assert!(o.stdout.starts_with("✔"), "{o:?}");
+    let o = b.sandbox(&clone, &["show", &c]);
+    assert!(o.stdout.contains(&format!("Signed:   by {by}")), "{o:?}");
+    assert_eq!(b.sandbox(&clone, &["reindex"]).code, 0);
+    let o = b.sandbox(&clone, &["run", "--json", &c]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(
+        o.json()[0]["verified"]["signer"],
+        by.as_str(),
+        "not run again: {o:?}"
+    );
+
+    // A machine outside the index does not.
+    let outside = World::new();
+    let elsewhere = outside.path("elsewhere");
+    outside.git(
+        &outside.work(),
+        &[
+            "clone",
+            "-q",
+            remote.to_str().unwrap(),
+            elsewhere.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(outside.sandbox(&elsewhere, &["init"]).code, 0);
+    assert_eq!(outside.sandbox(&elsewhere, &["fetch"]).code, 0);
+    let o = outside.sandbox(&elsewhere, &["log", "-n", "1", &c]);
+    assert!(o.stdout.contains("not verified"), "{o:?}");
+}

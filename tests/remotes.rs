@@ -86,8 +86,9 @@ fn a_clone_gets_the_results_after_fetch_and_plain_git_fetch_brings_them_beside_o
         "{specs}"
     );
 
-    // Another machine: a clone has no results until it fetches them.
+    // Another machine, which trusts A: a clone has no results until it fetches them.
     let b = World::new();
+    b.trust(&a);
     let clone = clone_and_init(&b, shared.to_str().unwrap(), "clone");
     assert_eq!(status_of(&log_json(&b, &clone), &first), "none");
     let o = b.sandbox(&clone, &["fetch"]);
@@ -138,6 +139,8 @@ fn notes_pushed_from_two_machines_at_once_are_all_kept() {
     assert_eq!(a.sandbox(&repo, &["push"]).code, 0);
     let b = World::new();
     let clone = clone_and_init(&b, shared.to_str().unwrap(), "clone");
+    a.trust(&b);
+    b.trust(&a);
     // Each machine runs its half, and both run the last commit.
     for c in &commits[..3] {
         assert_eq!(a.sandbox(&repo, &["run", c]).code, 0);
@@ -357,6 +360,7 @@ fn credentials_come_from_git_and_never_land_in_config_notes_or_events() {
         ],
     );
     let clone = clone_and_init(&b, &url, "clone");
+    b.trust(&w);
     assert_eq!(b.sandbox(&clone, &["fetch"]).code, 0);
     assert_eq!(status_of(&log_json(&b, &clone), &c), "passed");
 
@@ -432,6 +436,7 @@ fn a_polling_daemon_runs_what_was_pushed_elsewhere_and_not_what_was_run_there() 
     let b = World::new();
     let clone = clone_and_init(&b, shared.to_str().unwrap(), "clone");
     b.user_config("[remote]\npoll = \"5s\"\n");
+    b.trust(&a);
     let _daemon = b.spawn(&b.work(), &["daemon", "--workers", "1"]);
 
     let show = |c: &str| {
@@ -497,6 +502,8 @@ fn two_machines_with_daemons_each_get_the_others_results() {
     for w in [&a, &b] {
         w.user_config("[remote]\npoll = \"5s\"\nauto_push = true\n");
     }
+    a.trust(&b);
+    b.trust(&a);
     let _da = a.spawn(&a.work(), &["daemon", "--workers", "1"]);
     let _db = b.spawn(&b.work(), &["daemon", "--workers", "1"]);
 

@@ -87,6 +87,7 @@ pub fn regressions(ctx: &Context, row: &RepoRow, records: &[RunRecord]) {
             .ok()
             .flatten()
             .map(|run| run.record)
+            .filter(RunRecord::is_evidence)
     };
     for r in records {
         if !matches!(r.status, Status::Failed | Status::Timeout | Status::Killed) {

@@ -107,12 +107,12 @@ pub fn compare(
         }
     };
     let mut reader = results::NoteReader::new(repo)?;
-    let base_rec = results::find_record(ctx, repo, row_of, &mut reader, base_commit)?;
+    let base_rec = results::find_evidence(ctx, repo, row_of, &mut reader, base_commit)?;
     let base = row(&base_name, base_commit, base_rec.as_ref());
     let mut rows = Vec::with_capacity(targets.len());
     for t in targets {
         let (commit, _) = resolve(repo, t)?;
-        let rec = results::find_record(ctx, repo, row_of, &mut reader, commit)?;
+        let rec = results::find_evidence(ctx, repo, row_of, &mut reader, commit)?;
         let r = row(t, commit, rec.as_ref());
         let vs_base = Difference {
             passed: minus(r.passed, base.passed),
@@ -155,7 +155,7 @@ pub fn ranked(
     let config = experiments::production_config(ctx, repo)?;
     let (target, tip) = experiments::production_tip(repo, &config)?;
     let mut reader = results::NoteReader::new(repo)?;
-    let base_rec = results::find_record(ctx, repo, row_of, &mut reader, tip)?;
+    let base_rec = results::find_evidence(ctx, repo, row_of, &mut reader, tip)?;
     let base = row(&target, tip, base_rec.as_ref());
     let base_failing: Vec<String> = base_rec
         .as_ref()

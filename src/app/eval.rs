@@ -483,6 +483,8 @@ mod tests {
             }),
             changes: None,
             warnings: vec![],
+            by: None,
+            verified: None,
         }
     }
 

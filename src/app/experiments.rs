@@ -593,7 +593,7 @@ fn branch_runs(
     for info in walk.all().map_err(git::gix_err)? {
         let id = info.map_err(git::gix_err)?.id;
         let summary = git::commit_info(repo, id)?.summary;
-        let result = results::find_record(ctx, repo, row, reader, id)?;
+        let result = results::find_evidence(ctx, repo, row, reader, id)?;
         out.push(BranchRun {
             commit: id.to_string(),
             summary,
@@ -619,7 +619,7 @@ fn overview(
         None => Vec::new(),
     };
     let latest_result = match head {
-        Some(h) => results::find_record(ctx, repo, row, &mut reader, h)?,
+        Some(h) => results::find_evidence(ctx, repo, row, &mut reader, h)?,
         None => None,
     };
     let latest_evaluation = latest_evaluation(ctx, repo, row, &e.name, head)?;

@@ -64,6 +64,10 @@ pub fn explain(
             return Ok(e);
         }
         e.reasons.push(match r.status {
+            _ if !r.is_evidence() => format!(
+                "its note holds a report from {}, not verified: nobody this machine trusts signed it",
+                r.reporter()
+            ),
             Status::Error | Status::Unknown => {
                 format!("its own result is {}, which is never reused", r.status)
             }

@@ -57,7 +57,7 @@ pub fn of(
         if depth > SINCE_DEPTH {
             break;
         }
-        if let Some(r) = results::find_record(ctx, repo, row, &mut reader, c)? {
+        if let Some(r) = results::find_evidence(ctx, repo, row, &mut reader, c)? {
             let failing: Vec<String> = r
                 .tests
                 .as_ref()

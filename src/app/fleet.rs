@@ -137,3 +137,24 @@ pub fn ensure_commits(
         })
         .collect()
 }
+
+/// On a shared index: register this data dir's signing key, and return every key registered
+/// (home id, public key), whose records are the fleet's own. A file index has no fleet.
+pub fn registered_keys(
+    ctx: &Context,
+    keys: &crate::trust::Keyring,
+) -> Result<Vec<(String, String)>> {
+    if !ctx.index.is_shared() {
+        return Ok(Vec::new());
+    }
+    let mine = (keys.home_id.clone(), keys.public_key());
+    let registered = ctx.index.signing_keys()?;
+    if registered.contains(&mine) {
+        return Ok(registered);
+    }
+    // Written only when missing or changed: an upsert would lock the row in every process of
+    // this home, inside whatever transaction it runs (a daemon's threads would wait on each
+    // other).
+    ctx.index.register_signing_key(&mine.0, &mine.1)?;
+    Ok(ctx.index.signing_keys()?)
+}

@@ -219,7 +219,9 @@ fn earlier_failures(
         let Ok(c) = ObjectId::from_hex(line.trim().as_bytes()) else {
             continue;
         };
-        if let Some(r) = results::own_record(ctx, repo, row, &mut reader, c)? {
+        if let Some(r) = results::own_record(ctx, repo, row, &mut reader, c)?
+            .filter(crate::model::RunRecord::is_evidence)
+        {
             if r.status != Status::Passed {
                 failed.push(r);
             }

@@ -304,7 +304,7 @@ impl Poster {
                         .index
                         .run_for_commit(&s.repository_id, &s.commit_id)?
                         .map(|r| r.record)
-                        .filter(|r| r.commit == s.commit_id);
+                        .filter(|r| r.commit == s.commit_id && r.is_evidence());
                     client.create_check_run(&s.owner, &s.repo, &check_run(&s, record.as_ref()))
                 } else {
                     let body = serde_json::json!({

@@ -139,6 +139,8 @@ pub struct Context {
     pub paths: Paths,
     pub layers: Layers,
     pub index: Index,
+    /// This machine's signing key and the signers it trusts, read when first needed.
+    keys: std::cell::OnceCell<crate::trust::Keyring>,
 }
 
 impl Context {
@@ -159,7 +161,44 @@ impl Context {
             paths,
             layers,
             index,
+            keys: std::cell::OnceCell::new(),
         })
+    }
+
+    /// This machine's signing key (made on first use) and the signers it trusts: the user's
+    /// `allowed_signers` file and, on a shared index, the keys its daemons registered.
+    pub fn keys(&self) -> Result<&crate::trust::Keyring> {
+        let ring = match self.keys.get() {
+            Some(k) => k,
+            None => {
+                let home_id = daemons::home_id(&self.paths.home);
+                let allowed = self.layers.resolve().trust.allowed_signers;
+                let ring =
+                    crate::trust::Keyring::load(&self.paths.home, home_id, allowed.as_deref())
+                        .map_err(|e| AppError::usage(e.problem).hint(e.fix))?;
+                self.keys.get_or_init(|| ring)
+            }
+        };
+        if self.index.is_shared() && ring.fleet_stale() {
+            // A database that is away leaves the fleet's keys as last read for a minute
+            // (signing needs none of them).
+            match fleet::registered_keys(self, ring) {
+                Ok(fleet) => ring.set_fleet(fleet),
+                Err(_) => ring.keep_fleet(),
+            }
+        }
+        Ok(ring)
+    }
+
+    /// Who vouches for a record's bytes signed with `signature` (see [`note::decode`]).
+    ///
+    /// [`note::decode`]: crate::model::note::decode
+    pub fn judge(
+        &self,
+    ) -> Result<impl Fn(&[u8], &str) -> std::result::Result<crate::model::Verified, String> + '_>
+    {
+        let keys = self.keys()?;
+        Ok(move |m: &[u8], s: &str| keys.verify(m, s))
     }
 
     /// How this user's runs are sandboxed (probes the machine once, then reads the cache).

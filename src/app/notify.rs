@@ -179,7 +179,7 @@ fn new_commits(
         .with_hidden(hidden.iter().copied())
         .selected(|id| {
             let id = id.to_owned();
-            !seen.contains(&id) && notes.record(repo, id).ok().flatten().is_none()
+            !seen.contains(&id) && notes.record(ctx, repo, id).ok().flatten().is_none()
         })
         .map_err(git::gix_err)?
     {
@@ -205,7 +205,7 @@ fn new_commits(
             } else {
                 index.has_job(repository_id, &hex).unwrap_or(false)
             };
-            let done = !queued && notes.record(repo, id).ok().flatten().is_some();
+            let done = !queued && notes.record(ctx, repo, id).ok().flatten().is_some();
             !queued && !done
         })
         .map_err(git::gix_err)?;
@@ -272,7 +272,7 @@ pub fn restore_lost_notes(
     row: &RepoRow,
 ) -> Result<(usize, usize)> {
     let records = ctx.index.run_records(&row.repository_id)?;
-    let restored = super::results::rewrite_missing(ctx, repo, row, &records)?;
+    let restored = super::results::rewrite_missing(ctx, repo, row, &records, false)?;
     let requeued = super::results::unreadable(ctx, repo, row, &records)?.len();
     Ok((restored, requeued))
 }

@@ -142,7 +142,7 @@ pub fn wait(
             // failed) left an `error` record: that is what the waiter needs to see.
             let mut reader = results::NoteReader::new(repo)?;
             if let Some(r) = results::own_record(ctx, repo, row, &mut reader, commit)?
-                .filter(|r| r.status == Status::Error)
+                .filter(|r| r.status == Status::Error && r.is_evidence())
             {
                 return Ok(Standing::Done(Box::new(r)));
             }

@@ -124,6 +124,7 @@ pub fn import(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Result<Im
     let mut runs = 0;
     let mut skipped = Vec::new();
     let mut future_dated = 0;
+    let judge = ctx.judge()?;
     for (commit, blob) in git::notes::all_notes(repo, git::NOTES_REF)? {
         if !super::bounds::has_commit(repo, commit) {
             skipped.push((commit, "its commit is not in this clone".into()));
@@ -136,7 +137,7 @@ pub fn import(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Result<Im
                 continue;
             }
         };
-        let (found, future) = note::decode_counted(&body, &commit.to_string());
+        let (found, future) = note::decode_counted(&body, &commit.to_string(), &judge);
         future_dated += future;
         match found {
             NoteRecord::Found(record) => {

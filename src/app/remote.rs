@@ -125,7 +125,7 @@ pub fn fetch(
     // written here too, so every clone has every result after a fetch.
     if ctx.index.is_shared() {
         let records = ctx.index.run_records(&row.repository_id)?;
-        results += super::results::rewrite_missing(ctx, repo, row, &records)?;
+        results += super::results::rewrite_missing(ctx, repo, row, &records, true)?;
     }
     experiments::sync(ctx, repo, row)?;
     super::pull_request::adopt_merged(ctx, repo, row, &name)?;
@@ -227,6 +227,7 @@ fn take_in(
     let mut results = 0;
     let mut summaries = Vec::new();
     let summary_now = git::notes::all_notes(repo, git::SUMMARY_NOTES_REF)?;
+    let judge = ctx.judge()?;
     for (commit, blob) in changed(0)? {
         if !bounds::has_commit(repo, commit) {
             not_indexed.missing_commit += 1;
@@ -235,7 +236,7 @@ fn take_in(
         let Ok(body) = git::notes::read_blob(repo, blob) else {
             continue;
         };
-        let (found, future) = note::decode_counted(&body, &commit.to_string());
+        let (found, future) = note::decode_counted(&body, &commit.to_string(), &judge);
         not_indexed.future_dated += future;
         if let NoteRecord::Found(r) = found {
             ctx.index.put_run(&row.repository_id, &r)?;

@@ -25,25 +25,34 @@ impl NoteReader {
         })
     }
 
-    /// What the note on `commit` says about it (no note: `None`).
-    pub fn read(&mut self, repo: &gix::Repository, commit: ObjectId) -> Result<Option<NoteRecord>> {
+    /// What the note on `commit` says about it (no note: `None`), with who vouches for it.
+    pub fn read(
+        &mut self,
+        ctx: &Context,
+        repo: &gix::Repository,
+        commit: ObjectId,
+    ) -> Result<Option<NoteRecord>> {
         let Some(body) = self.lookup.read(repo, commit)? else {
             return Ok(None);
         };
-        let decoded = note::decode(&body, &commit.to_string());
+        let decoded = note::decode(&body, &commit.to_string(), &ctx.judge()?);
         if let NoteRecord::Invalid(why) = &decoded {
             self.invalid.push((commit, why.clone()));
         }
         Ok(Some(decoded))
     }
 
-    /// The record the note holds for `commit`, if it holds one.
+    /// The evidence the note holds for `commit`, if it holds some (a report is none).
     pub fn record(
         &mut self,
+        ctx: &Context,
         repo: &gix::Repository,
         commit: ObjectId,
     ) -> Result<Option<RunRecord>> {
-        Ok(self.read(repo, commit)?.and_then(NoteRecord::found))
+        Ok(self
+            .read(ctx, repo, commit)?
+            .and_then(NoteRecord::found)
+            .filter(RunRecord::is_evidence))
     }
 
     /// One line for stderr about the notes that held no readable record, if any.
@@ -67,8 +76,24 @@ pub fn invalid_warning(invalid: &[(ObjectId, String)]) -> Option<String> {
     ))
 }
 
-/// The result to show for a commit: the record made for it (its note, else the index), else a
-/// result of the same tree made under the config the commit has now (marked `cached_from`).
+/// What may be judged of a commit: [`find_record`]'s answer when it is evidence (signed by this
+/// machine or a signer it trusts), never somebody's report.
+pub fn find_evidence(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    reader: &mut NoteReader,
+    commit: ObjectId,
+) -> Result<Option<RunRecord>> {
+    if let Some(r) = own_record(ctx, repo, row, reader, commit)?.filter(RunRecord::is_evidence) {
+        return Ok(Some(r));
+    }
+    tree_result(ctx, repo, row, commit)
+}
+
+/// The result to show for a commit: the record made for it (its note, else the index; a report
+/// that is not evidence too, marked so), else a result of the same tree made under the config
+/// the commit has now (marked `cached_from`).
 pub fn find_record(
     ctx: &Context,
     repo: &gix::Repository,
@@ -79,6 +104,16 @@ pub fn find_record(
     if let Some(r) = own_record(ctx, repo, row, reader, commit)? {
         return Ok(Some(r));
     }
+    tree_result(ctx, repo, row, commit)
+}
+
+/// A result of the commit's tree made under the config the commit has now.
+fn tree_result(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    commit: ObjectId,
+) -> Result<Option<RunRecord>> {
     let info = git::commit_info(repo, commit)?;
     let Ok(config) = super::commit_config::config_for(
         ctx,
@@ -93,7 +128,8 @@ pub fn find_record(
 }
 
 /// The record made for this very commit: its note, else the index (a crash between writing the
-/// note and indexing it, or a note a non-CAS writer dropped).
+/// note and indexing it, or a note a non-CAS writer dropped). It may be a report that is not
+/// evidence ([`RunRecord::is_evidence`]): shown as such, judged by nothing.
 pub fn own_record(
     ctx: &Context,
     repo: &gix::Repository,
@@ -101,7 +137,7 @@ pub fn own_record(
     reader: &mut NoteReader,
     commit: ObjectId,
 ) -> Result<Option<RunRecord>> {
-    match reader.read(repo, commit)? {
+    match reader.read(ctx, repo, commit)? {
         Some(NoteRecord::Found(r)) => Ok(Some(*r)),
         // A note that holds no record for this commit says it was not run.
         Some(_) => Ok(None),
@@ -153,9 +189,11 @@ pub fn first_hand(r: &RunRecord) -> bool {
     r.cached_from.is_none() && r.status.is_result()
 }
 
-/// A record that answers for `info` under config `key`.
+/// A record that answers for `info` under config `key`: evidence, of this commit, its tree and
+/// that config, with a result.
 pub fn usable(r: &RunRecord, info: &CommitInfo, key: &str) -> bool {
-    r.commit == info.id
+    r.is_evidence()
+        && r.commit == info.id
         && r.tree == info.tree
         && r.config_hash.as_deref() == Some(key)
         && r.status.is_result()
@@ -192,7 +230,8 @@ pub fn write(
     if records.is_empty() {
         return Ok(());
     }
-    write_notes(repo, records)?;
+    let records = &stamped(ctx, records)?;
+    write_notes(ctx, repo, records)?;
     super::github::queue_statuses(ctx, repo, row, records);
     ctx.index.atomically(|| {
         // Before indexing: a record the index already holds (a note written again) is no news.
@@ -206,7 +245,33 @@ pub fn index_only(ctx: &Context, row: &RepoRow, records: &[RunRecord]) -> Result
     if records.is_empty() {
         return Ok(());
     }
+    let records = &stamped(ctx, records)?;
     ctx.index.atomically(|| index_records(ctx, row, records))
+}
+
+/// Mark a record made by this machine as its own: `by` this data dir, vouched for by its key
+/// (the signature itself is made when the note is written). Only for records made here: a
+/// record from elsewhere keeps its own line and signature.
+pub fn stamp(ctx: &Context, r: &mut RunRecord) -> Result<()> {
+    let keys = ctx.keys()?;
+    r.by = Some(keys.home_id.clone());
+    r.verified = Some(crate::model::Verified {
+        signer: "this machine".into(),
+        key: keys.fingerprint(),
+        here: true,
+    });
+    Ok(())
+}
+
+fn stamped(ctx: &Context, records: &[RunRecord]) -> Result<Vec<RunRecord>> {
+    records
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            stamp(ctx, &mut r)?;
+            Ok(r)
+        })
+        .collect()
 }
 
 /// Index written results in one transaction: each run, its `run.completed`/`run.failed` event,
@@ -243,8 +308,33 @@ fn index_records(ctx: &Context, row: &RepoRow, records: &[RunRecord]) -> Result<
     Ok(())
 }
 
-/// The notes of `records`, both refs in one transaction.
-fn write_notes(repo: &gix::Repository, records: &[RunRecord]) -> Result<()> {
+/// Whether a record was made by this machine or its fleet (the data dirs sharing its index):
+/// only those are written again by this machine, signed with its key. Another machine's
+/// record keeps its own signature, in its own note.
+pub fn ours(ctx: &Context, r: &RunRecord) -> Result<bool> {
+    let Some(v) = &r.verified else {
+        return Ok(false);
+    };
+    Ok(ctx.keys()?.is_ours(&v.key))
+}
+
+/// Whether this machine's own key vouches for a record.
+pub fn signed_here(ctx: &Context, r: &RunRecord) -> Result<bool> {
+    let Some(v) = &r.verified else {
+        return Ok(false);
+    };
+    Ok(v.key == ctx.keys()?.fingerprint())
+}
+
+/// The note body of a record this machine made: signed with its key.
+fn signed_note(ctx: &Context, r: &RunRecord) -> Result<Vec<u8>> {
+    let keys = ctx.keys()?;
+    Ok(note::encode(r, &|m| keys.sign(m)))
+}
+
+/// The notes of `records` (made here: signed with this machine's key), both refs in one
+/// transaction.
+fn write_notes(ctx: &Context, repo: &gix::Repository, records: &[RunRecord]) -> Result<()> {
     let id = |r: &RunRecord| {
         ObjectId::from_hex(r.commit.as_bytes()).expect("records hold full commit ids")
     };
@@ -262,7 +352,10 @@ fn write_notes(repo: &gix::Repository, records: &[RunRecord]) -> Result<()> {
         &[
             git::notes::NotesEdit {
                 notes_ref: git::NOTES_REF,
-                notes: records.iter().map(|r| (id(r), note::encode(r))).collect(),
+                notes: records
+                    .iter()
+                    .map(|r| Ok((id(r), signed_note(ctx, r)?)))
+                    .collect::<Result<_>>()?,
             },
             git::notes::NotesEdit {
                 notes_ref: git::SUMMARY_NOTES_REF,
@@ -276,13 +369,17 @@ fn write_notes(repo: &gix::Repository, records: &[RunRecord]) -> Result<()> {
 
 /// Write again the notes of `records` that are not in place: gone, or older than the record (a
 /// writer that does not compare-and-swap, like plain `git notes add`, can replace the notes ref
-/// and drop ours). A note that holds something else is left alone (see [`unreadable`]). Returns
-/// how many were written again.
+/// and drop ours). A note that holds something else is left alone (see [`unreadable`]), and so
+/// is a record this machine did not sign; with `fleet`, one its fleet signed is written again
+/// too, signed by this machine (a fetch on a shared index: its maker may have died before
+/// pushing it). Only then: another signature makes another line, which git's line-wise merge
+/// keeps beside the first. Returns how many were written again.
 pub fn rewrite_missing(
     ctx: &Context,
     repo: &gix::Repository,
     row: &RepoRow,
     records: &[RunRecord],
+    fleet: bool,
 ) -> Result<usize> {
     let mut reader = NoteReader::new(repo)?;
     let mut lost = Vec::new();
@@ -290,15 +387,26 @@ pub fn rewrite_missing(
         let Ok(id) = ObjectId::from_hex(r.commit.as_bytes()) else {
             continue;
         };
-        // The very note written (the common case) is told by its blob id, without reading it.
-        let ours =
-            gix::objs::compute_hash(repo.object_hash(), gix::objs::Kind::Blob, &note::encode(r));
+        if !(if fleet {
+            ours(ctx, r)?
+        } else {
+            signed_here(ctx, r)?
+        }) {
+            continue;
+        }
+        // The very note written (the common case) is told by its blob id, without reading it
+        // (ed25519 signatures are deterministic: the same record makes the same note).
+        let ours = gix::objs::compute_hash(
+            repo.object_hash(),
+            gix::objs::Kind::Blob,
+            &signed_note(ctx, r)?,
+        );
         if ours.is_ok() && reader.lookup.blob(repo, id)? == ours.ok() {
             continue;
         }
-        let in_place = match reader.read(repo, id)? {
+        let in_place = match reader.read(ctx, repo, id)? {
             None => false,
-            Some(NoteRecord::Found(n)) => n.finished_at >= r.finished_at,
+            Some(NoteRecord::Found(n)) => n.is_evidence() && n.finished_at >= r.finished_at,
             Some(_) => true,
         };
         if !in_place && repo.find_commit(id).is_ok() {
@@ -306,7 +414,7 @@ pub fn rewrite_missing(
         }
     }
     if !lost.is_empty() {
-        write_notes(repo, &lost)?;
+        write_notes(ctx, repo, &lost)?;
         let commits: Vec<&str> = lost.iter().map(|r| r.commit.as_str()).collect();
         ctx.index.add_event(
             "notes.restored",
@@ -336,7 +444,7 @@ pub fn unreadable(
             continue;
         };
         if matches!(
-            reader.read(repo, id)?,
+            reader.read(ctx, repo, id)?,
             Some(NoteRecord::Invalid(_) | NoteRecord::NotForThisCommit)
         ) {
             ctx.index.delete_run(&row.repository_id, &r.commit)?;
@@ -362,10 +470,15 @@ pub fn unreadable(
 pub struct Entry {
     pub commit: String,
     pub summary: String,
+    /// The commit's result: evidence only.
     pub result: Option<RunRecord>,
     /// The runs since the result that could not run its tests here.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub could_not_run_here: Option<Attempt>,
+    /// A record nobody this machine trusts signed, when that is all its note holds: somebody's
+    /// report, not a result.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reported: Option<RunRecord>,
 }
 
 /// The attempts kept beside each of `results` (runs of its commit and tree since it that could
@@ -426,12 +539,16 @@ pub fn history(
     let mut entries = Vec::with_capacity(commits.len());
     for c in commits {
         let info = git::commit_info(repo, c)?;
-        let result = own_record(ctx, repo, row, &mut reader, c)?;
+        let (result, reported) = match own_record(ctx, repo, row, &mut reader, c)? {
+            Some(r) if !r.is_evidence() => (None, Some(r)),
+            r => (r, None),
+        };
         entries.push(Entry {
             commit: c.to_string(),
             summary: info.summary,
             result,
             could_not_run_here: None,
+            reported,
         });
     }
     let results: Vec<&RunRecord> = entries.iter().filter_map(|e| e.result.as_ref()).collect();

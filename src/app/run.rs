@@ -258,6 +258,10 @@ pub fn run_commits(
             (record, source) =
                 flaky::retry_flaky(ctx, repo, row, &info, opts, &mut along, record, source)?;
         }
+        // What this machine made, it vouches for (and signs when it writes the note).
+        if source == Source::Made {
+            results::stamp(ctx, &mut record)?;
+        }
         // A run cut short by Ctrl-C or a stopping daemon is no result: it runs again later.
         if was_interrupted(&record) {
             interrupted = true;
@@ -323,7 +327,7 @@ pub fn run_commits(
     // wrote: put it back before reporting success.
     let mut restored = 0;
     for _ in 0..3 * usize::from(!opts.unnoted) {
-        let n = results::rewrite_missing(ctx, repo, row, &written)?;
+        let n = results::rewrite_missing(ctx, repo, row, &written, false)?;
         restored += n;
         if n == 0 {
             break;
@@ -368,6 +372,8 @@ fn base_record(info: &CommitInfo, opts: &RunOptions<'_>, started: i64) -> RunRec
         analysis: None,
         changes: None,
         warnings: Vec::new(),
+        by: None,
+        verified: None,
     }
 }
 
@@ -420,7 +426,7 @@ fn run_one(
     if !opts.force {
         // The commit's own result: its note, else the index (a deleted index, a crash between
         // writing the note and indexing it, a note a non-CAS writer dropped).
-        let (noted, own) = match reader.read(repo, info.id)? {
+        let (noted, own) = match reader.read(ctx, repo, info.id)? {
             Some(crate::model::NoteRecord::Found(r)) => (Some(*r.clone()), Some(*r)),
             // A note that holds no record for this commit: not run. The index follows the
             // note, and the new result replaces it.
@@ -437,8 +443,12 @@ fn run_one(
                     ctx.index.put_run(&row.repository_id, &r)?;
                 }
                 Source::Recorded
-            } else {
+            } else if results::signed_here(ctx, &r)? {
                 Source::Indexed
+            } else {
+                // Another machine's evidence whose note is not here: this machine signs only
+                // what it made, so its note comes back with the next fetch.
+                Source::Recorded
             };
             return Ok((r, source));
         }

@@ -43,7 +43,7 @@ pub fn cmd_log(args: LogArgs) -> CmdResult {
         return Ok(0);
     }
     for e in &entries {
-        match &e.result {
+        match e.result.as_ref().or(e.reported.as_ref()) {
             Some(r) => match &e.could_not_run_here {
                 Some(_) => println!(
                     "{} {}",

@@ -21,6 +21,7 @@ mod forget;
 mod gc;
 mod init;
 mod install_man_pages;
+mod key;
 mod kill;
 mod list;
 mod log;
@@ -88,6 +89,7 @@ enum Command {
     Demo(demo::DemoArgs),
     Doctor(doctor::DoctorArgs),
     Token(token::TokenArgs),
+    Key(key::KeyArgs),
     Completions(completions::CompletionsArgs),
     InstallManPages(install_man_pages::InstallManPagesArgs),
     PrePush(pre_push::PrePushArgs),
@@ -207,6 +209,7 @@ pub fn main() -> i32 {
         Command::Notify(a) => notify::cmd_notify(a),
         Command::Doctor(a) => doctor::cmd_doctor(a),
         Command::Token(a) => token::cmd_token(a),
+        Command::Key(a) => key::cmd_key(a),
         Command::Completions(a) => completions::cmd_completions(a),
         Command::Complete(a) => complete::cmd_complete(a),
         Command::InstallManPages(a) => install_man_pages::cmd_install_man_pages(a),

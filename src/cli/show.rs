@@ -74,7 +74,20 @@ fn print_human(r: &RunRecord, attempt: Option<&Attempt>, summary: &str, logs: Lo
             .map(|x| format!("({})", ui::escape(x)))
             .unwrap_or_default()
     );
-    println!("Status:   {} {}", ui::mark(r.status), r.status);
+    match &r.verified {
+        Some(v) => {
+            println!("Status:   {} {}", ui::mark(r.status), r.status);
+            println!("Signed:   by {} ({})", ui::escape(&v.signer), v.key);
+        }
+        None => {
+            println!(
+                "Status:   {} {} — reported by {}, not verified (nobody this machine trusts signed it): not evidence",
+                ui::dim("?"),
+                r.status,
+                ui::escape(&r.reporter())
+            );
+        }
+    }
     if let Some(a) = attempt {
         // A later run that could not run the tests here: the status above is still the result.
         println!(

@@ -72,6 +72,17 @@ pub fn duration(ms: u64) -> String {
 /// text escaped).
 pub fn oneline(r: &RunRecord, summary: &str) -> String {
     let summary = escape(summary);
+    // Somebody's report, which nobody this machine trusts signed: never shown as a result.
+    if !r.is_evidence() {
+        return format!(
+            "{} {} {} {summary} — reported by {} as {}, not verified",
+            dim("?"),
+            yellow(crate::util::short(&r.commit)),
+            dim("unverified"),
+            escape(&r.reporter()),
+            r.status
+        );
+    }
     let cached = if r.cached_from.is_some() {
         dim(" (cached)")
     } else {

@@ -1,6 +1,6 @@
 //! One config file as written (every key optional) and its parser with file:line:key errors.
 
-pub use super::machine::{GithubFile, IndexFile, NotifyFile, RemoteFile};
+pub use super::machine::{GithubFile, IndexFile, NotifyFile, RemoteFile, TrustFile};
 use super::{parse_duration, Config, ConfigError, Location};
 use crate::util::hint::Hinted;
 use serde::{Deserialize, Deserializer};
@@ -54,6 +54,9 @@ pub struct ConfigFile {
     /// User config only, like `[gc]`.
     #[serde(default)]
     pub notify: NotifyFile,
+    /// User config only, like `[gc]`.
+    #[serde(default)]
+    pub trust: TrustFile,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -557,6 +560,11 @@ pub fn parse_repository_file(label: &str, text: &str) -> Result<ConfigFile, Conf
             "notify",
             file.notify != NotifyFile::default(),
             "where this machine sends notifications",
+        ),
+        (
+            "trust",
+            file.trust != TrustFile::default(),
+            "whose results this machine takes as evidence",
         ),
     ];
     if let Some((section, _, what)) = user_only.iter().find(|(_, set, _)| *set) {

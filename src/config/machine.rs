@@ -125,6 +125,22 @@ fn de_index_url<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Er
     Ok(Some(s))
 }
 
+/// `[trust]`: whose records are evidence besides this machine's own. User config only: a
+/// repository that could name its own signers could vouch for its own results.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrustFile {
+    /// A file in git's `allowed_signers` format naming the keys whose records count.
+    #[serde(default, deserialize_with = "de_secret_file")]
+    pub allowed_signers: Option<String>,
+}
+
+/// Whose signed records are evidence here (see `trust`). User config only.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct TrustConfig {
+    pub allowed_signers: Option<String>,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NotifyFile {
@@ -189,6 +205,9 @@ pub(super) fn apply(f: &ConfigFile, c: &mut Config) {
         c.index.url = Some(u.clone());
     }
     set(&mut c.index.lease, f.index.lease);
+    if let Some(a) = &f.trust.allowed_signers {
+        c.trust.allowed_signers = Some(a.clone());
+    }
     let n = &f.notify;
     for (slot, v) in [
         (&mut c.notify.webhook, &n.webhook),

@@ -10,7 +10,7 @@ mod machine;
 pub use checks::{valid_name as valid_check_name, CheckConfig, TEST_CHECK};
 pub use file::{parse_file, parse_repository_file, ConfigFile, Limit};
 pub use machine::{
-    check_index_url, redact_url, GithubConfig, IndexConfig, NotifyConfig, RemoteConfig,
+    check_index_url, redact_url, GithubConfig, IndexConfig, NotifyConfig, RemoteConfig, TrustConfig,
 };
 
 use crate::util::glob::{GlobError, Globs};
@@ -248,6 +248,7 @@ pub struct Config {
     pub github: GithubConfig,
     pub index: IndexConfig,
     pub notify: NotifyConfig,
+    pub trust: TrustConfig,
 }
 
 const DAY: u64 = 86_400;
@@ -332,6 +333,7 @@ impl Default for Config {
             },
             index: IndexConfig::default(),
             notify: NotifyConfig::default(),
+            trust: TrustConfig::default(),
         }
     }
 }

@@ -306,7 +306,7 @@ async fn commit(
         let (repo, row) = repository(ctx, &key)?;
         let c = commit_of(&repo, &sha)?;
         let mut reader = results::NoteReader::new(&repo)?;
-        match results::find_record(ctx, &repo, &row, &mut reader, c)? {
+        match results::find_evidence(ctx, &repo, &row, &mut reader, c)? {
             Some(r) => Ok(Json(serde_json::to_value(&r).unwrap_or_default())),
             None => Err(ApiError::not_found(format!(
                 "{} has no result yet",

@@ -496,7 +496,7 @@ async fn commit_page(
         let c = commit_of(&repo, &sha)?;
         let info = crate::git::commit_info(&repo, c).map_err(AppError::from)?;
         let mut reader = results::NoteReader::new(&repo)?;
-        let record = results::find_record(ctx, &repo, &row, &mut reader, c)?;
+        let record = results::find_evidence(ctx, &repo, &row, &mut reader, c)?;
         let page = record.as_ref().and_then(|r| {
             logs::read(
                 ctx,

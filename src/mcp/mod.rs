@@ -240,7 +240,7 @@ impl Server {
             crate::app::compare::resolve(&repo, rev).map_err(|e| not_found(error_text(&e)))?;
         let mut reader = crate::app::results::NoteReader::new(&repo)
             .map_err(|e| McpError::internal_error(error_text(&e), None))?;
-        let record = crate::app::results::find_record(&ctx, &repo, &row, &mut reader, commit)
+        let record = crate::app::results::find_evidence(&ctx, &repo, &row, &mut reader, commit)
             .map_err(|e| McpError::internal_error(error_text(&e), None))?
             .ok_or_else(|| not_found(format!("{rev} has no result yet")))?;
         match kind {

@@ -321,7 +321,7 @@ fn run_wait(c: &Call<'_>, a: WaitArgs) -> Answer {
 fn record_of(c: &Call<'_>, rev: &str) -> Result<(gix::ObjectId, RunRecord), CallError> {
     let (commit, _) = resolve(c, rev)?;
     let mut reader = crate::app::results::NoteReader::new(c.repo)?;
-    match crate::app::results::find_record(c.ctx, c.repo, c.row, &mut reader, commit)? {
+    match crate::app::results::find_evidence(c.ctx, c.repo, c.row, &mut reader, commit)? {
         Some(r) => Ok((commit, r)),
         None => Err(CallError::App(
             AppError::usage(format!("{} has no result yet", short(&commit.to_string())))

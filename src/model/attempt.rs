@@ -154,6 +154,8 @@ mod tests {
             config_hash: Some("k".into()),
             toolchain: Default::default(),
             superseded_by: None,
+            by: None,
+            verified: None,
             cache_generations: Vec::new(),
             retried: None,
             tests: t,

@@ -7,7 +7,7 @@
 //! amend or rebase with `notes.rewriteRef`), a pretty-printed record from an older version, or
 //! garbage. Only a record made for the commit the note is attached to counts.
 
-use super::record::{RunRecord, Status, RUN_SCHEMA};
+use super::record::{RunRecord, Status, Verified, RUN_SCHEMA};
 
 /// What a note says about the commit it is attached to.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,11 +29,46 @@ impl NoteRecord {
     }
 }
 
-/// The note body for a record: one line of compact JSON and a newline.
-pub fn encode(r: &RunRecord) -> Vec<u8> {
-    let mut body = serde_json::to_vec(r).expect("records always serialize");
-    body.push(b'\n');
+/// Where a record's signature begins inside its line: the record's own bytes are what comes
+/// before it, closed by `}`. The signature is the line's last key, so the signed bytes are
+/// found again exactly as they were signed, never re-serialised.
+const SIGNATURE_KEY: &[u8] = b",\"signature\":\"";
+
+/// Checks a signature over a record's exact bytes: who vouches for it, else why nobody does.
+pub type Judge<'a> = &'a dyn Fn(&[u8], &str) -> Result<Verified, String>;
+
+/// The note body for a record: one line of compact JSON, `sign`'s signature of the record's
+/// bytes inside it as the last key, and a newline. Who vouches for a record is never written.
+pub fn encode(r: &RunRecord, sign: &dyn Fn(&[u8]) -> String) -> Vec<u8> {
+    let mut bare = r.clone();
+    bare.verified = None;
+    let mut body = serde_json::to_vec(&bare).expect("records always serialize");
+    let signature = sign(&body);
+    debug_assert_eq!(body.last(), Some(&b'}'));
+    body.pop();
+    body.extend_from_slice(SIGNATURE_KEY);
+    body.extend_from_slice(signature.as_bytes());
+    body.extend_from_slice(b"\"}\n");
     body
+}
+
+/// A signed line's record bytes (as signed) and its signature; `None` for an unsigned line.
+pub fn signed_parts(line: &[u8]) -> Option<(Vec<u8>, &str)> {
+    let line = line.trim_ascii();
+    let at = line
+        .windows(SIGNATURE_KEY.len())
+        .rposition(|w| w == SIGNATURE_KEY)?;
+    let rest = line[at + SIGNATURE_KEY.len()..].strip_suffix(b"\"}")?;
+    let signature = std::str::from_utf8(rest).ok()?;
+    if !signature
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
+    {
+        return None;
+    }
+    let mut record = line[..at].to_vec();
+    record.push(b'}');
+    Some((record, signature))
 }
 
 /// A record may be dated at most this far past this machine's clock (clocks drift); one dated
@@ -43,26 +78,34 @@ pub const FUTURE_SLACK_MS: i64 = 60_000;
 /// The largest record (one line) taken from elsewhere.
 pub const MAX_RECORD: usize = 256 * 1024;
 
-/// The record a note holds for `commit` (40 hex). Of several, the one that finished last.
-pub fn decode(body: &[u8], commit: &str) -> NoteRecord {
-    decode_counted(body, commit).0
+/// The record a note holds for `commit` (40 hex), with who vouches for it as `judge` finds.
+/// Of several, evidence before reports, this machine's before others', then the one that
+/// finished last.
+pub fn decode(body: &[u8], commit: &str, judge: Judge<'_>) -> NoteRecord {
+    decode_counted(body, commit, judge).0
 }
 
 /// [`decode`], with how many of the note's records for `commit` were skipped for being dated
 /// more than [`FUTURE_SLACK_MS`] ahead of this machine's clock.
-pub fn decode_counted(body: &[u8], commit: &str) -> (NoteRecord, usize) {
-    decode_at(body, commit, crate::util::time::now_millis())
+pub fn decode_counted(body: &[u8], commit: &str, judge: Judge<'_>) -> (NoteRecord, usize) {
+    decode_at(body, commit, judge, crate::util::time::now_millis())
 }
 
-fn decode_at(body: &[u8], commit: &str, now_ms: i64) -> (NoteRecord, usize) {
-    let mut records = Vec::new();
+fn decode_at(body: &[u8], commit: &str, judge: Judge<'_>, now_ms: i64) -> (NoteRecord, usize) {
+    // Each document with its bytes, which its signature covers.
+    let mut records: Vec<(serde_json::Value, &[u8])> = Vec::new();
     let mut problem = None;
     // Whole documents first (one line each, or pretty-printed ones one after another) …
     let mut stream = serde_json::Deserializer::from_slice(body).into_iter::<serde_json::Value>();
     let mut clean = true;
-    for doc in &mut stream {
+    let mut from = 0;
+    while let Some(doc) = stream.next() {
         match doc {
-            Ok(v) => records.push(v),
+            Ok(v) => {
+                let to = stream.byte_offset();
+                records.push((v, &body[from..to]));
+                from = to;
+            }
             Err(e) => {
                 clean = false;
                 problem = Some(e.to_string());
@@ -75,15 +118,20 @@ fn decode_at(body: &[u8], commit: &str, now_ms: i64) -> (NoteRecord, usize) {
     if !clean {
         records = body
             .split(|&b| b == b'\n')
-            .filter_map(|line| serde_json::from_slice::<serde_json::Value>(line).ok())
-            .filter(|v| v.is_object())
+            .filter_map(|line| {
+                Some((
+                    serde_json::from_slice::<serde_json::Value>(line).ok()?,
+                    line,
+                ))
+            })
+            .filter(|(v, _)| v.is_object())
             .collect();
     }
     let mut best: Option<RunRecord> = None;
     let mut seen_other = false;
     let mut future = None;
     let mut skipped_future = 0;
-    for v in records {
+    for (v, bytes) in records {
         let schema = v.get("schema").and_then(|s| s.as_str()).unwrap_or("");
         if schema != RUN_SCHEMA {
             problem.get_or_insert_with(|| {
@@ -95,13 +143,20 @@ fn decode_at(body: &[u8], commit: &str, now_ms: i64) -> (NoteRecord, usize) {
             });
             continue;
         }
-        let record = match serde_json::from_value::<RunRecord>(v) {
+        // A signed record is read from the bytes its signature covers, nothing else.
+        let signed = signed_parts(bytes);
+        let parsed = match &signed {
+            Some((message, _)) => serde_json::from_slice::<RunRecord>(message),
+            None => serde_json::from_value::<RunRecord>(v),
+        };
+        let mut record = match parsed {
             Ok(r) => r,
             Err(e) => {
                 problem.get_or_insert_with(|| format!("a record is incomplete: {e}"));
                 continue;
             }
         };
+        record.verified = signed.and_then(|(message, sig)| judge(&message, sig).ok());
         if !record.commit.eq_ignore_ascii_case(commit) {
             seen_other = true;
             continue;
@@ -111,10 +166,7 @@ fn decode_at(body: &[u8], commit: &str, now_ms: i64) -> (NoteRecord, usize) {
             skipped_future += 1;
             continue;
         }
-        let newer = best.as_ref().is_none_or(|b| {
-            finished_ms(&record).unwrap_or(i64::MIN) >= finished_ms(b).unwrap_or(i64::MIN)
-        });
-        if newer {
+        if best.as_ref().is_none_or(|b| rank(&record) >= rank(b)) {
             best = Some(record);
         }
     }
@@ -127,6 +179,17 @@ fn decode_at(body: &[u8], commit: &str, now_ms: i64) -> (NoteRecord, usize) {
         (None, None) => NoteRecord::Invalid(problem.unwrap_or_else(|| "the note is empty".into())),
     };
     (found, skipped_future)
+}
+
+/// Which of two records of one commit a reader takes (the greater): evidence before reports
+/// (a report never replaces evidence, whatever date it gives), this machine's before another's,
+/// then the one that finished last.
+pub fn rank(r: &RunRecord) -> (bool, bool, i64) {
+    (
+        r.is_evidence(),
+        r.verified.as_ref().is_some_and(|v| v.here),
+        finished_ms(r).unwrap_or(i64::MIN),
+    )
 }
 
 fn finished_ms(r: &RunRecord) -> Option<i64> {
@@ -309,7 +372,33 @@ mod tests {
             analysis: None,
             changes: None,
             warnings: vec![],
+            by: None,
+            verified: None,
         }
+    }
+
+    /// A stand-in signature: a hash of the bytes, so a changed record no longer matches it.
+    fn enc(r: &RunRecord) -> Vec<u8> {
+        encode(r, &|m| crate::util::fnv64_hex(m))
+    }
+
+    fn judge(m: &[u8], s: &str) -> Result<Verified, String> {
+        (crate::util::fnv64_hex(m) == s)
+            .then(|| Verified {
+                signer: "this machine".into(),
+                key: "k".into(),
+                here: true,
+            })
+            .ok_or_else(|| "bad".into())
+    }
+
+    fn dec(body: &[u8], commit: &str) -> NoteRecord {
+        decode(body, commit, &judge)
+    }
+
+    fn verified(mut r: RunRecord) -> RunRecord {
+        r.verified = judge(b"", &crate::util::fnv64_hex(b"")).ok();
+        r
     }
 
     const A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
@@ -320,19 +409,19 @@ mod tests {
         let now = crate::util::time::parse_rfc3339("2026-01-01T00:00:00Z").unwrap();
         let here = record(A, "2026-01-01T00:00:00Z", Status::Failed);
         let future = record(A, "2099-01-01T00:00:00Z", Status::Passed);
-        let mut body = encode(&here);
-        body.extend(encode(&future));
-        let (found, skipped) = decode_at(&body, A, now);
+        let mut body = enc(&here);
+        body.extend(enc(&future));
+        let (found, skipped) = decode_at(&body, A, &judge, now);
         assert_eq!(found.found().unwrap().status, Status::Failed);
         assert_eq!(skipped, 1);
-        match decode_at(&encode(&future), A, now) {
+        match decode_at(&enc(&future), A, &judge, now) {
             (NoteRecord::Invalid(why), 1) => assert!(why.contains("in the future"), "{why}"),
             other => panic!("{other:?}"),
         }
         // Within the minute clocks may drift, it counts.
         let soon = record(A, "2026-01-01T00:00:59Z", Status::Passed);
         assert!(matches!(
-            decode_at(&encode(&soon), A, now),
+            decode_at(&enc(&soon), A, &judge, now),
             (NoteRecord::Found(_), 0)
         ));
     }
@@ -340,15 +429,15 @@ mod tests {
     #[test]
     fn one_line_round_trips() {
         let r = record(A, "2026-01-01T00:00:01.000Z", Status::Passed);
-        let body = encode(&r);
+        let body = enc(&r);
         assert_eq!(body.iter().filter(|&&b| b == b'\n').count(), 1);
-        assert_eq!(decode(&body, A), NoteRecord::Found(Box::new(r)));
+        assert_eq!(dec(&body, A), NoteRecord::Found(Box::new(verified(r))));
     }
 
     #[test]
     fn a_record_copied_from_another_commit_is_not_this_commits_result() {
         let r = record(A, "2026-01-01T00:00:01.000Z", Status::Passed);
-        assert_eq!(decode(&encode(&r), B), NoteRecord::NotForThisCommit);
+        assert_eq!(dec(&enc(&r), B), NoteRecord::NotForThisCommit);
     }
 
     #[test]
@@ -359,29 +448,66 @@ mod tests {
         let mut glued = serde_json::to_vec_pretty(&old).unwrap();
         glued.extend_from_slice(b"\n\n");
         glued.extend(serde_json::to_vec_pretty(&copied).unwrap());
-        assert_eq!(decode(&glued, A), NoteRecord::Found(Box::new(old.clone())));
-        assert_eq!(decode(&glued, B), NoteRecord::Found(Box::new(copied)));
+        assert_eq!(dec(&glued, A), NoteRecord::Found(Box::new(old.clone())));
+        assert_eq!(dec(&glued, B), NoteRecord::Found(Box::new(copied)));
         // … and as cat_sort_uniq merges one-line records, with garbage beside them.
         let newer = record(A, "2026-01-02T00:00:00.000Z", Status::Failed);
         let mut merged = b"not json at all\n".to_vec();
-        merged.extend(encode(&newer));
-        merged.extend(encode(&old));
-        assert_eq!(decode(&merged, A), NoteRecord::Found(Box::new(newer)));
+        merged.extend(enc(&newer));
+        merged.extend(enc(&old));
+        assert_eq!(
+            dec(&merged, A),
+            NoteRecord::Found(Box::new(verified(newer)))
+        );
+    }
+
+    #[test]
+    fn a_report_never_beats_evidence_and_a_copied_signature_fails() {
+        let ours = record(A, "2026-01-01T00:00:01.000Z", Status::Failed);
+        let mut forged = record(A, "2099-01-01T00:00:00.000Z", Status::Passed);
+        forged.verified = ours.verified.clone();
+        let mut merged = enc(&ours);
+        // Unsigned, with a future date …
+        merged.extend(serde_json::to_vec(&forged).unwrap());
+        merged.push(b'\n');
+        // … and our signature copied onto a changed record.
+        let copied = String::from_utf8(enc(&ours))
+            .unwrap()
+            .replace("\"status\":\"failed\"", "\"status\":\"passed\"")
+            .replace("2026-01-01T00:00:01", "2098-01-01T00:00:01");
+        merged.extend(copied.as_bytes());
+        let NoteRecord::Found(got) = dec(&merged, A) else {
+            panic!()
+        };
+        assert_eq!(got.status, Status::Failed);
+        assert!(got.is_evidence());
+        let NoteRecord::Found(alone) = dec(copied.as_bytes(), A) else {
+            panic!()
+        };
+        assert_eq!(alone.status, Status::Passed);
+        assert!(
+            !alone.is_evidence(),
+            "a copied signature does not cover a changed record"
+        );
+        // A record that says it is verified is not believed.
+        let mut claims = serde_json::to_value(&forged).unwrap();
+        claims["verified"] =
+            serde_json::json!({"signer": "this machine", "key": "k", "here": true});
+        let NoteRecord::Found(said) = dec(claims.to_string().as_bytes(), A) else {
+            panic!()
+        };
+        assert!(!said.is_evidence());
     }
 
     #[test]
     fn garbage_and_foreign_schemas_are_invalid_with_a_reason() {
-        assert!(matches!(decode(b"", A), NoteRecord::Invalid(_)));
+        assert!(matches!(dec(b"", A), NoteRecord::Invalid(_)));
+        assert!(matches!(dec(b"\xff\xfe binary", A), NoteRecord::Invalid(_)));
         assert!(matches!(
-            decode(b"\xff\xfe binary", A),
+            dec(b"{\"schema\": \"git-sandbox/run/v1\", \"commit\"", A),
             NoteRecord::Invalid(_)
         ));
-        assert!(matches!(
-            decode(b"{\"schema\": \"git-sandbox/run/v1\", \"commit\"", A),
-            NoteRecord::Invalid(_)
-        ));
-        let NoteRecord::Invalid(why) =
-            decode(br#"{"schema":"git-sandbox/run/v9","commit":"a"}"#, A)
+        let NoteRecord::Invalid(why) = dec(br#"{"schema":"git-sandbox/run/v9","commit":"a"}"#, A)
         else {
             panic!()
         };
@@ -391,11 +517,11 @@ mod tests {
     #[test]
     fn unknown_enum_values_are_tolerated_and_never_a_pass() {
         let r = record(A, "2026-01-01T00:00:01.000Z", Status::Passed);
-        let text = String::from_utf8(encode(&r))
+        let text = String::from_utf8(enc(&r))
             .unwrap()
             .replace("\"passed\"", "\"quarantined\"")
             .replace("\"manual\"", "\"carrier-pigeon\"");
-        let NoteRecord::Found(got) = decode(text.as_bytes(), A) else {
+        let NoteRecord::Found(got) = dec(text.as_bytes(), A) else {
             panic!("{text}")
         };
         assert_eq!(got.status, Status::Unknown);

@@ -169,9 +169,42 @@ pub struct RunRecord {
     /// Things the run skipped or could not do, one line each (e.g. a report that was a symlink).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// The data dir (home id) that says it made this record. A claim, covered by the record's
+    /// signature but copyable like any text: [`RunRecord::verified`] says who vouches for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    /// Who vouches for the record, as this machine judged its signature when it read it:
+    /// never taken from a note (the reader sets it), absent when nobody it trusts signed it.
+    /// Only a verified record is evidence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified: Option<Verified>,
+}
+
+/// A signature this machine checked and trusts: whose key made it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Verified {
+    /// `this machine`, the principal of the user's `allowed_signers` entry, or the home id a
+    /// daemon sharing the index registered the key as.
+    pub signer: String,
+    /// The key's SHA-256 fingerprint, as `ssh-keygen -l` prints it.
+    pub key: String,
+    /// Made with this machine's own key.
+    #[serde(default)]
+    pub here: bool,
 }
 
 impl RunRecord {
+    /// Whether the record is evidence: signed by this machine or by a signer it trusts. Any
+    /// other record is somebody's report, shown as such and used for nothing.
+    pub fn is_evidence(&self) -> bool {
+        self.verified.is_some()
+    }
+
+    /// Who reported a record that is not evidence, for "reported by …, not verified".
+    pub fn reporter(&self) -> &str {
+        self.by.as_deref().unwrap_or("an unknown machine")
+    }
+
     /// Whether the failure list names every test that failed (so a test it does not name
     /// passed): a passing run, or a parsed failing one, not cut short, that lists as many
     /// failures as it counts.

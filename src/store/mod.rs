@@ -13,6 +13,7 @@ mod pg;
 pub mod registry;
 mod repos;
 mod runs;
+mod signing_keys;
 pub mod sql;
 mod statuses;
 
@@ -34,7 +35,7 @@ use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 
 /// The schema this build writes. Bump it with a new entry in [`MIGRATIONS`].
-pub const SCHEMA_VERSION: i64 = 13;
+pub const SCHEMA_VERSION: i64 = 14;
 // Each migration moves the schema one version on: a migration added without its version (or the
 // other way round) does not build.
 const _: () = assert!(SCHEMA_VERSION as usize == MIGRATIONS.len());
@@ -273,6 +274,16 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE deliveries ADD COLUMN body_sha256 TEXT;
     CREATE INDEX deliveries_by_body ON deliveries (body_sha256);
+    "#,
+    // 14: who vouches for each run (NULL: nobody this machine trusts, as every row indexed
+    // before records were signed), and the signing keys of the daemons sharing the index.
+    r#"
+    ALTER TABLE runs ADD COLUMN verified TEXT;
+    CREATE TABLE signing_keys (
+        home_id TEXT PRIMARY KEY,
+        public_key TEXT NOT NULL,
+        registered_at TEXT NOT NULL
+    );
     "#,
 ];
 

@@ -5,7 +5,7 @@ use super::{Index, Result};
 use crate::model::RunRecord;
 use std::collections::HashMap;
 
-/// Rows per statement of the batched reads and writes (18 parameters a run: well within
+/// Rows per statement of the batched reads and writes (19 parameters a run: well within
 /// SQLite's and PostgreSQL's limits).
 const CHUNK: usize = 100;
 
@@ -15,10 +15,16 @@ pub struct RunRow {
     pub record: RunRecord,
 }
 
-fn decode(id: i64, json: String) -> super::sql::Result<RunRow> {
-    let record = serde_json::from_str(&json).map_err(|e| {
+/// The columns a [`RunRow`] is read from, in [`decode`]'s order.
+const COLUMNS: &str = "id, record, verified";
+
+/// A row from its id, its record and who vouches for it: the `verified` column alone says so,
+/// whatever the record's JSON holds.
+fn decode(id: i64, json: String, verified: Option<String>) -> super::sql::Result<RunRow> {
+    let mut record: RunRecord = serde_json::from_str(&json).map_err(|e| {
         super::sql::Error::Decode(0, format!("a record that is no run record: {e}"))
     })?;
+    record.verified = verified.and_then(|v| serde_json::from_str(&v).ok());
     Ok(RunRow { id, record })
 }
 
@@ -45,10 +51,10 @@ impl Index {
         let mut ids: HashMap<String, i64> = HashMap::with_capacity(kept.len());
         for chunk in kept.chunks(CHUNK) {
             let rows = (0..chunk.len())
-                .map(|i| format!("({})", super::sql::placeholders(18 * i + 1, 18)))
+                .map(|i| format!("({})", super::sql::placeholders(19 * i + 1, 19)))
                 .collect::<Vec<_>>()
                 .join(", ");
-            let mut p = Vec::with_capacity(18 * chunk.len());
+            let mut p = Vec::with_capacity(19 * chunk.len());
             for r in chunk {
                 let t = r.tests.as_ref();
                 let json = serde_json::to_string(r).expect("records always serialize");
@@ -70,14 +76,17 @@ impl Index {
                     t.and_then(|t| t.errors).map(|v| v as i64),
                     t.and_then(|t| t.total).map(|v| v as i64),
                     r.cached_from,
-                    json
+                    json,
+                    r.verified
+                        .as_ref()
+                        .map(|v| serde_json::to_string(v).expect("plain strings serialize"))
                 ]);
             }
             let returned = self.conn.query(
                 &format!(
                     "INSERT INTO runs (repository_id, commit_id, tree_id, config_hash, refname, experiment, trigger,
                                    status, started_at, finished_at, duration_ms, passed, failed, skipped, errors,
-                                   total, cached_from, record)
+                                   total, cached_from, record, verified)
                  VALUES {rows}
                  ON CONFLICT (repository_id, commit_id) DO UPDATE SET
                     tree_id = excluded.tree_id, config_hash = excluded.config_hash, refname = excluded.refname,
@@ -85,7 +94,8 @@ impl Index {
                     started_at = excluded.started_at, finished_at = excluded.finished_at,
                     duration_ms = excluded.duration_ms, passed = excluded.passed, failed = excluded.failed,
                     skipped = excluded.skipped, errors = excluded.errors, total = excluded.total,
-                    cached_from = excluded.cached_from, record = excluded.record
+                    cached_from = excluded.cached_from, record = excluded.record,
+                    verified = excluded.verified
                  RETURNING commit_id, id"
                 ),
                 p,
@@ -117,13 +127,13 @@ impl Index {
             p.extend(chunk.iter().map(super::sql::ToVal::to_val));
             let rows = self.conn.query(
                 &format!(
-                    "SELECT id, record, commit_id FROM runs WHERE repository_id = ?1 AND commit_id IN ({})",
+                    "SELECT {COLUMNS}, commit_id FROM runs WHERE repository_id = ?1 AND commit_id IN ({})",
                     super::sql::placeholders(2, chunk.len())
                 ),
                 p,
             )?;
             for r in rows {
-                found.insert(r.get(2)?, decode(r.get(0)?, r.get(1)?)?);
+                found.insert(r.get(3)?, decode(r.get(0)?, r.get(1)?, r.get(2)?)?);
             }
         }
         Ok(found)
@@ -133,15 +143,16 @@ impl Index {
         Ok(self
             .conn
             .query_row(
-                "SELECT id, record FROM runs WHERE repository_id = ?1 AND commit_id = ?2",
+                &format!("SELECT {COLUMNS} FROM runs WHERE repository_id = ?1 AND commit_id = ?2"),
                 [repository_id, commit],
-                |r| decode(r.get(0)?, r.get(1)?),
+                |r| decode(r.get(0)?, r.get(1)?, r.get(2)?),
             )
             .optional()?)
     }
 
     /// A finished, first-hand result for the same tree under the same config (the cache), made
-    /// for another commit than `not_commit`.
+    /// for another commit than `not_commit`: only evidence (a record somebody vouches for), so a
+    /// report from elsewhere never passes for another commit's result.
     pub fn run_for_tree(
         &self,
         repository_id: &str,
@@ -152,24 +163,24 @@ impl Index {
         Ok(self
             .conn
             .query_row(
-                "SELECT id, record FROM runs
+                &format!("SELECT {COLUMNS} FROM runs
                  WHERE repository_id = ?1 AND tree_id = ?2 AND (CAST(?3 AS TEXT) IS NULL OR config_hash = ?3)
                    AND cached_from IS NULL AND status NOT IN ('error', 'skipped', 'unknown')
-                   AND commit_id != ?4
-                 ORDER BY finished_at DESC LIMIT 1",
+                   AND commit_id != ?4 AND verified IS NOT NULL
+                 ORDER BY finished_at DESC LIMIT 1"),
                 params![repository_id, tree, config_hash, not_commit],
-                |r| decode(r.get(0)?, r.get(1)?),
+                |r| decode(r.get(0)?, r.get(1)?, r.get(2)?),
             )
             .optional()?)
     }
 
     /// Every indexed record of a repository.
     pub fn run_records(&self, repository_id: &str) -> Result<Vec<RunRecord>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT id, record FROM runs WHERE repository_id = ?1")?;
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM runs WHERE repository_id = ?1"
+        ))?;
         let rows = stmt
-            .query_map([repository_id], |r| decode(r.get(0)?, r.get(1)?))?
+            .query_map([repository_id], |r| decode(r.get(0)?, r.get(1)?, r.get(2)?))?
             .collect::<super::sql::Result<Vec<_>>>()?;
         Ok(rows.into_iter().map(|r| r.record).collect())
     }
@@ -185,7 +196,7 @@ impl Index {
     ) -> Result<Vec<(i64, String, RunRecord)>> {
         let order = if since.is_some() { "ASC" } else { "DESC" };
         let mut stmt = self.conn.prepare_cached(&format!(
-            "SELECT id, repository_id, record FROM runs
+            "SELECT id, repository_id, record, verified FROM runs
              WHERE (CAST(?1 AS TEXT) IS NULL OR repository_id = ?1)
                AND (CAST(?2 AS TEXT) IS NULL OR status = ?2)
                AND id > COALESCE(CAST(?3 AS BIGINT), 0)
@@ -201,7 +212,7 @@ impl Index {
                 ],
                 |r| {
                     let repo: String = r.get(1)?;
-                    decode(r.get(0)?, r.get(2)?).map(|run| (run.id, repo, run.record))
+                    decode(r.get(0)?, r.get(2)?, r.get(3)?).map(|run| (run.id, repo, run.record))
                 },
             )?
             .collect::<super::sql::Result<Vec<_>>>()?;
@@ -215,11 +226,11 @@ impl Index {
     pub fn run_by_id(&self, id: i64) -> Result<Option<(String, RunRecord)>> {
         let mut stmt = self
             .conn
-            .prepare_cached("SELECT id, repository_id, record FROM runs WHERE id = ?1")?;
+            .prepare_cached("SELECT id, repository_id, record, verified FROM runs WHERE id = ?1")?;
         Ok(stmt
             .query_row([id], |r| {
                 let repo: String = r.get(1)?;
-                decode(r.get(0)?, r.get(2)?).map(|run| (repo, run.record))
+                decode(r.get(0)?, r.get(2)?, r.get(3)?).map(|run| (repo, run.record))
             })
             .optional()?)
     }

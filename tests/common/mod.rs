@@ -309,6 +309,32 @@ impl World {
             .collect()
     }
 
+    /// Take `other`'s records as evidence: its `git sandbox key` line in this world's
+    /// `allowed_signers`, named by `[trust]` added to the user config (call after
+    /// [`World::user_config`], which replaces the file).
+    pub fn trust(&self, other: &World) {
+        let o = other.sandbox(&other.work(), &["key"]);
+        assert_eq!(o.code, 0, "{o:?}");
+        let cfg = self.path("config/git-sandbox");
+        std::fs::create_dir_all(&cfg).unwrap();
+        let file = cfg.join("allowed_signers");
+        let mut lines = std::fs::read_to_string(&file).unwrap_or_default();
+        lines.push_str(&o.stdout);
+        std::fs::write(&file, lines).unwrap();
+        let config = std::fs::read_to_string(cfg.join("config.toml")).unwrap_or_default();
+        if !config.contains("[trust]") {
+            std::fs::write(
+                cfg.join("config.toml"),
+                format!(
+                    "{config}\n[trust]\nallowed_signers = \"{}\"\n",
+                    file.display()
+                ),
+            )
+            .unwrap();
+        }
+        self.own(&cfg);
+    }
+
     pub fn note(&self, repo: &Path, rev: &str) -> Option<serde_json::Value> {
         let o = self.git_out(repo, &["notes", "--ref=sandbox", "show", rev], true);
         (o.code == 0).then(|| serde_json::from_str(&o.stdout).expect("note is JSON"))

@@ -27,15 +27,17 @@ fn kept_result(
         return Ok(None);
     };
     let tree = info.tree.to_string();
+    // Only evidence is kept in place of a run: a report nobody here trusts never is.
     let same = |r: &RunRecord| {
-        r.tree == tree
+        r.is_evidence()
+            && r.tree == tree
             && r.status.is_result()
             && r.config_hash.as_deref().is_some_and(|k| {
                 k == key.as_str() || k == tools_as_then(config, r).result_key().as_str()
             })
     };
     let commit = info.id.to_string();
-    let own = match along.reader.read(repo, info.id)? {
+    let own = match along.reader.read(ctx, repo, info.id)? {
         Some(NoteRecord::Found(r)) => Some((*r, Source::Recorded)),
         // A note that holds no record for this commit: it was not run.
         Some(_) => None,

@@ -71,7 +71,7 @@ pub fn run_commits_parallel(
         let ctx = Context::load()?;
         let (repo, row) = crate::app::repos::require_registered(&ctx, dir)?;
         for _ in 0..3 {
-            let k = crate::app::results::rewrite_missing(&ctx, &repo, &row, &all.records)?;
+            let k = crate::app::results::rewrite_missing(&ctx, &repo, &row, &all.records, false)?;
             all.restored += k;
             if k == 0 {
                 break;

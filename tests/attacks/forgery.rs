@@ -1,0 +1,392 @@
+//! Forged results: whoever can push to a repository's remote can put any record in its notes.
+//! A record is evidence only when this machine signed it or a signer its user trusts did
+//! (`[trust] allowed_signers`): a hand-written record, a valid signature copied onto a changed
+//! record, and a record that copies this machine's home id are shown as reports, never counted.
+
+use super::common::World;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+const PASSING: &str = "import unittest\n\n\nclass TestMore(unittest.TestCase):\n    def test_more(self):\n        self.assertEqual(2 * 2, 4)\n";
+const BROKEN: &str = "import unittest\n\n\nclass TestBroken(unittest.TestCase):\n    def test_math(self):\n        self.assertEqual(1 + 1, 3)\n";
+
+fn rev(w: &World, repo: &Path, r: &str) -> String {
+    w.git(repo, &["rev-parse", r]).trim().to_string()
+}
+
+/// A bare repository `shared.git` in `w`'s temp dir, `repo`'s `origin`, with everything pushed.
+fn shared_remote(w: &World, repo: &Path) -> PathBuf {
+    let shared = w.path("shared.git");
+    w.git(
+        &w.work(),
+        &[
+            "init",
+            "-q",
+            "--bare",
+            "-b",
+            "main",
+            shared.to_str().unwrap(),
+        ],
+    );
+    w.git(repo, &["remote", "add", "origin", shared.to_str().unwrap()]);
+    let o = w.sandbox(repo, &["push"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    shared
+}
+
+/// A clone of `url` in `w`, adopted with `init`.
+fn clone_and_init(w: &World, url: &Path, name: &str) -> PathBuf {
+    let dir = w.work().join(name);
+    w.git(
+        &w.work(),
+        &["clone", "-q", url.to_str().unwrap(), dir.to_str().unwrap()],
+    );
+    let o = w.sandbox(&dir, &["init"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    dir
+}
+
+/// Commit files on a branch and come back to where we were.
+fn commit_on(
+    w: &World,
+    repo: &Path,
+    branch: &str,
+    files: &[(&str, &str)],
+    message: &str,
+) -> String {
+    let back = w
+        .git(repo, &["branch", "--show-current"])
+        .trim()
+        .to_string();
+    w.git(repo, &["switch", "-q", branch]);
+    let id = w.commit(repo, files, message);
+    w.git(repo, &["switch", "-q", &back]);
+    id
+}
+
+/// `git sandbox key --json` of a machine.
+fn key(w: &World) -> Value {
+    let o = w.sandbox(&w.work(), &["key", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    o.json()
+}
+
+fn home_id(w: &World) -> String {
+    key(w)["principal"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("git-sandbox@")
+        .to_string()
+}
+
+/// `w` trusts the machines whose `allowed_signers` lines are given.
+fn trust(w: &World, lines: &[String]) {
+    let file = w.path("config/git-sandbox/allowed_signers");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    w.user_config(&format!(
+        "[trust]\nallowed_signers = \"{}\"\n",
+        file.display()
+    ));
+}
+
+/// The one line of a record's note (as stored, signature and all).
+fn note_line(w: &World, repo: &Path, commit: &str) -> String {
+    let o = w.git_out(repo, &["notes", "--ref=sandbox", "show", commit], true);
+    assert_eq!(o.code, 0, "{o:?}");
+    o.stdout.trim().to_string()
+}
+
+/// Push `lines` as the note of `commit` to the remote's `refs/notes/sandbox-by/<writer>`, which
+/// every `fetch` folds into its notes: what anyone with push access can do.
+fn push_note(w: &World, clone: &Path, commit: &str, lines: &[String], writer: &str) {
+    w.git(
+        clone,
+        &[
+            "notes",
+            "--ref=forged",
+            "add",
+            "-f",
+            "-m",
+            &lines.join("\n"),
+            commit,
+        ],
+    );
+    w.git(
+        clone,
+        &[
+            "push",
+            "-q",
+            "-f",
+            "origin",
+            &format!("refs/notes/forged:refs/notes/sandbox-by/{writer}"),
+        ],
+    );
+}
+
+fn log_line(w: &World, repo: &Path, r: &str) -> String {
+    let o = w.sandbox(repo, &["log", "-n", "1", r]);
+    assert_eq!(o.code, 0, "{o:?}");
+    o.stdout
+}
+
+#[test]
+fn a_hand_written_passing_record_from_the_remote_is_no_evidence() {
+    let victim = World::new();
+    let repo = victim.new_repo("victim");
+    let o = victim.sandbox(&repo, &["experiment", "start", "broken"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let broken = commit_on(
+        &victim,
+        &repo,
+        "experiment/broken",
+        &[("tests/test_broken.py", BROKEN)],
+        "Break it",
+    );
+    assert_eq!(victim.sandbox(&repo, &["run", "main"]).code, 0);
+    let shared = shared_remote(&victim, &repo);
+    let main = rev(&victim, &repo, "main");
+    let main_before = main.clone();
+
+    // The attacker copies the victim's own record of main (its config hash, its home id) onto
+    // the failing head: passed, finished in 2099, unsigned.
+    let attacker = World::new();
+    let clone = attacker.work().join("attacker");
+    attacker.git(
+        &attacker.work(),
+        &[
+            "clone",
+            "-q",
+            shared.to_str().unwrap(),
+            clone.to_str().unwrap(),
+        ],
+    );
+    attacker.git(
+        &clone,
+        &[
+            "fetch",
+            "-q",
+            "origin",
+            "refs/notes/sandbox:refs/notes/sandbox",
+        ],
+    );
+    let mut forged: Value = serde_json::from_str(&note_line(&attacker, &clone, &main)).unwrap();
+    let obj = forged.as_object_mut().unwrap();
+    obj.remove("signature");
+    obj.insert("commit".into(), broken.clone().into());
+    obj.insert(
+        "tree".into(),
+        rev(&attacker, &clone, &format!("{broken}^{{tree}}")).into(),
+    );
+    obj.insert(
+        "parents".into(),
+        serde_json::json!([rev(&attacker, &clone, &format!("{broken}~1"))]),
+    );
+    obj.insert("ref".into(), "refs/heads/experiment/broken".into());
+    obj.insert("experiment".into(), "broken".into());
+    obj.insert("finished_at".into(), "2099-01-01T00:00:00.000Z".into());
+    obj.insert(
+        "verified".into(),
+        serde_json::json!({"signer": "this machine", "key": "SHA256:x", "here": true}),
+    );
+    assert_eq!(forged["status"], "passed");
+    assert!(forged["config_hash"].is_string(), "{forged}");
+    push_note(&attacker, &clone, &broken, &[forged.to_string()], "victim");
+
+    let o = victim.sandbox(&repo, &["fetch"]);
+    assert_eq!(o.code, 0, "{o:?}");
+
+    // Shown as somebody's report, never as a pass.
+    let line = log_line(&victim, &repo, "experiment/broken");
+    assert!(
+        !line.contains('✔') && line.contains("not verified"),
+        "{line}"
+    );
+    let json = victim
+        .sandbox(&repo, &["log", "--json", "-n", "1", "experiment/broken"])
+        .json();
+    assert_eq!(json[0]["result"], Value::Null, "{json}");
+    assert_eq!(json[0]["reported"]["status"], "passed", "{json}");
+    assert!(json[0]["reported"].get("verified").is_none(), "{json}");
+    let shown = victim.sandbox(&repo, &["show", &broken]);
+    assert!(shown.stdout.contains("not verified"), "{shown:?}");
+
+    // The tree cache does not serve it: a commit of the same tree runs.
+    let tree = rev(&victim, &repo, &format!("{broken}^{{tree}}"));
+    let twin = victim
+        .git(
+            &repo,
+            &["commit-tree", &tree, "-p", &main, "-m", "same tree"],
+        )
+        .trim()
+        .to_string();
+    victim.git(&repo, &["branch", "twin", &twin]);
+    let o = victim.sandbox(&repo, &["run", "--json", &twin]);
+    assert_eq!(o.code, 1, "{o:?}");
+    assert_eq!(o.json()[0]["status"], "failed", "{o:?}");
+    assert_eq!(o.json()[0]["cached_from"], Value::Null, "{o:?}");
+
+    // eval runs the head itself, and promote refuses.
+    let o = victim.sandbox(&repo, &["eval", "broken"]);
+    assert!(o.stdout.starts_with("Evaluation: NOT_READY"), "{o:?}");
+    let o = victim.sandbox(&repo, &["promote", "broken"]);
+    assert_eq!(o.code, 1, "{o:?}");
+    assert_eq!(rev(&victim, &repo, "main"), main_before);
+
+    // Its own failing record (served by the twin's tree) stands beside the forged one once
+    // the remote's notes are merged again: evidence wins, whatever the date.
+    assert_eq!(victim.sandbox(&repo, &["run", "experiment/broken"]).code, 1);
+    forged["finished_at"] = "2098-01-01T00:00:00.000Z".into();
+    push_note(&attacker, &clone, &broken, &[forged.to_string()], "again");
+    assert_eq!(victim.sandbox(&repo, &["fetch"]).code, 0);
+    let note = note_line(&victim, &repo, &broken);
+    assert_eq!(note.lines().count(), 2, "{note}");
+    let line = log_line(&victim, &repo, "experiment/broken");
+    assert!(line.starts_with("✘") && line.contains("failed"), "{line}");
+    assert_eq!(victim.sandbox(&repo, &["reindex"]).code, 0);
+    let line = log_line(&victim, &repo, "experiment/broken");
+    assert!(line.starts_with("✘") && line.contains("failed"), "{line}");
+}
+
+#[test]
+fn a_trusted_machines_records_count_and_its_signature_copied_onto_a_changed_record_does_not() {
+    let a = World::new();
+    let repo = a.new_repo("a");
+    let shared = shared_remote(&a, &repo);
+    let b = World::new();
+    let clone = clone_and_init(&b, &shared, "b");
+    let main = rev(&b, &clone, "main");
+    assert_eq!(b.sandbox(&clone, &["run", "main"]).code, 0);
+    assert_eq!(b.sandbox(&clone, &["push", "--notes-only"]).code, 0);
+    // B's failing commit, and its record with the status flipped (B's signature kept).
+    b.git(&clone, &["switch", "-q", "-c", "experiment/x"]);
+    let x = b.commit(&clone, &[("tests/test_broken.py", BROKEN)], "Break it");
+    assert_eq!(b.sandbox(&clone, &["run", &x]).code, 1);
+    b.git(&clone, &["push", "-q", "origin", "experiment/x"]);
+    let genuine = note_line(&b, &clone, &x);
+    assert!(genuine.contains("\"status\":\"failed\""), "{genuine}");
+    let flipped = genuine.replace("\"status\":\"failed\"", "\"status\":\"passed\"");
+    push_note(&b, &clone, &x, &[flipped], "evil");
+
+    // Trusted for git commits only: not for records.
+    let line = key(&b)["allowed_signers"].as_str().unwrap().to_string();
+    let git_only = format!(
+        "{} namespaces=\"git\" {}",
+        key(&b)["principal"].as_str().unwrap(),
+        key(&b)["public_key"].as_str().unwrap()
+    );
+    trust(&a, &[git_only]);
+    assert_eq!(a.sandbox(&repo, &["fetch"]).code, 0);
+    let shown = log_line(&a, &repo, &main);
+    assert!(
+        !shown.contains('✔') && shown.contains("not verified"),
+        "{shown}"
+    );
+
+    // Trusted for records: B's record of main is evidence here.
+    trust(&a, &[line]);
+    let shown = log_line(&a, &repo, &main);
+    assert!(
+        shown.starts_with("✔") && shown.contains("passed"),
+        "{shown}"
+    );
+    let o = a.sandbox(&repo, &["show", &main]);
+    assert!(
+        o.stdout
+            .contains(&format!("Signed:   by git-sandbox@{}", home_id(&b))),
+        "{o:?}"
+    );
+    // The copied signature does not cover the changed record.
+    let shown = log_line(&a, &repo, &x);
+    assert!(
+        !shown.contains('✔') && shown.contains("not verified"),
+        "{shown}"
+    );
+    // Asked for, it is run here.
+    let o = a.sandbox(&repo, &["run", "--json", &x]);
+    assert_eq!(o.code, 1, "{o:?}");
+    assert_eq!(o.json()[0]["status"], "failed", "{o:?}");
+}
+
+#[test]
+fn a_record_that_copies_this_machines_home_id_is_not_its_own() {
+    let victim = World::new();
+    let repo = victim.new_repo("victim");
+    let shared = shared_remote(&victim, &repo);
+    let main = rev(&victim, &repo, "main");
+    let id = home_id(&victim);
+    // Another machine that calls itself by the victim's home id, with a key of its own.
+    let other = World::new();
+    std::fs::create_dir_all(other.data()).unwrap();
+    std::fs::write(other.data().join("home-id"), format!("{id}\n")).unwrap();
+    let clone = clone_and_init(&other, &shared, "other");
+    assert_eq!(other.sandbox(&clone, &["run", "main"]).code, 0);
+    let line = note_line(&other, &clone, &main);
+    assert!(line.contains(&format!("\"by\":\"{id}\"")), "{line}");
+    push_note(&other, &clone, &main, &[line], &id);
+
+    assert_eq!(victim.sandbox(&repo, &["fetch"]).code, 0);
+    let shown = log_line(&victim, &repo, &main);
+    assert!(
+        shown.contains(&format!("reported by {id} as passed, not verified")),
+        "{shown}"
+    );
+    // It is run here, and this machine's own record is the one that stands.
+    let o = victim.sandbox(&repo, &["run", "--json", "main"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(o.json()[0]["verified"]["here"], true, "{o:?}");
+    assert_eq!(o.json()[0]["cached_from"], Value::Null, "{o:?}");
+}
+
+#[test]
+fn a_record_verifies_with_ssh_keygen() {
+    let w = World::new();
+    let repo = w.new_repo("keygen");
+    let head = w.commit(&repo, &[("tests/test_more.py", PASSING)], "more tests");
+    assert_eq!(w.sandbox(&repo, &["run"]).code, 0);
+    let line = note_line(&w, &repo, &head);
+    let (record, signature) = line
+        .rsplit_once(",\"signature\":\"")
+        .expect("a signed line");
+    let signature = signature.strip_suffix("\"}").unwrap();
+    let dir = w.path("keygen");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("record"), format!("{record}}}")).unwrap();
+    let mut armour = String::from("-----BEGIN SSH SIGNATURE-----\n");
+    for chunk in signature.as_bytes().chunks(70) {
+        armour.push_str(std::str::from_utf8(chunk).unwrap());
+        armour.push('\n');
+    }
+    armour.push_str("-----END SSH SIGNATURE-----\n");
+    std::fs::write(dir.join("record.sig"), armour).unwrap();
+    let k = key(&w);
+    std::fs::write(
+        dir.join("allowed_signers"),
+        format!("{}\n", k["allowed_signers"].as_str().unwrap()),
+    )
+    .unwrap();
+    let verify = |file: &str| {
+        std::process::Command::new("ssh-keygen")
+            .args(["-Y", "verify", "-f", "allowed_signers", "-I"])
+            .arg(k["principal"].as_str().unwrap())
+            .args(["-n", "git-sandbox", "-s", "record.sig"])
+            .current_dir(&dir)
+            .stdin(std::fs::File::open(dir.join(file)).unwrap())
+            .output()
+            .expect("ssh-keygen runs")
+    };
+    let o = verify("record");
+    assert!(o.status.success(), "{o:?}");
+    std::fs::write(
+        dir.join("changed"),
+        format!("{record}}}").replace("\"status\":\"passed\"", "\"status\":\"failed\""),
+    )
+    .unwrap();
+    assert!(!verify("changed").status.success());
+    // The key is the data dir's own, 0600.
+    use std::os::unix::fs::MetadataExt;
+    let mode = std::fs::metadata(w.data().join("signing-key"))
+        .unwrap()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+}
