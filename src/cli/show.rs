@@ -84,7 +84,7 @@ fn print_human(r: &RunRecord, attempt: Option<&Attempt>, summary: &str, logs: Lo
                 "Status:   {} {} — reported by {}, not verified (nobody this machine trusts signed it): not evidence",
                 ui::dim("?"),
                 r.status,
-                ui::escape(&r.reporter())
+                ui::escape(r.reporter())
             );
         }
     }

@@ -79,7 +79,7 @@ pub fn oneline(r: &RunRecord, summary: &str) -> String {
             dim("?"),
             yellow(crate::util::short(&r.commit)),
             dim("unverified"),
-            escape(&r.reporter()),
+            escape(r.reporter()),
             r.status
         );
     }
