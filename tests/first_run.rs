@@ -1,10 +1,11 @@
 //! A project's first run from `git sandbox init` alone: the setup step it proposes from the
 //! lockfiles and manifests, the consent its network needs, and real installs from the package
-//! managers' registries (an express-like mocha project, click- and requests-like pytest projects).
+//! managers' registries (an express-like mocha project, click- and requests-like pytest projects,
+//! a pnpm workspace).
 
 mod common;
 
-use common::World;
+use common::{online_world, tools, World};
 use std::path::{Path, PathBuf};
 
 /// A plain git repository holding `files`, committed.
@@ -208,5 +209,60 @@ fn express_click_and_requests_like_projects_pass_their_first_run_from_init_alone
     );
     let rec = first_run(&w, &requests, "PyPI");
     assert_eq!(rec["tests"]["framework"], "pytest", "{rec}");
+    assert_eq!(rec["tests"]["passed"], 1, "{rec}");
+}
+
+/// A small pnpm workspace: `a` needs `b` through `workspace:*` and is-number from the registry.
+const PNPM_WORKSPACE: &[(&str, &str)] = &[
+    (
+        "package.json",
+        r#"{"name":"ws","private":true,"packageManager":"pnpm@9.15.0","scripts":{"test":"node --test"}}"#,
+    ),
+    ("pnpm-workspace.yaml", "packages:\n  - 'packages/*'\n"),
+    (
+        "packages/a/package.json",
+        r#"{"name":"a","version":"1.0.0","dependencies":{"b":"workspace:*","is-number":"7.0.0"}}"#,
+    ),
+    (
+        "packages/a/test/a.test.js",
+        "const test = require('node:test');\nconst assert = require('assert');\nconst isNumber = require('is-number');\nconst b = require('b');\ntest('a sees b', () => assert.ok(isNumber(b.n)));\n",
+    ),
+    (
+        "packages/b/package.json",
+        r#"{"name":"b","version":"1.0.0","main":"index.js"}"#,
+    ),
+    ("packages/b/index.js", "module.exports = { n: 42 };\n"),
+];
+
+#[test]
+fn a_pnpm_workspace_passes_its_first_run_from_init_alone() {
+    let pnpm = tools::pnpm();
+    let w = online_world(&pnpm);
+    let repo = project(&w, "pnpm-workspace", PNPM_WORKSPACE);
+    // The lockfile a pnpm user commits, made by the real pnpm.
+    let o = std::process::Command::new(pnpm.join("pnpm"))
+        .args(["install", "--lockfile-only"])
+        .current_dir(&repo)
+        .env("HOME", w.path("home"))
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success() && repo.join("pnpm-lock.yaml").exists(),
+        "pnpm could not resolve the workspace from the npm registry: tests/first_run.rs needs it reachable; {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let lock = std::fs::read_to_string(repo.join("pnpm-lock.yaml")).unwrap();
+    assert!(
+        lock.contains("is-number") && lock.contains("link:../b"),
+        "{lock}"
+    );
+    w.commit(&repo, &[("pnpm-lock.yaml", &lock)], "pnpm's lockfile");
+
+    let rec = first_run(&w, &repo, "the npm registry");
+    assert_eq!(
+        rec["tests"]["setup"]["command"], "pnpm install --frozen-lockfile",
+        "{rec}"
+    );
     assert_eq!(rec["tests"]["passed"], 1, "{rec}");
 }

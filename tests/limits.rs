@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{World, BIN};
+use common::{online_world, tools, World, BIN};
 use serde_json::Value;
 use std::process::Command;
 
@@ -279,48 +279,9 @@ fn an_offline_npm_install_fails_fast_with_npms_own_message() {
     );
 }
 
-/// A tool installed once into the test target's temp dir (outside /tmp, which a run sees as its
-/// own empty tmpfs), by `install` when its `bin` is not there yet; panics naming `./test` when
-/// it cannot be installed, rather than skipping.
-fn tool(name: &str, bin: &str, install: &str) -> std::path::PathBuf {
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let path = dir.join(bin);
-    if !path.exists() {
-        let o = Command::new("sh")
-            .arg("-c")
-            .arg(install)
-            .env("DIR", &dir)
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success() && path.exists(),
-            "./test needs {name} (installed by the test itself with `{install}`, DIR={}): {}{}",
-            dir.display(),
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        );
-    }
-    path.parent().unwrap().to_path_buf()
-}
-
-/// A world whose runs find `bin_dir` first on PATH, and whose setup may download.
-fn online_world(bin_dir: &std::path::Path) -> World {
-    let mut w = World::new();
-    let path = std::env::var("PATH").unwrap_or_default();
-    w.extra_env
-        .push(("PATH".into(), format!("{}:{path}", bin_dir.display())));
-    w.user_config("[limits]\nsetup_network = true\n");
-    w
-}
-
 #[test]
 fn a_real_pnpm_workspace_install_is_kept_whole() {
-    let bin = tool(
-        "pnpm-9.15.0",
-        "node_modules/.bin/pnpm",
-        "npm install --no-save --prefix \"$DIR\" pnpm@9.15.0",
-    );
-    let w = online_world(&bin);
+    let w = online_world(&tools::pnpm());
     let repo = w.new_repo("pnpm");
     w.commit(
         &repo,
@@ -360,7 +321,7 @@ fn a_real_pnpm_workspace_install_is_kept_whole() {
 
 #[test]
 fn a_real_uv_workspace_install_is_kept_whole() {
-    let bin = tool(
+    let bin = tools::installed(
         "uv-0.5.11",
         "bin/uv",
         "python3 -m venv \"$DIR/venv\" && \"$DIR/venv/bin/pip\" install -q uv==0.5.11 && mkdir -p \"$DIR/bin\" && cp \"$DIR/venv/bin/uv\" \"$DIR/bin/uv\"",

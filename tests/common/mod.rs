@@ -419,6 +419,17 @@ impl World {
     }
 }
 
+/// A world whose runs find `bin_dir` first on PATH, and whose setup may download (the user
+/// consented in their config).
+pub fn online_world(bin_dir: &Path) -> World {
+    let mut w = World::new();
+    let path = std::env::var("PATH").unwrap_or_default();
+    w.extra_env
+        .push(("PATH".into(), format!("{}:{path}", bin_dir.display())));
+    w.user_config("[limits]\nsetup_network = true\n");
+    w
+}
+
 /// Every file and link under `dir` (directories walked, links not followed).
 pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();

@@ -65,3 +65,38 @@ pub fn debian(path: &str, package: &str) -> PathBuf {
     }
     PathBuf::from(path)
 }
+
+/// A tool installed once into the test target's temp dir (outside /tmp, which a run sees as its
+/// own empty tmpfs), by `install` when its `bin` is not there yet; its `bin`'s dir. Panics
+/// naming `./test` when it cannot be installed, rather than skipping.
+#[track_caller]
+pub fn installed(name: &str, bin: &str, install: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let path = dir.join(bin);
+    if !path.exists() {
+        let o = Command::new("sh")
+            .arg("-c")
+            .arg(install)
+            .env("DIR", &dir)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success() && path.exists(),
+            "./test needs {name} (installed by the test itself from the npm registry or PyPI with `{install}`, DIR={}): {}{}",
+            dir.display(),
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    path.parent().unwrap().to_path_buf()
+}
+
+/// The dir of a real pnpm 9.15.0, installed from the npm registry on first use.
+#[track_caller]
+pub fn pnpm() -> PathBuf {
+    installed(
+        "pnpm-9.15.0",
+        "node_modules/.bin/pnpm",
+        "npm install --no-save --prefix \"$DIR\" pnpm@9.15.0",
+    )
+}
