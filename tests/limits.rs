@@ -364,5 +364,8 @@ fn a_real_uv_workspace_install_is_kept_whole() {
     w.commit(&repo, &[("packages/a/README", "x")], "no new dependencies");
     let rec = run_json(&w, &repo);
     assert_eq!(rec["tests"]["setup"]["how"], "reused", "{rec}");
-    assert_eq!(rec["tests"]["output_tail"], "a sees b 42", "{rec}");
+    // Offline, uv may reinstall the workspace's own editable members (a new file in one): the
+    // dependencies came from the reused layer.
+    let tail = rec["tests"]["output_tail"].as_str().unwrap_or_default();
+    assert!(tail.ends_with("a sees b 42"), "{rec}");
 }

@@ -464,17 +464,18 @@ mod tests {
     #[test]
     fn a_report_never_beats_evidence_and_a_copied_signature_fails() {
         let ours = record(A, "2026-01-01T00:00:01.000Z", Status::Failed);
-        let mut forged = record(A, "2099-01-01T00:00:00.000Z", Status::Passed);
+        // Later than ours, not in the future (a record dated past the clock is not read at all).
+        let mut forged = record(A, "2026-06-01T00:00:00.000Z", Status::Passed);
         forged.verified = ours.verified.clone();
         let mut merged = enc(&ours);
-        // Unsigned, with a future date …
+        // Unsigned, and newer …
         merged.extend(serde_json::to_vec(&forged).unwrap());
         merged.push(b'\n');
         // … and our signature copied onto a changed record.
         let copied = String::from_utf8(enc(&ours))
             .unwrap()
             .replace("\"status\":\"failed\"", "\"status\":\"passed\"")
-            .replace("2026-01-01T00:00:01", "2098-01-01T00:00:01");
+            .replace("2026-01-01T00:00:01", "2026-05-01T00:00:01");
         merged.extend(copied.as_bytes());
         let NoteRecord::Found(got) = dec(&merged, A) else {
             panic!()

@@ -149,7 +149,8 @@ fn a_hand_written_passing_record_from_the_remote_is_no_evidence() {
     let main_before = main.clone();
 
     // The attacker copies the victim's own record of main (its config hash, its home id) onto
-    // the failing head: passed, finished in 2099, unsigned.
+    // the failing head: passed, finished later than anything here (within the minute of clock
+    // drift a record may be ahead: one dated further is not read at all), unsigned.
     let attacker = World::new();
     let clone = attacker.work().join("attacker");
     attacker.git(
@@ -184,7 +185,12 @@ fn a_hand_written_passing_record_from_the_remote_is_no_evidence() {
     );
     obj.insert("ref".into(), "refs/heads/experiment/broken".into());
     obj.insert("experiment".into(), "broken".into());
-    obj.insert("finished_at".into(), "2099-01-01T00:00:00.000Z".into());
+    let soon = std::process::Command::new("date")
+        .args(["-u", "-d", "+30 seconds", "+%Y-%m-%dT%H:%M:%S.000Z"])
+        .output()
+        .unwrap();
+    let soon = String::from_utf8(soon.stdout).unwrap().trim().to_string();
+    obj.insert("finished_at".into(), soon.into());
     obj.insert(
         "verified".into(),
         serde_json::json!({"signer": "this machine", "key": "SHA256:x", "here": true}),
