@@ -66,9 +66,21 @@ fn run_head_writes_a_note_and_an_index_row_and_touches_nothing_else() {
         w.sandbox(&w.work(), &["status", "--json"]).json()["totals"]["pending_jobs"],
         jobs_before
     );
-    // show --json is the note; plain git log shows it (notes.displayRef).
-    let shown = w.sandbox(&repo, &["show", "--json"]).json();
-    assert_eq!(shown, note);
+    // show --json is the note as this machine reads it: its signature checked and replaced by
+    // who vouches for it (this machine).
+    let mut shown = w.sandbox(&repo, &["show", "--json"]).json();
+    assert_eq!(shown["verified"]["here"], true, "{shown}");
+    shown.as_object_mut().unwrap().remove("verified");
+    let mut signed = note.clone();
+    assert!(
+        signed
+            .as_object_mut()
+            .unwrap()
+            .remove("signature")
+            .is_some(),
+        "the note is signed: {note}"
+    );
+    assert_eq!(shown, signed);
     // Plain git log shows the short summary (notes.displayRef), not the JSON.
     let log = w.git(&repo, &["log", "-1"]);
     assert!(

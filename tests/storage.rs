@@ -19,7 +19,9 @@ fn record(commit: &str, tree: &str, status: &str, ms: u64) -> RunRecord {
         "ref": "refs/heads/main", "experiment": null, "trigger": "hook", "status": status,
         "started_at": "2026-11-26T08:00:00.000Z", "finished_at": "2026-11-26T08:00:01.000Z",
         "duration_ms": ms, "cached_from": null, "config_hash": "k1",
-        "tests": null, "analysis": null, "changes": null
+        "tests": null, "analysis": null, "changes": null,
+        // Made here: evidence, as a run of this machine's is once its reader has checked it.
+        "verified": {"signer": "this machine", "key": "SHA256:k", "here": true}
     }))
     .unwrap()
 }
