@@ -296,17 +296,38 @@ fn exec_and_parallel_runs_use_their_own_slots() {
     let mut w = World::new();
     let scratch = scratch(&mut w);
     let repo = w.new_repo("slots");
-    w.commit(
+    let slow = w.commit(
         &repo,
-        &[(".sandbox.toml", &quick("sleep 1; cat README.md | head -1"))],
+        &[(".sandbox.toml", &quick("sleep 8; cat README.md | head -1"))],
         "slow",
     );
-    // Two runs at once: each holds a slot of its own.
-    let a = w.spawn(&repo, &["run", "--force"]);
-    let b = w.spawn(&repo, &["run", "--force"]);
-    for mut r in [a, b] {
-        assert!(r.child.wait().unwrap().success());
+    w.commit(
+        &repo,
+        &[(".sandbox.toml", &quick("cat README.md | head -1"))],
+        "quick",
+    );
+    // Two runs at once: each holds a slot of its own. The second starts once the first holds
+    // its slot (its checkout is there) and ends while the first still sleeps.
+    let mut a = w.spawn(&repo, &["run", "--force", &slow]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while kept_trees(&scratch).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first run took no slot"
+        );
+        assert!(
+            a.child.try_wait().unwrap().is_none(),
+            "the first run ended early"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
+    let b = w.sandbox(&repo, &["run", "--force", "HEAD"]);
+    assert_eq!(b.code, 0, "{b:?}");
+    assert!(
+        a.child.try_wait().unwrap().is_none(),
+        "the first run ended before the second: the test proves nothing"
+    );
+    assert!(a.child.wait().unwrap().success());
     let slots: std::collections::BTreeSet<String> = kept_trees(&scratch)
         .iter()
         .map(|t| {
@@ -322,7 +343,7 @@ fn exec_and_parallel_runs_use_their_own_slots() {
     // exec reuses a kept checkout: nothing to write the second time.
     let o = w.sandbox(&repo, &["exec", "HEAD", "--", "cat", ".sandbox.toml"]);
     assert_eq!(o.code, 0, "{o:?}");
-    assert!(o.stdout.contains("sleep 1"), "{o:?}");
+    assert!(o.stdout.contains("cat README.md"), "{o:?}");
 }
 
 /// A command that shows what a run starts with under `out/`, then writes there.
