@@ -471,3 +471,72 @@ fn text_a_commit_controls_reaches_the_terminal_escaped() {
     assert_escaped(&o, "experiment show");
     assert!(o.stdout.contains(&format!("faster {SHOWN}")), "{o:?}");
 }
+
+/// The manual's command reference is what the binary's own command-line definition says: a
+/// flag added, renamed or documented differently shows here until the pages are written again.
+#[test]
+fn the_command_reference_in_the_manual_is_the_binarys_own() {
+    let w = World::new();
+    let out = w.path("reference");
+    let o = w.sandbox(&w.work(), &["__reference", out.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let committed = root.join("docs/src/reference");
+    let names = |d: &std::path::Path| -> std::collections::BTreeSet<String> {
+        std::fs::read_dir(d)
+            .map(|r| {
+                r.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let fix = "run `cargo run -- __reference docs/src/reference` and commit the pages";
+    assert_eq!(names(&out), names(&committed), "{fix}");
+    assert!(names(&out).len() > 30, "{:?}", names(&out));
+    for name in names(&out) {
+        let want = std::fs::read_to_string(out.join(&name)).unwrap();
+        let have = std::fs::read_to_string(committed.join(&name)).unwrap();
+        assert!(
+            want == have,
+            "docs/src/reference/{name} is out of date: {fix}"
+        );
+    }
+    // mdBook renders only what SUMMARY.md lists.
+    let summary = std::fs::read_to_string(root.join("docs/src/SUMMARY.md")).unwrap();
+    for name in names(&out) {
+        assert!(
+            summary.contains(&format!("(reference/{name})")),
+            "docs/src/SUMMARY.md does not list reference/{name}: add it under Command reference"
+        );
+    }
+}
+
+/// The manual builds with the pinned mdBook, and every link in it (between its pages, to their
+/// headings and to the images) resolves.
+#[test]
+fn the_manual_builds_and_its_links_resolve() {
+    let mdbook = common::tools::cargo_bin("mdbook");
+    let linkcheck = common::tools::cargo_bin("mdbook-linkcheck");
+    let w = World::new();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dest = w.path("book");
+    let path = format!(
+        "{}:{}",
+        linkcheck.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o = Command::new(mdbook)
+        .arg("build")
+        .arg(root.join("docs"))
+        .arg("--dest-dir")
+        .arg(&dest)
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "mdbook build failed: {err}");
+    assert!(!err.contains("WARN"), "{err}");
+    assert!(dest.join("html/reference/run.html").is_file(), "{err}");
+    assert!(dest.join("html/commands/run.html").is_file(), "{err}");
+}

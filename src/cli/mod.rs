@@ -32,6 +32,7 @@ mod pre_push;
 mod promote;
 mod propose;
 mod push;
+mod reference;
 mod reindex;
 mod remote;
 mod run;
@@ -97,6 +98,8 @@ enum Command {
     Notify(notify::NotifyArgs),
     #[command(name = "__complete", hide = true)]
     Complete(complete::CompleteArgs),
+    #[command(name = "__reference", hide = true)]
+    Reference(reference::ReferenceArgs),
     #[command(name = "__sandbox-exec", hide = true)]
     SandboxExec(sandbox_exec::SandboxExecArgs),
 }
@@ -213,6 +216,7 @@ pub fn main() -> i32 {
         Command::Completions(a) => completions::cmd_completions(a),
         Command::Complete(a) => complete::cmd_complete(a),
         Command::InstallManPages(a) => install_man_pages::cmd_install_man_pages(a),
+        Command::Reference(a) => reference::cmd_reference(a),
         Command::SandboxExec(a) => sandbox_exec::cmd_sandbox_exec(a),
     };
     match result {

@@ -100,3 +100,14 @@ pub fn pnpm() -> PathBuf {
         "npm install --no-save --prefix \"$DIR\" pnpm@9.15.0",
     )
 }
+
+/// A program `./test` installed with `cargo install` (mdBook and its link check), under
+/// `.test-tools/cargo/bin`.
+#[track_caller]
+pub fn cargo_bin(name: &str) -> PathBuf {
+    let path = dir().join("cargo/bin").join(name);
+    if !path.exists() {
+        missing(&path.display().to_string());
+    }
+    path
+}
