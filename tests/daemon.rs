@@ -163,6 +163,33 @@ fn a_second_daemon_refuses_to_start() {
 }
 
 #[test]
+fn a_lock_file_that_cannot_be_opened_is_named_with_its_reason_not_taken_for_a_running_daemon() {
+    let w = World::new();
+    // Something made daemon.lock a directory: no daemon holds it, and none can take it.
+    std::fs::create_dir_all(w.data().join("daemon.lock")).unwrap();
+    let o = w.sandbox(&w.work(), &["daemon"]);
+    assert_eq!(o.code, 128, "the machine's fault, not a refusal: {o:?}");
+    let (problem, hints) = o.error();
+    let lock = w.data().join("daemon.lock");
+    assert_eq!(
+        problem,
+        format!(
+            "cannot open the daemon lock {}: Is a directory (os error 21)",
+            lock.display()
+        ),
+        "{o:?}"
+    );
+    assert!(!problem.contains("already running"), "{o:?}");
+    assert_eq!(
+        hints,
+        [format!(
+            "remove the directory {} (no daemon uses it), or set GIT_SANDBOX_HOME",
+            lock.display()
+        )]
+    );
+}
+
+#[test]
 fn commits_made_without_hooks_are_found_by_watching_refs() {
     let w = World::new();
     let repo = w.new_repo("d2");

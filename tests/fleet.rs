@@ -480,3 +480,56 @@ fn machines_on_one_index_take_each_others_records_as_evidence_also_after_a_reind
     let o = outside.sandbox(&elsewhere, &["log", "-n", "1", &c]);
     assert!(o.stdout.contains("not verified"), "{o:?}");
 }
+
+/// The manual's recipe on a new machine: `GIT_SANDBOX_INDEX=postgres://…; git sandbox daemon`
+/// with a data dir nothing made yet.
+#[test]
+fn a_new_machine_with_no_data_dir_yet_starts_its_daemon_on_postgres() {
+    use std::os::unix::fs::PermissionsExt;
+    let pg = Postgres::start();
+    let url = pg.database("newmachine");
+    let mut w = on_index(&url);
+    let home = w.path("fresh/git-sandbox");
+    w.extra_env
+        .push(("GIT_SANDBOX_HOME".into(), home.display().to_string()));
+    let _daemon = start(&w);
+    let mode = std::fs::metadata(&home).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700, "the data dir is private: {mode:o}");
+    assert!(home.join("daemon.lock").is_file());
+}
+
+/// An unprivileged user whose data dir is someone else's: the daemon says it cannot open its
+/// lock and why, not that a daemon runs.
+#[test]
+fn a_data_dir_the_user_cannot_write_is_reported_as_such_on_postgres() {
+    let Some(mut w) = World::unprivileged() else {
+        eprintln!("not root: the unprivileged variant is skipped");
+        return;
+    };
+    let pg = Postgres::start();
+    let url = pg.database("notmine");
+    w.extra_env.push(("GIT_SANDBOX_INDEX".into(), url));
+    // root's, 0755: nobody may read it but not create the lock in it.
+    let home = w.path("roots");
+    std::fs::create_dir(&home).unwrap();
+    w.extra_env
+        .push(("GIT_SANDBOX_HOME".into(), home.display().to_string()));
+    let o = w.sandbox(&w.work(), &["daemon"]);
+    assert_eq!(o.code, 128, "{o:?}");
+    let (problem, hints) = o.error();
+    assert_eq!(
+        problem,
+        format!(
+            "cannot open the daemon lock {}: Permission denied (os error 13)",
+            home.join("daemon.lock").display()
+        ),
+        "{o:?}"
+    );
+    assert_eq!(
+        hints,
+        [format!(
+            "make {} a directory you can write, or set GIT_SANDBOX_HOME to one",
+            home.display()
+        )]
+    );
+}

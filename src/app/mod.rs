@@ -152,6 +152,14 @@ impl Context {
         let index = match index_url(&layers)? {
             Some(url) => {
                 let mut index = Index::connect(&url)?;
+                // The SQLite file makes the data dir; on a shared index nothing else would, and
+                // a new machine's daemon keeps its lock, keys and clones there.
+                crate::util::private::create_private_dir(&paths.home).map_err(|source| {
+                    crate::store::StoreError::Home {
+                        path: paths.home.clone(),
+                        source,
+                    }
+                })?;
                 index.localize(&paths.home);
                 index
             }

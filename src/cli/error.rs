@@ -205,7 +205,7 @@ impl From<DaemonError> for CommandError {
         match e {
             DaemonError::App(e) => e.into(),
             DaemonError::AlreadyRunning { .. } => CommandError::hinted(Kind::Refused, &e),
-            DaemonError::Bind { .. } | DaemonError::HttpBind { .. } => {
+            DaemonError::Lock { .. } | DaemonError::Bind { .. } | DaemonError::HttpBind { .. } => {
                 CommandError::hinted(Kind::Environment, &e)
             }
         }

@@ -43,6 +43,11 @@ pub enum DaemonError {
         home: PathBuf,
         pid: String,
     },
+    /// The lock file cannot be opened or locked (not: another daemon holds it).
+    Lock {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     Bind {
         path: PathBuf,
         source: std::io::Error,
@@ -61,6 +66,9 @@ impl Hinted for DaemonError {
                 "a daemon is already running on {} (pid {pid})",
                 home.display()
             ),
+            DaemonError::Lock { path, source } => {
+                format!("cannot open the daemon lock {}: {source}", path.display())
+            }
             DaemonError::Bind { path, source } => {
                 format!("cannot listen on {}: {source}", path.display())
             }
@@ -74,6 +82,18 @@ impl Hinted for DaemonError {
             DaemonError::AlreadyRunning { .. } => {
                 vec!["stop it with `git sandbox daemon stop`".into()]
             }
+            DaemonError::Lock { path, source }
+                if source.kind() == std::io::ErrorKind::IsADirectory =>
+            {
+                vec![format!(
+                    "remove the directory {} (no daemon uses it), or set GIT_SANDBOX_HOME",
+                    path.display()
+                )]
+            }
+            DaemonError::Lock { path, .. } => vec![format!(
+                "make {} a directory you can write, or set GIT_SANDBOX_HOME to one",
+                path.parent().unwrap_or(path).display()
+            )],
             DaemonError::Bind { source, .. }
                 if source.kind() == std::io::ErrorKind::InvalidFilename =>
             {
@@ -126,9 +146,15 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
     init_logging();
     let ctx = Context::load()?;
     let home = ctx.paths.home.clone();
-    let _lock = crate::ipc::lock(&home).map_err(|pid| DaemonError::AlreadyRunning {
-        home: home.clone(),
-        pid: pid.map_or("unknown".into(), |p| p.to_string()),
+    let _lock = crate::ipc::lock(&home).map_err(|e| match e {
+        crate::ipc::LockError::Held(pid) => DaemonError::AlreadyRunning {
+            home: home.clone(),
+            pid: pid.map_or("unknown".into(), |p| p.to_string()),
+        },
+        crate::ipc::LockError::Io(source) => DaemonError::Lock {
+            path: crate::ipc::lock_path(&home),
+            source,
+        },
     })?;
     // Webhooks need a secret that works before anything starts: a daemon that would answer 401
     // to every delivery must say so now. Without `[remote] webhook_secret_file` the listener

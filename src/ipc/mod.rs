@@ -21,14 +21,28 @@ pub struct DaemonLock {
     _file: std::fs::File,
 }
 
+/// Why the daemon lock was not taken.
+#[derive(Debug)]
+pub enum LockError {
+    /// Another process holds it: the pid it wrote, if readable.
+    Held(Option<u32>),
+    /// The lock file cannot be opened or locked at all (a directory in its place, a data dir
+    /// the user cannot write): no daemon is known to run.
+    Io(std::io::Error),
+}
+
 /// Take the daemon lock, or say which pid holds it.
-pub fn lock(home: &Path) -> Result<DaemonLock, Option<u32>> {
+pub fn lock(home: &Path) -> Result<DaemonLock, LockError> {
     use std::os::fd::AsRawFd;
     let path = lock_path(home);
-    let file = crate::util::private::open_rw(&path).map_err(|_| None)?;
+    let file = crate::util::private::open_rw(&path).map_err(LockError::Io)?;
     // SAFETY: flock on a descriptor we own.
     if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        return Err(read_pid(&path));
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
+            return Err(LockError::Io(e));
+        }
+        return Err(LockError::Held(read_pid(&path)));
     }
     let _ = file.set_len(0);
     let _ = (&file).write_all(std::process::id().to_string().as_bytes());
