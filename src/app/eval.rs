@@ -483,6 +483,7 @@ mod tests {
             }),
             changes: None,
             warnings: vec![],
+            snapshot: false,
             by: None,
             verified: None,
         }

@@ -215,6 +215,8 @@ pub fn tree_hit(ctx: &Context, row: &RepoRow, info: &CommitInfo, key: &str) -> O
     let mut r = hit.record;
     r.cached_from = Some(r.commit.clone());
     r.commit = info.id.to_string();
+    // A commit named by a ref is no snapshot, whatever tree it shares with one.
+    r.snapshot = false;
     r.parents = info.parents.iter().map(|p| p.to_string()).collect();
     Some(r)
 }
@@ -383,7 +385,8 @@ pub fn rewrite_missing(
 ) -> Result<usize> {
     let mut reader = NoteReader::new(repo)?;
     let mut lost = Vec::new();
-    for r in records {
+    // A snapshot's result never had a note to lose.
+    for r in records.iter().filter(|r| !r.snapshot) {
         let Ok(id) = ObjectId::from_hex(r.commit.as_bytes()) else {
             continue;
         };
