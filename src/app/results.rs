@@ -473,7 +473,8 @@ pub fn unreadable(
 pub struct Entry {
     pub commit: String,
     pub summary: String,
-    /// The commit's result: evidence only.
+    /// The commit's result: evidence only; when the commit has none of its own, a result of
+    /// the same tree made under its config (marked `cached_from`), as `show` finds it.
     pub result: Option<RunRecord>,
     /// The runs since the result that could not run its tests here.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -544,7 +545,9 @@ pub fn history(
         let info = git::commit_info(repo, c)?;
         let (result, reported) = match own_record(ctx, repo, row, &mut reader, c)? {
             Some(r) if !r.is_evidence() => (None, Some(r)),
-            r => (r, None),
+            Some(r) => (Some(r), None),
+            // As `show` does: a result of the same tree under the commit's config serves it.
+            None => (tree_result(ctx, repo, row, c)?, None),
         };
         entries.push(Entry {
             commit: c.to_string(),

@@ -1,0 +1,185 @@
+//! Results shown consistently: `log`, `show` and `compare` tell one result the same way, with
+//! the tests' time apart from the setup step's, and say when it was served from an earlier run
+//! of the same tree; counts and numbers read right.
+
+use crate::common::World;
+use std::path::Path;
+
+/// `insta::assert_snapshot!`, kept under `tests/snapshots/` with the other test files'.
+macro_rules! snapshot {
+    ($value:expr) => {
+        insta::with_settings!({ snapshot_path => "../snapshots" }, {
+            insta::assert_snapshot!($value);
+        })
+    };
+}
+
+const MORE_TESTS: &str = "import unittest\n\n\nclass TestMore(unittest.TestCase):\n    def test_more(self):\n        self.assertEqual(2 * 2, 4)\n";
+
+fn rev(w: &World, repo: &Path, r: &str) -> String {
+    w.git(repo, &["rev-parse", r]).trim().to_string()
+}
+
+/// Commit files on `branch` and come back to where we were.
+fn commit_on(w: &World, repo: &Path, branch: &str, files: &[(&str, &str)]) -> String {
+    w.git(repo, &["switch", "-q", branch]);
+    let id = w.commit(repo, files, &format!("Work on {branch}"));
+    w.git(repo, &["switch", "-q", "main"]);
+    id
+}
+
+/// Whether `word` is a duration as the CLI prints one (`120ms`, `1.5s`, `2m05s`).
+fn is_duration(word: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit());
+    if let Some(n) = word.strip_suffix("ms") {
+        return digits(n);
+    }
+    if let Some((m, s)) = word.strip_suffix('s').and_then(|x| x.split_once('m')) {
+        return digits(m) && digits(s);
+    }
+    word.strip_suffix('s')
+        .and_then(|x| x.split_once('.'))
+        .is_some_and(|(a, b)| digits(a) && digits(b))
+}
+
+/// `text` with the commits of `names` named (full and short ids), durations as `<time>`, and
+/// the cells of the table columns named in `vary` as `<…>`. Table rows are split into cells on
+/// two spaces or more and joined with ` | `, so column widths do not matter.
+fn redact(text: &str, names: &[(&str, &str)], vary: &[&str]) -> String {
+    let mut text = text.to_string();
+    for (id, name) in names {
+        text = text.replace(id, name).replace(&id[..7], name);
+    }
+    let mut out = Vec::new();
+    let mut columns: Vec<usize> = Vec::new();
+    for line in text.lines() {
+        let line: String = line
+            .split(' ')
+            .map(|word| {
+                let bare = word
+                    .trim_end_matches([',', ')', ';', ']'])
+                    .trim_start_matches(['(', '[']);
+                if is_duration(bare) {
+                    word.replace(bare, "<time>")
+                } else {
+                    word.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+        let cells: Vec<&str> = line
+            .split("  ")
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .collect();
+        if cells.iter().any(|c| vary.contains(c)) {
+            columns = (0..cells.len())
+                .filter(|&i| vary.contains(&cells[i]))
+                .collect();
+            out.push(cells.join(" | "));
+        } else if cells.len() > 1 && !columns.is_empty() {
+            let cells: Vec<String> = cells
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    if columns.contains(&i) {
+                        "<…>".to_string()
+                    } else {
+                        c.to_string()
+                    }
+                })
+                .collect();
+            out.push(cells.join(" | "));
+        } else {
+            out.push(line);
+        }
+    }
+    out.join("\n")
+}
+
+#[test]
+fn log_shows_the_result_show_serves_for_a_commit_of_a_tree_already_run() {
+    let w = World::new();
+    let repo = w.new_repo("same-tree");
+    assert_eq!(w.sandbox(&repo, &["run"]).code, 0);
+    let first = rev(&w, &repo, "HEAD");
+    // Same tree, not run itself (no daemon runs the hook's job).
+    w.git(
+        &repo,
+        &["commit", "-q", "--allow-empty", "-m", "Same tree again"],
+    );
+    let second = rev(&w, &repo, "HEAD");
+    let show = w.sandbox(&repo, &["show", "--json"]);
+    assert_eq!(show.json()["cached_from"], first.as_str(), "{show:?}");
+
+    let log = w.sandbox(&repo, &["log", "-n", "2", "--json"]);
+    assert_eq!(log.code, 0, "{log:?}");
+    assert_eq!(log.json()[0]["result"]["cached_from"], first.as_str());
+    assert_eq!(
+        log.json()[0]["result"]["tests"],
+        show.json()["tests"],
+        "the result show shows"
+    );
+    let log = w.sandbox(&repo, &["log", "-n", "2"]);
+    snapshot!(redact(
+        &log.stdout,
+        &[(&first, "<first>"), (&second, "<second>")],
+        &[]
+    ));
+}
+
+#[test]
+fn show_tells_the_setup_steps_time_apart_from_the_tests() {
+    let w = World::new();
+    let repo = w.new_repo("setup-time");
+    let config = "[test]\nsetup = \"echo preparing && sleep 0.3\"\ncommand = \"python3 -m unittest discover -s tests\"\n[analysis]\nenabled = false\n";
+    let head = w.commit(&repo, &[(".sandbox.toml", config)], "A setup step");
+    let o = w.sandbox(&repo, &["run", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let setup = &o.json()[0]["tests"]["setup"];
+    assert!(setup["duration_ms"].as_u64().unwrap() >= 300, "{setup}");
+    let o = w.sandbox(&repo, &["show"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let log = o
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("  setup log: "))
+        .unwrap_or_else(|| panic!("no setup log: {o:?}"));
+    assert!(log.ends_with(&format!("/{head}.setup.log")), "{o:?}");
+    assert!(std::fs::read_to_string(log).unwrap().contains("preparing"));
+    let shown: Vec<&str> = o
+        .stdout
+        .lines()
+        .filter(|l| {
+            ["Duration:", "Tests:", "  command:", "  setup:", "  exit:"]
+                .iter()
+                .any(|p| l.starts_with(p))
+        })
+        .collect();
+    snapshot!(redact(&shown.join("\n"), &[], &[]));
+}
+
+#[test]
+fn a_failed_setup_step_shows_its_log_and_no_tests() {
+    let w = World::new();
+    let repo = w.new_repo("setup-broken");
+    let config = "[test]\nsetup = \"echo fetching deps && exit 3\"\ncommand = \"true\"\n[analysis]\nenabled = false\n";
+    let head = w.commit(&repo, &[(".sandbox.toml", config)], "A broken setup step");
+    assert_eq!(w.sandbox(&repo, &["run"]).code, 1);
+    let o = w.sandbox(&repo, &["show"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(
+        o.stdout
+            .contains("\nTests: not run (the setup step before them failed)\n"),
+        "{o:?}"
+    );
+    let log = o
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("  setup log: "))
+        .unwrap_or_else(|| panic!("no setup log: {o:?}"));
+    assert!(log.ends_with(&format!("/{head}.setup.log")), "{o:?}");
+    assert!(std::fs::read_to_string(log)
+        .unwrap()
+        .contains("fetching deps"));
+}
