@@ -302,7 +302,7 @@ pub fn judge(
             name: "complexity".into(),
             description: "complexity not worse: mean complexity per function not higher, no new potential issues".into(),
             pass: complexity_ok,
-            value: json!({"mean_delta": delta.map(|d| (d * 1000.0).round() / 1000.0), "new_issues": issues}),
+            value: json!({"mean_delta": delta.map(|d| crate::util::round(d, 3)), "new_issues": issues}),
             threshold: json!({"mean_delta": 0.0, "new_issues": 0}),
         },
         Criterion {
@@ -332,7 +332,7 @@ pub fn judge(
         base.and_then(|b| b.coverage.as_ref()),
         head.and_then(|h| h.coverage.as_ref()),
     ) {
-        let delta = ((h.percent - b.percent) * 100.0).round() / 100.0;
+        let delta = crate::util::round(h.percent - b.percent, 2);
         criteria.push(Criterion {
             name: "coverage".into(),
             description: format!(

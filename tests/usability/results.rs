@@ -183,3 +183,91 @@ fn a_failed_setup_step_shows_its_log_and_no_tests() {
         .unwrap()
         .contains("fetching deps"));
 }
+
+#[test]
+fn compare_weighs_test_time_says_what_was_served_and_ranks_active_experiments_first() {
+    let w = World::new();
+    let repo = w.new_repo("ranking");
+    assert_eq!(w.sandbox(&repo, &["run"]).code, 0);
+    let ran = rev(&w, &repo, "HEAD");
+    // Production's head has a tree already run: its result is served from that run.
+    w.git(
+        &repo,
+        &["commit", "-q", "--allow-empty", "-m", "Same tree again"],
+    );
+    let main = rev(&w, &repo, "HEAD");
+    assert_eq!(w.sandbox(&repo, &["run"]).code, 0);
+    // An experiment that earned a verdict and was killed, and an active one not evaluated.
+    for name in ["early", "late"] {
+        let o = w.sandbox(&repo, &["experiment", "start", name]);
+        assert_eq!(o.code, 0, "{o:?}");
+        commit_on(
+            &w,
+            &repo,
+            &format!("experiment/{name}"),
+            &[("tests/test_more.py", MORE_TESTS)],
+        );
+    }
+    assert_eq!(w.sandbox(&repo, &["eval", "early"]).code, 0);
+    assert_eq!(w.sandbox(&repo, &["kill", "early"]).code, 0);
+    assert_eq!(w.sandbox(&repo, &["run", "experiment/late"]).code, 0);
+
+    let o = w.sandbox(&repo, &["compare", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let c = o.json();
+    let tests_ms = |rev: &str| w.note(&repo, rev).unwrap()["tests"]["duration_ms"].as_i64();
+    assert_eq!(c["base"]["served_from"], ran.as_str(), "{c}");
+    assert_eq!(c["base"]["duration_ms"].as_i64(), tests_ms("main"), "{c}");
+    let names: Vec<&str> = c["experiments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["late", "early"], "active first: {c}");
+    let late = &c["experiments"][0];
+    assert_eq!(
+        late["duration_delta_ms"].as_i64(),
+        Some(tests_ms("experiment/late").unwrap() - tests_ms("main").unwrap()),
+        "test time against test time: {c}"
+    );
+
+    let o = w.sandbox(&repo, &["compare", "--all-columns"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    snapshot!(redact(
+        &o.stdout,
+        &[(&ran, "<ran>"), (&main, "<main>")],
+        &["Δ test ms"]
+    ));
+}
+
+/// Python functions: `plain` returning a constant (complexity 1) and one with a branch (2).
+fn functions(plain: usize) -> String {
+    let mut code = String::from("def branchy(x):\n    if x:\n        return 1\n    return 0\n");
+    for i in 0..plain {
+        code.push_str(&format!("\n\ndef f{i}():\n    return {i}\n"));
+    }
+    code
+}
+
+#[test]
+fn eval_never_prints_minus_zero() {
+    let w = World::new();
+    let repo = w.new_repo("minus-zero");
+    let config = "[test]\ncommand = \"python3 -m unittest discover -s tests\"\n[analysis]\nexclude = [\"tests/**\", \"logs/**\", \"results/**\"]\n";
+    // 45 functions of complexity 46 in all, then 46 of 47: the mean drops by 0.00048, which
+    // rounds to zero at three decimals.
+    w.commit(
+        &repo,
+        &[(".sandbox.toml", config), ("lib.py", &functions(44))],
+        "A library",
+    );
+    assert_eq!(w.sandbox(&repo, &["experiment", "start", "tiny"]).code, 0);
+    commit_on(&w, &repo, "experiment/tiny", &[("lib.py", &functions(45))]);
+    let o = w.sandbox(&repo, &["eval", "tiny"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(o.stdout.contains(r#""mean_delta":0.0"#), "{o:?}");
+    assert!(!o.stdout.contains("-0.0"), "{o:?}");
+    let o = w.sandbox(&repo, &["eval", "tiny", "--json"]);
+    assert!(!o.stdout.contains("-0.0"), "{o:?}");
+}
