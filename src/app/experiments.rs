@@ -296,13 +296,32 @@ pub fn find(
 ) -> Result<Experiment> {
     repos::check_name(name)?;
     sync(ctx, repo, row)?;
-    ctx.index
-        .experiment(&row.repository_id, name)?
-        .ok_or_else(|| {
-            AppError::usage(format!("unknown experiment {name:?}")).hint(format!(
-                "see `git sandbox experiment list`, or start it with `git sandbox experiment start {name}`"
-            ))
-        })
+    if let Some(e) = ctx.index.experiment(&row.repository_id, name)? {
+        return Ok(e);
+    }
+    // A typo is the likely cause: name the experiments there are, not a way to start this one.
+    let mut names: Vec<String> = ctx
+        .index
+        .experiments(&row.repository_id)?
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    names.sort();
+    if names.len() > 10 {
+        names.truncate(10);
+        names.push("…".into());
+    }
+    Err(
+        AppError::usage(format!("unknown experiment {name:?}")).hint(if names.is_empty() {
+            "this repository has no experiments yet (`git sandbox experiment start NAME` starts one)"
+                .to_string()
+        } else {
+            format!(
+                "its experiments are: {} (`git sandbox experiment list` shows them)",
+                names.join(", ")
+            )
+        }),
+    )
 }
 
 #[derive(Debug, serde::Serialize)]

@@ -271,3 +271,37 @@ fn eval_never_prints_minus_zero() {
     let o = w.sandbox(&repo, &["eval", "tiny", "--json"]);
     assert!(!o.stdout.contains("-0.0"), "{o:?}");
 }
+
+#[test]
+fn propose_counts_one_experiment_that_meets_the_minimum_in_the_singular() {
+    let w = World::new();
+    let repo = w.new_repo("one-meets");
+    assert_eq!(w.sandbox(&repo, &["experiment", "start", "more"]).code, 0);
+    commit_on(
+        &w,
+        &repo,
+        "experiment/more",
+        &[("tests/test_more.py", MORE_TESTS)],
+    );
+    let o = w.sandbox(&repo, &["propose"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    snapshot!(o.stdout);
+}
+
+#[test]
+fn config_example_prints_every_key_of_the_repository_config() {
+    let w = World::new();
+    let o = w.sandbox(&w.work(), &["config", "--example"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join(".sandbox.toml.example");
+    assert_eq!(o.stdout, std::fs::read_to_string(example).unwrap());
+    // What it prints is a valid config: a repository that commits it runs.
+    let repo = w.new_repo("example");
+    let example = o.stdout.replace("python3 -m pytest -q", "true");
+    w.commit(&repo, &[(".sandbox.toml", &example)], "Every key");
+    let o = w.sandbox(&repo, &["run", "--json"]);
+    assert_ne!(o.json()[0]["status"], "error", "{o:?}");
+    // A new repository's config points at it.
+    let toml = std::fs::read_to_string(w.new_repo("fresh").join(".sandbox.toml")).unwrap();
+    assert!(toml.contains("`git sandbox config --example`"), "{toml}");
+}
