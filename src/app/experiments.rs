@@ -300,28 +300,18 @@ pub fn find(
         return Ok(e);
     }
     // A typo is the likely cause: name the experiments there are, not a way to start this one.
-    let mut names: Vec<String> = ctx
-        .index
-        .experiments(&row.repository_id)?
-        .into_iter()
-        .map(|e| e.name)
-        .collect();
+    let all = ctx.index.experiments(&row.repository_id)?;
+    let mut names: Vec<String> = all.into_iter().map(|e| e.name).collect();
     names.sort();
-    if names.len() > 10 {
-        names.truncate(10);
-        names.push("…".into());
-    }
-    Err(
-        AppError::usage(format!("unknown experiment {name:?}")).hint(if names.is_empty() {
-            "this repository has no experiments yet (`git sandbox experiment start NAME` starts one)"
-                .to_string()
-        } else {
-            format!(
-                "its experiments are: {} (`git sandbox experiment list` shows them)",
-                names.join(", ")
-            )
-        }),
-    )
+    let hint = match names.len() {
+        0 => "this repository has no experiments yet (`git sandbox experiment start NAME` starts one)".to_string(),
+        n => format!(
+            "its experiments are: {}{} (`git sandbox experiment list` shows them)",
+            names[..n.min(10)].join(", "),
+            if n > 10 { ", …" } else { "" }
+        ),
+    };
+    Err(AppError::usage(format!("unknown experiment {name:?}")).hint(hint))
 }
 
 #[derive(Debug, serde::Serialize)]
