@@ -69,12 +69,9 @@ fn json_errors_of_show_run_and_eval() {
 
     let e = json_error(&w.sandbox(&repo, &["eval", "nope", "--json"]), 2, "usage");
     assert_eq!(e["error"], "unknown experiment \"nope\"");
-    assert!(
-        e["hints"][0]
-            .as_str()
-            .unwrap()
-            .contains("git sandbox experiment start nope"),
-        "{e}"
+    assert_eq!(
+        e["hints"][0],
+        "this repository has no experiments yet (`git sandbox experiment start NAME` starts one)"
     );
     // A subcommand's --json counts too.
     json_error(
@@ -117,4 +114,49 @@ fn a_daemon_that_cannot_bind_is_not_bad_usage() {
     let (problem, hints) = o.error();
     assert!(problem.contains("the socket path is longer than"), "{o:?}");
     assert_eq!(hints, ["set GIT_SANDBOX_HOME to a shorter path"]);
+}
+
+#[test]
+fn a_config_error_names_its_commit_once() {
+    let w = World::new();
+    let repo = w.new_repo("broken-config");
+    let head = w.commit(
+        &repo,
+        &[(
+            ".sandbox.toml",
+            "[test]\ncommand = \"true\"\ncomand = \"x\"\n",
+        )],
+        "A typo",
+    );
+    let o = w.sandbox(&repo, &["run"]);
+    assert_eq!(o.code, 1, "{o:?}");
+    let line = o
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("error: "))
+        .unwrap_or_else(|| panic!("no error line: {o:?}"));
+    let short = &head[..7];
+    assert!(
+        line.starts_with(&format!(
+            "error: {short}:.sandbox.toml:3: key `test.comand`: unknown field"
+        )),
+        "{o:?}"
+    );
+    assert!(
+        line.ends_with("(`git sandbox config --example` prints every key)"),
+        "what an installed binary can show: {o:?}"
+    );
+    assert_eq!(line.matches(short).count(), 1, "{o:?}");
+}
+
+#[test]
+fn an_unknown_experiment_is_told_with_the_experiments_there_are() {
+    let w = World::new();
+    let repo = w.new_repo("names");
+    for name in ["beta", "alpha"] {
+        assert_eq!(w.sandbox(&repo, &["experiment", "start", name]).code, 0);
+    }
+    let o = w.sandbox(&repo, &["kill", "nope"]);
+    assert_eq!(o.code, 2, "{o:?}");
+    insta::assert_snapshot!(o.stderr);
 }

@@ -147,6 +147,57 @@ fn a_run_cut_off_by_a_killed_server_is_run_by_the_next_one() {
 }
 
 #[test]
+fn the_runs_an_agent_asks_for_are_recorded_with_the_mcp_trigger() {
+    let w = World::new();
+    let repo = w.new_repo("mcp-trigger");
+    // Nothing watched: only what the agent asks for runs (the server's queue stays empty).
+    let toml = "[test]\ncommand = \"python3 -m unittest discover -s tests\"\n[watch]\nbranches = [\"nothing\"]\n";
+    w.commit(&repo, &[(".sandbox.toml", toml)], "Watch nothing");
+    let o = w.sandbox(&repo, &["experiment", "start", "agent"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    w.git(&repo, &["switch", "-q", "experiment/agent"]);
+    w.commit(
+        &repo,
+        &[("tests/test_more.py", "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_more(self):\n        pass\n")],
+        "More tests",
+    );
+    w.git(&repo, &["switch", "-q", "main"]);
+    assert!(w.note(&repo, "experiment/agent").is_none());
+
+    let mut s = Raw::start(&w, &repo);
+    let ev = s.tool(1, "experiment_eval", serde_json::json!({"name": "agent"}));
+    assert_eq!(ev["recommendation"], "STRONGLY_RECOMMEND", "{ev}");
+    for rev in ["experiment/agent", "main"] {
+        let note = w.note(&repo, rev).unwrap();
+        assert_eq!(note["trigger"], "mcp", "{rev}: {note}");
+    }
+}
+
+#[test]
+fn log_read_after_a_failed_setup_step_reads_the_setup_steps_output() {
+    let w = World::new();
+    let repo = w.new_repo("mcp-setup");
+    let toml = "[test]\nsetup = \"echo fetching deps && exit 3\"\ncommand = \"true\"\n[analysis]\nenabled = false\n";
+    w.commit(&repo, &[(".sandbox.toml", toml)], "A broken setup step");
+    assert_eq!(w.sandbox(&repo, &["run"]).code, 1);
+    let mut s = Raw::start(&w, &repo);
+    for (id, args) in [
+        (1, serde_json::json!({"revision": "HEAD"})),
+        (2, serde_json::json!({"revision": "HEAD", "check": "setup"})),
+    ] {
+        let page = s.tool(id, "log_read", args);
+        assert_eq!(page["setup_step"], true, "{page}");
+        let text: Vec<&str> = page["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["text"].as_str().unwrap())
+            .collect();
+        assert!(text.contains(&"fetching deps"), "{page}");
+    }
+}
+
+#[test]
 fn malformed_json_rpc_unknown_tools_and_wrong_types_leave_the_server_running() {
     let w = World::new();
     let repo = w.new_repo("raw");

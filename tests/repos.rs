@@ -195,7 +195,7 @@ fn malformed_user_config_names_file_line_and_key() {
     );
     assert_eq!(
         hints,
-        ["remove it or fix its spelling (see .sandbox.toml.example)"]
+        ["remove it or fix its spelling (`git sandbox config --example` prints every key)"]
     );
     std::fs::write(&cfg, "[limits]\nmemory_mb = \"lots\"\n").unwrap();
     let o = w.sandbox(&w.work(), &["new", "cfg-test"]);

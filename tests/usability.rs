@@ -2,6 +2,8 @@
 //! quoted paths.
 
 mod common;
+#[path = "usability/results.rs"]
+mod results;
 
 use common::World;
 

@@ -18,7 +18,12 @@ pub struct Row {
     pub passed: Option<u64>,
     pub failed: Option<u64>,
     pub total: Option<u64>,
+    /// How long the tests took (`tests.duration_ms`): test time against test time, without the
+    /// checkout and the setup step, and the original run's time for a result served from it.
     pub duration_ms: Option<u64>,
+    /// The commit whose run this result was served from (same tree and config), when it was
+    /// not run for this commit itself.
+    pub served_from: Option<String>,
     pub complexity_mean: Option<f64>,
     pub potential_issues: Option<u64>,
 }
@@ -81,8 +86,9 @@ fn row(target: &str, commit: ObjectId, r: Option<&RunRecord>) -> Row {
         passed: t.and_then(|t| t.passed),
         failed: t.and_then(|t| t.failed),
         total: t.and_then(|t| t.total),
-        duration_ms: r.map(|r| r.duration_ms),
-        complexity_mean: a.map(|a| (a.complexity_score * 100.0).round() / 100.0),
+        duration_ms: t.map(|t| t.duration_ms),
+        served_from: r.and_then(|r| r.cached_from.clone()),
+        complexity_mean: a.map(|a| crate::util::round(a.complexity_score, 2)),
         potential_issues: a.map(|a| a.potential_issues.len() as u64),
     }
 }
@@ -121,7 +127,7 @@ pub fn compare(
             complexity_mean: r
                 .complexity_mean
                 .zip(base.complexity_mean)
-                .map(|(a, b)| ((a - b) * 100.0).round() / 100.0),
+                .map(|(a, b)| crate::util::round(a - b, 2)),
             potential_issues: minus(r.potential_issues, base.potential_issues),
         };
         rows.push(Compared { row: r, vs_base });
@@ -145,8 +151,8 @@ pub struct Ranked {
     pub verdict_reason: Option<String>,
 }
 
-/// Every experiment of the repository against production's head, best first: by verdict, then
-/// by passing tests, then by name.
+/// Every experiment of the repository against production's head, best first: active ones
+/// before those promoted or killed, then by verdict, then by passing tests, then by name.
 pub fn ranked(
     ctx: &Context,
     repo: &gix::Repository,
@@ -163,7 +169,11 @@ pub fn ranked(
         .map(|t| t.failures.iter().map(|f| f.name.clone()).collect())
         .unwrap_or_default();
     let mut out = Vec::new();
+    let mut active = std::collections::HashSet::new();
     for o in experiments::list(ctx, repo, row_of)? {
+        if o.experiment.state == crate::model::State::Active {
+            active.insert(o.experiment.name.clone());
+        }
         let r = o.latest_result.as_ref();
         let head = o
             .head
@@ -187,7 +197,7 @@ pub fn ranked(
             complexity_delta: this
                 .as_ref()
                 .and_then(|t| t.complexity_mean.zip(base.complexity_mean))
-                .map(|(a, b)| ((a - b) * 100.0).round() / 100.0),
+                .map(|(a, b)| crate::util::round(a - b, 2)),
             duration_delta_ms: this
                 .as_ref()
                 .and_then(|t| minus(t.duration_ms, base.duration_ms)),
@@ -197,7 +207,13 @@ pub fn ranked(
         });
     }
     out.sort_by(|a, b| {
-        let rank = |x: &Ranked| (x.verdict.is_none(), std::cmp::Reverse(x.verdict));
+        let rank = |x: &Ranked| {
+            (
+                !active.contains(&x.name),
+                x.verdict.is_none(),
+                std::cmp::Reverse(x.verdict),
+            )
+        };
         rank(a)
             .cmp(&rank(b))
             .then_with(|| {

@@ -192,7 +192,14 @@ pub fn demo(ctx: &Context, path: Option<&Path>, on: &mut dyn FnMut(Event<'_>)) -
         ));
         results.push(r);
     }
-    let ev = eval::evaluate(ctx, &repo, &created.repo, EXPERIMENT, interrupt)?;
+    let ev = eval::evaluate(
+        ctx,
+        &repo,
+        &created.repo,
+        EXPERIMENT,
+        Trigger::Manual,
+        interrupt,
+    )?;
     on(Event::Evaluated(&ev));
 
     on(Event::Step(8));
@@ -201,6 +208,7 @@ pub fn demo(ctx: &Context, path: Option<&Path>, on: &mut dyn FnMut(Event<'_>)) -
         force: false,
         dry_run: false,
         watch: None,
+        trigger: Trigger::Manual,
     };
     let promoted = promote(ctx, &repo, &created.repo, EXPERIMENT, &opts, interrupt)?;
     let merged = cli::git(&root, &["log", "-1", "--format=%h %s", "main"])?;

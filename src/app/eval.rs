@@ -26,6 +26,7 @@ pub fn evaluate(
     repo: &gix::Repository,
     row: &RepoRow,
     name: &str,
+    trigger: Trigger,
     interrupt: &AtomicBool,
 ) -> Result<Evaluation> {
     let e = experiments::find(ctx, repo, row, name)?;
@@ -48,8 +49,8 @@ pub fn evaluate(
     };
     let head_ref = branch_ref(name);
     let base_ref = format!("refs/heads/{target}");
-    let mut head_rec = result_or_run(ctx, repo, row, head, &head_ref, interrupt)?;
-    let base_rec = result_or_run(ctx, repo, row, base, &base_ref, interrupt)?;
+    let mut head_rec = result_or_run(ctx, repo, row, head, &head_ref, trigger, interrupt)?;
+    let base_rec = result_or_run(ctx, repo, row, base, &base_ref, trigger, interrupt)?;
     let known: HashSet<String> = ctx
         .index
         .flaky_tests(&row.repository_id)?
@@ -65,7 +66,7 @@ pub fn evaluate(
         if excused(ctx, row, h, &known)?.is_empty() {
             let opts = RunOptions {
                 retry_flaky: FLAKY_RETRIES,
-                ..RunOptions::new(Trigger::Manual, Some(head_ref.clone()), interrupt)
+                ..RunOptions::new(trigger, Some(head_ref.clone()), interrupt)
             };
             let outcome = run_commits(ctx, repo, row, &[head], &opts, &mut |_| {})?;
             head_rec = outcome.records.into_iter().next().or(head_rec);
@@ -164,12 +165,13 @@ pub(crate) fn result_or_run(
     row: &RepoRow,
     commit: ObjectId,
     refname: &str,
+    trigger: Trigger,
     interrupt: &AtomicBool,
 ) -> Result<Option<RunRecord>> {
     if let Some(r) = results::current_record(ctx, repo, row, commit, Some(refname))? {
         return Ok(Some(r));
     }
-    let opts = RunOptions::new(Trigger::Manual, Some(refname.to_string()), interrupt);
+    let opts = RunOptions::new(trigger, Some(refname.to_string()), interrupt);
     let outcome = run_commits(ctx, repo, row, &[commit], &opts, &mut |_| {})?;
     Ok(outcome.records.into_iter().next())
 }
@@ -300,7 +302,7 @@ pub fn judge(
             name: "complexity".into(),
             description: "complexity not worse: mean complexity per function not higher, no new potential issues".into(),
             pass: complexity_ok,
-            value: json!({"mean_delta": delta.map(|d| (d * 1000.0).round() / 1000.0), "new_issues": issues}),
+            value: json!({"mean_delta": delta.map(|d| crate::util::round(d, 3)), "new_issues": issues}),
             threshold: json!({"mean_delta": 0.0, "new_issues": 0}),
         },
         Criterion {
@@ -330,7 +332,7 @@ pub fn judge(
         base.and_then(|b| b.coverage.as_ref()),
         head.and_then(|h| h.coverage.as_ref()),
     ) {
-        let delta = ((h.percent - b.percent) * 100.0).round() / 100.0;
+        let delta = crate::util::round(h.percent - b.percent, 2);
         criteria.push(Criterion {
             name: "coverage".into(),
             description: format!(
@@ -483,6 +485,7 @@ mod tests {
             }),
             changes: None,
             warnings: vec![],
+            snapshot: false,
             by: None,
             verified: None,
         }

@@ -296,13 +296,22 @@ pub fn find(
 ) -> Result<Experiment> {
     repos::check_name(name)?;
     sync(ctx, repo, row)?;
-    ctx.index
-        .experiment(&row.repository_id, name)?
-        .ok_or_else(|| {
-            AppError::usage(format!("unknown experiment {name:?}")).hint(format!(
-                "see `git sandbox experiment list`, or start it with `git sandbox experiment start {name}`"
-            ))
-        })
+    if let Some(e) = ctx.index.experiment(&row.repository_id, name)? {
+        return Ok(e);
+    }
+    // A typo is the likely cause: name the experiments there are, not a way to start this one.
+    let all = ctx.index.experiments(&row.repository_id)?;
+    let mut names: Vec<String> = all.into_iter().map(|e| e.name).collect();
+    names.sort();
+    let hint = match names.len() {
+        0 => "this repository has no experiments yet (`git sandbox experiment start NAME` starts one)".to_string(),
+        n => format!(
+            "its experiments are: {}{} (`git sandbox experiment list` shows them)",
+            names[..n.min(10)].join(", "),
+            if n > 10 { ", …" } else { "" }
+        ),
+    };
+    Err(AppError::usage(format!("unknown experiment {name:?}")).hint(hint))
 }
 
 #[derive(Debug, serde::Serialize)]

@@ -29,6 +29,20 @@ pub fn check_path(
     )
 }
 
+/// Where the setup step's output (`[test] setup`) of the run behind `record` is kept: the
+/// output of a run whose setup step failed, when its tests never ran.
+pub fn setup_path(ctx: &Context, row: &RepoRow, record: &RunRecord) -> PathBuf {
+    let commit = record.cached_from.as_deref().unwrap_or(&record.commit);
+    let plain: String = commit.chars().filter(|c| c.is_ascii_hexdigit()).collect();
+    ctx.paths
+        .logs()
+        .join(&row.repository_id)
+        .join(format!("{plain}.setup.log"))
+}
+
+/// The check name that reads the setup step's output (when no check has that name).
+pub const SETUP: &str = "setup";
+
 /// A longer line is cut (marked `…`), so that one line always fits a page.
 const MAX_LINE: usize = 400;
 
@@ -71,6 +85,10 @@ pub struct Page {
     pub next_offset: Option<usize>,
     /// The runner stopped keeping output at `[limits] output`.
     pub output_truncated: bool,
+    /// The lines are the setup step's output: asked for (check `setup`), or the tests never ran
+    /// because the setup step failed.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub setup_step: bool,
 }
 
 /// A page of the output of the run behind `record`. `take` decides whether a line still fits
@@ -87,7 +105,17 @@ pub fn read(
         .check
         .as_deref()
         .filter(|c| *c != crate::config::TEST_CHECK);
+    let setup = setup_path(ctx, row, record);
+    // A named check `setup` wins; else `setup` is the setup step, and so is a run's only
+    // output when its setup step failed before the tests could run.
+    let setup_step = match check {
+        Some(SETUP) => record.checks.get(SETUP).is_none(),
+        None => record.tests.is_none() && setup.is_file(),
+        Some(_) => false,
+    };
+    let check = check.filter(|_| !setup_step);
     let truncated = match check {
+        _ if setup_step => false,
         None => record.tests.as_ref().is_some_and(|t| t.output_truncated),
         Some(name) => match record.checks.get(name) {
             Some(c) => c.run.output_truncated,
@@ -105,7 +133,11 @@ pub fn read(
             }
         },
     };
-    let file = check_path(ctx, row, record, check);
+    let file = if setup_step {
+        setup
+    } else {
+        check_path(ctx, row, record, check)
+    };
     let bytes = match std::fs::read(&file) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -140,5 +172,6 @@ pub fn read(
         lines,
         next_offset,
         output_truncated: truncated,
+        setup_step,
     })
 }

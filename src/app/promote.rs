@@ -24,6 +24,8 @@ pub struct PromoteOptions {
     /// Watch production's run of the promoted commit and roll the promotion back when it
     /// fails; `None`: `[promote] rollback`.
     pub watch: Option<bool>,
+    /// What asked for it (`manual`, `mcp`): the trigger of the runs it makes.
+    pub trigger: Trigger,
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -141,7 +143,7 @@ pub(crate) fn check(
     let (head_hex, base_hex) = (head.to_string(), base.to_string());
     let ev = match experiments::latest_evaluation(ctx, repo, row, name, Some(head))? {
         Some(ev) if ev.head.commit == head_hex && ev.base.commit == base_hex => ev,
-        _ => eval::evaluate(ctx, repo, row, name, interrupt)?,
+        _ => eval::evaluate(ctx, repo, row, name, opts.trigger, interrupt)?,
     };
     if ev.recommendation < minimum && !opts.force {
         return Err(AppError::refused(format!(
@@ -229,7 +231,7 @@ pub fn promote(
     // Run the commit production would get before anything moves: a merge whose tests fail is
     // refused, not left on production.
     let run_opts = RunOptions::new(
-        Trigger::Manual,
+        opts.trigger,
         Some(format!("refs/heads/{target}")),
         interrupt,
     );

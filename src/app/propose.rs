@@ -59,7 +59,14 @@ pub fn propose(
         if o.experiment.state != State::Active {
             continue;
         }
-        match eval::evaluate(ctx, repo, row, &name, interrupt) {
+        match eval::evaluate(
+            ctx,
+            repo,
+            row,
+            &name,
+            crate::model::Trigger::Manual,
+            interrupt,
+        ) {
             Ok(ev) => {
                 let c = Candidate {
                     experiment: name,
@@ -94,6 +101,7 @@ pub fn propose(
             force: false,
             dry_run: false,
             watch: None,
+            trigger: crate::model::Trigger::Manual,
         };
         for c in &out.proposals {
             match promote(ctx, repo, row, &c.experiment, &opts, interrupt) {

@@ -215,6 +215,8 @@ pub fn tree_hit(ctx: &Context, row: &RepoRow, info: &CommitInfo, key: &str) -> O
     let mut r = hit.record;
     r.cached_from = Some(r.commit.clone());
     r.commit = info.id.to_string();
+    // A commit named by a ref is no snapshot, whatever tree it shares with one.
+    r.snapshot = false;
     r.parents = info.parents.iter().map(|p| p.to_string()).collect();
     Some(r)
 }
@@ -383,7 +385,8 @@ pub fn rewrite_missing(
 ) -> Result<usize> {
     let mut reader = NoteReader::new(repo)?;
     let mut lost = Vec::new();
-    for r in records {
+    // A snapshot's result never had a note to lose.
+    for r in records.iter().filter(|r| !r.snapshot) {
         let Ok(id) = ObjectId::from_hex(r.commit.as_bytes()) else {
             continue;
         };
@@ -470,7 +473,8 @@ pub fn unreadable(
 pub struct Entry {
     pub commit: String,
     pub summary: String,
-    /// The commit's result: evidence only.
+    /// The commit's result: evidence only; when the commit has none of its own, a result of
+    /// the same tree made under its config (marked `cached_from`), as `show` finds it.
     pub result: Option<RunRecord>,
     /// The runs since the result that could not run its tests here.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -541,7 +545,9 @@ pub fn history(
         let info = git::commit_info(repo, c)?;
         let (result, reported) = match own_record(ctx, repo, row, &mut reader, c)? {
             Some(r) if !r.is_evidence() => (None, Some(r)),
-            r => (r, None),
+            Some(r) => (Some(r), None),
+            // As `show` does: a result of the same tree under the commit's config serves it.
+            None => (tree_result(ctx, repo, row, c)?, None),
         };
         entries.push(Entry {
             commit: c.to_string(),

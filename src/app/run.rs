@@ -372,6 +372,7 @@ fn base_record(info: &CommitInfo, opts: &RunOptions<'_>, started: i64) -> RunRec
         analysis: None,
         changes: None,
         warnings: Vec::new(),
+        snapshot: opts.unnoted,
         by: None,
         verified: None,
     }
@@ -466,6 +467,7 @@ fn run_one(
             r.refname = record.refname;
             r.experiment = record.experiment;
             r.trigger = record.trigger;
+            r.snapshot = record.snapshot;
             r.started_at = record.started_at;
             r.changes = git::diff::commit_changes(repo, info).ok();
             return Ok((finish(r, started), Source::Made));

@@ -2,8 +2,10 @@ use super::{cwd, print_json, ui, CmdResult};
 use crate::app::{compare, repos, Context};
 
 /// Experiments or revisions side by side against production (or `--base`), one row each. With
-/// no targets, every experiment, ranked best first (by its latest verdict, then passing tests).
-/// Only the columns where the rows differ are shown, unless `--all-columns`.
+/// no targets, every experiment, ranked best first (active ones first, then by the latest
+/// verdict, then passing tests). Times are the tests' own (no checkout or setup step); a result
+/// served from an earlier run of the same tree says so (`passed (from abc1234)`) and has that
+/// run's times. Only the columns where the rows differ are shown, unless `--all-columns`.
 ///
 /// Examples: `git sandbox compare`, `git sandbox compare faster-parser HEAD~3 --base main`
 #[derive(clap::Args)]
@@ -19,6 +21,15 @@ pub struct CompareArgs {
     pub all_columns: bool,
     #[arg(long)]
     pub json: bool,
+}
+
+/// A row's status, and the run it was served from when that was another commit's (same tree
+/// and config): its times are that run's.
+fn status(x: &compare::Row) -> String {
+    match &x.served_from {
+        Some(from) => format!("{} (from {})", x.status, crate::util::short(from)),
+        None => x.status.clone(),
+    }
 }
 
 fn num<T: ToString>(v: Option<T>) -> String {
@@ -63,11 +74,15 @@ pub fn cmd_compare(args: CompareArgs) -> CmdResult {
             return Ok(0);
         }
         println!(
-            "against {} {} ({}, {} passed)",
+            "against {} {} ({}, {} passed{})",
             base.target,
             crate::util::short(&base.commit),
             base.status,
-            num(base.passed)
+            num(base.passed),
+            base.served_from
+                .as_deref()
+                .map(|f| format!(", served from the run of {}", crate::util::short(f)))
+                .unwrap_or_default()
         );
         let rows: Vec<Vec<String>> = ranked
             .iter()
@@ -77,7 +92,7 @@ pub fn cmd_compare(args: CompareArgs) -> CmdResult {
                 vec![
                     format!("{}. {}", i + 1, r.name),
                     r.state.clone(),
-                    x.map_or("no head".into(), |x| x.status.clone()),
+                    x.map_or("no head".into(), status),
                     num(x.and_then(|x| x.passed)),
                     num(x.and_then(|x| x.failed)),
                     r.new_failures.len().to_string(),
@@ -98,7 +113,7 @@ pub fn cmd_compare(args: CompareArgs) -> CmdResult {
                 "failed",
                 "new failures",
                 "Δ complexity",
-                "Δ ms",
+                "Δ test ms",
                 "verdict",
             ],
             rows,
@@ -122,7 +137,7 @@ pub fn cmd_compare(args: CompareArgs) -> CmdResult {
         vec![
             x.target.clone(),
             x.commit.clone(),
-            x.status.clone(),
+            status(x),
             num(x.passed),
             num(x.failed),
             num(x.duration_ms),
@@ -135,7 +150,7 @@ pub fn cmd_compare(args: CompareArgs) -> CmdResult {
     let mut rows = vec![vec![
         format!("{} (base)", b.target),
         crate::util::short(&b.commit).to_string(),
-        b.status.clone(),
+        status(b),
         num(b.passed),
         num(b.failed),
         num(b.duration_ms),
@@ -147,7 +162,7 @@ pub fn cmd_compare(args: CompareArgs) -> CmdResult {
         rows.push(vec![
             x.target.clone(),
             crate::util::short(&x.commit).to_string(),
-            x.status.clone(),
+            status(x),
             format!("{} ({})", num(x.passed), delta(d.passed)),
             format!("{} ({})", num(x.failed), delta(d.failed)),
             format!("{} ({})", num(x.duration_ms), delta(d.duration_ms)),
@@ -166,7 +181,7 @@ pub fn cmd_compare(args: CompareArgs) -> CmdResult {
             "status",
             "passed",
             "failed",
-            "ms",
+            "test ms",
             "complexity",
             "issues",
         ],

@@ -31,6 +31,7 @@ pub fn cmd_eval(args: EvalArgs) -> CmdResult {
         &repo,
         &row,
         &args.name,
+        crate::model::Trigger::Manual,
         &gix::interrupt::IS_INTERRUPTED,
     )?;
     if args.json {

@@ -7,6 +7,7 @@ mod bisect;
 mod compare;
 mod complete;
 mod completions;
+mod config;
 mod daemon;
 mod demo;
 mod doctor;
@@ -82,6 +83,7 @@ enum Command {
     Remote(remote::RemoteArgs),
     Fetch(fetch::FetchArgs),
     Reindex(reindex::ReindexArgs),
+    Config(config::ConfigArgs),
     Gc(gc::GcArgs),
     Forget(forget::ForgetArgs),
     Daemon(daemon::DaemonArgs),
@@ -203,6 +205,7 @@ pub fn main() -> i32 {
         Command::Remote(a) => remote::cmd_remote(a),
         Command::Fetch(a) => fetch::cmd_fetch(a),
         Command::Reindex(a) => reindex::cmd_reindex(a),
+        Command::Config(a) => config::cmd_config(a),
         Command::Gc(a) => gc::cmd_gc(a),
         Command::Forget(a) => forget::cmd_forget(a),
         Command::Daemon(a) => daemon::cmd_daemon(a),

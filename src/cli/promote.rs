@@ -75,6 +75,7 @@ pub fn cmd_promote(args: PromoteArgs) -> CmdResult {
         } else {
             None
         },
+        trigger: crate::model::Trigger::Manual,
     };
     if crate::app::promote::strategy(&ctx, &repo, &opts)? == "pull-request" {
         if args.watch {

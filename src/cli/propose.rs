@@ -36,10 +36,11 @@ pub fn cmd_propose(args: ProposeArgs) -> CmdResult {
     }
     let evaluated = p.proposals.len() + p.not_proposed.len();
     println!(
-        "{} evaluated against {}; {} meet {}:",
+        "{} evaluated against {}; {} meet{} {}:",
         ui::plural(evaluated, "active experiment"),
         p.target,
         p.proposals.len(),
+        if p.proposals.len() == 1 { "s" } else { "" },
         p.minimum
     );
     for (i, c) in p.proposals.iter().enumerate() {

@@ -283,11 +283,14 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
     }
     for r in outcome.records.iter().filter(|r| r.status == Status::Error) {
         if let Some(e) = &r.error {
-            eprintln!(
-                "error: {}: {}",
-                crate::util::short(&r.commit),
-                ui::escape(ui::first_line(e))
-            );
+            let short = crate::util::short(&r.commit);
+            let e = ui::escape(ui::first_line(e));
+            // A config error already opens with the commit (`ab7947e:.sandbox.toml:3: …`).
+            if e.starts_with(short) {
+                eprintln!("error: {e}");
+            } else {
+                eprintln!("error: {short}: {e}");
+            }
         }
     }
     Ok(i32::from(

@@ -58,14 +58,74 @@ pub fn cmd_show(args: ShowArgs) -> CmdResult {
     let logs = |check: Option<&str>| {
         Some(crate::app::logs::check_path(&ctx, &row, &record, check)).filter(|p| p.is_file())
     };
-    print_human(&record, attempt.as_ref(), &info.summary, &logs);
+    let setup_log = Some(crate::app::logs::setup_path(&ctx, &row, &record)).filter(|p| p.is_file());
+    print_human(
+        &record,
+        attempt.as_ref(),
+        &info.summary,
+        &logs,
+        setup_log.as_deref(),
+    );
     Ok(0)
+}
+
+/// What the run's time went to, when it is more than the tests': the setup step's share, or
+/// that the result was served from an earlier run (whose times the record keeps).
+fn duration_parts(r: &RunRecord) -> String {
+    let Some(t) = &r.tests else {
+        return String::new();
+    };
+    if let Some(from) = &r.cached_from {
+        return format!(
+            " to serve it from the run of {} (that run's tests took {})",
+            ui::escape(crate::util::short(from)),
+            ui::duration(t.duration_ms)
+        );
+    }
+    match t.setup.as_ref().filter(|s| s.duration_ms > 0) {
+        Some(s) => format!(
+            " (setup step {}, tests {}; the rest checkout, analysis and checks)",
+            ui::duration(s.duration_ms),
+            ui::duration(t.duration_ms)
+        ),
+        None => format!(
+            " (tests {}; the rest checkout, analysis and checks)",
+            ui::duration(t.duration_ms)
+        ),
+    }
+}
+
+/// The setup step the tests ran after: its command, how it came to be ready, its log.
+fn print_setup(s: &crate::model::SetupRun, log: Option<&std::path::Path>) {
+    let how = match s.how.as_str() {
+        "built" => format!("ran for {}", ui::duration(s.duration_ms)),
+        "reused" => "reused the layer an earlier run built for the same lockfiles".into(),
+        "inline" => format!(
+            "ran for {} just before them, in their sandbox",
+            ui::duration(s.duration_ms)
+        ),
+        other => ui::escape(other).into_owned(),
+    };
+    println!(
+        "  setup:    {} — {how}{}",
+        ui::escape(&s.command),
+        if s.network { ", with the network" } else { "" }
+    );
+    if let Some(log) = log {
+        println!("  setup log: {}", log.display());
+    }
 }
 
 /// Where the output of the tests (`None`) or of a named check is kept on this machine.
 type Logs<'a> = &'a dyn Fn(Option<&str>) -> Option<std::path::PathBuf>;
 
-fn print_human(r: &RunRecord, attempt: Option<&Attempt>, summary: &str, logs: Logs<'_>) {
+fn print_human(
+    r: &RunRecord,
+    attempt: Option<&Attempt>,
+    summary: &str,
+    logs: Logs<'_>,
+    setup_log: Option<&std::path::Path>,
+) {
     println!(
         "{} {}",
         ui::yellow(&format!("run {}", r.commit)),
@@ -103,7 +163,11 @@ fn print_human(r: &RunRecord, attempt: Option<&Attempt>, summary: &str, logs: Lo
         );
     }
     println!("Started:  {}", ui::escape(&r.started_at));
-    println!("Duration: {}", ui::duration(r.duration_ms));
+    println!(
+        "Duration: {}{}",
+        ui::duration(r.duration_ms),
+        duration_parts(r)
+    );
     println!("Trigger:  {}", r.trigger.as_str());
     if let Some(c) = &r.cached_from {
         println!("Cached:   from {} (same tree and config)", ui::escape(c));
@@ -134,6 +198,9 @@ fn print_human(r: &RunRecord, attempt: Option<&Attempt>, summary: &str, logs: Lo
                 ui::escape(t.framework.as_deref().unwrap_or("unknown framework"))
             );
             println!("  command:  {}", ui::escape(&t.command));
+            if let Some(s) = &t.setup {
+                print_setup(s, setup_log);
+            }
             println!(
                 "  exit:     {}{}",
                 t.exit_code.map_or("-".into(), |c| c.to_string()),
@@ -202,6 +269,13 @@ fn print_human(r: &RunRecord, attempt: Option<&Attempt>, summary: &str, logs: Lo
                 for l in t.output_tail.lines() {
                     println!("    {}", ui::escape(l));
                 }
+            }
+        }
+        // The setup step failed (the error above says so): the tests never ran.
+        None if setup_log.is_some() => {
+            println!("Tests: not run (the setup step before them failed)");
+            if let Some(log) = setup_log {
+                println!("  setup log: {}", log.display());
             }
         }
         None => println!("Tests: none configured or detected"),

@@ -515,7 +515,10 @@ fn parse_toml(label: &str, text: &str) -> Result<ConfigFile, ConfigError> {
         let message = parts.next().unwrap_or_default();
         let mut hints: Vec<String> = parts.collect();
         if message.starts_with("unknown field") {
-            hints.push("remove it or fix its spelling (see .sandbox.toml.example)".into());
+            hints.push(
+                "remove it or fix its spelling (`git sandbox config --example` prints every key)"
+                    .into(),
+            );
         }
         ConfigError {
             location: Location {

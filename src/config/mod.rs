@@ -7,6 +7,10 @@ mod env;
 mod file;
 mod machine;
 
+/// Every key a repository's `.sandbox.toml` may hold, each with what it does: embedded, so an
+/// installed binary prints it (`git sandbox config --example`).
+pub const EXAMPLE: &str = include_str!("../../.sandbox.toml.example");
+
 pub use checks::{valid_name as valid_check_name, CheckConfig, TEST_CHECK};
 pub use file::{parse_file, parse_repository_file, ConfigFile, Limit};
 pub use machine::{
@@ -530,8 +534,7 @@ mod tests {
 
     #[test]
     fn the_example_config_is_a_valid_repository_config() {
-        let text = include_str!("../../.sandbox.toml.example");
-        let f = parse_repository_file(".sandbox.toml.example", text).unwrap();
+        let f = parse_repository_file(".sandbox.toml.example", EXAMPLE).unwrap();
         assert_eq!(f.test.command.as_deref(), Some("python3 -m pytest -q"));
     }
 

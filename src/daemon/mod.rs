@@ -559,7 +559,11 @@ fn scan(ctx: &Context, row: &RepoRow, full: bool) {
                         row.name
                     ));
                 } else if restored > 0 {
-                    log(&format!("{}: wrote {restored} lost notes again", row.name));
+                    log(&format!(
+                        "{}: wrote {restored} lost note{} again",
+                        row.name,
+                        if restored == 1 { "" } else { "s" }
+                    ));
                 }
                 if requeued > 0 {
                     log(&format!(

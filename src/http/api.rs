@@ -195,7 +195,14 @@ async fn experiment_eval(
         let (repo, row) = repository(ctx, &key)?;
         experiment_of(ctx, &repo, &row, &name)?;
         let stop = std::sync::atomic::AtomicBool::new(false);
-        let ev = eval::evaluate(ctx, &repo, &row, &name, &stop)?;
+        let ev = eval::evaluate(
+            ctx,
+            &repo,
+            &row,
+            &name,
+            crate::model::Trigger::Manual,
+            &stop,
+        )?;
         Ok(Json(serde_json::to_value(&ev).unwrap_or_default()))
     })
     .await
@@ -243,6 +250,7 @@ pub async fn promote_now(
             force: false,
             dry_run,
             watch: None,
+            trigger: crate::model::Trigger::Manual,
         };
         if crate::app::promote::strategy(ctx, &repo, &opts)? == "pull-request" {
             return Err(ApiError::new(

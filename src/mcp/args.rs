@@ -114,7 +114,8 @@ pub struct LogArgs {
     pub(super) limit: Option<usize>,
     /// Only lines containing this text.
     pub(super) grep: Option<String>,
-    /// The output of this named check (lint, types, …) instead of the tests'.
+    /// The output of this named check (lint, types, …) instead of the tests', or `setup` for
+    /// the setup step's (read by default when the setup step failed and the tests never ran).
     pub(super) check: Option<String>,
     #[serde(default)]
     pub(super) detail: bool,

@@ -392,13 +392,16 @@ fn log_read(c: &Call<'_>, a: LogArgs) -> Answer {
             true
         },
     )?;
-    let v = json!({
+    let mut v = json!({
         "commit": commit.to_string(),
         "total_lines": page.total_lines,
         "lines": page.lines,
         "next_offset": page.next_offset,
         "output_truncated": page.output_truncated,
     });
+    if page.setup_step {
+        v["setup_step"] = true.into();
+    }
     Ok(fit(v, budget))
 }
 
@@ -467,7 +470,7 @@ fn compare_tool(c: &Call<'_>, a: CompareArgs) -> Answer {
 
 fn experiment_eval(c: &Call<'_>, a: NameArgs) -> Answer {
     name_ok(&a.name)?;
-    let ev = eval::evaluate(c.ctx, c.repo, c.row, &a.name, c.interrupt)?;
+    let ev = eval::evaluate(c.ctx, c.repo, c.row, &a.name, Trigger::Mcp, c.interrupt)?;
     Ok(fit(
         json!({
             "experiment": ev.experiment,
@@ -498,6 +501,7 @@ fn experiment_promote(c: &Call<'_>, a: PromoteArgs) -> Answer {
         force: false,
         dry_run: a.dry_run.unwrap_or(true),
         watch: None,
+        trigger: Trigger::Mcp,
     };
     if crate::app::promote::strategy(c.ctx, c.repo, &opts)? == "pull-request" {
         return Err(CallError::App(

@@ -164,6 +164,7 @@ mod tests {
             analysis: None,
             changes: None,
             warnings: Vec::new(),
+            snapshot: false,
         }
     }
 

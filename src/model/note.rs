@@ -372,6 +372,7 @@ mod tests {
             analysis: None,
             changes: None,
             warnings: vec![],
+            snapshot: false,
             by: None,
             verified: None,
         }

@@ -169,6 +169,10 @@ pub struct RunRecord {
     /// Things the run skipped or could not do, one line each (e.g. a report that was a symlink).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// A run of work not committed (`run --staged`, `--worktree`): a commit no ref points at,
+    /// whose result lives in the index alone and is never a note (nor written again as one).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub snapshot: bool,
     /// The data dir (home id) that says it made this record. A claim, covered by the record's
     /// signature but copyable like any text: [`RunRecord::verified`] says who vouches for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]

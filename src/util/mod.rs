@@ -190,6 +190,14 @@ pub fn fnv64_hex(bytes: &[u8]) -> String {
     format!("{h:016x}")
 }
 
+/// `x` rounded to `decimals` places, never `-0.0`: a difference too small to show is no
+/// difference, and prints as `0.0`.
+pub fn round(x: f64, decimals: i32) -> f64 {
+    let scale = 10f64.powi(decimals);
+    // Adding 0.0 turns -0.0 into 0.0 and leaves every other value as it is.
+    (x * scale).round() / scale + 0.0
+}
+
 /// Shorten a 40-hex id the way `git log --oneline` does.
 pub fn short(id: &str) -> &str {
     // By characters, not bytes: an id read from a fetched note may hold anything.
