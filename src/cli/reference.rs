@@ -73,7 +73,23 @@ fn walk(cmd: &clap::Command, path: &[&str], out: &mut Vec<(String, String)>, ind
 }
 
 fn first_line(s: String) -> String {
-    s.lines().next().unwrap_or("").trim().to_string()
+    escape(s.lines().next().unwrap_or("").trim())
+}
+
+/// Help text as Markdown: what clap's help says literally stays literal (`[promote] minimum`
+/// is a config section, not a link), except inside `code spans`, which Markdown leaves alone.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_code = false;
+    for c in text.chars() {
+        if c == '`' {
+            in_code = !in_code;
+        } else if !in_code && matches!(c, '[' | ']' | '<' | '>' | '*' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 fn page(cmd: &clap::Command, path: &[&str]) -> String {
@@ -85,7 +101,7 @@ fn page(cmd: &clap::Command, path: &[&str]) -> String {
         .map(|a| a.to_string())
         .unwrap_or_default();
     if !about.trim().is_empty() {
-        let _ = writeln!(s, "{}\n", about.trim());
+        let _ = writeln!(s, "{}\n", escape(about.trim()));
     }
     let usage = cmd.clone().render_usage().to_string();
     let usage = usage.trim_start_matches("Usage:").trim();
@@ -175,7 +191,9 @@ fn entry(s: &mut String, name: &str, a: &clap::Arg) {
         extra.push(format!("default {}", defaults.join(" ")));
     }
     // Continuation lines indented under the list item keep the help's paragraphs and lists.
-    let help = help.trim().replace('\n', "\n  ").replace("\n  \n", "\n\n");
+    let help = escape(help.trim())
+        .replace('\n', "\n  ")
+        .replace("\n  \n", "\n\n");
     let _ = write!(s, "- {name}");
     if !help.is_empty() {
         let _ = write!(s, " — {help}");
