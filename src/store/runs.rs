@@ -222,6 +222,28 @@ impl Index {
         Ok(rows)
     }
 
+    /// A repository's indexed runs newest first (by run id), those before run id `before` when
+    /// given: keyset paging, so each page is one range of the primary key whatever the history.
+    pub fn runs_before(
+        &self,
+        repository_id: &str,
+        before: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<RunRow>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM runs
+             WHERE repository_id = ?1 AND id < COALESCE(CAST(?2 AS BIGINT), 9223372036854775807)
+             ORDER BY id DESC LIMIT ?3"
+        ))?;
+        let rows = stmt
+            .query_map(
+                params![repository_id, before, limit.min(i64::MAX as usize) as i64],
+                |r| decode(r.get(0)?, r.get(1)?, r.get(2)?),
+            )?
+            .collect::<super::sql::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
     /// One indexed run by its id, with its repository id.
     pub fn run_by_id(&self, id: i64) -> Result<Option<(String, RunRecord)>> {
         let mut stmt = self

@@ -80,7 +80,7 @@ pub async fn commit_page(
         div.card {
             p { "Status: " (status_cell(record.as_ref())) }
             @if let Some(r) = &record {
-                p.muted { "ran " (r.started_at) " in " (r.duration_ms) " ms · trigger " (r.trigger.as_str())
+                p.muted { "ran " (when(&r.started_at, true)) " in " (r.duration_ms) " ms · trigger " (r.trigger.as_str())
                     @if let Some(c) = &r.cached_from { " · same tree and config as " span.mono { (short(c)) } } }
                 @if let Some(e) = &r.error { div.flash.bad { (e) } }
                 @if let Some(t) = &r.tests {

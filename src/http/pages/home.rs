@@ -2,13 +2,24 @@
 
 use super::*;
 use crate::app::AppError;
+use axum::extract::Query;
 
-pub async fn home(State(web): St, headers: HeaderMap) -> Response {
+/// The kind of event a daemon writes every 30 s: most of the log, little to read.
+const HEARTBEAT: &str = "daemon.heartbeat";
+
+#[derive(Deserialize)]
+pub struct HomeQuery {
+    /// `1` shows the daemons' heartbeats in the feed too.
+    heartbeats: Option<String>,
+}
+
+pub async fn home(State(web): St, headers: HeaderMap, Query(q): Query<HomeQuery>) -> Response {
     let caller = match signed_in(&web, &headers) {
         Ok(c) => c,
         Err(r) => return *r,
     };
-    let data = blocking(|ctx| {
+    let heartbeats = q.heartbeats.as_deref() == Some("1");
+    let data = blocking(move |ctx| {
         let stats = ctx.index.repository_stats().map_err(AppError::from)?;
         let mut trends = Vec::new();
         for s in &stats {
@@ -25,6 +36,7 @@ pub async fn home(State(web): St, headers: HeaderMap) -> Response {
             .index
             .events(&crate::store::EventFilter {
                 limit: Some(40),
+                not_kind: (!heartbeats).then(|| HEARTBEAT.to_string()),
                 ..Default::default()
             })
             .map_err(AppError::from)?;
@@ -48,19 +60,19 @@ pub async fn home(State(web): St, headers: HeaderMap) -> Response {
             p.muted { "No experiment repositories yet: create one with " code { "git sandbox new" } "." }
         } @else {
             div.card.scroll {
-                table {
+                table.stack {
                     thead { tr { th { "repository" } th.num { "runs" } th.num { "passed" } th { "last runs" } th.num { "pending" } th { "activity" } } }
                     tbody {
                         @for (s, runs) in stats.iter().zip(&trends) {
                             tr {
-                                td { a href=(format!("/r/{}", s.repo.name)) { (s.repo.name) } }
-                                td.num { (s.runs) }
-                                td.num {
+                                td.name data-label="repository" { a href=(format!("/r/{}", s.repo.name)) { (s.repo.name) } }
+                                td.num data-label="runs" { (s.runs) }
+                                td.num data-label="passed" {
                                     @if s.runs > 0 { (format!("{:.0}%", s.passed_runs as f64 * 100.0 / s.runs as f64)) } @else { "-" }
                                 }
-                                td { (sparkline(runs)) }
-                                td.num { (s.pending_jobs) }
-                                td.muted { (s.repo.last_activity.as_deref().unwrap_or("-")) }
+                                td data-label="last runs" { (sparkline(runs)) }
+                                td.num data-label="pending" { (s.pending_jobs) }
+                                td.muted data-label="activity" { @match &s.repo.last_activity { Some(t) => (when(t, true)), None => "-" } }
                             }
                         }
                     }
@@ -89,17 +101,21 @@ pub async fn home(State(web): St, headers: HeaderMap) -> Response {
                         li {
                             span class=(if d.state == "running" { "pass" } else { "fail" }) { (d.state) }
                             " " (d.row.host) " pid " (d.row.pid) " · " (d.row.busy_workers) "/" (d.row.workers) " workers busy · heartbeat "
-                            span.muted { (d.row.heartbeat_at.get(11..19).unwrap_or(&d.row.heartbeat_at)) }
+                            span.muted { (when(&d.row.heartbeat_at, false)) }
                         }
                     }
                 }
             }
             div.card {
                 h2 { "Activity" }
-                ul #feed data-since=(since) {
+                p.muted {
+                    @if heartbeats { "With the daemons' heartbeats · " a href="/" { "leave them out" } }
+                    @else { "Without the daemons' heartbeats · " a href="/?heartbeats=1" { "show them" } }
+                }
+                ul #feed data-since=(since) data-heartbeats=(if heartbeats { "1" } else { "0" }) {
                     @for e in events.iter().rev() {
                         li data-id=(e.id) {
-                            (e.time.get(11..19).unwrap_or(&e.time)) " " (e.kind)
+                            (when(&e.time, false)) " " (e.kind)
                             @if let Some(r) = &e.repository { " · " (r) }
                             @if let Some(c) = &e.commit {
                                 " · " a.mono href=(format!("/c/{}/{c}", e.repository.as_deref().or(e.repository_id.as_deref()).unwrap_or(""))) { (short(c)) }

@@ -1,9 +1,10 @@
-//! The dashboard: server-rendered HTML (maud) with one stylesheet and one small script embedded
-//! in the binary. Home (repositories, their trend, the queue, the live feed), a repository's
-//! experiments ranked against production (promote and kill for admins), and a commit's page
-//! (result, failures, the log paged and searchable, analysis against the parent, the patch).
-
+//! The dashboard: server-rendered HTML (maud) with one stylesheet, one small script and an icon
+//! embedded in the binary. Home (repositories, their trend, the queue, the live feed), a
+//! repository's experiments ranked against production (promote and kill for admins) and its
+//! commits with their results, and a commit's page (result, failures, the log paged and
+//! searchable, analysis against the parent, the patch). Every form answers 303 See Other.
 mod commit;
+mod commits;
 mod experiments;
 mod home;
 
@@ -24,6 +25,12 @@ type St = State<Arc<Web>>;
 
 const CSS: &str = include_str!("../assets/app.css");
 const JS: &str = include_str!("../assets/app.js");
+const ICON_SVG: &str = include_str!("../assets/icon.svg");
+const ICON_ICO: &[u8] = include_bytes!("../assets/favicon.ico");
+/// The cookie that carries a message across the redirect after a form (shown once).
+const FLASH: &str = "gsbx_flash";
+/// The most characters of a message the cookie carries.
+const MAX_FLASH: usize = 1000;
 
 pub fn routes() -> Router<Arc<Web>> {
     Router::new()
@@ -31,6 +38,7 @@ pub fn routes() -> Router<Arc<Web>> {
         .route("/login", get(login_page).post(login))
         .route("/logout", post(logout))
         .route("/r/{repo}", get(experiments::repository_page))
+        .route("/r/{repo}/commits", get(commits::commits_page))
         .route(
             "/r/{repo}/experiments/{name}/{action}",
             post(experiments::experiment_action),
@@ -49,6 +57,15 @@ pub fn routes() -> Router<Arc<Web>> {
                 )
             }),
         )
+        .route(
+            "/assets/icon.svg",
+            get(|| async { ([(header::CONTENT_TYPE, "image/svg+xml")], ICON_SVG) }),
+        )
+        // Browsers ask for it whatever the page links.
+        .route(
+            "/favicon.ico",
+            get(|| async { ([(header::CONTENT_TYPE, "image/x-icon")], ICON_ICO) }),
+        )
 }
 
 fn layout(title: &str, caller: Option<&Caller>, body: Markup) -> Html<String> {
@@ -61,6 +78,8 @@ fn layout(title: &str, caller: Option<&Caller>, body: Markup) -> Html<String> {
                     meta name="viewport" content="width=device-width, initial-scale=1";
                     meta name="color-scheme" content="light dark";
                     title { (title) " · git-sandbox" }
+                    link rel="icon" href="/assets/icon.svg" type="image/svg+xml";
+                    link rel="icon" href="/favicon.ico" sizes="32x32";
                     link rel="stylesheet" href="/assets/app.css";
                 }
                 body {
@@ -139,11 +158,12 @@ struct LoginForm {
     token: String,
 }
 
-async fn login_page() -> Html<String> {
-    login_form(None)
+async fn login_page(headers: HeaderMap) -> Response {
+    let flash = take_flash(&headers);
+    shown(&flash, login_form(flash.as_ref().map(|f| f.text.as_str())))
 }
 
-fn login_form(problem: Option<&str>) -> Html<String> {
+fn login_form(problem: Option<&str>) -> Response {
     layout(
         "sign in",
         None,
@@ -158,6 +178,7 @@ fn login_form(problem: Option<&str>) -> Html<String> {
             p.muted { "Make a token with " code { "git sandbox token create --role read" } " (admin to promote and kill)." }
         },
     )
+    .into_response()
 }
 
 async fn login(State(web): St, Form(f): Form<LoginForm>) -> Response {
@@ -167,29 +188,24 @@ async fn login(State(web): St, Form(f): Form<LoginForm>) -> Response {
     };
     let token = f.token.trim();
     if tokens::verify(&kept, token).is_none() {
-        return (
-            StatusCode::UNAUTHORIZED,
-            login_form(Some("That token is not one of this machine's.")),
-        )
-            .into_response();
+        return see_other(
+            "/login",
+            Some(Flash::bad("That token is not one of this machine's.")),
+        );
     }
     // Only characters a token has go into the cookie.
     if !token
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || b == b'_')
     {
-        return (
-            StatusCode::BAD_REQUEST,
-            login_form(Some("That is no token.")),
-        )
-            .into_response();
+        return see_other("/login", Some(Flash::bad("That is no token.")));
     }
     (
         [(
             header::SET_COOKIE,
             format!("{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/; Max-Age=2592000"),
         )],
-        Redirect::to("/"),
+        see_other("/", None),
     )
         .into_response()
 }
@@ -200,9 +216,108 @@ async fn logout() -> Response {
             header::SET_COOKIE,
             format!("{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"),
         )],
-        Redirect::to("/login"),
+        see_other("/login", None),
     )
         .into_response()
+}
+
+/// A message for the page a form redirects to.
+pub struct Flash {
+    pub good: bool,
+    pub text: String,
+}
+
+impl Flash {
+    pub fn good(text: impl Into<String>) -> Flash {
+        Flash {
+            good: true,
+            text: text.into(),
+        }
+    }
+
+    pub fn bad(text: impl Into<String>) -> Flash {
+        Flash {
+            good: false,
+            text: text.into(),
+        }
+    }
+
+    fn render(&self) -> Markup {
+        html! { div class=(if self.good { "flash good" } else { "flash bad" }) { (self.text) } }
+    }
+}
+
+/// The answer to a form: 303 to `to`, so the browser's address is a GET a reload can repeat,
+/// with the message for that page in a short-lived cookie.
+fn see_other(to: &str, flash: Option<Flash>) -> Response {
+    let mut r = Redirect::to(to).into_response();
+    if let Some(f) = flash {
+        // A cookie holds about 4 kB; a longer message is cut (the API answers in full).
+        let text: String = f.text.chars().take(MAX_FLASH).collect();
+        let value = format!("{}{}", if f.good { 'g' } else { 'b' }, urlencode(&text));
+        let cookie = format!("{FLASH}={value}; HttpOnly; SameSite=Strict; Path=/; Max-Age=60");
+        if let Ok(v) = header::HeaderValue::from_str(&cookie) {
+            r.headers_mut().append(header::SET_COOKIE, v);
+        }
+    }
+    r
+}
+
+/// The message a redirect left for this page, if any.
+fn take_flash(headers: &HeaderMap) -> Option<Flash> {
+    let v = super::cookie(headers, FLASH)?;
+    let good = match v.as_bytes().first()? {
+        b'g' => true,
+        b'b' => false,
+        _ => return None,
+    };
+    let text = urldecode(&v[1..])?;
+    (!text.is_empty()).then_some(Flash { good, text })
+}
+
+/// `page`, clearing the message cookie when it showed one.
+fn shown(flash: &Option<Flash>, page: Response) -> Response {
+    let mut page = page;
+    if flash.is_some() {
+        page.headers_mut().append(
+            header::SET_COOKIE,
+            header::HeaderValue::from_static(
+                "gsbx_flash=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0",
+            ),
+        );
+    }
+    page
+}
+
+/// A time as the page shows it: UTC in the markup (`datetime`, and the text as a fallback), which
+/// the page's script rewrites in the viewer's zone. The time of day, or with `date` the day too.
+fn when(time: &str, date: bool) -> Markup {
+    let Some(utc) = crate::util::time::parse_rfc3339(time).map(crate::util::time::rfc3339) else {
+        return html! { (time) };
+    };
+    let text = if date {
+        format!("{} {} UTC", &utc[..10], &utc[11..19])
+    } else {
+        utc[11..19].to_string()
+    };
+    html! { time datetime=(utc) data-date[date] title=(format!("{utc} (UTC)")) { (text) } }
+}
+
+fn urldecode(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
 fn urlencode(s: &str) -> String {
@@ -215,4 +330,25 @@ fn urlencode(s: &str) -> String {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_survives_its_cookie() {
+        let text = "promote refused: 100% «broken»; a=b, see `git sandbox show`";
+        let r = see_other("/r/x", Some(Flash::bad(text)));
+        assert_eq!(r.status(), StatusCode::SEE_OTHER);
+        let set = r.headers()[header::SET_COOKIE].to_str().unwrap();
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::COOKIE,
+            set.split(';').next().unwrap().parse().unwrap(),
+        );
+        let f = take_flash(&headers).unwrap();
+        assert!(!f.good);
+        assert_eq!(f.text, text);
+    }
 }
