@@ -278,13 +278,9 @@ fn take_flash(headers: &HeaderMap) -> Option<Flash> {
 /// `page`, clearing the message cookie when it showed one.
 fn shown(flash: &Option<Flash>, page: Response) -> Response {
     let mut page = page;
-    if flash.is_some() {
-        page.headers_mut().append(
-            header::SET_COOKIE,
-            header::HeaderValue::from_static(
-                "gsbx_flash=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0",
-            ),
-        );
+    let clear = format!("{FLASH}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
+    if let (Some(_), Ok(v)) = (flash, header::HeaderValue::from_str(&clear)) {
+        page.headers_mut().append(header::SET_COOKIE, v);
     }
     page
 }
