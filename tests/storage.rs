@@ -723,12 +723,13 @@ fn an_index_of_the_schema_before_attempts_gains_them_and_keeps_its_runs() {
         ix.put_run("repo_a", &record("c1", "t1", "passed", 100))
             .unwrap();
     }
-    // The file as schema 11 left it: no attempts table, no delivery body hashes, no signers.
+    // The file as schema 11 left it: no attempts table, no delivery body hashes, no signers, no
+    // index of runs newest first.
     let file = dir.path().join("index.db");
     rusqlite::Connection::open(&file)
         .unwrap()
         .execute_batch(
-            "DROP TABLE attempts; DROP INDEX deliveries_by_body;
+            "DROP INDEX runs_newest; DROP TABLE attempts; DROP INDEX deliveries_by_body;
              ALTER TABLE deliveries DROP COLUMN body_sha256; DROP TABLE signing_keys;
              ALTER TABLE runs DROP COLUMN verified; PRAGMA user_version = 11",
         )

@@ -42,6 +42,7 @@ pub fn cmd_events(args: EventsArgs) -> CmdResult {
         repository_id,
         run_id: args.run,
         kind: args.kind.clone(),
+        not_kind: None,
         since: args.since,
         limit: Some(args.limit),
     };

@@ -520,6 +520,7 @@ fn filter(
         repository_id,
         run_id: None,
         kind,
+        not_kind: None,
         since,
         limit: Some(limit as u64),
     })

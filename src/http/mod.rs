@@ -4,8 +4,8 @@
 //!
 //! Who may do what: a token (`git sandbox token create`) sent as `Authorization: Bearer TOKEN`,
 //! or the dashboard's session cookie (HttpOnly, SameSite=Strict) holding one. Without one only
-//! `/api/v1/health`, `/api/v1/openapi.json`, the login page and the assets answer. A role below
-//! what a route needs gets 403. Forms carry a CSRF token bound to the session.
+//! `/api/v1/health`, `/api/v1/openapi.json`, the login page, the assets and the icon answer. A
+//! role below what a route needs gets 403. Forms carry a CSRF token bound to the session.
 
 mod api;
 mod openapi;

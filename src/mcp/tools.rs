@@ -595,6 +595,7 @@ fn events_poll(c: &Call<'_>, a: EventsArgs) -> Answer {
             repository_id: Some(c.row.repository_id.clone()),
             run_id: None,
             kind: a.kind.clone(),
+            not_kind: None,
             // Without a cursor, the newest ones; with one, those after it, oldest first.
             since: a.cursor,
             limit: Some(limit as u64),

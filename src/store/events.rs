@@ -24,6 +24,8 @@ pub struct EventFilter {
     pub run_id: Option<i64>,
     /// A kind (`run.completed`) or a prefix ending in `.` (`run.`).
     pub kind: Option<String>,
+    /// Not events of this kind (`daemon.heartbeat`).
+    pub not_kind: Option<String>,
     /// Only events with an id greater than this.
     pub since: Option<i64>,
     pub limit: Option<u64>,
@@ -48,11 +50,19 @@ impl Index {
                AND (CAST(?2 AS BIGINT) IS NULL OR e.run_id = ?2)
                AND (CAST(?3 AS TEXT) IS NULL OR e.kind LIKE ?3)
                AND e.id > COALESCE(CAST(?4 AS BIGINT), 0)
+               AND (CAST(?6 AS TEXT) IS NULL OR e.kind != ?6)
              ORDER BY e.id {order} LIMIT ?5"
         ))?;
         let mut rows = stmt
             .query_map(
-                params![f.repository_id, f.run_id, kind_like, f.since, limit],
+                params![
+                    f.repository_id,
+                    f.run_id,
+                    kind_like,
+                    f.since,
+                    limit,
+                    f.not_kind
+                ],
                 |r| {
                     let data: Option<String> = r.get(6)?;
                     Ok(Event {

@@ -35,7 +35,7 @@ use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 
 /// The schema this build writes. Bump it with a new entry in [`MIGRATIONS`].
-pub const SCHEMA_VERSION: i64 = 14;
+pub const SCHEMA_VERSION: i64 = 15;
 // Each migration moves the schema one version on: a migration added without its version (or the
 // other way round) does not build.
 const _: () = assert!(SCHEMA_VERSION as usize == MIGRATIONS.len());
@@ -284,6 +284,11 @@ const MIGRATIONS: &[&str] = &[
         public_key TEXT NOT NULL,
         registered_at TEXT NOT NULL
     );
+    "#,
+    // 15: a repository's runs newest first, a page at a time (the dashboard's commit list) as
+    // one range of an index, not a sort of every run of the repository.
+    r#"
+    CREATE INDEX runs_newest ON runs (repository_id, id);
     "#,
 ];
 

@@ -28,6 +28,15 @@ fn decode(id: i64, json: String, verified: Option<String>) -> super::sql::Result
     Ok(RunRow { id, record })
 }
 
+/// [`Index::runs_before`]'s query: a range of the index `runs_newest` (schema 15).
+fn newest_first() -> String {
+    format!(
+        "SELECT {COLUMNS} FROM runs
+         WHERE repository_id = ?1 AND id < COALESCE(CAST(?2 AS BIGINT), 9223372036854775807)
+         ORDER BY id DESC LIMIT ?3"
+    )
+}
+
 impl Index {
     /// Insert or replace the indexed copy of a record; returns the run id.
     pub fn put_run(&self, repository_id: &str, r: &RunRecord) -> Result<i64> {
@@ -222,6 +231,24 @@ impl Index {
         Ok(rows)
     }
 
+    /// A repository's indexed runs newest first (by run id), those before run id `before` when
+    /// given: keyset paging, so each page is one range of the primary key whatever the history.
+    pub fn runs_before(
+        &self,
+        repository_id: &str,
+        before: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<RunRow>> {
+        let mut stmt = self.conn.prepare_cached(&newest_first())?;
+        let rows = stmt
+            .query_map(
+                params![repository_id, before, limit.min(i64::MAX as usize) as i64],
+                |r| decode(r.get(0)?, r.get(1)?, r.get(2)?),
+            )?
+            .collect::<super::sql::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
     /// One indexed run by its id, with its repository id.
     pub fn run_by_id(&self, id: i64) -> Result<Option<(String, RunRecord)>> {
         let mut stmt = self
@@ -279,5 +306,33 @@ impl Index {
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )?;
         Ok((runs as u64, passed as u64, mean))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A page of a repository's runs costs the same with a million of them: SQLite reads one
+    /// range of an index, without sorting every run of the repository first.
+    #[test]
+    fn a_page_of_runs_newest_first_is_one_range_of_an_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = Index::open_file(&dir.path().join("index.db")).unwrap();
+        let plan: Vec<String> = index
+            .conn
+            .query(
+                &format!("EXPLAIN QUERY PLAN {}", newest_first()),
+                params!["repo", Some(1000i64), 51i64],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| r.get(3).unwrap())
+            .collect();
+        assert!(
+            plan.len() == 1
+                && plan[0].contains("USING INDEX runs_newest (repository_id=? AND id<?)"),
+            "{plan:?}"
+        );
     }
 }

@@ -1,8 +1,31 @@
-// git-sandbox dashboard: the live activity feed (server-sent events). No build step.
+// git-sandbox dashboard: times in the viewer's zone, confirmations, the live activity feed
+// (server-sent events). No build step; no inline script, so a strict Content-Security-Policy fits.
 (function () {
   "use strict";
+  function pad(n) { return (n < 10 ? "0" : "") + n; }
+  var zone = "";
+  try { zone = Intl.DateTimeFormat().resolvedOptions().timeZone || ""; } catch (_) {}
+  // A <time datetime="…Z"> shows the time of day (with data-date the day too) where the viewer is.
+  function local(t) {
+    var d = new Date(t.getAttribute("datetime"));
+    if (isNaN(d.getTime())) return;
+    var text = pad(d.getHours()) + ":" + pad(d.getMinutes()) + ":" + pad(d.getSeconds());
+    if (t.hasAttribute("data-date")) {
+      text = d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " + text;
+    }
+    t.textContent = text;
+    t.title = t.getAttribute("datetime") + (zone ? " · shown in " + zone : "");
+  }
+  Array.prototype.forEach.call(document.querySelectorAll("time[datetime]"), local);
+
+  document.addEventListener("click", function (e) {
+    var b = e.target.closest && e.target.closest("[data-confirm]");
+    if (b && !window.confirm(b.getAttribute("data-confirm"))) e.preventDefault();
+  });
+
   var feed = document.getElementById("feed");
   if (!feed || !window.EventSource) return;
+  var heartbeats = feed.getAttribute("data-heartbeats") === "1";
   var since = feed.getAttribute("data-since") || "";
   var url = "/api/v1/events/stream" + (since ? "?since=" + encodeURIComponent(since) : "");
   var source = new EventSource(url);
@@ -10,7 +33,12 @@
     var li = document.createElement("li");
     li.className = "new";
     li.setAttribute("data-id", e.id);
-    var text = e.time.slice(11, 19) + " " + e.kind;
+    var t = document.createElement("time");
+    t.setAttribute("datetime", e.time);
+    t.textContent = e.time.slice(11, 19);
+    local(t);
+    li.appendChild(t);
+    var text = " " + e.kind;
     if (e.repository) text += " · " + e.repository;
     if (e.commit) text += " · ";
     li.appendChild(document.createTextNode(text));
@@ -33,6 +61,7 @@
   function add(m) {
     var e;
     try { e = JSON.parse(m.data); } catch (_) { return; }
+    if (!heartbeats && e.kind === "daemon.heartbeat") return;
     if (feed.querySelector('li[data-id="' + e.id + '"]')) return;
     feed.insertBefore(line(e), feed.firstChild);
     while (feed.children.length > 200) feed.removeChild(feed.lastChild);

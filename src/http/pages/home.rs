@@ -1,0 +1,131 @@
+//! The start page: repositories with their trend, what runs now, the daemons and the live feed.
+
+use super::*;
+use crate::app::AppError;
+use axum::extract::Query;
+
+/// The kind of event a daemon writes every 30 s: most of the log, little to read.
+const HEARTBEAT: &str = "daemon.heartbeat";
+
+#[derive(Deserialize)]
+pub struct HomeQuery {
+    /// `1` shows the daemons' heartbeats in the feed too.
+    heartbeats: Option<String>,
+}
+
+pub async fn home(State(web): St, headers: HeaderMap, Query(q): Query<HomeQuery>) -> Response {
+    let caller = match signed_in(&web, &headers) {
+        Ok(c) => c,
+        Err(r) => return *r,
+    };
+    let heartbeats = q.heartbeats.as_deref() == Some("1");
+    let data = blocking(move |ctx| {
+        let stats = ctx.index.repository_stats().map_err(AppError::from)?;
+        let mut trends = Vec::new();
+        for s in &stats {
+            let runs = ctx
+                .index
+                .runs_page(Some(&s.repo.repository_id), None, None, 30)
+                .map_err(AppError::from)?;
+            trends.push(runs.into_iter().map(|(_, _, r)| r).collect::<Vec<_>>());
+        }
+        let running = ctx.index.running_jobs().map_err(AppError::from)?;
+        let daemons = crate::app::daemons::list(ctx)?;
+        let (queued, _) = ctx.index.queue_depth().map_err(AppError::from)?;
+        let events = ctx
+            .index
+            .events(&crate::store::EventFilter {
+                limit: Some(40),
+                not_kind: (!heartbeats).then(|| HEARTBEAT.to_string()),
+                ..Default::default()
+            })
+            .map_err(AppError::from)?;
+        Ok((stats, trends, running, queued, events, daemons))
+    })
+    .await;
+    let (stats, trends, running, queued, events, daemons) = match data {
+        Ok(d) => d,
+        Err(e) => return error_page(Some(&caller), e),
+    };
+    let name_of = |id: &str| {
+        stats
+            .iter()
+            .find(|s| s.repo.repository_id == id)
+            .map_or(id.to_string(), |s| s.repo.name.clone())
+    };
+    let since = events.last().map_or(0, |e| e.id);
+    let body = html! {
+        h1 { "Repositories" }
+        @if stats.is_empty() {
+            p.muted { "No experiment repositories yet: create one with " code { "git sandbox new" } "." }
+        } @else {
+            div.card.scroll {
+                table.stack {
+                    thead { tr { th { "repository" } th.num { "runs" } th.num { "passed" } th { "last runs" } th.num { "pending" } th { "activity" } } }
+                    tbody {
+                        @for (s, runs) in stats.iter().zip(&trends) {
+                            tr {
+                                td.name data-label="repository" { a href=(format!("/r/{}", s.repo.name)) { (s.repo.name) } }
+                                td.num data-label="runs" { (s.runs) }
+                                td.num data-label="passed" {
+                                    @if s.runs > 0 { (format!("{:.0}%", s.passed_runs as f64 * 100.0 / s.runs as f64)) } @else { "-" }
+                                }
+                                td data-label="last runs" { (sparkline(runs)) }
+                                td.num data-label="pending" { (s.pending_jobs) }
+                                td.muted data-label="activity" { @match &s.repo.last_activity { Some(t) => (when(t, true)), None => "-" } }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        div.grid {
+            div.card {
+                h2 { "Running now" }
+                @if running.is_empty() { p.muted { "Nothing runs; " (queued) " queued." } }
+                @else {
+                    ul {
+                        @for j in &running {
+                            @let repo = name_of(&j.repository_id);
+                            li {
+                                a.mono href=(format!("/c/{repo}/{}", j.commit_id)) { (short(&j.commit_id)) }
+                                " in " (repo) " (" (j.trigger) ")"
+                            }
+                        }
+                    }
+                    p.muted { (queued) " more queued." }
+                }
+                h2 { "Daemons" }
+                ul #daemons {
+                    @for d in daemons.iter().filter(|d| d.state != "stopped").take(10) {
+                        li {
+                            span class=(if d.state == "running" { "pass" } else { "fail" }) { (d.state) }
+                            " " (d.row.host) " pid " (d.row.pid) " · " (d.row.busy_workers) "/" (d.row.workers) " workers busy · heartbeat "
+                            span.muted { (when(&d.row.heartbeat_at, false)) }
+                        }
+                    }
+                }
+            }
+            div.card {
+                h2 { "Activity" }
+                p.muted {
+                    @if heartbeats { "With the daemons' heartbeats · " a href="/" { "leave them out" } }
+                    @else { "Without the daemons' heartbeats · " a href="/?heartbeats=1" { "show them" } }
+                }
+                ul #feed data-since=(since) data-heartbeats=(if heartbeats { "1" } else { "0" }) {
+                    @for e in events.iter().rev() {
+                        li data-id=(e.id) {
+                            (when(&e.time, false)) " " (e.kind)
+                            @if let Some(r) = &e.repository { " · " (r) }
+                            @if let Some(c) = &e.commit {
+                                " · " a.mono href=(format!("/c/{}/{c}", e.repository.as_deref().or(e.repository_id.as_deref()).unwrap_or(""))) { (short(c)) }
+                            }
+                            @if let Some(s) = e.data.get("status").and_then(|s| s.as_str()) { " " span class=(s) { (s) } }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    layout("home", Some(&caller), body).into_response()
+}
