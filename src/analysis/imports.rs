@@ -1,0 +1,121 @@
+//! A Python file's import statements as written (module, dots, names), read from its syntax
+//! tree: what [`crate::analysis::pygraph`] resolves to files. Pure, so cached by blob id.
+
+use serde::{Deserialize, Serialize};
+
+/// Bump whenever [`python_imports`] could give something else for the same bytes.
+pub const IMPORTS_VERSION: u32 = 1;
+
+/// One `import a.b` or `from ..a import x, y`, wherever it stands (a function, a `try`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Import {
+    /// The dots of a relative import: 0 for an absolute one.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub level: u32,
+    /// The dotted module (`a.b`); empty for `from . import x`.
+    pub module: String,
+    /// The names of a `from` import (each may be a submodule); empty for `import a.b` and `*`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub names: Vec<String>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// The imports of a Python source, in the order written; `None` when it could not be parsed.
+pub fn python_imports(src: &[u8]) -> Option<Vec<Import>> {
+    let src = src.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(src);
+    let tree = super::parse(super::lang::Grammar::Python, src)?;
+    let text = |n: tree_sitter::Node<'_>| n.utf8_text(src).unwrap_or("").to_string();
+    // The name an `aliased_import` (`a.b as c`) imports: its `name` field.
+    let dotted = |n: tree_sitter::Node<'_>| match n.kind() {
+        "aliased_import" => n.child_by_field_name("name").map(text),
+        "dotted_name" => Some(text(n)),
+        _ => None,
+    };
+    let mut out = Vec::new();
+    let mut stack = vec![tree.root_node()];
+    while let Some(node) = stack.pop() {
+        match node.kind() {
+            "import_statement" => {
+                let mut c = node.walk();
+                for name in node.children_by_field_name("name", &mut c) {
+                    if let Some(module) = dotted(name) {
+                        out.push(Import {
+                            level: 0,
+                            module,
+                            names: Vec::new(),
+                        });
+                    }
+                }
+            }
+            "import_from_statement" => {
+                let Some(from) = node.child_by_field_name("module_name") else {
+                    continue;
+                };
+                let (level, module) = if from.kind() == "relative_import" {
+                    let mut level = 0;
+                    let mut module = String::new();
+                    let mut c = from.walk();
+                    for part in from.children(&mut c) {
+                        match part.kind() {
+                            "import_prefix" => level = text(part).matches('.').count() as u32,
+                            "dotted_name" => module = text(part),
+                            _ => {}
+                        }
+                    }
+                    (level, module)
+                } else {
+                    (0, text(from))
+                };
+                let mut c = node.walk();
+                let names = node
+                    .children_by_field_name("name", &mut c)
+                    .filter_map(dotted)
+                    .collect();
+                out.push(Import {
+                    level,
+                    module,
+                    names,
+                });
+            }
+            _ => {
+                let mut c = node.walk();
+                // Children pushed in reverse, so the statements come out in the order written.
+                let children: Vec<_> = node.named_children(&mut c).collect();
+                stack.extend(children.into_iter().rev());
+            }
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn imp(level: u32, module: &str, names: &[&str]) -> Import {
+        Import {
+            level,
+            module: module.into(),
+            names: names.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn every_form_of_import_is_read_where_it_stands() {
+        let src = b"import os, a.b as c\nfrom . import x\nfrom ..pkg.mod import y as z, w\nfrom m import *\n\ndef f():\n    try:\n        import late\n    except ImportError:\n        pass\n";
+        assert_eq!(
+            python_imports(src).unwrap(),
+            vec![
+                imp(0, "os", &[]),
+                imp(0, "a.b", &[]),
+                imp(1, "", &["x"]),
+                imp(2, "pkg.mod", &["y", "w"]),
+                imp(0, "m", &[]),
+                imp(0, "late", &[]),
+            ]
+        );
+    }
+}
