@@ -35,6 +35,7 @@ pub mod results;
 pub mod rollback;
 pub mod run;
 pub mod select;
+pub mod selection;
 pub mod setup;
 pub mod summary;
 pub mod tokens;
