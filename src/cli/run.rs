@@ -153,16 +153,15 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
         return Ok(0);
     }
     let _ = gix::interrupt::init_handler_default(1);
+    // On stderr, with --json too: it is progress, told the moment it is known.
     let first_failure = |commit: &str, test: &str, ms: u64| {
-        if !args.json {
-            eprintln!(
-                "{} {}: first failure after {}: {}",
-                ui::mark(Status::Failed),
-                crate::util::short(commit),
-                ui::duration(ms),
-                ui::escape(test)
-            );
-        }
+        eprintln!(
+            "{} {}: first failure after {}: {}",
+            ui::mark(Status::Failed),
+            crate::util::short(commit),
+            ui::duration(ms),
+            ui::escape(test)
+        );
     };
     let opts = RunOptions {
         on_first_failure: Some(&first_failure),
