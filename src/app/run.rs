@@ -33,6 +33,9 @@ pub use parallel::run_commits_parallel;
 const BATCH: usize = 128;
 const BATCH_AGE_MS: u128 = 2000;
 
+/// Told a commit's first failing test: (commit, test, milliseconds from the start of the tests).
+pub type FirstFailure = dyn Fn(&str, &str, u64) + Sync;
+
 #[derive(Clone)]
 pub struct RunOptions<'a> {
     pub force: bool,
@@ -63,7 +66,7 @@ pub struct RunOptions<'a> {
     pub clean: bool,
     /// Told the first failing test of a commit (commit, test, milliseconds from the start of
     /// the tests) as soon as it is known, before the rest of the suite has run.
-    pub on_first_failure: Option<&'a (dyn Fn(&str, &str, u64) + Sync)>,
+    pub on_first_failure: Option<&'a FirstFailure>,
 }
 
 impl<'a> RunOptions<'a> {
