@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Bump whenever [`python_imports`] could give something else for the same bytes.
-pub const IMPORTS_VERSION: u32 = 1;
+pub const IMPORTS_VERSION: u32 = 2;
 
 /// One `import a.b` or `from ..a import x, y`, wherever it stands (a function, a `try`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -17,6 +17,11 @@ pub struct Import {
     /// The names of a `from` import (each may be a submodule); empty for `import a.b` and `*`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub names: Vec<String>,
+    /// For `import a` / `import a.b as c`: the attributes the file reads of the name it binds
+    /// (`a.x`, `c.y`), when it uses that name for nothing else; `None`: used otherwise too
+    /// (passed on, assigned), so any of its attributes may be used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uses: Option<Vec<String>>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -35,6 +40,11 @@ pub fn python_imports(src: &[u8]) -> Option<Vec<Import>> {
         _ => None,
     };
     let mut out = Vec::new();
+    // The name each plain import binds, by its index in `out`.
+    let mut bound: Vec<(usize, String)> = Vec::new();
+    // `name.attr` reads, and names used bare (anything but the object of such a read).
+    let mut reads: std::collections::BTreeSet<(String, String)> = Default::default();
+    let mut bare: std::collections::HashSet<String> = Default::default();
     let mut stack = vec![tree.root_node()];
     while let Some(node) = stack.pop() {
         match node.kind() {
@@ -42,10 +52,16 @@ pub fn python_imports(src: &[u8]) -> Option<Vec<Import>> {
                 let mut c = node.walk();
                 for name in node.children_by_field_name("name", &mut c) {
                     if let Some(module) = dotted(name) {
+                        let binds = match name.child_by_field_name("alias") {
+                            Some(alias) => text(alias),
+                            None => module.split('.').next().unwrap_or("").to_string(),
+                        };
+                        bound.push((out.len(), binds));
                         out.push(Import {
                             level: 0,
                             module,
                             names: Vec::new(),
+                            uses: None,
                         });
                     }
                 }
@@ -78,7 +94,22 @@ pub fn python_imports(src: &[u8]) -> Option<Vec<Import>> {
                     level,
                     module,
                     names,
+                    uses: None,
                 });
+            }
+            "attribute" => {
+                let object = node.child_by_field_name("object");
+                match object.filter(|o| o.kind() == "identifier") {
+                    Some(o) => {
+                        if let Some(attr) = node.child_by_field_name("attribute") {
+                            reads.insert((text(o), text(attr)));
+                        }
+                    }
+                    None => stack.extend(object),
+                }
+            }
+            "identifier" => {
+                bare.insert(text(node));
             }
             _ => {
                 let mut c = node.walk();
@@ -86,6 +117,17 @@ pub fn python_imports(src: &[u8]) -> Option<Vec<Import>> {
                 let children: Vec<_> = node.named_children(&mut c).collect();
                 stack.extend(children.into_iter().rev());
             }
+        }
+    }
+    for (i, name) in bound {
+        if !bare.contains(&name) {
+            out[i].uses = Some(
+                reads
+                    .iter()
+                    .filter(|(o, _)| *o == name)
+                    .map(|(_, a)| a.clone())
+                    .collect(),
+            );
         }
     }
     Some(out)
@@ -100,21 +142,49 @@ mod tests {
             level,
             module: module.into(),
             names: names.iter().map(|s| s.to_string()).collect(),
+            uses: None,
         }
     }
 
     #[test]
     fn every_form_of_import_is_read_where_it_stands() {
         let src = b"import os, a.b as c\nfrom . import x\nfrom ..pkg.mod import y as z, w\nfrom m import *\n\ndef f():\n    try:\n        import late\n    except ImportError:\n        pass\n";
+        let uses = |mut i: Import, u: &[&str]| {
+            i.uses = Some(u.iter().map(|s| s.to_string()).collect());
+            i
+        };
         assert_eq!(
             python_imports(src).unwrap(),
             vec![
-                imp(0, "os", &[]),
-                imp(0, "a.b", &[]),
+                uses(imp(0, "os", &[]), &[]),
+                uses(imp(0, "a.b", &[]), &[]),
                 imp(1, "", &["x"]),
                 imp(2, "pkg.mod", &["y", "w"]),
                 imp(0, "m", &[]),
-                imp(0, "late", &[]),
+                uses(imp(0, "late", &[]), &[]),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_attributes_read_of_an_imported_name_are_kept_unless_it_is_used_otherwise() {
+        let src = b"import click
+import json as j
+import os.path
+
+def test():
+    click.echo(click.style('x'))
+    f(j)
+    os.path.join()
+";
+        let got = python_imports(src).unwrap();
+        let uses: Vec<Option<Vec<String>>> = got.into_iter().map(|i| i.uses).collect();
+        assert_eq!(
+            uses,
+            vec![
+                Some(vec!["echo".into(), "style".into()]),
+                None,
+                Some(vec!["path".into()]),
             ]
         );
     }

@@ -81,52 +81,125 @@ impl Layout {
         dir
     }
 
-    /// The files `file`'s imports reach directly.
-    pub fn resolve(&self, file: &str, imports: &[Import]) -> BTreeSet<String> {
-        let mut out = BTreeSet::new();
-        let own_base = self.base_dir(file);
-        for imp in imports {
-            let mut parts: Vec<&str> = imp.module.split('.').filter(|p| !p.is_empty()).collect();
-            let bases: Vec<String> = if imp.level > 0 {
-                // `from .. import x` in a/b/c.py looks in a/.
-                let mut dir = file.rsplit_once('/').map_or("", |(d, _)| d).to_string();
-                for _ in 1..imp.level {
-                    dir = dir.rsplit_once('/').map_or("", |(d, _)| d).to_string();
-                }
-                vec![dir]
+    /// Where `imp` in `file` is found: the directory it was found under, and the files
+    /// importing it runs (each package's `__init__.py`, then the module); `None`: not a file
+    /// of the tree (the standard library, a third-party package).
+    fn find(&self, file: &str, imp: &Import) -> Option<(String, Vec<String>)> {
+        let parts: Vec<&str> = imp.module.split('.').filter(|p| !p.is_empty()).collect();
+        let bases: Vec<String> = if imp.level > 0 {
+            // `from .. import x` in a/b/c.py looks in a/.
+            let mut dir = file.rsplit_once('/').map_or("", |(d, _)| d).to_string();
+            for _ in 1..imp.level {
+                dir = dir.rsplit_once('/').map_or("", |(d, _)| d).to_string();
+            }
+            vec![dir]
+        } else {
+            let mut b = vec![self.base_dir(file)];
+            b.extend(self.roots.iter().cloned());
+            b
+        };
+        bases.into_iter().find_map(|base| {
+            let found = if parts.is_empty() {
+                let init = Self::join(&base, "__init__.py");
+                Some(self.files.get(&init).into_iter().cloned().collect())
             } else {
-                let mut b = vec![own_base.clone()];
-                b.extend(self.roots.iter().cloned());
-                b
+                self.module_files(&base, &parts)
+            }?;
+            Some((base, found))
+        })
+    }
+
+    /// The submodule `name` of the module `imp` names, found under `base`.
+    fn submodule(&self, base: &str, imp: &Import, name: &str) -> Option<String> {
+        let mut parts: Vec<&str> = imp.module.split('.').filter(|p| !p.is_empty()).collect();
+        parts.push(name);
+        self.module_files(base, &parts)?.last().cloned()
+    }
+
+    /// What a package's `__init__.py` re-exports: each name it imports from a module of the
+    /// tree (`from .core import Command`), with that module's file.
+    pub fn reexports(&self, init: &str, imports: &[Import]) -> BTreeMap<String, String> {
+        let mut out = BTreeMap::new();
+        for imp in imports.iter().filter(|i| !i.names.is_empty()) {
+            let Some((base, found)) = self.find(init, imp) else {
+                continue;
             };
-            for base in bases {
-                let found = if parts.is_empty() {
-                    let init = Self::join(&base, "__init__.py");
-                    Some(self.files.get(&init).into_iter().cloned().collect())
-                } else {
-                    self.module_files(&base, &parts)
-                };
-                let Some(found) = found else {
-                    continue;
-                };
-                out.extend(found);
-                // `from pkg import name`: the name may be a submodule.
-                for name in &imp.names {
-                    parts.push(name);
-                    out.extend(
-                        self.module_files(&base, &parts)
-                            .and_then(|f| f.last().cloned()),
-                    );
-                    parts.pop();
+            for name in &imp.names {
+                let from = self
+                    .submodule(&base, imp, name)
+                    .or_else(|| found.last().cloned());
+                if let Some(f) = from.filter(|f| f != init) {
+                    out.insert(name.clone(), f);
                 }
-                break;
             }
         }
-        out.remove(file);
         out
+    }
+
+    /// The files `file`'s imports reach directly. A package imported for names it is known to
+    /// use (`from pkg import a`, or only `pkg.a` read after `import pkg`) reaches the modules
+    /// those names come from (a submodule, or the module its `__init__.py` re-exports the name
+    /// from: `reexports`), and its `__init__.py` only weakly; so do the parent packages of any
+    /// module imported.
+    pub fn resolve(
+        &self,
+        file: &str,
+        imports: &[Import],
+        reexports: &HashMap<String, BTreeMap<String, String>>,
+    ) -> Edges {
+        let mut e = Edges::default();
+        for imp in imports {
+            let Some((base, mut found)) = self.find(file, imp) else {
+                continue;
+            };
+            let module = found.pop();
+            e.weak.extend(found);
+            let single = imp.level == 0 && !imp.module.contains('.');
+            let used: Option<Vec<&str>> = if !imp.names.is_empty() {
+                Some(imp.names.iter().map(String::as_str).collect())
+            } else if single {
+                imp.uses
+                    .as_ref()
+                    .map(|u| u.iter().map(String::as_str).collect())
+            } else {
+                None
+            };
+            match (module, used) {
+                (Some(m), Some(names)) if m.ends_with("__init__.py") => {
+                    for name in names {
+                        let from = self
+                            .submodule(&base, imp, name)
+                            .or_else(|| reexports.get(&m).and_then(|r| r.get(name)).cloned());
+                        e.strong.insert(from.unwrap_or_else(|| m.clone()));
+                    }
+                    e.weak.insert(m);
+                }
+                (module, _) => {
+                    e.strong.extend(module);
+                    // `from pkg import name`: the name may be a submodule.
+                    for name in &imp.names {
+                        e.strong.extend(self.submodule(&base, imp, name));
+                    }
+                }
+            }
+        }
+        e.strong.remove(file);
+        e.weak.remove(file);
+        let strong = &e.strong;
+        e.weak.retain(|w| !strong.contains(w));
+        e
     }
 }
 
+/// What one file's imports reach.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Edges {
+    /// Files whose code it may use: a change there, or anywhere they reach, reaches it.
+    pub strong: BTreeSet<String>,
+    /// Package `__init__.py` files it only runs on the way: a change to one of them reaches
+    /// it, not a change to what they import.
+    pub weak: BTreeSet<String>,
+}
 /// Roots `pyproject.toml` names for its packages: setuptools' `package-dir` and `where`,
 /// poetry's `from`, hatch's `packages = ["src/pkg"]`.
 fn pyproject_roots(text: &str) -> Vec<String> {
@@ -189,24 +262,29 @@ pub fn is_test_file(path: &str, testpaths: &[String]) -> bool {
 /// The import graph of one tree, both ways.
 #[derive(Default)]
 pub struct Graph {
-    /// file → the files it imports.
-    pub imports: BTreeMap<String, BTreeSet<String>>,
-    /// file → the files that import it.
+    /// file → the files that import it (strongly), and those that only run it (weakly).
     importers: HashMap<String, BTreeSet<String>>,
+    runners: HashMap<String, BTreeSet<String>>,
 }
 
 impl Graph {
-    pub fn new(imports: BTreeMap<String, BTreeSet<String>>) -> Graph {
-        let mut importers: HashMap<String, BTreeSet<String>> = HashMap::new();
-        for (from, tos) in &imports {
-            for to in tos {
-                importers
+    pub fn new(edges: &BTreeMap<String, Edges>) -> Graph {
+        let mut g = Graph::default();
+        for (from, e) in edges {
+            for to in &e.strong {
+                g.importers
+                    .entry(to.clone())
+                    .or_default()
+                    .insert(from.clone());
+            }
+            for to in &e.weak {
+                g.runners
                     .entry(to.clone())
                     .or_default()
                     .insert(from.clone());
             }
         }
-        Graph { imports, importers }
+        g
     }
 
     /// The test files (`is_test`) that reach any of `changed`, each with the path of files from
@@ -225,11 +303,15 @@ impl Graph {
             }
         }
         while let Some(file) = queue.pop_front() {
+            let start = came_from.get(&file).is_some_and(Option::is_none);
             let mut next: Vec<String> = self
                 .importers
                 .get(&file)
-                .map(|s| s.iter().cloned().collect())
-                .unwrap_or_default();
+                .into_iter()
+                .chain(self.runners.get(&file).filter(|_| start))
+                .flatten()
+                .cloned()
+                .collect();
             if file == "conftest.py" || file.ends_with("/conftest.py") {
                 let dir = file.trim_end_matches("conftest.py");
                 next.extend(tests.iter().filter(|t| t.starts_with(dir)).cloned());
@@ -268,7 +350,14 @@ mod tests {
             level,
             module: module.into(),
             names: names.iter().map(|s| s.to_string()).collect(),
+            uses: None,
         }
+    }
+
+    /// Every file `file`'s imports reach, strongly or weakly.
+    fn r(l: &Layout, file: &str, imports: &[Import]) -> BTreeSet<String> {
+        let e = l.resolve(file, imports, &HashMap::new());
+        e.strong.into_iter().chain(e.weak).collect()
     }
 
     const FILES: [&str; 9] = [
@@ -289,7 +378,7 @@ mod tests {
         let set = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
         // `import pkg.sub.deep` runs each package's __init__ on the way.
         assert_eq!(
-            l.resolve("tests/test_core.py", &[imp(0, "pkg.sub.deep", &[])]),
+            r(&l, "tests/test_core.py", &[imp(0, "pkg.sub.deep", &[])]),
             set(&[
                 "src/pkg/__init__.py",
                 "src/pkg/sub/__init__.py",
@@ -298,37 +387,60 @@ mod tests {
         );
         // `from pkg import core`: a submodule named in a from-import.
         assert_eq!(
-            l.resolve("tests/test_core.py", &[imp(0, "pkg", &["core", "VERSION"])]),
+            r(
+                &l,
+                "tests/test_core.py",
+                &[imp(0, "pkg", &["core", "VERSION"])]
+            ),
             set(&["src/pkg/__init__.py", "src/pkg/core.py"])
         );
         // The test's own directory is on sys.path (pytest's prepend mode).
         assert_eq!(
-            l.resolve("tests/test_core.py", &[imp(0, "helpers", &[])]),
+            r(&l, "tests/test_core.py", &[imp(0, "helpers", &[])]),
             set(&["tests/helpers.py"])
         );
         // Relative imports, one and two dots.
         assert_eq!(
-            l.resolve(
+            r(
+                &l,
                 "src/pkg/sub/deep.py",
                 &[imp(2, "core", &[]), imp(1, "", &[])]
             ),
             set(&["src/pkg/core.py", "src/pkg/sub/__init__.py"])
         );
         assert_eq!(
-            l.resolve("src/pkg/core.py", &[imp(1, "", &["sub"])]),
+            r(&l, "src/pkg/core.py", &[imp(1, "", &["sub"])]),
             set(&["src/pkg/__init__.py", "src/pkg/sub/__init__.py"])
         );
         // The standard library and third-party modules are not files of the tree.
-        assert!(l
-            .resolve(
-                "src/pkg/core.py",
-                &[imp(0, "os.path", &[]), imp(0, "click", &[])]
-            )
-            .is_empty());
+        assert!(r(
+            &l,
+            "src/pkg/core.py",
+            &[imp(0, "os.path", &[]), imp(0, "click", &[])]
+        )
+        .is_empty());
+        // A package imported for names: the modules its __init__ takes them from.
+        let mut re = HashMap::new();
+        let init = "src/pkg/__init__.py".to_string();
+        re.insert(
+            init.clone(),
+            l.reexports(
+                &init,
+                &[imp(1, "core", &["Thing"]), imp(1, "sub", &["deep"])],
+            ),
+        );
+        let mut used = imp(0, "pkg", &[]);
+        used.uses = Some(vec!["Thing".into()]);
+        let e = l.resolve("tests/test_core.py", &[used], &re);
+        assert_eq!(e.strong, set(&["src/pkg/core.py"]));
+        assert_eq!(e.weak, set(&["src/pkg/__init__.py"]));
+        // Used otherwise (passed on): all of it.
+        let e = l.resolve("tests/test_core.py", &[imp(0, "pkg", &[])], &re);
+        assert_eq!(e.strong, set(&["src/pkg/__init__.py"]));
         // A namespace package (no __init__.py) holds its modules all the same.
         let l2 = Layout::new(["ns/mod.py", "t/test_x.py"], None);
         assert_eq!(
-            l2.resolve("t/test_x.py", &[imp(0, "ns", &["mod"])]),
+            r(&l2, "t/test_x.py", &[imp(0, "ns", &["mod"])]),
             set(&["ns/mod.py"])
         );
         // A root pyproject.toml names.
@@ -337,20 +449,31 @@ mod tests {
             Some("[tool.setuptools.packages.find]\nwhere = [\"lib\"]\n"),
         );
         assert_eq!(
-            l.resolve("tests/test_core.py", &[imp(0, "other", &[])]),
+            r(&l, "tests/test_core.py", &[imp(0, "other", &[])]),
             set(&["lib/other.py"])
         );
     }
 
     #[test]
     fn test_files_reach_changes_through_imports_and_conftest() {
-        let mut imports = BTreeMap::new();
         let s = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
-        imports.insert("tests/test_a.py".into(), s(&["pkg/a.py"]));
-        imports.insert("tests/test_b.py".into(), s(&["pkg/b.py"]));
-        imports.insert("pkg/b.py".into(), s(&["pkg/util.py"]));
-        imports.insert("tests/sub/conftest.py".into(), s(&["pkg/c.py"]));
-        let g = Graph::new(imports);
+        let strong = |v: &[&str]| Edges {
+            strong: s(v),
+            weak: BTreeSet::new(),
+        };
+        let mut edges = BTreeMap::new();
+        edges.insert("tests/test_a.py".to_string(), strong(&["pkg/a.py"]));
+        edges.insert(
+            "tests/test_b.py".to_string(),
+            Edges {
+                strong: s(&["pkg/b.py"]),
+                weak: s(&["pkg/__init__.py"]),
+            },
+        );
+        edges.insert("pkg/b.py".to_string(), strong(&["pkg/util.py"]));
+        edges.insert("pkg/__init__.py".to_string(), strong(&["pkg/a.py"]));
+        edges.insert("tests/sub/conftest.py".to_string(), strong(&["pkg/c.py"]));
+        let g = Graph::new(&edges);
         let tests = s(&["tests/test_a.py", "tests/test_b.py", "tests/sub/test_c.py"]);
         let r = g.reaching(&["pkg/util.py".into()], &tests);
         assert_eq!(
@@ -366,6 +489,12 @@ mod tests {
         );
         let r = g.reaching(&["pkg/c.py".into()], &tests);
         assert_eq!(r.keys().collect::<Vec<_>>(), vec!["tests/sub/test_c.py"]);
+        // A package's __init__ that a test only runs on the way: its own change reaches the
+        // test, not a change to what it imports.
+        let r = g.reaching(&["pkg/a.py".into()], &tests);
+        assert_eq!(r.keys().collect::<Vec<_>>(), vec!["tests/test_a.py"]);
+        let r = g.reaching(&["pkg/__init__.py".into()], &tests);
+        assert_eq!(r.keys().collect::<Vec<_>>(), vec!["tests/test_b.py"]);
         // A test file named like the changed file is no evidence of reach.
         assert!(g
             .reaching(&["pkg/x.py".into()], &s(&["tests/test_x.py"]))

@@ -166,7 +166,7 @@ pub fn select(
         .collect();
     let key = cache_key();
     let mut fresh = Vec::new();
-    let mut imports = BTreeMap::new();
+    let mut imports: BTreeMap<String, Vec<Import>> = BTreeMap::new();
     for (path, id) in blobs.iter().filter(|(p, _)| p.ends_with(".py")) {
         let hex = id.to_string();
         let found = match ctx
@@ -190,12 +190,21 @@ pub fn select(
                 parsed
             }
         };
-        imports.insert(path.clone(), layout.resolve(path, &found));
+        imports.insert(path.clone(), found);
     }
     if !fresh.is_empty() {
         ctx.index.put_analysis(&fresh)?;
     }
-    let graph = Graph::new(imports);
+    let reexports: std::collections::HashMap<String, BTreeMap<String, String>> = imports
+        .iter()
+        .filter(|(p, _)| p.ends_with("__init__.py"))
+        .map(|(p, i)| (p.clone(), layout.reexports(p, i)))
+        .collect();
+    let edges: BTreeMap<String, _> = imports
+        .iter()
+        .map(|(p, i)| (p.clone(), layout.resolve(p, i, &reexports)))
+        .collect();
+    let graph = Graph::new(&edges);
     let mut files: BTreeMap<String, Vec<Why>> = BTreeMap::new();
     for (test, path) in graph.reaching(&changed, &tests) {
         files.entry(test).or_default().push(Why::Reaches { path });
