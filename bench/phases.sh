@@ -12,7 +12,7 @@
 #   - added time: for the commits that break nothing, the two-phase test time over the
 #     one-phase one, median (target <= 5%).
 #
-# Usage: bench/phases.sh            BREAKING=40 BENIGN=20 CLICK=8.1.7 SEED=1
+# Usage: bench/phases.sh            BREAKING=40 BENIGN=20 CLICK=8.2.1 SEED=1
 # Needs: target/release/git-sandbox (or GS=path), python3 with pytest importable, pip (network to
 # PyPI for the sdist).
 set -euo pipefail
@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 GS=${GS:-$PWD/target/release/git-sandbox}
 BREAKING=${BREAKING:-40}
 BENIGN=${BENIGN:-20}
-CLICK=${CLICK:-8.1.7}
+CLICK=${CLICK:-8.2.1}
 SEED=${SEED:-1}
 [ -x "$GS" ] || { echo "$GS not found: cargo build --release (or set GS)" >&2; exit 2; }
 python3 -c 'import pytest' 2>/dev/null ||
@@ -34,20 +34,33 @@ export GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@example.com
 mkdir -p "$XDG_CONFIG_HOME/git-sandbox"
 
 python3 -m pip download --quiet --no-deps --no-binary :all: "click==$CLICK" -d "$WORK/dl"
-tar -xzf "$WORK"/dl/click-*.tar.gz -C "$WORK"
+tar --no-same-owner -xzf "$WORK"/dl/click-*.tar.gz -C "$WORK"
 REPO=$WORK/click
 mv "$WORK"/click-"$CLICK" "$REPO"
 cd "$REPO"
+# pytest 9 fails click's collection on a deprecation (click's config makes warnings errors), and
+# test_light_imports lists the modules this interpreter imports: both say nothing of click.
 cat > .sandbox.toml <<'EOF'
 [test]
-command = "python3 -m pytest -q -p no:cacheprovider -o pythonpath=src tests"
+command = "python3 -m pytest -q -p no:cacheprovider -p no:schemathesis -o pythonpath=src -o filterwarnings=ignore::DeprecationWarning --deselect tests/test_imports.py::test_light_imports tests"
 timeout = "600s"
 [analysis]
 enabled = false
 EOF
 git init -q -b main && git add -A && git commit -qm base
 "$GS" init >/dev/null
-"$GS" run >/dev/null || { echo "the base does not pass its own tests" >&2; exit 1; }
+# Tests that fail in the sandbox before any mutation (a pager test that needs a terminal) are
+# deselected, by node id without parameters, so that the base passes.
+if ! "$GS" run --json > "$WORK/base.json"; then
+  python3 - "$WORK/base.json" <<'EOF2' > "$WORK/deselect"
+import json, sys
+names = {f["name"].split("[")[0] for f in json.load(open(sys.argv[1]))[0]["tests"]["failures"]}
+print(" ".join(f"--deselect {n}" for n in sorted(names)))
+EOF2
+  sed -i "s|--deselect|$(cat "$WORK/deselect") --deselect|" .sandbox.toml
+  git commit -qa --amend -m base
+  "$GS" run >/dev/null || { echo "the base does not pass its own tests" >&2; exit 1; }
+fi
 
 python3 - "$GS" "$BREAKING" "$BENIGN" "$SEED" "$XDG_CONFIG_HOME/git-sandbox/config.toml" <<'EOF'
 import json, random, re, statistics, subprocess, sys

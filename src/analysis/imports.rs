@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Bump whenever [`python_imports`] could give something else for the same bytes.
-pub const IMPORTS_VERSION: u32 = 2;
+pub const IMPORTS_VERSION: u32 = 3;
 
 /// One `import a.b` or `from ..a import x, y`, wherever it stands (a function, a `try`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -111,6 +111,17 @@ pub fn python_imports(src: &[u8]) -> Option<Vec<Import>> {
             "identifier" => {
                 bare.insert(text(node));
             }
+            // `if TYPE_CHECKING:` never runs: its imports are for the type checker alone (its
+            // `else` and `elif` branches do run).
+            "if_statement"
+                if node
+                    .child_by_field_name("condition")
+                    .is_some_and(|c| text(c).ends_with("TYPE_CHECKING")) =>
+            {
+                let mut c = node.walk();
+                let branches: Vec<_> = node.children_by_field_name("alternative", &mut c).collect();
+                stack.extend(branches.into_iter().rev());
+            }
             _ => {
                 let mut c = node.walk();
                 // Children pushed in reverse, so the statements come out in the order written.
@@ -164,6 +175,13 @@ mod tests {
                 uses(imp(0, "late", &[]), &[]),
             ]
         );
+        let src = b"import typing as t\nif t.TYPE_CHECKING:\n    from .core import Context\nelse:\n    from .rt import Context\n";
+        let modules: Vec<String> = python_imports(src)
+            .unwrap()
+            .into_iter()
+            .map(|i| i.module)
+            .collect();
+        assert_eq!(modules, vec!["typing", "rt"]);
     }
 
     #[test]
