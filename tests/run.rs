@@ -4,6 +4,8 @@ mod common;
 
 #[path = "run/attempts.rs"]
 mod attempts;
+#[path = "run/phases.rs"]
+mod phases;
 
 use common::World;
 use std::path::Path;

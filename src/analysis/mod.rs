@@ -5,10 +5,12 @@
 //! it can be cached by blob id + [`ANALYZER_VERSION`]; the [`Aggregator`] applies the thresholds.
 
 mod aggregate;
+pub mod imports;
 pub mod lang;
 mod lines;
 pub mod manifest;
 mod metrics;
+pub mod pygraph;
 mod walk;
 
 pub use aggregate::Aggregator;

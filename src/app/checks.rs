@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
+mod phases;
+
 /// What running one check gave.
 pub(super) struct CheckResult {
     pub status: Status,
@@ -133,6 +135,7 @@ pub fn log_path(dir: &Path, commit: &str, check: Option<&str>, trial: bool) -> P
 }
 
 /// One check to run.
+#[derive(Clone)]
 struct Spec<'a> {
     name: &'a str,
     /// `None`: detect the tests' command from the tree (the `test` check only).
@@ -171,6 +174,11 @@ pub(super) struct Env<'a> {
     pub junit_candidates: &'a [String],
     /// Tell the event log a check has ended.
     pub on_done: &'a dyn Fn(&str, &CheckResult),
+    /// The test files phase one runs: `Some` when the tests may run in two phases.
+    pub phase_one: Option<&'a [String]>,
+    /// Publish the first failing test (its name, or why the tests could not run) and the
+    /// milliseconds from the start of the tests to the moment it was known.
+    pub on_first_failure: &'a dyn Fn(&str, u64),
 }
 
 /// Run every check of `config` in `work`: the parallel ones side by side, the others one after
@@ -226,6 +234,7 @@ pub(super) fn run_all(
         interrupt: env.interrupt,
     };
     let mut done: Vec<Option<Executed>> = specs.iter().map(|_| None).collect();
+    let mut phased: Option<CheckResult> = None;
     std::thread::scope(|s| {
         let shared = &shared;
         let handles: Vec<_> = specs
@@ -235,6 +244,14 @@ pub(super) fn run_all(
             .map(|(i, spec)| (i, s.spawn(move || execute(shared, spec, work, setup, keep))))
             .collect();
         for (i, spec) in specs.iter().enumerate().filter(|(_, s)| !s.parallel) {
+            if spec.name == TEST_CHECK {
+                if let Some(files) = env.phase_one {
+                    phased = phases::run(env, shared, spec, work, setup, keep, files);
+                    if phased.is_some() {
+                        continue;
+                    }
+                }
+            }
             done[i] = Some(execute(shared, spec, work, setup, keep));
         }
         for (i, h) in handles {
@@ -245,7 +262,16 @@ pub(super) fn run_all(
         .iter()
         .zip(done)
         .map(|(spec, e)| {
-            let r = conclude(env, spec, e.unwrap_or(Executed::Crashed), work, setup);
+            let r = match (spec.name == TEST_CHECK, phased.take()) {
+                (true, Some(r)) => r,
+                _ => {
+                    let mut r = conclude(env, spec, e.unwrap_or(Executed::Crashed), work, setup);
+                    if spec.name == TEST_CHECK {
+                        one_phase_failure(env, &mut r);
+                    }
+                    r
+                }
+            };
             (env.on_done)(spec.name, &r);
             r
         })
@@ -259,6 +285,19 @@ pub(super) fn run_all(
             .map(|(spec, r)| (spec.name.to_string(), spec.required, r))
             .collect(),
     }
+}
+
+/// A one-phase run's first failure is known when the suite ends.
+fn one_phase_failure(env: &Env<'_>, r: &mut CheckResult) {
+    let Some(t) = r.tests.as_mut().filter(|_| r.status == Status::Failed) else {
+        return;
+    };
+    t.first_failure_ms = Some(t.duration_ms);
+    let name = t
+        .failures
+        .first()
+        .map_or_else(|| "the tests".to_string(), |f| f.name.clone());
+    (env.on_first_failure)(&name, t.duration_ms);
 }
 
 /// What a check's thread needs.
@@ -511,6 +550,9 @@ fn conclude(
         setup: setup.map(setup::Setup::record),
         isolation: Some(summary),
         limits: Some(outcome.limits.clone()),
+        phases: Vec::new(),
+        first_failure_ms: None,
+        selection_missed: false,
     };
     tests.bound();
     CheckResult {

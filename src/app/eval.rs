@@ -469,6 +469,9 @@ mod tests {
                 setup: None,
                 isolation: None,
                 limits: None,
+                phases: Vec::new(),
+                first_failure_ms: None,
+                selection_missed: false,
             }),
             analysis: Some(Analysis {
                 complexity_score: complexity,

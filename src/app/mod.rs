@@ -37,6 +37,7 @@ pub mod results;
 pub mod rollback;
 pub mod run;
 pub mod select;
+pub mod selection;
 pub mod setup;
 pub mod summary;
 pub mod tokens;

@@ -33,6 +33,9 @@ pub use parallel::run_commits_parallel;
 const BATCH: usize = 128;
 const BATCH_AGE_MS: u128 = 2000;
 
+/// Told a commit's first failing test: (commit, test, milliseconds from the start of the tests).
+pub type FirstFailure = dyn Fn(&str, &str, u64) + Sync;
+
 #[derive(Clone)]
 pub struct RunOptions<'a> {
     pub force: bool,
@@ -61,6 +64,9 @@ pub struct RunOptions<'a> {
     pub probe: bool,
     /// Run with no build-cache layer at all (`run --clean`).
     pub clean: bool,
+    /// Told the first failing test of a commit (commit, test, milliseconds from the start of
+    /// the tests) as soon as it is known, before the rest of the suite has run.
+    pub on_first_failure: Option<&'a FirstFailure>,
 }
 
 impl<'a> RunOptions<'a> {
@@ -79,6 +85,7 @@ impl<'a> RunOptions<'a> {
             retry_flaky: 0,
             probe: false,
             clean: false,
+            on_first_failure: None,
         }
     }
 
@@ -624,6 +631,22 @@ fn run_one(
     if let Some(s) = &setup {
         event("setup.completed", serde_json::json!(s.record()));
     }
+    let selection = if config.test.phases {
+        let _t = crate::util::trace::span("selection");
+        super::selection::select(ctx, repo, row, info, &config).ok()
+    } else {
+        None
+    };
+    let phase_one = selection.as_ref().and_then(|s| s.phase_one());
+    let on_first_failure = |test: &str, ms: u64| {
+        event(
+            "run.first_failure",
+            serde_json::json!({"test": test, "ms": ms}),
+        );
+        if let Some(tell) = opts.on_first_failure {
+            tell(&record.commit, test, ms);
+        }
+    };
     let index_path = ctx.index.path().to_path_buf();
     let (ran, analysis) = std::thread::scope(|s| {
         let analysis = config.analysis.enabled.then(|| {
@@ -688,6 +711,8 @@ fn run_one(
             commit: &record.commit,
             trial: opts.is_trial(),
             on_done: &on_done,
+            phase_one: phase_one.as_deref(),
+            on_first_failure: &on_first_failure,
         };
         let mut ran = checks::run_all(&env, &work, setup.as_ref());
         if !work.confirm() {

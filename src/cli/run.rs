@@ -58,6 +58,11 @@ pub struct RunArgs {
     /// another commit of its tree, or made again, and why (the config, the tools).
     #[arg(long)]
     pub explain_cache: bool,
+    /// Run nothing: say for each commit which test files the first of two phases would run and
+    /// why (which changed file each reaches through which imports, or the tests of it that
+    /// failed in the parent's run), or why the whole suite would run in one phase.
+    #[arg(long, conflicts_with = "explain_cache")]
+    pub explain_selection: bool,
     /// Run a failing commit again, up to N times, while every test that failed on it is known
     /// to be flaky (see `git sandbox flaky`); the record says how often it was retried.
     #[arg(long, value_name = "N", default_value_t = 0,
@@ -133,8 +138,33 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
         }
         return Ok(0);
     }
+    if args.explain_selection {
+        let mut all = Vec::new();
+        for &c in &commits {
+            let e = crate::app::selection::explain(&ctx, &repo, &row, c, refname.as_deref())?;
+            if !args.json {
+                print!("{}", explained_text(&e));
+            }
+            all.push(e);
+        }
+        if args.json {
+            print_json(&all);
+        }
+        return Ok(0);
+    }
     let _ = gix::interrupt::init_handler_default(1);
+    // On stderr, with --json too: it is progress, told the moment it is known.
+    let first_failure = |commit: &str, test: &str, ms: u64| {
+        eprintln!(
+            "{} {}: first failure after {}: {}",
+            ui::mark(Status::Failed),
+            crate::util::short(commit),
+            ui::duration(ms),
+            ui::escape(test)
+        );
+    };
     let opts = RunOptions {
+        on_first_failure: Some(&first_failure),
         force: args.force || args.clean,
         clean: args.clean,
         flags,
@@ -296,4 +326,43 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
     Ok(i32::from(
         outcome.records.iter().any(|r| r.status != Status::Passed),
     ))
+}
+
+/// `run --explain-selection`'s lines for one commit.
+pub fn explained_text(e: &crate::app::selection::Explained) -> String {
+    use crate::app::selection::Why;
+    let s = &e.selection;
+    let head = ui::yellow(crate::util::short(&e.commit));
+    if let Some(why) = &s.one_phase {
+        return format!("{head} one phase, the whole suite: {}\n", ui::escape(why));
+    }
+    let mut out = format!(
+        "{head} phase one runs {} of {} test files, then phase two the rest\n",
+        s.files.len(),
+        s.test_files
+    );
+    for (file, whys) in &s.files {
+        for why in whys {
+            let text = match why {
+                Why::Reaches { path } => {
+                    let mut chain: Vec<&str> = path.iter().map(String::as_str).rev().collect();
+                    let changed = chain.pop().unwrap_or_default();
+                    chain.push(changed);
+                    if chain.len() == 1 {
+                        "changed itself".to_string()
+                    } else {
+                        format!("imports {} (changed)", chain[1..].join(" → "))
+                    }
+                }
+                Why::FailedBefore { tests } => {
+                    format!("failed in the parent's run: {}", tests.join(", "))
+                }
+            };
+            out.push_str(&format!("  {}  {}\n", ui::escape(file), ui::escape(&text)));
+        }
+    }
+    if e.command.is_none() {
+        out.push_str("  (the test command is detected when the tree is checked out; two phases need pytest)\n");
+    }
+    out
 }

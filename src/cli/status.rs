@@ -147,6 +147,20 @@ pub fn cmd_status(args: StatusArgs) -> CmdResult {
             ],
             &rows,
         );
+        // What phase one caught of the failures, where runs were split in two.
+        for st in stats
+            .iter()
+            .filter(|s| s.selection_caught + s.selection_missed > 0)
+        {
+            let all = st.selection_caught + st.selection_missed;
+            println!(
+                "{}: phase one caught {} of {all} failing two-phase runs ({:.0}% recall), missed {}",
+                st.repo.name,
+                st.selection_caught,
+                st.selection_caught as f64 * 100.0 / all as f64,
+                st.selection_missed
+            );
+        }
     }
     Ok(0)
 }

@@ -105,6 +105,9 @@ pub struct TestFile {
     pub coverage: Option<String>,
     /// Run the tests at the same time as the checks that say `parallel = true`.
     pub parallel: Option<bool>,
+    /// Run the tests a change can reach first, then the rest (pytest only): `false` runs the
+    /// whole suite in one phase.
+    pub phases: Option<bool>,
 }
 
 /// A limit as written: a positive number, or `"unlimited"` (only the user's own config may say
@@ -443,6 +446,7 @@ impl ConfigFile {
             c.test.setup = Some(v.clone()).filter(|s| !s.trim().is_empty());
         }
         set(&mut c.test.parallel, t.parallel);
+        set(&mut c.test.phases, t.phases);
         if let Some(v) = &t.coverage {
             c.test.coverage = Some(v.clone());
         }

@@ -120,6 +120,10 @@ pub struct TestConfig {
     /// where the usual tools write one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub coverage: Option<String>,
+    /// Run the tests a change can reach first (`[test] phases`). Not part of the result key:
+    /// a two-phase record equals a one-phase one.
+    #[serde(skip)]
+    pub phases: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -271,6 +275,7 @@ impl Default for Config {
                 setup: None,
                 parallel: false,
                 coverage: None,
+                phases: true,
             },
             checks: Vec::new(),
             toolchain: Default::default(),
@@ -418,6 +423,7 @@ impl Layers {
         self.user.apply(&mut c);
         let policy = c.limits.clone();
         let timeout = c.test.timeout;
+        let phases = c.test.phases;
         let gc = c.gc.clone();
         let cache_policy = c.cache.clone();
         let (gate, watch_mode) = (c.hooks.pre_push.clone(), c.watch.mode.clone());
@@ -448,6 +454,8 @@ impl Layers {
         // The user's timeout is a ceiling like every other limit; so is the cache's size, and a
         // cache the user switched off stays off.
         c.test.timeout = c.test.timeout.min(timeout);
+        // Phases are the user's choice: a commit may turn them off, never on against the user.
+        c.test.phases = c.test.phases && phases;
         c.cache.max_mb = tighten(cache_policy.max_mb, c.cache.max_mb);
         c.cache.enabled = c.cache.enabled && cache_policy.enabled;
         // The gate and the watch mode guard the user's remote and runs: a commit may make the
@@ -634,6 +642,28 @@ mod tests {
             let got = (c.hooks.pre_push.as_str(), c.watch.mode.as_str());
             assert_eq!(got, effective, "user {user:?}, repo {repo:?}");
         }
+    }
+
+    #[test]
+    fn a_repository_may_turn_phases_off_never_on() {
+        let resolve = |user: &str, repo: &str| {
+            Layers {
+                user: parse_file("user", user).unwrap(),
+                ..Layers::default()
+            }
+            .with_repo_text("repo", Some(repo))
+            .unwrap()
+            .resolve()
+            .test
+            .phases
+        };
+        assert!(resolve("", ""));
+        assert!(!resolve("", "[test]\nphases = false\n"));
+        assert!(!resolve(
+            "[test]\nphases = false\n",
+            "[test]\nphases = true\n"
+        ));
+        assert!(resolve("[test]\nphases = true\n", ""));
     }
 
     #[test]

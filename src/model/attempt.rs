@@ -132,6 +132,9 @@ mod tests {
             failures_omitted: 0,
             isolation: None,
             limits: None,
+            phases: Vec::new(),
+            first_failure_ms: None,
+            selection_missed: false,
             setup: None,
         }
     }

@@ -433,6 +433,33 @@ pub struct Tests {
     /// The setup step (`[test] setup`) the tests ran after, when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub setup: Option<SetupRun>,
+    /// A two-phase run: the tests the change can reach first, then the rest. The counts and
+    /// failures above are both phases' together, as one run of the whole suite gives them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<TestPhase>,
+    /// From the start of the tests to the moment the first failure was known (at the end of
+    /// the phase that showed it); `None` when nothing failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_failure_ms: Option<u64>,
+    /// Phase one passed and phase two failed: the selection missed a failure.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub selection_missed: bool,
+}
+
+/// One phase of a two-phase test run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestPhase {
+    /// The test files it ran; empty for phase two, which runs the rest of the suite.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
+    /// The command it ran.
+    pub command: String,
+    pub exit_code: Option<i32>,
+    pub passed: Option<u64>,
+    pub failed: Option<u64>,
+    pub errors: Option<u64>,
+    pub total: Option<u64>,
+    pub duration_ms: u64,
 }
 
 /// A setup step and where the tests' dependencies came from.

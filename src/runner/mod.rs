@@ -11,6 +11,7 @@ mod launch;
 pub mod limit_hit;
 pub mod parse;
 pub mod process;
+pub mod pytest_cmd;
 pub mod sandbox;
 pub mod stamps;
 pub mod toolchain;

@@ -28,6 +28,10 @@ pub struct RepoStats {
     pub failed_runs: u64,
     pub pending_jobs: u64,
     pub mean_duration_ms: Option<f64>,
+    /// Failing two-phase runs whose phase one showed a failure, and those whose phase one
+    /// passed (the selection missed every failure): the selection's recall.
+    pub selection_caught: u64,
+    pub selection_missed: u64,
 }
 
 fn row(r: &Row) -> super::sql::Result<RepoRow> {
@@ -240,7 +244,18 @@ impl Index {
                 [&repo.repository_id],
                 |r| r.get(0),
             )?;
+            // Records are kept as compact JSON: these keys appear only in two-phase runs.
+            let (caught, missed): (i64, i64) = self.conn.query_row(
+                "SELECT COALESCE(SUM(CASE WHEN record NOT LIKE '%\"selection_missed\":true%' THEN 1 ELSE 0 END), 0),
+                        COALESCE(SUM(CASE WHEN record LIKE '%\"selection_missed\":true%' THEN 1 ELSE 0 END), 0)
+                 FROM runs WHERE repository_id = ?1 AND cached_from IS NULL
+                   AND record LIKE '%\"phases\":[%' AND record LIKE '%\"first_failure_ms\":%'",
+                [&repo.repository_id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
             out.push(RepoStats {
+                selection_caught: caught as u64,
+                selection_missed: missed as u64,
                 repo,
                 experiments: experiments as u64,
                 runs: runs as u64,

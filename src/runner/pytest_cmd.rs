@@ -1,0 +1,184 @@
+//! Whether a test command is a plain pytest invocation that test files can be appended to, and
+//! the two commands of a two-phase run: the selected files first, then the rest of the suite.
+
+/// A recognised `pytest …`, `py.test …` or `python -m pytest …`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pytest {
+    /// The command as configured.
+    full: String,
+    /// The command without its path arguments.
+    base: String,
+    /// The paths the command names (the suite's extent); empty: pytest's own `testpaths`.
+    pub paths: Vec<String>,
+}
+
+/// Options whose value is the next word.
+const TAKES_VALUE: &[&str] = &[
+    "-k",
+    "-m",
+    "-p",
+    "-o",
+    "-W",
+    "-r",
+    "-n",
+    "--tb",
+    "--maxfail",
+    "--durations",
+    "--basetemp",
+    "--junitxml",
+    "--junit-xml",
+    "--log-level",
+    "--import-mode",
+    "--confcutdir",
+    "--ignore",
+    "--ignore-glob",
+    "--deselect",
+    "--dist",
+    "--timeout",
+    "--reruns",
+    "-c",
+    "--rootdir",
+];
+
+/// Options that change which tests run or where node ids are rooted, so a file list appended to
+/// the command would not split the same suite.
+const REFUSED: &[&str] = &[
+    "-c",
+    "--rootdir",
+    "--pyargs",
+    "--lf",
+    "--last-failed",
+    "--ff",
+    "--failed-first",
+    "--sw",
+    "--stepwise",
+    "--co",
+    "--collect-only",
+    "--cov",
+];
+
+/// `command` as a pytest invocation, or `None` when it is anything else (a shell line with
+/// `&&`, pipes, quotes or variables, another runner, or options that change the selection).
+pub fn recognise(command: &str) -> Option<Pytest> {
+    if command
+        .chars()
+        .any(|c| ";&|<>$`()'\"\\*?{}[]~#\n".contains(c))
+    {
+        return None;
+    }
+    let words: Vec<&str> = command.split_whitespace().collect();
+    let mut i = 0;
+    while words.get(i).is_some_and(|w| is_assignment(w)) {
+        i += 1;
+    }
+    let program = |w: &str| w.rsplit('/').next().unwrap_or(w).to_string();
+    match words.get(i).map(|w| program(w)).as_deref() {
+        Some("pytest" | "py.test") => i += 1,
+        Some(p) if is_python(p) && words.get(i + 1..i + 3) == Some(&["-m", "pytest"]) => i += 3,
+        _ => return None,
+    }
+    let mut base: Vec<&str> = words[..i].to_vec();
+    let mut paths = Vec::new();
+    let mut rest = words[i..].iter();
+    while let Some(&w) = rest.next() {
+        let name = w.split('=').next().unwrap_or(w);
+        if REFUSED.contains(&name) || name.starts_with("--cov") {
+            return None;
+        }
+        if w.starts_with('-') {
+            base.push(w);
+            if TAKES_VALUE.contains(&w) {
+                base.push(rest.next()?);
+            }
+        } else {
+            paths.push(w.trim_start_matches("./").trim_end_matches('/').to_string());
+        }
+    }
+    Some(Pytest {
+        full: command.trim().to_string(),
+        base: base.join(" "),
+        paths,
+    })
+}
+
+fn is_assignment(w: &str) -> bool {
+    w.split_once('=').is_some_and(|(k, _)| {
+        !k.is_empty()
+            && !k.starts_with(|c: char| c.is_ascii_digit())
+            && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    })
+}
+
+fn is_python(p: &str) -> bool {
+    p.strip_prefix("python")
+        .is_some_and(|v| v.is_empty() || v.chars().all(|c| c.is_ascii_digit() || c == '.'))
+}
+
+/// A word for `sh -c`, quoted when it holds anything but plain path characters.
+fn quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-:+@%=,".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+impl Pytest {
+    /// Phase one: the command's options with `files` in place of its paths.
+    pub fn only(&self, files: &[String]) -> String {
+        let mut c = self.base.clone();
+        for f in files {
+            c.push(' ');
+            c.push_str(&quote(f));
+        }
+        c
+    }
+
+    /// Phase two: the whole command, every test of `files` deselected (a node id prefix that
+    /// ends in `::` matches that file's tests only).
+    pub fn without(&self, files: &[String]) -> String {
+        let mut c = self.full.clone();
+        for f in files {
+            c.push_str(" --deselect ");
+            c.push_str(&quote(&format!("{f}::")));
+        }
+        c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_pytest_invocations_are_recognised() {
+        let p = recognise("python3 -m pytest -q -k slow tests").unwrap();
+        assert_eq!(p.paths, vec!["tests"]);
+        assert_eq!(
+            p.only(&["tests/test_a.py".into()]),
+            "python3 -m pytest -q -k slow tests/test_a.py"
+        );
+        assert_eq!(
+            p.without(&["tests/test_a.py".into(), "t/it's.py".into()]),
+            "python3 -m pytest -q -k slow tests --deselect tests/test_a.py:: --deselect 't/it'\\''s.py::'"
+        );
+        assert!(recognise("pytest").is_some());
+        assert!(recognise("PYTHONHASHSEED=0 .venv/bin/py.test -x").is_some());
+        assert!(recognise("python -m pytest --tb=short").is_some());
+        for other in [
+            "npm test",
+            "pytest && echo done",
+            "pytest -k 'not slow'",
+            "pytest --lf",
+            "pytest --cov=pkg",
+            "python3 -m unittest",
+            "tox",
+            "pytest $ARGS",
+        ] {
+            assert_eq!(recognise(other), None, "{other}");
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! Two-phase runs with pytest: the test files a change reaches through imports run first, the
+//! first failure is published at once, and the record equals a one-phase run of the suite.
+
+use crate::common::World;
+use std::path::Path;
+
+const CONFIG: &str =
+    "[test]\ncommand = \"python3 -m pytest -q\"\ntimeout = \"120s\"\n[analysis]\nenabled = false\n";
+const PYPROJECT: &str =
+    "[tool.pytest.ini_options]\ntestpaths = [\"tests\"]\npythonpath = [\"src\"]\n";
+
+/// A package `calc` (src layout) with five modules and one test file for each; but for
+/// test_c.py, each takes `sleep` seconds, so the whole suite is slow next to one file. Also
+/// `calc/hidden.py`, which `tests/test_dynamic.py` imports by name at run time (no import the
+/// graph can see).
+fn project(w: &World, repo: &Path, sleep: f32) {
+    let mut files: Vec<(String, String)> = vec![
+        (".sandbox.toml".into(), CONFIG.into()),
+        ("pyproject.toml".into(), PYPROJECT.into()),
+        ("src/calc/__init__.py".into(), "".into()),
+        (
+            "src/calc/hidden.py".into(),
+            "def secret():\n    return 42\n".into(),
+        ),
+        (
+            "tests/test_dynamic.py".into(),
+            "import importlib\n\n\ndef test_secret():\n    assert importlib.import_module('calc.hidden').secret() == 42\n".into(),
+        ),
+    ];
+    for m in ["a", "b", "c", "d", "e"] {
+        files.push((
+            format!("src/calc/{m}.py"),
+            format!("def f{m}(x):\n    return x + 1\n"),
+        ));
+        let slow = if m == "c" {
+            String::new()
+        } else {
+            format!("    time.sleep({sleep})\n")
+        };
+        files.push((
+            format!("tests/test_{m}.py"),
+            format!(
+                "import time\n\nfrom calc.{m} import f{m}\n\n\ndef test_f{m}():\n{slow}    assert f{m}(1) == 2\n\n\ndef test_f{m}_again():\n    assert f{m}(2) == 3\n"
+            ),
+        ));
+    }
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, b)| (p.as_str(), b.as_str()))
+        .collect();
+    w.git(repo, &["rm", "-q", "tests/test_example.py"]);
+    w.commit(repo, &refs, "a package and its tests");
+}
+
+fn run_json(w: &World, repo: &Path, args: &[&str]) -> (serde_json::Value, String) {
+    let mut all = vec!["run", "--json"];
+    all.extend(args);
+    let o = w.sandbox(repo, &all);
+    (o.json()[0].clone(), o.stderr)
+}
+
+fn counts(rec: &serde_json::Value) -> Vec<serde_json::Value> {
+    ["passed", "failed", "skipped", "errors", "total", "failures"]
+        .iter()
+        .map(|k| rec["tests"][k].clone())
+        .collect()
+}
+
+#[test]
+fn the_tests_a_change_reaches_run_first_and_the_record_is_the_whole_suites() {
+    let mut w = World::new();
+    w.with_test_python("pytest");
+    let repo = w.new_repo("phases");
+    project(&w, &repo, 2.0);
+    let (base, _) = run_json(&w, &repo, &[]);
+    assert_eq!(base["status"], "passed", "{base}");
+    assert!(
+        base["tests"].get("phases").is_none(),
+        "a first run of the project runs once: {base}"
+    );
+
+    // Break the function one test file of six reaches.
+    let broken = w.commit(
+        &repo,
+        &[("src/calc/c.py", "def fc(x):\n    return x + 2\n")],
+        "break c",
+    );
+    let (rec, stderr) = run_json(&w, &repo, &[]);
+    assert_eq!(rec["status"], "failed", "{rec}");
+    let t = &rec["tests"];
+    assert_eq!(
+        t["phases"][0]["files"],
+        serde_json::json!(["tests/test_c.py"]),
+        "{rec}"
+    );
+    assert_eq!(t["phases"][0]["failed"], 2, "{rec}");
+    assert_eq!(t["phases"][1]["failed"], 0, "{rec}");
+    assert!(
+        t["phases"][1].get("files").is_none(),
+        "phase two runs the rest: {rec}"
+    );
+    let first = t["first_failure_ms"].as_u64().expect("first_failure_ms");
+    assert!(
+        first < t["duration_ms"].as_u64().unwrap(),
+        "the failure is known before the suite ends: {rec}"
+    );
+    assert!(t.get("selection_missed").is_none(), "{rec}");
+    assert!(
+        stderr.contains("first failure after") && stderr.contains("tests/test_c.py::test_fc"),
+        "run says so at once: {stderr}"
+    );
+    let events = w.sandbox(&repo, &["events", "--kind", "run.first_failure", "--json"]);
+    assert!(
+        events.stdout.contains("tests/test_c.py::test_fc"),
+        "{events:?}"
+    );
+
+    // The next commit touches a (which test_a imports) and breaks hidden (which only a dynamic
+    // import reaches): phase one runs test_a and test_c (it failed in the parent's run) and
+    // passes; phase two fails. The selection missed.
+    w.commit(
+        &repo,
+        &[
+            ("src/calc/c.py", "def fc(x):\n    return x + 1\n"),
+            (
+                "src/calc/a.py",
+                "def fa(x):\n    # same\n    return x + 1\n",
+            ),
+            ("src/calc/hidden.py", "def secret():\n    return 41\n"),
+        ],
+        "touch a, break hidden",
+    );
+    let o = w.sandbox(&repo, &["run", "--explain-selection", "HEAD"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let text: String = o
+        .stdout
+        .lines()
+        .map(|l| match l.split_once(' ') {
+            Some((_, rest)) if !l.starts_with(' ') => format!("COMMIT {rest}\n"),
+            _ => format!("{l}\n"),
+        })
+        .collect();
+    insta::with_settings!({snapshot_path => "../snapshots"}, {
+        insta::assert_snapshot!("explain_selection", text);
+    });
+    let (missed, _) = run_json(&w, &repo, &[]);
+    assert_eq!(missed["status"], "failed", "{missed}");
+    assert_eq!(
+        missed["tests"]["phases"][0]["files"],
+        serde_json::json!(["tests/test_a.py", "tests/test_c.py"]),
+        "{missed}"
+    );
+    assert_eq!(missed["tests"]["selection_missed"], true, "{missed}");
+    let status = w.sandbox(&repo, &["status"]);
+    assert!(
+        status.stdout.contains(
+            "phases: phase one caught 1 of 2 failing two-phase runs (50% recall), missed 1"
+        ),
+        "{status:?}"
+    );
+    let json = w.sandbox(&repo, &["status", "--json"]).json();
+    assert_eq!(json["repositories"][0]["selection_missed"], 1, "{json}");
+
+    // The same commit in one phase gives the same counts and names.
+    w.user_config("[test]\nphases = false\n");
+    let o = w.sandbox(&repo, &["run", "--json", "--force", &broken]);
+    let one = o.json()[0].clone();
+    assert!(one["tests"].get("phases").is_none(), "{one}");
+    assert_eq!(
+        counts(&one),
+        counts(&rec),
+        "one phase {one}\ntwo phases {rec}"
+    );
+    // The suite sleeps 8 s in the four files phase one leaves out.
+    assert!(
+        first < one["tests"]["duration_ms"].as_u64().unwrap(),
+        "phase one knew it sooner than the whole suite: {first} ms, phases {}, one phase {}",
+        rec["tests"]["phases"],
+        one["tests"]["duration_ms"]
+    );
+}
+
+#[test]
+fn a_change_the_graph_cannot_see_runs_the_whole_suite_in_one_phase() {
+    let mut w = World::new();
+    w.with_test_python("pytest");
+    let repo = w.new_repo("phases-off");
+    project(&w, &repo, 0.0);
+    for (path, body) in [
+        ("tests/conftest.py", "import pytest\n"),
+        ("pyproject.toml", &format!("{PYPROJECT}addopts = \"-ra\"\n")),
+        ("tests/data.json", "{}\n"),
+    ] {
+        w.commit(&repo, &[(path, body)], path);
+        let o = w.sandbox(&repo, &["run", "--explain-selection"]);
+        assert!(
+            o.stdout
+                .contains(&format!("one phase, the whole suite: {path} changed")),
+            "{o:?}"
+        );
+        let (rec, _) = run_json(&w, &repo, &[]);
+        assert_eq!(rec["status"], "passed", "{rec}");
+        assert!(rec["tests"].get("phases").is_none(), "{path}: {rec}");
+        assert_eq!(rec["tests"]["passed"], 11, "{rec}");
+    }
+    // The commit's config may turn phases off.
+    w.commit(
+        &repo,
+        &[(
+            ".sandbox.toml",
+            &CONFIG.replace("timeout", "phases = false\ntimeout"),
+        )],
+        "no phases",
+    );
+    w.commit(
+        &repo,
+        &[("src/calc/c.py", "def fc(x):\n    return x + 2\n")],
+        "break c",
+    );
+    let o = w.sandbox(&repo, &["run", "--explain-selection"]);
+    assert!(o.stdout.contains("[test] phases = false"), "{o:?}");
+}
