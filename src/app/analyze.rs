@@ -265,14 +265,19 @@ pub fn analyze_commit(
             });
         }
     }
-    let (how, mut tally, entries) = match base {
+    let (how, mut tally, removed, added) = match base {
         Some((base_tree, tally)) => {
-            let mut entries = Vec::new();
+            let (mut removed, mut added) = (Vec::new(), Vec::new());
             for c in crate::git::diff::blob_changes(repo, base_tree, tree)? {
                 let sides = [(c.old, Sign::Remove), (c.new, Sign::Add)];
                 for (id, sign) in sides {
                     if let Some(id) = id {
-                        entries.push(Entry {
+                        let side = if sign == Sign::Add {
+                            &mut added
+                        } else {
+                            &mut removed
+                        };
+                        side.push(Entry {
                             path: c.path.clone(),
                             id,
                             sign,
@@ -280,18 +285,28 @@ pub fn analyze_commit(
                     }
                 }
             }
-            (How::Incremental, tally, entries)
+            (How::Incremental, tally, removed, added)
         }
-        None => (How::Full, Tally::default(), all_files(repo, tree)?),
+        None => (
+            How::Full,
+            Tally::default(),
+            Vec::new(),
+            all_files(repo, tree)?,
+        ),
     };
-    let parsed = fold(index, repo, &entries, &opts, &mut tally, &mut |_, _| {})?;
+    // Every old file out before any new one in: a path's issues are keyed by the path, and a
+    // fold takes cached files before parsed ones.
+    let mut parsed = 0;
+    for entries in [&removed, &added] {
+        parsed += fold(index, repo, entries, &opts, &mut tally, &mut |_, _| {})?;
+    }
     if let Ok(json) = serde_json::to_string(&tally) {
         index.put_analysis(&[(tree.to_string(), key, json)])?;
     }
     Ok(CommitAnalysis {
         analysis: tally.analysis(),
         how,
-        files: entries.len(),
+        files: removed.len() + added.len(),
         parsed,
     })
 }

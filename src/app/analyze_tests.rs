@@ -173,3 +173,20 @@ fn analysis_from_the_parent_and_the_diff_equals_analysis_from_scratch() {
     }
     assert_eq!(r.commit("everything deleted", &other).0, How::Incremental);
 }
+
+#[test]
+fn an_old_file_missing_from_the_cache_is_parsed_again_and_taken_out_first() {
+    let r = Repo::new();
+    let w = r.work();
+    let c = cfg(2);
+    let other = b"def g(a, b, c):\n    return a or b or c\n";
+    write(&w, "a.py", COMPLEX_PY);
+    write(&w, "b.py", other);
+    assert_eq!(r.commit("first", &c), (How::Full, 2));
+    // The old blob's cached result is unreadable; the new one's is cached (b.py has it).
+    let old = git(&w, &["rev-parse", "HEAD:a.py"]);
+    let spoiled = (old.trim().to_string(), cache_key("a.py"), "{".to_string());
+    r.index.put_analysis(&[spoiled]).unwrap();
+    write(&w, "a.py", other);
+    assert_eq!(r.commit("a.py as b.py", &c), (How::Incremental, 2));
+}
