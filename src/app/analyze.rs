@@ -59,14 +59,10 @@ pub fn analyze_tree_with(
 ) -> Result<Analysis> {
     let opts = options(cfg)?;
     let mut tally = Tally::default();
-    fold(
-        index,
-        repo,
-        &all_files(repo, tree)?,
-        &opts,
-        &mut tally,
-        on_file,
-    )?;
+    let mut fresh = Vec::new();
+    let files = all_files(repo, tree)?;
+    fold(index, repo, &files, &opts, &mut tally, &mut fresh, on_file)?;
+    index.put_analysis(&fresh)?;
     Ok(tally.analysis())
 }
 
@@ -99,15 +95,17 @@ fn all_files(repo: &gix::Repository, tree: ObjectId) -> Result<Vec<Entry>> {
 /// Folds each entry's contribution into (or out of) `tally`: a manifest's dependencies, then the
 /// file's result from the blob cache, else parsed (in parallel) and cached. A file's
 /// contribution depends only on its path, its blob and the options, so taking out what a file
-/// added needs nothing but the same three. Returns how many files were parsed.
+/// added needs nothing but the same three. Parsed results are pushed to `fresh` (blob id, key,
+/// JSON) for the cache.
 fn fold(
     index: &Index,
     repo: &gix::Repository,
     entries: &[Entry],
     opts: &Options,
     tally: &mut Tally,
+    fresh: &mut Vec<(String, String, String)>,
     on_file: &mut dyn FnMut(&str, &FileAnalysis),
-) -> Result<usize> {
+) -> Result<()> {
     let mut misses: Vec<&Entry> = Vec::new();
     let mut take = |tally: &mut Tally, e: &Entry, file: &FileAnalysis| {
         if e.sign == Sign::Add {
@@ -150,7 +148,7 @@ fn fold(
         }
     }
     if misses.is_empty() {
-        return Ok(0);
+        return Ok(());
     }
     let shared = repo.clone().into_sync();
     let results = analysis::analyze_parallel(
@@ -163,7 +161,6 @@ fn fold(
         },
         opts,
     );
-    let mut fresh = Vec::with_capacity(misses.len());
     for (e, result) in misses.iter().zip(results) {
         match result {
             Some(file) => {
@@ -175,8 +172,7 @@ fn fold(
             None => tally.skipped(e.sign, analysis::SkipReason::Unreadable),
         }
     }
-    index.put_analysis(&fresh)?;
-    Ok(misses.len())
+    Ok(())
 }
 
 /// How a commit's analysis was made.
@@ -296,13 +292,24 @@ pub fn analyze_commit(
     };
     // Every old file out before any new one in: a path's issues are keyed by the path, and a
     // fold takes cached files before parsed ones.
-    let mut parsed = 0;
+    let mut fresh = Vec::new();
     for entries in [&removed, &added] {
-        parsed += fold(index, repo, entries, &opts, &mut tally, &mut |_, _| {})?;
+        fold(
+            index,
+            repo,
+            entries,
+            &opts,
+            &mut tally,
+            &mut fresh,
+            &mut |_, _| {},
+        )?;
     }
+    let parsed = fresh.len();
+    // One write: the parsed files' results and the tree's tally.
     if let Ok(json) = serde_json::to_string(&tally) {
-        index.put_analysis(&[(tree.to_string(), key, json)])?;
+        fresh.push((tree.to_string(), key, json));
     }
+    index.put_analysis(&fresh)?;
     Ok(CommitAnalysis {
         analysis: tally.analysis(),
         how,
