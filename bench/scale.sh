@@ -11,11 +11,15 @@
 #            git-test is meant to be used), with `test.default.command = true`.
 #   sandbox  `git sandbox run --force BASE..main`. Its first run in a repository (the kept
 #            checkout built from nothing) is shown apart.
+#   +analysis the same with SANDBOX_ANALYSIS_ENABLED=true: each commit's analysis is its
+#            parent's updated by the diff (issue 36). Its first run (the first commit's tree
+#            analysed whole) is shown apart.
 #
-# The four alternate over REPS rounds; medians are shown as ms per commit, with git-sandbox's
+# The five alternate over REPS rounds; medians are shown as ms per commit, with git-sandbox's
 # overhead (sandbox - bare) and its ratio to git-test and to the loop. Targets (issue 12):
 # 200 files: at most the loop; 2,000 and 10,000 files: overhead <= 10 ms per commit and at most
-# 0.3x git-test. The script also prints how git-sandbox's checkouts were made in its last run
+# 0.3x git-test. Issue 36, analysis on at 2,000 and 10,000 files: at most 0.3x git-test and
+# 15 ms per commit. The script also prints how git-sandbox's checkouts were made in its last run
 # (`checkout.completed` events: fresh / rebuilt / updated, and their summed ms).
 #
 # git-test and the loop run with core.hooksPath pointed at an empty dir, so the git-sandbox
@@ -109,7 +113,7 @@ EOF
 
 # ---- the measurements for one size ---------------------------------------------------------
 # Results, per size, in these arrays (microseconds, medians over REPS).
-R_FILES=() R_BARE=() R_LOOP=() R_GT=() R_SB=() R_SB1=() R_HOW=()
+R_FILES=() R_BARE=() R_LOOP=() R_GT=() R_SB=() R_SB1=() R_HOW=() R_SBA=() R_SBA1=() R_AHOW=()
 
 measure() {
   local n=$1 repo=$WORK/repo-$1 gtwt=$WT_PARENT/gt-$1 loopwt=$WT_PARENT/loop-$1
@@ -171,16 +175,23 @@ EOF
     (cd "$repo" && git sandbox run -j 1 --force "$base..$head") >>"$LOG" 2>&1 || warn_log "git sandbox run exited non-zero ($n files)"
     now_us; REPLY=$((REPLY - t0))
   }
+  t_sba() {
+    now_us; t0=$REPLY
+    (cd "$repo" && SANDBOX_ANALYSIS_ENABLED=true git sandbox run -j 1 --force "$base..$head") >>"$LOG" 2>&1 || warn_log "git sandbox run (analysis on) exited non-zero ($n files)"
+    now_us; REPLY=$((REPLY - t0))
+  }
 
   t_sb; R_SB1+=("$REPLY")  # first run: the kept checkout is built
+  t_sba; R_SBA1+=("$REPLY") # first run with analysis: the first commit's tree analysed whole
   t_gt; t_loop             # warm-ups: first checkout of their worktrees
   # Each commit has its own tree, and git-test keeps one note per tree tested.
   if [ -n "$GIT_TEST" ] && [ "$(git -C "$repo" notes --ref=tests/default list | wc -l)" -ne "$ncommits" ]; then
     echo "warning: git-test did not test all $ncommits commits ($n files); see the log" >&2
   fi
-  local bare=() loop=() gt=() sb=()
+  local bare=() loop=() gt=() sb=() sba=()
   for ((r = 1; r <= REPS; r++)); do
     t_sb; sb+=("$REPLY")
+    t_sba; sba+=("$REPLY")
     t_gt; gt+=("$REPLY")
     t_loop; loop+=("$REPLY")
     t_bare; bare+=("$REPLY")
@@ -191,6 +202,13 @@ EOF
     awk '{ if (match($0, /"how":"[a-z]+"/)) { h = substr($0, RSTART + 7, RLENGTH - 8); k[h]++ }
            if (match($0, /"ms":[0-9]+/)) ms += substr($0, RSTART + 5, RLENGTH - 5) }
          END { s = ""; for (h in k) s = s k[h] " " h ", "; printf "%s%d ms in all", s, ms }')
+  # How the last analysis-on run made its analyses (`analysis.completed` events).
+  local ahow
+  ahow=$(cd "$repo" && git sandbox events --kind analysis.completed --json --limit "$ncommits" 2>>"$LOG" |
+    awk '{ if (match($0, /"how":"[a-z]+"/)) { h = substr($0, RSTART + 7, RLENGTH - 8); k[h]++ }
+           if (match($0, /"files_read":[0-9]+/)) fr += substr($0, RSTART + 13, RLENGTH - 13)
+           if (match($0, /"ms":[0-9]+/)) ms += substr($0, RSTART + 5, RLENGTH - 5) }
+         END { s = ""; for (h in k) s = s k[h] " " h ", "; printf "%s%d files read, %d ms in all", s, fr, ms }')
   per() { awk -v u="$1" -v n="$ncommits" 'BEGIN{printf "%.0f", u/n}'; }
   R_FILES+=("$files")
   R_BARE+=("$(per "$(median "${bare[@]}")")")
@@ -198,11 +216,15 @@ EOF
   R_GT+=("$(per "$(median "${gt[@]}")")")
   R_SB+=("$(per "$(median "${sb[@]}")")")
   R_SB1[${#R_SB1[@]} - 1]=$(per "${R_SB1[${#R_SB1[@]} - 1]}")
+  R_SBA+=("$(per "$(median "${sba[@]}")")")
+  R_SBA1[${#R_SBA1[@]} - 1]=$(per "${R_SBA1[${#R_SBA1[@]} - 1]}")
   R_HOW+=("$how")
+  R_AHOW+=("$ahow")
   local x
   {
     printf '%s files:' "$files"
     printf ' sandbox'; for x in "${sb[@]}"; do printf ' %.0f' "$((x / 1000))"; done
+    printf '; +analysis'; for x in "${sba[@]}"; do printf ' %.0f' "$((x / 1000))"; done
     printf '; git-test'; for x in "${gt[@]}"; do printf ' %.0f' "$((x / 1000))"; done
     printf '; loop'; for x in "${loop[@]}"; do printf ' %.0f' "$((x / 1000))"; done
     printf '; bare'; for x in "${bare[@]}"; do printf ' %.0f' "$((x / 1000))"; done
@@ -223,6 +245,7 @@ echo "  git:       $(git --version)"
 echo "  machine:   $(nproc) cores; repos in $WORK ($(fstype "$WORK")); worktrees and kept checkouts in $WT_PARENT ($(fstype "$WT_PARENT"))"
 echo "  load:      $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min) at start"
 echo "  $COMMITS commits per repository, one file changed in each; test command true; analysis off"
+echo "  (the +analysis columns: the same runs with SANDBOX_ANALYSIS_ENABLED=true)"
 echo "  medians of $REPS alternating rounds"
 echo
 
@@ -243,6 +266,20 @@ done
 echo "  overhead = sandbox - bare (what git-sandbox adds to running the test command)."
 echo "  targets (issue 12): ~200 files: sandbox <= loop (vs loop <= 1.00x);"
 echo "                      2,000 and 10,000 files: overhead <= 10 ms/commit and vs g-t <= 0.30x"
+echo
+printf '  %-7s %9s %9s %9s %9s\n' "files" "+analysis" "added" "vs g-t" "1st run"
+printf '  %-7s %9s %9s %9s %9s\n' "" "ms/c" "ms/c" "" "ms/c"
+for i in "${!R_FILES[@]}"; do
+  printf '  %-7s %9s %9s %9s %9s\n' "${R_FILES[$i]}" "$(ms "${R_SBA[$i]}")" \
+    "$(ms $((R_SBA[i] - R_SB[i])))" "$([ -n "$GIT_TEST" ] && ratio "${R_SBA[$i]}" "${R_GT[$i]}" || echo n/a)" \
+    "$(ms "${R_SBA1[$i]}")"
+done
+echo "  added = +analysis - sandbox (what the analysis adds per commit)."
+echo "  targets (issue 36): 2,000 and 10,000 files, analysis on: <= 15 ms/commit and vs g-t <= 0.30x"
+echo "  analyses in the last +analysis run (analysis.completed events):"
+for i in "${!R_FILES[@]}"; do
+  printf '    %6s files: %s\n' "${R_FILES[$i]}" "${R_AHOW[$i]}"
+done
 echo "  git-sandbox's checkouts in its last timed run (checkout.completed events):"
 for i in "${!R_FILES[@]}"; do
   printf '    %6s files: %s\n' "${R_FILES[$i]}" "${R_HOW[$i]}"

@@ -2,6 +2,8 @@
 
 mod common;
 
+#[path = "run/analysis.rs"]
+mod analysis;
 #[path = "run/attempts.rs"]
 mod attempts;
 #[path = "run/phases.rs"]

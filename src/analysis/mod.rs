@@ -2,7 +2,8 @@
 //! complexity, syntax errors), run in parallel, folded with manifests into the record's `analysis`.
 //!
 //! A file's result ([`FileAnalysis`]) depends only on its path and bytes, never on thresholds, so
-//! it can be cached by blob id + [`ANALYZER_VERSION`]; the [`Aggregator`] applies the thresholds.
+//! it can be cached by blob id + [`ANALYZER_VERSION`]; the [`Tally`] applies the thresholds, and
+//! takes files out as well as in, so a commit's analysis is its parent's updated by the diff.
 
 mod aggregate;
 pub mod imports;
@@ -13,7 +14,7 @@ mod metrics;
 pub mod pygraph;
 mod walk;
 
-pub use aggregate::Aggregator;
+pub use aggregate::{manifest_deps, Aggregator, Sign, Tally};
 pub use lang::Lang;
 pub use manifest::is_manifest;
 pub use walk::{analyze_dir, skip_reason};

@@ -306,3 +306,47 @@ fn directory_walk_skips_git_vendored_symlink_loops_and_counts() {
     assert_eq!(v["frameworks"], serde_json::json!(["axum"]));
     assert!(analyze_dir(Path::new("/nonexistent/dir"), &o).is_err());
 }
+
+#[test]
+fn a_tally_takes_out_exactly_what_a_file_put_in() {
+    let o = Options {
+        max_complexity: 1,
+        max_parameters: 0,
+        ..Options::default()
+    };
+    let a = analyze_file(
+        "a.py",
+        b"def f(a):\n    if a:\n        return 1\n\ndef g(:\n",
+        &o,
+    );
+    let b = analyze_file(
+        "b.rs",
+        b"fn h(x: bool) -> u8 { if x { 1 } else { 2 } }\n",
+        &o,
+    );
+    let flask = vec!["flask".to_string()];
+    let mut only_b = Tally::default();
+    only_b.file(Sign::Add, "b.rs", &b, &o);
+    only_b.manifest(Sign::Add, "python", &flask);
+
+    let mut t = Tally::default();
+    t.file(Sign::Add, "a.py", &a, &o);
+    t.skipped(Sign::Add, SkipReason::Binary);
+    t.manifest(Sign::Add, "python", &flask);
+    t.manifest(Sign::Add, "npm", &[]);
+    t.file(Sign::Add, "b.rs", &b, &o);
+    assert_eq!(t.analysis().complexity_max, 2);
+    assert!(t.analysis().potential_issues.len() >= 3);
+    // Out again, in another order: as if they had never been added.
+    t.manifest(Sign::Remove, "npm", &[]);
+    t.skipped(Sign::Remove, SkipReason::Binary);
+    t.file(Sign::Remove, "a.py", &a, &o);
+    assert_eq!(t, only_b);
+    assert_eq!(
+        serde_json::to_value(t.analysis()).unwrap(),
+        serde_json::to_value(only_b.analysis()).unwrap()
+    );
+    t.file(Sign::Remove, "b.rs", &b, &o);
+    t.manifest(Sign::Remove, "python", &flask);
+    assert_eq!(t, Tally::default());
+}

@@ -652,11 +652,13 @@ fn run_one(
         let analysis = config.analysis.enabled.then(|| {
             let repo = repo.clone();
             let cfg = config.analysis.clone();
-            let tree = info.tree;
+            let (tree, parent) = (info.tree, info.parents.first().copied());
             let index_path = index_path.clone();
-            s.spawn(move || -> Result<crate::model::Analysis> {
+            s.spawn(move || -> Result<(analyze::CommitAnalysis, i64)> {
+                let started = time::now_millis();
                 let index = crate::store::Index::open_file(&index_path)?;
-                analyze::analyze_tree(&index, &repo, tree, &cfg)
+                let a = analyze::analyze_commit(&index, &repo, tree, parent, &cfg)?;
+                Ok((a, time::now_millis() - started))
             })
         });
         event("test.started", serde_json::json!({}));
@@ -750,12 +752,16 @@ fn run_one(
             h.join()
                 .unwrap_or_else(|_| Err(AppError::usage("analysis crashed")))
         });
-        if let Some(Ok(a)) = &analysis {
-            event(
-                "analysis.completed",
-                serde_json::json!({"files": a.files_analyzed, "functions": a.functions_found}),
-            );
-        }
+        let analysis = analysis.map(|r| {
+            r.map(|(a, ms)| {
+                event(
+                    "analysis.completed",
+                    serde_json::json!({"files": a.analysis.files_analyzed, "functions": a.analysis.functions_found,
+                        "how": a.how, "files_read": a.files, "files_parsed": a.parsed, "ms": ms}),
+                );
+                a.analysis
+            })
+        });
         (ran, analysis)
     });
     record.cache_generations = std::mem::take(&mut work.cache_generations);

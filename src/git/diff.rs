@@ -88,3 +88,80 @@ pub fn tree_changes(
         files,
     })
 }
+
+/// A path whose file differs between two trees: its blob on each side, `None` where the path is
+/// absent or not a regular file (a directory, symlink or submodule).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlobChange {
+    pub path: String,
+    pub old: Option<ObjectId>,
+    pub new: Option<ObjectId>,
+}
+
+/// The regular files that differ between trees `old` and `new`, by path. Only the subtrees that
+/// differ are read, so the cost follows the diff, not the tree. A rename is a deletion and an
+/// addition; a mode change alone (`chmod +x`) is not listed.
+pub fn blob_changes(
+    repo: &gix::Repository,
+    old: ObjectId,
+    new: ObjectId,
+) -> Result<Vec<BlobChange>> {
+    if old == new {
+        return Ok(Vec::new());
+    }
+    let old_tree = repo.find_tree(old).map_err(gix_err)?;
+    let new_tree = repo.find_tree(new).map_err(gix_err)?;
+    let mut out = Vec::new();
+    let mut platform = old_tree.changes().map_err(gix_err)?;
+    platform.options(|o| {
+        o.track_path().track_rewrites(None);
+    });
+    let blob =
+        |mode: gix::object::tree::EntryMode, id: gix::Id<'_>| mode.is_blob().then(|| id.detach());
+    platform
+        .for_each_to_obtain_tree(
+            &new_tree,
+            |change: Change<'_, '_, '_>| -> gix::Result<Action> {
+                if let Change::Rewrite {
+                    source_location,
+                    source_entry_mode,
+                    source_id,
+                    ..
+                } = &change
+                {
+                    // Not asked for (no rewrite tracking), but a rename is two paths.
+                    out.push(BlobChange {
+                        path: source_location.to_str_lossy().into_owned(),
+                        old: blob(*source_entry_mode, *source_id),
+                        new: None,
+                    });
+                }
+                let (old, new) = match &change {
+                    Change::Addition { entry_mode, id, .. } => (None, blob(*entry_mode, *id)),
+                    Change::Deletion { entry_mode, id, .. } => (blob(*entry_mode, *id), None),
+                    Change::Modification {
+                        previous_entry_mode,
+                        previous_id,
+                        entry_mode,
+                        id,
+                        ..
+                    } => (
+                        blob(*previous_entry_mode, *previous_id),
+                        blob(*entry_mode, *id),
+                    ),
+                    Change::Rewrite { entry_mode, id, .. } => (None, blob(*entry_mode, *id)),
+                };
+                if old != new {
+                    out.push(BlobChange {
+                        path: change.location().to_str_lossy().into_owned(),
+                        old,
+                        new,
+                    });
+                }
+                Ok(Action::Continue(()))
+            },
+        )
+        .map_err(gix_err)?;
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(out)
+}
