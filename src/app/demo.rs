@@ -152,6 +152,7 @@ pub fn demo(ctx: &Context, path: Option<&Path>, on: &mut dyn FnMut(Event<'_>)) -
         hypothesis,
         None,
         None,
+        None,
     )?;
     on(Event::Started(&started));
 

@@ -180,6 +180,7 @@ fn experiment_start(c: &Call<'_>, a: StartArgs) -> Answer {
         a.hypothesis.as_deref(),
         a.base.as_deref(),
         None,
+        None,
     )?;
     Ok(json!({
         "experiment": s.experiment,
