@@ -703,12 +703,16 @@ fn two_experiments_with_other_configs_on_one_tree_share_no_result() {
             &repo,
             &format!("experiment/{name}"),
             &[("NOTES.md", "the same\n")],
-            "the same change",
+            &format!("the same change on {name}"),
         );
     }
     assert_eq!(
         rev(&w, &repo, "experiment/left^{tree}"),
         rev(&w, &repo, "experiment/right^{tree}")
+    );
+    assert_ne!(
+        rev(&w, &repo, "experiment/left"),
+        rev(&w, &repo, "experiment/right")
     );
     for name in ["left", "right"] {
         let o = w.sandbox(&repo, &["run", &format!("experiment/{name}"), "--json"]);
