@@ -595,6 +595,7 @@ pub fn list(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Result<Vec<
         .into_iter()
         .filter_map(|s| s.meta.map(|m| (s.experiment.name, m.origin)))
         .collect();
+    let _t = crate::util::trace::span("experiments: overviews");
     let mut lister = Lister::new(ctx, repo, row)?;
     lister.evaluations = Some(ctx.index.latest_evaluations(&row.repository_id)?);
     ctx.index

@@ -73,14 +73,30 @@ pub fn read_commit(repo: &gix::Repository, commit: ObjectId) -> Option<Experimen
     parse(&small_text(repo, tree, FILE)?)
 }
 
+/// The `experiments` folders of commits' trees, read once per commit: many experiments share a
+/// head (those with no commits of their own), and most trees have none.
+#[derive(Default)]
+pub struct Folders(std::collections::HashMap<ObjectId, Option<ObjectId>>);
+
+impl Folders {
+    fn of(&mut self, repo: &gix::Repository, commit: ObjectId) -> Option<ObjectId> {
+        *self.0.entry(commit).or_insert_with(|| {
+            let tree = repo.find_commit(commit).ok()?.tree().ok()?;
+            let entry = tree.lookup_entry_by_path("experiments").ok()??;
+            entry.mode().is_tree().then(|| entry.object_id())
+        })
+    }
+}
+
 /// The metadata an old experiment committed in `head`'s tree.
 pub fn read_committed(
     repo: &gix::Repository,
     head: ObjectId,
     name: &str,
+    folders: &mut Folders,
 ) -> Option<ExperimentFile> {
-    let tree = repo.find_commit(head).ok()?.tree_id().ok()?.detach();
-    parse(&small_text(repo, tree, &committed_path(name))?).filter(|m| m.name == name)
+    let folder = folders.of(repo, head)?;
+    parse(&small_text(repo, folder, &format!("{name}/{FILE}"))?).filter(|m| m.name == name)
 }
 
 /// The text written to the ref: the metadata with a header that says what it is.
@@ -164,7 +180,7 @@ fn tip(repo: &gix::Repository, refname: &str) -> Option<ObjectId> {
     Some(r.peel_to_commit().ok()?.id().detach())
 }
 
-/// The remotes with a copy of `name`'s metadata, `origin` first, then by name.
+/// The remotes with a copy of `name`'s metadata, in the order they are read.
 fn remote_copies(repo: &gix::Repository, name: &str) -> Vec<(String, ObjectId)> {
     let mut out: Vec<(String, ObjectId)> = repo
         .remote_names()
@@ -174,14 +190,39 @@ fn remote_copies(repo: &gix::Repository, name: &str) -> Vec<(String, ObjectId)> 
             tip(repo, &remote_meta_ref(&r, name)).map(|t| (r, t))
         })
         .collect();
-    out.sort_by_key(|(r, _)| (r != "origin", r.clone()));
+    prefer(&mut out);
     out
+}
+
+/// Remotes' copies in the order they are read: `origin` first, then by name.
+pub fn prefer(copies: &mut [(String, ObjectId)]) {
+    copies.sort_by(|a, b| (a.0 != "origin", &a.0).cmp(&(b.0 != "origin", &b.0)));
 }
 
 /// The metadata of `name`: this repository's, else the file an old experiment committed on
 /// `head` (until [`migrate`] moves it), else a remote's copy.
 pub fn metadata(repo: &gix::Repository, name: &str, head: Option<ObjectId>) -> Option<Meta> {
-    if let Some(commit) = tip(repo, &meta_ref(name)) {
+    metadata_in(
+        repo,
+        name,
+        tip(repo, &meta_ref(name)),
+        &remote_copies(repo, name),
+        head,
+        &mut Folders::default(),
+    )
+}
+
+/// [`metadata`] from refs already read: `local`, this repository's metadata commit; `remotes`,
+/// the remotes' in the order they are read.
+pub fn metadata_in(
+    repo: &gix::Repository,
+    name: &str,
+    local: Option<ObjectId>,
+    remotes: &[(String, ObjectId)],
+    head: Option<ObjectId>,
+    folders: &mut Folders,
+) -> Option<Meta> {
+    if let Some(commit) = local {
         return read_commit(repo, commit).map(|file| Meta {
             file,
             origin: Origin::Local,
@@ -189,7 +230,7 @@ pub fn metadata(repo: &gix::Repository, name: &str, head: Option<ObjectId>) -> O
         });
     }
     if let Some(h) = head {
-        if let Some(file) = read_committed(repo, h, name) {
+        if let Some(file) = read_committed(repo, h, name, folders) {
             return Some(Meta {
                 file,
                 origin: Origin::Committed,
@@ -197,15 +238,13 @@ pub fn metadata(repo: &gix::Repository, name: &str, head: Option<ObjectId>) -> O
             });
         }
     }
-    remote_copies(repo, name)
-        .into_iter()
-        .find_map(|(remote, commit)| {
-            read_commit(repo, commit).map(|file| Meta {
-                file,
-                origin: Origin::Remote(remote),
-                commit,
-            })
+    remotes.iter().find_map(|(remote, commit)| {
+        read_commit(repo, *commit).map(|file| Meta {
+            file,
+            origin: Origin::Remote(remote.clone()),
+            commit: *commit,
         })
+    })
 }
 
 /// Move the metadata an old experiment committed on `head` into its ref (with `budget_ms`,

@@ -18,7 +18,8 @@ struct Place {
     archived: HashMap<String, ObjectId>,
     promoted: HashMap<String, ObjectId>,
     rolled_back: HashSet<String>,
-    meta: HashSet<String>,
+    /// Metadata commits (for remotes, one of them: see `Snapshot::copies`).
+    meta: HashMap<String, ObjectId>,
 }
 
 impl Place {
@@ -26,7 +27,7 @@ impl Place {
         self.branches.contains_key(name)
             || self.archived.contains_key(name)
             || self.promoted.contains_key(name)
-            || self.meta.contains(name)
+            || self.meta.contains_key(name)
     }
 
     fn state(&self, name: &str) -> State {
@@ -57,6 +58,8 @@ pub struct Snapshot {
     local: Place,
     /// Every remote's, as fetched (`refs/sandbox/remotes/<remote>/…`, `refs/remotes/<remote>/experiment/…`).
     remotes: Place,
+    /// The remotes' metadata commits of each name, in the order they are read.
+    copies: HashMap<String, Vec<(String, ObjectId)>>,
 }
 
 /// The name after `prefix` in `full`, when it is a valid experiment name.
@@ -67,13 +70,15 @@ fn name_after<'a>(full: &'a str, prefix: &str) -> Option<&'a str> {
 
 impl Snapshot {
     pub fn read(repo: &gix::Repository) -> Result<Snapshot> {
+        let _t = crate::util::trace::span("experiments: refs");
         let mut s = Snapshot::default();
         let refs = repo.references().map_err(git::gix_err)?;
+        // The ids the refs hold, not peeled: reading each object would cost more than the refs.
         let each = |prefix: &str, f: &mut dyn FnMut(&str, Option<ObjectId>)| -> Result<()> {
             for r in refs.prefixed(prefix).map_err(git::gix_err)? {
-                let Ok(mut r) = r else { continue };
+                let Ok(r) = r else { continue };
                 let full = r.name().as_bstr().to_string();
-                let id = r.peel_to_id().ok().map(|i| i.detach());
+                let id = r.target().try_id().map(|i| i.to_owned());
                 f(&full, id);
             }
             Ok(())
@@ -85,13 +90,16 @@ impl Snapshot {
             }
         })?;
         let remotes = &mut s.remotes;
+        let copies = &mut s.copies;
         each("refs/sandbox/", &mut |full, id| {
-            let (place, rest) = match full.strip_prefix(SANDBOX_REMOTES) {
+            let (place, rest, remote) = match full.strip_prefix(SANDBOX_REMOTES) {
                 Some(rest) => match rest.split_once('/') {
-                    Some((_, rest)) => (&mut *remotes, format!("refs/sandbox/{rest}")),
+                    Some((remote, rest)) => {
+                        (&mut *remotes, format!("refs/sandbox/{rest}"), Some(remote))
+                    }
                     None => return,
                 },
-                None => (&mut *local, full.to_string()),
+                None => (&mut *local, full.to_string(), None),
             };
             let Some(id) = id else { return };
             if let Some(n) = name_after(&rest, ARCHIVE_PREFIX) {
@@ -101,9 +109,18 @@ impl Snapshot {
             } else if let Some(n) = name_after(&rest, ROLLED_BACK_PREFIX) {
                 place.rolled_back.insert(n.to_string());
             } else if let Some(n) = name_after(&rest, META_PREFIX) {
-                place.meta.insert(n.to_string());
+                place.meta.insert(n.to_string(), id);
+                if let Some(r) = remote {
+                    copies
+                        .entry(n.to_string())
+                        .or_default()
+                        .push((r.to_string(), id));
+                }
             }
         })?;
+        for c in s.copies.values_mut() {
+            meta::prefer(c);
+        }
         each("refs/remotes/", &mut |full, id| {
             let branch = full
                 .strip_prefix("refs/remotes/")
@@ -122,8 +139,8 @@ impl Snapshot {
         let mut names: std::collections::BTreeSet<&String> = local.branches.keys().collect();
         names.extend(local.archived.keys());
         names.extend(local.promoted.keys());
-        names.extend(local.meta.iter());
-        names.extend(self.remotes.meta.iter());
+        names.extend(local.meta.keys());
+        names.extend(self.remotes.meta.keys());
         names.into_iter().cloned().collect()
     }
 
@@ -141,6 +158,18 @@ impl Snapshot {
     pub fn head(&self, name: &str) -> Option<ObjectId> {
         self.place(name).head(name)
     }
+
+    /// The metadata of `name` (see [`meta::metadata`]), from the refs read.
+    pub fn metadata(
+        &self,
+        repo: &gix::Repository,
+        name: &str,
+        folders: &mut meta::Folders,
+    ) -> Option<Meta> {
+        let copies = self.copies.get(name).map_or(&[][..], Vec::as_slice);
+        let local = self.local.meta.get(name).copied();
+        meta::metadata_in(repo, name, local, copies, self.head(name), folders)
+    }
 }
 
 /// One experiment as git says it is, with its metadata.
@@ -156,12 +185,14 @@ pub struct Scanned {
 /// is read from what was fetched from it.
 pub fn scan(repo: &gix::Repository) -> Result<(Snapshot, Vec<Scanned>)> {
     let snap = Snapshot::read(repo)?;
+    let _t = crate::util::trace::span("experiments: metadata");
     let mut times: HashMap<ObjectId, String> = HashMap::new();
+    let mut folders = meta::Folders::default();
     let mut out = Vec::new();
     for name in snap.names() {
         let place = snap.place(&name);
         let head = place.head(&name);
-        let meta = meta::metadata(repo, &name, head);
+        let meta = snap.metadata(repo, &name, &mut folders);
         let created_at = match &meta {
             Some(m) => m.file.created_at.clone(),
             None => match head {
@@ -209,6 +240,7 @@ pub fn sync(
     row: &RepoRow,
 ) -> Result<(Snapshot, Vec<Scanned>)> {
     let (snap, mut found) = scan(repo)?;
+    let _t = crate::util::trace::span("experiments: index");
     let indexed: BTreeMap<String, Experiment> = ctx
         .index
         .experiments(&row.repository_id)?
