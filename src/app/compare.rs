@@ -164,7 +164,7 @@ pub fn ranked(
         .unwrap_or_default();
     let mut out = Vec::new();
     for o in experiments::list(ctx, repo, row_of)? {
-        let r = o.latest_result.as_ref();
+        let r = o.latest_result.as_deref();
         let head = o
             .head
             .as_deref()

@@ -12,6 +12,7 @@ use crate::util::{self, time};
 use gix::ObjectId;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 pub mod meta;
 mod scan;
@@ -92,7 +93,7 @@ pub fn config_overrides(
     let Some(m) = meta::metadata(repo, name, Some(info.id)) else {
         return Ok(ConfigFile::default());
     };
-    if m.file.base_commit == info.id.to_string() {
+    if info.id == m.file.base_commit.as_str() {
         return Ok(ConfigFile::default());
     }
     let label = match &m.origin {
@@ -369,7 +370,9 @@ pub struct Overview {
     pub head: Option<String>,
     /// Commits on the branch (since its base) that have a result.
     pub runs: usize,
-    pub latest_result: Option<RunRecord>,
+    /// Shared: experiments with no commits of their own share their base's.
+    #[serde(serialize_with = "shared")]
+    pub latest_result: Option<Rc<RunRecord>>,
     pub latest_evaluation: Option<Evaluation>,
     /// Where its metadata was read: `local`, or `{"remote": NAME}` for a remote's copy (read
     /// where this repository has none); absent without metadata.
@@ -423,6 +426,13 @@ fn rollback_of(repo: &gix::Repository, name: &str) -> Result<Option<Rollback>> {
     }))
 }
 
+fn shared<S: serde::Serializer>(
+    r: &Option<Rc<RunRecord>>,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    serde::Serialize::serialize(&r.as_deref(), s)
+}
+
 /// What the overviews of many experiments share: one note reader, production's tip, the
 /// results of the commits read so far (experiments with no commits of their own share their
 /// base), and the index's evaluations read in one query.
@@ -432,7 +442,7 @@ struct Lister<'a> {
     row: &'a RepoRow,
     reader: results::NoteReader,
     production: Option<Option<ObjectId>>,
-    evidence: HashMap<ObjectId, Option<RunRecord>>,
+    evidence: HashMap<ObjectId, Option<Rc<RunRecord>>>,
     eval_notes: HashMap<ObjectId, Option<Evaluation>>,
     evaluations: Option<HashMap<String, Evaluation>>,
 }
@@ -451,11 +461,12 @@ impl<'a> Lister<'a> {
         })
     }
 
-    fn evidence(&mut self, commit: ObjectId) -> Result<Option<RunRecord>> {
+    fn evidence(&mut self, commit: ObjectId) -> Result<Option<Rc<RunRecord>>> {
         if let Some(r) = self.evidence.get(&commit) {
             return Ok(r.clone());
         }
-        let r = results::find_evidence(self.ctx, self.repo, self.row, &mut self.reader, commit)?;
+        let r = results::find_evidence(self.ctx, self.repo, self.row, &mut self.reader, commit)?
+            .map(Rc::new);
         self.evidence.insert(commit, r.clone());
         Ok(r)
     }
@@ -495,7 +506,7 @@ impl<'a> Lister<'a> {
         for info in walk.all().map_err(git::gix_err)? {
             let id = info.map_err(git::gix_err)?.id;
             let summary = git::commit_info(self.repo, id)?.summary;
-            let result = self.evidence(id)?;
+            let result = self.evidence(id)?.map(|r| (*r).clone());
             out.push(BranchRun {
                 commit: id.to_string(),
                 summary,

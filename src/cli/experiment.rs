@@ -195,7 +195,7 @@ fn cmd_list(args: ListArgs) -> CmdResult {
                 ui::escape(&o.experiment.name).into_owned(),
                 ui::escape(&o.status).into_owned(),
                 o.runs.to_string(),
-                result_cell(o.latest_result.as_ref()),
+                result_cell(o.latest_result.as_deref()),
                 o.latest_evaluation
                     .as_ref()
                     .map_or("-".into(), |e| e.recommendation.to_string()),

@@ -269,7 +269,7 @@ pub fn migrate(
 
 /// A budget in milliseconds as the metadata writes it.
 pub fn budget_text(ms: u64) -> String {
-    if ms % 1000 == 0 {
+    if ms.is_multiple_of(1000) {
         format!("{}s", ms / 1000)
     } else {
         format!("{ms}ms")
