@@ -524,6 +524,14 @@ fn kill_archives_the_branch_and_keeps_its_results() {
         ["experiments_by_state"]
         .clone();
     assert_eq!(counts["killed"], 2);
+
+    // Its branch deleted by hand, an experiment is its metadata: --delete removes that too.
+    start(&w, &repo, "orphan");
+    w.git(&repo, &["branch", "-q", "-D", "experiment/orphan"]);
+    error_naming(&w.sandbox(&repo, &["kill", "orphan"]), 2, "--delete");
+    assert_eq!(w.sandbox(&repo, &["kill", "orphan", "--delete"]).code, 0);
+    assert!(!ref_exists(&w, &repo, "refs/sandbox/experiments/orphan"));
+    start(&w, &repo, "orphan");
 }
 
 #[test]

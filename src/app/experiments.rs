@@ -726,10 +726,32 @@ pub fn kill(
         },
         State::Active => {
             let Some(tip) = ref_tip(repo, &branch)? else {
-                return Err(
-                    AppError::usage(format!("experiment {name:?} has no branch {branch}"))
-                        .hint("see `git sandbox experiment list`"),
-                );
+                // Its metadata alone (the branch deleted by hand): nothing to archive.
+                return match ref_tip(repo, &meta_ref(name))? {
+                    Some(_) if !delete => Err(AppError::usage(format!(
+                        "experiment {name:?} has no branch {branch}, only its metadata"
+                    ))
+                    .hint("pass --delete to remove it")),
+                    Some(m) => {
+                        cli::update_refs(
+                            &dir,
+                            &format!("delete {} {m}\n", meta_ref(name)),
+                            &format!("git-sandbox: kill experiment {name}"),
+                        )?;
+                        ctx.index
+                            .set_experiment_state(&row.repository_id, name, State::Killed)?;
+                        Ok(Killed {
+                            experiment: name.to_string(),
+                            commit: None,
+                            archive: None,
+                            deleted: true,
+                        })
+                    }
+                    None => Err(AppError::usage(format!(
+                        "experiment {name:?} has no branch {branch}"
+                    ))
+                    .hint("see `git sandbox experiment list`")),
+                };
             };
             if let Some(wt) = cli::worktrees_on(&dir, &format!("experiment/{name}"))?.first() {
                 return Err(AppError::refused(format!(
