@@ -27,13 +27,13 @@ fn an_experiment_that_spent_its_budget_runs_nothing_more_until_it_is_raised() {
     );
     let o = w.sandbox(&repo, &["experiment", "start", "hungry", "--budget", "1s"]);
     assert_eq!(o.code, 0, "{o:?}");
-    let toml = w.git(
-        &repo,
-        &[
-            "show",
-            "experiment/hungry:experiments/hungry/experiment.toml",
-        ],
-    );
+    let meta = |w: &World| {
+        w.git(
+            &repo,
+            &["show", "refs/sandbox/experiments/hungry:experiment.toml"],
+        )
+    };
+    let toml = meta(&w);
     assert!(toml.contains("budget = \"1s\""), "{toml}");
 
     // Two runs of about 0.6 s each spend it.
@@ -109,7 +109,8 @@ fn an_experiment_that_spent_its_budget_runs_nothing_more_until_it_is_raised() {
         "{status:?}"
     );
 
-    // A commit cannot raise its own budget.
+    // A commit cannot raise its own budget, even one that writes metadata as old experiments
+    // kept it.
     commit_on(
         &w,
         &repo,
@@ -127,6 +128,8 @@ fn an_experiment_that_spent_its_budget_runs_nothing_more_until_it_is_raised() {
     let o = w.sandbox(&repo, &["experiment", "budget", "hungry", "1h"]);
     assert_eq!(o.code, 0, "{o:?}");
     assert!(o.stdout.contains("may spend 60m00s of CPU"), "{o:?}");
+    // Kept in the metadata too, so a rebuilt index knows it.
+    assert!(meta(&w).contains("budget = \"1h\""), "{}", meta(&w));
     let o = w.sandbox(&repo, &["run", &third, "--json"]);
     assert_eq!(o.json()[0]["status"], "passed", "{o:?}");
     let shown = w
@@ -149,6 +152,15 @@ fn an_experiment_that_spent_its_budget_runs_nothing_more_until_it_is_raised() {
         .sandbox(&repo, &["experiment", "show", "hungry", "--json"])
         .json();
     assert_eq!(shown["budget"]["limit_ms"], 3_600_000);
+    // The index is a cache: rebuilt from git, the budget you set stays.
+    for f in ["index.db", "index.db-wal", "index.db-shm"] {
+        let _ = std::fs::remove_file(w.data().join(f));
+    }
+    assert_eq!(w.sandbox(&w.work(), &["reindex"]).code, 0);
+    let shown = w
+        .sandbox(&repo, &["experiment", "show", "hungry", "--json"])
+        .json();
+    assert_eq!(shown["budget"]["limit_ms"], 3_600_000, "{shown}");
     assert!(w
         .git_out(
             &repo,

@@ -42,6 +42,22 @@ fn start(w: &World, repo: &Path, name: &str) {
     assert_eq!(o.code, 0, "{o:?}");
 }
 
+/// Production's tree holds nothing of experiments' bookkeeping.
+fn assert_no_bookkeeping(w: &World, repo: &Path, rev: &str) {
+    let files = w.git(repo, &["ls-tree", "-r", "--name-only", rev]);
+    assert!(
+        !files.lines().any(|f| f.starts_with("experiments/")),
+        "{rev} holds bookkeeping: {files}"
+    );
+}
+
+/// A TOML file of overrides for `experiment start --config`.
+fn overrides(w: &World, name: &str, text: &str) -> String {
+    let p = w.path(&format!("{name}.toml"));
+    std::fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
 /// An `error:` line that names the problem (holding `needle`), then `hint:` lines only.
 fn error_naming(o: &common::Out, code: i32, needle: &str) {
     assert_eq!(o.code, code, "{o:?}");
@@ -70,17 +86,15 @@ fn start_eval_promote_end_to_end() {
     );
     assert_eq!(o.code, 0, "{o:?}");
     assert_eq!(o.stdout, "experiment/faster\n");
-    // The branch holds the metadata; the user's checkout did not move.
+    // The branch starts at production with no commit; the metadata is kept outside the tree;
+    // the user's checkout did not move.
     assert_eq!(w.git(&repo, &["branch", "--show-current"]).trim(), "main");
     assert_eq!(w.git(&repo, &["status", "--porcelain"]), "");
     assert_eq!(rev(&w, &repo, "main"), main_before);
-    assert_eq!(rev(&w, &repo, "experiment/faster~1"), main_before);
+    assert_eq!(rev(&w, &repo, "experiment/faster"), main_before);
     let meta = w.git(
         &repo,
-        &[
-            "show",
-            "experiment/faster:experiments/faster/experiment.toml",
-        ],
+        &["show", "refs/sandbox/experiments/faster:experiment.toml"],
     );
     for needle in [
         "name = \"faster\"",
@@ -181,8 +195,8 @@ fn start_eval_promote_end_to_end() {
     assert_eq!(show["runs"], 1);
     assert_eq!(
         show["commits"].as_array().unwrap().len(),
-        2,
-        "the start commit and the test"
+        1,
+        "the test alone: starting made no commit"
     );
     assert_eq!(show["latest_result"]["tests"]["passed"], 3);
     assert_eq!(
@@ -248,6 +262,7 @@ fn start_eval_promote_end_to_end() {
         "the checkout of main was updated"
     );
     assert_eq!(w.git(&repo, &["status", "--porcelain"]), "");
+    assert_no_bookkeeping(&w, &repo, "main");
     assert_eq!(p["result"]["status"], "passed");
     assert_eq!(
         w.note(&repo, "main").unwrap()["tests"]["passed"],
@@ -509,6 +524,14 @@ fn kill_archives_the_branch_and_keeps_its_results() {
         ["experiments_by_state"]
         .clone();
     assert_eq!(counts["killed"], 2);
+
+    // Its branch deleted by hand, an experiment is its metadata: --delete removes that too.
+    start(&w, &repo, "orphan");
+    w.git(&repo, &["branch", "-q", "-D", "experiment/orphan"]);
+    error_naming(&w.sandbox(&repo, &["kill", "orphan"]), 2, "--delete");
+    assert_eq!(w.sandbox(&repo, &["kill", "orphan", "--delete"]).code, 0);
+    assert!(!ref_exists(&w, &repo, "refs/sandbox/experiments/orphan"));
+    start(&w, &repo, "orphan");
 }
 
 #[test]
@@ -601,24 +624,233 @@ fn reindex_rebuilds_experiments_and_evaluations_from_git() {
 fn the_experiment_config_applies_to_its_runs() {
     let w = World::new();
     let repo = w.new_repo("config");
-    start(&w, &repo, "custom");
-    let toml_path = "experiments/custom/experiment.toml";
-    let meta = w.git(&repo, &["show", &format!("experiment/custom:{toml_path}")]);
-    let meta = meta.replace(
-        "[config]\n",
-        "[config.test]\ncommand = \"echo from-the-experiment\"\n",
+    let config = overrides(
+        &w,
+        "custom",
+        "[test]\ncommand = \"echo from-the-experiment\"\n",
     );
+    let o = w.sandbox(
+        &repo,
+        &["experiment", "start", "custom", "--config", &config],
+    );
+    assert_eq!(o.code, 0, "{o:?}");
     commit_on(
         &w,
         &repo,
         "experiment/custom",
-        &[(toml_path, &meta)],
-        "Use another command",
+        &[("NOTES.md", "notes\n")],
+        "A change",
     );
     let o = w.sandbox(&repo, &["run", "experiment/custom", "--json"]);
     assert_eq!(o.code, 0, "{o:?}");
     assert_eq!(o.json()[0]["tests"]["command"], "echo from-the-experiment");
     assert_eq!(o.json()[0]["experiment"], "custom");
+
+    // A broken file is refused when the experiment starts, not at its first run.
+    let bad = overrides(&w, "bad", "[test]\ncommand = 3\n");
+    let o = w.sandbox(&repo, &["experiment", "start", "bad", "--config", &bad]);
+    error_naming(&o, 2, "command");
+    assert!(!ref_exists(&w, &repo, "refs/heads/experiment/bad"));
+}
+
+#[test]
+fn starting_an_experiment_makes_no_commit_and_runs_nothing() {
+    let w = World::new();
+    let repo = w.new_repo("cheap");
+    assert_eq!(w.sandbox(&repo, &["run"]).code, 0);
+    let main = rev(&w, &repo, "main");
+    let note = w.note(&repo, &main).unwrap();
+    let config = overrides(&w, "slow", "[test]\ncommand = \"sleep 5\"\n");
+    let o = w.sandbox(
+        &repo,
+        &[
+            "experiment",
+            "start",
+            "idea",
+            "--hypothesis",
+            "cheap to start",
+            "--config",
+            &config,
+            "--json",
+        ],
+    );
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(o.json()["commit"], main.as_str());
+    assert_eq!(rev(&w, &repo, "experiment/idea"), main);
+    assert_no_bookkeeping(&w, &repo, "experiment/idea");
+
+    // No commits yet: an active experiment with nothing of its own to show.
+    let list = w.sandbox(&repo, &["experiment", "list", "--json"]).json();
+    let e = &list["experiments"][0];
+    assert_eq!(e["state"], "active", "{list}");
+    assert_eq!(e["hypothesis"], "cheap to start");
+    assert_eq!(e["runs"], 0);
+    assert_eq!(e["metadata_from"], "local");
+    let show = w
+        .sandbox(&repo, &["experiment", "show", "idea", "--json"])
+        .json();
+    assert_eq!(show["commits"], serde_json::json!([]), "{show}");
+    let status = w.sandbox(&repo, &["status", "--json"]).json();
+    assert_eq!(status["queue"]["pending"], 0, "{status}");
+
+    // Its branch names production's commit, whose result stands: its own config applies to
+    // the experiment's own commits, so nothing runs.
+    let o = w.sandbox(&repo, &["run", "experiment/idea", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let r = &o.json()[0];
+    assert_eq!(r["commit"], main.as_str());
+    assert_eq!(r["started_at"], note["started_at"], "not run again: {r}");
+    assert_eq!(w.note(&repo, &main).unwrap(), note);
+}
+
+#[test]
+fn two_experiments_with_other_configs_on_one_tree_share_no_result() {
+    let w = World::new();
+    let repo = w.new_repo("twins");
+    for (name, word) in [("left", "echo left"), ("right", "echo right")] {
+        let config = overrides(&w, name, &format!("[test]\ncommand = \"{word}\"\n"));
+        let o = w.sandbox(&repo, &["experiment", "start", name, "--config", &config]);
+        assert_eq!(o.code, 0, "{o:?}");
+        commit_on(
+            &w,
+            &repo,
+            &format!("experiment/{name}"),
+            &[("NOTES.md", "the same\n")],
+            &format!("the same change on {name}"),
+        );
+    }
+    assert_eq!(
+        rev(&w, &repo, "experiment/left^{tree}"),
+        rev(&w, &repo, "experiment/right^{tree}")
+    );
+    assert_ne!(
+        rev(&w, &repo, "experiment/left"),
+        rev(&w, &repo, "experiment/right")
+    );
+    for name in ["left", "right"] {
+        let o = w.sandbox(&repo, &["run", &format!("experiment/{name}"), "--json"]);
+        assert_eq!(o.code, 0, "{o:?}");
+        let r = &o.json()[0];
+        assert_eq!(r["tests"]["command"], format!("echo {name}"), "{r}");
+        assert!(r["cached_from"].is_null(), "{r}");
+    }
+}
+
+/// A branch as `experiment start` made them before the metadata left the tree: the metadata
+/// committed as `experiments/<name>/experiment.toml`, then one commit of work.
+fn old_style(w: &World, repo: &Path, name: &str) -> String {
+    let main = rev(w, repo, "main");
+    w.git(repo, &["branch", &format!("experiment/{name}"), "main"]);
+    let meta = format!(
+        "name = \"{name}\"\nhypothesis = \"kept in the tree\"\ncreated_at = \"2026-11-01T00:00:00.000Z\"\nauthor = \"A <a@example.com>\"\nbase_commit = \"{main}\"\nbase = \"main\"\n\n[config]\n"
+    );
+    commit_on(
+        w,
+        repo,
+        &format!("experiment/{name}"),
+        &[(&format!("experiments/{name}/experiment.toml"), &meta)],
+        &format!("Start experiment {name}"),
+    );
+    commit_on(
+        w,
+        repo,
+        &format!("experiment/{name}"),
+        &[("tests/test_more.py", MORE_TESTS)],
+        "Add a test",
+    )
+}
+
+#[test]
+fn an_old_experiment_is_migrated_and_promotion_leaves_its_file_behind() {
+    let w = World::new();
+    let repo = w.new_repo("old");
+    old_style(&w, &repo, "merged");
+
+    let list = w.sandbox(&repo, &["experiment", "list", "--json"]).json();
+    let e = &list["experiments"][0];
+    assert_eq!(e["name"], "merged", "{list}");
+    assert_eq!(e["hypothesis"], "kept in the tree");
+    assert_eq!(e["created_at"], "2026-11-01T00:00:00.000Z");
+    assert_eq!(e["metadata_from"], "local");
+    let moved = w.git(
+        &repo,
+        &["show", "refs/sandbox/experiments/merged:experiment.toml"],
+    );
+    assert!(
+        moved.contains("hypothesis = \"kept in the tree\""),
+        "{moved}"
+    );
+
+    // By merge: the merge commit drops the file.
+    let o = w.sandbox(&repo, &["promote", "merged", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_no_bookkeeping(&w, &repo, "main");
+    assert!(!repo.join("experiments/merged").exists());
+    assert!(repo.join("tests/test_more.py").exists());
+
+    // By fast-forward: production gets the head and a commit that drops it.
+    let head = old_style(&w, &repo, "forward");
+    let o = w.sandbox(&repo, &["promote", "forward", "--strategy", "ff", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(rev(&w, &repo, "main^"), head);
+    assert_no_bookkeeping(&w, &repo, "main");
+    assert_eq!(w.git(&repo, &["status", "--porcelain"]), "");
+}
+
+/// A clone of `url` in `w`, adopted with `init`.
+fn clone_and_init(w: &World, url: &str, name: &str) -> std::path::PathBuf {
+    let dir = w.work().join(name);
+    w.git(&w.work(), &["clone", "-q", url, dir.to_str().unwrap()]);
+    let o = w.sandbox(&dir, &["init"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    dir
+}
+
+#[test]
+fn push_and_fetch_carry_the_metadata_and_a_remotes_copy_never_overrides_ours() {
+    let a = World::new();
+    let repo = a.new_repo("carried");
+    let shared = a.path("shared.git");
+    let url = shared.to_str().unwrap();
+    a.git(&a.work(), &["init", "-q", "--bare", "-b", "main", url]);
+    a.git(&repo, &["remote", "add", "origin", url]);
+    let o = a.sandbox(
+        &repo,
+        &["experiment", "start", "faster", "--hypothesis", "from A"],
+    );
+    assert_eq!(o.code, 0, "{o:?}");
+    let o = a.sandbox(&repo, &["push", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let updated = o.json()["updated"].to_string();
+    assert!(
+        updated.contains("refs/sandbox/experiments/faster"),
+        "{updated}"
+    );
+
+    let b = World::new();
+    let clone = clone_and_init(&b, url, "clone");
+    assert_eq!(b.sandbox(&clone, &["fetch"]).code, 0);
+    let list = b.sandbox(&clone, &["experiment", "list", "--json"]).json();
+    let e = &list["experiments"][0];
+    assert_eq!(e["name"], "faster", "{list}");
+    assert_eq!(e["state"], "active");
+    assert_eq!(e["hypothesis"], "from A");
+    assert_eq!(e["metadata_from"]["remote"], "origin");
+
+    // B's own experiment of that name: ours, whatever the remote's copy says, fetch or not.
+    let o = b.sandbox(
+        &clone,
+        &["experiment", "start", "faster", "--hypothesis", "from B"],
+    );
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(b.sandbox(&clone, &["fetch"]).code, 0);
+    let list = b.sandbox(&clone, &["experiment", "list", "--json"]).json();
+    assert_eq!(list["experiments"][0]["hypothesis"], "from B", "{list}");
+    assert_eq!(list["experiments"][0]["metadata_from"], "local");
+    let show = b
+        .sandbox(&clone, &["experiment", "show", "faster", "--json"])
+        .json();
+    assert_eq!(show["metadata"]["hypothesis"], "from B", "{show}");
 }
 
 /// Experiments `more` (a passing test more than production), `same` (notes only) and `broken`

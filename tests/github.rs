@@ -499,6 +499,39 @@ fn promote_by_pull_request_opens_one_and_a_merge_on_github_marks_it_promoted() {
         .sandbox(&repo, &["experiment", "show", "faster", "--json"])
         .json();
     assert_eq!(show["state"], "promoted", "{show}");
+    let files = w.git(&bare, &["ls-tree", "-r", "--name-only", "main"]);
+    assert!(!files.contains("experiments/"), "{files}");
+
+    // An experiment started before its metadata left the tree: the branch the pull request
+    // proposes gets a commit that drops the committed file, so production never receives it.
+    let main = w.git(&repo, &["rev-parse", "main"]).trim().to_string();
+    w.git(&repo, &["switch", "-q", "-c", "experiment/legacy"]);
+    w.commit(
+        &repo,
+        &[(
+            "experiments/legacy/experiment.toml",
+            &format!("name = \"legacy\"\ncreated_at = \"2026-11-01T00:00:00.000Z\"\nauthor = \"A <a@example.com>\"\nbase_commit = \"{main}\"\nbase = \"main\"\n\n[config]\n"),
+        )],
+        "Start experiment legacy",
+    );
+    let head = w.commit(&repo, &[("tests/test_legacy.py", MORE_TESTS)], "more tests");
+    w.git(&repo, &["switch", "-q", "main"]);
+    let o = w.sandbox_env(
+        &repo,
+        &["promote", "legacy", "--strategy", "pull-request", "--json"],
+        &[("GITHUB_TOKEN", TOKEN)],
+    );
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(
+        w.git(&repo, &["rev-parse", "experiment/legacy^"]).trim(),
+        head
+    );
+    let proposed = w.git(
+        &bare,
+        &["ls-tree", "-r", "--name-only", "experiment/legacy"],
+    );
+    assert!(proposed.contains("tests/test_legacy.py"), "{proposed}");
+    assert!(!proposed.contains("experiments/"), "{proposed}");
 }
 
 #[test]

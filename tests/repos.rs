@@ -25,13 +25,14 @@ fn new_creates_the_layout_commits_installs_hooks_and_registers() {
         "README.md",
         ".sandbox.toml",
         ".gitignore",
-        "experiments/.gitkeep",
         "tests/test_example.py",
         "results/.gitkeep",
         "logs/.gitkeep",
     ] {
         assert!(path.join(f).is_file(), "{f} missing");
     }
+    // Experiments' bookkeeping lives outside the tree: no folder invites it in.
+    assert!(!path.join("experiments").exists());
     assert!(std::fs::read_to_string(path.join("README.md"))
         .unwrap()
         .starts_with("# exp-one"));

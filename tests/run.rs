@@ -540,9 +540,10 @@ fn demo_runs_end_to_end() {
     let o = w.sandbox(&w.work(), &["demo"]);
     assert_eq!(o.code, 0, "{o:?}");
     assert!(
-        // main's two commits, the experiment's two, and the merge (the experiment's tree).
+        // main's two commits, the experiment's one (starting it made none), and the merge (the
+        // experiment's tree).
         o.stdout
-            .contains("Done: 5 commits with a result (4 run, 1 from the cache); all passed."),
+            .contains("Done: 4 commits with a result (3 run, 1 from the cache); all passed."),
         "{o:?}"
     );
     // Step 4 shows the note as `git log` does: the result's summary under the commit.
@@ -561,8 +562,8 @@ fn demo_runs_end_to_end() {
         "{o:?}"
     );
     let j = w.sandbox(&w.work(), &["status", "--json"]).json();
-    // The two commits, the experiment's two, and the merge commit of the promotion.
-    assert_eq!(j["totals"]["runs"], 5);
+    // The two commits, the experiment's one, and the merge commit of the promotion.
+    assert_eq!(j["totals"]["runs"], 4);
     // Nothing is left for a daemon: what the hooks queued has run.
     assert_eq!(j["queue"]["pending"], 0, "{j}");
     assert_eq!(j["totals"]["success_rate"], 1.0);

@@ -174,7 +174,7 @@ pub fn ranked(
         if o.experiment.state == crate::model::State::Active {
             active.insert(o.experiment.name.clone());
         }
-        let r = o.latest_result.as_ref();
+        let r = o.latest_result.as_deref();
         let head = o
             .head
             .as_deref()

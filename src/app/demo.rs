@@ -20,7 +20,7 @@ pub const STEPS: [&str; 8] = [
     "commit a change (a new function and its tests)",
     "run the experiment for each commit (sandboxed checkout, tests, analysis, note)",
     "the result, as git itself shows it (git log shows refs/notes/sandbox)",
-    "start an experiment (a branch from main, metadata committed on it)",
+    "start an experiment (a branch at main, no commit; its metadata kept outside the tree)",
     "commit on the experiment (a new function and its tests)",
     "evaluate the experiment against main (runs its commits)",
     "promote it: merge into main, run the merged commit",
@@ -150,6 +150,7 @@ pub fn demo(ctx: &Context, path: Option<&Path>, on: &mut dyn FnMut(Event<'_>)) -
         &created.repo,
         EXPERIMENT,
         hypothesis,
+        None,
         None,
         None,
     )?;

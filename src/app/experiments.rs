@@ -1,16 +1,24 @@
-//! Experiments as branches: `experiment/<name>` holding `experiments/<name>/experiment.toml`,
-//! archived under `refs/sandbox/archive/<name>` when killed, remembered under
-//! `refs/sandbox/promoted/<name>` when promoted. Git holds the state; the index follows it
-//! ([`sync`]) and `reindex` rebuilds it from the refs.
+//! Experiments as branches: `experiment/<name>`, its metadata outside the tree in
+//! `refs/sandbox/experiments/<name>` ([`meta`]), archived under `refs/sandbox/archive/<name>`
+//! when killed, remembered under `refs/sandbox/promoted/<name>` when promoted. Git holds the
+//! state; the index follows it ([`sync`]) and `reindex` rebuilds it from the refs.
 
-use super::{io_err, repos, results, AppError, Context, Result};
+use super::{repos, results, AppError, Context, Result};
 use crate::config::{parse_repository_file, Config, ConfigFile};
 use crate::git::{self, cli, CommitInfo};
 use crate::model::{Evaluation, Experiment, ExperimentFile, RunRecord, State};
 use crate::store::RepoRow;
 use crate::util::{self, time};
 use gix::ObjectId;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+pub mod meta;
+mod scan;
+
+pub use meta::{meta_ref, Origin};
+pub use scan::{scan, Scanned, Snapshot};
 
 pub const BRANCH_PREFIX: &str = "refs/heads/experiment/";
 pub const ARCHIVE_PREFIX: &str = "refs/sandbox/archive/";
@@ -35,11 +43,6 @@ pub fn promoted_ref(name: &str) -> String {
 
 pub fn rolled_back_ref(name: &str) -> String {
     format!("{ROLLED_BACK_PREFIX}{name}")
-}
-
-/// Where the metadata lives in the experiment's tree.
-pub fn metadata_path(name: &str) -> String {
-    format!("experiments/{name}/experiment.toml")
 }
 
 /// The commit a ref points at, if the ref exists.
@@ -79,29 +82,30 @@ pub fn production_tip(repo: &gix::Repository, config: &Config) -> Result<(String
     }
 }
 
-/// The `[config]` of an experiment's `experiment.toml` in a commit, as a config layer.
+/// The `[config]` of experiment `name`'s metadata, as a config layer for the run of `info`. The
+/// commit the experiment started from is production's, run under production's config: an
+/// experiment with no commits of its own costs no run.
 pub fn config_overrides(
     repo: &gix::Repository,
     info: &CommitInfo,
     name: &str,
 ) -> Result<ConfigFile> {
-    let path = metadata_path(name);
-    let label = format!("{}:{path}", util::short(&info.id.to_string()));
-    let Some(text) = super::commit_config::committed_text(repo, info, &path, &label)? else {
+    let Some(m) = meta::metadata(repo, name, Some(info.id)) else {
         return Ok(ConfigFile::default());
     };
-    let table: toml::Table = toml::from_str(&text).map_err(|e| {
-        AppError::usage(format!("{label}: {}", e.message().trim())).hint("fix the TOML syntax")
-    })?;
-    match table.get("config") {
-        Some(toml::Value::Table(config)) => {
-            let text = toml::to_string(config).expect("a TOML table always serializes");
-            Ok(parse_repository_file(&format!("{label} [config]"), &text)?)
-        }
-        Some(_) => Err(
-            AppError::usage(format!("{label}: `config` must be a table"))
-                .hint("write it as [config] with keys as in .sandbox.toml"),
+    if info.id == m.file.base_commit.as_str() {
+        return Ok(ConfigFile::default());
+    }
+    let label = match &m.origin {
+        Origin::Committed => format!(
+            "{}:{}",
+            util::short(&info.id.to_string()),
+            meta::committed_path(name)
         ),
+        _ => format!("{}:experiment.toml", meta_ref(name)),
+    };
+    match meta::config_text(&m.file) {
+        Some(text) => Ok(parse_repository_file(&format!("{label} [config]"), &text)?),
         None => Ok(ConfigFile::default()),
     }
 }
@@ -153,49 +157,13 @@ pub fn status_of(e: &Experiment, budget: Option<&Budget>) -> String {
     }
 }
 
-/// The budget a commit of experiment `name` runs under: the index's, tightened by the one in
-/// the commit's own `experiment.toml` (a commit may lower it, never raise or lift it).
-pub fn run_budget(
-    ctx: &Context,
-    repo: &gix::Repository,
-    row: &RepoRow,
-    info: &CommitInfo,
-    name: &str,
-) -> Result<Option<u64>> {
-    let indexed = ctx
+/// The budget the commits of experiment `name` run under: the index's (set when it was started,
+/// by `experiment budget`, or from its metadata).
+pub fn run_budget(ctx: &Context, row: &RepoRow, name: &str) -> Result<Option<u64>> {
+    Ok(ctx
         .index
         .experiment(&row.repository_id, name)?
-        .and_then(|e| e.budget_ms);
-    let path = metadata_path(name);
-    let label = format!("{}:{path}", util::short(&info.id.to_string()));
-    let own = match super::commit_config::committed_text(repo, info, &path, &label)? {
-        None => None,
-        Some(text) => {
-            let table: toml::Table = toml::from_str(&text).map_err(|e| {
-                AppError::usage(format!("{label}: {}", e.message().trim()))
-                    .hint("fix the TOML syntax")
-            })?;
-            match table.get("budget") {
-                None => None,
-                Some(toml::Value::String(s)) => Some(budget_from(&format!("{label}: "), s)?),
-                Some(_) => {
-                    return Err(AppError::usage(format!("{label}: budget must be a string"))
-                        .hint("write it like budget = \"30m\""))
-                }
-            }
-        }
-    };
-    Ok(match (indexed, own) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    })
-}
-
-fn read_metadata(repo: &gix::Repository, commit: ObjectId, name: &str) -> Option<ExperimentFile> {
-    let info = git::commit_info(repo, commit).ok()?;
-    let path = metadata_path(name);
-    let text = super::commit_config::committed_text(repo, &info, &path, &path).ok()??;
-    toml::from_str(&text).ok()
+        .and_then(|e| e.budget_ms))
 }
 
 /// The commit an experiment's results hang off: its branch, else its archive, else what was
@@ -209,82 +177,9 @@ pub fn head_of(repo: &gix::Repository, name: &str) -> Result<Option<ObjectId>> {
     Ok(None)
 }
 
-fn names_under(repo: &gix::Repository, prefix: &str) -> Result<Vec<String>> {
-    let refs = repo.references().map_err(git::gix_err)?;
-    let mut out = Vec::new();
-    for r in refs.prefixed(prefix).map_err(git::gix_err)? {
-        let Ok(r) = r else { continue };
-        let full = r.name().as_bstr().to_string();
-        if let Some(name) = full.strip_prefix(prefix) {
-            if util::name_problem(name).is_none() {
-                out.push(name.to_string());
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// Every experiment git knows of, with its state read from the refs: a rolled-back ref means
-/// rolled back, else a promoted ref means promoted, else a branch means active, else an archive
-/// means killed.
-pub fn scan(repo: &gix::Repository) -> Result<Vec<Experiment>> {
-    let mut names = std::collections::BTreeSet::new();
-    for prefix in [BRANCH_PREFIX, ARCHIVE_PREFIX, PROMOTED_PREFIX] {
-        names.extend(names_under(repo, prefix)?);
-    }
-    let mut out = Vec::new();
-    for name in names {
-        let state = if ref_tip(repo, &rolled_back_ref(&name))?.is_some() {
-            State::RolledBack
-        } else if ref_tip(repo, &promoted_ref(&name))?.is_some() {
-            State::Promoted
-        } else if ref_tip(repo, &branch_ref(&name))?.is_some() {
-            State::Active
-        } else {
-            State::Killed
-        };
-        let head = head_of(repo, &name)?;
-        let meta = head.and_then(|h| read_metadata(repo, h, &name));
-        let created_at = match &meta {
-            Some(m) => m.created_at.clone(),
-            None => head
-                .and_then(|h| repo.find_commit(h).ok())
-                .and_then(|c| c.time().ok())
-                .map(|t| time::rfc3339(t.seconds * 1000))
-                .unwrap_or_else(time::now_rfc3339),
-        };
-        out.push(Experiment {
-            branch: format!("experiment/{name}"),
-            state,
-            hypothesis: meta.as_ref().and_then(|m| m.hypothesis.clone()),
-            base_commit: meta.as_ref().map(|m| m.base_commit.clone()),
-            budget_ms: meta
-                .as_ref()
-                .and_then(|m| m.budget.as_deref())
-                .and_then(parse_budget),
-            updated_at: created_at.clone(),
-            created_at,
-            name,
-        });
-    }
-    Ok(out)
-}
-
-/// Bring the index in line with git: experiments found in refs are added or get their state
-/// from the refs. Rows git no longer knows (killed with `--delete`) are kept as history.
+/// Bring the index in line with git (see [`scan::sync`]).
 pub fn sync(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Result<()> {
-    for mut e in scan(repo)? {
-        match ctx.index.experiment(&row.repository_id, &e.name)? {
-            Some(old) if old.state == e.state => continue,
-            Some(old) => {
-                e.created_at = old.created_at;
-                e.updated_at = time::now_rfc3339();
-            }
-            None => {}
-        }
-        ctx.index.put_experiment(&row.repository_id, &e)?;
-    }
-    Ok(())
+    scan::sync(ctx, repo, row).map(|_| ())
 }
 
 /// The experiment called `name`, or a usage error naming the fix.
@@ -323,8 +218,10 @@ pub struct Started {
     pub base_commit: String,
 }
 
-/// `experiment start`: the branch from `from` (default production) with the metadata committed
-/// on it, without touching the work tree, then the index row.
+/// `experiment start`: the metadata written to its ref and the branch created at `from`
+/// (default production) in one ref transaction: no commit, so nothing new to run and nothing
+/// of it in the tree production gets. The work tree is not touched. Then the index row.
+#[allow(clippy::too_many_arguments)]
 pub fn start(
     ctx: &Context,
     repo: &gix::Repository,
@@ -333,14 +230,27 @@ pub fn start(
     hypothesis: Option<&str>,
     from: Option<&str>,
     budget: Option<&str>,
+    config: Option<&str>,
 ) -> Result<Started> {
     repos::check_name(name)?;
     let budget_ms = budget.map(|b| budget_from("", b)).transpose()?;
+    let config = match config {
+        Some(text) => {
+            // Checked as a `.sandbox.toml` is, so a mistake is found now, not at its first run.
+            parse_repository_file("--config", text)?;
+            toml::from_str::<toml::Table>(text).map_err(|e| {
+                AppError::usage(format!("--config: {}", e.message().trim()))
+                    .hint("write keys as in .sandbox.toml")
+            })?
+        }
+        None => toml::Table::new(),
+    };
     let branch = branch_ref(name);
     for (r, what) in [
         (branch.clone(), "its branch exists"),
         (archive_ref(name), "it was killed and is archived"),
         (promoted_ref(name), "it was promoted"),
+        (meta_ref(name), "its metadata exists"),
     ] {
         if ref_tip(repo, &r)?.is_some() {
             return Err(AppError::usage(format!(
@@ -349,11 +259,11 @@ pub fn start(
             .hint("choose another name, see `git sandbox experiment list`"));
         }
     }
-    let config = production_config(ctx, repo)?;
+    let production = production_config(ctx, repo)?;
     let (base_label, base) = match from {
         Some(rev) => (rev.to_string(), git::resolve_commit(repo, rev)?),
         None => {
-            let target = &config.promote.target;
+            let target = &production.promote.target;
             match ref_tip(repo, &format!("refs/heads/{target}"))? {
                 Some(tip) => (target.clone(), tip),
                 None => {
@@ -368,7 +278,7 @@ pub fn start(
     let dir = git_dir_for_cli(repo);
     let env = cli::fallback_identity(&dir);
     let now = time::now_rfc3339();
-    let meta = ExperimentFile {
+    let file = ExperimentFile {
         name: name.to_string(),
         hypothesis: hypothesis
             .map(str::to_string)
@@ -378,39 +288,28 @@ pub fn start(
         base_commit: base.to_string(),
         base: base_label.clone(),
         budget: budget.map(|b| b.trim().to_string()),
-        config: toml::Table::new(),
+        config,
     };
-    let body = format!(
-        "# Experiment {name}, started by `git sandbox experiment start`.\n\
-         # [config] takes keys as in .sandbox.toml; they apply to the runs of experiment/{name}\n\
-         # (limits may only be tightened).\n{}",
-        toml::to_string(&meta).expect("metadata always serializes")
-    );
-    let commit = commit_file(
-        repo,
-        &dir,
-        &env,
-        base,
-        &metadata_path(name),
-        body.as_bytes(),
-        &{
-            let mut m = format!("Start experiment {name}");
-            if let Some(h) = &meta.hypothesis {
-                m.push_str(&format!("\n\nHypothesis: {h}"));
-            }
-            m
-        },
-    )?;
+    let mut message = format!("start experiment {name}");
+    if let Some(h) = &file.hypothesis {
+        message.push_str(&format!("\n\nHypothesis: {h}"));
+    }
+    let meta_line = meta::update_line(repo, &dir, &file, None, &message)?;
+    let meta_new = meta_line
+        .split_whitespace()
+        .nth(2)
+        .unwrap_or_default()
+        .to_string();
     cli::update_refs(
         &dir,
-        &format!("create {branch} {commit}\n"),
+        &format!("{meta_line}create {branch} {base}\n"),
         &format!("git-sandbox: start experiment {name}"),
     )?;
     let e = Experiment {
         name: name.to_string(),
         branch: format!("experiment/{name}"),
         state: State::Active,
-        hypothesis: meta.hypothesis.clone(),
+        hypothesis: file.hypothesis.clone(),
         base_commit: Some(base.to_string()),
         created_at: now.clone(),
         updated_at: now,
@@ -424,15 +323,18 @@ pub fn start(
                 "experiment.started",
                 Some(&row.repository_id),
                 None,
-                Some(&commit.to_string()),
+                Some(&base.to_string()),
                 &serde_json::json!({"experiment": name, "base": base_label, "base_commit": base.to_string()}),
             )
         });
     if let Err(err) = indexed {
-        // Take the branch back so a retry starts clean.
+        // Take the refs back so a retry starts clean.
         let _ = cli::update_refs(
             &dir,
-            &format!("delete {branch} {commit}\n"),
+            &format!(
+                "delete {branch} {base}\ndelete {} {meta_new}\n",
+                meta_ref(name)
+            ),
             "git-sandbox: undo start",
         );
         return Err(err.into());
@@ -440,7 +342,7 @@ pub fn start(
     Ok(Started {
         experiment: name.to_string(),
         branch: e.branch,
-        commit: commit.to_string(),
+        commit: base.to_string(),
         base: base_label,
         base_commit: base.to_string(),
     })
@@ -455,50 +357,6 @@ fn author(dir: &Path, env: &[(&str, &str)]) -> String {
             ident.rfind('>').map(|end| ident[..=end].to_string())
         })
         .unwrap_or_else(|| "unknown".into())
-}
-
-/// A commit on top of `parent` whose tree is the parent's with one file written: built in a
-/// private index, so the user's index and work tree are never touched.
-fn commit_file(
-    repo: &gix::Repository,
-    dir: &Path,
-    env: &[(&str, &str)],
-    parent: ObjectId,
-    path: &str,
-    body: &[u8],
-    message: &str,
-) -> Result<ObjectId> {
-    let blob = repo.write_blob(body).map_err(git::gix_err)?.detach();
-    let tmp = tempfile::tempdir().map_err(io_err("cannot create a temporary index"))?;
-    let index = tmp.path().join("index");
-    let index = index.to_string_lossy().into_owned();
-    let with_index = [("GIT_INDEX_FILE", index.as_str())];
-    cli::git_with_env(dir, &["read-tree", &parent.to_string()], &with_index)?;
-    cli::git_with_env(
-        dir,
-        &[
-            "update-index",
-            "--add",
-            "--cacheinfo",
-            &format!("100644,{blob},{path}"),
-        ],
-        &with_index,
-    )?;
-    let tree = cli::git_with_env(dir, &["write-tree"], &with_index)?;
-    let commit = cli::git_with_env(
-        dir,
-        &[
-            "commit-tree",
-            tree.trim(),
-            "-p",
-            &parent.to_string(),
-            "-m",
-            message,
-        ],
-        env,
-    )?;
-    ObjectId::from_hex(commit.trim().as_bytes())
-        .map_err(|e| AppError::Git(git::GitError::Gix(format!("git commit-tree: {e}"))))
 }
 
 /// One commit of an experiment's branch with its result.
@@ -521,8 +379,14 @@ pub struct Overview {
     pub head: Option<String>,
     /// Commits on the branch (since its base) that have a result.
     pub runs: usize,
-    pub latest_result: Option<RunRecord>,
+    /// Shared: experiments with no commits of their own share their base's.
+    #[serde(serialize_with = "shared")]
+    pub latest_result: Option<Rc<RunRecord>>,
     pub latest_evaluation: Option<Evaluation>,
+    /// Where its metadata was read: `local`, or `{"remote": NAME}` for a remote's copy (read
+    /// where this repository has none); absent without metadata.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata_from: Option<Origin>,
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -571,80 +435,158 @@ fn rollback_of(repo: &gix::Repository, name: &str) -> Result<Option<Rollback>> {
     }))
 }
 
-/// The commits of an experiment since its base, newest first, with their results. An
-/// experiment started with `experiment start` has its base in its metadata; a branch pushed as
-/// `experiment/NAME` without it (agents do this) starts where it leaves production.
-fn branch_runs(
-    ctx: &Context,
-    repo: &gix::Repository,
-    row: &RepoRow,
-    reader: &mut results::NoteReader,
-    e: &Experiment,
-    head: ObjectId,
-) -> Result<Vec<BranchRun>> {
-    let base = e
-        .base_commit
-        .as_deref()
-        .and_then(|b| ObjectId::from_hex(b.as_bytes()).ok())
-        .filter(|b| repo.find_commit(*b).is_ok());
-    let hidden = match base {
-        Some(b) => Some(b),
-        None => production_config(ctx, repo)
-            .ok()
-            .and_then(|c| production_tip(repo, &c).ok())
-            .map(|(_, tip)| tip),
-    };
-    let mut walk = repo.rev_walk([head]);
-    if let Some(h) = hidden {
-        walk = walk.with_hidden([h]);
-    }
-    let mut out = Vec::new();
-    for info in walk.all().map_err(git::gix_err)? {
-        let id = info.map_err(git::gix_err)?.id;
-        let summary = git::commit_info(repo, id)?.summary;
-        let result = results::find_evidence(ctx, repo, row, reader, id)?;
-        out.push(BranchRun {
-            commit: id.to_string(),
-            summary,
-            result,
-        });
-        if out.len() >= SHOW_LIMIT {
-            break;
-        }
-    }
-    Ok(out)
+fn shared<S: serde::Serializer>(
+    r: &Option<Rc<RunRecord>>,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    serde::Serialize::serialize(&r.as_deref(), s)
 }
 
-fn overview(
-    ctx: &Context,
-    repo: &gix::Repository,
-    row: &RepoRow,
-    e: Experiment,
-) -> Result<(Overview, Vec<BranchRun>)> {
-    let head = head_of(repo, &e.name)?;
-    let mut reader = results::NoteReader::new(repo)?;
-    let commits = match head {
-        Some(h) => branch_runs(ctx, repo, row, &mut reader, &e, h)?,
-        None => Vec::new(),
-    };
-    let latest_result = match head {
-        Some(h) => results::find_evidence(ctx, repo, row, &mut reader, h)?,
-        None => None,
-    };
-    let latest_evaluation = latest_evaluation(ctx, repo, row, &e.name, head)?;
-    let budget = budget(ctx, row, &e)?;
-    Ok((
-        Overview {
-            status: status_of(&e, budget.as_ref()),
-            budget,
-            runs: commits.iter().filter(|c| c.result.is_some()).count(),
-            head: head.map(|h| h.to_string()),
-            latest_result,
-            latest_evaluation,
-            experiment: e,
-        },
-        commits,
-    ))
+/// What the overviews of many experiments share: one note reader, production's tip, the
+/// results of the commits read so far (experiments with no commits of their own share their
+/// base), and the index's evaluations read in one query.
+struct Lister<'a> {
+    ctx: &'a Context,
+    repo: &'a gix::Repository,
+    row: &'a RepoRow,
+    reader: results::NoteReader,
+    production: Option<Option<ObjectId>>,
+    evidence: HashMap<ObjectId, Option<Rc<RunRecord>>>,
+    eval_notes: HashMap<ObjectId, Option<Evaluation>>,
+    evaluations: Option<HashMap<String, Evaluation>>,
+}
+
+impl<'a> Lister<'a> {
+    fn new(ctx: &'a Context, repo: &'a gix::Repository, row: &'a RepoRow) -> Result<Self> {
+        Ok(Lister {
+            ctx,
+            repo,
+            row,
+            reader: results::NoteReader::new(repo)?,
+            production: None,
+            evidence: HashMap::new(),
+            eval_notes: HashMap::new(),
+            evaluations: None,
+        })
+    }
+
+    fn evidence(&mut self, commit: ObjectId) -> Result<Option<Rc<RunRecord>>> {
+        if let Some(r) = self.evidence.get(&commit) {
+            return Ok(r.clone());
+        }
+        let r = results::find_evidence(self.ctx, self.repo, self.row, &mut self.reader, commit)?
+            .map(Rc::new);
+        self.evidence.insert(commit, r.clone());
+        Ok(r)
+    }
+
+    fn production(&mut self) -> Option<ObjectId> {
+        let (ctx, repo) = (self.ctx, self.repo);
+        *self.production.get_or_insert_with(|| {
+            production_config(ctx, repo)
+                .ok()
+                .and_then(|c| production_tip(repo, &c).ok())
+                .map(|(_, tip)| tip)
+        })
+    }
+
+    /// The commits of an experiment since its base, newest first, with their results. An
+    /// experiment started with `experiment start` has its base in its metadata; a branch pushed
+    /// as `experiment/NAME` without it (agents do this) starts where it leaves production.
+    fn branch_runs(&mut self, e: &Experiment, head: ObjectId) -> Result<Vec<BranchRun>> {
+        let base = e
+            .base_commit
+            .as_deref()
+            .and_then(|b| ObjectId::from_hex(b.as_bytes()).ok())
+            .filter(|b| self.repo.find_commit(*b).is_ok());
+        let hidden = match base {
+            Some(b) => Some(b),
+            None => self.production(),
+        };
+        // No commits of its own yet: nothing to walk.
+        if hidden == Some(head) {
+            return Ok(Vec::new());
+        }
+        let mut walk = self.repo.rev_walk([head]);
+        if let Some(h) = hidden {
+            walk = walk.with_hidden([h]);
+        }
+        let mut out = Vec::new();
+        for info in walk.all().map_err(git::gix_err)? {
+            let id = info.map_err(git::gix_err)?.id;
+            let summary = git::commit_info(self.repo, id)?.summary;
+            let result = self.evidence(id)?.map(|r| (*r).clone());
+            out.push(BranchRun {
+                commit: id.to_string(),
+                summary,
+                result,
+            });
+            if out.len() >= SHOW_LIMIT {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// The evaluation of the experiment's head (its note), else the newest one the index has.
+    fn latest_evaluation(
+        &mut self,
+        name: &str,
+        head: Option<ObjectId>,
+    ) -> Result<Option<Evaluation>> {
+        if let Some(h) = head {
+            if !self.eval_notes.contains_key(&h) {
+                let ev = git::notes::read_note(self.repo, git::EVAL_NOTES_REF, h)?
+                    .and_then(|body| serde_json::from_slice::<Evaluation>(&body).ok())
+                    .filter(|ev| ev.head.commit == h);
+                self.eval_notes.insert(h, ev);
+            }
+            if let Some(ev) = self.eval_notes[&h]
+                .as_ref()
+                .filter(|ev| ev.experiment == name)
+            {
+                return Ok(Some(ev.clone()));
+            }
+        }
+        Ok(match &self.evaluations {
+            Some(all) => all.get(name).cloned(),
+            None => self
+                .ctx
+                .index
+                .latest_evaluation(&self.row.repository_id, name)?,
+        })
+    }
+
+    fn overview(
+        &mut self,
+        e: Experiment,
+        head: Option<ObjectId>,
+        metadata_from: Option<Origin>,
+    ) -> Result<(Overview, Vec<BranchRun>)> {
+        let commits = match head {
+            Some(h) => self.branch_runs(&e, h)?,
+            None => Vec::new(),
+        };
+        let latest_result = match head {
+            Some(h) => self.evidence(h)?,
+            None => None,
+        };
+        let latest_evaluation = self.latest_evaluation(&e.name, head)?;
+        let budget = budget(self.ctx, self.row, &e)?;
+        Ok((
+            Overview {
+                status: status_of(&e, budget.as_ref()),
+                budget,
+                runs: commits.iter().filter(|c| c.result.is_some()).count(),
+                head: head.map(|h| h.to_string()),
+                latest_result,
+                latest_evaluation,
+                metadata_from,
+                experiment: e,
+            },
+            commits,
+        ))
+    }
 }
 
 /// The evaluation of the experiment's head (its note), else the newest one the index has.
@@ -668,11 +610,22 @@ pub fn latest_evaluation(
 }
 
 pub fn list(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Result<Vec<Overview>> {
-    sync(ctx, repo, row)?;
+    let (snap, scanned) = scan::sync(ctx, repo, row)?;
+    let origins: HashMap<String, Origin> = scanned
+        .into_iter()
+        .filter_map(|s| s.meta.map(|m| (s.experiment.name, m.origin)))
+        .collect();
+    let _t = crate::util::trace::span("experiments: overviews");
+    let mut lister = Lister::new(ctx, repo, row)?;
+    lister.evaluations = Some(ctx.index.latest_evaluations(&row.repository_id)?);
     ctx.index
         .experiments(&row.repository_id)?
         .into_iter()
-        .map(|e| overview(ctx, repo, row, e).map(|(o, _)| o))
+        .map(|e| {
+            let head = snap.head(&e.name);
+            let origin = origins.get(&e.name).cloned();
+            lister.overview(e, head, origin).map(|(o, _)| o)
+        })
         .collect()
 }
 
@@ -686,6 +639,22 @@ pub fn set_budget(
 ) -> Result<Option<Budget>> {
     let mut e = find(ctx, repo, row, name)?;
     let ms = value.map(|b| budget_from("", b)).transpose()?;
+    // Kept in its metadata too, so that `reindex` and other clones know it: this repository's
+    // (a remote's copy becomes ours, changed).
+    let head = head_of(repo, name)?;
+    if let Some(m) = meta::metadata(repo, name, head) {
+        let mut file = m.file;
+        file.budget = value.map(|v| v.trim().to_string());
+        let old = (m.origin == Origin::Local).then_some(m.commit);
+        let dir = git_dir_for_cli(repo);
+        meta::write(
+            repo,
+            &dir,
+            &file,
+            old,
+            &format!("experiment {name}: budget {}", value.unwrap_or("none")),
+        )?;
+    }
     ctx.index
         .set_experiment_budget(&row.repository_id, name, ms)?;
     ctx.index.add_event(
@@ -701,12 +670,14 @@ pub fn set_budget(
 
 pub fn show(ctx: &Context, repo: &gix::Repository, row: &RepoRow, name: &str) -> Result<Detail> {
     let e = find(ctx, repo, row, name)?;
-    let head = head_of(repo, name)?;
-    let metadata = head.and_then(|h| read_metadata(repo, h, name));
-    let (overview, commits) = overview(ctx, repo, row, e)?;
+    let head = Snapshot::read(repo)?.head(name);
+    let meta = meta::metadata(repo, name, head);
+    let mut lister = Lister::new(ctx, repo, row)?;
+    let origin = meta.as_ref().map(|m| m.origin.clone());
+    let (overview, commits) = lister.overview(e, head, origin)?;
     Ok(Detail {
         overview,
-        metadata,
+        metadata: meta.map(|m| m.file),
         commits,
         rollback: rollback_of(repo, name)?,
     })
@@ -764,10 +735,32 @@ pub fn kill(
         },
         State::Active => {
             let Some(tip) = ref_tip(repo, &branch)? else {
-                return Err(
-                    AppError::usage(format!("experiment {name:?} has no branch {branch}"))
-                        .hint("see `git sandbox experiment list`"),
-                );
+                // Its metadata alone (the branch deleted by hand): nothing to archive.
+                return match ref_tip(repo, &meta_ref(name))? {
+                    Some(_) if !delete => Err(AppError::usage(format!(
+                        "experiment {name:?} has no branch {branch}, only its metadata"
+                    ))
+                    .hint("pass --delete to remove it")),
+                    Some(m) => {
+                        cli::update_refs(
+                            &dir,
+                            &format!("delete {} {m}\n", meta_ref(name)),
+                            &format!("git-sandbox: kill experiment {name}"),
+                        )?;
+                        ctx.index
+                            .set_experiment_state(&row.repository_id, name, State::Killed)?;
+                        Ok(Killed {
+                            experiment: name.to_string(),
+                            commit: None,
+                            archive: None,
+                            deleted: true,
+                        })
+                    }
+                    None => Err(AppError::usage(format!(
+                        "experiment {name:?} has no branch {branch}"
+                    ))
+                    .hint("see `git sandbox experiment list`")),
+                };
             };
             if let Some(wt) = cli::worktrees_on(&dir, &format!("experiment/{name}"))?.first() {
                 return Err(AppError::refused(format!(
@@ -783,6 +776,13 @@ pub fn kill(
             }
         }
     };
+    let mut tx = tx;
+    if delete {
+        // Nothing of it stays: the name may be started afresh.
+        if let Some(m) = ref_tip(repo, &meta_ref(name))? {
+            tx.push_str(&format!("delete {} {m}\n", meta_ref(name)));
+        }
+    }
     let commit = head_of(repo, name)?.map(|c| c.to_string());
     cli::update_refs(&dir, &tx, &format!("git-sandbox: kill experiment {name}"))?;
     ctx.index

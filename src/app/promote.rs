@@ -215,9 +215,15 @@ pub fn promote(
                     "use --strategy merge, or rebase (git rebase {target} experiment/{name})"
                 )));
             }
-            head
+            // An old experiment's committed metadata is left behind: production gets the
+            // experiment's head with one commit more that drops it.
+            match bookkeeping(repo, head, base).as_slice() {
+                [] => head,
+                paths => experiments::meta::drop_commit(&dir, head, name, paths)?,
+            }
         }
         _ => merge_commit(
+            repo,
             &dir,
             &target,
             name,
@@ -419,6 +425,21 @@ fn broken_tests(
         .collect())
 }
 
+/// The old experiments' metadata files `head`'s tree holds that production's (`base`) does not:
+/// what production must not receive.
+pub(crate) fn bookkeeping(repo: &gix::Repository, head: ObjectId, base: ObjectId) -> Vec<String> {
+    let tree = |c: ObjectId| {
+        repo.find_commit(c)
+            .ok()
+            .and_then(|c| c.tree_id().ok())
+            .map(|t| t.detach())
+    };
+    match (tree(head), tree(base)) {
+        (Some(h), Some(b)) => experiments::meta::bookkeeping(repo, h, b),
+        _ => Vec::new(),
+    }
+}
+
 fn is_ancestor(dir: &Path, ancestor: ObjectId, of: ObjectId) -> Result<bool> {
     let (ok, _, err) = cli::git_status(
         dir,
@@ -442,7 +463,9 @@ fn is_ancestor(dir: &Path, ancestor: ObjectId, of: ObjectId) -> Result<bool> {
 
 /// The `--no-ff` merge commit of the experiment into production, made in the object store only.
 /// A conflict refuses with the files and the way to resolve it.
+#[allow(clippy::too_many_arguments)]
 fn merge_commit(
+    repo: &gix::Repository,
     dir: &Path,
     target: &str,
     name: &str,
@@ -481,6 +504,14 @@ fn merge_commit(
         .hint(format!(
             "resolve it on the experiment: git switch experiment/{name} && git merge {target}, fix and commit, then promote again"
         )));
+    }
+    let mut tree = tree;
+    let paths = bookkeeping(repo, head, base);
+    if !paths.is_empty() {
+        let id = ObjectId::from_hex(tree.as_bytes()).map_err(|e| {
+            crate::git::GitError::Gix(format!("git merge-tree gave no tree id: {e}"))
+        })?;
+        tree = experiments::meta::tree_without(dir, id, &paths)?.to_string();
     }
     let message = format!(
         "Promote experiment {name} ({rec}{forced})\n\nMerge experiment/{name} into {target}. Evaluation: {reason}.\n\nGit-Sandbox-Experiment: {name}\nGit-Sandbox-Recommendation: {rec}\n",

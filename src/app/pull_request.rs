@@ -66,7 +66,7 @@ pub fn open(
     dry_run: bool,
     interrupt: &AtomicBool,
 ) -> Result<PullRequested> {
-    let c = check(ctx, repo, row, name, opts, interrupt)?;
+    let mut c = check(ctx, repo, row, name, opts, interrupt)?;
     let config = ctx.layers.resolve().github;
     let remote = super::remote::resolve(&c.dir, None)?;
     let url = cli::get_config(&c.dir, &format!("remote.{remote}.url")).unwrap_or_default();
@@ -100,6 +100,7 @@ pub fn open(
             ),
         );
     };
+    drop_bookkeeping(repo, &mut c, name)?;
     let pushed = super::remote::push_branch(ctx, repo, row, Some(&remote), &out.head)?;
     if let Some(r) = pushed.rejected.iter().find(|r| r.name == branch_ref(name)) {
         return Err(AppError::refused(format!(
@@ -159,6 +160,39 @@ pub fn open(
         &serde_json::json!({"experiment": name, "number": out.number, "url": out.html_url, "existing": out.existing}),
     )?;
     Ok(out)
+}
+
+/// An old experiment's committed metadata would reach production with the pull request's
+/// merge: a commit on the branch drops it first (refused while the branch is checked out, whose
+/// work tree would then lag behind it).
+fn drop_bookkeeping(
+    repo: &gix::Repository,
+    c: &mut super::promote::Checked,
+    name: &str,
+) -> Result<()> {
+    let paths = super::promote::bookkeeping(repo, c.head, c.base);
+    if paths.is_empty() {
+        return Ok(());
+    }
+    if let Some(wt) = cli::worktrees_on(&c.dir, &format!("experiment/{name}"))?.first() {
+        return Err(AppError::refused(format!(
+            "experiment/{name} holds {}, which production must not get, and is checked out in {}; no pull request was opened",
+            paths.join(", "),
+            wt.display()
+        ))
+        .hint(format!(
+            "drop it there (git rm {} && git commit -m 'Drop experiment bookkeeping'), then promote again",
+            paths.join(" ")
+        )));
+    }
+    let dropped = experiments::meta::drop_commit(&c.dir, c.head, name, &paths)?;
+    cli::update_refs(
+        &c.dir,
+        &format!("update {} {dropped} {}\n", branch_ref(name), c.head),
+        &format!("git-sandbox: drop experiment bookkeeping from experiment/{name}"),
+    )?;
+    c.head = dropped;
+    Ok(())
 }
 
 /// Mark promoted the experiments whose pull request was merged: what `refs/sandbox/pull/<name>`

@@ -19,7 +19,6 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../templates/sandbox.toml"),
     ),
     (".gitignore", include_str!("../../templates/gitignore")),
-    ("experiments/.gitkeep", ""),
     ("results/.gitkeep", ""),
     ("logs/.gitkeep", ""),
     (

@@ -491,17 +491,7 @@ fn run_one(
     }
     // An experiment that has spent its CPU budget runs nothing more until it is raised.
     if let Some(name) = experiment.as_deref().filter(|_| !opts.is_trial()) {
-        let limit = match super::experiments::run_budget(ctx, repo, row, info, name) {
-            Ok(l) => l,
-            Err(e @ AppError::Usage(_)) => {
-                record.status = Status::Error;
-                record.error = Some(e.to_string());
-                record.changes = git::diff::commit_changes(repo, info).ok();
-                return Ok((finish(record, started), Source::Made));
-            }
-            Err(e) => return Err(e),
-        };
-        if let Some(limit) = limit {
+        if let Some(limit) = super::experiments::run_budget(ctx, row, name)? {
             let spent = ctx.index.experiment_cpu_ms(&row.repository_id, name)?;
             if spent >= limit {
                 record.status = Status::Skipped;

@@ -86,8 +86,9 @@ fn values(kind: Kind, word: &str) -> Option<Vec<String>> {
             let repo = crate::git::discover(&cwd).ok()?;
             crate::app::experiments::scan(&repo)
                 .ok()?
+                .1
                 .into_iter()
-                .map(|e| e.name)
+                .map(|s| s.experiment.name)
                 .collect()
         }
         Kind::Remotes => git(&["remote"])?,

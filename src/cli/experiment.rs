@@ -21,9 +21,10 @@ pub enum ExperimentCommand {
     Budget(BudgetArgs),
 }
 
-/// Start an experiment: create the branch experiment/NAME from REV (default the production
-/// branch, `[promote] target`) with experiments/NAME/experiment.toml committed on it, and record
-/// it. Your work tree is not touched; `git switch experiment/NAME` to work on it.
+/// Start an experiment: create the branch experiment/NAME at REV (default the production
+/// branch, `[promote] target`), no commit on it, and keep its metadata outside the tree in
+/// refs/sandbox/experiments/NAME (push and fetch carry it). Your work tree is not touched;
+/// `git switch experiment/NAME` to work on it.
 ///
 /// Example: `git sandbox experiment start faster-parser --hypothesis "a table-driven lexer is faster"`
 #[derive(clap::Args)]
@@ -37,9 +38,13 @@ pub struct StartArgs {
     #[arg(long, value_name = "REV")]
     pub from: Option<String>,
     /// CPU time the runs of its commits may spend ("30m", "2h"); past it the queue runs none of
-    /// them (status budget_exhausted). Kept in experiment.toml and the index.
+    /// them (status budget_exhausted). Kept in its metadata and the index.
     #[arg(long, value_name = "DURATION")]
     pub budget: Option<String>,
+    /// A TOML file with keys as in .sandbox.toml, laid over it for the runs of the experiment's
+    /// own commits (limits may only be tightened).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<std::path::PathBuf>,
     #[arg(long)]
     pub json: bool,
 }
@@ -55,8 +60,8 @@ pub struct ListArgs {
 }
 
 /// Set an experiment's CPU budget, or lift it with `none`. The queue runs no commit of an
-/// experiment whose runs have spent it (`budget_exhausted`); raising it lets them run again. A
-/// commit's own experiment.toml may only lower it.
+/// experiment whose runs have spent it (`budget_exhausted`); raising it lets them run again.
+/// Kept in the experiment's metadata (refs/sandbox/experiments/NAME).
 ///
 /// Example: `git sandbox experiment budget faster-parser 2h`
 #[derive(clap::Args)]
@@ -124,6 +129,13 @@ fn cmd_start(args: StartArgs) -> CmdResult {
     crate::git::discover(&dir)?;
     let ctx = Context::load()?;
     let (repo, row) = repos::require_registered(&ctx, &dir)?;
+    let config = match &args.config {
+        Some(path) => Some(std::fs::read_to_string(path).map_err(|e| {
+            crate::app::AppError::usage(format!("cannot read --config {}: {e}", path.display()))
+                .hint("name a TOML file with keys as in .sandbox.toml")
+        })?),
+        None => None,
+    };
     let started = experiments::start(
         &ctx,
         &repo,
@@ -132,6 +144,7 @@ fn cmd_start(args: StartArgs) -> CmdResult {
         args.hypothesis.as_deref(),
         args.from.as_deref(),
         args.budget.as_deref(),
+        config.as_deref(),
     )?;
     if args.json {
         print_json(&started);
@@ -182,7 +195,7 @@ fn cmd_list(args: ListArgs) -> CmdResult {
                 ui::escape(&o.experiment.name).into_owned(),
                 ui::escape(&o.status).into_owned(),
                 o.runs.to_string(),
-                result_cell(o.latest_result.as_ref()),
+                result_cell(o.latest_result.as_deref()),
                 o.latest_evaluation
                     .as_ref()
                     .map_or("-".into(), |e| e.recommendation.to_string()),

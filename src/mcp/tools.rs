@@ -180,6 +180,7 @@ fn experiment_start(c: &Call<'_>, a: StartArgs) -> Answer {
         a.hypothesis.as_deref(),
         a.base.as_deref(),
         None,
+        None,
     )?;
     Ok(json!({
         "experiment": s.experiment,
@@ -210,7 +211,7 @@ fn experiment_list(c: &Call<'_>, _: NoArgs) -> Answer {
                 .get(&experiments::branch_ref(&e.name))
                 .copied()
                 .unwrap_or_default();
-            let last = o.latest_result.as_ref().map(|r| {
+            let last = o.latest_result.as_deref().map(|r| {
                 let t = r.tests.as_ref();
                 json!({"status": r.status, "passed": t.and_then(|t| t.passed), "failed": t.and_then(|t| t.failed)})
             });
@@ -267,7 +268,7 @@ fn experiment_status(c: &Call<'_>, a: NameArgs) -> Answer {
             "not_run": not_run,
             "pending": pending,
             "running": running,
-            "result": o.latest_result.as_ref().map(|r| summary(r, 5)),
+            "result": o.latest_result.as_deref().map(|r| summary(r, 5)),
             "verdict": o.latest_evaluation.as_ref().map(|v| json!({"recommendation": v.recommendation, "reason": v.reason, "head": short(&v.head.commit)})),
         }),
         budget::COMPACT,

@@ -33,30 +33,53 @@ pub struct ExperimentCounts {
     pub budget_exhausted: u64,
 }
 
+const PUT_EXPERIMENT: &str = "INSERT INTO experiments (repository_id, name, branch, state, hypothesis, base_commit, created_at, updated_at, budget_ms)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+     ON CONFLICT (repository_id, name) DO UPDATE SET
+        branch = excluded.branch, state = excluded.state, hypothesis = excluded.hypothesis,
+        base_commit = excluded.base_commit, created_at = excluded.created_at,
+        updated_at = excluded.updated_at";
+
+macro_rules! put_params {
+    ($repository_id:expr, $e:expr) => {
+        params![
+            $repository_id,
+            $e.name,
+            $e.branch,
+            $e.state.as_str(),
+            $e.hypothesis,
+            $e.base_commit,
+            $e.created_at,
+            $e.updated_at,
+            $e.budget_ms
+        ]
+    };
+}
+
 impl Index {
     /// Insert or replace the row of an experiment. The budget is taken for a new row only; an
-    /// existing row's is changed by [`Index::set_experiment_budget`] alone (a commit cannot
-    /// raise it, and one you lifted stays lifted).
+    /// existing row's is changed by [`Index::set_experiment_budget`] and
+    /// [`Index::put_experiments`] (from the experiment's own metadata).
     pub fn put_experiment(&self, repository_id: &str, e: &Experiment) -> Result<()> {
-        self.conn.execute(
-            "INSERT INTO experiments (repository_id, name, branch, state, hypothesis, base_commit, created_at, updated_at, budget_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
-             ON CONFLICT (repository_id, name) DO UPDATE SET
-                branch = excluded.branch, state = excluded.state, hypothesis = excluded.hypothesis,
-                base_commit = excluded.base_commit, created_at = excluded.created_at,
-                updated_at = excluded.updated_at",
-            params![
-                repository_id,
-                e.name,
-                e.branch,
-                e.state.as_str(),
-                e.hypothesis,
-                e.base_commit,
-                e.created_at,
-                e.updated_at,
-                e.budget_ms
-            ],
-        )?;
+        self.conn
+            .execute(PUT_EXPERIMENT, put_params!(repository_id, e))?;
+        Ok(())
+    }
+
+    /// Insert or replace the rows of many experiments in one transaction (one commit, not one
+    /// per row); the budget of those flagged is set too (it follows their metadata).
+    pub fn put_experiments(&self, repository_id: &str, es: &[(Experiment, bool)]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        for (e, budget) in es {
+            tx.execute(PUT_EXPERIMENT, put_params!(repository_id, e))?;
+            if *budget {
+                tx.execute(
+                    "UPDATE experiments SET budget_ms = ?3 WHERE repository_id = ?1 AND name = ?2",
+                    params![repository_id, e.name, e.budget_ms],
+                )?;
+            }
+        }
+        tx.commit()?;
         Ok(())
     }
 
@@ -177,6 +200,27 @@ impl Index {
     }
 
     /// The newest evaluation of an experiment.
+    /// The newest evaluation of each experiment of a repository, in one query.
+    pub fn latest_evaluations(
+        &self,
+        repository_id: &str,
+    ) -> Result<std::collections::HashMap<String, Evaluation>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT experiment, record FROM evaluations WHERE repository_id = ?1
+             ORDER BY evaluated_at, id",
+        )?;
+        let rows = stmt
+            .query_map([repository_id], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+            })?
+            .collect::<super::sql::Result<Vec<_>>>()?;
+        // Oldest first: the newest of each name is the one left.
+        Ok(rows
+            .into_iter()
+            .filter_map(|(name, json)| serde_json::from_str(&json).ok().map(|ev| (name, ev)))
+            .collect())
+    }
+
     pub fn latest_evaluation(&self, repository_id: &str, name: &str) -> Result<Option<Evaluation>> {
         let json: Option<String> = self
             .conn
