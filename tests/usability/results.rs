@@ -201,11 +201,12 @@ fn compare_weighs_test_time_says_what_was_served_and_ranks_active_experiments_fi
     for name in ["early", "late"] {
         let o = w.sandbox(&repo, &["experiment", "start", name]);
         assert_eq!(o.code, 0, "{o:?}");
+        // Trees of their own (an experiment's start adds no file): neither is served the other's.
         commit_on(
             &w,
             &repo,
             &format!("experiment/{name}"),
-            &[("tests/test_more.py", MORE_TESTS)],
+            &[("tests/test_more.py", MORE_TESTS), ("NOTES.md", name)],
         );
     }
     assert_eq!(w.sandbox(&repo, &["eval", "early"]).code, 0);
