@@ -11,14 +11,15 @@
 #   - creating the BRANCHES branches (one update-ref --stdin);
 #   - COMMITS `git commit`s on main (median);
 #   - one run of the installed reference-transaction hook for a commit (the committed phase,
-#     which starts `git-sandbox notify`), HOOKRUNS times (median) -- target <= 10 ms;
+#     which starts `git-sandbox notify`), HOOKRUNS times (median), alternating with the same in
+#     a repository with main alone -- target <= 10 ms;
 #   - moving all BRANCHES branches to a new commit in one update-ref --stdin;
 #   - `git pack-refs --all` (what `git gc` runs) -- target <= 2x plain.
 #
 # Usage: bench/refs.sh              (from any directory)
 # Env:   GIT_SANDBOX_BIN  the binary (default: target/release/git-sandbox of this checkout)
 #        BRANCHES (default 20000), COMMITS (default 20), HOOKRUNS (default 20), FLOOR (default 1)
-# Needs: git, awk. Measures only: always exits 0 once it has run.
+# Needs: git, awk, python3. Measures only: always exits 0 once it has run.
 set -euo pipefail
 export LC_ALL=C
 
@@ -100,14 +101,22 @@ done
 
 # One run of the installed hook for a commit: the commit made with the hooks off, then the
 # hook fed its committed phase, as git would (it starts `git-sandbox notify` and queues it).
-T_HOOK=()
-for ((i = 1; i <= HOOKRUNS; i++)); do
-  old=$(git -C "$WORK/hooked" rev-parse HEAD)
-  new=$(git -C "$WORK/hooked" commit-tree -p "$old" -m "hook run $i" "$old^{tree}")
-  git -C "$WORK/hooked" -c core.hooksPath="$WORK/no-hooks" update-ref refs/heads/main "$new" "$old"
+# The same in `small`, a repository with main alone, alternating: what a hook run costs with
+# few refs on this machine now.
+hook_run() {
+  local repo=$1 old new t0
+  old=$(git -C "$repo" rev-parse HEAD)
+  new=$(git -C "$repo" commit-tree -p "$old" -m "hook run" "$old^{tree}")
+  git -C "$repo" -c core.hooksPath="$WORK/no-hooks" update-ref refs/heads/main "$new" "$old"
   now_us; t0=$REPLY
-  (cd "$WORK/hooked" && printf '%s %s refs/heads/main\n' "$old" "$new" | .git/hooks/reference-transaction committed)
-  now_us; T_HOOK+=($((REPLY - t0)))
+  (cd "$repo" && printf '%s %s refs/heads/main\n' "$old" "$new" | .git/hooks/reference-transaction committed)
+  now_us; REPLY=$((REPLY - t0))
+}
+git sandbox new refs-small --path "$WORK/small" >/dev/null 2>&1
+T_HOOK=() T_SMALL=()
+for ((i = 1; i <= HOOKRUNS; i++)); do
+  hook_run "$WORK/hooked"; T_HOOK+=("$REPLY")
+  hook_run "$WORK/small"; T_SMALL+=("$REPLY")
 done
 
 # Move every branch to a new commit (a child of main's tip) in one transaction.
@@ -129,7 +138,7 @@ for r in "${REPOS[@]}"; do
   PACK[$r]=$REPLY
 done
 
-queued=$(git sandbox status --json 2>/dev/null | awk -F'[:,]' '/"pending_jobs"/{gsub(/ /,"",$2); print $2; exit}')
+queued=$(git sandbox status --json 2>/dev/null | python3 -c 'import json, sys; print(json.load(sys.stdin)["totals"]["pending_jobs"])' || echo '?')
 
 echo
 printf '  %-40s %12s %12s %8s' "" "with hooks" "no hooks" "ratio"
@@ -149,8 +158,9 @@ line "move $BRANCHES branches (ms)" "$(ms "${MOVE[hooked]}")" "$(ms "${MOVE[plai
 line "pack-refs --all (ms)" "$(ms "${PACK[hooked]}")" "$(ms "${PACK[plain]}")" "$([ "$FLOOR" = 1 ] && ms "${PACK[floor]}")"
 echo
 echo "  one reference-transaction hook run for a commit (starts notify), median of $HOOKRUNS: $(median_ms "${T_HOOK[@]}") ms   target <= 10 ms"
+echo "    the same in a repository with main alone, alternating: $(median_ms "${T_SMALL[@]}") ms"
 echo "  pack-refs with our hooks: $(ratio "${PACK[hooked]}" "${PACK[plain]}") of no hooks   target <= 2x"
-echo "  jobs queued in all: ${queued:-?} (expected $((COMMITS + HOOKRUNS + 1)): each commit on main, each hook run, the moved branches' commit once)"
+echo "  jobs queued in all: ${queued:-?} (expected $((COMMITS + 2 * HOOKRUNS + 1)): each commit on main, each hook run in both repositories, the moved branches' commit once)"
 echo "  watermarks: $(wc -l <"$WORK/hooked/.git/sandbox-watermarks") lines"
 echo "  load:    $(cut -d' ' -f1-3 /proc/loadavg) at end"
 exit 0
