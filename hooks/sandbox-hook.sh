@@ -5,7 +5,7 @@
 # kept beside this one as <name>.pre-sandbox and runs first, with the same arguments and input;
 # git sees its exit status.
 # It starts no process unless a branch moved: git runs reference-transaction several times for
-# one commit.
+# one commit, and pack-refs (`git gc`) runs it twice for every ref it packs.
 hook=${0##*/}
 dir=${0%/*}
 status=0
@@ -19,6 +19,11 @@ run_chained() {
   else
     "$chained" "$@"
   fi
+}
+# is_news OLD NEW REF: an update that moves a branch to a commit.
+is_news() {
+  [ "$1" != "$2" ] && [ "$2" != "$zero" ] && case "$3" in refs/heads/?*) return 0 ;; esac
+  return 1
 }
 find_bin() {
   if command -v git-sandbox >/dev/null 2>&1; then
@@ -47,18 +52,55 @@ case "$hook" in
       [ -n "$chained" ] && { run_chained "$@"; exit $?; }
       exit 0
     fi
+    # News: a line `<old> <new> refs/heads/...` that moves a branch to a commit. A deletion
+    # (pack-refs prunes each loose ref in a transaction of its own) or an unchanged value is
+    # not. A small transaction (a commit: HEAD and its branch) is read here, without starting a
+    # process; a large one (update-ref --stdin, pack-refs) goes through one awk, never a shell
+    # loop, whose cost would grow with the square of the number of refs.
+    zero=0000000000000000000000000000000000000000
     news=
     input=
-    while IFS= read -r line; do
+    n=0
+    while [ $n -lt 16 ] && IFS= read -r line; do
+      n=$((n + 1))
       input="$input$line
 "
-      case "$line" in *" refs/heads/"*) news=1 ;; esac
+      set -f
+      # shellcheck disable=SC2086
+      is_news $line && news="$news$line
+"
+      set +f
     done
+    rest=
+    if [ $n -ge 16 ]; then
+      rest=$(cat)
+      # pack-refs reports every ref as created (`<zero> <new> <ref>`) just after it wrote them
+      # all to packed-refs: a created ref that packed-refs already holds at that value is the
+      # same ref being packed, not news (a real creation is written as a loose ref).
+      packed=$(git rev-parse --git-common-dir 2>/dev/null)/packed-refs
+      news=$(printf '%s%s\n' "$input" "$rest" | awk -v zero="$zero" -v packed="$packed" '
+        BEGIN {
+          while ((getline l < packed) > 0) {
+            split(l, f, " ")
+            if (f[2] ~ /^refs\/heads\//) p[f[2]] = f[1]
+          }
+        }
+        $3 ~ /^refs\/heads\// && $2 != zero && $1 != $2 && !($1 == zero && p[$3] == $2)')
+    fi
     if [ -n "$chained" ]; then
-      printf '%s' "$input" | run_chained "$@"
+      if [ -n "$rest" ]; then
+        printf '%s%s\n' "$input" "$rest" | run_chained "$@"
+      else
+        printf '%s' "$input" | run_chained "$@"
+      fi
       status=$?
     fi
     [ -n "$news" ] || exit $status
+    find_bin
+    [ -n "$bin" ] || exit $status
+    # The binary looks at these refs alone.
+    printf '%s\n' "$news" | "$bin" notify --hook "$hook" --stdin >/dev/null || true
+    exit $status
     ;;
   *)
     if [ -n "$chained" ]; then

@@ -512,3 +512,144 @@ fn init_chains_into_husky_9s_hooks_and_the_projects_hook_still_runs() {
         "{o:?}"
     );
 }
+
+/// A `git-sandbox` first on PATH that logs each call (its arguments) and runs the real one.
+fn logging_bin(w: &World) -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = w.path("logging-bin");
+    let log = w.path("calls.log");
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = format!(
+        "#!/bin/sh\necho \"$*\" >> {}\nexec {} \"$@\"\n",
+        log.display(),
+        common::BIN
+    );
+    std::fs::write(dir.join("git-sandbox"), script).unwrap();
+    std::fs::set_permissions(
+        dir.join("git-sandbox"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    std::fs::write(&log, "").unwrap();
+    (dir, log)
+}
+
+#[test]
+fn pack_refs_and_updates_of_unwatched_branches_start_nothing_and_queue_nothing() {
+    use std::io::Write;
+    let w = World::new();
+    let repo = w.new_repo("many-refs");
+    let (bin, log) = logging_bin(&w);
+    let git = |args: &[&str], input: &str| {
+        let mut cmd = std::process::Command::new("git");
+        cmd.args(args).current_dir(&repo);
+        w.apply_env(&mut cmd);
+        cmd.env(
+            "PATH",
+            format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()),
+        );
+        cmd.stdin(std::process::Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        assert!(child.wait().unwrap().success(), "git {args:?}");
+    };
+    let calls = || std::fs::read_to_string(&log).unwrap().lines().count();
+    let head = w.git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    let before = pending(&w);
+    let batch = |verb: &str, prefix: &str, values: &str| -> String {
+        (0..300)
+            .map(|i| {
+                format!("{verb} refs/heads/{prefix}{i} {values}")
+                    .trim_end()
+                    .to_string()
+                    + "\n"
+            })
+            .collect()
+    };
+
+    git(
+        &["update-ref", "--stdin"],
+        &batch("create", "scratch/b", &head),
+    );
+    // One call for the whole transaction (only the binary knows which branches are watched),
+    // which queues nothing.
+    assert_eq!(calls(), 1);
+    assert_eq!(pending(&w), before);
+    // Watched, at a commit that is already known: one call, nothing to run.
+    git(
+        &["update-ref", "--stdin"],
+        &batch("create", "experiment/b", &head),
+    );
+    assert_eq!(calls(), 2);
+    assert_eq!(pending(&w), before);
+    // git runs the hook for the packed-refs transaction (every ref as created) and twice for
+    // each loose ref it prunes: none of it is news.
+    git(&["pack-refs", "--all"], "");
+    assert_eq!(
+        calls(),
+        2,
+        "pack-refs started git-sandbox: {}",
+        std::fs::read_to_string(&log).unwrap()
+    );
+    assert_eq!(pending(&w), before);
+    assert!(
+        !repo.join(".git/refs/heads/experiment/b0").exists(),
+        "packed"
+    );
+    git(
+        &["update-ref", "--stdin"],
+        &batch("delete", "scratch/b", ""),
+    );
+    assert_eq!(calls(), 2, "deletions are no news");
+
+    // Every watched branch moves to a new commit in one transaction: one call, one job.
+    let tree = format!("{head}^{{tree}}");
+    let moved = w.git(&repo, &["commit-tree", &tree, "-p", &head, "-m", "moved"]);
+    let moved = moved.trim();
+    let update = batch("update", "experiment/b", &format!("{moved} {head}"));
+    git(&["update-ref", "--stdin"], &update);
+    assert_eq!(calls(), 3);
+    assert_eq!(
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .last()
+            .unwrap(),
+        "notify --hook reference-transaction --stdin"
+    );
+    assert_eq!(pending(&w), before + 1);
+    // And a commit on main is still queued.
+    std::fs::write(repo.join("m.txt"), "m").unwrap();
+    git(&["add", "m.txt"], "");
+    git(&["commit", "-q", "-m", "on main"], "");
+    assert_eq!(calls(), 4);
+    assert_eq!(pending(&w), before + 2);
+}
+
+#[test]
+fn a_branch_made_on_old_history_queues_none_of_it_and_its_next_commit_is_queued() {
+    let w = World::new();
+    let repo = plain_repo(&w, "old-history");
+    w.commit(&repo, &[("b.txt", "b\n")], "second");
+    w.commit(&repo, &[("c.txt", "c\n")], "third");
+    assert_eq!(w.sandbox(&repo, &["init"]).code, 0);
+    // The history the repository had when it was adopted is not run, whichever branch shows it.
+    w.git(&repo, &["branch", "experiment/old", "HEAD~1"]);
+    w.git(&repo, &["branch", "experiment/root", "HEAD~2"]);
+    w.git(&repo, &["branch", "experiment/tip"]);
+    assert_eq!(pending(&w), 0);
+    w.git(&repo, &["checkout", "-q", "experiment/old"]);
+    let c = w.commit(&repo, &[("d.txt", "d\n")], "on old history");
+    assert_eq!(pending(&w), 1);
+    // A branch made at a queued commit adds nothing; its own commits are queued.
+    w.git(&repo, &["checkout", "-q", "-b", "experiment/next"]);
+    assert_eq!(pending(&w), 1);
+    w.commit(&repo, &[("e.txt", "e\n")], "next");
+    w.git(&repo, &["checkout", "-q", "--orphan", "experiment/orphan"]);
+    w.commit(&repo, &[("o.txt", "o\n")], "orphan");
+    assert_eq!(pending(&w), 3, "{c}");
+}

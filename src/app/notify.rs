@@ -36,17 +36,196 @@ pub fn notify(ctx: &Context, cwd: &Path, trigger: &str) -> Result<Notified> {
     })
 }
 
-/// Queue the commits of watched branches that arrived since the tool last looked (the branch
-/// watermarks), skipping any that already has a result or a job. The history a repository had
-/// when it was adopted is never queued by this: only `run RANGE` or `[watch] backfill` run it.
-/// Returns how many were queued and a warning when the repository's config is broken (the
-/// defaults are used then).
-pub fn scan(
+/// One line of a reference transaction, as the reference-transaction hook reads it:
+/// `<old> <new> <refname>` (an all-zero id: the ref did not exist, or is deleted).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefUpdate {
+    pub old: Option<ObjectId>,
+    pub new: Option<ObjectId>,
+    pub refname: String,
+}
+
+/// The transaction's lines; a line that does not read as one is skipped.
+pub fn parse_updates(text: &str) -> Vec<RefUpdate> {
+    let id = |s: &str| ObjectId::from_hex(s.as_bytes()).ok();
+    text.lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let (old, new, refname) = (f.next()?, f.next()?, f.next()?);
+            let (old, new) = (id(old)?, id(new)?);
+            Some(RefUpdate {
+                old: (!old.is_null()).then_some(old),
+                new: (!new.is_null()).then_some(new),
+                refname: refname.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// What the reference-transaction hook calls, with its transaction's branch updates: queue the
+/// new commits of the watched branches among them. Its work grows with the updates it is given,
+/// not with the number of refs in the repository (agents make thousands of branches).
+pub fn notify_updates(
+    ctx: &Context,
+    cwd: &Path,
+    trigger: &str,
+    updates: &[RefUpdate],
+) -> Result<Notified> {
+    let repo = git::discover(cwd)?;
+    let Some(row) = repos::registration(ctx, &repo)? else {
+        return Ok(Notified::default());
+    };
+    let (queued, warning) = scan_updates(ctx, &repo, &row.repository_id, trigger, updates)?;
+    if queued > 0 {
+        crate::ipc::ping(&ctx.paths.home, &row.repository_id);
+    }
+    Ok(Notified {
+        repository_id: Some(row.repository_id),
+        queued,
+        warning,
+    })
+}
+
+/// [`scan`] for the branches `updates` moved alone: the other branches' watermarks stay as they
+/// are (a branch that moved with no hook running is picked up by the next full scan: the
+/// daemon's ref watcher, `[remote] poll`).
+fn scan_updates(
     ctx: &Context,
     repo: &gix::Repository,
     repository_id: &str,
     trigger: &str,
+    updates: &[RefUpdate],
 ) -> Result<(usize, Option<String>)> {
+    let (globs, warning) = watched_globs(ctx, repo);
+    let Some(mut marks) = git::marks::read(repo) else {
+        // No watermarks yet: the full scan sets them.
+        return scan(ctx, repo, repository_id, trigger);
+    };
+    // The last update of each watched branch that moves it to a commit its watermark is not
+    // at. A deletion (or pack-refs pruning a loose ref) has nothing to run.
+    let mut moved: Vec<(String, ObjectId, Option<ObjectId>)> = Vec::new();
+    let mut named = HashSet::new();
+    for u in updates.iter().rev() {
+        let (Some(new), Some(branch)) = (u.new, u.refname.strip_prefix("refs/heads/")) else {
+            continue;
+        };
+        if !named.insert(u.refname.as_str()) || !globs.is_match(branch) {
+            continue;
+        }
+        if marks.get(&u.refname) != Some(&new) {
+            moved.push((u.refname.clone(), new, u.old));
+        }
+    }
+    moved.reverse();
+    if moved.is_empty() {
+        return Ok((0, warning));
+    }
+    let marked: HashSet<ObjectId> = marks.values().copied().collect();
+    let mut notes = super::results::NoteReader::new(repo)?;
+    let mut seen = HashSet::new();
+    let mut tips_done = HashSet::new();
+    let mut jobs = Vec::new();
+    let mut unsettled = Vec::new();
+    for (refname, new, old) in &moved {
+        if !tips_done.insert(*new) {
+            continue;
+        }
+        let own: Vec<ObjectId> = marks
+            .get(refname)
+            .copied()
+            .into_iter()
+            .chain(*old)
+            .collect();
+        let near = near_new_commits(
+            ctx,
+            repo,
+            repository_id,
+            *new,
+            &own,
+            [&marked, &seen],
+            &mut notes,
+        )?;
+        match near {
+            Some(found) => {
+                seen.extend(found.iter().copied());
+                jobs.extend(found.into_iter().map(|id| (id, Some(refname.clone()))));
+            }
+            None => unsettled.push((refname.clone(), *new)),
+        }
+    }
+    if !unsettled.is_empty() {
+        // Rare (a branch made on old history, an orphan branch, a push of a long history):
+        // only a walk that hides every watermark can tell what is new.
+        let hidden: Vec<ObjectId> = marked
+            .iter()
+            .copied()
+            .filter(|id| repo.find_commit(*id).is_ok())
+            .collect();
+        for (refname, tip) in unsettled {
+            let found = new_commits(
+                ctx,
+                repo,
+                repository_id,
+                tip,
+                &hidden,
+                &mut notes,
+                &mut seen,
+            )?;
+            jobs.extend(found.into_iter().map(|id| (id, Some(refname.clone()))));
+        }
+    }
+    let queued = enqueue(ctx, repository_id, trigger, jobs)?;
+    for (refname, new, _) in moved {
+        marks.insert(refname, new);
+    }
+    git::marks::write(repo, &marks)?;
+    Ok((queued, warning))
+}
+
+/// How far [`near_new_commits`] walks before it hands over to the full walk.
+const NEAR_LIMIT: usize = 100;
+
+/// The new commits behind `tip` when they sit on known history, newest first: the walk stops at
+/// the branch's own watermark or old value (`own`), at any branch's watermark or commit already
+/// found (`known`), and at commits with a job or a result. `None` when it cannot tell cheaply: it reached a root commit (old
+/// history with no results, or an orphan branch) or went past [`NEAR_LIMIT`] commits.
+fn near_new_commits(
+    ctx: &Context,
+    repo: &gix::Repository,
+    repository_id: &str,
+    tip: ObjectId,
+    own: &[ObjectId],
+    known: [&HashSet<ObjectId>; 2],
+    notes: &mut super::results::NoteReader,
+) -> Result<Option<Vec<ObjectId>>> {
+    let mut found = Vec::new();
+    let mut visited = HashSet::new();
+    let mut queue = std::collections::VecDeque::from([tip]);
+    while let Some(id) = queue.pop_front() {
+        if own.contains(&id) || known.iter().any(|k| k.contains(&id)) || !visited.insert(id) {
+            continue;
+        }
+        if ctx.index.has_job(repository_id, &id.to_string())?
+            || notes.record(ctx, repo, id).ok().flatten().is_some()
+        {
+            continue;
+        }
+        let up = parents(repo, id);
+        if up.is_empty() || found.len() >= NEAR_LIMIT {
+            return Ok(None);
+        }
+        found.push(id);
+        queue.extend(up);
+    }
+    Ok(Some(found))
+}
+
+/// The watched branches' globs under the repository's config, with a warning when that config
+/// is broken (the defaults are used then).
+fn watched_globs(
+    ctx: &Context,
+    repo: &gix::Repository,
+) -> (crate::util::glob::Globs, Option<String>) {
     let mut warning = None;
     let layers = match repo.workdir() {
         Some(dir) => ctx.layers.with_repo_dir(dir).unwrap_or_else(|e| {
@@ -66,6 +245,21 @@ pub fn scan(
             .watched_branches()
             .unwrap_or_default()
     });
+    (globs, warning)
+}
+
+/// Queue the commits of watched branches that arrived since the tool last looked (the branch
+/// watermarks), skipping any that already has a result or a job. The history a repository had
+/// when it was adopted is never queued by this: only `run RANGE` or `[watch] backfill` run it.
+/// Returns how many were queued and a warning when the repository's config is broken (the
+/// defaults are used then).
+pub fn scan(
+    ctx: &Context,
+    repo: &gix::Repository,
+    repository_id: &str,
+    trigger: &str,
+) -> Result<(usize, Option<String>)> {
+    let (globs, warning) = watched_globs(ctx, repo);
     let mut watched: Vec<(String, ObjectId)> = git::branches(repo)?
         .into_iter()
         .filter(|(b, _)| globs.is_match(b))
@@ -145,7 +339,16 @@ fn queue_new(
         )?;
         jobs.extend(found.into_iter().map(|id| (id, Some(refname.clone()))));
     }
-    // Oldest first, so a worker runs history in order.
+    enqueue(ctx, repository_id, trigger, jobs)
+}
+
+/// Queue `jobs` (found newest first) oldest first, so a worker runs history in order.
+fn enqueue(
+    ctx: &Context,
+    repository_id: &str,
+    trigger: &str,
+    mut jobs: Vec<(ObjectId, Option<String>)>,
+) -> Result<usize> {
     jobs.reverse();
     let jobs: Vec<(String, Option<String>)> = jobs
         .into_iter()
