@@ -151,6 +151,46 @@ fn the_daemon_writes_again_notes_a_concurrent_writer_dropped() {
 }
 
 #[test]
+fn an_idle_daemon_mends_notes_that_changed_after_its_first_look() {
+    let w = World::new();
+    let repo = w.new_repo("d5");
+    quick_config(&w, &repo, "true");
+    assert_eq!(w.sandbox(&repo, &["run", "HEAD~1", "HEAD"]).code, 0);
+    let original = w.note(&repo, "HEAD~1").unwrap();
+    let head = w.git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    let _daemon = w.spawn(&w.work(), &["daemon", "--workers", "1"]);
+    assert!(w.wait_until(20, || daemon_running(&w)));
+    // Its start-up look is done, and found nothing to mend. Then, while it idles, a plain
+    // `git notes` drops one result and writes over another.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    w.git(&repo, &["notes", "--ref=sandbox", "remove", "HEAD~1"]);
+    w.git(
+        &repo,
+        &[
+            "notes",
+            "--ref=sandbox",
+            "add",
+            "-f",
+            "-m",
+            "not a record",
+            "HEAD",
+        ],
+    );
+    // The next heartbeat (every 30 s) writes the first again and runs the second's commit again.
+    let mended = || {
+        let rerun = w
+            .git_out(&repo, &["notes", "--ref=sandbox", "show", "HEAD"], true)
+            .stdout;
+        w.note(&repo, "HEAD~1").as_ref() == Some(&original) && rerun.contains(&head)
+    };
+    assert!(w.wait_until(90, mended), "not mended while idle");
+    for kind in ["notes.restored", "notes.unreadable"] {
+        let events = w.sandbox(&w.work(), &["events", "--kind", kind, "--json"]);
+        assert_eq!(events.stdout.lines().count(), 1, "{kind}: {events:?}");
+    }
+}
+
+#[test]
 fn a_second_daemon_refuses_to_start() {
     let w = World::new();
     let _first = w.spawn(&w.work(), &["daemon", "--workers", "1"]);

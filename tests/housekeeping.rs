@@ -559,9 +559,11 @@ fn run_on(w: &World, repo: &Path, branch: &str, bytes: usize) {
         assert_eq!(w.sandbox(repo, &["experiment", "start", name]).code, 0);
     }
     w.git(repo, &["switch", "-q", branch]);
+    // A tree of the branch's own (an experiment's start adds no file): its run is made, not
+    // served from another branch's run of the same tree.
     w.commit(
         repo,
-        &[(".sandbox.toml", &caching(bytes))],
+        &[(".sandbox.toml", &caching(bytes)), ("BRANCH", branch)],
         &format!("{branch} keeps {bytes}"),
     );
     let o = w.sandbox(repo, &["run", "--json"]);
@@ -773,4 +775,71 @@ fn gc_sweeps_kept_checkouts_of_the_old_shared_layout_once_unused_for_the_retenti
         recent.exists(),
         "used lately (by an older git-sandbox): kept"
     );
+}
+
+/// `status --json`'s run figures (kept in the index as runs are written) against the runs the
+/// index holds, counted here.
+fn status_agrees(w: &World) -> i64 {
+    let s = w.sandbox(&w.work(), &["status", "--json"]).json();
+    let (runs, passed): (i64, i64) = index(w)
+        .query_row(
+            "SELECT COUNT(*), COALESCE(SUM(status = 'passed'), 0) FROM runs WHERE status != 'skipped'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(s["totals"]["runs"], runs, "{s}");
+    assert_eq!(s["totals"]["passed_runs"], passed, "{s}");
+    for r in s["repositories"].as_array().unwrap() {
+        let id = r["repository_id"].as_str().unwrap();
+        let of = |status: &str| {
+            count(
+                w,
+                &format!("SELECT COUNT(*) FROM runs WHERE repository_id = ?1 AND {status}"),
+                id,
+            )
+        };
+        assert_eq!(r["runs"], of("status != 'skipped'"), "{s}");
+        assert_eq!(r["passed_runs"], of("status = 'passed'"), "{s}");
+        assert_eq!(
+            r["failed_runs"],
+            of("status NOT IN ('passed', 'skipped')"),
+            "{s}"
+        );
+    }
+    runs
+}
+
+#[test]
+fn status_counts_stay_right_through_runs_reindex_forget_and_gc() {
+    let w = scratch_world();
+    let a = w.new_repo("alpha");
+    let b = w.new_repo("beta");
+    let c = w.new_repo("gamma");
+    with_command(&w, &a);
+    w.commit(&a, &[("x.txt", "x")], "second");
+    w.commit(
+        &b,
+        &[(".sandbox.toml", "[test]\ncommand = \"false\"\n")],
+        "failing",
+    );
+    with_command(&w, &c);
+    assert_eq!(w.sandbox(&a, &["run", "HEAD~1", "HEAD"]).code, 0);
+    assert_eq!(w.sandbox(&b, &["run"]).code, 1);
+    assert_eq!(w.sandbox(&c, &["run"]).code, 0);
+    assert_eq!(status_agrees(&w), 4);
+    // Run again by hand: the commit's row is replaced, not added.
+    assert_eq!(w.sandbox(&a, &["run", "--force", "HEAD"]).code, 0);
+    assert_eq!(status_agrees(&w), 4);
+    assert_eq!(w.sandbox(&w.work(), &["reindex"]).code, 0);
+    assert_eq!(status_agrees(&w), 4);
+    // A result dropped from the notes on purpose goes with the next reindex.
+    w.git(&a, &["notes", "--ref=sandbox", "remove", "HEAD~1"]);
+    assert_eq!(w.sandbox(&w.work(), &["reindex"]).code, 0);
+    assert_eq!(status_agrees(&w), 3);
+    assert_eq!(w.sandbox(&w.work(), &["forget", "beta"]).code, 0);
+    assert_eq!(status_agrees(&w), 2);
+    std::fs::remove_dir_all(&c).unwrap();
+    assert_eq!(w.sandbox(&w.work(), &["gc"]).code, 0);
+    assert_eq!(status_agrees(&w), 1);
 }

@@ -26,6 +26,40 @@ fn record(commit: &str, tree: &str, status: &str, ms: u64) -> RunRecord {
     .unwrap()
 }
 
+/// The figures `status`, `list` and the API read (kept as runs are written), against the same
+/// figures counted from the runs themselves: a kept count that drifted from the runs is wrong.
+fn totals_agree(ix: &Index) {
+    let all = ix.runs_page(None, None, None, 100_000).unwrap();
+    let counted = |repo: Option<&str>| {
+        let runs: Vec<&RunRecord> = all
+            .iter()
+            .filter(|r| repo.is_none_or(|id| r.1 == id) && r.2.status.as_str() != "skipped")
+            .map(|r| &r.2)
+            .collect();
+        let passed = runs
+            .iter()
+            .filter(|r| r.status.as_str() == "passed")
+            .count() as u64;
+        let made: Vec<u64> = runs
+            .iter()
+            .filter(|r| r.cached_from.is_none())
+            .map(|r| r.duration_ms)
+            .collect();
+        let mean = (!made.is_empty()).then(|| made.iter().sum::<u64>() as f64 / made.len() as f64);
+        (runs.len() as u64, passed, mean)
+    };
+    assert_eq!(ix.run_totals().unwrap(), counted(None));
+    for s in ix.repository_stats().unwrap() {
+        let (runs, passed, mean) = counted(Some(&s.repo.repository_id));
+        assert_eq!(
+            (s.runs, s.passed_runs, s.failed_runs, s.mean_duration_ms),
+            (runs, passed, runs - passed, mean),
+            "{}",
+            s.repo.repository_id
+        );
+    }
+}
+
 /// Every kind of store operation, with what a user of it would check.
 fn exercise(ix: &Index) {
     let repo = RepoRow {
@@ -53,6 +87,8 @@ fn exercise(ix: &Index) {
     );
 
     // Runs: one per commit (a second put replaces it), found by commit and by tree and config.
+    // Each write moves the repository's generation; reading does not.
+    let before = ix.run_generation("repo_a").unwrap();
     let id1 = ix
         .put_run("repo_a", &record("c1", "t1", "passed", 100))
         .unwrap();
@@ -60,8 +96,12 @@ fn exercise(ix: &Index) {
         .put_run("repo_a", &record("c1", "t1", "passed", 120))
         .unwrap();
     assert_eq!(id1, id1b);
+    let generation = ix.run_generation("repo_a").unwrap();
+    assert!(generation > before);
+    assert_eq!(ix.run_generation("repo_a").unwrap(), generation);
     ix.put_run("repo_a", &record("c2", "t2", "failed", 300))
         .unwrap();
+    assert!(ix.run_generation("repo_a").unwrap() > generation);
     assert_eq!(
         ix.run_for_commit("repo_a", "c1")
             .unwrap()
@@ -97,6 +137,27 @@ fn exercise(ix: &Index) {
         (stats[0].runs, stats[0].passed_runs, stats[0].failed_runs),
         (2, 1, 1)
     );
+    totals_agree(ix);
+    // A run replaced by another of another status, a skipped commit (no run), one served from
+    // another commit's result (not in the mean), and a run removed.
+    ix.put_run("repo_a", &record("c2", "t2", "passed", 50))
+        .unwrap();
+    ix.put_run("repo_a", &record("c3", "t3", "skipped", 0))
+        .unwrap();
+    let mut served = record("c4", "t2", "passed", 3);
+    served.cached_from = Some("c2".into());
+    ix.put_run("repo_a", &served).unwrap();
+    totals_agree(ix);
+    assert_eq!(ix.run_totals().unwrap(), (3, 3, Some(85.0)));
+    ix.put_run("repo_a", &record("c3", "t3", "failed", 40))
+        .unwrap();
+    totals_agree(ix);
+    ix.delete_run("repo_a", "c3").unwrap();
+    ix.delete_run("repo_a", "c4").unwrap();
+    ix.put_run("repo_a", &record("c2", "t2", "failed", 300))
+        .unwrap();
+    totals_agree(ix);
+    assert_eq!(ix.run_totals().unwrap(), (2, 1, Some(210.0)));
 
     // Attempts: beside a commit's run, never in its place; ended by a run that ran its tests.
     let tried = record("c1", "t1", "error", 5);
@@ -548,11 +609,21 @@ fn exercise(ix: &Index) {
     assert_eq!(among.len(), 210);
     assert!(among.contains("z209") && !among.contains("z210"));
     assert!(ix.queued_among("repo_a", &asked[..5]).unwrap().is_empty());
+    totals_agree(ix);
+    ix.delete_runs("repo_z").unwrap();
+    totals_agree(ix);
+    ix.put_runs("repo_z", &many).unwrap();
     ix.delete_repository("repo_z").unwrap();
+    totals_agree(ix);
 
-    // Forgetting a repository removes what is its.
+    // Forgetting a repository removes what is its; its generation never goes back (a reader
+    // that saw it before must see the change).
+    let generation = ix.run_generation("repo_a").unwrap();
     let rows = ix.delete_repository("repo_a").unwrap();
     assert_eq!(rows.runs, 5);
+    totals_agree(ix);
+    assert!(ix.run_generation("repo_a").unwrap() > generation);
+    assert_eq!(ix.run_totals().unwrap(), (0, 0, None));
     assert!(ix.flaky_tests("repo_a").unwrap().is_empty());
     assert_eq!(ix.experiment_cpu_ms("repo_a", "exp").unwrap(), 0);
     ix.delete_repository("repo_b").unwrap();
@@ -724,12 +795,14 @@ fn an_index_of_the_schema_before_attempts_gains_them_and_keeps_its_runs() {
             .unwrap();
     }
     // The file as schema 11 left it: no attempts table, no delivery body hashes, no signers, no
-    // index of runs newest first.
+    // index of runs newest first, no kept run figures.
     let file = dir.path().join("index.db");
     rusqlite::Connection::open(&file)
         .unwrap()
         .execute_batch(
-            "DROP INDEX runs_newest; DROP TABLE attempts; DROP INDEX deliveries_by_body;
+            "DROP INDEX runs_newest; DROP TRIGGER run_totals_insert; DROP TRIGGER run_totals_update;
+             DROP TRIGGER run_totals_delete; DROP TABLE run_totals;
+             DROP TABLE attempts; DROP INDEX deliveries_by_body;
              ALTER TABLE deliveries DROP COLUMN body_sha256; DROP TABLE signing_keys;
              ALTER TABLE runs DROP COLUMN verified; PRAGMA user_version = 11",
         )
@@ -744,6 +817,11 @@ fn an_index_of_the_schema_before_attempts_gains_them_and_keeps_its_runs() {
             .as_str(),
         "passed"
     );
+    // Its figures are counted once, from the runs it had, then kept.
+    assert_eq!(ix.run_totals().unwrap(), (1, 1, Some(100.0)));
+    ix.put_run("repo_a", &record("c2", "t2", "failed", 300))
+        .unwrap();
+    totals_agree(&ix);
     ix.add_attempt("repo_a", &record("c1", "t1", "error", 5), "not found")
         .unwrap();
     assert_eq!(ix.attempts_of("repo_a", &["c1"]).unwrap().len(), 1);

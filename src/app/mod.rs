@@ -23,6 +23,7 @@ pub mod gate;
 pub mod gc;
 pub mod github;
 pub mod logs;
+pub mod lost_notes;
 pub mod metrics;
 pub mod notify;
 pub mod preview;

@@ -3,7 +3,6 @@
 
 use super::{repos, Context, Result};
 use crate::git;
-use crate::store::RepoRow;
 use gix::ObjectId;
 use std::collections::HashSet;
 use std::path::Path;
@@ -461,23 +460,6 @@ pub fn adopt_history(ctx: &Context, repo: &gix::Repository, repository_id: &str)
         return Ok(0);
     }
     Ok(scan(ctx, repo, repository_id, "backfill")?.0)
-}
-
-/// Bring notes and index back in line for a repository: write again the notes of indexed runs
-/// whose note is gone (plain `git notes add` does not compare-and-swap, so one racing with our
-/// write can drop our notes; the index still holds them), and queue again the commits whose
-/// note now holds no record for them. (To drop a result on purpose, remove the note and run
-/// `git sandbox reindex`, which makes the index follow the notes.) Returns how many notes came
-/// back and how many commits were queued again.
-pub fn restore_lost_notes(
-    ctx: &Context,
-    repo: &gix::Repository,
-    row: &RepoRow,
-) -> Result<(usize, usize)> {
-    let records = ctx.index.run_records(&row.repository_id)?;
-    let restored = super::results::rewrite_missing(ctx, repo, row, &records, false)?;
-    let requeued = super::results::unreadable(ctx, repo, row, &records)?.len();
-    Ok((restored, requeued))
 }
 
 fn parents(repo: &gix::Repository, id: ObjectId) -> Vec<ObjectId> {

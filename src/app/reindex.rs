@@ -9,6 +9,9 @@ use crate::store::RepoRow;
 use gix::ObjectId;
 use std::path::PathBuf;
 
+/// Notes decoded and indexed at a time.
+const PAGE: usize = 1000;
+
 #[derive(Debug, serde::Serialize)]
 pub struct RepoReport {
     pub path: String,
@@ -120,37 +123,49 @@ fn one(ctx: &Context, path: &std::path::Path) -> Result<Indexed> {
 /// from its refs, evaluations from their notes (replacing what the index had). Returns the runs
 /// and experiments indexed, and the notes skipped with why.
 pub fn import(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Result<Imported> {
-    ctx.index.delete_runs(&row.repository_id)?;
     let mut runs = 0;
     let mut skipped = Vec::new();
     let mut future_dated = 0;
     let judge = ctx.judge()?;
-    for (commit, blob) in git::notes::all_notes(repo, git::NOTES_REF)? {
-        if !super::bounds::has_commit(repo, commit) {
-            skipped.push((commit, "its commit is not in this clone".into()));
-            continue;
-        }
-        let body = match git::notes::read_blob(repo, blob) {
-            Ok(b) => b,
-            Err(e) => {
-                skipped.push((commit, format!("cannot read the note: {e}")));
-                continue;
+    let mut notes: Vec<(ObjectId, ObjectId)> = git::notes::all_notes(repo, git::NOTES_REF)?
+        .into_iter()
+        .collect();
+    notes.sort_unstable();
+    // The runs in one transaction (one sync, not one per run; nobody sees half of them), put a
+    // page at a time (a statement per hundred rows, bounded memory).
+    ctx.index.atomically(|| -> Result<()> {
+        ctx.index.delete_runs(&row.repository_id)?;
+        for page in notes.chunks(PAGE) {
+            let mut records = Vec::with_capacity(page.len());
+            for &(commit, blob) in page {
+                if !super::bounds::has_commit(repo, commit) {
+                    skipped.push((commit, "its commit is not in this clone".into()));
+                    continue;
+                }
+                let body = match git::notes::read_blob(repo, blob) {
+                    Ok(b) => b,
+                    Err(e) => {
+                        skipped.push((commit, format!("cannot read the note: {e}")));
+                        continue;
+                    }
+                };
+                let (found, future) = note::decode_counted(&body, &commit.to_string(), &judge);
+                future_dated += future;
+                match found {
+                    NoteRecord::Found(record) => records.push(*record),
+                    NoteRecord::NotForThisCommit => skipped.push((
+                        commit,
+                        "the note holds another commit's record (copied by an amend or rebase)"
+                            .into(),
+                    )),
+                    NoteRecord::Invalid(why) => skipped.push((commit, why)),
+                }
             }
-        };
-        let (found, future) = note::decode_counted(&body, &commit.to_string(), &judge);
-        future_dated += future;
-        match found {
-            NoteRecord::Found(record) => {
-                ctx.index.put_run(&row.repository_id, &record)?;
-                runs += 1;
-            }
-            NoteRecord::NotForThisCommit => skipped.push((
-                commit,
-                "the note holds another commit's record (copied by an amend or rebase)".into(),
-            )),
-            NoteRecord::Invalid(why) => skipped.push((commit, why)),
+            ctx.index.put_runs(&row.repository_id, &records)?;
+            runs += records.len();
         }
-    }
+        Ok(())
+    })?;
     ctx.index.delete_experiments(&row.repository_id)?;
     experiments::sync(ctx, repo, row)?;
     let found = ctx.index.experiments(&row.repository_id)?.len();

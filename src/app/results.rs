@@ -416,8 +416,18 @@ pub fn rewrite_missing(
             lost.push(r.clone());
         }
     }
+    restore(ctx, repo, row, &lost)
+}
+
+/// Write the notes of `lost` again, with a `notes.restored` event. Returns how many.
+fn restore(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    lost: &[RunRecord],
+) -> Result<usize> {
     if !lost.is_empty() {
-        write_notes(ctx, repo, &lost)?;
+        write_notes(ctx, repo, lost)?;
         let commits: Vec<&str> = lost.iter().map(|r| r.commit.as_str()).collect();
         ctx.index.add_event(
             "notes.restored",
@@ -450,9 +460,22 @@ pub fn unreadable(
             reader.read(ctx, repo, id)?,
             Some(NoteRecord::Invalid(_) | NoteRecord::NotForThisCommit)
         ) {
-            ctx.index.delete_run(&row.repository_id, &r.commit)?;
             bad.push((r.commit.clone(), r.refname.clone()));
         }
+    }
+    forget_unreadable(ctx, row, bad, &reader)
+}
+
+/// Forget the index rows of `bad` (commit, branch) and queue their commits again, with a
+/// `notes.unreadable` event naming why their notes could not be read. Returns the commits.
+fn forget_unreadable(
+    ctx: &Context,
+    row: &RepoRow,
+    bad: Vec<(String, Option<String>)>,
+    reader: &NoteReader,
+) -> Result<Vec<String>> {
+    for (commit, _) in &bad {
+        ctx.index.delete_run(&row.repository_id, commit)?;
     }
     if !bad.is_empty() {
         ctx.index.requeue(&row.repository_id, &bad, "watch")?;
@@ -466,6 +489,49 @@ pub fn unreadable(
         )?;
     }
     Ok(bad.into_iter().map(|(c, _)| c).collect())
+}
+
+/// [`rewrite_missing`] (records this machine signed) and [`unreadable`] in one pass over
+/// `records`, each note read once, and not at all when its blob is the very note this machine
+/// writes for the record (the common case). What the daemon does for every indexed result it
+/// has not looked at yet. Returns (notes written again, commits queued again).
+pub fn check_notes(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    records: &[RunRecord],
+) -> Result<(usize, usize)> {
+    let mut reader = NoteReader::new(repo)?;
+    let mut lost = Vec::new();
+    let mut bad = Vec::new();
+    // A snapshot's result never had a note to lose.
+    for r in records.iter().filter(|r| !r.snapshot) {
+        let Ok(id) = ObjectId::from_hex(r.commit.as_bytes()) else {
+            continue;
+        };
+        let here = signed_here(ctx, r)?;
+        if here {
+            let ours = gix::objs::compute_hash(
+                repo.object_hash(),
+                gix::objs::Kind::Blob,
+                &signed_note(ctx, r)?,
+            );
+            if ours.is_ok() && reader.lookup.blob(repo, id)? == ours.ok() {
+                continue;
+            }
+        }
+        match reader.read(ctx, repo, id)? {
+            Some(NoteRecord::Invalid(_) | NoteRecord::NotForThisCommit) => {
+                bad.push((r.commit.clone(), r.refname.clone()))
+            }
+            Some(NoteRecord::Found(n)) if n.is_evidence() && n.finished_at >= r.finished_at => {}
+            _ if here && repo.find_commit(id).is_ok() => lost.push(r.clone()),
+            _ => {}
+        }
+    }
+    let restored = restore(ctx, repo, row, &lost)?;
+    let requeued = forget_unreadable(ctx, row, bad, &reader)?.len();
+    Ok((restored, requeued))
 }
 
 /// A commit of a history with its result.

@@ -13,11 +13,12 @@ mod http;
 mod listen;
 mod poller;
 mod pusher;
+mod scan;
 mod statuses;
 mod watch;
 mod worker;
 
-use crate::app::{notify, AppError, Context};
+use crate::app::{AppError, Context};
 use crate::store::RepoRow;
 use crate::util::hint::{display_hinted, Hinted};
 use std::collections::{HashMap, HashSet};
@@ -310,6 +311,7 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
     let mut last_claim = Instant::now();
     let mut last_lease = Instant::now();
     let mut health = health::Health::default();
+    let mut looked = scan::Looked::new();
     let mut tick = tokio::time::interval(Duration::from_millis(200));
     rt.block_on(async { loop {
         let msg = tokio::select! {
@@ -434,7 +436,7 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
                 }
                 for (id, row) in &repos.rows {
                     if target.as_ref().is_none_or(|t| t == id) {
-                        scan(&ctx, row, target.is_none());
+                        scan::scan(&ctx, row, target.is_none(), &mut looked);
                     }
                 }
             }
@@ -538,50 +540,6 @@ fn init_logging() {
         warn(&format!(
             "GIT_SANDBOX_LOG={bad} is not a log filter; logging at info (write info, debug, warn or error)"
         ));
-    }
-}
-
-/// Queue what is new in a repository; a `full` scan (start-up and heartbeat) also writes again
-/// the notes a concurrent writer dropped.
-fn scan(ctx: &Context, row: &RepoRow, full: bool) {
-    let result = crate::git::open(std::path::Path::new(&row.path))
-        .map_err(AppError::from)
-        .and_then(|repo| {
-            // A daemon killed mid-write leaves a lock on the notes ref; clear it if it is old.
-            for r in [crate::git::NOTES_REF, crate::git::SUMMARY_NOTES_REF] {
-                crate::git::notes::remove_stale_locks(&repo, r);
-            }
-            if full {
-                let (restored, requeued) = notify::restore_lost_notes(ctx, &repo, row)?;
-                if restored > 0 && ctx.index.is_shared() {
-                    log(&format!(
-                        "{}: wrote {restored} results from the shared index into its notes",
-                        row.name
-                    ));
-                } else if restored > 0 {
-                    log(&format!(
-                        "{}: wrote {restored} lost note{} again",
-                        row.name,
-                        if restored == 1 { "" } else { "s" }
-                    ));
-                }
-                if requeued > 0 {
-                    log(&format!(
-                        "{}: {requeued} notes hold no run record for their commit; queued those commits again",
-                        row.name
-                    ));
-                }
-            }
-            notify::scan(ctx, &repo, &row.repository_id, "watch")
-        });
-    if let Err(e) = result {
-        let _ = ctx.index.add_event(
-            "daemon.error",
-            Some(&row.repository_id),
-            None,
-            None,
-            &serde_json::json!({"error": e.to_string()}),
-        );
     }
 }
 

@@ -97,6 +97,85 @@ pub fn all_notes_at(
     Ok(out)
 }
 
+/// The notes commit `notes_ref` points at (None: no notes yet).
+pub fn tip(repo: &gix::Repository, notes_ref: &str) -> Result<Option<ObjectId>> {
+    Ok(notes_tip(repo, notes_ref)?.map(|(commit, _)| commit))
+}
+
+/// The commits whose note differs between two notes commits (added, changed or removed; None:
+/// no notes). Only the fan-out subtrees whose ids differ are opened, so a few new notes cost a
+/// few tree reads however many notes there are.
+pub fn changed(
+    repo: &gix::Repository,
+    old: Option<ObjectId>,
+    new: Option<ObjectId>,
+) -> Result<Vec<ObjectId>> {
+    let tree = |commit: Option<ObjectId>| -> Result<Option<ObjectId>> {
+        commit
+            .map(|c| {
+                repo.find_commit(c)
+                    .and_then(|c| c.tree_id())
+                    .map(|t| t.detach())
+                    .map_err(gix_err)
+            })
+            .transpose()
+    };
+    let mut out = std::collections::HashSet::new();
+    diff_trees(repo, tree(old)?, tree(new)?, "", &mut out)?;
+    Ok(out.into_iter().collect())
+}
+
+/// An entry of a notes tree: whether it is a subtree, and its id.
+type Entry = (bool, ObjectId);
+
+fn entries(repo: &gix::Repository, tree: Option<ObjectId>) -> Result<HashMap<String, Entry>> {
+    let mut out = HashMap::new();
+    if let Some(tree) = tree {
+        let tree = repo.find_tree(tree).map_err(gix_err)?;
+        for entry in tree.iter() {
+            let entry = entry.map_err(gix_err)?;
+            out.insert(
+                entry.filename().to_str_lossy().into_owned(),
+                (entry.mode().is_tree(), entry.oid().to_owned()),
+            );
+        }
+    }
+    Ok(out)
+}
+
+fn diff_trees(
+    repo: &gix::Repository,
+    a: Option<ObjectId>,
+    b: Option<ObjectId>,
+    prefix: &str,
+    out: &mut std::collections::HashSet<ObjectId>,
+) -> Result<()> {
+    if a == b {
+        return Ok(());
+    }
+    let (ea, eb) = (entries(repo, a)?, entries(repo, b)?);
+    let names: std::collections::BTreeSet<&String> = ea.keys().chain(eb.keys()).collect();
+    for name in names {
+        let (x, y) = (ea.get(name), eb.get(name));
+        let full = format!("{prefix}{name}");
+        if x == y || !full.bytes().all(|b| b.is_ascii_hexdigit()) {
+            continue;
+        }
+        // A note moved between fan-out levels shows as gone here and new there: both are
+        // counted, which only looks at it twice.
+        let subtree = |e: Option<&Entry>| e.filter(|e| e.0).map(|e| e.1);
+        let blob = |e: Option<&Entry>| e.filter(|e| !e.0).map(|e| e.1);
+        if full.len() < 40 && (subtree(x).is_some() || subtree(y).is_some()) {
+            diff_trees(repo, subtree(x), subtree(y), &full, out)?;
+        } else if full.len() == 40 && blob(x) != blob(y) {
+            if let Ok(id) = ObjectId::from_hex(full.as_bytes()) {
+                out.insert(id);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The size of a blob, from its header (the blob is not read).
 pub fn blob_size(repo: &gix::Repository, id: ObjectId) -> Result<u64> {
     Ok(repo.find_header(id).map_err(gix_err)?.size())

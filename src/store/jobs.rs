@@ -561,7 +561,8 @@ impl Index {
     /// Jobs waiting or in flight.
     pub fn queue_depth(&self) -> Result<(u64, u64)> {
         let (pending, running): (i64, i64) = self.conn.query_row(
-            "SELECT COALESCE(SUM(CASE WHEN state = 'pending' THEN 1 ELSE 0 END), 0), COALESCE(SUM(CASE WHEN state IN ('assigned', 'running') THEN 1 ELSE 0 END), 0) FROM jobs",
+            "SELECT COALESCE(SUM(CASE WHEN state = 'pending' THEN 1 ELSE 0 END), 0), COALESCE(SUM(CASE WHEN state IN ('assigned', 'running') THEN 1 ELSE 0 END), 0)
+             FROM jobs WHERE state IN ('pending', 'assigned', 'running')",
             params![],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )?;

@@ -35,7 +35,7 @@ use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 
 /// The schema this build writes. Bump it with a new entry in [`MIGRATIONS`].
-pub const SCHEMA_VERSION: i64 = 15;
+pub const SCHEMA_VERSION: i64 = 16;
 // Each migration moves the schema one version on: a migration added without its version (or the
 // other way round) does not build.
 const _: () = assert!(SCHEMA_VERSION as usize == MIGRATIONS.len());
@@ -289,6 +289,67 @@ const MIGRATIONS: &[&str] = &[
     // one range of an index, not a sort of every run of the repository.
     r#"
     CREATE INDEX runs_newest ON runs (repository_id, id);
+    "#,
+    // 16: each repository's run figures kept as runs are written (`status`, `list` and the API
+    // read a row, not every run), and a generation that moves with every change to its runs
+    // (the daemon's heartbeat looks again only at what moved). Triggers keep them, so no
+    // writer can forget to; PostgreSQL has its own text of this one (`pg::PG_MIGRATION_16`).
+    r#"
+    CREATE TABLE run_totals (
+        repository_id TEXT PRIMARY KEY,
+        runs INTEGER NOT NULL DEFAULT 0,
+        passed INTEGER NOT NULL DEFAULT 0,
+        made INTEGER NOT NULL DEFAULT 0,
+        made_ms INTEGER NOT NULL DEFAULT 0,
+        generation INTEGER NOT NULL DEFAULT 0
+    ) WITHOUT ROWID;
+    INSERT INTO run_totals (repository_id, runs, passed, made, made_ms, generation)
+        SELECT repository_id,
+               SUM(CASE WHEN status != 'skipped' THEN 1 ELSE 0 END),
+               SUM(CASE WHEN status = 'passed' THEN 1 ELSE 0 END),
+               SUM(CASE WHEN status != 'skipped' AND cached_from IS NULL THEN 1 ELSE 0 END),
+               SUM(CASE WHEN status != 'skipped' AND cached_from IS NULL THEN duration_ms ELSE 0 END),
+               1
+        FROM runs GROUP BY repository_id;
+    CREATE TRIGGER run_totals_insert AFTER INSERT ON runs BEGIN
+        INSERT INTO run_totals (repository_id, runs, passed, made, made_ms, generation)
+        VALUES (NEW.repository_id,
+                CASE WHEN NEW.status != 'skipped' THEN 1 ELSE 0 END,
+                CASE WHEN NEW.status = 'passed' THEN 1 ELSE 0 END,
+                CASE WHEN NEW.status != 'skipped' AND NEW.cached_from IS NULL THEN 1 ELSE 0 END,
+                CASE WHEN NEW.status != 'skipped' AND NEW.cached_from IS NULL THEN NEW.duration_ms ELSE 0 END,
+                1)
+        ON CONFLICT (repository_id) DO UPDATE SET
+            runs = runs + excluded.runs, passed = passed + excluded.passed, made = made + excluded.made,
+            made_ms = made_ms + excluded.made_ms, generation = generation + 1;
+    END;
+    CREATE TRIGGER run_totals_delete AFTER DELETE ON runs BEGIN
+        UPDATE run_totals SET
+            runs = runs - CASE WHEN OLD.status != 'skipped' THEN 1 ELSE 0 END,
+            passed = passed - CASE WHEN OLD.status = 'passed' THEN 1 ELSE 0 END,
+            made = made - CASE WHEN OLD.status != 'skipped' AND OLD.cached_from IS NULL THEN 1 ELSE 0 END,
+            made_ms = made_ms - CASE WHEN OLD.status != 'skipped' AND OLD.cached_from IS NULL THEN OLD.duration_ms ELSE 0 END,
+            generation = generation + 1
+        WHERE repository_id = OLD.repository_id;
+    END;
+    CREATE TRIGGER run_totals_update AFTER UPDATE ON runs BEGIN
+        UPDATE run_totals SET
+            runs = runs - CASE WHEN OLD.status != 'skipped' THEN 1 ELSE 0 END,
+            passed = passed - CASE WHEN OLD.status = 'passed' THEN 1 ELSE 0 END,
+            made = made - CASE WHEN OLD.status != 'skipped' AND OLD.cached_from IS NULL THEN 1 ELSE 0 END,
+            made_ms = made_ms - CASE WHEN OLD.status != 'skipped' AND OLD.cached_from IS NULL THEN OLD.duration_ms ELSE 0 END
+        WHERE repository_id = OLD.repository_id;
+        INSERT INTO run_totals (repository_id, runs, passed, made, made_ms, generation)
+        VALUES (NEW.repository_id,
+                CASE WHEN NEW.status != 'skipped' THEN 1 ELSE 0 END,
+                CASE WHEN NEW.status = 'passed' THEN 1 ELSE 0 END,
+                CASE WHEN NEW.status != 'skipped' AND NEW.cached_from IS NULL THEN 1 ELSE 0 END,
+                CASE WHEN NEW.status != 'skipped' AND NEW.cached_from IS NULL THEN NEW.duration_ms ELSE 0 END,
+                1)
+        ON CONFLICT (repository_id) DO UPDATE SET
+            runs = runs + excluded.runs, passed = passed + excluded.passed, made = made + excluded.made,
+            made_ms = made_ms + excluded.made_ms, generation = generation + 1;
+    END;
     "#,
 ];
 

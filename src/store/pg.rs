@@ -20,6 +20,54 @@ fn translate(sql: &str) -> String {
     .replace(") WITHOUT ROWID;", ");")
 }
 
+/// Migration 16 in PostgreSQL's words: its triggers are one plpgsql function.
+const PG_MIGRATION_16: &str = r#"
+    CREATE TABLE run_totals (
+        repository_id TEXT PRIMARY KEY,
+        runs BIGINT NOT NULL DEFAULT 0,
+        passed BIGINT NOT NULL DEFAULT 0,
+        made BIGINT NOT NULL DEFAULT 0,
+        made_ms BIGINT NOT NULL DEFAULT 0,
+        generation BIGINT NOT NULL DEFAULT 0
+    );
+    INSERT INTO run_totals (repository_id, runs, passed, made, made_ms, generation)
+        SELECT repository_id,
+               SUM(CASE WHEN status != 'skipped' THEN 1 ELSE 0 END),
+               SUM(CASE WHEN status = 'passed' THEN 1 ELSE 0 END),
+               SUM(CASE WHEN status != 'skipped' AND cached_from IS NULL THEN 1 ELSE 0 END),
+               SUM(CASE WHEN status != 'skipped' AND cached_from IS NULL THEN duration_ms ELSE 0 END),
+               1
+        FROM runs GROUP BY repository_id;
+    CREATE FUNCTION run_totals_change() RETURNS trigger LANGUAGE plpgsql AS $f$
+    BEGIN
+        IF TG_OP <> 'INSERT' THEN
+            UPDATE run_totals SET
+                runs = run_totals.runs - CASE WHEN OLD.status <> 'skipped' THEN 1 ELSE 0 END,
+                passed = run_totals.passed - CASE WHEN OLD.status = 'passed' THEN 1 ELSE 0 END,
+                made = run_totals.made - CASE WHEN OLD.status <> 'skipped' AND OLD.cached_from IS NULL THEN 1 ELSE 0 END,
+                made_ms = run_totals.made_ms - CASE WHEN OLD.status <> 'skipped' AND OLD.cached_from IS NULL THEN OLD.duration_ms ELSE 0 END,
+                generation = run_totals.generation + 1
+            WHERE repository_id = OLD.repository_id;
+        END IF;
+        IF TG_OP <> 'DELETE' THEN
+            INSERT INTO run_totals (repository_id, runs, passed, made, made_ms, generation)
+            VALUES (NEW.repository_id,
+                    CASE WHEN NEW.status <> 'skipped' THEN 1 ELSE 0 END,
+                    CASE WHEN NEW.status = 'passed' THEN 1 ELSE 0 END,
+                    CASE WHEN NEW.status <> 'skipped' AND NEW.cached_from IS NULL THEN 1 ELSE 0 END,
+                    CASE WHEN NEW.status <> 'skipped' AND NEW.cached_from IS NULL THEN NEW.duration_ms ELSE 0 END,
+                    1)
+            ON CONFLICT (repository_id) DO UPDATE SET
+                runs = run_totals.runs + excluded.runs, passed = run_totals.passed + excluded.passed,
+                made = run_totals.made + excluded.made, made_ms = run_totals.made_ms + excluded.made_ms,
+                generation = run_totals.generation + 1;
+        END IF;
+        RETURN NULL;
+    END $f$;
+    CREATE TRIGGER run_totals_change AFTER INSERT OR UPDATE OR DELETE ON runs
+        FOR EACH ROW EXECUTE FUNCTION run_totals_change();
+"#;
+
 /// The connection settings of `url` (named `application` in `pg_stat_activity`, 10 s to
 /// connect unless the URL says otherwise) and the URL as shown (password masked).
 fn config_of(url: &str, application: &str) -> Result<(postgres::Config, String)> {
@@ -85,7 +133,10 @@ impl Index {
             });
         }
         for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
-            tx.execute_batch(&translate(sql))?;
+            match i + 1 {
+                16 => tx.execute_batch(PG_MIGRATION_16)?,
+                _ => tx.execute_batch(&translate(sql))?,
+            }
             tx.execute(
                 "UPDATE sandbox_schema SET version = ?1",
                 super::sql::params![(i + 1) as i64],

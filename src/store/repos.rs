@@ -222,33 +222,36 @@ impl Index {
 
     pub fn repository_stats(&self) -> Result<Vec<RepoStats>> {
         let repos = self.repositories()?;
+        // Among the jobs still to do (by the state index), not every job a repository ever had.
+        let pending: std::collections::HashMap<String, i64> = self
+            .conn
+            .query(
+                "SELECT repository_id, COUNT(*) FROM jobs
+                 WHERE state IN ('pending', 'assigned', 'running') GROUP BY repository_id",
+                params![],
+            )?
+            .iter()
+            .map(|r| Ok((r.get(0)?, r.get(1)?)))
+            .collect::<super::sql::Result<_>>()?;
         let mut out = Vec::with_capacity(repos.len());
         for repo in repos {
-            let (runs, passed, failed, mean): (i64, i64, i64, Option<f64>) = self.conn.query_row(
-                // A skipped commit (superseded, out of budget) is no run: not counted.
-                "SELECT COUNT(*),
-                        COALESCE(SUM(CASE WHEN status = 'passed' THEN 1 ELSE 0 END), 0),
-                        COALESCE(SUM(CASE WHEN status != 'passed' THEN 1 ELSE 0 END), 0),
-                        CAST(AVG(CASE WHEN cached_from IS NULL THEN duration_ms END) AS DOUBLE PRECISION)
-                 FROM runs WHERE repository_id = ?1 AND status != 'skipped'",
-                [&repo.repository_id],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-            )?;
+            // A skipped commit (superseded, out of budget) is no run: not counted.
+            let (runs, passed, mean) = self.repository_run_totals(&repo.repository_id)?;
             let experiments: i64 = self.conn.query_row(
                 "SELECT COUNT(*) FROM experiments WHERE repository_id = ?1",
                 [&repo.repository_id],
                 |r| r.get(0),
             )?;
-            let pending_jobs: i64 = self.conn.query_row(
-                "SELECT COUNT(*) FROM jobs WHERE repository_id = ?1 AND state IN ('pending', 'assigned', 'running')",
-                [&repo.repository_id],
-                |r| r.get(0),
-            )?;
-            // Records are kept as compact JSON: these keys appear only in two-phase runs.
+            let pending_jobs = pending.get(&repo.repository_id).copied().unwrap_or(0);
+            // Records are kept as compact JSON: these keys appear only in two-phase runs. The
+            // recall is that of the last 1,000 runs (one range of `runs_newest`), so the cost
+            // does not grow with the history.
             let (caught, missed): (i64, i64) = self.conn.query_row(
                 "SELECT COALESCE(SUM(CASE WHEN record NOT LIKE '%\"selection_missed\":true%' THEN 1 ELSE 0 END), 0),
                         COALESCE(SUM(CASE WHEN record LIKE '%\"selection_missed\":true%' THEN 1 ELSE 0 END), 0)
-                 FROM runs WHERE repository_id = ?1 AND cached_from IS NULL
+                 FROM (SELECT record, cached_from FROM runs WHERE repository_id = ?1
+                       ORDER BY id DESC LIMIT 1000) AS recent
+                 WHERE cached_from IS NULL
                    AND record LIKE '%\"phases\":[%' AND record LIKE '%\"first_failure_ms\":%'",
                 [&repo.repository_id],
                 |r| Ok((r.get(0)?, r.get(1)?)),
@@ -258,9 +261,9 @@ impl Index {
                 selection_missed: missed as u64,
                 repo,
                 experiments: experiments as u64,
-                runs: runs as u64,
-                passed_runs: passed as u64,
-                failed_runs: failed as u64,
+                runs,
+                passed_runs: passed,
+                failed_runs: runs - passed,
                 pending_jobs: pending_jobs as u64,
                 mean_duration_ms: mean,
             });

@@ -296,16 +296,67 @@ impl Index {
     }
 
     /// Overall figures for `status`: (runs, passed, mean duration of first-hand runs). A
-    /// skipped commit is no run.
+    /// skipped commit is no run. Read from the figures kept per repository (`run_totals`), not
+    /// from the runs.
     pub fn run_totals(&self) -> Result<(u64, u64, Option<f64>)> {
         let (runs, passed, mean): (i64, i64, Option<f64>) = self.conn.query_row(
-            "SELECT COUNT(*), COALESCE(SUM(CASE WHEN status = 'passed' THEN 1 ELSE 0 END), 0),
-                    CAST(AVG(CASE WHEN cached_from IS NULL THEN duration_ms END) AS DOUBLE PRECISION)
-             FROM runs WHERE status != 'skipped'",
+            "SELECT CAST(COALESCE(SUM(runs), 0) AS BIGINT), CAST(COALESCE(SUM(passed), 0) AS BIGINT),
+                    CAST(SUM(made_ms) AS DOUBLE PRECISION) / NULLIF(CAST(SUM(made) AS DOUBLE PRECISION), 0)
+             FROM run_totals",
             params![],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )?;
         Ok((runs as u64, passed as u64, mean))
+    }
+
+    /// A repository's figures: (runs, passed, mean duration of first-hand runs), skipped
+    /// commits left out, as `run_totals` keeps them.
+    pub fn repository_run_totals(&self, repository_id: &str) -> Result<(u64, u64, Option<f64>)> {
+        let found: Option<(i64, i64, i64, i64)> = self
+            .conn
+            .query_row(
+                "SELECT runs, passed, made, made_ms FROM run_totals WHERE repository_id = ?1",
+                [repository_id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+            .optional()?;
+        let (runs, passed, made, made_ms) = found.unwrap_or_default();
+        let mean = (made > 0).then(|| made_ms as f64 / made as f64);
+        Ok((runs as u64, passed as u64, mean))
+    }
+
+    /// A number that moves whenever a run of the repository is written, replaced or removed
+    /// (never back: its row outlives the repository's runs), so a reader can tell that nothing
+    /// changed since it last looked.
+    pub fn run_generation(&self, repository_id: &str) -> Result<i64> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT generation FROM run_totals WHERE repository_id = ?1",
+                [repository_id],
+                |r| r.get(0),
+            )
+            .optional()?
+            .unwrap_or(0))
+    }
+
+    /// Up to `limit` indexed records of a repository after run id `after`, by id, with their
+    /// ids: every record, a page at a time (bounded memory however long the history).
+    pub fn run_records_after(
+        &self,
+        repository_id: &str,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<(i64, RunRecord)>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM runs WHERE repository_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3"
+        ))?;
+        let rows = stmt
+            .query_map(params![repository_id, after, limit as i64], |r| {
+                decode(r.get(0)?, r.get(1)?, r.get(2)?)
+            })?
+            .collect::<super::sql::Result<Vec<_>>>()?;
+        Ok(rows.into_iter().map(|r| (r.id, r.record)).collect())
     }
 }
 
