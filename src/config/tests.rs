@@ -1,0 +1,293 @@
+//! Unit tests of the configuration: the example parses, layers only tighten, keys and values
+//! are checked.
+
+use super::*;
+
+#[test]
+fn the_example_config_is_a_valid_repository_config() {
+    let f = parse_repository_file(".sandbox.toml.example", EXAMPLE).unwrap();
+    assert_eq!(f.test.command.as_deref(), Some("python3 -m pytest -q"));
+}
+
+#[test]
+fn durations() {
+    assert_eq!(parse_duration("90s"), Some(Duration::from_secs(90)));
+    assert_eq!(parse_duration("5m"), Some(Duration::from_secs(300)));
+    assert_eq!(parse_duration("1h"), Some(Duration::from_secs(3600)));
+    assert_eq!(parse_duration("250ms"), Some(Duration::from_millis(250)));
+    assert_eq!(parse_duration("12"), Some(Duration::from_secs(12)));
+    assert_eq!(
+        parse_duration("30d"),
+        Some(Duration::from_secs(30 * 86_400))
+    );
+    assert_eq!(parse_duration("99999999999999999d"), None);
+    assert_eq!(parse_duration("0s"), None);
+    assert_eq!(parse_duration("5 parsecs"), None);
+    assert_eq!(parse_duration("-1s"), None);
+}
+
+#[test]
+fn globs() {
+    let mut c = Config::default();
+    c.watch.branches = vec!["experiment/*".into(), "main".into(), "vendor/**".into()];
+    c.watch.branches.push("**/gen_*.py".into());
+    let w = c.watched_branches().unwrap();
+    assert!(w.is_match("experiment/fast"));
+    assert!(!w.is_match("experiment/a/b"));
+    assert!(w.is_match("vendor/a/b.py"));
+    assert!(w.is_match("a/b/gen_x.py"));
+    assert!(w.is_match("gen_x.py"));
+    assert!(w.is_match("main"));
+    assert!(!w.is_match("mainline"));
+}
+
+#[test]
+fn a_pathological_branch_pattern_does_not_hang() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut c = Config::default();
+        c.watch.branches = vec!["*a*a*a*a*a*a*a*a*b".into()];
+        let _ = tx.send(c.watched_branches().unwrap().is_match(&"a".repeat(200)));
+    });
+    let answer = rx.recv_timeout(Duration::from_secs(5));
+    assert_eq!(answer, Ok(false), "matching took over 5 s");
+}
+
+#[test]
+fn repository_may_only_tighten_limits() {
+    let user = parse_file("user", "[limits]\nmemory_mb = 512\nnetwork = false\n").unwrap();
+    let repo = parse_file(
+        "repo",
+        "[limits]\nmemory_mb = 99999\nprocesses = 10\nnetwork = true\n[test]\ntimeout = \"5s\"\n",
+    )
+    .unwrap();
+    let c = Layers {
+        user,
+        repo,
+        ..Layers::default()
+    }
+    .resolve();
+    assert_eq!(c.limits.memory_mb, 512);
+    assert_eq!(c.limits.processes, 10);
+    assert!(!c.limits.network);
+    assert_eq!(c.test.timeout, Duration::from_secs(5));
+    for (repo_value, effective) in [(5, 5), (99999, 1024)] {
+        let text = format!("[limits]\ncheckout_mb = {repo_value}\n");
+        let c = Layers {
+            repo: parse_file("repo", &text).unwrap(),
+            ..Layers::default()
+        }
+        .resolve();
+        assert_eq!(c.limits.checkout_mb, effective);
+    }
+}
+
+#[test]
+fn a_repository_may_only_tighten_the_gate_and_the_watch_mode() {
+    let text = |gate: &str, mode: &str| {
+        format!("[hooks]\npre_push = \"{gate}\"\n[watch]\nmode = \"{mode}\"\n")
+    };
+    // (user's gate and mode, the repository's, the effective ones)
+    for (user, repo, effective) in [
+        (("block", "every"), ("off", "latest"), ("block", "every")),
+        (("block", "every"), ("warn", "every"), ("block", "every")),
+        (("warn", "latest"), ("block", "every"), ("block", "every")),
+        (("off", "latest"), ("wait", "latest"), ("wait", "latest")),
+        (("wait", "every"), ("block", "every"), ("wait", "every")),
+    ] {
+        let c = Layers {
+            user: parse_file("user", &text(user.0, user.1)).unwrap(),
+            ..Layers::default()
+        }
+        .with_repo_text("repo", Some(&text(repo.0, repo.1)))
+        .unwrap()
+        .resolve();
+        let got = (c.hooks.pre_push.as_str(), c.watch.mode.as_str());
+        assert_eq!(got, effective, "user {user:?}, repo {repo:?}");
+    }
+}
+
+#[test]
+fn a_repository_may_turn_phases_off_never_on() {
+    let resolve = |user: &str, repo: &str| {
+        Layers {
+            user: parse_file("user", user).unwrap(),
+            ..Layers::default()
+        }
+        .with_repo_text("repo", Some(repo))
+        .unwrap()
+        .resolve()
+        .test
+        .phases
+    };
+    assert!(resolve("", ""));
+    assert!(!resolve("", "[test]\nphases = false\n"));
+    assert!(!resolve(
+        "[test]\nphases = false\n",
+        "[test]\nphases = true\n"
+    ));
+    assert!(resolve("[test]\nphases = true\n", ""));
+}
+
+#[test]
+fn a_work_tree_config_that_is_a_symlink_is_refused_not_followed() {
+    let d = tempfile::tempdir().unwrap();
+    let layers = Layers::default();
+    assert!(layers.with_repo_dir(d.path()).is_ok());
+    let host = tempfile::tempdir().unwrap();
+    let planted = host.path().join("config.toml");
+    std::fs::write(&planted, "[test]\ncommand = \"host\"\n").unwrap();
+    std::os::unix::fs::symlink(&planted, d.path().join(".sandbox.toml")).unwrap();
+    let err = layers.with_repo_dir(d.path()).unwrap_err().to_string();
+    assert!(err.contains(".sandbox.toml is a symlink"), "{err}");
+    std::fs::remove_file(d.path().join(".sandbox.toml")).unwrap();
+    std::fs::write(d.path().join(".sandbox.toml"), "[test]\ncommand = \"x\"\n").unwrap();
+    let c = layers.with_repo_dir(d.path()).unwrap().resolve();
+    assert_eq!(c.test.command.as_deref(), Some("x"));
+}
+
+#[test]
+fn the_checkout_ceiling_does_not_change_the_result_key() {
+    let mut c = Config::default();
+    let key = c.result_key();
+    c.limits.checkout_mb = 1;
+    assert_eq!(c.result_key(), key);
+}
+
+#[test]
+fn a_repository_can_loosen_no_limit_nor_the_timeout() {
+    let user = parse_file(
+        "user",
+        "[limits]\nmemory_mb = 512\ncpu_seconds = 20\nopen_files = 256\n[test]\ntimeout = \"30s\"\n",
+    )
+    .unwrap();
+    for zero in [
+        "memory_mb = 0",
+        "cpu_seconds = 0",
+        "open_files = 0",
+        "file_size_mb = 0",
+    ] {
+        let err = Layers::default()
+            .with_repo_text("repo", Some(&format!("[limits]\n{zero}\n")))
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("repo:2: key `limits."), "{err}");
+        assert!(err.contains("0 is not a limit"), "{err}");
+    }
+    for bad in [
+        "memory_mb = -1",
+        "processes = 99999999999",
+        "output_bytes = \"lots\"",
+    ] {
+        assert!(
+            Layers::default()
+                .with_repo_text("repo", Some(&format!("[limits]\n{bad}\n")))
+                .is_err(),
+            "{bad}"
+        );
+    }
+    let err = Layers::default()
+        .with_repo_text("repo", Some("[limits]\nmemory_mb = \"unlimited\"\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("repo:2: key `limits.memory_mb`: a repository cannot lift a limit"),
+        "{err}"
+    );
+    let layers = Layers {
+        user,
+        ..Layers::default()
+    }
+    .with_repo_text(
+        "repo",
+        Some("[test]\ntimeout = \"1h\"\n[limits]\nmemory_mb = 99999\n"),
+    )
+    .unwrap();
+    let c = layers.resolve();
+    assert_eq!(c.test.timeout, Duration::from_secs(30));
+    assert_eq!(c.limits.memory_mb, 512);
+    assert_eq!(c.limits.cpu_seconds, 20);
+    assert_eq!(c.limits.open_files, 256);
+}
+
+#[test]
+fn only_the_user_says_unlimited_and_then_the_repository_limits_apply() {
+    let user = parse_file("user", "[limits]\nmemory_mb = \"unlimited\"\n").unwrap();
+    let open = Layers {
+        user: user.clone(),
+        ..Layers::default()
+    }
+    .resolve();
+    assert_eq!(open.limits.memory_mb, 0, "no limit");
+    let tight = Layers {
+        user,
+        ..Layers::default()
+    }
+    .with_repo_text("repo", Some("[limits]\nmemory_mb = 300\n"))
+    .unwrap()
+    .resolve();
+    assert_eq!(tight.limits.memory_mb, 300);
+    let env = env::from_env(
+        vec![(
+            "SANDBOX_LIMITS_CPU_SECONDS".to_string(),
+            "unlimited".to_string(),
+        )]
+        .into_iter(),
+    )
+    .unwrap();
+    assert_eq!(env.limits.cpu_seconds, Some(Limit::Unlimited));
+}
+
+#[test]
+fn commands_and_report_paths_are_checked() {
+    let err = parse_file("c", "[test]\ncommand = \"true\\u0000; rm -rf /\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("NUL byte"), "{err}");
+    for bad in ["/etc/shadow", "../../../../etc/passwd", "a/../../b", ""] {
+        let err = parse_file("c", &format!("[test]\njunit = {bad:?}\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("c:2: key `test.junit`"), "{bad}: {err}");
+    }
+    assert!(parse_file("c", "[test]\njunit = \"reports/junit.xml\"\n").is_ok());
+    assert!(parse_file("c", "[test]\ntimeout = \"30d\"\n").is_err());
+}
+
+#[test]
+fn gc_comes_from_the_user_config_only() {
+    let user = parse_file("user", "[gc]\nlogs = \"7d\"\nmax_log_mb = 10\n").unwrap();
+    let mut experiment = ConfigFile::default();
+    // Even a layer built without the repository parser cannot change it.
+    experiment.gc.logs = Some(Duration::from_secs(1));
+    let c = Layers {
+        user,
+        experiment,
+        ..Layers::default()
+    }
+    .resolve();
+    assert_eq!(c.gc.logs, Duration::from_secs(7 * 86_400));
+    assert_eq!(c.gc.events, Duration::from_secs(90 * 86_400));
+    assert_eq!(c.gc.max_log_mb, 10);
+    let err = parse_repository_file(
+        ".sandbox.toml",
+        "[test]\ncommand = \"x\"\n\n[gc]\nlogs = \"1d\"\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.starts_with(".sandbox.toml:4: key `gc`: [gc] is read from your user config only"),
+        "{err}"
+    );
+    let err = parse_repository_file("r", "gc.events = \"1d\"\n").unwrap_err();
+    assert_eq!(err.location.line, Some(1), "{err}");
+}
+
+#[test]
+fn result_key_follows_the_command() {
+    let a = Config::default();
+    let mut b = Config::default();
+    b.test.command = Some("true".into());
+    assert_ne!(a.result_key(), b.result_key());
+    assert_eq!(a.result_key(), Config::default().result_key());
+}
