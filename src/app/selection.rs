@@ -104,6 +104,17 @@ pub fn select(
     if !config.test.phases {
         return Ok(Selection::one_phase("[test] phases = false"));
     }
+    // Nothing to split: no diff, tree walk or import graph for a command that runs in one phase.
+    if let Some(c) = config
+        .test
+        .command
+        .as_deref()
+        .filter(|c| crate::runner::pytest_cmd::recognise(c).is_none())
+    {
+        return Ok(Selection::one_phase(format!(
+            "the test command `{c}` is not a plain pytest invocation (pytest …, python -m pytest …)"
+        )));
+    }
     let Some(parent) = info.parents.first() else {
         return Ok(Selection::one_phase(
             "a first commit: no parent to compare with",
@@ -339,18 +350,8 @@ pub fn explain(
     let experiment = super::commit_config::experiment_of(refname);
     let flags = crate::config::ConfigFile::default();
     let config = super::commit_config::config_for(ctx, repo, &info, experiment.as_deref(), &flags)?;
-    let mut selection = select(ctx, repo, row, &info, &config)?;
+    let selection = select(ctx, repo, row, &info, &config)?;
     let command = config.test.command.clone();
-    if let Some(c) = command
-        .as_deref()
-        .filter(|c| crate::runner::pytest_cmd::recognise(c).is_none())
-    {
-        if selection.one_phase.is_none() {
-            selection.one_phase = Some(format!(
-                "the test command `{c}` is not a plain pytest invocation (pytest …, python -m pytest …)"
-            ));
-        }
-    }
     Ok(Explained {
         commit: commit.to_string(),
         command,
