@@ -354,6 +354,70 @@ fn every_endpoint_by_role_and_bad_input() {
     );
 }
 
+#[test]
+fn a_run_requested_until_its_first_failure_answers_before_the_suite_ends() {
+    let mut w = World::new();
+    w.with_test_python("pytest");
+    let repo = w.new_repo("first");
+    let commit = w.fails_fast_then_slow(&repo, 3.0);
+    let (read, run) = (w.token("read"), w.token("run"));
+    let (read, run) = (Some(read.as_str()), Some(run.as_str()));
+    let (_d, addr) = w.serve();
+    let a = addr.as_str();
+    let ask = |extra: Value| {
+        let mut b = json!({"repo": "first", "revision": commit});
+        b.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        post(a, "/api/v1/runs", run, &b)
+    };
+    error(&ask(json!({"until": "soon"})), 400, "first_failure");
+    error(&ask(json!({"timeout_seconds": 5})), 400, "until");
+    error(
+        &ask(json!({"until": "result", "timeout_seconds": 601})),
+        400,
+        "600",
+    );
+
+    let early = ask(json!({"until": "first_failure", "timeout_seconds": 120}));
+    assert_eq!(early.status, 200, "{early:?}");
+    let v = early.json();
+    assert_eq!(v["provisional"], true, "{v}");
+    assert_eq!(v["state"], "running", "{v}");
+    assert!(v["result"].is_null(), "{v}");
+    let test = v["first_failure"]["test"].as_str().unwrap().to_string();
+    assert!(test.starts_with("tests/test_c.py::test_fc"), "{v}");
+    // Phase two (12 s of sleeping tests) still runs: no record yet.
+    let path = format!("/api/v1/commits/first/{commit}");
+    assert_eq!(get(a, &path, read).status, 404);
+    // The event log and the dashboard's feed name the failing test.
+    let events = get(a, "/api/v1/events?kind=run.first_failure", read).json();
+    assert_eq!(
+        events["events"][0]["data"]["test"],
+        test.as_str(),
+        "{events}"
+    );
+    let home = get(a, "/", read);
+    assert!(home.body.contains(&test), "{home:?}");
+
+    // The whole record comes later, and is the whole suite's.
+    assert!(
+        w.wait_until(120, || get(a, &path, read).status == 200),
+        "the run never ended"
+    );
+    let record = get(a, &path, read).json();
+    assert_eq!(record["status"], "failed", "{record}");
+    assert_eq!(record["tests"]["total"], 5, "{record}");
+    assert_eq!(
+        record["tests"]["phases"].as_array().unwrap().len(),
+        2,
+        "{record}"
+    );
+    let again = ask(json!({"until": "first_failure"}));
+    assert_eq!(again.status, 200, "{again:?}");
+    assert_eq!(again.json()["cached"], true, "{again:?}");
+}
+
 /// Read server-sent events until `n` have come; their ids and parsed data.
 fn read_events(r: &mut BufReader<std::net::TcpStream>, n: usize) -> Vec<(i64, Value)> {
     let mut out = Vec::new();

@@ -198,6 +198,85 @@ fn log_read_after_a_failed_setup_step_reads_the_setup_steps_output() {
 }
 
 #[test]
+fn run_wait_until_first_failure_answers_while_the_rest_of_the_suite_runs() {
+    let mut w = World::new();
+    w.with_test_python("pytest");
+    let repo = w.new_repo("mcp-first");
+    let commit = w.fails_fast_then_slow(&repo, 3.0);
+    let mut s = Raw::start(&w, &repo);
+
+    // A value run_wait does not know is refused in one line that names the ones it does.
+    let bad = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "run_wait", "arguments": {"revision": commit, "until": "soon"}}});
+    s.send(&bad.to_string());
+    let bad = loop {
+        let r = s.reply();
+        if r["id"] == 1 {
+            break r;
+        }
+    };
+    assert_eq!(bad["result"]["isError"], true, "{bad}");
+    let text = bad["result"]["content"][0]["text"].as_str().unwrap();
+    let problem = text.lines().next().unwrap();
+    assert!(
+        problem.starts_with("error: bad arguments for run_wait: ")
+            && problem.contains("`soon`")
+            && problem.contains("first_failure"),
+        "{text}"
+    );
+
+    let asked = s.tool(2, "run_request", serde_json::json!({"revision": commit}));
+    assert_eq!(asked["queued"], true, "{asked}");
+    let early = s.tool(
+        3,
+        "run_wait",
+        serde_json::json!({"revision": commit, "until": "first_failure", "timeout_seconds": 120}),
+    );
+    assert_eq!(early["provisional"], true, "{early}");
+    assert_eq!(early["state"], "running", "{early}");
+    assert!(early.get("result").is_none(), "{early}");
+    assert!(
+        early["first_failure"]["test"]
+            .as_str()
+            .unwrap()
+            .starts_with("tests/test_c.py::test_fc"),
+        "{early}"
+    );
+    // Phase two (12 s of sleeping tests) has not ended.
+    let now = s.tool(
+        4,
+        "run_wait",
+        serde_json::json!({"revision": commit, "timeout_seconds": 0}),
+    );
+    assert_eq!(now["state"], "running", "{now}");
+
+    // The whole result comes later, and is the whole suite's.
+    let done = s.tool(
+        5,
+        "run_wait",
+        serde_json::json!({"revision": commit, "timeout_seconds": 120}),
+    );
+    assert_eq!(done["state"], "done", "{done}");
+    assert_eq!(done["result"]["status"], "failed", "{done}");
+    assert!(done.get("provisional").is_none(), "{done}");
+    let note = w.note(&repo, &commit).unwrap();
+    let t = &note["tests"];
+    assert_eq!(
+        (t["total"].clone(), t["failed"].clone()),
+        (5.into(), 1.into()),
+        "{note}"
+    );
+    assert_eq!(t["phases"].as_array().unwrap().len(), 2, "{note}");
+    // Asked for a result that is there, `until` answers with it at once.
+    let again = s.tool(
+        6,
+        "run_wait",
+        serde_json::json!({"revision": commit, "until": "first_failure", "timeout_seconds": 0}),
+    );
+    assert_eq!(again["state"], "done", "{again}");
+}
+
+#[test]
 fn malformed_json_rpc_unknown_tools_and_wrong_types_leave_the_server_running() {
     let w = World::new();
     let repo = w.new_repo("raw");

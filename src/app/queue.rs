@@ -19,6 +19,20 @@ pub enum Standing {
     Queued(String),
     /// Nobody asked for it (or its last job ended without a result under today's config).
     NotQueued,
+    /// Its run is still going and has published its first failing test (or why the tests could
+    /// not run), `ms` after the tests started: a provisional answer, the verdict still to come.
+    Failing { test: String, ms: u64 },
+}
+
+/// What a waiter waits for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Until {
+    /// The whole result.
+    #[default]
+    Result,
+    /// The first failure, or the whole result when it comes first (a passing run).
+    FirstFailure,
 }
 
 impl Standing {
@@ -28,6 +42,7 @@ impl Standing {
             Standing::Done(_) => "done",
             Standing::Queued(s) => s,
             Standing::NotQueued => "not_queued",
+            Standing::Failing { .. } => "running",
         }
     }
 
@@ -124,7 +139,9 @@ fn standing_after_queue(ctx: &Context, row: &RepoRow, commit: ObjectId) -> Resul
 
 /// Wait up to `timeout` for `commit` to have a result; returns where it stands then: its result,
 /// the `error` record of a run that could not make one, or its job's state. Returns early when it
-/// is not queued at all (nothing would ever come) or when `interrupt` is set.
+/// is not queued at all (nothing would ever come) or when `interrupt` is set; and with
+/// [`Until::FirstFailure`], as soon as its running run has published a failure.
+#[allow(clippy::too_many_arguments)]
 pub fn wait(
     ctx: &Context,
     repo: &gix::Repository,
@@ -132,6 +149,7 @@ pub fn wait(
     commit: ObjectId,
     refname: Option<&str>,
     timeout: Duration,
+    until: Until,
     interrupt: &AtomicBool,
 ) -> Result<Standing> {
     let deadline = Instant::now() + timeout;
@@ -145,6 +163,17 @@ pub fn wait(
                 .filter(|r| r.status == Status::Error && r.is_evidence())
             {
                 return Ok(Standing::Done(Box::new(r)));
+            }
+        }
+        if until == Until::FirstFailure && s.state() == "running" {
+            if let Some(f) = ctx
+                .index
+                .live_first_failure(&row.repository_id, &commit.to_string())?
+            {
+                return Ok(Standing::Failing {
+                    test: f["test"].as_str().unwrap_or("the tests").to_string(),
+                    ms: f["ms"].as_u64().unwrap_or(0),
+                });
             }
         }
         if !matches!(s, Standing::Queued(_))

@@ -396,6 +396,12 @@ pub struct RunBody {
     pub repo: String,
     /// A revision git takes (a branch, a commit id, HEAD~1) or an experiment's name.
     pub revision: String,
+    /// Wait before answering: for the whole result (`result`), or only until the running run's
+    /// first failing test is known (`first_failure`: `provisional: true`, the whole result
+    /// later from the commit's record). Without it the answer comes at once.
+    pub until: Option<queue::Until>,
+    /// How long to wait with `until` at most (default 60, at most 600).
+    pub timeout_seconds: Option<u64>,
 }
 
 async fn request_run(
@@ -405,11 +411,27 @@ async fn request_run(
 ) -> ApiResult<Response> {
     web.require(&headers, Role::Run, false)?;
     let b = body(b)?;
+    let wait =
+        match (b.until, b.timeout_seconds) {
+            (None, None) => None,
+            (None, Some(_)) => return Err(ApiError::bad_request(
+                "timeout_seconds is only read with until",
+            )
+            .hint("add \"until\": \"result\" or \"first_failure\", or leave timeout_seconds out")),
+            (Some(_), Some(secs)) if secs > 600 => {
+                return Err(
+                    ApiError::bad_request(format!("timeout_seconds {secs} is over 600")).hint(
+                        "wait at most 600 seconds per request, then read the commit's record",
+                    ),
+                )
+            }
+            (Some(until), secs) => Some((until, Duration::from_secs(secs.unwrap_or(60)))),
+        };
     blocking(move |ctx| {
         let (repo, row) = repository(ctx, &b.repo)?;
         let (commit, refname) =
             compare::resolve(&repo, &b.revision).map_err(|e| ApiError::from(e).into_not_found())?;
-        let r = queue::request(
+        let mut r = queue::request(
             ctx,
             &repo,
             &row,
@@ -417,7 +439,20 @@ async fn request_run(
             refname.as_deref(),
             Trigger::Manual,
         )?;
-        let v = json!({
+        if let Some((until, timeout)) = wait.filter(|_| !r.cached) {
+            let never = std::sync::atomic::AtomicBool::new(false);
+            r.standing = queue::wait(
+                ctx,
+                &repo,
+                &row,
+                commit,
+                refname.as_deref(),
+                timeout,
+                until,
+                &never,
+            )?;
+        }
+        let mut v = json!({
             "commit": commit.to_string(),
             "state": r.standing.state(),
             "cached": r.cached,
@@ -425,7 +460,11 @@ async fn request_run(
             "daemon": r.daemon,
             "result": r.standing.record().map(|x| summary::Summary::of(x, 5)),
         });
-        let status = if r.cached {
+        if let queue::Standing::Failing { test, ms } = &r.standing {
+            v["provisional"] = true.into();
+            v["first_failure"] = json!({"test": test, "ms": ms});
+        }
+        let status = if r.cached || r.standing.record().is_some() || v["provisional"] == true {
             StatusCode::OK
         } else {
             StatusCode::ACCEPTED

@@ -167,7 +167,7 @@ pub fn document() -> Value {
             },
             "/api/v1/runs": {
                 "get": op("Runs, paged by id", Some("read"), query_params::<RunsQuery>(), None, &["200"]),
-                "post": op("Queue a revision (idempotent by tree and config)", Some("run"), vec![], Some(body::<RunBody>(true)), &["200", "202"]),
+                "post": op("Queue a revision (idempotent by tree and config); with until, wait for its result or its first failure", Some("run"), vec![], Some(body::<RunBody>(true)), &["200", "202"]),
             },
             "/api/v1/runs/{id}/log": {
                 "get": op("A run's output, paged", Some("read"), [vec![path_param("id", "a run id", true)], query_params::<LogQuery>()].concat(), None, &["200"]),

@@ -75,6 +75,10 @@ pub struct WaitArgs {
     pub(super) revision: String,
     /// How long to wait at most (default 60, at most 600).
     pub(super) timeout_seconds: Option<u64>,
+    /// `result` (default): the whole result. `first_failure`: return as soon as the running
+    /// run's first failing test is known (`provisional: true`); the whole result comes later.
+    #[serde(default)]
+    pub(super) until: crate::app::queue::Until,
     #[serde(default)]
     pub(super) detail: bool,
 }

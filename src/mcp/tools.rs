@@ -102,7 +102,7 @@ tools! {
     "run_request" => run_request(RequestArgs), writes: true, destructive: false, idempotent: true,
         "Queue verification of a revision (a branch, commit id, HEAD~1 or an experiment's name). Idempotent by tree and config: a result made from the same tree under the same config is returned at once.";
     "run_wait" => run_wait(WaitArgs), writes: false, destructive: false, idempotent: true,
-        "Wait up to timeout_seconds (default 60, at most 600) for a revision's result; returns its summary, or where it stands.";
+        "Wait up to timeout_seconds (default 60, at most 600) for a revision's result; returns its summary, or where it stands. With until: \"first_failure\", returns as soon as the run's first failing test is known (provisional: true, first_failure: test and ms); call again for the whole result.";
     "result_get" => result_get(ResultArgs), writes: false, destructive: false, idempotent: true,
         "A revision's result: status, counts, the first failures, duration, the limit that ended it, the sandbox and the analysis in numbers.";
     "failures_list" => failures_list(FailuresArgs), writes: false, destructive: false, idempotent: true,
@@ -157,6 +157,12 @@ fn standing_answer(commit: gix::ObjectId, s: &Standing, detail: bool) -> Value {
                 "nothing will run it: call run_request (or commit on a watched branch)".into()
         }
         Standing::Queued(_) => {}
+        Standing::Failing { test, ms } => {
+            v["provisional"] = true.into();
+            v["first_failure"] = json!({"test": test, "ms": ms});
+            v["next"] =
+                "the rest of the suite still runs: call run_wait again for the whole result".into();
+        }
     }
     fit(v, budget::budget(detail))
 }
@@ -313,6 +319,7 @@ fn run_wait(c: &Call<'_>, a: WaitArgs) -> Answer {
         commit,
         refname.as_deref(),
         Duration::from_secs(secs),
+        a.until,
         c.interrupt,
     )?;
     Ok(standing_answer(commit, &s, a.detail))

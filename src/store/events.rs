@@ -1,7 +1,7 @@
 //! The event log: what happened, when, to which repository, run and commit. Paged by id so a
 //! follower can resume where it stopped.
 
-use super::sql::params;
+use super::sql::{params, OptionalExtension};
 use super::{Index, Result};
 use serde::Serialize;
 
@@ -84,6 +84,30 @@ impl Index {
             rows.reverse();
         }
         Ok(rows)
+    }
+
+    /// The first failure (`run.first_failure`'s data) published by a run of `commit` that is
+    /// still going: the newest such event with no start or end of a run of that commit after it
+    /// (an earlier run's failure is not this one's).
+    pub fn live_first_failure(
+        &self,
+        repository_id: &str,
+        commit: &str,
+    ) -> Result<Option<serde_json::Value>> {
+        let data: Option<Option<String>> = self
+            .conn
+            .query_row(
+                "SELECT f.data FROM events f
+                 WHERE f.kind = 'run.first_failure' AND f.repository_id = ?1 AND f.commit_id = ?2
+                   AND NOT EXISTS (SELECT 1 FROM events s
+                       WHERE s.kind IN ('run.started', 'run.completed', 'run.failed')
+                         AND s.id > f.id AND s.repository_id = ?1 AND s.commit_id = ?2)
+                 ORDER BY f.id DESC LIMIT 1",
+                [repository_id, commit],
+                |r| r.get(0),
+            )
+            .optional()?;
+        Ok(data.flatten().and_then(|d| serde_json::from_str(&d).ok()))
     }
 
     /// Remove the events older than `before` (an RFC 3339 time as events carry), or with

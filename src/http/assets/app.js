@@ -55,6 +55,12 @@
       s.textContent = " " + e.data.status;
       li.appendChild(s);
     }
+    if (e.data && e.data.test) {
+      var f = document.createElement("span");
+      f.className = "failed mono";
+      f.textContent = " " + e.data.test;
+      li.appendChild(f);
+    }
     return li;
   }
   source.onmessage = add;

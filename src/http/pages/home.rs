@@ -121,6 +121,7 @@ pub async fn home(State(web): St, headers: HeaderMap, Query(q): Query<HomeQuery>
                                 " · " a.mono href=(format!("/c/{}/{c}", e.repository.as_deref().or(e.repository_id.as_deref()).unwrap_or(""))) { (short(c)) }
                             }
                             @if let Some(s) = e.data.get("status").and_then(|s| s.as_str()) { " " span class=(s) { (s) } }
+                            @if let Some(t) = e.data.get("test").and_then(|s| s.as_str()) { " " span.failed.mono { (t) } }
                         }
                     }
                 }
