@@ -6,6 +6,8 @@ mod common;
 mod analysis;
 #[path = "run/attempts.rs"]
 mod attempts;
+#[path = "run/cargo_phases.rs"]
+mod cargo_phases;
 #[path = "run/phases.rs"]
 mod phases;
 

@@ -6,6 +6,7 @@
 //! takes files out as well as in, so a commit's analysis is its parent's updated by the diff.
 
 mod aggregate;
+pub mod cargograph;
 pub mod imports;
 pub mod lang;
 mod lines;

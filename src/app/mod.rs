@@ -6,6 +6,7 @@ pub mod alerts;
 pub mod analyze;
 pub mod bisect;
 pub mod bounds;
+mod cargo_selection;
 pub mod checks;
 pub mod commit_config;
 pub mod commits;

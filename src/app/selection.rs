@@ -18,20 +18,34 @@ use std::collections::{BTreeMap, BTreeSet};
 pub enum Why {
     /// It imports a changed file: the files from that one to it, each importing the one before.
     Reaches { path: Vec<String> },
+    /// The crate depends on a changed crate: the crates from that one to it, each depending on
+    /// the one before (the changed crate alone when it changed itself).
+    DependsOn { path: Vec<String> },
     /// Its tests (these node ids) failed in the parent's run.
     FailedBefore { tests: Vec<String> },
+}
+
+/// What a selection picks: pytest's test files, or cargo's crates.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Selects {
+    #[default]
+    TestFiles,
+    Crates,
 }
 
 /// What phase one runs, or why there is no phase one.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Selection {
+    /// Whether `files` and `test_files` are test files or crates.
+    pub selects: Selects,
     /// Why the whole suite runs in one phase; `None`: two phases.
     pub one_phase: Option<String>,
-    /// Phase one's test files, each with every reason it is there.
+    /// Phase one's test files (or crates), each with every reason it is there.
     pub files: BTreeMap<String, Vec<Why>>,
-    /// The Python files the commit changed.
+    /// The Python (or, for crates, any) files the commit changed.
     pub changed: Vec<String>,
-    /// Every test file pytest's discovery finds in the tree.
+    /// Every test file pytest's discovery finds in the tree (or every crate of the workspace).
     pub test_files: usize,
 }
 
@@ -40,6 +54,13 @@ impl Selection {
         Selection {
             one_phase: Some(why.into()),
             ..Selection::default()
+        }
+    }
+
+    pub(super) fn one_phase_of(selects: Selects, why: impl Into<String>) -> Selection {
+        Selection {
+            selects,
+            ..Selection::one_phase(why)
         }
     }
 
@@ -52,7 +73,7 @@ impl Selection {
 }
 
 /// Files whose change says nothing about which tests run: prose, licences, CI settings.
-fn irrelevant(path: &str) -> bool {
+pub(super) fn irrelevant(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
     let ext = name.rsplit_once('.').map_or("", |(_, e)| e);
     matches!(ext, "md" | "rst" | "adoc")
@@ -104,6 +125,9 @@ pub fn select(
     if !config.test.phases {
         return Ok(Selection::one_phase("[test] phases = false"));
     }
+    if let Some(s) = super::cargo_selection::select(repo, info, config)? {
+        return Ok(s);
+    }
     // Nothing to split: no diff, tree walk or import graph for a command that runs in one phase.
     if let Some(c) = config
         .test
@@ -112,7 +136,7 @@ pub fn select(
         .filter(|c| crate::runner::pytest_cmd::recognise(c).is_none())
     {
         return Ok(Selection::one_phase(format!(
-            "the test command `{c}` is not a plain pytest invocation (pytest …, python -m pytest …)"
+            "the test command `{c}` is not a plain pytest invocation (pytest …, python -m pytest …) or cargo test"
         )));
     }
     let Some(parent) = info.parents.first() else {
@@ -254,6 +278,7 @@ pub fn select(
         files,
         changed,
         test_files: tests.len(),
+        selects: Selects::TestFiles,
     })
 }
 

@@ -58,9 +58,10 @@ pub struct RunArgs {
     /// another commit of its tree, or made again, and why (the config, the tools).
     #[arg(long)]
     pub explain_cache: bool,
-    /// Run nothing: say for each commit which test files the first of two phases would run and
-    /// why (which changed file each reaches through which imports, or the tests of it that
-    /// failed in the parent's run), or why the whole suite would run in one phase.
+    /// Run nothing: say for each commit which test files (crates, for cargo test) the first of
+    /// two phases would run and why (which changed file each reaches through which imports,
+    /// which changed crate it depends on, or the tests of it that failed in the parent's run),
+    /// or why the whole suite would run in one phase.
     #[arg(long, conflicts_with = "explain_cache")]
     pub explain_selection: bool,
     /// Run a failing commit again, up to N times, while every test that failed on it is known
@@ -336,8 +337,12 @@ pub fn explained_text(e: &crate::app::selection::Explained) -> String {
     if let Some(why) = &s.one_phase {
         return format!("{head} one phase, the whole suite: {}\n", ui::escape(why));
     }
+    let unit = match s.selects {
+        crate::app::selection::Selects::TestFiles => "test files",
+        crate::app::selection::Selects::Crates => "crates",
+    };
     let mut out = format!(
-        "{head} phase one runs {} of {} test files, then phase two the rest\n",
+        "{head} phase one runs {} of {} {unit}, then phase two the rest\n",
         s.files.len(),
         s.test_files
     );
@@ -354,6 +359,15 @@ pub fn explained_text(e: &crate::app::selection::Explained) -> String {
                         format!("imports {} (changed)", chain[1..].join(" → "))
                     }
                 }
+                Why::DependsOn { path } if path.len() == 1 => "changed itself".to_string(),
+                Why::DependsOn { path } => {
+                    let chain: Vec<&str> = path[..path.len() - 1]
+                        .iter()
+                        .rev()
+                        .map(String::as_str)
+                        .collect();
+                    format!("depends on {} (changed)", chain.join(" → "))
+                }
                 Why::FailedBefore { tests } => {
                     format!("failed in the parent's run: {}", tests.join(", "))
                 }
@@ -362,7 +376,7 @@ pub fn explained_text(e: &crate::app::selection::Explained) -> String {
         }
     }
     if e.command.is_none() {
-        out.push_str("  (the test command is detected when the tree is checked out; two phases need pytest)\n");
+        out.push_str("  (the test command is detected when the tree is checked out; two phases need pytest or cargo test)\n");
     }
     out
 }

@@ -3,6 +3,7 @@
 //! of its output.
 
 pub mod caches;
+pub mod cargo_cmd;
 pub mod coverage;
 pub mod detect;
 pub mod detect_setup;

@@ -1,16 +1,17 @@
-//! The tests in two phases: the test files the change can reach (and those that failed last)
-//! first, so a failure is known early; then exactly the rest of the suite (pytest's
-//! `--deselect FILE::`), the two merged into one result that equals a one-phase run.
+//! The tests in two phases: the test files (pytest) or crates (cargo test) the change can reach
+//! (and those that failed last) first, so a failure is known early; then exactly the rest of the
+//! suite (pytest's `--deselect FILE::`, cargo's `--workspace --exclude`), the two merged into one
+//! result that equals a one-phase run.
 
 use super::{conclude, execute, CheckResult, Env, Executed, Shared, Spec};
 use crate::model::{Status, TestPhase, Tests};
-use crate::runner::{detect, pytest_cmd, workspace};
+use crate::runner::{cargo_cmd, detect, pytest_cmd, workspace};
 use std::time::Instant;
 
 /// pytest's exit code when it collected no test (every one deselected): no failure.
 const NO_TESTS_COLLECTED: i32 = 5;
 
-/// Run the tests of `spec` in two phases when its command is a pytest invocation and
+/// Run the tests of `spec` in two phases when its command is a pytest or cargo test invocation and
 /// `phase_one` lies within the suite it runs; `None`: run them in one phase as before.
 pub(super) fn run(
     env: &Env<'_>,
@@ -25,22 +26,18 @@ pub(super) fn run(
         Some(c) => c.to_string(),
         None => detect::detect(&work.host_tree())?.0,
     };
-    let pytest = pytest_cmd::recognise(&command)?;
-    // A command that names its own paths runs only those: phase one stays within them.
-    let within = |f: &String| {
-        pytest.paths.is_empty()
-            || pytest
-                .paths
-                .iter()
-                .any(|p| f == p || f.starts_with(&format!("{p}/")))
-    };
-    let files: Vec<String> = phase_one.iter().filter(|f| within(f)).cloned().collect();
+    let split = Split::recognise(&command)?;
+    let files: Vec<String> = phase_one
+        .iter()
+        .filter(|f| split.within(f))
+        .cloned()
+        .collect();
     if files.is_empty() {
         return None;
     }
     let started = Instant::now();
     let first_log = spec.log.with_extension("phase1.log");
-    let one_command = pytest.only(&files);
+    let one_command = split.only(&files);
     let one_spec = Spec {
         command: Some(&one_command),
         log: first_log.clone(),
@@ -70,7 +67,7 @@ pub(super) fn run(
             false,
         ));
     }
-    let two_command = pytest.without(&files);
+    let two_command = split.without(&files);
     let two_spec = Spec {
         command: Some(&two_command),
         timeout: spec.timeout.saturating_sub(started.elapsed()),
@@ -102,6 +99,48 @@ pub(super) fn run(
         first_failure,
         two_failed && !one_failed,
     ))
+}
+
+/// A test command that runs a part of its suite: pytest by test files, cargo test by crates.
+enum Split {
+    Pytest(pytest_cmd::Pytest),
+    Cargo(cargo_cmd::CargoTest),
+}
+
+impl Split {
+    fn recognise(command: &str) -> Option<Split> {
+        pytest_cmd::recognise(command)
+            .map(Split::Pytest)
+            .or_else(|| cargo_cmd::recognise(command).map(Split::Cargo))
+    }
+
+    /// Whether the command's suite holds `part` (a command that names its own paths runs only
+    /// those: phase one stays within them).
+    fn within(&self, part: &str) -> bool {
+        match self {
+            Split::Pytest(p) => {
+                p.paths.is_empty()
+                    || p.paths
+                        .iter()
+                        .any(|d| part == d || part.starts_with(&format!("{d}/")))
+            }
+            Split::Cargo(_) => true,
+        }
+    }
+
+    fn only(&self, parts: &[String]) -> String {
+        match self {
+            Split::Pytest(p) => p.only(parts),
+            Split::Cargo(c) => c.only(parts),
+        }
+    }
+
+    fn without(&self, parts: &[String]) -> String {
+        match self {
+            Split::Pytest(p) => p.without(parts),
+            Split::Cargo(c) => c.without(parts),
+        }
+    }
 }
 
 /// A phase that collected nothing (every test deselected, a selection that names none) ended
