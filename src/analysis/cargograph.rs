@@ -28,7 +28,7 @@ pub struct Workspace {
 
 /// `path` relative to `dir`, as the tree names it (`crates/mid` + `../leaf` = `crates/leaf`);
 /// `None` when it leaves the tree.
-fn join(dir: &str, path: &str) -> Option<String> {
+pub fn join(dir: &str, path: &str) -> Option<String> {
     let mut parts: Vec<&str> = dir.split('/').filter(|p| !p.is_empty()).collect();
     for p in path.split('/') {
         match p {
@@ -43,7 +43,7 @@ fn join(dir: &str, path: &str) -> Option<String> {
 }
 
 /// Whether `name` matches the glob segment `pat` (`*` any run of characters, `?` one).
-fn matches(pat: &str, name: &str) -> bool {
+pub fn matches(pat: &str, name: &str) -> bool {
     let (p, n): (Vec<char>, Vec<char>) = (pat.chars().collect(), name.chars().collect());
     let (mut i, mut j, mut star, mut mark) = (0, 0, None, 0);
     while j < n.len() {
@@ -74,6 +74,12 @@ fn member_of(pattern: &str, dir: &str) -> bool {
     p.len() == d.len() && p.iter().zip(&d).all(|(p, d)| matches(p, d))
 }
 
+/// The `[workspace] members` of a root manifest: paths or globs.
+pub fn member_patterns(root: &str) -> Vec<String> {
+    let root = root.parse::<toml::Table>().unwrap_or_default();
+    strings(root.get("workspace").and_then(|w| w.get("members")))
+}
+
 fn strings(v: Option<&toml::Value>) -> Vec<String> {
     v.and_then(|v| v.as_array())
         .map(|a| {
@@ -86,7 +92,8 @@ fn strings(v: Option<&toml::Value>) -> Vec<String> {
 
 impl Workspace {
     /// The workspace whose root manifest is the tree's `Cargo.toml`; `manifests` are the
-    /// paths of every `Cargo.toml` in the tree, `text_of` reads a file. Why not, when the root
+    /// paths of the tree's `Cargo.toml` files (at least those [`member_patterns`] name),
+    /// `text_of` reads a file. Why not, when the root
     /// manifest is missing or unreadable.
     pub fn read(
         manifests: &[&str],

@@ -5,11 +5,12 @@
 
 use super::selection::{Selection, Selects, Why};
 use super::Result;
-use crate::analysis::cargograph::{configures_every_crate, Workspace};
+use crate::analysis::cargograph::{self, configures_every_crate, member_patterns, Workspace};
 use crate::config::Config;
-use crate::git::{self, gix_err, CommitInfo};
+use crate::git::{self, CommitInfo};
 use crate::runner::cargo_cmd;
 use gix::bstr::ByteSlice;
+use gix::ObjectId;
 use std::collections::{BTreeSet, HashMap};
 
 /// Phase one of `info`'s run when its tests are a `cargo test` (the configured command, or the
@@ -28,30 +29,26 @@ pub(super) fn select(
     let Some(cargo) = cargo_cmd::recognise(command) else {
         return Ok(None);
     };
-    let tree = repo.find_tree(info.tree).map_err(gix_err)?;
-    let mut recorder = gix::traverse::tree::Recorder::default();
-    tree.traverse()
-        .breadthfirst(&mut recorder)
-        .map_err(gix_err)?;
-    let blobs: HashMap<String, gix::ObjectId> = recorder
-        .records
-        .into_iter()
-        .filter(|e| e.mode.is_blob())
-        .map(|e| (e.filepath.to_str_lossy().into_owned(), e.oid))
-        .collect();
     let one_phase = |why: String| Ok(Some(Selection::one_phase_of(Selects::Crates, why)));
-    if !blobs.contains_key("Cargo.toml") {
-        return one_phase("the tree has no Cargo.toml at its root: no workspace to split".into());
-    }
-    let text_of = |path: &str| -> Option<String> {
-        let blob = repo.find_blob(*blobs.get(path)?).ok()?;
+    let read = |id: ObjectId| -> Option<String> {
+        let blob = repo.find_blob(id).ok()?;
         Some(String::from_utf8_lossy(&blob.data).into_owned())
     };
-    let manifests: Vec<&str> = blobs
-        .keys()
-        .map(String::as_str)
-        .filter(|p| *p == "Cargo.toml" || p.ends_with("/Cargo.toml"))
-        .collect();
+    let Some(root) = git::blob_at(repo, info.tree, "Cargo.toml")
+        .ok()
+        .flatten()
+        .and_then(|(id, _)| read(id))
+    else {
+        return one_phase("the tree has no Cargo.toml at its root: no workspace to split".into());
+    };
+    let found = member_manifests(repo, info.tree, &member_patterns(&root));
+    let manifests: Vec<&str> = found.keys().map(String::as_str).collect();
+    let text_of = |path: &str| -> Option<String> {
+        if path == "Cargo.toml" {
+            return Some(root.clone());
+        }
+        read(*found.get(path)?)
+    };
     let ws = match Workspace::read(&manifests, &text_of) {
         Ok(ws) => ws,
         Err(why) => return one_phase(why),
@@ -118,4 +115,46 @@ pub(super) fn select(
         .map(|(name, path)| (name, vec![Why::DependsOn { path }]))
         .collect();
     Ok(Some(s))
+}
+
+/// The `Cargo.toml` (path and blob) of each directory the member patterns (`crates/*`) name:
+/// only the trees on the patterns' way are read, not the whole tree.
+fn member_manifests(
+    repo: &gix::Repository,
+    tree: ObjectId,
+    patterns: &[String],
+) -> HashMap<String, ObjectId> {
+    let mut out = HashMap::new();
+    for pattern in patterns.iter().filter_map(|p| cargograph::join("", p)) {
+        let mut dirs: Vec<(String, ObjectId)> = vec![(String::new(), tree)];
+        let segments: Vec<&str> = pattern.split('/').filter(|s| !s.is_empty()).collect();
+        for (i, seg) in segments.iter().enumerate() {
+            let last = i + 1 == segments.len();
+            let mut next = Vec::new();
+            for (dir, id) in &dirs {
+                let Ok(t) = repo.find_tree(*id) else { continue };
+                for e in t.iter().flatten().filter(|e| e.mode().is_tree()) {
+                    let name = e.filename().to_str_lossy();
+                    if !cargograph::matches(seg, &name) {
+                        continue;
+                    }
+                    let path = cargograph::join(dir, &name).unwrap_or_default();
+                    let sub = e.oid().to_owned();
+                    if !last {
+                        next.push((path, sub));
+                        continue;
+                    }
+                    let manifest = repo.find_tree(sub).ok().and_then(|t| {
+                        t.find_entry("Cargo.toml")
+                            .map(|e| (e.mode(), e.oid().to_owned()))
+                    });
+                    if let Some((_, id)) = manifest.filter(|(m, _)| m.is_blob()) {
+                        out.insert(format!("{path}/Cargo.toml"), id);
+                    }
+                }
+            }
+            dirs = next;
+        }
+    }
+    out
 }

@@ -110,6 +110,13 @@ fn a_change_in_a_leaf_crate_runs_it_and_its_dependents_first() {
             .contains("one phase, the whole suite: Cargo.lock changed"),
         "{o:?}"
     );
+    w.commit(&repo, &[("fixtures/data.json", "{}\n")], "data");
+    let o = w.sandbox(&repo, &["run", "--explain-selection"]);
+    assert!(
+        o.stdout
+            .contains("fixtures/data.json changed: it is in no crate of the workspace"),
+        "{o:?}"
+    );
     w.git(&repo, &["rm", "-q", "Cargo.lock"]);
     w.commit(&repo, &[], "no lockfile");
     assert_eq!(run_json(&w, &repo)["status"], "passed");
@@ -170,5 +177,68 @@ fn a_change_in_a_leaf_crate_runs_it_and_its_dependents_first() {
     assert!(
         t["first_failure_ms"].as_u64().unwrap() < t["duration_ms"].as_u64().unwrap(),
         "{rec}"
+    );
+}
+
+#[test]
+fn a_plain_cargo_test_in_a_workspace_with_a_root_package_runs_in_one_phase() {
+    let w = World::new();
+    let repo = w.new_repo("cargo-root");
+    let explain = |w: &World| w.sandbox(&repo, &["run", "--explain-selection"]).stdout;
+    let files = [
+        (".sandbox.toml", "[test]\ncommand = \"cargo test\"\n"),
+        (
+            "Cargo.toml",
+            "[package]\nname = \"app\"\nversion = \"0.1.0\"\n[workspace]\nmembers = [\"libs/core\", \"tools/*\"]\n[dependencies]\ncore = { path = \"libs/core\" }\n",
+        ),
+        ("src/main.rs", "fn main() {}\n"),
+        (
+            "libs/core/Cargo.toml",
+            "[package]\nname = \"core\"\nversion = \"0.1.0\"\n",
+        ),
+        ("libs/core/src/lib.rs", "\n"),
+        (
+            "tools/gen/Cargo.toml",
+            "[package]\nname = \"gen\"\nversion = \"0.1.0\"\n",
+        ),
+        ("tools/gen/src/main.rs", "fn main() {}\n"),
+    ];
+    w.commit(&repo, &files, "a root package and two members");
+    w.commit(
+        &repo,
+        &[("libs/core/src/lib.rs", "pub fn f() {}\n")],
+        "core",
+    );
+    let one = explain(&w);
+    assert!(
+        one.contains("one phase, the whole suite: `cargo test` tests the root package only"),
+        "{one}"
+    );
+    w.commit(
+        &repo,
+        &[(
+            ".sandbox.toml",
+            "[test]\ncommand = \"cargo test --workspace\"\n",
+        )],
+        "every member",
+    );
+    w.commit(
+        &repo,
+        &[("libs/core/src/lib.rs", "pub fn g() {}\n")],
+        "core again",
+    );
+    let two = explain(&w);
+    assert!(
+        two.contains("phase one runs 2 of 3 crates")
+            && two.contains("app  depends on core (changed)")
+            && two.contains("core  changed itself"),
+        "{two}"
+    );
+    // The root package holds what no other member does.
+    w.commit(&repo, &[("fixtures/data.json", "{}\n")], "data");
+    let data = explain(&w);
+    assert!(
+        data.contains("phase one runs 1 of 3 crates") && data.contains("app  changed itself"),
+        "{data}"
     );
 }
