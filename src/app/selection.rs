@@ -145,6 +145,13 @@ pub fn select(
         ));
     };
     let changes = git::diff::commit_changes(repo, info)?;
+    if changes.files_omitted > 0 {
+        return Ok(Selection::one_phase(format!(
+            "{} files changed: more than the {} whose imports are looked up",
+            changes.files_changed,
+            changes.files.len()
+        )));
+    }
     let mut changed = Vec::new();
     for f in &changes.files {
         let p = f.path.as_str();

@@ -220,3 +220,31 @@ fn a_change_the_graph_cannot_see_runs_the_whole_suite_in_one_phase() {
     let o = w.sandbox(&repo, &["run", "--explain-selection"]);
     assert!(o.stdout.contains("[test] phases = false"), "{o:?}");
 }
+
+#[test]
+fn a_commit_that_changes_more_files_than_the_record_lists_runs_in_one_phase() {
+    let mut w = World::new();
+    w.with_test_python("pytest");
+    let repo = w.new_repo("phases-many");
+    project(&w, &repo, 0.0);
+    // 100 new modules sort before calc/c.py, whose change is the 101st: past the changed
+    // files the record lists, and reached by tests/test_c.py alone.
+    let mut files: Vec<(String, String)> = (0..100)
+        .map(|i| (format!("src/calc/b{i:03}.py"), "X = 1\n".to_string()))
+        .collect();
+    files.push((
+        "src/calc/c.py".into(),
+        "def fc(x):\n    return x + 2\n".into(),
+    ));
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, b)| (p.as_str(), b.as_str()))
+        .collect();
+    w.commit(&repo, &refs, "many modules, and break c");
+    let o = w.sandbox(&repo, &["run", "--explain-selection"]);
+    assert!(
+        o.stdout
+            .contains("one phase, the whole suite: 101 files changed"),
+        "{o:?}"
+    );
+}
