@@ -150,6 +150,22 @@ fn every_endpoint_by_role_and_bad_input() {
     );
     assert_eq!(again.status, 200, "{again:?}");
     assert_eq!(again.json()["cached"], true);
+    // A revision that cannot name a commit is bad input, as GET /commits says; one that names
+    // nothing is 404.
+    let tree = post(
+        a,
+        "/api/v1/runs",
+        run,
+        &json!({"repo": "api", "revision": "main^{tree}"}),
+    );
+    error(&tree, 400, "main^{tree}");
+    error(
+        &get(a, &format!("/api/v1/commits/{id}/main^{{tree}}"), read),
+        400,
+        "tree",
+    );
+    let nowhere = json!({"repo": "api", "revision": "nowhere"});
+    error(&post(a, "/api/v1/runs", run, &nowhere), 404, "nowhere");
 
     // Runs page by id; the log pages by line.
     let page = get(a, "/api/v1/runs?repo=api&limit=1", read).json();

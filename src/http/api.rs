@@ -165,9 +165,8 @@ fn experiment_of(
     name: &str,
 ) -> ApiResult<()> {
     name_ok(name)?;
-    experiments::find(ctx, repo, row, name)
-        .map(|_| ())
-        .map_err(|e| ApiError::from(e).into_not_found())
+    experiments::find(ctx, repo, row, name)?;
+    Ok(())
 }
 
 async fn experiment(
@@ -407,8 +406,7 @@ async fn request_run(
     let b = body(b)?;
     blocking(move |ctx| {
         let (repo, row) = repository(ctx, &b.repo)?;
-        let (commit, refname) =
-            compare::resolve(&repo, &b.revision).map_err(|e| ApiError::from(e).into_not_found())?;
+        let (commit, refname) = compare::resolve(&repo, &b.revision)?;
         let r = queue::request(
             ctx,
             &repo,
@@ -483,8 +481,7 @@ async fn run_log(
                 check: q.check.clone(),
             },
             |_| true,
-        )
-        .map_err(|e| ApiError::from(e).into_not_found())?;
+        )?;
         Ok(Json(
             json!({"run": id, "commit": record.commit, "page": page}),
         ))

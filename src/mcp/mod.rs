@@ -9,7 +9,7 @@ mod args;
 mod budget;
 mod tools;
 
-use crate::app::{queue, repos, AppError, Context, Hinted};
+use crate::app::{queue, repos, AppError, Context, ErrorKind, Hinted};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
@@ -137,6 +137,20 @@ fn error_text(e: &AppError) -> String {
     text
 }
 
+/// MCP's error for each kind of error where the protocol itself answers (a resource read): bad
+/// input is invalid params, a name that names nothing a resource not found, the rest internal.
+/// Tools answer every kind with a tool error carrying [`error_text`], for the agent to act on.
+fn protocol_error(e: &AppError) -> McpError {
+    let text = error_text(e);
+    match e.kind() {
+        ErrorKind::Usage => McpError::invalid_params(text, None),
+        ErrorKind::NotFound => McpError::resource_not_found(text, None),
+        ErrorKind::Refused | ErrorKind::Failed | ErrorKind::Unavailable | ErrorKind::Internal => {
+            McpError::internal_error(text, None)
+        }
+    }
+}
+
 impl Server {
     fn tool_list(&self) -> Vec<Tool> {
         tools::definitions()
@@ -194,9 +208,11 @@ impl Server {
         let answer = match joined {
             Ok(Ok(a)) => a,
             Ok(Err(e)) => Err(tools::CallError::App(e)),
-            Err(e) => Err(tools::CallError::App(AppError::refused(format!(
-                "the tool failed unexpectedly: {e}"
-            )))),
+            // A panic is no refusal: the machine failed.
+            Err(e) => Err(tools::CallError::App(AppError::Io {
+                context: "the tool failed unexpectedly".into(),
+                source: std::io::Error::other(e.to_string()),
+            })),
         };
         match answer {
             Ok(v) => Ok(CallToolResult::success(vec![ContentBlock::text(
@@ -233,15 +249,15 @@ impl Server {
                 self.name
             )));
         }
-        let ctx = Context::load().map_err(|e| McpError::internal_error(error_text(&e), None))?;
-        let (repo, row) = repos::require_registered(&ctx, &self.opts.root)
-            .map_err(|e| McpError::internal_error(error_text(&e), None))?;
+        let ctx = Context::load().map_err(|e| protocol_error(&e))?;
+        let (repo, row) =
+            repos::require_registered(&ctx, &self.opts.root).map_err(|e| protocol_error(&e))?;
         let (commit, _) =
-            crate::app::compare::resolve(&repo, rev).map_err(|e| not_found(error_text(&e)))?;
-        let mut reader = crate::app::results::NoteReader::new(&repo)
-            .map_err(|e| McpError::internal_error(error_text(&e), None))?;
+            crate::app::compare::resolve(&repo, rev).map_err(|e| protocol_error(&e))?;
+        let mut reader =
+            crate::app::results::NoteReader::new(&repo).map_err(|e| protocol_error(&e))?;
         let record = crate::app::results::find_evidence(&ctx, &repo, &row, &mut reader, commit)
-            .map_err(|e| McpError::internal_error(error_text(&e), None))?
+            .map_err(|e| protocol_error(&e))?
             .ok_or_else(|| not_found(format!("{rev} has no result yet")))?;
         match kind {
             "result" => Ok(ReadResourceResult::new(vec![ResourceContents::text(
