@@ -39,6 +39,7 @@ pub mod rollback;
 pub mod run;
 pub mod select;
 pub mod selection;
+pub mod session;
 pub mod setup;
 pub mod summary;
 pub mod tokens;
@@ -48,6 +49,7 @@ use crate::config::{ConfigError, Layers, Paths};
 use crate::git::GitError;
 use crate::store::{Index, StoreError};
 pub use crate::util::hint::{Hinted, Message};
+pub use session::Session;
 
 /// What a use-case reports when it cannot do its job. `Display` is the one line (problem, then
 /// its fixes) that records and events keep; [`Hinted`] gives the two apart for the faces.

@@ -9,7 +9,7 @@ mod args;
 mod budget;
 mod tools;
 
-use crate::app::{queue, repos, AppError, Context, ErrorKind, Hinted};
+use crate::app::{queue, repos, AppError, Context, ErrorKind, Hinted, Session};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
@@ -47,9 +47,8 @@ struct Server {
 
 /// Check that `dir` is in a registered repository; returns its top directory and name.
 pub fn check(dir: &Path) -> Result<(PathBuf, String), StartError> {
-    let ctx = Context::load()?;
-    let (repo, row) = repos::require_registered(&ctx, dir)?;
-    Ok((crate::git::repo_root(&repo), row.name))
+    let s = Session::within(Context::load()?, dir)?;
+    Ok((crate::git::repo_root(&s.repo), s.row.name))
 }
 
 /// Serve MCP on stdin/stdout until the client closes it.
@@ -190,12 +189,11 @@ impl Server {
         }
         let (root, stop, wake) = (self.opts.root.clone(), self.stop.clone(), self.wake.clone());
         let joined = tokio::task::spawn_blocking(move || {
-            let ctx = Context::load()?;
-            let (repo, row) = repos::require_registered(&ctx, &root)?;
+            let s = Session::within(Context::load()?, &root)?;
             let call = tools::Call {
-                ctx: &ctx,
-                repo: &repo,
-                row: &row,
+                ctx: &s.ctx,
+                repo: &s.repo,
+                row: &s.row,
                 interrupt: &stop,
             };
             let answer = tools::call(&call, &name, args);
@@ -249,9 +247,9 @@ impl Server {
                 self.name
             )));
         }
-        let ctx = Context::load().map_err(|e| protocol_error(&e))?;
-        let (repo, row) =
-            repos::require_registered(&ctx, &self.opts.root).map_err(|e| protocol_error(&e))?;
+        let Session { ctx, repo, row } = Context::load()
+            .and_then(|ctx| Session::within(ctx, &self.opts.root))
+            .map_err(|e| protocol_error(&e))?;
         let (commit, _) =
             crate::app::compare::resolve(&repo, rev).map_err(|e| protocol_error(&e))?;
         let mut reader =
