@@ -80,7 +80,13 @@ fn every_endpoint_by_role_and_bad_input() {
     );
     let main = s.w.git(&s.repo, &["rev-parse", "main"]).trim().to_string();
 
-    // The daemons serving this index, and the queue.
+    // The daemons serving this index, and the queue. The daemon writes its row at its first
+    // heartbeat, which may come just after it starts serving.
+    assert!(
+        s.w.wait_until(10, || get(a, "/api/v1/daemons", read).json()["daemons"][0]
+            .is_object()),
+        "the daemon never showed in /api/v1/daemons"
+    );
     let ds = get(a, "/api/v1/daemons", read).json();
     let me = &ds["daemons"][0];
     assert_eq!(me["state"], "running", "{ds}");

@@ -43,6 +43,7 @@ pub mod session;
 pub mod setup;
 pub mod summary;
 pub mod tokens;
+pub mod views;
 pub mod webhook;
 
 use crate::config::{ConfigError, Layers, Paths};

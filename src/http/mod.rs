@@ -231,16 +231,10 @@ pub async fn blocking<T: Send + 'static>(
 
 /// A registered repository by id or name.
 pub fn repository(ctx: &Context, key: &str) -> ApiResult<(gix::Repository, crate::store::RepoRow)> {
-    let row = ctx
-        .index
-        .repositories()
-        .map_err(AppError::from)?
-        .into_iter()
-        .find(|r| r.repository_id == key || r.name == key)
-        .ok_or_else(|| {
-            ApiError::not_found(format!("no repository {key:?}"))
-                .hint("GET /api/v1/repositories lists them")
-        })?;
+    let row = crate::app::views::repository(ctx, key)?.ok_or_else(|| {
+        ApiError::not_found(format!("no repository {key:?}"))
+            .hint("GET /api/v1/repositories lists them")
+    })?;
     let repo = crate::git::open(std::path::Path::new(&row.path)).map_err(|e| {
         ApiError::not_found(format!(
             "repository {key:?} is registered at {}, which is no repository now ({})",

@@ -110,13 +110,7 @@ fn run_queue(root: &Path, stop: &AtomicBool, woken: &std::sync::mpsc::Receiver<(
             if lock.is_none() {
                 continue;
             }
-            // We hold this repository's runner lock: what another server of this home held
-            // here was cut off.
-            let home = crate::app::daemons::home_id(&ctx.paths.home);
-            let _ = ctx.index.reap(crate::store::Held::OwnerPrefixIn(
-                &format!("{home}/mcp/"),
-                &row.repository_id,
-            ));
+            let _ = queue::reclaim_from_mcp_servers(&ctx, &row);
         }
         // What the hooks may have missed (hooks not installed, a commit made by a tool that
         // skips them), as the daemon's watcher would.
@@ -285,10 +279,7 @@ impl Server {
         let Ok((_, row)) = repos::require_registered(&ctx, &self.opts.root) else {
             return Vec::new();
         };
-        let runs = ctx
-            .index
-            .recent_runs(&row.repository_id, 50)
-            .unwrap_or_default();
+        let runs = crate::app::views::recent_runs(&ctx, &row, 50).unwrap_or_default();
         let mut out = Vec::new();
         for (commit, status, _) in runs {
             let short = &commit[..commit.len().min(12)];
