@@ -100,6 +100,8 @@ fn every_endpoint_by_role_and_bad_input() {
     assert_eq!(get(a, "/api/v1/health", None).json()["status"], "ok");
     let doc = get(a, "/api/v1/openapi.json", None).json();
     assert_eq!(doc["openapi"], "3.1.0");
+    let promote = &doc["paths"]["/api/v1/experiments/{repo}/{name}/promote"]["post"];
+    assert!(promote["responses"]["409"].is_object(), "{promote}");
     assert!(
         doc["paths"]["/api/v1/runs"]["get"]["parameters"]
             .as_array()
