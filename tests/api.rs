@@ -80,7 +80,13 @@ fn every_endpoint_by_role_and_bad_input() {
     );
     let main = s.w.git(&s.repo, &["rev-parse", "main"]).trim().to_string();
 
-    // The daemons serving this index, and the queue.
+    // The daemons serving this index, and the queue. The daemon writes its row at its first
+    // heartbeat, which may come just after it starts serving.
+    assert!(
+        s.w.wait_until(10, || get(a, "/api/v1/daemons", read).json()["daemons"][0]
+            .is_object()),
+        "the daemon never showed in /api/v1/daemons"
+    );
     let ds = get(a, "/api/v1/daemons", read).json();
     let me = &ds["daemons"][0];
     assert_eq!(me["state"], "running", "{ds}");
@@ -94,6 +100,8 @@ fn every_endpoint_by_role_and_bad_input() {
     assert_eq!(get(a, "/api/v1/health", None).json()["status"], "ok");
     let doc = get(a, "/api/v1/openapi.json", None).json();
     assert_eq!(doc["openapi"], "3.1.0");
+    let promote = &doc["paths"]["/api/v1/experiments/{repo}/{name}/promote"]["post"];
+    assert!(promote["responses"]["409"].is_object(), "{promote}");
     assert!(
         doc["paths"]["/api/v1/runs"]["get"]["parameters"]
             .as_array()
@@ -150,6 +158,22 @@ fn every_endpoint_by_role_and_bad_input() {
     );
     assert_eq!(again.status, 200, "{again:?}");
     assert_eq!(again.json()["cached"], true);
+    // A revision that cannot name a commit is bad input, as GET /commits says; one that names
+    // nothing is 404.
+    let tree = post(
+        a,
+        "/api/v1/runs",
+        run,
+        &json!({"repo": "api", "revision": "main^{tree}"}),
+    );
+    error(&tree, 400, "main^{tree}");
+    error(
+        &get(a, &format!("/api/v1/commits/{id}/main^{{tree}}"), read),
+        400,
+        "tree",
+    );
+    let nowhere = json!({"repo": "api", "revision": "nowhere"});
+    error(&post(a, "/api/v1/runs", run, &nowhere), 404, "nowhere");
 
     // Runs page by id; the log pages by line.
     let page = get(a, "/api/v1/runs?repo=api&limit=1", read).json();

@@ -322,6 +322,35 @@ fn malformed_json_rpc_unknown_tools_and_wrong_types_leave_the_server_running() {
 }
 
 #[test]
+fn a_resource_read_answers_each_kind_of_error_with_its_code() {
+    let w = World::new();
+    let repo = w.new_repo("kinds");
+    let mut s = Raw::start(&w, &repo);
+    let mut read = |id: i64, rev: &str| {
+        let req = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "resources/read",
+                                     "params": {"uri": format!("sandbox://kinds/result/{rev}")}});
+        s.send(&req.to_string());
+        loop {
+            let r = s.reply();
+            if r["id"] == id {
+                return r["error"].clone();
+            }
+        }
+    };
+    // A revision that cannot name a commit is bad input (invalid params, as a tool's bad
+    // arguments); one that names nothing, or a commit with no result, is not found.
+    let tree = read(1, "main^{tree}");
+    assert_eq!(tree["code"], -32602, "{tree}");
+    assert!(tree["message"].as_str().unwrap().contains("tree"), "{tree}");
+    let nowhere = read(2, "nowhere");
+    assert_eq!(nowhere["code"], -32002, "{nowhere}");
+    assert!(
+        nowhere["message"].as_str().unwrap().contains("nowhere"),
+        "{nowhere}"
+    );
+}
+
+#[test]
 fn the_server_refuses_to_start_outside_an_experiment_repository() {
     let w = World::new();
     let o = w.sandbox(&w.work(), &["mcp"]);

@@ -65,11 +65,16 @@ pub fn resolve(repo: &gix::Repository, target: &str) -> Result<(ObjectId, Option
                     return Ok((head, Some(experiments::branch_ref(target))));
                 }
             }
-            Err(AppError::usage(format!(
+            let problem = format!(
                 "{target:?} is neither a revision nor an experiment ({})",
                 crate::util::hint::Hinted::problem(&e)
-            ))
-            .hint(
+            );
+            // A name that names nothing is not found; one that cannot name a commit is bad input.
+            let err = match super::ErrorKind::of_git(&e) {
+                super::ErrorKind::NotFound => AppError::not_found(problem),
+                _ => AppError::usage(problem),
+            };
+            Err(err.hint(
                 "name a revision git knows (a branch, a tag, HEAD~1, a commit id) or an experiment",
             ))
         }

@@ -182,7 +182,7 @@ pub fn sync(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Result<()> 
     scan::sync(ctx, repo, row).map(|_| ())
 }
 
-/// The experiment called `name`, or a usage error naming the fix.
+/// The experiment called `name`, or a not-found error naming the experiments there are.
 pub fn find(
     ctx: &Context,
     repo: &gix::Repository,
@@ -206,7 +206,7 @@ pub fn find(
             if n > 10 { ", …" } else { "" }
         ),
     };
-    Err(AppError::usage(format!("unknown experiment {name:?}")).hint(hint))
+    Err(AppError::not_found(format!("unknown experiment {name:?}")).hint(hint))
 }
 
 #[derive(Debug, serde::Serialize)]

@@ -121,7 +121,7 @@ pub fn read(
             Some(c) => c.run.output_truncated,
             None => {
                 let names: Vec<&str> = record.checks.iter().map(|(n, _)| n).collect();
-                return Err(AppError::usage(format!(
+                return Err(AppError::not_found(format!(
                     "the run of {} has no check `{name}`",
                     crate::util::short(&record.commit)
                 ))
@@ -141,7 +141,7 @@ pub fn read(
     let bytes = match std::fs::read(&file) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(AppError::usage(format!(
+            return Err(AppError::not_found(format!(
                 "the output of the run of {} is not kept on this machine (it ran elsewhere, ran no test command, or `git sandbox gc` removed it)",
                 crate::util::short(&record.commit)
             ))

@@ -40,15 +40,18 @@ pub mod rollback;
 pub mod run;
 pub mod select;
 pub mod selection;
+pub mod session;
 pub mod setup;
 pub mod summary;
 pub mod tokens;
+pub mod views;
 pub mod webhook;
 
 use crate::config::{ConfigError, Layers, Paths};
 use crate::git::GitError;
 use crate::store::{Index, StoreError};
 pub use crate::util::hint::{Hinted, Message};
+pub use session::Session;
 
 /// What a use-case reports when it cannot do its job. `Display` is the one line (problem, then
 /// its fixes) that records and events keep; [`Hinted`] gives the two apart for the faces.
@@ -63,6 +66,10 @@ pub enum AppError {
     /// Made with `AppError::refused(problem).hint(fix)`.
     #[error("{0}")]
     Refused(Message),
+    /// What the caller named does not exist (an experiment, a repository, a token): a usage
+    /// error to the command line, 404 to HTTP. Made with `AppError::not_found(problem).hint(fix)`.
+    #[error("{0}")]
+    NotFound(Message),
     #[error(transparent)]
     Config(#[from] ConfigError),
     #[error(transparent)]
@@ -85,10 +92,28 @@ impl AppError {
         AppError::Refused(Message::new(problem))
     }
 
+    pub fn not_found(problem: impl Into<String>) -> AppError {
+        AppError::NotFound(Message::new(problem))
+    }
+
+    /// What kind of failure this is, decided here once for every face.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            AppError::Usage(_) | AppError::Config(_) => ErrorKind::Usage,
+            AppError::NotFound(_) => ErrorKind::NotFound,
+            AppError::Refused(_) => ErrorKind::Refused,
+            AppError::Store(e) => ErrorKind::of_store(e),
+            AppError::Git(e) => ErrorKind::of_git(e),
+            AppError::Io { .. } => ErrorKind::Internal,
+        }
+    }
+
     /// Add a fix to a usage error or a refusal (the wrapped errors carry their own).
     pub fn hint(mut self, fix: impl Into<String>) -> AppError {
         match &mut self {
-            AppError::Usage(m) | AppError::Refused(m) => m.hints.push(fix.into()),
+            AppError::Usage(m) | AppError::Refused(m) | AppError::NotFound(m) => {
+                m.hints.push(fix.into())
+            }
             _ => debug_assert!(false, "a hint on {self:?}, which carries its own"),
         }
         self
@@ -98,7 +123,7 @@ impl AppError {
 impl Hinted for AppError {
     fn problem(&self) -> String {
         match self {
-            AppError::Usage(m) | AppError::Refused(m) => m.problem.clone(),
+            AppError::Usage(m) | AppError::Refused(m) | AppError::NotFound(m) => m.problem.clone(),
             AppError::Config(e) => e.problem(),
             AppError::Store(e) => e.problem(),
             AppError::Git(e) => e.problem(),
@@ -108,11 +133,61 @@ impl Hinted for AppError {
 
     fn hints(&self) -> Vec<String> {
         match self {
-            AppError::Usage(m) | AppError::Refused(m) => m.hints.clone(),
+            AppError::Usage(m) | AppError::Refused(m) | AppError::NotFound(m) => m.hints.clone(),
             AppError::Config(e) => e.hints(),
             AppError::Store(e) => e.hints(),
             AppError::Git(e) => e.hints(),
             AppError::Io { .. } => Vec::new(),
+        }
+    }
+}
+
+/// What kind of failure an error is: the layers below say what happened, this says how the
+/// caller should take it, and each face maps it once (`cli::error`'s exit codes, `http`'s
+/// statuses, `mcp`'s error codes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// Bad flags, names, revisions or config: the caller fixes what they typed or wrote.
+    Usage,
+    /// What the caller named does not exist: a revision, a repository, an experiment.
+    NotFound,
+    /// Refused, and nothing was changed: a conflict, a policy (a tree over the size ceiling, a
+    /// dirty work tree).
+    Refused,
+    /// A command it ran failed (git): what it reports is a failure.
+    Failed,
+    /// A service it needs cannot be reached now (a shared index that is down): try again.
+    Unavailable,
+    /// The machine or the data failed: a corrupt or newer index, I/O, git's object database.
+    Internal,
+}
+
+impl ErrorKind {
+    pub fn of_git(e: &GitError) -> ErrorKind {
+        match e {
+            GitError::BadRevision { .. }
+            | GitError::EmptyRange(_)
+            | GitError::NotACommit { .. } => ErrorKind::Usage,
+            GitError::NotARepo { .. }
+            | GitError::UnknownRevision { .. }
+            | GitError::PastRoot { .. }
+            | GitError::NoSuchParent { .. } => ErrorKind::NotFound,
+            GitError::TreeTooLarge { .. } | GitError::Refused { .. } => ErrorKind::Refused,
+            GitError::Cli { .. } => ErrorKind::Failed,
+            GitError::Gix(_) | GitError::Io { .. } => ErrorKind::Internal,
+        }
+    }
+
+    pub fn of_store(e: &StoreError) -> ErrorKind {
+        if e.is_unreachable() {
+            return ErrorKind::Unavailable;
+        }
+        match e {
+            StoreError::Home { .. }
+            | StoreError::Corrupt { .. }
+            | StoreError::TooNew { .. }
+            | StoreError::Sql(_)
+            | StoreError::Unreachable { .. } => ErrorKind::Internal,
         }
     }
 }

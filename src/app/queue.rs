@@ -460,6 +460,17 @@ impl Claimant {
     }
 }
 
+/// Queue again what another MCP server of this machine held of this repository's jobs: the
+/// caller took the runner lock, so that server was cut off.
+pub fn reclaim_from_mcp_servers(ctx: &Context, row: &RepoRow) -> Result<()> {
+    let home = super::daemons::home_id(&ctx.paths.home);
+    ctx.index.reap(crate::store::Held::OwnerPrefixIn(
+        &format!("{home}/mcp/"),
+        &row.repository_id,
+    ))?;
+    Ok(())
+}
+
 /// Run the ready jobs of one repository, one at a time, oldest first, until none is left or
 /// `interrupt` is set (for `git sandbox mcp` when no daemon runs). A thread renews the lease of
 /// the job that runs. Returns how many ran.

@@ -468,7 +468,7 @@ pub fn require_registered(ctx: &Context, cwd: &Path) -> Result<(gix::Repository,
     let repo = git::discover(cwd)?;
     match registration(ctx, &repo)? {
         Some(row) => Ok((repo, row)),
-        None => Err(AppError::usage(format!(
+        None => Err(AppError::not_found(format!(
             "{} is not an experiment repository yet",
             git::repo_root(&repo).display()
         ))

@@ -1,5 +1,5 @@
 use super::{cwd, print_json, ui, CmdResult, CommandError};
-use crate::app::{bisect, repos, select, Context};
+use crate::app::{bisect, select, Session};
 
 /// Find the first commit where the run (or one test) went from passing to failing, on BAD's
 /// first-parent line, from the stored results first, running only what a binary search still
@@ -21,10 +21,7 @@ pub struct BisectArgs {
 }
 
 pub fn cmd_bisect(args: BisectArgs) -> CmdResult {
-    let dir = cwd()?;
-    crate::git::discover(&dir)?;
-    let ctx = Context::load()?;
-    let (repo, row) = repos::require_registered(&ctx, &dir)?;
+    let Session { ctx, repo, row } = Session::open(&cwd()?)?;
     let (good, bad) = match args.revs.as_slice() {
         [] => (None, "HEAD".to_string()),
         [bad] => (None, bad.clone()),

@@ -1,5 +1,5 @@
 use super::{cwd, print_json, ui, CmdResult};
-use crate::app::{compare, repos, Context};
+use crate::app::{compare, Session};
 
 /// Experiments or revisions side by side against production (or `--base`), one row each. With
 /// no targets, every experiment, ranked best first (active ones first, then by the latest
@@ -59,10 +59,7 @@ fn print(header: &[&str], rows: Vec<Vec<String>>, raw: &[Vec<String>], all: bool
 }
 
 pub fn cmd_compare(args: CompareArgs) -> CmdResult {
-    let dir = cwd()?;
-    crate::git::discover(&dir)?;
-    let ctx = Context::load()?;
-    let (repo, row) = repos::require_registered(&ctx, &dir)?;
+    let Session { ctx, repo, row } = Session::open(&cwd()?)?;
     if args.targets.is_empty() && args.base.is_none() {
         let (base, ranked) = compare::ranked(&ctx, &repo, &row)?;
         if args.json {

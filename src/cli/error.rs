@@ -1,7 +1,7 @@
 //! The command line's one error type: a kind (which decides the exit code), the problem, and the
 //! hints that say what to do, printed as `error:` and `hint:` lines, or as JSON under `--json`.
 
-use crate::app::{AppError, Hinted};
+use crate::app::{AppError, ErrorKind, Hinted};
 use crate::daemon::DaemonError;
 use crate::git::GitError;
 use crate::store::StoreError;
@@ -137,42 +137,23 @@ impl CommandError {
     }
 }
 
-/// The kind of a use-case's error: the layers below say what happened, the edge how bad it is.
+/// The command line's kind of each kind of error: a name that is not there is bad input (exit 2),
+/// a service away or the machine's failure is git's `fatal:` (128).
+fn cli_kind(k: ErrorKind) -> Kind {
+    match k {
+        ErrorKind::Usage | ErrorKind::NotFound => Kind::Usage,
+        ErrorKind::Refused => Kind::Refused,
+        ErrorKind::Failed => Kind::Failed,
+        ErrorKind::Unavailable | ErrorKind::Internal => Kind::Environment,
+    }
+}
+
 fn app_kind(e: &AppError) -> Kind {
     match e {
-        AppError::Usage(_) | AppError::Config(_) => Kind::Usage,
-        AppError::Refused(_) => Kind::Refused,
-        AppError::Store(e) => store_kind(e),
-        AppError::Git(e) => git_kind(e),
         AppError::Io { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe => {
             Kind::BrokenPipe
         }
-        AppError::Io { .. } => Kind::Environment,
-    }
-}
-
-fn store_kind(e: &StoreError) -> Kind {
-    match e {
-        StoreError::Home { .. }
-        | StoreError::Corrupt { .. }
-        | StoreError::TooNew { .. }
-        | StoreError::Sql(_)
-        | StoreError::Unreachable { .. } => Kind::Environment,
-    }
-}
-
-fn git_kind(e: &GitError) -> Kind {
-    match e {
-        GitError::NotARepo { .. }
-        | GitError::BadRevision { .. }
-        | GitError::EmptyRange(_)
-        | GitError::UnknownRevision { .. }
-        | GitError::PastRoot { .. }
-        | GitError::NoSuchParent { .. }
-        | GitError::NotACommit { .. } => Kind::Usage,
-        GitError::TreeTooLarge { .. } | GitError::Refused { .. } => Kind::Refused,
-        GitError::Cli { .. } => Kind::Failed,
-        GitError::Gix(_) | GitError::Io { .. } => Kind::Environment,
+        e => cli_kind(e.kind()),
     }
 }
 
@@ -184,7 +165,7 @@ impl From<AppError> for CommandError {
 
 impl From<GitError> for CommandError {
     fn from(e: GitError) -> Self {
-        CommandError::hinted(git_kind(&e), &e)
+        CommandError::hinted(cli_kind(ErrorKind::of_git(&e)), &e)
     }
 }
 
@@ -196,7 +177,7 @@ impl From<crate::config::ConfigError> for CommandError {
 
 impl From<StoreError> for CommandError {
     fn from(e: StoreError) -> Self {
-        CommandError::hinted(store_kind(&e), &e)
+        CommandError::hinted(cli_kind(ErrorKind::of_store(&e)), &e)
     }
 }
 
@@ -260,6 +241,24 @@ mod tests {
         }
         .into();
         assert_eq!(pipe.kind, Kind::BrokenPipe);
+    }
+
+    /// A name that names nothing is bad input here (exit 2, kind `usage`), as it always was; a
+    /// tree over the ceiling a refusal; an index that is away the machine's failure.
+    #[test]
+    fn the_kinds_of_app_map_onto_the_documented_exit_codes() {
+        let kind = |e: AppError| CommandError::from(e).kind;
+        assert_eq!(kind(AppError::not_found("unknown experiment")), Kind::Usage);
+        let too_large = GitError::TreeTooLarge {
+            size: 3 << 20,
+            ceiling: 2 << 20,
+        };
+        assert_eq!(kind(too_large.into()), Kind::Refused);
+        let away = StoreError::Unreachable {
+            url: "postgres://db/x".into(),
+            detail: "connection refused".into(),
+        };
+        assert_eq!(kind(away.into()), Kind::Environment);
     }
 
     #[test]

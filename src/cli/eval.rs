@@ -1,5 +1,5 @@
 use super::{cwd, experiment::print_evaluation, print_json, CmdResult};
-use crate::app::{eval, repos, Context};
+use crate::app::{eval, repos, Session};
 use crate::model::Recommendation;
 
 /// Evaluate an experiment against production (criteria and a recommendation).
@@ -21,10 +21,7 @@ pub struct EvalArgs {
 
 pub fn cmd_eval(args: EvalArgs) -> CmdResult {
     repos::check_name(&args.name)?;
-    let dir = cwd()?;
-    crate::git::discover(&dir)?;
-    let ctx = Context::load()?;
-    let (repo, row) = repos::require_registered(&ctx, &dir)?;
+    let Session { ctx, repo, row } = Session::open(&cwd()?)?;
     let _ = gix::interrupt::init_handler_default(1);
     let ev = eval::evaluate(
         &ctx,

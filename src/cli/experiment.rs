@@ -1,5 +1,5 @@
 use super::{cwd, print_json, ui, CmdResult};
-use crate::app::{experiments, repos, Context};
+use crate::app::{experiments, repos, Session};
 use crate::model::{Evaluation, RunRecord};
 use crate::util::time;
 
@@ -76,10 +76,7 @@ pub struct BudgetArgs {
 
 fn cmd_budget(args: BudgetArgs) -> CmdResult {
     repos::check_name(&args.name)?;
-    let dir = cwd()?;
-    crate::git::discover(&dir)?;
-    let ctx = Context::load()?;
-    let (repo, row) = repos::require_registered(&ctx, &dir)?;
+    let Session { ctx, repo, row } = Session::open(&cwd()?)?;
     let value = Some(args.budget.as_str()).filter(|b| *b != "none");
     let b = experiments::set_budget(&ctx, &repo, &row, &args.name, value)?;
     if args.json {
@@ -125,10 +122,7 @@ pub fn cmd_experiment(args: ExperimentArgs) -> CmdResult {
 
 fn cmd_start(args: StartArgs) -> CmdResult {
     repos::check_name(&args.name)?;
-    let dir = cwd()?;
-    crate::git::discover(&dir)?;
-    let ctx = Context::load()?;
-    let (repo, row) = repos::require_registered(&ctx, &dir)?;
+    let Session { ctx, repo, row } = Session::open(&cwd()?)?;
     let config = match &args.config {
         Some(path) => Some(std::fs::read_to_string(path).map_err(|e| {
             crate::app::AppError::usage(format!("cannot read --config {}: {e}", path.display()))
@@ -175,10 +169,7 @@ fn age(at: &str) -> String {
 }
 
 fn cmd_list(args: ListArgs) -> CmdResult {
-    let dir = cwd()?;
-    crate::git::discover(&dir)?;
-    let ctx = Context::load()?;
-    let (repo, row) = repos::require_registered(&ctx, &dir)?;
+    let Session { ctx, repo, row } = Session::open(&cwd()?)?;
     let all = experiments::list(&ctx, &repo, &row)?;
     if args.json {
         print_json(&serde_json::json!({ "experiments": all, "total": all.len() }));
@@ -212,10 +203,7 @@ fn cmd_list(args: ListArgs) -> CmdResult {
 
 fn cmd_show(args: ShowArgs) -> CmdResult {
     repos::check_name(&args.name)?;
-    let dir = cwd()?;
-    crate::git::discover(&dir)?;
-    let ctx = Context::load()?;
-    let (repo, row) = repos::require_registered(&ctx, &dir)?;
+    let Session { ctx, repo, row } = Session::open(&cwd()?)?;
     let d = experiments::show(&ctx, &repo, &row, &args.name)?;
     if args.json {
         print_json(&d);

@@ -1,5 +1,5 @@
 use super::{cwd, print_json, ui, CmdResult};
-use crate::app::{remote, repos, Context};
+use crate::app::{remote, Session};
 
 /// Bring a remote's branches and results here, merging its notes into ours and indexing them.
 ///
@@ -18,10 +18,7 @@ pub struct FetchArgs {
 }
 
 pub fn cmd_fetch(args: FetchArgs) -> CmdResult {
-    let dir = cwd()?;
-    crate::git::discover(&dir)?;
-    let ctx = Context::load()?;
-    let (repo, row) = repos::require_registered(&ctx, &dir)?;
+    let Session { ctx, repo, row } = Session::open(&cwd()?)?;
     let f = remote::fetch(&ctx, &repo, &row, args.remote.as_deref())?;
     if args.json {
         print_json(&f);

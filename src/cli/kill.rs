@@ -1,5 +1,5 @@
 use super::{cwd, print_json, CmdResult};
-use crate::app::{experiments, repos, Context};
+use crate::app::{experiments, repos, Session};
 
 /// Kill an experiment: archive its branch and mark it killed.
 ///
@@ -21,10 +21,7 @@ pub struct KillArgs {
 
 pub fn cmd_kill(args: KillArgs) -> CmdResult {
     repos::check_name(&args.name)?;
-    let dir = cwd()?;
-    crate::git::discover(&dir)?;
-    let ctx = Context::load()?;
-    let (repo, row) = repos::require_registered(&ctx, &dir)?;
+    let Session { ctx, repo, row } = Session::open(&cwd()?)?;
     let k = experiments::kill(&ctx, &repo, &row, &args.name, args.delete)?;
     if args.json {
         print_json(&k);

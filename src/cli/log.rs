@@ -1,5 +1,5 @@
 use super::{cwd, print_json, ui, CmdResult};
-use crate::app::{repos, results, Context};
+use crate::app::{results, Session};
 
 /// One line per commit with its result, like `git log --oneline` with ✔/✘, counts and duration,
 /// in `git log`'s order.
@@ -25,10 +25,7 @@ pub struct LogArgs {
 }
 
 pub fn cmd_log(args: LogArgs) -> CmdResult {
-    let dir = cwd()?;
-    crate::git::discover(&dir)?;
-    let ctx = Context::load()?;
-    let (repo, row) = repos::require_registered(&ctx, &dir)?;
+    let Session { ctx, repo, row } = Session::open(&cwd()?)?;
     super::notice_hooks(&repo);
     let (entries, warning) =
         results::history(&ctx, &repo, &row, &args.revs, args.all, args.max_count)?;

@@ -1,5 +1,5 @@
 use super::{cwd, ui, CmdResult};
-use crate::app::{gate, repos, Context};
+use crate::app::{gate, Context, Session};
 use std::io::Read;
 
 /// The pre-push gate, run by the pre-push hook `git sandbox init` installs: reads git's
@@ -26,7 +26,7 @@ pub fn cmd_pre_push(args: PrePushArgs) -> CmdResult {
     // The gate is a convenience: when it cannot judge (no registered repository, a broken user
     // config), it says so and lets the push through.
     let judged = Context::load().and_then(|ctx| {
-        let (repo, row) = repos::require_registered(&ctx, &dir)?;
+        let Session { ctx, repo, row } = Session::within(ctx, &dir)?;
         let tips = gate::judge(&ctx, &repo, &row, &args.remote, &updates)?;
         Ok((repo, tips))
     });

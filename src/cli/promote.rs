@@ -1,7 +1,7 @@
 use super::{cwd, print_json, ui, CmdResult, CommandError};
 use crate::app::promote::{promote, PromoteOptions};
 use crate::app::pull_request;
-use crate::app::{repos, Context};
+use crate::app::{repos, Session};
 
 /// Promote an experiment: merge it into the production branch and mark it promoted.
 ///
@@ -59,10 +59,7 @@ pub fn cmd_promote(args: PromoteArgs) -> CmdResult {
         return Err(CommandError::usage(format!("invalid --strategy {s:?}"))
             .hint("use merge, ff or pull-request"));
     }
-    let dir = cwd()?;
-    crate::git::discover(&dir)?;
-    let ctx = Context::load()?;
-    let (repo, row) = repos::require_registered(&ctx, &dir)?;
+    let Session { ctx, repo, row } = Session::open(&cwd()?)?;
     let _ = gix::interrupt::init_handler_default(1);
     let opts = PromoteOptions {
         strategy: args.strategy.clone(),

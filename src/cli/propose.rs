@@ -1,5 +1,5 @@
 use super::{cwd, print_json, ui, CmdResult};
-use crate::app::{propose, repos, Context};
+use crate::app::{propose, Session};
 
 /// Evaluate every active experiment against production (running what has no result yet) and
 /// list those whose verdict meets `[promote] minimum`, best first. With --promote, promote them
@@ -17,10 +17,7 @@ pub struct ProposeArgs {
 }
 
 pub fn cmd_propose(args: ProposeArgs) -> CmdResult {
-    let dir = cwd()?;
-    crate::git::discover(&dir)?;
-    let ctx = Context::load()?;
-    let (repo, row) = repos::require_registered(&ctx, &dir)?;
+    let Session { ctx, repo, row } = Session::open(&cwd()?)?;
     let _ = gix::interrupt::init_handler_default(1);
     let p = propose::propose(
         &ctx,

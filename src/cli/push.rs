@@ -1,5 +1,5 @@
 use super::{cwd, print_json, ui, CmdResult};
-use crate::app::{remote, repos, Context};
+use crate::app::{remote, Session};
 
 /// Send the watched branches and the results (`refs/notes/sandbox*`, `refs/sandbox/*`) to a remote.
 ///
@@ -21,10 +21,7 @@ pub struct PushArgs {
 }
 
 pub fn cmd_push(args: PushArgs) -> CmdResult {
-    let dir = cwd()?;
-    crate::git::discover(&dir)?;
-    let ctx = Context::load()?;
-    let (repo, row) = repos::require_registered(&ctx, &dir)?;
+    let Session { ctx, repo, row } = Session::open(&cwd()?)?;
     let p = remote::push(&ctx, &repo, &row, args.remote.as_deref(), args.notes_only)?;
     if args.json {
         print_json(&p);

@@ -1,5 +1,5 @@
 use super::{cwd, print_json, CmdResult};
-use crate::app::{github, repos, Context};
+use crate::app::{github, repos, Session};
 
 /// Connect a repository to GitHub.
 ///
@@ -34,10 +34,7 @@ pub fn cmd_remote(args: RemoteArgs) -> CmdResult {
     if let Some(o) = &org {
         repos::check_name(o)?;
     }
-    let dir = cwd()?;
-    crate::git::discover(&dir)?;
-    let ctx = Context::load()?;
-    let (repo, row) = repos::require_registered(&ctx, &dir)?;
+    let Session { ctx, repo, row } = Session::open(&cwd()?)?;
     let c = github::connect(&ctx, &repo, &row, org.as_deref(), public)?;
     if json {
         print_json(&c);

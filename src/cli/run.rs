@@ -1,6 +1,6 @@
 use super::{cwd, print_json, ui, CmdResult, CommandError};
 use crate::app::run::{run_commits, run_commits_parallel, Progress, RunOptions};
-use crate::app::{repos, select, Context};
+use crate::app::{select, Session};
 use crate::config::ConfigFile;
 use crate::git::revs::Walk;
 use crate::model::{Status, Trigger};
@@ -86,9 +86,7 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
         })?);
     }
     let dir = cwd()?;
-    crate::git::discover(&dir)?;
-    let ctx = Context::load()?;
-    let (repo, row) = repos::require_registered(&ctx, &dir)?;
+    let Session { ctx, repo, row } = Session::open(&dir)?;
     super::notice_hooks(&repo);
     let walk = Walk {
         oldest_first: true,

@@ -1,5 +1,5 @@
 use super::{cwd, print_json, ui, CmdResult, CommandError};
-use crate::app::{repos, results, Context};
+use crate::app::{results, Context, Session};
 use crate::model::{Attempt, RunRecord};
 
 /// Show the full result of a commit (default HEAD), like `git show` does for the commit itself.
@@ -19,10 +19,7 @@ pub struct ShowArgs {
 }
 
 pub fn cmd_show(args: ShowArgs) -> CmdResult {
-    let dir = cwd()?;
-    crate::git::discover(&dir)?;
-    let ctx = Context::load()?;
-    let (repo, row) = repos::require_registered(&ctx, &dir)?;
+    let Session { ctx, repo, row } = Session::open(&cwd()?)?;
     super::notice_hooks(&repo);
     let rev = args.rev.as_deref().unwrap_or("HEAD");
     let commit = crate::git::resolve_commit(&repo, rev)?;

@@ -5,7 +5,7 @@
 use super::{blocking, repository, ApiError, ApiResult, Web};
 use crate::app::promote::{promote, PromoteOptions};
 use crate::app::tokens::Role;
-use crate::app::{compare, eval, experiments, logs, queue, repos, results, summary, AppError};
+use crate::app::{compare, eval, experiments, logs, queue, repos, results, summary, views};
 use crate::model::Trigger;
 use crate::store::EventFilter;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
@@ -97,7 +97,7 @@ async fn health() -> Json<Value> {
 async fn repositories(State(web): St, headers: HeaderMap) -> ApiResult<Json<Value>> {
     web.require(&headers, Role::Read, true)?;
     blocking(|ctx| {
-        let stats = ctx.index.repository_stats().map_err(AppError::from)?;
+        let stats = views::repositories(ctx)?;
         Ok(Json(json!({"repositories": stats, "total": stats.len()})))
     })
     .await
@@ -107,7 +107,7 @@ async fn daemons(State(web): St, headers: HeaderMap) -> ApiResult<Json<Value>> {
     web.require(&headers, Role::Read, true)?;
     blocking(|ctx| {
         let all = crate::app::daemons::list(ctx)?;
-        let (pending, running) = ctx.index.queue_depth().map_err(AppError::from)?;
+        let (pending, running) = views::queue_depth(ctx)?;
         Ok(Json(
             json!({"daemons": all, "queue": {"pending": pending, "running": running}}),
         ))
@@ -165,9 +165,8 @@ fn experiment_of(
     name: &str,
 ) -> ApiResult<()> {
     name_ok(name)?;
-    experiments::find(ctx, repo, row, name)
-        .map(|_| ())
-        .map_err(|e| ApiError::from(e).into_not_found())
+    experiments::find(ctx, repo, row, name)?;
+    Ok(())
 }
 
 async fn experiment(
@@ -360,17 +359,8 @@ async fn runs(
             Some(k) => Some(repository(ctx, k)?.1.repository_id),
             None => None,
         };
-        let page = ctx
-            .index
-            .runs_page(repo_id.as_deref(), q.status.as_deref(), q.since, n)
-            .map_err(AppError::from)?;
-        let names: std::collections::HashMap<String, String> = ctx
-            .index
-            .repositories()
-            .map_err(AppError::from)?
-            .into_iter()
-            .map(|r| (r.repository_id, r.name))
-            .collect();
+        let page = views::runs(ctx, repo_id.as_deref(), q.status.as_deref(), q.since, n)?;
+        let names = views::names(ctx)?;
         let next = page.last().map(|(id, _, _)| *id);
         let runs: Vec<Value> = page
             .into_iter()
@@ -429,8 +419,7 @@ async fn request_run(
         };
     blocking(move |ctx| {
         let (repo, row) = repository(ctx, &b.repo)?;
-        let (commit, refname) =
-            compare::resolve(&repo, &b.revision).map_err(|e| ApiError::from(e).into_not_found())?;
+        let (commit, refname) = compare::resolve(&repo, &b.revision)?;
         let mut r = queue::request(
             ctx,
             &repo,
@@ -497,20 +486,7 @@ async fn run_log(
     let q = query(q)?;
     let n = limit(q.limit, 200, 2000)?;
     blocking(move |ctx| {
-        let (repo_id, record) = ctx
-            .index
-            .run_by_id(id)
-            .map_err(AppError::from)?
-            .ok_or_else(|| ApiError::not_found(format!("no run {id}")))?;
-        let row = ctx
-            .index
-            .repositories()
-            .map_err(AppError::from)?
-            .into_iter()
-            .find(|r| r.repository_id == repo_id)
-            .ok_or_else(|| {
-                ApiError::not_found(format!("run {id} belongs to no registered repository"))
-            })?;
+        let (row, record) = views::run(ctx, id)?;
         let page = logs::read(
             ctx,
             &row,
@@ -522,8 +498,7 @@ async fn run_log(
                 check: q.check.clone(),
             },
             |_| true,
-        )
-        .map_err(|e| ApiError::from(e).into_not_found())?;
+        )?;
         Ok(Json(
             json!({"run": id, "commit": record.commit, "page": page}),
         ))
@@ -575,7 +550,7 @@ async fn events(
     let n = limit(q.limit, 50, 500)?;
     blocking(move |ctx| {
         let f = filter(ctx, q.repo.as_deref(), q.kind.clone(), q.since, n)?;
-        let events = ctx.index.events(&f).map_err(AppError::from)?;
+        let events = views::events(ctx, &f)?;
         let next = events.last().map(|e| e.id).or(q.since);
         Ok(Json(json!({"events": events, "next": next})))
     })
@@ -610,15 +585,7 @@ async fn event_stream(
         let f = filter(ctx, q.repo.as_deref(), q.kind.clone(), None, 500)?;
         let start = match resume.or(q.since) {
             Some(s) => s,
-            None => ctx
-                .index
-                .events(&EventFilter {
-                    limit: Some(1),
-                    ..Default::default()
-                })
-                .map_err(AppError::from)?
-                .last()
-                .map_or(0, |e| e.id),
+            None => views::newest_event(ctx)?,
         };
         Ok((start, f))
     })
@@ -648,7 +615,7 @@ async fn event_stream(
                     let ctx = ctx.or_else(|| crate::app::Context::load().ok());
                     let found = ctx
                         .as_ref()
-                        .and_then(|c| c.index.events(&f2).ok())
+                        .and_then(|c| views::events(c, &f2).ok())
                         .unwrap_or_default();
                     (ctx, found)
                 })

@@ -12,7 +12,7 @@ mod openapi;
 mod pages;
 
 use crate::app::tokens::{self, Role, Token};
-use crate::app::{AppError, Context, Hinted};
+use crate::app::{AppError, Context, ErrorKind, Hinted};
 use crate::config::Paths;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -93,47 +93,36 @@ impl ApiError {
             StatusCode::NOT_FOUND => "not_found",
             StatusCode::CONFLICT => "refused",
             StatusCode::PAYLOAD_TOO_LARGE => "too_large",
+            StatusCode::SERVICE_UNAVAILABLE => "unavailable",
             _ => "error",
         }
     }
 }
 
-impl From<AppError> for ApiError {
-    fn from(e: AppError) -> Self {
-        let status = match &e {
-            AppError::Usage(_) | AppError::Config(_) => StatusCode::BAD_REQUEST,
-            AppError::Refused(_) => StatusCode::CONFLICT,
-            AppError::Git(g) => git_status(g),
-            AppError::Store(_) | AppError::Io { .. } => StatusCode::INTERNAL_SERVER_ERROR,
-        };
-        ApiError {
-            status,
-            error: e.problem(),
-            hints: e.hints(),
-        }
+/// HTTP's status for each kind of error.
+fn status_of(k: ErrorKind) -> StatusCode {
+    match k {
+        ErrorKind::Usage => StatusCode::BAD_REQUEST,
+        ErrorKind::NotFound => StatusCode::NOT_FOUND,
+        ErrorKind::Refused => StatusCode::CONFLICT,
+        ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        ErrorKind::Failed | ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
 
-/// A revision that names nothing is 404; one git cannot parse, 400.
-fn git_status(e: &crate::git::GitError) -> StatusCode {
-    use crate::git::GitError as G;
-    match e {
-        G::UnknownRevision { .. }
-        | G::PastRoot { .. }
-        | G::NoSuchParent { .. }
-        | G::NotARepo { .. } => StatusCode::NOT_FOUND,
-        G::BadRevision { .. } | G::EmptyRange(_) | G::NotACommit { .. } => StatusCode::BAD_REQUEST,
-        _ => StatusCode::INTERNAL_SERVER_ERROR,
+impl From<AppError> for ApiError {
+    fn from(e: AppError) -> Self {
+        ApiError {
+            status: status_of(e.kind()),
+            error: e.problem(),
+            hints: e.hints(),
+        }
     }
 }
 
 impl From<crate::git::GitError> for ApiError {
     fn from(e: crate::git::GitError) -> Self {
-        ApiError {
-            status: git_status(&e),
-            error: e.problem(),
-            hints: e.hints(),
-        }
+        AppError::from(e).into()
     }
 }
 
@@ -242,16 +231,10 @@ pub async fn blocking<T: Send + 'static>(
 
 /// A registered repository by id or name.
 pub fn repository(ctx: &Context, key: &str) -> ApiResult<(gix::Repository, crate::store::RepoRow)> {
-    let row = ctx
-        .index
-        .repositories()
-        .map_err(AppError::from)?
-        .into_iter()
-        .find(|r| r.repository_id == key || r.name == key)
-        .ok_or_else(|| {
-            ApiError::not_found(format!("no repository {key:?}"))
-                .hint("GET /api/v1/repositories lists them")
-        })?;
+    let row = crate::app::views::repository(ctx, key)?.ok_or_else(|| {
+        ApiError::not_found(format!("no repository {key:?}"))
+            .hint("GET /api/v1/repositories lists them")
+    })?;
     let repo = crate::git::open(std::path::Path::new(&row.path)).map_err(|e| {
         ApiError::not_found(format!(
             "repository {key:?} is registered at {}, which is no repository now ({})",
@@ -260,4 +243,45 @@ pub fn repository(ctx: &Context, key: &str) -> ApiResult<(gix::Repository, crate
         ))
     })?;
     Ok((repo, row))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::git::GitError;
+    use crate::store::StoreError;
+
+    /// The status follows the kind `app` decides, as the command line's exit code does.
+    #[test]
+    fn each_kind_has_its_status() {
+        let status = |e: AppError| ApiError::from(e).status;
+        let too_large = GitError::TreeTooLarge {
+            size: 3 << 20,
+            ceiling: 2 << 20,
+        };
+        assert_eq!(status(too_large.into()), StatusCode::CONFLICT);
+        let refused = GitError::Refused {
+            problem: "a merge is in progress".into(),
+            hint: "finish it".into(),
+        };
+        assert_eq!(status(refused.into()), StatusCode::CONFLICT);
+        let away = StoreError::Unreachable {
+            url: "postgres://db/x".into(),
+            detail: "connection refused".into(),
+        };
+        let e = ApiError::from(AppError::from(away));
+        assert_eq!(
+            (e.status, e.kind()),
+            (StatusCode::SERVICE_UNAVAILABLE, "unavailable")
+        );
+        assert_eq!(
+            status(AppError::not_found("unknown experiment \"x\"")),
+            StatusCode::NOT_FOUND
+        );
+        let corrupt = StoreError::Corrupt {
+            path: "/d/index.db".into(),
+            detail: "file is not a database".into(),
+        };
+        assert_eq!(status(corrupt.into()), StatusCode::INTERNAL_SERVER_ERROR);
+    }
 }

@@ -96,6 +96,15 @@ fn op(
         "404".into(),
         error("unknown repository, experiment, commit or run"),
     );
+    // The statuses of the other kinds of error (`http::status_of`).
+    responses.insert(
+        "409".into(),
+        error("refused, and nothing was changed: a conflict, or what a policy does not allow"),
+    );
+    responses.insert(
+        "503".into(),
+        error("the shared index cannot be reached now; try again"),
+    );
     let mut o = json!({
         "summary": summary,
         "parameters": params,

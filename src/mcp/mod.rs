@@ -9,7 +9,7 @@ mod args;
 mod budget;
 mod tools;
 
-use crate::app::{queue, repos, AppError, Context, Hinted};
+use crate::app::{queue, repos, AppError, Context, ErrorKind, Hinted, Session};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
@@ -47,9 +47,8 @@ struct Server {
 
 /// Check that `dir` is in a registered repository; returns its top directory and name.
 pub fn check(dir: &Path) -> Result<(PathBuf, String), StartError> {
-    let ctx = Context::load()?;
-    let (repo, row) = repos::require_registered(&ctx, dir)?;
-    Ok((crate::git::repo_root(&repo), row.name))
+    let s = Session::within(Context::load()?, dir)?;
+    Ok((crate::git::repo_root(&s.repo), s.row.name))
 }
 
 /// Serve MCP on stdin/stdout until the client closes it.
@@ -111,13 +110,7 @@ fn run_queue(root: &Path, stop: &AtomicBool, woken: &std::sync::mpsc::Receiver<(
             if lock.is_none() {
                 continue;
             }
-            // We hold this repository's runner lock: what another server of this home held
-            // here was cut off.
-            let home = crate::app::daemons::home_id(&ctx.paths.home);
-            let _ = ctx.index.reap(crate::store::Held::OwnerPrefixIn(
-                &format!("{home}/mcp/"),
-                &row.repository_id,
-            ));
+            let _ = queue::reclaim_from_mcp_servers(&ctx, &row);
         }
         // What the hooks may have missed (hooks not installed, a commit made by a tool that
         // skips them), as the daemon's watcher would.
@@ -135,6 +128,20 @@ fn error_text(e: &AppError) -> String {
         text.push_str(&format!("\nhint: {h}"));
     }
     text
+}
+
+/// MCP's error for each kind of error where the protocol itself answers (a resource read): bad
+/// input is invalid params, a name that names nothing a resource not found, the rest internal.
+/// Tools answer every kind with a tool error carrying [`error_text`], for the agent to act on.
+fn protocol_error(e: &AppError) -> McpError {
+    let text = error_text(e);
+    match e.kind() {
+        ErrorKind::Usage => McpError::invalid_params(text, None),
+        ErrorKind::NotFound => McpError::resource_not_found(text, None),
+        ErrorKind::Refused | ErrorKind::Failed | ErrorKind::Unavailable | ErrorKind::Internal => {
+            McpError::internal_error(text, None)
+        }
+    }
 }
 
 impl Server {
@@ -176,12 +183,11 @@ impl Server {
         }
         let (root, stop, wake) = (self.opts.root.clone(), self.stop.clone(), self.wake.clone());
         let joined = tokio::task::spawn_blocking(move || {
-            let ctx = Context::load()?;
-            let (repo, row) = repos::require_registered(&ctx, &root)?;
+            let s = Session::within(Context::load()?, &root)?;
             let call = tools::Call {
-                ctx: &ctx,
-                repo: &repo,
-                row: &row,
+                ctx: &s.ctx,
+                repo: &s.repo,
+                row: &s.row,
                 interrupt: &stop,
             };
             let answer = tools::call(&call, &name, args);
@@ -194,9 +200,11 @@ impl Server {
         let answer = match joined {
             Ok(Ok(a)) => a,
             Ok(Err(e)) => Err(tools::CallError::App(e)),
-            Err(e) => Err(tools::CallError::App(AppError::refused(format!(
-                "the tool failed unexpectedly: {e}"
-            )))),
+            // A panic is no refusal: the machine failed.
+            Err(e) => Err(tools::CallError::App(AppError::Io {
+                context: "the tool failed unexpectedly".into(),
+                source: std::io::Error::other(e.to_string()),
+            })),
         };
         match answer {
             Ok(v) => Ok(CallToolResult::success(vec![ContentBlock::text(
@@ -233,15 +241,15 @@ impl Server {
                 self.name
             )));
         }
-        let ctx = Context::load().map_err(|e| McpError::internal_error(error_text(&e), None))?;
-        let (repo, row) = repos::require_registered(&ctx, &self.opts.root)
-            .map_err(|e| McpError::internal_error(error_text(&e), None))?;
+        let Session { ctx, repo, row } = Context::load()
+            .and_then(|ctx| Session::within(ctx, &self.opts.root))
+            .map_err(|e| protocol_error(&e))?;
         let (commit, _) =
-            crate::app::compare::resolve(&repo, rev).map_err(|e| not_found(error_text(&e)))?;
-        let mut reader = crate::app::results::NoteReader::new(&repo)
-            .map_err(|e| McpError::internal_error(error_text(&e), None))?;
+            crate::app::compare::resolve(&repo, rev).map_err(|e| protocol_error(&e))?;
+        let mut reader =
+            crate::app::results::NoteReader::new(&repo).map_err(|e| protocol_error(&e))?;
         let record = crate::app::results::find_evidence(&ctx, &repo, &row, &mut reader, commit)
-            .map_err(|e| McpError::internal_error(error_text(&e), None))?
+            .map_err(|e| protocol_error(&e))?
             .ok_or_else(|| not_found(format!("{rev} has no result yet")))?;
         match kind {
             "result" => Ok(ReadResourceResult::new(vec![ResourceContents::text(
@@ -271,10 +279,7 @@ impl Server {
         let Ok((_, row)) = repos::require_registered(&ctx, &self.opts.root) else {
             return Vec::new();
         };
-        let runs = ctx
-            .index
-            .recent_runs(&row.repository_id, 50)
-            .unwrap_or_default();
+        let runs = crate::app::views::recent_runs(&ctx, &row, 50).unwrap_or_default();
         let mut out = Vec::new();
         for (commit, status, _) in runs {
             let short = &commit[..commit.len().min(12)];

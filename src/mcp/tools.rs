@@ -8,7 +8,7 @@ use crate::app::promote::{promote, PromoteOptions};
 use crate::app::queue::{self, Standing};
 use crate::app::summary::Summary;
 use crate::app::{
-    compare, eval, exec, experiments, failures, logs, metrics, repos, AppError, Context,
+    compare, eval, exec, experiments, failures, logs, metrics, repos, views, AppError, Context,
 };
 use crate::model::{RunRecord, Trigger};
 use crate::store::{EventFilter, RepoRow};
@@ -199,10 +199,7 @@ fn experiment_start(c: &Call<'_>, a: StartArgs) -> Answer {
 }
 
 fn queue_of(c: &Call<'_>) -> Result<std::collections::BTreeMap<String, (u64, u64)>, CallError> {
-    Ok(c.ctx
-        .index
-        .queued_by_ref(&c.row.repository_id)
-        .map_err(AppError::from)?)
+    Ok(views::queued_by_ref(c.ctx, c.row)?)
 }
 
 fn experiment_list(c: &Call<'_>, _: NoArgs) -> Answer {
@@ -241,11 +238,7 @@ fn experiment_list(c: &Call<'_>, _: NoArgs) -> Answer {
 }
 
 fn flaky_list(c: &Call<'_>, _: NoArgs) -> Answer {
-    let tests = c
-        .ctx
-        .index
-        .flaky_tests(&c.row.repository_id)
-        .map_err(AppError::from)?;
+    let tests = views::flaky_tests(c.ctx, c.row)?;
     Ok(fit(
         json!({"total": tests.len(), "tests": tests}),
         budget::COMPACT,
@@ -596,10 +589,9 @@ fn exec_tool(c: &Call<'_>, a: ExecArgs) -> Answer {
 fn events_poll(c: &Call<'_>, a: EventsArgs) -> Answer {
     let limit = positive("events_poll", "limit", a.limit, 20)?;
     let budget = budget::budget(a.detail);
-    let events = c
-        .ctx
-        .index
-        .events(&EventFilter {
+    let events = views::events(
+        c.ctx,
+        &EventFilter {
             repository_id: Some(c.row.repository_id.clone()),
             run_id: None,
             kind: a.kind.clone(),
@@ -607,8 +599,8 @@ fn events_poll(c: &Call<'_>, a: EventsArgs) -> Answer {
             // Without a cursor, the newest ones; with one, those after it, oldest first.
             since: a.cursor,
             limit: Some(limit as u64),
-        })
-        .map_err(AppError::from)?;
+        },
+    )?;
     let mut v = json!({"events": [], "cursor": a.cursor.unwrap_or(0)});
     let mut more = false;
     for e in events {

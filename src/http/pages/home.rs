@@ -1,7 +1,7 @@
 //! The start page: repositories with their trend, what runs now, the daemons and the live feed.
 
 use super::*;
-use crate::app::AppError;
+use crate::app::views;
 use axum::extract::Query;
 
 /// The kind of event a daemon writes every 30 s: most of the log, little to read.
@@ -20,26 +20,23 @@ pub async fn home(State(web): St, headers: HeaderMap, Query(q): Query<HomeQuery>
     };
     let heartbeats = q.heartbeats.as_deref() == Some("1");
     let data = blocking(move |ctx| {
-        let stats = ctx.index.repository_stats().map_err(AppError::from)?;
+        let stats = views::repositories(ctx)?;
         let mut trends = Vec::new();
         for s in &stats {
-            let runs = ctx
-                .index
-                .runs_page(Some(&s.repo.repository_id), None, None, 30)
-                .map_err(AppError::from)?;
+            let runs = views::runs(ctx, Some(&s.repo.repository_id), None, None, 30)?;
             trends.push(runs.into_iter().map(|(_, _, r)| r).collect::<Vec<_>>());
         }
-        let running = ctx.index.running_jobs().map_err(AppError::from)?;
+        let running = views::running(ctx)?;
         let daemons = crate::app::daemons::list(ctx)?;
-        let (queued, _) = ctx.index.queue_depth().map_err(AppError::from)?;
-        let events = ctx
-            .index
-            .events(&crate::store::EventFilter {
+        let (queued, _) = views::queue_depth(ctx)?;
+        let events = views::events(
+            ctx,
+            &crate::store::EventFilter {
                 limit: Some(40),
                 not_kind: (!heartbeats).then(|| HEARTBEAT.to_string()),
                 ..Default::default()
-            })
-            .map_err(AppError::from)?;
+            },
+        )?;
         Ok((stats, trends, running, queued, events, daemons))
     })
     .await;
