@@ -8,6 +8,8 @@ mod analysis;
 mod attempts;
 #[path = "run/phases.rs"]
 mod phases;
+#[path = "run/phases_js.rs"]
+mod phases_js;
 
 use common::World;
 use std::path::Path;

@@ -7,6 +7,7 @@
 
 mod aggregate;
 pub mod imports;
+pub mod jsgraph;
 pub mod lang;
 mod lines;
 pub mod manifest;

@@ -29,14 +29,14 @@ pub struct Selection {
     pub one_phase: Option<String>,
     /// Phase one's test files, each with every reason it is there.
     pub files: BTreeMap<String, Vec<Why>>,
-    /// The Python files the commit changed.
+    /// The source files the commit changed (Python, or JavaScript/TypeScript and what they import).
     pub changed: Vec<String>,
-    /// Every test file pytest's discovery finds in the tree.
+    /// Every test file the runner's default discovery finds in the tree.
     pub test_files: usize,
 }
 
 impl Selection {
-    fn one_phase(why: impl Into<String>) -> Selection {
+    pub(super) fn one_phase(why: impl Into<String>) -> Selection {
         Selection {
             one_phase: Some(why.into()),
             ..Selection::default()
@@ -52,7 +52,7 @@ impl Selection {
 }
 
 /// Files whose change says nothing about which tests run: prose, licences, CI settings.
-fn irrelevant(path: &str) -> bool {
+pub(super) fn irrelevant(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
     let ext = name.rsplit_once('.').map_or("", |(_, e)| e);
     matches!(ext, "md" | "rst" | "adoc")
@@ -104,6 +104,9 @@ pub fn select(
     if !config.test.phases {
         return Ok(Selection::one_phase("[test] phases = false"));
     }
+    if let Some(js) = super::jsselect::command_of(repo, info, config) {
+        return super::jsselect::select(ctx, repo, row, info, &js);
+    }
     // Nothing to split: no diff, tree walk or import graph for a command that runs in one phase.
     if let Some(c) = config
         .test
@@ -112,7 +115,7 @@ pub fn select(
         .filter(|c| crate::runner::pytest_cmd::recognise(c).is_none())
     {
         return Ok(Selection::one_phase(format!(
-            "the test command `{c}` is not a plain pytest invocation (pytest …, python -m pytest …)"
+            "the test command `{c}` is not a plain pytest, jest or vitest invocation (pytest …, python -m pytest …, jest …, vitest run …, or npm test running one)"
         )));
     }
     let Some(parent) = info.parents.first() else {

@@ -362,7 +362,7 @@ pub fn explained_text(e: &crate::app::selection::Explained) -> String {
         }
     }
     if e.command.is_none() {
-        out.push_str("  (the test command is detected when the tree is checked out; two phases need pytest)\n");
+        out.push_str("  (the test command is detected when the tree is checked out; two phases need pytest, jest or vitest)\n");
     }
     out
 }

@@ -1,16 +1,18 @@
 //! The tests in two phases: the test files the change can reach (and those that failed last)
 //! first, so a failure is known early; then exactly the rest of the suite (pytest's
-//! `--deselect FILE::`), the two merged into one result that equals a one-phase run.
+//! `--deselect FILE::`, jest's and vitest's filters), the two merged into one result that
+//! equals a one-phase run.
 
 use super::{conclude, execute, CheckResult, Env, Executed, Shared, Spec};
 use crate::model::{Status, TestPhase, Tests};
-use crate::runner::{detect, pytest_cmd, workspace};
+use crate::runner::{detect, js_cmd, pytest_cmd, workspace};
 use std::time::Instant;
 
 /// pytest's exit code when it collected no test (every one deselected): no failure.
 const NO_TESTS_COLLECTED: i32 = 5;
 
-/// Run the tests of `spec` in two phases when its command is a pytest invocation and
+/// Run the tests of `spec` in two phases when its command is a pytest, jest or vitest
+/// invocation and
 /// `phase_one` lies within the suite it runs; `None`: run them in one phase as before.
 pub(super) fn run(
     env: &Env<'_>,
@@ -25,22 +27,18 @@ pub(super) fn run(
         Some(c) => c.to_string(),
         None => detect::detect(&work.host_tree())?.0,
     };
-    let pytest = pytest_cmd::recognise(&command)?;
-    // A command that names its own paths runs only those: phase one stays within them.
-    let within = |f: &String| {
-        pytest.paths.is_empty()
-            || pytest
-                .paths
-                .iter()
-                .any(|p| f == p || f.starts_with(&format!("{p}/")))
-    };
-    let files: Vec<String> = phase_one.iter().filter(|f| within(f)).cloned().collect();
+    let split = Split::of(&command, work)?;
+    let files: Vec<String> = phase_one
+        .iter()
+        .filter(|f| split.within(f))
+        .cloned()
+        .collect();
     if files.is_empty() {
         return None;
     }
     let started = Instant::now();
     let first_log = spec.log.with_extension("phase1.log");
-    let one_command = pytest.only(&files);
+    let one_command = split.only(&files);
     let one_spec = Spec {
         command: Some(&one_command),
         log: first_log.clone(),
@@ -49,7 +47,7 @@ pub(super) fn run(
     let one = conclude(
         env,
         &one_spec,
-        no_tests_is_no_failure(execute(shared, &one_spec, work, setup, keep)),
+        split.no_tests_is_no_failure(execute(shared, &one_spec, work, setup, keep)),
         work,
         setup,
     );
@@ -70,7 +68,7 @@ pub(super) fn run(
             false,
         ));
     }
-    let two_command = pytest.without(&files);
+    let two_command = split.without(&files);
     let two_spec = Spec {
         command: Some(&two_command),
         timeout: spec.timeout.saturating_sub(started.elapsed()),
@@ -79,7 +77,7 @@ pub(super) fn run(
     let two = conclude(
         env,
         &two_spec,
-        no_tests_is_no_failure(execute(shared, &two_spec, work, setup, keep)),
+        split.no_tests_is_no_failure(execute(shared, &two_spec, work, setup, keep)),
         work,
         setup,
     );
@@ -104,8 +102,65 @@ pub(super) fn run(
     ))
 }
 
-/// A phase that collected nothing (every test deselected, a selection that names none) ended
-/// as a passing one would.
+/// How a runner's command is split: pytest's node ids, or jest's and vitest's file filters.
+enum Split {
+    Pytest(pytest_cmd::Pytest),
+    Js(js_cmd::JsCmd),
+}
+
+impl Split {
+    fn of(command: &str, work: &workspace::Workspace) -> Option<Split> {
+        if let Some(p) = pytest_cmd::recognise(command) {
+            return Some(Split::Pytest(p));
+        }
+        let script = || {
+            let bytes =
+                crate::util::beneath::read_beneath(&work.host_tree(), "package.json", 1 << 20)
+                    .ok()?;
+            let json: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+            Some(json.pointer("/scripts/test")?.as_str()?.to_string())
+        };
+        js_cmd::recognise(command, script().as_deref()).map(Split::Js)
+    }
+
+    /// A command that names its own paths runs only those: phase one stays within them.
+    fn within(&self, f: &str) -> bool {
+        match self {
+            Split::Pytest(p) => {
+                p.paths.is_empty()
+                    || p.paths
+                        .iter()
+                        .any(|p| f == p || f.starts_with(&format!("{p}/")))
+            }
+            Split::Js(_) => true,
+        }
+    }
+
+    fn only(&self, files: &[String]) -> String {
+        match self {
+            Split::Pytest(p) => p.only(files),
+            Split::Js(j) => j.only(files),
+        }
+    }
+
+    fn without(&self, files: &[String]) -> String {
+        match self {
+            Split::Pytest(p) => p.without(files),
+            Split::Js(j) => j.without(files),
+        }
+    }
+
+    /// A phase that collected nothing (every test deselected, a selection that names none)
+    /// ended as a passing one would (jest and vitest are told so: `--passWithNoTests`).
+    fn no_tests_is_no_failure(&self, e: Executed) -> Executed {
+        match self {
+            Split::Pytest(_) => no_tests_is_no_failure(e),
+            Split::Js(_) => e,
+        }
+    }
+}
+
+/// pytest's exit 5 (no test collected) as a pass.
 fn no_tests_is_no_failure(mut e: Executed) -> Executed {
     if let Executed::Ran { outcome, .. } = &mut e {
         if outcome.exit_code == Some(NO_TESTS_COLLECTED) && outcome.killed_by.is_none() {
