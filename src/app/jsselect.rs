@@ -29,7 +29,11 @@ pub fn command_of(repo: &gix::Repository, info: &CommitInfo, config: &Config) ->
         Some(json.pointer("/scripts/test")?.as_str()?.to_string())
     };
     match config.test.command.as_deref() {
-        Some(c) => js_cmd::recognise(c, script().as_deref()),
+        // Only `npm test` reads the script: no blob read for any other command.
+        Some(c) if c.split_whitespace().any(|w| w.ends_with("npm")) => {
+            js_cmd::recognise(c, script().as_deref())
+        }
+        Some(c) => js_cmd::recognise(c, None),
         None if !git::path_in_tree(repo, info.tree, "Cargo.toml")
             && !git::path_in_tree(repo, info.tree, "go.mod") =>
         {
@@ -146,7 +150,7 @@ pub fn select(
         .filter(|(p, _)| p == "package.json" || p.ends_with("/package.json"))
         .filter_map(|(p, id)| Some((p.clone(), text_of(*id)?)))
         .collect();
-    if let Some(why) = coverage_configured(&blobs, &manifests, &text_of) {
+    if let Some(why) = config_refuses(runner, &blobs, &manifests, &text_of) {
         return Ok(Selection::one_phase(why));
     }
     let pnpm = blobs
@@ -229,6 +233,16 @@ pub fn select(
             .or_default()
             .push(Why::FailedBefore { tests: names });
     }
+    if runner == Runner::Vitest {
+        if let Some(f) = files
+            .keys()
+            .find(|f| f.contains(['*', '?', '[', ']', '{', '}', '!', '(', ')']))
+        {
+            return Ok(Selection::one_phase(format!(
+                "{f}'s name holds glob characters, which vitest's --exclude would read as a pattern"
+            )));
+        }
+    }
     // The runner's filters match more than one path when one file's path ends another's
     // (jest) or lies within it (vitest): the phases would not split the suite exactly.
     for f in files.keys() {
@@ -279,9 +293,13 @@ fn cache_key(path: &str) -> String {
     format!("imports-v{JS_IMPORTS_VERSION}:{g}")
 }
 
-/// Coverage collected by the runner's config: a threshold over one phase's share of the suite
-/// would fail where the whole suite passes.
-fn coverage_configured(
+/// What in the runner's config keeps the suite in one phase: coverage collected (a threshold
+/// over one phase's share of the suite would fail where the whole suite passes), and for
+/// vitest, projects, a `root` or a `dir` that is not a plain literal (its `--exclude` globs are
+/// matched relative to each project's directory, so the phases would not split the suite
+/// exactly).
+fn config_refuses(
+    runner: Runner,
     blobs: &[(String, gix::ObjectId)],
     manifests: &[(String, String)],
     text_of: &dyn Fn(gix::ObjectId) -> Option<String>,
@@ -293,9 +311,9 @@ fn coverage_configured(
         .and_then(|(_, t)| serde_json::from_str::<serde_json::Value>(t).ok());
     if let Some(jest) = root.as_ref().and_then(|m| m.get("jest")) {
         let text = jest.to_string();
-        if WORDS.iter().any(|w| text.contains(w)) {
+        if runner == Runner::Jest && WORDS.iter().any(|w| text.contains(w)) {
             return Some(
-                "package.json's jest config collects coverage: phases = false keeps it whole"
+                "package.json's jest config collects coverage: a threshold over part of the suite would fail"
                     .into(),
             );
         }
@@ -303,15 +321,35 @@ fn coverage_configured(
     for (p, id) in blobs {
         let name = p.rsplit('/').next().unwrap_or(p);
         let stem = name.split('.').next().unwrap_or(name);
-        if !matches!(stem, "jest" | "vitest" | "vite") || !name.contains(".config.") {
+        if runner == Runner::Vitest && stem == "vitest" && name.contains(".workspace.") {
+            return Some(format!(
+                "{p} defines vitest projects: their --exclude globs are relative to each project"
+            ));
+        }
+        let ours = match runner {
+            Runner::Jest => stem == "jest",
+            Runner::Vitest => stem == "vitest" || stem == "vite",
+        };
+        if !ours || !name.contains(".config.") {
             continue;
         }
         let text = text_of(*id).unwrap_or_default();
         if WORDS.iter().any(|w| text.contains(w))
-            || (stem != "jest" && text.contains("coverage") && text.contains("enabled"))
+            || (runner == Runner::Vitest && text.contains("coverage") && text.contains("enabled"))
         {
             return Some(format!(
                 "{p} collects coverage: a threshold over part of the suite would fail"
+            ));
+        }
+        let squeezed: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+        if runner == Runner::Vitest
+            && (["projects:", "workspace:", "root:"]
+                .iter()
+                .any(|w| squeezed.contains(w))
+                || js_cmd::vitest_dir(&text).is_none())
+        {
+            return Some(format!(
+                "{p} sets vitest projects, a root or a dir not read here: its --exclude globs would be relative to another directory"
             ));
         }
     }

@@ -12,6 +12,8 @@ pub struct JsCmd {
     /// are added (`npm test --` passes them on to the script).
     full: String,
     more: String,
+    /// vitest's `test.dir`: where its `--exclude` globs are rooted.
+    dir: Option<String>,
 }
 
 /// Options whose value is the next word (the rest take none, or `--opt=value`).
@@ -100,6 +102,7 @@ pub fn recognise(command: &str, script: Option<&str>) -> Option<JsCmd> {
             runner: inner.runner,
             full: command.trim().to_string(),
             more: format!("{} --", command.trim()),
+            dir: None,
         });
     }
     let mut j = 0;
@@ -118,7 +121,9 @@ pub fn recognise(command: &str, script: Option<&str>) -> Option<JsCmd> {
     let mut args = rest[j..].iter();
     while let Some(&w) = args.next() {
         let name = w.split('=').next().unwrap_or(w);
-        if REFUSED.contains(&name) || name.starts_with("--coverage") {
+        // vitest's own config is read for its `dir`: not one named elsewhere.
+        let elsewhere = runner == Runner::Vitest && matches!(name, "-c" | "--config");
+        if elsewhere || REFUSED.contains(&name) || name.starts_with("--coverage") {
             return None;
         }
         if !w.starts_with('-') {
@@ -133,7 +138,55 @@ pub fn recognise(command: &str, script: Option<&str>) -> Option<JsCmd> {
         runner,
         full: command.trim().to_string(),
         more: command.trim().to_string(),
+        dir: None,
     })
+}
+
+/// The config files vitest looks for at the root, in its order (vite's last).
+const VITEST_CONFIGS: [&str; 12] = [
+    "vitest.config.ts",
+    "vitest.config.mts",
+    "vitest.config.cts",
+    "vitest.config.js",
+    "vitest.config.mjs",
+    "vitest.config.cjs",
+    "vite.config.ts",
+    "vite.config.mts",
+    "vite.config.cts",
+    "vite.config.js",
+    "vite.config.mjs",
+    "vite.config.cjs",
+];
+
+/// vitest's config, as found at the root by `text_of` (a path's text): its path and text.
+pub fn vitest_config(text_of: &dyn Fn(&str) -> Option<String>) -> Option<(&'static str, String)> {
+    VITEST_CONFIGS.iter().find_map(|p| Some((*p, text_of(p)?)))
+}
+
+/// The `dir` a vitest config sets (`dir: 'test'`): `Some(None)` when it sets none, `None` when
+/// it sets one that is not a plain literal path.
+pub fn vitest_dir(config: &str) -> Option<Option<String>> {
+    let squeezed: String = config.chars().filter(|c| !c.is_whitespace()).collect();
+    let mut found = None;
+    for (i, _) in squeezed.match_indices("dir:") {
+        let before = squeezed[..i].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$') {
+            continue;
+        }
+        let rest = &squeezed[i + 4..];
+        let quote = rest.chars().next().filter(|c| matches!(c, '\'' | '"'))?;
+        let value = rest[1..].split(quote).next()?;
+        let value = value.trim_start_matches("./").trim_end_matches('/');
+        if found.is_some()
+            || value.is_empty()
+            || value.starts_with('/')
+            || value.split('/').any(|c| c == ".." || c.contains('$'))
+        {
+            return None;
+        }
+        found = Some(value.to_string());
+    }
+    Some(found.filter(|d| d != "."))
 }
 
 fn is_assignment(w: &str) -> bool {
@@ -170,6 +223,17 @@ fn path_pattern(path: &str) -> String {
 }
 
 impl JsCmd {
+    /// The command as it runs in a tree whose files `text_of` reads: vitest's `--exclude`
+    /// globs rooted at the config's `dir`. `None`: the config sets one that is not read here.
+    pub fn in_tree(mut self, text_of: &dyn Fn(&str) -> Option<String>) -> Option<JsCmd> {
+        if self.runner == Runner::Vitest {
+            if let Some((_, text)) = vitest_config(text_of) {
+                self.dir = vitest_dir(&text)?;
+            }
+        }
+        Some(self)
+    }
+
     /// Phase one: the command with `files` as its file filters. jest takes each as a pattern
     /// (`/a\.test\.js$`), vitest as a path fragment; a phase that finds none of them is no
     /// failure.
@@ -198,8 +262,13 @@ impl JsCmd {
             }
             Runner::Vitest => {
                 for f in files {
+                    let rooted = self
+                        .dir
+                        .as_ref()
+                        .and_then(|d| f.strip_prefix(&format!("{d}/")))
+                        .unwrap_or(f);
                     c.push_str(" --exclude ");
-                    c.push_str(&quote(f));
+                    c.push_str(&quote(rooted));
                 }
             }
         }
@@ -268,6 +337,26 @@ mod tests {
         ] {
             assert_eq!(recognise(other, script), None, "{other} / {script:?}");
         }
+    }
+
+    #[test]
+    fn vitest_excludes_are_rooted_at_its_dir() {
+        assert_eq!(vitest_dir("export default { test: {} }"), Some(None));
+        assert_eq!(
+            vitest_dir("test: {\n  dir: 'test',\n  coverage: { reportsDirectory: './c/' } }"),
+            Some(Some("test".into()))
+        );
+        assert_eq!(vitest_dir("test: { dir: process.env.D }"), None);
+        assert_eq!(vitest_dir("test: { dir: '../up' }"), None);
+        let v = recognise("vitest run", None)
+            .unwrap()
+            .in_tree(&|p| (p == "vite.config.ts").then(|| "{test:{dir:\"test\"}}".into()))
+            .unwrap();
+        assert_eq!(
+            v.without(&["test/a.test.ts".into()]),
+            "vitest run --passWithNoTests --exclude a.test.ts"
+        );
+        assert!(recognise("vitest run -c other.config.ts", None).is_none());
     }
 
     #[test]

@@ -190,8 +190,13 @@ fn vitest_runs_the_test_files_a_change_reaches_first() {
     let files = vec![
         (
             ".sandbox.toml".to_string(),
-            "[test]\ncommand = \"vitest run --globals\"\ntimeout = \"180s\"\n[analysis]\nenabled = false\n"
+            "[test]\ncommand = \"vitest run\"\ntimeout = \"180s\"\n[analysis]\nenabled = false\n"
                 .to_string(),
+        ),
+        // Its --exclude globs are rooted at `dir`.
+        (
+            "vitest.config.ts".to_string(),
+            "export default { test: { globals: true, dir: 'src' } };\n".to_string(),
         ),
         (
             "package.json".to_string(),
@@ -259,7 +264,7 @@ fn vitest_runs_the_test_files_a_change_reaches_first() {
         &repo,
         &[(
             "vitest.config.ts",
-            "export default { test: { testTimeout: 9000 } };\n",
+            "export default { test: { globals: true, dir: 'src', testTimeout: 9000 } };\n",
         )],
         "a vitest config",
     );

@@ -113,14 +113,21 @@ impl Split {
         if let Some(p) = pytest_cmd::recognise(command) {
             return Some(Split::Pytest(p));
         }
-        let script = || {
-            let bytes =
-                crate::util::beneath::read_beneath(&work.host_tree(), "package.json", 1 << 20)
-                    .ok()?;
-            let json: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
-            Some(json.pointer("/scripts/test")?.as_str()?.to_string())
+        let tree = work.host_tree();
+        let text_of = |p: &str| {
+            let bytes = crate::util::beneath::read_beneath(&tree, p, 1 << 20).ok()?;
+            Some(String::from_utf8_lossy(&bytes).into_owned())
         };
-        js_cmd::recognise(command, script().as_deref()).map(Split::Js)
+        // Only `npm test` reads the script.
+        let npm = command.split_whitespace().any(|w| w.ends_with("npm"));
+        let script = npm
+            .then(|| text_of("package.json"))
+            .flatten()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|j| Some(j.pointer("/scripts/test")?.as_str()?.to_string()));
+        js_cmd::recognise(command, script.as_deref())?
+            .in_tree(&text_of)
+            .map(Split::Js)
     }
 
     /// A command that names its own paths runs only those: phase one stays within them.
