@@ -114,8 +114,8 @@ pub enum Target {
     /// Outside the tree: Node's own modules, npm packages, a relative path the tree lacks.
     Outside,
     /// A name that is no file, no package of the tree and no declared dependency, yet looks
-    /// like a path into the tree (`@/lib`, `#internal`, `components/Button`): an alias set in
-    /// config the graph does not read.
+    /// like a path into the tree or has a scope nothing declares (`@/lib`, `#internal`,
+    /// `components/Button`, `@internal/utils`): an alias set in config the graph does not read.
     Unseen,
 }
 
@@ -364,7 +364,13 @@ impl Layout {
         if self.declared.contains(&name) || is_builtin(first) {
             return Target::Outside;
         }
-        if self.top.contains(first) {
+        // A scope no declared package or package of the tree has (`@internal/x`, `@app/x`)
+        // is an alias's, as is a name that starts like a path of the tree.
+        let scope = format!("{first}/");
+        let unknown_scope = first.starts_with('@')
+            && !self.declared.iter().any(|d| d.starts_with(&scope))
+            && !self.packages.keys().any(|p| p.starts_with(&scope));
+        if unknown_scope || self.top.contains(first) {
             Target::Unseen
         } else {
             Target::Outside
@@ -635,7 +641,13 @@ import './side-effect.css';
             assert_eq!(l.target("src/a.ts", outside), Target::Outside, "{outside}");
         }
         // Aliases the graph does not read.
-        for alias in ["@/a", "#internal", "components/Button", "~/x"] {
+        for alias in [
+            "@/a",
+            "#internal",
+            "components/Button",
+            "~/x",
+            "@internal/utils",
+        ] {
             assert_eq!(l.target("src/a.ts", alias), Target::Unseen, "{alias}");
         }
         let (e, unseen) = l.resolve("src/b.ts", &["./a".into(), "lodash".into(), "@/x".into()]);

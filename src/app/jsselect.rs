@@ -170,6 +170,7 @@ pub fn select(
         .collect();
     let mut fresh = Vec::new();
     let mut edges: BTreeMap<String, Edges> = BTreeMap::new();
+    let mut alias: Option<(String, String)> = None;
     for (path, id) in blobs.iter().filter(|(p, _)| is_source(p)) {
         let key = cache_key(path);
         let hex = id.to_string();
@@ -195,15 +196,19 @@ pub fn select(
             }
         };
         let (e, unseen) = layout.resolve(path, &specs);
-        if let Some(spec) = unseen {
-            return Ok(Selection::one_phase(format!(
-                "{path} imports `{spec}`, which is no file, workspace package or declared dependency: an alias set in config the import graph does not follow"
-            )));
+        if let Some(spec) = unseen.filter(|_| alias.is_none()) {
+            alias = Some((path.clone(), spec));
         }
         edges.insert(path.clone(), e);
     }
+    // Kept before any answer, so the next commit parses only what changed.
     if !fresh.is_empty() {
         ctx.index.put_analysis(&fresh)?;
+    }
+    if let Some((path, spec)) = alias {
+        return Ok(Selection::one_phase(format!(
+            "{path} imports `{spec}`, which is no file, workspace package or declared dependency: an alias set in config the import graph does not follow"
+        )));
     }
     let imported: BTreeSet<&String> = edges.values().flat_map(|e| &e.strong).collect();
     for p in others {
