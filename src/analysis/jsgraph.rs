@@ -126,7 +126,8 @@ pub struct Layout {
     packages: BTreeMap<String, Package>,
     /// Every dependency any `package.json` of the tree declares.
     declared: HashSet<String>,
-    /// The first segments of the tree's paths, at the root and under `src/`.
+    /// Names a bare import may mean a path of the tree by: the root's directories, and
+    /// `src/`'s directories and modules.
     top: HashSet<String>,
 }
 
@@ -141,9 +142,14 @@ impl Layout {
         let files: HashSet<String> = files.into_iter().map(str::to_string).collect();
         let mut top = HashSet::new();
         for f in &files {
-            let rest = f.strip_prefix("src/").unwrap_or(f);
-            for p in [f.as_str(), rest] {
-                let first = p.split('/').next().unwrap_or(p);
+            // The root's directories (`components/`), and `src/`'s directories and modules
+            // (`utils.ts`): what `baseUrl` makes importable by bare name. Not the root's
+            // files: `rollup.config.js` says nothing of `rollup`.
+            if let Some((dir, _)) = f.split_once('/') {
+                top.insert(dir.to_string());
+            }
+            if let Some(rest) = f.strip_prefix("src/") {
+                let first = rest.split('/').next().unwrap_or(rest);
                 top.insert(first.split('.').next().unwrap_or(first).to_string());
             }
         }

@@ -166,7 +166,13 @@ fn parse(grammar: lang::Grammar, src: &[u8]) -> Option<tree_sitter::Tree> {
         };
         let options = tree_sitter::ParseOptions::new().progress_callback(&mut progress);
         let mut read = |i: usize, _: tree_sitter::Point| src.get(i..).unwrap_or(&[]);
-        parser.parse_with_options(&mut read, None, Some(options))
+        let tree = parser.parse_with_options(&mut read, None, Some(options));
+        if tree.is_none() {
+            // A parse stopped half way is resumed by the next call unless reset: the next
+            // file would get this one's tree.
+            parser.reset();
+        }
+        tree
     })
 }
 
