@@ -142,6 +142,14 @@ thread_local! {
 }
 
 fn parse(grammar: lang::Grammar, src: &[u8]) -> Option<tree_sitter::Tree> {
+    parse_within(grammar, src, PARSE_TIME_LIMIT)
+}
+
+fn parse_within(
+    grammar: lang::Grammar,
+    src: &[u8],
+    limit: std::time::Duration,
+) -> Option<tree_sitter::Tree> {
     PARSER.with(|cell| {
         let mut slot = cell.try_borrow_mut().ok()?;
         if slot.as_ref().map(|(g, _)| *g) != Some(grammar) {
@@ -158,7 +166,7 @@ fn parse(grammar: lang::Grammar, src: &[u8]) -> Option<tree_sitter::Tree> {
         let mut calls = 0u32;
         let mut progress = |_: &tree_sitter::ParseState| {
             calls = calls.wrapping_add(1);
-            if calls.is_multiple_of(256) && start.elapsed() > PARSE_TIME_LIMIT {
+            if calls.is_multiple_of(256) && start.elapsed() > limit {
                 std::ops::ControlFlow::Break(())
             } else {
                 std::ops::ControlFlow::Continue(())
