@@ -10,6 +10,8 @@ mod attempts;
 mod cargo_phases;
 #[path = "run/phases.rs"]
 mod phases;
+#[path = "run/phases_js.rs"]
+mod phases_js;
 
 use common::World;
 use std::path::Path;

@@ -8,6 +8,7 @@
 mod aggregate;
 pub mod cargograph;
 pub mod imports;
+pub mod jsgraph;
 pub mod lang;
 mod lines;
 pub mod manifest;
@@ -142,6 +143,14 @@ thread_local! {
 }
 
 fn parse(grammar: lang::Grammar, src: &[u8]) -> Option<tree_sitter::Tree> {
+    parse_within(grammar, src, PARSE_TIME_LIMIT)
+}
+
+fn parse_within(
+    grammar: lang::Grammar,
+    src: &[u8],
+    limit: std::time::Duration,
+) -> Option<tree_sitter::Tree> {
     PARSER.with(|cell| {
         let mut slot = cell.try_borrow_mut().ok()?;
         if slot.as_ref().map(|(g, _)| *g) != Some(grammar) {
@@ -158,7 +167,7 @@ fn parse(grammar: lang::Grammar, src: &[u8]) -> Option<tree_sitter::Tree> {
         let mut calls = 0u32;
         let mut progress = |_: &tree_sitter::ParseState| {
             calls = calls.wrapping_add(1);
-            if calls.is_multiple_of(256) && start.elapsed() > PARSE_TIME_LIMIT {
+            if calls.is_multiple_of(256) && start.elapsed() > limit {
                 std::ops::ControlFlow::Break(())
             } else {
                 std::ops::ControlFlow::Continue(())
@@ -166,7 +175,13 @@ fn parse(grammar: lang::Grammar, src: &[u8]) -> Option<tree_sitter::Tree> {
         };
         let options = tree_sitter::ParseOptions::new().progress_callback(&mut progress);
         let mut read = |i: usize, _: tree_sitter::Point| src.get(i..).unwrap_or(&[]);
-        parser.parse_with_options(&mut read, None, Some(options))
+        let tree = parser.parse_with_options(&mut read, None, Some(options));
+        if tree.is_none() {
+            // A parse stopped half way is resumed by the next call unless reset: the next
+            // file would get this one's tree.
+            parser.reset();
+        }
+        tree
     })
 }
 

@@ -350,3 +350,21 @@ fn a_tally_takes_out_exactly_what_a_file_put_in() {
     t.manifest(Sign::Remove, "python", &flask);
     assert_eq!(t, Tally::default());
 }
+
+#[test]
+fn a_parse_stopped_at_the_time_limit_leaves_nothing_for_the_next_file() {
+    let big = "const a = require('./x');\n".repeat(20_000);
+    let stopped = parse_within(
+        lang::Grammar::Javascript,
+        big.as_bytes(),
+        std::time::Duration::ZERO,
+    );
+    assert!(stopped.is_none(), "the limit stops the parse");
+    let small = b"const b = 1;\n";
+    let tree = parse(lang::Grammar::Javascript, small).unwrap();
+    assert_eq!(
+        tree.root_node().end_byte(),
+        small.len(),
+        "the small file's own tree"
+    );
+}

@@ -23,6 +23,7 @@ pub mod forget;
 pub mod gate;
 pub mod gc;
 pub mod github;
+pub mod jsselect;
 pub mod logs;
 pub mod lost_notes;
 pub mod metrics;

@@ -43,14 +43,15 @@ pub struct Selection {
     pub one_phase: Option<String>,
     /// Phase one's test files (or crates), each with every reason it is there.
     pub files: BTreeMap<String, Vec<Why>>,
-    /// The Python (or, for crates, any) files the commit changed.
+    /// The source files the commit changed (Python or JavaScript/TypeScript; for crates, any).
     pub changed: Vec<String>,
-    /// Every test file pytest's discovery finds in the tree (or every crate of the workspace).
+    /// Every test file the runner's default discovery finds in the tree (or every crate of the
+    /// workspace).
     pub test_files: usize,
 }
 
 impl Selection {
-    fn one_phase(why: impl Into<String>) -> Selection {
+    pub(super) fn one_phase(why: impl Into<String>) -> Selection {
         Selection {
             one_phase: Some(why.into()),
             ..Selection::default()
@@ -128,6 +129,9 @@ pub fn select(
     if let Some(s) = super::cargo_selection::select(repo, info, config)? {
         return Ok(s);
     }
+    if let Some(js) = super::jsselect::command_of(repo, info, config) {
+        return super::jsselect::select(ctx, repo, row, info, &js);
+    }
     // Nothing to split: no diff, tree walk or import graph for a command that runs in one phase.
     if let Some(c) = config
         .test
@@ -136,7 +140,7 @@ pub fn select(
         .filter(|c| crate::runner::pytest_cmd::recognise(c).is_none())
     {
         return Ok(Selection::one_phase(format!(
-            "the test command `{c}` is not a plain pytest invocation (pytest …, python -m pytest …) or cargo test"
+            "the test command `{c}` is not a plain pytest, jest, vitest or cargo test invocation (pytest …, python -m pytest …, jest …, vitest run …, npm test running one, cargo test …)"
         )));
     }
     let Some(parent) = info.parents.first() else {

@@ -374,7 +374,7 @@ pub fn explained_text(e: &crate::app::selection::Explained) -> String {
         }
     }
     if e.command.is_none() {
-        out.push_str("  (the test command is detected when the tree is checked out; two phases need pytest or cargo test)\n");
+        out.push_str("  (the test command is detected when the tree is checked out; two phases need pytest, jest, vitest or cargo test)\n");
     }
     out
 }

@@ -105,8 +105,8 @@ pub struct TestFile {
     pub coverage: Option<String>,
     /// Run the tests at the same time as the checks that say `parallel = true`.
     pub parallel: Option<bool>,
-    /// Run the tests a change can reach first, then the rest (pytest only): `false` runs the
-    /// whole suite in one phase.
+    /// Run the tests a change can reach first, then the rest (pytest, jest and vitest): `false`
+    /// runs the whole suite in one phase.
     pub phases: Option<bool>,
 }
 

@@ -101,6 +101,26 @@ pub fn pnpm() -> PathBuf {
     )
 }
 
+/// The dir of a real jest 29.7.0 (`jest`), installed from the npm registry on first use.
+#[track_caller]
+pub fn jest() -> PathBuf {
+    installed(
+        "jest-29.7.0",
+        "node_modules/.bin/jest",
+        "npm install --no-save --no-audit --no-fund --prefix \"$DIR\" jest@29.7.0",
+    )
+}
+
+/// The dir of a real vitest 3.2.4 (`vitest`), installed from the npm registry on first use.
+#[track_caller]
+pub fn vitest() -> PathBuf {
+    installed(
+        "vitest-3.2.4",
+        "node_modules/.bin/vitest",
+        "npm install --no-save --no-audit --no-fund --prefix \"$DIR\" vitest@3.2.4",
+    )
+}
+
 /// A program `./test` installed with `cargo install` (mdBook and its link check), under
 /// `.test-tools/cargo/bin`.
 #[track_caller]

@@ -1,17 +1,18 @@
-//! The tests in two phases: the test files (pytest) or crates (cargo test) the change can reach
-//! (and those that failed last) first, so a failure is known early; then exactly the rest of the
-//! suite (pytest's `--deselect FILE::`, cargo's `--workspace --exclude`), the two merged into one
-//! result that equals a one-phase run.
+//! The tests in two phases: the test files (pytest, jest, vitest) or crates (cargo test) the
+//! change can reach (and those that failed last) first, so a failure is known early; then exactly
+//! the rest of the suite (pytest's `--deselect FILE::`, jest's and vitest's filters, cargo's
+//! `--workspace --exclude`), the two merged into one result that equals a one-phase run.
 
 use super::{conclude, execute, CheckResult, Env, Executed, Shared, Spec};
 use crate::model::{Status, TestPhase, Tests};
-use crate::runner::{cargo_cmd, detect, pytest_cmd, workspace};
+use crate::runner::{cargo_cmd, detect, js_cmd, pytest_cmd, workspace};
 use std::time::Instant;
 
 /// pytest's exit code when it collected no test (every one deselected): no failure.
 const NO_TESTS_COLLECTED: i32 = 5;
 
-/// Run the tests of `spec` in two phases when its command is a pytest or cargo test invocation and
+/// Run the tests of `spec` in two phases when its command is a pytest, jest, vitest or cargo test
+/// invocation and
 /// `phase_one` lies within the suite it runs; `None`: run them in one phase as before.
 pub(super) fn run(
     env: &Env<'_>,
@@ -26,7 +27,7 @@ pub(super) fn run(
         Some(c) => c.to_string(),
         None => detect::detect(&work.host_tree())?.0,
     };
-    let split = Split::recognise(&command)?;
+    let split = Split::of(&command, work)?;
     let files: Vec<String> = phase_one
         .iter()
         .filter(|f| split.within(f))
@@ -46,7 +47,7 @@ pub(super) fn run(
     let one = conclude(
         env,
         &one_spec,
-        no_tests_is_no_failure(execute(shared, &one_spec, work, setup, keep)),
+        split.no_tests_is_no_failure(execute(shared, &one_spec, work, setup, keep)),
         work,
         setup,
     );
@@ -76,7 +77,7 @@ pub(super) fn run(
     let two = conclude(
         env,
         &two_spec,
-        no_tests_is_no_failure(execute(shared, &two_spec, work, setup, keep)),
+        split.no_tests_is_no_failure(execute(shared, &two_spec, work, setup, keep)),
         work,
         setup,
     );
@@ -101,17 +102,37 @@ pub(super) fn run(
     ))
 }
 
-/// A test command that runs a part of its suite: pytest by test files, cargo test by crates.
+/// How a runner's command is split: pytest's node ids, jest's and vitest's file filters, cargo
+/// test's crates.
 enum Split {
     Pytest(pytest_cmd::Pytest),
+    Js(js_cmd::JsCmd),
     Cargo(cargo_cmd::CargoTest),
 }
 
 impl Split {
-    fn recognise(command: &str) -> Option<Split> {
-        pytest_cmd::recognise(command)
-            .map(Split::Pytest)
-            .or_else(|| cargo_cmd::recognise(command).map(Split::Cargo))
+    fn of(command: &str, work: &workspace::Workspace) -> Option<Split> {
+        if let Some(p) = pytest_cmd::recognise(command) {
+            return Some(Split::Pytest(p));
+        }
+        if let Some(c) = cargo_cmd::recognise(command) {
+            return Some(Split::Cargo(c));
+        }
+        let tree = work.host_tree();
+        let text_of = |p: &str| {
+            let bytes = crate::util::beneath::read_beneath(&tree, p, 1 << 20).ok()?;
+            Some(String::from_utf8_lossy(&bytes).into_owned())
+        };
+        // Only `npm test` reads the script.
+        let npm = command.split_whitespace().any(|w| w.ends_with("npm"));
+        let script = npm
+            .then(|| text_of("package.json"))
+            .flatten()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|j| Some(j.pointer("/scripts/test")?.as_str()?.to_string()));
+        js_cmd::recognise(command, script.as_deref())?
+            .in_tree(&text_of)
+            .map(Split::Js)
     }
 
     /// Whether the command's suite holds `part` (a command that names its own paths runs only
@@ -124,13 +145,14 @@ impl Split {
                         .iter()
                         .any(|d| part == d || part.starts_with(&format!("{d}/")))
             }
-            Split::Cargo(_) => true,
+            Split::Js(_) | Split::Cargo(_) => true,
         }
     }
 
     fn only(&self, parts: &[String]) -> String {
         match self {
             Split::Pytest(p) => p.only(parts),
+            Split::Js(j) => j.only(parts),
             Split::Cargo(c) => c.only(parts),
         }
     }
@@ -138,13 +160,22 @@ impl Split {
     fn without(&self, parts: &[String]) -> String {
         match self {
             Split::Pytest(p) => p.without(parts),
+            Split::Js(j) => j.without(parts),
             Split::Cargo(c) => c.without(parts),
+        }
+    }
+
+    /// A phase that collected nothing (every test deselected, a selection that names none)
+    /// ended as a passing one would (jest and vitest are told so: `--passWithNoTests`).
+    fn no_tests_is_no_failure(&self, e: Executed) -> Executed {
+        match self {
+            Split::Pytest(_) => no_tests_is_no_failure(e),
+            Split::Js(_) | Split::Cargo(_) => e,
         }
     }
 }
 
-/// A phase that collected nothing (every test deselected, a selection that names none) ended
-/// as a passing one would.
+/// pytest's exit 5 (no test collected) as a pass.
 fn no_tests_is_no_failure(mut e: Executed) -> Executed {
     if let Executed::Ran { outcome, .. } = &mut e {
         if outcome.exit_code == Some(NO_TESTS_COLLECTED) && outcome.killed_by.is_none() {
