@@ -289,6 +289,7 @@ pub fn select(
         None
     };
     Ok(Selection {
+        selects: super::selection::Selects::TestFiles,
         one_phase,
         files,
         changed,
