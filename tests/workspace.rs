@@ -219,6 +219,91 @@ fn a_kept_checkout_that_was_tampered_with_is_rebuilt() {
     assert_eq!((o.code, o.stdout.as_str()), (0, "a\n"), "{o:?}");
 }
 
+/// One way of altering a kept checkout outside git-sandbox.
+type Alteration = (&'static str, fn(&Path));
+
+/// Each way of altering a kept checkout where the next commit's diff does not reach — a file
+/// rewritten at the same size, one added, one replaced by a link, one chmodded, one rewritten
+/// with its mtime set back — is seen by the next process that uses it: its run gets the commit's
+/// tree, checked out afresh.
+#[test]
+fn a_kept_checkout_altered_outside_the_diff_is_rebuilt_whatever_the_alteration() {
+    let _serial = one_at_a_time();
+    let mut w = World::new();
+    let scratch = scratch(&mut w);
+    let repo = w.new_repo("alter");
+    let look = "cat d/b.txt; stat -c %a d/b.txt; find . | sort";
+    w.commit(
+        &repo,
+        &[
+            ("a.txt", "0\n"),
+            ("d/b.txt", "bbbb\n"),
+            (".sandbox.toml", &quick(look)),
+        ],
+        "base",
+    );
+    let seen = |w: &World| {
+        let rec = w.sandbox(&repo, &["run", "--json"]).json()[0].clone();
+        let how = checkouts(w).last().unwrap()["how"].clone();
+        (
+            rec["tests"]["output_tail"].as_str().unwrap().to_string(),
+            how,
+        )
+    };
+    let (baseline, _) = seen(&w);
+    assert!(baseline.starts_with("bbbb\n"), "{baseline}");
+    // Untouched, the kept checkout is brought up to date by the diff (unless another run on
+    // this machine holds the slot's uid: then the run takes a fresh slot).
+    w.commit(&repo, &[("a.txt", "1\n")], "untouched");
+    assert_eq!(seen(&w).0, baseline);
+    let alterations: [Alteration; 5] = [
+        ("rewritten", |k| {
+            std::fs::write(k.join("d/b.txt"), "BBBB\n").unwrap()
+        }),
+        ("added", |k| {
+            std::fs::write(k.join("d/new.txt"), "").unwrap()
+        }),
+        ("replaced by a link", |k| {
+            std::fs::remove_file(k.join("d/b.txt")).unwrap();
+            std::os::unix::fs::symlink("/etc/hostname", k.join("d/b.txt")).unwrap();
+        }),
+        ("chmodded", |k| {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::Permissions::from_mode(0o600);
+            std::fs::set_permissions(k.join("d/b.txt"), mode).unwrap();
+        }),
+        ("rewritten, its mtime set back", |k| {
+            let p = k.join("d/b.txt");
+            let mtime = std::fs::metadata(&p).unwrap().modified().unwrap();
+            std::fs::write(&p, "BBBB\n").unwrap();
+            let f = std::fs::File::options().write(true).open(&p).unwrap();
+            f.set_modified(mtime).unwrap();
+            assert_eq!(std::fs::metadata(&p).unwrap().modified().unwrap(), mtime);
+        }),
+    ];
+    for (i, (what, alter)) in alterations.iter().enumerate() {
+        // Every kept checkout still as the commit left it (another run on this machine may hold
+        // a slot's uid, and then a run takes another slot).
+        let pristine: Vec<PathBuf> = kept_trees(&scratch)
+            .into_iter()
+            .filter(|k| {
+                let b = k.join("d/b.txt");
+                std::fs::symlink_metadata(&b).is_ok_and(|m| m.is_file())
+                    && std::fs::read_to_string(&b).unwrap() == "bbbb\n"
+                    && !k.join("d/new.txt").exists()
+            })
+            .collect();
+        assert!(!pristine.is_empty(), "{what}");
+        for k in &pristine {
+            alter(k);
+        }
+        w.commit(&repo, &[("a.txt", &format!("{}\n", i + 2))], what);
+        let (out, how) = seen(&w);
+        assert_eq!(out, baseline, "{what}");
+        assert_eq!(how, "rebuilt", "{what}");
+    }
+}
+
 #[test]
 fn a_slot_keeps_the_checkouts_of_its_most_recently_used_repositories_only() {
     let _serial = one_at_a_time();

@@ -41,7 +41,9 @@ fn is_blob(k: EntryKind) -> bool {
 /// Bring `dest`, a checkout of tree `from` holding `bytes_before` bytes of blobs, to tree `to`,
 /// if the new tree's blobs add up to at most `ceiling` bytes. `Ok(None)` when the change cannot
 /// be applied piecemeal (a `.gitattributes` changed, which changes how every file is written):
-/// check the tree out afresh instead.
+/// check the tree out afresh instead. `before` is given every path the update may write or
+/// remove, before anything is touched.
+#[allow(clippy::too_many_arguments)]
 pub fn update(
     repo: &gix::Repository,
     dest: &Path,
@@ -50,6 +52,7 @@ pub fn update(
     bytes_before: u64,
     ceiling: u64,
     interrupt: &AtomicBool,
+    before: &mut dyn FnMut(&[String]),
 ) -> Result<Option<Updated>> {
     let changes = diff(repo, from, to)?;
     if changes
@@ -77,6 +80,7 @@ pub fn update(
             ceiling,
         });
     }
+    before(&changes.iter().map(|c| c.path.clone()).collect::<Vec<_>>());
     let mut out = Updated {
         bytes,
         ..Updated::default()
@@ -314,10 +318,25 @@ mod tests {
         let flag = AtomicBool::new(false);
         let kept =
             super::super::checkout::checkout_tree(&repo, one, d.path(), &flag, u64::MAX).unwrap();
-        let updated = update(&repo, &kept.path(), one, two, 0, u64::MAX, &flag)
-            .unwrap()
-            .expect("applied piecemeal");
+        let mut announced = Vec::new();
+        let mut before = |paths: &[String]| announced = paths.to_vec();
+        let updated = update(
+            &repo,
+            &kept.path(),
+            one,
+            two,
+            0,
+            u64::MAX,
+            &flag,
+            &mut before,
+        )
+        .unwrap()
+        .expect("applied piecemeal");
         assert!(updated.written.contains(&"a.txt".to_string()));
+        // Every path written or removed was announced before.
+        for p in updated.written.iter().chain(&updated.removed) {
+            assert!(announced.contains(p), "{p} in {announced:?}");
+        }
         assert!(
             updated.removed.contains(&"gone/x.txt".to_string())
                 || updated.removed.contains(&"gone".to_string())
@@ -326,9 +345,18 @@ mod tests {
             super::super::checkout::checkout_tree(&repo, two, d.path(), &flag, u64::MAX).unwrap();
         assert_eq!(listing(&kept.path()), listing(&fresh.path()));
         // And back again.
-        update(&repo, &kept.path(), two, one, 0, u64::MAX, &flag)
-            .unwrap()
-            .unwrap();
+        update(
+            &repo,
+            &kept.path(),
+            two,
+            one,
+            0,
+            u64::MAX,
+            &flag,
+            &mut |_| {},
+        )
+        .unwrap()
+        .unwrap();
         let first =
             super::super::checkout::checkout_tree(&repo, one, d.path(), &flag, u64::MAX).unwrap();
         assert_eq!(listing(&kept.path()), listing(&first.path()));
@@ -355,6 +383,7 @@ mod tests {
             0,
             u64::MAX,
             &flag,
+            &mut |_| {},
         )
         .unwrap();
         assert!(r.is_none());

@@ -1,19 +1,95 @@
-//! Stat stamps of a kept checkout: (inode, size, mtime, ctime) of every file and directory, by
-//! path. A kept checkout is trusted only when a walk finds exactly its stamps — nothing added,
-//! removed, written or chmodded since it was last brought up to date (a write or chmod moves the
-//! ctime, which nobody can set back).
+//! The seal of a kept checkout: how many files and directories it holds and a sum of a hash of
+//! each one's path and stat stamp (inode, size, mtime, ctime). A kept checkout is trusted only
+//! when a walk finds the same seal — nothing added, removed, written or chmodded since it was
+//! last brought up to date (a write or chmod moves the ctime, which nobody can set back).
 //!
-//! On disk: `stamps` (every entry, one line each) and `stamps.journal` (the entries each update
-//! changed since, appended), so an update costs what it changed; the journal is folded into
-//! `stamps` once it grows past a quarter of it.
+//! A sum, not a list: an update adjusts it by what it touched (the stamps of those paths before
+//! minus after), so keeping it costs what the diff touched whatever the size of the tree, it is
+//! a few bytes in the checkout's state file rather than a line per file to read back, and a walk
+//! checks it without looking anything up (in any order, on any number of threads).
 
 use std::collections::BTreeMap;
-use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 pub type Stamp = (u64, u64, i64, i64);
-pub type Stamps = BTreeMap<String, Stamp>;
+/// Stamps by path (relative to the tree), of the few paths an update touches.
+pub type Stamps = BTreeMap<Vec<u8>, Stamp>;
+
+/// The count and the sum (two 64-bit lanes, wrapping) of the entries' hashes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Seal {
+    pub count: u64,
+    pub sum: [u64; 2],
+}
+
+impl Seal {
+    fn add(&mut self, rel: &[u8], st: &Stamp) {
+        let [a, b] = hash(rel, st);
+        self.count = self.count.wrapping_add(1);
+        self.sum = [self.sum[0].wrapping_add(a), self.sum[1].wrapping_add(b)];
+    }
+
+    fn sub(&mut self, rel: &[u8], st: &Stamp) {
+        let [a, b] = hash(rel, st);
+        self.count = self.count.wrapping_sub(1);
+        self.sum = [self.sum[0].wrapping_sub(a), self.sum[1].wrapping_sub(b)];
+    }
+
+    fn merge(&mut self, other: &Seal) {
+        self.count = self.count.wrapping_add(other.count);
+        self.sum = [
+            self.sum[0].wrapping_add(other.sum[0]),
+            self.sum[1].wrapping_add(other.sum[1]),
+        ];
+    }
+
+    /// The seal after an update that turned the stamps `before` into `after` (see [`around`]).
+    pub fn replace(&mut self, before: &Stamps, after: &Stamps) {
+        for (rel, st) in before {
+            if after.get(rel) != Some(st) {
+                self.sub(rel, st);
+            }
+        }
+        for (rel, st) in after {
+            if before.get(rel) != Some(st) {
+                self.add(rel, st);
+            }
+        }
+    }
+}
+
+/// Two independent 64-bit hashes of a path and its stamp. Not a defence against someone who
+/// can also rewrite the state file (nothing here is); it only has to make an accidental match
+/// out of reach, and be the same in every process and build.
+fn hash(rel: &[u8], st: &Stamp) -> [u64; 2] {
+    let mut lanes = [0x243f_6a88_85a3_08d3_u64, 0x1319_8a2e_0370_7344_u64];
+    let mut feed = |word: u64| {
+        lanes[0] = (lanes[0] ^ word).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        lanes[0] ^= lanes[0] >> 29;
+        lanes[1] = (lanes[1] ^ word).wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
+        lanes[1] ^= lanes[1] >> 31;
+    };
+    let mut chunks = rel.chunks_exact(8);
+    for c in &mut chunks {
+        feed(u64::from_le_bytes(c.try_into().expect("eight bytes")));
+    }
+    let mut tail = [0u8; 8];
+    tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    feed(u64::from_le_bytes(tail));
+    feed(rel.len() as u64);
+    feed(st.0);
+    feed(st.1);
+    feed(st.2 as u64);
+    feed(st.3 as u64);
+    lanes.map(|mut h| {
+        // splitmix64's finaliser: every input bit reaches every output bit.
+        h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        h ^ (h >> 31)
+    })
+}
 
 fn stamp(meta: &std::fs::Metadata) -> Stamp {
     (
@@ -25,11 +101,10 @@ fn stamp(meta: &std::fs::Metadata) -> Stamp {
 }
 
 /// Walk `dir` (links not followed; each entry stat'ed relative to its directory), calling `f`
-/// with each path relative to `dir` and its stamp; stops when `f` says so. Returns whether the
-/// walk finished.
-fn walk(dir: &Path, prefix: &mut String, f: &mut impl FnMut(&str, Stamp) -> bool) -> bool {
+/// with each path relative to the tree (`prefix` is `dir`'s) and its stamp.
+fn walk(dir: &Path, prefix: &mut Vec<u8>, f: &mut impl FnMut(&[u8], Stamp)) {
     let Ok(entries) = std::fs::read_dir(dir) else {
-        return true;
+        return;
     };
     for e in entries.flatten() {
         let Ok(meta) = e.metadata() else {
@@ -37,283 +112,105 @@ fn walk(dir: &Path, prefix: &mut String, f: &mut impl FnMut(&str, Stamp) -> bool
         };
         let len = prefix.len();
         if len > 0 {
-            prefix.push('/');
+            prefix.push(b'/');
         }
-        prefix.push_str(&e.file_name().to_string_lossy());
-        let mut go_on = f(prefix, stamp(&meta));
-        if go_on && meta.is_dir() {
-            go_on = walk(&e.path(), prefix, f);
+        prefix.extend_from_slice(e.file_name().as_bytes());
+        f(prefix, stamp(&meta));
+        if meta.is_dir() {
+            walk(&e.path(), prefix, f);
         }
         prefix.truncate(len);
-        if !go_on {
-            return false;
-        }
     }
-    true
 }
 
-/// Stamps of everything under `dir`.
-pub fn of(dir: &Path) -> Stamps {
-    let mut out = Stamps::new();
-    walk(dir, &mut String::new(), &mut |rel, st| {
-        out.insert(rel.to_string(), st);
-        true
-    });
-    out
-}
-
-/// Whether `dir` holds exactly what `stamps` say. A process checks a kept checkout in full the
-/// first time it uses it, so the walk is shared out among threads: the directories of the first
-/// levels that hold enough of them go to whichever thread is free.
-pub fn intact(dir: &Path, stamps: &Stamps) -> bool {
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+/// The seal of everything under `dir`. The walk is shared out among threads: the directories of
+/// the first levels that hold enough of them go to whichever thread is free.
+pub fn of(dir: &Path) -> Seal {
+    use std::sync::atomic::{AtomicUsize, Ordering};
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, 8);
-    let mut seen = 0usize;
+    let mut seal = Seal::default();
     // Breadth first until there are enough directories to share out.
-    let mut frontier: Vec<(PathBuf, String)> = vec![(dir.to_path_buf(), String::new())];
+    let mut frontier: Vec<(PathBuf, Vec<u8>)> = vec![(dir.to_path_buf(), Vec::new())];
     while frontier.len() < threads * 4 {
         let mut deeper = Vec::new();
         for (path, rel) in &frontier {
+            let mut prefix = rel.clone();
             let Ok(entries) = std::fs::read_dir(path) else {
                 continue;
             };
             for e in entries.flatten() {
                 let Ok(meta) = e.metadata() else { continue };
-                let name = e.file_name();
-                let r = if rel.is_empty() {
-                    name.to_string_lossy().into_owned()
-                } else {
-                    format!("{rel}/{}", name.to_string_lossy())
-                };
-                seen += 1;
-                if stamps.get(&r) != Some(&stamp(&meta)) {
-                    return false;
+                let len = prefix.len();
+                if len > 0 {
+                    prefix.push(b'/');
                 }
+                prefix.extend_from_slice(e.file_name().as_bytes());
+                seal.add(&prefix, &stamp(&meta));
                 if meta.is_dir() {
-                    deeper.push((e.path(), r));
+                    deeper.push((e.path(), prefix.clone()));
                 }
+                prefix.truncate(len);
             }
         }
         if deeper.is_empty() {
-            return seen == stamps.len();
+            return seal;
         }
         frontier = deeper;
     }
     let next = AtomicUsize::new(0);
-    let total = AtomicUsize::new(seen);
-    let bad = AtomicBool::new(false);
-    let check = || {
-        let mut mine = 0usize;
-        while !bad.load(Ordering::Relaxed) {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            let Some((path, rel)) = frontier.get(i) else {
-                break;
-            };
+    let part = || {
+        let mut mine = Seal::default();
+        while let Some((path, rel)) = frontier.get(next.fetch_add(1, Ordering::Relaxed)) {
             let mut prefix = rel.clone();
-            let ok = walk(path, &mut prefix, &mut |r, st| {
-                mine += 1;
-                stamps.get(r) == Some(&st)
-            });
-            if !ok {
-                bad.store(true, Ordering::Relaxed);
-            }
+            walk(path, &mut prefix, &mut |r, st| mine.add(r, &st));
         }
-        total.fetch_add(mine, Ordering::Relaxed);
+        mine
     };
     std::thread::scope(|s| {
-        for _ in 1..threads {
-            s.spawn(check);
+        let others: Vec<_> = (1..threads).map(|_| s.spawn(part)).collect();
+        seal.merge(&part());
+        for o in others {
+            seal.merge(&o.join().expect("a stamp walk does not panic"));
         }
-        check();
     });
-    !bad.load(Ordering::Relaxed) && total.load(Ordering::Relaxed) == stamps.len()
+    seal
 }
 
-fn journal_of(path: &Path) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(".journal");
-    PathBuf::from(name)
+/// Whether `dir` holds exactly what `seal` says.
+pub fn intact(dir: &Path, seal: &Seal) -> bool {
+    of(dir) == *seal
 }
 
-fn line(out: &mut Vec<u8>, rel: &str, st: Option<&Stamp>) -> std::io::Result<()> {
-    match st {
-        Some((ino, size, m, c)) => writeln!(out, "+ {ino} {size} {m} {c} {rel}"),
-        None => writeln!(out, "- {rel}"),
-    }
-}
-
-/// The stamps written at `path` (and its journal); `None` when missing or unreadable.
-pub fn read(path: &Path) -> Option<Stamps> {
-    let base = std::fs::read_to_string(path).ok()?;
-    let journal = match std::fs::read_to_string(journal_of(path)) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(_) => return None,
-    };
-    // The base is written in order and holds additions only: built in one pass (a sorted
-    // vector becomes a map without a search per entry); the journal is applied on top.
-    let mut entries = Vec::with_capacity(base.len() / 48);
-    for l in base.lines() {
-        match entry(l)? {
-            (rel, Some(st)) => entries.push((rel.to_string(), st)),
-            (_, None) => return None,
-        }
-    }
-    let mut out: Stamps = entries.into_iter().collect();
-    for l in journal.lines() {
-        match entry(l)? {
-            (rel, Some(st)) => {
-                out.insert(rel.to_string(), st);
-            }
-            (rel, None) => {
-                out.remove(rel);
-            }
-        }
-    }
-    Some(out)
-}
-
-/// One line: `+ INO SIZE MTIME CTIME PATH` (the path and its stamp) or `- PATH` (gone).
-/// Read byte by byte: a one-off `exec` reads thousands of these before its run can start.
-fn entry(l: &str) -> Option<(&str, Option<Stamp>)> {
-    let b = l.as_bytes();
-    match b.get(..2)? {
-        b"- " => Some((&l[2..], None)),
-        b"+ " => {
-            let mut at = 2;
-            let ino = number(b, &mut at)?;
-            let size = number(b, &mut at)?;
-            let m = number(b, &mut at)?;
-            let c = number(b, &mut at)?;
-            let stamp = (u64::try_from(ino).ok()?, u64::try_from(size).ok()?, m, c);
-            Some((l.get(at..).filter(|r| !r.is_empty())?, Some(stamp)))
-        }
-        _ => None,
-    }
-}
-
-/// A decimal number (a leading `-` allowed: times before 1970) and the space after it, from
-/// `b[*at..]`; moves `at` past both.
-fn number(b: &[u8], at: &mut usize) -> Option<i64> {
-    let negative = b.get(*at) == Some(&b'-');
-    *at += usize::from(negative);
-    let start = *at;
-    let mut v: i64 = 0;
-    while let Some(d) = b.get(*at).filter(|c| c.is_ascii_digit()) {
-        v = v.checked_mul(10)?.checked_add(i64::from(d - b'0'))?;
-        *at += 1;
-    }
-    if *at == start || b.get(*at) != Some(&b' ') {
-        return None;
-    }
-    *at += 1;
-    Some(if negative { -v } else { v })
-}
-
-/// Write every stamp at `path` (and drop the journal).
-pub fn write(path: &Path, stamps: &Stamps) -> std::io::Result<()> {
-    let mut body = Vec::with_capacity(stamps.len() * 64);
-    for (rel, st) in stamps {
-        if !rel.contains('\n') {
-            line(&mut body, rel, Some(st))?;
-        }
-    }
-    crate::util::replace_file(path, &body, false)?;
-    match std::fs::remove_file(journal_of(path)) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-        _ => Ok(()),
-    }
-}
-
-/// Record `changes` (a path and its new stamp, or `None` when it is gone) after `stamps` took
-/// them: appended to the journal, or everything written afresh once the journal is long.
-pub fn append(
-    path: &Path,
-    stamps: &Stamps,
-    changes: &[(String, Option<Stamp>)],
-) -> std::io::Result<()> {
-    if changes.is_empty() {
-        return Ok(());
-    }
-    let journal = journal_of(path);
-    let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
-    if size(&journal) > (size(path) / 4).max(64 << 10) {
-        return write(path, stamps);
-    }
-    let mut body = Vec::with_capacity(changes.len() * 64);
-    for (rel, st) in changes {
-        if !rel.contains('\n') {
-            line(&mut body, rel, st.as_ref())?;
-        }
-    }
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(&journal)?;
-    f.write_all(&body)
-}
-
-/// Bring `stamps` up to date after an update touched `touched` (written or removed paths): what
-/// is gone is dropped, what is there (and every directory on the way, whose entries changed) is
-/// stamped again. Returns what changed, for [`append`].
-pub fn restamp(
-    tree: &Path,
-    stamps: &mut Stamps,
-    touched: &[String],
-) -> Vec<(String, Option<Stamp>)> {
-    let mut changes = Vec::new();
-    let mut dirs = std::collections::BTreeSet::new();
+/// The stamps of what an update of `tree` touches: each path and everything under it, and the
+/// directories on the way (whose entries it adds or removes). Taken before and after the update,
+/// they are what [`Seal::replace`] needs.
+pub fn around(tree: &Path, touched: &[String]) -> Stamps {
+    let mut out = Stamps::new();
     for rel in touched {
-        // What was at or under the path (a directory replaced by a file, or the reverse).
-        let prefix = format!("{rel}/");
-        let under: Vec<String> = stamps
-            .range(prefix.clone()..)
-            .take_while(|(k, _)| k.starts_with(&prefix))
-            .map(|(k, _)| k.clone())
-            .collect();
-        for k in under {
-            stamps.remove(&k);
-            changes.push((k, None));
-        }
-        if stamps.remove(rel).is_some() {
-            changes.push((rel.clone(), None));
-        }
         let p = tree.join(rel);
         if let Ok(meta) = std::fs::symlink_metadata(&p) {
+            out.insert(rel.as_bytes().to_vec(), stamp(&meta));
             if meta.is_dir() {
-                for (k, v) in of(&p) {
-                    let k = format!("{rel}/{k}");
-                    stamps.insert(k.clone(), v);
-                    changes.push((k, Some(v)));
-                }
-            }
-            let st = stamp(&meta);
-            stamps.insert(rel.clone(), st);
-            changes.push((rel.clone(), Some(st)));
-        }
-        let mut parent = rel.as_str();
-        while let Some((up, _)) = parent.rsplit_once('/') {
-            dirs.insert(up.to_string());
-            parent = up;
-        }
-    }
-    for d in dirs {
-        match std::fs::symlink_metadata(tree.join(&d)) {
-            Ok(meta) => {
-                let st = stamp(&meta);
-                stamps.insert(d.clone(), st);
-                changes.push((d, Some(st)));
-            }
-            Err(_) => {
-                if stamps.remove(&d).is_some() {
-                    changes.push((d, None));
-                }
+                walk(&p, &mut rel.as_bytes().to_vec(), &mut |r, st| {
+                    out.insert(r.to_vec(), st);
+                });
             }
         }
     }
-    changes
+    for rel in touched {
+        let mut at = rel.as_str();
+        while let Some((up, _)) = at.rsplit_once('/') {
+            if !out.contains_key(up.as_bytes()) {
+                if let Ok(meta) = std::fs::symlink_metadata(tree.join(up)) {
+                    out.insert(up.as_bytes().to_vec(), stamp(&meta));
+                }
+            }
+            at = up;
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -321,70 +218,67 @@ mod tests {
     use super::*;
 
     #[test]
-    fn lines_are_read_exactly_and_anything_else_is_unreadable() {
-        assert_eq!(
-            entry("+ 12 3 -5 1700000000000000000 dir/a file"),
-            Some(("dir/a file", Some((12, 3, -5, 1_700_000_000_000_000_000))))
-        );
-        assert_eq!(entry("- dir/gone one"), Some(("dir/gone one", None)));
-        for bad in [
-            "",
-            "+",
-            "+ 1 2 3 4",
-            "+ 1 2 3 4 ",
-            "+ 1 2 x 4 p",
-            "+ -1 2 3 4 p",
-            "+ 1  2 3 4 p",
-            "+ 99999999999999999999 2 3 4 p",
-            "* 1 2 3 4 p",
-        ] {
-            assert_eq!(entry(bad).and_then(|(_, s)| s), None, "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn a_change_of_any_kind_is_seen_and_the_journal_replays_to_the_same_stamps() {
+    fn a_change_of_any_kind_is_seen_and_an_update_keeps_the_seal_true() {
         let tmp = tempfile::tempdir().unwrap();
         let tree = tmp.path().join("tree");
         std::fs::create_dir_all(tree.join("a/b")).unwrap();
         std::fs::write(tree.join("a/b/f"), "1").unwrap();
         std::fs::write(tree.join("g"), "2").unwrap();
-        let mut st = of(&tree);
-        assert_eq!(st.len(), 4);
-        assert!(intact(&tree, &st));
-        let file = tmp.path().join("stamps");
-        write(&file, &st).unwrap();
-        assert_eq!(read(&file).unwrap(), st);
+        let mut seal = of(&tree);
+        assert_eq!(seal.count, 4);
+        assert!(intact(&tree, &seal));
 
         // An update: one file rewritten, one removed, one added in a new directory.
+        let touched = ["a/b/f".to_string(), "g".into(), "n/h".into()];
+        let before = around(&tree, &touched);
         std::fs::write(tree.join("a/b/f"), "changed").unwrap();
         std::fs::remove_file(tree.join("g")).unwrap();
         std::fs::create_dir(tree.join("n")).unwrap();
         std::fs::write(tree.join("n/h"), "3").unwrap();
-        assert!(!intact(&tree, &st), "changes are seen before restamping");
-        let changes = restamp(&tree, &mut st, &["a/b/f".into(), "g".into(), "n/h".into()]);
-        assert!(intact(&tree, &st));
-        assert_eq!(st, of(&tree));
-        append(&file, &st, &changes).unwrap();
-        assert!(journal_of(&file).exists());
-        assert_eq!(read(&file).unwrap(), st, "base + journal = the stamps");
+        assert!(
+            !intact(&tree, &seal),
+            "changes are seen before the seal is updated"
+        );
+        seal.replace(&before, &around(&tree, &touched));
+        assert_eq!(seal, of(&tree));
 
-        // A chmod, a same-size rewrite, a new file: each is seen.
+        // A directory replaced by a file.
+        let touched = ["a".to_string()];
+        let before = around(&tree, &touched);
+        std::fs::remove_dir_all(tree.join("a")).unwrap();
+        std::fs::write(tree.join("a"), "now a file").unwrap();
+        seal.replace(&before, &around(&tree, &touched));
+        assert_eq!(seal, of(&tree));
+
+        // A chmod, a same-size rewrite, a new file, a file moved: each is seen.
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(tree.join("n/h"), std::fs::Permissions::from_mode(0o600)).unwrap();
-        assert!(!intact(&tree, &st), "chmod");
-        let mut st = of(&tree);
+        assert!(!intact(&tree, &seal), "chmod");
+        let seal = of(&tree);
         std::fs::write(tree.join("n/extra"), "").unwrap();
-        assert!(!intact(&tree, &st), "added");
+        assert!(!intact(&tree, &seal), "added");
         std::fs::remove_file(tree.join("n/extra")).unwrap();
-        st = of(&tree);
-        std::fs::write(tree.join("a/b/f"), "CHANGED").unwrap();
-        assert!(!intact(&tree, &st), "same size");
+        let seal = of(&tree);
+        std::fs::write(tree.join("a"), "NOW A FILE").unwrap();
+        assert!(!intact(&tree, &seal), "same size");
+        let seal = of(&tree);
+        std::fs::rename(tree.join("n/h"), tree.join("n/i")).unwrap();
+        assert!(!intact(&tree, &seal), "moved");
+    }
 
-        // A torn journal line is not trusted.
-        std::fs::write(journal_of(&file), "+ 1 2").unwrap();
-        assert!(read(&file).is_none());
-        write(&file, &st).unwrap();
-        assert!(!journal_of(&file).exists());
+    #[test]
+    fn a_wide_tree_walked_on_threads_has_the_seal_of_a_walk_on_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        for d in 0..40 {
+            for f in 0..5 {
+                let p = tmp.path().join(format!("d{d}/e/f{f}"));
+                std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                std::fs::write(p, "x").unwrap();
+            }
+        }
+        let mut one = Seal::default();
+        walk(tmp.path(), &mut Vec::new(), &mut |r, st| one.add(r, &st));
+        assert_eq!(one.count, 40 * 7);
+        assert_eq!(of(tmp.path()), one);
     }
 }

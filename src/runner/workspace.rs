@@ -6,14 +6,15 @@
 //!
 //! Layout: `<scratch>/git-sandbox-cache-<euid>/home-<home id>/slot-<n>/<repository key>/` holds
 //! `lower/` (the overlay's lower layer: `tree/`, `home/`, `tmp/`) and `state` (the tree it holds,
-//! its size, and a stat stamp of every file). Each data dir has its own slots (data dirs of one
-//! user share the scratch dir, and each one's `gc` judges only the repositories it knows; the
-//! slots of a data dir that is gone are removed by the next new data dir or `gc`). A slot
+//! its size, and the seal of its files' stat stamps, see [`super::stamps`]). Each data dir has
+//! its own slots (data dirs of one user share the scratch dir, and each one's `gc` judges only
+//! the repositories it knows; the slots of a data dir that is gone are removed by the next new
+//! data dir or `gc`). A slot
 //! is held with a lock; as root, slot `n` also owns the uid `SLOT_UID_BASE + n` (held through a
 //! lock of its own under `/run`, for every data dir), which owns the kept files, so a run can
 //! write its tree through the overlay and no two runs share a uid.
 
-use super::stamps::{self, Stamps};
+use super::stamps::{self, Seal};
 use crate::git::{self, checkout, GitError};
 use gix::ObjectId;
 use std::fs::File;
@@ -214,13 +215,16 @@ struct State {
     bytes: u64,
     files: u64,
     updating: bool,
+    /// What a walk of `lower/tree` must find (none: a state written before seals, not trusted).
+    #[serde(default)]
+    seal: Option<Seal>,
 }
 
-/// Kept checkouts are verified in full once per process, then their stamps are kept here and
-/// brought up to date path by path as updates touch them (no run can reach a kept checkout: it is
-/// only ever an overlay's lower layer).
-fn verified_here() -> &'static std::sync::Mutex<std::collections::HashMap<PathBuf, Stamps>> {
-    static SEEN: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<PathBuf, Stamps>>> =
+/// Kept checkouts are verified in full once per process, then their seals are kept here and
+/// brought up to date by what each update touches (no run can reach a kept checkout: it is only
+/// ever an overlay's lower layer).
+fn verified_here() -> &'static std::sync::Mutex<std::collections::HashMap<PathBuf, Seal>> {
+    static SEEN: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<PathBuf, Seal>>> =
         std::sync::OnceLock::new();
     SEEN.get_or_init(Default::default)
 }
@@ -293,24 +297,25 @@ fn kept(
 ) -> Result<Workspace, GitError> {
     let dir = slot.dir.join(repo_key(repo));
     let lower = dir.join("lower");
+    let tree_dir = lower.join("tree");
     let state_path = dir.join("state");
-    let stamps_path = dir.join("stamps");
     crate::util::private::create_dir_all(&dir)
         .map_err(io(format!("cannot create {}", dir.display())))?;
-    let state: Option<State> = std::fs::read(&state_path)
+    let trusted: Option<State> = std::fs::read(&state_path)
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
-        .filter(|s: &State| !s.updating && lower.join("tree").is_dir());
+        .filter(|s: &State| !s.updating && s.seal.is_some() && tree_dir.is_dir());
     let key = lower.clone();
-    // Stamps this process already checked, else the file's: then the tree is checked against
-    // them in full while the run goes on (see `Workspace::confirm`).
-    let known = verified_here().lock().expect("cache map").remove(&key);
+    // A seal this process checked, if the state still says the same (no other process used the
+    // slot since); else the state's, and the tree is checked against it in full while the run
+    // goes on (see `Workspace::confirm`).
+    let sealed = trusted.as_ref().and_then(|s| s.seal);
+    let known = verified_here()
+        .lock()
+        .expect("cache map")
+        .remove(&key)
+        .filter(|k| sealed == Some(*k));
     let unverified = known.is_none();
-    let stamps = match known {
-        Some(st) => Some(st),
-        None => stamps::read(&stamps_path),
-    };
-    let trusted = state.filter(|_| stamps.is_some());
     let write_state = |s: &State| -> Result<(), GitError> {
         let body = serde_json::to_vec(s).expect("states serialize");
         crate::util::replace_file(&state_path, &body, false)
@@ -323,13 +328,15 @@ fn kept(
         .as_ref()
         .and_then(|s| ObjectId::from_hex(s.tree.as_bytes()).ok());
     // The same tree again (a one-off exec after a run): nothing will change, so the check of
-    // the stamps read starts now, beside everything that follows.
-    let early = match (&stamps, from) {
-        (Some(st), Some(old)) if unverified && old == tree => {
-            Some(verify_in_background(lower.join("tree"), st.clone()))
+    // the seal read starts now, beside everything that follows.
+    let early = match (sealed, from) {
+        (Some(seal), Some(old)) if unverified && old == tree => {
+            Some(verify_in_background(tree_dir.clone(), seal))
         }
         _ => None,
     };
+    // The paths the diff touched, and their stamps before it.
+    let mut before = (Vec::new(), stamps::Stamps::new());
     let mut updated = None;
     if let (Some(old), Some(st)) = (from, trusted.as_ref()) {
         if old == tree {
@@ -349,12 +356,13 @@ fn kept(
             let _t = crate::util::trace::span("kept checkout: apply diff");
             match git::cache::update(
                 repo,
-                &lower.join("tree"),
+                &tree_dir,
                 old,
                 tree,
                 st.bytes,
                 opts.ceiling,
                 opts.interrupt,
+                &mut |paths| before = (paths.to_vec(), stamps::around(&tree_dir, paths)),
             ) {
                 Ok(Some(u)) => {
                     files = u.written.len();
@@ -384,6 +392,10 @@ fn kept(
                 ..State::default()
             })?;
             let _ = std::fs::remove_dir_all(&lower);
+            // Left by versions that kept a line per file.
+            for old in ["stamps", "stamps.journal"] {
+                let _ = std::fs::remove_file(dir.join(old));
+            }
             let _t = crate::util::trace::span("kept checkout: rebuild");
             let fresh = checkout::checkout_tree(repo, tree, &dir, opts.interrupt, opts.ceiling)?;
             files = fresh.files;
@@ -402,39 +414,31 @@ fn kept(
         }
     };
     if let Some(uid) = slot.uid {
-        chown_touched(&lower.join("tree"), &touched, uid);
+        chown_touched(&tree_dir, &touched, uid);
     }
-    let _t = crate::util::trace::span("kept checkout: stamps, state");
-    let stamps = match (prepared, stamps) {
-        (Prepared::Updated, Some(mut st)) => {
-            let changes = stamps::restamp(&lower.join("tree"), &mut st, &touched);
-            stamps::append(&stamps_path, &st, &changes)
-                .map_err(io(format!("cannot write {}", stamps_path.display())))?;
-            st
+    let _t = crate::util::trace::span("kept checkout: seal, state");
+    let seal = match (prepared, sealed) {
+        (Prepared::Updated, Some(mut seal)) => {
+            let (paths, stamps_before) = &before;
+            seal.replace(stamps_before, &stamps::around(&tree_dir, paths));
+            seal
         }
-        _ => {
-            let st = stamps::of(&lower.join("tree"));
-            stamps::write(&stamps_path, &st)
-                .map_err(io(format!("cannot write {}", stamps_path.display())))?;
-            st
-        }
+        _ => stamps::of(&tree_dir),
     };
     write_state(&State {
         tree: tree.to_string(),
         bytes,
-        files: stamps.len() as u64,
+        files: seal.count,
         updating: false,
+        seal: Some(seal),
     })?;
-    // A tree brought up to date from stamps this process has not checked: check that it holds
-    // exactly what they say now, on another thread, while the run starts.
+    // A tree brought up to date from a seal this process has not checked: check that it holds
+    // exactly what the seal says now, on another thread, while the run starts.
     let verify = early.or_else(|| {
         (unverified && prepared == Prepared::Updated)
-            .then(|| verify_in_background(lower.join("tree"), stamps.clone()))
+            .then(|| verify_in_background(tree_dir.clone(), seal))
     });
-    verified_here()
-        .lock()
-        .expect("cache map")
-        .insert(key, stamps);
+    verified_here().lock().expect("cache map").insert(key, seal);
     // The run's own directory: the overlay's mount point, swept with the others when stale.
     let root = checkout::run_dir(opts.scratch)?;
     drop(_t);
@@ -494,10 +498,10 @@ fn evict_beyond(slot: &Path, keep: &Path, most: usize) {
     }
 }
 
-/// Check on another thread that `tree` holds exactly `expected`.
-fn verify_in_background(tree: PathBuf, expected: Stamps) -> std::thread::JoinHandle<bool> {
+/// Check on another thread that `tree` holds exactly what `expected` seals.
+fn verify_in_background(tree: PathBuf, expected: Seal) -> std::thread::JoinHandle<bool> {
     std::thread::spawn(move || {
-        let _t = crate::util::trace::span("kept checkout: verify stamps");
+        let _t = crate::util::trace::span("kept checkout: verify seal");
         stamps::intact(&tree, &expected)
     })
 }
