@@ -41,6 +41,7 @@ pub mod select;
 pub mod selection;
 pub mod setup;
 pub mod summary;
+pub mod testcov;
 pub mod tokens;
 pub mod webhook;
 

@@ -336,11 +336,19 @@ pub fn explained_text(e: &crate::app::selection::Explained) -> String {
     if let Some(why) = &s.one_phase {
         return format!("{head} one phase, the whole suite: {}\n", ui::escape(why));
     }
-    let mut out = format!(
-        "{head} phase one runs {} of {} test files, then phase two the rest\n",
-        s.files.len(),
-        s.test_files
-    );
+    let singles = s.files.keys().filter(|k| k.contains("::")).count();
+    let whole = s.files.len() - singles;
+    let mut out = if singles == 0 {
+        format!(
+            "{head} phase one runs {whole} of {} test files, then phase two the rest\n",
+            s.test_files
+        )
+    } else {
+        format!(
+            "{head} phase one runs {whole} of {} test files whole and {singles} single tests, then phase two the rest\n",
+            s.test_files
+        )
+    };
     for (file, whys) in &s.files {
         for why in whys {
             let text = match why {
@@ -356,6 +364,13 @@ pub fn explained_text(e: &crate::app::selection::Explained) -> String {
                 }
                 Why::FailedBefore { tests } => {
                     format!("failed in the parent's run: {}", tests.join(", "))
+                }
+                Why::Ran { file, lines } => {
+                    let lines: Vec<String> = lines.iter().map(u32::to_string).collect();
+                    format!(
+                        "ran {file}:{} (changed) in the parent's run",
+                        lines.join(",")
+                    )
                 }
             };
             out.push_str(&format!("  {}  {}\n", ui::escape(file), ui::escape(&text)));

@@ -721,16 +721,8 @@ fn hand_back(plan: &Plan) {
             continue;
         }
         let artifact = match crate::util::beneath::read_beneath(&plan.cwd, rel, ARTIFACT_CAP) {
-            Ok(bytes) => Artifact {
-                path: rel.clone(),
-                text: Some(String::from_utf8_lossy(&bytes).into_owned()),
-                skipped: None,
-            },
-            Err(why) => Artifact {
-                path: rel.clone(),
-                text: None,
-                skipped: Some(why.to_string()),
-            },
+            Ok(bytes) => Artifact::read(rel.clone(), bytes),
+            Err(why) => Artifact::skipped(rel.clone(), why.to_string()),
         };
         let mut line = serde_json::to_vec(&artifact).unwrap_or_default();
         line.push(b'\n');
