@@ -137,6 +137,10 @@ pub fn open(home: &Path, repository: &str, commit: &str) -> Option<Contexts> {
     if !path.is_file() {
         return None;
     }
+    // Read: not among the oldest to go (every child of a commit reads its data).
+    if let Ok(f) = std::fs::File::options().append(true).open(&path) {
+        let _ = f.set_modified(std::time::SystemTime::now());
+    }
     let db = rusqlite::Connection::open_with_flags(
         &path,
         rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
