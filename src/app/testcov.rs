@@ -3,7 +3,7 @@
 //! (`contexts/<repository>/<commit>.coverage`, the newest few), and a child's selection reads
 //! its parent's to pick the tests that ran the lines the child changed.
 
-use crate::runner::sandbox::{Artifact, ARTIFACT_CAP};
+use crate::runner::sandbox::{Artifact, DATA_FILE_CAP};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -25,7 +25,7 @@ pub fn recorded_by(command: &str) -> bool {
 pub fn data_of(artifacts: &[Artifact], dir: &Path) -> Option<Vec<u8>> {
     let bytes = match artifacts.iter().find(|a| a.path == DATA_FILE) {
         Some(a) => a.bytes()?,
-        None => crate::util::beneath::read_beneath(dir, DATA_FILE, ARTIFACT_CAP).ok()?,
+        None => crate::util::beneath::read_beneath(dir, DATA_FILE, DATA_FILE_CAP).ok()?,
     };
     bytes.starts_with(SQLITE_MAGIC).then_some(bytes)
 }

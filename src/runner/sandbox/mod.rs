@@ -44,6 +44,18 @@ pub const REPORT_FD: i32 = 3;
 pub const ARTIFACT_FD: i32 = 4;
 /// The most one artifact may hold.
 pub const ARTIFACT_CAP: u64 = 8 << 20;
+/// The most coverage.py's data file (`.coverage`, SQLite) may hold: with a context per test it
+/// is larger than any report.
+pub const DATA_FILE_CAP: u64 = 48 << 20;
+
+/// The most the artifact `rel` may hold.
+pub fn artifact_cap(rel: &str) -> u64 {
+    if rel == ".coverage" {
+        DATA_FILE_CAP
+    } else {
+        ARTIFACT_CAP
+    }
+}
 /// How many files one artifact pattern (`DIR/*.xml`) hands back at most.
 pub const ARTIFACT_FILES: usize = 200;
 
@@ -188,28 +200,28 @@ pub struct Artifact {
     pub text: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skipped: Option<String>,
-    /// The bytes, base64, when they are not UTF-8 (coverage.py's SQLite data file).
+    /// The bytes, base64, of an SQLite database (coverage.py's data file).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub binary: Option<String>,
 }
 
 impl Artifact {
-    /// A file that was read: its text, and its bytes too when the text would lose some.
+    /// A file that was read: its text (lossy), or its bytes for an SQLite database.
     pub fn read(path: String, bytes: Vec<u8>) -> Artifact {
         use base64::Engine;
-        match String::from_utf8(bytes) {
-            Ok(text) => Artifact {
+        if bytes.starts_with(b"SQLite format 3\0") {
+            return Artifact {
                 path,
-                text: Some(text),
+                text: None,
                 skipped: None,
-                binary: None,
-            },
-            Err(e) => Artifact {
-                path,
-                text: Some(String::from_utf8_lossy(e.as_bytes()).into_owned()),
-                skipped: None,
-                binary: Some(base64::engine::general_purpose::STANDARD.encode(e.as_bytes())),
-            },
+                binary: Some(base64::engine::general_purpose::STANDARD.encode(&bytes)),
+            };
+        }
+        Artifact {
+            path,
+            text: Some(String::from_utf8_lossy(&bytes).into_owned()),
+            skipped: None,
+            binary: None,
         }
     }
 
