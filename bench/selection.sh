@@ -106,15 +106,17 @@ timeout = "900s"
 [analysis]
 enabled = false
 EOF
-git add .sandbox.toml .coveragerc-bench && git commit -qm "bench: the test command"
+git add -f .sandbox.toml .coveragerc-bench && git commit -qm "bench: the test command"
 "$GS" init >/dev/null
-# Tests that fail in the sandbox before any mutation (a pager test that needs a terminal) are
-# deselected, by node id without parameters, so that the base passes.
+# Tests that fail in the sandbox before any mutation (a pager test that needs a terminal, a
+# version read from the installed package's metadata) are deselected, by node id without
+# parameters, so that the base passes.
 if ! "$GS" run --json > "$WORK/base.json"; then
   python3 - "$WORK/base.json" <<'EOF' > "$WORK/deselect"
 import json, sys
 names = {f["name"].split("[")[0] for f in json.load(open(sys.argv[1]))[0]["tests"]["failures"]}
-print(" ".join(f"--deselect {n}" for n in sorted(names)))
+# A file that fails to import (click's reads its installed version) is ignored whole.
+print(" ".join(f"--deselect {n}" if "::" in n else f"--ignore {n}" for n in sorted(names)))
 EOF
   sed -i "s|--deselect|$(cat "$WORK/deselect") --deselect|" .sandbox.toml
   git commit -qa --amend -m "bench: the test command"

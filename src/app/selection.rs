@@ -275,6 +275,10 @@ pub fn select(
     })
 }
 
+/// The changed files left to the import graph, and the tests (node ids, or whole files) per-test
+/// coverage picks, each with why.
+type Covered = (Vec<String>, Vec<(String, Why)>);
+
 /// Splits `changed` by what can say which tests it reaches: the files whose change lies inside
 /// function bodies that `contexts` measured (each test that ran a changed line, with why), and
 /// the rest (for the import graph).
@@ -285,7 +289,7 @@ fn covered(
     changed: &[String],
     tests: &BTreeSet<String>,
     contexts: &testcov::Contexts,
-) -> Result<(Vec<String>, Vec<(String, Why)>)> {
+) -> Result<Covered> {
     let old_tree = repo
         .find_commit(parent)
         .map_err(gix_err)?
