@@ -111,17 +111,19 @@ git add -f .sandbox.toml .coveragerc-bench && git commit -qm "bench: the test co
 # Tests that fail in the sandbox before any mutation (a pager test that needs a terminal, a
 # version read from the installed package's metadata) are deselected, by node id without
 # parameters, so that the base passes.
-if ! "$GS" run --json > "$WORK/base.json"; then
+# A collection error hides the failures behind it: a few rounds.
+for round in 1 2 3 4; do
+  "$GS" run --json --force > "$WORK/base.json" && break
+  [ "$round" = 4 ] && { echo "the base does not pass its own tests" >&2; exit 1; }
   python3 - "$WORK/base.json" <<'EOF' > "$WORK/deselect"
 import json, sys
 names = {f["name"].split("[")[0] for f in json.load(open(sys.argv[1]))[0]["tests"]["failures"]}
 # A file that fails to import (click's reads its installed version) is ignored whole.
 print(" ".join(f"--deselect {n}" if "::" in n else f"--ignore {n}" for n in sorted(names)))
 EOF
-  sed -i "s|--deselect|$(cat "$WORK/deselect") --deselect|" .sandbox.toml
+  sed -i "s|--deselect tests/test_imports|$(cat "$WORK/deselect") --deselect tests/test_imports|" .sandbox.toml
   git commit -qa --amend -m "bench: the test command"
-  "$GS" run --json > "$WORK/base.json" || { echo "the base does not pass its own tests" >&2; exit 1; }
-fi
+done
 
 python3 - "$GS" "$BREAKING" "$BENIGN" "$SEED" "$XDG_CONFIG_HOME/git-sandbox/config.toml" "$PKG" "$OUT/rows.jsonl" <<'EOF'
 import json, random, subprocess, sys
