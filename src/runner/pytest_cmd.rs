@@ -105,11 +105,14 @@ pub fn recognise(command: &str) -> Option<Pytest> {
             paths.push(w.trim_start_matches("./").trim_end_matches('/').to_string());
         }
     }
-    Some(Pytest {
+    let p = Pytest {
         full: command.trim().to_string(),
         base: base.join(" "),
         paths,
-    })
+    };
+    // Coverage splits only for per-test data: a coverage report is not merged across phases,
+    // and a command that wants only the report keeps it by running in one.
+    (!p.collects_coverage() || p.records_contexts()).then_some(p)
 }
 
 fn is_assignment(w: &str) -> bool {
@@ -209,7 +212,7 @@ mod tests {
             p.without(&["tests/test_a.py::test_x[1]".into()]),
             "pytest --cov=pkg --cov-report xml --cov-context=test tests --deselect 'tests/test_a.py::test_x[1]'"
         );
-        assert!(!recognise("pytest --cov").unwrap().records_contexts());
+        assert_eq!(recognise("pytest --cov --cov-report=xml"), None);
         for other in [
             "npm test",
             "pytest && echo done",
