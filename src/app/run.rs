@@ -764,10 +764,7 @@ fn run_one(
         .coverage()
         .map(|(check, report, r)| (check.to_string(), report.to_string(), r.clone()));
     if let Some(data) = ran.test.contexts.take().filter(|_| !opts.is_trial()) {
-        let kept = super::testcov::keep(&ctx.paths.home, &row.repository_id, &record.commit, &data);
-        if let Err(e) = kept {
-            tracing::warn!("per-test coverage not kept: {e}");
-        }
+        super::testcov::keep(&ctx.paths.home, &row.repository_id, &record.commit, &data);
     }
     record.tests = ran.test.tests;
     record.analysis = match analysis {

@@ -34,8 +34,15 @@ fn dir(home: &Path, repository: &str) -> PathBuf {
     home.join("contexts").join(repository)
 }
 
-/// Keep `commit`'s data file, and only the newest [`KEPT`] of the repository's.
-pub fn keep(home: &Path, repository: &str, commit: &str, bytes: &[u8]) -> std::io::Result<()> {
+/// Keep `commit`'s data file, and only the newest [`KEPT`] of the repository's; a failure is
+/// logged (the next commit's selection falls back to the import graph).
+pub fn keep(home: &Path, repository: &str, commit: &str, bytes: &[u8]) {
+    if let Err(e) = try_keep(home, repository, commit, bytes) {
+        tracing::warn!("per-test coverage not kept: {e}");
+    }
+}
+
+fn try_keep(home: &Path, repository: &str, commit: &str, bytes: &[u8]) -> std::io::Result<()> {
     let dir = dir(home, repository);
     std::fs::create_dir_all(&dir)?;
     let tmp = dir.join(format!(".{commit}.tmp"));
