@@ -14,6 +14,7 @@ mod lines;
 pub mod manifest;
 mod metrics;
 pub mod pygraph;
+pub mod pylines;
 mod walk;
 
 pub use aggregate::{manifest_deps, Aggregator, Sign, Tally};

@@ -24,6 +24,9 @@ pub(super) struct CheckResult {
     pub overlay_failed: bool,
     /// The line-coverage report it wrote: where, and what it says.
     pub coverage: Option<(String, coverage::Report)>,
+    /// coverage.py's data file with the test that ran each line (pytest-cov's per-test
+    /// contexts), when the tests recorded them.
+    pub contexts: Option<Vec<u8>>,
 }
 
 impl CheckResult {
@@ -35,6 +38,7 @@ impl CheckResult {
             warnings: Vec::new(),
             overlay_failed: false,
             coverage: None,
+            contexts: None,
         }
     }
 }
@@ -341,6 +345,9 @@ fn execute(
     };
     let mut artifacts: Vec<String> = spec.junit.clone();
     artifacts.extend(spec.coverage.iter().cloned());
+    if spec.name == TEST_CHECK && super::testcov::recorded_by(&command) {
+        artifacts.push(super::testcov::DATA_FILE.into());
+    }
     let full = setup.map_or_else(|| command.clone(), |s| s.wrap(&command));
     let outcome = process::run(process::Spec {
         command: &full,
@@ -401,6 +408,7 @@ fn conclude(
                 warnings,
                 overlay_failed: false,
                 coverage: None,
+                contexts: None,
             }
         }
         Executed::Crashed => {
@@ -446,6 +454,9 @@ fn conclude(
             Err(_) => {}
         }
     }
+    let contexts = (is_test && super::testcov::recorded_by(&command))
+        .then(|| super::testcov::data_of(&outcome.artifacts, &dir))
+        .flatten();
     let mut reports: Option<TestCounts> = None;
     for rel in &spec.junit {
         for (path, text) in report_texts(&outcome, &dir, rel) {
@@ -562,6 +573,7 @@ fn conclude(
         warnings,
         overlay_failed,
         coverage: found_coverage,
+        contexts,
     }
 }
 

@@ -44,6 +44,7 @@ pub mod selection;
 pub mod session;
 pub mod setup;
 pub mod summary;
+pub mod testcov;
 pub mod tokens;
 pub mod views;
 pub mod webhook;

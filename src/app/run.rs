@@ -638,7 +638,7 @@ fn run_one(
         }
     };
     let index_path = ctx.index.path().to_path_buf();
-    let (ran, analysis) = std::thread::scope(|s| {
+    let (mut ran, analysis) = std::thread::scope(|s| {
         let analysis = config.analysis.enabled.then(|| {
             let repo = repo.clone();
             let cfg = config.analysis.clone();
@@ -763,6 +763,9 @@ fn run_one(
     let coverage = ran
         .coverage()
         .map(|(check, report, r)| (check.to_string(), report.to_string(), r.clone()));
+    if let Some(data) = ran.test.contexts.take().filter(|_| !opts.is_trial()) {
+        super::testcov::keep(&ctx.paths.home, &row.repository_id, &record.commit, &data);
+    }
     record.tests = ran.test.tests;
     record.analysis = match analysis {
         Some(Ok(a)) => Some(a),

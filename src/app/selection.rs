@@ -2,7 +2,7 @@
 //! changed Python file through imports, and those whose tests failed in the parent's run; or
 //! why the whole suite runs in one phase (what the import graph cannot see means "everything").
 
-use super::{Context, Result};
+use super::{testcov, Context, Result};
 use crate::analysis::imports::{python_imports, Import, IMPORTS_VERSION};
 use crate::analysis::pygraph::{is_test_file, Graph, Layout};
 use crate::config::Config;
@@ -23,6 +23,9 @@ pub enum Why {
     DependsOn { path: Vec<String> },
     /// Its tests (these node ids) failed in the parent's run.
     FailedBefore { tests: Vec<String> },
+    /// It ran these changed lines of `file` (inside functions) in the parent's run, by the
+    /// per-test coverage that run recorded.
+    Ran { file: String, lines: Vec<u32> },
 }
 
 /// What a selection picks: pytest's test files, or cargo's crates.
@@ -41,7 +44,8 @@ pub struct Selection {
     pub selects: Selects,
     /// Why the whole suite runs in one phase; `None`: two phases.
     pub one_phase: Option<String>,
-    /// Phase one's test files (or crates), each with every reason it is there.
+    /// Phase one's test files (or crates), or single tests (node ids) where per-test coverage
+    /// says which of a file's tests ran the changed lines; each with every reason it is there.
     pub files: BTreeMap<String, Vec<Why>>,
     /// The source files the commit changed (Python or JavaScript/TypeScript; for crates, any).
     pub changed: Vec<String>,
@@ -251,9 +255,22 @@ pub fn select(
         .map(|(p, i)| (p.clone(), layout.resolve(p, i, &reexports)))
         .collect();
     let graph = Graph::new(&edges);
+    // Where the parent's run recorded which test ran which line, a change inside function
+    // bodies reaches the tests that ran those lines; any other change, the import graph's.
+    let (by_graph, ran) =
+        match testcov::open(&ctx.paths.home, &row.repository_id, &parent.to_string()) {
+            Some(contexts) => covered(repo, *parent, info, &changed, &tests, &contexts)?,
+            None => (changed.clone(), Vec::new()),
+        };
     let mut files: BTreeMap<String, Vec<Why>> = BTreeMap::new();
-    for (test, path) in graph.reaching(&changed, &tests) {
+    for (test, path) in graph.reaching(&by_graph, &tests) {
         files.entry(test).or_default().push(Why::Reaches { path });
+    }
+    for (id, why) in ran {
+        let file = id.split_once("::").map_or(id.as_str(), |(f, _)| f);
+        if tests.contains(file) {
+            files.entry(id).or_default().push(why);
+        }
     }
     // The tests that failed in the parent's run, by the file their node id names.
     let before = ctx
@@ -277,9 +294,10 @@ pub fn select(
             .or_default()
             .push(Why::FailedBefore { tests: names });
     }
+    let files = whole_files(files, &tests);
     let one_phase = if files.is_empty() {
         Some("no test file reaches the changed files, and none failed in the parent's run".into())
-    } else if files.len() == tests.len() {
+    } else if files.len() == tests.len() && !files.keys().any(|k| k.contains("::")) {
         Some("every test file is reached: phase one would be the whole suite".into())
     } else {
         None
@@ -291,6 +309,131 @@ pub fn select(
         test_files: tests.len(),
         selects: Selects::TestFiles,
     })
+}
+
+/// The changed files left to the import graph, and the tests (node ids, or whole files) per-test
+/// coverage picks, each with why.
+type Covered = (Vec<String>, Vec<(String, Why)>);
+
+/// Splits `changed` by what can say which tests it reaches: the files whose change lies inside
+/// function bodies that `contexts` measured (each test that ran a changed line, with why), and
+/// the rest (for the import graph).
+fn covered(
+    repo: &gix::Repository,
+    parent: gix::ObjectId,
+    info: &CommitInfo,
+    changed: &[String],
+    tests: &BTreeSet<String>,
+    contexts: &testcov::Contexts,
+) -> Result<Covered> {
+    let old_tree = repo
+        .find_commit(parent)
+        .map_err(gix_err)?
+        .tree()
+        .map_err(gix_err)?;
+    let new_tree = repo.find_tree(info.tree).map_err(gix_err)?;
+    let blob = |tree: &gix::Tree<'_>, path: &str| -> Option<Vec<u8>> {
+        let entry = tree.lookup_entry_by_path(path).ok()??;
+        let header = repo.find_header(entry.object_id()).ok()?;
+        (header.size() <= MAX_SOURCE_BYTES).then_some(())?;
+        Some(repo.find_blob(entry.object_id()).ok()?.data.clone())
+    };
+    let mut by_graph = Vec::new();
+    let mut ran = Vec::new();
+    for path in changed {
+        let found = (!tests.contains(path))
+            .then(|| {
+                let (old, new) = (blob(&old_tree, path)?, blob(&new_tree, path)?);
+                let lines = crate::analysis::pylines::changed_body_lines(&old, &new)?;
+                Some((contexts.tests_running(path, &lines)?, lines))
+            })
+            .flatten();
+        match found {
+            Some((ids, lines)) => ran.extend(ids.into_iter().map(|id| {
+                let why = Why::Ran {
+                    file: path.clone(),
+                    lines: lines.clone(),
+                };
+                (id, why)
+            })),
+            None => by_graph.push(path.clone()),
+        }
+    }
+    // pytest deselects by prefix: a test whose node id starts with a selected one's would be
+    // left out of phase two, so it runs in phase one too.
+    let chosen: BTreeSet<String> = ran.iter().map(|(id, _)| id.clone()).collect();
+    let mut more = Vec::new();
+    for (id, why) in &ran {
+        more.extend(
+            contexts
+                .tests
+                .range(id.clone()..)
+                .skip(1)
+                .take_while(|t| t.starts_with(id.as_str()))
+                .filter(|t| !chosen.contains(*t))
+                .map(|t| (t.clone(), why.clone())),
+        );
+    }
+    ran.extend(more);
+    // A file all of whose tests are picked runs whole.
+    let chosen: BTreeSet<&str> = ran.iter().map(|(id, _)| id.as_str()).collect();
+    let file_of = |id: &str| id.split_once("::").map_or(id, |(f, _)| f).to_string();
+    let whole: BTreeSet<String> = chosen
+        .iter()
+        .map(|id| file_of(id))
+        .filter(|f| {
+            let prefix = format!("{f}::");
+            contexts
+                .tests
+                .range(prefix.clone()..)
+                .take_while(|t| t.starts_with(&prefix))
+                .all(|t| chosen.contains(t.as_str()))
+        })
+        .collect();
+    let ran = ran
+        .into_iter()
+        .map(|(id, why)| match file_of(&id) {
+            f if whole.contains(&f) => (f, why),
+            _ => (id, why),
+        })
+        .collect();
+    Ok((by_graph, ran))
+}
+
+/// The most bytes of node ids phase one names on its command line (the whole of it is one
+/// argument of `sh -c`, at most 128 KiB); past it, their files run whole.
+const MAX_NODE_IDS_BYTES: usize = 64 << 10;
+
+/// Phase one's entries with single tests folded into their file where the whole file is in
+/// phase one anyway, or when the node ids would make too long a command.
+fn whole_files(
+    entries: BTreeMap<String, Vec<Why>>,
+    tests: &BTreeSet<String>,
+) -> BTreeMap<String, Vec<Why>> {
+    let ids_bytes: usize = entries
+        .keys()
+        .filter(|k| k.contains("::"))
+        .map(|k| k.len() + 3)
+        .sum();
+    let mut out: BTreeMap<String, Vec<Why>> = BTreeMap::new();
+    let (ids, files): (Vec<_>, Vec<_>) = entries.into_iter().partition(|(k, _)| k.contains("::"));
+    out.extend(files);
+    for (id, whys) in ids {
+        let file = id.split_once("::").map_or(id.as_str(), |(f, _)| f);
+        let key =
+            if out.contains_key(file) || ids_bytes > MAX_NODE_IDS_BYTES || !tests.contains(file) {
+                file.to_string()
+            } else {
+                id
+            };
+        let slot = out.entry(key).or_default();
+        for w in whys {
+            if !slot.contains(&w) {
+                slot.push(w);
+            }
+        }
+    }
+    out
 }
 
 /// What the tree's pytest config says about discovery.

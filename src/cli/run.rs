@@ -339,11 +339,19 @@ pub fn explained_text(e: &crate::app::selection::Explained) -> String {
         crate::app::selection::Selects::TestFiles => "test files",
         crate::app::selection::Selects::Crates => "crates",
     };
-    let mut out = format!(
-        "{head} phase one runs {} of {} {unit}, then phase two the rest\n",
-        s.files.len(),
-        s.test_files
-    );
+    let singles = s.files.keys().filter(|k| k.contains("::")).count();
+    let whole = s.files.len() - singles;
+    let mut out = if singles == 0 {
+        format!(
+            "{head} phase one runs {whole} of {} {unit}, then phase two the rest\n",
+            s.test_files
+        )
+    } else {
+        format!(
+            "{head} phase one runs {whole} of {} {unit} whole and {singles} single tests, then phase two the rest\n",
+            s.test_files
+        )
+    };
     for (file, whys) in &s.files {
         for why in whys {
             let text = match why {
@@ -368,6 +376,13 @@ pub fn explained_text(e: &crate::app::selection::Explained) -> String {
                 }
                 Why::FailedBefore { tests } => {
                     format!("failed in the parent's run: {}", tests.join(", "))
+                }
+                Why::Ran { file, lines } => {
+                    let lines: Vec<String> = lines.iter().map(u32::to_string).collect();
+                    format!(
+                        "ran {file}:{} (changed) in the parent's run",
+                        lines.join(",")
+                    )
                 }
             };
             out.push_str(&format!("  {}  {}\n", ui::escape(file), ui::escape(&text)));

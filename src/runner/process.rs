@@ -351,7 +351,9 @@ fn read_report(r: std::io::PipeReader) -> Report {
 
 /// The files the namespace's init handed back: one JSON line each, bounded in all.
 fn read_artifacts(r: std::io::PipeReader) -> Vec<Artifact> {
-    let cap = sandbox::ARTIFACT_CAP.saturating_mul(8);
+    let cap = sandbox::ARTIFACT_CAP
+        .saturating_mul(8)
+        .saturating_add(sandbox::DATA_FILE_CAP * 4 / 3 + 1024);
     let mut body = Vec::new();
     let _ = r.take(cap).read_to_end(&mut body);
     body.split(|&b| b == b'\n')

@@ -54,8 +54,12 @@ const REFUSED: &[&str] = &[
     "--stepwise",
     "--co",
     "--collect-only",
-    "--cov",
+    // Below its threshold, phase one's share of the coverage would fail the run.
+    "--cov-fail-under",
 ];
+
+/// pytest-cov's options that take a value (as `--opt=value`, or the next word).
+const COV_VALUE: &[&str] = &["--cov-report", "--cov-config", "--cov-context"];
 
 /// `command` as a pytest invocation, or `None` when it is anything else (a shell line with
 /// `&&`, pipes, quotes or variables, another runner, or options that change the selection).
@@ -82,10 +86,17 @@ pub fn recognise(command: &str) -> Option<Pytest> {
     let mut rest = words[i..].iter();
     while let Some(&w) = rest.next() {
         let name = w.split('=').next().unwrap_or(w);
-        if REFUSED.contains(&name) || name.starts_with("--cov") {
+        if REFUSED.contains(&name) {
             return None;
         }
-        if w.starts_with('-') {
+        // `--cov` takes an optional value: a next word would be read as a test path.
+        if w == "--cov" && rest.clone().next().is_some_and(|n| !n.starts_with('-')) {
+            return None;
+        }
+        if COV_VALUE.contains(&w) {
+            base.push(w);
+            base.push(rest.next()?);
+        } else if w.starts_with('-') {
             base.push(w);
             if TAKES_VALUE.contains(&w) {
                 base.push(rest.next()?);
@@ -94,11 +105,14 @@ pub fn recognise(command: &str) -> Option<Pytest> {
             paths.push(w.trim_start_matches("./").trim_end_matches('/').to_string());
         }
     }
-    Some(Pytest {
+    let p = Pytest {
         full: command.trim().to_string(),
         base: base.join(" "),
         paths,
-    })
+    };
+    // Coverage splits only for per-test data: a coverage report is not merged across phases,
+    // and a command that wants only the report keeps it by running in one.
+    (!p.collects_coverage() || p.records_contexts()).then_some(p)
 }
 
 fn is_assignment(w: &str) -> bool {
@@ -137,15 +151,37 @@ impl Pytest {
         c
     }
 
-    /// Phase two: the whole command, every test of `files` deselected (a node id prefix that
-    /// ends in `::` matches that file's tests only).
+    /// Phase two: the whole command, every test of `files` (test files, or node ids) deselected
+    /// (a node id prefix that ends in `::` matches that file's tests only).
     pub fn without(&self, files: &[String]) -> String {
         let mut c = self.full.clone();
         for f in files {
             c.push_str(" --deselect ");
-            c.push_str(&quote(&format!("{f}::")));
+            if f.contains("::") {
+                c.push_str(&quote(f));
+            } else {
+                c.push_str(&quote(&format!("{f}::")));
+            }
         }
         c
+    }
+
+    /// Whether pytest-cov measures the run.
+    pub fn collects_coverage(&self) -> bool {
+        self.base
+            .split_whitespace()
+            .any(|w| w == "--cov" || w.starts_with("--cov="))
+    }
+
+    /// Whether pytest-cov records which test ran each line (`--cov-context=test`), in its data
+    /// file `.coverage`.
+    pub fn records_contexts(&self) -> bool {
+        let words: Vec<&str> = self.base.split_whitespace().collect();
+        self.collects_coverage()
+            && words.iter().enumerate().any(|(i, w)| {
+                *w == "--cov-context=test"
+                    || (*w == "--cov-context" && words.get(i + 1) == Some(&"test"))
+            })
     }
 }
 
@@ -168,12 +204,22 @@ mod tests {
         assert!(recognise("pytest").is_some());
         assert!(recognise("PYTHONHASHSEED=0 .venv/bin/py.test -x").is_some());
         assert!(recognise("python -m pytest --tb=short").is_some());
+        // pytest-cov's options; node ids are deselected exactly.
+        let p = recognise("pytest --cov=pkg --cov-report xml --cov-context=test tests").unwrap();
+        assert_eq!(p.paths, vec!["tests"]);
+        assert!(p.records_contexts());
+        assert_eq!(
+            p.without(&["tests/test_a.py::test_x[1]".into()]),
+            "pytest --cov=pkg --cov-report xml --cov-context=test tests --deselect 'tests/test_a.py::test_x[1]'"
+        );
+        assert_eq!(recognise("pytest --cov --cov-report=xml"), None);
         for other in [
             "npm test",
             "pytest && echo done",
             "pytest -k 'not slow'",
             "pytest --lf",
-            "pytest --cov=pkg",
+            "pytest --cov src",
+            "pytest --cov=pkg --cov-fail-under=90",
             "python3 -m unittest",
             "tox",
             "pytest $ARGS",

@@ -248,3 +248,137 @@ fn a_commit_that_changes_more_files_than_the_record_lists_runs_in_one_phase() {
         "{o:?}"
     );
 }
+
+/// Like click: a conftest.py that imports the package (so every change reaches every test
+/// through it) and test files that all import the package's top; pytest-cov records which test
+/// ran which line (`--cov-context=test`).
+fn package_everyone_imports(w: &World, repo: &Path) {
+    let config = "[test]\ncommand = \"python3 -m pytest -q -p no:cacheprovider --cov=calc --cov-context=test --cov-report=\"\ntimeout = \"120s\"\n[analysis]\nenabled = false\n";
+    let mut files: Vec<(String, String)> = vec![
+        (".sandbox.toml".into(), config.into()),
+        ("pyproject.toml".into(), PYPROJECT.into()),
+        (
+            "src/calc/__init__.py".into(),
+            "from .a import fa\nfrom .b import fb\nfrom .c import fc\n".into(),
+        ),
+        (
+            "tests/conftest.py".into(),
+            "import pytest\n\nimport calc\n\n\n@pytest.fixture\ndef calc_mod():\n    return calc\n"
+                .into(),
+        ),
+    ];
+    for m in ["a", "b", "c"] {
+        // Each module's function calls the next one's (a → b → c), as click's core calls its
+        // parser, so the import graph links them all.
+        let next = match m {
+            "a" => "from .b import fb\n\n\ndef fa(x):\n    return fb(x) + 1\n",
+            "b" => "from .c import fc\n\n\ndef fb(x):\n    if x > 100:\n        return fc(x)\n    return x * 2\n",
+            _ => "def fc(x):\n    total = x\n    return total - 1\n",
+        };
+        files.push((format!("src/calc/{m}.py"), next.into()));
+    }
+    files.push((
+        "tests/test_a.py".into(),
+        "def test_fa(calc_mod):\n    assert calc_mod.fa(1) == 3\n".into(),
+    ));
+    files.push((
+        "tests/test_b.py".into(),
+        "import calc\n\n\ndef test_fb_small():\n    assert calc.fb(2) == 4\n\n\ndef test_fb_big():\n    assert calc.fb(200) == 199\n".into(),
+    ));
+    files.push((
+        "tests/test_c.py".into(),
+        "import calc\n\n\ndef test_fc():\n    assert calc.fc(5) == 4\n".into(),
+    ));
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, b)| (p.as_str(), b.as_str()))
+        .collect();
+    w.git(repo, &["rm", "-q", "tests/test_example.py"]);
+    w.commit(
+        repo,
+        &refs,
+        "a package every test reaches through conftest.py",
+    );
+}
+
+#[test]
+fn per_test_coverage_picks_the_tests_that_ran_the_changed_lines() {
+    let mut w = World::new();
+    w.with_test_python("pytest_cov");
+    let repo = w.new_repo("contexts");
+    package_everyone_imports(&w, &repo);
+    let (base, _) = run_json(&w, &repo, &[]);
+    assert_eq!(base["status"], "passed", "{base}");
+    assert_eq!(base["tests"]["passed"], 4, "{base}");
+
+    // A line only test_fb_big and test_fc run (fc's body): through conftest.py and the
+    // package's imports every test file reaches it, but two tests ran it.
+    w.commit(
+        &repo,
+        &[(
+            "src/calc/c.py",
+            "def fc(x):\n    total = x\n    return total - 2\n",
+        )],
+        "break fc",
+    );
+    let o = w.sandbox(&repo, &["run", "--explain-selection", "HEAD"]);
+    assert!(
+        o.stdout
+            .contains("phase one runs 1 of 3 test files whole and 1 single tests")
+            && o.stdout.contains(
+                "tests/test_b.py::test_fb_big  ran src/calc/c.py:3 (changed) in the parent's run"
+            )
+            && o.stdout
+                .contains("tests/test_c.py  ran src/calc/c.py:3 (changed)"),
+        "{o:?}"
+    );
+    let (rec, _) = run_json(&w, &repo, &[]);
+    assert_eq!(rec["status"], "failed", "{rec}");
+    let t = &rec["tests"];
+    assert_eq!(
+        t["phases"][0]["files"],
+        serde_json::json!(["tests/test_b.py::test_fb_big", "tests/test_c.py"]),
+        "{rec}"
+    );
+    assert_eq!(t["phases"][0]["failed"], 2, "{rec}");
+    assert_eq!(t["phases"][1]["passed"], 2, "{rec}");
+    assert_eq!(
+        (t["passed"].clone(), t["failed"].clone()),
+        (2.into(), 2.into()),
+        "{rec}"
+    );
+    assert!(t.get("selection_missed").is_none(), "{rec}");
+    // The kept data is the whole suite's, both phases': mending fc, the tests that ran its
+    // line in phase one are picked by it (and they failed before as well).
+    w.commit(
+        &repo,
+        &[(
+            "src/calc/c.py",
+            "def fc(x):\n    total = x\n    return total - 1\n",
+        )],
+        "mend fc",
+    );
+    let o = w.sandbox(&repo, &["run", "--explain-selection", "HEAD"]);
+    assert!(
+        o.stdout
+            .contains("tests/test_b.py  ran src/calc/c.py:3 (changed)")
+            && o.stdout
+                .contains("tests/test_c.py  ran src/calc/c.py:3 (changed)"),
+        "{o:?}"
+    );
+    let (rec, _) = run_json(&w, &repo, &[]);
+    assert_eq!(rec["status"], "passed", "{rec}");
+
+    // A change outside function bodies runs at import, for every test: the import graph's
+    // answer, the whole suite.
+    w.commit(
+        &repo,
+        &[(
+            "src/calc/c.py",
+            "LIMIT = 3\n\n\ndef fc(x):\n    total = x\n    return total - 1\n",
+        )],
+        "a module-level line",
+    );
+    let o = w.sandbox(&repo, &["run", "--explain-selection", "HEAD"]);
+    assert!(o.stdout.contains("one phase, the whole suite"), "{o:?}");
+}

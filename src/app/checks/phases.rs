@@ -233,7 +233,8 @@ fn join_logs(first: &std::path::Path, log: &std::path::Path) {
     }
 }
 
-/// Both phases as one run of the suite: counts added, failures in order, the worst status.
+/// Both phases as one run of the suite: counts added, failures in order, the worst status, the
+/// per-test coverage of both.
 fn merge(one: CheckResult, two: CheckResult, command: &str) -> CheckResult {
     let status = [one.status, two.status]
         .into_iter()
@@ -255,6 +256,10 @@ fn merge(one: CheckResult, two: CheckResult, command: &str) -> CheckResult {
         warnings,
         overlay_failed: one.overlay_failed || two.overlay_failed,
         coverage: None,
+        contexts: match (&one.contexts, &two.contexts) {
+            (Some(a), Some(b)) => crate::app::testcov::combine(a, b),
+            _ => None,
+        },
     }
 }
 

@@ -13,8 +13,8 @@
 
 use super::fsview::{self, Keep};
 use super::{
-    cgroup::RunCgroup, errno_text, guard, Artifact, Plan, Report, ARTIFACT_CAP, ARTIFACT_FD,
-    PLAN_VAR, REPORT_FD, RUN_GID, UID_BASE,
+    cgroup::RunCgroup, errno_text, guard, Artifact, Plan, Report, ARTIFACT_FD, PLAN_VAR, REPORT_FD,
+    RUN_GID, UID_BASE,
 };
 use crate::model::{AppliedLimits, Layer, LayerStatus};
 use std::ffi::CString;
@@ -720,17 +720,10 @@ fn hand_back(plan: &Plan) {
             }
             continue;
         }
-        let artifact = match crate::util::beneath::read_beneath(&plan.cwd, rel, ARTIFACT_CAP) {
-            Ok(bytes) => Artifact {
-                path: rel.clone(),
-                text: Some(String::from_utf8_lossy(&bytes).into_owned()),
-                skipped: None,
-            },
-            Err(why) => Artifact {
-                path: rel.clone(),
-                text: None,
-                skipped: Some(why.to_string()),
-            },
+        let cap = super::artifact_cap(rel);
+        let artifact = match crate::util::beneath::read_beneath(&plan.cwd, rel, cap) {
+            Ok(bytes) => Artifact::read(rel.clone(), bytes),
+            Err(why) => Artifact::skipped(rel.clone(), why.to_string()),
         };
         let mut line = serde_json::to_vec(&artifact).unwrap_or_default();
         line.push(b'\n');

@@ -44,6 +44,18 @@ pub const REPORT_FD: i32 = 3;
 pub const ARTIFACT_FD: i32 = 4;
 /// The most one artifact may hold.
 pub const ARTIFACT_CAP: u64 = 8 << 20;
+/// The most coverage.py's data file (`.coverage`, SQLite) may hold: with a context per test it
+/// is larger than any report.
+pub const DATA_FILE_CAP: u64 = 48 << 20;
+
+/// The most the artifact `rel` may hold.
+pub fn artifact_cap(rel: &str) -> u64 {
+    if rel == ".coverage" {
+        DATA_FILE_CAP
+    } else {
+        ARTIFACT_CAP
+    }
+}
 /// How many files one artifact pattern (`DIR/*.xml`) hands back at most.
 pub const ARTIFACT_FILES: usize = 200;
 
@@ -65,13 +77,7 @@ pub fn read_pattern(root: &std::path::Path, rel: &str, dir: &str, suffix: &str) 
     use crate::util::beneath::{list_beneath, read_beneath};
     let names = match list_beneath(root, dir, ARTIFACT_FILES * 4) {
         Ok(n) => n,
-        Err(why) => {
-            return vec![Artifact {
-                path: rel.to_string(),
-                text: None,
-                skipped: Some(why.to_string()),
-            }]
-        }
+        Err(why) => return vec![Artifact::skipped(rel.to_string(), why.to_string())],
     };
     let mut out = Vec::new();
     let mut budget = ARTIFACT_CAP * 2;
@@ -84,17 +90,9 @@ pub fn read_pattern(root: &std::path::Path, rel: &str, dir: &str, suffix: &str) 
         let artifact = match read_beneath(root, &path, ARTIFACT_CAP.min(budget)) {
             Ok(bytes) => {
                 budget -= bytes.len() as u64;
-                Artifact {
-                    path,
-                    text: Some(String::from_utf8_lossy(&bytes).into_owned()),
-                    skipped: None,
-                }
+                Artifact::read(path, bytes)
             }
-            Err(why) => Artifact {
-                path,
-                text: None,
-                skipped: Some(why.to_string()),
-            },
+            Err(why) => Artifact::skipped(path, why.to_string()),
         };
         out.push(artifact);
         if budget == 0 {
@@ -103,11 +101,10 @@ pub fn read_pattern(root: &std::path::Path, rel: &str, dir: &str, suffix: &str) 
     }
     if out.is_empty() {
         // Said, so that a reader can tell "none" from "not looked for".
-        out.push(Artifact {
-            path: rel.to_string(),
-            text: None,
-            skipped: Some(format!("{dir} holds no *{suffix} file")),
-        });
+        out.push(Artifact::skipped(
+            rel.to_string(),
+            format!("{dir} holds no *{suffix} file"),
+        ));
     }
     out
 }
@@ -203,6 +200,50 @@ pub struct Artifact {
     pub text: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skipped: Option<String>,
+    /// The bytes, base64, of an SQLite database (coverage.py's data file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary: Option<String>,
+}
+
+impl Artifact {
+    /// A file that was read: its text (lossy), or its bytes for an SQLite database.
+    pub fn read(path: String, bytes: Vec<u8>) -> Artifact {
+        use base64::Engine;
+        if bytes.starts_with(b"SQLite format 3\0") {
+            return Artifact {
+                path,
+                text: None,
+                skipped: None,
+                binary: Some(base64::engine::general_purpose::STANDARD.encode(&bytes)),
+            };
+        }
+        Artifact {
+            path,
+            text: Some(String::from_utf8_lossy(&bytes).into_owned()),
+            skipped: None,
+            binary: None,
+        }
+    }
+
+    /// A file that was not read, and why.
+    pub fn skipped(path: String, why: String) -> Artifact {
+        Artifact {
+            path,
+            text: None,
+            skipped: Some(why),
+            binary: None,
+        }
+    }
+
+    /// The bytes of a file that was read.
+    pub fn bytes(&self) -> Option<Vec<u8>> {
+        use base64::Engine;
+        match (&self.binary, &self.text) {
+            (Some(b), _) => base64::engine::general_purpose::STANDARD.decode(b).ok(),
+            (None, Some(t)) => Some(t.clone().into_bytes()),
+            (None, None) => None,
+        }
+    }
 }
 
 /// How runs of this user are sandboxed: the helper binary, what to hide, what the probe found

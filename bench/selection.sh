@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# Two-phase runs against one-phase runs on a real project with its real history (click, flask).
+#
+# It clones the repository (a path or URL; default https://github.com/pallets/click), takes its
+# HEAD as the base, installs the project's test dependencies into a venv (pip, from PyPI), and
+# commits a .sandbox.toml whose pytest records per-test coverage (`--cov=PKG
+# --cov-context=test`, the same command in both modes). Then it makes one-line mutations of
+# the project's own source, each on its own branch from the base (not stacked), until BREAKING
+# of them fail the suite and BENIGN of them do not. Each mutated commit runs once with
+# `[test] phases = false` and, when it is still wanted, `--force` with phases on. It prints:
+#   - first failure: median first_failure_ms of the two-phase run as a share of the one-phase
+#     run's test time (target <= 25%); a run that fell back to one phase counts 100%;
+#   - recall: the share of breaking commits whose phase one showed a failure (target >= 95%);
+#   - added time: for the commits that break nothing, the two-phase test time over the
+#     one-phase one, median (target <= 5%);
+#   - phase one's size: the median share of the suite's tests it ran.
+# Every commit's figures go to $OUT/rows.jsonl as they come, so a cut-short run still reports
+# (`bench/selection.sh --report OUT`).
+#
+# Usage: bench/selection.sh [REPO]     REPO=/work/.mirror/pallets+flask/repo BREAKING=40 BENIGN=20 SEED=1
+#        bench/selection.sh --report OUT
+# Needs: target/release/git-sandbox (or GS=path), python3 with venv and pip, network to PyPI.
+# VENV (default ~/.cache/git-sandbox-bench/venv-NAME) must be outside /tmp: a run has a private
+# /tmp of its own.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+report() {
+  python3 - "$1/rows.jsonl" "$(cat "$1/name" 2>/dev/null || echo project)" <<'EOF'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+br = [r for r in rows if r["kind"] == "breaking" and r.get("two_ms")]
+be = [r for r in rows if r["kind"] == "benign" and r.get("two_ms")]
+def median(xs):
+    return statistics.median(xs) if xs else float("nan")
+share = median([(r["first_ms"] if r["first_ms"] is not None else r["two_ms"]) / r["one_ms"] for r in br])
+split = [r for r in br if r["phases"] == 2]
+caught = sum(r["caught"] for r in br)
+added = median([r["two_ms"] / r["one_ms"] - 1 for r in be])
+size = median([r["phase_one_tests"] / r["total"] for r in br + be if r["phases"] == 2 and r["total"]])
+print(f"{sys.argv[2]}: {len(br)} breaking, {len(be)} benign commits; {len(split)} breaking ran in two phases")
+print("| measure | two phases | one phase | target |")
+print("| --- | --- | --- | --- |")
+print(f"| first failure, median share of the suite's test time | {share:.0%} | 100% | <= 25% |")
+print(f"| recall: phase one showed a failure | {caught} of {len(br)} ({caught / max(len(br), 1):.0%}) | - | >= 95% |")
+print(f"| added test time, commits that break nothing (median) | {added:+.1%} | 0% | <= 5% |")
+print(f"| phase one's tests, median share of the suite (two-phase runs) | {size:.0%} | 100% | |")
+print(f"| records equal to the one-phase run's counts | {sum(r['same'] for r in br + be)} of {len(br) + len(be)} | | all |")
+EOF
+}
+if [ "${1:-}" = --report ]; then report "$2"; exit 0; fi
+
+GS=${GS:-$PWD/target/release/git-sandbox}
+REPO=${1:-${REPO:-https://github.com/pallets/click}}
+BREAKING=${BREAKING:-40}
+BENIGN=${BENIGN:-20}
+SEED=${SEED:-1}
+[ -x "$GS" ] || { echo "$GS not found: cargo build --release (or set GS)" >&2; exit 2; }
+NAME=$(basename "${REPO%/}" .git)
+[ "$NAME" = repo ] && NAME=$(basename "$(dirname "${REPO%/}")" | sed 's/.*+//')
+VENV=${VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/git-sandbox-bench/venv-$NAME}
+case "$VENV" in /tmp/*) echo "VENV=$VENV is under /tmp, which runs cannot see" >&2; exit 2 ;; esac
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/gs-bench-selection.XXXXXX")
+OUT=${OUT:-$WORK/out}
+mkdir -p "$OUT"
+echo "$NAME" > "$OUT/name"
+echo "bench/selection.sh: $NAME in $WORK, figures in $OUT" >&2
+export GIT_SANDBOX_HOME=$WORK/home XDG_CONFIG_HOME=$WORK/config
+export GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.com
+export GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@example.com
+mkdir -p "$XDG_CONFIG_HOME/git-sandbox"
+
+SRC=$WORK/$NAME
+git clone -q "$REPO" "$SRC"
+cd "$SRC"
+git checkout -q -B main
+PKG=$(cd src && for d in */__init__.py; do echo "${d%/__init__.py}"; break; done)
+if [ ! -x "$VENV/bin/python3" ]; then
+  python3 -m venv "$VENV"
+fi
+# The project's runtime dependencies and its test group (PEP 735), not the project itself:
+# the tests import it from src/.
+python3 - > "$WORK/requirements.txt" <<'EOF'
+import tomllib
+d = tomllib.load(open("pyproject.toml", "rb"))
+deps = list(d.get("project", {}).get("dependencies", []))
+for item in d.get("dependency-groups", {}).get("tests", []):
+    if isinstance(item, str):
+        deps.append(item)
+print("\n".join(deps))
+EOF
+# pytest 9 dropped names flask's conftest.py imports (_pytest.monkeypatch.notset).
+"$VENV/bin/pip" install --quiet --disable-pip-version-check "pytest<9" pytest-cov -r "$WORK/requirements.txt"
+export PATH=$VENV/bin:$PATH VIRTUAL_ENV=$VENV
+
+# warnings as errors (the projects' config) would fail on this interpreter's deprecations, and
+# click's test_light_imports lists the modules this interpreter imports: neither says anything
+# of the selection.
+# Lines, not branches (flask measures branches, and tests too): what the selection reads,
+# and a data file a tenth the size.
+printf '[run]\nbranch = false\n' > .coveragerc-bench
+cat > .sandbox.toml <<EOF
+[test]
+command = "python3 -m pytest -q -p no:cacheprovider -o pythonpath=src -o filterwarnings=ignore::DeprecationWarning --cov=$PKG --cov-config=.coveragerc-bench --cov-context=test --cov-report= --deselect tests/test_imports.py::test_light_imports tests"
+timeout = "900s"
+[analysis]
+enabled = false
+EOF
+git add -f .sandbox.toml .coveragerc-bench && git commit -qm "bench: the test command"
+"$GS" init >/dev/null
+# Tests that fail in the sandbox before any mutation (a pager test that needs a terminal, a
+# version read from the installed package's metadata) are deselected, by node id without
+# parameters, so that the base passes.
+# A collection error hides the failures behind it: a few rounds.
+for round in 1 2 3 4; do
+  "$GS" run --json --force > "$WORK/base.json" && break
+  [ "$round" = 4 ] && { echo "the base does not pass its own tests" >&2; exit 1; }
+  python3 - "$WORK/base.json" <<'EOF' > "$WORK/deselect"
+import json, sys
+names = {f["name"].split("[")[0] for f in json.load(open(sys.argv[1]))[0]["tests"]["failures"]}
+# A file that fails to import (click's reads its installed version) is ignored whole.
+print(" ".join(f"--deselect {n}" if "::" in n else f"--ignore {n}" for n in sorted(names)))
+EOF
+  sed -i "s|--deselect tests/test_imports|$(cat "$WORK/deselect") --deselect tests/test_imports|" .sandbox.toml
+  git commit -qa --amend -m "bench: the test command"
+done
+
+python3 - "$GS" "$BREAKING" "$BENIGN" "$SEED" "$XDG_CONFIG_HOME/git-sandbox/config.toml" "$PKG" "$OUT/rows.jsonl" <<'EOF'
+import json, random, subprocess, sys
+gs, breaking, benign, seed, user_config, pkg, rows_path = sys.argv[1:8]
+breaking, benign, seed = int(breaking), int(benign), int(seed)
+rng = random.Random(seed)
+git = lambda *a: subprocess.run(["git", *a], check=True, capture_output=True, text=True).stdout
+files = [f for f in git("ls-files", f"src/{pkg}").split() if f.endswith(".py")]
+# One-line mutations, as a mutation tester makes them.
+swaps = [(" == ", " != "), (" != ", " == "), (" < ", " <= "), (" > ", " >= "), ("True", "False"),
+         ("False", "True"), (" + 1", " + 2"), (" - 1", " - 2"), (" and ", " or "), (" or ", " and "),
+         ("return ", "return None  # ")]
+candidates = []
+for f in files:
+    for n, line in enumerate(open(f).read().split("\n")):
+        s = line.strip()
+        if not s or s.startswith("#") or s.startswith(("\"", "'")):
+            continue
+        for a, b in swaps:
+            if a in line:
+                candidates.append((f, n, a, b))
+rng.shuffle(candidates)
+
+def run(config, *args):
+    open(user_config, "w").write(config)
+    o = subprocess.run([gs, "run", "--json", *args], capture_output=True, text=True)
+    return json.loads(o.stdout)[0]
+
+wanted = {"breaking": breaking, "benign": benign}
+found = {"breaking": 0, "benign": 0}
+out = open(rows_path, "a")
+for f, n, a, b in candidates:
+    if all(found[k] >= wanted[k] for k in wanted):
+        break
+    git("checkout", "-q", "-B", "mutant", "main")
+    lines = open(f).read().split("\n")
+    lines[n] = lines[n].replace(a, b, 1)
+    open(f, "w").write("\n".join(lines))
+    git("commit", "-qam", f"mutate {f}:{n + 1}")
+    one = run("[test]\nphases = false\n")
+    if one["status"] not in ("passed", "failed"):
+        continue
+    kind = "breaking" if one["status"] == "failed" else "benign"
+    if found[kind] >= wanted[kind]:
+        continue
+    found[kind] += 1
+    two = run("", "--force")
+    t1, t2 = one.get("tests") or {}, two.get("tests") or {}
+    phases = t2.get("phases") or []
+    first = phases[0] if phases else {}
+    row = {
+        "kind": kind, "where": f"{f}:{n + 1}", "one_ms": t1["duration_ms"], "two_ms": t2.get("duration_ms"),
+        "first_ms": t2.get("first_failure_ms"), "phases": len(phases) or 1,
+        "phase_one_tests": first.get("total") or 0, "total": t2.get("total"),
+        "caught": two["status"] == "failed" and (not phases or (first.get("failed") or 0) + (first.get("errors") or 0) > 0),
+        "same": [t1.get(k) for k in ("passed", "failed", "skipped", "errors", "total")]
+                == [t2.get(k) for k in ("passed", "failed", "skipped", "errors", "total")],
+    }
+    out.write(json.dumps(row) + "\n")
+    out.flush()
+    print(kind, json.dumps(row), file=sys.stderr)
+EOF
+report "$OUT"
