@@ -222,7 +222,8 @@ pub fn tree_hit(ctx: &Context, row: &RepoRow, info: &CommitInfo, key: &str) -> O
 }
 
 /// Write records as notes (the record under `refs/notes/sandbox` and its summary under
-/// `refs/notes/sandbox-summary`, one ref transaction), then index them with their events.
+/// `refs/notes/sandbox-summary`, one ref transaction), then index them with their events and,
+/// in the same transaction, what the outbox is to send about them ([`super::publish`]).
 pub fn write(
     ctx: &Context,
     repo: &gix::Repository,
@@ -234,10 +235,9 @@ pub fn write(
     }
     let records = &stamped(ctx, records)?;
     write_notes(ctx, repo, records)?;
-    super::github::queue_statuses(ctx, repo, row, records);
     ctx.index.atomically(|| {
         // Before indexing: a record the index already holds (a note written again) is no news.
-        super::alerts::regressions(ctx, row, records);
+        super::publish::emit(ctx, super::publish::Event::Recorded { repo, row, records });
         index_records(ctx, row, records)
     })
 }

@@ -2,8 +2,8 @@
 //! through the same pipeline as `git sandbox run`. Its edge runs on tokio: the control socket's
 //! tasks and the ref watcher only send messages on one channel; the scheduler (a task on this
 //! thread, woken by messages, signals and a 200 ms tick) owns the queue and hands jobs to N
-//! worker threads, where runs stay synchronous. Background threads push notes, poll remotes,
-//! post statuses and fetch webhook deliveries. Critical errors (cannot lock, bind or open the
+//! worker threads, where runs stay synchronous. Background threads poll remotes, deliver the
+//! outbox (statuses, notifications, auto-push) and fetch webhook deliveries. Critical errors (cannot lock, bind or open the
 //! index) stop it; runtime errors are recorded as events and survived.
 
 mod control;
@@ -11,10 +11,9 @@ mod doors;
 mod health;
 mod http;
 mod listen;
+mod outbox;
 mod poller;
-mod pusher;
 mod scan;
-mod statuses;
 mod watch;
 mod worker;
 
@@ -130,7 +129,6 @@ pub(crate) enum Msg {
     Stop,
     /// A worker ended its batch (the jobs with their trees); `ran`: some tests had to run.
     Done {
-        repository: String,
         jobs: Vec<(i64, worker::TreeKey)>,
         ran: bool,
     },
@@ -252,19 +250,15 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
     };
     repos.reload(&ctx);
     let watcher = watch::start(&repos.git_dirs(), tx.clone());
-    // `[remote] auto_push`: finished runs' notes go to the remotes in batches; every repository
-    // once at start, for what was made while no daemon pushed.
-    let auto_push = ctx.layers.resolve().remote.auto_push.then(pusher::start);
     let stop_polling = Arc::new(AtomicBool::new(false));
     if let Some(every) = ctx.layers.resolve().remote.poll {
         poller::start(every, stop_polling.clone());
     }
-    statuses::start(stop_polling.clone());
-    if let Some((push_tx, _)) = &auto_push {
-        for id in repos.rows.keys() {
-            let _ = push_tx.send(id.clone());
-        }
-    }
+    // `[remote] auto_push`: every repository once at start, for what was made while no daemon
+    // pushed; then each result queues its own push.
+    crate::app::publish::queue_pushes(&ctx, &repos.rows.values().collect::<Vec<_>>());
+    let stop_outbox = Arc::new(AtomicBool::new(false));
+    let outbox = outbox::start(stop_outbox.clone());
     let event = |kind: &str, data: serde_json::Value| {
         let _ = ctx.index.add_event(kind, None, None, None, &data);
     };
@@ -355,10 +349,7 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
             Some(Msg::Stop) => {
                 stopping.get_or_insert_with(Instant::now);
             }
-            Some(Msg::Done { repository, jobs, ran }) => {
-                if let Some((push_tx, _)) = &auto_push {
-                    let _ = push_tx.send(repository);
-                }
+            Some(Msg::Done { jobs, ran }) => {
                 slots.done(&jobs, ran);
                 want_jobs = true;
             }
@@ -470,10 +461,10 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
         let _ = h.join();
     }
     drop(listener);
-    if let Some((push_tx, handle)) = auto_push {
-        // The last batch goes out; a remote that hangs does not hold the stop for long (what
-        // was not pushed goes at the next start).
-        drop(push_tx);
+    // The last results' statuses, notifications and pushes go out; a remote or GitHub that
+    // hangs does not hold the stop for long (what was not delivered waits in the index).
+    stop_outbox.store(true, Ordering::Relaxed);
+    if let Some(handle) = outbox {
         let since = Instant::now();
         while !handle.is_finished() && since.elapsed() < Duration::from_secs(15) {
             std::thread::sleep(Duration::from_millis(50));

@@ -8,7 +8,7 @@ use super::{Index, Result};
 #[derive(Debug, Clone)]
 pub struct AlertRow {
     pub id: i64,
-    /// `webhook` or `command`.
+    /// `webhook` or `command`; `remote` for an auto-push.
     pub channel: String,
     pub kind: String,
     pub repository_id: Option<String>,
@@ -37,6 +37,25 @@ impl Index {
                 crate::util::time::now_rfc3339()
             ],
         )?;
+        Ok(())
+    }
+
+    /// Queue a row on `channel` for a repository unless one waits there already; that one is
+    /// then due at once (a new reason to try it, whatever its back-off said).
+    pub fn queue_alert_once(
+        &self,
+        channel: &str,
+        kind: &str,
+        repository_id: &str,
+        payload: &serde_json::Value,
+    ) -> Result<()> {
+        let waiting = self.conn.execute(
+            "UPDATE alerts SET next_at = 0 WHERE channel = ?1 AND repository_id = ?2 AND done_at IS NULL",
+            params![channel, repository_id],
+        )?;
+        if waiting == 0 {
+            self.queue_alert(channel, kind, Some(repository_id), payload)?;
+        }
         Ok(())
     }
 
