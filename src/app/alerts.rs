@@ -4,19 +4,19 @@
 //! channel, in the same step that records what happened; the outbox (`publish/`) delivers them.
 
 use super::Context;
-use crate::model::{RunRecord, Status};
+use crate::model::{EventKind, RunRecord, Status};
 use crate::store::RepoRow;
 use serde_json::{json, Value};
 
 /// Queue an alert on every configured channel. Never fails the caller: the worst is no alert.
-pub fn queue(ctx: &Context, kind: &str, row: Option<&RepoRow>, data: Value) {
+pub fn queue(ctx: &Context, kind: EventKind, row: Option<&RepoRow>, data: Value) {
     let config = ctx.layers.resolve().notify;
     let channels = config.channels();
     if channels.is_empty() {
         return;
     }
     let payload = json!({
-        "kind": kind,
+        "kind": kind.as_str(),
         "repository": row.map(|r| json!({"id": r.repository_id, "name": r.name, "path": r.path})),
         "text": text(kind, row.map(|r| r.name.as_str()), &data),
         "data": data,
@@ -24,7 +24,7 @@ pub fn queue(ctx: &Context, kind: &str, row: Option<&RepoRow>, data: Value) {
     for channel in channels {
         let _ = ctx.index.queue_alert(
             channel,
-            kind,
+            kind.as_str(),
             row.map(|r| r.repository_id.as_str()),
             &payload,
         );
@@ -32,11 +32,11 @@ pub fn queue(ctx: &Context, kind: &str, row: Option<&RepoRow>, data: Value) {
 }
 
 /// One line for people.
-fn text(kind: &str, repo: Option<&str>, d: &Value) -> String {
+fn text(kind: EventKind, repo: Option<&str>, d: &Value) -> String {
     let repo = repo.unwrap_or("?");
     let short = |v: &Value| crate::util::short(v.as_str().unwrap_or("")).to_string();
     match kind {
-        "run.regressed" => format!(
+        EventKind::RunRegressed => format!(
             "{repo}: {} {} after {} passed{}",
             short(&d["commit"]),
             d["status"].as_str().unwrap_or("failed"),
@@ -46,14 +46,14 @@ fn text(kind: &str, repo: Option<&str>, d: &Value) -> String {
                 .map(|f| format!(" ({f})"))
                 .unwrap_or_default()
         ),
-        "eval.changed" => format!(
+        EventKind::EvalChanged => format!(
             "{repo}: experiment {} is now {} (was {}): {}",
             d["experiment"].as_str().unwrap_or("?"),
             d["to"].as_str().unwrap_or("?"),
             d["from"].as_str().unwrap_or("?"),
             d["reason"].as_str().unwrap_or("")
         ),
-        "experiment.promoted" => format!(
+        EventKind::ExperimentPromoted => format!(
             "{repo}: experiment {} was promoted into {} as {}",
             d["experiment"].as_str().unwrap_or("?"),
             d["target"].as_str().unwrap_or("?"),
@@ -103,7 +103,7 @@ pub fn regressions(ctx: &Context, row: &RepoRow, records: &[RunRecord]) {
             .map(|f| f.name.clone());
         queue(
             ctx,
-            "run.regressed",
+            EventKind::RunRegressed,
             Some(row),
             json!({"commit": r.commit, "parent": parent, "ref": r.refname, "status": r.status,
                    "experiment": r.experiment, "first_failure": first_failure}),

@@ -7,6 +7,7 @@ use super::results;
 use super::run::{run_commits, RunOptions};
 use super::{AppError, Context, Result};
 use crate::git;
+use crate::model::EventKind;
 use crate::model::{
     Criterion, Evaluation, Recommendation, RunRecord, Side, State, Status, Trigger, EVAL_SCHEMA,
 };
@@ -141,14 +142,14 @@ pub fn record(ctx: &Context, repo: &gix::Repository, row: &RepoRow, ev: &Evaluat
     if let Some(b) = before.filter(|b| b.recommendation != ev.recommendation) {
         super::alerts::queue(
             ctx,
-            "eval.changed",
+            EventKind::EvalChanged,
             Some(row),
             json!({"experiment": ev.experiment, "from": b.recommendation, "to": ev.recommendation,
                    "reason": ev.reason, "head": ev.head.commit, "base": ev.base.commit}),
         );
     }
     ctx.index.add_event(
-        "experiment.evaluated",
+        EventKind::ExperimentEvaluated,
         Some(&row.repository_id),
         None,
         Some(&ev.head.commit),

@@ -8,6 +8,7 @@ use super::experiments::{self, branch_ref, promoted_ref, ref_tip};
 use super::run::{run_commits, RunOptions};
 use super::{eval, results, AppError, Context, Result};
 use crate::git::cli;
+use crate::model::EventKind;
 use crate::model::{Recommendation, RunRecord, State, Trigger};
 use crate::store::RepoRow;
 use gix::ObjectId;
@@ -328,13 +329,13 @@ pub fn promote(
         .set_experiment_state(&row.repository_id, name, State::Promoted)?;
     super::alerts::queue(
         ctx,
-        "experiment.promoted",
+        EventKind::ExperimentPromoted,
         Some(row),
         serde_json::json!({"experiment": name, "target": target, "commit": new.to_string(),
                            "strategy": promoted.strategy, "recommendation": ev.recommendation}),
     );
     ctx.index.add_event(
-        "experiment.promoted",
+        EventKind::ExperimentPromoted,
         Some(&row.repository_id),
         None,
         Some(&new.to_string()),

@@ -9,6 +9,7 @@
 
 use super::{bounds, experiments, Context, Result};
 use crate::git::{self, remote};
+use crate::model::EventKind;
 use crate::model::{note, Evaluation, NoteRecord};
 use crate::store::RepoRow;
 use gix::ObjectId;
@@ -144,7 +145,7 @@ pub fn fetch(
         refspec_added,
     };
     ctx.index.add_event(
-        "remote.fetched",
+        EventKind::RemoteFetched,
         Some(&row.repository_id),
         None,
         None,
@@ -396,7 +397,7 @@ fn push_specs(
         });
     }
     ctx.index.add_event(
-        "remote.pushed",
+        EventKind::RemotePushed,
         Some(&row.repository_id),
         None,
         None,
@@ -558,7 +559,7 @@ pub fn auto_push(
         Err(e) => e.to_string(),
     };
     let _ = ctx.index.add_event(
-        "remote.push_failed",
+        EventKind::RemotePushFailed,
         Some(&row.repository_id),
         None,
         None,

@@ -5,6 +5,7 @@
 
 use super::{Context, Result};
 use crate::git::{self, notes::Lookup, CommitInfo};
+use crate::model::EventKind;
 use crate::model::{note, Attempt, NoteRecord, RunRecord, Status};
 use crate::store::RepoRow;
 use crate::util;
@@ -285,9 +286,9 @@ fn index_records(ctx: &Context, row: &RepoRow, records: &[RunRecord]) -> Result<
         ctx.index.add_execution(&row.repository_id, r)?;
         events.push(crate::store::NewEvent {
             kind: if r.status == Status::Error {
-                "run.failed"
+                EventKind::RunFailed
             } else {
-                "run.completed"
+                EventKind::RunCompleted
             },
             repository_id: Some(&row.repository_id),
             run_id: Some(run_id),
@@ -430,7 +431,7 @@ fn restore(
         write_notes(ctx, repo, lost)?;
         let commits: Vec<&str> = lost.iter().map(|r| r.commit.as_str()).collect();
         ctx.index.add_event(
-            "notes.restored",
+            EventKind::NotesRestored,
             Some(&row.repository_id),
             None,
             None,
@@ -481,7 +482,7 @@ fn forget_unreadable(
         ctx.index.requeue(&row.repository_id, &bad, "watch")?;
         let commits: Vec<&str> = bad.iter().map(|(c, _)| c.as_str()).collect();
         ctx.index.add_event(
-            "notes.unreadable",
+            EventKind::NotesUnreadable,
             Some(&row.repository_id),
             None,
             None,

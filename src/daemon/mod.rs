@@ -18,6 +18,7 @@ mod watch;
 mod worker;
 
 use crate::app::{AppError, Context};
+use crate::model::EventKind;
 use crate::store::RepoRow;
 use crate::util::hint::{display_hinted, Hinted};
 use std::collections::{HashMap, HashSet};
@@ -259,7 +260,7 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
     crate::app::publish::queue_pushes(&ctx, &repos.rows.values().collect::<Vec<_>>());
     let stop_outbox = Arc::new(AtomicBool::new(false));
     let outbox = outbox::start(stop_outbox.clone());
-    let event = |kind: &str, data: serde_json::Value| {
+    let event = |kind: EventKind, data: serde_json::Value| {
         let _ = ctx.index.add_event(kind, None, None, None, &data);
     };
     crate::app::daemons::started(&ctx, &me.owner, workers, served);
@@ -272,7 +273,7 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
         None => false,
     };
     event(
-        "daemon.started",
+        EventKind::DaemonStarted,
         serde_json::json!({"pid": std::process::id(), "workers": workers, "repositories": repos.rows.len(), "requeued": requeued, "dead": dead, "id": me.owner}),
     );
     log(&format!(
@@ -376,7 +377,7 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
             if let Ok(r) = reaped {
                 if r.requeued + r.dead > 0 {
                     event(
-                        "job.reaped",
+                        EventKind::JobReaped,
                         serde_json::json!({"requeued": r.requeued, "dead": r.dead}),
                     );
                     warn(&format!(
@@ -406,7 +407,7 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
             health.record(&depth);
             let (pending, running) = depth.unwrap_or((0, 0));
             event(
-                "daemon.heartbeat",
+                EventKind::DaemonHeartbeat,
                 serde_json::json!({"pending_jobs": pending, "running_jobs": running, "busy_workers": workers - slots.idle}),
             );
             let _ = ctx
@@ -472,7 +473,10 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
     }
     // What it claimed and never started (jobs that waited for their tree) goes back uncounted.
     let requeued = ctx.index.release_unstarted(&me.owner).unwrap_or(0);
-    event("daemon.stopped", serde_json::json!({"requeued": requeued}));
+    event(
+        EventKind::DaemonStopped,
+        serde_json::json!({"requeued": requeued}),
+    );
     let _ = ctx.index.daemon_stopped(&me.owner);
     log(&format!(
         "stopped{}",

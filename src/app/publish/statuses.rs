@@ -7,6 +7,7 @@ use super::super::github::{app, token, ANALYSIS_CONTEXT, CHECK_CONTEXT, TESTS_CO
 use super::super::{Context, Result};
 use super::now_epoch;
 use crate::github::{self, Answer};
+use crate::model::EventKind;
 use crate::model::{RunRecord, Status};
 use crate::store::StatusRow;
 use std::collections::VecDeque;
@@ -126,7 +127,7 @@ impl Poster {
                         );
                         ctx.index.status_done(&s, Some(&why))?;
                         ctx.index.add_event(
-                            "github.status_failed",
+                            EventKind::GithubStatusFailed,
                             Some(&s.repository_id),
                             None,
                             Some(&s.commit_id),
