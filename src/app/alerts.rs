@@ -9,7 +9,7 @@ use crate::store::RepoRow;
 use serde_json::{json, Value};
 
 /// Queue an alert on every configured channel. Never fails the caller: the worst is no alert.
-pub fn queue(ctx: &Context, kind: EventKind, row: Option<&RepoRow>, data: Value) {
+pub(super) fn queue(ctx: &Context, kind: EventKind, row: Option<&RepoRow>, data: Value) {
     let config = ctx.layers.resolve().notify;
     let channels = config.channels();
     if channels.is_empty() {
@@ -66,7 +66,7 @@ fn text(kind: EventKind, repo: Option<&str>, d: &Value) -> String {
 /// Alerts for records about to be indexed: each run that failed where its first parent's
 /// result (in the same batch, else in the index) passed — unless the index holds that very
 /// record already (its note was only written again).
-pub fn regressions(ctx: &Context, row: &RepoRow, records: &[RunRecord]) {
+pub(super) fn regressions(ctx: &Context, row: &RepoRow, records: &[RunRecord]) {
     if ctx.layers.resolve().notify.channels().is_empty() {
         return;
     }

@@ -140,12 +140,14 @@ pub fn record(ctx: &Context, repo: &gix::Repository, row: &RepoRow, ev: &Evaluat
         .flatten();
     ctx.index.put_evaluation(&row.repository_id, ev)?;
     if let Some(b) = before.filter(|b| b.recommendation != ev.recommendation) {
-        super::alerts::queue(
+        super::publish::emit(
             ctx,
-            EventKind::EvalChanged,
-            Some(row),
-            json!({"experiment": ev.experiment, "from": b.recommendation, "to": ev.recommendation,
+            super::publish::Event::News {
+                kind: EventKind::EvalChanged,
+                row: Some(row),
+                data: json!({"experiment": ev.experiment, "from": b.recommendation, "to": ev.recommendation,
                    "reason": ev.reason, "head": ev.head.commit, "base": ev.base.commit}),
+            },
         );
     }
     ctx.index.add_event(

@@ -327,12 +327,14 @@ pub fn promote(
     )?;
     ctx.index
         .set_experiment_state(&row.repository_id, name, State::Promoted)?;
-    super::alerts::queue(
+    super::publish::emit(
         ctx,
-        EventKind::ExperimentPromoted,
-        Some(row),
-        serde_json::json!({"experiment": name, "target": target, "commit": new.to_string(),
+        super::publish::Event::News {
+            kind: EventKind::ExperimentPromoted,
+            row: Some(row),
+            data: serde_json::json!({"experiment": name, "target": target, "commit": new.to_string(),
                            "strategy": promoted.strategy, "recommendation": ev.recommendation}),
+        },
     );
     ctx.index.add_event(
         EventKind::ExperimentPromoted,

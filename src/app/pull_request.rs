@@ -235,12 +235,14 @@ pub fn adopt_merged(
         )?;
         ctx.index
             .set_experiment_state(&row.repository_id, &e.name, State::Promoted)?;
-        super::alerts::queue(
+        super::publish::emit(
             ctx,
-            EventKind::ExperimentPromoted,
-            Some(row),
-            serde_json::json!({"experiment": e.name, "target": config.promote.target,
+            super::publish::Event::News {
+                kind: EventKind::ExperimentPromoted,
+                row: Some(row),
+                data: serde_json::json!({"experiment": e.name, "target": config.promote.target,
                                "commit": production.to_string(), "strategy": "pull-request"}),
+            },
         );
         ctx.index.add_event(
             EventKind::ExperimentPromoted,

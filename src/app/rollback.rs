@@ -99,11 +99,13 @@ pub fn roll_back(
         .set_experiment_state(&row.repository_id, name, State::RolledBack)?;
     let data = serde_json::json!({"experiment": name, "target": target, "promoted": promoted.to_string(),
                                   "revert": revert.to_string(), "reason": reason});
-    super::alerts::queue(
+    super::publish::emit(
         ctx,
-        EventKind::ExperimentRolledBack,
-        Some(row),
-        data.clone(),
+        super::publish::Event::News {
+            kind: EventKind::ExperimentRolledBack,
+            row: Some(row),
+            data: data.clone(),
+        },
     );
     ctx.index.add_event(
         EventKind::ExperimentRolledBack,

@@ -11,7 +11,7 @@ mod push;
 mod statuses;
 
 use super::Context;
-use crate::model::RunRecord;
+use crate::model::{EventKind, RunRecord};
 use crate::store::RepoRow;
 use crate::util::backoff::Backoff;
 use std::path::Path;
@@ -46,11 +46,18 @@ pub enum Event<'a> {
         row: &'a RepoRow,
         records: &'a [RunRecord],
     },
+    /// News for people (`[notify]`): a changed verdict, a promotion, a rollback.
+    News {
+        kind: EventKind,
+        row: Option<&'a RepoRow>,
+        data: serde_json::Value,
+    },
 }
 
 /// Queue what `event` sends: for results, their statuses on GitHub (a repository there, with a
 /// token), a notification for each that failed after its parent passed, and a push of the
-/// notes (`[remote] auto_push`). Never fails the caller: the worst is that nothing is sent.
+/// notes (`[remote] auto_push`); for news, a notification on each channel. Never fails the
+/// caller: the worst is that nothing is sent.
 pub fn emit(ctx: &Context, event: Event<'_>) {
     match event {
         Event::Recorded { repo, row, records } => {
@@ -61,6 +68,7 @@ pub fn emit(ctx: &Context, event: Event<'_>) {
             super::alerts::regressions(ctx, row, records);
             push::queue(ctx, &crate::git::repo_root(repo), row);
         }
+        Event::News { kind, row, data } => super::alerts::queue(ctx, kind, row, data),
     }
 }
 
