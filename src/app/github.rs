@@ -81,7 +81,7 @@ pub fn token(config: &GithubConfig) -> Result<Option<String>> {
 }
 
 /// `owner/repo` of the repository's remote on GitHub, when statuses are wanted for it.
-fn github_repo(ctx: &Context, repo: &gix::Repository) -> Option<(String, String)> {
+pub(super) fn github_repo(ctx: &Context, repo: &gix::Repository) -> Option<(String, String)> {
     let config = ctx.layers.resolve().github;
     if !config.statuses || !token_configured(&config) {
         return None;
@@ -180,12 +180,14 @@ fn clip(s: &str) -> String {
     out
 }
 
-/// Queue the statuses of `records` when the repository is on GitHub and a token is configured.
-/// Never fails the caller: the worst is that no status is posted.
-pub fn queue_statuses(ctx: &Context, repo: &gix::Repository, row: &RepoRow, records: &[RunRecord]) {
-    let Some((owner, name)) = github_repo(ctx, repo) else {
-        return;
-    };
+/// Queue the statuses of `records` for `owner/name` on GitHub (see [`github_repo`]). Never
+/// fails the caller: the worst is that no status is posted.
+pub(super) fn queue_statuses(
+    ctx: &Context,
+    (owner, name): &(String, String),
+    row: &RepoRow,
+    records: &[RunRecord],
+) {
     // A skipped commit has no result to show (GitHub's statuses have no "skipped").
     for r in records.iter().filter(|r| r.status != Status::Skipped) {
         let (state, description) = describe_tests(r);

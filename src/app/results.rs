@@ -236,9 +236,18 @@ pub fn write(
     }
     let records = &stamped(ctx, records)?;
     write_notes(ctx, repo, records)?;
+    // Asked of git before the transaction, which holds the index's write lock.
+    let to = super::publish::Destinations::of(ctx, repo);
     ctx.index.atomically(|| {
         // Before indexing: a record the index already holds (a note written again) is no news.
-        super::publish::emit(ctx, super::publish::Event::Recorded { repo, row, records });
+        super::publish::emit(
+            ctx,
+            super::publish::Event::Recorded {
+                to: &to,
+                row,
+                records,
+            },
+        );
         index_records(ctx, row, records)
     })
 }

@@ -8,7 +8,7 @@ use super::{Index, Result};
 #[derive(Debug, Clone)]
 pub struct AlertRow {
     pub id: i64,
-    /// `webhook` or `command`; `remote` for an auto-push.
+    /// `webhook` or `command`; `remote:<home id>` for an auto-push from that machine.
     pub channel: String,
     pub kind: String,
     pub repository_id: Option<String>,
@@ -59,23 +59,34 @@ impl Index {
         Ok(())
     }
 
-    /// Alerts due at `now` (seconds since the epoch), oldest first, at most `limit`.
-    pub fn due_alerts(&self, now: i64, limit: usize) -> Result<Vec<AlertRow>> {
+    /// Alerts due at `now` (seconds since the epoch), oldest first, at most `limit`. Of the
+    /// channels that start with `machine_prefix`, each one machine's own (on a shared index),
+    /// only `mine`.
+    pub fn due_alerts(
+        &self,
+        now: i64,
+        limit: usize,
+        (machine_prefix, mine): (&str, &str),
+    ) -> Result<Vec<AlertRow>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT id, channel, kind, repository_id, payload, created_at, attempts FROM alerts
-             WHERE done_at IS NULL AND next_at <= ?1 ORDER BY id LIMIT ?2",
+             WHERE done_at IS NULL AND next_at <= ?1 AND (channel NOT LIKE ?3 OR channel = ?4)
+             ORDER BY id LIMIT ?2",
         )?;
-        let rows = stmt.query_map(params![now, limit as i64], |r| {
-            Ok(AlertRow {
-                id: r.get(0)?,
-                channel: r.get(1)?,
-                kind: r.get(2)?,
-                repository_id: r.get(3)?,
-                payload: r.get(4)?,
-                created_at: r.get(5)?,
-                attempts: r.get(6)?,
-            })
-        })?;
+        let rows = stmt.query_map(
+            params![now, limit as i64, format!("{machine_prefix}%"), mine],
+            |r| {
+                Ok(AlertRow {
+                    id: r.get(0)?,
+                    channel: r.get(1)?,
+                    kind: r.get(2)?,
+                    repository_id: r.get(3)?,
+                    payload: r.get(4)?,
+                    created_at: r.get(5)?,
+                    attempts: r.get(6)?,
+                })
+            },
+        )?;
         Ok(rows.collect::<super::sql::Result<_>>()?)
     }
 
@@ -104,5 +115,42 @@ impl Index {
             params![id, next_at, error],
         )?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINE: (&str, &str) = ("remote:", "remote:a");
+
+    #[test]
+    fn one_push_waits_per_repository_and_machine_and_a_new_one_makes_it_due() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = Index::open(dir.path()).unwrap();
+        let body = serde_json::json!({});
+        let push = |channel: &str, repo: &str| {
+            index
+                .queue_alert_once(channel, "remote.push", repo, &body)
+                .unwrap()
+        };
+        push("remote:a", "r");
+        push("remote:a", "r");
+        push("remote:a", "s");
+        // Another machine's push is its own to make.
+        push("remote:b", "r");
+        let due = index.due_alerts(1, 10, MINE).unwrap();
+        assert_eq!(due.len(), 2, "{due:?}");
+        // Put off by a failure, it is due again once another result asks for it.
+        index.alert_later(due[0].id, i64::MAX, "refused").unwrap();
+        assert_eq!(index.due_alerts(1, 10, MINE).unwrap().len(), 1);
+        push("remote:a", "r");
+        let due = index.due_alerts(1, 10, MINE).unwrap();
+        assert_eq!(due.len(), 2, "{due:?}");
+        assert_eq!(due[0].attempts, 1, "its attempts are kept");
+        // Once delivered, the next result queues a new one.
+        index.alert_done(due[0].id, None).unwrap();
+        push("remote:a", "r");
+        assert_eq!(index.pending_alerts().unwrap(), 3);
     }
 }

@@ -29,12 +29,15 @@ pub fn deliver_due(ctx: &Context, deadline: Instant) -> Result<Delivered> {
     let config = ctx.layers.resolve().notify;
     let mut out = Delivered::default();
     while Instant::now() < deadline {
-        let due = ctx.index.due_alerts(now_epoch(), 20)?;
+        let mine = super::push::channel(ctx);
+        let due = ctx
+            .index
+            .due_alerts(now_epoch(), 20, (super::push::CHANNEL_PREFIX, &mine))?;
         if due.is_empty() {
             break;
         }
         for a in due {
-            let push = a.channel == super::push::CHANNEL;
+            let push = a.channel == mine;
             let delivered = if push {
                 super::push::deliver(ctx, &a)
             } else {

@@ -37,12 +37,29 @@ fn retry_at(attempts: i64) -> i64 {
     now_epoch() + RETRY.delay(attempts.max(0) as u32 + 1).as_secs() as i64
 }
 
+/// Where a repository's results go: its repository on GitHub (`owner`, `name`) when statuses
+/// are wanted there and a token is configured, and whether its notes are pushed (`[remote]
+/// auto_push`, a remote to push to). Asked of git before the transaction that records them.
+pub struct Destinations {
+    github: Option<(String, String)>,
+    push: bool,
+}
+
+impl Destinations {
+    pub fn of(ctx: &Context, repo: &gix::Repository) -> Destinations {
+        Destinations {
+            github: super::github::github_repo(ctx, repo),
+            push: push::wanted(ctx, &crate::git::repo_root(repo)),
+        }
+    }
+}
+
 /// What happened that may have to leave this machine.
 pub enum Event<'a> {
     /// Results were written as notes and are about to be indexed (the index still holds what
     /// it held before them: a record it holds already is no news).
     Recorded {
-        repo: &'a gix::Repository,
+        to: &'a Destinations,
         row: &'a RepoRow,
         records: &'a [RunRecord],
     },
@@ -60,13 +77,17 @@ pub enum Event<'a> {
 /// caller: the worst is that nothing is sent.
 pub fn emit(ctx: &Context, event: Event<'_>) {
     match event {
-        Event::Recorded { repo, row, records } => {
+        Event::Recorded { to, row, records } => {
             if records.is_empty() {
                 return;
             }
-            super::github::queue_statuses(ctx, repo, row, records);
+            if let Some(github) = &to.github {
+                super::github::queue_statuses(ctx, github, row, records);
+            }
             super::alerts::regressions(ctx, row, records);
-            push::queue(ctx, &crate::git::repo_root(repo), row);
+            if to.push {
+                push::queue(ctx, row);
+            }
         }
         Event::News { kind, row, data } => super::alerts::queue(ctx, kind, row, data),
     }
@@ -76,7 +97,9 @@ pub fn emit(ctx: &Context, event: Event<'_>) {
 /// it starts, for results made while nobody pushed.
 pub fn queue_pushes(ctx: &Context, rows: &[&RepoRow]) {
     for row in rows {
-        push::queue(ctx, Path::new(&row.path), row);
+        if push::wanted(ctx, Path::new(&row.path)) {
+            push::queue(ctx, row);
+        }
     }
 }
 

@@ -6,21 +6,35 @@ use super::super::Context;
 use crate::store::{AlertRow, RepoRow};
 use std::path::Path;
 
-/// The outbox rows of auto-pushes (beside `webhook` and `command`).
-pub const CHANNEL: &str = "remote";
+/// The outbox rows of auto-pushes (beside `webhook` and `command`) are on this channel and the
+/// id of the machine's data dir: on a shared index, each machine pushes the notes of its own
+/// clone, which only it holds.
+pub const CHANNEL_PREFIX: &str = "remote:";
 const KIND: &str = "remote.push";
 
-/// Queue a push of the repository's notes when `[remote] auto_push` is on and it has a remote.
-/// Never fails the caller.
-pub fn queue(ctx: &Context, dir: &Path, row: &RepoRow) {
-    if !ctx.layers.resolve().remote.auto_push
-        || crate::git::remote::remotes(dir).is_ok_and(|r| r.is_empty())
-    {
-        return;
-    }
-    let _ = ctx
-        .index
-        .queue_alert_once(CHANNEL, KIND, &row.repository_id, &serde_json::json!({}));
+/// This machine's channel.
+pub fn channel(ctx: &Context) -> String {
+    format!(
+        "{CHANNEL_PREFIX}{}",
+        super::super::daemons::home_id(&ctx.paths.home)
+    )
+}
+
+/// Whether the notes of the repository in `dir` are pushed: `[remote] auto_push` is on and it
+/// has a remote.
+pub fn wanted(ctx: &Context, dir: &Path) -> bool {
+    ctx.layers.resolve().remote.auto_push
+        && !crate::git::remote::remotes(dir).is_ok_and(|r| r.is_empty())
+}
+
+/// Queue a push of the repository's notes. Never fails the caller.
+pub fn queue(ctx: &Context, row: &RepoRow) {
+    let _ = ctx.index.queue_alert_once(
+        &channel(ctx),
+        KIND,
+        &row.repository_id,
+        &serde_json::json!({}),
+    );
 }
 
 /// Push one repository's notes; `Err((worth retrying, why))`. A repository that is gone (or
