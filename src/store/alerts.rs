@@ -41,7 +41,9 @@ impl Index {
     }
 
     /// Queue a row on `channel` for a repository unless one waits there already; that one is
-    /// then due at once (a new reason to try it, whatever its back-off said).
+    /// then due at once (a new reason to try it, whatever its back-off said) and takes
+    /// `payload`, so that a delivery that began before this call is not taken for this one
+    /// ([`Index::alert_done_unless_asked_again`]).
     pub fn queue_alert_once(
         &self,
         channel: &str,
@@ -50,8 +52,8 @@ impl Index {
         payload: &serde_json::Value,
     ) -> Result<()> {
         let waiting = self.conn.execute(
-            "UPDATE alerts SET next_at = 0 WHERE channel = ?1 AND repository_id = ?2 AND done_at IS NULL",
-            params![channel, repository_id],
+            "UPDATE alerts SET next_at = 0, payload = ?3 WHERE channel = ?1 AND repository_id = ?2 AND done_at IS NULL",
+            params![channel, repository_id, payload.to_string()],
         )?;
         if waiting == 0 {
             self.queue_alert(channel, kind, Some(repository_id), payload)?;
@@ -108,6 +110,16 @@ impl Index {
         Ok(())
     }
 
+    /// The alert was delivered, unless it was asked for again meanwhile (its payload changed:
+    /// what was delivered may predate the new request). Returns whether it is done.
+    pub fn alert_done_unless_asked_again(&self, a: &AlertRow) -> Result<bool> {
+        let n = self.conn.execute(
+            "UPDATE alerts SET done_at = ?2, error = NULL, attempts = attempts + 1 WHERE id = ?1 AND payload = ?3",
+            params![a.id, crate::util::time::now_rfc3339(), a.payload],
+        )?;
+        Ok(n == 1)
+    }
+
     /// Try the alert again at `next_at` (seconds since the epoch).
     pub fn alert_later(&self, id: i64, next_at: i64, error: &str) -> Result<()> {
         self.conn.execute(
@@ -128,10 +140,10 @@ mod tests {
     fn one_push_waits_per_repository_and_machine_and_a_new_one_makes_it_due() {
         let dir = tempfile::tempdir().unwrap();
         let index = Index::open(dir.path()).unwrap();
-        let body = serde_json::json!({});
         let push = |channel: &str, repo: &str| {
+            let asked = serde_json::json!({ "asked": crate::util::random_hex(8) });
             index
-                .queue_alert_once(channel, "remote.push", repo, &body)
+                .queue_alert_once(channel, "remote.push", repo, &asked)
                 .unwrap()
         };
         push("remote:a", "r");
@@ -148,8 +160,13 @@ mod tests {
         let due = index.due_alerts(1, 10, MINE).unwrap();
         assert_eq!(due.len(), 2, "{due:?}");
         assert_eq!(due[0].attempts, 1, "its attempts are kept");
+        // Asked again while it was being delivered: it stays, due.
+        push("remote:a", "r");
+        assert!(!index.alert_done_unless_asked_again(&due[0]).unwrap());
+        let due = index.due_alerts(1, 10, MINE).unwrap();
+        assert_eq!(due.len(), 2, "{due:?}");
         // Once delivered, the next result queues a new one.
-        index.alert_done(due[0].id, None).unwrap();
+        assert!(index.alert_done_unless_asked_again(&due[0]).unwrap());
         push("remote:a", "r");
         assert_eq!(index.pending_alerts().unwrap(), 3);
     }

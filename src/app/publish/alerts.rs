@@ -44,6 +44,11 @@ pub fn deliver_due(ctx: &Context, deadline: Instant) -> Result<Delivered> {
                 deliver(&config, &a)
             };
             match delivered {
+                Ok(()) if push => {
+                    // Asked again while it pushed: pushed again at once (the next round).
+                    ctx.index.alert_done_unless_asked_again(&a)?;
+                    out.sent += 1;
+                }
                 Ok(()) => {
                     ctx.index.alert_done(a.id, None)?;
                     out.sent += 1;

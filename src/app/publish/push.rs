@@ -33,7 +33,8 @@ pub fn queue(ctx: &Context, row: &RepoRow) {
         &channel(ctx),
         KIND,
         &row.repository_id,
-        &serde_json::json!({}),
+        // A new request for each result: a push that began before it does not count for it.
+        &serde_json::json!({ "asked": crate::util::random_hex(8) }),
     );
 }
 
