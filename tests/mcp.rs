@@ -4,6 +4,7 @@
 
 mod common;
 
+use common::fake_github::FakeGitHub;
 use common::{World, BIN};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -60,9 +61,14 @@ impl Raw {
 
 impl Raw {
     fn start(w: &World, dir: &std::path::Path) -> Raw {
+        Raw::start_env(w, dir, &[])
+    }
+
+    fn start_env(w: &World, dir: &std::path::Path, env: &[(&str, &str)]) -> Raw {
         let mut cmd = Command::new(BIN);
         cmd.arg("mcp").current_dir(dir);
         w.apply_env(&mut cmd);
+        cmd.envs(env.iter().copied());
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -361,4 +367,83 @@ fn the_server_refuses_to_start_outside_an_experiment_repository() {
     let o = w.sandbox(&w.work(), &["mcp", "--repo", "/nonexistent/place"]);
     assert_eq!(o.code, 2, "{o:?}");
     assert!(o.stderr.contains("/nonexistent/place"), "{o:?}");
+}
+
+#[test]
+fn the_servers_runs_are_published_statuses_alerts_and_auto_push() {
+    let gh = FakeGitHub::start();
+    let w = World::new();
+    let repo = w.new_repo("mcp-publish");
+    // origin is on GitHub by its URL; git's insteadOf sends its pushes to a bare repository here.
+    let root = w.path("gh-root");
+    std::fs::create_dir_all(root.join("octo")).unwrap();
+    w.git(&root.join("octo"), &["init", "-q", "--bare", "gh.git"]);
+    w.git(
+        &repo,
+        &["remote", "add", "origin", "https://github.com/octo/gh.git"],
+    );
+    w.git(
+        &repo,
+        &[
+            "config",
+            &format!("url.{}/.insteadOf", root.display()),
+            "https://github.com/",
+        ],
+    );
+    let alerts = w.path("alerts.jsonl");
+    w.user_config(&format!(
+        "[github]\napi_url = \"{}\"\n[remote]\nauto_push = true\n[notify]\ncommand = \"cat >> {}; echo >> {}\"\n",
+        gh.url(),
+        alerts.display(),
+        alerts.display()
+    ));
+    // The parent passes (no token here: no statuses for it).
+    assert_eq!(w.sandbox(&repo, &["run"]).code, 0);
+    let bad = w.commit(
+        &repo,
+        &[(
+            "tests/test_more.py",
+            "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_more(self):\n        self.assertEqual(2 * 2, 5)\n",
+        )],
+        "Broken",
+    );
+
+    let mut s = Raw::start_env(&w, &repo, &[("GITHUB_TOKEN", "ghp_mcp_token_for_tests")]);
+    let done = s.tool(
+        1,
+        "run_wait",
+        serde_json::json!({"revision": bad, "timeout_seconds": 120}),
+    );
+    assert_eq!(done["state"], "done", "{done}");
+    assert_eq!(done["result"]["status"], "failed", "{done}");
+    let statuses = || {
+        gh.seen()
+            .into_iter()
+            .filter(|q| q.method == "POST" && q.path == format!("/repos/octo/gh/statuses/{bad}"))
+            .count()
+    };
+    let regressed = || {
+        w.alerts_received()
+            .iter()
+            .any(|a| a["kind"] == "run.regressed" && a["data"]["commit"] == bad.as_str())
+    };
+    let pushed = || {
+        w.git_out(
+            &root.join("octo/gh.git"),
+            &["notes", "--ref=refs/notes/sandbox", "show", &bad],
+            true,
+        )
+        .code
+            == 0
+    };
+    let published = w.wait_until(30, || statuses() >= 2 && regressed() && pushed());
+    assert!(
+        published,
+        "statuses posted: {}, regression alerted: {}, result pushed: {}",
+        statuses(),
+        regressed(),
+        pushed()
+    );
+    drop(s.child.stdin.take());
+    assert!(s.child.wait().unwrap().success());
 }

@@ -6,7 +6,7 @@ mod common;
 
 use common::postgres::Postgres;
 use common::World;
-use git_sandbox::model::RunRecord;
+use git_sandbox::model::{EventKind, RunRecord};
 use git_sandbox::store::{
     DaemonRow, Delivery, EventFilter, Held, Index, Job, Reaped, RepoRow, StatusRow, MAX_ATTEMPTS,
 };
@@ -389,7 +389,7 @@ fn exercise(ix: &Index) {
     // Events: ids grow, filters by kind prefix and repository, paging, pruning.
     let e1 = ix
         .add_event(
-            "run.completed",
+            EventKind::RunCompleted,
             Some("repo_a"),
             None,
             Some("c1"),
@@ -397,7 +397,7 @@ fn exercise(ix: &Index) {
         )
         .unwrap();
     let e2 = ix
-        .add_event("daemon.heartbeat", None, None, None, &json!({}))
+        .add_event(EventKind::DaemonHeartbeat, None, None, None, &json!({}))
         .unwrap();
     assert!(e2 > e1);
     let f = EventFilter {
@@ -673,7 +673,7 @@ fn the_store_and_the_command_line_on_postgresql() {
     }
     let _ = ix.repositories();
     assert!(ix.repositories().unwrap().is_empty());
-    ix.add_event("store.reconnected", None, None, None, &json!({}))
+    ix.add_event(EventKind::DaemonStarted, None, None, None, &json!({}))
         .unwrap();
     // A newer schema is refused, naming it.
     c.batch_execute("UPDATE sandbox_schema SET version = 99")

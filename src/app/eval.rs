@@ -7,6 +7,7 @@ use super::results;
 use super::run::{run_commits, RunOptions};
 use super::{AppError, Context, Result};
 use crate::git;
+use crate::model::EventKind;
 use crate::model::{
     Criterion, Evaluation, Recommendation, RunRecord, Side, State, Status, Trigger, EVAL_SCHEMA,
 };
@@ -139,16 +140,18 @@ pub fn record(ctx: &Context, repo: &gix::Repository, row: &RepoRow, ev: &Evaluat
         .flatten();
     ctx.index.put_evaluation(&row.repository_id, ev)?;
     if let Some(b) = before.filter(|b| b.recommendation != ev.recommendation) {
-        super::alerts::queue(
+        super::publish::emit(
             ctx,
-            "eval.changed",
-            Some(row),
-            json!({"experiment": ev.experiment, "from": b.recommendation, "to": ev.recommendation,
+            super::publish::Event::News {
+                kind: EventKind::EvalChanged,
+                row: Some(row),
+                data: json!({"experiment": ev.experiment, "from": b.recommendation, "to": ev.recommendation,
                    "reason": ev.reason, "head": ev.head.commit, "base": ev.base.commit}),
+            },
         );
     }
     ctx.index.add_event(
-        "experiment.evaluated",
+        EventKind::ExperimentEvaluated,
         Some(&row.repository_id),
         None,
         Some(&ev.head.commit),

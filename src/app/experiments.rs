@@ -6,6 +6,7 @@
 use super::{repos, results, AppError, Context, Result};
 use crate::config::{parse_repository_file, Config, ConfigFile};
 use crate::git::{self, cli, CommitInfo};
+use crate::model::EventKind;
 use crate::model::{Evaluation, Experiment, ExperimentFile, RunRecord, State};
 use crate::store::RepoRow;
 use crate::util::{self, time};
@@ -320,7 +321,7 @@ pub fn start(
         .put_experiment(&row.repository_id, &e)
         .and_then(|_| {
             ctx.index.add_event(
-                "experiment.started",
+                EventKind::ExperimentStarted,
                 Some(&row.repository_id),
                 None,
                 Some(&base.to_string()),
@@ -658,7 +659,7 @@ pub fn set_budget(
     ctx.index
         .set_experiment_budget(&row.repository_id, name, ms)?;
     ctx.index.add_event(
-        "experiment.budget",
+        EventKind::ExperimentBudget,
         Some(&row.repository_id),
         None,
         None,
@@ -788,7 +789,7 @@ pub fn kill(
     ctx.index
         .set_experiment_state(&row.repository_id, name, State::Killed)?;
     ctx.index.add_event(
-        "experiment.killed",
+        EventKind::ExperimentKilled,
         Some(&row.repository_id),
         None,
         commit.as_deref(),

@@ -6,6 +6,7 @@ use super::gc::{self, Activity, Freed};
 use super::repos::{self, ID_KEY};
 use super::{io_err, AppError, Context, Result};
 use crate::git::{self, cli, hooks};
+use crate::model::EventKind;
 use crate::store::{registry, RepoRows};
 use crate::util;
 use serde::Serialize;
@@ -207,7 +208,7 @@ pub(crate) fn unregister(ctx: &Context, k: &Known, dry_run: bool) -> Result<Forg
     if !dry_run {
         // Not filed under the repository: its events are gone with it.
         ctx.index.add_event(
-            "repository.forgotten",
+            EventKind::RepositoryForgotten,
             None,
             None,
             None,

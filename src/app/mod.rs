@@ -31,6 +31,7 @@ pub mod notify;
 pub mod preview;
 pub mod promote;
 pub mod propose;
+pub mod publish;
 pub mod pull_request;
 pub mod queue;
 pub mod reindex;

@@ -8,6 +8,7 @@ use super::experiments::{self, branch_ref, promoted_ref, ref_tip};
 use super::run::{run_commits, RunOptions};
 use super::{eval, results, AppError, Context, Result};
 use crate::git::cli;
+use crate::model::EventKind;
 use crate::model::{Recommendation, RunRecord, State, Trigger};
 use crate::store::RepoRow;
 use gix::ObjectId;
@@ -326,15 +327,17 @@ pub fn promote(
     )?;
     ctx.index
         .set_experiment_state(&row.repository_id, name, State::Promoted)?;
-    super::alerts::queue(
+    super::publish::emit(
         ctx,
-        "experiment.promoted",
-        Some(row),
-        serde_json::json!({"experiment": name, "target": target, "commit": new.to_string(),
+        super::publish::Event::News {
+            kind: EventKind::ExperimentPromoted,
+            row: Some(row),
+            data: serde_json::json!({"experiment": name, "target": target, "commit": new.to_string(),
                            "strategy": promoted.strategy, "recommendation": ev.recommendation}),
+        },
     );
     ctx.index.add_event(
-        "experiment.promoted",
+        EventKind::ExperimentPromoted,
         Some(&row.repository_id),
         None,
         Some(&new.to_string()),

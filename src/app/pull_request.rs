@@ -10,6 +10,7 @@ use super::promote::{check, PromoteOptions};
 use super::{AppError, Context, Result};
 use crate::git::cli;
 use crate::github::Answer;
+use crate::model::EventKind;
 use crate::model::{Evaluation, State};
 use crate::store::RepoRow;
 use std::sync::atomic::AtomicBool;
@@ -153,7 +154,7 @@ pub fn open(
         &format!("git-sandbox: pull request for experiment {name}"),
     )?;
     ctx.index.add_event(
-        "experiment.pull_request",
+        EventKind::ExperimentPullRequest,
         Some(&row.repository_id),
         None,
         Some(&c.head.to_string()),
@@ -234,15 +235,17 @@ pub fn adopt_merged(
         )?;
         ctx.index
             .set_experiment_state(&row.repository_id, &e.name, State::Promoted)?;
-        super::alerts::queue(
+        super::publish::emit(
             ctx,
-            "experiment.promoted",
-            Some(row),
-            serde_json::json!({"experiment": e.name, "target": config.promote.target,
+            super::publish::Event::News {
+                kind: EventKind::ExperimentPromoted,
+                row: Some(row),
+                data: serde_json::json!({"experiment": e.name, "target": config.promote.target,
                                "commit": production.to_string(), "strategy": "pull-request"}),
+            },
         );
         ctx.index.add_event(
-            "experiment.promoted",
+            EventKind::ExperimentPromoted,
             Some(&row.repository_id),
             None,
             Some(&production),

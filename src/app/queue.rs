@@ -4,6 +4,7 @@
 
 use super::run::{run_commits, RunOptions};
 use super::{results, AppError, Context, Result};
+use crate::model::EventKind;
 use crate::model::{RunRecord, Status, Trigger};
 use crate::store::{Job, RepoRow};
 use gix::ObjectId;
@@ -237,7 +238,7 @@ pub fn run_jobs(ctx: &Context, row: &RepoRow, jobs: &[Job], interrupt: &AtomicBo
             ctx,
             jobs.iter().filter(|j| held.contains(&j.id)).map(|job| {
                 let data = serde_json::json!({"job": job.id, "trigger": job.trigger, "attempt": job.attempts, "by": job.owner});
-                (job, "job.started", data)
+                (job, EventKind::JobStarted, data)
             }),
         );
         held
@@ -395,12 +396,12 @@ fn close_in(ctx: &Context, jobs: &[Job], ends: &[JobEnd], [passed, errored, back
             let held = (!matches!(end, JobEnd::Failed { .. })).then(|| held.contains(&job.id));
             let mut out = vec![(
                 job,
-                "job.ended",
+                EventKind::JobEnded,
                 serde_json::json!({"job": job.id, "attempt": job.attempts, "by": job.owner, "end": how, "held": held}),
             )];
             if let JobEnd::Failed { error, retry } = end {
                 let data = serde_json::json!({"error": error, "retry": retry});
-                out.push((job, "run.failed", data));
+                out.push((job, EventKind::RunFailed, data));
             }
             out
         }),
@@ -410,7 +411,7 @@ fn close_in(ctx: &Context, jobs: &[Job], ends: &[JobEnd], [passed, errored, back
 /// Record events about jobs, in one statement.
 fn add_events<'j>(
     ctx: &Context,
-    events: impl IntoIterator<Item = (&'j Job, &'static str, serde_json::Value)>,
+    events: impl IntoIterator<Item = (&'j Job, EventKind, serde_json::Value)>,
 ) {
     let events: Vec<crate::store::NewEvent> = events
         .into_iter()

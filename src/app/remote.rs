@@ -9,6 +9,7 @@
 
 use super::{bounds, experiments, Context, Result};
 use crate::git::{self, remote};
+use crate::model::EventKind;
 use crate::model::{note, Evaluation, NoteRecord};
 use crate::store::RepoRow;
 use gix::ObjectId;
@@ -144,7 +145,7 @@ pub fn fetch(
         refspec_added,
     };
     ctx.index.add_event(
-        "remote.fetched",
+        EventKind::RemoteFetched,
         Some(&row.repository_id),
         None,
         None,
@@ -385,7 +386,7 @@ fn push_specs(
             break;
         }
         // The remote has notes we do not: take them in, then offer the merge.
-        std::thread::sleep(backoff(attempt));
+        std::thread::sleep(PUSH_RETRY.delay(attempt));
         remote::fetch(dir, name, &[remote::notes_refspec(name)])?;
         take_in(ctx, repo, row, dir, name)?;
         out.merges += 1;
@@ -396,7 +397,7 @@ fn push_specs(
         });
     }
     ctx.index.add_event(
-        "remote.pushed",
+        EventKind::RemotePushed,
         Some(&row.repository_id),
         None,
         None,
@@ -523,27 +524,32 @@ pub fn push_branch(
     push_specs(ctx, repo, row, &dir, &name, specs)
 }
 
-/// 50 ms doubling per attempt, up to 3.2 s, spread by a little noise so that two machines
+/// 100 ms doubling per attempt, up to 3.2 s, spread by a little noise so that two machines
 /// that collided do not collide again in step.
-fn backoff(attempt: u32) -> std::time::Duration {
-    let base = 50u64 << attempt.min(6);
-    let noise = u64::from_str_radix(&crate::util::random_hex(2), 16).unwrap_or(0) % (base / 2 + 1);
-    std::time::Duration::from_millis(base + noise)
-}
+const PUSH_RETRY: crate::util::backoff::Backoff = crate::util::backoff::Backoff::doubling(
+    std::time::Duration::from_millis(100),
+    std::time::Duration::from_millis(3200),
+)
+.with_jitter();
 
-/// `[remote] auto_push`: after runs, push the notes (alone) to the repository's remote. A push
-/// that fails never fails the runs: it is an event and one line for the caller to show; the
-/// next batch pushes again. `None` when auto-push is off or it went through.
-pub fn auto_push(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Option<String> {
+/// `[remote] auto_push`: after runs, push the notes (alone) to the repository's remote; the
+/// outbox (`publish/`) calls it. A push that fails never fails the runs: it is an event, and
+/// the problem (one line) for the outbox to try again. `Ok` when auto-push is off, there is no
+/// remote, or it went through.
+pub fn auto_push(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+) -> std::result::Result<(), String> {
     let config = ctx.layers.resolve();
     // A repository without any remote has nowhere to push: not a failure.
     if !config.remote.auto_push
         || remote::remotes(&git::repo_root(repo)).is_ok_and(|r| r.is_empty())
     {
-        return None;
+        return Ok(());
     }
     let problem = match push(ctx, repo, row, None, true) {
-        Ok(p) if p.rejected.is_empty() => return None,
+        Ok(p) if p.rejected.is_empty() => return Ok(()),
         Ok(p) => p
             .rejected
             .iter()
@@ -553,13 +559,11 @@ pub fn auto_push(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Option
         Err(e) => e.to_string(),
     };
     let _ = ctx.index.add_event(
-        "remote.push_failed",
+        EventKind::RemotePushFailed,
         Some(&row.repository_id),
         None,
         None,
         &serde_json::json!({"error": problem}),
     );
-    Some(format!(
-        "auto-push of the results failed ({problem}); the next run pushes again, or run `git sandbox push`"
-    ))
+    Err(problem)
 }

@@ -4,6 +4,7 @@
 
 use super::{io_err, AppError, Context, Result};
 use crate::git::{self, cli, hooks};
+use crate::model::EventKind;
 use crate::store::RepoRow;
 use crate::util;
 use std::path::{Path, PathBuf};
@@ -206,7 +207,7 @@ fn finish(ctx: &Context, root: &Path, name: &str, repo_id: &str, now: i64) -> Re
     let repo = git::open(&root)?;
     let queued = super::notify::adopt_history(ctx, &repo, repo_id)?;
     ctx.index.add_event(
-        "repository.created",
+        EventKind::RepositoryCreated,
         Some(repo_id),
         None,
         None,
@@ -364,7 +365,7 @@ pub fn adopt(ctx: &Context, cwd: &Path) -> Result<(Created, bool)> {
             let row = local_row(&repo_id, None, &root, util::time::now_millis());
             register(ctx, &row)?;
             ctx.index.add_event(
-                "repository.adopted",
+                EventKind::RepositoryAdopted,
                 Some(&repo_id),
                 None,
                 None,

@@ -5,6 +5,7 @@
 
 use super::{Context, Result};
 use crate::git::{self, notes::Lookup, CommitInfo};
+use crate::model::EventKind;
 use crate::model::{note, Attempt, NoteRecord, RunRecord, Status};
 use crate::store::RepoRow;
 use crate::util;
@@ -222,7 +223,8 @@ pub fn tree_hit(ctx: &Context, row: &RepoRow, info: &CommitInfo, key: &str) -> O
 }
 
 /// Write records as notes (the record under `refs/notes/sandbox` and its summary under
-/// `refs/notes/sandbox-summary`, one ref transaction), then index them with their events.
+/// `refs/notes/sandbox-summary`, one ref transaction), then index them with their events and,
+/// in the same transaction, what the outbox is to send about them ([`super::publish`]).
 pub fn write(
     ctx: &Context,
     repo: &gix::Repository,
@@ -234,10 +236,18 @@ pub fn write(
     }
     let records = &stamped(ctx, records)?;
     write_notes(ctx, repo, records)?;
-    super::github::queue_statuses(ctx, repo, row, records);
+    // Asked of git before the transaction, which holds the index's write lock.
+    let to = super::publish::Destinations::of(ctx, repo);
     ctx.index.atomically(|| {
         // Before indexing: a record the index already holds (a note written again) is no news.
-        super::alerts::regressions(ctx, row, records);
+        super::publish::emit(
+            ctx,
+            super::publish::Event::Recorded {
+                to: &to,
+                row,
+                records,
+            },
+        );
         index_records(ctx, row, records)
     })
 }
@@ -285,9 +295,9 @@ fn index_records(ctx: &Context, row: &RepoRow, records: &[RunRecord]) -> Result<
         ctx.index.add_execution(&row.repository_id, r)?;
         events.push(crate::store::NewEvent {
             kind: if r.status == Status::Error {
-                "run.failed"
+                EventKind::RunFailed
             } else {
-                "run.completed"
+                EventKind::RunCompleted
             },
             repository_id: Some(&row.repository_id),
             run_id: Some(run_id),
@@ -430,7 +440,7 @@ fn restore(
         write_notes(ctx, repo, lost)?;
         let commits: Vec<&str> = lost.iter().map(|r| r.commit.as_str()).collect();
         ctx.index.add_event(
-            "notes.restored",
+            EventKind::NotesRestored,
             Some(&row.repository_id),
             None,
             None,
@@ -481,7 +491,7 @@ fn forget_unreadable(
         ctx.index.requeue(&row.repository_id, &bad, "watch")?;
         let commits: Vec<&str> = bad.iter().map(|(c, _)| c.as_str()).collect();
         ctx.index.add_event(
-            "notes.unreadable",
+            EventKind::NotesUnreadable,
             Some(&row.repository_id),
             None,
             None,

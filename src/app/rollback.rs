@@ -8,6 +8,7 @@ use super::promote::{advance, Stuck};
 use super::run::{run_commits, RunOptions};
 use super::{AppError, Context, Result};
 use crate::git::cli;
+use crate::model::EventKind;
 use crate::model::{RunRecord, State, Trigger};
 use crate::store::RepoRow;
 use gix::ObjectId;
@@ -98,9 +99,16 @@ pub fn roll_back(
         .set_experiment_state(&row.repository_id, name, State::RolledBack)?;
     let data = serde_json::json!({"experiment": name, "target": target, "promoted": promoted.to_string(),
                                   "revert": revert.to_string(), "reason": reason});
-    super::alerts::queue(ctx, "experiment.rolled_back", Some(row), data.clone());
+    super::publish::emit(
+        ctx,
+        super::publish::Event::News {
+            kind: EventKind::ExperimentRolledBack,
+            row: Some(row),
+            data: data.clone(),
+        },
+    );
     ctx.index.add_event(
-        "experiment.rolled_back",
+        EventKind::ExperimentRolledBack,
         Some(&row.repository_id),
         None,
         Some(&revert.to_string()),

@@ -8,6 +8,7 @@ use super::{analyze, checks, setup, AppError, Context, Result};
 use crate::config::Config;
 use crate::config::ConfigFile;
 use crate::git::{self, checkout, CommitInfo};
+use crate::model::EventKind;
 use crate::model::{RunRecord, Status, Trigger, RUN_SCHEMA};
 use crate::runner::{self, caches, workspace};
 use crate::store::RepoRow;
@@ -505,7 +506,7 @@ fn run_one(
             }
         }
     }
-    let event = |kind: &str, data: serde_json::Value| {
+    let event = |kind: EventKind, data: serde_json::Value| {
         let _ = ctx.index.add_event(
             kind,
             Some(&row.repository_id),
@@ -515,7 +516,7 @@ fn run_one(
         );
     };
     event(
-        "run.started",
+        EventKind::RunStarted,
         serde_json::json!({"trigger": opts.trigger, "trial": opts.is_trial()}),
     );
     // The first commit that runs starts the fork server (a range of cached results needs none).
@@ -560,7 +561,7 @@ fn run_one(
         let _t = crate::util::trace::span("workspace");
         let work = prepare(overlay)?;
         event(
-            "checkout.completed",
+            EventKind::CheckoutCompleted,
             serde_json::json!({"files": work.files, "kept": work.lower().is_some(), "how": format!("{:?}", work.prepared).to_lowercase(), "ms": time::now_millis() - started}),
         );
         Ok::<_, git::GitError>(work)
@@ -619,7 +620,7 @@ fn run_one(
         }
     };
     if let Some(s) = &setup {
-        event("setup.completed", serde_json::json!(s.record()));
+        event(EventKind::SetupCompleted, serde_json::json!(s.record()));
     }
     let selection = if config.test.phases {
         let _t = crate::util::trace::span("selection");
@@ -630,7 +631,7 @@ fn run_one(
     let phase_one = selection.as_ref().and_then(|s| s.phase_one());
     let on_first_failure = |test: &str, ms: u64| {
         event(
-            "run.first_failure",
+            EventKind::RunFirstFailure,
             serde_json::json!({"test": test, "ms": ms}),
         );
         if let Some(tell) = opts.on_first_failure {
@@ -651,17 +652,17 @@ fn run_one(
                 Ok((a, time::now_millis() - started))
             })
         });
-        event("test.started", serde_json::json!({}));
+        event(EventKind::TestStarted, serde_json::json!({}));
         let on_done = |name: &str, c: &checks::CheckResult| {
             let exit_code = c.tests.as_ref().and_then(|t| t.exit_code);
             if name == crate::config::TEST_CHECK {
                 event(
-                    "test.completed",
+                    EventKind::TestCompleted,
                     serde_json::json!({"status": c.status, "exit_code": exit_code}),
                 );
             } else {
                 event(
-                    "check.completed",
+                    EventKind::CheckCompleted,
                     serde_json::json!({"check": name, "status": c.status, "exit_code": exit_code}),
                 );
             }
@@ -745,7 +746,7 @@ fn run_one(
         let analysis = analysis.map(|r| {
             r.map(|(a, ms)| {
                 event(
-                    "analysis.completed",
+                    EventKind::AnalysisCompleted,
                     serde_json::json!({"files": a.analysis.files_analyzed, "functions": a.analysis.functions_found,
                         "how": a.how, "files_read": a.files, "files_parsed": a.parsed, "ms": ms}),
                 );

@@ -6,6 +6,7 @@
 
 use super::{remote, Context, Result};
 use crate::git;
+use crate::model::EventKind;
 use crate::store::Delivery;
 use hmac::{Hmac, Mac};
 use std::path::Path;
@@ -392,7 +393,7 @@ pub fn process_pending(
                 let text = e.to_string();
                 ctx.index.finish_delivery(&d, Some(&text))?;
                 ctx.index.add_event(
-                    "webhook.failed",
+                    EventKind::WebhookFailed,
                     Some(&d.repository_id),
                     None,
                     None,

@@ -36,6 +36,6 @@ pub fn cmd_eval(args: EvalArgs) -> CmdResult {
     } else {
         print_evaluation(&ev);
     }
-    super::deliver_alerts(&ctx);
+    super::drain_outbox(&ctx);
     Ok(i32::from(ev.recommendation == Recommendation::NotReady))
 }

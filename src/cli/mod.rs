@@ -108,21 +108,21 @@ enum Command {
 
 pub type CmdResult = Result<i32, CommandError>;
 
-/// Deliver the notifications (`[notify]`) a command queued, for at most a few seconds, when no
-/// daemon runs to deliver them; what is left waits in the index for the daemon or the next
-/// command.
-pub(crate) fn deliver_alerts(ctx: &crate::app::Context) {
-    if crate::ipc::running(&ctx.paths.home).is_some() {
+/// Deliver what the outbox holds (commit statuses, notifications, auto-pushes) for at most a
+/// few seconds, when no daemon runs to deliver it; what is left waits in the index for the
+/// daemon or the next command.
+pub(crate) fn drain_outbox(ctx: &crate::app::Context) {
+    let Some(d) = crate::app::publish::drain_briefly(ctx) else {
         return;
+    };
+    for f in d.failed.iter().chain(&d.errors) {
+        eprintln!("warning: {f}");
     }
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    match crate::app::alerts::deliver_due(ctx, deadline) {
-        Ok(d) => {
-            for f in &d.failed {
-                eprintln!("warning: {f}");
-            }
-        }
-        Err(e) => eprintln!("warning: notifications not delivered: {e}"),
+    if d.statuses_waiting > 0 {
+        eprintln!(
+            "warning: {} commit statuses wait to be posted to GitHub; the daemon (or the next run) posts them",
+            d.statuses_waiting
+        );
     }
 }
 

@@ -121,7 +121,7 @@ pub fn cmd_promote(args: PromoteArgs) -> CmdResult {
         &opts,
         &gix::interrupt::IS_INTERRUPTED,
     )?;
-    super::deliver_alerts(&ctx);
+    super::drain_outbox(&ctx);
     if args.json {
         print_json(&p);
     } else if p.dry_run {

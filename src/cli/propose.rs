@@ -26,7 +26,7 @@ pub fn cmd_propose(args: ProposeArgs) -> CmdResult {
         args.promote,
         &gix::interrupt::IS_INTERRUPTED,
     )?;
-    super::deliver_alerts(&ctx);
+    super::drain_outbox(&ctx);
     if args.json {
         print_json(&p);
         return Ok(i32::from(!p.refused.is_empty()));

@@ -271,28 +271,9 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
         );
     }
     if !trial && !outcome.records.is_empty() {
-        if let Some(w) = crate::app::remote::auto_push(&ctx, &repo, &row) {
-            eprintln!("warning: {w}");
-        }
-        // Commit statuses on GitHub: a running daemon posts them; else this run does, briefly.
-        if crate::ipc::running(&ctx.paths.home).is_none() {
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-            match crate::app::github::Poster::default().post_due(&ctx, deadline) {
-                Ok(p) => {
-                    for f in &p.failed {
-                        eprintln!("warning: {f}");
-                    }
-                    if p.waiting > 0 {
-                        eprintln!(
-                            "warning: {} commit statuses wait to be posted to GitHub; the daemon (or the next run) posts them",
-                            p.waiting
-                        );
-                    }
-                }
-                Err(e) => eprintln!("warning: commit statuses not posted: {e}"),
-            }
-        }
-        super::deliver_alerts(&ctx);
+        // Statuses, notifications and auto-push: a running daemon delivers them; else this
+        // run does, briefly.
+        super::drain_outbox(&ctx);
     }
     if trial && !outcome.records.is_empty() {
         eprintln!(

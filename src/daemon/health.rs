@@ -6,10 +6,11 @@
 
 use crate::app::AppError;
 use crate::store::StoreError;
+use crate::util::backoff::Backoff;
 use std::time::{Duration, Instant};
 
-const FIRST: Duration = Duration::from_secs(1);
-const MOST: Duration = Duration::from_secs(30);
+/// 1 s, doubling to 30 s: also how a lost `LISTEN` connection is opened again (`listen.rs`).
+pub const RETRY: Backoff = Backoff::doubling(Duration::from_secs(1), Duration::from_secs(30));
 
 #[derive(Default)]
 pub struct Health {
@@ -62,7 +63,7 @@ impl Health {
         let now = Instant::now();
         match &mut self.away {
             Some(a) => {
-                a.backoff = (a.backoff * 2).min(MOST);
+                a.backoff = RETRY.next(a.backoff);
                 a.next = now + a.backoff;
                 a.error = error;
             }
@@ -74,8 +75,8 @@ impl Health {
                     since: now,
                     since_wall: crate::util::time::now_rfc3339(),
                     error,
-                    next: now + FIRST,
-                    backoff: FIRST,
+                    next: now + RETRY.first,
+                    backoff: RETRY.first,
                 });
             }
         }

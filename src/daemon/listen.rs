@@ -13,7 +13,7 @@ pub fn start(url: String, tx: tokio::sync::mpsc::Sender<Msg>) {
 }
 
 fn run(url: &str, tx: &tokio::sync::mpsc::Sender<Msg>) {
-    let mut backoff = Duration::from_secs(1);
+    let mut backoff = super::health::RETRY.first;
     loop {
         let mut listener = match crate::store::Listener::open(url) {
             Ok(l) => l,
@@ -23,11 +23,11 @@ fn run(url: &str, tx: &tokio::sync::mpsc::Sender<Msg>) {
                     backoff.as_secs()
                 ));
                 std::thread::sleep(backoff);
-                backoff = (backoff * 2).min(Duration::from_secs(30));
+                backoff = super::health::RETRY.next(backoff);
                 continue;
             }
         };
-        backoff = Duration::from_secs(1);
+        backoff = super::health::RETRY.first;
         if tx.blocking_send(Msg::Jobs).is_err() {
             return;
         }

@@ -2,8 +2,8 @@
 //! through the same pipeline as `git sandbox run`. Its edge runs on tokio: the control socket's
 //! tasks and the ref watcher only send messages on one channel; the scheduler (a task on this
 //! thread, woken by messages, signals and a 200 ms tick) owns the queue and hands jobs to N
-//! worker threads, where runs stay synchronous. Background threads push notes, poll remotes,
-//! post statuses and fetch webhook deliveries. Critical errors (cannot lock, bind or open the
+//! worker threads, where runs stay synchronous. Background threads poll remotes, deliver the
+//! outbox (statuses, notifications, auto-push) and fetch webhook deliveries. Critical errors (cannot lock, bind or open the
 //! index) stop it; runtime errors are recorded as events and survived.
 
 mod control;
@@ -11,14 +11,14 @@ mod doors;
 mod health;
 mod http;
 mod listen;
+mod outbox;
 mod poller;
-mod pusher;
 mod scan;
-mod statuses;
 mod watch;
 mod worker;
 
 use crate::app::{AppError, Context};
+use crate::model::EventKind;
 use crate::store::RepoRow;
 use crate::util::hint::{display_hinted, Hinted};
 use std::collections::{HashMap, HashSet};
@@ -130,7 +130,6 @@ pub(crate) enum Msg {
     Stop,
     /// A worker ended its batch (the jobs with their trees); `ran`: some tests had to run.
     Done {
-        repository: String,
         jobs: Vec<(i64, worker::TreeKey)>,
         ran: bool,
     },
@@ -252,20 +251,16 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
     };
     repos.reload(&ctx);
     let watcher = watch::start(&repos.git_dirs(), tx.clone());
-    // `[remote] auto_push`: finished runs' notes go to the remotes in batches; every repository
-    // once at start, for what was made while no daemon pushed.
-    let auto_push = ctx.layers.resolve().remote.auto_push.then(pusher::start);
     let stop_polling = Arc::new(AtomicBool::new(false));
     if let Some(every) = ctx.layers.resolve().remote.poll {
         poller::start(every, stop_polling.clone());
     }
-    statuses::start(stop_polling.clone());
-    if let Some((push_tx, _)) = &auto_push {
-        for id in repos.rows.keys() {
-            let _ = push_tx.send(id.clone());
-        }
-    }
-    let event = |kind: &str, data: serde_json::Value| {
+    // `[remote] auto_push`: every repository once at start, for what was made while no daemon
+    // pushed; then each result queues its own push.
+    crate::app::publish::queue_pushes(&ctx, &repos.rows.values().collect::<Vec<_>>());
+    let stop_outbox = Arc::new(AtomicBool::new(false));
+    let outbox = outbox::start(stop_outbox.clone());
+    let event = |kind: EventKind, data: serde_json::Value| {
         let _ = ctx.index.add_event(kind, None, None, None, &data);
     };
     crate::app::daemons::started(&ctx, &me.owner, workers, served);
@@ -278,7 +273,7 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
         None => false,
     };
     event(
-        "daemon.started",
+        EventKind::DaemonStarted,
         serde_json::json!({"pid": std::process::id(), "workers": workers, "repositories": repos.rows.len(), "requeued": requeued, "dead": dead, "id": me.owner}),
     );
     log(&format!(
@@ -355,10 +350,7 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
             Some(Msg::Stop) => {
                 stopping.get_or_insert_with(Instant::now);
             }
-            Some(Msg::Done { repository, jobs, ran }) => {
-                if let Some((push_tx, _)) = &auto_push {
-                    let _ = push_tx.send(repository);
-                }
+            Some(Msg::Done { jobs, ran }) => {
                 slots.done(&jobs, ran);
                 want_jobs = true;
             }
@@ -385,7 +377,7 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
             if let Ok(r) = reaped {
                 if r.requeued + r.dead > 0 {
                     event(
-                        "job.reaped",
+                        EventKind::JobReaped,
                         serde_json::json!({"requeued": r.requeued, "dead": r.dead}),
                     );
                     warn(&format!(
@@ -415,7 +407,7 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
             health.record(&depth);
             let (pending, running) = depth.unwrap_or((0, 0));
             event(
-                "daemon.heartbeat",
+                EventKind::DaemonHeartbeat,
                 serde_json::json!({"pending_jobs": pending, "running_jobs": running, "busy_workers": workers - slots.idle}),
             );
             let _ = ctx
@@ -470,10 +462,10 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
         let _ = h.join();
     }
     drop(listener);
-    if let Some((push_tx, handle)) = auto_push {
-        // The last batch goes out; a remote that hangs does not hold the stop for long (what
-        // was not pushed goes at the next start).
-        drop(push_tx);
+    // The last results' statuses, notifications and pushes go out; a remote or GitHub that
+    // hangs does not hold the stop for long (what was not delivered waits in the index).
+    stop_outbox.store(true, Ordering::Relaxed);
+    if let Some(handle) = outbox {
         let since = Instant::now();
         while !handle.is_finished() && since.elapsed() < Duration::from_secs(15) {
             std::thread::sleep(Duration::from_millis(50));
@@ -481,7 +473,10 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
     }
     // What it claimed and never started (jobs that waited for their tree) goes back uncounted.
     let requeued = ctx.index.release_unstarted(&me.owner).unwrap_or(0);
-    event("daemon.stopped", serde_json::json!({"requeued": requeued}));
+    event(
+        EventKind::DaemonStopped,
+        serde_json::json!({"requeued": requeued}),
+    );
     let _ = ctx.index.daemon_stopped(&me.owner);
     log(&format!(
         "stopped{}",

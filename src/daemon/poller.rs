@@ -4,6 +4,7 @@
 //! its error changes (not on every poll) and recorded as an event.
 
 use crate::app::{remote, Context};
+use crate::model::EventKind;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -52,7 +53,7 @@ fn run(every: Duration, stop: &AtomicBool) {
                     if last_error.get(&row.repository_id) != Some(&text) {
                         super::warn(&format!("{}: polling its remote failed: {text}", row.name));
                         let _ = ctx.index.add_event(
-                            "remote.poll_failed",
+                            EventKind::RemotePollFailed,
                             Some(&row.repository_id),
                             None,
                             None,

@@ -3,6 +3,7 @@
 
 use super::log;
 use crate::app::{lost_notes, notify, AppError, Context};
+use crate::model::EventKind;
 use crate::store::RepoRow;
 use std::collections::HashMap;
 
@@ -49,7 +50,7 @@ pub fn scan(ctx: &Context, row: &RepoRow, full: bool, looked: &mut Looked) {
         // Looked at again in full next time.
         looked.remove(&row.repository_id);
         let _ = ctx.index.add_event(
-            "daemon.error",
+            EventKind::DaemonError,
             Some(&row.repository_id),
             None,
             None,

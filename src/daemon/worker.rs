@@ -72,7 +72,6 @@ pub fn work(
             true
         });
         let _ = tx.blocking_send(Msg::Done {
-            repository: a.row.repository_id.clone(),
             jobs: a.jobs.into_iter().map(|(j, key)| (j.id, key)).collect(),
             ran,
         });

@@ -3,7 +3,7 @@
 //! answers are compact JSON text within a byte budget (`budget.rs`); errors are tool errors with
 //! the command line's one-line message and hint, never the end of the server. While no daemon
 //! runs, the server runs its repository's queued commits itself, so every commit an agent makes
-//! is verified.
+//! is verified, and delivers what the outbox holds (statuses, notifications, auto-push).
 
 mod args;
 mod budget;
@@ -118,6 +118,24 @@ fn run_queue(root: &Path, stop: &AtomicBool, woken: &std::sync::mpsc::Receiver<(
         if let Err(e) = queue::run_ready(&ctx, &row, stop) {
             eprintln!("warning: running the queue: {}", e.problem());
         }
+        // What the runs (and the tools) queued for GitHub, the alert channels and the remote.
+        deliver(&ctx);
+    }
+    // Before the server ends: what is due, for a few seconds (the rest waits for a daemon or
+    // the next command).
+    if let Ok(ctx) = Context::load() {
+        deliver(&ctx);
+    }
+}
+
+/// Deliver what the outbox holds, briefly, when no daemon does; problems go to stderr, as the
+/// command line shows them.
+fn deliver(ctx: &Context) {
+    let Some(d) = crate::app::publish::drain_briefly(ctx) else {
+        return;
+    };
+    for f in d.failed.iter().chain(&d.errors) {
+        eprintln!("warning: {f}");
     }
 }
 

@@ -1,12 +1,14 @@
 //! Plain data types shared by every layer: the run record, experiments and evaluations.
 
 pub mod attempt;
+pub mod event;
 pub mod experiment;
 pub mod note;
 pub mod record;
 pub mod test_name;
 
 pub use attempt::{could_not_run, Attempt};
+pub use event::EventKind;
 pub use experiment::*;
 pub use note::NoteRecord;
 pub use record::*;

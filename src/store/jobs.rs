@@ -197,6 +197,12 @@ impl Index {
 /// the job) before it is given up as `dead`.
 pub const MAX_ATTEMPTS: i64 = 5;
 
+/// A job whose run failed for the machine's sake waits 1 s, doubling per claim, at most 256 s.
+const RETRY: crate::util::backoff::Backoff = crate::util::backoff::Backoff::doubling(
+    std::time::Duration::from_secs(1),
+    std::time::Duration::from_secs(256),
+);
+
 /// The columns [`job_row`] reads.
 const JOB_COLS: &str = "id, repository_id, commit_id, refname, trigger, state, attempts, owner";
 
@@ -486,7 +492,7 @@ impl Index {
     pub fn retry_job(&self, job: &Job, error: &str) -> Result<bool> {
         let now = crate::util::time::now_millis();
         let retry = job.attempts < MAX_ATTEMPTS;
-        let delay_ms = 1000i64 << job.attempts.clamp(0, 8);
+        let delay_ms = RETRY.delay(job.attempts.max(0) as u32 + 1).as_millis() as i64;
         let n = self.conn.execute(
             "UPDATE jobs SET state = ?3, error = ?4, updated_at = ?5, not_before = ?6,
                     owner = NULL, lease_until = NULL

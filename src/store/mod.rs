@@ -355,7 +355,7 @@ const MIGRATIONS: &[&str] = &[
 
 /// An event to append with [`Index::add_events`].
 pub struct NewEvent<'a> {
-    pub kind: &'a str,
+    pub kind: crate::model::EventKind,
     pub repository_id: Option<&'a str>,
     pub run_id: Option<i64>,
     pub commit: Option<&'a str>,
@@ -585,7 +585,7 @@ impl Index {
             for e in chunk {
                 p.extend(sql::params![
                     now,
-                    e.kind,
+                    e.kind.as_str(),
                     e.repository_id,
                     e.run_id,
                     e.commit,
@@ -605,7 +605,7 @@ impl Index {
     /// Append an event; returns its id.
     pub fn add_event(
         &self,
-        kind: &str,
+        kind: crate::model::EventKind,
         repository_id: Option<&str>,
         run_id: Option<i64>,
         commit: Option<&str>,
@@ -616,7 +616,7 @@ impl Index {
              RETURNING id",
             sql::params![
                 crate::util::time::now_rfc3339(),
-                kind,
+                kind.as_str(),
                 repository_id,
                 run_id,
                 commit,

@@ -1,5 +1,6 @@
 //! Small helpers with no knowledge of the product: time stamps, ids, names, atomic files.
 
+pub mod backoff;
 pub mod beneath;
 pub mod fds;
 pub mod glob;

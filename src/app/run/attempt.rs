@@ -6,6 +6,7 @@ use super::{Along, Source};
 use crate::app::{results, Context, Result};
 use crate::config::Config;
 use crate::git::{self, CommitInfo};
+use crate::model::EventKind;
 use crate::model::{could_not_run, NoteRecord, RunRecord};
 use crate::store::RepoRow;
 
@@ -144,7 +145,7 @@ impl Pending {
             for (r, reason) in &self.attempts {
                 ctx.index.add_attempt(&row.repository_id, r, reason)?;
                 ctx.index.add_event(
-                    "run.attempt",
+                    EventKind::RunAttempt,
                     Some(&row.repository_id),
                     None,
                     Some(&r.commit),
