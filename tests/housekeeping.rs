@@ -909,9 +909,15 @@ fn gc_drops_old_completed_jobs_and_tallies_no_recent_run_needs_and_keeps_the_res
             .collect()
     };
     let o = w.sandbox(&repo, &["gc", "--dry-run"]);
-    assert!(o.stdout.contains("Would remove 1 job completed over"), "{o:?}");
+    assert!(
+        o.stdout.contains("Would remove 1 job completed over"),
+        "{o:?}"
+    );
     assert!(o.stdout.contains("1 stored analysis tally"), "{o:?}");
-    assert!(jobs().contains(&"1".repeat(40)), "a dry run removes nothing");
+    assert!(
+        jobs().contains(&"1".repeat(40)),
+        "a dry run removes nothing"
+    );
     let o = w.sandbox(&repo, &["gc"]);
     assert_eq!(o.code, 0, "{o:?}");
     let left = jobs();
