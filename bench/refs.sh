@@ -18,7 +18,8 @@
 #
 # Usage: bench/refs.sh              (from any directory)
 # Env:   GIT_SANDBOX_BIN  the binary (default: target/release/git-sandbox of this checkout)
-#        BRANCHES (default 20000), COMMITS (default 20), HOOKRUNS (default 20), FLOOR (default 1)
+#        BRANCHES (default 20000), COMMITS (default 20), HOOKRUNS (default 20), FLOOR (default 1),
+#        PACK (default 1; 0 skips pack-refs, the slowest case by far)
 # Needs: git, awk, python3. Measures only: always exits 0 once it has run.
 set -euo pipefail
 export LC_ALL=C
@@ -29,6 +30,7 @@ BRANCHES=${BRANCHES:-20000}
 COMMITS=${COMMITS:-20}
 HOOKRUNS=${HOOKRUNS:-20}
 FLOOR=${FLOOR:-1}
+PACK=${PACK:-1}
 [ -x "$BIN" ] || { echo "$BIN not found: cd $ROOT && cargo build --release (or set GIT_SANDBOX_BIN)" >&2; exit 2; }
 BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
 
@@ -78,7 +80,7 @@ timed() {
   now_us; REPLY=$((REPLY - t0))
 }
 
-declare -A CREATE MOVE PACK
+declare -A CREATE MOVE
 for r in "${REPOS[@]}"; do
   head=$(git -C "$WORK/$r" rev-parse HEAD)
   awk -v n="$BRANCHES" -v h="$head" 'BEGIN{for (i = 1; i <= n; i++) print "create refs/heads/experiment/b" i " " h}' >"$WORK/create-$r"
@@ -92,8 +94,8 @@ done
 declare -A COMMIT_T
 for ((i = 1; i <= COMMITS; i++)); do
   for r in "${REPOS[@]}"; do
-    printf 'line %s\n' "$i" >>"$WORK/$r/experiments/notes.txt"
-    git -C "$WORK/$r" add experiments/notes.txt
+    printf 'line %s\n' "$i" >>"$WORK/$r/notes.txt"
+    git -C "$WORK/$r" add notes.txt
     timed "$WORK/$r" commit -q -m "change $i"
     COMMIT_T[$r]="${COMMIT_T[$r]:-} $REPLY"
   done
@@ -132,10 +134,12 @@ done
 
 # pack-refs --all: git runs reference-transaction for the packed-refs transaction (every ref
 # shown as created) and twice (prepared, committed) for each loose ref it prunes.
+declare -A PACKED=()
 for r in "${REPOS[@]}"; do
+  [ "$PACK" = 1 ] || { PACKED[$r]=0; continue; }
   sync
   timed "$WORK/$r" pack-refs --all
-  PACK[$r]=$REPLY
+  PACKED[$r]=$REPLY
 done
 
 queued=$(git sandbox status --json 2>/dev/null | python3 -c 'import json, sys; print(json.load(sys.stdin)["totals"]["pending_jobs"])' || echo '?')
@@ -155,11 +159,11 @@ cm() { median_ms ${COMMIT_T[$1]}; }
 line "create $BRANCHES branches (ms)" "$(ms "${CREATE[hooked]}")" "$(ms "${CREATE[plain]}")" "$([ "$FLOOR" = 1 ] && ms "${CREATE[floor]}")"
 line "git commit, median of $COMMITS (ms)" "$(cm hooked)" "$(cm plain)" "$([ "$FLOOR" = 1 ] && cm floor)"
 line "move $BRANCHES branches (ms)" "$(ms "${MOVE[hooked]}")" "$(ms "${MOVE[plain]}")" "$([ "$FLOOR" = 1 ] && ms "${MOVE[floor]}")"
-line "pack-refs --all (ms)" "$(ms "${PACK[hooked]}")" "$(ms "${PACK[plain]}")" "$([ "$FLOOR" = 1 ] && ms "${PACK[floor]}")"
+[ "$PACK" = 1 ] && line "pack-refs --all (ms)" "$(ms "${PACKED[hooked]}")" "$(ms "${PACKED[plain]}")" "$([ "$FLOOR" = 1 ] && ms "${PACKED[floor]}")"
 echo
 echo "  one reference-transaction hook run for a commit (starts notify), median of $HOOKRUNS: $(median_ms "${T_HOOK[@]}") ms   target <= 10 ms"
 echo "    the same in a repository with main alone, alternating: $(median_ms "${T_SMALL[@]}") ms"
-echo "  pack-refs with our hooks: $(ratio "${PACK[hooked]}" "${PACK[plain]}") of no hooks   target <= 2x"
+[ "$PACK" = 1 ] && echo "  pack-refs with our hooks: $(ratio "${PACKED[hooked]}" "${PACKED[plain]}") of no hooks   target <= 2x"
 echo "  jobs queued in all: ${queued:-?} (expected $((COMMITS + 2 * HOOKRUNS + 1)): each commit on main, each hook run in both repositories, the moved branches' commit once)"
 echo "  watermarks: $(wc -l <"$WORK/hooked/.git/sandbox-watermarks") lines"
 echo "  load:    $(cut -d' ' -f1-3 /proc/loadavg) at end"

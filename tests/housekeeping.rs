@@ -843,3 +843,118 @@ fn status_counts_stay_right_through_runs_reindex_forget_and_gc() {
     assert_eq!(w.sandbox(&w.work(), &["gc"]).code, 0);
     assert_eq!(status_agrees(&w), 1);
 }
+
+#[test]
+fn gc_drops_old_completed_jobs_and_tallies_no_recent_run_needs_and_keeps_the_rest() {
+    let w = World::new();
+    let repo = w.new_repo("tallies");
+    let id = repo_id(&w, &repo);
+    w.commit(
+        &repo,
+        &[(
+            ".sandbox.toml",
+            "[test]\ncommand = \"true\"\n[analysis]\nenabled = true\n",
+        )],
+        "analysed",
+    );
+    w.commit(&repo, &[("a.py", "def f():\n    return 1\n")], "a");
+    assert_eq!(w.sandbox(&repo, &["run", "HEAD~1..HEAD"]).code, 0);
+    let db = index(&w);
+    let ran_trees: i64 = db
+        .query_row(
+            "SELECT COUNT(*) FROM analysis_cache WHERE key LIKE 'tree:%'
+             AND blob_id IN (SELECT tree_id FROM runs)",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(ran_trees >= 1, "the runs stored their trees' tallies");
+    let (key, files): (String, i64) = db
+        .query_row(
+            "SELECT key, (SELECT COUNT(*) FROM analysis_cache WHERE key NOT LIKE 'tree:%')
+             FROM analysis_cache WHERE key LIKE 'tree:%' LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    // A tally of a tree no run has (an old commit's), and jobs: completed long ago, completed
+    // now, pending long ago.
+    db.execute(
+        "INSERT INTO analysis_cache (blob_id, key, result) VALUES (?1, ?2, '{}')",
+        [&"f".repeat(40), &key],
+    )
+    .unwrap();
+    let old = "2020-01-01T00:00:00.000Z";
+    let now = "2099-01-01T00:00:00.000Z";
+    for (c, state, at) in [
+        ("1", "completed", old),
+        ("2", "completed", now),
+        ("3", "pending", old),
+    ] {
+        db.execute(
+            "INSERT INTO jobs (repository_id, commit_id, trigger, state, created_at, updated_at)
+             VALUES (?1, ?2, 'hook', ?3, ?4, ?4)",
+            [&id, &c.repeat(40), state, at],
+        )
+        .unwrap();
+    }
+    let jobs = || -> Vec<String> {
+        let db = index(&w);
+        let mut s = db
+            .prepare("SELECT commit_id FROM jobs WHERE repository_id = ?1")
+            .unwrap();
+        s.query_map([&id], |r| r.get(0))
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect()
+    };
+    let o = w.sandbox(&repo, &["gc", "--dry-run"]);
+    assert!(
+        o.stdout.contains("Would remove 1 job completed over"),
+        "{o:?}"
+    );
+    assert!(o.stdout.contains("1 stored analysis tally"), "{o:?}");
+    assert!(
+        jobs().contains(&"1".repeat(40)),
+        "a dry run removes nothing"
+    );
+    let o = w.sandbox(&repo, &["gc"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let left = jobs();
+    assert!(!left.contains(&"1".repeat(40)), "{left:?}");
+    assert!(
+        left.contains(&"2".repeat(40)) && left.contains(&"3".repeat(40)),
+        "{left:?}"
+    );
+    let db = index(&w);
+    let gone: i64 = db
+        .query_row(
+            "SELECT COUNT(*) FROM analysis_cache WHERE blob_id = ?1",
+            [&"f".repeat(40)],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(gone, 0);
+    let (kept, files_kept): (i64, i64) = db
+        .query_row(
+            "SELECT (SELECT COUNT(*) FROM analysis_cache WHERE key LIKE 'tree:%'
+                     AND blob_id IN (SELECT tree_id FROM runs)),
+                    (SELECT COUNT(*) FROM analysis_cache WHERE key NOT LIKE 'tree:%')",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((kept, files_kept), (ran_trees, files));
+    // What the newest runs need is there: the next commit's analysis starts from its parent's.
+    w.commit(&repo, &[("b.py", "def g():\n    return 2\n")], "b");
+    assert_eq!(w.sandbox(&repo, &["run"]).code, 0);
+    let how: String = index(&w)
+        .query_row(
+            "SELECT json_extract(data, '$.how') FROM events WHERE kind = 'analysis.completed'
+             ORDER BY id DESC LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(how, "incremental");
+}

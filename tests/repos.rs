@@ -653,3 +653,49 @@ fn a_branch_made_on_old_history_queues_none_of_it_and_its_next_commit_is_queued(
     w.commit(&repo, &[("o.txt", "o\n")], "orphan");
     assert_eq!(pending(&w), 3, "{c}");
 }
+
+#[test]
+fn a_commit_among_many_watched_branches_leaves_the_others_watermarks_alone() {
+    use std::os::unix::fs::MetadataExt;
+    let w = World::new();
+    let repo = w.new_repo("many-marks");
+    let head = w.git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    let batch: String = (0..500)
+        .map(|i| format!("create refs/heads/experiment/b{i} {head}\n"))
+        .collect();
+    let mut cmd = std::process::Command::new("git");
+    cmd.args(["update-ref", "--stdin"]).current_dir(&repo);
+    w.apply_env(&mut cmd);
+    cmd.stdin(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), batch.as_bytes()).unwrap();
+    assert!(child.wait().unwrap().success());
+    let before = pending(&w);
+    let marks = repo.join(".git/sandbox-watermarks");
+    let stamp = |p: &std::path::Path| {
+        let m = std::fs::metadata(p).unwrap();
+        (m.ino(), m.mtime_nsec(), std::fs::read(p).unwrap())
+    };
+    let packed = stamp(&marks);
+    // A hook run for one branch's commit writes that branch's watermark alone: the other
+    // branches' list is neither read whole nor rewritten, so its cost stays the same at 20,000.
+    w.commit(&repo, &[("a.txt", "a\n")], "on main");
+    assert_eq!(pending(&w), before + 1);
+    assert!(
+        stamp(&marks) == packed,
+        "the shared watermark list was rewritten"
+    );
+    w.git(&repo, &["checkout", "-q", "experiment/b7"]);
+    w.commit(&repo, &[("b.txt", "b\n")], "on b7");
+    w.commit(&repo, &[("c.txt", "c\n")], "on b7 again");
+    assert_eq!(pending(&w), before + 3);
+    assert!(
+        stamp(&marks) == packed,
+        "the shared watermark list was rewritten"
+    );
+    // A full look at every branch (what the daemon does) finds these watermarks: nothing is new.
+    assert_eq!(w.sandbox(&repo, &["notify"]).code, 0);
+    assert_eq!(pending(&w), before + 3);
+    w.commit(&repo, &[("d.txt", "d\n")], "on b7 once more");
+    assert_eq!(pending(&w), before + 4);
+}

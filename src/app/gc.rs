@@ -14,6 +14,10 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// Per repository, the newest runs whose trees keep their analysis tallies through a `gc`: a
+/// new commit's analysis starts from its parent's (or a near ancestor's) tally.
+const TALLIES_KEPT: u32 = 256;
+
 /// How many files and bytes were removed (or, in a dry run, would be).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Freed {
@@ -67,6 +71,10 @@ pub struct GcReport {
     pub caches_kept: Freed,
     /// Events older than `[gc] events`.
     pub events: u64,
+    /// Jobs that completed longer ago than `[gc] events`.
+    pub jobs: u64,
+    /// Stored analysis tallies of trees that none of a repository's newest runs has.
+    pub tallies: u64,
     /// Repositories unregistered because their directory is gone (their notes lived in them).
     pub repositories: Vec<Forgotten>,
     /// Repositories that are gone but were kept this time because a run of theirs is going on.
@@ -205,6 +213,8 @@ pub fn gc(ctx: &Context, dry_run: bool) -> Result<GcReport> {
         caches_busy: 0,
         caches_kept: Freed::default(),
         events: 0,
+        jobs: 0,
+        tallies: 0,
         repositories: Vec::new(),
         repositories_busy: Vec::new(),
         warnings: Vec::new(),
@@ -230,6 +240,8 @@ pub fn gc(ctx: &Context, dry_run: bool) -> Result<GcReport> {
 
     let before = time::rfc3339(now - cfg.events.as_millis().min(i64::MAX as u128) as i64);
     report.events = ctx.index.prune_events(&before, &gone, dry_run)?;
+    report.jobs = ctx.index.prune_completed_jobs(&before, dry_run)?;
+    report.tallies = ctx.index.prune_tallies(TALLIES_KEPT, dry_run)?;
 
     for dir in checkout::stale_checkouts(&checkout::scratch_root()) {
         let bytes = util::disk_size(&dir);

@@ -96,51 +96,62 @@ fn scan_updates(
     updates: &[RefUpdate],
 ) -> Result<(usize, Option<String>)> {
     let (globs, warning) = watched_globs(ctx, repo);
-    let Some(mut marks) = git::marks::read(repo) else {
+    if !git::marks::exists(repo) {
         // No watermarks yet: the full scan sets them.
         return scan(ctx, repo, repository_id, trigger);
-    };
-    // The last update of each watched branch that moves it to a commit its watermark is not
-    // at. A deletion (or pack-refs pruning a loose ref) has nothing to run.
-    let mut moved: Vec<(String, ObjectId, Option<ObjectId>)> = Vec::new();
+    }
+    // The last update of each watched branch.
+    let mut last: Vec<&RefUpdate> = Vec::new();
     let mut named = HashSet::new();
     for u in updates.iter().rev() {
-        let (Some(new), Some(branch)) = (u.new, u.refname.strip_prefix("refs/heads/")) else {
+        let (Some(_), Some(branch)) = (u.new, u.refname.strip_prefix("refs/heads/")) else {
             continue;
         };
-        if !named.insert(u.refname.as_str()) || !globs.is_match(branch) {
-            continue;
-        }
-        if marks.get(&u.refname) != Some(&new) {
-            moved.push((u.refname.clone(), new, u.old));
+        if named.insert(u.refname.as_str()) && globs.is_match(branch) {
+            last.push(u);
         }
     }
-    moved.reverse();
+    last.reverse();
+    // A branch's own watermark is looked up alone (a few small reads), so that a commit's hook
+    // run does not grow with the other branches; a transaction that moves many reads them all.
+    let all = (last.len() > 64).then(|| git::marks::read(repo)).flatten();
+    let mark_of = |refname: &str| match &all {
+        Some(all) => all.get(refname).copied(),
+        None => git::marks::get(repo, refname),
+    };
+    // Those that move to a commit their watermark is not at. A deletion (or pack-refs pruning
+    // a loose ref) has nothing to run.
+    let mut moved: Vec<(String, ObjectId, Vec<ObjectId>)> = Vec::new();
+    for u in last {
+        let new = u.new.expect("kept above");
+        let mark = mark_of(&u.refname);
+        if mark != Some(new) {
+            let own = mark.into_iter().chain(u.old).collect();
+            moved.push((u.refname.clone(), new, own));
+        }
+    }
     if moved.is_empty() {
         return Ok((0, warning));
     }
-    let marked: HashSet<ObjectId> = marks.values().copied().collect();
+    // Every branch's watermark stops a walk when they are at hand; looked up one branch at a
+    // time, a walk that meets another branch's unrun watermark (a branch made on the history the
+    // repository was adopted with) goes on to the full walk below, which hides them all.
+    let marked: HashSet<ObjectId> = all.iter().flat_map(|m| m.values().copied()).collect();
     let mut notes = super::results::NoteReader::new(repo)?;
     let mut seen = HashSet::new();
     let mut tips_done = HashSet::new();
     let mut jobs = Vec::new();
     let mut unsettled = Vec::new();
-    for (refname, new, old) in &moved {
+    for (refname, new, own) in &moved {
         if !tips_done.insert(*new) {
             continue;
         }
-        let own: Vec<ObjectId> = marks
-            .get(refname)
-            .copied()
-            .into_iter()
-            .chain(*old)
-            .collect();
         let near = near_new_commits(
             ctx,
             repo,
             repository_id,
             *new,
-            &own,
+            own,
             [&marked, &seen],
             &mut notes,
         )?;
@@ -155,9 +166,12 @@ fn scan_updates(
     if !unsettled.is_empty() {
         // Rare (a branch made on old history, an orphan branch, a push of a long history):
         // only a walk that hides every watermark can tell what is new.
-        let hidden: Vec<ObjectId> = marked
-            .iter()
+        let all = git::marks::read(repo).unwrap_or_default();
+        let hidden: Vec<ObjectId> = all
+            .values()
             .copied()
+            .collect::<HashSet<_>>()
+            .into_iter()
             .filter(|id| repo.find_commit(*id).is_ok())
             .collect();
         for (refname, tip) in unsettled {
@@ -174,10 +188,8 @@ fn scan_updates(
         }
     }
     let queued = enqueue(ctx, repository_id, trigger, jobs)?;
-    for (refname, new, _) in moved {
-        marks.insert(refname, new);
-    }
-    git::marks::write(repo, &marks)?;
+    let moved: Vec<(String, ObjectId)> = moved.into_iter().map(|(r, new, _)| (r, new)).collect();
+    git::marks::set(repo, &moved)?;
     Ok((queued, warning))
 }
 
@@ -280,7 +292,9 @@ pub fn scan(
     };
     let queued = queue_new(ctx, repo, repository_id, trigger, &watched, &old)?;
     let new: git::marks::Marks = watched.into_iter().collect();
-    if new != old {
+    // The branches' own files (from hook runs) go back into the one list here, where the cost
+    // of every branch is paid anyway.
+    if new != old || git::marks::has_loose(repo) {
         git::marks::write(repo, &new)?;
     }
     Ok((queued, warning))
@@ -297,10 +311,13 @@ pub fn scan_refs(
 ) -> Result<usize> {
     let old = git::marks::read(repo).unwrap_or_default();
     let queued = queue_new(ctx, repo, repository_id, trigger, refs, &old)?;
-    let mut new = old.clone();
-    new.extend(refs.iter().cloned());
-    if new != old {
-        git::marks::write(repo, &new)?;
+    let moved: Vec<(String, ObjectId)> = refs
+        .iter()
+        .filter(|(r, id)| old.get(r) != Some(id))
+        .cloned()
+        .collect();
+    if !moved.is_empty() {
+        git::marks::set(repo, &moved)?;
     }
     Ok(queued)
 }

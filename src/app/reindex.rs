@@ -126,7 +126,8 @@ pub fn import(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Result<Im
     let mut runs = 0;
     let mut skipped = Vec::new();
     let mut future_dated = 0;
-    let judge = ctx.judge()?;
+    // Checked on every core: a signature check is a quarter of a reindex's time.
+    let verifier = ctx.keys()?.verifier();
     let mut notes: Vec<(ObjectId, ObjectId)> = git::notes::all_notes(repo, git::NOTES_REF)?
         .into_iter()
         .collect();
@@ -136,29 +137,29 @@ pub fn import(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Result<Im
     ctx.index.atomically(|| -> Result<()> {
         ctx.index.delete_runs(&row.repository_id)?;
         for page in notes.chunks(PAGE) {
-            let mut records = Vec::with_capacity(page.len());
+            let mut bodies = Vec::with_capacity(page.len());
             for &(commit, blob) in page {
                 if !super::bounds::has_commit(repo, commit) {
                     skipped.push((commit, "its commit is not in this clone".into()));
                     continue;
                 }
-                let body = match git::notes::read_blob(repo, blob) {
-                    Ok(b) => b,
-                    Err(e) => {
-                        skipped.push((commit, format!("cannot read the note: {e}")));
-                        continue;
-                    }
-                };
-                let (found, future) = note::decode_counted(&body, &commit.to_string(), &judge);
+                match git::notes::read_blob(repo, blob) {
+                    Ok(b) => bodies.push((commit, b)),
+                    Err(e) => skipped.push((commit, format!("cannot read the note: {e}"))),
+                }
+            }
+            let mut records = Vec::with_capacity(bodies.len());
+            for ((commit, _), (found, future)) in bodies.iter().zip(decode_all(&bodies, &verifier))
+            {
                 future_dated += future;
                 match found {
                     NoteRecord::Found(record) => records.push(*record),
                     NoteRecord::NotForThisCommit => skipped.push((
-                        commit,
+                        *commit,
                         "the note holds another commit's record (copied by an amend or rebase)"
                             .into(),
                     )),
-                    NoteRecord::Invalid(why) => skipped.push((commit, why)),
+                    NoteRecord::Invalid(why) => skipped.push((*commit, why)),
                 }
             }
             ctx.index.put_runs(&row.repository_id, &records)?;
@@ -180,4 +181,33 @@ pub fn import(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Result<Im
         }
     }
     Ok((runs, found, skipped, future_dated))
+}
+
+/// Each note's record for its commit, in order, decoded and its signature checked on as many
+/// threads as there are cores (up to 4).
+fn decode_all(
+    bodies: &[(ObjectId, Vec<u8>)],
+    verifier: &crate::trust::Verifier,
+) -> Vec<(NoteRecord, usize)> {
+    let judge = |m: &[u8], s: &str| verifier.verify(m, s);
+    let decode = |part: &[(ObjectId, Vec<u8>)]| -> Vec<(NoteRecord, usize)> {
+        part.iter()
+            .map(|(commit, body)| note::decode_counted(body, &commit.to_string(), &judge))
+            .collect()
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+    if threads < 2 || bodies.len() < 2 {
+        return decode(bodies);
+    }
+    let size = bodies.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let parts: Vec<_> = bodies
+            .chunks(size)
+            .map(|part| scope.spawn(move || decode(part)))
+            .collect();
+        parts
+            .into_iter()
+            .flat_map(|p| p.join().expect("decoding a note does not panic"))
+            .collect()
+    })
 }

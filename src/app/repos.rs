@@ -443,7 +443,12 @@ const HOOKS_PATH_NOTICED: &str = "sandbox-hookspath-noticed";
 /// directory remembers it) and whenever our hooks run.
 pub fn hooks_bypassed(repo: &gix::Repository) -> Option<String> {
     let root = git::repo_root(repo);
-    let value = cli::get_config(&root, "core.hooksPath")?;
+    // Read in-process (not `git config`): this runs before every `log`, `status` and `run`.
+    let value = repo
+        .config_snapshot()
+        .string("core.hooksPath")
+        .map(|v| v.to_string())
+        .filter(|v| !v.trim().is_empty())?;
     let common = repo.common_dir();
     let default = common.join("hooks");
     let dir = hooks::hooks_dir(&root, common);

@@ -148,6 +148,8 @@ struct Along {
     /// The index's rows of the commits about to run, read [`BATCH`] commits at a time (one
     /// query, not one per commit); each taken once, when its commit runs.
     own: HashMap<String, Option<RunRecord>>,
+    /// The ancestry of the run's branch, walked as far as its commits needed.
+    branch_walk: branch::BranchWalk,
 }
 
 impl Along {
@@ -215,6 +217,7 @@ pub fn run_commits(
         flaky: None,
         configs: HashMap::new(),
         own: HashMap::new(),
+        branch_walk: branch::BranchWalk::default(),
     };
     let trial = opts.is_trial();
     let mut records = Vec::with_capacity(commits.len());
@@ -408,6 +411,7 @@ fn run_one(
         seen,
         configs,
         own: own_rows,
+        branch_walk,
         ..
     } = along;
     let started = time::now_millis();
@@ -537,7 +541,7 @@ fn run_one(
         home: &cache_home,
         branch,
         read: !opts.clean,
-        writes: caches::writes(run_of(opts, repo, info.id)),
+        writes: caches::writes(run_of(opts, repo, branch_walk, info.id)),
         production: &config.promote.target,
         dirs: &dirs,
         max_mb: config.cache.max_mb,

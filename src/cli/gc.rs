@@ -94,6 +94,19 @@ pub fn cmd_gc(args: GcArgs) -> CmdResult {
             r.retention.events
         ));
     }
+    if r.jobs > 0 {
+        lines.push(format!(
+            "{verb} {} completed over {} ago",
+            ui::plural(r.jobs, "job"),
+            r.retention.events
+        ));
+    }
+    if r.tallies > 0 {
+        lines.push(format!(
+            "{verb} {} of trees no recent run has",
+            ui::plural(r.tallies, "stored analysis tally"),
+        ));
+    }
     for f in &r.repositories {
         lines.push(format!(
             "{} {} ({}), gone from {}: {}, {}, {}, {}",

@@ -176,6 +176,8 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
         }
         None => None,
     };
+    // Idle memory (issue 36: under 30 MiB): the daemon's many threads each allocate a little.
+    crate::util::few_malloc_arenas();
     // The edge (the control socket, signals, timers, the scheduler's channel) runs on tokio; the
     // runs stay synchronous on the worker threads.
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -430,6 +432,10 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
                     if target.as_ref().is_none_or(|t| t == id) {
                         scan::scan(&ctx, row, target.is_none(), &mut looked);
                     }
+                }
+                if target.is_none() {
+                    // A full scan's records are freed; their pages go back to the system.
+                    crate::util::release_freed_memory();
                 }
             }
             want_jobs = true;

@@ -137,4 +137,48 @@ impl Index {
         };
         Ok(n)
     }
+
+    /// Remove the jobs that completed before `before` (their commits have results; the queue
+    /// keeps the rest), or with `dry_run` only count them. Returns how many.
+    pub fn prune_completed_jobs(&self, before: &str, dry_run: bool) -> Result<u64> {
+        let filter = "state = 'completed' AND updated_at < ?1";
+        let n = if dry_run {
+            self.conn.query_row(
+                &format!("SELECT COUNT(*) FROM jobs WHERE {filter}"),
+                [before],
+                |r| r.get::<_, i64>(0),
+            )? as u64
+        } else {
+            self.conn
+                .execute(&format!("DELETE FROM jobs WHERE {filter}"), [before])? as u64
+        };
+        Ok(n)
+    }
+
+    /// Remove the stored analysis tallies of trees that none of a repository's newest `keep`
+    /// runs has (a new commit starts from its parent's tally, and its parent is one of the newest
+    /// runs; an older tree's tally is made again from its files when asked), or with `dry_run`
+    /// only count them. The per-file results stay. Returns how many.
+    pub fn prune_tallies(&self, keep: u32, dry_run: bool) -> Result<u64> {
+        let filter = format!(
+            "key LIKE 'tree:%' AND blob_id NOT IN (
+                SELECT tree_id FROM (
+                    SELECT tree_id, ROW_NUMBER() OVER (PARTITION BY repository_id ORDER BY id DESC) AS n
+                    FROM runs
+                ) AS newest WHERE n <= {keep})"
+        );
+        let n = if dry_run {
+            self.conn.query_row(
+                &format!("SELECT COUNT(*) FROM analysis_cache WHERE {filter}"),
+                [] as [&str; 0],
+                |r| r.get::<_, i64>(0),
+            )? as u64
+        } else {
+            self.conn.execute(
+                &format!("DELETE FROM analysis_cache WHERE {filter}"),
+                [] as [&str; 0],
+            )? as u64
+        };
+        Ok(n)
+    }
 }

@@ -138,39 +138,78 @@ impl Keyring {
     /// Who vouches for `message` signed with `signature` (as [`Keyring::sign`] makes it): this
     /// machine, a trusted signer or the fleet; else why nobody does.
     pub fn verify(&self, message: &[u8], signature: &str) -> Result<Verified, String> {
-        let sig = parse_signature(signature).ok_or("the signature does not parse")?;
-        let key = PublicKey::new(sig.public_key().clone(), "");
-        let fingerprint = key.fingerprint(HashAlg::Sha256).to_string();
-        let signer = if sig.public_key() == self.key.public_key().key_data() {
-            Some(("this machine".to_string(), true))
-        } else {
-            let now = crate::util::time::now_millis() / 1000;
-            self.signers
-                .iter()
-                .find(|s| s.key.key_data() == sig.public_key() && s.counts_for(NAMESPACE, now))
-                .map(|s| (s.principals.clone(), false))
-                .or_else(|| {
-                    self.fleet
-                        .borrow()
-                        .1
-                        .iter()
-                        .find(|(_, k)| k.key_data() == sig.public_key())
-                        .map(|(home, _)| (format!("git-sandbox@{home} (fleet)"), false))
-                })
-        };
-        let Some((signer, here)) = signer else {
-            return Err(format!(
-                "signed by a key this machine does not trust ({fingerprint})"
-            ));
-        };
-        key.verify(NAMESPACE, message, &sig)
-            .map_err(|_| format!("the signature of {signer} does not match the record"))?;
-        Ok(Verified {
-            signer,
-            key: fingerprint,
-            here,
-        })
+        let fleet = self.fleet.borrow();
+        verify_with(
+            self.key.public_key(),
+            &self.signers,
+            &fleet.1,
+            message,
+            signature,
+        )
     }
+
+    /// The keys this keyring trusts now, as a value threads can share: a reindex checks its
+    /// notes' signatures on every core.
+    pub fn verifier(&self) -> Verifier {
+        Verifier {
+            own: self.key.public_key().clone(),
+            signers: self.signers.clone(),
+            fleet: self.fleet.borrow().1.clone(),
+        }
+    }
+}
+
+/// [`Keyring::verify`] with the keys trusted when it was made ([`Keyring::verifier`]).
+#[derive(Clone)]
+pub struct Verifier {
+    own: PublicKey,
+    signers: Vec<AllowedSigner>,
+    fleet: Vec<FleetKey>,
+}
+
+impl Verifier {
+    pub fn verify(&self, message: &[u8], signature: &str) -> Result<Verified, String> {
+        verify_with(&self.own, &self.signers, &self.fleet, message, signature)
+    }
+}
+
+fn verify_with(
+    own: &PublicKey,
+    signers: &[AllowedSigner],
+    fleet: &[FleetKey],
+    message: &[u8],
+    signature: &str,
+) -> Result<Verified, String> {
+    let sig = parse_signature(signature).ok_or("the signature does not parse")?;
+    let key = PublicKey::new(sig.public_key().clone(), "");
+    let fingerprint = key.fingerprint(HashAlg::Sha256).to_string();
+    let signer = if sig.public_key() == own.key_data() {
+        Some(("this machine".to_string(), true))
+    } else {
+        let now = crate::util::time::now_millis() / 1000;
+        signers
+            .iter()
+            .find(|s| s.key.key_data() == sig.public_key() && s.counts_for(NAMESPACE, now))
+            .map(|s| (s.principals.clone(), false))
+            .or_else(|| {
+                fleet
+                    .iter()
+                    .find(|(_, k)| k.key_data() == sig.public_key())
+                    .map(|(home, _)| (format!("git-sandbox@{home} (fleet)"), false))
+            })
+    };
+    let Some((signer, here)) = signer else {
+        return Err(format!(
+            "signed by a key this machine does not trust ({fingerprint})"
+        ));
+    };
+    key.verify(NAMESPACE, message, &sig)
+        .map_err(|_| format!("the signature of {signer} does not match the record"))?;
+    Ok(Verified {
+        signer,
+        key: fingerprint,
+        here,
+    })
 }
 
 /// The base64 body of a signature's PEM armour, on one line.
