@@ -1,5 +1,5 @@
 use super::{cwd, print_json, ui, CmdResult};
-use crate::app::{remote, repos, Context};
+use crate::app::{fetch, repos, Context};
 
 /// Bring a remote's branches and results here, merging its notes into ours and indexing them.
 ///
@@ -22,7 +22,7 @@ pub fn cmd_fetch(args: FetchArgs) -> CmdResult {
     crate::git::discover(&dir)?;
     let ctx = Context::load()?;
     let (repo, row) = repos::require_registered(&ctx, &dir)?;
-    let f = remote::fetch(&ctx, &repo, &row, args.remote.as_deref())?;
+    let f = fetch::fetch(&ctx, &repo, &row, args.remote.as_deref())?;
     if args.json {
         print_json(&f);
     } else {

@@ -245,7 +245,7 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
     let outcome = if jobs > 1 && commits.len() > 1 {
         let progress: std::sync::Mutex<&mut (dyn FnMut(Progress<'_>) + Send)> =
             std::sync::Mutex::new(&mut on_progress);
-        run_commits_parallel(&dir, &commits, &opts, jobs, &progress)?
+        run_commits_parallel(&dir, &row, &commits, &opts, jobs, &progress)?
     } else {
         run_commits(&ctx, &repo, &row, &commits, &opts, &mut on_progress)?
     };

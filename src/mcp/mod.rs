@@ -113,7 +113,7 @@ fn run_queue(root: &Path, stop: &AtomicBool, woken: &std::sync::mpsc::Receiver<(
             }
             // We hold this repository's runner lock: what another server of this home held
             // here was cut off.
-            let home = crate::app::daemons::home_id(&ctx.paths.home);
+            let home = crate::app::home::home_id(&ctx.paths.home);
             let _ = ctx.index.reap(crate::store::Held::OwnerPrefixIn(
                 &format!("{home}/mcp/"),
                 &row.repository_id,
