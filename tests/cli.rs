@@ -1,6 +1,8 @@
 //! The command line as a git subcommand: closed pipes, man pages, completions.
 
 mod common;
+#[path = "cli/layout.rs"]
+mod layout;
 
 use common::{World, BIN};
 use std::os::unix::process::ExitStatusExt;

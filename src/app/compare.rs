@@ -60,7 +60,7 @@ pub fn resolve(repo: &gix::Repository, target: &str) -> Result<(ObjectId, Option
             super::select::branch_named(repo, &[target.to_string()], false),
         )),
         Err(e) => {
-            if super::repos::check_name(target).is_ok() {
+            if super::locate::check_name(target).is_ok() {
                 if let Some(head) = experiments::head_of(repo, target)? {
                     return Ok((head, Some(experiments::branch_ref(target))));
                 }

@@ -20,65 +20,12 @@ pub struct Daemon {
     pub state: &'static str,
 }
 
-/// This machine's name.
-pub fn host() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: gethostname writes at most `len` bytes into the buffer we own.
-    let ok = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0;
-    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
-    if ok && end > 0 {
-        String::from_utf8_lossy(&buf[..end]).into_owned()
-    } else {
-        "localhost".into()
-    }
-}
-
-/// This data dir's name among all that share an index: `<host>-<8 hex>`, made once and kept in
-/// `$GIT_SANDBOX_HOME/home-id`. It names the notes ref this home pushes its results through
-/// and prefixes the id of every daemon and runner of this home (so a daemon that holds the
-/// home's lock knows which claimed jobs were its dead predecessor's).
-pub fn home_id(home: &std::path::Path) -> String {
-    let file = home.join("home-id");
-    let valid = |s: &str| {
-        !s.is_empty() && s.len() <= 80 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-    };
-    if let Ok(s) = std::fs::read_to_string(&file) {
-        if valid(s.trim()) {
-            return s.trim().to_string();
-        }
-    }
-    let host: String = host()
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .take(40)
-        .collect();
-    let id = format!("{}-{}", host.trim_matches('-'), crate::util::random_hex(4));
-    let _ = std::fs::create_dir_all(home);
-    // The first writer wins: a second process that raced us reads its id.
-    let created = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&file)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, format!("{id}\n").as_bytes()));
-    if created.is_ok() {
-        return id;
-    }
-    match std::fs::read_to_string(&file) {
-        Ok(s) if valid(s.trim()) => s.trim().to_string(),
-        // Garbage in the file (a hand edit): replaced, so the id stays stable from now on.
-        _ => {
-            let _ = crate::util::write_atomic(&file, format!("{id}\n").as_bytes());
-            id
-        }
-    }
-}
-
 /// The owner id of a claim made by this process: its home's id, a kind and the pid
 /// (`<home-id>/daemon/<pid>/<started ms>`).
 pub fn owner_id(home: &std::path::Path, kind: &str) -> String {
     format!(
         "{}/{kind}/{}/{}",
-        home_id(home),
+        super::home::home_id(home),
         std::process::id(),
         time::now_millis()
     )
@@ -87,7 +34,7 @@ pub fn owner_id(home: &std::path::Path, kind: &str) -> String {
 /// Record that this process starts serving as a daemon `id` (its owner id).
 pub fn started(ctx: &Context, id: &str, workers: usize, http: Option<String>) {
     let now = time::now_millis();
-    let host = host();
+    let host = super::home::host();
     let pid = std::process::id();
     let _ = ctx.index.daemon_started(&DaemonRow {
         id: id.to_string(),

@@ -95,13 +95,18 @@ if __name__ == "__main__":
     unittest.main()
 "#;
 
-pub fn demo(ctx: &Context, path: Option<&Path>, on: &mut dyn FnMut(Event<'_>)) -> Result<Demo> {
+pub fn demo(
+    ctx: &Context,
+    path: Option<&Path>,
+    backfill: repos::Backfill<'_>,
+    on: &mut dyn FnMut(Event<'_>),
+) -> Result<Demo> {
     let name = format!(
         "demo-{}",
         crate::util::time::compact(crate::util::time::now_millis()).replace('_', "-")
     );
     on(Event::Step(1));
-    let created = repos::create(ctx, Some(&name), path)?;
+    let created = repos::create(ctx, Some(&name), path, backfill)?;
     let root = PathBuf::from(&created.repo.path);
     on(Event::Created(&created.repo));
 

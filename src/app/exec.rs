@@ -47,7 +47,7 @@ pub fn exec(
     }
     let sandbox = ctx.sandbox();
     let scratch = checkout::scratch_root();
-    let home_id = super::daemons::home_id(&ctx.paths.home);
+    let home_id = super::home::home_id(&ctx.paths.home);
     let capture = match output {
         Output::Inherit => None,
         Output::Capture(cap) => Some((

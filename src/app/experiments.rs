@@ -3,13 +3,14 @@
 //! when killed, remembered under `refs/sandbox/promoted/<name>` when promoted. Git holds the
 //! state; the index follows it ([`sync`]) and `reindex` rebuilds it from the refs.
 
-use super::{repos, results, AppError, Context, Result};
-use crate::config::{parse_repository_file, Config, ConfigFile};
-use crate::git::{self, cli, CommitInfo};
+use super::locate::check_name;
+use super::{results, AppError, Context, Result};
+use crate::config::{parse_repository_file, Config};
+use crate::git::{self, cli};
 use crate::model::EventKind;
 use crate::model::{Evaluation, Experiment, ExperimentFile, RunRecord, State};
 use crate::store::RepoRow;
-use crate::util::{self, time};
+use crate::util::time;
 use gix::ObjectId;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -83,34 +84,6 @@ pub fn production_tip(repo: &gix::Repository, config: &Config) -> Result<(String
     }
 }
 
-/// The `[config]` of experiment `name`'s metadata, as a config layer for the run of `info`. The
-/// commit the experiment started from is production's, run under production's config: an
-/// experiment with no commits of its own costs no run.
-pub fn config_overrides(
-    repo: &gix::Repository,
-    info: &CommitInfo,
-    name: &str,
-) -> Result<ConfigFile> {
-    let Some(m) = meta::metadata(repo, name, Some(info.id)) else {
-        return Ok(ConfigFile::default());
-    };
-    if info.id == m.file.base_commit.as_str() {
-        return Ok(ConfigFile::default());
-    }
-    let label = match &m.origin {
-        Origin::Committed => format!(
-            "{}:{}",
-            util::short(&info.id.to_string()),
-            meta::committed_path(name)
-        ),
-        _ => format!("{}:experiment.toml", meta_ref(name)),
-    };
-    match meta::config_text(&m.file) {
-        Some(text) => Ok(parse_repository_file(&format!("{label} [config]"), &text)?),
-        None => Ok(ConfigFile::default()),
-    }
-}
-
 /// A budget as written ("30m", "2h", "90s"): CPU milliseconds, more than zero.
 pub fn parse_budget(text: &str) -> Option<u64> {
     crate::config::parse_duration(text)
@@ -158,15 +131,6 @@ pub fn status_of(e: &Experiment, budget: Option<&Budget>) -> String {
     }
 }
 
-/// The budget the commits of experiment `name` run under: the index's (set when it was started,
-/// by `experiment budget`, or from its metadata).
-pub fn run_budget(ctx: &Context, row: &RepoRow, name: &str) -> Result<Option<u64>> {
-    Ok(ctx
-        .index
-        .experiment(&row.repository_id, name)?
-        .and_then(|e| e.budget_ms))
-}
-
 /// The commit an experiment's results hang off: its branch, else its archive, else what was
 /// promoted.
 pub fn head_of(repo: &gix::Repository, name: &str) -> Result<Option<ObjectId>> {
@@ -190,7 +154,7 @@ pub fn find(
     row: &RepoRow,
     name: &str,
 ) -> Result<Experiment> {
-    repos::check_name(name)?;
+    check_name(name)?;
     sync(ctx, repo, row)?;
     if let Some(e) = ctx.index.experiment(&row.repository_id, name)? {
         return Ok(e);
@@ -233,7 +197,7 @@ pub fn start(
     budget: Option<&str>,
     config: Option<&str>,
 ) -> Result<Started> {
-    repos::check_name(name)?;
+    check_name(name)?;
     let budget_ms = budget.map(|b| budget_from("", b)).transpose()?;
     let config = match config {
         Some(text) => {

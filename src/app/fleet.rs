@@ -5,7 +5,7 @@
 //! lacks fetches first; a commit not on the remote yet (made on another machine, not pushed)
 //! waits a little for its own machine to run it.
 
-use super::{remote, AppError, Context, Result};
+use super::{fetch, AppError, Context, Result};
 use crate::git;
 use crate::store::RepoRow;
 use gix::ObjectId;
@@ -71,7 +71,7 @@ pub fn clone_if_missing(ctx: &Context, row: &RepoRow) -> Result<bool> {
     }
     // The results the remote holds come in as after any fetch (merged, indexed).
     let repo = git::open(dir)?;
-    remote::fetch(ctx, &repo, row, Some("origin"))?;
+    fetch::fetch(ctx, &repo, row, Some("origin"))?;
     Ok(true)
 }
 
@@ -111,7 +111,7 @@ pub fn ensure_commits(
     }
     let mut failed = None;
     if is_managed(ctx, row) {
-        match remote::fetch(ctx, &repo, row, Some("origin")) {
+        match fetch::fetch(ctx, &repo, row, Some("origin")) {
             // The fetched objects are seen by a handle opened after the fetch.
             Ok(_) => match git::open(dir) {
                 Ok(again) => {
@@ -136,25 +136,4 @@ pub fn ensure_commits(
             (false, None) => Err(Missing::NotHere),
         })
         .collect()
-}
-
-/// On a shared index: register this data dir's signing key, and return every key registered
-/// (home id, public key), whose records are the fleet's own. A file index has no fleet.
-pub fn registered_keys(
-    ctx: &Context,
-    keys: &crate::trust::Keyring,
-) -> Result<Vec<(String, String)>> {
-    if !ctx.index.is_shared() {
-        return Ok(Vec::new());
-    }
-    let mine = (keys.home_id.clone(), keys.public_key());
-    let registered = ctx.index.signing_keys()?;
-    if registered.contains(&mine) {
-        return Ok(registered);
-    }
-    // Written only when missing or changed: an upsert would lock the row in every process of
-    // this home, inside whatever transaction it runs (a daemon's threads would wait on each
-    // other).
-    ctx.index.register_signing_key(&mine.0, &mine.1)?;
-    Ok(ctx.index.signing_keys()?)
 }

@@ -336,7 +336,7 @@ fn prune_caches(
     // This data dir's own, judged by the repositories it knows; those of the old layout,
     // which no data dir uses any more, only by age.
     let scratch = checkout::scratch_root();
-    let home_id = super::daemons::home_id(&ctx.paths.home);
+    let home_id = super::home::home_id(&ctx.paths.home);
     let own = workspace::kept_checkouts(&scratch, &home_id)
         .into_iter()
         .filter(|k| !(live.contains_key(&k.repo_key) && k.used_ms >= cutoff));

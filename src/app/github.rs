@@ -87,7 +87,7 @@ pub(super) fn github_repo(ctx: &Context, repo: &gix::Repository) -> Option<(Stri
         return None;
     }
     let dir = crate::git::repo_root(repo);
-    let remote = super::remote::resolve(&dir, None).ok()?;
+    let remote = super::locate::remote_name(&dir, None).ok()?;
     let url = crate::git::cli::get_config(&dir, &format!("remote.{remote}.url"))?;
     github::repo_of(&url, &config.web_url)
 }

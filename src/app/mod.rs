@@ -14,16 +14,20 @@ pub mod compare;
 pub mod daemons;
 pub mod demo;
 pub mod eval;
+pub mod exchange;
 pub mod exec;
 pub mod experiments;
 pub mod explain;
 pub mod failures;
+pub mod fetch;
 pub mod fleet;
 pub mod forget;
 pub mod gate;
 pub mod gc;
 pub mod github;
+pub mod home;
 pub mod jsselect;
+pub mod locate;
 pub mod logs;
 pub mod lost_notes;
 pub mod metrics;
@@ -54,7 +58,6 @@ use crate::config::{ConfigError, Layers, Paths};
 use crate::git::GitError;
 use crate::store::{Index, StoreError};
 pub use crate::util::hint::{Hinted, Message};
-pub use session::Session;
 
 /// What a use-case reports when it cannot do its job. `Display` is the one line (problem, then
 /// its fixes) that records and events keep; [`Hinted`] gives the two apart for the faces.
@@ -262,7 +265,7 @@ impl Context {
         let ring = match self.keys.get() {
             Some(k) => k,
             None => {
-                let home_id = daemons::home_id(&self.paths.home);
+                let home_id = home::home_id(&self.paths.home);
                 let allowed = self.layers.resolve().trust.allowed_signers;
                 let ring =
                     crate::trust::Keyring::load(&self.paths.home, home_id, allowed.as_deref())
@@ -273,7 +276,7 @@ impl Context {
         if self.index.is_shared() && ring.fleet_stale() {
             // A database that is away leaves the fleet's keys as last read for a minute
             // (signing needs none of them).
-            match fleet::registered_keys(self, ring) {
+            match home::registered_keys(self, ring) {
                 Ok(fleet) => ring.set_fleet(fleet),
                 Err(_) => ring.keep_fleet(),
             }

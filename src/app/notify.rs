@@ -277,7 +277,7 @@ pub fn scan(
         .map(|(b, tip)| (format!("refs/heads/{b}"), tip))
         .collect();
     // With `[remote] poll`, the remote's watched branches are watched too.
-    if let Some(remote) = super::remote::followed(ctx, repo) {
+    if let Some(remote) = super::locate::followed(ctx, repo) {
         watched.extend(
             git::remote_branches(repo, &remote)?
                 .into_iter()

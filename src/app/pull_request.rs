@@ -69,7 +69,7 @@ pub fn open(
 ) -> Result<PullRequested> {
     let mut c = check(ctx, repo, row, name, opts, interrupt)?;
     let config = ctx.layers.resolve().github;
-    let remote = super::remote::resolve(&c.dir, None)?;
+    let remote = super::locate::remote_name(&c.dir, None)?;
     let url = cli::get_config(&c.dir, &format!("remote.{remote}.url")).unwrap_or_default();
     let Some((owner, gh_repo)) = crate::github::repo_of(&url, &config.web_url) else {
         return Err(AppError::usage(format!(

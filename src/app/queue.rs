@@ -464,7 +464,7 @@ impl Claimant {
 /// Queue again what another MCP server of this machine held of this repository's jobs: the
 /// caller took the runner lock, so that server was cut off.
 pub fn reclaim_from_mcp_servers(ctx: &Context, row: &RepoRow) -> Result<()> {
-    let home = super::daemons::home_id(&ctx.paths.home);
+    let home = super::home::home_id(&ctx.paths.home);
     ctx.index.reap(crate::store::Held::OwnerPrefixIn(
         &format!("{home}/mcp/"),
         &row.repository_id,

@@ -2,6 +2,9 @@
 //! keep the registration (the repository's id lives in its own git config, so the index can be
 //! rebuilt from the repositories themselves).
 
+use super::locate::remote_url_of;
+// Where the faces have always found it.
+pub use super::locate::check_name;
 use super::{io_err, AppError, Context, Result};
 use crate::git::{self, cli, hooks};
 use crate::model::EventKind;
@@ -51,18 +54,18 @@ pub struct Created {
     pub setup: Option<(crate::runner::detect_setup::Proposal, bool)>,
 }
 
-pub fn check_name(name: &str) -> Result<()> {
-    match util::name_problem(name) {
-        None => Ok(()),
-        Some(problem) => Err(
-            AppError::usage(format!("invalid name {name:?}: it {problem}"))
-                .hint("use letters, digits, '-', '_' and '.' (at most 100 characters)"),
-        ),
-    }
-}
-
 /// `git sandbox new`: create, commit, install hooks, register. On any failure nothing remains.
-pub fn create(ctx: &Context, name: Option<&str>, path: Option<&Path>) -> Result<Created> {
+/// What queues a new repository's history per `[watch] backfill` (the intake's
+/// `notify::adopt_history`, passed in by the caller): a repository's registration knows
+/// nothing of how commits are queued. Returns how many were queued.
+pub type Backfill<'a> = &'a dyn Fn(&Context, &gix::Repository, &str) -> Result<usize>;
+
+pub fn create(
+    ctx: &Context,
+    name: Option<&str>,
+    path: Option<&Path>,
+    backfill: Backfill<'_>,
+) -> Result<Created> {
     let now = util::time::now_millis();
     let name = match name {
         Some(n) => n.to_string(),
@@ -112,7 +115,7 @@ pub fn create(ctx: &Context, name: Option<&str>, path: Option<&Path>) -> Result<
                 source: e,
             }
         })?;
-        finish(ctx, &target, &name, &repo_id, now).inspect_err(|_| {
+        finish(ctx, &target, &name, &repo_id, now, backfill).inspect_err(|_| {
             let _ = std::fs::remove_dir_all(&target);
         })
     })();
@@ -198,14 +201,21 @@ fn configure(dir: &Path, repo_id: &str) -> Result<()> {
     Ok(())
 }
 
-fn finish(ctx: &Context, root: &Path, name: &str, repo_id: &str, now: i64) -> Result<Created> {
+fn finish(
+    ctx: &Context,
+    root: &Path,
+    name: &str,
+    repo_id: &str,
+    now: i64,
+    backfill: Backfill<'_>,
+) -> Result<Created> {
     let root = std::fs::canonicalize(root)
         .map_err(io_err(format!("cannot resolve {}", root.display())))?;
     let hooks = install_hooks(&root)?;
     let row = local_row(repo_id, Some(name), &root, now);
     register(ctx, &row)?;
     let repo = git::open(&root)?;
-    let queued = super::notify::adopt_history(ctx, &repo, repo_id)?;
+    let queued = backfill(ctx, &repo, repo_id)?;
     ctx.index.add_event(
         EventKind::RepositoryCreated,
         Some(repo_id),
@@ -318,7 +328,7 @@ fn adopted_repo_config(workdir: &Path) -> String {
 
 /// `git sandbox init`: adopt the repository around `cwd`. Running it again changes nothing.
 /// It never modifies a tracked file.
-pub fn adopt(ctx: &Context, cwd: &Path) -> Result<(Created, bool)> {
+pub fn adopt(ctx: &Context, cwd: &Path, backfill: Backfill<'_>) -> Result<(Created, bool)> {
     let repo = git::discover(cwd)?;
     let root = git::repo_root(&repo);
     let git_dir = repo.common_dir().to_path_buf();
@@ -375,7 +385,7 @@ pub fn adopt(ctx: &Context, cwd: &Path) -> Result<(Created, bool)> {
         }
     };
     let backfill_queued = if git::marks::read(&repo).is_none() {
-        super::notify::adopt_history(ctx, &repo, &repo_id)?
+        backfill(ctx, &repo, &repo_id)?
     } else {
         0
     };
@@ -504,24 +514,8 @@ fn local_row(id: &str, name: Option<&str>, root: &Path, now: i64) -> RepoRow {
 /// The URL other machines clone the repository at `root` from: its default remote's (the
 /// current branch's, else `origin`), without credentials; a relative path is made absolute.
 fn shared_remote(root: &Path) -> Option<String> {
-    let name = super::remote::resolve(root, None).ok()?;
+    let name = super::locate::remote_name(root, None).ok()?;
     remote_url_of(root, &name)
-}
-
-/// The URL of the remote `name` of the repository at `root`, as [`shared_remote`] keeps it.
-pub(crate) fn remote_url_of(root: &Path, name: &str) -> Option<String> {
-    let url = git::remote::shown_url(root, name);
-    if url.is_empty() {
-        return None;
-    }
-    let local = !url.contains("://") && !url.contains(':');
-    Some(if local && Path::new(&url).is_relative() {
-        std::fs::canonicalize(root.join(&url))
-            .map(|p| p.display().to_string())
-            .unwrap_or(url)
-    } else {
-        url
-    })
 }
 
 fn file_url(path: &Path) -> String {

@@ -644,7 +644,7 @@ pub fn history(
 /// The patch of `commit` against its first parent (the whole tree for a root commit), as git
 /// prints it, cut at `max_bytes` (then `true`).
 pub fn patch(repo: &gix::Repository, commit: ObjectId, max_bytes: usize) -> Result<(String, bool)> {
-    let dir = super::experiments::git_dir_for_cli(repo);
+    let dir = crate::git::repo_root(repo);
     let info = git::commit_info(repo, commit)?;
     let hex = commit.to_string();
     let text = match info.parents.first() {

@@ -496,7 +496,10 @@ fn run_one(
     }
     // An experiment that has spent its CPU budget runs nothing more until it is raised.
     if let Some(name) = experiment.as_deref().filter(|_| !opts.is_trial()) {
-        if let Some(limit) = super::experiments::run_budget(ctx, row, name)? {
+        // The index keeps the budget (set when it was started, by `experiment budget`, or from
+        // its metadata): read there, not through the experiment area above this one.
+        let budget = ctx.index.experiment(&row.repository_id, name)?;
+        if let Some(limit) = budget.and_then(|e| e.budget_ms) {
             let spent = ctx.index.experiment_cpu_ms(&row.repository_id, name)?;
             if spent >= limit {
                 record.status = Status::Skipped;
@@ -530,7 +533,7 @@ fn run_one(
         s
     });
     let scratch = checkout::scratch_root();
-    let home_id = super::daemons::home_id(&ctx.paths.home);
+    let home_id = super::home::home_id(&ctx.paths.home);
     let cache_home = ctx.paths.caches();
     let dirs = cache_dirs(&config, repo, info);
     let branch = opts

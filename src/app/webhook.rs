@@ -4,7 +4,7 @@
 //! the fetch it asks for in one transaction keyed by its delivery id. Nothing runs inline: the
 //! daemon fetches recorded deliveries and queues their new commits ([`process_pending`]).
 
-use super::{remote, Context, Result};
+use super::{fetch, Context, Result};
 use crate::git;
 use crate::model::EventKind;
 use crate::store::Delivery;
@@ -385,7 +385,7 @@ pub fn process_pending(
                 return Ok(0);
             };
             let repo = git::open(Path::new(&row.path))?;
-            remote::fetch_announced(ctx, &repo, &row, &d.remote, &d.refspec, &d.local_ref)
+            fetch::fetch_announced(ctx, &repo, &row, &d.remote, &d.refspec, &d.local_ref)
         })();
         match &result {
             Ok(_) => ctx.index.finish_delivery(&d, None)?,

@@ -1,6 +1,6 @@
 use super::{ui, CmdResult};
 use crate::app::demo::{self, Event, EXPERIMENT, STEPS};
-use crate::app::Context;
+use crate::app::{self, Context};
 
 /// The main job end to end on the built-in defaults: create an experiment repository, commit a
 /// change, run the experiment for each commit in a sandboxed checkout, show the results, then
@@ -17,28 +17,33 @@ pub struct DemoArgs {
 pub fn cmd_demo(args: DemoArgs) -> CmdResult {
     let ctx = Context::load()?;
     super::install_man_pages::beside_installed_binary();
-    let done = demo::demo(&ctx, args.path.as_deref(), &mut |e| match e {
-        Event::Step(n) => println!(
-            "{} {}",
-            ui::yellow(&format!("[{n}/{}]", STEPS.len())),
-            STEPS[n - 1]
-        ),
-        Event::Created(row) => println!("   {} at {}", row.name, row.path),
-        Event::Git(line) => println!("   {line}"),
-        Event::Result(r, summary) => println!("   {}", ui::oneline(r, summary)),
-        Event::Started(s) => println!(
-            "   {} from {} ({})",
-            s.branch,
-            s.base,
-            crate::util::short(&s.base_commit)
-        ),
-        Event::Evaluated(ev) => {
-            println!("   {} — {}", ev.recommendation, ev.reason);
-            for c in &ev.criteria {
-                println!("   {} {}", if c.pass { "✔" } else { "✘" }, c.name);
+    let done = demo::demo(
+        &ctx,
+        args.path.as_deref(),
+        &app::notify::adopt_history,
+        &mut |e| match e {
+            Event::Step(n) => println!(
+                "{} {}",
+                ui::yellow(&format!("[{n}/{}]", STEPS.len())),
+                STEPS[n - 1]
+            ),
+            Event::Created(row) => println!("   {} at {}", row.name, row.path),
+            Event::Git(line) => println!("   {line}"),
+            Event::Result(r, summary) => println!("   {}", ui::oneline(r, summary)),
+            Event::Started(s) => println!(
+                "   {} from {} ({})",
+                s.branch,
+                s.base,
+                crate::util::short(&s.base_commit)
+            ),
+            Event::Evaluated(ev) => {
+                println!("   {} — {}", ev.recommendation, ev.reason);
+                for c in &ev.criteria {
+                    println!("   {} {}", if c.pass { "✔" } else { "✘" }, c.name);
+                }
             }
-        }
-    })?;
+        },
+    )?;
     let cached = done
         .results
         .iter()

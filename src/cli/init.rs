@@ -1,5 +1,5 @@
 use super::{cwd, print_json, ui, CmdResult};
-use crate::app::{forget, repos, Context};
+use crate::app::{forget, notify, repos, Context};
 
 /// Adopt the current repository: install hooks (keeping any that exist), write `.sandbox.toml`
 /// with the detected test command if it has none, and register it. Its history is not run:
@@ -30,7 +30,7 @@ pub fn cmd_init(args: InitArgs) -> CmdResult {
     if args.remove {
         return remove(&ctx, &dir, args.json);
     }
-    let (adopted, changed) = repos::adopt(&ctx, &dir)?;
+    let (adopted, changed) = repos::adopt(&ctx, &dir, &notify::adopt_history)?;
     super::install_man_pages::beside_installed_binary();
     if args.json {
         let mut v = serde_json::to_value(&adopted).expect("serializable");

@@ -1,5 +1,5 @@
 use super::{print_json, CmdResult};
-use crate::app::{repos, Context};
+use crate::app::{notify, repos, Context};
 use std::path::PathBuf;
 
 /// Create an experiment repository: template files, initial commit, hooks, registration.
@@ -37,7 +37,12 @@ pub fn cmd_new(args: NewArgs) -> CmdResult {
         repos::check_name(org)?;
     }
     let ctx = Context::load()?;
-    let created = repos::create(&ctx, args.name.as_deref(), args.path.as_deref())?;
+    let created = repos::create(
+        &ctx,
+        args.name.as_deref(),
+        args.path.as_deref(),
+        &notify::adopt_history,
+    )?;
     super::install_man_pages::beside_installed_binary();
     let github = if args.github {
         let repo = crate::git::open(std::path::Path::new(&created.repo.path))?;

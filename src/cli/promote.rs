@@ -1,7 +1,7 @@
 use super::{cwd, print_json, ui, CmdResult, CommandError};
 use crate::app::promote::{promote, PromoteOptions};
 use crate::app::pull_request;
-use crate::app::{repos, Session};
+use crate::app::{repos, session::Session};
 
 /// Promote an experiment: merge it into the production branch and mark it promoted.
 ///

@@ -1,5 +1,5 @@
 use super::{cwd, print_json, ui, CmdResult};
-use crate::app::{propose, Session};
+use crate::app::{propose, session::Session};
 
 /// Evaluate every active experiment against production (running what has no result yet) and
 /// list those whose verdict meets `[promote] minimum`, best first. With --promote, promote them

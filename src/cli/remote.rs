@@ -1,5 +1,5 @@
 use super::{cwd, print_json, CmdResult};
-use crate::app::{github, repos, Session};
+use crate::app::{github, repos, session::Session};
 
 /// Connect a repository to GitHub.
 ///

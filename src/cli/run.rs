@@ -1,6 +1,6 @@
 use super::{cwd, print_json, ui, CmdResult, CommandError};
 use crate::app::run::{run_commits, run_commits_parallel, Progress, RunOptions};
-use crate::app::{select, Session};
+use crate::app::{select, session::Session};
 use crate::config::ConfigFile;
 use crate::git::revs::Walk;
 use crate::model::{Status, Trigger};
@@ -244,7 +244,7 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
     let outcome = if jobs > 1 && commits.len() > 1 {
         let progress: std::sync::Mutex<&mut (dyn FnMut(Progress<'_>) + Send)> =
             std::sync::Mutex::new(&mut on_progress);
-        run_commits_parallel(&dir, &commits, &opts, jobs, &progress)?
+        run_commits_parallel(&dir, &row, &commits, &opts, jobs, &progress)?
     } else {
         run_commits(&ctx, &repo, &row, &commits, &opts, &mut on_progress)?
     };

@@ -197,7 +197,7 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
     // Jobs this home's previous daemon held were cut off (we hold the home's lock now); jobs
     // whose owner stopped renewing its lease (on any machine) go back to the queue too.
     let me = crate::app::queue::Claimant::new(&ctx, "daemon");
-    let home_id = crate::app::daemons::home_id(&home);
+    let home_id = crate::app::home::home_id(&home);
     let reaped = ctx
         .index
         .reap(crate::store::Held::OwnerPrefix(&format!(

@@ -3,7 +3,7 @@
 //! trip, no REST quota), fetches it and queues the new commits. A remote that fails is logged when
 //! its error changes (not on every poll) and recorded as an event.
 
-use crate::app::{remote, Context};
+use crate::app::{fetch, Context};
 use crate::model::EventKind;
 use std::collections::HashMap;
 use std::path::Path;
@@ -36,7 +36,7 @@ fn run(every: Duration, stop: &AtomicBool) {
             let Ok(repo) = crate::git::open(Path::new(&row.path)) else {
                 continue;
             };
-            match remote::poll(&ctx, &repo, &row) {
+            match fetch::poll(&ctx, &repo, &row) {
                 Ok(p) => {
                     last_error.remove(&row.repository_id);
                     if p.queued > 0 {

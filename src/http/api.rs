@@ -5,7 +5,7 @@
 use super::{blocking, repository, ApiError, ApiResult, Web};
 use crate::app::promote::{promote, PromoteOptions};
 use crate::app::tokens::Role;
-use crate::app::{compare, eval, experiments, logs, queue, repos, results, summary, views};
+use crate::app::{compare, eval, experiments, logs, notify, queue, repos, results, summary, views};
 use crate::model::Trigger;
 use crate::store::EventFilter;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
@@ -131,7 +131,7 @@ async fn create_repository(
     let b = body(b)?;
     repos::check_name(&b.name)?;
     blocking(move |ctx| {
-        let created = repos::create(ctx, Some(&b.name), None)?;
+        let created = repos::create(ctx, Some(&b.name), None, &notify::adopt_history)?;
         Ok((
             StatusCode::CREATED,
             Json(serde_json::to_value(&created).unwrap_or_default()),

@@ -5,6 +5,8 @@
 //! `experiments/<name>/experiment.toml` is read once and moved into the ref.
 
 use crate::app::{AppError, Result};
+use crate::config::ConfigFile;
+use crate::git::CommitInfo;
 use crate::git::{self, cli, remote::SANDBOX_REMOTES};
 use crate::model::ExperimentFile;
 use gix::ObjectId;
@@ -356,4 +358,35 @@ pub fn drop_commit(dir: &Path, parent: ObjectId, name: &str, paths: &[String]) -
     )?;
     ObjectId::from_hex(out.trim().as_bytes())
         .map_err(|e| AppError::Git(git::GitError::Gix(format!("git commit-tree: {e}"))))
+}
+
+/// The `[config]` of experiment `name`'s metadata, as a config layer for the run of `info`. The
+/// commit the experiment started from is production's, run under production's config: an
+/// experiment with no commits of its own costs no run.
+pub fn config_overrides(
+    repo: &gix::Repository,
+    info: &CommitInfo,
+    name: &str,
+) -> Result<ConfigFile> {
+    let Some(m) = metadata(repo, name, Some(info.id)) else {
+        return Ok(ConfigFile::default());
+    };
+    if info.id == m.file.base_commit.as_str() {
+        return Ok(ConfigFile::default());
+    }
+    let label = match &m.origin {
+        Origin::Committed => format!(
+            "{}:{}",
+            crate::util::short(&info.id.to_string()),
+            committed_path(name)
+        ),
+        _ => format!("{}:experiment.toml", meta_ref(name)),
+    };
+    match config_text(&m.file) {
+        Some(text) => Ok(crate::config::parse_repository_file(
+            &format!("{label} [config]"),
+            &text,
+        )?),
+        None => Ok(ConfigFile::default()),
+    }
 }

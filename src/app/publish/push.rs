@@ -16,7 +16,7 @@ const KIND: &str = "remote.push";
 pub fn channel(ctx: &Context) -> String {
     format!(
         "{CHANNEL_PREFIX}{}",
-        super::super::daemons::home_id(&ctx.paths.home)
+        super::super::home::home_id(&ctx.paths.home)
     )
 }
 

@@ -2,14 +2,16 @@
 
 use super::{run_commits, Outcome, Progress, RunOptions};
 use crate::app::{AppError, Context, Result};
+use crate::store::RepoRow;
 use gix::ObjectId;
 
 /// [`run_commits`] with up to `jobs` commits at once (`run -j N`): commit i goes to worker
 /// i mod N, each with its own index connection and repository handle (of the repository at
-/// `dir`), each writing its notes in batches as one run does. The records come back in the order
+/// `dir`, registered as `row` by the caller), each writing its notes in batches as one run does. The records come back in the order
 /// of `commits`.
 pub fn run_commits_parallel(
     dir: &std::path::Path,
+    row: &RepoRow,
     commits: &[ObjectId],
     opts: &RunOptions<'_>,
     jobs: usize,
@@ -25,8 +27,8 @@ pub fn run_commits_parallel(
             .map(|part| {
                 s.spawn(move || {
                     let ctx = Context::load()?;
-                    let (repo, row) = crate::app::repos::require_registered(&ctx, dir)?;
-                    run_commits(&ctx, &repo, &row, part, opts, &mut |p| {
+                    let repo = crate::git::discover(dir)?;
+                    run_commits(&ctx, &repo, row, part, opts, &mut |p| {
                         (progress.lock().unwrap_or_else(|e| e.into_inner()))(p)
                     })
                 })
@@ -69,9 +71,9 @@ pub fn run_commits_parallel(
     // all have ended, every note of the run is looked at again.
     if n > 1 && !opts.unnoted && !opts.is_trial() && !all.records.is_empty() {
         let ctx = Context::load()?;
-        let (repo, row) = crate::app::repos::require_registered(&ctx, dir)?;
+        let repo = crate::git::discover(dir)?;
         for _ in 0..3 {
-            let k = crate::app::results::rewrite_missing(&ctx, &repo, &row, &all.records, false)?;
+            let k = crate::app::results::rewrite_missing(&ctx, &repo, row, &all.records, false)?;
             all.restored += k;
             if k == 0 {
                 break;
