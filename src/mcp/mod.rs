@@ -9,7 +9,7 @@ mod args;
 mod budget;
 mod tools;
 
-use crate::app::{queue, repos, AppError, Context, ErrorKind, Hinted, session::Session};
+use crate::app::{queue, repos, session::Session, AppError, Context, ErrorKind, Hinted};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
