@@ -2,9 +2,28 @@
 //! a throw-away checkout, tests and analysis side by side, change stats, then the record as a
 //! note (batched, compare-and-swap) and in the index, with events.
 
-use super::commit_config::{cache_dirs, config_for, experiment_of};
-use super::results::{self, NoteReader};
-use super::{analyze, checks, setup, AppError, Context, Result};
+pub mod analyze;
+pub mod cargo_selection;
+pub mod checks;
+pub mod commit_config;
+pub mod commits;
+pub mod exec;
+pub mod experiment_meta;
+pub mod explain;
+pub mod failures;
+pub mod jsselect;
+pub mod logs;
+pub mod metrics;
+pub mod results;
+pub mod selection;
+pub mod setup;
+pub mod summary;
+pub mod testcov;
+pub mod views;
+
+use crate::app::run::commit_config::{cache_dirs, config_for, experiment_of};
+use crate::app::run::results::{NoteReader};
+use crate::app::{AppError, Context, Result};
 use crate::config::Config;
 use crate::config::ConfigFile;
 use crate::git::{self, checkout, CommitInfo};
@@ -631,7 +650,7 @@ fn run_one(
     }
     let selection = if config.test.phases {
         let _t = crate::util::trace::span("selection");
-        super::selection::select(ctx, repo, row, info, &config).ok()
+        crate::app::run::selection::select(ctx, repo, row, info, &config).ok()
     } else {
         None
     };
@@ -772,7 +791,7 @@ fn run_one(
         .coverage()
         .map(|(check, report, r)| (check.to_string(), report.to_string(), r.clone()));
     if let Some(data) = ran.test.contexts.take().filter(|_| !opts.is_trial()) {
-        super::testcov::keep(&ctx.paths.home, &row.repository_id, &record.commit, &data);
+        crate::app::run::testcov::keep(&ctx.paths.home, &row.repository_id, &record.commit, &data);
     }
     record.tests = ran.test.tests;
     record.analysis = match analysis {

@@ -84,7 +84,7 @@ fn values(kind: Kind, word: &str) -> Option<Vec<String>> {
         }
         Kind::Experiments => {
             let repo = crate::git::discover(&cwd).ok()?;
-            crate::app::experiments::scan(&repo)
+            crate::app::experiment::experiments::scan(&repo)
                 .ok()?
                 .1
                 .into_iter()

@@ -1,5 +1,5 @@
 use super::{ui, CmdResult};
-use crate::app::demo::{self, Event, EXPERIMENT, STEPS};
+use crate::app::repo::demo::{self, Event, EXPERIMENT, STEPS};
 use crate::app::{self, Context};
 
 /// The main job end to end on the built-in defaults: create an experiment repository, commit a
@@ -20,7 +20,7 @@ pub fn cmd_demo(args: DemoArgs) -> CmdResult {
     let done = demo::demo(
         &ctx,
         args.path.as_deref(),
-        &app::notify::adopt_history,
+        &app::intake::notify::adopt_history,
         &mut |e| match e {
             Event::Step(n) => println!(
                 "{} {}",

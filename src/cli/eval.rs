@@ -1,5 +1,5 @@
 use super::{cwd, experiment::print_evaluation, print_json, CmdResult};
-use crate::app::{eval, repos, session::Session};
+use crate::app::{experiment::eval, repo::repos, repo::session::Session};
 use crate::model::Recommendation;
 
 /// Evaluate an experiment against production (criteria and a recommendation).

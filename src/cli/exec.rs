@@ -1,5 +1,5 @@
 use super::{cwd, CmdResult, CommandError};
-use crate::app::{exec, Context};
+use crate::app::{run::exec, Context};
 use crate::git;
 
 /// Run any command in a sandboxed, throw-away checkout of REV; prints its output and exits with

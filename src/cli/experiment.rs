@@ -1,5 +1,5 @@
 use super::{cwd, print_json, ui, CmdResult};
-use crate::app::{experiments, repos, session::Session};
+use crate::app::{experiment::experiments, repo::repos, repo::session::Session};
 use crate::model::{Evaluation, RunRecord};
 use crate::util::time;
 

@@ -1,5 +1,5 @@
 use super::{cwd, print_json, ui, CmdResult};
-use crate::app::{fetch, session::Session};
+use crate::app::{intake::fetch, repo::session::Session};
 
 /// Bring a remote's branches and results here, merging its notes into ours and indexing them.
 ///

@@ -1,5 +1,5 @@
 use super::{cwd, print_json, ui, CmdResult};
-use crate::app::{forget, Context};
+use crate::app::{repo::forget, Context};
 
 /// Unregister a repository: its index rows, registry entry and run logs (its notes stay in git).
 ///

@@ -1,5 +1,5 @@
 use super::{print_json, ui, CmdResult};
-use crate::app::{gc, Context};
+use crate::app::{repo::gc, Context};
 
 /// Prune old run logs and events, stale checkouts and caches, and repositories gone from disk.
 ///

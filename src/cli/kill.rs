@@ -1,5 +1,5 @@
 use super::{cwd, print_json, CmdResult};
-use crate::app::{experiments, repos, session::Session};
+use crate::app::{experiment::experiments, repo::repos, repo::session::Session};
 
 /// Kill an experiment: archive its branch and mark it killed.
 ///

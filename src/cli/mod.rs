@@ -279,7 +279,7 @@ pub(crate) fn die_of_sigpipe() -> ! {
 
 /// Say once (per value of `core.hooksPath`) that git no longer runs our hooks.
 fn notice_hooks(repo: &gix::Repository) {
-    if let Some(msg) = crate::app::repos::hooks_bypassed(repo) {
+    if let Some(msg) = crate::app::repo::repos::hooks_bypassed(repo) {
         eprintln!("warning: {msg}");
     }
 }

@@ -1,5 +1,5 @@
 use super::{print_json, CmdResult};
-use crate::app::{notify, repos, Context};
+use crate::app::{intake::notify, repo::repos, Context};
 use std::path::PathBuf;
 
 /// Create an experiment repository: template files, initial commit, hooks, registration.
@@ -46,7 +46,7 @@ pub fn cmd_new(args: NewArgs) -> CmdResult {
     super::install_man_pages::beside_installed_binary();
     let github = if args.github {
         let repo = crate::git::open(std::path::Path::new(&created.repo.path))?;
-        Some(crate::app::github::connect(
+        Some(crate::app::publish::github::connect(
             &ctx,
             &repo,
             &created.repo,

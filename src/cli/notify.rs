@@ -1,5 +1,5 @@
 use super::CmdResult;
-use crate::app::{notify, Context};
+use crate::app::{intake::notify, Context};
 
 /// What the installed hooks call: queue the new commits of watched branches. Always exits 0 so
 /// it can never fail the user's git command; problems are printed as warnings.

@@ -1,7 +1,7 @@
 use super::{cwd, print_json, ui, CmdResult, CommandError};
-use crate::app::promote::{promote, PromoteOptions};
-use crate::app::pull_request;
-use crate::app::{repos, session::Session};
+use crate::app::experiment::promote::{promote, PromoteOptions};
+use crate::app::experiment::pull_request;
+use crate::app::{repo::repos, repo::session::Session};
 
 /// Promote an experiment: merge it into the production branch and mark it promoted.
 ///
@@ -74,7 +74,7 @@ pub fn cmd_promote(args: PromoteArgs) -> CmdResult {
         },
         trigger: crate::model::Trigger::Manual,
     };
-    if crate::app::promote::strategy(&ctx, &repo, &opts)? == "pull-request" {
+    if crate::app::experiment::promote::strategy(&ctx, &repo, &opts)? == "pull-request" {
         if args.watch {
             return Err(CommandError::usage(
                 "--watch cannot watch a pull request: GitHub merges it, and its checks guard production",

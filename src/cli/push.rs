@@ -1,5 +1,5 @@
 use super::{cwd, print_json, ui, CmdResult};
-use crate::app::{remote, session::Session};
+use crate::app::{publish::remote, repo::session::Session};
 
 /// Send the watched branches and the results (`refs/notes/sandbox*`, `refs/sandbox/*`) to a remote.
 ///

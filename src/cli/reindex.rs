@@ -1,5 +1,5 @@
 use super::{print_json, ui, CmdResult};
-use crate::app::{reindex, Context};
+use crate::app::{repo::reindex, Context};
 
 /// Rebuild the index (runs, experiments, evaluations) from the notes and refs of every registered repository (and every repository under
 /// `$GIT_SANDBOX_HOME/repos`). Deleting index.db loses nothing: run this.

@@ -1,5 +1,5 @@
 use super::{cwd, print_json, CmdResult};
-use crate::app::{github, repos, session::Session};
+use crate::app::{publish::github, repo::repos, repo::session::Session};
 
 /// Connect a repository to GitHub.
 ///

@@ -1,6 +1,6 @@
 use super::{cwd, print_json, ui, CmdResult, CommandError};
 use crate::app::run::{run_commits, run_commits_parallel, Progress, RunOptions};
-use crate::app::{select, session::Session};
+use crate::app::{select, repo::session::Session};
 use crate::config::ConfigFile;
 use crate::git::revs::Walk;
 use crate::model::{Status, Trigger};
@@ -115,7 +115,7 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
     if args.explain_cache {
         let mut all = Vec::new();
         for &c in &commits {
-            let e = crate::app::explain::explain(&ctx, &repo, &row, c, refname.as_deref())?;
+            let e = crate::app::run::explain::explain(&ctx, &repo, &row, c, refname.as_deref())?;
             if !args.json {
                 let what = match (e.decision, &e.from) {
                     ("own", _) => "keeps its own result".to_string(),
@@ -140,7 +140,7 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
     if args.explain_selection {
         let mut all = Vec::new();
         for &c in &commits {
-            let e = crate::app::selection::explain(&ctx, &repo, &row, c, refname.as_deref())?;
+            let e = crate::app::run::selection::explain(&ctx, &repo, &row, c, refname.as_deref())?;
             if !args.json {
                 print!("{}", explained_text(&e));
             }
@@ -253,7 +253,7 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    if let Some(w) = crate::app::results::invalid_warning(&outcome.invalid_notes) {
+    if let Some(w) = crate::app::run::results::invalid_warning(&outcome.invalid_notes) {
         eprintln!("warning: {w}");
     }
     for a in &outcome.attempts {
@@ -309,16 +309,16 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
 }
 
 /// `run --explain-selection`'s lines for one commit.
-pub fn explained_text(e: &crate::app::selection::Explained) -> String {
-    use crate::app::selection::Why;
+pub fn explained_text(e: &crate::app::run::selection::Explained) -> String {
+    use crate::app::run::selection::Why;
     let s = &e.selection;
     let head = ui::yellow(crate::util::short(&e.commit));
     if let Some(why) = &s.one_phase {
         return format!("{head} one phase, the whole suite: {}\n", ui::escape(why));
     }
     let unit = match s.selects {
-        crate::app::selection::Selects::TestFiles => "test files",
-        crate::app::selection::Selects::Crates => "crates",
+        crate::app::run::selection::Selects::TestFiles => "test files",
+        crate::app::run::selection::Selects::Crates => "crates",
     };
     let singles = s.files.keys().filter(|k| k.contains("::")).count();
     let whole = s.files.len() - singles;

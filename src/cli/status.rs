@@ -22,7 +22,7 @@ pub fn cmd_status(args: StatusArgs) -> CmdResult {
     let (queued, running) = ctx.index.queue_depth()?;
     let why = ctx.index.pending_by_trigger()?;
     let dead = ctx.index.dead_jobs()?;
-    let daemons = crate::app::daemons::list(&ctx)?;
+    let daemons = crate::app::repo::daemons::list(&ctx)?;
     let unindexed: Vec<String> = crate::store::registry::list(&ctx.paths.home)
         .into_iter()
         .filter(|e| !stats.iter().any(|s| s.repo.repository_id == e.id))

@@ -1,5 +1,5 @@
 use super::{print_json, ui, CmdResult, CommandError};
-use crate::app::tokens::{self, Role};
+use crate::app::repo::tokens::{self, Role};
 use crate::app::Context;
 
 /// Tokens for the daemon's HTTP API and dashboard: create, list, revoke.

@@ -1,12 +1,12 @@
 //! `daemon --http ADDR`: the daemon's HTTP listener, on tokio and axum in a thread of its own.
 //! It serves the API and the dashboard (`crate::http`), `GET /health`, and `POST
 //! /webhooks/github` (GitHub, Gitea and Forgejo deliveries) when a webhook secret is set. A
-//! delivery is handed to `app::webhook` on a blocking thread and answered at once (202 when
+//! delivery is handed to `app::intake::webhook` on a blocking thread and answered at once (202 when
 //! recorded); the fetches and runs happen later, in the deliveries thread and the workers.
 //! Connections go through [`super::doors`]; unsigned bytes are bounded here: bodies being read
 //! hold at most [`IN_FLIGHT`] bytes between them (503 beyond), each hashed as it streams.
 
-use crate::app::{webhook, Context};
+use crate::app::{intake::webhook, Context};
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};

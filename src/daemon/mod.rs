@@ -30,7 +30,7 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 
 /// How often the daemon writes a heartbeat and rescans every repository (the safety net for
 /// anything the hooks and the watcher missed).
-pub const HEARTBEAT: Duration = crate::app::daemons::HEARTBEAT;
+pub const HEARTBEAT: Duration = crate::app::repo::daemons::HEARTBEAT;
 /// How often a daemon on PostgreSQL asks for jobs with no notification (retries whose back-off
 /// ended, a notification lost while the connection was down).
 const IDLE_CLAIM: Duration = Duration::from_secs(5);
@@ -162,7 +162,7 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
     let secrets = match opts.http {
         Some(addr) => {
             // A token is the only way in: a listener others can reach needs one to exist.
-            if !addr.ip().is_loopback() && crate::app::tokens::list(&ctx.paths)?.is_empty() {
+            if !addr.ip().is_loopback() && crate::app::repo::tokens::list(&ctx.paths)?.is_empty() {
                 return Err(AppError::usage(format!(
                     "--http {addr} can be reached from other machines, and no API token exists"
                 ))
@@ -170,7 +170,7 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
                 .into());
             }
             match ctx.layers.resolve().remote.webhook_secret_file {
-                Some(_) => Some(crate::app::webhook::secrets(&ctx)?),
+                Some(_) => Some(crate::app::intake::webhook::secrets(&ctx)?),
                 None => None,
             }
         }
@@ -196,7 +196,7 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
     let mut sigint = signal(SignalKind::interrupt()).ok();
     // Jobs this home's previous daemon held were cut off (we hold the home's lock now); jobs
     // whose owner stopped renewing its lease (on any machine) go back to the queue too.
-    let me = crate::app::queue::Claimant::new(&ctx, "daemon");
+    let me = crate::app::intake::queue::Claimant::new(&ctx, "daemon");
     let home_id = crate::app::home::home_id(&home);
     let reaped = ctx
         .index
@@ -265,7 +265,7 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
     let event = |kind: EventKind, data: serde_json::Value| {
         let _ = ctx.index.add_event(kind, None, None, None, &data);
     };
-    crate::app::daemons::started(&ctx, &me.owner, workers, served);
+    crate::app::repo::daemons::started(&ctx, &me.owner, workers, served);
     // On PostgreSQL an idle daemon sleeps until a job is queued anywhere (`LISTEN`).
     let listening = match crate::app::index_url(&ctx.layers).ok().flatten() {
         Some(url) => {
@@ -551,7 +551,7 @@ fn init_logging() {
 /// claimed, None when the index was not asked.
 fn dispatch(
     ctx: &Context,
-    me: &crate::app::queue::Claimant,
+    me: &crate::app::intake::queue::Claimant,
     repos: &Repos,
     slots: &mut Slots,
     job_tx: &mpsc::Sender<worker::Assignment>,
@@ -727,7 +727,7 @@ impl Repos {
         // On a shared index, repositories adopted on other machines run in clones of our own,
         // made from the remote they were registered with; each is served once it is there.
         for row in rows.iter().filter(|r| {
-            !std::path::Path::new(&r.path).exists() && crate::app::fleet::is_managed(ctx, r)
+            !std::path::Path::new(&r.path).exists() && crate::app::intake::fleet::is_managed(ctx, r)
         }) {
             if row.remote_url.is_none()
                 || !self
@@ -743,7 +743,7 @@ impl Repos {
                 .name("clone".into())
                 .spawn(move || {
                     let made = Context::load().map_err(|e| e.to_string()).and_then(|c| {
-                        crate::app::fleet::clone_if_missing(&c, &row).map_err(|e| e.to_string())
+                        crate::app::intake::fleet::clone_if_missing(&c, &row).map_err(|e| e.to_string())
                     });
                     cloning
                         .lock()

@@ -3,7 +3,7 @@
 //! trip, no REST quota), fetches it and queues the new commits. A remote that fails is logged when
 //! its error changes (not on every poll) and recorded as an event.
 
-use crate::app::{fetch, Context};
+use crate::app::{intake::fetch, Context};
 use crate::model::EventKind;
 use std::collections::HashMap;
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! full scan (start-up, heartbeat) also writes again the notes a concurrent writer dropped.
 
 use super::log;
-use crate::app::{lost_notes, notify, AppError, Context};
+use crate::app::{intake::lost_notes, intake::notify, AppError, Context};
 use crate::model::EventKind;
 use crate::store::RepoRow;
 use std::collections::HashMap;

@@ -1,11 +1,11 @@
 //! A worker: takes an assigned batch of jobs (one repository's), runs it through
-//! `app::queue::run_jobs` (the same pipeline as `git sandbox run`), logs how each job ended and
+//! `app::intake::queue::run_jobs` (the same pipeline as `git sandbox run`), logs how each job ended and
 //! reports back. Failing tests are results; only infrastructure errors are retried, with
 //! back-off.
 
 use super::{Msg, Shared};
-use crate::app::fleet::{self, Missing};
-use crate::app::queue::{self, JobEnd};
+use crate::app::intake::fleet::{self, Missing};
+use crate::app::intake::queue::{self, JobEnd};
 use crate::app::Context;
 use crate::store::{Job, RepoRow};
 use gix::ObjectId;

@@ -3,9 +3,9 @@
 //! (`since`); bad parameters are 400 with a one-line message, unknown ids 404.
 
 use super::{blocking, repository, ApiError, ApiResult, Web};
-use crate::app::promote::{promote, PromoteOptions};
-use crate::app::tokens::Role;
-use crate::app::{compare, eval, experiments, logs, notify, queue, repos, results, summary, views};
+use crate::app::experiment::promote::{promote, PromoteOptions};
+use crate::app::repo::tokens::Role;
+use crate::app::{experiment::compare, experiment::eval, experiment::experiments, run::logs, intake::notify, intake::queue, repo::repos, run::results, run::summary, run::views};
 use crate::model::Trigger;
 use crate::store::EventFilter;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
@@ -106,7 +106,7 @@ async fn repositories(State(web): St, headers: HeaderMap) -> ApiResult<Json<Valu
 async fn daemons(State(web): St, headers: HeaderMap) -> ApiResult<Json<Value>> {
     web.require(&headers, Role::Read, true)?;
     blocking(|ctx| {
-        let all = crate::app::daemons::list(ctx)?;
+        let all = crate::app::repo::daemons::list(ctx)?;
         let (pending, running) = views::queue_depth(ctx)?;
         Ok(Json(
             json!({"daemons": all, "queue": {"pending": pending, "running": running}}),
@@ -251,7 +251,7 @@ pub async fn promote_now(
             watch: None,
             trigger: crate::model::Trigger::Manual,
         };
-        if crate::app::promote::strategy(ctx, &repo, &opts)? == "pull-request" {
+        if crate::app::experiment::promote::strategy(ctx, &repo, &opts)? == "pull-request" {
             return Err(ApiError::new(
                 StatusCode::CONFLICT,
                 "this repository promotes by pull request ([promote] strategy)",

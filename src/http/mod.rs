@@ -11,7 +11,7 @@ mod api;
 mod openapi;
 mod pages;
 
-use crate::app::tokens::{self, Role, Token};
+use crate::app::repo::tokens::{self, Role, Token};
 use crate::app::{AppError, Context, ErrorKind, Hinted};
 use crate::config::Paths;
 use axum::http::{HeaderMap, StatusCode};
@@ -231,7 +231,7 @@ pub async fn blocking<T: Send + 'static>(
 
 /// A registered repository by id or name.
 pub fn repository(ctx: &Context, key: &str) -> ApiResult<(gix::Repository, crate::store::RepoRow)> {
-    let row = crate::app::views::repository(ctx, key)?.ok_or_else(|| {
+    let row = crate::app::run::views::repository(ctx, key)?.ok_or_else(|| {
         ApiError::not_found(format!("no repository {key:?}"))
             .hint("GET /api/v1/repositories lists them")
     })?;

@@ -78,7 +78,7 @@ pub struct WaitArgs {
     /// `result` (default): the whole result. `first_failure`: return as soon as the running
     /// run's first failing test is known (`provisional: true`); the whole result comes later.
     #[serde(default)]
-    pub(super) until: crate::app::queue::Until,
+    pub(super) until: crate::app::intake::queue::Until,
     #[serde(default)]
     pub(super) detail: bool,
 }

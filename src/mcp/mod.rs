@@ -9,7 +9,7 @@ mod args;
 mod budget;
 mod tools;
 
-use crate::app::{queue, repos, session::Session, AppError, Context, ErrorKind, Hinted};
+use crate::app::{intake::queue, repo::repos, repo::session::Session, AppError, Context, ErrorKind, Hinted};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
@@ -114,7 +114,7 @@ fn run_queue(root: &Path, stop: &AtomicBool, woken: &std::sync::mpsc::Receiver<(
         }
         // What the hooks may have missed (hooks not installed, a commit made by a tool that
         // skips them), as the daemon's watcher would.
-        let _ = crate::app::notify::scan(&ctx, &repo, &row.repository_id, "watch");
+        let _ = crate::app::intake::notify::scan(&ctx, &repo, &row.repository_id, "watch");
         if let Err(e) = queue::run_ready(&ctx, &row, stop) {
             eprintln!("warning: running the queue: {}", e.problem());
         }
@@ -263,10 +263,10 @@ impl Server {
             .and_then(|ctx| Session::within(ctx, &self.opts.root))
             .map_err(|e| protocol_error(&e))?;
         let (commit, _) =
-            crate::app::compare::resolve(&repo, rev).map_err(|e| protocol_error(&e))?;
+            crate::app::experiment::compare::resolve(&repo, rev).map_err(|e| protocol_error(&e))?;
         let mut reader =
-            crate::app::results::NoteReader::new(&repo).map_err(|e| protocol_error(&e))?;
-        let record = crate::app::results::find_evidence(&ctx, &repo, &row, &mut reader, commit)
+            crate::app::run::results::NoteReader::new(&repo).map_err(|e| protocol_error(&e))?;
+        let record = crate::app::run::results::find_evidence(&ctx, &repo, &row, &mut reader, commit)
             .map_err(|e| protocol_error(&e))?
             .ok_or_else(|| not_found(format!("{rev} has no result yet")))?;
         match kind {
@@ -276,7 +276,7 @@ impl Server {
             )
             .with_mime_type("application/json")])),
             "log" => {
-                let path = crate::app::logs::path(&ctx, &row, &record);
+                let path = crate::app::run::logs::path(&ctx, &row, &record);
                 let text = std::fs::read(&path)
                     .map_err(|e| not_found(format!("the run's output is not kept here: {e}")))?;
                 Ok(ReadResourceResult::new(vec![ResourceContents::text(
@@ -297,7 +297,7 @@ impl Server {
         let Ok((_, row)) = repos::require_registered(&ctx, &self.opts.root) else {
             return Vec::new();
         };
-        let runs = crate::app::views::recent_runs(&ctx, &row, 50).unwrap_or_default();
+        let runs = crate::app::run::views::recent_runs(&ctx, &row, 50).unwrap_or_default();
         let mut out = Vec::new();
         for (commit, status, _) in runs {
             let short = &commit[..commit.len().min(12)];

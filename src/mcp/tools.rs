@@ -4,11 +4,11 @@
 
 use super::args::*;
 use super::budget::{self, fit};
-use crate::app::promote::{promote, PromoteOptions};
-use crate::app::queue::{self, Standing};
-use crate::app::summary::Summary;
+use crate::app::experiment::promote::{promote, PromoteOptions};
+use crate::app::intake::queue::{self, Standing};
+use crate::app::run::summary::Summary;
 use crate::app::{
-    compare, eval, exec, experiments, failures, logs, metrics, repos, views, AppError, Context,
+    experiment::compare, experiment::eval, run::exec, experiment::experiments, run::failures, run::logs, run::metrics, repo::repos, run::views, AppError, Context,
 };
 use crate::model::{RunRecord, Trigger};
 use crate::store::{EventFilter, RepoRow};
@@ -321,8 +321,8 @@ fn run_wait(c: &Call<'_>, a: WaitArgs) -> Answer {
 /// The result shown for a revision: its own, or one of the same tree and config.
 fn record_of(c: &Call<'_>, rev: &str) -> Result<(gix::ObjectId, RunRecord), CallError> {
     let (commit, _) = resolve(c, rev)?;
-    let mut reader = crate::app::results::NoteReader::new(c.repo)?;
-    match crate::app::results::find_evidence(c.ctx, c.repo, c.row, &mut reader, commit)? {
+    let mut reader = crate::app::run::results::NoteReader::new(c.repo)?;
+    match crate::app::run::results::find_evidence(c.ctx, c.repo, c.row, &mut reader, commit)? {
         Some(r) => Ok((commit, r)),
         None => Err(CallError::App(
             AppError::usage(format!("{} has no result yet", short(&commit.to_string())))
@@ -504,7 +504,7 @@ fn experiment_promote(c: &Call<'_>, a: PromoteArgs) -> Answer {
         watch: None,
         trigger: Trigger::Mcp,
     };
-    if crate::app::promote::strategy(c.ctx, c.repo, &opts)? == "pull-request" {
+    if crate::app::experiment::promote::strategy(c.ctx, c.repo, &opts)? == "pull-request" {
         return Err(CallError::App(
             AppError::usage("this repository promotes by pull request ([promote] strategy)")
                 .hint("pass strategy: merge or ff, or run `git sandbox promote NAME --strategy pull-request`"),
@@ -625,7 +625,7 @@ fn config_get(c: &Call<'_>, a: ConfigArgs) -> Answer {
             (tip, Some(format!("refs/heads/{target}")))
         }
     };
-    let config = crate::app::commit_config::config_at(c.ctx, c.repo, commit, refname.as_deref())?;
+    let config = crate::app::run::commit_config::config_at(c.ctx, c.repo, commit, refname.as_deref())?;
     let probe = c.ctx.probe();
     let layers = &probe.isolation.layers;
     let enforced: Vec<&str> = layers

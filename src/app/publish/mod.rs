@@ -6,6 +6,11 @@
 //! the index for the daemon or the next command). One retry policy for all of them ([`RETRY`],
 //! [`ATTEMPTS`]); nothing here fails or slows a run.
 
+pub mod alert_queue;
+pub mod bounds;
+pub mod exchange;
+pub mod github;
+pub mod remote;
 mod alerts;
 mod push;
 mod statuses;
@@ -48,7 +53,7 @@ pub struct Destinations {
 impl Destinations {
     pub fn of(ctx: &Context, repo: &gix::Repository) -> Destinations {
         Destinations {
-            github: super::github::github_repo(ctx, repo),
+            github: crate::app::publish::github::github_repo(ctx, repo),
             push: push::wanted(ctx, &crate::git::repo_root(repo)),
         }
     }
@@ -82,14 +87,14 @@ pub fn emit(ctx: &Context, event: Event<'_>) {
                 return;
             }
             if let Some(github) = &to.github {
-                super::github::queue_statuses(ctx, github, row, records);
+                crate::app::publish::github::queue_statuses(ctx, github, row, records);
             }
-            super::alerts::regressions(ctx, row, records);
+            crate::app::publish::alert_queue::regressions(ctx, row, records);
             if to.push {
                 push::queue(ctx, row);
             }
         }
-        Event::News { kind, row, data } => super::alerts::queue(ctx, kind, row, data),
+        Event::News { kind, row, data } => crate::app::publish::alert_queue::queue(ctx, kind, row, data),
     }
 }
 

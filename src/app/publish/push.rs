@@ -51,7 +51,7 @@ pub fn deliver(ctx: &Context, a: &AlertRow) -> Result<(), (bool, String)> {
     let Ok(repo) = crate::git::open(Path::new(&row.path)) else {
         return Ok(());
     };
-    super::super::remote::auto_push(ctx, &repo, &row)
+    crate::app::publish::remote::auto_push(ctx, &repo, &row)
         .map_err(|problem| (true, format!("{}: {problem}", row.name)))
 }
 

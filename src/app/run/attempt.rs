@@ -3,7 +3,7 @@
 //! is kept as an attempt (index and a `run.attempt` event).
 
 use super::{Along, Source};
-use crate::app::{results, Context, Result};
+use crate::app::{run::results, Context, Result};
 use crate::config::Config;
 use crate::git::{self, CommitInfo};
 use crate::model::EventKind;

@@ -2,7 +2,7 @@
 //! commit's page.
 
 use super::*;
-use crate::app::commits;
+use crate::app::run::commits;
 use axum::extract::{Path, Query};
 
 #[derive(Deserialize)]

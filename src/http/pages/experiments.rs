@@ -2,7 +2,7 @@
 //! answers 303 back to this page with what happened, so a reload repeats nothing.
 
 use super::*;
-use crate::app::{compare, preview};
+use crate::app::{experiment::compare, experiment::preview};
 use crate::http::api::{kill_now, promote_now};
 use crate::http::ApiResult;
 use axum::extract::Path;

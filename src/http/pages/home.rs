@@ -1,7 +1,7 @@
 //! The start page: repositories with their trend, what runs now, the daemons and the live feed.
 
 use super::*;
-use crate::app::views;
+use crate::app::run::views;
 use axum::extract::Query;
 
 /// The kind of event a daemon writes every 30 s: most of the log, little to read.
@@ -27,7 +27,7 @@ pub async fn home(State(web): St, headers: HeaderMap, Query(q): Query<HomeQuery>
             trends.push(runs.into_iter().map(|(_, _, r)| r).collect::<Vec<_>>());
         }
         let running = views::running(ctx)?;
-        let daemons = crate::app::daemons::list(ctx)?;
+        let daemons = crate::app::repo::daemons::list(ctx)?;
         let (queued, _) = views::queue_depth(ctx)?;
         let events = views::events(
             ctx,

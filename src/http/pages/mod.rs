@@ -9,7 +9,7 @@ mod experiments;
 mod home;
 
 use super::{blocking, repository, ApiError, Caller, Web, COOKIE};
-use crate::app::tokens::{self, Role};
+use crate::app::repo::tokens::{self, Role};
 use crate::model::RunRecord;
 use crate::util::short;
 use axum::extract::{Form, State};

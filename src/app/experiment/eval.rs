@@ -1,0 +1,696 @@
+//! Evaluating an experiment against production: the results of both heads (run when missing),
+//! four criteria and a recommendation, kept as a `refs/notes/sandbox-eval` note on the
+//! experiment's head and in the index.
+
+use crate::app::experiment::experiments::{self, branch_ref, ref_tip};
+use crate::app::run::results;
+use crate::app::run::{run_commits, RunOptions};
+use crate::app::{AppError, Context, Result};
+use crate::git;
+use crate::model::EventKind;
+use crate::model::{
+    Criterion, Evaluation, Recommendation, RunRecord, Side, State, Status, Trigger, EVAL_SCHEMA,
+};
+use crate::store::RepoRow;
+use crate::util::time;
+use gix::ObjectId;
+use serde_json::json;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::AtomicBool;
+
+/// A mean complexity change smaller than this is noise, not a change.
+const EPSILON: f64 = 1e-6;
+
+/// `eval`: compare the experiment's head with the production branch's head.
+pub fn evaluate(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    name: &str,
+    trigger: Trigger,
+    interrupt: &AtomicBool,
+) -> Result<Evaluation> {
+    let e = experiments::find(ctx, repo, row, name)?;
+    if e.state == State::Killed {
+        return Err(
+            AppError::usage(format!("experiment {name:?} was killed")).hint(format!(
+                "start a new one with `git sandbox experiment start NAME --from {}`",
+                experiments::archive_ref(name)
+            )),
+        );
+    }
+    let config = experiments::production_config(ctx, repo)?;
+    let (target, base) = experiments::production_tip(repo, &config)?;
+    let Some(head) = ref_tip(repo, &branch_ref(name))? else {
+        return Err(AppError::usage(format!(
+            "experiment {name:?} has no branch {}",
+            branch_ref(name)
+        ))
+        .hint(format!("see `git sandbox experiment show {name}`")));
+    };
+    let head_ref = branch_ref(name);
+    let base_ref = format!("refs/heads/{target}");
+    let mut head_rec = result_or_run(ctx, repo, row, head, &head_ref, trigger, interrupt)?;
+    let base_rec = result_or_run(ctx, repo, row, base, &base_ref, trigger, interrupt)?;
+    let known: HashSet<String> = ctx
+        .index
+        .flaky_tests(&row.repository_id)?
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    // A known-flaky test's failure is excused only on a tree that has itself passed the test:
+    // another tree's flips say nothing of this one, so it is run again here first.
+    if let Some(h) = head_rec
+        .as_ref()
+        .filter(|h| h.failed_only_in(&known).is_some())
+    {
+        if excused(ctx, row, h, &known)?.is_empty() {
+            let opts = RunOptions {
+                retry_flaky: FLAKY_RETRIES,
+                ..RunOptions::new(trigger, Some(head_ref.clone()), interrupt)
+            };
+            let outcome = run_commits(ctx, repo, row, &[head], &opts, &mut |_| {})?;
+            head_rec = outcome.records.into_iter().next().or(head_rec);
+        }
+    }
+    let flaky = match &head_rec {
+        Some(h) => excused(ctx, row, h, &known)?,
+        None => HashSet::new(),
+    };
+    let ev = judge(
+        name,
+        side(&base_ref, base, base_rec.as_ref()),
+        side(&head_ref, head, head_rec.as_ref()),
+        base_rec.as_ref(),
+        head_rec.as_ref(),
+        config.promote.max_coverage_drop,
+        &flaky,
+    );
+    record(ctx, repo, row, &ev)?;
+    Ok(ev)
+}
+
+/// How many times `eval` runs a head again that failed only in known-flaky tests its tree has
+/// never passed.
+const FLAKY_RETRIES: u32 = 2;
+
+/// The known-flaky tests whose failure on `head` is excused: all those it failed, when every one
+/// of them has passed on its tree (under its config) in a run made here; else none.
+fn excused(
+    ctx: &Context,
+    row: &RepoRow,
+    head: &RunRecord,
+    known: &HashSet<String>,
+) -> Result<HashSet<String>> {
+    let Some(failed) = head.failed_only_in(known) else {
+        return Ok(HashSet::new());
+    };
+    for name in &failed {
+        let passed = ctx.index.passed_on_tree(
+            &row.repository_id,
+            &head.tree,
+            head.config_hash.as_deref(),
+            name,
+        )?;
+        if !passed {
+            return Ok(HashSet::new());
+        }
+    }
+    Ok(failed.into_iter().collect())
+}
+
+/// Keep an evaluation: the note on the experiment's head, then the index and an event.
+pub fn record(ctx: &Context, repo: &gix::Repository, row: &RepoRow, ev: &Evaluation) -> Result<()> {
+    let head = ObjectId::from_hex(ev.head.commit.as_bytes()).expect("sides hold full commit ids");
+    let mut body = serde_json::to_vec_pretty(ev).expect("evaluations always serialize");
+    body.push(b'\n');
+    git::notes::write_notes(
+        repo,
+        git::EVAL_NOTES_REF,
+        &[(head, body)],
+        &format!(
+            "git-sandbox: evaluate {} {}",
+            ev.experiment, ev.recommendation
+        ),
+    )?;
+    let before = ctx
+        .index
+        .latest_evaluation(&row.repository_id, &ev.experiment)
+        .ok()
+        .flatten();
+    ctx.index.put_evaluation(&row.repository_id, ev)?;
+    if let Some(b) = before.filter(|b| b.recommendation != ev.recommendation) {
+        crate::app::publish::emit(
+            ctx,
+            crate::app::publish::Event::News {
+                kind: EventKind::EvalChanged,
+                row: Some(row),
+                data: json!({"experiment": ev.experiment, "from": b.recommendation, "to": ev.recommendation,
+                   "reason": ev.reason, "head": ev.head.commit, "base": ev.base.commit}),
+            },
+        );
+    }
+    ctx.index.add_event(
+        EventKind::ExperimentEvaluated,
+        Some(&row.repository_id),
+        None,
+        Some(&ev.head.commit),
+        &json!({"experiment": ev.experiment, "recommendation": ev.recommendation, "base": ev.base.commit}),
+    )?;
+    Ok(())
+}
+
+/// The result of a commit made with the config it has now, running it when there is none (a
+/// trial run with other flags, or a result under an older config, does not count).
+pub(crate) fn result_or_run(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    commit: ObjectId,
+    refname: &str,
+    trigger: Trigger,
+    interrupt: &AtomicBool,
+) -> Result<Option<RunRecord>> {
+    if let Some(r) = results::current_record(ctx, repo, row, commit, Some(refname))? {
+        return Ok(Some(r));
+    }
+    let opts = RunOptions::new(trigger, Some(refname.to_string()), interrupt);
+    let outcome = run_commits(ctx, repo, row, &[commit], &opts, &mut |_| {})?;
+    Ok(outcome.records.into_iter().next())
+}
+
+fn side(refname: &str, commit: ObjectId, r: Option<&RunRecord>) -> Side {
+    let tests = r.and_then(|r| r.tests.as_ref());
+    let analysis = r.and_then(|r| r.analysis.as_ref());
+    Side {
+        refname: refname.to_string(),
+        commit: commit.to_string(),
+        status: r.map(|r| r.status),
+        passed: tests.and_then(|t| t.passed),
+        failed: tests.and_then(|t| t.failed),
+        errors: tests.and_then(|t| t.errors),
+        complexity_score: analysis.map(|a| a.complexity_score),
+        potential_issues: analysis.map(|a| a.potential_issues.len() as u64),
+        coverage_percent: r.and_then(|r| r.coverage.as_ref()).map(|c| c.percent),
+    }
+}
+
+/// Issues of `head` that `base` does not have, matched by file and kind (line numbers move).
+fn new_issues(base: &RunRecord, head: &RunRecord) -> Option<u64> {
+    let (b, h) = (base.analysis.as_ref()?, head.analysis.as_ref()?);
+    let mut seen: HashMap<(&str, &str), i64> = HashMap::new();
+    for i in &b.potential_issues {
+        *seen.entry((&i.path, &i.kind)).or_default() += 1;
+    }
+    let mut new = 0;
+    for i in &h.potential_issues {
+        let n = seen.entry((&i.path, &i.kind)).or_default();
+        if *n > 0 {
+            *n -= 1;
+        } else {
+            new += 1;
+        }
+    }
+    Some(new)
+}
+
+/// The criteria and the recommendation. Pure: the same two results (and the same excused
+/// tests) always give the same verdict. A head that failed only in tests known to be `flaky`
+/// (and passed on its own tree: see [`excused`]) is judged as if they had passed, and the reason
+/// says so.
+pub fn judge(
+    name: &str,
+    base_side: Side,
+    head_side: Side,
+    base: Option<&RunRecord>,
+    head: Option<&RunRecord>,
+    max_coverage_drop: f64,
+    flaky: &HashSet<String>,
+) -> Evaluation {
+    let has_data = match (base, head) {
+        (Some(_), Some(h)) => {
+            h.status != Status::Error && (h.tests.is_some() || h.analysis.is_some())
+        }
+        _ => false,
+    };
+    let head_tests = head.and_then(|h| h.tests.as_ref());
+    let not_counted = head
+        .and_then(|h| h.failed_only_in(flaky))
+        .unwrap_or_default();
+    let bad = head_tests.map(|t| {
+        (t.failed.unwrap_or(0) + t.errors.unwrap_or(0)).saturating_sub(not_counted.len() as u64)
+    });
+    // With named checks the run's status is theirs too: the tests are judged by their own.
+    let tests_status = head
+        .map(|h| match (&h.tests, h.checks.is_empty()) {
+            (_, true) => h.status,
+            (Some(t), false) => t.status.unwrap_or(h.status),
+            (None, false) => Status::Passed,
+        })
+        .map(|s| match s {
+            Status::Failed if !not_counted.is_empty() => Status::Passed,
+            s => s,
+        });
+    let tests_pass = tests_status == Some(Status::Passed) && bad.unwrap_or(0) == 0;
+    // The required named checks that did not pass, with how they ended.
+    let failing_checks: Vec<String> = head
+        .map(|h| {
+            h.checks
+                .iter()
+                .filter(|(_, c)| c.required && c.status() != Status::Passed)
+                .map(|(name, c)| format!("{name} ({})", c.status()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let head_passed = head_tests.and_then(|t| t.passed).unwrap_or(0);
+    let base_passed = base
+        .and_then(|b| b.tests.as_ref())
+        .and_then(|t| t.passed)
+        .unwrap_or(0);
+    let more_tests = head_passed > base_passed;
+    let delta = match (
+        base.and_then(|b| b.analysis.as_ref()),
+        head.and_then(|h| h.analysis.as_ref()),
+    ) {
+        (Some(b), Some(h)) => Some(h.complexity_score - b.complexity_score),
+        _ => None,
+    };
+    let issues = match (base, head) {
+        (Some(b), Some(h)) => new_issues(b, h),
+        _ => None,
+    };
+    // Without analysis on both sides there is nothing to be worse than.
+    let complexity_ok = delta.is_none_or(|d| d <= EPSILON) && issues.unwrap_or(0) == 0;
+    let simpler = delta.is_some_and(|d| d < -EPSILON) && issues == Some(0);
+    let criteria = vec![
+        Criterion {
+            name: "tests_pass".into(),
+            description: "the experiment's tests pass (no failures or errors)".into(),
+            pass: tests_pass,
+            value: if not_counted.is_empty() {
+                json!({"status": tests_status, "failed_or_errors": bad})
+            } else {
+                json!({"status": tests_status, "failed_or_errors": bad, "flaky_not_counted": not_counted})
+            },
+            threshold: json!({"status": "passed", "failed_or_errors": 0}),
+        },
+        Criterion {
+            name: "passing_tests".into(),
+            description: "no fewer passing tests than production".into(),
+            pass: head_passed + not_counted.len() as u64 >= base_passed,
+            value: json!(head_passed),
+            threshold: json!(base_passed),
+        },
+        Criterion {
+            name: "complexity".into(),
+            description: "complexity not worse: mean complexity per function not higher, no new potential issues".into(),
+            pass: complexity_ok,
+            value: json!({"mean_delta": delta.map(|d| crate::util::round(d, 3)), "new_issues": issues}),
+            threshold: json!({"mean_delta": 0.0, "new_issues": 0}),
+        },
+        Criterion {
+            name: "has_data".into(),
+            description: "both heads have a result, with tests or analysis".into(),
+            pass: has_data,
+            value: json!(has_data),
+            threshold: json!(true),
+        },
+    ];
+    let mut criteria = criteria;
+    if head.is_some_and(|h| !h.checks.is_empty()) {
+        criteria.insert(
+            1,
+            Criterion {
+                name: "checks_pass".into(),
+                description: "the experiment's required checks pass ([checks.NAME] in its config)"
+                    .into(),
+                pass: failing_checks.is_empty(),
+                value: json!({"failing": failing_checks}),
+                threshold: json!({"failing": []}),
+            },
+        );
+    }
+    // Only when both sides measured it: a project without coverage is judged as before.
+    if let (Some(b), Some(h)) = (
+        base.and_then(|b| b.coverage.as_ref()),
+        head.and_then(|h| h.coverage.as_ref()),
+    ) {
+        let delta = crate::util::round(h.percent - b.percent, 2);
+        criteria.push(Criterion {
+            name: "coverage".into(),
+            description: format!(
+                "line coverage does not drop by more than {max_coverage_drop} points against production ([promote] max_coverage_drop)"
+            ),
+            pass: delta + max_coverage_drop >= -EPSILON,
+            value: json!({"head": h.percent, "base": b.percent, "delta": delta}),
+            threshold: json!({"max_drop": max_coverage_drop}),
+        });
+    }
+    let all = criteria.iter().all(|c| c.pass);
+    let (recommendation, reason) = if !has_data {
+        (
+            Recommendation::NotReady,
+            "there is no usable result to compare".to_string(),
+        )
+    } else if !tests_pass {
+        (
+            Recommendation::NotReady,
+            format!(
+                "the experiment's tests do not pass ({})",
+                tests_status.map_or("no result", Status::as_str)
+            ),
+        )
+    } else if !failing_checks.is_empty() {
+        (
+            Recommendation::NotReady,
+            format!(
+                "the experiment's required checks do not pass: {}",
+                failing_checks.join(", ")
+            ),
+        )
+    } else if all && (more_tests || simpler) {
+        let why = if more_tests {
+            format!("{head_passed} passing tests against {base_passed}")
+        } else {
+            "lower complexity with no new issues".to_string()
+        };
+        (
+            Recommendation::StronglyRecommend,
+            format!("every criterion passes and it improves: {why}"),
+        )
+    } else if all {
+        (
+            Recommendation::Recommend,
+            "every criterion passes".to_string(),
+        )
+    } else {
+        let failing: Vec<&str> = criteria
+            .iter()
+            .filter(|c| !c.pass)
+            .map(|c| c.name.as_str())
+            .collect();
+        (
+            Recommendation::Consider,
+            format!("tests pass but {} fails", failing.join(", ")),
+        )
+    };
+    let reason = if not_counted.is_empty() {
+        reason
+    } else {
+        format!(
+            "{reason} (not counted: the failure of known-flaky {} {})",
+            if not_counted.len() == 1 {
+                "test"
+            } else {
+                "tests"
+            },
+            not_counted.join(", ")
+        )
+    };
+    Evaluation {
+        schema: EVAL_SCHEMA.into(),
+        experiment: name.to_string(),
+        base: base_side,
+        head: head_side,
+        criteria,
+        recommendation,
+        reason,
+        evaluated_at: time::now_rfc3339(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Analysis, Issue, Resources, Tests, RUN_SCHEMA};
+
+    fn rec(
+        status: Status,
+        passed: u64,
+        failed: u64,
+        complexity: f64,
+        issues: &[&str],
+    ) -> RunRecord {
+        RunRecord {
+            schema: RUN_SCHEMA.into(),
+            commit: "a".repeat(40),
+            tree: "b".repeat(40),
+            parents: vec![],
+            refname: None,
+            experiment: None,
+            trigger: Trigger::Manual,
+            status,
+            started_at: String::new(),
+            finished_at: String::new(),
+            duration_ms: 1,
+            cached_from: None,
+            error: None,
+            config_hash: None,
+            superseded_by: None,
+            cache_generations: Vec::new(),
+            retried: None,
+            toolchain: Default::default(),
+            coverage: None,
+            checks: Default::default(),
+            tests: Some(Tests {
+                status: None,
+                command: "t".into(),
+                framework: None,
+                exit_code: Some(i32::from(failed > 0)),
+                passed: Some(passed),
+                failed: Some(failed),
+                skipped: Some(0),
+                errors: Some(0),
+                total: Some(passed + failed),
+                failures: vec![],
+                duration_ms: 1,
+                output_tail: String::new(),
+                killed_by: None,
+                resources: Resources::default(),
+                output_truncated: false,
+                failures_omitted: 0,
+                setup: None,
+                isolation: None,
+                limits: None,
+                phases: Vec::new(),
+                first_failure_ms: None,
+                selection_missed: false,
+            }),
+            analysis: Some(Analysis {
+                complexity_score: complexity,
+                potential_issues: issues
+                    .iter()
+                    .map(|p| Issue {
+                        path: p.to_string(),
+                        line: 1,
+                        kind: "high_complexity".into(),
+                        message: String::new(),
+                    })
+                    .collect(),
+                ..Analysis::default()
+            }),
+            changes: None,
+            warnings: vec![],
+            snapshot: false,
+            by: None,
+            verified: None,
+        }
+    }
+
+    fn verdict(base: Option<&RunRecord>, head: Option<&RunRecord>) -> Evaluation {
+        let id = ObjectId::null(gix::hash::Kind::Sha1);
+        judge(
+            "x",
+            side("b", id, base),
+            side("h", id, head),
+            base,
+            head,
+            1.0,
+            &HashSet::new(),
+        )
+    }
+
+    #[test]
+    fn a_failure_of_a_known_flaky_test_alone_is_not_counted_and_the_reason_says_so() {
+        let id = ObjectId::null(gix::hash::Kind::Sha1);
+        let base = rec(Status::Passed, 3, 0, 2.0, &[]);
+        let mut head = rec(Status::Failed, 2, 1, 2.0, &[]);
+        let t = head.tests.as_mut().unwrap();
+        t.failures = vec![crate::model::Failure {
+            name: "t.py::test_flaky".into(),
+            message: "boom".into(),
+        }];
+        let judge_with = |known: &[&str], head: &RunRecord| {
+            let known: HashSet<String> = known.iter().map(|s| s.to_string()).collect();
+            judge(
+                "x",
+                side("b", id, Some(&base)),
+                side("h", id, Some(head)),
+                Some(&base),
+                Some(head),
+                1.0,
+                &known,
+            )
+        };
+        let unknown = judge_with(&[], &head);
+        assert_eq!(unknown.recommendation, Recommendation::NotReady);
+        let known = judge_with(&["t.py::test_flaky"], &head);
+        assert_eq!(
+            known.recommendation,
+            Recommendation::Recommend,
+            "{}",
+            known.reason
+        );
+        assert!(
+            known.reason.contains("known-flaky test t.py::test_flaky"),
+            "{}",
+            known.reason
+        );
+        assert_eq!(
+            known.criteria[0].value["flaky_not_counted"][0],
+            "t.py::test_flaky"
+        );
+        // A second failure that is not known to be flaky counts, the flaky one with it.
+        let t = head.tests.as_mut().unwrap();
+        t.failed = Some(2);
+        t.failures.push(crate::model::Failure {
+            name: "t.py::test_real".into(),
+            message: "broken".into(),
+        });
+        let both = judge_with(&["t.py::test_flaky"], &head);
+        assert_eq!(both.recommendation, Recommendation::NotReady);
+        assert!(!both.reason.contains("not counted"), "{}", both.reason);
+    }
+
+    #[test]
+    fn recommendations() {
+        let base = rec(Status::Passed, 2, 0, 2.0, &["a.py"]);
+        let more = rec(Status::Passed, 3, 0, 2.0, &["a.py"]);
+        assert_eq!(
+            verdict(Some(&base), Some(&more)).recommendation,
+            Recommendation::StronglyRecommend
+        );
+        let same = rec(Status::Passed, 2, 0, 2.0, &["a.py"]);
+        assert_eq!(
+            verdict(Some(&base), Some(&same)).recommendation,
+            Recommendation::Recommend
+        );
+        let simpler = rec(Status::Passed, 2, 0, 1.5, &["a.py"]);
+        assert_eq!(
+            verdict(Some(&base), Some(&simpler)).recommendation,
+            Recommendation::StronglyRecommend
+        );
+        let new_issue = rec(Status::Passed, 2, 0, 1.5, &["a.py", "b.py"]);
+        let ev = verdict(Some(&base), Some(&new_issue));
+        assert_eq!(ev.recommendation, Recommendation::Consider);
+        assert_eq!(ev.criteria[2].value["new_issues"], 1);
+        let fewer = rec(Status::Passed, 1, 0, 2.0, &["a.py"]);
+        assert_eq!(
+            verdict(Some(&base), Some(&fewer)).recommendation,
+            Recommendation::Consider
+        );
+        let failing = rec(Status::Failed, 5, 1, 1.0, &[]);
+        let ev = verdict(Some(&base), Some(&failing));
+        assert_eq!(ev.recommendation, Recommendation::NotReady);
+        assert!(!ev.criteria[0].pass);
+        assert_eq!(
+            verdict(Some(&base), None).recommendation,
+            Recommendation::NotReady
+        );
+        assert!(!verdict(None, Some(&more)).criteria[3].pass);
+    }
+
+    #[test]
+    fn a_failing_required_check_holds_back_passing_tests_and_an_optional_one_does_not() {
+        let base = rec(Status::Passed, 2, 0, 2.0, &[]);
+        let with_lint = |status: Status, required: bool| {
+            let mut head = rec(status, 2, 0, 2.0, &[]);
+            let mut lint = head.tests.clone().unwrap();
+            lint.status = Some(Status::Failed);
+            lint.exit_code = Some(1);
+            head.tests.as_mut().unwrap().status = Some(Status::Passed);
+            head.checks = crate::model::Checks(vec![(
+                "lint".into(),
+                crate::model::CheckRun {
+                    required,
+                    error: None,
+                    run: lint,
+                },
+            )]);
+            head
+        };
+        let required = with_lint(Status::Failed, true);
+        let ev = verdict(Some(&base), Some(&required));
+        assert_eq!(ev.recommendation, Recommendation::NotReady);
+        assert!(ev.criteria[0].pass, "the tests themselves pass");
+        assert_eq!(ev.criteria[1].name, "checks_pass");
+        assert!(!ev.criteria[1].pass);
+        assert!(ev.reason.contains("lint (failed)"), "{}", ev.reason);
+        let optional = with_lint(Status::Passed, false);
+        let ev = verdict(Some(&base), Some(&optional));
+        assert_eq!(
+            ev.recommendation,
+            Recommendation::Recommend,
+            "{}",
+            ev.reason
+        );
+        // Without named checks the criteria are as they were.
+        let plain = verdict(Some(&base), Some(&base));
+        assert!(plain.criteria.iter().all(|c| c.name != "checks_pass"));
+    }
+
+    #[test]
+    fn coverage_may_drop_only_as_far_as_the_config_allows_and_only_counts_when_both_have_it() {
+        let with = |percent: f64| {
+            let mut r = rec(Status::Passed, 2, 0, 2.0, &[]);
+            r.coverage = Some(crate::model::Coverage {
+                check: "test".into(),
+                report: "coverage.json".into(),
+                format: "coverage.py".into(),
+                lines_covered: 0,
+                lines_total: 0,
+                branches_covered: None,
+                branches_total: None,
+                percent,
+                changed_files: vec![],
+            });
+            r
+        };
+        let id = ObjectId::null(gix::hash::Kind::Sha1);
+        let judge_with = |base: &RunRecord, head: &RunRecord, drop: f64| {
+            judge(
+                "x",
+                side("b", id, Some(base)),
+                side("h", id, Some(head)),
+                Some(base),
+                Some(head),
+                drop,
+                &HashSet::new(),
+            )
+        };
+        let ev = judge_with(&with(80.0), &with(79.5), 1.0);
+        let c = ev.criteria.iter().find(|c| c.name == "coverage").unwrap();
+        assert!(c.pass, "{c:?}");
+        assert_eq!(ev.recommendation, Recommendation::Recommend);
+        assert_eq!(ev.head.coverage_percent, Some(79.5));
+        let ev = judge_with(&with(80.0), &with(78.0), 1.0);
+        let c = ev.criteria.iter().find(|c| c.name == "coverage").unwrap();
+        assert!(!c.pass);
+        assert_eq!(c.value["delta"], -2.0);
+        assert_eq!(ev.recommendation, Recommendation::Consider);
+        assert!(judge_with(&with(80.0), &with(78.0), 2.5)
+            .criteria
+            .iter()
+            .all(|c| c.pass));
+        let plain = rec(Status::Passed, 2, 0, 2.0, &[]);
+        let ev = judge_with(&plain, &with(10.0), 1.0);
+        assert!(ev.criteria.iter().all(|c| c.name != "coverage"));
+    }
+
+    #[test]
+    fn the_order_is_best_first() {
+        assert!(Recommendation::StronglyRecommend > Recommendation::Recommend);
+        assert!(Recommendation::Recommend > Recommendation::Consider);
+        assert!(Recommendation::Consider > Recommendation::NotReady);
+    }
+}

@@ -1,0 +1,213 @@
+//! Rebuilding the index from git: repositories from their own config (`sandbox.repositoryId`),
+//! runs from their notes, experiments from their refs, evaluations from their notes. The index is
+//! a cache; this is how it is refilled.
+
+use crate::app::{experiment::experiments, repo::repos, Context, Result};
+use crate::git;
+use crate::model::{note, Evaluation, NoteRecord};
+use crate::store::RepoRow;
+use gix::ObjectId;
+use std::path::PathBuf;
+
+/// Notes decoded and indexed at a time.
+const PAGE: usize = 1000;
+
+#[derive(Debug, serde::Serialize)]
+pub struct RepoReport {
+    pub path: String,
+    pub repository_id: Option<String>,
+    pub runs: usize,
+    pub experiments: usize,
+    /// Notes that hold no record for their commit: (commit, why). Those commits count as not run.
+    pub skipped: Vec<SkippedNote>,
+    /// Records dated in the future of this machine's clock, not read (also where the note had
+    /// another record for its commit).
+    pub future_dated: usize,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, serde::Serialize)]
+pub struct SkippedNote {
+    pub commit: String,
+    pub reason: String,
+}
+
+#[derive(Debug, serde::Serialize)]
+pub struct Report {
+    pub repositories: Vec<RepoReport>,
+    pub runs: usize,
+    pub experiments: usize,
+}
+
+pub fn reindex(ctx: &Context, extra: &[PathBuf]) -> Result<Report> {
+    let mut paths: Vec<PathBuf> = ctx
+        .index
+        .repositories()?
+        .into_iter()
+        .map(|r| PathBuf::from(r.path))
+        .collect();
+    if let Ok(entries) = std::fs::read_dir(ctx.paths.repos()) {
+        paths.extend(
+            entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.join(".git").exists()),
+        );
+    }
+    paths.extend(
+        crate::store::registry::list(&ctx.paths.home)
+            .into_iter()
+            .map(|e| e.path),
+    );
+    paths.extend(extra.iter().cloned());
+    let mut seen = std::collections::HashSet::new();
+    let mut report = Report {
+        repositories: Vec::new(),
+        runs: 0,
+        experiments: 0,
+    };
+    for path in paths {
+        let canonical = std::fs::canonicalize(&path).unwrap_or(path.clone());
+        if !seen.insert(canonical.clone()) {
+            continue;
+        }
+        let mut entry = RepoReport {
+            path: canonical.display().to_string(),
+            repository_id: None,
+            runs: 0,
+            experiments: 0,
+            skipped: Vec::new(),
+            future_dated: 0,
+            error: None,
+        };
+        match one(ctx, &canonical) {
+            Ok((id, (runs, experiments, skipped, future_dated))) => {
+                entry.future_dated = future_dated;
+                entry.repository_id = Some(id);
+                entry.runs = runs;
+                entry.experiments = experiments;
+                entry.skipped = skipped
+                    .into_iter()
+                    .map(|(c, reason)| SkippedNote {
+                        commit: c.to_string(),
+                        reason,
+                    })
+                    .collect();
+                report.runs += runs;
+                report.experiments += experiments;
+            }
+            Err(e) => entry.error = Some(e.to_string()),
+        }
+        report.repositories.push(entry);
+    }
+    Ok(report)
+}
+
+/// A repository's id and what [`import`] did.
+type Indexed = (String, Imported);
+
+/// Runs and experiments imported, the notes skipped with why, and the records dated in the
+/// future that were not read.
+pub type Imported = (usize, usize, Vec<(ObjectId, String)>, usize);
+
+fn one(ctx: &Context, path: &std::path::Path) -> Result<Indexed> {
+    let repo = git::open(path)?;
+    let Some(row) = repos::known_row(ctx, &repo)? else {
+        return Err(crate::app::AppError::usage("not set up").hint("run `git sandbox init` in it"));
+    };
+    let imported = import(ctx, &repo, &row)?;
+    Ok((row.repository_id, imported))
+}
+
+/// Fill the index with what git holds for one repository: runs from its notes, experiments
+/// from its refs, evaluations from their notes (replacing what the index had). Returns the runs
+/// and experiments indexed, and the notes skipped with why.
+pub fn import(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Result<Imported> {
+    let mut runs = 0;
+    let mut skipped = Vec::new();
+    let mut future_dated = 0;
+    // Checked on every core: a signature check is a quarter of a reindex's time.
+    let verifier = ctx.keys()?.verifier();
+    let mut notes: Vec<(ObjectId, ObjectId)> = git::notes::all_notes(repo, git::NOTES_REF)?
+        .into_iter()
+        .collect();
+    notes.sort_unstable();
+    // The runs in one transaction (one sync, not one per run; nobody sees half of them), put a
+    // page at a time (a statement per hundred rows, bounded memory).
+    ctx.index.atomically(|| -> Result<()> {
+        ctx.index.delete_runs(&row.repository_id)?;
+        for page in notes.chunks(PAGE) {
+            let mut bodies = Vec::with_capacity(page.len());
+            for &(commit, blob) in page {
+                if !crate::app::publish::bounds::has_commit(repo, commit) {
+                    skipped.push((commit, "its commit is not in this clone".into()));
+                    continue;
+                }
+                match git::notes::read_blob(repo, blob) {
+                    Ok(b) => bodies.push((commit, b)),
+                    Err(e) => skipped.push((commit, format!("cannot read the note: {e}"))),
+                }
+            }
+            let mut records = Vec::with_capacity(bodies.len());
+            for ((commit, _), (found, future)) in bodies.iter().zip(decode_all(&bodies, &verifier))
+            {
+                future_dated += future;
+                match found {
+                    NoteRecord::Found(record) => records.push(*record),
+                    NoteRecord::NotForThisCommit => skipped.push((
+                        *commit,
+                        "the note holds another commit's record (copied by an amend or rebase)"
+                            .into(),
+                    )),
+                    NoteRecord::Invalid(why) => skipped.push((*commit, why)),
+                }
+            }
+            ctx.index.put_runs(&row.repository_id, &records)?;
+            runs += records.len();
+        }
+        Ok(())
+    })?;
+    ctx.index.delete_experiments(&row.repository_id)?;
+    experiments::sync(ctx, repo, row)?;
+    let found = ctx.index.experiments(&row.repository_id)?.len();
+    for (head, blob) in git::notes::all_notes(repo, git::EVAL_NOTES_REF)? {
+        let Ok(body) = git::notes::read_blob(repo, blob) else {
+            continue;
+        };
+        if let Ok(ev) = serde_json::from_slice::<Evaluation>(&body) {
+            if ev.head.commit == head {
+                ctx.index.put_evaluation(&row.repository_id, &ev)?;
+            }
+        }
+    }
+    Ok((runs, found, skipped, future_dated))
+}
+
+/// Each note's record for its commit, in order, decoded and its signature checked on as many
+/// threads as there are cores (up to 4).
+fn decode_all(
+    bodies: &[(ObjectId, Vec<u8>)],
+    verifier: &crate::trust::Verifier,
+) -> Vec<(NoteRecord, usize)> {
+    let judge = |m: &[u8], s: &str| verifier.verify(m, s);
+    let decode = |part: &[(ObjectId, Vec<u8>)]| -> Vec<(NoteRecord, usize)> {
+        part.iter()
+            .map(|(commit, body)| note::decode_counted(body, &commit.to_string(), &judge))
+            .collect()
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+    if threads < 2 || bodies.len() < 2 {
+        return decode(bodies);
+    }
+    let size = bodies.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let parts: Vec<_> = bodies
+            .chunks(size)
+            .map(|part| scope.spawn(move || decode(part)))
+            .collect();
+        parts
+            .into_iter()
+            .flat_map(|p| p.join().expect("decoding a note does not panic"))
+            .collect()
+    })
+}

@@ -1,0 +1,28 @@
+//! A command's view of one registered repository: the context, the repository and its row,
+//! opened once in the same order by every face.
+
+use crate::app::{repo::repos, Context, Result};
+use crate::store::RepoRow;
+use std::path::Path;
+
+/// What a command on one repository works with.
+pub struct Session {
+    pub ctx: Context,
+    pub repo: gix::Repository,
+    pub row: RepoRow,
+}
+
+impl Session {
+    /// The registered repository around `dir`. A directory outside git fails before the config
+    /// is read or the index opened, so bad input creates nothing.
+    pub fn open(dir: &Path) -> Result<Session> {
+        crate::git::discover(dir)?;
+        Session::within(Context::load()?, dir)
+    }
+
+    /// The registered repository around `dir`, with a context already loaded.
+    pub fn within(ctx: Context, dir: &Path) -> Result<Session> {
+        let (repo, row) = repos::require_registered(&ctx, dir)?;
+        Ok(Session { ctx, repo, row })
+    }
+}

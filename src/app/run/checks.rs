@@ -1,0 +1,770 @@
+//! Running a commit's checks in its workspace: the tests (`[test]`, the check named `test`) and
+//! the named checks (`[checks.NAME]`), one after another, or side by side for those that say
+//! `parallel = true`; each in its own sandboxed process over the same tree, with its own
+//! timeout, log, report and status.
+
+use crate::app::{run::setup, Context};
+use crate::config::{Config, TEST_CHECK};
+use crate::model::{CheckRun, Checks, Status, TestCounts, Tests};
+use crate::runner::{self, coverage, detect, parse, process, workspace};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+mod phases;
+
+/// What running one check gave.
+pub(super) struct CheckResult {
+    pub status: Status,
+    /// `None`: the tests had no command and none could be detected (nothing ran).
+    pub tests: Option<Tests>,
+    pub error: Option<String>,
+    pub warnings: Vec<String>,
+    /// The run's overlay could not be made (its kept checkout was bound read-only instead).
+    pub overlay_failed: bool,
+    /// The line-coverage report it wrote: where, and what it says.
+    pub coverage: Option<(String, coverage::Report)>,
+    /// coverage.py's data file with the test that ran each line (pytest-cov's per-test
+    /// contexts), when the tests recorded them.
+    pub contexts: Option<Vec<u8>>,
+}
+
+impl CheckResult {
+    pub fn failed_checkout(why: String) -> CheckResult {
+        CheckResult {
+            status: Status::Error,
+            tests: None,
+            error: Some(why),
+            warnings: Vec::new(),
+            overlay_failed: false,
+            coverage: None,
+            contexts: None,
+        }
+    }
+}
+
+/// Every check of a run: the tests and the named checks in the order declared.
+pub(super) struct Ran {
+    pub test: CheckResult,
+    pub others: Vec<(String, bool, CheckResult)>,
+}
+
+impl Ran {
+    pub fn overlay_failed(&self) -> bool {
+        self.test.overlay_failed || self.others.iter().any(|(_, _, c)| c.overlay_failed)
+    }
+
+    /// The run's status: the worst of the tests' and the required checks'.
+    pub fn status(&self) -> Status {
+        self.others
+            .iter()
+            .filter(|(_, required, _)| *required)
+            .map(|(_, _, c)| c.status)
+            .chain([self.test.status])
+            .max_by_key(|s| s.severity())
+            .unwrap_or(Status::Passed)
+    }
+
+    /// Why the run gave no clean result: the tests' reason, else the first required check's.
+    pub fn error(&self) -> Option<String> {
+        self.test.error.clone().or_else(|| {
+            self.others
+                .iter()
+                .filter(|(_, required, c)| *required && c.status != Status::Passed)
+                .find_map(|(name, _, c)| c.error.as_ref().map(|e| format!("check `{name}`: {e}")))
+        })
+    }
+
+    pub fn warnings(&self) -> Vec<String> {
+        let mut all = self.test.warnings.clone();
+        for (name, _, c) in &self.others {
+            all.extend(c.warnings.iter().map(|w| format!("check `{name}`: {w}")));
+        }
+        all
+    }
+
+    /// The coverage report of the run: the tests', else the first named check's.
+    pub fn coverage(&self) -> Option<(&str, &str, &coverage::Report)> {
+        let test = self
+            .test
+            .coverage
+            .as_ref()
+            .map(|(path, r)| (TEST_CHECK, path.as_str(), r));
+        test.or_else(|| {
+            self.others.iter().find_map(|(name, _, c)| {
+                c.coverage
+                    .as_ref()
+                    .map(|(path, r)| (name.as_str(), path.as_str(), r))
+            })
+        })
+    }
+
+    /// The named checks as the record keeps them.
+    pub fn checks(&self) -> Checks {
+        Checks(
+            self.others
+                .iter()
+                .filter_map(|(name, required, c)| {
+                    Some((
+                        name.clone(),
+                        CheckRun {
+                            required: *required,
+                            error: c.error.clone(),
+                            run: c.tests.clone()?,
+                        },
+                    ))
+                })
+                .collect(),
+        )
+    }
+}
+
+/// Where a run's logs go: the tests' to `<commit>.log`, a check's to `<commit>.check-NAME.log`
+/// (`.trial.` before `log` for a trial). The names may come from a note someone else wrote:
+/// only the characters a commit id and a check name may hold are kept, so the path stays in
+/// `dir`.
+pub fn log_path(dir: &Path, commit: &str, check: Option<&str>, trial: bool) -> PathBuf {
+    let plain = |s: &str| -> String {
+        s.chars()
+            .filter(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-' || *c == '_')
+            .collect()
+    };
+    let commit = plain(commit);
+    let check = check
+        .filter(|c| *c != TEST_CHECK)
+        .map(|c| format!(".check-{}", plain(c)))
+        .unwrap_or_default();
+    let trial = if trial { ".trial" } else { "" };
+    dir.join(format!("{commit}{check}{trial}.log"))
+}
+
+/// One check to run.
+#[derive(Clone)]
+struct Spec<'a> {
+    name: &'a str,
+    /// `None`: detect the tests' command from the tree (the `test` check only).
+    command: Option<&'a str>,
+    timeout: Duration,
+    /// Its JUnit reports: the one the config names, else (the tests only) the directories
+    /// build tools write them to (`DIR/*.xml`).
+    junit: Vec<String>,
+    junit_named: bool,
+    /// Where its coverage report may be: the one the config names, else (the tests only) where
+    /// the usual tools write one.
+    coverage: Vec<String>,
+    /// Whether the config named the coverage report (a missing or unreadable one is a warning).
+    coverage_named: bool,
+    required: bool,
+    parallel: bool,
+    log: PathBuf,
+}
+
+/// What the checks of a run share. Only the config, the sandbox and the interrupt flag go to
+/// the threads of parallel checks; the index is written from the caller's thread.
+pub(super) struct Env<'a> {
+    pub ctx: &'a Context,
+    pub config: &'a Config,
+    pub sandbox: &'a runner::Sandbox,
+    pub interrupt: &'a AtomicBool,
+    /// Where the logs go, and the commit and trial flag that name them.
+    pub logs: &'a Path,
+    pub commit: &'a str,
+    pub trial: bool,
+    /// Where the usual tools write a coverage report, but for the paths the commit's tree holds
+    /// (a committed report is no evidence of this run).
+    pub coverage_candidates: &'a [String],
+    /// Where build tools write JUnit reports (`target/surefire-reports/*.xml`, …), but for the
+    /// directories the commit's tree holds or the build cache keeps.
+    pub junit_candidates: &'a [String],
+    /// Tell the event log a check has ended.
+    pub on_done: &'a dyn Fn(&str, &CheckResult),
+    /// The test files phase one runs: `Some` when the tests may run in two phases.
+    pub phase_one: Option<&'a [String]>,
+    /// Publish the first failing test (its name, or why the tests could not run) and the
+    /// milliseconds from the start of the tests to the moment it was known.
+    pub on_first_failure: &'a dyn Fn(&str, u64),
+}
+
+/// Run every check of `config` in `work`: the parallel ones side by side, the others one after
+/// another (the named checks in the order declared, then the tests).
+pub(super) fn run_all(
+    env: &Env<'_>,
+    work: &workspace::Workspace,
+    setup: Option<&setup::Setup>,
+) -> Ran {
+    let config = env.config;
+    let mut specs: Vec<Spec<'_>> = config
+        .checks
+        .iter()
+        .map(|c| Spec {
+            name: &c.name,
+            command: Some(&c.command),
+            timeout: config.check_timeout(c),
+            junit: c.junit.iter().cloned().collect(),
+            junit_named: c.junit.is_some(),
+            coverage: c.coverage.iter().cloned().collect(),
+            coverage_named: c.coverage.is_some(),
+            required: c.required,
+            parallel: c.parallel,
+            log: log_path(env.logs, env.commit, Some(&c.name), env.trial),
+        })
+        .collect();
+    specs.push(Spec {
+        name: TEST_CHECK,
+        command: config.test.command.as_deref(),
+        timeout: config.test.timeout,
+        junit: match &config.test.junit {
+            Some(j) => vec![j.clone()],
+            None => env.junit_candidates.to_vec(),
+        },
+        junit_named: config.test.junit.is_some(),
+        coverage: match &config.test.coverage {
+            Some(c) => vec![c.clone()],
+            None => env.coverage_candidates.to_vec(),
+        },
+        coverage_named: config.test.coverage.is_some(),
+        required: true,
+        parallel: config.test.parallel,
+        log: log_path(env.logs, env.commit, None, env.trial),
+    });
+    // A check keeps its build-cache writes by merging them into the branch's layer once it
+    // ends; runs side by side have that layer mounted under them, and a layer must not change
+    // under a mounted overlay: with parallel checks, none keeps its writes (all still read the
+    // cache). One after another, each merges in turn.
+    let keep = specs.len() == 1 || !specs.iter().any(|s| s.parallel);
+    let shared = Shared {
+        config,
+        sandbox: env.sandbox,
+        interrupt: env.interrupt,
+    };
+    let mut done: Vec<Option<Executed>> = specs.iter().map(|_| None).collect();
+    let mut phased: Option<CheckResult> = None;
+    std::thread::scope(|s| {
+        let shared = &shared;
+        let handles: Vec<_> = specs
+            .iter()
+            .enumerate()
+            .filter(|(_, spec)| spec.parallel)
+            .map(|(i, spec)| (i, s.spawn(move || execute(shared, spec, work, setup, keep))))
+            .collect();
+        for (i, spec) in specs.iter().enumerate().filter(|(_, s)| !s.parallel) {
+            if spec.name == TEST_CHECK {
+                if let Some(files) = env.phase_one {
+                    phased = phases::run(env, shared, spec, work, setup, keep, files);
+                    if phased.is_some() {
+                        continue;
+                    }
+                }
+            }
+            done[i] = Some(execute(shared, spec, work, setup, keep));
+        }
+        for (i, h) in handles {
+            done[i] = Some(h.join().unwrap_or(Executed::Crashed));
+        }
+    });
+    let mut results: Vec<CheckResult> = specs
+        .iter()
+        .zip(done)
+        .map(|(spec, e)| {
+            let r = match (spec.name == TEST_CHECK, phased.take()) {
+                (true, Some(r)) => r,
+                _ => {
+                    let mut r = conclude(env, spec, e.unwrap_or(Executed::Crashed), work, setup);
+                    if spec.name == TEST_CHECK {
+                        one_phase_failure(env, &mut r);
+                    }
+                    r
+                }
+            };
+            (env.on_done)(spec.name, &r);
+            r
+        })
+        .collect();
+    let test = results.pop().expect("the test check is always there");
+    Ran {
+        test,
+        others: specs
+            .iter()
+            .zip(results)
+            .map(|(spec, r)| (spec.name.to_string(), spec.required, r))
+            .collect(),
+    }
+}
+
+/// A one-phase run's first failure is known when the suite ends.
+fn one_phase_failure(env: &Env<'_>, r: &mut CheckResult) {
+    let Some(t) = r.tests.as_mut().filter(|_| r.status == Status::Failed) else {
+        return;
+    };
+    t.first_failure_ms = Some(t.duration_ms);
+    let name = t
+        .failures
+        .first()
+        .map_or_else(|| "the tests".to_string(), |f| f.name.clone());
+    (env.on_first_failure)(&name, t.duration_ms);
+}
+
+/// What a check's thread needs.
+struct Shared<'a> {
+    config: &'a Config,
+    sandbox: &'a runner::Sandbox,
+    interrupt: &'a AtomicBool,
+}
+
+/// A check's process, ended.
+enum Executed {
+    /// No command given and none detected (the tests only).
+    Nothing,
+    Ran {
+        command: String,
+        framework: Option<String>,
+        outcome: Box<process::Outcome>,
+    },
+    /// Its thread panicked.
+    Crashed,
+}
+
+/// Run one check's command in a checkout (no index access: this may be a thread of its own).
+fn execute(
+    shared: &Shared<'_>,
+    spec: &Spec<'_>,
+    work: &workspace::Workspace,
+    setup: Option<&setup::Setup>,
+    keep_cache: bool,
+) -> Executed {
+    let _t = crate::util::trace::span("check");
+    let (command, framework) = match spec.command {
+        Some(c) => (
+            c.to_string(),
+            parse::framework_from_command(c).map(str::to_string),
+        ),
+        None => match detect::detect(&work.host_tree()) {
+            Some((c, f)) => (c, Some(f.to_string())),
+            None => return Executed::Nothing,
+        },
+    };
+    let mut artifacts: Vec<String> = spec.junit.clone();
+    artifacts.extend(spec.coverage.iter().cloned());
+    if spec.name == TEST_CHECK && crate::app::run::testcov::recorded_by(&command) {
+        artifacts.push(crate::app::run::testcov::DATA_FILE.into());
+    }
+    let full = setup.map_or_else(|| command.clone(), |s| s.wrap(&command));
+    let outcome = process::run(process::Spec {
+        command: &full,
+        cwd: &work.path(),
+        root: work.root(),
+        env: runner::env::sandbox_env(work.root()),
+        timeout: spec.timeout,
+        output: process::Output::Capture {
+            log: &spec.log,
+            cap: shared.config.limits.output_bytes,
+        },
+        limits: &shared.config.limits,
+        sandbox: shared.sandbox,
+        interrupt: shared.interrupt,
+        artifacts: &artifacts,
+        lower: work.lower(),
+        run_uid: work.run_uid,
+        cache_layers: &work.cache_layers,
+        cache_out: work.cache_out.as_deref().filter(|_| keep_cache),
+        cache_paths: &work.cache_paths,
+    });
+    Executed::Ran {
+        command,
+        framework,
+        outcome: Box::new(outcome),
+    }
+}
+
+/// What a check's process gave, as its result: status, counts from its output or report, why
+/// it stopped.
+fn conclude(
+    env: &Env<'_>,
+    spec: &Spec<'_>,
+    executed: Executed,
+    work: &workspace::Workspace,
+    setup: Option<&setup::Setup>,
+) -> CheckResult {
+    let config = env.config;
+    let dir = work.path();
+    let mut warnings = Vec::new();
+    let is_test = spec.name == TEST_CHECK;
+    let key = if is_test {
+        "[test]".to_string()
+    } else {
+        format!("[checks.{}]", spec.name)
+    };
+    let (command, framework, mut outcome) = match executed {
+        Executed::Ran {
+            command,
+            framework,
+            outcome,
+        } => (command, framework, *outcome),
+        Executed::Nothing => {
+            return CheckResult {
+                status: Status::Passed,
+                tests: None,
+                error: None,
+                warnings,
+                overlay_failed: false,
+                coverage: None,
+                contexts: None,
+            }
+        }
+        Executed::Crashed => {
+            return CheckResult::failed_checkout(format!(
+                "the check `{}` crashed; run again",
+                spec.name
+            ))
+        }
+    };
+    let overlay_failed = outcome
+        .isolation
+        .layers
+        .iter()
+        .any(|l| l.layer == "disk_limit" && l.status == crate::model::LayerStatus::Unavailable);
+    let summary = outcome.isolation.summary();
+    let _ = env
+        .ctx
+        .index
+        .put_profile(&summary.profile, &outcome.isolation.layers);
+    let text = String::from_utf8_lossy(&outcome.output);
+    let mut parsed = parse::parse_command_output(Some(&command), framework.as_deref(), &text);
+    let mut found_coverage = None;
+    for rel in &spec.coverage {
+        match report_text(&outcome, &dir, rel) {
+            Ok(text) => {
+                let roots = [
+                    dir.to_string_lossy().into_owned(),
+                    format!("{}/tree", runner::sandbox::VIEW_ROOT),
+                ];
+                let roots: Vec<&str> = roots.iter().map(String::as_str).collect();
+                match coverage::parse(&text, &roots) {
+                    Some(report) => {
+                        found_coverage = Some((rel.clone(), report));
+                        break;
+                    }
+                    None if spec.coverage_named => warnings.push(format!(
+                        "{rel} is not a coverage report (coverage.py JSON, Cobertura XML or lcov); not used"
+                    )),
+                    None => {}
+                }
+            }
+            Err(why) if spec.coverage_named => warnings.push(why),
+            Err(_) => {}
+        }
+    }
+    let contexts = (is_test && crate::app::run::testcov::recorded_by(&command))
+        .then(|| crate::app::run::testcov::data_of(&outcome.artifacts, &dir))
+        .flatten();
+    let mut reports: Option<TestCounts> = None;
+    for rel in &spec.junit {
+        for (path, text) in report_texts(&outcome, &dir, rel) {
+            match text {
+                Ok(xml) => match parse::parse_junit_xml(&xml) {
+                    Some(counts) => reports = Some(add_counts(reports, counts)),
+                    None if spec.junit_named => {
+                        warnings.push(format!("{path} is not a JUnit XML report; not used"))
+                    }
+                    None => {}
+                },
+                Err(why) if spec.junit_named => warnings.push(why),
+                Err(_) => {}
+            }
+        }
+    }
+    if let Some(counts) = reports {
+        parsed = Some(("junit", counts));
+    }
+    let framework = parsed.as_ref().map(|(f, _)| f.to_string()).or(framework);
+    let counts = parsed.map(|(_, c)| c).unwrap_or_default();
+    let mut error = None;
+    if outcome.killed_by.is_none() && outcome.spawn_error.is_none() {
+        outcome.killed_by = crate::runner::limit_hit::attribute(
+            outcome.exit_code,
+            outcome.signal,
+            &outcome.output_tail,
+            &config.limits,
+        )
+        .map(str::to_string);
+    }
+    let status = if let Some(e) = &outcome.spawn_error {
+        error = Some(e.clone());
+        Status::Error
+    } else {
+        match outcome.killed_by.as_deref() {
+            Some("timeout" | "cpu") => Status::Timeout,
+            Some(_) => Status::Killed,
+            None if outcome.exit_code != Some(0) && counts.total.is_none() => {
+                let setup_failed = setup
+                    .filter(|_| outcome.exit_code == Some(1))
+                    .and_then(|s| s.failed_inline(&text));
+                match setup_failed
+                    .or_else(|| missing_runner(&command, &key, outcome.exit_code, &text))
+                    .map(|why| {
+                        let hint =
+                            setup::not_found_hint(&work.host_tree(), &command, &text, config)
+                                .or_else(|| setup::hidden_hint(&text));
+                        format!("{why}{}", hint.unwrap_or_default())
+                    }) {
+                    Some(what) => {
+                        error = Some(what);
+                        Status::Error
+                    }
+                    None => Status::Failed,
+                }
+            }
+            None if outcome.exit_code == Some(0)
+                && counts.failed.unwrap_or(0) == 0
+                && counts.errors.unwrap_or(0) == 0 =>
+            {
+                Status::Passed
+            }
+            None => Status::Failed,
+        }
+    };
+    let (what, were) = if is_test {
+        ("the tests".to_string(), "were")
+    } else {
+        (format!("the check `{}`", spec.name), "was")
+    };
+    if outcome.killed_by.as_deref() == Some("cpu") {
+        error = Some(format!(
+            "{what} used up the {} CPU seconds of [limits] cpu_seconds and {were} stopped; raise it if more is needed",
+            config.limits.cpu_seconds
+        ));
+    } else if status == Status::Timeout {
+        error = Some(format!(
+            "{what} ran past the {}s timeout and {were} stopped; raise {key} timeout in .sandbox.toml if more time is needed",
+            spec.timeout.as_secs_f64()
+        ));
+    } else if let Some(k) = outcome.killed_by.as_deref() {
+        error = crate::runner::limit_hit::explain(k, &config.limits, &what, were);
+    }
+    let mut tests = Tests {
+        status: Some(status),
+        command,
+        framework,
+        exit_code: outcome.exit_code,
+        passed: counts.passed,
+        failed: counts.failed,
+        skipped: counts.skipped,
+        errors: counts.errors,
+        total: counts.total,
+        failures: counts.failures,
+        duration_ms: outcome.duration.as_millis() as u64,
+        output_tail: outcome.output_tail,
+        killed_by: outcome.killed_by,
+        resources: outcome.resources,
+        output_truncated: outcome.truncated,
+        failures_omitted: 0,
+        setup: setup.map(setup::Setup::record),
+        isolation: Some(summary),
+        limits: Some(outcome.limits.clone()),
+        phases: Vec::new(),
+        first_failure_ms: None,
+        selection_missed: false,
+    };
+    tests.bound();
+    CheckResult {
+        status,
+        tests: Some(tests),
+        error,
+        warnings,
+        overlay_failed,
+        coverage: found_coverage,
+        contexts,
+    }
+}
+
+/// The text of a report the test command wrote: as the sandbox read it, inside its own view and
+/// with its own rights; else (a sandbox without a mount namespace) read beneath the checkout,
+/// never following a link. Either way no symlink, FIFO or device is followed, nothing escapes
+/// the checkout, and at most the cap is read. `Err` is the one-line reason for the record.
+fn report_text(
+    outcome: &process::Outcome,
+    dir: &std::path::Path,
+    rel: &str,
+) -> std::result::Result<String, String> {
+    if runner::sandbox::artifact_pattern(rel).is_some() {
+        return report_texts(outcome, dir, rel)
+            .into_iter()
+            .next()
+            .map_or_else(|| Err(format!("{rel}: not read")), |(_, t)| t);
+    }
+    if let Some(a) = outcome.artifacts.iter().find(|a| a.path == rel) {
+        return match (&a.text, &a.skipped) {
+            (Some(text), _) => Ok(text.clone()),
+            (None, Some(why)) => Err(why.clone()),
+            (None, None) => Err(format!("{rel}: not read")),
+        };
+    }
+    crate::util::beneath::read_beneath(dir, rel, runner::sandbox::ARTIFACT_CAP)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .map_err(|why| why.to_string())
+}
+
+/// The texts of the reports a name or a pattern (`DIR/*.xml`) stands for, each with its path, as
+/// [`report_text`] reads one.
+fn report_texts(
+    outcome: &process::Outcome,
+    dir: &std::path::Path,
+    rel: &str,
+) -> Vec<(String, std::result::Result<String, String>)> {
+    let Some((d, suffix)) = runner::sandbox::artifact_pattern(rel) else {
+        return vec![(rel.to_string(), report_text(outcome, dir, rel))];
+    };
+    let prefix = format!("{d}/");
+    let mine = |a: &&runner::sandbox::Artifact| {
+        a.path == rel
+            || a.path
+                .strip_prefix(&prefix)
+                .is_some_and(|n| n.ends_with(suffix) && !n.contains('/'))
+    };
+    let mut found: Vec<runner::sandbox::Artifact> =
+        outcome.artifacts.iter().filter(mine).cloned().collect();
+    if found.is_empty() {
+        found = runner::sandbox::read_pattern(dir, rel, d, suffix);
+    }
+    found
+        .into_iter()
+        .map(|a| {
+            let text = match (a.text, a.skipped) {
+                (Some(text), _) => Ok(text),
+                (None, Some(why)) => Err(why),
+                (None, None) => Err(format!("{}: not read", a.path)),
+            };
+            (a.path, text)
+        })
+        .collect()
+}
+
+/// Where `ctest --output-junit FILE` in a test command writes its report: FILE in the directory
+/// ctest runs in (`--test-dir DIR`, else the `cd DIR` before it), relative to the checkout; `None`
+/// for a path outside it.
+pub(super) fn ctest_report(command: &str) -> Option<String> {
+    let words: Vec<&str> = command
+        .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let at = words
+        .iter()
+        .position(|w| *w == "ctest" || w.ends_with("/ctest"))?;
+    let (before, after) = words.split_at(at);
+    let value = |flag: &str| {
+        after
+            .windows(2)
+            .find(|w| w[0] == flag)
+            .map(|w| w[1])
+            .or_else(|| {
+                after
+                    .iter()
+                    .find_map(|w| w.strip_prefix(flag)?.strip_prefix('='))
+            })
+    };
+    let file = value("--output-junit")?;
+    let dir = value("--test-dir")
+        .or_else(|| before.windows(2).rev().find(|w| w[0] == "cd").map(|w| w[1]));
+    let path = match dir {
+        Some(d) if !file.starts_with('/') => format!("{}/{file}", d.trim_end_matches('/')),
+        _ => file.to_string(),
+    };
+    let path = path.trim_start_matches("./").to_string();
+    (!path.starts_with('/') && !path.split('/').any(|c| c == "..") && !path.is_empty())
+        .then_some(path)
+}
+
+/// The sum of two reports' counts (a build tool writes one report per test class).
+fn add_counts(a: Option<TestCounts>, b: TestCounts) -> TestCounts {
+    let Some(mut a) = a else {
+        return b;
+    };
+    let add = |x: Option<u64>, y: Option<u64>| match (x, y) {
+        (None, None) => None,
+        (x, y) => Some(x.unwrap_or(0) + y.unwrap_or(0)),
+    };
+    a.passed = add(a.passed, b.passed);
+    a.failed = add(a.failed, b.failed);
+    a.skipped = add(a.skipped, b.skipped);
+    a.errors = add(a.errors, b.errors);
+    a.total = add(a.total, b.total);
+    a.failures.extend(b.failures);
+    a
+}
+
+/// Why a test command could not run at all, when its output says its runner is missing: the
+/// shell's 126/127 (not found, not executable), Python's `No module named X` for `-m X`, or a
+/// toolchain rustup or pyenv selects that is not installed. A missing runner is an `error`,
+/// never a failing test (and, beside a result, an attempt: [`crate::model::could_not_run`]).
+fn missing_runner(
+    command: &str,
+    key: &str,
+    exit_code: Option<i32>,
+    output: &str,
+) -> Option<String> {
+    let last = output
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    match exit_code {
+        Some(127) => {
+            return Some(format!(
+                "the command `{command}` was not found (exit 127: {}); install it or set {key} command in .sandbox.toml",
+                if last.is_empty() { "no output" } else { last }
+            ))
+        }
+        Some(126) => {
+            return Some(format!(
+                "the command `{command}` could not be executed (exit 126: {}); check its permissions or set {key} command in .sandbox.toml",
+                if last.is_empty() { "no output" } else { last }
+            ))
+        }
+        _ => {}
+    }
+    use crate::model::attempt::Missing;
+    match crate::model::attempt::missing_runner(command, output)? {
+        Missing::PythonModule(module) => Some(format!(
+            "the Python module `{module}` that `{command}` runs is not installed (No module named {module}); install it (python3 -m pip install {module}) or set {key} command in .sandbox.toml"
+        )),
+        Missing::Toolchain(line) => Some(format!(
+            "the toolchain that `{command}` runs is not installed here ({line}); install it, or set {key} command in .sandbox.toml"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ctest_report;
+
+    #[test]
+    fn a_log_path_never_leaves_the_logs_directory() {
+        let dir = std::path::Path::new("/logs/repo");
+        let p = super::log_path(dir, "../../etc/passwd", Some("../x"), false);
+        assert_eq!(p.parent(), Some(dir));
+        assert_eq!(
+            super::log_path(dir, "ab12", Some("type-check"), true),
+            dir.join("ab12.check-type-check.trial.log")
+        );
+    }
+
+    #[test]
+    fn ctest_reports_are_found_in_the_directory_ctest_runs_in() {
+        let r = |c: &str| ctest_report(c);
+        assert_eq!(
+            r("cd build && ctest --output-junit junit.xml").as_deref(),
+            Some("build/junit.xml")
+        );
+        assert_eq!(
+            r("cmake -B out && cmake --build out && ctest --test-dir out --output-junit=r/j.xml")
+                .as_deref(),
+            Some("out/r/j.xml")
+        );
+        assert_eq!(r("ctest --output-junit ./j.xml").as_deref(), Some("j.xml"));
+        assert_eq!(r("ctest --output-junit /tmp/j.xml"), None);
+        assert_eq!(r("cd .. && ctest --output-junit j.xml"), None);
+        assert_eq!(r("ctest -j4"), None);
+        assert_eq!(r("make test"), None);
+    }
+}

@@ -1,0 +1,305 @@
+//! The tests in two phases: the test files (pytest, jest, vitest) or crates (cargo test) the
+//! change can reach (and those that failed last) first, so a failure is known early; then exactly
+//! the rest of the suite (pytest's `--deselect FILE::`, jest's and vitest's filters, cargo's
+//! `--workspace --exclude`), the two merged into one result that equals a one-phase run.
+
+use super::{conclude, execute, CheckResult, Env, Executed, Shared, Spec};
+use crate::model::{Status, TestPhase, Tests};
+use crate::runner::{cargo_cmd, detect, js_cmd, pytest_cmd, workspace};
+use std::time::Instant;
+
+/// pytest's exit code when it collected no test (every one deselected): no failure.
+const NO_TESTS_COLLECTED: i32 = 5;
+
+/// Run the tests of `spec` in two phases when its command is a pytest, jest, vitest or cargo test
+/// invocation and
+/// `phase_one` lies within the suite it runs; `None`: run them in one phase as before.
+pub(super) fn run(
+    env: &Env<'_>,
+    shared: &Shared<'_>,
+    spec: &Spec<'_>,
+    work: &workspace::Workspace,
+    setup: Option<&super::setup::Setup>,
+    keep: bool,
+    phase_one: &[String],
+) -> Option<CheckResult> {
+    let command = match spec.command {
+        Some(c) => c.to_string(),
+        None => detect::detect(&work.host_tree())?.0,
+    };
+    let split = Split::of(&command, work)?;
+    let files: Vec<String> = phase_one
+        .iter()
+        .filter(|f| split.within(f))
+        .cloned()
+        .collect();
+    if files.is_empty() {
+        return None;
+    }
+    let started = Instant::now();
+    let first_log = spec.log.with_extension("phase1.log");
+    let one_command = split.only(&files);
+    let one_spec = Spec {
+        command: Some(&one_command),
+        log: first_log.clone(),
+        ..spec.clone()
+    };
+    let one = conclude(
+        env,
+        &one_spec,
+        split.no_tests_is_no_failure(execute(shared, &one_spec, work, setup, keep)),
+        work,
+        setup,
+    );
+    let one_ms = started.elapsed().as_millis() as u64;
+    let one_failed = one.status != Status::Passed;
+    if one_failed {
+        (env.on_first_failure)(&first_failure_name(&one), one_ms);
+    }
+    let mut phases = vec![phase_of(&one, files.clone())];
+    // Cut short (timeout, a limit, Ctrl-C) or unable to run: the suite did not run, and phase
+    // one's result is the run's.
+    if !matches!(one.status, Status::Passed | Status::Failed) {
+        let _ = std::fs::rename(&first_log, &spec.log);
+        return Some(with_phases(
+            one,
+            phases,
+            one_failed.then_some(one_ms),
+            false,
+        ));
+    }
+    let two_command = split.without(&files);
+    let two_spec = Spec {
+        command: Some(&two_command),
+        timeout: spec.timeout.saturating_sub(started.elapsed()),
+        ..spec.clone()
+    };
+    let two = conclude(
+        env,
+        &two_spec,
+        split.no_tests_is_no_failure(execute(shared, &two_spec, work, setup, keep)),
+        work,
+        setup,
+    );
+    let all_ms = started.elapsed().as_millis() as u64;
+    let two_failed = two.status != Status::Passed;
+    if two_failed && !one_failed {
+        (env.on_first_failure)(&first_failure_name(&two), all_ms);
+    }
+    join_logs(&first_log, &spec.log);
+    phases.push(phase_of(&two, Vec::new()));
+    let first_failure = if one_failed {
+        Some(one_ms)
+    } else {
+        two_failed.then_some(all_ms)
+    };
+    let merged = merge(one, two, &command);
+    Some(with_phases(
+        merged,
+        phases,
+        first_failure,
+        two_failed && !one_failed,
+    ))
+}
+
+/// How a runner's command is split: pytest's node ids, jest's and vitest's file filters, cargo
+/// test's crates.
+enum Split {
+    Pytest(pytest_cmd::Pytest),
+    Js(js_cmd::JsCmd),
+    Cargo(cargo_cmd::CargoTest),
+}
+
+impl Split {
+    fn of(command: &str, work: &workspace::Workspace) -> Option<Split> {
+        if let Some(p) = pytest_cmd::recognise(command) {
+            return Some(Split::Pytest(p));
+        }
+        if let Some(c) = cargo_cmd::recognise(command) {
+            return Some(Split::Cargo(c));
+        }
+        let tree = work.host_tree();
+        let text_of = |p: &str| {
+            let bytes = crate::util::beneath::read_beneath(&tree, p, 1 << 20).ok()?;
+            Some(String::from_utf8_lossy(&bytes).into_owned())
+        };
+        // Only `npm test` reads the script.
+        let npm = command.split_whitespace().any(|w| w.ends_with("npm"));
+        let script = npm
+            .then(|| text_of("package.json"))
+            .flatten()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|j| Some(j.pointer("/scripts/test")?.as_str()?.to_string()));
+        js_cmd::recognise(command, script.as_deref())?
+            .in_tree(&text_of)
+            .map(Split::Js)
+    }
+
+    /// Whether the command's suite holds `part` (a command that names its own paths runs only
+    /// those: phase one stays within them).
+    fn within(&self, part: &str) -> bool {
+        match self {
+            Split::Pytest(p) => {
+                p.paths.is_empty()
+                    || p.paths
+                        .iter()
+                        .any(|d| part == d || part.starts_with(&format!("{d}/")))
+            }
+            Split::Js(_) | Split::Cargo(_) => true,
+        }
+    }
+
+    fn only(&self, parts: &[String]) -> String {
+        match self {
+            Split::Pytest(p) => p.only(parts),
+            Split::Js(j) => j.only(parts),
+            Split::Cargo(c) => c.only(parts),
+        }
+    }
+
+    fn without(&self, parts: &[String]) -> String {
+        match self {
+            Split::Pytest(p) => p.without(parts),
+            Split::Js(j) => j.without(parts),
+            Split::Cargo(c) => c.without(parts),
+        }
+    }
+
+    /// A phase that collected nothing (every test deselected, a selection that names none)
+    /// ended as a passing one would (jest and vitest are told so: `--passWithNoTests`).
+    fn no_tests_is_no_failure(&self, e: Executed) -> Executed {
+        match self {
+            Split::Pytest(_) => no_tests_is_no_failure(e),
+            Split::Js(_) | Split::Cargo(_) => e,
+        }
+    }
+}
+
+/// pytest's exit 5 (no test collected) as a pass.
+fn no_tests_is_no_failure(mut e: Executed) -> Executed {
+    if let Executed::Ran { outcome, .. } = &mut e {
+        if outcome.exit_code == Some(NO_TESTS_COLLECTED) && outcome.killed_by.is_none() {
+            outcome.exit_code = Some(0);
+        }
+    }
+    e
+}
+
+fn first_failure_name(r: &CheckResult) -> String {
+    r.tests
+        .as_ref()
+        .and_then(|t| t.failures.first())
+        .map(|f| f.name.clone())
+        .or_else(|| r.error.clone())
+        .unwrap_or_else(|| "the tests".into())
+}
+
+fn phase_of(r: &CheckResult, files: Vec<String>) -> TestPhase {
+    let t = r.tests.as_ref();
+    TestPhase {
+        files,
+        command: t.map(|t| t.command.clone()).unwrap_or_default(),
+        exit_code: t.and_then(|t| t.exit_code),
+        passed: t.and_then(|t| t.passed),
+        failed: t.and_then(|t| t.failed),
+        errors: t.and_then(|t| t.errors),
+        total: t.and_then(|t| t.total),
+        duration_ms: t.map_or(0, |t| t.duration_ms),
+    }
+}
+
+fn with_phases(
+    mut r: CheckResult,
+    phases: Vec<TestPhase>,
+    first_failure_ms: Option<u64>,
+    missed: bool,
+) -> CheckResult {
+    if let Some(t) = r.tests.as_mut() {
+        t.phases = phases;
+        t.first_failure_ms = first_failure_ms;
+        t.selection_missed = missed;
+    }
+    r
+}
+
+/// The log of the whole suite: phase one's output, then phase two's.
+fn join_logs(first: &std::path::Path, log: &std::path::Path) {
+    let (Ok(mut one), Ok(two)) = (std::fs::read(first), std::fs::read(log)) else {
+        return;
+    };
+    one.extend_from_slice(&two);
+    if std::fs::write(log, one).is_ok() {
+        let _ = std::fs::remove_file(first);
+    }
+}
+
+/// Both phases as one run of the suite: counts added, failures in order, the worst status, the
+/// per-test coverage of both.
+fn merge(one: CheckResult, two: CheckResult, command: &str) -> CheckResult {
+    let status = [one.status, two.status]
+        .into_iter()
+        .max_by_key(|s| s.severity())
+        .unwrap_or(Status::Passed);
+    let mut warnings = one.warnings;
+    warnings.extend(two.warnings);
+    if one.coverage.is_some() || two.coverage.is_some() {
+        warnings.push("a coverage report is not merged across the two phases, so none is kept; set [test] phases = false to keep it".into());
+    }
+    let tests = match (one.tests, two.tests) {
+        (Some(a), Some(b)) => Some(merge_tests(a, b, command)),
+        (a, b) => b.or(a),
+    };
+    CheckResult {
+        status,
+        tests,
+        error: two.error.or(one.error),
+        warnings,
+        overlay_failed: one.overlay_failed || two.overlay_failed,
+        coverage: None,
+        contexts: match (&one.contexts, &two.contexts) {
+            (Some(a), Some(b)) => crate::app::run::testcov::combine(a, b),
+            _ => None,
+        },
+    }
+}
+
+fn merge_tests(a: Tests, b: Tests, command: &str) -> Tests {
+    let add = |x: Option<u64>, y: Option<u64>| match (x, y) {
+        (None, None) => None,
+        (x, y) => Some(x.unwrap_or(0) + y.unwrap_or(0)),
+    };
+    let a_failed = a.exit_code.is_some_and(|c| c != 0);
+    let mut failures = a.failures;
+    failures.extend(b.failures);
+    let mut t = Tests {
+        status: [a.status, b.status]
+            .into_iter()
+            .flatten()
+            .max_by_key(|s| s.severity()),
+        command: command.to_string(),
+        framework: b.framework.or(a.framework),
+        exit_code: if a_failed { a.exit_code } else { b.exit_code },
+        passed: add(a.passed, b.passed),
+        failed: add(a.failed, b.failed),
+        skipped: add(a.skipped, b.skipped),
+        errors: add(a.errors, b.errors),
+        total: add(a.total, b.total),
+        failures,
+        failures_omitted: a.failures_omitted + b.failures_omitted,
+        duration_ms: a.duration_ms + b.duration_ms,
+        output_tail: if a_failed && b.exit_code == Some(0) {
+            a.output_tail
+        } else {
+            b.output_tail
+        },
+        killed_by: b.killed_by.or(a.killed_by),
+        resources: crate::model::Resources {
+            cpu_ms: a.resources.cpu_ms + b.resources.cpu_ms,
+            max_rss_kb: a.resources.max_rss_kb.max(b.resources.max_rss_kb),
+        },
+        output_truncated: a.output_truncated || b.output_truncated,
+        ..b
+    };
+    t.bound();
+    t
+}

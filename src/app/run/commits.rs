@@ -1,0 +1,69 @@
+//! A repository's commits as its index knows them (each with its result), newest first, a page
+//! at a time. Keyset paging on the run id: a page is one range of the index however long the
+//! history, and a commit indexed while someone pages moves nothing under them.
+
+use crate::app::{AppError, Context, Result};
+use crate::model::RunRecord;
+use crate::store::RepoRow;
+use gix::ObjectId;
+
+/// The most commits one page shows.
+pub const MAX_PAGE: usize = 200;
+
+#[derive(Debug, Clone)]
+pub struct Commit {
+    /// The index's run id: the cursor of the next page.
+    pub run_id: i64,
+    pub record: RunRecord,
+    /// Its message's first line, while git still has the commit.
+    pub summary: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Page {
+    pub commits: Vec<Commit>,
+    /// The cursor of the next, older page (`before`), when there is one.
+    pub older: Option<i64>,
+}
+
+/// Up to `limit` commits with a result, newest first, those indexed before run `before`.
+pub fn page(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    before: Option<i64>,
+    limit: usize,
+) -> Result<Page> {
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return Err(AppError::usage(format!(
+            "limit must be between 1 and {MAX_PAGE}, not {limit}"
+        ))
+        .hint("leave it out for 50 a page"));
+    }
+    // One more than shown says whether an older page exists.
+    let mut rows = ctx
+        .index
+        .runs_before(&row.repository_id, before, limit + 1)?;
+    let more = rows.len() > limit;
+    rows.truncate(limit);
+    let older = if more {
+        rows.last().map(|r| r.id)
+    } else {
+        None
+    };
+    let commits = rows
+        .into_iter()
+        .map(|r| {
+            let summary = ObjectId::from_hex(r.record.commit.as_bytes())
+                .ok()
+                .and_then(|id| crate::git::commit_info(repo, id).ok())
+                .map(|i| i.summary);
+            Commit {
+                run_id: r.id,
+                record: r.record,
+                summary,
+            }
+        })
+        .collect();
+    Ok(Page { commits, older })
+}

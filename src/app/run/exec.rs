@@ -1,0 +1,176 @@
+//! Running any command at a revision in the same sandbox as a test run (a kept checkout behind an
+//! overlay where the machine allows, else a fresh one), with its output passed through. Nothing
+//! is recorded.
+
+use crate::app::{run::commit_config::config_for, run::setup, AppError, Context, Result};
+use crate::config::ConfigFile;
+use crate::git::{self, checkout};
+use crate::runner::{caches, env, process, workspace};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+/// What ran and how it ended.
+pub struct Executed {
+    /// With [`Output::Capture`], `outcome.output` holds what the command (and a setup step it
+    /// needed) printed, up to the cap, and `outcome.truncated` says whether more was cut.
+    pub outcome: process::Outcome,
+    /// The timeout it ran under.
+    pub timeout: Duration,
+}
+
+/// Where the command's output goes.
+#[derive(Debug, Clone, Copy)]
+pub enum Output {
+    /// The caller's stdout and stderr (the command line).
+    Inherit,
+    /// Kept (stdout and stderr together), at most this many bytes; nothing is printed (MCP,
+    /// whose stdout is the protocol).
+    Capture(u64),
+}
+
+/// Run `argv` in a sandboxed checkout of `commit`, under the commit's own limits; `timeout`
+/// replaces its test timeout.
+pub fn exec(
+    ctx: &Context,
+    repo: &gix::Repository,
+    commit: gix::ObjectId,
+    argv: &[String],
+    timeout: Option<Duration>,
+    output: Output,
+    interrupt: &AtomicBool,
+) -> Result<Executed> {
+    let _t = crate::util::trace::span("exec in all (after start-up)");
+    let info = git::commit_info(repo, commit)?;
+    let mut config = config_for(ctx, repo, &info, None, &ConfigFile::default())?;
+    if let Some(t) = timeout {
+        config.test.timeout = t;
+    }
+    let sandbox = ctx.sandbox();
+    let scratch = checkout::scratch_root();
+    let home_id = crate::app::home::home_id(&ctx.paths.home);
+    let capture = match output {
+        Output::Inherit => None,
+        Output::Capture(cap) => Some((
+            tempfile::Builder::new()
+                .prefix("git-sandbox-exec-")
+                .tempdir()
+                .map_err(crate::app::io_err("cannot create a directory for the output"))?,
+            cap,
+        )),
+    };
+    let log = capture.as_ref().map(|(d, _)| d.path().join("output.log"));
+    let setup_log = capture.as_ref().map(|(d, _)| d.path().join("setup.log"));
+    let output = match (&log, &capture) {
+        (Some(log), Some((_, cap))) => process::Output::Capture { log, cap: *cap },
+        _ => process::Output::Inherit,
+    };
+    // The helper starts (and makes its namespaces) while the workspace is prepared.
+    process::start_ahead(&sandbox, &config.limits, &output);
+    let cache_home = ctx.paths.caches();
+    let dirs = crate::app::run::commit_config::cache_dirs(&config, repo, &info);
+    // Production's build caches, read-only: an exec keeps nothing.
+    let cache = config.cache.enabled.then(|| caches::CacheUse {
+        home: &cache_home,
+        branch: None,
+        read: true,
+        writes: caches::writes(caches::RunOf::Exec),
+        production: &config.promote.target,
+        dirs: &dirs,
+        max_mb: config.cache.max_mb,
+    });
+    let prepare = || {
+        let _t = crate::util::trace::span("workspace");
+        workspace::prepare(
+            repo,
+            info.tree,
+            &workspace::Options {
+                scratch: &scratch,
+                home_id: &home_id,
+                data_dir: &ctx.paths.home,
+                overlay: sandbox.overlay,
+                ceiling: config.limits.checkout_bytes(),
+                interrupt,
+                cache,
+            },
+        )
+    };
+    // The setup step's layer (production's, else one built for this exec and thrown away). A
+    // kept checkout found altered before a setup is built is checked out afresh, once.
+    let mut work = prepare()?;
+    let mut setup = None;
+    for attempt in 0..2 {
+        match setup::prepare(
+            &config,
+            repo,
+            info.tree,
+            &mut work,
+            cache.as_ref(),
+            &sandbox,
+            match &setup_log {
+                Some(p) => setup::SetupOutput::Log(p),
+                None => setup::SetupOutput::Terminal,
+            },
+            interrupt,
+        ) {
+            Ok(s) => {
+                setup = s;
+                break;
+            }
+            Err(setup::SetupError::Untrusted) if attempt == 0 => {
+                work.release();
+                work = prepare()?;
+            }
+            Err(setup::SetupError::Untrusted) => return Err(altered()),
+            Err(setup::SetupError::Failed(e)) => {
+                return Err(AppError::refused(e)
+                    .hint("fix [test] setup in .sandbox.toml, or run it by hand first"))
+            }
+        }
+    }
+    let command: Vec<String> = argv.iter().map(|a| shell_quote(a)).collect();
+    let command = format!("exec {}", command.join(" "));
+    let command = setup.as_ref().map_or(command.clone(), |s| s.wrap(&command));
+    let outcome = process::run(process::Spec {
+        command: &command,
+        cwd: &work.path(),
+        root: work.root(),
+        env: env::sandbox_env(work.root()),
+        timeout: config.test.timeout,
+        output,
+        limits: &config.limits,
+        sandbox: &sandbox,
+        interrupt,
+        artifacts: &[],
+        lower: work.lower(),
+        run_uid: work.run_uid,
+        cache_layers: &work.cache_layers,
+        cache_out: None,
+        cache_paths: &[],
+    });
+    if !work.confirm() {
+        return Err(altered());
+    }
+    Ok(Executed {
+        outcome,
+        timeout: config.test.timeout,
+    })
+}
+
+/// The kept checkout the command ran in turned out to have been altered outside git-sandbox.
+fn altered() -> AppError {
+    AppError::refused(
+        "the kept checkout this ran in had been altered outside git-sandbox, so the command did not see the commit's tree; it is checked out afresh now",
+    )
+    .hint("run the command again")
+}
+
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}

@@ -1,0 +1,682 @@
+//! Results as evidence: reading a commit's result from its note (only a record made for that
+//! commit counts), from the index, or from the tree cache under the commit's own effective
+//! config; and writing results as notes (the record and its `git log` summary, in one ref
+//! transaction) and index rows.
+
+use crate::app::{Context, Result};
+use crate::git::{self, notes::Lookup, CommitInfo};
+use crate::model::EventKind;
+use crate::model::{note, Attempt, NoteRecord, RunRecord, Status};
+use crate::store::RepoRow;
+use crate::util;
+use gix::ObjectId;
+
+/// Reads the notes of one repository, remembering notes that held no readable record, so a
+/// command can report them once.
+pub struct NoteReader {
+    lookup: Lookup,
+    pub invalid: Vec<(ObjectId, String)>,
+}
+
+impl NoteReader {
+    pub fn new(repo: &gix::Repository) -> Result<NoteReader> {
+        Ok(NoteReader {
+            lookup: Lookup::new(repo, git::NOTES_REF)?,
+            invalid: Vec::new(),
+        })
+    }
+
+    /// What the note on `commit` says about it (no note: `None`), with who vouches for it.
+    pub fn read(
+        &mut self,
+        ctx: &Context,
+        repo: &gix::Repository,
+        commit: ObjectId,
+    ) -> Result<Option<NoteRecord>> {
+        let Some(body) = self.lookup.read(repo, commit)? else {
+            return Ok(None);
+        };
+        let decoded = note::decode(&body, &commit.to_string(), &ctx.judge()?);
+        if let NoteRecord::Invalid(why) = &decoded {
+            self.invalid.push((commit, why.clone()));
+        }
+        Ok(Some(decoded))
+    }
+
+    /// The evidence the note holds for `commit`, if it holds some (a report is none).
+    pub fn record(
+        &mut self,
+        ctx: &Context,
+        repo: &gix::Repository,
+        commit: ObjectId,
+    ) -> Result<Option<RunRecord>> {
+        Ok(self
+            .read(ctx, repo, commit)?
+            .and_then(NoteRecord::found)
+            .filter(RunRecord::is_evidence))
+    }
+
+    /// One line for stderr about the notes that held no readable record, if any.
+    pub fn warning(&self) -> Option<String> {
+        invalid_warning(&self.invalid)
+    }
+}
+
+/// "2 notes hold no readable run record (abc1234: …); those commits count as not run and are
+/// run again".
+pub fn invalid_warning(invalid: &[(ObjectId, String)]) -> Option<String> {
+    let (first, why) = invalid.first()?;
+    let n = invalid.len();
+    Some(format!(
+        "{n} note{} under {} hold{} no readable run record ({}: {why}); {} as not run, and a run replaces the note",
+        if n == 1 { "" } else { "s" },
+        git::NOTES_REF,
+        if n == 1 { "s" } else { "" },
+        util::short(&first.to_string()),
+        if n == 1 { "that commit counts" } else { "those commits count" },
+    ))
+}
+
+/// What may be judged of a commit: [`find_record`]'s answer when it is evidence (signed by this
+/// machine or a signer it trusts), never somebody's report.
+pub fn find_evidence(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    reader: &mut NoteReader,
+    commit: ObjectId,
+) -> Result<Option<RunRecord>> {
+    if let Some(r) = own_record(ctx, repo, row, reader, commit)?.filter(RunRecord::is_evidence) {
+        return Ok(Some(r));
+    }
+    tree_result(ctx, repo, row, commit)
+}
+
+/// The result to show for a commit: the record made for it (its note, else the index; a report
+/// that is not evidence too, marked so), else a result of the same tree made under the config
+/// the commit has now (marked `cached_from`).
+pub fn find_record(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    reader: &mut NoteReader,
+    commit: ObjectId,
+) -> Result<Option<RunRecord>> {
+    if let Some(r) = own_record(ctx, repo, row, reader, commit)? {
+        return Ok(Some(r));
+    }
+    tree_result(ctx, repo, row, commit)
+}
+
+/// A result of the commit's tree made under the config the commit has now.
+fn tree_result(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    commit: ObjectId,
+) -> Result<Option<RunRecord>> {
+    let info = git::commit_info(repo, commit)?;
+    let Ok(config) = crate::app::run::commit_config::config_for(
+        ctx,
+        repo,
+        &info,
+        None,
+        &crate::config::ConfigFile::default(),
+    ) else {
+        return Ok(None);
+    };
+    Ok(tree_hit(ctx, row, &info, &config.result_key()))
+}
+
+/// The record made for this very commit: its note, else the index (a crash between writing the
+/// note and indexing it, or a note a non-CAS writer dropped). It may be a report that is not
+/// evidence ([`RunRecord::is_evidence`]): shown as such, judged by nothing.
+pub fn own_record(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    reader: &mut NoteReader,
+    commit: ObjectId,
+) -> Result<Option<RunRecord>> {
+    match reader.read(ctx, repo, commit)? {
+        Some(NoteRecord::Found(r)) => Ok(Some(*r)),
+        // A note that holds no record for this commit says it was not run.
+        Some(_) => Ok(None),
+        None => indexed(ctx, row, commit),
+    }
+}
+
+/// The index's record of this very commit.
+fn indexed(ctx: &Context, row: &RepoRow, commit: ObjectId) -> Result<Option<RunRecord>> {
+    let hex = commit.to_string();
+    Ok(ctx
+        .index
+        .run_for_commit(&row.repository_id, &hex)?
+        .map(|run| run.record)
+        .filter(|r| r.commit == hex))
+}
+
+/// The result of a commit made with the config it has now (its own `.sandbox.toml`, the user's
+/// config, and the experiment's `[config]` when `refname` is an experiment's branch): what
+/// `eval` and `promote` may trust. An `error` record is no result.
+pub fn current_record(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    commit: ObjectId,
+    refname: Option<&str>,
+) -> Result<Option<RunRecord>> {
+    let info = git::commit_info(repo, commit)?;
+    let experiment = crate::app::run::commit_config::experiment_of(refname);
+    let config = match crate::app::run::commit_config::config_for(
+        ctx,
+        repo,
+        &info,
+        experiment.as_deref(),
+        &crate::config::ConfigFile::default(),
+    ) {
+        Ok(c) => c,
+        Err(_) => return Ok(None),
+    };
+    let key = config.result_key();
+    let mut reader = NoteReader::new(repo)?;
+    let own = own_record(ctx, repo, row, &mut reader, commit)?.filter(|r| usable(r, &info, &key));
+    Ok(own.or_else(|| tree_hit(ctx, row, &info, &key)))
+}
+
+/// Whether a record made for its own commit may serve other commits of its tree (as
+/// [`tree_hit`] finds them in the index): it says whether the tests passed or failed.
+pub fn first_hand(r: &RunRecord) -> bool {
+    r.cached_from.is_none() && r.status.is_result()
+}
+
+/// A record that answers for `info` under config `key`: evidence, of this commit, its tree and
+/// that config, with a result.
+pub fn usable(r: &RunRecord, info: &CommitInfo, key: &str) -> bool {
+    r.is_evidence()
+        && r.commit == info.id
+        && r.tree == info.tree
+        && r.config_hash.as_deref() == Some(key)
+        && r.status.is_result()
+}
+
+/// A first-hand result of the same tree under config `key`, made for another commit, as a
+/// record for `info` (marked `cached_from`). A commit's own indexed record is never its cache:
+/// when its note says it was not run, it was not.
+pub fn tree_hit(ctx: &Context, row: &RepoRow, info: &CommitInfo, key: &str) -> Option<RunRecord> {
+    let hit = ctx
+        .index
+        .run_for_tree(
+            &row.repository_id,
+            &info.tree.to_string(),
+            Some(key),
+            &info.id.to_string(),
+        )
+        .ok()??;
+    let mut r = hit.record;
+    r.cached_from = Some(r.commit.clone());
+    r.commit = info.id.to_string();
+    // A commit named by a ref is no snapshot, whatever tree it shares with one.
+    r.snapshot = false;
+    r.parents = info.parents.iter().map(|p| p.to_string()).collect();
+    Some(r)
+}
+
+/// Write records as notes (the record under `refs/notes/sandbox` and its summary under
+/// `refs/notes/sandbox-summary`, one ref transaction), then index them with their events and,
+/// in the same transaction, what the outbox is to send about them ([`crate::app::publish`]).
+pub fn write(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    records: &[RunRecord],
+) -> Result<()> {
+    if records.is_empty() {
+        return Ok(());
+    }
+    let records = &stamped(ctx, records)?;
+    write_notes(ctx, repo, records)?;
+    // Asked of git before the transaction, which holds the index's write lock.
+    let to = crate::app::publish::Destinations::of(ctx, repo);
+    ctx.index.atomically(|| {
+        // Before indexing: a record the index already holds (a note written again) is no news.
+        crate::app::publish::emit(
+            ctx,
+            crate::app::publish::Event::Recorded {
+                to: &to,
+                row,
+                records,
+            },
+        );
+        index_records(ctx, row, records)
+    })
+}
+
+/// Keep results in the index alone: those of snapshots of uncommitted work, which have no note.
+pub fn index_only(ctx: &Context, row: &RepoRow, records: &[RunRecord]) -> Result<()> {
+    if records.is_empty() {
+        return Ok(());
+    }
+    let records = &stamped(ctx, records)?;
+    ctx.index.atomically(|| index_records(ctx, row, records))
+}
+
+/// Mark a record made by this machine as its own: `by` this data dir, vouched for by its key
+/// (the signature itself is made when the note is written). Only for records made here: a
+/// record from elsewhere keeps its own line and signature.
+pub fn stamp(ctx: &Context, r: &mut RunRecord) -> Result<()> {
+    let keys = ctx.keys()?;
+    r.by = Some(keys.home_id.clone());
+    r.verified = Some(crate::model::Verified {
+        signer: "this machine".into(),
+        key: keys.fingerprint(),
+        here: true,
+    });
+    Ok(())
+}
+
+fn stamped(ctx: &Context, records: &[RunRecord]) -> Result<Vec<RunRecord>> {
+    records
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            stamp(ctx, &mut r)?;
+            Ok(r)
+        })
+        .collect()
+}
+
+/// Index written results in one transaction: each run, its `run.completed`/`run.failed` event,
+/// its job done.
+fn index_records(ctx: &Context, row: &RepoRow, records: &[RunRecord]) -> Result<()> {
+    let mut events = Vec::with_capacity(records.len());
+    let ids = ctx.index.put_runs(&row.repository_id, records)?;
+    for (r, run_id) in records.iter().zip(ids) {
+        ctx.index.add_execution(&row.repository_id, r)?;
+        events.push(crate::store::NewEvent {
+            kind: if r.status == Status::Error {
+                EventKind::RunFailed
+            } else {
+                EventKind::RunCompleted
+            },
+            repository_id: Some(&row.repository_id),
+            run_id: Some(run_id),
+            commit: Some(&r.commit),
+            data: serde_json::json!({"status": r.status, "duration_ms": r.duration_ms, "cached_from": r.cached_from, "error": r.error}),
+        });
+    }
+    ctx.index.add_events(&events)?;
+    for ok in [true, false] {
+        let commits: Vec<&str> = records
+            .iter()
+            .filter(|r| (r.status != Status::Error) == ok)
+            .map(|r| r.commit.as_str())
+            .collect();
+        if !commits.is_empty() {
+            ctx.index.complete_jobs(&row.repository_id, &commits, ok)?;
+        }
+    }
+    ctx.index.touch_repository(&row.repository_id)?;
+    Ok(())
+}
+
+/// Whether a record was made by this machine or its fleet (the data dirs sharing its index):
+/// only those are written again by this machine, signed with its key. Another machine's
+/// record keeps its own signature, in its own note.
+pub fn ours(ctx: &Context, r: &RunRecord) -> Result<bool> {
+    let Some(v) = &r.verified else {
+        return Ok(false);
+    };
+    Ok(ctx.keys()?.is_ours(&v.key))
+}
+
+/// Whether this machine's own key vouches for a record.
+pub fn signed_here(ctx: &Context, r: &RunRecord) -> Result<bool> {
+    let Some(v) = &r.verified else {
+        return Ok(false);
+    };
+    Ok(v.key == ctx.keys()?.fingerprint())
+}
+
+/// The note body of a record this machine made: signed with its key.
+fn signed_note(ctx: &Context, r: &RunRecord) -> Result<Vec<u8>> {
+    let keys = ctx.keys()?;
+    Ok(note::encode(r, &|m| keys.sign(m)))
+}
+
+/// The notes of `records` (made here: signed with this machine's key), both refs in one
+/// transaction.
+fn write_notes(ctx: &Context, repo: &gix::Repository, records: &[RunRecord]) -> Result<()> {
+    let id = |r: &RunRecord| {
+        ObjectId::from_hex(r.commit.as_bytes()).expect("records hold full commit ids")
+    };
+    let message = if records.len() == 1 {
+        format!(
+            "git-sandbox: {} {}",
+            util::short(&records[0].commit),
+            records[0].status
+        )
+    } else {
+        format!("git-sandbox: results for {} commits", records.len())
+    };
+    git::notes::write_batch(
+        repo,
+        &[
+            git::notes::NotesEdit {
+                notes_ref: git::NOTES_REF,
+                notes: records
+                    .iter()
+                    .map(|r| Ok((id(r), signed_note(ctx, r)?)))
+                    .collect::<Result<_>>()?,
+            },
+            git::notes::NotesEdit {
+                notes_ref: git::SUMMARY_NOTES_REF,
+                notes: records.iter().map(|r| (id(r), note::summary(r))).collect(),
+            },
+        ],
+        &message,
+    )?;
+    Ok(())
+}
+
+/// Write again the notes of `records` that are not in place: gone, or older than the record (a
+/// writer that does not compare-and-swap, like plain `git notes add`, can replace the notes ref
+/// and drop ours). A note that holds something else is left alone (see [`unreadable`]), and so
+/// is a record this machine did not sign; with `fleet`, one its fleet signed is written again
+/// too, signed by this machine (a fetch on a shared index: its maker may have died before
+/// pushing it). Only then: another signature makes another line, which git's line-wise merge
+/// keeps beside the first. Returns how many were written again.
+pub fn rewrite_missing(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    records: &[RunRecord],
+    fleet: bool,
+) -> Result<usize> {
+    let mut reader = NoteReader::new(repo)?;
+    let mut lost = Vec::new();
+    // A snapshot's result never had a note to lose.
+    for r in records.iter().filter(|r| !r.snapshot) {
+        let Ok(id) = ObjectId::from_hex(r.commit.as_bytes()) else {
+            continue;
+        };
+        if !(if fleet {
+            ours(ctx, r)?
+        } else {
+            signed_here(ctx, r)?
+        }) {
+            continue;
+        }
+        // The very note written (the common case) is told by its blob id, without reading it
+        // (ed25519 signatures are deterministic: the same record makes the same note).
+        let ours = gix::objs::compute_hash(
+            repo.object_hash(),
+            gix::objs::Kind::Blob,
+            &signed_note(ctx, r)?,
+        );
+        if ours.is_ok() && reader.lookup.blob(repo, id)? == ours.ok() {
+            continue;
+        }
+        let in_place = match reader.read(ctx, repo, id)? {
+            None => false,
+            Some(NoteRecord::Found(n)) => n.is_evidence() && n.finished_at >= r.finished_at,
+            Some(_) => true,
+        };
+        if !in_place && repo.find_commit(id).is_ok() {
+            lost.push(r.clone());
+        }
+    }
+    restore(ctx, repo, row, &lost)
+}
+
+/// Write the notes of `lost` again, with a `notes.restored` event. Returns how many.
+fn restore(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    lost: &[RunRecord],
+) -> Result<usize> {
+    if !lost.is_empty() {
+        write_notes(ctx, repo, lost)?;
+        let commits: Vec<&str> = lost.iter().map(|r| r.commit.as_str()).collect();
+        ctx.index.add_event(
+            EventKind::NotesRestored,
+            Some(&row.repository_id),
+            None,
+            None,
+            &serde_json::json!({ "commits": commits }),
+        )?;
+    }
+    Ok(lost.len())
+}
+
+/// Indexed results whose note now holds no record for their commit (garbage, half a record, or
+/// another commit's record): the commit counts as not run, so its index row goes (the index
+/// follows the notes) and it is queued again; its next result replaces the bad note. Returns
+/// the commits queued again.
+pub fn unreadable(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    records: &[RunRecord],
+) -> Result<Vec<String>> {
+    let mut reader = NoteReader::new(repo)?;
+    let mut bad = Vec::new();
+    for r in records {
+        let Ok(id) = ObjectId::from_hex(r.commit.as_bytes()) else {
+            continue;
+        };
+        if matches!(
+            reader.read(ctx, repo, id)?,
+            Some(NoteRecord::Invalid(_) | NoteRecord::NotForThisCommit)
+        ) {
+            bad.push((r.commit.clone(), r.refname.clone()));
+        }
+    }
+    forget_unreadable(ctx, row, bad, &reader)
+}
+
+/// Forget the index rows of `bad` (commit, branch) and queue their commits again, with a
+/// `notes.unreadable` event naming why their notes could not be read. Returns the commits.
+fn forget_unreadable(
+    ctx: &Context,
+    row: &RepoRow,
+    bad: Vec<(String, Option<String>)>,
+    reader: &NoteReader,
+) -> Result<Vec<String>> {
+    for (commit, _) in &bad {
+        ctx.index.delete_run(&row.repository_id, commit)?;
+    }
+    if !bad.is_empty() {
+        ctx.index.requeue(&row.repository_id, &bad, "watch")?;
+        let commits: Vec<&str> = bad.iter().map(|(c, _)| c.as_str()).collect();
+        ctx.index.add_event(
+            EventKind::NotesUnreadable,
+            Some(&row.repository_id),
+            None,
+            None,
+            &serde_json::json!({ "commits": commits, "reasons": reader.invalid.iter().map(|(c, w)| format!("{}: {w}", util::short(&c.to_string()))).collect::<Vec<_>>() }),
+        )?;
+    }
+    Ok(bad.into_iter().map(|(c, _)| c).collect())
+}
+
+/// [`rewrite_missing`] (records this machine signed) and [`unreadable`] in one pass over
+/// `records`, each note read once, and not at all when its blob is the very note this machine
+/// writes for the record (the common case). What the daemon does for every indexed result it
+/// has not looked at yet. Returns (notes written again, commits queued again).
+pub fn check_notes(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    records: &[RunRecord],
+) -> Result<(usize, usize)> {
+    let mut reader = NoteReader::new(repo)?;
+    let mut lost = Vec::new();
+    let mut bad = Vec::new();
+    // A snapshot's result never had a note to lose.
+    for r in records.iter().filter(|r| !r.snapshot) {
+        let Ok(id) = ObjectId::from_hex(r.commit.as_bytes()) else {
+            continue;
+        };
+        let here = signed_here(ctx, r)?;
+        if here {
+            let ours = gix::objs::compute_hash(
+                repo.object_hash(),
+                gix::objs::Kind::Blob,
+                &signed_note(ctx, r)?,
+            );
+            if ours.is_ok() && reader.lookup.blob(repo, id)? == ours.ok() {
+                continue;
+            }
+        }
+        match reader.read(ctx, repo, id)? {
+            Some(NoteRecord::Invalid(_) | NoteRecord::NotForThisCommit) => {
+                bad.push((r.commit.clone(), r.refname.clone()))
+            }
+            Some(NoteRecord::Found(n)) if n.is_evidence() && n.finished_at >= r.finished_at => {}
+            _ if here && repo.find_commit(id).is_ok() => lost.push(r.clone()),
+            _ => {}
+        }
+    }
+    let restored = restore(ctx, repo, row, &lost)?;
+    let requeued = forget_unreadable(ctx, row, bad, &reader)?.len();
+    Ok((restored, requeued))
+}
+
+/// A commit of a history with its result.
+#[derive(Debug, serde::Serialize)]
+pub struct Entry {
+    pub commit: String,
+    pub summary: String,
+    /// The commit's result: evidence only; when the commit has none of its own, a result of
+    /// the same tree made under its config (marked `cached_from`), as `show` finds it.
+    pub result: Option<RunRecord>,
+    /// The runs since the result that could not run its tests here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub could_not_run_here: Option<Attempt>,
+    /// A record nobody this machine trusts signed, when that is all its note holds: somebody's
+    /// report, not a result.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reported: Option<RunRecord>,
+}
+
+/// The attempts kept beside each of `results` (runs of its commit and tree since it that could
+/// not run their tests here): the newest, with how many, by commit. Times compare as the
+/// records write them (RFC 3339, UTC, milliseconds).
+pub fn attempts_beside(
+    ctx: &Context,
+    row: &RepoRow,
+    results: &[&RunRecord],
+) -> Result<std::collections::HashMap<String, Attempt>> {
+    let commits: Vec<&str> = results.iter().map(|r| r.commit.as_str()).collect();
+    let mut out = std::collections::HashMap::new();
+    if commits.is_empty() {
+        return Ok(out);
+    }
+    let by_commit: std::collections::HashMap<&str, &RunRecord> =
+        results.iter().map(|r| (r.commit.as_str(), *r)).collect();
+    for a in ctx.index.attempts_of(&row.repository_id, &commits)? {
+        // Only those of its tree made since it (a newer result, fetched or read back, is news).
+        let since = by_commit
+            .get(a.commit.as_str())
+            .is_some_and(|r| r.tree == a.tree && a.finished_at >= r.finished_at);
+        if !since {
+            continue;
+        }
+        let count = out.get(&a.commit).map_or(0, |b: &Attempt| b.attempts);
+        out.insert(
+            a.commit.clone(),
+            Attempt {
+                reason: a.reason,
+                finished_at: a.finished_at,
+                trigger: a.trigger,
+                attempts: count + 1,
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// The history of `revs` (as `git log` takes them; `all`: every watched branch), newest first,
+/// at most `max_count` commits, each with the record made for it; and a warning when notes were
+/// unreadable.
+pub fn history(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    revs: &[String],
+    all: bool,
+    max_count: usize,
+) -> Result<(Vec<Entry>, Option<String>)> {
+    let walk = git::revs::Walk {
+        oldest_first: false,
+        max_count: Some(max_count),
+        plain_means_listed: false,
+    };
+    let commits = crate::app::select::commits(ctx, repo, revs, all, walk)?;
+    let mut reader = NoteReader::new(repo)?;
+    let mut entries = Vec::with_capacity(commits.len());
+    for c in commits {
+        let info = git::commit_info(repo, c)?;
+        let (result, reported) = match own_record(ctx, repo, row, &mut reader, c)? {
+            Some(r) if !r.is_evidence() => (None, Some(r)),
+            Some(r) => (Some(r), None),
+            // As `show` does: a result of the same tree under the commit's config serves it.
+            None => (tree_result(ctx, repo, row, c)?, None),
+        };
+        entries.push(Entry {
+            commit: c.to_string(),
+            summary: info.summary,
+            result,
+            could_not_run_here: None,
+            reported,
+        });
+    }
+    let results: Vec<&RunRecord> = entries.iter().filter_map(|e| e.result.as_ref()).collect();
+    let mut attempts = attempts_beside(ctx, row, &results)?;
+    for e in &mut entries {
+        e.could_not_run_here = attempts.remove(&e.commit);
+    }
+    Ok((entries, reader.warning()))
+}
+
+/// The patch of `commit` against its first parent (the whole tree for a root commit), as git
+/// prints it, cut at `max_bytes` (then `true`).
+pub fn patch(repo: &gix::Repository, commit: ObjectId, max_bytes: usize) -> Result<(String, bool)> {
+    let dir = crate::git::repo_root(repo);
+    let info = git::commit_info(repo, commit)?;
+    let hex = commit.to_string();
+    let text = match info.parents.first() {
+        Some(p) => git::cli::git(
+            &dir,
+            &[
+                "diff",
+                "--no-color",
+                "--no-ext-diff",
+                "-M",
+                &p.to_string(),
+                &hex,
+            ],
+        )?,
+        None => git::cli::git(
+            &dir,
+            &[
+                "diff-tree",
+                "-p",
+                "--root",
+                "--no-color",
+                "--no-ext-diff",
+                &hex,
+            ],
+        )?,
+    };
+    if text.len() <= max_bytes {
+        return Ok((text, false));
+    }
+    let mut cut = max_bytes;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    Ok((text[..cut].to_string(), true))
+}

@@ -1,0 +1,107 @@
+//! What the faces show from the index: repositories with their counts, the queue, pages of runs
+//! and events, one run with its repository. Thin on purpose: the faces render these and never
+//! open the store themselves.
+
+use crate::app::{AppError, Context, Result};
+use crate::model::RunRecord;
+use crate::store::{Event, EventFilter, FlakyTest, Job, RepoRow, RepoStats};
+use std::collections::{BTreeMap, HashMap};
+
+/// Every registered repository with its counts.
+pub fn repositories(ctx: &Context) -> Result<Vec<RepoStats>> {
+    Ok(ctx.index.repository_stats()?)
+}
+
+/// A registered repository by its id or its name.
+pub fn repository(ctx: &Context, key: &str) -> Result<Option<RepoRow>> {
+    Ok(ctx
+        .index
+        .repositories()?
+        .into_iter()
+        .find(|r| r.repository_id == key || r.name == key))
+}
+
+/// Each repository's id and name.
+pub fn names(ctx: &Context) -> Result<HashMap<String, String>> {
+    Ok(ctx
+        .index
+        .repositories()?
+        .into_iter()
+        .map(|r| (r.repository_id, r.name))
+        .collect())
+}
+
+/// Jobs pending and running, over every repository.
+pub fn queue_depth(ctx: &Context) -> Result<(u64, u64)> {
+    Ok(ctx.index.queue_depth()?)
+}
+
+/// The jobs running now.
+pub fn running(ctx: &Context) -> Result<Vec<Job>> {
+    Ok(ctx.index.running_jobs()?)
+}
+
+/// One repository's jobs pending and running, by ref.
+pub fn queued_by_ref(ctx: &Context, row: &RepoRow) -> Result<BTreeMap<String, (u64, u64)>> {
+    Ok(ctx.index.queued_by_ref(&row.repository_id)?)
+}
+
+/// Runs with their ids and repository ids: after `since` oldest first, else the newest.
+pub fn runs(
+    ctx: &Context,
+    repository_id: Option<&str>,
+    status: Option<&str>,
+    since: Option<i64>,
+    limit: usize,
+) -> Result<Vec<(i64, String, RunRecord)>> {
+    Ok(ctx.index.runs_page(repository_id, status, since, limit)?)
+}
+
+/// A repository's newest runs: commit, status, finish time.
+pub fn recent_runs(
+    ctx: &Context,
+    row: &RepoRow,
+    limit: usize,
+) -> Result<Vec<(String, String, String)>> {
+    Ok(ctx.index.recent_runs(&row.repository_id, limit)?)
+}
+
+/// The run with index id `id` and its repository.
+pub fn run(ctx: &Context, id: i64) -> Result<(RepoRow, RunRecord)> {
+    let (repository_id, record) = ctx
+        .index
+        .run_by_id(id)?
+        .ok_or_else(|| AppError::not_found(format!("no run {id}")))?;
+    let row = ctx
+        .index
+        .repositories()?
+        .into_iter()
+        .find(|r| r.repository_id == repository_id)
+        .ok_or_else(|| {
+            AppError::not_found(format!("run {id} belongs to no registered repository"))
+        })?;
+    Ok((row, record))
+}
+
+/// The events `f` selects.
+pub fn events(ctx: &Context, f: &EventFilter) -> Result<Vec<Event>> {
+    Ok(ctx.index.events(f)?)
+}
+
+/// The newest event's id (0 when there is none): where a stream from now starts.
+pub fn newest_event(ctx: &Context) -> Result<i64> {
+    let newest = events(
+        ctx,
+        &EventFilter {
+            limit: Some(1),
+            ..Default::default()
+        },
+    )?;
+    Ok(newest.last().map_or(0, |e| e.id))
+}
+
+/// The tests of a repository that both passed and failed on one tree under one config, most
+/// flips first.
+pub fn flaky_tests(ctx: &Context, row: &RepoRow) -> Result<Vec<FlakyTest>> {
+    Ok(ctx.index.flaky_tests(&row.repository_id)?)
+}
