@@ -2,13 +2,12 @@
 //! command does (create a repository, take a hook's notification, run a commit, start, evaluate,
 //! promote or kill an experiment, keep the data dir tidy, unregister a repository).
 
-mod cargo_selection;
-pub mod intake;
-pub mod repo;
 pub mod experiment;
 pub mod home;
+pub mod intake;
 pub mod locate;
 pub mod publish;
+pub mod repo;
 pub mod run;
 pub mod select;
 

@@ -22,7 +22,7 @@ pub mod testcov;
 pub mod views;
 
 use crate::app::run::commit_config::{cache_dirs, config_for, experiment_of};
-use crate::app::run::results::{NoteReader};
+use crate::app::run::results::NoteReader;
 use crate::app::{AppError, Context, Result};
 use crate::config::Config;
 use crate::config::ConfigFile;

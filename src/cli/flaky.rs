@@ -31,7 +31,11 @@ pub fn cmd_flaky(args: FlakyArgs) -> CmdResult {
             let here = super::cwd()
                 .ok()
                 .and_then(|dir| crate::git::discover(&dir).ok())
-                .and_then(|repo| crate::app::repo::repos::registration(&ctx, &repo).ok().flatten());
+                .and_then(|repo| {
+                    crate::app::repo::repos::registration(&ctx, &repo)
+                        .ok()
+                        .flatten()
+                });
             match here {
                 Some(row) => vec![row],
                 None => ctx.index.repositories()?,

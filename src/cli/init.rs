@@ -1,5 +1,5 @@
 use super::{cwd, print_json, ui, CmdResult};
-use crate::app::{repo::forget, intake::notify, repo::repos, Context};
+use crate::app::{intake::notify, repo::forget, repo::repos, Context};
 
 /// Adopt the current repository: install hooks (keeping any that exist), write `.sandbox.toml`
 /// with the detected test command if it has none, and register it. Its history is not run:

@@ -1,6 +1,6 @@
 use super::{cwd, print_json, ui, CmdResult, CommandError};
 use crate::app::run::{run_commits, run_commits_parallel, Progress, RunOptions};
-use crate::app::{select, repo::session::Session};
+use crate::app::{repo::session::Session, select};
 use crate::config::ConfigFile;
 use crate::git::revs::Walk;
 use crate::model::{Status, Trigger};

@@ -1,5 +1,5 @@
 use super::{cwd, print_json, ui, CmdResult, CommandError};
-use crate::app::{run::results, repo::session::Session, Context};
+use crate::app::{repo::session::Session, run::results, Context};
 use crate::model::{Attempt, RunRecord};
 
 /// Show the full result of a commit (default HEAD), like `git show` does for the commit itself.
@@ -53,9 +53,13 @@ pub fn cmd_show(args: ShowArgs) -> CmdResult {
     }
     let info = crate::git::commit_info(&repo, commit)?;
     let logs = |check: Option<&str>| {
-        Some(crate::app::run::logs::check_path(&ctx, &row, &record, check)).filter(|p| p.is_file())
+        Some(crate::app::run::logs::check_path(
+            &ctx, &row, &record, check,
+        ))
+        .filter(|p| p.is_file())
     };
-    let setup_log = Some(crate::app::run::logs::setup_path(&ctx, &row, &record)).filter(|p| p.is_file());
+    let setup_log =
+        Some(crate::app::run::logs::setup_path(&ctx, &row, &record)).filter(|p| p.is_file());
     print_human(
         &record,
         attempt.as_ref(),

@@ -743,7 +743,8 @@ impl Repos {
                 .name("clone".into())
                 .spawn(move || {
                     let made = Context::load().map_err(|e| e.to_string()).and_then(|c| {
-                        crate::app::intake::fleet::clone_if_missing(&c, &row).map_err(|e| e.to_string())
+                        crate::app::intake::fleet::clone_if_missing(&c, &row)
+                            .map_err(|e| e.to_string())
                     });
                     cloning
                         .lock()

@@ -5,7 +5,10 @@
 use super::{blocking, repository, ApiError, ApiResult, Web};
 use crate::app::experiment::promote::{promote, PromoteOptions};
 use crate::app::repo::tokens::Role;
-use crate::app::{experiment::compare, experiment::eval, experiment::experiments, run::logs, intake::notify, intake::queue, repo::repos, run::results, run::summary, run::views};
+use crate::app::{
+    experiment::compare, experiment::eval, experiment::experiments, intake::notify, intake::queue,
+    repo::repos, run::logs, run::results, run::summary, run::views,
+};
 use crate::model::Trigger;
 use crate::store::EventFilter;
 use axum::extract::rejection::{JsonRejection, QueryRejection};

@@ -9,7 +9,9 @@ mod args;
 mod budget;
 mod tools;
 
-use crate::app::{intake::queue, repo::repos, repo::session::Session, AppError, Context, ErrorKind, Hinted};
+use crate::app::{
+    intake::queue, repo::repos, repo::session::Session, AppError, Context, ErrorKind, Hinted,
+};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
@@ -266,9 +268,10 @@ impl Server {
             crate::app::experiment::compare::resolve(&repo, rev).map_err(|e| protocol_error(&e))?;
         let mut reader =
             crate::app::run::results::NoteReader::new(&repo).map_err(|e| protocol_error(&e))?;
-        let record = crate::app::run::results::find_evidence(&ctx, &repo, &row, &mut reader, commit)
-            .map_err(|e| protocol_error(&e))?
-            .ok_or_else(|| not_found(format!("{rev} has no result yet")))?;
+        let record =
+            crate::app::run::results::find_evidence(&ctx, &repo, &row, &mut reader, commit)
+                .map_err(|e| protocol_error(&e))?
+                .ok_or_else(|| not_found(format!("{rev} has no result yet")))?;
         match kind {
             "result" => Ok(ReadResourceResult::new(vec![ResourceContents::text(
                 serde_json::to_string_pretty(&record).expect("records serialize"),

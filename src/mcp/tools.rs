@@ -8,7 +8,8 @@ use crate::app::experiment::promote::{promote, PromoteOptions};
 use crate::app::intake::queue::{self, Standing};
 use crate::app::run::summary::Summary;
 use crate::app::{
-    experiment::compare, experiment::eval, run::exec, experiment::experiments, run::failures, run::logs, run::metrics, repo::repos, run::views, AppError, Context,
+    experiment::compare, experiment::eval, experiment::experiments, repo::repos, run::exec,
+    run::failures, run::logs, run::metrics, run::views, AppError, Context,
 };
 use crate::model::{RunRecord, Trigger};
 use crate::store::{EventFilter, RepoRow};
@@ -625,7 +626,8 @@ fn config_get(c: &Call<'_>, a: ConfigArgs) -> Answer {
             (tip, Some(format!("refs/heads/{target}")))
         }
     };
-    let config = crate::app::run::commit_config::config_at(c.ctx, c.repo, commit, refname.as_deref())?;
+    let config =
+        crate::app::run::commit_config::config_at(c.ctx, c.repo, commit, refname.as_deref())?;
     let probe = c.ctx.probe();
     let layers = &probe.isolation.layers;
     let enforced: Vec<&str> = layers

@@ -10,4 +10,3 @@ pub mod promote;
 pub mod propose;
 pub mod pull_request;
 pub mod rollback;
-

@@ -102,7 +102,8 @@ pub fn open(
         );
     };
     drop_bookkeeping(repo, &mut c, name)?;
-    let pushed = crate::app::publish::remote::push_branch(ctx, repo, row, Some(&remote), &out.head)?;
+    let pushed =
+        crate::app::publish::remote::push_branch(ctx, repo, row, Some(&remote), &out.head)?;
     if let Some(r) = pushed.rejected.iter().find(|r| r.name == branch_ref(name)) {
         return Err(AppError::refused(format!(
             "the remote refused experiment/{name} ({}); no pull request was opened",

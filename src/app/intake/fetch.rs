@@ -4,9 +4,9 @@
 //! remote's `refs/sandbox/*` land under `refs/sandbox/remotes/<remote>/`, where no experiment's
 //! state is read.
 
-use crate::app::publish::exchange::{rejected, take_in, Rejected, NOTES, WRITERS_PREFIX};
 use crate::app::locate::remote_name;
-use crate::app::{publish::bounds, experiment::experiments, Context, Result};
+use crate::app::publish::exchange::{rejected, take_in, Rejected, NOTES, WRITERS_PREFIX};
+use crate::app::{experiment::experiments, publish::bounds, Context, Result};
 use crate::git::{self, remote};
 use crate::store::RepoRow;
 use gix::ObjectId;

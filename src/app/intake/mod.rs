@@ -7,4 +7,3 @@ pub mod lost_notes;
 pub mod notify;
 pub mod queue;
 pub mod webhook;
-

@@ -446,9 +446,9 @@ pub fn adopt_history(ctx: &Context, repo: &gix::Repository, repository_id: &str)
         Some(dir) => ctx.layers.with_repo_dir(dir)?.resolve(),
         None => ctx.layers.resolve(),
     };
-    let globs = config
-        .watched_branches()
-        .map_err(|e| crate::app::AppError::Usage(crate::app::Message::of("[watch] branches", &e)))?;
+    let globs = config.watched_branches().map_err(|e| {
+        crate::app::AppError::Usage(crate::app::Message::of("[watch] branches", &e))
+    })?;
     let mut marks = git::marks::read(repo).unwrap_or_default();
     for (branch, tip) in git::branches(repo)? {
         if !globs.is_match(&branch) {

@@ -43,7 +43,10 @@ pub fn rejected(updates: &[remote::RefUpdate]) -> Vec<Rejected> {
 
 /// The remote ref this home pushes its records through on a shared index.
 pub fn writer_ref(ctx: &Context) -> String {
-    format!("{WRITERS_PREFIX}{}", crate::app::home::home_id(&ctx.paths.home))
+    format!(
+        "{WRITERS_PREFIX}{}",
+        crate::app::home::home_id(&ctx.paths.home)
+    )
 }
 
 /// Check the remote's notes (already fetched beside ours), merge them into ours, write the

@@ -250,11 +250,10 @@ pub fn connect(
         .iter()
         .any(|r| r == "origin")
     {
-        return Err(
-            crate::app::AppError::refused("this repository already has a remote named origin").hint(
-                "push to it with `git sandbox push`, or remove it first: git remote remove origin",
-            ),
-        );
+        return Err(crate::app::AppError::refused(
+            "this repository already has a remote named origin",
+        )
+        .hint("push to it with `git sandbox push`, or remove it first: git remote remove origin"));
     }
     let token = match token(&config) {
         Ok(Some(t)) => t,
@@ -267,8 +266,9 @@ pub fn connect(
             return Ok(out);
         }
     };
-    let client = github::Client::new(&config.api_url, &token)
-        .map_err(|e| crate::app::AppError::usage(e).hint("fix [github] api_url in your user config"))?;
+    let client = github::Client::new(&config.api_url, &token).map_err(|e| {
+        crate::app::AppError::usage(e).hint("fix [github] api_url in your user config")
+    })?;
     let made = match client.create_repo(org, &row.name, !public) {
         Answer::Ok(v) => v,
         Answer::Rejected { status, message } => {

@@ -7,12 +7,12 @@
 //! [`ATTEMPTS`]); nothing here fails or slows a run.
 
 pub mod alert_queue;
+mod alerts;
 pub mod bounds;
 pub mod exchange;
 pub mod github;
-pub mod remote;
-mod alerts;
 mod push;
+pub mod remote;
 mod statuses;
 
 use super::Context;
@@ -94,7 +94,9 @@ pub fn emit(ctx: &Context, event: Event<'_>) {
                 push::queue(ctx, row);
             }
         }
-        Event::News { kind, row, data } => crate::app::publish::alert_queue::queue(ctx, kind, row, data),
+        Event::News { kind, row, data } => {
+            crate::app::publish::alert_queue::queue(ctx, kind, row, data)
+        }
     }
 }
 

@@ -4,8 +4,8 @@
 //! `cat_sort_uniq` merge keeps every machine's record and readers take the newest made for the
 //! commit. Fetching is [`crate::app::intake::fetch`]'s.
 
-use crate::app::publish::exchange::{rejected, take_in, writer_ref, Rejected, NOTES};
 use crate::app::locate::remote_name;
+use crate::app::publish::exchange::{rejected, take_in, writer_ref, Rejected, NOTES};
 use crate::app::{Context, Result};
 use crate::git::{self, remote};
 use crate::model::EventKind;

@@ -3,9 +3,9 @@
 //! `retry-after` and `x-ratelimit-reset`, and trying a GitHub that is down again by the outbox's
 //! policy ([`super::RETRY`]).
 
-use crate::app::publish::github::{app, token, ANALYSIS_CONTEXT, CHECK_CONTEXT, TESTS_CONTEXT};
 use super::super::{Context, Result};
 use super::now_epoch;
+use crate::app::publish::github::{app, token, ANALYSIS_CONTEXT, CHECK_CONTEXT, TESTS_CONTEXT};
 use crate::github::{self, Answer};
 use crate::model::EventKind;
 use crate::model::{RunRecord, Status};

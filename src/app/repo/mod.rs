@@ -9,4 +9,3 @@ pub mod reindex;
 pub mod repos;
 pub mod session;
 pub mod tokens;
-

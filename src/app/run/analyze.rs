@@ -3,8 +3,8 @@
 //! analysis goes further: it starts from an analysed ancestor's tally (stored by tree id in the
 //! same cache) and folds in only the files that differ, so its cost follows the diff.
 
-use crate::app::{AppError, Context, Message, Result};
 use crate::analysis::{self, FileAnalysis, Options, Sign, Tally};
+use crate::app::{AppError, Context, Message, Result};
 use crate::config::AnalysisConfig;
 use crate::git::gix_err;
 use crate::model::Analysis;

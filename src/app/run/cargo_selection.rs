@@ -3,9 +3,9 @@
 //! whole workspace runs in one phase (a manifest, the lockfile, a build script, cargo's settings
 //! or a file outside every crate changed).
 
+use crate::analysis::cargograph::{self, configures_every_crate, member_patterns, Workspace};
 use crate::app::run::selection::{Selection, Selects, Why};
 use crate::app::Result;
-use crate::analysis::cargograph::{self, configures_every_crate, member_patterns, Workspace};
 use crate::config::Config;
 use crate::git::{self, CommitInfo};
 use crate::runner::cargo_cmd;

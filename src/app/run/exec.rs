@@ -54,7 +54,9 @@ pub fn exec(
             tempfile::Builder::new()
                 .prefix("git-sandbox-exec-")
                 .tempdir()
-                .map_err(crate::app::io_err("cannot create a directory for the output"))?,
+                .map_err(crate::app::io_err(
+                    "cannot create a directory for the output",
+                ))?,
             cap,
         )),
     };

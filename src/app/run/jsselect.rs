@@ -2,10 +2,10 @@
 //! through imports, and those that failed in the parent's run; or why the whole suite runs in
 //! one phase (a config, a manifest, a lockfile, a snapshot, a file nothing imports, an alias).
 
-use crate::app::run::selection::{irrelevant, Selection, Why};
-use crate::app::{Context, Result};
 use crate::analysis::jsgraph::{self, is_source, is_test_file, Layout, Runner, JS_IMPORTS_VERSION};
 use crate::analysis::pygraph::{Edges, Graph};
+use crate::app::run::selection::{irrelevant, Selection, Why};
+use crate::app::{Context, Result};
 use crate::config::Config;
 use crate::git::{self, gix_err, CommitInfo};
 use crate::runner::js_cmd::{self, JsCmd};

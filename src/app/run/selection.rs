@@ -2,9 +2,9 @@
 //! changed Python file through imports, and those whose tests failed in the parent's run; or
 //! why the whole suite runs in one phase (what the import graph cannot see means "everything").
 
-use crate::app::{run::testcov, Context, Result};
 use crate::analysis::imports::{python_imports, Import, IMPORTS_VERSION};
 use crate::analysis::pygraph::{is_test_file, Graph, Layout};
+use crate::app::{run::testcov, Context, Result};
 use crate::config::Config;
 use crate::git::{self, gix_err, CommitInfo};
 use crate::store::RepoRow;
@@ -528,7 +528,13 @@ pub fn explain(
     let info = git::commit_info(repo, commit)?;
     let experiment = crate::app::run::commit_config::experiment_of(refname);
     let flags = crate::config::ConfigFile::default();
-    let config = crate::app::run::commit_config::config_for(ctx, repo, &info, experiment.as_deref(), &flags)?;
+    let config = crate::app::run::commit_config::config_for(
+        ctx,
+        repo,
+        &info,
+        experiment.as_deref(),
+        &flags,
+    )?;
     let selection = select(ctx, repo, row, &info, &config)?;
     let command = config.test.command.clone();
     Ok(Explained {
