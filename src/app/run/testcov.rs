@@ -15,6 +15,44 @@ const KEPT: usize = 16;
 
 const SQLITE_MAGIC: &[u8] = b"SQLite format 3\0";
 
+/// The longest any statement on a data file may run: the file is the commit's (its tests wrote
+/// it), so its size and shape are an attacker's; past this the answer is "no coverage".
+const UNTRUSTED_BUDGET: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Open a data file the commit wrote so that nothing its schema holds runs (triggers, views,
+/// functions a schema may name), and no statement outlives [`UNTRUSTED_BUDGET`]: the returned
+/// watchdog interrupts one that does, until it is dropped.
+fn untrusted(path: &Path, flags: rusqlite::OpenFlags) -> Option<(rusqlite::Connection, Watchdog)> {
+    use rusqlite::config::DbConfig;
+    let db = rusqlite::Connection::open_with_flags(path, flags).ok()?;
+    for (setting, on) in [
+        (DbConfig::SQLITE_DBCONFIG_ENABLE_TRIGGER, false),
+        (DbConfig::SQLITE_DBCONFIG_ENABLE_VIEW, false),
+        (DbConfig::SQLITE_DBCONFIG_TRUSTED_SCHEMA, false),
+        (DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true),
+    ] {
+        db.set_db_config(setting, on).ok()?;
+    }
+    let watchdog = Watchdog::start(db.get_interrupt_handle(), UNTRUSTED_BUDGET);
+    Some((db, watchdog))
+}
+
+/// Interrupts the statement its connection runs when the budget is spent; dropping it first
+/// stops it.
+struct Watchdog(#[allow(dead_code)] std::sync::mpsc::Sender<()>);
+
+impl Watchdog {
+    fn start(handle: rusqlite::InterruptHandle, budget: std::time::Duration) -> Watchdog {
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(budget) {
+                handle.interrupt();
+            }
+        });
+        Watchdog(stop)
+    }
+}
+
 /// Whether the test command records which test ran each line.
 pub fn recorded_by(command: &str) -> bool {
     crate::runner::pytest_cmd::recognise(command).is_some_and(|p| p.records_contexts())
@@ -69,7 +107,10 @@ pub fn combine(one: &[u8], two: &[u8]) -> Option<Vec<u8>> {
     let (a, b) = (dir.path().join("one"), dir.path().join("two"));
     std::fs::write(&a, one).ok()?;
     std::fs::write(&b, two).ok()?;
-    let db = rusqlite::Connection::open(&b).ok()?;
+    let (db, watchdog) = untrusted(
+        &b,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
     db.execute("ATTACH DATABASE ?1 AS one", [a.to_string_lossy()])
         .ok()?;
     db.execute_batch(
@@ -118,12 +159,14 @@ pub fn combine(one: &[u8], two: &[u8]) -> Option<Vec<u8>> {
     }
     db.execute_batch("DETACH DATABASE one").ok()?;
     drop(db);
+    drop(watchdog);
     std::fs::read(&b).ok()
 }
 
 /// One commit's per-test coverage.
 pub struct Contexts {
     db: rusqlite::Connection,
+    _watchdog: Watchdog,
     /// Every test (node id) that ran at least one measured line.
     pub tests: BTreeSet<String>,
 }
@@ -148,11 +191,10 @@ pub fn open(home: &Path, repository: &str, commit: &str) -> Option<Contexts> {
     if let Ok(f) = std::fs::File::options().append(true).open(&path) {
         let _ = f.set_modified(std::time::SystemTime::now());
     }
-    let db = rusqlite::Connection::open_with_flags(
+    let (db, watchdog) = untrusted(
         &path,
         rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .ok()?;
+    )?;
     let tests = {
         let mut q = db.prepare("SELECT context FROM context").ok()?;
         let rows = q.query_map([], |r| r.get::<_, String>(0)).ok()?;
@@ -160,7 +202,11 @@ pub fn open(home: &Path, repository: &str, commit: &str) -> Option<Contexts> {
             .filter_map(|c| node_id(&c).map(str::to_string))
             .collect()
     };
-    Some(Contexts { db, tests })
+    Some(Contexts {
+        db,
+        _watchdog: watchdog,
+        tests,
+    })
 }
 
 /// Whether bit `line` is set in coverage.py's numbits (byte `line / 8`, bit `line % 8`).
@@ -254,5 +300,72 @@ mod tests {
         let bits = [0b10, 0b10];
         assert!(has_line(&bits, 1) && has_line(&bits, 9));
         assert!(!has_line(&bits, 2) && !has_line(&bits, 17));
+    }
+
+    /// A statement that never ends: counting an endless recursion.
+    const ENDLESS: &str =
+        "SELECT count(*) FROM (WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT x FROM r)";
+
+    /// A data file shaped like coverage.py's, with `extra` SQL in its schema.
+    fn data_file(extra: &str) -> Vec<u8> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d");
+        let db = rusqlite::Connection::open(&path).unwrap();
+        db.execute_batch(&format!(
+            "CREATE TABLE file (id INTEGER PRIMARY KEY, path TEXT UNIQUE);
+             CREATE TABLE line_bits (file_id INTEGER, context_id INTEGER, numbits BLOB,
+               UNIQUE (file_id, context_id));
+             CREATE TABLE arc (file_id INTEGER, context_id INTEGER, fromno INTEGER, tono INTEGER,
+               UNIQUE (file_id, context_id, fromno, tono));
+             {extra}"
+        ))
+        .unwrap();
+        drop(db);
+        std::fs::read(&path).unwrap()
+    }
+
+    /// `f` on another thread; `None` if it has not answered within a minute (it hangs).
+    fn within_a_minute<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(60)).ok()
+    }
+
+    #[test]
+    fn a_data_file_the_commit_wrote_runs_none_of_its_own_sql_and_cannot_hang_the_supervisor() {
+        // A view in place of the contexts table that never ends: reading the parent's data
+        // gives up (no coverage: the import graph decides) instead of hanging the run.
+        let home = tempfile::tempdir().unwrap();
+        let d = dir(home.path(), "r");
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join("c1.coverage"),
+            data_file(&format!("CREATE VIEW context AS {ENDLESS};")),
+        )
+        .unwrap();
+        let h = home.path().to_path_buf();
+        let read = within_a_minute(move || open(&h, "r", "c1").is_some());
+        assert_eq!(
+            read,
+            Some(false),
+            "reading a hostile data file hung or trusted its view"
+        );
+
+        // A trigger that never ends on the table the merge inserts into: it does not run.
+        let plain = "CREATE TABLE context (id INTEGER PRIMARY KEY, context TEXT UNIQUE);";
+        let one = data_file(&format!(
+            "{plain} INSERT INTO file (path) VALUES ('/x/a.py');"
+        ));
+        let two = data_file(&format!(
+            "{plain} CREATE TRIGGER t AFTER INSERT ON file BEGIN {ENDLESS}; END;"
+        ));
+        let merged = within_a_minute(move || combine(&one, &two).is_some());
+        assert_eq!(
+            merged,
+            Some(true),
+            "merging a hostile data file ran its trigger or hung"
+        );
     }
 }
