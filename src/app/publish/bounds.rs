@@ -125,5 +125,8 @@ pub fn check_incoming(
 /// Whether `commit` is in this clone: a note on a commit it lacks is not indexed (its record
 /// would otherwise vouch for a tree nobody here ran).
 pub fn has_commit(repo: &gix::Repository, commit: ObjectId) -> bool {
-    repo.find_commit(commit).is_ok()
+    // Its header only: the commit itself is not needed, and inflating it was a sixth of a
+    // reindex's time.
+    repo.find_header(commit)
+        .is_ok_and(|h| h.kind() == gix::object::Kind::Commit)
 }
