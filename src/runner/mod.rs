@@ -17,7 +17,9 @@ pub mod pytest_cmd;
 pub mod sandbox;
 pub mod stamps;
 pub mod toolchain;
+pub mod words;
 pub mod workspace;
 
 pub use process::{run, Outcome, Output, Spec};
 pub use sandbox::Sandbox;
+pub use words::{command_words, program_name, CommandWords};
