@@ -214,37 +214,14 @@ pub fn select(
         .filter(|p| is_test_file(p, &pytest_cfg.testpaths))
         .cloned()
         .collect();
-    let key = cache_key();
-    let mut fresh = Vec::new();
-    let mut imports: BTreeMap<String, Vec<Import>> = BTreeMap::new();
-    for (path, id) in blobs.iter().filter(|(p, _)| p.ends_with(".py")) {
-        let hex = id.to_string();
-        let found = match ctx
-            .index
-            .cached_analysis(&hex, &key)?
-            .and_then(|j| serde_json::from_str::<Vec<Import>>(&j).ok())
-        {
-            Some(i) => i,
-            None => {
-                let small = repo
-                    .find_header(*id)
-                    .is_ok_and(|h| h.size() <= MAX_SOURCE_BYTES);
-                let parsed = small
-                    .then(|| repo.find_blob(*id).ok())
-                    .flatten()
-                    .and_then(|b| python_imports(&b.data))
-                    .unwrap_or_default();
-                if let Ok(json) = serde_json::to_string(&parsed) {
-                    fresh.push((hex, key.clone(), json));
-                }
-                parsed
-            }
-        };
-        imports.insert(path.clone(), found);
-    }
-    if !fresh.is_empty() {
-        ctx.index.put_analysis(&fresh)?;
-    }
+    let imports: BTreeMap<String, Vec<Import>> = cached_per_blob(
+        ctx,
+        repo,
+        blobs.iter().filter(|(p, _)| p.ends_with(".py")),
+        MAX_SOURCE_BYTES,
+        |_| cache_key(),
+        |_, src| python_imports(src),
+    )?;
     let reexports: std::collections::HashMap<String, BTreeMap<String, String>> = imports
         .iter()
         .filter(|(p, _)| p.ends_with("__init__.py"))
@@ -505,6 +482,52 @@ fn pytest_settings(
     text_of("setup.cfg")
         .and_then(|t| ini(&t, "tool:pytest"))
         .unwrap_or_default()
+}
+
+/// What `parse` reads of each of `files` (path, blob), from the index's cache by blob id and
+/// `key_of(path)` where an earlier selection kept it, else parsed now (a blob over `max_bytes`,
+/// or one that does not parse, as the default: nothing seen) and kept before returning, so the
+/// next commit parses only the blobs it changed.
+pub(super) fn cached_per_blob<'a, T>(
+    ctx: &Context,
+    repo: &gix::Repository,
+    files: impl IntoIterator<Item = &'a (String, gix::ObjectId)>,
+    max_bytes: u64,
+    key_of: impl Fn(&str) -> String,
+    parse: impl Fn(&str, &[u8]) -> Option<T>,
+) -> Result<BTreeMap<String, T>>
+where
+    T: Serialize + serde::de::DeserializeOwned + Default,
+{
+    let mut fresh = Vec::new();
+    let mut out = BTreeMap::new();
+    for (path, id) in files {
+        let (hex, key) = (id.to_string(), key_of(path));
+        let cached = ctx
+            .index
+            .cached_analysis(&hex, &key)?
+            .and_then(|j| serde_json::from_str::<T>(&j).ok());
+        let found = match cached {
+            Some(t) => t,
+            None => {
+                let small = repo.find_header(*id).is_ok_and(|h| h.size() <= max_bytes);
+                let parsed = small
+                    .then(|| repo.find_blob(*id).ok())
+                    .flatten()
+                    .and_then(|b| parse(path, &b.data))
+                    .unwrap_or_default();
+                if let Ok(json) = serde_json::to_string(&parsed) {
+                    fresh.push((hex, key, json));
+                }
+                parsed
+            }
+        };
+        out.insert(path.clone(), found);
+    }
+    if !fresh.is_empty() {
+        ctx.index.put_analysis(&fresh)?;
+    }
+    Ok(out)
 }
 
 /// What `run --explain-selection` says of one commit.
