@@ -274,6 +274,7 @@ pub fn select(
         files,
         changed,
         test_files: tests.len(),
+        rest: Vec::new(),
     })
 }
 

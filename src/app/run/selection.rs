@@ -28,13 +28,15 @@ pub enum Why {
     Ran { file: String, lines: Vec<u32> },
 }
 
-/// What a selection picks: pytest's test files, or cargo's crates.
+/// What a selection picks: pytest's, jest's and vitest's test files, cargo's crates, or go's
+/// packages.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Selects {
     #[default]
     TestFiles,
     Crates,
+    Packages,
 }
 
 /// What phase one runs, or why there is no phase one.
@@ -50,8 +52,12 @@ pub struct Selection {
     /// The source files the commit changed (Python or JavaScript/TypeScript; for crates, any).
     pub changed: Vec<String>,
     /// Every test file the runner's default discovery finds in the tree (or every crate of the
-    /// workspace).
+    /// workspace, or every package with tests the go test patterns match).
     pub test_files: usize,
+    /// Phase two's packages, for a runner that is given the rest by name (go test); empty:
+    /// the runner leaves out phase one's itself.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rest: Vec<String>,
 }
 
 impl Selection {
@@ -133,6 +139,9 @@ pub fn select(
     if let Some(s) = crate::app::run::cargo_selection::select(repo, info, config)? {
         return Ok(s);
     }
+    if let Some(s) = crate::app::run::go_selection::select(ctx, repo, row, info, config)? {
+        return Ok(s);
+    }
     if let Some(js) = crate::app::run::jsselect::command_of(repo, info, config) {
         return crate::app::run::jsselect::select(ctx, repo, row, info, &js);
     }
@@ -144,7 +153,7 @@ pub fn select(
         .filter(|c| crate::runner::pytest_cmd::recognise(c).is_none())
     {
         return Ok(Selection::one_phase(format!(
-            "the test command `{c}` is not a plain pytest, jest, vitest or cargo test invocation (pytest …, python -m pytest …, jest …, vitest run …, npm test running one, cargo test …)"
+            "the test command `{c}` is not a plain pytest, jest, vitest, cargo test or go test invocation (pytest …, python -m pytest …, jest …, vitest run …, npm test running one, cargo test …, go test ./…)"
         )));
     }
     let Some(parent) = info.parents.first() else {
@@ -285,6 +294,7 @@ pub fn select(
         changed,
         test_files: tests.len(),
         selects: Selects::TestFiles,
+        rest: Vec::new(),
     })
 }
 
