@@ -21,9 +21,10 @@ pub struct GoFile {
     /// A `//go:embed` directive: files that are not Go are compiled in.
     #[serde(default, skip_serializing_if = "is_false")]
     pub embeds: bool,
-    /// A `//go:build` (or `// +build`) line: the file is built only for some targets or tags.
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub constrained: bool,
+    /// The expression of its `//go:build` (or `// +build`) line: the file is built only for
+    /// some targets or tags.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub constraint: Option<String>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -53,8 +54,12 @@ pub fn go_file(src: &[u8]) -> Option<GoFile> {
                 let t = text(node);
                 out.embeds |= t.starts_with("//go:embed");
                 // Constraints count only above the package clause (the walk is in order there).
-                out.constrained |=
-                    before_package && (t.starts_with("//go:build") || t.starts_with("// +build"));
+                let expr = t
+                    .strip_prefix("//go:build")
+                    .or_else(|| t.strip_prefix("// +build"));
+                if let Some(e) = expr.filter(|_| before_package && out.constraint.is_none()) {
+                    out.constraint = Some(e.trim().to_string());
+                }
             }
             _ => {}
         }
@@ -137,6 +142,20 @@ const GOARCH: &[&str] = &[
     "ppc64le", "riscv64", "s390x", "wasm", "sparc64",
 ];
 
+/// Whether a constraint expression is one tag that no build sets unless asked to
+/// (`ignore`, `tools`): not a system, an architecture, `unix`, a compiler, `cgo`, a Go version,
+/// nor one of `tags` (the command's `-tags`).
+pub fn never_built(expr: &str, tags: &[String]) -> bool {
+    let tag = expr.trim();
+    !tag.is_empty()
+        && tag.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !GOOS.contains(&tag)
+        && !GOARCH.contains(&tag)
+        && !matches!(tag, "unix" | "cgo" | "gc" | "gccgo")
+        && !tag.starts_with("go1")
+        && !tags.iter().any(|t| t == tag)
+}
+
 /// A file name that builds only for some systems or architectures (`x_linux.go`,
 /// `x_windows_amd64_test.go`).
 pub fn constrained_by_name(name: &str) -> bool {
@@ -173,10 +192,11 @@ func f() { fmt.Println(m.X, `//go:build not a comment`) }
 "#;
         let f = go_file(src).unwrap();
         assert_eq!(f.imports, ["fmt", "example.com/m/internal/b", "embed", "C"]);
-        assert!(f.cgo && f.embeds && f.constrained);
+        assert!(f.cgo && f.embeds);
+        assert_eq!(f.constraint.as_deref(), Some("linux"));
         let plain = go_file(b"package a\n\n// +build linux\nimport \"os\"\n").unwrap();
         assert_eq!(plain.imports, ["os"]);
-        assert!(!plain.cgo && !plain.embeds && !plain.constrained);
+        assert!(!plain.cgo && !plain.embeds && plain.constraint.is_none());
     }
 
     #[test]
@@ -213,6 +233,10 @@ func f() { fmt.Println(m.X, `//go:build not a comment`) }
         }
         for c in ["linux.go", "x_test.go", "x_y.go", "windows_x.go"] {
             assert!(!constrained_by_name(c), "{c}");
+        }
+        assert!(never_built("ignore", &[]) && never_built(" tools", &[]));
+        for built in ["linux", "!ignore", "go1.18", "cgo", "a && b", "tools"] {
+            assert!(!never_built(built, &["tools".into()]), "{built}");
         }
     }
 }

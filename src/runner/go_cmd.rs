@@ -127,6 +127,28 @@ impl GoTest {
         })
     }
 
+    /// The build tags `-tags` sets.
+    pub fn tags(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut words = self.base.iter();
+        while let Some(w) = words.next() {
+            let flag = w.trim_start_matches('-');
+            let value = match flag.split_once('=') {
+                Some(("tags", v)) => Some(v.to_string()),
+                None if flag == "tags" && w.starts_with('-') => words.next().cloned(),
+                _ => None,
+            };
+            out.extend(
+                value
+                    .iter()
+                    .flat_map(|v| v.split([',', ' ']))
+                    .filter(|t| !t.is_empty())
+                    .map(str::to_string),
+            );
+        }
+        out
+    }
+
     /// The command for `packages` alone, each named as a directory (`./a`, `.`).
     pub fn only(&self, packages: &[String]) -> String {
         let mut all = self.base.clone();
@@ -153,6 +175,8 @@ mod tests {
         assert!(some.matches("./pkg") && some.matches("./pkg/a") && some.matches("./cmd/x"));
         assert!(!some.matches(".") && !some.matches("./pkgx") && !some.matches("./cmd/x/y"));
         assert_eq!(recognise("go test").unwrap().patterns, ["."]);
+        let tagged = recognise("go test -tags=a,b --tags c ./...").unwrap();
+        assert_eq!(tagged.tags(), ["a", "b", "c"]);
         for other in [
             "go vet ./...",
             "go test -coverprofile=c.out ./...",

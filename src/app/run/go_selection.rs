@@ -155,7 +155,7 @@ pub(super) fn select(
             "it uses cgo, which compiles the C files beside it"
         } else if f.embeds {
             "it embeds files (//go:embed) the import graph does not follow"
-        } else if f.constrained {
+        } else if f.constraint.is_some() {
             "it has a build constraint, so which builds hold it is not followed here"
         } else {
             continue;
@@ -165,9 +165,11 @@ pub(super) fn select(
     // Packages: their imports of the module's packages, whether they have tests, and whether
     // any file builds without a constraint (one that never does `./...` leaves out, where
     // naming it fails).
+    let tags = go.tags();
     let mut edges: BTreeMap<String, Edges> = BTreeMap::new();
     let mut tested: BTreeSet<String> = BTreeSet::new();
     let mut plain: BTreeSet<String> = BTreeSet::new();
+    let mut maybe: BTreeSet<String> = BTreeSet::new();
     for (path, f) in &parsed {
         let Some(pkg) = package_of(path) else {
             continue;
@@ -176,8 +178,18 @@ pub(super) fn select(
         if name.ends_with("_test.go") {
             tested.insert(pkg.clone());
         }
-        if !f.constrained && !gograph::constrained_by_name(name) {
-            plain.insert(pkg.clone());
+        match &f.constraint {
+            _ if gograph::constrained_by_name(name) => {
+                maybe.insert(pkg.clone());
+            }
+            None => {
+                plain.insert(pkg.clone());
+            }
+            // `//go:build ignore` (a generator beside the package): no build holds it.
+            Some(c) if gograph::never_built(c, &tags) => {}
+            Some(_) => {
+                maybe.insert(pkg.clone());
+            }
         }
         let e = edges.entry(pkg.clone()).or_default();
         for to in f
@@ -190,13 +202,20 @@ pub(super) fn select(
             }
         }
     }
-    let matched: Vec<&String> = present.iter().filter(|p| go.matches(p)).collect();
+    // A package no build holds is neither phase's.
+    let matched: Vec<&String> = present
+        .iter()
+        .filter(|p| go.matches(p) && (plain.contains(*p) || maybe.contains(*p)))
+        .collect();
     if let Some(p) = matched.iter().find(|p| !plain.contains(**p)) {
         return one_phase(format!(
             "every Go file of {p} has a build constraint: `go test` of it by name could fail where the patterns leave it out"
         ));
     }
-    let tests: BTreeSet<String> = tested.into_iter().filter(|p| go.matches(p)).collect();
+    let tests: BTreeSet<String> = tested
+        .into_iter()
+        .filter(|p| matched.contains(&p))
+        .collect();
     let graph = Graph::new(&edges);
     let changed: Vec<String> = changed.into_iter().collect();
     let mut files: BTreeMap<String, Vec<Why>> = BTreeMap::new();
