@@ -8,6 +8,8 @@ mod analysis;
 mod attempts;
 #[path = "run/cargo_phases.rs"]
 mod cargo_phases;
+#[path = "run/go_phases.rs"]
+mod go_phases;
 #[path = "run/phases.rs"]
 mod phases;
 #[path = "run/phases_js.rs"]

@@ -7,6 +7,7 @@
 
 mod aggregate;
 pub mod cargograph;
+pub mod gograph;
 pub mod imports;
 pub mod jsgraph;
 pub mod lang;

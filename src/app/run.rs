@@ -11,6 +11,7 @@ pub mod exec;
 pub mod experiment_meta;
 pub mod explain;
 pub mod failures;
+pub mod go_selection;
 pub mod jsselect;
 pub mod logs;
 pub mod metrics;
@@ -655,6 +656,7 @@ fn run_one(
         None
     };
     let phase_one = selection.as_ref().and_then(|s| s.phase_one());
+    let phase_two = selection.as_ref().map(|s| s.rest.clone());
     let on_first_failure = |test: &str, ms: u64| {
         event(
             EventKind::RunFirstFailure,
@@ -731,6 +733,7 @@ fn run_one(
             trial: opts.is_trial(),
             on_done: &on_done,
             phase_one: phase_one.as_deref(),
+            phase_two: phase_two.as_deref(),
             on_first_failure: &on_first_failure,
         };
         let mut ran = checks::run_all(&env, &work, setup.as_ref());

@@ -319,6 +319,7 @@ pub fn explained_text(e: &crate::app::run::selection::Explained) -> String {
     let unit = match s.selects {
         crate::app::run::selection::Selects::TestFiles => "test files",
         crate::app::run::selection::Selects::Crates => "crates",
+        crate::app::run::selection::Selects::Packages => "packages with tests",
     };
     let singles = s.files.keys().filter(|k| k.contains("::")).count();
     let whole = s.files.len() - singles;
@@ -370,7 +371,7 @@ pub fn explained_text(e: &crate::app::run::selection::Explained) -> String {
         }
     }
     if e.command.is_none() {
-        out.push_str("  (the test command is detected when the tree is checked out; two phases need pytest, jest, vitest or cargo test)\n");
+        out.push_str("  (the test command is detected when the tree is checked out; two phases need pytest, jest, vitest, cargo test or go test)\n");
     }
     out
 }

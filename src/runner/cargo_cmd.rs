@@ -27,22 +27,12 @@ const REFUSED: &[&str] = &[
 /// `command` as a `cargo test` invocation, or `None` when it is anything else (a shell line,
 /// another runner, or options that pick the packages).
 pub fn recognise(command: &str) -> Option<CargoTest> {
-    if command
-        .chars()
-        .any(|c| ";&|<>$`()'\"\\*?{}[]~#\n".contains(c))
-    {
+    let parsed = super::command_words(command)?;
+    if parsed.program() != Some("cargo") {
         return None;
     }
-    let words: Vec<&str> = command.split_whitespace().collect();
-    let mut i = 0;
-    while words.get(i).is_some_and(|w| is_assignment(w)) {
-        i += 1;
-    }
-    let program = words.get(i)?;
-    if program.rsplit('/').next() != Some("cargo") {
-        return None;
-    }
-    i += 1;
+    let words = &parsed.all;
+    let mut i = parsed.at + 1;
     if words.get(i).is_some_and(|w| w.starts_with('+')) {
         i += 1;
     }
@@ -77,14 +67,6 @@ pub fn recognise(command: &str) -> Option<CargoTest> {
         before,
         after,
         workspace,
-    })
-}
-
-fn is_assignment(w: &str) -> bool {
-    w.split_once('=').is_some_and(|(k, _)| {
-        !k.is_empty()
-            && !k.starts_with(|c: char| c.is_ascii_digit())
-            && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
     })
 }
 

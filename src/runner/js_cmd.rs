@@ -76,19 +76,9 @@ const REFUSED: &[&str] = &[
 /// runner, file patterns of its own, options that choose the files). `script`: the tree's
 /// `package.json` `test` script, which `npm test` runs.
 pub fn recognise(command: &str, script: Option<&str>) -> Option<JsCmd> {
-    if command
-        .chars()
-        .any(|c| ";&|<>$`()'\"\\*?{}[]~#\n".contains(c))
-    {
-        return None;
-    }
-    let words: Vec<&str> = command.split_whitespace().collect();
-    let mut i = 0;
-    while words.get(i).is_some_and(|w| is_assignment(w)) {
-        i += 1;
-    }
-    let program = |w: &str| w.rsplit('/').next().unwrap_or(w).to_string();
-    let rest = &words[i..];
+    let parsed = super::command_words(command)?;
+    let program = super::program_name;
+    let rest = parsed.rest();
     let npm_test = match rest {
         [npm, t] if program(npm) == "npm" && matches!(*t, "test" | "t" | "tst") => true,
         [npm, run, "test"] if program(npm) == "npm" && matches!(*run, "run" | "run-script") => true,
@@ -109,7 +99,7 @@ pub fn recognise(command: &str, script: Option<&str>) -> Option<JsCmd> {
     if rest.first().is_some_and(|w| program(w) == "npx") {
         j = 1;
     }
-    let runner = match rest.get(j).map(|w| program(w)).as_deref() {
+    let runner = match rest.get(j).map(|w| program(w)) {
         Some("jest") => Runner::Jest,
         Some("vitest") => Runner::Vitest,
         _ => return None,
@@ -187,14 +177,6 @@ pub fn vitest_dir(config: &str) -> Option<Option<String>> {
         found = Some(value.to_string());
     }
     Some(found.filter(|d| d != "."))
-}
-
-fn is_assignment(w: &str) -> bool {
-    w.split_once('=').is_some_and(|(k, _)| {
-        !k.is_empty()
-            && !k.starts_with(|c: char| c.is_ascii_digit())
-            && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-    })
 }
 
 /// A word for `sh -c`, quoted when it holds anything but plain path characters.

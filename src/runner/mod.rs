@@ -8,6 +8,7 @@ pub mod coverage;
 pub mod detect;
 pub mod detect_setup;
 pub mod env;
+pub mod go_cmd;
 pub mod js_cmd;
 mod launch;
 pub mod limit_hit;
@@ -17,7 +18,9 @@ pub mod pytest_cmd;
 pub mod sandbox;
 pub mod stamps;
 pub mod toolchain;
+pub mod words;
 pub mod workspace;
 
 pub use process::{run, Outcome, Output, Spec};
 pub use sandbox::Sandbox;
+pub use words::{command_words, program_name, CommandWords};

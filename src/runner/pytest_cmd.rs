@@ -64,19 +64,10 @@ const COV_VALUE: &[&str] = &["--cov-report", "--cov-config", "--cov-context"];
 /// `command` as a pytest invocation, or `None` when it is anything else (a shell line with
 /// `&&`, pipes, quotes or variables, another runner, or options that change the selection).
 pub fn recognise(command: &str) -> Option<Pytest> {
-    if command
-        .chars()
-        .any(|c| ";&|<>$`()'\"\\*?{}[]~#\n".contains(c))
-    {
-        return None;
-    }
-    let words: Vec<&str> = command.split_whitespace().collect();
-    let mut i = 0;
-    while words.get(i).is_some_and(|w| is_assignment(w)) {
-        i += 1;
-    }
-    let program = |w: &str| w.rsplit('/').next().unwrap_or(w).to_string();
-    match words.get(i).map(|w| program(w)).as_deref() {
+    let parsed = super::command_words(command)?;
+    let words = &parsed.all;
+    let mut i = parsed.at;
+    match parsed.program() {
         Some("pytest" | "py.test") => i += 1,
         Some(p) if is_python(p) && words.get(i + 1..i + 3) == Some(&["-m", "pytest"]) => i += 3,
         _ => return None,
@@ -113,14 +104,6 @@ pub fn recognise(command: &str) -> Option<Pytest> {
     // Coverage splits only for per-test data: a coverage report is not merged across phases,
     // and a command that wants only the report keeps it by running in one.
     (!p.collects_coverage() || p.records_contexts()).then_some(p)
-}
-
-fn is_assignment(w: &str) -> bool {
-    w.split_once('=').is_some_and(|(k, _)| {
-        !k.is_empty()
-            && !k.starts_with(|c: char| c.is_ascii_digit())
-            && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-    })
 }
 
 fn is_python(p: &str) -> bool {

@@ -180,6 +180,8 @@ pub(super) struct Env<'a> {
     pub on_done: &'a dyn Fn(&str, &CheckResult),
     /// The test files phase one runs: `Some` when the tests may run in two phases.
     pub phase_one: Option<&'a [String]>,
+    /// Phase two's packages by name, for a runner that is given the rest that way (go test).
+    pub phase_two: Option<&'a [String]>,
     /// Publish the first failing test (its name, or why the tests could not run) and the
     /// milliseconds from the start of the tests to the moment it was known.
     pub on_first_failure: &'a dyn Fn(&str, u64),

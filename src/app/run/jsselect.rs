@@ -4,7 +4,7 @@
 
 use crate::analysis::jsgraph::{self, is_source, is_test_file, Layout, Runner, JS_IMPORTS_VERSION};
 use crate::analysis::pygraph::{Edges, Graph};
-use crate::app::run::selection::{irrelevant, Selection, Why};
+use crate::app::run::selection::{cached_per_blob, irrelevant, Selection, Why};
 use crate::app::{Context, Result};
 use crate::config::Config;
 use crate::git::{self, gix_err, CommitInfo};
@@ -174,42 +174,22 @@ pub fn select(
         .filter(|p| is_test_file(p, runner))
         .cloned()
         .collect();
-    let mut fresh = Vec::new();
+    let specs: BTreeMap<String, Vec<String>> = cached_per_blob(
+        ctx,
+        repo,
+        blobs.iter().filter(|(p, _)| is_source(p)),
+        MAX_SOURCE_BYTES,
+        cache_key,
+        jsgraph::js_imports,
+    )?;
     let mut edges: BTreeMap<String, Edges> = BTreeMap::new();
     let mut aliases: BTreeMap<String, String> = BTreeMap::new();
-    for (path, id) in blobs.iter().filter(|(p, _)| is_source(p)) {
-        let key = cache_key(path);
-        let hex = id.to_string();
-        let specs = match ctx
-            .index
-            .cached_analysis(&hex, &key)?
-            .and_then(|j| serde_json::from_str::<Vec<String>>(&j).ok())
-        {
-            Some(s) => s,
-            None => {
-                let small = repo
-                    .find_header(*id)
-                    .is_ok_and(|h| h.size() <= MAX_SOURCE_BYTES);
-                let parsed = small
-                    .then(|| repo.find_blob(*id).ok())
-                    .flatten()
-                    .and_then(|b| jsgraph::js_imports(path, &b.data))
-                    .unwrap_or_default();
-                if let Ok(json) = serde_json::to_string(&parsed) {
-                    fresh.push((hex, key, json));
-                }
-                parsed
-            }
-        };
-        let (e, unseen) = layout.resolve(path, &specs);
+    for (path, specs) in &specs {
+        let (e, unseen) = layout.resolve(path, specs);
         if let Some(spec) = unseen {
             aliases.insert(path.clone(), spec);
         }
         edges.insert(path.clone(), e);
-    }
-    // Kept before any answer, so the next commit parses only what changed.
-    if !fresh.is_empty() {
-        ctx.index.put_analysis(&fresh)?;
     }
     // An alias hides edges only in a file the tests load: one a test file reaches by imports.
     let mut loaded: BTreeSet<&String> = tests.iter().collect();
@@ -294,6 +274,7 @@ pub fn select(
         files,
         changed,
         test_files: tests.len(),
+        rest: Vec::new(),
     })
 }
 

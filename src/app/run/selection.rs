@@ -28,13 +28,15 @@ pub enum Why {
     Ran { file: String, lines: Vec<u32> },
 }
 
-/// What a selection picks: pytest's test files, or cargo's crates.
+/// What a selection picks: pytest's, jest's and vitest's test files, cargo's crates, or go's
+/// packages.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Selects {
     #[default]
     TestFiles,
     Crates,
+    Packages,
 }
 
 /// What phase one runs, or why there is no phase one.
@@ -50,8 +52,12 @@ pub struct Selection {
     /// The source files the commit changed (Python or JavaScript/TypeScript; for crates, any).
     pub changed: Vec<String>,
     /// Every test file the runner's default discovery finds in the tree (or every crate of the
-    /// workspace).
+    /// workspace, or every package with tests the go test patterns match).
     pub test_files: usize,
+    /// Phase two's packages, for a runner that is given the rest by name (go test); empty:
+    /// the runner leaves out phase one's itself.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rest: Vec<String>,
 }
 
 impl Selection {
@@ -133,6 +139,9 @@ pub fn select(
     if let Some(s) = crate::app::run::cargo_selection::select(repo, info, config)? {
         return Ok(s);
     }
+    if let Some(s) = crate::app::run::go_selection::select(ctx, repo, row, info, config)? {
+        return Ok(s);
+    }
     if let Some(js) = crate::app::run::jsselect::command_of(repo, info, config) {
         return crate::app::run::jsselect::select(ctx, repo, row, info, &js);
     }
@@ -144,7 +153,7 @@ pub fn select(
         .filter(|c| crate::runner::pytest_cmd::recognise(c).is_none())
     {
         return Ok(Selection::one_phase(format!(
-            "the test command `{c}` is not a plain pytest, jest, vitest or cargo test invocation (pytest …, python -m pytest …, jest …, vitest run …, npm test running one, cargo test …)"
+            "the test command `{c}` is not a plain pytest, jest, vitest, cargo test or go test invocation (pytest …, python -m pytest …, jest …, vitest run …, npm test running one, cargo test …, go test ./…)"
         )));
     }
     let Some(parent) = info.parents.first() else {
@@ -214,37 +223,14 @@ pub fn select(
         .filter(|p| is_test_file(p, &pytest_cfg.testpaths))
         .cloned()
         .collect();
-    let key = cache_key();
-    let mut fresh = Vec::new();
-    let mut imports: BTreeMap<String, Vec<Import>> = BTreeMap::new();
-    for (path, id) in blobs.iter().filter(|(p, _)| p.ends_with(".py")) {
-        let hex = id.to_string();
-        let found = match ctx
-            .index
-            .cached_analysis(&hex, &key)?
-            .and_then(|j| serde_json::from_str::<Vec<Import>>(&j).ok())
-        {
-            Some(i) => i,
-            None => {
-                let small = repo
-                    .find_header(*id)
-                    .is_ok_and(|h| h.size() <= MAX_SOURCE_BYTES);
-                let parsed = small
-                    .then(|| repo.find_blob(*id).ok())
-                    .flatten()
-                    .and_then(|b| python_imports(&b.data))
-                    .unwrap_or_default();
-                if let Ok(json) = serde_json::to_string(&parsed) {
-                    fresh.push((hex, key.clone(), json));
-                }
-                parsed
-            }
-        };
-        imports.insert(path.clone(), found);
-    }
-    if !fresh.is_empty() {
-        ctx.index.put_analysis(&fresh)?;
-    }
+    let imports: BTreeMap<String, Vec<Import>> = cached_per_blob(
+        ctx,
+        repo,
+        blobs.iter().filter(|(p, _)| p.ends_with(".py")),
+        MAX_SOURCE_BYTES,
+        |_| cache_key(),
+        |_, src| python_imports(src),
+    )?;
     let reexports: std::collections::HashMap<String, BTreeMap<String, String>> = imports
         .iter()
         .filter(|(p, _)| p.ends_with("__init__.py"))
@@ -308,6 +294,7 @@ pub fn select(
         changed,
         test_files: tests.len(),
         selects: Selects::TestFiles,
+        rest: Vec::new(),
     })
 }
 
@@ -505,6 +492,52 @@ fn pytest_settings(
     text_of("setup.cfg")
         .and_then(|t| ini(&t, "tool:pytest"))
         .unwrap_or_default()
+}
+
+/// What `parse` reads of each of `files` (path, blob), from the index's cache by blob id and
+/// `key_of(path)` where an earlier selection kept it, else parsed now (a blob over `max_bytes`,
+/// or one that does not parse, as the default: nothing seen) and kept before returning, so the
+/// next commit parses only the blobs it changed.
+pub(super) fn cached_per_blob<'a, T>(
+    ctx: &Context,
+    repo: &gix::Repository,
+    files: impl IntoIterator<Item = &'a (String, gix::ObjectId)>,
+    max_bytes: u64,
+    key_of: impl Fn(&str) -> String,
+    parse: impl Fn(&str, &[u8]) -> Option<T>,
+) -> Result<BTreeMap<String, T>>
+where
+    T: Serialize + serde::de::DeserializeOwned + Default,
+{
+    let mut fresh = Vec::new();
+    let mut out = BTreeMap::new();
+    for (path, id) in files {
+        let (hex, key) = (id.to_string(), key_of(path));
+        let cached = ctx
+            .index
+            .cached_analysis(&hex, &key)?
+            .and_then(|j| serde_json::from_str::<T>(&j).ok());
+        let found = match cached {
+            Some(t) => t,
+            None => {
+                let small = repo.find_header(*id).is_ok_and(|h| h.size() <= max_bytes);
+                let parsed = small
+                    .then(|| repo.find_blob(*id).ok())
+                    .flatten()
+                    .and_then(|b| parse(path, &b.data))
+                    .unwrap_or_default();
+                if let Ok(json) = serde_json::to_string(&parsed) {
+                    fresh.push((hex, key, json));
+                }
+                parsed
+            }
+        };
+        out.insert(path.clone(), found);
+    }
+    if !fresh.is_empty() {
+        ctx.index.put_analysis(&fresh)?;
+    }
+    Ok(out)
 }
 
 /// What `run --explain-selection` says of one commit.

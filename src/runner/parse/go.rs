@@ -206,6 +206,26 @@ pub fn parse(text: &str) -> Option<TestCounts> {
     })
 }
 
+/// The packages (import paths) a go test log names as failed (`FAIL\tpkg …`), each with the
+/// tests that failed in it (its `--- FAIL:` lines; none for a package that failed to build).
+pub fn failed_packages(text: &str) -> Vec<(String, Vec<String>)> {
+    let converted = json_to_text(text);
+    let text = converted.as_deref().unwrap_or(text);
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    let mut tests: Vec<String> = Vec::new();
+    for line in text.lines() {
+        if let Some((Outcome::Fail, name)) = result_line(line) {
+            tests.push(name.to_string());
+        } else if let Some((ok, pkg, _)) = package_line(line) {
+            let names = std::mem::take(&mut tests);
+            if !ok && !out.iter().any(|(p, _)| p == pkg) {
+                out.push((pkg.to_string(), names));
+            }
+        }
+    }
+    out
+}
+
 /// Counts the block's leaf tests into `totals` and lists its failures; returns how many failed.
 fn finish(
     block: &mut Block,
@@ -354,5 +374,20 @@ mod tests {
         let c = parse(out).unwrap();
         assert_eq!(counts(&c), [Some(1), Some(1), Some(0), Some(0), Some(2)]);
         assert_eq!(c.failures[0].name, "TestP");
+    }
+
+    #[test]
+    fn failed_packages_are_named_with_their_failed_tests() {
+        let out = "=== RUN   TestA\n--- FAIL: TestA (0.00s)\n    a_test.go:5: no\n=== RUN   TestB/x\n    --- FAIL: TestB/x (0.00s)\nFAIL\nFAIL\texample.com/m/a\t0.01s\nok  \texample.com/m/b\t0.01s\n# example.com/m/c\nc/c.go:3:1: syntax error\nFAIL\texample.com/m/c [build failed]\n?   \texample.com/m\t[no test files]\nFAIL\n";
+        assert_eq!(
+            failed_packages(out),
+            [
+                (
+                    "example.com/m/a".to_string(),
+                    vec!["TestA".to_string(), "TestB/x".to_string()]
+                ),
+                ("example.com/m/c".to_string(), vec![]),
+            ]
+        );
     }
 }

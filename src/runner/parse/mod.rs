@@ -10,7 +10,7 @@
 mod bun;
 mod cargo;
 mod deno;
-mod go;
+pub mod go;
 mod js;
 mod junit;
 mod mocha;

@@ -1,19 +1,20 @@
-//! The tests in two phases: the test files (pytest, jest, vitest) or crates (cargo test) the
-//! change can reach (and those that failed last) first, so a failure is known early; then exactly
-//! the rest of the suite (pytest's `--deselect FILE::`, jest's and vitest's filters, cargo's
-//! `--workspace --exclude`), the two merged into one result that equals a one-phase run.
+//! The tests in two phases: the test files (pytest, jest, vitest), crates (cargo test) or
+//! packages (go test) the change can reach (and those that failed last) first, so a failure is
+//! known early; then exactly the rest of the suite (pytest's `--deselect FILE::`, jest's and
+//! vitest's filters, cargo's `--workspace --exclude`, go's other packages by name), the two
+//! merged into one result that equals a one-phase run.
 
 use super::{conclude, execute, CheckResult, Env, Executed, Shared, Spec};
 use crate::model::{Status, TestPhase, Tests};
-use crate::runner::{cargo_cmd, detect, js_cmd, pytest_cmd, workspace};
+use crate::runner::{cargo_cmd, detect, go_cmd, js_cmd, pytest_cmd, workspace};
 use std::time::Instant;
 
 /// pytest's exit code when it collected no test (every one deselected): no failure.
 const NO_TESTS_COLLECTED: i32 = 5;
 
-/// Run the tests of `spec` in two phases when its command is a pytest, jest, vitest or cargo test
-/// invocation and
-/// `phase_one` lies within the suite it runs; `None`: run them in one phase as before.
+/// Run the tests of `spec` in two phases when its command is a pytest, jest, vitest, cargo test
+/// or go test invocation and `phase_one` lies within the suite it runs (go test's rest is named
+/// by `env.phase_two`); `None`: run them in one phase as before.
 pub(super) fn run(
     env: &Env<'_>,
     shared: &Shared<'_>,
@@ -27,7 +28,7 @@ pub(super) fn run(
         Some(c) => c.to_string(),
         None => detect::detect(&work.host_tree())?.0,
     };
-    let split = Split::of(&command, work)?;
+    let split = Split::of(&command, work, env.phase_two)?;
     let files: Vec<String> = phase_one
         .iter()
         .filter(|f| split.within(f))
@@ -36,6 +37,7 @@ pub(super) fn run(
     if files.is_empty() {
         return None;
     }
+    let two_command = split.without(&files)?;
     let started = Instant::now();
     let first_log = spec.log.with_extension("phase1.log");
     let one_command = split.only(&files);
@@ -68,7 +70,6 @@ pub(super) fn run(
             false,
         ));
     }
-    let two_command = split.without(&files);
     let two_spec = Spec {
         command: Some(&two_command),
         timeout: spec.timeout.saturating_sub(started.elapsed()),
@@ -103,20 +104,28 @@ pub(super) fn run(
 }
 
 /// How a runner's command is split: pytest's node ids, jest's and vitest's file filters, cargo
-/// test's crates.
+/// test's crates, go test's packages (phase two's named).
 enum Split {
     Pytest(pytest_cmd::Pytest),
     Js(js_cmd::JsCmd),
     Cargo(cargo_cmd::CargoTest),
+    Go(go_cmd::GoTest, Vec<String>),
 }
 
 impl Split {
-    fn of(command: &str, work: &workspace::Workspace) -> Option<Split> {
+    fn of(
+        command: &str,
+        work: &workspace::Workspace,
+        phase_two: Option<&[String]>,
+    ) -> Option<Split> {
         if let Some(p) = pytest_cmd::recognise(command) {
             return Some(Split::Pytest(p));
         }
         if let Some(c) = cargo_cmd::recognise(command) {
             return Some(Split::Cargo(c));
+        }
+        if let Some(g) = go_cmd::recognise(command) {
+            return Some(Split::Go(g, phase_two?.to_vec()));
         }
         let tree = work.host_tree();
         let text_of = |p: &str| {
@@ -145,6 +154,7 @@ impl Split {
                         .iter()
                         .any(|d| part == d || part.starts_with(&format!("{d}/")))
             }
+            Split::Go(g, _) => g.matches(part),
             Split::Js(_) | Split::Cargo(_) => true,
         }
     }
@@ -154,15 +164,29 @@ impl Split {
             Split::Pytest(p) => p.only(parts),
             Split::Js(j) => j.only(parts),
             Split::Cargo(c) => c.only(parts),
+            Split::Go(g, _) => g.only(parts),
         }
     }
 
-    fn without(&self, parts: &[String]) -> String {
-        match self {
+    /// Phase two's command; `None` when it would name no package (go test of no package tests
+    /// the current directory's).
+    fn without(&self, parts: &[String]) -> Option<String> {
+        Some(match self {
             Split::Pytest(p) => p.without(parts),
             Split::Js(j) => j.without(parts),
             Split::Cargo(c) => c.without(parts),
-        }
+            Split::Go(g, rest) => {
+                let rest: Vec<String> = rest
+                    .iter()
+                    .filter(|p| !parts.contains(p) && g.matches(p))
+                    .cloned()
+                    .collect();
+                if rest.is_empty() {
+                    return None;
+                }
+                g.only(&rest)
+            }
+        })
     }
 
     /// A phase that collected nothing (every test deselected, a selection that names none)
@@ -170,7 +194,7 @@ impl Split {
     fn no_tests_is_no_failure(&self, e: Executed) -> Executed {
         match self {
             Split::Pytest(_) => no_tests_is_no_failure(e),
-            Split::Js(_) | Split::Cargo(_) => e,
+            Split::Js(_) | Split::Cargo(_) | Split::Go(..) => e,
         }
     }
 }
