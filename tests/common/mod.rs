@@ -11,6 +11,7 @@ pub mod http_git;
 pub mod postgres;
 pub mod prism;
 pub mod projects;
+pub mod remotes;
 pub mod tools;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_git-sandbox");
