@@ -2,9 +2,10 @@
 # Two-phase runs against one-phase runs on a real project with its real history (click, flask).
 #
 # It clones the repository (a path or URL; default https://github.com/pallets/click), takes its
-# HEAD as the base, installs the project's test dependencies into a venv (pip, from PyPI), and
-# commits a .sandbox.toml whose pytest records per-test coverage (`--cov=PKG
-# --cov-context=test`, the same command in both modes). Then it makes one-line mutations of
+# HEAD (or REV, a tag or commit: REV=8.2.1 pins a release) as the base, installs the project's
+# test dependencies into a venv (pip, from PyPI), and commits a .sandbox.toml whose pytest
+# records per-test coverage (`--cov=PKG --cov-context=test`, the same command in both modes;
+# COVERAGE=0 leaves it out, so the import graph alone selects). Then it makes one-line mutations of
 # the project's own source, each on its own branch from the base (not stacked), until BREAKING
 # of them fail the suite and BENIGN of them do not. Each mutated commit runs once with
 # `[test] phases = false` and, when it is still wanted, `--force` with phases on. It prints:
@@ -17,7 +18,8 @@
 # Every commit's figures go to $OUT/rows.jsonl as they come, so a cut-short run still reports
 # (`bench/selection.sh --report OUT`).
 #
-# Usage: bench/selection.sh [REPO]     REPO=/work/.mirror/pallets+flask/repo BREAKING=40 BENIGN=20 SEED=1
+# Usage: bench/selection.sh [REPO]     REPO=/work/.mirror/pallets+flask/repo REV= COVERAGE=1
+#                                      BREAKING=40 BENIGN=20 SEED=1
 #        bench/selection.sh --report OUT
 # Needs: target/release/git-sandbox (or GS=path), python3 with venv and pip, network to PyPI.
 # VENV (default ~/.cache/git-sandbox-bench/venv-NAME) must be outside /tmp: a run has a private
@@ -55,6 +57,8 @@ REPO=${1:-${REPO:-https://github.com/pallets/click}}
 BREAKING=${BREAKING:-40}
 BENIGN=${BENIGN:-20}
 SEED=${SEED:-1}
+REV=${REV:-}
+COVERAGE=${COVERAGE:-1}
 [ -x "$GS" ] || { echo "$GS not found: cargo build --release (or set GS)" >&2; exit 2; }
 NAME=$(basename "${REPO%/}" .git)
 [ "$NAME" = repo ] && NAME=$(basename "$(dirname "${REPO%/}")" | sed 's/.*+//')
@@ -73,7 +77,7 @@ mkdir -p "$XDG_CONFIG_HOME/git-sandbox"
 SRC=$WORK/$NAME
 git clone -q "$REPO" "$SRC"
 cd "$SRC"
-git checkout -q -B main
+git checkout -q -B main ${REV:+"$REV"}
 PKG=$(cd src && for d in */__init__.py; do echo "${d%/__init__.py}"; break; done)
 if [ ! -x "$VENV/bin/python3" ]; then
   python3 -m venv "$VENV"
@@ -99,9 +103,11 @@ export PATH=$VENV/bin:$PATH VIRTUAL_ENV=$VENV
 # Lines, not branches (flask measures branches, and tests too): what the selection reads,
 # and a data file a tenth the size.
 printf '[run]\nbranch = false\n' > .coveragerc-bench
+COV=""
+[ "$COVERAGE" = 0 ] || COV="--cov=$PKG --cov-config=.coveragerc-bench --cov-context=test --cov-report= "
 cat > .sandbox.toml <<EOF
 [test]
-command = "python3 -m pytest -q -p no:cacheprovider -o pythonpath=src -o filterwarnings=ignore::DeprecationWarning --cov=$PKG --cov-config=.coveragerc-bench --cov-context=test --cov-report= --deselect tests/test_imports.py::test_light_imports tests"
+command = "python3 -m pytest -q -p no:cacheprovider -o pythonpath=src -o filterwarnings=ignore::DeprecationWarning $COV--deselect tests/test_imports.py::test_light_imports tests"
 timeout = "900s"
 [analysis]
 enabled = false

@@ -67,13 +67,7 @@ fn four_daemons_share_one_queue_through_a_kill_and_a_restart() {
             )],
             "short tests",
         );
-        let remote = agent.path(&format!("remotes/{name}.git"));
-        std::fs::create_dir_all(&remote).unwrap();
-        agent.git(&remote, &["init", "-q", "--bare"]);
-        agent.git(
-            &repo,
-            &["remote", "add", "origin", remote.to_str().unwrap()],
-        );
+        agent.bare_remote(&repo, &format!("remotes/{name}.git"));
         let o = agent.sandbox(&repo, &["push"]);
         assert_eq!(o.code, 0, "{o:?}");
         let id = agent.git(&repo, &["config", "sandbox.repositoryId"]);
@@ -417,38 +411,13 @@ fn machines_on_one_index_take_each_others_records_as_evidence_also_after_a_reind
     let repo = a.new_repo("trusted");
     let c = a.commit(&repo, &[("b.txt", "b\n")], "another");
     assert_eq!(a.sandbox(&repo, &["run"]).code, 0);
-    let remote = a.path("trusted.git");
-    a.git(
-        &a.work(),
-        &[
-            "init",
-            "-q",
-            "--bare",
-            "-b",
-            "main",
-            remote.to_str().unwrap(),
-        ],
-    );
-    a.git(
-        &repo,
-        &["remote", "add", "origin", remote.to_str().unwrap()],
-    );
+    let remote = a.bare_remote(&repo, "trusted.git");
     assert_eq!(a.sandbox(&repo, &["push"]).code, 0);
     let by = format!("git-sandbox@{} (fleet)", home_id(&a));
 
     // B shares the index, trusts nobody by allowed_signers, and was never told A's key.
     let b = on_index(&url);
-    let clone = b.path("clone");
-    b.git(
-        &b.work(),
-        &[
-            "clone",
-            "-q",
-            remote.to_str().unwrap(),
-            clone.to_str().unwrap(),
-        ],
-    );
-    assert_eq!(b.sandbox(&clone, &["init"]).code, 0);
+    let clone = b.clone_and_init(remote.to_str().unwrap(), "clone");
     assert_eq!(b.sandbox(&clone, &["fetch"]).code, 0);
     let o = b.sandbox(&clone, &["log", "-n", "1", &c]);
     assert!(o.stdout.starts_with("✔"), "{o:?}");
@@ -465,17 +434,7 @@ fn machines_on_one_index_take_each_others_records_as_evidence_also_after_a_reind
 
     // A machine outside the index does not.
     let outside = World::new();
-    let elsewhere = outside.path("elsewhere");
-    outside.git(
-        &outside.work(),
-        &[
-            "clone",
-            "-q",
-            remote.to_str().unwrap(),
-            elsewhere.to_str().unwrap(),
-        ],
-    );
-    assert_eq!(outside.sandbox(&elsewhere, &["init"]).code, 0);
+    let elsewhere = outside.clone_and_init(remote.to_str().unwrap(), "elsewhere");
     assert_eq!(outside.sandbox(&elsewhere, &["fetch"]).code, 0);
     let o = outside.sandbox(&elsewhere, &["log", "-n", "1", &c]);
     assert!(o.stdout.contains("not verified"), "{o:?}");

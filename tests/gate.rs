@@ -19,15 +19,7 @@ fn pushing(w: &World, mode: &str) -> (PathBuf, PathBuf) {
         repo.join(".git/hooks/pre-push").is_file(),
         "the gate's hook"
     );
-    let remote = w.path("remote.git");
-    w.git(
-        &w.work(),
-        &["init", "-q", "--bare", remote.to_str().unwrap()],
-    );
-    w.git(
-        &repo,
-        &["remote", "add", "origin", remote.to_str().unwrap()],
-    );
+    let remote = w.bare_remote(&repo, "remote.git");
     (repo, remote)
 }
 

@@ -35,22 +35,7 @@ fn scene() -> Scene {
     let failing = w.commit(&repo, &[("tests/test_bad.py", FAILING)], "breaks it");
     w.sandbox(&repo, &["run"]);
     assert_eq!(show(&w, &repo, &failing)["status"], "failed");
-    let shared = w.path("shared.git");
-    w.git(
-        &w.work(),
-        &[
-            "init",
-            "-q",
-            "--bare",
-            "-b",
-            "main",
-            shared.to_str().unwrap(),
-        ],
-    );
-    w.git(
-        &repo,
-        &["remote", "add", "origin", shared.to_str().unwrap()],
-    );
+    let shared = w.bare_remote(&repo, "shared.git");
     let o = w.sandbox(&repo, &["push"]);
     assert_eq!(o.code, 0, "{o:?}");
     let attacker = w.work().join("attacker");

@@ -8,7 +8,7 @@ mod common;
 use common::http_git::GitHttp;
 use common::World;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const MORE_TESTS: &str = "import unittest\n\n\nclass TestMore(unittest.TestCase):\n    def test_more(self):\n        self.assertEqual(2 * 2, 4)\n";
 
@@ -29,40 +29,13 @@ fn status_of(log: &[Value], commit: &str) -> String {
         .unwrap_or_else(|| panic!("{commit} not in the log: {log:?}"))
 }
 
-/// A bare repository `shared.git` in `w`'s temp dir, holding `repo`'s main branch.
-fn shared_remote(w: &World, repo: &Path) -> PathBuf {
-    let shared = w.path("shared.git");
-    w.git(
-        &w.work(),
-        &[
-            "init",
-            "-q",
-            "--bare",
-            "-b",
-            "main",
-            shared.to_str().unwrap(),
-        ],
-    );
-    w.git(repo, &["remote", "add", "origin", shared.to_str().unwrap()]);
-    shared
-}
-
-/// A clone of `url` in `w`, adopted with `init`.
-fn clone_and_init(w: &World, url: &str, name: &str) -> PathBuf {
-    let dir = w.work().join(name);
-    w.git(&w.work(), &["clone", "-q", url, dir.to_str().unwrap()]);
-    let o = w.sandbox(&dir, &["init"]);
-    assert_eq!(o.code, 0, "{o:?}");
-    dir
-}
-
 #[test]
 fn a_clone_gets_the_results_after_fetch_and_plain_git_fetch_brings_them_beside_ours() {
     let a = World::new();
     let repo = a.new_repo("travel");
     let first = a.commit(&repo, &[("tests/test_more.py", MORE_TESTS)], "more tests");
     assert_eq!(a.sandbox(&repo, &["run"]).code, 0);
-    let shared = shared_remote(&a, &repo);
+    let shared = a.bare_remote(&repo, "shared.git");
     let o = a.sandbox(&repo, &["push", "--json"]);
     assert_eq!(o.code, 0, "{o:?}");
     let pushed = o.json();
@@ -89,7 +62,7 @@ fn a_clone_gets_the_results_after_fetch_and_plain_git_fetch_brings_them_beside_o
     // Another machine, which trusts A: a clone has no results until it fetches them.
     let b = World::new();
     b.trust(&a);
-    let clone = clone_and_init(&b, shared.to_str().unwrap(), "clone");
+    let clone = b.clone_and_init(shared.to_str().unwrap(), "clone");
     assert_eq!(status_of(&log_json(&b, &clone), &first), "none");
     let o = b.sandbox(&clone, &["fetch"]);
     assert_eq!(o.code, 0, "{o:?}");
@@ -135,10 +108,10 @@ fn notes_pushed_from_two_machines_at_once_are_all_kept() {
     for i in 0..6 {
         commits.push(a.commit(&repo, &[(&format!("f{i}.txt"), "x\n")], &format!("c{i}")));
     }
-    let shared = shared_remote(&a, &repo);
+    let shared = a.bare_remote(&repo, "shared.git");
     assert_eq!(a.sandbox(&repo, &["push"]).code, 0);
     let b = World::new();
-    let clone = clone_and_init(&b, shared.to_str().unwrap(), "clone");
+    let clone = b.clone_and_init(shared.to_str().unwrap(), "clone");
     a.trust(&b);
     b.trust(&a);
     // Each machine runs its half, and both run the last commit.
@@ -193,10 +166,10 @@ fn notes_pushed_from_two_machines_at_once_are_all_kept() {
 fn a_branch_the_remote_moved_is_refused_and_the_notes_still_go() {
     let a = World::new();
     let repo = a.new_repo("moved");
-    let shared = shared_remote(&a, &repo);
+    let shared = a.bare_remote(&repo, "shared.git");
     assert_eq!(a.sandbox(&repo, &["push"]).code, 0);
     let b = World::new();
-    let clone = clone_and_init(&b, shared.to_str().unwrap(), "clone");
+    let clone = b.clone_and_init(shared.to_str().unwrap(), "clone");
     b.commit(&clone, &[("theirs.txt", "b\n")], "theirs");
     b.git(&clone, &["push", "-q", "origin", "main"]);
     let ours = a.commit(&repo, &[("ours.txt", "a\n")], "ours");
@@ -246,7 +219,7 @@ fn a_remote_that_is_not_there_is_a_one_line_error() {
 fn auto_push_sends_results_after_a_run_and_a_repository_cannot_turn_it_on() {
     let w = World::new();
     let repo = w.new_repo("auto");
-    let shared = shared_remote(&w, &repo);
+    let shared = w.bare_remote(&repo, "shared.git");
     w.user_config("[remote]\nauto_push = true\n");
     let c = w.commit(&repo, &[("tests/test_more.py", MORE_TESTS)], "more");
     let o = w.sandbox(&repo, &["run"]);
@@ -283,7 +256,7 @@ fn auto_push_sends_results_after_a_run_and_a_repository_cannot_turn_it_on() {
 fn the_daemon_pushes_results_when_auto_push_is_on() {
     let w = World::new();
     let repo = w.new_repo("daemon-push");
-    let shared = shared_remote(&w, &repo);
+    let shared = w.bare_remote(&repo, "shared.git");
     w.user_config("[remote]\nauto_push = true\n");
     let _daemon = w.spawn(&w.work(), &["daemon", "--workers", "1"]);
     let c = w.commit(&repo, &[("tests/test_more.py", MORE_TESTS)], "more");
@@ -359,7 +332,7 @@ fn credentials_come_from_git_and_never_land_in_config_notes_or_events() {
             &format!("store --file={}", creds.display()),
         ],
     );
-    let clone = clone_and_init(&b, &url, "clone");
+    let clone = b.clone_and_init(&url, "clone");
     b.trust(&w);
     assert_eq!(b.sandbox(&clone, &["fetch"]).code, 0);
     assert_eq!(status_of(&log_json(&b, &clone), &c), "passed");
@@ -430,11 +403,11 @@ fn init_remove_takes_the_notes_refspec_away() {
 fn a_polling_daemon_runs_what_was_pushed_elsewhere_and_not_what_was_run_there() {
     let a = World::new();
     let repo = a.new_repo("polled");
-    let shared = shared_remote(&a, &repo);
+    let shared = a.bare_remote(&repo, "shared.git");
     assert_eq!(a.sandbox(&repo, &["push"]).code, 0);
     // Machine B follows the remote by polling it; no hook or webhook reaches it.
     let b = World::new();
-    let clone = clone_and_init(&b, shared.to_str().unwrap(), "clone");
+    let clone = b.clone_and_init(shared.to_str().unwrap(), "clone");
     b.user_config("[remote]\npoll = \"5s\"\n");
     b.trust(&a);
     let _daemon = b.spawn(&b.work(), &["daemon", "--workers", "1"]);
@@ -495,10 +468,10 @@ fn two_machines_with_daemons_each_get_the_others_results() {
     // Two clones of one remote, each with its own daemon that polls and auto-pushes.
     let a = World::new();
     let repo_a = a.new_repo("pair");
-    let shared = shared_remote(&a, &repo_a);
+    let shared = a.bare_remote(&repo_a, "shared.git");
     assert_eq!(a.sandbox(&repo_a, &["push"]).code, 0);
     let b = World::new();
-    let repo_b = clone_and_init(&b, shared.to_str().unwrap(), "clone");
+    let repo_b = b.clone_and_init(shared.to_str().unwrap(), "clone");
     for w in [&a, &b] {
         w.user_config("[remote]\npoll = \"5s\"\nauto_push = true\n");
     }

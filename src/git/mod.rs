@@ -12,6 +12,8 @@ pub mod pack;
 pub mod remote;
 pub mod revs;
 pub mod snapshot;
+#[cfg(test)]
+pub mod testutil;
 
 use crate::util::hint::{display_hinted, Hinted};
 use gix::bstr::ByteSlice;

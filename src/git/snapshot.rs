@@ -137,21 +137,7 @@ fn parse_id(out: &str) -> Result<ObjectId> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
-
-    fn git(dir: &Path, args: &[&str]) -> String {
-        cli::git_with_env(
-            dir,
-            args,
-            &[
-                ("GIT_AUTHOR_NAME", "t"),
-                ("GIT_AUTHOR_EMAIL", "t@t"),
-                ("GIT_COMMITTER_NAME", "t"),
-                ("GIT_COMMITTER_EMAIL", "t@t"),
-            ],
-        )
-        .unwrap()
-    }
+    use crate::git::testutil::git;
 
     #[test]
     fn staged_and_worktree_trees_leave_the_index_and_work_tree_alone() {

@@ -16,34 +16,10 @@ fn rev(w: &World, repo: &Path, r: &str) -> String {
 
 /// A bare repository `shared.git` in `w`'s temp dir, `repo`'s `origin`, with everything pushed.
 fn shared_remote(w: &World, repo: &Path) -> PathBuf {
-    let shared = w.path("shared.git");
-    w.git(
-        &w.work(),
-        &[
-            "init",
-            "-q",
-            "--bare",
-            "-b",
-            "main",
-            shared.to_str().unwrap(),
-        ],
-    );
-    w.git(repo, &["remote", "add", "origin", shared.to_str().unwrap()]);
+    let shared = w.bare_remote(repo, "shared.git");
     let o = w.sandbox(repo, &["push"]);
     assert_eq!(o.code, 0, "{o:?}");
     shared
-}
-
-/// A clone of `url` in `w`, adopted with `init`.
-fn clone_and_init(w: &World, url: &Path, name: &str) -> PathBuf {
-    let dir = w.work().join(name);
-    w.git(
-        &w.work(),
-        &["clone", "-q", url.to_str().unwrap(), dir.to_str().unwrap()],
-    );
-    let o = w.sandbox(&dir, &["init"]);
-    assert_eq!(o.code, 0, "{o:?}");
-    dir
 }
 
 /// Commit files on a branch and come back to where we were.
@@ -260,7 +236,7 @@ fn a_trusted_machines_records_count_and_its_signature_copied_onto_a_changed_reco
     let repo = a.new_repo("a");
     let shared = shared_remote(&a, &repo);
     let b = World::new();
-    let clone = clone_and_init(&b, &shared, "b");
+    let clone = b.clone_and_init(shared.to_str().unwrap(), "b");
     let main = rev(&b, &clone, "main");
     assert_eq!(b.sandbox(&clone, &["run", "main"]).code, 0);
     assert_eq!(b.sandbox(&clone, &["push", "--notes-only"]).code, 0);
@@ -325,7 +301,7 @@ fn a_record_that_copies_this_machines_home_id_is_not_its_own() {
     let other = World::new();
     std::fs::create_dir_all(other.data()).unwrap();
     std::fs::write(other.data().join("home-id"), format!("{id}\n")).unwrap();
-    let clone = clone_and_init(&other, &shared, "other");
+    let clone = other.clone_and_init(shared.to_str().unwrap(), "other");
     assert_eq!(other.sandbox(&clone, &["run", "main"]).code, 0);
     let line = note_line(&other, &clone, &main);
     assert!(line.contains(&format!("\"by\":\"{id}\"")), "{line}");

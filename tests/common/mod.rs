@@ -10,6 +10,8 @@ pub mod http;
 pub mod http_git;
 pub mod postgres;
 pub mod prism;
+pub mod projects;
+pub mod remotes;
 pub mod tools;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_git-sandbox");
@@ -445,47 +447,4 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
         }
     }
     out
-}
-
-impl World {
-    /// A pytest project (package `calc` in src/, pytest from [`World::with_test_python`]) whose
-    /// last commit breaks `calc/c.py`: phase one (tests/test_c.py, the one file that imports it)
-    /// fails at once, phase two (four files of `sleep` seconds each) runs on. Nothing is
-    /// watched, so only what is asked for runs. Returns the breaking commit's id.
-    pub fn fails_fast_then_slow(&self, repo: &Path, sleep: f32) -> String {
-        let config = "[test]\ncommand = \"python3 -m pytest -q\"\ntimeout = \"120s\"\n[analysis]\nenabled = false\n[watch]\nbranches = [\"nothing\"]\n";
-        let pyproject =
-            "[tool.pytest.ini_options]\ntestpaths = [\"tests\"]\npythonpath = [\"src\"]\n";
-        let mut files: Vec<(String, String)> = vec![
-            (".sandbox.toml".into(), config.into()),
-            ("pyproject.toml".into(), pyproject.into()),
-            ("src/calc/__init__.py".into(), String::new()),
-        ];
-        for m in ["a", "b", "c", "d", "e"] {
-            files.push((
-                format!("src/calc/{m}.py"),
-                format!("def f{m}(x):\n    return x + 1\n"),
-            ));
-            let slow = if m == "c" {
-                String::new()
-            } else {
-                format!("    time.sleep({sleep})\n")
-            };
-            files.push((
-                format!("tests/test_{m}.py"),
-                format!("import time\n\nfrom calc.{m} import f{m}\n\n\ndef test_f{m}():\n{slow}    assert f{m}(1) == 2\n"),
-            ));
-        }
-        let refs: Vec<(&str, &str)> = files
-            .iter()
-            .map(|(p, b)| (p.as_str(), b.as_str()))
-            .collect();
-        self.git(repo, &["rm", "-q", "tests/test_example.py"]);
-        self.commit(repo, &refs, "a package and its tests");
-        self.commit(
-            repo,
-            &[("src/calc/c.py", "def fc(x):\n    return x + 2\n")],
-            "break c",
-        )
-    }
 }

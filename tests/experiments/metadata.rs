@@ -147,23 +147,12 @@ fn an_old_experiment_is_migrated_and_promotion_leaves_its_file_behind() {
     assert_eq!(w.git(&repo, &["status", "--porcelain"]), "");
 }
 
-/// A clone of `url` in `w`, adopted with `init`.
-fn clone_and_init(w: &World, url: &str, name: &str) -> std::path::PathBuf {
-    let dir = w.work().join(name);
-    w.git(&w.work(), &["clone", "-q", url, dir.to_str().unwrap()]);
-    let o = w.sandbox(&dir, &["init"]);
-    assert_eq!(o.code, 0, "{o:?}");
-    dir
-}
-
 #[test]
 fn push_and_fetch_carry_the_metadata_and_a_remotes_copy_never_overrides_ours() {
     let a = World::new();
     let repo = a.new_repo("carried");
-    let shared = a.path("shared.git");
+    let shared = a.bare_remote(&repo, "shared.git");
     let url = shared.to_str().unwrap();
-    a.git(&a.work(), &["init", "-q", "--bare", "-b", "main", url]);
-    a.git(&repo, &["remote", "add", "origin", url]);
     let o = a.sandbox(
         &repo,
         &["experiment", "start", "faster", "--hypothesis", "from A"],
@@ -178,7 +167,7 @@ fn push_and_fetch_carry_the_metadata_and_a_remotes_copy_never_overrides_ours() {
     );
 
     let b = World::new();
-    let clone = clone_and_init(&b, url, "clone");
+    let clone = b.clone_and_init(url, "clone");
     assert_eq!(b.sandbox(&clone, &["fetch"]).code, 0);
     let list = b.sandbox(&clone, &["experiment", "list", "--json"]).json();
     let e = &list["experiments"][0];

@@ -1,55 +1,24 @@
 //! Two-phase runs with pytest: the test files a change reaches through imports run first, the
 //! first failure is published at once, and the record equals a one-phase run of the suite.
 
+use crate::common::projects::CALC_PYPROJECT;
 use crate::common::World;
 use std::path::Path;
 
 const CONFIG: &str =
     "[test]\ncommand = \"python3 -m pytest -q\"\ntimeout = \"120s\"\n[analysis]\nenabled = false\n";
-const PYPROJECT: &str =
-    "[tool.pytest.ini_options]\ntestpaths = [\"tests\"]\npythonpath = [\"src\"]\n";
 
-/// A package `calc` (src layout) with five modules and one test file for each; but for
-/// test_c.py, each takes `sleep` seconds, so the whole suite is slow next to one file. Also
-/// `calc/hidden.py`, which `tests/test_dynamic.py` imports by name at run time (no import the
-/// graph can see).
+/// [`World::calc_package`] with two tests a file, and `calc/hidden.py`, which
+/// `tests/test_dynamic.py` imports by name at run time (no import the graph can see).
 fn project(w: &World, repo: &Path, sleep: f32) {
-    let mut files: Vec<(String, String)> = vec![
-        (".sandbox.toml".into(), CONFIG.into()),
-        ("pyproject.toml".into(), PYPROJECT.into()),
-        ("src/calc/__init__.py".into(), "".into()),
+    let extra = [
+        ("src/calc/hidden.py", "def secret():\n    return 42\n"),
         (
-            "src/calc/hidden.py".into(),
-            "def secret():\n    return 42\n".into(),
-        ),
-        (
-            "tests/test_dynamic.py".into(),
-            "import importlib\n\n\ndef test_secret():\n    assert importlib.import_module('calc.hidden').secret() == 42\n".into(),
+            "tests/test_dynamic.py",
+            "import importlib\n\n\ndef test_secret():\n    assert importlib.import_module('calc.hidden').secret() == 42\n",
         ),
     ];
-    for m in ["a", "b", "c", "d", "e"] {
-        files.push((
-            format!("src/calc/{m}.py"),
-            format!("def f{m}(x):\n    return x + 1\n"),
-        ));
-        let slow = if m == "c" {
-            String::new()
-        } else {
-            format!("    time.sleep({sleep})\n")
-        };
-        files.push((
-            format!("tests/test_{m}.py"),
-            format!(
-                "import time\n\nfrom calc.{m} import f{m}\n\n\ndef test_f{m}():\n{slow}    assert f{m}(1) == 2\n\n\ndef test_f{m}_again():\n    assert f{m}(2) == 3\n"
-            ),
-        ));
-    }
-    let refs: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(p, b)| (p.as_str(), b.as_str()))
-        .collect();
-    w.git(repo, &["rm", "-q", "tests/test_example.py"]);
-    w.commit(repo, &refs, "a package and its tests");
+    w.calc_package(repo, CONFIG, sleep, true, &extra);
 }
 
 fn run_json(w: &World, repo: &Path, args: &[&str]) -> (serde_json::Value, String) {
@@ -188,7 +157,10 @@ fn a_change_the_graph_cannot_see_runs_the_whole_suite_in_one_phase() {
     project(&w, &repo, 0.0);
     for (path, body) in [
         ("tests/conftest.py", "import pytest\n"),
-        ("pyproject.toml", &format!("{PYPROJECT}addopts = \"-ra\"\n")),
+        (
+            "pyproject.toml",
+            &format!("{CALC_PYPROJECT}addopts = \"-ra\"\n"),
+        ),
         ("tests/data.json", "{}\n"),
     ] {
         w.commit(&repo, &[(path, body)], path);
@@ -256,7 +228,7 @@ fn package_everyone_imports(w: &World, repo: &Path) {
     let config = "[test]\ncommand = \"python3 -m pytest -q -p no:cacheprovider --cov=calc --cov-context=test --cov-report=\"\ntimeout = \"120s\"\n[analysis]\nenabled = false\n";
     let mut files: Vec<(String, String)> = vec![
         (".sandbox.toml".into(), config.into()),
-        ("pyproject.toml".into(), PYPROJECT.into()),
+        ("pyproject.toml".into(), CALC_PYPROJECT.into()),
         (
             "src/calc/__init__.py".into(),
             "from .a import fa\nfrom .b import fb\nfrom .c import fc\n".into(),

@@ -67,6 +67,84 @@ fn assert_first_failure_is_known_early(rec: &serde_json::Value, stderr: &str, na
     );
 }
 
+/// What differs between jest and vitest in [`reached_files_run_first`].
+struct Runner<S, T> {
+    name: &'static str,
+    files: Vec<(String, String)>,
+    source: S,
+    test: T,
+    /// util's path and a body that breaks it.
+    util: (&'static str, &'static str),
+    /// c's test file (all phase one runs once util breaks), c's source, and c's first test's
+    /// name as the runner reports it.
+    c_test: &'static str,
+    c_source: &'static str,
+    failure: &'static str,
+    /// The runner's config file and a new body for it.
+    config: (&'static str, &'static str),
+}
+
+/// Build the project, run it, break util (which only c imports), and check that c's test file
+/// runs first and fails first, and that the record is the whole suite's. Returns that record.
+fn reached_files_run_first<S, T>(w: &World, repo: &Path, r: Runner<S, T>) -> serde_json::Value
+where
+    S: Fn(&str) -> (String, String),
+    T: Fn(&str, u32) -> (String, String),
+{
+    project(w, repo, r.files, r.source, r.test, 1500);
+    let (base, _) = run_json(w, repo);
+    assert_eq!(base["status"], "passed", "{base}");
+    assert_eq!(base["tests"]["framework"], r.name, "{base}");
+    assert_eq!(base["tests"]["passed"], 10, "{base}");
+
+    w.commit(repo, &[r.util], "break util");
+    let why = explain(w, repo);
+    let (c, source, util) = (r.c_test, r.c_source, r.util.0);
+    assert!(
+        why.contains("phase one runs 1 of 5 test files")
+            && why.contains(&format!("{c}  imports {source} → {util} (changed)")),
+        "{why}"
+    );
+    let (rec, stderr) = run_json(w, repo);
+    assert_eq!(rec["status"], "failed", "{rec}");
+    let t = &rec["tests"];
+    assert_eq!(t["phases"][0]["files"], serde_json::json!([c]), "{rec}");
+    assert_eq!(t["phases"][0]["failed"], 2, "{rec}");
+    assert_eq!(t["phases"][1]["passed"], 8, "{rec}");
+    assert_first_failure_is_known_early(&rec, &stderr, r.failure);
+    // The record is the whole suite's, as one phase counts it.
+    assert_eq!(
+        (&t["passed"], &t["failed"], &t["total"]),
+        (&8.into(), &2.into(), &10.into()),
+        "{rec}"
+    );
+
+    // A change to the runner's config: the graph cannot say what it touches.
+    w.commit(repo, &[r.config], "a runner config");
+    let why = explain(w, repo);
+    assert!(
+        why.contains(&format!(
+            "one phase, the whole suite: {} changed",
+            r.config.0
+        )),
+        "{why}"
+    );
+    let (after, _) = run_json(w, repo);
+    assert_eq!(after["tests"]["failed"], 2, "{after}");
+    assert!(after["tests"].get("phases").is_none(), "{after}");
+    rec
+}
+
+/// Two tests a module (`<m> adds one`, `<m> adds one again`); the first sleeps `{sleep}` ms.
+fn test_body(import: &str) -> impl Fn(&str, u32) -> String + '_ {
+    move |m, sleep| {
+        format!(
+            "{import}\n\ntest('{m} adds one', async () => {{\n  await new Promise((r) => setTimeout(r, {sleep}));\n  expect(f(1)).toBe(2);\n}});\n\ntest('{m} adds one again', () => {{\n  expect(f(2)).toBe(3);\n}});\n",
+            import = import.replace("{m}", m)
+        )
+    }
+}
+
 #[test]
 fn jest_runs_the_test_files_a_change_reaches_first() {
     let w = world();
@@ -88,59 +166,33 @@ fn jest_runs_the_test_files_a_change_reaches_first() {
     ];
     let source = |m: &str| {
         let body = if m == "c" {
-            "const { add } = require('./util');\nmodule.exports = (x) => add(x, 1);\n".to_string()
+            "const { add } = require('./util');\nmodule.exports = (x) => add(x, 1);\n"
         } else {
-            "module.exports = (x) => x + 1;\n".to_string()
+            "module.exports = (x) => x + 1;\n"
         };
-        (format!("src/{m}.js"), body)
+        (format!("src/{m}.js"), body.to_string())
     };
-    let test = |m: &str, sleep: u32| {
-        (
-            format!("test/{m}.test.js"),
-            format!(
-                "const f = require('../src/{m}');\n\ntest('{m} adds one', async () => {{\n  await new Promise((r) => setTimeout(r, {sleep}));\n  expect(f(1)).toBe(2);\n}});\n\ntest('{m} adds one again', () => {{\n  expect(f(2)).toBe(3);\n}});\n"
-            ),
-        )
-    };
-    project(&w, &repo, files, source, test, 1500);
-    let (base, _) = run_json(&w, &repo);
-    assert_eq!(base["status"], "passed", "{base}");
-    assert_eq!(base["tests"]["framework"], "jest", "{base}");
-    assert_eq!(base["tests"]["passed"], 10, "{base}");
-
-    // Break util, which only c imports.
-    w.commit(
-        &repo,
-        &[(
+    let body = test_body("const f = require('../src/{m}');");
+    let test = |m: &str, sleep: u32| (format!("test/{m}.test.js"), body(m, sleep));
+    let runner = Runner {
+        name: "jest",
+        files,
+        source,
+        test,
+        util: (
             "src/util.js",
             "module.exports = { add: (x, y) => x + y + 1 };\n",
-        )],
-        "break util",
-    );
-    let why = explain(&w, &repo);
-    assert!(
-        why.contains("phase one runs 1 of 5 test files")
-            && why.contains("test/c.test.js  imports src/c.js → src/util.js (changed)"),
-        "{why}"
-    );
-    let (rec, stderr) = run_json(&w, &repo);
-    assert_eq!(rec["status"], "failed", "{rec}");
-    let t = &rec["tests"];
-    assert_eq!(
-        t["phases"][0]["files"],
-        serde_json::json!(["test/c.test.js"]),
-        "{rec}"
-    );
-    assert_eq!(t["phases"][0]["failed"], 2, "{rec}");
-    assert_eq!(t["phases"][1]["passed"], 8, "{rec}");
-    assert_first_failure_is_known_early(&rec, &stderr, "c adds one");
-    // The record is the whole suite's, as one phase counts it.
-    assert_eq!(
-        (&t["passed"], &t["failed"], &t["total"]),
-        (&8.into(), &2.into(), &10.into()),
-        "{rec}"
-    );
-    let names: Vec<&str> = t["failures"]
+        ),
+        c_test: "test/c.test.js",
+        c_source: "src/c.js",
+        failure: "c adds one",
+        config: (
+            "jest.config.js",
+            "module.exports = { testTimeout: 9000 };\n",
+        ),
+    };
+    let rec = reached_files_run_first(&w, &repo, runner);
+    let names: Vec<&str> = rec["tests"]["failures"]
         .as_array()
         .unwrap()
         .iter()
@@ -163,24 +215,6 @@ fn jest_runs_the_test_files_a_change_reaches_first() {
             ),
         "{why}"
     );
-
-    // A change to the runner's config: the graph cannot say what it touches.
-    w.commit(
-        &repo,
-        &[(
-            "jest.config.js",
-            "module.exports = { testTimeout: 9000 };\n",
-        )],
-        "a jest config",
-    );
-    let why = explain(&w, &repo);
-    assert!(
-        why.contains("one phase, the whole suite: jest.config.js changed"),
-        "{why}"
-    );
-    let (rec, _) = run_json(&w, &repo);
-    assert_eq!(rec["tests"]["failed"], 2, "{rec}");
-    assert!(rec["tests"].get("phases").is_none(), "{rec}");
 }
 
 #[test]
@@ -216,64 +250,24 @@ fn vitest_runs_the_test_files_a_change_reaches_first() {
         };
         (format!("src/{m}.ts"), body.to_string())
     };
-    let test = |m: &str, sleep: u32| {
-        (
-            format!("src/{m}.test.ts"),
-            format!(
-                "import {{ f }} from './{m}';\n\ntest('{m} adds one', async () => {{\n  await new Promise((r) => setTimeout(r, {sleep}));\n  expect(f(1)).toBe(2);\n}});\n\ntest('{m} adds one again', () => {{\n  expect(f(2)).toBe(3);\n}});\n"
-            ),
-        )
-    };
-    project(&w, &repo, files, source, test, 1500);
-    let (base, _) = run_json(&w, &repo);
-    assert_eq!(base["status"], "passed", "{base}");
-    assert_eq!(base["tests"]["passed"], 10, "{base}");
-
-    w.commit(
-        &repo,
-        &[(
+    let body = test_body("import { f } from './{m}';");
+    let test = |m: &str, sleep: u32| (format!("src/{m}.test.ts"), body(m, sleep));
+    let runner = Runner {
+        name: "vitest",
+        files,
+        source,
+        test,
+        util: (
             "src/util.ts",
             "export const add = (x: number, y: number): number => x + y + 1;\n",
-        )],
-        "break util",
-    );
-    let why = explain(&w, &repo);
-    assert!(
-        why.contains("src/c.test.ts  imports src/c.ts → src/util.ts (changed)"),
-        "{why}"
-    );
-    let (rec, stderr) = run_json(&w, &repo);
-    assert_eq!(rec["status"], "failed", "{rec}");
-    let t = &rec["tests"];
-    assert_eq!(
-        t["phases"][0]["files"],
-        serde_json::json!(["src/c.test.ts"]),
-        "{rec}"
-    );
-    assert_eq!(t["phases"][0]["failed"], 2, "{rec}");
-    assert_eq!(t["phases"][1]["passed"], 8, "{rec}");
-    assert_first_failure_is_known_early(&rec, &stderr, "src/c.test.ts > c adds one");
-    assert_eq!(
-        (&t["passed"], &t["failed"], &t["total"]),
-        (&8.into(), &2.into(), &10.into()),
-        "{rec}"
-    );
-
-    // A change to the config: one phase.
-    w.commit(
-        &repo,
-        &[(
+        ),
+        c_test: "src/c.test.ts",
+        c_source: "src/c.ts",
+        failure: "src/c.test.ts > c adds one",
+        config: (
             "vitest.config.ts",
             "export default { test: { globals: true, dir: 'src', testTimeout: 9000 } };\n",
-        )],
-        "a vitest config",
-    );
-    let why = explain(&w, &repo);
-    assert!(
-        why.contains("one phase, the whole suite: vitest.config.ts changed"),
-        "{why}"
-    );
-    let (rec, _) = run_json(&w, &repo);
-    assert_eq!(rec["tests"]["failed"], 2, "{rec}");
-    assert!(rec["tests"].get("phases").is_none(), "{rec}");
+        ),
+    };
+    reached_files_run_first(&w, &repo, runner);
 }

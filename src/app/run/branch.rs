@@ -116,17 +116,11 @@ impl BranchWalk {
 mod tests {
     use super::*;
 
-    fn git(dir: &std::path::Path, args: &[&str], env: &[(&str, String)]) -> String {
-        let out = std::process::Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("HOME", dir)
-            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {out:?}");
-        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    /// The shared helper's output, trimmed (`rev-parse` answers are ids).
+    fn git(dir: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> String {
+        crate::git::testutil::git_env(dir, args, env)
+            .trim()
+            .to_string()
     }
 
     #[test]
@@ -137,12 +131,8 @@ mod tests {
         let commit = |msg: &str, when: i64| {
             let date = format!("@{when} +0000");
             let env = [
-                ("GIT_AUTHOR_DATE", date.clone()),
-                ("GIT_COMMITTER_DATE", date),
-                ("GIT_AUTHOR_NAME", "t".into()),
-                ("GIT_AUTHOR_EMAIL", "t@example.invalid".into()),
-                ("GIT_COMMITTER_NAME", "t".into()),
-                ("GIT_COMMITTER_EMAIL", "t@example.invalid".into()),
+                ("GIT_AUTHOR_DATE", date.as_str()),
+                ("GIT_COMMITTER_DATE", date.as_str()),
             ];
             git(d, &["commit", "-q", "--allow-empty", "-m", msg], &env);
             git(d, &["rev-parse", "HEAD"], &[])
@@ -161,13 +151,7 @@ mod tests {
                 git(d, &["checkout", "-q", "-b", "lost"], &[]);
                 all.push(commit("lost", 1_700_200_000));
                 git(d, &["checkout", "-q", "main"], &[]);
-                let env = [
-                    ("GIT_AUTHOR_NAME", "t".into()),
-                    ("GIT_AUTHOR_EMAIL", "t@example.invalid".into()),
-                    ("GIT_COMMITTER_NAME", "t".into()),
-                    ("GIT_COMMITTER_EMAIL", "t@example.invalid".into()),
-                ];
-                git(d, &["merge", "-q", "--no-ff", "-m", "merge", "side"], &env);
+                git(d, &["merge", "-q", "--no-ff", "-m", "merge", "side"], &[]);
                 all.push(git(d, &["rev-parse", "HEAD"], &[]));
             }
         }

@@ -1,0 +1,28 @@
+//! The git command line for unit tests that build repositories: no system or global config, a
+//! fixed identity.
+
+use std::path::Path;
+use std::process::Command;
+
+/// Run `git args` in `dir` and return its stdout; panics (naming the call) when git fails.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    git_env(dir, args, &[])
+}
+
+/// [`git`] with more environment (dates, say).
+pub fn git_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "a")
+        .env("GIT_AUTHOR_EMAIL", "a@b")
+        .env("GIT_COMMITTER_NAME", "a")
+        .env("GIT_COMMITTER_EMAIL", "a@b")
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}

@@ -1,0 +1,132 @@
+//! Notes under pressure: writers at once, a lock a killed writer left, a note gone missing,
+//! and the index rebuilt from notes.
+
+use crate::common::World;
+use crate::set_config;
+use std::path::Path;
+
+#[test]
+fn reindex_rebuilds_a_deleted_index_from_notes() {
+    let w = World::new();
+    let repo = w.new_repo("r11");
+    w.commit(&repo, &[("x.py", "def f(a):\n    return a\n")], "more");
+    assert_eq!(w.sandbox(&repo, &["run", "HEAD~1..HEAD"]).code, 0);
+    assert_eq!(w.sandbox(&repo, &["run", "HEAD~1"]).code, 0);
+    let before = w.sandbox(&w.work(), &["status", "--json"]).json()["totals"]["runs"].clone();
+    assert_eq!(before, 2);
+    for f in ["index.db", "index.db-wal", "index.db-shm"] {
+        let _ = std::fs::remove_file(w.data().join(f));
+    }
+    let o = w.sandbox(&w.work(), &["reindex", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(o.json()["runs"], 2);
+    let j = w.sandbox(&w.work(), &["status", "--json"]).json();
+    assert_eq!(j["totals"]["runs"], 2);
+    assert_eq!(j["totals"]["repositories"], 1);
+    assert_eq!(
+        w.sandbox(&repo, &["show", "HEAD", "--json"]).json()["status"],
+        "passed"
+    );
+}
+
+#[test]
+fn concurrent_note_writers_lose_nothing() {
+    let w = World::new();
+    let repo = w.new_repo("r12");
+    set_config(
+        &w,
+        &repo,
+        "[test]\ncommand = \"true\"\n[analysis]\nenabled = false\n",
+    );
+    let base = w.git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    let mut ours = Vec::new();
+    for i in 0..20 {
+        ours.push(w.commit(&repo, &[("n.txt", &format!("{i}"))], &format!("c{i}")));
+    }
+    // Commits on another branch that the "user" annotates by hand at the same time.
+    w.git(&repo, &["checkout", "-q", "-b", "side", &base]);
+    let mut theirs = Vec::new();
+    for i in 0..15 {
+        theirs.push(w.commit(&repo, &[("side.txt", &format!("{i}"))], &format!("s{i}")));
+    }
+    w.git(&repo, &["checkout", "-q", "main"]);
+    let range = format!("{base}..main");
+    std::thread::scope(|s| {
+        let user = s.spawn(|| {
+            for id in &theirs {
+                let o = w.git_out(
+                    &repo,
+                    &["notes", "--ref=sandbox", "add", "-m", "by hand", id],
+                    true,
+                );
+                assert_eq!(o.code, 0, "the user's git notes never fails: {o:?}");
+            }
+        });
+        let o = w.sandbox(&repo, &["run", &range, "--force"]);
+        assert_eq!(o.code, 0, "{o:?}");
+        user.join().unwrap();
+    });
+    for id in &ours {
+        assert_eq!(
+            w.note(&repo, id).expect("our note survives")["status"],
+            "passed"
+        );
+    }
+    for id in &theirs {
+        let o = w.git_out(&repo, &["notes", "--ref=sandbox", "show", id], true);
+        assert_eq!(o.stdout, "by hand\n", "the user's note survives");
+    }
+}
+
+/// A lock file at `path` as a writer killed two minutes ago leaves it.
+fn stale_lock(path: &Path) {
+    std::fs::write(path, "").unwrap();
+    let o = std::process::Command::new("touch")
+        .args(["-d", "2 minutes ago"])
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(o.success());
+}
+
+#[test]
+fn a_stale_lock_left_by_a_killed_writer_does_not_block_notes() {
+    let w = World::new();
+    let repo = w.new_repo("r14");
+    assert_eq!(w.sandbox(&repo, &["run"]).code, 0);
+    w.commit(&repo, &[("z.txt", "z")], "after a crash");
+    let lock = repo.join(".git/refs/notes/sandbox.lock");
+    stale_lock(&lock);
+    let o = w.sandbox(&repo, &["run"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(w.note(&repo, "HEAD").is_some());
+    assert!(!lock.exists());
+
+    // With the notes refs packed (git gc), a killed writer's packed-refs.lock blocks every ref
+    // update, git's own too; once it is old, the next write clears it.
+    w.git(&repo, &["pack-refs", "--all"]);
+    w.commit(&repo, &[("y.txt", "y")], "after another crash");
+    let packed = repo.join(".git/packed-refs.lock");
+    stale_lock(&packed);
+    let o = w.sandbox(&repo, &["run"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(w.note(&repo, "HEAD").is_some());
+    assert!(!packed.exists());
+}
+
+#[test]
+fn a_run_writes_a_missing_note_again() {
+    let w = World::new();
+    let repo = w.new_repo("r18");
+    assert_eq!(w.sandbox(&repo, &["run"]).code, 0);
+    // `git notes add` does not compare-and-swap: a racing one can drop our note. Simulate it.
+    w.git(&repo, &["notes", "--ref=sandbox", "remove", "HEAD"]);
+    let again = w.sandbox(&repo, &["run", "--json"]).json()[0].clone();
+    assert_eq!(
+        again["cached_from"],
+        serde_json::Value::Null,
+        "its own result, not a copy"
+    );
+    let head = w.git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    assert_eq!(w.note(&repo, &head).unwrap()["commit"], head.as_str());
+}
