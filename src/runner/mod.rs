@@ -8,6 +8,7 @@ pub mod coverage;
 pub mod detect;
 pub mod detect_setup;
 pub mod env;
+pub mod first_fail;
 pub mod js_cmd;
 mod launch;
 pub mod limit_hit;
