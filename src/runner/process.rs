@@ -495,11 +495,7 @@ fn collect(
             Err(_) => break,
         };
         let chunk = &buf[..n];
-        if let Some(w) = watcher.as_mut() {
-            for (f, at) in w.feed(chunk, Instant::now()) {
-                let _ = tx.send(Event::Found(f, at));
-            }
-        }
+        let read_at = Instant::now();
         let room = cap.saturating_sub(total) as usize;
         let keep = &chunk[..chunk.len().min(room)];
         if !keep.is_empty() {
@@ -507,6 +503,12 @@ fn collect(
                 let _ = f.write_all(keep);
             }
             kept.extend_from_slice(keep);
+        }
+        // Told once the log holds what told it.
+        if let Some(w) = watcher.as_mut() {
+            for (f, at) in w.feed(chunk, read_at) {
+                let _ = tx.send(Event::Found(f, at));
+            }
         }
         total += n as u64;
         for &b in chunk {

@@ -281,6 +281,19 @@ impl World {
         )
     }
 
+    /// What phase one of a two-phase run of `commit` has written to its log so far (empty
+    /// before it starts and once it is joined into the run's log).
+    pub fn phase_one_log(&self, commit: &str) -> String {
+        std::fs::read_dir(self.data().join("logs"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .find_map(|d| {
+                std::fs::read_to_string(d.path().join(format!("{commit}.phase1.log"))).ok()
+            })
+            .unwrap_or_default()
+    }
+
     /// Write the user config (`$XDG_CONFIG_HOME/git-sandbox/config.toml`).
     pub fn user_config(&self, text: &str) {
         let cfg = self.path("config/git-sandbox");
@@ -450,10 +463,11 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
 impl World {
     /// A pytest project (package `calc` in src/, pytest from [`World::with_test_python`]) whose
     /// last commit breaks `calc/c.py`: phase one (tests/test_c.py, the one file that imports it)
-    /// fails at once, phase two (four files of `sleep` seconds each) runs on. Nothing is
+    /// fails at its first test, `test_fc`, then its second, `test_fc_slow`, sleeps `sleep`
+    /// seconds and passes; phase two (four files of `sleep` seconds each) runs on. Nothing is
     /// watched, so only what is asked for runs. Returns the breaking commit's id.
     pub fn fails_fast_then_slow(&self, repo: &Path, sleep: f32) -> String {
-        let config = "[test]\ncommand = \"python3 -m pytest -q\"\ntimeout = \"120s\"\n[analysis]\nenabled = false\n[watch]\nbranches = [\"nothing\"]\n";
+        let config = "[test]\ncommand = \"python3 -m pytest\"\ntimeout = \"120s\"\n[analysis]\nenabled = false\n[watch]\nbranches = [\"nothing\"]\n";
         let pyproject =
             "[tool.pytest.ini_options]\ntestpaths = [\"tests\"]\npythonpath = [\"src\"]\n";
         let mut files: Vec<(String, String)> = vec![
@@ -466,14 +480,17 @@ impl World {
                 format!("src/calc/{m}.py"),
                 format!("def f{m}(x):\n    return x + 1\n"),
             ));
-            let slow = if m == "c" {
-                String::new()
+            let (slow, slow_test) = if m == "c" {
+                (
+                    String::new(),
+                    format!("\n\ndef test_fc_slow():\n    time.sleep({sleep})\n"),
+                )
             } else {
-                format!("    time.sleep({sleep})\n")
+                (format!("    time.sleep({sleep})\n"), String::new())
             };
             files.push((
                 format!("tests/test_{m}.py"),
-                format!("import time\n\nfrom calc.{m} import f{m}\n\n\ndef test_f{m}():\n{slow}    assert f{m}(1) == 2\n"),
+                format!("import time\n\nfrom calc.{m} import f{m}\n\n\ndef test_f{m}():\n{slow}    assert f{m}(1) == 2\n{slow_test}"),
             ));
         }
         let refs: Vec<(&str, &str)> = files
