@@ -288,7 +288,7 @@ pub(super) fn run_all(
                 _ => {
                     let mut r = conclude(env, spec, e.unwrap_or(Executed::Crashed), work, setup);
                     if spec.name == TEST_CHECK {
-                        one_phase_failure(&first, &mut r);
+                        first::one_phase_failure(&first, &mut r);
                     }
                     r
                 }
@@ -305,23 +305,6 @@ pub(super) fn run_all(
             .zip(results)
             .map(|(spec, r)| (spec.name.to_string(), spec.required, r))
             .collect(),
-    }
-}
-
-/// A one-phase run's first failure: known when its output showed it (a runner that is
-/// watched), else when the suite ends.
-fn one_phase_failure(first: &First<'_>, r: &mut CheckResult) {
-    let failed = r.status == Status::Failed;
-    let Some(t) = r.tests.as_mut() else {
-        return;
-    };
-    first.phase_ended(failed, t.duration_ms, || {
-        t.failures
-            .first()
-            .map_or_else(|| "the tests".to_string(), |f| f.name.clone())
-    });
-    if failed {
-        t.first_failure_ms = first.ms();
     }
 }
 

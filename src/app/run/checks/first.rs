@@ -2,6 +2,8 @@
 //! watched shows it (with its name then, or as soon as the name follows), else when the phase
 //! that showed it ends. It is only ever a provisional answer: the verdict is the whole suite's.
 
+use super::CheckResult;
+use crate::model::Status;
 use crate::runner::first_fail::Found;
 use std::cell::{Cell, RefCell};
 use std::time::Instant;
@@ -82,5 +84,22 @@ impl<'a> First<'a> {
         };
         self.told.set(true);
         (self.tell)(&name, ms);
+    }
+}
+
+/// A one-phase run's first failure: known when its output showed it (a runner that is
+/// watched), else when the suite ends.
+pub(super) fn one_phase_failure(first: &First<'_>, r: &mut CheckResult) {
+    let failed = r.status == Status::Failed;
+    let Some(t) = r.tests.as_mut() else {
+        return;
+    };
+    first.phase_ended(failed, t.duration_ms, || {
+        t.failures
+            .first()
+            .map_or_else(|| "the tests".to_string(), |f| f.name.clone())
+    });
+    if failed {
+        t.first_failure_ms = first.ms();
     }
 }
