@@ -383,7 +383,7 @@ fn a_run_requested_until_its_first_failure_answers_before_the_suite_ends() {
     let mut w = World::new();
     w.with_test_python("pytest");
     let repo = w.new_repo("first");
-    let commit = w.fails_fast_then_slow(&repo, 3.0);
+    let commit = w.fails_fast_then_slow(&repo, 4.0);
     let (read, run) = (w.token("read"), w.token("run"));
     let (read, run) = (Some(read.as_str()), Some(run.as_str()));
     let (_d, addr) = w.serve();
@@ -410,8 +410,14 @@ fn a_run_requested_until_its_first_failure_answers_before_the_suite_ends() {
     assert_eq!(v["state"], "running", "{v}");
     assert!(v["result"].is_null(), "{v}");
     let test = v["first_failure"]["test"].as_str().unwrap().to_string();
-    assert!(test.starts_with("tests/test_c.py::test_fc"), "{v}");
-    // Phase two (12 s of sleeping tests) still runs: no record yet.
+    assert_eq!(test, "tests/test_c.py::test_fc", "{v}");
+    // Known at the failing test: phase one's other test still sleeps, pytest has not ended.
+    let log = w.phase_one_log(&commit);
+    assert!(
+        log.contains("tests/test_c.py::test_fc FAILED") && !log.contains(" passed in "),
+        "{log}"
+    );
+    // Phase two (16 s of sleeping tests) still runs: no record yet.
     let path = format!("/api/v1/commits/first/{commit}");
     assert_eq!(get(a, &path, read).status, 404);
     // The event log and the dashboard's feed name the failing test.
@@ -431,7 +437,15 @@ fn a_run_requested_until_its_first_failure_answers_before_the_suite_ends() {
     );
     let record = get(a, &path, read).json();
     assert_eq!(record["status"], "failed", "{record}");
-    assert_eq!(record["tests"]["total"], 5, "{record}");
+    assert_eq!(record["tests"]["total"], 6, "{record}");
+    let first = record["tests"]["first_failure_ms"].as_u64().unwrap();
+    let one = record["tests"]["phases"][0]["duration_ms"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        first + 3000 < one,
+        "known 4 s before phase one ended: {record}"
+    );
     assert_eq!(
         record["tests"]["phases"].as_array().unwrap().len(),
         2,

@@ -208,7 +208,7 @@ fn run_wait_until_first_failure_answers_while_the_rest_of_the_suite_runs() {
     let mut w = World::new();
     w.with_test_python("pytest");
     let repo = w.new_repo("mcp-first");
-    let commit = w.fails_fast_then_slow(&repo, 3.0);
+    let commit = w.fails_fast_then_slow(&repo, 4.0);
     let mut s = Raw::start(&w, &repo);
 
     // A value run_wait does not know is refused in one line that names the ones it does.
@@ -241,14 +241,17 @@ fn run_wait_until_first_failure_answers_while_the_rest_of_the_suite_runs() {
     assert_eq!(early["provisional"], true, "{early}");
     assert_eq!(early["state"], "running", "{early}");
     assert!(early.get("result").is_none(), "{early}");
-    assert!(
-        early["first_failure"]["test"]
-            .as_str()
-            .unwrap()
-            .starts_with("tests/test_c.py::test_fc"),
+    assert_eq!(
+        early["first_failure"]["test"], "tests/test_c.py::test_fc",
         "{early}"
     );
-    // Phase two (12 s of sleeping tests) has not ended.
+    // Known at the failing test: phase one's other test still sleeps, pytest has not ended.
+    let log = w.phase_one_log(&commit);
+    assert!(
+        log.contains("tests/test_c.py::test_fc FAILED") && !log.contains(" passed in "),
+        "{log}"
+    );
+    // Phase two (16 s of sleeping tests) has not ended.
     let now = s.tool(
         4,
         "run_wait",
@@ -269,10 +272,16 @@ fn run_wait_until_first_failure_answers_while_the_rest_of_the_suite_runs() {
     let t = &note["tests"];
     assert_eq!(
         (t["total"].clone(), t["failed"].clone()),
-        (5.into(), 1.into()),
+        (6.into(), 1.into()),
         "{note}"
     );
     assert_eq!(t["phases"].as_array().unwrap().len(), 2, "{note}");
+    let (first, one) = (&t["first_failure_ms"], &t["phases"][0]["duration_ms"]);
+    assert!(
+        first.as_u64().unwrap() + 3000 < one.as_u64().unwrap(),
+        "known 4 s before phase one ended: {note}"
+    );
+    assert_eq!(early["first_failure"]["ms"], *first, "{early}");
     // Asked for a result that is there, `until` answers with it at once.
     let again = s.tool(
         6,

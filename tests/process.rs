@@ -42,7 +42,40 @@ fn spec<'a>(
         cache_layers: &[],
         cache_out: None,
         cache_paths: &[],
+        watch: None,
     }
+}
+
+#[test]
+fn the_first_failure_is_told_while_the_command_still_runs() {
+    use git_sandbox::runner::first_fail::{Found, Runner};
+    use git_sandbox::runner::process::Watch;
+    let d = tempfile::tempdir().unwrap();
+    let log = d.path().join("l.log");
+    let flag = AtomicBool::new(false);
+    let (sb, limits) = (sandbox(), Config::default().limits);
+    let told = std::cell::RefCell::new(Vec::new());
+    let on_found = |f: Found, at: std::time::Instant| told.borrow_mut().push((f, at));
+    let started = std::time::Instant::now();
+    let o = run(Spec {
+        watch: Some(Watch {
+            runner: Runner::Cargo,
+            on_found: &on_found,
+        }),
+        ..spec(
+            "echo 'test a ... ok'; echo 'test b ... FAILED'; sleep 2; echo 'test c ... FAILED'",
+            d.path(),
+            &log,
+            &flag,
+            &sb,
+            &limits,
+        )
+    });
+    let ended = started + o.duration;
+    let told = told.into_inner();
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!(told[0].0, Found::Failing(Some("b".into())));
+    assert!(told[0].1 + Duration::from_millis(1500) < ended, "{told:?}");
 }
 
 #[test]

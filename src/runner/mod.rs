@@ -9,6 +9,7 @@ pub mod detect;
 pub mod detect_setup;
 pub mod env;
 pub mod go_cmd;
+pub mod first_fail;
 pub mod js_cmd;
 mod launch;
 pub mod limit_hit;

@@ -51,6 +51,16 @@ pub struct Spec<'a> {
     pub cache_layers: &'a [PathBuf],
     pub cache_out: Option<&'a Path>,
     pub cache_paths: &'a [String],
+    /// Watch the captured output for the first failing test as it streams.
+    pub watch: Option<Watch<'a>>,
+}
+
+/// What watches a run's output for its first failing test (see [`super::first_fail`]).
+pub struct Watch<'a> {
+    pub runner: super::first_fail::Runner,
+    /// Told on the caller's thread, while the command runs, what the output showed and the
+    /// moment it was read.
+    pub on_found: &'a dyn Fn(super::first_fail::Found, Instant),
 }
 
 #[derive(Debug, Clone, Default)]
@@ -81,6 +91,7 @@ pub struct Outcome {
 enum Event {
     Exited(i32, libc::rusage),
     OutputCapped,
+    Found(super::first_fail::Found, Instant),
 }
 
 /// Start the helper of a one-off run about to be prepared, so that it starts and makes its
@@ -153,8 +164,12 @@ pub fn run(spec: Spec<'_>) -> Outcome {
             let tx = tx.clone();
             let log = log.to_path_buf();
             let capped = capped.clone();
+            let watcher = spec
+                .watch
+                .as_ref()
+                .map(|w| super::first_fail::Watcher::new(w.runner));
             Some(read_in_background(move || {
-                collect(r, &log, cap, &capped, tx)
+                collect(r, &log, cap, &capped, tx, watcher)
             }))
         }
         _ => None,
@@ -200,6 +215,7 @@ pub fn run(spec: Spec<'_>) -> Outcome {
                 exit = Some((status, usage))
             }
             Ok(Event::OutputCapped) => stop(pid, &mut killed_by, &mut term_sent, "output"),
+            Ok(Event::Found(f, at)) => found(&spec, f, at),
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
@@ -298,6 +314,12 @@ pub fn run(spec: Spec<'_>) -> Outcome {
         out.output = output;
         out.output_tail = tail;
         out.log = log;
+    }
+    // What the output showed after the command exited (the pipe is read to its end).
+    for e in rx.try_iter() {
+        if let Event::Found(f, at) = e {
+            found(&spec, f, at);
+        }
     }
     out.truncated = capped.load(Ordering::Relaxed);
     if helper_layers.is_empty() && out.exit_code == Some(125) {
@@ -415,6 +437,12 @@ fn isolation(spec: &Spec<'_>, helper: Vec<Layer>) -> Isolation {
     Isolation::from_layers(layers)
 }
 
+fn found(spec: &Spec<'_>, f: super::first_fail::Found, at: Instant) {
+    if let Some(w) = &spec.watch {
+        (w.on_found)(f, at);
+    }
+}
+
 fn stop(
     pid: libc::pid_t,
     killed_by: &mut Option<String>,
@@ -449,6 +477,7 @@ fn collect(
     cap: u64,
     capped: &AtomicBool,
     tx: mpsc::Sender<Event>,
+    mut watcher: Option<super::first_fail::Watcher>,
 ) -> Collected {
     if let Some(dir) = log.parent() {
         let _ = crate::util::private::create_dir_all(dir);
@@ -466,6 +495,7 @@ fn collect(
             Err(_) => break,
         };
         let chunk = &buf[..n];
+        let read_at = Instant::now();
         let room = cap.saturating_sub(total) as usize;
         let keep = &chunk[..chunk.len().min(room)];
         if !keep.is_empty() {
@@ -473,6 +503,12 @@ fn collect(
                 let _ = f.write_all(keep);
             }
             kept.extend_from_slice(keep);
+        }
+        // Told once the log holds what told it.
+        if let Some(w) = watcher.as_mut() {
+            for (f, at) in w.feed(chunk, read_at) {
+                let _ = tx.send(Event::Found(f, at));
+            }
         }
         total += n as u64;
         for &b in chunk {

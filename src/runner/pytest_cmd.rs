@@ -124,9 +124,15 @@ fn quote(s: &str) -> String {
 }
 
 impl Pytest {
-    /// Phase one: the command's options with `files` in place of its paths.
+    /// Phase one: the command's options with `files` in place of its paths, and `-v` when
+    /// they set no verbosity: each test's line then names it the moment it fails (pytest's
+    /// progress letters name none until its summary). Phase one is the few tests a change
+    /// reaches, so its longer output stays small.
     pub fn only(&self, files: &[String]) -> String {
         let mut c = self.base.clone();
+        if !self.sets_verbosity() {
+            c.push_str(" -v");
+        }
         for f in files {
             c.push(' ');
             c.push_str(&quote(f));
@@ -147,6 +153,34 @@ impl Pytest {
             }
         }
         c
+    }
+
+    /// Whether the command's options say how verbose pytest is (`-v`, `-q`, `-vv`, `-xq`,
+    /// `--verbose`, `--quiet`, `--verbosity=N`).
+    pub fn sets_verbosity(&self) -> bool {
+        let mut words = self.base.split_whitespace().peekable();
+        while let Some(w) = words.next() {
+            if TAKES_VALUE.contains(&w) || COV_VALUE.contains(&w) {
+                words.next();
+                continue;
+            }
+            let name = w.split('=').next().unwrap_or(w);
+            if matches!(name, "--verbose" | "--quiet" | "--verbosity") {
+                return true;
+            }
+            // Short flags run together; one that takes a value ends the word (`-rfE`).
+            if let Some(flags) = w.strip_prefix('-').filter(|f| !f.starts_with('-')) {
+                for f in flags.chars() {
+                    if f == 'v' || f == 'q' {
+                        return true;
+                    }
+                    if TAKES_VALUE.contains(&format!("-{f}").as_str()) {
+                        break;
+                    }
+                }
+            }
+        }
+        false
     }
 
     /// Whether pytest-cov measures the run.
@@ -185,6 +219,18 @@ mod tests {
             "python3 -m pytest -q -k slow tests --deselect tests/test_a.py:: --deselect 't/it'\\''s.py::'"
         );
         assert!(recognise("pytest").is_some());
+        // Phase one is verbose unless the command says how verbose to be.
+        let only = |c: &str| recognise(c).unwrap().only(&["t/a.py".into()]);
+        assert_eq!(only("pytest -x tests"), "pytest -x -v t/a.py");
+        assert_eq!(only("pytest -rfE -p no:x"), "pytest -rfE -p no:x -v t/a.py");
+        for given in [
+            "pytest -xq",
+            "pytest --verbosity=2",
+            "pytest -vv",
+            "pytest --quiet",
+        ] {
+            assert!(!only(given).contains(" -v "), "{given}");
+        }
         assert!(recognise("PYTHONHASHSEED=0 .venv/bin/py.test -x").is_some());
         assert!(recognise("python -m pytest --tb=short").is_some());
         // pytest-cov's options; node ids are deselected exactly.

@@ -283,6 +283,19 @@ impl World {
         )
     }
 
+    /// What phase one of a two-phase run of `commit` has written to its log so far (empty
+    /// before it starts and once it is joined into the run's log).
+    pub fn phase_one_log(&self, commit: &str) -> String {
+        std::fs::read_dir(self.data().join("logs"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .find_map(|d| {
+                std::fs::read_to_string(d.path().join(format!("{commit}.phase1.log"))).ok()
+            })
+            .unwrap_or_default()
+    }
+
     /// Write the user config (`$XDG_CONFIG_HOME/git-sandbox/config.toml`).
     pub fn user_config(&self, text: &str) {
         let cfg = self.path("config/git-sandbox");

@@ -56,11 +56,19 @@ impl World {
 
     /// A [`World::calc_package`] (pytest from [`World::with_test_python`]) whose last commit
     /// breaks `calc/c.py`: phase one (tests/test_c.py, the one file that imports it) fails at
-    /// once, phase two (four files of `sleep` seconds each) runs on. Nothing is watched, so only
+    /// its first test, `test_fc`, then its second, `test_fc_slow`, sleeps `sleep` seconds and
+    /// passes; phase two (four files of `sleep` seconds each) runs on. Nothing is watched, so only
     /// what is asked for runs. Returns the breaking commit's id.
     pub fn fails_fast_then_slow(&self, repo: &Path, sleep: f32) -> String {
-        let config = "[test]\ncommand = \"python3 -m pytest -q\"\ntimeout = \"120s\"\n[analysis]\nenabled = false\n[watch]\nbranches = [\"nothing\"]\n";
+        let config = "[test]\ncommand = \"python3 -m pytest\"\ntimeout = \"120s\"\n[analysis]\nenabled = false\n[watch]\nbranches = [\"nothing\"]\n";
         self.calc_package(repo, config, sleep, false, &[]);
+        // test_c.py's second test sleeps: phase one goes on after its first failure.
+        let slow_c = format!("import time\n\nfrom calc.c import fc\n\n\ndef test_fc():\n    assert fc(1) == 2\n\n\ndef test_fc_slow():\n    time.sleep({sleep})\n");
+        self.commit(
+            repo,
+            &[("tests/test_c.py", slow_c.as_str())],
+            "a slow test beside test_fc",
+        );
         self.commit(
             repo,
             &[("src/calc/c.py", "def fc(x):\n    return x + 2\n")],

@@ -11,7 +11,7 @@ const CONFIG: &str = "[test]\ncommand = \"cargo test --workspace --no-fail-fast\
 
 /// A workspace of four crates, path dependencies only (no network): `mid` depends on `leaf`,
 /// `top` on `mid` for its tests alone (a dev-dependency), `other` on nothing. Each has one
-/// integration test of its own function.
+/// integration test of its own function; `mid` also one that sleeps 4 s.
 fn workspace(w: &World, repo: &Path) {
     let manifest = |name: &str, deps: &str| {
         format!("[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n{deps}")
@@ -41,7 +41,7 @@ fn workspace(w: &World, repo: &Path) {
         ),
         (
             "crates/mid/tests/mid.rs".into(),
-            "#[test]\nfn two() {\n    assert_eq!(mid::f(), 2);\n}\n".into(),
+            "#[test]\nfn two() {\n    assert_eq!(mid::f(), 2);\n}\n\n#[test]\nfn slow() {\n    std::thread::sleep(std::time::Duration::from_secs(4));\n}\n".into(),
         ),
         (
             "crates/top/Cargo.toml".into(),
@@ -85,7 +85,7 @@ fn a_change_in_a_leaf_crate_runs_it_and_its_dependents_first() {
     workspace(&w, &repo);
     let base = run_json(&w, &repo);
     assert_eq!(base["status"], "passed", "{base}");
-    assert_eq!(base["tests"]["total"], 4, "{base}");
+    assert_eq!(base["tests"]["total"], 5, "{base}");
     assert!(base["tests"].get("phases").is_none(), "{base}");
 
     // Which crates a change reaches, without running anything.
@@ -148,7 +148,7 @@ fn a_change_in_a_leaf_crate_runs_it_and_its_dependents_first() {
     );
     assert_eq!(
         (phases[0]["failed"].clone(), phases[0]["passed"].clone()),
-        (3.into(), 0.into()),
+        (3.into(), 1.into()),
         "{rec}"
     );
     assert_eq!(
@@ -164,7 +164,7 @@ fn a_change_in_a_leaf_crate_runs_it_and_its_dependents_first() {
     // One record of the whole workspace: what a one-phase run counts.
     assert_eq!(
         (t["total"].clone(), t["failed"].clone(), t["passed"].clone()),
-        (4.into(), 3.into(), 1.into()),
+        (5.into(), 3.into(), 2.into()),
         "{rec}"
     );
     let names: Vec<&str> = t["failures"]
@@ -174,10 +174,13 @@ fn a_change_in_a_leaf_crate_runs_it_and_its_dependents_first() {
         .map(|f| f["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["one", "two", "three"], "{rec}");
+    // Known at libtest's `test one ... FAILED`, while mid's sleeping test still ran.
     assert!(
-        t["first_failure_ms"].as_u64().unwrap() < t["duration_ms"].as_u64().unwrap(),
+        t["first_failure_ms"].as_u64().unwrap() + 3000 < phases[0]["duration_ms"].as_u64().unwrap(),
         "{rec}"
     );
+    let events = w.sandbox(&repo, &["events", "--kind", "run.first_failure", "--json"]);
+    assert!(events.stdout.contains("\"test\":\"one\""), "{events:?}");
 }
 
 #[test]

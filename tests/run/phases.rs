@@ -354,3 +354,57 @@ fn per_test_coverage_picks_the_tests_that_ran_the_changed_lines() {
     let o = w.sandbox(&repo, &["run", "--explain-selection", "HEAD"]);
     assert!(o.stdout.contains("one phase, the whole suite"), "{o:?}");
 }
+
+#[test]
+fn a_one_phase_run_knows_its_first_failure_at_the_failing_test_and_a_printed_one_is_none() {
+    let mut w = World::new();
+    w.with_test_python("pytest");
+    let repo = w.new_repo("first-at-once");
+    // The whole suite runs (a first commit): its first test fails at once, its second sleeps.
+    let config = "[test]\ncommand = \"python3 -m pytest -p no:cacheprovider\"\ntimeout = \"120s\"\n[analysis]\nenabled = false\n";
+    let slow = "import time\n\n\ndef test_fails():\n    assert 1 == 2\n\n\ndef test_slow():\n    time.sleep(4)\n";
+    w.git(&repo, &["rm", "-q", "tests/test_example.py"]);
+    w.commit(
+        &repo,
+        &[(".sandbox.toml", config), ("tests/test_a.py", slow)],
+        "fails, then sleeps",
+    );
+    let (rec, stderr) = run_json(&w, &repo, &[]);
+    assert_eq!(rec["status"], "failed", "{rec}");
+    let t = &rec["tests"];
+    assert!(t.get("phases").is_none(), "{rec}");
+    let first = t["first_failure_ms"].as_u64().expect("first_failure_ms");
+    assert!(
+        first + 3000 < t["duration_ms"].as_u64().unwrap(),
+        "known before the sleeping test ended: {rec}"
+    );
+    assert!(
+        stderr.contains("first failure after") && stderr.contains("tests/test_a.py::test_fails"),
+        "{stderr}"
+    );
+    let events = w.sandbox(&repo, &["events", "--kind", "run.first_failure", "--json"]);
+    assert!(
+        events.stdout.contains("tests/test_a.py::test_fails")
+            && events.stdout.contains(&format!("\"ms\":{first}")),
+        "{events:?}"
+    );
+
+    // A passing suite whose test prints what failures look like (`-s`: its output is shown):
+    // the verdict is the suite's, and no first failure is recorded.
+    let printing = "def test_prints():\n    print('F')\n    print('tests/test_a.py::test_x FAILED')\n    print('FAILED tests/test_a.py::test_x - no')\n    print('test x ... FAILED')\n";
+    w.commit(
+        &repo,
+        &[
+            (
+                ".sandbox.toml",
+                &config.replace("pytest -p", "pytest -s -p"),
+            ),
+            ("tests/test_a.py", printing),
+        ],
+        "prints failures, passes",
+    );
+    let (rec, _) = run_json(&w, &repo, &[]);
+    assert_eq!(rec["status"], "passed", "{rec}");
+    assert_eq!(rec["tests"]["passed"], 1, "{rec}");
+    assert!(rec["tests"].get("first_failure_ms").is_none(), "{rec}");
+}

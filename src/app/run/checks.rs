@@ -11,7 +11,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
+mod first;
 mod phases;
+
+use first::First;
 
 /// What running one check gave.
 pub(super) struct CheckResult {
@@ -157,6 +160,9 @@ struct Spec<'a> {
     required: bool,
     parallel: bool,
     log: PathBuf,
+    /// The runner whose output is watched for the first failure, when the command's words do
+    /// not say (`npm test` running jest).
+    runner: Option<runner::first_fail::Runner>,
 }
 
 /// What the checks of a run share. Only the config, the sandbox and the interrupt flag go to
@@ -209,6 +215,7 @@ pub(super) fn run_all(
             required: c.required,
             parallel: c.parallel,
             log: log_path(env.logs, env.commit, Some(&c.name), env.trial),
+            runner: None,
         })
         .collect();
     specs.push(Spec {
@@ -228,6 +235,7 @@ pub(super) fn run_all(
         required: true,
         parallel: config.test.parallel,
         log: log_path(env.logs, env.commit, None, env.trial),
+        runner: None,
     });
     // A check keeps its build-cache writes by merging them into the branch's layer once it
     // ends; runs side by side have that layer mounted under them, and a layer must not change
@@ -241,24 +249,33 @@ pub(super) fn run_all(
     };
     let mut done: Vec<Option<Executed>> = specs.iter().map(|_| None).collect();
     let mut phased: Option<CheckResult> = None;
+    let first = First::new(env.on_first_failure);
     std::thread::scope(|s| {
         let shared = &shared;
         let handles: Vec<_> = specs
             .iter()
             .enumerate()
             .filter(|(_, spec)| spec.parallel)
-            .map(|(i, spec)| (i, s.spawn(move || execute(shared, spec, work, setup, keep))))
+            .map(|(i, spec)| {
+                (
+                    i,
+                    s.spawn(move || execute(shared, spec, work, setup, keep, None)),
+                )
+            })
             .collect();
         for (i, spec) in specs.iter().enumerate().filter(|(_, s)| !s.parallel) {
             if spec.name == TEST_CHECK {
                 if let Some(files) = env.phase_one {
-                    phased = phases::run(env, shared, spec, work, setup, keep, files);
+                    phased = phases::run(env, shared, spec, work, setup, keep, files, &first);
                     if phased.is_some() {
                         continue;
                     }
                 }
+                first.start();
+                done[i] = Some(execute(shared, spec, work, setup, keep, Some(&first)));
+                continue;
             }
-            done[i] = Some(execute(shared, spec, work, setup, keep));
+            done[i] = Some(execute(shared, spec, work, setup, keep, None));
         }
         for (i, h) in handles {
             done[i] = Some(h.join().unwrap_or(Executed::Crashed));
@@ -273,7 +290,7 @@ pub(super) fn run_all(
                 _ => {
                     let mut r = conclude(env, spec, e.unwrap_or(Executed::Crashed), work, setup);
                     if spec.name == TEST_CHECK {
-                        one_phase_failure(env, &mut r);
+                        first::one_phase_failure(&first, &mut r);
                     }
                     r
                 }
@@ -291,19 +308,6 @@ pub(super) fn run_all(
             .map(|(spec, r)| (spec.name.to_string(), spec.required, r))
             .collect(),
     }
-}
-
-/// A one-phase run's first failure is known when the suite ends.
-fn one_phase_failure(env: &Env<'_>, r: &mut CheckResult) {
-    let Some(t) = r.tests.as_mut().filter(|_| r.status == Status::Failed) else {
-        return;
-    };
-    t.first_failure_ms = Some(t.duration_ms);
-    let name = t
-        .failures
-        .first()
-        .map_or_else(|| "the tests".to_string(), |f| f.name.clone());
-    (env.on_first_failure)(&name, t.duration_ms);
 }
 
 /// What a check's thread needs.
@@ -326,13 +330,15 @@ enum Executed {
     Crashed,
 }
 
-/// Run one check's command in a checkout (no index access: this may be a thread of its own).
+/// Run one check's command in a checkout (no index access: this may be a thread of its own),
+/// its output watched for the first failure when `first` is given and the runner is known.
 fn execute(
     shared: &Shared<'_>,
     spec: &Spec<'_>,
     work: &workspace::Workspace,
     setup: Option<&setup::Setup>,
     keep_cache: bool,
+    first: Option<&First<'_>>,
 ) -> Executed {
     let _t = crate::util::trace::span("check");
     let (command, framework) = match spec.command {
@@ -351,6 +357,18 @@ fn execute(
         artifacts.push(crate::app::run::testcov::DATA_FILE.into());
     }
     let full = setup.map_or_else(|| command.clone(), |s| s.wrap(&command));
+    let on_found = |f, at| {
+        if let Some(first) = first {
+            first.seen(f, at);
+        }
+    };
+    let runner = spec
+        .runner
+        .or_else(|| runner::first_fail::Runner::of(framework.as_deref()?));
+    let watch = first.and(runner).map(|runner| process::Watch {
+        runner,
+        on_found: &on_found,
+    });
     let outcome = process::run(process::Spec {
         command: &full,
         cwd: &work.path(),
@@ -370,6 +388,7 @@ fn execute(
         cache_layers: &work.cache_layers,
         cache_out: work.cache_out.as_deref().filter(|_| keep_cache),
         cache_paths: &work.cache_paths,
+        watch,
     });
     Executed::Ran {
         command,

@@ -148,6 +148,7 @@ pub fn exec(
         cache_layers: &work.cache_layers,
         cache_out: None,
         cache_paths: &[],
+        watch: None,
     });
     if !work.confirm() {
         return Err(altered());

@@ -248,6 +248,7 @@ pub fn prepare(
         cache_layers: &[],
         cache_out: Some(&layer.dir),
         cache_paths: &["tree".to_string(), "home".to_string()],
+        watch: None,
     });
     record.duration_ms = started.elapsed().as_millis() as u64;
     let hit = outcome.killed_by.clone().or_else(|| {

@@ -108,6 +108,7 @@ impl Probe {
                     cache_layers: &[],
                     cache_out: None,
                     cache_paths: &[],
+                    watch: None,
                 });
                 applied = out.limits.clone();
                 let mut layers = out.isolation.layers;

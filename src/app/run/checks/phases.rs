@@ -4,9 +4,9 @@
 //! vitest's filters, cargo's `--workspace --exclude`, go's other packages by name), the two
 //! merged into one result that equals a one-phase run.
 
-use super::{conclude, execute, CheckResult, Env, Executed, Shared, Spec};
+use super::{conclude, execute, CheckResult, Env, Executed, First, Shared, Spec};
 use crate::model::{Status, TestPhase, Tests};
-use crate::runner::{cargo_cmd, detect, go_cmd, js_cmd, pytest_cmd, workspace};
+use crate::runner::{cargo_cmd, detect, first_fail, go_cmd, js_cmd, pytest_cmd, workspace};
 use std::time::Instant;
 
 /// pytest's exit code when it collected no test (every one deselected): no failure.
@@ -14,7 +14,9 @@ const NO_TESTS_COLLECTED: i32 = 5;
 
 /// Run the tests of `spec` in two phases when its command is a pytest, jest, vitest, cargo test
 /// or go test invocation and `phase_one` lies within the suite it runs (go test's rest is named
-/// by `env.phase_two`); `None`: run them in one phase as before.
+/// by `env.phase_two`); `None`: run them in one phase as before. Each phase's output is watched,
+/// and `first` tells the first failure.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn run(
     env: &Env<'_>,
     shared: &Shared<'_>,
@@ -23,6 +25,7 @@ pub(super) fn run(
     setup: Option<&super::setup::Setup>,
     keep: bool,
     phase_one: &[String],
+    first: &First<'_>,
 ) -> Option<CheckResult> {
     let command = match spec.command {
         Some(c) => c.to_string(),
@@ -39,25 +42,25 @@ pub(super) fn run(
     }
     let two_command = split.without(&files)?;
     let started = Instant::now();
+    first.start();
     let first_log = spec.log.with_extension("phase1.log");
     let one_command = split.only(&files);
     let one_spec = Spec {
         command: Some(&one_command),
         log: first_log.clone(),
+        runner: Some(split.runner()),
         ..spec.clone()
     };
     let one = conclude(
         env,
         &one_spec,
-        split.no_tests_is_no_failure(execute(shared, &one_spec, work, setup, keep)),
+        split.no_tests_is_no_failure(execute(shared, &one_spec, work, setup, keep, Some(first))),
         work,
         setup,
     );
     let one_ms = started.elapsed().as_millis() as u64;
     let one_failed = one.status != Status::Passed;
-    if one_failed {
-        (env.on_first_failure)(&first_failure_name(&one), one_ms);
-    }
+    first.phase_ended(one_failed, one_ms, || first_failure_name(&one));
     let mut phases = vec![phase_of(&one, files.clone())];
     // Cut short (timeout, a limit, Ctrl-C) or unable to run: the suite did not run, and phase
     // one's result is the run's.
@@ -66,34 +69,31 @@ pub(super) fn run(
         return Some(with_phases(
             one,
             phases,
-            one_failed.then_some(one_ms),
+            first.ms().filter(|_| one_failed),
             false,
         ));
     }
     let two_spec = Spec {
         command: Some(&two_command),
         timeout: spec.timeout.saturating_sub(started.elapsed()),
+        runner: Some(split.runner()),
         ..spec.clone()
     };
     let two = conclude(
         env,
         &two_spec,
-        split.no_tests_is_no_failure(execute(shared, &two_spec, work, setup, keep)),
+        split.no_tests_is_no_failure(execute(shared, &two_spec, work, setup, keep, Some(first))),
         work,
         setup,
     );
     let all_ms = started.elapsed().as_millis() as u64;
     let two_failed = two.status != Status::Passed;
-    if two_failed && !one_failed {
-        (env.on_first_failure)(&first_failure_name(&two), all_ms);
+    if !one_failed {
+        first.phase_ended(two_failed, all_ms, || first_failure_name(&two));
     }
     join_logs(&first_log, &spec.log);
     phases.push(phase_of(&two, Vec::new()));
-    let first_failure = if one_failed {
-        Some(one_ms)
-    } else {
-        two_failed.then_some(all_ms)
-    };
+    let first_failure = first.ms().filter(|_| one_failed || two_failed);
     let merged = merge(one, two, &command);
     Some(with_phases(
         merged,
@@ -156,6 +156,18 @@ impl Split {
             }
             Split::Go(g, _) => g.matches(part),
             Split::Js(_) | Split::Cargo(_) => true,
+        }
+    }
+
+    /// Whose output each phase's is.
+    fn runner(&self) -> first_fail::Runner {
+        match self {
+            Split::Pytest(_) => first_fail::Runner::Pytest,
+            Split::Js(j) if j.runner == crate::analysis::jsgraph::Runner::Vitest => {
+                first_fail::Runner::Vitest
+            }
+            Split::Js(_) => first_fail::Runner::Jest,
+            Split::Cargo(_) => first_fail::Runner::Cargo,
         }
     }
 
