@@ -27,6 +27,78 @@ fn daemon_running(w: &World) -> bool {
     w.sandbox(&w.work(), &["daemon", "status"]).code == 0
 }
 
+/// Each background activity is a loop with a name, which `daemon status` shows; `daemon stop`
+/// ends them all: the process exits well within its deadline, after the outbox delivered what
+/// the last result owed.
+#[test]
+fn the_daemons_loops_are_named_and_a_stop_ends_them_all_with_the_outbox_drained() {
+    let w = World::new();
+    let repo = w.new_repo("loops");
+    let told = w.path("told.jsonl");
+    w.user_config(&format!(
+        "[remote]\npoll = \"1h\"\n[notify]\ncommand = \"cat >> {}; echo >> {}\"\n",
+        told.display(),
+        told.display()
+    ));
+    quick_config(&w, &repo, "test ! -e broken");
+    let mut daemon = w.spawn(
+        &w.work(),
+        &["daemon", "--workers", "2", "--http", "127.0.0.1:0"],
+    );
+    assert!(
+        w.wait_until(20, || daemon_running(&w)),
+        "daemon did not come up"
+    );
+    let loops = w.sandbox(&w.work(), &["daemon", "status", "--json"]).json()["loops"].clone();
+    let mut names: Vec<&str> = loops
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(|k| k.as_str())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "deliveries",
+            "http",
+            "outbox",
+            "poll",
+            "worker-0",
+            "worker-1"
+        ],
+        "{loops}"
+    );
+    for (name, l) in loops.as_object().unwrap() {
+        assert_eq!(
+            (&l["running"], &l["restarts"]),
+            (&true.into(), &0.into()),
+            "{name}: {l}"
+        );
+    }
+    // A commit that breaks the tests its parent passed: its alert is the outbox's to deliver.
+    let head = w.git_out(&repo, &["rev-parse", "HEAD"], false).stdout;
+    assert!(w.wait_until(30, || has_note(&w, &repo, head.trim())));
+    let broken = w.commit(&repo, &[("broken", "")], "breaks it");
+    assert!(w.wait_until(30, || has_note(&w, &repo, &broken)));
+    let asked = std::time::Instant::now();
+    assert_eq!(w.sandbox(&w.work(), &["daemon", "stop"]).code, 0);
+    let exit = daemon.child.wait().unwrap();
+    assert!(exit.success(), "{exit:?}");
+    assert!(
+        asked.elapsed() < std::time::Duration::from_secs(15),
+        "{:?}",
+        asked.elapsed()
+    );
+    let log = std::fs::read_to_string(w.path("daemon.log")).unwrap_or_default();
+    assert!(!log.contains("left behind"), "{log}");
+    let told = std::fs::read_to_string(&told).unwrap_or_default();
+    assert!(
+        told.contains("run.regressed") && told.contains(&broken[..7]),
+        "{told}\n{log}"
+    );
+}
+
 #[test]
 fn hook_queued_commits_are_run_and_the_daemon_stops_gracefully() {
     let w = World::new();

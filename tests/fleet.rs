@@ -392,8 +392,24 @@ fn a_daemon_outlives_its_database_going_away() {
         "{}",
         std::fs::read_to_string(w.path("daemon.log")).unwrap_or_default()
     );
+    // Its `LISTEN` loop lost its connection: the supervisor said so, by the loop's name, and
+    // started it again (with back-off while the database was away) until it listened again.
+    let listen =
+        || w.sandbox(&w.work(), &["daemon", "status", "--json"]).json()["loops"]["listen"].clone();
+    assert!(
+        w.wait_until(60, || listen()["error"].is_null()),
+        "{}",
+        listen()
+    );
+    let now = listen();
+    assert!(now["restarts"].as_u64().unwrap() >= 1, "{now}");
+    assert_eq!(now["running"], true, "{now}");
     let log = std::fs::read_to_string(w.path("daemon.log")).unwrap();
     assert!(log.contains("the index cannot be reached"), "{log}");
+    assert!(
+        log.contains("the listen loop failed: lost the connection that listens for jobs"),
+        "{log}"
+    );
     assert_eq!(
         log.matches("the index answers again").count(),
         1,

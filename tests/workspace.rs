@@ -219,6 +219,43 @@ fn a_kept_checkout_that_was_tampered_with_is_rebuilt() {
     assert_eq!((o.code, o.stdout.as_str()), (0, "a\n"), "{o:?}");
 }
 
+/// What a setup step builds is kept for later runs, so it is built only on a tree known to be
+/// the commit's: a kept checkout altered outside git-sandbox is found before the step runs, and
+/// checked out afresh; the step and the tests see the commit's files.
+#[test]
+fn a_setup_step_is_never_built_on_a_kept_checkout_that_was_tampered_with() {
+    let _serial = one_at_a_time();
+    let mut w = World::new();
+    let scratch = scratch(&mut w);
+    let repo = w.new_repo("tamper-setup");
+    w.commit(
+        &repo,
+        &[("a.txt", "a\n"), (".sandbox.toml", &quick("cat a.txt"))],
+        "a",
+    );
+    assert_eq!(w.sandbox(&repo, &["run"]).code, 0);
+    let kept = kept_trees(&scratch);
+    assert!(!kept.is_empty());
+    for k in &kept {
+        std::fs::write(k.join("a.txt"), "tampered\n").unwrap();
+    }
+    w.commit(
+        &repo,
+        &[(
+            ".sandbox.toml",
+            "[test]\nsetup = \"cp a.txt built.txt\"\ncommand = \"cat built.txt a.txt\"\n[analysis]\nenabled = false\n",
+        )],
+        "a setup step",
+    );
+    let o = w.sandbox(&repo, &["run", "--json"]);
+    let rec = o.json()[0].clone();
+    assert_eq!(rec["status"], "passed", "{o:?}");
+    assert_eq!(rec["tests"]["output_tail"], "a\na", "{rec}");
+    assert_eq!(rec["tests"]["setup"]["how"], "built", "{rec}");
+    let how: Vec<Value> = checkouts(&w).iter().map(|c| c["how"].clone()).collect();
+    assert_eq!(how.last().unwrap(), "rebuilt", "{how:?}");
+}
+
 /// One way of altering a kept checkout outside git-sandbox.
 type Alteration = (&'static str, fn(&Path));
 

@@ -6,6 +6,7 @@
 //! Connections go through [`super::doors`]; unsigned bytes are bounded here: bodies being read
 //! hold at most [`IN_FLIGHT`] bytes between them (503 beyond), each hashed as it streams.
 
+use super::supervise::{self, Life};
 use crate::app::{intake::webhook, Context};
 use axum::body::Body;
 use axum::extract::State;
@@ -30,12 +31,13 @@ struct HttpState {
 /// GitHub delivers, or many ordinary ones.
 pub const IN_FLIGHT: usize = 2 * webhook::MAX_BODY;
 
-/// Bind `addr` (an error here stops the daemon's start) and serve on a thread of its own.
+/// Bind `addr` (an error here stops the daemon's start); the loop that serves it is returned,
+/// for the supervisor to start.
 pub fn start(
     addr: SocketAddr,
     secrets: Option<Vec<Vec<u8>>>,
     wake: mpsc::Sender<()>,
-) -> Result<SocketAddr, std::io::Error> {
+) -> Result<(SocketAddr, supervise::Body), std::io::Error> {
     let listener = std::net::TcpListener::bind(addr)?;
     listener.set_nonblocking(true)?;
     let bound = listener.local_addr()?;
@@ -46,25 +48,37 @@ pub fn start(
         wake: Mutex::new(wake),
         in_flight: Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT)),
     });
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    std::thread::Builder::new()
-        .name("http".into())
-        .spawn(move || {
-            runtime.block_on(async move {
-                let app = Router::new()
-                    .route("/health", get(|| async { "ok\n" }))
-                    .route("/webhooks/github", post(delivery))
-                    .with_state(state)
-                    .merge(crate::http::router());
-                match tokio::net::TcpListener::from_std(listener) {
-                    Ok(l) => super::doors::serve(l, app).await,
-                    Err(e) => super::warn(&format!("the HTTP listener cannot start: {e}")),
-                }
-            });
-        })?;
-    Ok(bound)
+    let body = move |life: &Life| -> Result<(), String> {
+        // Each life serves the same socket: connections wait in its backlog meanwhile.
+        let listener = listener
+            .try_clone()
+            .map_err(|e| format!("the HTTP listener cannot start: {e}"))?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("the HTTP listener cannot start: {e}"))?;
+        runtime.block_on(async {
+            let app = Router::new()
+                .route("/health", get(|| async { "ok\n" }))
+                .route("/webhooks/github", post(delivery))
+                .with_state(state.clone())
+                .merge(crate::http::router());
+            let l = tokio::net::TcpListener::from_std(listener)
+                .map_err(|e| format!("the HTTP listener cannot start: {e}"))?;
+            tokio::select! {
+                _ = super::doors::serve(l, app) => Err("it stopped serving".to_string()),
+                _ = until_stopped(life) => Ok(()),
+            }
+        })
+    };
+    Ok((bound, Box::new(body)))
+}
+
+/// Ends when the loop is told to stop (looked at twice a second).
+async fn until_stopped(life: &Life) {
+    while !life.stopping() {
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
 }
 
 /// The first of `names` present, as text.
@@ -252,52 +266,59 @@ fn answer(code: StatusCode, status: &str, message: &str) -> Response {
         .into_response()
 }
 
-/// The deliveries thread: fetch what recorded deliveries announced and queue their commits, at
+/// The deliveries loop: fetch what recorded deliveries announced and queue their commits, at
 /// start (deliveries recorded before a crash) and whenever the listener records one. A fetch
-/// that fails is tried again with back-off, at most 10 times.
-pub fn start_deliveries(wake: mpsc::Receiver<()>) {
-    let _ = std::thread::Builder::new()
-        .name("deliveries".into())
-        .spawn(move || {
-            let ctx = match Context::load() {
-                Ok(c) => c,
-                Err(e) => {
-                    super::warn(&format!("webhook deliveries cannot be handled: {e}"));
-                    return;
-                }
+/// that fails is tried again 5 s later, at most 10 times.
+pub fn deliveries(wake: mpsc::Receiver<()>) -> supervise::Body {
+    Box::new(move |life: &Life| {
+        let ctx =
+            Context::load().map_err(|e| format!("webhook deliveries cannot be handled: {e}"))?;
+        let mut tries: std::collections::HashMap<String, u32> = Default::default();
+        let mut wait = std::time::Duration::from_secs(3600);
+        loop {
+            let mut give_up = |id: &str| {
+                let n = tries.entry(id.to_string()).or_insert(0);
+                *n += 1;
+                *n >= 10
             };
-            let mut tries: std::collections::HashMap<String, u32> = Default::default();
-            let mut wait = std::time::Duration::from_secs(3600);
-            loop {
-                let mut give_up = |id: &str| {
-                    let n = tries.entry(id.to_string()).or_insert(0);
-                    *n += 1;
-                    *n >= 10
-                };
-                match webhook::process_pending(&ctx, &mut give_up) {
-                    Ok(done) => {
-                        let failed = done.iter().any(|(_, r)| r.is_err());
-                        for (id, r) in done {
-                            match r {
-                                Ok(n) if n > 0 => {
-                                    super::log(&format!("webhook {id}: queued {n} commits"))
-                                }
-                                Ok(_) => {}
-                                Err(e) => super::warn(&format!("webhook {id}: {e}")),
+            match webhook::process_pending(&ctx, &mut give_up) {
+                Ok(done) => {
+                    let failed = done.iter().any(|(_, r)| r.is_err());
+                    for (id, r) in done {
+                        match r {
+                            Ok(n) if n > 0 => {
+                                super::log(&format!("webhook {id}: queued {n} commits"))
                             }
+                            Ok(_) => {}
+                            Err(e) => super::warn(&format!("webhook {id}: {e}")),
                         }
-                        wait = if failed {
-                            std::time::Duration::from_secs(5)
-                        } else {
-                            std::time::Duration::from_secs(3600)
-                        };
                     }
-                    Err(e) => super::warn(&format!("webhook deliveries: {e}")),
+                    wait = if failed {
+                        std::time::Duration::from_secs(5)
+                    } else {
+                        std::time::Duration::from_secs(3600)
+                    };
                 }
-                match wake.recv_timeout(wait) {
-                    Ok(()) | Err(mpsc::RecvTimeoutError::Timeout) => {}
-                    Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                Err(e) => super::warn(&format!("webhook deliveries: {e}")),
+            }
+            // Woken, or the wait is over; a stop is seen within a second.
+            let until = std::time::Instant::now() + wait;
+            loop {
+                if life.stopping() {
+                    return Ok(());
+                }
+                let step = until
+                    .saturating_duration_since(std::time::Instant::now())
+                    .min(std::time::Duration::from_secs(1));
+                if step.is_zero() {
+                    break;
+                }
+                match wake.recv_timeout(step) {
+                    Ok(()) => break,
+                    Err(mpsc::RecvTimeoutError::Timeout) => {}
+                    Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(()),
                 }
             }
-        });
+        }
+    })
 }

@@ -1,49 +1,34 @@
 //! On PostgreSQL, an idle daemon sleeps until a job is queued on any machine: a thread of its own
 //! holds a connection that `LISTEN`s and wakes the scheduler on each notification. A lost
-//! connection is opened again with back-off, and the scheduler is woken after each reconnect
+//! connection ends the loop's life: the supervisor opens it again with back-off, and the scheduler is woken after each reconnect
 //! (what was announced meanwhile was missed).
 
+use super::supervise::{Body, Life};
 use super::Msg;
 use std::time::Duration;
 
-pub fn start(url: String, tx: tokio::sync::mpsc::Sender<Msg>) {
-    let _ = std::thread::Builder::new()
-        .name("listen".into())
-        .spawn(move || run(&url, &tx));
-}
-
-fn run(url: &str, tx: &tokio::sync::mpsc::Sender<Msg>) {
-    let mut backoff = super::health::RETRY.first;
-    loop {
-        let mut listener = match crate::store::Listener::open(url) {
-            Ok(l) => l,
-            Err(e) => {
-                super::warn(&format!(
-                    "cannot listen for new jobs ({e}); trying again in {} s",
-                    backoff.as_secs()
-                ));
-                std::thread::sleep(backoff);
-                backoff = super::health::RETRY.next(backoff);
-                continue;
-            }
-        };
-        backoff = super::health::RETRY.first;
+/// The listen loop: one connection that `LISTEN`s, until it is lost (an error: the supervisor
+/// opens it again after [`super::health::RETRY`]) or the loop is told to stop.
+pub fn body(url: String, tx: tokio::sync::mpsc::Sender<Msg>) -> Body {
+    Box::new(move |life: &Life| {
+        let mut listener = crate::store::Listener::open(&url)
+            .map_err(|e| format!("cannot listen for new jobs: {e}"))?;
+        life.healthy();
         if tx.blocking_send(Msg::Jobs).is_err() {
-            return;
+            return Ok(());
         }
-        loop {
-            match listener.wait(Duration::from_secs(30)) {
+        // Short waits: a stop is seen within one.
+        while !life.stopping() {
+            match listener.wait(Duration::from_secs(1)) {
                 Ok(true) => {
                     if tx.blocking_send(Msg::Jobs).is_err() {
-                        return;
+                        return Ok(());
                     }
                 }
                 Ok(false) => {}
-                Err(e) => {
-                    super::warn(&format!("lost the connection that listens for jobs: {e}"));
-                    break;
-                }
+                Err(e) => return Err(format!("lost the connection that listens for jobs: {e}")),
             }
         }
-    }
+        Ok(())
+    })
 }

@@ -3,6 +3,7 @@
 //! reports back. Failing tests are results; only infrastructure errors are retried, with
 //! back-off.
 
+use super::supervise::{Body, Life};
 use super::{Msg, Shared};
 use crate::app::intake::fleet::{self, Missing};
 use crate::app::intake::queue::{self, JobEnd};
@@ -37,45 +38,42 @@ pub fn tree_of(repo: &gix::Repository, commit: &str) -> Option<String> {
         .map(|i| i.tree.to_string())
 }
 
-pub fn work(
+/// A worker's loop: batches until the scheduler closes the channel.
+pub fn body(
     rx: Arc<Mutex<mpsc::Receiver<Assignment>>>,
     tx: tokio::sync::mpsc::Sender<Msg>,
     shared: Arc<Shared>,
-) {
-    let ctx = match Context::load() {
-        Ok(c) => c,
-        Err(e) => {
-            super::warn(&format!("worker cannot start: {e}"));
-            return;
+) -> Body {
+    Box::new(move |_: &Life| {
+        let ctx = Context::load().map_err(|e| format!("the worker cannot start: {e}"))?;
+        loop {
+            let waited = std::time::Instant::now();
+            let next = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
+            let Ok(a) = next else { return Ok(()) };
+            let _t = crate::util::trace::enabled().then(|| {
+                let ms = waited.elapsed().as_secs_f64() * 1000.0;
+                crate::util::trace::line("worker: waited for a batch", ms);
+                crate::util::trace::span("worker: batch")
+            });
+            // A bug must cost one batch, not a worker: the scheduler counts on every Done. Jobs
+            // that ended before it are not moved (their claims ended).
+            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                run_batch(&ctx, &a, &shared)
+            }));
+            let ran = ran.unwrap_or_else(|_| {
+                for (job, _) in &a.jobs {
+                    let _ = ctx
+                        .index
+                        .retry_job(job, "the worker panicked; see the daemon's log");
+                }
+                true
+            });
+            let _ = tx.blocking_send(Msg::Done {
+                jobs: a.jobs.into_iter().map(|(j, key)| (j.id, key)).collect(),
+                ran,
+            });
         }
-    };
-    loop {
-        let waited = std::time::Instant::now();
-        let next = rx.lock().expect("job queue").recv();
-        let Ok(a) = next else { break };
-        let _t = crate::util::trace::enabled().then(|| {
-            let ms = waited.elapsed().as_secs_f64() * 1000.0;
-            crate::util::trace::line("worker: waited for a batch", ms);
-            crate::util::trace::span("worker: batch")
-        });
-        // A bug must cost one batch, not a worker: the scheduler counts on every Done. Jobs
-        // that ended before it are not moved (their claims ended).
-        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            run_batch(&ctx, &a, &shared)
-        }));
-        let ran = ran.unwrap_or_else(|_| {
-            for (job, _) in &a.jobs {
-                let _ = ctx
-                    .index
-                    .retry_job(job, "the worker panicked; see the daemon's log");
-            }
-            true
-        });
-        let _ = tx.blocking_send(Msg::Done {
-            jobs: a.jobs.into_iter().map(|(j, key)| (j.id, key)).collect(),
-            ran,
-        });
-    }
+    })
 }
 
 /// Run a batch; returns whether some commit's tests had to run.

@@ -1,0 +1,641 @@
+//! One commit's run as a sequence of stages: its config, an earlier result, the gates that skip
+//! it, the checkout, the setup step, the checks beside the analysis, and the record. Each stage
+//! either goes on or ends the run early; [`run_one`] is the one exit, where every record made
+//! now gets its changes and its end time.
+
+use super::branch::run_of;
+use super::commit_config::{cache_dirs, config_for, experiment_of};
+use super::reports::{coverage_of, COVERAGE_REPORTS, JUNIT_DIRS};
+use super::results::NoteReader;
+use super::{analyze, checks, results, setup, Along, RunOptions, SeenTrees, Source, CONFIG_FOR};
+use crate::app::{AppError, Context, Result};
+use crate::config::Config;
+use crate::git::{self, checkout, CommitInfo};
+use crate::model::{Analysis, EventKind, RunRecord, Status, RUN_SCHEMA};
+use crate::runner::{self, caches, workspace};
+use crate::store::RepoRow;
+use crate::util::time;
+use gix::ObjectId;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// What a stage hands on: the next stage's input, or the end of the commit's run.
+enum Step<T> {
+    Next(T),
+    End(End),
+}
+
+/// How a commit's run ended; its record is the one the stages filled.
+enum End {
+    /// Its own earlier result, taken as it is (its times are those of the run that made it).
+    Reused(Source),
+    /// A record made now. `diff`: its changes are still to be read (an early end; a checkout or
+    /// setup that failed leaves them out, and a run that went through has read them already).
+    Made { diff: bool },
+}
+
+/// The input of the next stage, or the run ends here.
+macro_rules! next {
+    ($step:expr) => {
+        match $step {
+            Step::Next(v) => v,
+            Step::End(end) => return Ok(end),
+        }
+    };
+}
+
+/// The commit being run, as every stage sees it.
+struct Commit<'a> {
+    ctx: &'a Context,
+    repo: &'a gix::Repository,
+    row: &'a RepoRow,
+    info: &'a CommitInfo,
+    opts: &'a RunOptions<'a>,
+    experiment: Option<String>,
+    started: i64,
+}
+
+/// The record of one commit and where it came from.
+pub(super) fn run_one(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    info: &CommitInfo,
+    opts: &RunOptions<'_>,
+    along: &mut Along,
+) -> Result<(RunRecord, Source)> {
+    let c = Commit {
+        ctx,
+        repo,
+        row,
+        info,
+        opts,
+        experiment: experiment_of(opts.refname.as_deref()),
+        started: time::now_millis(),
+    };
+    let mut record = base_record(info, opts, c.started);
+    match stages(&c, along, &mut record)? {
+        End::Reused(source) => Ok((record, source)),
+        End::Made { diff } => {
+            if diff {
+                record.changes = git::diff::commit_changes(repo, info).ok();
+            }
+            let now = time::now_millis();
+            record.finished_at = time::rfc3339(now);
+            record.duration_ms = (now - c.started).max(0) as u64;
+            Ok((record, Source::Made))
+        }
+    }
+}
+
+/// The stages, in order, until one ends the run.
+fn stages(c: &Commit<'_>, along: &mut Along, record: &mut RunRecord) -> Result<End> {
+    let Along {
+        reader,
+        sandbox,
+        seen,
+        configs,
+        own,
+        branch_walk,
+        ..
+    } = along;
+    let (config, key) = next!(config(c, configs, record)?);
+    next!(earlier(c, reader, own, seen, &key, record)?);
+    next!(gates(c, &config, record)?);
+    c.event(
+        EventKind::RunStarted,
+        serde_json::json!({"trigger": c.opts.trigger, "trial": c.opts.is_trial()}),
+    );
+    // The first commit that runs starts the fork server (a range of cached results needs none).
+    let sandbox = sandbox.get_or_init(|| {
+        let s = c.ctx.sandbox();
+        s.warm();
+        s
+    });
+    let scratch = checkout::scratch_root();
+    let home_id = crate::app::home::home_id(&c.ctx.paths.home);
+    let cache_home = c.ctx.paths.caches();
+    let dirs = cache_dirs(&config, c.repo, c.info);
+    let branch = c
+        .opts
+        .refname
+        .as_deref()
+        .and_then(|r| r.strip_prefix("refs/heads/"));
+    let cache = config.cache.enabled.then(|| caches::CacheUse {
+        home: &cache_home,
+        branch,
+        read: !c.opts.clean,
+        writes: caches::writes(run_of(c.opts, c.repo, branch_walk, c.info.id)),
+        production: &config.promote.target,
+        dirs: &dirs,
+        max_mb: config.cache.max_mb,
+    });
+    let logs = c.ctx.paths.logs().join(&c.row.repository_id);
+    let bench = Bench {
+        c,
+        config: &config,
+        sandbox,
+        scratch: &scratch,
+        home_id: &home_id,
+        cache,
+        dirs: &dirs,
+        setup_log: logs.join(if c.opts.is_trial() {
+            format!("{}.trial.setup.log", c.info.id)
+        } else {
+            format!("{}.setup.log", c.info.id)
+        }),
+        logs,
+    };
+    let mut work = next!(bench.checkout(record));
+    let setup = next!(bench.setup(&mut work, record));
+    let (ran, analysis) = bench.checks(work, setup, record);
+    keep(c, ran, analysis, record)?;
+    Ok(End::Made { diff: false })
+}
+
+/// Stage 1: the commit's config and its result key, taken from its tree's when that was read
+/// within [`CONFIG_FOR`]. A config that cannot be read ends the run as an error.
+fn config(
+    c: &Commit<'_>,
+    configs: &mut HashMap<ObjectId, (Instant, Config, String)>,
+    record: &mut RunRecord,
+) -> Result<Step<(Config, String)>> {
+    let (config, key) = match configs.get(&c.info.tree) {
+        Some((at, config, key)) if at.elapsed() < CONFIG_FOR => (config.clone(), key.clone()),
+        _ => match config_for(
+            c.ctx,
+            c.repo,
+            c.info,
+            c.experiment.as_deref(),
+            &c.opts.flags,
+        ) {
+            Ok(config) => {
+                let key = config.result_key();
+                configs.insert(c.info.tree, (Instant::now(), config.clone(), key.clone()));
+                (config, key)
+            }
+            Err(e @ (AppError::Config(_) | AppError::Usage(_))) => {
+                record.status = Status::Error;
+                record.error = Some(e.to_string());
+                return Ok(Step::End(End::Made { diff: true }));
+            }
+            Err(e) => return Err(e),
+        },
+    };
+    record.config_hash = Some(key.clone());
+    record.toolchain = config.toolchain.clone();
+    Ok(Step::Next((config, key)))
+}
+
+/// Stage 2 (not with `--force`): the commit's own result (its note, else the index: a deleted
+/// index, a crash between writing the note and indexing it, a note a non-CAS writer dropped),
+/// else the result of its tree under the same config, either of which ends the run.
+fn earlier(
+    c: &Commit<'_>,
+    reader: &mut NoteReader,
+    own_rows: &mut HashMap<String, Option<RunRecord>>,
+    seen: &mut SeenTrees,
+    key: &str,
+    record: &mut RunRecord,
+) -> Result<Step<()>> {
+    if c.opts.force {
+        return Ok(Step::Next(()));
+    }
+    let (ctx, repo, row, info) = (c.ctx, c.repo, c.row, c.info);
+    let (noted, own) = match reader.read(ctx, repo, info.id)? {
+        Some(crate::model::NoteRecord::Found(r)) => (Some(*r.clone()), Some(*r)),
+        // A note that holds no record for this commit: not run. The index follows the note, and
+        // the new result replaces it.
+        Some(_) => {
+            own_rows.remove(&record.commit);
+            ctx.index.delete_run(&row.repository_id, &record.commit)?;
+            (None, None)
+        }
+        None => (None, super::own_row(ctx, row, own_rows, &record.commit)?),
+    };
+    if let Some(r) = own.filter(|r| results::usable(r, info, key)) {
+        let source = if noted.as_ref() == Some(&r) {
+            if super::own_row(ctx, row, own_rows, &r.commit)?.is_none() {
+                ctx.index.put_run(&row.repository_id, &r)?;
+            }
+            Source::Recorded
+        } else if results::signed_here(ctx, &r)? {
+            Source::Indexed
+        } else {
+            // Another machine's evidence whose note is not here: this machine signs only what
+            // it made, so its note comes back with the next fetch.
+            Source::Recorded
+        };
+        *record = r;
+        return Ok(Step::End(End::Reused(source)));
+    }
+    let seen_key = (info.tree, key.to_string());
+    let hit = seen
+        .get(&seen_key)
+        .filter(|r| r.cached_from.as_deref() != Some(record.commit.as_str()))
+        .map(|r| RunRecord {
+            commit: record.commit.clone(),
+            parents: record.parents.clone(),
+            ..r.clone()
+        })
+        .or_else(|| results::tree_hit(ctx, row, info, key));
+    let Some(mut r) = hit else {
+        return Ok(Step::Next(()));
+    };
+    seen.insert(seen_key, r.clone());
+    r.refname = record.refname.take();
+    r.experiment = record.experiment.take();
+    r.trigger = record.trigger;
+    r.snapshot = record.snapshot;
+    r.started_at = std::mem::take(&mut record.started_at);
+    *record = r;
+    Ok(Step::End(End::Made { diff: true }))
+}
+
+/// Stage 3: what skips the commit before anything runs: its branch moved past it (`[watch] mode
+/// = "latest"`, the daemon's jobs), or its experiment has spent its CPU budget.
+fn gates(c: &Commit<'_>, config: &Config, record: &mut RunRecord) -> Result<Step<()>> {
+    if c.opts.skip_superseded && config.watch.mode == "latest" {
+        if let Some(tip) = superseded(c.repo, c.opts.refname.as_deref(), c.info.id) {
+            record.status = Status::Skipped;
+            record.superseded_by = Some(tip.to_string());
+            return Ok(Step::End(End::Made { diff: true }));
+        }
+    }
+    let Some(name) = c.experiment.as_deref().filter(|_| !c.opts.is_trial()) else {
+        return Ok(Step::Next(()));
+    };
+    // The index keeps the budget (set when it was started, by `experiment budget`, or from its
+    // metadata): read there, not through the experiment area above this one.
+    let budget = c.ctx.index.experiment(&c.row.repository_id, name)?;
+    if let Some(limit) = budget.and_then(|e| e.budget_ms) {
+        let spent = c.ctx.index.experiment_cpu_ms(&c.row.repository_id, name)?;
+        if spent >= limit {
+            record.status = Status::Skipped;
+            record.error = Some(format!(
+                "experiment {name} has spent its CPU budget ({} of {}); raise it with `git sandbox experiment budget {name} DURATION`",
+                time::duration_text(spent),
+                time::duration_text(limit)
+            ));
+            return Ok(Step::End(End::Made { diff: true }));
+        }
+    }
+    Ok(Step::Next(()))
+}
+
+impl Commit<'_> {
+    /// Record an event of this commit's run (an index that is away loses it).
+    fn event(&self, kind: EventKind, data: serde_json::Value) {
+        let commit = self.info.id.to_string();
+        let _ = self.ctx.index.add_event(
+            kind,
+            Some(&self.row.repository_id),
+            None,
+            Some(&commit),
+            &data,
+        );
+    }
+}
+
+/// Where the commit runs: what the checkout, setup and checks stages share.
+struct Bench<'b> {
+    c: &'b Commit<'b>,
+    config: &'b Config,
+    sandbox: &'b runner::Sandbox,
+    scratch: &'b Path,
+    home_id: &'b str,
+    cache: Option<caches::CacheUse<'b>>,
+    /// The in-tree directories the build cache keeps.
+    dirs: &'b [String],
+    logs: PathBuf,
+    setup_log: PathBuf,
+}
+
+impl Bench<'_> {
+    /// A workspace for the commit's tree, in an overlay on a kept checkout when `overlay`.
+    fn prepare(&self, overlay: bool) -> std::result::Result<workspace::Workspace, git::GitError> {
+        workspace::prepare(
+            self.c.repo,
+            self.c.info.tree,
+            &workspace::Options {
+                scratch: self.scratch,
+                home_id: self.home_id,
+                data_dir: &self.c.ctx.paths.home,
+                overlay,
+                ceiling: self.config.limits.checkout_bytes(),
+                interrupt: self.c.opts.interrupt,
+                cache: self.cache,
+            },
+        )
+    }
+
+    /// [`Bench::prepare`] as the machine allows, told to the event log.
+    fn prepared(&self) -> std::result::Result<workspace::Workspace, git::GitError> {
+        let _t = crate::util::trace::span("workspace");
+        let work = self.prepare(self.sandbox.overlay)?;
+        self.c.event(
+            EventKind::CheckoutCompleted,
+            serde_json::json!({"files": work.files, "kept": work.lower().is_some(), "how": format!("{:?}", work.prepared).to_lowercase(), "ms": time::now_millis() - self.c.started}),
+        );
+        Ok(work)
+    }
+
+    /// Stage 4: the checkout. One that fails ends the run as an error.
+    fn checkout(&self, record: &mut RunRecord) -> Step<workspace::Workspace> {
+        match self.prepared() {
+            Ok(w) => Step::Next(w),
+            Err(e) => {
+                record.status = Status::Error;
+                record.error = Some(format!("checkout failed: {e}"));
+                Step::End(End::Made { diff: false })
+            }
+        }
+    }
+
+    /// Stage 5: the setup step ready in `work` (`None`: the config has none). A kept checkout
+    /// found altered outside git-sandbox is checked out afresh, once; a setup that fails ends the
+    /// run as an error.
+    fn setup(
+        &self,
+        work: &mut workspace::Workspace,
+        record: &mut RunRecord,
+    ) -> Step<Option<setup::Setup>> {
+        let setup_of = |work: &mut workspace::Workspace| {
+            setup::prepare(
+                self.config,
+                self.c.repo,
+                self.c.info.tree,
+                work,
+                self.cache.as_ref(),
+                self.sandbox,
+                setup::SetupOutput::Log(&self.setup_log),
+                self.c.opts.interrupt,
+            )
+        };
+        let mut ready = setup_of(work);
+        if let Err(setup::SetupError::Untrusted) = ready {
+            work.release();
+            *work = match self.checkout(record) {
+                Step::Next(w) => w,
+                Step::End(end) => return Step::End(end),
+            };
+            ready = setup_of(work);
+        }
+        match ready {
+            Ok(setup) => {
+                if let Some(s) = &setup {
+                    self.c
+                        .event(EventKind::SetupCompleted, serde_json::json!(s.record()));
+                }
+                Step::Next(setup)
+            }
+            Err(e) => {
+                record.status = Status::Error;
+                record.error = Some(match e {
+                    setup::SetupError::Failed(why) => why,
+                    setup::SetupError::Untrusted => {
+                        "the kept checkout could not be trusted twice in a row; run again".into()
+                    }
+                });
+                Step::End(End::Made { diff: false })
+            }
+        }
+    }
+
+    /// Stage 6: the checks (the tests in two phases when they may) with the analysis beside them
+    /// on a thread of its own. A kept checkout found altered, or an overlay that failed on it,
+    /// runs them again in a fresh one. The workspace ends here; its cache generations stay.
+    fn checks(
+        &self,
+        mut work: workspace::Workspace,
+        setup: Option<setup::Setup>,
+        record: &mut RunRecord,
+    ) -> (checks::Ran, Option<Result<Analysis>>) {
+        let (c, config) = (self.c, self.config);
+        let selection = if config.test.phases {
+            let _t = crate::util::trace::span("selection");
+            super::selection::select(c.ctx, c.repo, c.row, c.info, config).ok()
+        } else {
+            None
+        };
+        let phase_one = selection.as_ref().and_then(|s| s.phase_one());
+        let phase_two = selection.as_ref().map(|s| s.rest.clone());
+        let commit = c.info.id.to_string();
+        let on_first_failure = |test: &str, ms: u64| {
+            c.event(
+                EventKind::RunFirstFailure,
+                serde_json::json!({"test": test, "ms": ms}),
+            );
+            if let Some(tell) = c.opts.on_first_failure {
+                tell(&commit, test, ms);
+            }
+        };
+        let index_path = c.ctx.index.path().to_path_buf();
+        let (ran, analysis) = std::thread::scope(|s| {
+            let analysis = config.analysis.enabled.then(|| {
+                let repo = c.repo.clone();
+                let cfg = config.analysis.clone();
+                let (tree, parent) = (c.info.tree, c.info.parents.first().copied());
+                let index_path = index_path.clone();
+                s.spawn(move || -> Result<(analyze::CommitAnalysis, i64)> {
+                    let started = time::now_millis();
+                    let index = crate::store::Index::open_file(&index_path)?;
+                    let a = analyze::analyze_commit(&index, &repo, tree, parent, &cfg)?;
+                    Ok((a, time::now_millis() - started))
+                })
+            });
+            c.event(EventKind::TestStarted, serde_json::json!({}));
+            let on_done = |name: &str, r: &checks::CheckResult| {
+                let exit_code = r.tests.as_ref().and_then(|t| t.exit_code);
+                if name == crate::config::TEST_CHECK {
+                    c.event(
+                        EventKind::TestCompleted,
+                        serde_json::json!({"status": r.status, "exit_code": exit_code}),
+                    );
+                } else {
+                    c.event(
+                        EventKind::CheckCompleted,
+                        serde_json::json!({"check": name, "status": r.status, "exit_code": exit_code}),
+                    );
+                }
+            };
+            let (coverage_candidates, junit_candidates) = self.report_candidates();
+            let env = checks::Env {
+                coverage_candidates: &coverage_candidates,
+                junit_candidates: &junit_candidates,
+                ctx: c.ctx,
+                config,
+                sandbox: self.sandbox,
+                interrupt: c.opts.interrupt,
+                logs: &self.logs,
+                commit: &commit,
+                trial: c.opts.is_trial(),
+                on_done: &on_done,
+                phase_one: phase_one.as_deref(),
+                phase_two: phase_two.as_deref(),
+                on_first_failure: &on_first_failure,
+            };
+            let mut ran = checks::run_all(&env, &work, setup.as_ref());
+            if !work.confirm() {
+                // The kept checkout turned out to have been altered outside git-sandbox: what the
+                // checks saw was not the commit's tree. It is checked out afresh; run again.
+                work.release();
+                match self.prepared() {
+                    Ok(mut again) => {
+                        if let Some(s) = &setup {
+                            s.lay_under(&mut again);
+                        }
+                        work = again;
+                        ran = checks::run_all(&env, &work, setup.as_ref());
+                    }
+                    Err(e) => {
+                        ran = checks::Ran {
+                            test: checks::CheckResult::failed_checkout(format!(
+                                "checkout failed: {e}"
+                            )),
+                            others: Vec::new(),
+                        }
+                    }
+                }
+            }
+            if ran.overlay_failed() && work.lower().is_some() {
+                // The kept checkout was only bound read-only: run again in a fresh one, with the
+                // setup step (if any) run just before each check.
+                if let Ok(fresh) = self.prepare(false) {
+                    work = fresh;
+                    let inline = setup
+                        .as_ref()
+                        .map(|s| setup::Setup::inline(s.record(), config));
+                    ran = checks::run_all(&env, &work, inline.as_ref());
+                }
+            }
+            let analysis = analysis.map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(AppError::usage("analysis crashed")))
+            });
+            let analysis = analysis.map(|r| {
+                r.map(|(a, ms)| {
+                    c.event(
+                        EventKind::AnalysisCompleted,
+                        serde_json::json!({"files": a.analysis.files_analyzed, "functions": a.analysis.functions_found,
+                            "how": a.how, "files_read": a.files, "files_parsed": a.parsed, "ms": ms}),
+                    );
+                    a.analysis
+                })
+            });
+            (ran, analysis)
+        });
+        record.cache_generations = std::mem::take(&mut work.cache_generations);
+        drop(work);
+        (ran, analysis)
+    }
+
+    /// Where to look for this run's coverage and JUnit reports: not where the commit holds one,
+    /// nor where the build cache keeps one from an earlier run (neither is this run's evidence).
+    fn report_candidates(&self) -> (Vec<String>, Vec<String>) {
+        let stale = |p: &str| {
+            git::path_in_tree(self.c.repo, self.c.info.tree, p)
+                || self
+                    .dirs
+                    .iter()
+                    .any(|d| p == d || p.starts_with(&format!("{d}/")))
+        };
+        let coverage = COVERAGE_REPORTS
+            .iter()
+            .filter(|p| !stale(p))
+            .map(|p| p.to_string())
+            .collect();
+        let junit = JUNIT_DIRS
+            .iter()
+            .filter(|d| !stale(d))
+            .map(|d| format!("{d}/*.xml"))
+            .chain(
+                self.config
+                    .test
+                    .command
+                    .as_deref()
+                    .and_then(checks::ctest_report)
+                    .filter(|p| !stale(p)),
+            )
+            .collect();
+        (coverage, junit)
+    }
+}
+
+/// Stage 7: what the checks and the analysis found, into the record, with the commit's changes
+/// (which the coverage of the lines it changed needs).
+fn keep(
+    c: &Commit<'_>,
+    mut ran: checks::Ran,
+    analysis: Option<Result<Analysis>>,
+    record: &mut RunRecord,
+) -> Result<()> {
+    record.status = ran.status();
+    record.error = ran.error();
+    record.warnings = ran.warnings();
+    record.checks = ran.checks();
+    let coverage = ran
+        .coverage()
+        .map(|(check, report, r)| (check.to_string(), report.to_string(), r.clone()));
+    if let Some(data) = ran.test.contexts.take().filter(|_| !c.opts.is_trial()) {
+        super::testcov::keep(
+            &c.ctx.paths.home,
+            &c.row.repository_id,
+            &record.commit,
+            &data,
+        );
+    }
+    record.tests = ran.test.tests;
+    record.analysis = match analysis {
+        Some(Ok(a)) => Some(a),
+        Some(Err(e)) => {
+            record.error.get_or_insert(format!("analysis failed: {e}"));
+            None
+        }
+        None => None,
+    };
+    record.changes = Some(git::diff::commit_changes(c.repo, c.info)?);
+    record.coverage = coverage
+        .map(|(check, report, r)| coverage_of(&check, &report, &r, record.changes.as_ref()));
+    Ok(())
+}
+
+fn base_record(info: &CommitInfo, opts: &RunOptions<'_>, started: i64) -> RunRecord {
+    RunRecord {
+        schema: RUN_SCHEMA.into(),
+        commit: info.id.to_string(),
+        tree: info.tree.to_string(),
+        parents: info.parents.iter().map(|p| p.to_string()).collect(),
+        refname: opts.refname.clone(),
+        experiment: experiment_of(opts.refname.as_deref()),
+        trigger: opts.trigger,
+        status: Status::Passed,
+        started_at: time::rfc3339(started),
+        finished_at: time::rfc3339(started),
+        duration_ms: 0,
+        cached_from: None,
+        error: None,
+        config_hash: None,
+        superseded_by: None,
+        cache_generations: Vec::new(),
+        retried: None,
+        toolchain: Default::default(),
+        coverage: None,
+        checks: Default::default(),
+        tests: None,
+        analysis: None,
+        changes: None,
+        warnings: Vec::new(),
+        snapshot: opts.unnoted,
+        by: None,
+        verified: None,
+    }
+}
+
+/// The commit `refname` points at now, when it is not `commit`: the branch moved past it.
+fn superseded(repo: &gix::Repository, refname: Option<&str>, commit: ObjectId) -> Option<ObjectId> {
+    let mut r = repo.find_reference(refname?).ok()?;
+    let tip = r.peel_to_id().ok()?.detach();
+    (tip != commit).then_some(tip)
+}
