@@ -53,7 +53,7 @@ pub fn work(
         let waited = std::time::Instant::now();
         let next = rx.lock().expect("job queue").recv();
         let Ok(a) = next else { break };
-        let _t = crate::util::trace::enabled().then(|| {
+        let _t = crate::util::trace::wanted().then(|| {
             let ms = waited.elapsed().as_secs_f64() * 1000.0;
             crate::util::trace::line("worker: waited for a batch", ms);
             crate::util::trace::span("worker: batch")
