@@ -292,6 +292,45 @@ fn run_wait_until_first_failure_answers_while_the_rest_of_the_suite_runs() {
 }
 
 #[test]
+fn exec_passes_each_argument_as_one_word_and_refuses_a_nul() {
+    let w = World::new();
+    let repo = w.new_repo("mcp-exec-words");
+    let mut s = Raw::start(&w, &repo);
+    let words = ["two words", "it's", "\"q\"", "$HOME", "a\nb", "*", "", "é"];
+    let mut command = vec!["printf", "[%s]"];
+    command.extend(words);
+    let r = s.tool(
+        1,
+        "exec",
+        serde_json::json!({"revision": "HEAD", "command": command}),
+    );
+    let want: String = words.iter().map(|w| format!("[{w}]")).collect();
+    assert_eq!(
+        (r["exit_code"].as_i64(), r["output"].as_str()),
+        (Some(0), Some(want.as_str())),
+        "{r}"
+    );
+
+    // A NUL cannot be put on a command line: the call says so (it used to run an empty command
+    // and answer exit code 0).
+    let req = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params":
+        {"name": "exec", "arguments": {"revision": "HEAD", "command": ["false", "a\u{0}b"]}}});
+    s.send(&req.to_string());
+    let r = loop {
+        let r = s.reply();
+        if r["id"] == 2 {
+            break r;
+        }
+    };
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    let text = r["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("error: ") && text.contains("NUL"),
+        "{text}"
+    );
+}
+
+#[test]
 fn malformed_json_rpc_unknown_tools_and_wrong_types_leave_the_server_running() {
     let w = World::new();
     let repo = w.new_repo("raw");

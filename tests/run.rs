@@ -739,3 +739,40 @@ fn a_changed_tool_is_another_cache_key_and_explain_cache_says_so() {
         "{r}"
     );
 }
+
+#[test]
+fn the_steps_timings_go_to_the_log_at_debug_level_and_leave_the_record_alone() {
+    let w = World::new();
+    let repo = w.new_repo("timings");
+    let o = w.sandbox_env(
+        &repo,
+        &["run", "HEAD"],
+        &[("GIT_SANDBOX_LOG", "timings=debug")],
+    );
+    assert_eq!(o.code, 0, "{o:?}");
+    // Each step of the hot path with its milliseconds, the sandbox helper's among them.
+    for step in [
+        "step=\"workspace\"",
+        "step=\"helper: ",
+        "step=\"command, until it exits\"",
+        "step=\"sandbox in all\"",
+    ] {
+        assert!(
+            o.stderr
+                .lines()
+                .any(|l| l.contains("DEBUG") && l.contains(step) && l.contains(" ms=")),
+            "{step}: {}",
+            o.stderr
+        );
+    }
+    let logged = w.note(&repo, "HEAD").unwrap();
+    // Without a log filter none of it is printed, and the same run records the same fields.
+    let w = World::new();
+    let repo = w.new_repo("timings");
+    let o = w.sandbox(&repo, &["run", "HEAD"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(!o.stderr.contains("ms="), "{}", o.stderr);
+    let plain = w.note(&repo, "HEAD").unwrap();
+    let keys = |v: &serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(&logged), keys(&plain));
+}

@@ -182,6 +182,10 @@ pub fn main() -> i32 {
         // few stdout lines go through `outln!`, which ends like SIGPIPE when stdout is closed.
         set_sigpipe(libc::SIG_IGN);
     }
+    if crate::util::trace::log_asked() && !matches!(cli.command, Command::Daemon(_)) {
+        // The daemon always logs; another command only when asked (its stderr is for people).
+        crate::util::trace::init_log();
+    }
     let result = match cli.command {
         Command::New(a) => new::cmd_new(a),
         Command::Init(a) => init::cmd_init(a),

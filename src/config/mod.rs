@@ -519,19 +519,15 @@ impl Config {
     }
 }
 
-/// `"90s"`, `"5m"`, `"1h"`, `"30d"`, `"250ms"` or a bare number of seconds.
+/// A length of time as humantime reads it (`"90s"`, `"5m"`, `"1h 30m"`, `"1.5h"`, `"30d"`,
+/// `"250ms"`, `"2 days"`), or a bare number of seconds, which humantime refuses and older
+/// configurations use; `None` for anything else, and for zero.
 pub fn parse_duration(s: &str) -> Option<Duration> {
     let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let n: u64 = num.parse().ok()?;
-    let d = match unit.trim() {
-        "" | "s" => Duration::from_secs(n),
-        "ms" => Duration::from_millis(n),
-        "m" => Duration::from_secs(n.checked_mul(60)?),
-        "h" => Duration::from_secs(n.checked_mul(3600)?),
-        "d" => Duration::from_secs(n.checked_mul(DAY)?),
-        _ => return None,
+    let d = if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+        Duration::from_secs(s.parse().ok()?)
+    } else {
+        humantime::parse_duration(s).ok()?
     };
     (!d.is_zero()).then_some(d)
 }

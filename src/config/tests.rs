@@ -24,6 +24,23 @@ fn durations() {
     assert_eq!(parse_duration("0s"), None);
     assert_eq!(parse_duration("5 parsecs"), None);
     assert_eq!(parse_duration("-1s"), None);
+    // Spellings kept from before humantime: a bare number, a blank before the unit.
+    assert_eq!(parse_duration(" 5 m "), Some(Duration::from_secs(300)));
+    assert_eq!(parse_duration("0"), None);
+    assert_eq!(parse_duration(""), None);
+}
+
+#[test]
+fn durations_in_several_units_and_fractions_are_read() {
+    // Refused as invalid before humantime.
+    assert_eq!(parse_duration("1h 30m"), Some(Duration::from_secs(5400)));
+    assert_eq!(parse_duration("1.5h"), Some(Duration::from_secs(5400)));
+    assert_eq!(
+        parse_duration("2 days"),
+        Some(Duration::from_secs(2 * 86_400))
+    );
+    let f = parse_repository_file(".sandbox.toml", "[test]\ntimeout = \"1m 30s\"\n").unwrap();
+    assert_eq!(f.test.timeout, Some(Duration::from_secs(90)));
 }
 
 #[test]

@@ -367,30 +367,9 @@ pub(crate) fn warn(msg: &str) {
     tracing::warn!("{msg}");
 }
 
-/// Logs go to stderr through `tracing`, filtered by `GIT_SANDBOX_LOG` (`info` by default;
-/// `debug`, `warn`, or directives like `git_sandbox=debug`). A log reader that went away
-/// (`daemon 2>&1 | head`) does not stop the daemon: the write fails with EPIPE (SIGPIPE is
-/// ignored here) and the line is dropped.
+/// The daemon logs at `info` unless `GIT_SANDBOX_LOG` says otherwise.
 fn init_logging() {
-    use tracing_subscriber::EnvFilter;
-    let (filter, bad) = match std::env::var("GIT_SANDBOX_LOG") {
-        Ok(v) if !v.trim().is_empty() => match EnvFilter::try_new(v.trim()) {
-            Ok(f) => (f, None),
-            Err(e) => (EnvFilter::new("info"), Some(format!("{v:?} ({e})"))),
-        },
-        _ => (EnvFilter::new("info"), None),
-    };
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .with_target(false)
-        .try_init();
-    if let Some(bad) = bad {
-        warn(&format!(
-            "GIT_SANDBOX_LOG={bad} is not a log filter; logging at info (write info, debug, warn or error)"
-        ));
-    }
+    crate::util::trace::init_log();
 }
 
 /// The registered repositories, reloaded from the index on each heartbeat and when a ping

@@ -50,7 +50,7 @@ pub fn body(
             let waited = std::time::Instant::now();
             let next = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
             let Ok(a) = next else { return Ok(()) };
-            let _t = crate::util::trace::enabled().then(|| {
+            let _t = crate::util::trace::wanted().then(|| {
                 let ms = waited.elapsed().as_secs_f64() * 1000.0;
                 crate::util::trace::line("worker: waited for a batch", ms);
                 crate::util::trace::span("worker: batch")

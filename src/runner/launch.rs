@@ -220,7 +220,7 @@ pub fn start_ahead(
         network,
         skip: skip.clone(),
         parent_pid: std::process::id() as i32,
-        trace: crate::util::trace::enabled(),
+        trace: crate::util::trace::wanted(),
         rest_on_stdin: true,
         ..Plan::default()
     };

@@ -125,7 +125,7 @@ pub fn run(spec: Spec<'_>) -> Outcome {
         cache_layers: spec.cache_layers.to_vec(),
         cache_out: spec.cache_out.map(Path::to_path_buf),
         cache_paths: spec.cache_paths.to_vec(),
-        trace: crate::util::trace::enabled(),
+        trace: crate::util::trace::wanted(),
         ..Plan::default()
     }
     .with_paths(spec.sandbox.hide.clone())
@@ -329,7 +329,7 @@ pub fn run(spec: Spec<'_>) -> Outcome {
         ));
     }
     out.isolation = isolation(&spec, helper_layers);
-    if crate::util::trace::enabled() {
+    if crate::util::trace::wanted() {
         trace_steps(spawned_ns, &steps, reported_ns, exited_ns);
     }
     out

@@ -217,6 +217,8 @@ mod tests {
             (format!("a@b nosuch-option {KEY}\n"), 1),
             ("a@b ssh-ed25519 notbase64\n".to_string(), 1),
             (format!("\n\na@b valid-before=yesterday {KEY}\n"), 3),
+            // No 40th of a 13th month (ssh-keygen refuses it; it was read as a day in 2027).
+            (format!("a@b valid-before=20261340 {KEY}\n"), 1),
         ] {
             let (n, why) = parse(&text).unwrap_err();
             assert_eq!(n, line, "{text}: {why}");

@@ -6,6 +6,7 @@ pub mod fds;
 pub mod glob;
 pub mod hint;
 pub mod private;
+pub mod shell;
 pub mod time;
 pub mod trace;
 

@@ -1,5 +1,7 @@
-//! UTC time stamps as RFC 3339 strings and compact names, without a calendar crate.
+//! UTC time stamps as RFC 3339 strings and compact names (the calendar is jiff's, which gix
+//! already builds on), and short texts for ages and lengths of time in human output.
 
+use jiff::Timestamp;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub fn now_nanos() -> u128 {
@@ -13,32 +15,18 @@ pub fn now_millis() -> i64 {
     (now_nanos() / 1_000_000) as i64
 }
 
-/// Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-fn civil(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
-fn parts(millis: i64) -> (i64, u32, u32, i64, i64, i64, i64) {
-    let secs = millis.div_euclid(1000);
-    let ms = millis.rem_euclid(1000);
-    let (y, mo, d) = civil(secs.div_euclid(86_400));
-    let sod = secs.rem_euclid(86_400);
-    (y, mo, d, sod / 3600, (sod % 3600) / 60, sod % 60, ms)
+/// `millis` as a jiff timestamp, clamped to the years jiff spans (-9999 to 9999).
+fn timestamp(millis: i64) -> Timestamp {
+    Timestamp::from_millisecond(millis).unwrap_or(if millis < 0 {
+        Timestamp::MIN
+    } else {
+        Timestamp::MAX
+    })
 }
 
 /// `2026-11-25T22:10:02.123Z`
 pub fn rfc3339(millis: i64) -> String {
-    let (y, mo, d, h, mi, s, ms) = parts(millis);
-    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{ms:03}Z")
+    format!("{:.3}", timestamp(millis))
 }
 
 pub fn now_rfc3339() -> String {
@@ -47,37 +35,18 @@ pub fn now_rfc3339() -> String {
 
 /// `20261125_221002`, for default repository names.
 pub fn compact(millis: i64) -> String {
-    let (y, mo, d, h, mi, s, _) = parts(millis);
-    format!("{y:04}{mo:02}{d:02}_{h:02}{mi:02}{s:02}")
+    timestamp(millis).strftime("%Y%m%d_%H%M%S").to_string()
 }
 
-/// Parse what [`rfc3339`] writes (and plain `…Z` / `+00:00` forms) back to milliseconds.
+/// An RFC 3339 time (what [`rfc3339`] writes, or any offset: `+02:00` is two hours ahead of UTC)
+/// as milliseconds since the epoch; `None` for anything else, an impossible date among them.
 pub fn parse_rfc3339(s: &str) -> Option<i64> {
-    let b = s.as_bytes();
-    if b.len() < 19 {
-        return None;
-    }
-    let num = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    let mut ms = 0;
-    if b.get(19) == Some(&b'.') {
-        let frac: String = s[20..].chars().take_while(char::is_ascii_digit).collect();
-        let padded = format!("{:0<3}", &frac[..frac.len().min(3)]);
-        ms = padded.parse().ok()?;
-    }
-    // days from civil
-    let y2 = if mo <= 2 { y - 1 } else { y };
-    let era = y2.div_euclid(400);
-    let yoe = y2 - era * 400;
-    let mp = (mo + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some(((days * 86_400 + h * 3600 + mi * 60 + sec) * 1000) + ms)
+    s.trim()
+        .parse::<Timestamp>()
+        .ok()
+        .map(Timestamp::as_millisecond)
 }
 
-/// "3 minutes ago"-style age for human tables.
 /// A length of time for people: "850ms", "1.5s", "2m03s".
 pub fn duration_text(ms: u64) -> String {
     if ms < 1000 {
@@ -89,6 +58,7 @@ pub fn duration_text(ms: u64) -> String {
     }
 }
 
+/// "3m ago"-style age for human tables.
 pub fn age(then_millis: i64, now: i64) -> String {
     let secs = ((now - then_millis) / 1000).max(0);
     match secs {
@@ -113,5 +83,19 @@ mod tests {
         assert_eq!(parse_rfc3339(&s), Some(t));
         assert_eq!(compact(t), "20261125_221002");
         assert_eq!(parse_rfc3339("2000-02-29T12:00:00Z"), Some(951_825_600_000));
+        assert_eq!(parse_rfc3339("2026-11-25T22:10:02.5+00:00"), Some(t));
+    }
+
+    #[test]
+    fn an_offset_is_honoured_and_an_impossible_date_refused() {
+        // Read as UTC, ignoring the offset, before.
+        assert_eq!(
+            parse_rfc3339("2026-11-26T00:10:02.500+02:00"),
+            Some(1_795_644_602_500)
+        );
+        // Accepted (as 2026-12-02 and 23:00) before.
+        assert_eq!(parse_rfc3339("2026-11-32T00:00:00Z"), None);
+        assert_eq!(parse_rfc3339("2026-11-25T23:60:00Z"), None);
+        assert_eq!(parse_rfc3339("2026-11-25 nonsense"), None);
     }
 }

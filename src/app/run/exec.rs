@@ -40,6 +40,19 @@ pub fn exec(
     interrupt: &AtomicBool,
 ) -> Result<Executed> {
     let _t = crate::util::trace::span("exec in all (after start-up)");
+    // Refused before anything is prepared: a NUL cannot reach `sh` (it used to cut the command
+    // line short, down to nothing).
+    let mut words = Vec::with_capacity(argv.len());
+    for (i, a) in argv.iter().enumerate() {
+        words.push(crate::util::shell::quote(a).map_err(|_| {
+            AppError::usage(format!(
+                "argument {} of the command holds a NUL byte, which no command line can carry",
+                i + 1
+            ))
+            .hint("leave the NUL out (pass such data in a file)")
+        })?);
+    }
+    let command = format!("exec {}", words.join(" "));
     let info = git::commit_info(repo, commit)?;
     let mut config = config_for(ctx, repo, &info, None, &ConfigFile::default())?;
     if let Some(t) = timeout {
@@ -129,8 +142,6 @@ pub fn exec(
             }
         }
     }
-    let command: Vec<String> = argv.iter().map(|a| shell_quote(a)).collect();
-    let command = format!("exec {}", command.join(" "));
     let command = setup.as_ref().map_or(command.clone(), |s| s.wrap(&command));
     let outcome = process::run(process::Spec {
         command: &command,
@@ -165,15 +176,4 @@ fn altered() -> AppError {
         "the kept checkout this ran in had been altered outside git-sandbox, so the command did not see the commit's tree; it is checked out afresh now",
     )
     .hint("run the command again")
-}
-
-fn shell_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
 }
