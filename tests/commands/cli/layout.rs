@@ -1,0 +1,366 @@
+//! The areas of `src/app/` depend one way: read from the `crate::app::…`, `super::…` and
+//! `self::…` paths of every file, no file imports one of an area above its own. The areas are
+//! in one order, so no circle spans two of them either; a file in no area fails too, so a new
+//! one says where it belongs. (`docs/src/development.md` has the same table for readers.)
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The areas, lowest first, each with the modules (their path under `app`) it holds while they
+/// are still flat files. After the move a module's first segment is its area's folder, and
+/// `core` is what stays at the top of `app/` (`mod.rs`, here the empty path).
+const AREAS: &[(&str, &[&str])] = &[
+    // What every area needs: the context and its errors, this home's id and keys, a
+    // repository's remotes and names, the commits revision arguments name.
+    ("core", &["", "home", "locate", "select"]),
+    // What leaves this machine or arrives at it after a result: statuses on GitHub, alerts,
+    // pushes, and a remote's notes taken in (the outbox, `publish/mod.rs`, is its root).
+    (
+        "publish",
+        &["github", "alerts", "remote", "exchange", "bounds"],
+    ),
+    // One commit: its config, checks and workspace, its record, and reading records back.
+    (
+        "run",
+        &[
+            "run",
+            "checks",
+            "setup",
+            "commit_config",
+            "experiments::meta",
+            "results",
+            "summary",
+            "analyze",
+            "analyze_tests",
+            "exec",
+            "explain",
+            "logs",
+            "failures",
+            "metrics",
+            "selection",
+            "jsselect",
+            "testcov",
+            "cargo_selection",
+            "commits",
+            "views",
+        ],
+    ),
+    // The lifecycle of experiments and the judgements over records.
+    (
+        "experiment",
+        &[
+            "experiments",
+            "eval",
+            "promote",
+            "rollback",
+            "pull_request",
+            "compare",
+            "propose",
+            "bisect",
+            "preview",
+        ],
+    ),
+    // Whole repositories: creating, adopting, the registry, rebuilding the index, housekeeping,
+    // access.
+    (
+        "repo",
+        &[
+            "repos", "session", "reindex", "forget", "gc", "tokens", "daemons", "demo",
+        ],
+    ),
+    // Turning hooks, watcher events, webhooks, polls and fetches into jobs, and running them.
+    (
+        "intake",
+        &[
+            "notify",
+            "webhook",
+            "queue",
+            "fleet",
+            "fetch",
+            "gate",
+            "lost_notes",
+        ],
+    ),
+];
+
+/// The area of the module at `path` (under `app`), lowest first by index.
+fn area_of(path: &[String]) -> Option<usize> {
+    if let Some(first) = path.first() {
+        if let Some(i) = AREAS.iter().position(|(a, _)| a == first) {
+            return Some(i);
+        }
+    }
+    if path.is_empty() {
+        return Some(0);
+    }
+    (1..=path.len()).rev().find_map(|k| {
+        let prefix = path[..k].join("::");
+        AREAS
+            .iter()
+            .position(|(_, mods)| mods.contains(&prefix.as_str()))
+    })
+}
+
+/// How a message names the module at `path`.
+fn shown(path: &[String]) -> String {
+    std::iter::once("app")
+        .chain(path.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join("::")
+}
+
+fn rs_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = entry.path();
+        if p.is_dir() {
+            rs_files(&p, out);
+        } else if p.extension().is_some_and(|e| e == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The module path under `app` of the file `rel` (relative to `src/app`).
+fn module_of(rel: &Path) -> Vec<String> {
+    let mut segs: Vec<String> = rel
+        .with_extension("")
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if segs.last().is_some_and(|s| s == "mod") {
+        segs.pop();
+    }
+    segs
+}
+
+/// The code's tokens: identifiers, `::` and punctuation; comments, strings and chars dropped.
+fn tokens(text: &str) -> Vec<String> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'/' && b.get(i + 1) == Some(&b'/') {
+            while i < b.len() && b[i] != b'\n' {
+                i += 1;
+            }
+        } else if c == b'r' && matches!(b.get(i + 1), Some(b'#') | Some(b'"')) {
+            let hashes = b[i + 1..].iter().take_while(|&&h| h == b'#').count();
+            if b.get(i + 1 + hashes) != Some(&b'"') {
+                out.push("r".into());
+                i += 1;
+                continue;
+            }
+            let close: Vec<u8> = std::iter::once(b'"')
+                .chain(std::iter::repeat_n(b'#', hashes))
+                .collect();
+            i += 2 + hashes;
+            while i < b.len() && !b[i..].starts_with(&close) {
+                i += 1;
+            }
+            i += close.len();
+        } else if c == b'"' {
+            i += 1;
+            while i < b.len() && b[i] != b'"' {
+                i += if b[i] == b'\\' { 2 } else { 1 };
+            }
+            i += 1;
+        } else if c == b'\'' {
+            // A char literal ('x', '\n', '"'); otherwise a lifetime, read as punctuation.
+            if b.get(i + 1) == Some(&b'\\') {
+                i += 2;
+                while i < b.len() && b[i] != b'\'' {
+                    i += 1;
+                }
+                i += 1;
+            } else if b.get(i + 2) == Some(&b'\'') {
+                i += 3;
+            } else {
+                i += 1;
+            }
+        } else if c.is_ascii_alphabetic() || c == b'_' {
+            let start = i;
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                i += 1;
+            }
+            out.push(text[start..i].to_string());
+        } else if c == b':' && b.get(i + 1) == Some(&b':') {
+            out.push("::".into());
+            i += 2;
+        } else if c.is_ascii_whitespace() {
+            i += 1;
+        } else {
+            out.push((c as char).to_string());
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The paths a `use` tree or a path expression starting at `toks[i]` names, each under
+/// `prefix`; returns them and where they end.
+fn paths_at(toks: &[String], mut i: usize, prefix: &[String]) -> (Vec<Vec<String>>, usize) {
+    let mut segs = prefix.to_vec();
+    loop {
+        match toks.get(i).map(String::as_str) {
+            Some("{") => {
+                i += 1;
+                let mut all = Vec::new();
+                while i < toks.len() && toks[i] != "}" {
+                    let (sub, j) = paths_at(toks, i, &segs);
+                    all.extend(sub);
+                    i = if j == i { i + 1 } else { j };
+                    if toks.get(i).map(String::as_str) == Some(",") {
+                        i += 1;
+                    }
+                }
+                return (all, i + 1);
+            }
+            Some(t) if t.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') => {
+                segs.push(t.to_string());
+                i += 1;
+                if toks.get(i).map(String::as_str) != Some("::") {
+                    return (vec![segs], i);
+                }
+                i += 1;
+            }
+            _ => return (vec![segs], i),
+        }
+    }
+}
+
+/// Every module of `app` (path under `app`), with the modules of `app` it names.
+fn import_graph(root: &Path) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
+    let mut files = Vec::new();
+    rs_files(root, &mut files);
+    let modules: BTreeMap<Vec<String>, Vec<String>> = files
+        .iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            (module_of(f.strip_prefix(root).unwrap()), tokens(&text))
+        })
+        .collect();
+    let app = |p: &[String]| -> Option<Vec<String>> {
+        // The longest prefix that is a module of `app`.
+        let under = p.strip_prefix(&["app".to_string()][..])?;
+        (0..=under.len())
+            .rev()
+            .map(|k| under[..k].to_vec())
+            .find(|m| modules.contains_key(m))
+    };
+    let mut graph = BTreeMap::new();
+    for (module, toks) in &modules {
+        let here: Vec<String> = std::iter::once("app".to_string())
+            .chain(module.iter().cloned())
+            .collect();
+        let mut to = BTreeSet::new();
+        let mut i = 0;
+        while i < toks.len() {
+            let after_path = i > 0 && toks[i - 1] == "::";
+            let t = toks[i].as_str();
+            let mut base = match t {
+                "crate" => Some(Vec::new()),
+                "super" | "self" => Some(here.clone()),
+                // A child module named bare (`parallel::run` in `run.rs`).
+                _ if modules.contains_key(&[module.clone(), vec![t.to_string()]].concat()) => {
+                    Some(here.clone())
+                }
+                _ => None,
+            };
+            if after_path || toks.get(i + 1).map(String::as_str) != Some("::") {
+                base = None;
+            }
+            let Some(mut base) = base else {
+                i += 1;
+                continue;
+            };
+            let mut j = i;
+            // `super::super::…`: each climbs one module.
+            while matches!(toks.get(j).map(String::as_str), Some("super" | "self"))
+                && toks.get(j + 1).map(String::as_str) == Some("::")
+            {
+                if toks[j] == "super" {
+                    base.pop();
+                }
+                j += 2;
+            }
+            if t == "crate" {
+                j = i + 2;
+            }
+            let (paths, end) = paths_at(toks, j, &base);
+            for p in paths {
+                if let Some(m) = app(&p).filter(|m| m != module) {
+                    to.insert(m);
+                }
+            }
+            i = end.max(i + 1);
+        }
+        graph.insert(module.clone(), to);
+    }
+    graph
+}
+
+#[test]
+fn app_areas_depend_one_way() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/app");
+    let graph = import_graph(&root);
+    let mut problems = Vec::new();
+    for (from, tos) in &graph {
+        let Some(a) = area_of(from) else {
+            problems.push(format!(
+                "{} is in no area: add it to AREAS in tests/commands/cli/layout.rs",
+                shown(from)
+            ));
+            continue;
+        };
+        for to in tos {
+            let Some(b) = area_of(to) else { continue };
+            if b <= a {
+                continue;
+            }
+            problems.push(format!(
+                "{} ({}) imports {} ({}), an area above its own",
+                shown(from),
+                AREAS[a].0,
+                shown(to),
+                AREAS[b].0
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The reader sees what the test relies on: grouped and nested `use` trees, `super::`, a
+/// child named bare, and nothing inside comments or strings.
+#[test]
+fn import_graph_reads_use_trees_and_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = dir.path();
+    std::fs::create_dir_all(app.join("run")).unwrap();
+    for f in ["mod.rs", "a.rs", "b.rs", "c.rs", "d.rs", "run.rs"] {
+        std::fs::write(app.join(f), "").unwrap();
+    }
+    std::fs::write(
+        app.join("run/child.rs"),
+        "use super::super::{c::X, Context};",
+    )
+    .unwrap();
+    std::fs::write(
+        app.join("a.rs"),
+        "use super::{b, c::{self, Y}, Context};\n// super::d::no\nfn f() { let s = \"super::d\"; let c = '\"'; crate::app::run::go(); }",
+    )
+    .unwrap();
+    std::fs::write(app.join("run.rs"), "mod child; fn g() { child::h(); }").unwrap();
+    let g = import_graph(app);
+    let names = |m: &str| -> Vec<String> {
+        let key: Vec<String> = m
+            .split("::")
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect();
+        g[&key].iter().map(|p| p.join("::")).collect()
+    };
+    assert_eq!(names("a"), ["", "b", "c", "run"]);
+    assert_eq!(names("run::child"), ["", "c"]);
+    assert_eq!(names("run"), ["run::child"]);
+}

@@ -1,0 +1,208 @@
+//! Flaky tests: a test whose outcome comes from a counter kept outside the tree (in the run's
+//! home, which the branch's build cache keeps from run to run) passes on odd runs and fails on
+//! even ones. `flaky` finds it from the runs of one tree, `run --retry-flaky` runs a commit
+//! again when only it failed, and `eval` does not count its failure.
+
+use crate::common;
+
+use common::World;
+use std::path::Path;
+
+const FLAKY_TEST: &str = "import os\nimport pathlib\nimport unittest\n\n\nclass TestFlaky(unittest.TestCase):\n    def test_stable(self):\n        self.assertTrue(True)\n\n    def test_flaky(self):\n        p = pathlib.Path(os.environ['HOME'], 'flaky-count')\n        n = int(p.read_text()) + 1 if p.exists() else 1\n        p.write_text(str(n))\n        self.assertEqual(n % 2, 1, f'run {n} of this branch')\n";
+
+fn flaky(w: &World, repo: &Path) -> Vec<serde_json::Value> {
+    let o = w.sandbox(repo, &["flaky", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    o.json().as_array().unwrap().clone()
+}
+
+#[test]
+fn a_test_that_flips_on_one_tree_is_found_retried_and_not_counted_by_eval() {
+    let w = World::new();
+    let repo = w.new_repo("flaky");
+    w.commit(
+        &repo,
+        &[("tests/test_flaky.py", FLAKY_TEST)],
+        "a stable and a flaky test",
+    );
+    // Run 1 passes; nothing is flaky yet (one run of the tree says nothing).
+    let o = w.sandbox(&repo, &["run", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(flaky(&w, &repo).is_empty());
+    let none = w.sandbox(&repo, &["flaky"]);
+    assert!(none.stdout.contains("No flaky tests"), "{none:?}");
+
+    // Run 2 of the same tree fails in test_flaky alone: the same tree, two outcomes.
+    let o = w.sandbox(&repo, &["run", "--force", "--json"]);
+    assert_eq!(o.code, 1, "{o:?}");
+    let failures = o.json()[0]["tests"]["failures"].clone();
+    assert_eq!(failures.as_array().unwrap().len(), 1, "{failures}");
+    let name = failures[0]["name"].as_str().unwrap().to_string();
+    assert!(name.contains("test_flaky"), "{name}");
+    let found = flaky(&w, &repo);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0]["name"], name.as_str());
+    assert_eq!(found[0]["flips"], 1);
+    assert_eq!(found[0]["runs"], 2);
+    assert_eq!(found[0]["failures"], 1);
+    assert_eq!(found[0]["last_outcome"], "failed");
+    assert_eq!(found[0]["repository"], "flaky");
+
+    // Run 3 passes again: a second flip. The table names it.
+    assert_eq!(w.sandbox(&repo, &["run", "--force"]).code, 0);
+    let found = flaky(&w, &repo);
+    assert_eq!(found[0]["flips"], 2, "{found:?}");
+    assert_eq!(found[0]["last_outcome"], "passed");
+    let table = w.sandbox(&repo, &["flaky"]);
+    assert!(table.stdout.contains("test_flaky"), "{table:?}");
+    assert!(table.stdout.contains("1 flaky test"), "{table:?}");
+
+    // Run 4 fails, and only the known-flaky test did: --retry-flaky runs it again (run 5
+    // passes), and the record says it was retried.
+    let o = w.sandbox(&repo, &["run", "--force", "--retry-flaky", "2", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let r = &o.json()[0];
+    assert_eq!(r["status"], "passed", "{r}");
+    assert_eq!(r["retried"]["attempts"], 1, "{r}");
+    assert_eq!(r["retried"]["flaky"][0], name.as_str());
+    let shown = w.sandbox(&repo, &["show"]);
+    assert!(
+        shown
+            .stdout
+            .contains("Retried:  1 time after only known-flaky tests failed"),
+        "{shown:?}"
+    );
+    // The failing run before the retry is evidence too.
+    assert_eq!(flaky(&w, &repo)[0]["flips"], 4);
+
+    // Without --retry-flaky a failure stays a failure (run 6).
+    assert_eq!(w.sandbox(&repo, &["run", "--force"]).code, 1);
+    assert_eq!(w.sandbox(&repo, &["run", "--force"]).code, 0); // run 7: main passes again
+
+    // An experiment whose head fails only in the flaky test, on a tree that has passed it, is
+    // judged as if it had passed.
+    let o = w.sandbox(&repo, &["experiment", "start", "tidy"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    w.git(&repo, &["switch", "-q", "experiment/tidy"]);
+    w.commit(&repo, &[("NOTES.md", "tidier\n")], "notes");
+    w.git(&repo, &["switch", "-q", "main"]);
+    for (run, status) in [(8, "failed"), (9, "passed"), (10, "failed")] {
+        let o = w.sandbox(&repo, &["run", "--force", "experiment/tidy", "--json"]);
+        assert_eq!(
+            o.json()[0]["status"],
+            status,
+            "run {run} of the branch: {o:?}"
+        );
+    }
+    let o = w.sandbox(&repo, &["eval", "tidy", "--json"]);
+    let ev = o.json();
+    assert_ne!(ev["recommendation"], "NOT_READY", "{ev}");
+    assert!(
+        ev["reason"].as_str().unwrap().contains(&format!(
+            "not counted: the failure of known-flaky test {name}"
+        )),
+        "{ev}"
+    );
+    assert_eq!(ev["criteria"][0]["pass"], true, "{ev}");
+    assert_eq!(
+        ev["criteria"][0]["value"]["flaky_not_counted"][0],
+        name.as_str()
+    );
+}
+
+#[test]
+fn a_known_flaky_test_that_fails_every_retry_on_a_tree_is_a_failure_in_eval() {
+    let w = World::new();
+    let repo = w.new_repo("flaky");
+    w.commit(
+        &repo,
+        &[("tests/test_flaky.py", FLAKY_TEST)],
+        "a stable and a flaky test",
+    );
+    // Runs 1 to 3 of one tree pass, fail and pass: test_flaky is known to be flaky.
+    for (args, code) in [
+        (&["run"][..], 0),
+        (&["run", "--force"], 1),
+        (&["run", "--force"], 0),
+    ] {
+        assert_eq!(w.sandbox(&repo, args).code, code, "{args:?}");
+    }
+    let name = flaky(&w, &repo)[0]["name"].as_str().unwrap().to_string();
+    // An experiment that breaks it for good: the same test, failing every time.
+    assert_eq!(w.sandbox(&repo, &["experiment", "start", "broken"]).code, 0);
+    w.git(&repo, &["switch", "-q", "experiment/broken"]);
+    let always = FLAKY_TEST.replace("n % 2, 1", "n % 1, 1");
+    let head = w.commit(&repo, &[("tests/test_flaky.py", &always)], "break it");
+    w.git(&repo, &["switch", "-q", "main"]);
+    let o = w.sandbox(&repo, &["eval", "broken", "--json"]);
+    let ev = o.json();
+    assert_eq!(ev["recommendation"], "NOT_READY", "{ev}");
+    assert!(
+        !ev["reason"].as_str().unwrap().contains("not counted"),
+        "{ev}"
+    );
+    assert_eq!(ev["criteria"][0]["pass"], false, "{ev}");
+    // Its tree was given the chance: run again there, and it failed every time.
+    let note = w.note(&repo, &head).unwrap();
+    assert_eq!(note["status"], "failed", "{note}");
+    assert_eq!(note["retried"]["attempts"], 2, "{note}");
+    assert_eq!(note["retried"]["flaky"][0], name.as_str(), "{note}");
+}
+
+#[test]
+fn flaky_names_a_repository_it_does_not_know_with_the_fix() {
+    let w = World::new();
+    let o = w.sandbox(&w.work(), &["flaky", "--repo", "nope"]);
+    assert_eq!(o.code, 2, "{o:?}");
+    let (problem, hints) = o.error();
+    assert!(
+        problem.contains("no registered repository \"nope\""),
+        "{problem}"
+    );
+    assert!(hints[0].contains("git sandbox list"), "{hints:?}");
+}
+
+/// A JUnit report naming `tests.test_hooks.test_x[a b]` the way records made before names had
+/// one form did (a suite other than pytest's keeps its dotted names to this day).
+const OLD_FORM: &str = r#"<?xml version="1.0"?><testsuites><testsuite name="legacy" tests="1" failures="1"><testcase classname="tests.test_hooks" name="test_x[a b]"><failure message="boom"/></testcase></testsuite></testsuites>"#;
+
+#[test]
+fn a_test_named_the_junit_way_and_by_node_id_is_one_flaky_test() {
+    let w = World::new();
+    let repo = w.new_repo("one-name");
+    // Runs 1, 2, 3 of the tree: failed (JUnit's name), passed, failed (pytest's console name).
+    let script = "n=$(( $(cat \"$HOME/count\" 2>/dev/null || echo 0) + 1 )); echo $n > \"$HOME/count\"; \
+        case $n in 1) mkdir -p reports && cp old.xml reports/junit.xml; exit 1;; \
+        2) echo '1 passed in 0.01s';; \
+        *) echo '=== short test summary info ==='; echo 'FAILED tests/test_hooks.py::test_x[a b] - boom'; echo '=== 1 failed in 0.01s ==='; exit 1;; esac";
+    w.commit(
+        &repo,
+        &[
+            (
+                ".sandbox.toml",
+                "[test]\ncommand = \"sh run.sh\"\njunit = \"reports/junit.xml\"\n",
+            ),
+            ("run.sh", script),
+            ("old.xml", OLD_FORM),
+        ],
+        "a test reported two ways",
+    );
+    let first = w.sandbox(&repo, &["run", "--json"]);
+    assert_eq!(
+        first.json()[0]["tests"]["failures"][0]["name"],
+        "tests.test_hooks.test_x[a b]",
+        "{first:?}"
+    );
+    assert_eq!(w.sandbox(&repo, &["run", "--force"]).code, 0);
+    let third = w.sandbox(&repo, &["run", "--force", "--json"]);
+    assert_eq!(
+        third.json()[0]["tests"]["failures"][0]["name"],
+        "tests/test_hooks.py::test_x[a b]",
+        "{third:?}"
+    );
+    let found = flaky(&w, &repo);
+    assert_eq!(found.len(), 1, "one test, one entry: {found:?}");
+    assert_eq!(found[0]["name"], "tests/test_hooks.py::test_x[a b]");
+    assert_eq!(found[0]["failures"], 2, "{found:?}");
+    assert_eq!(found[0]["flips"], 2, "{found:?}");
+}

@@ -1,0 +1,87 @@
+"""The dashboard on a phone, in a browser set to Kolkata's time: Debian's Chromium driven through
+chromedriver by Selenium. Started by tests/services/dashboard.rs with the daemon's address, an admin token,
+the repository's name and the directory for screenshots. Any failed check ends it non-zero.
+"""
+
+import datetime
+import os
+import sys
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+
+ADDR, TOKEN, NAME, SHOTS = sys.argv[1:5]
+BASE = f"http://{ADDR}"
+# UTC+05:30 all year: no daylight saving to reckon with, and the half hour shows a real shift.
+ZONE, OFFSET = "Asia/Kolkata", datetime.timedelta(hours=5, minutes=30)
+# The elements of the page (logs and patches aside) whose content is wider than they are.
+SIDEWAYS = ("return [...document.querySelectorAll('main *')].filter(e => e.scrollWidth > e.clientWidth + 1"
+            " && getComputedStyle(e).overflowX !== 'visible' && e.tagName !== 'PRE').map(e => e.tagName + '.' + e.className)")
+
+
+def shot(driver, name):
+    os.makedirs(SHOTS, exist_ok=True)
+    driver.save_screenshot(os.path.join(SHOTS, name + ".png"))
+
+
+def main():
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = "/usr/bin/chromium"
+    for a in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=390,844",
+              "--disable-gpu", "--no-first-run"]:
+        opts.add_argument(a)
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+    try:
+        run(driver)
+    finally:
+        driver.quit()
+
+
+def run(d):
+    d.execute_cdp_cmd("Emulation.setTimezoneOverride", {"timezoneId": ZONE})
+    d.get(BASE + "/login")
+    d.add_cookie({"name": "gsbx_session", "value": TOKEN, "path": "/"})
+
+    # The experiments at 390 px: the page does not scroll sideways and every button is on screen.
+    d.set_window_size(390, 844)
+    d.get(f"{BASE}/r/{NAME}")
+    inner = d.execute_script("return window.innerWidth")
+    assert inner <= 400, f"the window is {inner}px wide"
+    wide = d.execute_script("return document.documentElement.scrollWidth")
+    shot(d, "experiments-phone")
+    assert wide <= inner, f"the experiments page is {wide}px wide in a {inner}px window"
+    buttons = d.find_elements(By.CSS_SELECTOR, "main button")
+    assert any(b.text == "promote" for b in buttons), [b.text for b in buttons]
+    for b in buttons:
+        r = d.execute_script("var r = arguments[0].getBoundingClientRect(); return [r.left, r.right];", b)
+        assert 0 <= r[0] and r[1] <= inner, f"the {b.text!r} button spans {r} of {inner}px"
+    # Nothing inside scrolls sideways either (a table wider than its card hides its buttons).
+    hidden = d.execute_script(SIDEWAYS)
+    assert not hidden, f"these scroll sideways at {inner}px: {hidden}"
+
+    d.get(f"{BASE}/r/{NAME}/commits")
+    wide = d.execute_script("return document.documentElement.scrollWidth")
+    shot(d, "commits-phone")
+    assert wide <= inner, f"the commits page is {wide}px wide in a {inner}px window"
+
+    # Times in the viewer's zone: each <time> of the feed shows its UTC instant in Kolkata's time.
+    d.get(BASE + "/")
+    wide = d.execute_script("return document.documentElement.scrollWidth")
+    assert wide <= inner, f"the home page is {wide}px wide in a {inner}px window"
+    hidden = d.execute_script(SIDEWAYS)
+    assert not hidden, f"these scroll sideways at {inner}px on the home page: {hidden}"
+    times = d.find_elements(By.CSS_SELECTOR, "#feed time")
+    assert times, "no times in the feed"
+    for t in times:
+        utc = datetime.datetime.fromisoformat(t.get_attribute("datetime").replace("Z", "+00:00"))
+        local = (utc + OFFSET).strftime("%H:%M:%S")
+        assert t.text == local, f"{t.get_attribute('datetime')} shows {t.text!r}, not {local!r} in {ZONE}"
+        # Chromium names the zone by its older name.
+        title = t.get_attribute("title") or ""
+        assert any(f"shown in {z}" in title for z in (ZONE, "Asia/Calcutta")), title
+    shot(d, "home-kolkata")
+
+
+main()
+print("ok")
