@@ -1,20 +1,12 @@
 //! git-sandbox: every commit of an experiment repository becomes an experiment.
 //!
-//! Layers, each using only those below it: `cli`, `daemon`, `mcp`, `http` (edges) → `app` (use-cases) →
-//! `runner`, `analysis` (domain) → `git`, `store`, `config`, `trust`, `ipc` (infrastructure) → `model`.
+//! This crate holds the faces (`cli`, `daemon`, `mcp`, `http`) and the use-cases (`app`); the
+//! layers below are crates of the workspace, each using only those below it: `gs-runner`
+//! (`gs-sandbox`, `gs-parse`), `gs-analysis` → `gs-git`, `gs-store`, `gs-config`, `gs-trust`,
+//! `gs-ipc`, `gs-github` → `gs-model` → `gs-util`.
 
-pub mod analysis;
 pub mod app;
 pub mod cli;
-pub mod config;
 pub mod daemon;
-pub mod git;
-pub mod github;
 pub mod http;
-pub mod ipc;
 pub mod mcp;
-pub mod model;
-pub mod runner;
-pub mod store;
-pub mod trust;
-pub mod util;

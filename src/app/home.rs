@@ -33,7 +33,7 @@ pub fn home_id(home: &std::path::Path) -> String {
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .take(40)
         .collect();
-    let id = format!("{}-{}", host.trim_matches('-'), crate::util::random_hex(4));
+    let id = format!("{}-{}", host.trim_matches('-'), gs_util::random_hex(4));
     let _ = std::fs::create_dir_all(home);
     // The first writer wins: a second process that raced us reads its id.
     let created = std::fs::OpenOptions::new()
@@ -48,7 +48,7 @@ pub fn home_id(home: &std::path::Path) -> String {
         Ok(s) if valid(s.trim()) => s.trim().to_string(),
         // Garbage in the file (a hand edit): replaced, so the id stays stable from now on.
         _ => {
-            let _ = crate::util::write_atomic(&file, format!("{id}\n").as_bytes());
+            let _ = gs_util::write_atomic(&file, format!("{id}\n").as_bytes());
             id
         }
     }
@@ -58,7 +58,7 @@ pub fn home_id(home: &std::path::Path) -> String {
 /// (home id, public key), whose records are the fleet's own. A file index has no fleet.
 pub fn registered_keys(
     ctx: &super::Context,
-    keys: &crate::trust::Keyring,
+    keys: &gs_trust::Keyring,
 ) -> super::Result<Vec<(String, String)>> {
     if !ctx.index.is_shared() {
         return Ok(Vec::new());

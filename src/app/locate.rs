@@ -2,12 +2,13 @@
 //! names users give (repositories, experiments, organisations).
 
 use super::{AppError, Context, Result};
-use crate::git::{self, remote};
+use gs_git as git;
+use gs_git::remote;
 use std::path::Path;
 
 /// A name a user gave (a repository's, an experiment's), or a usage error saying what is wrong.
 pub fn check_name(name: &str) -> Result<()> {
-    match crate::util::name_problem(name) {
+    match gs_util::name_problem(name) {
         None => Ok(()),
         Some(problem) => Err(
             AppError::usage(format!("invalid name {name:?}: it {problem}"))

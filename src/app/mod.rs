@@ -11,10 +11,10 @@ pub mod repo;
 pub mod run;
 pub mod select;
 
-use crate::config::{ConfigError, Layers, Paths};
-use crate::git::GitError;
-use crate::store::{Index, StoreError};
-pub use crate::util::hint::{Hinted, Message};
+use gs_config::{ConfigError, Layers, Paths};
+use gs_git::GitError;
+use gs_store::{Index, StoreError};
+pub use gs_util::{hint::Hinted, hint::Message};
 
 /// What a use-case reports when it cannot do its job. `Display` is the one line (problem, then
 /// its fixes) that records and events keep; [`Hinted`] gives the two apart for the faces.
@@ -169,7 +169,7 @@ pub fn index_url(layers: &Layers) -> Result<Option<String>> {
         .ok()
         .filter(|u| !u.is_empty())
     {
-        crate::config::check_index_url(&u).map_err(|(problem, fix)| {
+        gs_config::check_index_url(&u).map_err(|(problem, fix)| {
             AppError::usage(format!("GIT_SANDBOX_INDEX: {problem}")).hint(fix)
         })?;
         return Ok(Some(u));
@@ -183,7 +183,7 @@ pub struct Context {
     pub layers: Layers,
     pub index: Index,
     /// This machine's signing key and the signers it trusts, read when first needed.
-    keys: std::cell::OnceCell<crate::trust::Keyring>,
+    keys: std::cell::OnceCell<gs_trust::Keyring>,
 }
 
 impl Context {
@@ -197,8 +197,8 @@ impl Context {
                 let mut index = Index::connect(&url)?;
                 // The SQLite file makes the data dir; on a shared index nothing else would, and
                 // a new machine's daemon keeps its lock, keys and clones there.
-                crate::util::private::create_private_dir(&paths.home).map_err(|source| {
-                    crate::store::StoreError::Home {
+                gs_util::private::create_private_dir(&paths.home).map_err(|source| {
+                    gs_store::StoreError::Home {
                         path: paths.home.clone(),
                         source,
                     }
@@ -218,15 +218,14 @@ impl Context {
 
     /// This machine's signing key (made on first use) and the signers it trusts: the user's
     /// `allowed_signers` file and, on a shared index, the keys its daemons registered.
-    pub fn keys(&self) -> Result<&crate::trust::Keyring> {
+    pub fn keys(&self) -> Result<&gs_trust::Keyring> {
         let ring = match self.keys.get() {
             Some(k) => k,
             None => {
                 let home_id = home::home_id(&self.paths.home);
                 let allowed = self.layers.resolve().trust.allowed_signers;
-                let ring =
-                    crate::trust::Keyring::load(&self.paths.home, home_id, allowed.as_deref())
-                        .map_err(|e| AppError::usage(e.problem).hint(e.fix))?;
+                let ring = gs_trust::Keyring::load(&self.paths.home, home_id, allowed.as_deref())
+                    .map_err(|e| AppError::usage(e.problem).hint(e.fix))?;
                 self.keys.get_or_init(|| ring)
             }
         };
@@ -243,24 +242,23 @@ impl Context {
 
     /// Who vouches for a record's bytes signed with `signature` (see [`note::decode`]).
     ///
-    /// [`note::decode`]: crate::model::note::decode
+    /// [`note::decode`]: gs_model::note::decode
     pub fn judge(
         &self,
-    ) -> Result<impl Fn(&[u8], &str) -> std::result::Result<crate::model::Verified, String> + '_>
-    {
+    ) -> Result<impl Fn(&[u8], &str) -> std::result::Result<gs_model::Verified, String> + '_> {
         let keys = self.keys()?;
         Ok(move |m: &[u8], s: &str| keys.verify(m, s))
     }
 
     /// How this user's runs are sandboxed (probes the machine once, then reads the cache).
-    pub fn sandbox(&self) -> crate::runner::Sandbox {
+    pub fn sandbox(&self) -> gs_sandbox::Sandbox {
         let config_dir = self
             .paths
             .user_config
             .parent()
             .unwrap_or(&self.paths.home)
             .to_path_buf();
-        let mut sandbox = crate::runner::Sandbox::for_user(&self.paths.home, &config_dir);
+        let mut sandbox = gs_sandbox::Sandbox::for_user(&self.paths.home, &config_dir);
         sandbox.programs = self.user_programs();
         sandbox
     }
@@ -276,7 +274,7 @@ impl Context {
                 .chain(layer.checks.iter().filter_map(|(_, c)| c.command.as_ref()));
             for command in commands {
                 out.extend(
-                    crate::runner::toolchain::program_words(command)
+                    gs_runner::toolchain::program_words(command)
                         .into_iter()
                         .filter(|w| w.starts_with('/'))
                         .map(std::path::PathBuf::from),
@@ -288,7 +286,7 @@ impl Context {
 
     /// What this machine's sandbox enforces, layer by layer (the probe runs once, then is read
     /// from its cache).
-    pub fn probe(&self) -> crate::runner::sandbox::Probe {
-        crate::runner::sandbox::Probe::load_or_run(&self.paths.home, &self.sandbox())
+    pub fn probe(&self) -> gs_sandbox::sandbox::Probe {
+        gs_sandbox::sandbox::Probe::load_or_run(&self.paths.home, &self.sandbox())
     }
 }

@@ -24,15 +24,12 @@ pub mod views;
 
 use crate::app::run::results::NoteReader;
 use crate::app::{Context, Result};
-use crate::config::Config;
-use crate::config::ConfigFile;
-use crate::git;
-use crate::model::{RunRecord, Status, Trigger};
-use crate::runner;
-use crate::store::RepoRow;
 use gix::ObjectId;
+use gs_config::Config;
+use gs_git as git;
+use gs_model::{RunRecord, Status};
+use gs_store::RepoRow;
 use std::collections::HashMap;
-use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 mod attempt;
@@ -62,7 +59,7 @@ type SeenTrees = HashMap<(ObjectId, String), RunRecord>;
 struct Along {
     reader: NoteReader,
     /// Made when the first commit has to run.
-    sandbox: std::cell::OnceCell<runner::Sandbox>,
+    sandbox: std::cell::OnceCell<gs_sandbox::Sandbox>,
     seen: SeenTrees,
     /// The repository's known-flaky tests, read when a failure may be retried.
     flaky: Option<std::collections::HashSet<String>>,

@@ -1,12 +1,12 @@
-//! Which commits a command's revision arguments name: git's own syntax (see [`crate::git::revs`]),
+//! Which commits a command's revision arguments name: git's own syntax (see [`gs_git::revs`]),
 //! with `--all` standing for every watched branch (`[watch] branches`) rather than every ref.
 
 use super::{Context, Result};
-use crate::git::revs::{self, Walk};
 use gix::ObjectId;
+use gs_git::{revs, revs::Walk};
 
 /// `[watch] branches`: the repository's `.sandbox.toml` as checked out, over the user's config.
-pub fn watch_globs(ctx: &Context, repo: &gix::Repository) -> Result<crate::util::glob::Globs> {
+pub fn watch_globs(ctx: &Context, repo: &gix::Repository) -> Result<gs_util::glob::Globs> {
     let layers = match repo.workdir() {
         Some(dir) => ctx.layers.with_repo_dir(dir)?,
         None => ctx.layers.clone(),
@@ -20,7 +20,7 @@ pub fn watch_globs(ctx: &Context, repo: &gix::Repository) -> Result<crate::util:
 /// The branches `[watch] branches` names, with their tips.
 pub fn watched_branches(ctx: &Context, repo: &gix::Repository) -> Result<Vec<(String, ObjectId)>> {
     let globs = watch_globs(ctx, repo)?;
-    Ok(crate::git::branches(repo)?
+    Ok(gs_git::branches(repo)?
         .into_iter()
         .filter(|(name, _)| globs.is_match(name))
         .collect())
@@ -65,7 +65,7 @@ pub fn branch_named(repo: &gix::Repository, args: &[String], all: bool) -> Optio
         _ => return None,
     };
     if tip == "HEAD" {
-        return crate::git::head_branch(repo).map(|b| format!("refs/heads/{b}"));
+        return gs_git::head_branch(repo).map(|b| format!("refs/heads/{b}"));
     }
     let full = format!("refs/heads/{}", tip.trim_start_matches("refs/heads/"));
     repo.try_find_reference(full.as_str())

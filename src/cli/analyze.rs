@@ -1,6 +1,6 @@
 use super::{cwd, print_json, ui, CmdResult};
 use crate::app::{run::analyze, Context};
-use crate::model::Analysis;
+use gs_model::Analysis;
 
 /// Analyse the code of a revision (default HEAD) or of any directory, and print it. Writes
 /// nothing to the repository.

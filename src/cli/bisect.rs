@@ -28,10 +28,10 @@ pub fn cmd_bisect(args: BisectArgs) -> CmdResult {
         [good, bad] => (Some(good.clone()), bad.clone()),
         _ => return Err(CommandError::usage("too many revisions").hint("give `BAD` or `GOOD BAD`")),
     };
-    let bad_id = crate::git::resolve_commit(&repo, &bad)?;
+    let bad_id = gs_git::resolve_commit(&repo, &bad)?;
     let good_id = good
         .as_deref()
-        .map(|g| crate::git::resolve_commit(&repo, g))
+        .map(|g| gs_git::resolve_commit(&repo, g))
         .transpose()?;
     let refname = select::branch_named(&repo, std::slice::from_ref(&bad), false);
     let _ = gix::interrupt::init_handler_default(1);
@@ -51,7 +51,7 @@ pub fn cmd_bisect(args: BisectArgs) -> CmdResult {
     });
     println!(
         "{} {} is the first commit where {what} fails{}",
-        ui::yellow(crate::util::short(&b.first_bad)),
+        ui::yellow(gs_util::short(&b.first_bad)),
         ui::escape(&b.summary),
         if b.exact {
             String::new()
@@ -69,8 +69,8 @@ pub fn cmd_bisect(args: BisectArgs) -> CmdResult {
     println!(
         "  {} between {} and {}: {} run, {} answered by stored results{}",
         ui::plural(b.commits, "commit"),
-        crate::util::short(&b.good),
-        crate::util::short(&b.bad),
+        gs_util::short(&b.good),
+        gs_util::short(&b.bad),
         ui::plural(b.runs, "commit"),
         b.known,
         if b.skipped.is_empty() {

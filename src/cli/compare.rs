@@ -27,7 +27,7 @@ pub struct CompareArgs {
 /// and config): its times are that run's.
 fn status(x: &compare::Row) -> String {
     match &x.served_from {
-        Some(from) => format!("{} (from {})", x.status, crate::util::short(from)),
+        Some(from) => format!("{} (from {})", x.status, gs_util::short(from)),
         None => x.status.clone(),
     }
 }
@@ -73,12 +73,12 @@ pub fn cmd_compare(args: CompareArgs) -> CmdResult {
         println!(
             "against {} {} ({}, {} passed{})",
             base.target,
-            crate::util::short(&base.commit),
+            gs_util::short(&base.commit),
             base.status,
             num(base.passed),
             base.served_from
                 .as_deref()
-                .map(|f| format!(", served from the run of {}", crate::util::short(f)))
+                .map(|f| format!(", served from the run of {}", gs_util::short(f)))
                 .unwrap_or_default()
         );
         let rows: Vec<Vec<String>> = ranked
@@ -146,7 +146,7 @@ pub fn cmd_compare(args: CompareArgs) -> CmdResult {
     raw.extend(c.rows.iter().map(|r| values(&r.row)));
     let mut rows = vec![vec![
         format!("{} (base)", b.target),
-        crate::util::short(&b.commit).to_string(),
+        gs_util::short(&b.commit).to_string(),
         status(b),
         num(b.passed),
         num(b.failed),
@@ -158,7 +158,7 @@ pub fn cmd_compare(args: CompareArgs) -> CmdResult {
         let (x, d) = (&r.row, &r.vs_base);
         rows.push(vec![
             x.target.clone(),
-            crate::util::short(&x.commit).to_string(),
+            gs_util::short(&x.commit).to_string(),
             status(x),
             format!("{} ({})", num(x.passed), delta(d.passed)),
             format!("{} ({})", num(x.failed), delta(d.failed)),

@@ -65,7 +65,7 @@ pub fn cmd_complete(args: CompleteArgs) -> CmdResult {
 fn values(kind: Kind, word: &str) -> Option<Vec<String>> {
     let cwd = std::env::current_dir().ok()?;
     let git = |args: &[&str]| -> Option<Vec<String>> {
-        let text = crate::git::cli::git(&cwd, args).ok()?;
+        let text = gs_git::cli::git(&cwd, args).ok()?;
         Some(text.lines().map(str::to_string).collect())
     };
     Some(match kind {
@@ -83,7 +83,7 @@ fn values(kind: Kind, word: &str) -> Option<Vec<String>> {
             refs.into_iter().map(|r| format!("{start}{r}")).collect()
         }
         Kind::Experiments => {
-            let repo = crate::git::discover(&cwd).ok()?;
+            let repo = gs_git::discover(&cwd).ok()?;
             crate::app::experiment::experiments::scan(&repo)
                 .ok()?
                 .1
@@ -93,7 +93,7 @@ fn values(kind: Kind, word: &str) -> Option<Vec<String>> {
         }
         Kind::Remotes => git(&["remote"])?,
         Kind::Repositories => {
-            let paths = crate::config::Paths::from_env();
+            let paths = gs_config::Paths::from_env();
             // No index yet: nothing registered, and completing creates none.
             if !paths.index_db().exists() {
                 return None;

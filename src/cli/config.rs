@@ -16,6 +16,6 @@ pub struct ConfigArgs {
 pub fn cmd_config(_args: ConfigArgs) -> CmdResult {
     let mut out = std::io::stdout().lock();
     // A reader that went away (`| head`) ends it by SIGPIPE, like git.
-    let _ = out.write_all(crate::config::EXAMPLE.as_bytes());
+    let _ = out.write_all(gs_config::EXAMPLE.as_bytes());
     Ok(0)
 }

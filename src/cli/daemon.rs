@@ -1,5 +1,5 @@
 use super::{outln, print_json, CmdResult, CommandError};
-use crate::config::Paths;
+use gs_config::Paths;
 use std::time::{Duration, Instant};
 
 /// Run the daemon in the foreground: watch every registered repository, queue each new commit
@@ -41,7 +41,7 @@ pub fn cmd_daemon(args: DaemonArgs) -> CmdResult {
         Some(DaemonAction::Status { json }) => status(&paths, json),
         Some(DaemonAction::Stop) => stop(&paths),
         None => {
-            let grace = crate::config::parse_duration(&args.grace).ok_or_else(|| {
+            let grace = gs_config::parse_duration(&args.grace).ok_or_else(|| {
                 CommandError::usage(format!("invalid --grace {:?}", args.grace))
                     .hint("write a duration like \"30s\" or \"2m\"")
             })?;
@@ -69,7 +69,7 @@ pub fn cmd_daemon(args: DaemonArgs) -> CmdResult {
 }
 
 fn status(paths: &Paths, json: bool) -> CmdResult {
-    let Some(pid) = crate::ipc::running(&paths.home) else {
+    let Some(pid) = gs_ipc::running(&paths.home) else {
         if json {
             print_json(&serde_json::json!({"running": false}));
         } else {
@@ -77,11 +77,10 @@ fn status(paths: &Paths, json: bool) -> CmdResult {
         }
         return Ok(1);
     };
-    let mut v: serde_json::Value =
-        crate::ipc::request(&paths.home, "status", Duration::from_secs(3))
-            .ok()
-            .and_then(|s| serde_json::from_str(&s).ok())
-            .unwrap_or_else(|| serde_json::json!({"pid": pid}));
+    let mut v: serde_json::Value = gs_ipc::request(&paths.home, "status", Duration::from_secs(3))
+        .ok()
+        .and_then(|s| serde_json::from_str(&s).ok())
+        .unwrap_or_else(|| serde_json::json!({"pid": pid}));
     v["running"] = true.into();
     if json {
         print_json(&v);
@@ -123,17 +122,17 @@ fn status(paths: &Paths, json: bool) -> CmdResult {
 }
 
 fn stop(paths: &Paths) -> CmdResult {
-    let Some(pid) = crate::ipc::running(&paths.home) else {
+    let Some(pid) = gs_ipc::running(&paths.home) else {
         outln!("daemon: not running");
         return Ok(0);
     };
-    if crate::ipc::request(&paths.home, "stop", Duration::from_secs(3)).is_err() && pid > 0 {
+    if gs_ipc::request(&paths.home, "stop", Duration::from_secs(3)).is_err() && pid > 0 {
         // The socket is gone but the process holds the lock: ask with a signal instead.
         // SAFETY: sending SIGTERM to the pid recorded in our own lock file.
         unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
     }
     let deadline = Instant::now() + Duration::from_secs(120);
-    while crate::ipc::running(&paths.home).is_some() {
+    while gs_ipc::running(&paths.home).is_some() {
         if Instant::now() > deadline {
             return Err(CommandError::failed(format!(
                 "the daemon (pid {pid}) did not stop within 120 s"

@@ -34,7 +34,7 @@ pub fn cmd_demo(args: DemoArgs) -> CmdResult {
                 "   {} from {} ({})",
                 s.branch,
                 s.base,
-                crate::util::short(&s.base_commit)
+                gs_util::short(&s.base_commit)
             ),
             Event::Evaluated(ev) => {
                 println!("   {} — {}", ev.recommendation, ev.reason);
@@ -68,7 +68,7 @@ pub fn cmd_demo(args: DemoArgs) -> CmdResult {
     println!(
         "Experiment {EXPERIMENT}: {}, promoted into main as {}.",
         done.promoted.recommendation,
-        crate::util::short(&done.promoted.commit)
+        gs_util::short(&done.promoted.commit)
     );
     println!("Look around:  cd {}", done.root.display());
     println!("              git sandbox log      # one line per commit");

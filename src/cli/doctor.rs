@@ -1,7 +1,7 @@
 use super::{print_json, CmdResult, CommandError};
-use crate::config::Paths;
-use crate::model::LayerStatus;
-use crate::runner::sandbox::{self, probe, Probe, Sandbox};
+use gs_config::Paths;
+use gs_model::LayerStatus;
+use gs_sandbox::{sandbox, sandbox::probe, sandbox::Probe, sandbox::Sandbox};
 
 /// What this machine's sandbox can enforce: every layer, available or not, the reason, and what
 /// a missing one would need. Probes afresh and updates the cache that runs use.
@@ -95,10 +95,10 @@ struct GenerationRow {
 }
 
 fn cache_generations(paths: &Paths) -> Vec<CacheGenerations> {
-    let mut out: Vec<CacheGenerations> = crate::runner::caches::list(&paths.caches())
+    let mut out: Vec<CacheGenerations> = gs_runner::caches::list(&paths.caches())
         .into_iter()
         .map(|c| CacheGenerations {
-            generations: crate::runner::caches::generations_of(&c)
+            generations: gs_runner::caches::generations_of(&c)
                 .into_iter()
                 .map(|(number, base, bytes)| GenerationRow {
                     number,

@@ -3,8 +3,8 @@
 
 use crate::app::{AppError, ErrorKind, Hinted};
 use crate::daemon::DaemonError;
-use crate::git::GitError;
-use crate::store::StoreError;
+use gs_git::GitError;
+use gs_store::StoreError;
 
 /// Exit codes of a command that fails (a success is 0; `exec` passes its command's code on).
 pub mod exit {
@@ -169,8 +169,8 @@ impl From<GitError> for CommandError {
     }
 }
 
-impl From<crate::config::ConfigError> for CommandError {
-    fn from(e: crate::config::ConfigError) -> Self {
+impl From<gs_config::ConfigError> for CommandError {
+    fn from(e: gs_config::ConfigError) -> Self {
         CommandError::hinted(Kind::Usage, &e)
     }
 }

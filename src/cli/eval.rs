@@ -1,6 +1,6 @@
 use super::{cwd, experiment::print_evaluation, print_json, CmdResult};
 use crate::app::{experiment::eval, repo::repos, repo::session::Session};
-use crate::model::Recommendation;
+use gs_model::Recommendation;
 
 /// Evaluate an experiment against production (criteria and a recommendation).
 ///
@@ -28,7 +28,7 @@ pub fn cmd_eval(args: EvalArgs) -> CmdResult {
         &repo,
         &row,
         &args.name,
-        crate::model::Trigger::Manual,
+        gs_model::Trigger::Manual,
         &gix::interrupt::IS_INTERRUPTED,
     )?;
     if args.json {

@@ -1,6 +1,6 @@
 use super::{CmdResult, CommandError};
 use crate::app::Context;
-use crate::store::{Event, EventFilter};
+use gs_store::{Event, EventFilter};
 use std::time::Duration;
 
 /// The event log: runs queued, started, checked out, tested, analysed, completed or failed, and
@@ -90,7 +90,7 @@ fn print(e: &Event, json: bool) {
                 .as_deref()
                 .or(e.repository_id.as_deref())
                 .unwrap_or("-"),
-            e.commit.as_deref().map(crate::util::short).unwrap_or("-"),
+            e.commit.as_deref().map(gs_util::short).unwrap_or("-"),
             if e.data.is_null() {
                 String::new()
             } else {

@@ -1,6 +1,6 @@
 use super::{cwd, CmdResult, CommandError};
 use crate::app::{run::exec, Context};
-use crate::git;
+use gs_git as git;
 
 /// Run any command in a sandboxed, throw-away checkout of REV; prints its output and exits with
 /// its exit code. Nothing is recorded.
@@ -24,7 +24,7 @@ pub fn cmd_exec(args: ExecArgs) -> CmdResult {
     let ctx = Context::load()?;
     let commit = git::resolve_commit(&repo, &args.rev)?;
     let timeout = match &args.timeout {
-        Some(t) => Some(crate::config::parse_duration(t).ok_or_else(|| {
+        Some(t) => Some(gs_config::parse_duration(t).ok_or_else(|| {
             CommandError::usage(format!("invalid --timeout {t:?}"))
                 .hint("write a duration like \"90s\" or \"5m\"")
         })?),

@@ -1,7 +1,7 @@
 use super::{cwd, print_json, ui, CmdResult};
 use crate::app::{experiment::experiments, repo::repos, repo::session::Session};
-use crate::model::{Evaluation, RunRecord};
-use crate::util::time;
+use gs_model::{Evaluation, RunRecord};
+use gs_util::time;
 
 /// Experiments as branches: start one, list them, show one.
 ///
@@ -148,7 +148,7 @@ fn cmd_start(args: StartArgs) -> CmdResult {
             "Started experiment {} from {} ({}); work on it with `git switch {}`",
             started.experiment,
             started.base,
-            crate::util::short(&started.base_commit),
+            gs_util::short(&started.base_commit),
             started.branch
         );
     }
@@ -233,7 +233,7 @@ fn cmd_show(args: ShowArgs) -> CmdResult {
         println!(
             "Rolled back: {} (reverted by {})",
             ui::escape(&rb.reason),
-            ui::escape(crate::util::short(&rb.revert))
+            ui::escape(gs_util::short(&rb.revert))
         );
     }
     if let Some(h) = &d.overview.head {
@@ -266,7 +266,7 @@ fn cmd_show(args: ShowArgs) -> CmdResult {
             None => println!(
                 "  {} {} {} {}",
                 ui::dim("·"),
-                ui::yellow(crate::util::short(&c.commit)),
+                ui::yellow(gs_util::short(&c.commit)),
                 ui::dim("not run"),
                 ui::escape(&c.summary)
             ),
@@ -294,9 +294,9 @@ pub fn print_evaluation(ev: &Evaluation) {
         "Evaluation: {} — {} ({} against {} {})",
         ev.recommendation,
         ui::escape(&ev.reason),
-        ui::escape(crate::util::short(&ev.head.commit)),
+        ui::escape(gs_util::short(&ev.head.commit)),
         ui::escape(ev.base.refname.trim_start_matches("refs/heads/")),
-        ui::escape(crate::util::short(&ev.base.commit)),
+        ui::escape(gs_util::short(&ev.base.commit)),
     );
     for c in &ev.criteria {
         println!(

@@ -30,7 +30,7 @@ pub fn cmd_flaky(args: FlakyArgs) -> CmdResult {
         None => {
             let here = super::cwd()
                 .ok()
-                .and_then(|dir| crate::git::discover(&dir).ok())
+                .and_then(|dir| gs_git::discover(&dir).ok())
                 .and_then(|repo| {
                     crate::app::repo::repos::registration(&ctx, &repo)
                         .ok()
@@ -73,11 +73,7 @@ pub fn cmd_flaky(args: FlakyArgs) -> CmdResult {
                 ui::escape(&t.name).into_owned(),
                 t.flips.to_string(),
                 format!("{}/{}", t.failures, t.runs),
-                format!(
-                    "{} {}",
-                    t.last_flip_at,
-                    crate::util::short(&t.last_flip_commit)
-                ),
+                format!("{} {}", t.last_flip_at, gs_util::short(&t.last_flip_commit)),
                 t.last_outcome.clone(),
             ]);
             row

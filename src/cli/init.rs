@@ -25,7 +25,7 @@ pub struct InitArgs {
 pub fn cmd_init(args: InitArgs) -> CmdResult {
     let dir = cwd()?;
     // Outside a repository is bad input: say so before touching the index.
-    crate::git::discover(&dir)?;
+    gs_git::discover(&dir)?;
     let ctx = Context::load()?;
     if args.remove {
         return remove(&ctx, &dir, args.json);

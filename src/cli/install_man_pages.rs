@@ -113,7 +113,7 @@ fn write_pages(cmd: clap::Command, man1: &Path) -> std::io::Result<Vec<PathBuf>>
     cmd.build();
     let header = Header {
         // The day they were made (the title line needs a date to place the other fields).
-        date: crate::util::time::now_rfc3339()[..10].to_string(),
+        date: gs_util::time::now_rfc3339()[..10].to_string(),
         source: format!("git-sandbox {}", env!("CARGO_PKG_VERSION")),
     };
     let mut out = Vec::new();

@@ -1,6 +1,6 @@
 use super::{print_json, ui, CmdResult};
 use crate::app::Context;
-use crate::util::time;
+use gs_util::time;
 
 /// List registered experiment repositories with their runs, pending jobs and last activity.
 ///

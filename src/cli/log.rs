@@ -52,7 +52,7 @@ pub fn cmd_log(args: LogArgs) -> CmdResult {
             None => println!(
                 "{} {} {} {}",
                 ui::dim("·"),
-                ui::yellow(crate::util::short(&e.commit)),
+                ui::yellow(gs_util::short(&e.commit)),
                 ui::dim("not run"),
                 ui::escape(&e.summary)
             ),

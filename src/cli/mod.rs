@@ -134,30 +134,27 @@ pub fn main() -> i32 {
     // The sandbox helper starts for every run: straight to it, without building the whole
     // command line's parser (it takes its plan from the environment, no arguments).
     let mut args = std::env::args_os().skip(1);
-    if args.next().as_deref()
-        == Some(std::ffi::OsStr::new(
-            crate::runner::sandbox::HELPER_SUBCOMMAND,
-        ))
+    if args.next().as_deref() == Some(std::ffi::OsStr::new(gs_sandbox::sandbox::HELPER_SUBCOMMAND))
         && args.next().is_none()
     {
         set_sigpipe(libc::SIG_IGN);
-        return crate::runner::sandbox::helper::main();
+        return gs_sandbox::sandbox::helper::main();
     }
     let mut args = std::env::args_os().skip(1);
     if args.next().as_deref()
         == Some(std::ffi::OsStr::new(
-            crate::runner::sandbox::forkserver::SUBCOMMAND,
+            gs_sandbox::sandbox::forkserver::SUBCOMMAND,
         ))
         && args.next().is_none()
     {
         // The helpers it forks start from here, as an exec'd one does above.
         set_sigpipe(libc::SIG_IGN);
-        return crate::runner::sandbox::forkserver::serve();
+        return gs_sandbox::sandbox::forkserver::serve();
     }
     // What the caller left open (a shell's `exec 7<file`, its own pipes) stays its business:
     // no process started from here — git, the fork server, a helper, a hook — inherits it.
     // Marked, not closed: what the caller handed on purpose stays usable by this process.
-    crate::util::fds::cloexec_from(3);
+    gs_util::fds::cloexec_from(3);
     let parsed = command()
         .try_get_matches()
         .and_then(|m| Ok((Cli::from_arg_matches(&m)?, wants_json(&m))));
@@ -182,9 +179,9 @@ pub fn main() -> i32 {
         // few stdout lines go through `outln!`, which ends like SIGPIPE when stdout is closed.
         set_sigpipe(libc::SIG_IGN);
     }
-    if crate::util::trace::log_asked() && !matches!(cli.command, Command::Daemon(_)) {
+    if gs_util::trace::log_asked() && !matches!(cli.command, Command::Daemon(_)) {
         // The daemon always logs; another command only when asked (its stderr is for people).
-        crate::util::trace::init_log();
+        gs_util::trace::init_log();
     }
     let result = match cli.command {
         Command::New(a) => new::cmd_new(a),

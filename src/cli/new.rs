@@ -45,7 +45,7 @@ pub fn cmd_new(args: NewArgs) -> CmdResult {
     )?;
     super::install_man_pages::beside_installed_binary();
     let github = if args.github {
-        let repo = crate::git::open(std::path::Path::new(&created.repo.path))?;
+        let repo = gs_git::open(std::path::Path::new(&created.repo.path))?;
         Some(crate::app::publish::github::connect(
             &ctx,
             &repo,

@@ -40,7 +40,7 @@ pub fn cmd_pre_push(args: PrePushArgs) -> CmdResult {
     let summary = |c: &str| {
         gix::ObjectId::from_hex(c.as_bytes())
             .ok()
-            .and_then(|id| crate::git::commit_info(&repo, id).ok())
+            .and_then(|id| gs_git::commit_info(&repo, id).ok())
             .map(|i| i.summary)
             .unwrap_or_default()
     };
@@ -52,7 +52,7 @@ pub fn cmd_pre_push(args: PrePushArgs) -> CmdResult {
             .strip_prefix("refs/heads/")
             .unwrap_or(&t.update.local_ref);
         match &t.record {
-            Some(r) if r.status != crate::model::Status::Passed => {
+            Some(r) if r.status != gs_model::Status::Passed => {
                 let line = ui::oneline(r, &summary(&r.commit));
                 if t.refuses() {
                     refused.push(format!("  {line}"));
@@ -66,19 +66,19 @@ pub fn cmd_pre_push(args: PrePushArgs) -> CmdResult {
                 refused.push(format!("  {name}: no result"));
                 eprintln!(
                     "git-sandbox: the tip of {name} ({}) has no result after waiting [hooks] pre_push_timeout",
-                    crate::util::short(&t.update.local.to_string())
+                    gs_util::short(&t.update.local.to_string())
                 );
             }
             None => eprintln!(
                 "git-sandbox: note: the tip of {name} ({}) has no result yet, so it is not gated (pre_push = \"wait\" waits for it)",
-                crate::util::short(&t.update.local.to_string())
+                gs_util::short(&t.update.local.to_string())
             ),
         }
         if !t.earlier_failed.is_empty() {
             let shorts: Vec<&str> = t
                 .earlier_failed
                 .iter()
-                .map(|r| crate::util::short(&r.commit))
+                .map(|r| gs_util::short(&r.commit))
                 .collect();
             eprintln!(
                 "git-sandbox: note: {} below the tip of {name} failed: {}",

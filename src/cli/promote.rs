@@ -72,7 +72,7 @@ pub fn cmd_promote(args: PromoteArgs) -> CmdResult {
         } else {
             None
         },
-        trigger: crate::model::Trigger::Manual,
+        trigger: gs_model::Trigger::Manual,
     };
     if crate::app::experiment::promote::strategy(&ctx, &repo, &opts)? == "pull-request" {
         if args.watch {
@@ -131,8 +131,8 @@ pub fn cmd_promote(args: PromoteArgs) -> CmdResult {
             p.target,
             p.recommendation,
             p.strategy,
-            crate::util::short(&p.previous),
-            crate::util::short(&p.commit)
+            gs_util::short(&p.previous),
+            gs_util::short(&p.commit)
         );
         if let Some(r) = &p.result {
             println!(
@@ -156,8 +156,8 @@ pub fn cmd_promote(args: PromoteArgs) -> CmdResult {
             } else {
                 ""
             },
-            crate::util::short(&p.previous),
-            crate::util::short(&p.commit)
+            gs_util::short(&p.previous),
+            gs_util::short(&p.commit)
         );
         if let Some(wt) = &p.worktree_updated {
             println!("Updated the checkout of {} in {wt}", p.target);
@@ -173,7 +173,7 @@ pub fn cmd_promote(args: PromoteArgs) -> CmdResult {
         eprintln!(
             "Rolled back: {}; {} reverts it on {} (experiment {} is rolled_back)",
             ui::escape(&rb.reason),
-            crate::util::short(&rb.revert),
+            gs_util::short(&rb.revert),
             rb.target,
             rb.experiment
         );
@@ -191,13 +191,13 @@ pub fn cmd_promote(args: PromoteArgs) -> CmdResult {
     if p.watched && !p.dry_run && !args.json {
         println!(
             "Watched: production's run of {} passed; nothing to roll back",
-            crate::util::short(&p.commit)
+            gs_util::short(&p.commit)
         );
     }
     if let Some(r) = p.result.as_ref().filter(|r| !r.status.is_success()) {
         eprintln!(
             "warning: promoted with --force although the merged commit {} is {}{}; see `git sandbox show {}`",
-            crate::util::short(&r.commit),
+            gs_util::short(&r.commit),
             r.status,
             if p.broken.is_empty() {
                 String::new()

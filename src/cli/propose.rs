@@ -71,7 +71,7 @@ pub fn cmd_propose(args: ProposeArgs) -> CmdResult {
             "promoted {} into {} as {}",
             done.experiment,
             done.target,
-            crate::util::short(&done.commit)
+            gs_util::short(&done.commit)
         );
     }
     for (name, why) in &p.refused {

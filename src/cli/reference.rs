@@ -27,7 +27,7 @@ pub fn cmd_reference(a: ReferenceArgs) -> CmdResult {
     }
     for (name, text) in &pages {
         let path = a.dir.join(name);
-        crate::util::write_atomic(&path, text.as_bytes()).map_err(|e| write_error(&path, e))?;
+        gs_util::write_atomic(&path, text.as_bytes()).map_err(|e| write_error(&path, e))?;
     }
     eprintln!(
         "Wrote {} into {}",

@@ -35,7 +35,7 @@ pub fn cmd_reindex(args: ReindexArgs) -> CmdResult {
                             r.path,
                             r.skipped.len(),
                             if r.skipped.len() == 1 { "" } else { "s" },
-                            crate::util::short(&first.commit),
+                            gs_util::short(&first.commit),
                             first.reason
                         );
                     }

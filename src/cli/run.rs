@@ -1,9 +1,9 @@
 use super::{cwd, print_json, ui, CmdResult, CommandError};
 use crate::app::run::{run_commits, run_commits_parallel, Progress, RunOptions};
 use crate::app::{repo::session::Session, select};
-use crate::config::ConfigFile;
-use crate::git::revs::Walk;
-use crate::model::{Status, Trigger};
+use gs_config::ConfigFile;
+use gs_git::revs::Walk;
+use gs_model::{Status, Trigger};
 use std::io::IsTerminal;
 
 /// Run the experiment for commits now, in the foreground, oldest first: checkout into a
@@ -80,7 +80,7 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
         flags.test.command = Some(c.clone());
     }
     if let Some(t) = &args.timeout {
-        flags.test.timeout = Some(crate::config::parse_duration(t).ok_or_else(|| {
+        flags.test.timeout = Some(gs_config::parse_duration(t).ok_or_else(|| {
             CommandError::usage(format!("invalid --timeout {t:?}"))
                 .hint("write a duration like \"90s\", \"5m\" or \"1h\"")
         })?);
@@ -94,20 +94,20 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
         plain_means_listed: true,
     };
     let snapshot = if args.staged {
-        Some(crate::git::snapshot::Snapshot::Staged)
+        Some(gs_git::snapshot::Snapshot::Staged)
     } else if args.worktree {
-        Some(crate::git::snapshot::Snapshot::Worktree)
+        Some(gs_git::snapshot::Snapshot::Worktree)
     } else {
         None
     };
     let commits = match snapshot {
-        Some(what) => vec![crate::git::snapshot::take(&repo, what)?.0],
+        Some(what) => vec![gs_git::snapshot::take(&repo, what)?.0],
         None => select::commits(&ctx, &repo, &args.revs, args.all, walk)?,
     };
     if commits.is_empty() {
         eprintln!("{}: no commits to run", ui::revisions(&args.revs, args.all));
         if args.json {
-            print_json(&Vec::<crate::model::RunRecord>::new());
+            print_json(&Vec::<gs_model::RunRecord>::new());
         }
         return Ok(0);
     }
@@ -120,13 +120,13 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
                 let what = match (e.decision, &e.from) {
                     ("own", _) => "keeps its own result".to_string(),
                     ("tree", Some(from)) => {
-                        format!("is served from {}", crate::util::short(from))
+                        format!("is served from {}", gs_util::short(from))
                     }
                     _ => "would run".to_string(),
                 };
                 println!(
                     "{} {what}: {}",
-                    ui::yellow(crate::util::short(&e.commit)),
+                    ui::yellow(gs_util::short(&e.commit)),
                     ui::escape(&e.reasons.join("; "))
                 );
             }
@@ -157,7 +157,7 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
         eprintln!(
             "{} {}: first failure after {}: {}",
             ui::mark(Status::Failed),
-            crate::util::short(commit),
+            gs_util::short(commit),
             ui::duration(ms),
             ui::escape(test)
         );
@@ -183,7 +183,7 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
     let json = args.json;
     let mut summaries = std::collections::HashMap::new();
     for &c in &commits {
-        if let Ok(info) = crate::git::commit_info(&repo, c) {
+        if let Ok(info) = gs_git::commit_info(&repo, c) {
             summaries.insert(c.to_string(), info.summary);
         }
     }
@@ -215,7 +215,7 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
     let mut on_progress = |p: Progress<'_>| match p {
         Progress::Started { commit, .. } => {
             if let Some(b) = &bar {
-                b.set_message(crate::util::short(&commit.to_string()).to_string());
+                b.set_message(gs_util::short(&commit.to_string()).to_string());
             }
         }
         Progress::Finished { record, .. } => {
@@ -259,9 +259,9 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
     for a in &outcome.attempts {
         eprintln!(
             "warning: {} could not run here: {}; the result of the same tree and config stands (`git sandbox show {}`)",
-            crate::util::short(&a.commit),
+            gs_util::short(&a.commit),
             ui::escape(ui::first_line(a.error.as_deref().unwrap_or("its tests could not run"))),
-            crate::util::short(&a.commit)
+            gs_util::short(&a.commit)
         );
     }
     if outcome.restored > 0 {
@@ -293,7 +293,7 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
     }
     for r in outcome.records.iter().filter(|r| r.status == Status::Error) {
         if let Some(e) = &r.error {
-            let short = crate::util::short(&r.commit);
+            let short = gs_util::short(&r.commit);
             let e = ui::escape(ui::first_line(e));
             // A config error already opens with the commit (`ab7947e:.sandbox.toml:3: …`).
             if e.starts_with(short) {
@@ -312,7 +312,7 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
 pub fn explained_text(e: &crate::app::run::selection::Explained) -> String {
     use crate::app::run::selection::Why;
     let s = &e.selection;
-    let head = ui::yellow(crate::util::short(&e.commit));
+    let head = ui::yellow(gs_util::short(&e.commit));
     if let Some(why) = &s.one_phase {
         return format!("{head} one phase, the whole suite: {}\n", ui::escape(why));
     }

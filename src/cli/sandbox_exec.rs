@@ -7,5 +7,5 @@ use super::CmdResult;
 pub struct SandboxExecArgs {}
 
 pub fn cmd_sandbox_exec(_args: SandboxExecArgs) -> CmdResult {
-    Ok(crate::runner::sandbox::helper::main())
+    Ok(gs_sandbox::sandbox::helper::main())
 }

@@ -1,6 +1,6 @@
 use super::{cwd, print_json, ui, CmdResult, CommandError};
 use crate::app::{repo::session::Session, run::results, Context};
-use crate::model::{Attempt, RunRecord};
+use gs_model::{Attempt, RunRecord};
 
 /// Show the full result of a commit (default HEAD), like `git show` does for the commit itself.
 ///
@@ -22,7 +22,7 @@ pub fn cmd_show(args: ShowArgs) -> CmdResult {
     let Session { ctx, repo, row } = Session::open(&cwd()?)?;
     super::notice_hooks(&repo);
     let rev = args.rev.as_deref().unwrap_or("HEAD");
-    let commit = crate::git::resolve_commit(&repo, rev)?;
+    let commit = gs_git::resolve_commit(&repo, rev)?;
     let mut reader = results::NoteReader::new(&repo)?;
     let found = results::find_record(&ctx, &repo, &row, &mut reader, commit)?;
     if let Some(w) = reader.warning() {
@@ -31,7 +31,7 @@ pub fn cmd_show(args: ShowArgs) -> CmdResult {
     let Some(record) = found else {
         return Err(CommandError::failed(format!(
             "{} has no result yet",
-            crate::util::short(&commit.to_string())
+            gs_util::short(&commit.to_string())
         ))
         .hint(format!("run it with `git sandbox run {rev}`")));
     };
@@ -51,7 +51,7 @@ pub fn cmd_show(args: ShowArgs) -> CmdResult {
         }
         return Ok(0);
     }
-    let info = crate::git::commit_info(&repo, commit)?;
+    let info = gs_git::commit_info(&repo, commit)?;
     let logs = |check: Option<&str>| {
         Some(crate::app::run::logs::check_path(
             &ctx, &row, &record, check,
@@ -79,7 +79,7 @@ fn duration_parts(r: &RunRecord) -> String {
     if let Some(from) = &r.cached_from {
         return format!(
             " to serve it from the run of {} (that run's tests took {})",
-            ui::escape(crate::util::short(from)),
+            ui::escape(gs_util::short(from)),
             ui::duration(t.duration_ms)
         );
     }
@@ -97,7 +97,7 @@ fn duration_parts(r: &RunRecord) -> String {
 }
 
 /// The setup step the tests ran after: its command, how it came to be ready, its log.
-fn print_setup(s: &crate::model::SetupRun, log: Option<&std::path::Path>) {
+fn print_setup(s: &gs_model::SetupRun, log: Option<&std::path::Path>) {
     let how = match s.how.as_str() {
         "built" => format!("ran for {}", ui::duration(s.duration_ms)),
         "reused" => "reused the layer an earlier run built for the same lockfiles".into(),
@@ -175,7 +175,7 @@ fn print_human(
     }
     if let Some(by) = &r.superseded_by {
         let by = ui::escape(by);
-        println!("Skipped:  its branch had moved on to {by} before its run ([watch] mode = \"latest\"); run it with `git sandbox run {}`", crate::util::short(&r.commit));
+        println!("Skipped:  its branch had moved on to {by} before its run ([watch] mode = \"latest\"); run it with `git sandbox run {}`", gs_util::short(&r.commit));
     }
     if let Some(rt) = &r.retried {
         println!(
@@ -220,7 +220,7 @@ fn print_human(
                 println!("  log:      {}", log.display());
             }
             if let Some(iso) = &t.isolation {
-                use crate::model::LayerStatus;
+                use gs_model::LayerStatus;
                 let missing: Vec<String> = iso
                     .not_enforced
                     .iter()
@@ -265,7 +265,7 @@ fn print_human(
                     }
                 );
             }
-            if !t.output_tail.is_empty() && r.status != crate::model::Status::Passed {
+            if !t.output_tail.is_empty() && r.status != gs_model::Status::Passed {
                 println!("  output (last lines):");
                 for l in t.output_tail.lines() {
                     println!("    {}", ui::escape(l));
@@ -395,7 +395,7 @@ fn print_checks(r: &RunRecord, logs: Logs<'_>) {
             ui::duration(t.duration_ms),
             if c.required { "" } else { "  (optional)" }
         );
-        if c.status() == crate::model::Status::Passed {
+        if c.status() == gs_model::Status::Passed {
             continue;
         }
         println!("      command: {}", ui::escape(&t.command));
@@ -416,7 +416,7 @@ fn print_checks(r: &RunRecord, logs: Logs<'_>) {
 
 fn print_isolation(ctx: &Context, r: &RunRecord, json: bool) -> CmdResult {
     let Some(summary) = r.tests.as_ref().and_then(|t| t.isolation.as_ref()) else {
-        let short = crate::util::short(&r.commit);
+        let short = gs_util::short(&r.commit);
         return Err(
             CommandError::failed(format!("{short} ran no test command, so no sandbox"))
                 .hint(format!("see `git sandbox show {short}`")),
@@ -444,8 +444,8 @@ fn print_isolation(ctx: &Context, r: &RunRecord, json: bool) -> CmdResult {
     );
     for l in &layers {
         let mark = match l.status {
-            crate::model::LayerStatus::Enforced => "✔",
-            crate::model::LayerStatus::Off => "-",
+            gs_model::LayerStatus::Enforced => "✔",
+            gs_model::LayerStatus::Off => "-",
             _ => "✘",
         };
         println!("{mark} {:<17} {}", l.layer, l.detail);

@@ -18,12 +18,12 @@ pub fn cmd_status(args: StatusArgs) -> CmdResult {
     let experiments: u64 = stats.iter().map(|s| s.experiments).sum();
     let by_state = ctx.index.experiment_counts()?;
     let success_rate = (runs > 0).then(|| passed as f64 / runs as f64);
-    let daemon = crate::ipc::running(&ctx.paths.home);
+    let daemon = gs_ipc::running(&ctx.paths.home);
     let (queued, running) = ctx.index.queue_depth()?;
     let why = ctx.index.pending_by_trigger()?;
     let dead = ctx.index.dead_jobs()?;
     let daemons = crate::app::repo::daemons::list(&ctx)?;
-    let unindexed: Vec<String> = crate::store::registry::list(&ctx.paths.home)
+    let unindexed: Vec<String> = gs_store::registry::list(&ctx.paths.home)
         .into_iter()
         .filter(|e| !stats.iter().any(|s| s.repo.repository_id == e.id))
         .map(|e| e.path.display().to_string())
@@ -80,7 +80,7 @@ pub fn cmd_status(args: StatusArgs) -> CmdResult {
         "queue:         {queued} pending{}, {running} running{}",
         queue_reasons(&why),
         if dead > 0 {
-            format!(", {dead} given up after {} attempts (`git sandbox events --kind run.failed` and the daemons' logs say why; `git sandbox run REV` runs one by hand)", crate::store::MAX_ATTEMPTS)
+            format!(", {dead} given up after {} attempts (`git sandbox events --kind run.failed` and the daemons' logs say why; `git sandbox run REV` runs one by hand)", gs_store::MAX_ATTEMPTS)
         } else {
             String::new()
         }

@@ -1,7 +1,7 @@
 //! Small helpers for human output: colour only on a terminal (and never with NO_COLOR),
 //! status marks, aligned tables, counted nouns, paths quoted as git quotes them.
 
-use crate::model::{RunRecord, Status};
+use gs_model::{RunRecord, Status};
 use std::io::IsTerminal;
 
 pub fn color() -> bool {
@@ -65,7 +65,7 @@ pub fn counts(r: &RunRecord) -> String {
 }
 
 pub fn duration(ms: u64) -> String {
-    crate::util::time::duration_text(ms)
+    gs_util::time::duration_text(ms)
 }
 
 /// One line for a record, as `log` and `run` print it (the commit's subject and the record's
@@ -77,7 +77,7 @@ pub fn oneline(r: &RunRecord, summary: &str) -> String {
         return format!(
             "{} {} {} {summary} — reported by {} as {}, not verified",
             dim("?"),
-            yellow(crate::util::short(&r.commit)),
+            yellow(gs_util::short(&r.commit)),
             dim("unverified"),
             escape(r.reporter()),
             r.status
@@ -96,15 +96,15 @@ pub fn oneline(r: &RunRecord, summary: &str) -> String {
         return format!(
             "{} {} skipped {summary} [superseded by {}]",
             mark(r.status),
-            yellow(crate::util::short(&r.commit)),
-            escape(crate::util::short(by))
+            yellow(gs_util::short(&r.commit)),
+            escape(gs_util::short(by))
         );
     }
     if let (Status::Skipped, Some(why)) = (r.status, &r.error) {
         return format!(
             "{} {} skipped {summary} — {}",
             mark(r.status),
-            yellow(crate::util::short(&r.commit)),
+            yellow(gs_util::short(&r.commit)),
             escape(first_line(why))
         );
     }
@@ -122,7 +122,7 @@ pub fn oneline(r: &RunRecord, summary: &str) -> String {
     format!(
         "{} {} {} {} [{}]{}{}",
         mark(r.status),
-        yellow(crate::util::short(&r.commit)),
+        yellow(gs_util::short(&r.commit)),
         r.status,
         summary,
         facts.join(", "),

@@ -34,7 +34,7 @@ impl Drop for Listener {
 /// Bind the socket (the daemon lock is held, so a leftover file is stale) and serve it on the
 /// current tokio runtime.
 pub fn listen(home: &Path, tx: mpsc::Sender<Msg>) -> Result<Listener, DaemonError> {
-    let path = crate::ipc::socket_path(home);
+    let path = gs_ipc::socket_path(home);
     let _ = std::fs::remove_file(&path);
     let bind_err = |source| DaemonError::Bind {
         path: path.clone(),
@@ -102,7 +102,7 @@ fn bind_private(path: &Path) -> std::io::Result<UnixListener> {
         }
         std::fs::set_permissions(
             path,
-            std::os::unix::fs::PermissionsExt::from_mode(crate::util::private::FILE_MODE),
+            std::os::unix::fs::PermissionsExt::from_mode(gs_util::private::FILE_MODE),
         )?;
         if libc::listen(fd.as_raw_fd(), 128) != 0 {
             return Err(last());

@@ -5,8 +5,8 @@
 //! is in git, and a job whose lease could not be renewed returns to the queue.
 
 use crate::app::AppError;
-use crate::store::StoreError;
-use crate::util::backoff::Backoff;
+use gs_store::StoreError;
+use gs_util::backoff::Backoff;
 use std::time::{Duration, Instant};
 
 /// 1 s, doubling to 30 s: also how a lost `LISTEN` connection is opened again (`listen.rs`).
@@ -73,7 +73,7 @@ impl Health {
                 ));
                 self.away = Some(Away {
                     since: now,
-                    since_wall: crate::util::time::now_rfc3339(),
+                    since_wall: gs_util::time::now_rfc3339(),
                     error,
                     next: now + RETRY.first,
                     backoff: RETRY.first,

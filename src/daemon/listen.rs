@@ -11,7 +11,7 @@ use std::time::Duration;
 /// opens it again after [`super::health::RETRY`]) or the loop is told to stop.
 pub fn body(url: String, tx: tokio::sync::mpsc::Sender<Msg>) -> Body {
     Box::new(move |life: &Life| {
-        let mut listener = crate::store::Listener::open(&url)
+        let mut listener = gs_store::Listener::open(&url)
             .map_err(|e| format!("cannot listen for new jobs: {e}"))?;
         life.healthy();
         if tx.blocking_send(Msg::Jobs).is_err() {

@@ -22,9 +22,9 @@ mod watch;
 mod worker;
 
 use crate::app::{AppError, Context};
-use crate::model::EventKind;
-use crate::store::RepoRow;
-use crate::util::hint::{display_hinted, Hinted};
+use gs_model::EventKind;
+use gs_store::RepoRow;
+use gs_util::{hint::display_hinted, hint::Hinted};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -153,13 +153,13 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
     init_logging();
     let ctx = Context::load()?;
     let home = ctx.paths.home.clone();
-    let _lock = crate::ipc::lock(&home).map_err(|e| match e {
-        crate::ipc::LockError::Held(pid) => DaemonError::AlreadyRunning {
+    let _lock = gs_ipc::lock(&home).map_err(|e| match e {
+        gs_ipc::LockError::Held(pid) => DaemonError::AlreadyRunning {
             home: home.clone(),
             pid: pid.map_or("unknown".into(), |p| p.to_string()),
         },
-        crate::ipc::LockError::Io(source) => DaemonError::Lock {
-            path: crate::ipc::lock_path(&home),
+        gs_ipc::LockError::Io(source) => DaemonError::Lock {
+            path: gs_ipc::lock_path(&home),
             source,
         },
     })?;
@@ -184,7 +184,7 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
         None => None,
     };
     // Idle memory (issue 36: under 30 MiB): the daemon's many threads each allocate a little.
-    crate::util::few_malloc_arenas();
+    gs_util::few_malloc_arenas();
     // The edge (the control socket, signals, timers, the scheduler's channel) runs on tokio; the
     // runs stay synchronous on the worker threads.
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -207,13 +207,11 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
     let home_id = crate::app::home::home_id(&home);
     let reaped = ctx
         .index
-        .reap(crate::store::Held::OwnerPrefix(&format!(
-            "{home_id}/daemon/"
-        )))
+        .reap(gs_store::Held::OwnerPrefix(&format!("{home_id}/daemon/")))
         .map_err(AppError::from)?;
     let expired = ctx
         .index
-        .reap(crate::store::Held::Expired)
+        .reap(gs_store::Held::Expired)
         .map_err(AppError::from)?;
     let requeued = reaped.requeued + expired.requeued;
     let dead = reaped.dead + expired.dead;
@@ -301,7 +299,7 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
         if dead > 0 {
             format!(
                 ", {dead} jobs given up after {} attempts",
-                crate::store::MAX_ATTEMPTS
+                gs_store::MAX_ATTEMPTS
             )
         } else {
             String::new()
@@ -341,7 +339,7 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
             String::new()
         }
     ));
-    let _ = std::fs::remove_file(crate::ipc::socket_path(&home));
+    let _ = std::fs::remove_file(gs_ipc::socket_path(&home));
     drop(_in_runtime);
     rt.shutdown_timeout(Duration::from_secs(1));
     Ok(())
@@ -369,7 +367,7 @@ pub(crate) fn warn(msg: &str) {
 
 /// The daemon logs at `info` unless `GIT_SANDBOX_LOG` says otherwise.
 fn init_logging() {
-    crate::util::trace::init_log();
+    gs_util::trace::init_log();
 }
 
 /// The registered repositories, reloaded from the index on each heartbeat and when a ping
@@ -441,7 +439,7 @@ impl Repos {
         self.rows
             .values()
             .filter_map(|r| {
-                let repo = crate::git::open(std::path::Path::new(&r.path)).ok()?;
+                let repo = gs_git::open(std::path::Path::new(&r.path)).ok()?;
                 Some((r.repository_id.clone(), repo.common_dir().to_path_buf()))
             })
             .collect()

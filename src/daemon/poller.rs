@@ -5,7 +5,7 @@
 
 use super::supervise::{Body, Life};
 use crate::app::{intake::fetch, Context};
-use crate::model::EventKind;
+use gs_model::EventKind;
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -21,7 +21,7 @@ pub fn body(every: Duration) -> Body {
                 if life.stopping() {
                     return Ok(());
                 }
-                let Ok(repo) = crate::git::open(Path::new(&row.path)) else {
+                let Ok(repo) = gs_git::open(Path::new(&row.path)) else {
                     continue;
                 };
                 poll_one(&ctx, &repo, &row, &mut last_error);
@@ -37,7 +37,7 @@ pub fn body(every: Duration) -> Body {
 fn poll_one(
     ctx: &Context,
     repo: &gix::Repository,
-    row: &crate::store::RepoRow,
+    row: &gs_store::RepoRow,
     last_error: &mut HashMap<String, String>,
 ) {
     match fetch::poll(ctx, repo, row) {

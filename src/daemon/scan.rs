@@ -3,8 +3,8 @@
 
 use super::log;
 use crate::app::{intake::lost_notes, intake::notify, AppError, Context};
-use crate::model::EventKind;
-use crate::store::RepoRow;
+use gs_model::EventKind;
+use gs_store::RepoRow;
 use std::collections::HashMap;
 
 /// Where each repository's last look for lost notes left it, by repository id: a heartbeat
@@ -14,12 +14,12 @@ pub type Looked = HashMap<String, lost_notes::Seen>;
 /// Queue what is new in a repository; a `full` scan also looks for lost notes, in what moved
 /// since `looked` says it last did.
 pub fn scan(ctx: &Context, row: &RepoRow, full: bool, looked: &mut Looked) {
-    let result = crate::git::open(std::path::Path::new(&row.path))
+    let result = gs_git::open(std::path::Path::new(&row.path))
         .map_err(AppError::from)
         .and_then(|repo| {
             // A daemon killed mid-write leaves a lock on the notes ref; clear it if it is old.
-            for r in [crate::git::NOTES_REF, crate::git::SUMMARY_NOTES_REF] {
-                crate::git::notes::remove_stale_locks(&repo, r);
+            for r in [gs_git::NOTES_REF, gs_git::SUMMARY_NOTES_REF] {
+                gs_git::notes::remove_stale_locks(&repo, r);
             }
             if full {
                 let seen = looked.get(&row.repository_id).copied();

@@ -10,7 +10,7 @@ use super::{
 };
 use crate::app::intake::queue::Claimant;
 use crate::app::Context;
-use crate::model::EventKind;
+use gs_model::EventKind;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
@@ -191,7 +191,7 @@ impl<'a> Scheduler<'a> {
             let renewed = me.renew(ctx, &ids);
             self.health.record_app(&renewed);
         }
-        let reaped = ctx.index.reap(crate::store::Held::Expired);
+        let reaped = ctx.index.reap(gs_store::Held::Expired);
         self.health.record(&reaped);
         if let Ok(r) = reaped {
             if r.requeued + r.dead > 0 {
@@ -259,7 +259,7 @@ impl<'a> Scheduler<'a> {
             }
             if target.is_none() {
                 // A full scan's records are freed; their pages go back to the system.
-                crate::util::release_freed_memory();
+                gs_util::release_freed_memory();
             }
         }
         self.want_jobs = true;
@@ -309,7 +309,7 @@ fn dispatch(
     repos: &Repos,
     slots: &mut Slots,
     job_tx: &mpsc::Sender<worker::Assignment>,
-) -> Result<Option<usize>, crate::store::StoreError> {
+) -> Result<Option<usize>, gs_store::StoreError> {
     let mut i = 0;
     while i < slots.waiting.len() && slots.free() > 0 {
         if slots.is_busy(&slots.waiting[i]) {
@@ -353,7 +353,7 @@ fn dispatch(
         };
         let repo = opened
             .entry(row.repository_id.clone())
-            .or_insert_with(|| crate::git::open_recent(std::path::Path::new(&row.path)).ok());
+            .or_insert_with(|| gs_git::open_recent(std::path::Path::new(&row.path)).ok());
         let tree = repo
             .as_ref()
             .and_then(|r| worker::tree_of(r, &job.commit_id))

@@ -5,7 +5,7 @@
 //! or ran a minute). On stop the loops are told, and joined within the stop's deadline: a loop
 //! still busy then (a remote that hangs) is named in the log and left to the process's exit.
 
-use crate::util::backoff::Backoff;
+use gs_util::backoff::Backoff;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;

@@ -8,8 +8,8 @@ use super::{Msg, Shared};
 use crate::app::intake::fleet::{self, Missing};
 use crate::app::intake::queue::{self, JobEnd};
 use crate::app::Context;
-use crate::store::{Job, RepoRow};
 use gix::ObjectId;
+use gs_store::{Job, RepoRow};
 use std::sync::{mpsc, Arc, Mutex};
 
 /// How long a job whose commit is not here yet waits before it is offered again.
@@ -33,7 +33,7 @@ impl Assignment {
 /// The tree of `commit` in `repo` (None when the commit is not there).
 pub fn tree_of(repo: &gix::Repository, commit: &str) -> Option<String> {
     let id = ObjectId::from_hex(commit.as_bytes()).ok()?;
-    crate::git::commit_info(repo, id)
+    gs_git::commit_info(repo, id)
         .ok()
         .map(|i| i.tree.to_string())
 }
@@ -50,10 +50,10 @@ pub fn body(
             let waited = std::time::Instant::now();
             let next = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
             let Ok(a) = next else { return Ok(()) };
-            let _t = crate::util::trace::wanted().then(|| {
+            let _t = gs_util::trace::wanted().then(|| {
                 let ms = waited.elapsed().as_secs_f64() * 1000.0;
-                crate::util::trace::line("worker: waited for a batch", ms);
-                crate::util::trace::span("worker: batch")
+                gs_util::trace::line("worker: waited for a batch", ms);
+                gs_util::trace::span("worker: batch")
             });
             // A bug must cost one batch, not a worker: the scheduler counts on every Done. Jobs
             // that ended before it are not moved (their claims ended).
@@ -93,7 +93,7 @@ fn run_batch(ctx: &Context, a: &Assignment, shared: &Shared) -> bool {
             "job",
             id = job.id,
             repository = %a.row.name,
-            commit = %crate::util::short(&job.commit_id)
+            commit = %gs_util::short(&job.commit_id)
         );
         let _in_job = span.enter();
         match end {
@@ -123,15 +123,14 @@ fn here(ctx: &Context, row: &RepoRow, jobs: &[&Job]) -> Vec<Job> {
             "job",
             id = job.id,
             repository = %row.name,
-            commit = %crate::util::short(&job.commit_id)
+            commit = %gs_util::short(&job.commit_id)
         );
         let _in_job = span.enter();
         match found {
             Ok(()) => kept.push((*job).clone()),
             Err(Missing::NotHere) => {
-                let later = crate::util::time::rfc3339(
-                    crate::util::time::now_millis() + DEFER.as_millis() as i64,
-                );
+                let later =
+                    gs_util::time::rfc3339(gs_util::time::now_millis() + DEFER.as_millis() as i64);
                 let _ = ctx.index.defer_job(
                     job,
                     &later,

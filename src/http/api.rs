@@ -9,8 +9,6 @@ use crate::app::{
     experiment::compare, experiment::eval, experiment::experiments, intake::notify, intake::queue,
     repo::repos, run::logs, run::results, run::summary, run::views,
 };
-use crate::model::Trigger;
-use crate::store::EventFilter;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -18,6 +16,8 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use gs_model::Trigger;
+use gs_store::EventFilter;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -164,7 +164,7 @@ async fn repository_experiments(
 fn experiment_of(
     ctx: &crate::app::Context,
     repo: &gix::Repository,
-    row: &crate::store::RepoRow,
+    row: &gs_store::RepoRow,
     name: &str,
 ) -> ApiResult<()> {
     name_ok(name)?;
@@ -197,14 +197,7 @@ async fn experiment_eval(
         let (repo, row) = repository(ctx, &key)?;
         experiment_of(ctx, &repo, &row, &name)?;
         let stop = std::sync::atomic::AtomicBool::new(false);
-        let ev = eval::evaluate(
-            ctx,
-            &repo,
-            &row,
-            &name,
-            crate::model::Trigger::Manual,
-            &stop,
-        )?;
+        let ev = eval::evaluate(ctx, &repo, &row, &name, gs_model::Trigger::Manual, &stop)?;
         Ok(Json(serde_json::to_value(&ev).unwrap_or_default()))
     })
     .await
@@ -252,7 +245,7 @@ pub async fn promote_now(
             force: false,
             dry_run,
             watch: None,
-            trigger: crate::model::Trigger::Manual,
+            trigger: gs_model::Trigger::Manual,
         };
         if crate::app::experiment::promote::strategy(ctx, &repo, &opts)? == "pull-request" {
             return Err(ApiError::new(
@@ -303,7 +296,7 @@ pub fn commit_of(repo: &gix::Repository, sha: &str) -> ApiResult<gix::ObjectId> 
     if sha.is_empty() || sha.len() > 256 || sha.starts_with('-') {
         return Err(ApiError::not_found(format!("no commit {sha:?}")));
     }
-    Ok(crate::git::resolve_commit(repo, sha)?)
+    Ok(gs_git::resolve_commit(repo, sha)?)
 }
 
 async fn commit(
@@ -320,7 +313,7 @@ async fn commit(
             Some(r) => Ok(Json(serde_json::to_value(&r).unwrap_or_default())),
             None => Err(ApiError::not_found(format!(
                 "{} has no result yet",
-                crate::util::short(&c.to_string())
+                gs_util::short(&c.to_string())
             ))
             .hint("queue it with POST /api/v1/runs")),
         }
@@ -598,7 +591,7 @@ async fn event_stream(
         (
             start,
             filter,
-            std::collections::VecDeque::<crate::store::Event>::new(),
+            std::collections::VecDeque::<gs_store::Event>::new(),
             None::<crate::app::Context>,
         ),
         |(mut last, mut f, mut queued, mut ctx)| async move {

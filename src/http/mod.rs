@@ -13,10 +13,10 @@ mod pages;
 
 use crate::app::repo::tokens::{self, Role, Token};
 use crate::app::{AppError, Context, ErrorKind, Hinted};
-use crate::config::Paths;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Json, Router};
+use gs_config::Paths;
 use hmac::{Hmac, Mac};
 use serde_json::json;
 use std::sync::Arc;
@@ -37,7 +37,7 @@ pub struct Web {
 pub fn router() -> Router {
     let web = Arc::new(Web {
         paths: Paths::from_env(),
-        csrf_key: crate::util::random_hex(32).into_bytes(),
+        csrf_key: gs_util::random_hex(32).into_bytes(),
     });
     api::routes()
         .merge(pages::routes())
@@ -120,8 +120,8 @@ impl From<AppError> for ApiError {
     }
 }
 
-impl From<crate::git::GitError> for ApiError {
-    fn from(e: crate::git::GitError) -> Self {
+impl From<gs_git::GitError> for ApiError {
+    fn from(e: gs_git::GitError) -> Self {
         AppError::from(e).into()
     }
 }
@@ -230,12 +230,12 @@ pub async fn blocking<T: Send + 'static>(
 }
 
 /// A registered repository by id or name.
-pub fn repository(ctx: &Context, key: &str) -> ApiResult<(gix::Repository, crate::store::RepoRow)> {
+pub fn repository(ctx: &Context, key: &str) -> ApiResult<(gix::Repository, gs_store::RepoRow)> {
     let row = crate::app::run::views::repository(ctx, key)?.ok_or_else(|| {
         ApiError::not_found(format!("no repository {key:?}"))
             .hint("GET /api/v1/repositories lists them")
     })?;
-    let repo = crate::git::open(std::path::Path::new(&row.path)).map_err(|e| {
+    let repo = gs_git::open(std::path::Path::new(&row.path)).map_err(|e| {
         ApiError::not_found(format!(
             "repository {key:?} is registered at {}, which is no repository now ({})",
             row.path,
@@ -248,8 +248,8 @@ pub fn repository(ctx: &Context, key: &str) -> ApiResult<(gix::Repository, crate
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::git::GitError;
-    use crate::store::StoreError;
+    use gs_git::GitError;
+    use gs_store::StoreError;
 
     /// The status follows the kind `app` decides, as the command line's exit code does.
     #[test]

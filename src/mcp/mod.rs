@@ -50,7 +50,7 @@ struct Server {
 /// Check that `dir` is in a registered repository; returns its top directory and name.
 pub fn check(dir: &Path) -> Result<(PathBuf, String), StartError> {
     let s = Session::within(Context::load()?, dir)?;
-    Ok((crate::git::repo_root(&s.repo), s.row.name))
+    Ok((gs_git::repo_root(&s.repo), s.row.name))
 }
 
 /// Serve MCP on stdin/stdout until the client closes it.
@@ -101,14 +101,14 @@ fn run_queue(root: &Path, stop: &AtomicBool, woken: &std::sync::mpsc::Receiver<(
             break;
         }
         let Ok(ctx) = Context::load() else { continue };
-        if crate::ipc::running(&ctx.paths.home).is_some() {
+        if gs_ipc::running(&ctx.paths.home).is_some() {
             continue;
         }
         let Ok((repo, row)) = repos::require_registered(&ctx, root) else {
             continue;
         };
         if lock.is_none() {
-            lock = crate::ipc::runner_lock(&ctx.paths.home, &row.repository_id);
+            lock = gs_ipc::runner_lock(&ctx.paths.home, &row.repository_id);
             if lock.is_none() {
                 continue;
             }

@@ -11,9 +11,10 @@ use crate::app::{
     experiment::compare, experiment::eval, experiment::experiments, repo::repos, run::exec,
     run::failures, run::logs, run::metrics, run::views, AppError, Context,
 };
-use crate::model::{RunRecord, Trigger};
-use crate::store::{EventFilter, RepoRow};
-use crate::util::{self, time};
+use gs_model::{RunRecord, Trigger};
+use gs_store::{EventFilter, RepoRow};
+use gs_util as util;
+use gs_util::time;
 use schemars::JsonSchema;
 use serde_json::{json, Value};
 use std::sync::atomic::AtomicBool;
@@ -632,12 +633,12 @@ fn config_get(c: &Call<'_>, a: ConfigArgs) -> Answer {
     let layers = &probe.isolation.layers;
     let enforced: Vec<&str> = layers
         .iter()
-        .filter(|l| l.status == crate::model::LayerStatus::Enforced)
+        .filter(|l| l.status == gs_model::LayerStatus::Enforced)
         .map(|l| l.layer.as_str())
         .collect();
     let missing: Vec<Value> = layers
         .iter()
-        .filter(|l| l.status != crate::model::LayerStatus::Enforced)
+        .filter(|l| l.status != gs_model::LayerStatus::Enforced)
         .map(|l| json!({"layer": l.layer, "detail": l.detail}))
         .collect();
     let mut v = json!({

@@ -1,9 +1,9 @@
 //! The supervisor and its sandbox helper, driven through the library: exit codes, output, the
 //! timeout, the output cap (the helper is the real binary).
 
-use git_sandbox::config::Config;
-use git_sandbox::runner::process::{run, Output, Spec};
-use git_sandbox::runner::Sandbox;
+use gs_config::Config;
+use gs_sandbox::Sandbox;
+use gs_sandbox::{process::run, process::Output, process::Spec};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -24,7 +24,7 @@ fn spec<'a>(
     log: &'a Path,
     flag: &'a AtomicBool,
     sb: &'a Sandbox,
-    limits: &'a git_sandbox::config::Limits,
+    limits: &'a gs_config::Limits,
 ) -> Spec<'a> {
     Spec {
         command: cmd,
@@ -48,8 +48,8 @@ fn spec<'a>(
 
 #[test]
 fn the_first_failure_is_told_while_the_command_still_runs() {
-    use git_sandbox::runner::first_fail::{Found, Runner};
-    use git_sandbox::runner::process::Watch;
+    use gs_sandbox::process::Watch;
+    use gs_sandbox::{first_fail::Found, first_fail::Runner};
     let d = tempfile::tempdir().unwrap();
     let log = d.path().join("l.log");
     let flag = AtomicBool::new(false);
@@ -316,11 +316,11 @@ fn a_fork_server_killed_or_hung_costs_no_run_and_runs_none_twice() {
     let log = d.path().join("l.log");
     let flag = AtomicBool::new(false);
     let (sb, limits) = (sandbox(), Config::default().limits);
-    let networked = git_sandbox::config::Limits {
+    let networked = gs_config::Limits {
         network: true,
         ..limits.clone()
     };
-    let ran_with = |what: &str, limits: &git_sandbox::config::Limits| {
+    let ran_with = |what: &str, limits: &gs_config::Limits| {
         let o = run(spec("echo ran; exit 7", d.path(), &log, &flag, &sb, limits));
         assert_eq!(
             (o.exit_code, o.output_tail.as_str()),
@@ -399,7 +399,7 @@ fn each_run_gets_the_network_its_policy_says_whatever_helper_was_started_ahead()
         .count();
     assert!(host > 1, "this test needs a host interface besides lo");
     for network in [false, false, true, true, false, true, false, false] {
-        let limits = git_sandbox::config::Limits {
+        let limits = gs_config::Limits {
             network,
             ..Config::default().limits
         };
@@ -457,11 +457,7 @@ fn a_helper_started_ahead_by_one_thread_never_runs_another_threads_command() {
     std::thread::scope(|s| {
         let (sb, limits, log) = (&sb, &limits, &log);
         s.spawn(move || {
-            git_sandbox::runner::process::start_ahead(
-                sb,
-                limits,
-                &Output::Capture { log, cap: 1 << 20 },
-            );
+            gs_sandbox::process::start_ahead(sb, limits, &Output::Capture { log, cap: 1 << 20 });
             made_tx.send(()).unwrap();
             // This thread ends while the other thread's command runs.
             let _ = end_rx.recv();

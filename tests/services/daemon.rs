@@ -493,7 +493,7 @@ fn nothing_is_lost_across_kill_9_and_concurrent_user_notes() {
 
 /// Seconds since the epoch of an event's `time`.
 fn event_time(e: &serde_json::Value) -> i64 {
-    git_sandbox::util::time::parse_rfc3339(e["time"].as_str().unwrap()).unwrap()
+    gs_util::time::parse_rfc3339(e["time"].as_str().unwrap()).unwrap()
 }
 
 #[test]

@@ -107,8 +107,7 @@ fn four_daemons_share_one_queue_through_a_kill_and_a_restart() {
         // (its 200 ms test command still runs, so that job must come back after its lease), one
         // daemon is killed and another restarted.
         if i >= COMMITS / 2 && daemons[1].is_some() {
-            let recent =
-                git_sandbox::util::time::rfc3339(git_sandbox::util::time::now_millis() - 100);
+            let recent = gs_util::time::rfc3339(gs_util::time::now_millis() - 100);
             let n: i64 = db
                 .query_one(
                     "SELECT COUNT(*) FROM jobs WHERE state = 'running' AND owner LIKE $1 AND started_at > $2",
@@ -121,7 +120,7 @@ fn four_daemons_share_one_queue_through_a_kill_and_a_restart() {
                 // SAFETY: signalling the child we spawned.
                 unsafe { libc::kill(d.child.id() as i32, libc::SIGKILL) };
                 let _ = d.child.wait();
-                killed_at = Some(git_sandbox::util::time::now_millis());
+                killed_at = Some(gs_util::time::now_millis());
                 // What it held when it died: claimed, never to be ended by it.
                 orphans = db
                     .query(
@@ -206,7 +205,7 @@ fn four_daemons_share_one_queue_through_a_kill_and_a_restart() {
     {
         let kind: String = r.get(0);
         let commit: String = r.get(1);
-        let at = git_sandbox::util::time::parse_rfc3339(&r.get::<_, String>(2)).unwrap();
+        let at = gs_util::time::parse_rfc3339(&r.get::<_, String>(2)).unwrap();
         let data: serde_json::Value = serde_json::from_str(&r.get::<_, String>(3)).unwrap();
         let attempt = data["attempt"].as_i64().unwrap();
         let e = claims.entry((commit, attempt)).or_default();

@@ -2,12 +2,11 @@
 //! PostgreSQL server (started here on 127.0.0.1), and the command line end to end with its
 //! index in PostgreSQL (`GIT_SANDBOX_INDEX`).
 
-use crate::common;
 #[path = "storage/postgresql.rs"]
 mod postgresql;
 
-use git_sandbox::model::{EventKind, RunRecord};
-use git_sandbox::store::{
+use gs_model::{EventKind, RunRecord};
+use gs_store::{
     DaemonRow, Delivery, EventFilter, Held, Index, Job, Reaped, RepoRow, StatusRow, MAX_ATTEMPTS,
 };
 use serde_json::json;

@@ -5,9 +5,9 @@
 
 use crate::app::run::{run_commits, RunOptions};
 use crate::app::{run::results, AppError, Context, Result};
-use crate::model::{RunRecord, Status, Trigger};
-use crate::store::RepoRow;
 use gix::ObjectId;
+use gs_model::{RunRecord, Status, Trigger};
+use gs_store::RepoRow;
 use serde::Serialize;
 use std::sync::atomic::AtomicBool;
 
@@ -21,7 +21,7 @@ pub struct Bisection {
     pub first_bad: String,
     pub summary: String,
     /// Its failure of the test followed (or its first failure), when the record has one.
-    pub failure: Option<crate::model::Failure>,
+    pub failure: Option<gs_model::Failure>,
     /// The commits between good and bad (bad included).
     pub commits: usize,
     /// How many commits had to be run, and how many answers were already stored.
@@ -46,7 +46,7 @@ enum Verdict {
 /// Whether a failure's name, in its framework's notation (`test_x (mod.Class.test_x)`,
 /// `tests/a.py::test_x`, `mod.Class.test_x`), names the test `name`.
 fn names(failure: &str, name: &str) -> bool {
-    use crate::model::test_name::canonical;
+    use gs_model::test_name::canonical;
     // One form whatever reported it: a node id names the JUnit-named failure of an older record.
     let (failure, name) = (&canonical(failure), &canonical(name));
     failure == name
@@ -101,7 +101,7 @@ pub fn bisect(
         refname,
         test,
     } = *ask;
-    let dir = crate::git::repo_root(repo);
+    let dir = gs_git::repo_root(repo);
     let mut runs = 0;
     let mut known = 0;
     let judge = |c: ObjectId,
@@ -129,7 +129,7 @@ pub fn bisect(
         ))
     };
     let (bad_verdict, _) = judge(bad, &mut runs, &mut known)?;
-    let short = |c: &ObjectId| crate::util::short(&c.to_string()).to_string();
+    let short = |c: &ObjectId| gs_util::short(&c.to_string()).to_string();
     if bad_verdict != Verdict::Bad {
         return Err(AppError::usage(format!(
             "{} is not bad: {}",
@@ -154,7 +154,7 @@ pub fn bisect(
             args.push(format!("^{g}"));
         }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        Ok(crate::git::cli::git(&dir, &args)?
+        Ok(gs_git::cli::git(&dir, &args)?
             .lines()
             .filter_map(|l| ObjectId::from_hex(l.trim().as_bytes()).ok())
             .collect())
@@ -263,7 +263,7 @@ pub fn bisect(
         bad: bad.to_string(),
         test: test.map(str::to_string),
         first_bad: first.to_string(),
-        summary: crate::git::commit_info(repo, first)?.summary,
+        summary: gs_git::commit_info(repo, first)?.summary,
         failure,
         commits: line.len(),
         runs,

@@ -3,9 +3,9 @@
 //! results only; a commit without one is shown as not run.
 
 use crate::app::{experiment::experiments, run::results, AppError, Context, Result};
-use crate::model::RunRecord;
-use crate::store::RepoRow;
 use gix::ObjectId;
+use gs_model::RunRecord;
+use gs_store::RepoRow;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize)]
@@ -54,7 +54,7 @@ pub struct Comparison {
 /// The commit `target` names, with the branch it names when it names one: a revision git knows
 /// (`main`, `HEAD~2`, a commit id), else an experiment's name (its branch's head).
 pub fn resolve(repo: &gix::Repository, target: &str) -> Result<(ObjectId, Option<String>)> {
-    match crate::git::resolve_commit(repo, target) {
+    match gs_git::resolve_commit(repo, target) {
         Ok(c) => Ok((
             c,
             crate::app::select::branch_named(repo, &[target.to_string()], false),
@@ -67,7 +67,7 @@ pub fn resolve(repo: &gix::Repository, target: &str) -> Result<(ObjectId, Option
             }
             let problem = format!(
                 "{target:?} is neither a revision nor an experiment ({})",
-                crate::util::hint::Hinted::problem(&e)
+                gs_util::hint::Hinted::problem(&e)
             );
             // A name that names nothing is not found; one that cannot name a commit is bad input.
             let err = match crate::app::ErrorKind::of_git(&e) {
@@ -93,7 +93,7 @@ fn row(target: &str, commit: ObjectId, r: Option<&RunRecord>) -> Row {
         total: t.and_then(|t| t.total),
         duration_ms: t.map(|t| t.duration_ms),
         served_from: r.and_then(|r| r.cached_from.clone()),
-        complexity_mean: a.map(|a| crate::util::round(a.complexity_score, 2)),
+        complexity_mean: a.map(|a| gs_util::round(a.complexity_score, 2)),
         potential_issues: a.map(|a| a.potential_issues.len() as u64),
     }
 }
@@ -132,7 +132,7 @@ pub fn compare(
             complexity_mean: r
                 .complexity_mean
                 .zip(base.complexity_mean)
-                .map(|(a, b)| crate::util::round(a - b, 2)),
+                .map(|(a, b)| gs_util::round(a - b, 2)),
             potential_issues: minus(r.potential_issues, base.potential_issues),
         };
         rows.push(Compared { row: r, vs_base });
@@ -152,7 +152,7 @@ pub struct Ranked {
     /// Mean complexity, head minus production.
     pub complexity_delta: Option<f64>,
     pub duration_delta_ms: Option<i64>,
-    pub verdict: Option<crate::model::Recommendation>,
+    pub verdict: Option<gs_model::Recommendation>,
     pub verdict_reason: Option<String>,
 }
 
@@ -176,7 +176,7 @@ pub fn ranked(
     let mut out = Vec::new();
     let mut active = std::collections::HashSet::new();
     for o in experiments::list(ctx, repo, row_of)? {
-        if o.experiment.state == crate::model::State::Active {
+        if o.experiment.state == gs_model::State::Active {
             active.insert(o.experiment.name.clone());
         }
         let r = o.latest_result.as_deref();
@@ -202,7 +202,7 @@ pub fn ranked(
             complexity_delta: this
                 .as_ref()
                 .and_then(|t| t.complexity_mean.zip(base.complexity_mean))
-                .map(|(a, b)| crate::util::round(a - b, 2)),
+                .map(|(a, b)| gs_util::round(a - b, 2)),
             duration_delta_ms: this
                 .as_ref()
                 .and_then(|t| minus(t.duration_ms, base.duration_ms)),

@@ -6,14 +6,14 @@ use crate::app::experiment::experiments::{self, branch_ref, ref_tip};
 use crate::app::run::results;
 use crate::app::run::{run_commits, RunOptions};
 use crate::app::{AppError, Context, Result};
-use crate::git;
-use crate::model::EventKind;
-use crate::model::{
+use gix::ObjectId;
+use gs_git as git;
+use gs_model::EventKind;
+use gs_model::{
     Criterion, Evaluation, Recommendation, RunRecord, Side, State, Status, Trigger, EVAL_SCHEMA,
 };
-use crate::store::RepoRow;
-use crate::util::time;
-use gix::ObjectId;
+use gs_store::RepoRow;
+use gs_util::time;
 use serde_json::json;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::AtomicBool;
@@ -305,7 +305,7 @@ pub fn judge(
             name: "complexity".into(),
             description: "complexity not worse: mean complexity per function not higher, no new potential issues".into(),
             pass: complexity_ok,
-            value: json!({"mean_delta": delta.map(|d| crate::util::round(d, 3)), "new_issues": issues}),
+            value: json!({"mean_delta": delta.map(|d| gs_util::round(d, 3)), "new_issues": issues}),
             threshold: json!({"mean_delta": 0.0, "new_issues": 0}),
         },
         Criterion {
@@ -335,7 +335,7 @@ pub fn judge(
         base.and_then(|b| b.coverage.as_ref()),
         head.and_then(|h| h.coverage.as_ref()),
     ) {
-        let delta = crate::util::round(h.percent - b.percent, 2);
+        let delta = gs_util::round(h.percent - b.percent, 2);
         criteria.push(Criterion {
             name: "coverage".into(),
             description: format!(
@@ -422,7 +422,7 @@ pub fn judge(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Analysis, Issue, Resources, Tests, RUN_SCHEMA};
+    use gs_model::{Analysis, Issue, Resources, Tests, RUN_SCHEMA};
 
     fn rec(
         status: Status,
@@ -516,7 +516,7 @@ mod tests {
         let base = rec(Status::Passed, 3, 0, 2.0, &[]);
         let mut head = rec(Status::Failed, 2, 1, 2.0, &[]);
         let t = head.tests.as_mut().unwrap();
-        t.failures = vec![crate::model::Failure {
+        t.failures = vec![gs_model::Failure {
             name: "t.py::test_flaky".into(),
             message: "boom".into(),
         }];
@@ -553,7 +553,7 @@ mod tests {
         // A second failure that is not known to be flaky counts, the flaky one with it.
         let t = head.tests.as_mut().unwrap();
         t.failed = Some(2);
-        t.failures.push(crate::model::Failure {
+        t.failures.push(gs_model::Failure {
             name: "t.py::test_real".into(),
             message: "broken".into(),
         });
@@ -609,9 +609,9 @@ mod tests {
             lint.status = Some(Status::Failed);
             lint.exit_code = Some(1);
             head.tests.as_mut().unwrap().status = Some(Status::Passed);
-            head.checks = crate::model::Checks(vec![(
+            head.checks = gs_model::Checks(vec![(
                 "lint".into(),
-                crate::model::CheckRun {
+                gs_model::CheckRun {
                     required,
                     error: None,
                     run: lint,
@@ -643,7 +643,7 @@ mod tests {
     fn coverage_may_drop_only_as_far_as_the_config_allows_and_only_counts_when_both_have_it() {
         let with = |percent: f64| {
             let mut r = rec(Status::Passed, 2, 0, 2.0, &[]);
-            r.coverage = Some(crate::model::Coverage {
+            r.coverage = Some(gs_model::Coverage {
                 check: "test".into(),
                 report: "coverage.json".into(),
                 format: "coverage.py".into(),

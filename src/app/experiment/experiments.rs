@@ -5,13 +5,14 @@
 
 use crate::app::locate::check_name;
 use crate::app::{run::results, AppError, Context, Result};
-use crate::config::{parse_repository_file, Config};
-use crate::git::{self, cli};
-use crate::model::EventKind;
-use crate::model::{Evaluation, Experiment, ExperimentFile, RunRecord, State};
-use crate::store::RepoRow;
-use crate::util::time;
 use gix::ObjectId;
+use gs_config::{parse_repository_file, Config};
+use gs_git as git;
+use gs_git::cli;
+use gs_model::EventKind;
+use gs_model::{Evaluation, Experiment, ExperimentFile, RunRecord, State};
+use gs_store::RepoRow;
+use gs_util::time;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -86,7 +87,7 @@ pub fn production_tip(repo: &gix::Repository, config: &Config) -> Result<(String
 
 /// A budget as written ("30m", "2h", "90s"): CPU milliseconds, more than zero.
 pub fn parse_budget(text: &str) -> Option<u64> {
-    crate::config::parse_duration(text)
+    gs_config::parse_duration(text)
         .map(|d| d.as_millis() as u64)
         .filter(|ms| *ms > 0)
 }
@@ -580,7 +581,7 @@ pub fn list(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Result<Vec<
         .into_iter()
         .filter_map(|s| s.meta.map(|m| (s.experiment.name, m.origin)))
         .collect();
-    let _t = crate::util::trace::span("experiments: overviews");
+    let _t = gs_util::trace::span("experiments: overviews");
     let mut lister = Lister::new(ctx, repo, row)?;
     lister.evaluations = Some(ctx.index.latest_evaluations(&row.repository_id)?);
     ctx.index

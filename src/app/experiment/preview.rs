@@ -4,9 +4,9 @@
 //! still checks everything again.
 
 use crate::app::{experiment::experiments, Context, Result};
-use crate::git::cli;
-use crate::model::Recommendation;
-use crate::store::RepoRow;
+use gs_git::cli;
+use gs_model::Recommendation;
+use gs_store::RepoRow;
 
 /// Why promoting experiment `name` would be refused, or `None` when nothing known refuses it.
 /// `head_status` is its head's result (`passed`, `failed`, …, or `not_run`) when known.

@@ -7,11 +7,11 @@
 use crate::app::experiment::experiments::{self, branch_ref, promoted_ref, ref_tip};
 use crate::app::run::{run_commits, RunOptions};
 use crate::app::{experiment::eval, run::results, AppError, Context, Result};
-use crate::git::cli;
-use crate::model::EventKind;
-use crate::model::{Recommendation, RunRecord, State, Trigger};
-use crate::store::RepoRow;
 use gix::ObjectId;
+use gs_git::cli;
+use gs_model::EventKind;
+use gs_model::{Recommendation, RunRecord, State, Trigger};
+use gs_store::RepoRow;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
@@ -61,7 +61,7 @@ pub(crate) struct Checked {
     pub target: String,
     pub base: ObjectId,
     pub head: ObjectId,
-    pub ev: crate::model::Evaluation,
+    pub ev: gs_model::Evaluation,
     pub dir: std::path::PathBuf,
 }
 
@@ -246,7 +246,7 @@ pub fn promote(
     if outcome.interrupted {
         return Err(AppError::refused(format!(
             "promote interrupted while testing the merge; nothing was changed ({target} stays at {})",
-            crate::util::short(&base_hex)
+            gs_util::short(&base_hex)
         )));
     }
     let result = outcome.records.into_iter().next();
@@ -271,8 +271,8 @@ pub fn promote(
         };
         return Err(AppError::refused(format!(
             "promote refused: the merge of experiment/{name} into {target} ({}) is {status}{which}; nothing was changed ({target} stays at {})",
-            crate::util::short(&new.to_string()),
-            crate::util::short(&base_hex),
+            gs_util::short(&new.to_string()),
+            gs_util::short(&base_hex),
         ))
         .hint(format!(
             "see `git sandbox show {new}`, fix it on experiment/{name} (git merge {target}), or pass --force"
@@ -367,7 +367,7 @@ pub(crate) enum Stuck {
     /// Its clean checkout refused the fast-forward (git's words).
     Checkout(std::path::PathBuf, String),
     /// It is no longer at the commit it was expected at.
-    Moved(crate::git::GitError),
+    Moved(gs_git::GitError),
     Other(AppError),
 }
 
@@ -455,7 +455,7 @@ fn is_ancestor(dir: &Path, ancestor: ObjectId, of: ObjectId) -> Result<bool> {
         &[],
     )?;
     if !ok && !err.is_empty() {
-        return Err(crate::git::GitError::Cli {
+        return Err(gs_git::GitError::Cli {
             cmd: "git merge-base --is-ancestor".into(),
             stderr: err,
         }
@@ -474,7 +474,7 @@ fn merge_commit(
     name: &str,
     base: ObjectId,
     head: ObjectId,
-    ev: &crate::model::Evaluation,
+    ev: &gs_model::Evaluation,
     forced: bool,
 ) -> Result<ObjectId> {
     let (ok, out, err) = cli::git_status(
@@ -493,7 +493,7 @@ fn merge_commit(
     let tree = lines.next().unwrap_or("").trim().to_string();
     if !ok {
         if tree.is_empty() || !err.is_empty() {
-            return Err(crate::git::GitError::Cli {
+            return Err(gs_git::GitError::Cli {
                 cmd: "git merge-tree --write-tree".into(),
                 stderr: err,
             }
@@ -511,9 +511,8 @@ fn merge_commit(
     let mut tree = tree;
     let paths = bookkeeping(repo, head, base);
     if !paths.is_empty() {
-        let id = ObjectId::from_hex(tree.as_bytes()).map_err(|e| {
-            crate::git::GitError::Gix(format!("git merge-tree gave no tree id: {e}"))
-        })?;
+        let id = ObjectId::from_hex(tree.as_bytes())
+            .map_err(|e| gs_git::GitError::Gix(format!("git merge-tree gave no tree id: {e}")))?;
         tree = experiments::meta::tree_without(dir, id, &paths)?.to_string();
     }
     let message = format!(
@@ -538,6 +537,6 @@ fn merge_commit(
         &env,
     )?;
     ObjectId::from_hex(commit.trim().as_bytes()).map_err(|e| {
-        crate::git::GitError::Gix(format!("git commit-tree gave no commit id: {e}")).into()
+        gs_git::GitError::Gix(format!("git commit-tree gave no commit id: {e}")).into()
     })
 }

@@ -5,8 +5,8 @@
 
 use crate::app::experiment::promote::{promote, PromoteOptions, Promoted};
 use crate::app::{experiment::eval, experiment::experiments, Context, Result};
-use crate::model::{Recommendation, State};
-use crate::store::RepoRow;
+use gs_model::{Recommendation, State};
+use gs_store::RepoRow;
 use serde::Serialize;
 use std::sync::atomic::AtomicBool;
 
@@ -59,14 +59,7 @@ pub fn propose(
         if o.experiment.state != State::Active {
             continue;
         }
-        match eval::evaluate(
-            ctx,
-            repo,
-            row,
-            &name,
-            crate::model::Trigger::Manual,
-            interrupt,
-        ) {
+        match eval::evaluate(ctx, repo, row, &name, gs_model::Trigger::Manual, interrupt) {
             Ok(ev) => {
                 let c = Candidate {
                     experiment: name,
@@ -101,7 +94,7 @@ pub fn propose(
             force: false,
             dry_run: false,
             watch: None,
-            trigger: crate::model::Trigger::Manual,
+            trigger: gs_model::Trigger::Manual,
         };
         for c in &out.proposals {
             match promote(ctx, repo, row, &c.experiment, &opts, interrupt) {

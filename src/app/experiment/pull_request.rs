@@ -8,11 +8,11 @@
 use crate::app::experiment::experiments::{self, branch_ref, promoted_ref};
 use crate::app::experiment::promote::{check, PromoteOptions};
 use crate::app::{AppError, Context, Result};
-use crate::git::cli;
-use crate::github::Answer;
-use crate::model::EventKind;
-use crate::model::{Evaluation, State};
-use crate::store::RepoRow;
+use gs_git::cli;
+use gs_github::Answer;
+use gs_model::EventKind;
+use gs_model::{Evaluation, State};
+use gs_store::RepoRow;
 use std::sync::atomic::AtomicBool;
 
 /// Where the head a pull request proposed is remembered.
@@ -51,8 +51,8 @@ pub fn body(ev: &Evaluation) -> String {
     }
     out.push_str(&format!(
         "\nBase `{}` · head `{}` · evaluated {} by git-sandbox. The full records are in `refs/notes/sandbox` (`git sandbox fetch`).\n",
-        crate::util::short(&ev.base.commit),
-        crate::util::short(&ev.head.commit),
+        gs_util::short(&ev.base.commit),
+        gs_util::short(&ev.head.commit),
         ev.evaluated_at
     ));
     out
@@ -71,7 +71,7 @@ pub fn open(
     let config = ctx.layers.resolve().github;
     let remote = crate::app::locate::remote_name(&c.dir, None)?;
     let url = cli::get_config(&c.dir, &format!("remote.{remote}.url")).unwrap_or_default();
-    let Some((owner, gh_repo)) = crate::github::repo_of(&url, &config.web_url) else {
+    let Some((owner, gh_repo)) = gs_github::repo_of(&url, &config.web_url) else {
         return Err(AppError::usage(format!(
             "the remote {remote} is not on GitHub ({})",
             config.web_url
@@ -111,7 +111,7 @@ pub fn open(
         ))
         .hint(format!("bring it up to date with {remote}'s (git pull {remote} experiment/{name}), then promote again")));
     }
-    let client = crate::github::Client::new(&config.api_url, &token)
+    let client = gs_github::Client::new(&config.api_url, &token)
         .map_err(|e| AppError::usage(e).hint("fix [github] api_url in your user config"))?;
     let answer = client.post(
         &format!("/repos/{owner}/{gh_repo}/pulls"),
@@ -207,7 +207,7 @@ pub fn adopt_merged(
 ) -> Result<Vec<String>> {
     let dir = experiments::git_dir_for_cli(repo);
     let config = experiments::production_config(ctx, repo)?;
-    let Some(production) = crate::git::remote::ref_tip(
+    let Some(production) = gs_git::remote::ref_tip(
         &dir,
         &format!("refs/remotes/{remote}/{}", config.promote.target),
     ) else {
@@ -218,7 +218,7 @@ pub fn adopt_merged(
         if e.state != State::Active {
             continue;
         }
-        let Some(proposed) = crate::git::remote::ref_tip(&dir, &pull_ref(&e.name)) else {
+        let Some(proposed) = gs_git::remote::ref_tip(&dir, &pull_ref(&e.name)) else {
             continue;
         };
         let (merged, _, _) = cli::git_status(

@@ -7,11 +7,11 @@ use crate::app::experiment::experiments::{self, rolled_back_ref};
 use crate::app::experiment::promote::{advance, Stuck};
 use crate::app::run::{run_commits, RunOptions};
 use crate::app::{AppError, Context, Result};
-use crate::git::cli;
-use crate::model::EventKind;
-use crate::model::{RunRecord, State, Trigger};
-use crate::store::RepoRow;
 use gix::ObjectId;
+use gs_git::cli;
+use gs_model::EventKind;
+use gs_model::{RunRecord, State, Trigger};
+use gs_store::RepoRow;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
@@ -32,7 +32,7 @@ pub struct RolledBack {
 pub fn failure_reason(r: &RunRecord) -> String {
     let mut why = format!(
         "production's run of {} is {}",
-        crate::util::short(&r.commit),
+        gs_util::short(&r.commit),
         r.status
     );
     if let Some(t) = &r.tests {
@@ -178,6 +178,6 @@ fn revert_commit(
         &env,
     )?;
     ObjectId::from_hex(commit.trim().as_bytes()).map_err(|e| {
-        crate::git::GitError::Gix(format!("git commit-tree gave no commit id: {e}")).into()
+        gs_git::GitError::Gix(format!("git commit-tree gave no commit id: {e}")).into()
     })
 }

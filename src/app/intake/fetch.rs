@@ -7,9 +7,10 @@
 use crate::app::locate::remote_name;
 use crate::app::publish::exchange::{rejected, take_in, Rejected, NOTES, WRITERS_PREFIX};
 use crate::app::{experiment::experiments, publish::bounds, Context, Result};
-use crate::git::{self, remote};
-use crate::store::RepoRow;
 use gix::ObjectId;
+use gs_git as git;
+use gs_git::remote;
+use gs_store::RepoRow;
 use serde::Serialize;
 
 #[derive(Debug, Serialize)]
@@ -72,7 +73,7 @@ pub fn fetch(
         refspec_added,
     };
     ctx.index.add_event(
-        crate::model::EventKind::RemoteFetched,
+        gs_model::EventKind::RemoteFetched,
         Some(&row.repository_id),
         None,
         None,

@@ -6,15 +6,15 @@
 //! waits a little for its own machine to run it.
 
 use crate::app::{intake::fetch, AppError, Context, Result};
-use crate::git;
-use crate::store::RepoRow;
 use gix::ObjectId;
+use gs_git as git;
+use gs_store::RepoRow;
 use std::path::Path;
 
 /// Whether `row` is run in a clone this data dir keeps (not a repository adopted here).
 pub fn is_managed(ctx: &Context, row: &RepoRow) -> bool {
     ctx.index.is_shared()
-        && Path::new(&row.path) == crate::store::clone_path(&ctx.paths.home, &row.repository_id)
+        && Path::new(&row.path) == gs_store::clone_path(&ctx.paths.home, &row.repository_id)
 }
 
 /// Make this data dir's clone of a repository adopted elsewhere, if it has none and the
@@ -51,7 +51,7 @@ pub fn clone_if_missing(ctx: &Context, row: &RepoRow) -> Result<bool> {
     let tmp = parent.join(format!(
         ".{}.{}.tmp",
         row.repository_id,
-        crate::util::random_hex(4)
+        gs_util::random_hex(4)
     ));
     let made = (|| -> Result<()> {
         let t = tmp.display().to_string();

@@ -8,9 +8,9 @@
 
 use crate::app::run::{run_commits, RunOptions};
 use crate::app::{run::commit_config, run::results, AppError, Context, Result};
-use crate::model::{RunRecord, Status, Trigger};
-use crate::store::RepoRow;
 use gix::ObjectId;
+use gs_model::{RunRecord, Status, Trigger};
+use gs_store::RepoRow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -155,8 +155,8 @@ fn wait_for(
     timeout: Duration,
 ) -> Result<Option<RunRecord>> {
     let deadline = Instant::now() + timeout;
-    if crate::ipc::running(&ctx.paths.home).is_some() {
-        let _ = crate::app::intake::notify::notify(ctx, &crate::git::repo_root(repo), "hook");
+    if gs_ipc::running(&ctx.paths.home).is_some() {
+        let _ = crate::app::intake::notify::notify(ctx, &gs_git::repo_root(repo), "hook");
         while Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(250));
             if let Some(r) = results::current_record(ctx, repo, row, commit, refname)? {
@@ -197,7 +197,7 @@ fn earlier_failures(
     u: &Update,
     tip: ObjectId,
 ) -> Result<Vec<RunRecord>> {
-    let dir = crate::git::repo_root(repo);
+    let dir = gs_git::repo_root(repo);
     let mut args = vec![
         "rev-list".to_string(),
         format!("--max-count={EARLIER}"),
@@ -210,7 +210,7 @@ fn earlier_failures(
     }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     // A remote commit we do not have, or a root tip: nothing earlier to list.
-    let Ok(out) = crate::git::cli::git(&dir, &args) else {
+    let Ok(out) = gs_git::cli::git(&dir, &args) else {
         return Ok(Vec::new());
     };
     let mut reader = results::NoteReader::new(repo)?;
@@ -220,7 +220,7 @@ fn earlier_failures(
             continue;
         };
         if let Some(r) = results::own_record(ctx, repo, row, &mut reader, c)?
-            .filter(crate::model::RunRecord::is_evidence)
+            .filter(gs_model::RunRecord::is_evidence)
         {
             if r.status != Status::Passed {
                 failed.push(r);

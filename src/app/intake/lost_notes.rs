@@ -3,10 +3,10 @@
 //! look covers only what moved since the last one (the notes commit, the index's runs).
 
 use crate::app::{run::results, Context, Result};
-use crate::git;
-use crate::model::RunRecord;
-use crate::store::RepoRow;
 use gix::ObjectId;
+use gs_git as git;
+use gs_model::RunRecord;
+use gs_store::RepoRow;
 
 /// Indexed records read at a time by a full look: the daemon's memory stays the same however
 /// long the history.

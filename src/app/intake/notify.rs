@@ -2,8 +2,8 @@
 //! (it runs inside the user's `git commit`) and must never make that command fail.
 
 use crate::app::{repo::repos, Context, Result};
-use crate::git;
 use gix::ObjectId;
+use gs_git as git;
 use std::collections::HashSet;
 use std::path::Path;
 
@@ -26,7 +26,7 @@ pub fn notify(ctx: &Context, cwd: &Path, trigger: &str) -> Result<Notified> {
     };
     let (queued, warning) = scan(ctx, &repo, &row.repository_id, trigger)?;
     if queued > 0 {
-        crate::ipc::ping(&ctx.paths.home, &row.repository_id);
+        gs_ipc::ping(&ctx.paths.home, &row.repository_id);
     }
     Ok(Notified {
         repository_id: Some(row.repository_id),
@@ -76,7 +76,7 @@ pub fn notify_updates(
     };
     let (queued, warning) = scan_updates(ctx, &repo, &row.repository_id, trigger, updates)?;
     if queued > 0 {
-        crate::ipc::ping(&ctx.paths.home, &row.repository_id);
+        gs_ipc::ping(&ctx.paths.home, &row.repository_id);
     }
     Ok(Notified {
         repository_id: Some(row.repository_id),
@@ -233,10 +233,7 @@ fn near_new_commits(
 
 /// The watched branches' globs under the repository's config, with a warning when that config
 /// is broken (the defaults are used then).
-fn watched_globs(
-    ctx: &Context,
-    repo: &gix::Repository,
-) -> (crate::util::glob::Globs, Option<String>) {
+fn watched_globs(ctx: &Context, repo: &gix::Repository) -> (gs_util::glob::Globs, Option<String>) {
     let mut warning = None;
     let layers = match repo.workdir() {
         Some(dir) => ctx.layers.with_repo_dir(dir).unwrap_or_else(|e| {
@@ -252,7 +249,7 @@ fn watched_globs(
         warning = Some(format!(
             "{e}; using the default watched branches until it is fixed"
         ));
-        crate::config::Config::default()
+        gs_config::Config::default()
             .watched_branches()
             .unwrap_or_default()
     });

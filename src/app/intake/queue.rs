@@ -4,10 +4,10 @@
 
 use crate::app::run::{run_commits, RunOptions};
 use crate::app::{run::results, AppError, Context, Result};
-use crate::model::EventKind;
-use crate::model::{RunRecord, Status, Trigger};
-use crate::store::{Job, RepoRow};
 use gix::ObjectId;
+use gs_model::EventKind;
+use gs_model::{RunRecord, Status, Trigger};
+use gs_store::{Job, RepoRow};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -104,7 +104,7 @@ pub fn request(
     refname: Option<&str>,
     trigger: Trigger,
 ) -> Result<Requested> {
-    let daemon = crate::ipc::running(&ctx.paths.home).is_some();
+    let daemon = gs_ipc::running(&ctx.paths.home).is_some();
     let standing = standing(ctx, repo, row, commit, refname)?;
     if !matches!(standing, Standing::NotQueued) {
         return Ok(Requested {
@@ -117,7 +117,7 @@ pub fn request(
     let job = [(commit.to_string(), refname.map(str::to_string))];
     ctx.index
         .requeue(&row.repository_id, &job, trigger.as_str())?;
-    crate::ipc::ping(&ctx.paths.home, &row.repository_id);
+    gs_ipc::ping(&ctx.paths.home, &row.repository_id);
     Ok(Requested {
         standing: standing_after_queue(ctx, row, commit)?,
         cached: false,
@@ -249,7 +249,7 @@ pub fn run_jobs(ctx: &Context, row: &RepoRow, jobs: &[Job], interrupt: &AtomicBo
         .collect();
     let todo: Vec<usize> = (0..jobs.len()).filter(|&i| ends[i].is_none()).collect();
     let mut ran = false;
-    let repo = match crate::git::open_recent(std::path::Path::new(&row.path)) {
+    let repo = match gs_git::open_recent(std::path::Path::new(&row.path)) {
         Ok(repo) => repo,
         Err(e) => {
             let error = AppError::from(e).to_string();
@@ -371,7 +371,7 @@ fn in_one<T: Default>(ctx: &Context, f: impl FnOnce() -> T) -> T {
     let mut out = None;
     let _ = ctx
         .index
-        .atomically(|| -> std::result::Result<(), crate::store::StoreError> {
+        .atomically(|| -> std::result::Result<(), gs_store::StoreError> {
             out = Some(f());
             Ok(())
         });
@@ -413,9 +413,9 @@ fn add_events<'j>(
     ctx: &Context,
     events: impl IntoIterator<Item = (&'j Job, EventKind, serde_json::Value)>,
 ) {
-    let events: Vec<crate::store::NewEvent> = events
+    let events: Vec<gs_store::NewEvent> = events
         .into_iter()
-        .map(|(job, kind, data)| crate::store::NewEvent {
+        .map(|(job, kind, data)| gs_store::NewEvent {
             kind,
             repository_id: Some(&job.repository_id),
             run_id: None,
@@ -443,7 +443,7 @@ impl Claimant {
 
     /// When a claim made or renewed now runs out.
     pub fn lease_until(&self) -> String {
-        crate::util::time::rfc3339(crate::util::time::now_millis() + self.lease.as_millis() as i64)
+        gs_util::time::rfc3339(gs_util::time::now_millis() + self.lease.as_millis() as i64)
     }
 
     /// Claim up to `limit` ready jobs of `repositories`.
@@ -465,7 +465,7 @@ impl Claimant {
 /// caller took the runner lock, so that server was cut off.
 pub fn reclaim_from_mcp_servers(ctx: &Context, row: &RepoRow) -> Result<()> {
     let home = crate::app::home::home_id(&ctx.paths.home);
-    ctx.index.reap(crate::store::Held::OwnerPrefixIn(
+    ctx.index.reap(gs_store::Held::OwnerPrefixIn(
         &format!("{home}/mcp/"),
         &row.repository_id,
     ))?;

@@ -5,9 +5,9 @@
 //! daemon fetches recorded deliveries and queues their new commits ([`process_pending`]).
 
 use crate::app::{intake::fetch, Context, Result};
-use crate::git;
-use crate::model::EventKind;
-use crate::store::Delivery;
+use gs_git as git;
+use gs_model::EventKind;
+use gs_store::Delivery;
 use hmac::{Hmac, Mac};
 use std::path::Path;
 
@@ -349,7 +349,7 @@ pub fn normalize_url(url: &str) -> String {
 fn find_repositories(
     ctx: &Context,
     urls: &[&str],
-) -> Result<Vec<(crate::store::RepoRow, gix::Repository, String)>> {
+) -> Result<Vec<(gs_store::RepoRow, gix::Repository, String)>> {
     let wanted: Vec<String> = urls.iter().map(|u| normalize_url(u)).collect();
     let mut out = Vec::new();
     for row in ctx.index.repositories()? {

@@ -4,8 +4,8 @@
 //! channel, in the same step that records what happened; the outbox (`publish/`) delivers them.
 
 use crate::app::Context;
-use crate::model::{EventKind, RunRecord, Status};
-use crate::store::RepoRow;
+use gs_model::{EventKind, RunRecord, Status};
+use gs_store::RepoRow;
 use serde_json::{json, Value};
 
 /// Queue an alert on every configured channel. Never fails the caller: the worst is no alert.
@@ -34,7 +34,7 @@ pub(super) fn queue(ctx: &Context, kind: EventKind, row: Option<&RepoRow>, data:
 /// One line for people.
 fn text(kind: EventKind, repo: Option<&str>, d: &Value) -> String {
     let repo = repo.unwrap_or("?");
-    let short = |v: &Value| crate::util::short(v.as_str().unwrap_or("")).to_string();
+    let short = |v: &Value| gs_util::short(v.as_str().unwrap_or("")).to_string();
     match kind {
         EventKind::RunRegressed => format!(
             "{repo}: {} {} after {} passed{}",

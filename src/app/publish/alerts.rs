@@ -4,8 +4,8 @@
 
 use super::super::{Context, Result};
 use super::now_epoch;
-use crate::config::NotifyConfig;
-use crate::store::AlertRow;
+use gs_config::NotifyConfig;
+use gs_store::AlertRow;
 use hmac::{Hmac, Mac};
 use serde_json::Value;
 use std::time::{Duration, Instant};

@@ -4,9 +4,9 @@
 //! then indexed only where it is about a commit this clone has and is not dated in the future.
 
 use crate::app::{AppError, Result};
-use crate::git;
-use crate::model::note;
 use gix::ObjectId;
+use gs_git as git;
+use gs_model::note;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::Path;
@@ -107,7 +107,7 @@ pub fn check_incoming(
                 if longest.unwrap_or(0) > note::MAX_RECORD {
                     return Err(AppError::refused(format!(
                         "the note {remote} sent for commit {} holds a record of {} KB, over the {} KB a record may be; none were taken and yours are unchanged",
-                        crate::util::short(&commit.to_string()),
+                        gs_util::short(&commit.to_string()),
                         longest.unwrap_or(0) >> 10,
                         note::MAX_RECORD >> 10
                     ))

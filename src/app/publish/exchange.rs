@@ -3,10 +3,11 @@
 //! Both a fetch and a push whose notes the remote moved take them in.
 
 use crate::app::{publish::bounds, Context, Result};
-use crate::git::{self, remote};
-use crate::model::{note, Evaluation, NoteRecord};
-use crate::store::RepoRow;
 use gix::ObjectId;
+use gs_git as git;
+use gs_git::remote;
+use gs_model::{note, Evaluation, NoteRecord};
+use gs_store::RepoRow;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::Path;

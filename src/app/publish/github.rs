@@ -4,10 +4,11 @@
 //! Also the token, and connecting a new repository to GitHub.
 
 use crate::app::{Context, Result};
-use crate::config::GithubConfig;
-use crate::github::{self, Answer};
-use crate::model::{RunRecord, Status};
-use crate::store::{RepoRow, StatusRow};
+use gs_config::GithubConfig;
+use gs_github as github;
+use gs_github::Answer;
+use gs_model::{RunRecord, Status};
+use gs_store::{RepoRow, StatusRow};
 
 pub const TESTS_CONTEXT: &str = "git-sandbox/tests";
 pub const ANALYSIS_CONTEXT: &str = "git-sandbox/analysis";
@@ -86,9 +87,9 @@ pub(super) fn github_repo(ctx: &Context, repo: &gix::Repository) -> Option<(Stri
     if !config.statuses || !token_configured(&config) {
         return None;
     }
-    let dir = crate::git::repo_root(repo);
+    let dir = gs_git::repo_root(repo);
     let remote = crate::app::locate::remote_name(&dir, None).ok()?;
-    let url = crate::git::cli::get_config(&dir, &format!("remote.{remote}.url"))?;
+    let url = gs_git::cli::get_config(&dir, &format!("remote.{remote}.url"))?;
     github::repo_of(&url, &config.web_url)
 }
 
@@ -245,11 +246,8 @@ pub fn connect(
         pushed: false,
         problem: None,
     };
-    let dir = crate::git::repo_root(repo);
-    if crate::git::remote::remotes(&dir)?
-        .iter()
-        .any(|r| r == "origin")
-    {
+    let dir = gs_git::repo_root(repo);
+    if gs_git::remote::remotes(&dir)?.iter().any(|r| r == "origin") {
         return Err(crate::app::AppError::refused(
             "this repository already has a remote named origin",
         )
@@ -302,7 +300,7 @@ pub fn connect(
         );
         return Ok(out);
     };
-    crate::git::cli::git(&dir, &["remote", "add", "origin", clone_url])?;
+    gs_git::cli::git(&dir, &["remote", "add", "origin", clone_url])?;
     match crate::app::publish::remote::push(ctx, repo, row, Some("origin"), false) {
         Ok(p) if p.rejected.is_empty() => out.pushed = true,
         Ok(p) => {

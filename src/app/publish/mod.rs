@@ -16,9 +16,9 @@ pub mod remote;
 mod statuses;
 
 use super::Context;
-use crate::model::{EventKind, RunRecord};
-use crate::store::RepoRow;
-use crate::util::backoff::Backoff;
+use gs_model::{EventKind, RunRecord};
+use gs_store::RepoRow;
+use gs_util::backoff::Backoff;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -54,7 +54,7 @@ impl Destinations {
     pub fn of(ctx: &Context, repo: &gix::Repository) -> Destinations {
         Destinations {
             github: crate::app::publish::github::github_repo(ctx, repo),
-            push: push::wanted(ctx, &crate::git::repo_root(repo)),
+            push: push::wanted(ctx, &gs_git::repo_root(repo)),
         }
     }
 }
@@ -158,7 +158,7 @@ impl Outbox {
 /// Drain for at most [`BRIEFLY`] when no daemon runs on this machine to do it (`None` when
 /// one does): what a command that made results or news does before it ends.
 pub fn drain_briefly(ctx: &Context) -> Option<Drained> {
-    if crate::ipc::running(&ctx.paths.home).is_some() {
+    if gs_ipc::running(&ctx.paths.home).is_some() {
         return None;
     }
     Some(Outbox::default().drain(ctx, Instant::now() + BRIEFLY))

@@ -3,7 +3,7 @@
 //! pushes it; a push that fails is tried again by the outbox's policy ([`super::RETRY`]).
 
 use super::super::Context;
-use crate::store::{AlertRow, RepoRow};
+use gs_store::{AlertRow, RepoRow};
 use std::path::Path;
 
 /// The outbox rows of auto-pushes (beside `webhook` and `command`) are on this channel and the
@@ -24,7 +24,7 @@ pub fn channel(ctx: &Context) -> String {
 /// has a remote.
 pub fn wanted(ctx: &Context, dir: &Path) -> bool {
     ctx.layers.resolve().remote.auto_push
-        && !crate::git::remote::remotes(dir).is_ok_and(|r| r.is_empty())
+        && !gs_git::remote::remotes(dir).is_ok_and(|r| r.is_empty())
 }
 
 /// Queue a push of the repository's notes. Never fails the caller.
@@ -34,7 +34,7 @@ pub fn queue(ctx: &Context, row: &RepoRow) {
         KIND,
         &row.repository_id,
         // A new request for each result: a push that began before it does not count for it.
-        &serde_json::json!({ "asked": crate::util::random_hex(8) }),
+        &serde_json::json!({ "asked": gs_util::random_hex(8) }),
     );
 }
 
@@ -48,7 +48,7 @@ pub fn deliver(ctx: &Context, a: &AlertRow) -> Result<(), (bool, String)> {
     else {
         return Ok(());
     };
-    let Ok(repo) = crate::git::open(Path::new(&row.path)) else {
+    let Ok(repo) = gs_git::open(Path::new(&row.path)) else {
         return Ok(());
     };
     crate::app::publish::remote::auto_push(ctx, &repo, &row)

@@ -7,9 +7,10 @@
 use crate::app::locate::remote_name;
 use crate::app::publish::exchange::{rejected, take_in, writer_ref, Rejected, NOTES};
 use crate::app::{Context, Result};
-use crate::git::{self, remote};
-use crate::model::EventKind;
-use crate::store::RepoRow;
+use gs_git as git;
+use gs_git::remote;
+use gs_model::EventKind;
+use gs_store::RepoRow;
 use serde::Serialize;
 use std::path::Path;
 
@@ -170,7 +171,7 @@ pub fn push_branch(
 
 /// 100 ms doubling per attempt, up to 3.2 s, spread by a little noise so that two machines
 /// that collided do not collide again in step.
-const PUSH_RETRY: crate::util::backoff::Backoff = crate::util::backoff::Backoff::doubling(
+const PUSH_RETRY: gs_util::backoff::Backoff = gs_util::backoff::Backoff::doubling(
     std::time::Duration::from_millis(100),
     std::time::Duration::from_millis(3200),
 )

@@ -6,10 +6,11 @@
 use super::super::{Context, Result};
 use super::now_epoch;
 use crate::app::publish::github::{app, token, ANALYSIS_CONTEXT, CHECK_CONTEXT, TESTS_CONTEXT};
-use crate::github::{self, Answer};
-use crate::model::EventKind;
-use crate::model::{RunRecord, Status};
-use crate::store::StatusRow;
+use gs_github as github;
+use gs_github::Answer;
+use gs_model::EventKind;
+use gs_model::{RunRecord, Status};
+use gs_store::StatusRow;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
@@ -121,7 +122,7 @@ impl Poster {
                     Answer::Rejected { status, message } => {
                         let why = format!(
                             "GitHub refused the status of {} on {}/{} ({status}: {message})",
-                            crate::util::short(&s.commit_id),
+                            gs_util::short(&s.commit_id),
                             s.owner,
                             s.repo
                         );

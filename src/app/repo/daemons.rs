@@ -3,8 +3,8 @@
 //! stop).
 
 use crate::app::Context;
-use crate::store::DaemonRow;
-use crate::util::time;
+use gs_store::DaemonRow;
+use gs_util::time;
 use serde::Serialize;
 
 /// How often a daemon writes its heartbeat (and rescans every repository).

@@ -5,10 +5,10 @@ use crate::app::experiment::experiments::{self, Started};
 use crate::app::experiment::promote::{promote, PromoteOptions, Promoted};
 use crate::app::run::{run_commits, RunOptions};
 use crate::app::{experiment::eval, io_err, repo::repos, Context, Result};
-use crate::git::cli;
-use crate::model::{Evaluation, RunRecord, Trigger};
-use crate::store::RepoRow;
 use gix::ObjectId;
+use gs_git::cli;
+use gs_model::{Evaluation, RunRecord, Trigger};
+use gs_store::RepoRow;
 use std::path::{Path, PathBuf};
 
 /// The name of the demo's experiment.
@@ -103,7 +103,7 @@ pub fn demo(
 ) -> Result<Demo> {
     let name = format!(
         "demo-{}",
-        crate::util::time::compact(crate::util::time::now_millis()).replace('_', "-")
+        gs_util::time::compact(gs_util::time::now_millis()).replace('_', "-")
     );
     on(Event::Step(1));
     let created = repos::create(ctx, Some(&name), path, backfill)?;
@@ -125,8 +125,8 @@ pub fn demo(
     }
 
     on(Event::Step(3));
-    let repo = crate::git::open(&root)?;
-    let main = crate::git::resolve_commits(&repo, "HEAD~1^..HEAD")?;
+    let repo = gs_git::open(&root)?;
+    let main = gs_git::resolve_commits(&repo, "HEAD~1^..HEAD")?;
     let _ = gix::interrupt::init_handler_default(1);
     let interrupt = &gix::interrupt::IS_INTERRUPTED;
     let opts = RunOptions::new(Trigger::Manual, Some("refs/heads/main".into()), interrupt);
@@ -134,10 +134,7 @@ pub fn demo(
     let mut results = outcome.records;
     for r in &results {
         let id = ObjectId::from_hex(r.commit.as_bytes()).expect("records hold full ids");
-        on(Event::Result(
-            r,
-            &crate::git::commit_info(&repo, id)?.summary,
-        ));
+        on(Event::Result(r, &gs_git::commit_info(&repo, id)?.summary));
     }
 
     on(Event::Step(4));
@@ -183,7 +180,7 @@ pub fn demo(
     on(Event::Step(7));
     // Every commit of the experiment, its start too (which the hooks queued): the demo leaves
     // no job pending for a daemon to find later. The evaluation then has the head's result.
-    let branch = crate::git::resolve_commits(&repo, &format!("main..{}", started.branch))?;
+    let branch = gs_git::resolve_commits(&repo, &format!("main..{}", started.branch))?;
     let opts = RunOptions::new(
         Trigger::Manual,
         Some(format!("refs/heads/{}", started.branch)),
@@ -192,10 +189,7 @@ pub fn demo(
     let outcome = run_commits(ctx, &repo, &created.repo, &branch, &opts, &mut |_| {})?;
     for r in outcome.records {
         let id = ObjectId::from_hex(r.commit.as_bytes()).expect("records hold full ids");
-        on(Event::Result(
-            &r,
-            &crate::git::commit_info(&repo, id)?.summary,
-        ));
+        on(Event::Result(&r, &gs_git::commit_info(&repo, id)?.summary));
         results.push(r);
     }
     let ev = eval::evaluate(

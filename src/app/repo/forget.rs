@@ -5,10 +5,11 @@
 use crate::app::repo::gc::{self, Activity, Freed};
 use crate::app::repo::repos::{self, ID_KEY};
 use crate::app::{io_err, AppError, Context, Result};
-use crate::git::{self, cli, hooks};
-use crate::model::EventKind;
-use crate::store::{registry, RepoRows};
-use crate::util;
+use gs_git as git;
+use gs_git::{cli, hooks};
+use gs_model::EventKind;
+use gs_store::{registry, RepoRows};
+use gs_util as util;
 use serde::Serialize;
 use std::path::{Component, Path, PathBuf};
 
@@ -289,7 +290,7 @@ pub fn remove(ctx: &Context, cwd: &Path) -> Result<Removed> {
         .iter()
         .any(|v| v == git::SUMMARY_NOTES_REF)
     {
-        let pattern = format!("^{}$", crate::util::regex_escape(git::SUMMARY_NOTES_REF));
+        let pattern = format!("^{}$", gs_util::regex_escape(git::SUMMARY_NOTES_REF));
         cli::git(
             &root,
             &["config", "--local", "--unset-all", display, &pattern],

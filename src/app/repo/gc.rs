@@ -5,10 +5,12 @@
 
 use crate::app::repo::forget::{self, Forgotten};
 use crate::app::{Context, Result};
-use crate::config::GcConfig;
-use crate::git::{self, checkout};
-use crate::runner::{caches, workspace};
-use crate::util::{self, time};
+use gs_config::GcConfig;
+use gs_git as git;
+use gs_git::checkout;
+use gs_runner::{caches, workspace};
+use gs_util as util;
+use gs_util::time;
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};

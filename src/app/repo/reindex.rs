@@ -3,10 +3,10 @@
 //! a cache; this is how it is refilled.
 
 use crate::app::{experiment::experiments, repo::repos, Context, Result};
-use crate::git;
-use crate::model::{note, Evaluation, NoteRecord};
-use crate::store::RepoRow;
 use gix::ObjectId;
+use gs_git as git;
+use gs_model::{note, Evaluation, NoteRecord};
+use gs_store::RepoRow;
 use std::path::PathBuf;
 
 /// Notes decoded and indexed at a time.
@@ -55,7 +55,7 @@ pub fn reindex(ctx: &Context, extra: &[PathBuf]) -> Result<Report> {
         );
     }
     paths.extend(
-        crate::store::registry::list(&ctx.paths.home)
+        gs_store::registry::list(&ctx.paths.home)
             .into_iter()
             .map(|e| e.path),
     );
@@ -202,7 +202,7 @@ enum Read {
 fn read_page(
     repo: &gix::Repository,
     page: &[(ObjectId, ObjectId)],
-    verifier: &crate::trust::Verifier,
+    verifier: &gs_trust::Verifier,
 ) -> Vec<(ObjectId, Read)> {
     let judge = |m: &[u8], s: &str| verifier.verify(m, s);
     let read = |repo: &gix::Repository, part: &[(ObjectId, ObjectId)]| -> Vec<(ObjectId, Read)> {

@@ -6,10 +6,11 @@ use crate::app::locate::remote_url_of;
 // Where the faces have always found it.
 pub use crate::app::locate::check_name;
 use crate::app::{io_err, AppError, Context, Result};
-use crate::git::{self, cli, hooks};
-use crate::model::EventKind;
-use crate::store::RepoRow;
-use crate::util;
+use gs_git as git;
+use gs_git::{cli, hooks};
+use gs_model::EventKind;
+use gs_store::RepoRow;
+use gs_util as util;
 use std::path::{Path, PathBuf};
 
 /// git config key holding the repository's id.
@@ -51,7 +52,7 @@ pub struct Created {
     /// The setup step written into that `.sandbox.toml`, and whether the user's config already
     /// gives it the network.
     #[serde(skip)]
-    pub setup: Option<(crate::runner::detect_setup::Proposal, bool)>,
+    pub setup: Option<(gs_runner::detect_setup::Proposal, bool)>,
 }
 
 /// `git sandbox new`: create, commit, install hooks, register. On any failure nothing remains.
@@ -193,7 +194,7 @@ fn configure(dir: &Path, repo_id: &str) -> Result<()> {
                     "--local",
                     "--unset-all",
                     key,
-                    &format!("^{}$", crate::util::regex_escape(ours)),
+                    &format!("^{}$", gs_util::regex_escape(ours)),
                 ],
             )?;
         }
@@ -234,11 +235,12 @@ fn finish(
 
 /// Record a repository in the registry (which survives a lost index) and the index.
 fn register(ctx: &Context, row: &RepoRow) -> Result<()> {
-    crate::store::registry::add(&ctx.paths.home, &row.repository_id, Path::new(&row.path))
-        .map_err(io_err(format!(
+    gs_store::registry::add(&ctx.paths.home, &row.repository_id, Path::new(&row.path)).map_err(
+        io_err(format!(
             "cannot write the registry in {}",
             ctx.paths.home.display()
-        )))?;
+        )),
+    )?;
     ctx.index.upsert_repository(row)?;
     Ok(())
 }
@@ -283,10 +285,10 @@ pub(crate) fn project_manages(repo: &gix::Repository, dir: &Path) -> bool {
 /// setup step its lockfiles and manifests call for, with why. Never the template of a new
 /// experiment repository, whose Python tests would turn a passing project red.
 fn adopted_repo_config(workdir: &Path) -> String {
-    use crate::runner::detect_setup;
+    use gs_runner::detect_setup;
     let head = "# git-sandbox settings for this repository (see the README of git-sandbox for every key).\n";
     let setup = detect_setup::propose(workdir);
-    let detected = crate::runner::detect::detect(workdir).map(|(command, framework)| {
+    let detected = gs_runner::detect::detect(workdir).map(|(command, framework)| {
         match setup
             .as_ref()
             .and_then(|s| s.python.map(|py| (py, s.pytest)))
@@ -344,7 +346,7 @@ pub fn adopt(ctx: &Context, cwd: &Path, backfill: Backfill<'_>) -> Result<(Creat
             util::write_atomic(&cfg, body.as_bytes())
                 .map_err(io_err(format!("cannot write {}", cfg.display())))?;
             config_written = Some(body);
-            setup = crate::runner::detect_setup::propose(workdir)
+            setup = gs_runner::detect_setup::propose(workdir)
                 .map(|p| (p, ctx.layers.resolve().limits.setup_network));
         }
     }

@@ -2,7 +2,7 @@
 //! opened once in the same order by every face.
 
 use crate::app::{repo::repos, Context, Result};
-use crate::store::RepoRow;
+use gs_store::RepoRow;
 use std::path::Path;
 
 /// What a command on one repository works with.
@@ -16,7 +16,7 @@ impl Session {
     /// The registered repository around `dir`. A directory outside git fails before the config
     /// is read or the index opened, so bad input creates nothing.
     pub fn open(dir: &Path) -> Result<Session> {
-        crate::git::discover(dir)?;
+        gs_git::discover(dir)?;
         Session::within(Context::load()?, dir)
     }
 

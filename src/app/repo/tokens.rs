@@ -4,7 +4,7 @@
 //! constant time.
 
 use crate::app::{io_err, AppError, Context, Result};
-use crate::config::Paths;
+use gs_config::Paths;
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 use std::path::PathBuf;
@@ -97,7 +97,7 @@ pub fn list(paths: &Paths) -> Result<Vec<Token>> {
 fn save(paths: &Paths, tokens: Vec<Token>) -> Result<()> {
     let file = path(paths);
     if let Some(dir) = file.parent() {
-        crate::util::private::create_dir_all(dir)
+        gs_util::private::create_dir_all(dir)
             .map_err(io_err(format!("cannot create {}", dir.display())))?;
     }
     let mut body = serde_json::to_vec_pretty(&TokenFile { tokens }).expect("tokens serialize");
@@ -106,7 +106,7 @@ fn save(paths: &Paths, tokens: Vec<Token>) -> Result<()> {
     let dir = file.parent().unwrap_or(std::path::Path::new("."));
     let tmp = tempfile::NamedTempFile::new_in(dir)
         .map_err(io_err(format!("cannot write {}", file.display())))?;
-    crate::util::private::restrict_file(tmp.as_file())
+    gs_util::private::restrict_file(tmp.as_file())
         .and_then(|_| std::io::Write::write_all(&mut tmp.as_file(), &body))
         .and_then(|_| tmp.as_file().sync_all())
         .map_err(io_err(format!("cannot write {}", file.display())))?;
@@ -135,12 +135,12 @@ pub fn create(ctx: &Context, role: Role, name: Option<&str>) -> Result<(String, 
             .find(|n| !tokens.iter().any(|t| &t.name == n))
             .expect("some name is free"),
     };
-    let secret = format!("gsbx_{}", crate::util::random_hex(24));
+    let secret = format!("gsbx_{}", gs_util::random_hex(24));
     let token = Token {
         name,
         role,
         hash: hash(&secret),
-        created_at: crate::util::time::now_rfc3339(),
+        created_at: gs_util::time::now_rfc3339(),
     };
     tokens.push(token.clone());
     save(&ctx.paths, tokens)?;

@@ -3,14 +3,15 @@
 //! analysis goes further: it starts from an analysed ancestor's tally (stored by tree id in the
 //! same cache) and folds in only the files that differ, so its cost follows the diff.
 
-use crate::analysis::{self, FileAnalysis, Options, Sign, Tally};
 use crate::app::{AppError, Context, Message, Result};
-use crate::config::AnalysisConfig;
-use crate::git::gix_err;
-use crate::model::Analysis;
-use crate::store::Index;
 use gix::bstr::ByteSlice;
 use gix::ObjectId;
+use gs_analysis as analysis;
+use gs_analysis::{FileAnalysis, Options, Sign, Tally};
+use gs_config::AnalysisConfig;
+use gs_git::gix_err;
+use gs_model::Analysis;
+use gs_store::Index;
 use serde::Serialize;
 use std::path::Path;
 
@@ -240,7 +241,7 @@ pub fn analyze_commit(
     let mut next = parent;
     for _ in 0..MAX_ANCESTORS {
         // A shallow clone's history ends early: then there is no base.
-        let Some(info) = next.and_then(|c| crate::git::commit_info(repo, c).ok()) else {
+        let Some(info) = next.and_then(|c| gs_git::commit_info(repo, c).ok()) else {
             break;
         };
         if let Some(tally) = stored_tally(index, info.tree, &key)? {
@@ -264,7 +265,7 @@ pub fn analyze_commit(
     let (how, mut tally, removed, added) = match base {
         Some((base_tree, tally)) => {
             let (mut removed, mut added) = (Vec::new(), Vec::new());
-            for c in crate::git::diff::blob_changes(repo, base_tree, tree)? {
+            for c in gs_git::diff::blob_changes(repo, base_tree, tree)? {
                 let sides = [(c.old, Sign::Remove), (c.new, Sign::Add)];
                 for (id, sign) in sides {
                     if let Some(id) = id {
@@ -329,17 +330,17 @@ pub struct Analyzed {
 /// of that name exists (then the note says so and how to name the directory: `./main`); anything
 /// else that is a directory is analysed as a directory.
 pub fn analyze(ctx: &Context, cwd: &Path, target: Option<&str>) -> Result<Analyzed> {
-    let repo = crate::git::discover(cwd).ok();
+    let repo = gs_git::discover(cwd).ok();
     let rev = target.unwrap_or("HEAD");
     let dir = target.map(|t| cwd.join(t)).filter(|p| p.is_dir());
     let commit = match (&repo, &dir) {
-        (Some(repo), None) => Some(crate::git::resolve_commit(repo, rev)?),
-        (Some(repo), Some(_)) => crate::git::resolve_commit(repo, rev).ok(),
+        (Some(repo), None) => Some(gs_git::resolve_commit(repo, rev)?),
+        (Some(repo), Some(_)) => gs_git::resolve_commit(repo, rev).ok(),
         (None, _) => None,
     };
     if let (Some(commit), Some(repo)) = (commit, &repo) {
-        let info = crate::git::commit_info(repo, commit)?;
-        let flags = crate::config::ConfigFile::default();
+        let info = gs_git::commit_info(repo, commit)?;
+        let flags = gs_config::ConfigFile::default();
         let cfg = crate::app::run::commit_config::config_for(ctx, repo, &info, None, &flags)?;
         return Ok(Analyzed {
             analysis: analyze_tree(&ctx.index, repo, info.tree, &cfg.analysis)?,
@@ -358,7 +359,7 @@ pub fn analyze(ctx: &Context, cwd: &Path, target: Option<&str>) -> Result<Analyz
         });
     }
     match target {
-        None => Err(crate::git::GitError::NotARepo {
+        None => Err(gs_git::GitError::NotARepo {
             path: cwd.to_path_buf(),
         }
         .into()),

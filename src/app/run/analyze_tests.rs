@@ -2,7 +2,7 @@
 //! (its own index, nothing cached), over the changes that are easy to get wrong.
 
 use super::*;
-use crate::git::testutil::git;
+use gs_git::testutil::git;
 use std::path::PathBuf;
 
 fn write(dir: &Path, rel: &str, body: &[u8]) {
@@ -56,9 +56,9 @@ impl Repo {
         let work = self.work();
         git(&work, &["add", "-A"]);
         git(&work, &["commit", "-q", "--allow-empty", "-m", what]);
-        let repo = crate::git::open(&work).unwrap();
-        let head = crate::git::resolve_commit(&repo, "HEAD").unwrap();
-        let info = crate::git::commit_info(&repo, head).unwrap();
+        let repo = gs_git::open(&work).unwrap();
+        let head = gs_git::resolve_commit(&repo, "HEAD").unwrap();
+        let info = gs_git::commit_info(&repo, head).unwrap();
         let got = analyze_commit(
             &self.index,
             &repo,

@@ -1,14 +1,15 @@
-//! A run that could not run its tests here ([`crate::model::could_not_run`]) beside a result of
+//! A run that could not run its tests here ([`gs_model::could_not_run`]) beside a result of
 //! the same tree and config: the result stays the commit's (note, summary, index), and the run
 //! is kept as an attempt (index and a `run.attempt` event).
 
 use super::{Along, Source};
 use crate::app::{run::results, Context, Result};
-use crate::config::Config;
-use crate::git::{self, CommitInfo};
-use crate::model::EventKind;
-use crate::model::{could_not_run, NoteRecord, RunRecord};
-use crate::store::RepoRow;
+use gs_config::Config;
+use gs_git as git;
+use gs_git::CommitInfo;
+use gs_model::EventKind;
+use gs_model::{could_not_run, NoteRecord, RunRecord};
+use gs_store::RepoRow;
 
 /// The result `info` keeps when `made`, its run now, could not run its tests: its own record
 /// (its note, else the index's), else the newest of its tree's, made under the same config.

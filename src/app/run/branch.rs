@@ -2,8 +2,8 @@
 //! ([`caches::writes`]) is asked with.
 
 use super::RunOptions;
-use crate::runner::caches;
 use gix::ObjectId;
+use gs_runner::caches;
 use std::collections::{BinaryHeap, HashSet};
 
 /// What a run of `commit` is, for the build-cache rule ([`caches::writes`]): a commit run as its
@@ -118,9 +118,7 @@ mod tests {
 
     /// The shared helper's output, trimmed (`rev-parse` answers are ids).
     fn git(dir: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> String {
-        crate::git::testutil::git_env(dir, args, env)
-            .trim()
-            .to_string()
+        gs_git::testutil::git_env(dir, args, env).trim().to_string()
     }
 
     #[test]

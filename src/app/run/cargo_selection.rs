@@ -3,14 +3,18 @@
 //! whole workspace runs in one phase (a manifest, the lockfile, a build script, cargo's settings
 //! or a file outside every crate changed).
 
-use crate::analysis::cargograph::{self, configures_every_crate, member_patterns, Workspace};
 use crate::app::run::selection::{Selection, Selects, Why};
 use crate::app::Result;
-use crate::config::Config;
-use crate::git::{self, CommitInfo};
-use crate::runner::cargo_cmd;
 use gix::bstr::ByteSlice;
 use gix::ObjectId;
+use gs_analysis::{
+    cargograph, cargograph::configures_every_crate, cargograph::member_patterns,
+    cargograph::Workspace,
+};
+use gs_config::Config;
+use gs_git as git;
+use gs_git::CommitInfo;
+use gs_runner::cargo_cmd;
 use std::collections::{BTreeSet, HashMap};
 
 /// Phase one of `info`'s run when its tests are a `cargo test` (the configured command, or the

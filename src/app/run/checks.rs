@@ -4,9 +4,11 @@
 //! timeout, log, report and status.
 
 use crate::app::{run::setup, Context};
-use crate::config::{Config, TEST_CHECK};
-use crate::model::{CheckRun, Checks, Status, TestCounts, Tests};
-use crate::runner::{self, coverage, detect, parse, process, workspace};
+use gs_config::{Config, TEST_CHECK};
+use gs_model::{CheckRun, Checks, Status, TestCounts, Tests};
+use gs_parse as parse;
+use gs_runner::{coverage, detect, workspace};
+use gs_sandbox::process;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -162,7 +164,7 @@ struct Spec<'a> {
     log: PathBuf,
     /// The runner whose output is watched for the first failure, when the command's words do
     /// not say (`npm test` running jest).
-    runner: Option<runner::first_fail::Runner>,
+    runner: Option<gs_sandbox::first_fail::Runner>,
 }
 
 /// What the checks of a run share. Only the config, the sandbox and the interrupt flag go to
@@ -170,7 +172,7 @@ struct Spec<'a> {
 pub(super) struct Env<'a> {
     pub ctx: &'a Context,
     pub config: &'a Config,
-    pub sandbox: &'a runner::Sandbox,
+    pub sandbox: &'a gs_sandbox::Sandbox,
     pub interrupt: &'a AtomicBool,
     /// Where the logs go, and the commit and trial flag that name them.
     pub logs: &'a Path,
@@ -313,7 +315,7 @@ pub(super) fn run_all(
 /// What a check's thread needs.
 struct Shared<'a> {
     config: &'a Config,
-    sandbox: &'a runner::Sandbox,
+    sandbox: &'a gs_sandbox::Sandbox,
     interrupt: &'a AtomicBool,
 }
 
@@ -340,7 +342,7 @@ fn execute(
     keep_cache: bool,
     first: Option<&First<'_>>,
 ) -> Executed {
-    let _t = crate::util::trace::span("check");
+    let _t = gs_util::trace::span("check");
     let (command, framework) = match spec.command {
         Some(c) => (
             c.to_string(),
@@ -364,7 +366,7 @@ fn execute(
     };
     let runner = spec
         .runner
-        .or_else(|| runner::first_fail::Runner::of(framework.as_deref()?));
+        .or_else(|| gs_sandbox::first_fail::Runner::of(framework.as_deref()?));
     let watch = first.and(runner).map(|runner| process::Watch {
         runner,
         on_found: &on_found,
@@ -373,7 +375,7 @@ fn execute(
         command: &full,
         cwd: &work.path(),
         root: work.root(),
-        env: runner::env::sandbox_env(work.root()),
+        env: gs_sandbox::env::sandbox_env(work.root()),
         timeout: spec.timeout,
         output: process::Output::Capture {
             log: &spec.log,
@@ -443,7 +445,7 @@ fn conclude(
         .isolation
         .layers
         .iter()
-        .any(|l| l.layer == "disk_limit" && l.status == crate::model::LayerStatus::Unavailable);
+        .any(|l| l.layer == "disk_limit" && l.status == gs_model::LayerStatus::Unavailable);
     let summary = outcome.isolation.summary();
     let _ = env
         .ctx
@@ -457,7 +459,7 @@ fn conclude(
             Ok(text) => {
                 let roots = [
                     dir.to_string_lossy().into_owned(),
-                    format!("{}/tree", runner::sandbox::VIEW_ROOT),
+                    format!("{}/tree", gs_sandbox::sandbox::VIEW_ROOT),
                 ];
                 let roots: Vec<&str> = roots.iter().map(String::as_str).collect();
                 match coverage::parse(&text, &roots) {
@@ -501,7 +503,7 @@ fn conclude(
     let counts = parsed.map(|(_, c)| c).unwrap_or_default();
     let mut error = None;
     if outcome.killed_by.is_none() && outcome.spawn_error.is_none() {
-        outcome.killed_by = crate::runner::limit_hit::attribute(
+        outcome.killed_by = gs_runner::limit_hit::attribute(
             outcome.exit_code,
             outcome.signal,
             &outcome.output_tail,
@@ -560,7 +562,7 @@ fn conclude(
             spec.timeout.as_secs_f64()
         ));
     } else if let Some(k) = outcome.killed_by.as_deref() {
-        error = crate::runner::limit_hit::explain(k, &config.limits, &what, were);
+        error = gs_runner::limit_hit::explain(k, &config.limits, &what, were);
     }
     let mut tests = Tests {
         status: Some(status),
@@ -607,7 +609,7 @@ fn report_text(
     dir: &std::path::Path,
     rel: &str,
 ) -> std::result::Result<String, String> {
-    if runner::sandbox::artifact_pattern(rel).is_some() {
+    if gs_sandbox::sandbox::artifact_pattern(rel).is_some() {
         return report_texts(outcome, dir, rel)
             .into_iter()
             .next()
@@ -620,7 +622,7 @@ fn report_text(
             (None, None) => Err(format!("{rel}: not read")),
         };
     }
-    crate::util::beneath::read_beneath(dir, rel, runner::sandbox::ARTIFACT_CAP)
+    gs_util::beneath::read_beneath(dir, rel, gs_sandbox::sandbox::ARTIFACT_CAP)
         .map(|b| String::from_utf8_lossy(&b).into_owned())
         .map_err(|why| why.to_string())
 }
@@ -632,20 +634,20 @@ fn report_texts(
     dir: &std::path::Path,
     rel: &str,
 ) -> Vec<(String, std::result::Result<String, String>)> {
-    let Some((d, suffix)) = runner::sandbox::artifact_pattern(rel) else {
+    let Some((d, suffix)) = gs_sandbox::sandbox::artifact_pattern(rel) else {
         return vec![(rel.to_string(), report_text(outcome, dir, rel))];
     };
     let prefix = format!("{d}/");
-    let mine = |a: &&runner::sandbox::Artifact| {
+    let mine = |a: &&gs_sandbox::sandbox::Artifact| {
         a.path == rel
             || a.path
                 .strip_prefix(&prefix)
                 .is_some_and(|n| n.ends_with(suffix) && !n.contains('/'))
     };
-    let mut found: Vec<runner::sandbox::Artifact> =
+    let mut found: Vec<gs_sandbox::sandbox::Artifact> =
         outcome.artifacts.iter().filter(mine).cloned().collect();
     if found.is_empty() {
-        found = runner::sandbox::read_pattern(dir, rel, d, suffix);
+        found = gs_sandbox::sandbox::read_pattern(dir, rel, d, suffix);
     }
     found
         .into_iter()
@@ -716,7 +718,7 @@ fn add_counts(a: Option<TestCounts>, b: TestCounts) -> TestCounts {
 /// Why a test command could not run at all, when its output says its runner is missing: the
 /// shell's 126/127 (not found, not executable), Python's `No module named X` for `-m X`, or a
 /// toolchain rustup or pyenv selects that is not installed. A missing runner is an `error`,
-/// never a failing test (and, beside a result, an attempt: [`crate::model::could_not_run`]).
+/// never a failing test (and, beside a result, an attempt: [`gs_model::could_not_run`]).
 fn missing_runner(
     command: &str,
     key: &str,
@@ -744,8 +746,8 @@ fn missing_runner(
         }
         _ => {}
     }
-    use crate::model::attempt::Missing;
-    match crate::model::attempt::missing_runner(command, output)? {
+    use gs_model::attempt::Missing;
+    match gs_model::attempt::missing_runner(command, output)? {
         Missing::PythonModule(module) => Some(format!(
             "the Python module `{module}` that `{command}` runs is not installed (No module named {module}); install it (python3 -m pip install {module}) or set {key} command in .sandbox.toml"
         )),

@@ -3,9 +3,10 @@
 //! the in-tree build directories a run keeps.
 
 use crate::app::{AppError, Context, Result};
-use crate::config::{Config, ConfigFile};
-use crate::git::{self, CommitInfo};
-use crate::util;
+use gs_config::{Config, ConfigFile};
+use gs_git as git;
+use gs_git::CommitInfo;
+use gs_util as util;
 
 /// The experiment a ref is the branch of: `refs/heads/experiment/NAME`, or the same branch of a
 /// followed remote (`refs/remotes/<remote>/experiment/NAME`).
@@ -48,7 +49,7 @@ fn toolchain_of(
     repo: &gix::Repository,
     info: &CommitInfo,
 ) -> std::collections::BTreeMap<String, String> {
-    use crate::runner::toolchain;
+    use gs_runner::toolchain;
     let mut words = Vec::new();
     match &config.test.command {
         Some(c) => words.extend(toolchain::program_words(c)),
@@ -74,7 +75,7 @@ fn toolchain_of(
     if let Some(s) = &config.test.setup {
         words.extend(toolchain::program_words(s));
     }
-    toolchain::describe(&words, &crate::runner::env::toolchain_env())
+    toolchain::describe(&words, &gs_sandbox::env::toolchain_env())
 }
 
 /// [`config_for`] a run of `commit` made for `refname` (an experiment's branch adds its

@@ -3,9 +3,9 @@
 //! history, and a commit indexed while someone pages moves nothing under them.
 
 use crate::app::{AppError, Context, Result};
-use crate::model::RunRecord;
-use crate::store::RepoRow;
 use gix::ObjectId;
+use gs_model::RunRecord;
+use gs_store::RepoRow;
 
 /// The most commits one page shows.
 pub const MAX_PAGE: usize = 200;
@@ -56,7 +56,7 @@ pub fn page(
         .map(|r| {
             let summary = ObjectId::from_hex(r.record.commit.as_bytes())
                 .ok()
-                .and_then(|id| crate::git::commit_info(repo, id).ok())
+                .and_then(|id| gs_git::commit_info(repo, id).ok())
                 .map(|i| i.summary);
             Commit {
                 run_id: r.id,

@@ -3,9 +3,11 @@
 //! is recorded.
 
 use crate::app::{run::commit_config::config_for, run::setup, AppError, Context, Result};
-use crate::config::ConfigFile;
-use crate::git::{self, checkout};
-use crate::runner::{caches, env, process, workspace};
+use gs_config::ConfigFile;
+use gs_git as git;
+use gs_git::checkout;
+use gs_runner::{caches, workspace};
+use gs_sandbox::{env, process};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
@@ -39,12 +41,12 @@ pub fn exec(
     output: Output,
     interrupt: &AtomicBool,
 ) -> Result<Executed> {
-    let _t = crate::util::trace::span("exec in all (after start-up)");
+    let _t = gs_util::trace::span("exec in all (after start-up)");
     // Refused before anything is prepared: a NUL cannot reach `sh` (it used to cut the command
     // line short, down to nothing).
     let mut words = Vec::with_capacity(argv.len());
     for (i, a) in argv.iter().enumerate() {
-        words.push(crate::util::shell::quote(a).map_err(|_| {
+        words.push(gs_util::shell::quote(a).map_err(|_| {
             AppError::usage(format!(
                 "argument {} of the command holds a NUL byte, which no command line can carry",
                 i + 1
@@ -94,7 +96,7 @@ pub fn exec(
         max_mb: config.cache.max_mb,
     });
     let prepare = || {
-        let _t = crate::util::trace::span("workspace");
+        let _t = gs_util::trace::span("workspace");
         workspace::prepare(
             repo,
             info.tree,

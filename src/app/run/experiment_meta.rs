@@ -5,11 +5,12 @@
 //! `experiments/<name>/experiment.toml` is read once and moved into the ref.
 
 use crate::app::{AppError, Result};
-use crate::config::ConfigFile;
-use crate::git::CommitInfo;
-use crate::git::{self, cli, remote::SANDBOX_REMOTES};
-use crate::model::ExperimentFile;
 use gix::ObjectId;
+use gs_config::ConfigFile;
+use gs_git as git;
+use gs_git::CommitInfo;
+use gs_git::{cli, remote::SANDBOX_REMOTES};
+use gs_model::ExperimentFile;
 use std::path::Path;
 
 pub const META_PREFIX: &str = "refs/sandbox/experiments/";
@@ -377,13 +378,13 @@ pub fn config_overrides(
     let label = match &m.origin {
         Origin::Committed => format!(
             "{}:{}",
-            crate::util::short(&info.id.to_string()),
+            gs_util::short(&info.id.to_string()),
             committed_path(name)
         ),
         _ => format!("{}:experiment.toml", meta_ref(name)),
     };
     match config_text(&m.file) {
-        Some(text) => Ok(crate::config::parse_repository_file(
+        Some(text) => Ok(gs_config::parse_repository_file(
             &format!("{label} [config]"),
             &text,
         )?),

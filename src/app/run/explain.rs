@@ -3,9 +3,9 @@
 //! there are (the config, the tools). Reads only; runs nothing.
 
 use crate::app::{run::commit_config, run::results, Context, Result};
-use crate::model::{RunRecord, Status};
-use crate::store::RepoRow;
 use gix::ObjectId;
+use gs_model::{RunRecord, Status};
+use gs_store::RepoRow;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -32,7 +32,7 @@ pub fn explain(
     commit: ObjectId,
     refname: Option<&str>,
 ) -> Result<Explanation> {
-    let info = crate::git::commit_info(repo, commit)?;
+    let info = gs_git::commit_info(repo, commit)?;
     let mut e = Explanation {
         commit: commit.to_string(),
         tree: info.tree.to_string(),
@@ -86,7 +86,7 @@ pub fn explain(
         e.from = hit.cached_from.clone();
         e.reasons.push(format!(
             "{} made a result of the same tree under the same config and tools ({})",
-            crate::util::short(hit.cached_from.as_deref().unwrap_or("")),
+            gs_util::short(hit.cached_from.as_deref().unwrap_or("")),
             hit.status
         ));
         return Ok(e);
@@ -98,7 +98,7 @@ pub fn explain(
     e.reasons.push(match other {
         Some(r) => format!(
             "no result of this tree was made under this config; the latest one (for {}, {}) differs: {}",
-            crate::util::short(&r.commit),
+            gs_util::short(&r.commit),
             r.finished_at,
             differences(&r, &config).join("; ")
         ),
@@ -109,7 +109,7 @@ pub fn explain(
 }
 
 /// What differs between the config and tools a record was made under and `config`.
-fn differences(r: &RunRecord, config: &crate::config::Config) -> Vec<String> {
+fn differences(r: &RunRecord, config: &gs_config::Config) -> Vec<String> {
     let mut out = Vec::new();
     let now = &config.toolchain;
     let then: &BTreeMap<String, String> = &r.toolchain;

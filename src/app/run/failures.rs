@@ -3,9 +3,9 @@
 //! back while the same test keeps failing).
 
 use crate::app::{run::results, Context, Result};
-use crate::model::RunRecord;
-use crate::store::RepoRow;
 use gix::ObjectId;
+use gs_model::RunRecord;
+use gs_store::RepoRow;
 use serde::Serialize;
 
 /// How far back (first parents) a failure's first failing commit is looked for.
@@ -64,12 +64,12 @@ pub fn of(
                 .map(|t| {
                     t.failures
                         .iter()
-                        .map(|f| crate::model::test_name::canonical(&f.name))
+                        .map(|f| gs_model::test_name::canonical(&f.name))
                         .collect()
                 })
                 .unwrap_or_default();
             open.retain(|&i| {
-                let still = failing.contains(&crate::model::test_name::canonical(&listed[i].name));
+                let still = failing.contains(&gs_model::test_name::canonical(&listed[i].name));
                 if still {
                     since[i] = c.to_string();
                 }

@@ -2,9 +2,9 @@
 
 use super::{run_one, was_interrupted, Along, RunOptions, Source};
 use crate::app::{Context, Result};
-use crate::git::CommitInfo;
-use crate::model::{RunRecord, Status};
-use crate::store::RepoRow;
+use gs_git::CommitInfo;
+use gs_model::{RunRecord, Status};
+use gs_store::RepoRow;
 
 /// Run a failed commit again while every test that failed on it is known to be flaky, up to
 /// `opts.retry_flaky` times, each time forced. A failing run made now is kept as flaky
@@ -30,7 +30,7 @@ pub(super) fn retry_flaky(
         retry_flaky: 0,
         ..opts.clone()
     };
-    let mut retried = record.retried.clone().unwrap_or(crate::model::Retried {
+    let mut retried = record.retried.clone().unwrap_or(gs_model::Retried {
         attempts: 0,
         flaky: Vec::new(),
     });

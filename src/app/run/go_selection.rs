@@ -4,15 +4,16 @@
 //! the whole suite runs in one phase (go.mod, go.sum, go.work, vendored code, test data, a file
 //! that is not Go, cgo, `//go:embed`, build constraints).
 
-use crate::analysis::gograph::{self, GoFile, GO_IMPORTS_VERSION};
-use crate::analysis::pygraph::{Edges, Graph};
 use crate::app::run::selection::{cached_per_blob, irrelevant, Selection, Selects, Why};
 use crate::app::{Context, Result};
-use crate::config::Config;
-use crate::git::{self, gix_err, CommitInfo};
-use crate::runner::go_cmd::{self, GoTest};
-use crate::store::RepoRow;
 use gix::bstr::ByteSlice;
+use gs_analysis::{gograph, gograph::GoFile, gograph::GO_IMPORTS_VERSION};
+use gs_analysis::{pygraph::Edges, pygraph::Graph};
+use gs_config::Config;
+use gs_git as git;
+use gs_git::{gix_err, CommitInfo};
+use gs_runner::{go_cmd, go_cmd::GoTest};
+use gs_store::RepoRow;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The largest file whose imports are read; a bigger one (generated tables) is left out of the
@@ -274,7 +275,7 @@ fn failed_before(
     let Ok(text) = std::fs::read(&log) else {
         return Vec::new();
     };
-    crate::runner::parse::go::failed_packages(&String::from_utf8_lossy(&text))
+    gs_parse::go::failed_packages(&String::from_utf8_lossy(&text))
         .into_iter()
         .filter_map(|(import, tests)| {
             let tests = if tests.is_empty() {

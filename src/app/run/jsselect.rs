@@ -2,15 +2,19 @@
 //! through imports, and those that failed in the parent's run; or why the whole suite runs in
 //! one phase (a config, a manifest, a lockfile, a snapshot, a file nothing imports, an alias).
 
-use crate::analysis::jsgraph::{self, is_source, is_test_file, Layout, Runner, JS_IMPORTS_VERSION};
-use crate::analysis::pygraph::{Edges, Graph};
 use crate::app::run::selection::{cached_per_blob, irrelevant, Selection, Why};
 use crate::app::{Context, Result};
-use crate::config::Config;
-use crate::git::{self, gix_err, CommitInfo};
-use crate::runner::js_cmd::{self, JsCmd};
-use crate::store::RepoRow;
 use gix::bstr::ByteSlice;
+use gs_analysis::{
+    jsgraph, jsgraph::is_source, jsgraph::is_test_file, jsgraph::Layout, jsgraph::Runner,
+    jsgraph::JS_IMPORTS_VERSION,
+};
+use gs_analysis::{pygraph::Edges, pygraph::Graph};
+use gs_config::Config;
+use gs_git as git;
+use gs_git::{gix_err, CommitInfo};
+use gs_runner::{js_cmd, js_cmd::JsCmd};
+use gs_store::RepoRow;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The largest file whose imports are read; a bigger one (a bundle) is left out of the graph.

@@ -2,8 +2,8 @@
 //! time: from a line, at most so many lines, optionally only the lines holding a text.
 
 use crate::app::{io_err, AppError, Context, Result};
-use crate::model::RunRecord;
-use crate::store::RepoRow;
+use gs_model::RunRecord;
+use gs_store::RepoRow;
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -101,10 +101,7 @@ pub fn read(
     req: &PageRequest,
     mut take: impl FnMut(&Line) -> bool,
 ) -> Result<Page> {
-    let check = req
-        .check
-        .as_deref()
-        .filter(|c| *c != crate::config::TEST_CHECK);
+    let check = req.check.as_deref().filter(|c| *c != gs_config::TEST_CHECK);
     let setup = setup_path(ctx, row, record);
     // A named check `setup` wins; else `setup` is the setup step, and so is a run's only
     // output when its setup step failed before the tests could run.
@@ -123,7 +120,7 @@ pub fn read(
                 let names: Vec<&str> = record.checks.iter().map(|(n, _)| n).collect();
                 return Err(AppError::not_found(format!(
                     "the run of {} has no check `{name}`",
-                    crate::util::short(&record.commit)
+                    gs_util::short(&record.commit)
                 ))
                 .hint(if names.is_empty() {
                     "it ran only the tests; leave the check out".to_string()
@@ -143,7 +140,7 @@ pub fn read(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(AppError::not_found(format!(
                 "the output of the run of {} is not kept on this machine (it ran elsewhere, ran no test command, or `git sandbox gc` removed it)",
-                crate::util::short(&record.commit)
+                gs_util::short(&record.commit)
             ))
             .hint("the record's output_tail has its last lines; run it here with `git sandbox run --force REV`"));
         }

@@ -2,13 +2,13 @@
 //! changed between two revisions: functions added and removed, complexity up and down, new
 //! potential issues. Built on the analysis of `analyze.rs` and its per-blob cache.
 
-use crate::analysis::FileAnalysis;
 use crate::app::run::analyze::analyze_tree_with;
 use crate::app::{Context, Result};
-use crate::config::ConfigFile;
-use crate::git;
-use crate::model::{Analysis, Issue};
 use gix::ObjectId;
+use gs_analysis::FileAnalysis;
+use gs_config::ConfigFile;
+use gs_git as git;
+use gs_model::{Analysis, Issue};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 

@@ -1,9 +1,9 @@
 //! What a caller of [`run_commits`](super::run_commits) asks for (options) and gets back
 //! (progress as each commit goes, the outcome at the end).
 
-use crate::config::ConfigFile;
-use crate::model::{RunRecord, Trigger};
 use gix::ObjectId;
+use gs_config::ConfigFile;
+use gs_model::{RunRecord, Trigger};
 use std::sync::atomic::AtomicBool;
 
 /// Told a commit's first failing test: (commit, test, milliseconds from the start of the tests).

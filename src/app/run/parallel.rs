@@ -2,8 +2,8 @@
 
 use super::{run_commits, Outcome, Progress, RunOptions};
 use crate::app::{AppError, Context, Result};
-use crate::store::RepoRow;
 use gix::ObjectId;
+use gs_store::RepoRow;
 
 /// [`run_commits`] with up to `jobs` commits at once (`run -j N`): commit i goes to worker
 /// i mod N, each with its own index connection and repository handle (of the repository at
@@ -27,7 +27,7 @@ pub fn run_commits_parallel(
             .map(|part| {
                 s.spawn(move || {
                     let ctx = Context::load()?;
-                    let repo = crate::git::discover(dir)?;
+                    let repo = gs_git::discover(dir)?;
                     run_commits(&ctx, &repo, row, part, opts, &mut |p| {
                         (progress.lock().unwrap_or_else(|e| e.into_inner()))(p)
                     })
@@ -71,7 +71,7 @@ pub fn run_commits_parallel(
     // all have ended, every note of the run is looked at again.
     if n > 1 && !opts.unnoted && !opts.is_trial() && !all.records.is_empty() {
         let ctx = Context::load()?;
-        let repo = crate::git::discover(dir)?;
+        let repo = gs_git::discover(dir)?;
         for _ in 0..3 {
             let k =
                 crate::app::run::results::rewrite_missing(&ctx, &repo, row, &all.records, false)?;

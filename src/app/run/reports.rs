@@ -1,7 +1,7 @@
 //! Where a run looks for the reports its tools write when the config names none, and the
 //! record's coverage made from one.
 
-use crate::runner;
+use gs_runner as runner;
 
 /// Where build tools write their JUnit XML reports when the config names none: Maven Surefire
 /// and Failsafe, Gradle.
@@ -27,13 +27,13 @@ pub(super) fn coverage_of(
     check: &str,
     report: &str,
     r: &runner::coverage::Report,
-    changes: Option<&crate::model::Changes>,
-) -> crate::model::Coverage {
-    use crate::model::{percent, percent_of, FileCoverage};
+    changes: Option<&gs_model::Changes>,
+) -> gs_model::Coverage {
+    use gs_model::{percent, percent_of, FileCoverage};
     let changed: std::collections::HashSet<&str> = changes
         .map(|c| c.files.iter().map(|f| f.path.as_str()).collect())
         .unwrap_or_default();
-    crate::model::Coverage {
+    gs_model::Coverage {
         check: check.to_string(),
         report: report.to_string(),
         format: r.format.to_string(),
@@ -50,7 +50,7 @@ pub(super) fn coverage_of(
             .files
             .iter()
             .filter(|f| changed.contains(f.path.as_str()))
-            .take(crate::model::MAX_CHANGED_FILES)
+            .take(gs_model::MAX_CHANGED_FILES)
             .map(|f| FileCoverage {
                 path: f.path.clone(),
                 lines_covered: f.covered,

@@ -4,12 +4,13 @@
 //! transaction) and index rows.
 
 use crate::app::{Context, Result};
-use crate::git::{self, notes::Lookup, CommitInfo};
-use crate::model::EventKind;
-use crate::model::{note, Attempt, NoteRecord, RunRecord, Status};
-use crate::store::RepoRow;
-use crate::util;
 use gix::ObjectId;
+use gs_git as git;
+use gs_git::{notes::Lookup, CommitInfo};
+use gs_model::EventKind;
+use gs_model::{note, Attempt, NoteRecord, RunRecord, Status};
+use gs_store::RepoRow;
+use gs_util as util;
 
 /// Reads the notes of one repository, remembering notes that held no readable record, so a
 /// command can report them once.
@@ -121,7 +122,7 @@ fn tree_result(
         repo,
         &info,
         None,
-        &crate::config::ConfigFile::default(),
+        &gs_config::ConfigFile::default(),
     ) else {
         return Ok(None);
     };
@@ -173,7 +174,7 @@ pub fn current_record(
         repo,
         &info,
         experiment.as_deref(),
-        &crate::config::ConfigFile::default(),
+        &gs_config::ConfigFile::default(),
     ) {
         Ok(c) => c,
         Err(_) => return Ok(None),
@@ -267,7 +268,7 @@ pub fn index_only(ctx: &Context, row: &RepoRow, records: &[RunRecord]) -> Result
 pub fn stamp(ctx: &Context, r: &mut RunRecord) -> Result<()> {
     let keys = ctx.keys()?;
     r.by = Some(keys.home_id.clone());
-    r.verified = Some(crate::model::Verified {
+    r.verified = Some(gs_model::Verified {
         signer: "this machine".into(),
         key: keys.fingerprint(),
         here: true,
@@ -293,7 +294,7 @@ fn index_records(ctx: &Context, row: &RepoRow, records: &[RunRecord]) -> Result<
     let ids = ctx.index.put_runs(&row.repository_id, records)?;
     for (r, run_id) in records.iter().zip(ids) {
         ctx.index.add_execution(&row.repository_id, r)?;
-        events.push(crate::store::NewEvent {
+        events.push(gs_store::NewEvent {
             kind: if r.status == Status::Error {
                 EventKind::RunFailed
             } else {
@@ -644,7 +645,7 @@ pub fn history(
 /// The patch of `commit` against its first parent (the whole tree for a root commit), as git
 /// prints it, cut at `max_bytes` (then `true`).
 pub fn patch(repo: &gix::Repository, commit: ObjectId, max_bytes: usize) -> Result<(String, bool)> {
-    let dir = crate::git::repo_root(repo);
+    let dir = gs_git::repo_root(repo);
     let info = git::commit_info(repo, commit)?;
     let hex = commit.to_string();
     let text = match info.parents.first() {

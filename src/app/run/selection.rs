@@ -2,13 +2,14 @@
 //! changed Python file through imports, and those whose tests failed in the parent's run; or
 //! why the whole suite runs in one phase (what the import graph cannot see means "everything").
 
-use crate::analysis::imports::{python_imports, Import, IMPORTS_VERSION};
-use crate::analysis::pygraph::{is_test_file, Graph, Layout};
 use crate::app::{run::testcov, Context, Result};
-use crate::config::Config;
-use crate::git::{self, gix_err, CommitInfo};
-use crate::store::RepoRow;
 use gix::bstr::ByteSlice;
+use gs_analysis::{imports::python_imports, imports::Import, imports::IMPORTS_VERSION};
+use gs_analysis::{pygraph::is_test_file, pygraph::Graph, pygraph::Layout};
+use gs_config::Config;
+use gs_git as git;
+use gs_git::{gix_err, CommitInfo};
+use gs_store::RepoRow;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -112,7 +113,7 @@ fn configuration(path: &str) -> bool {
             | "Pipfile"
             | "Pipfile.lock"
             | "noxfile.py"
-    ) || crate::analysis::is_manifest(path)
+    ) || gs_analysis::is_manifest(path)
         || (name.starts_with("requirements") && name.ends_with(".txt"))
         || (name.starts_with("constraints") && name.ends_with(".txt"))
 }
@@ -150,7 +151,7 @@ pub fn select(
         .test
         .command
         .as_deref()
-        .filter(|c| crate::runner::pytest_cmd::recognise(c).is_none())
+        .filter(|c| gs_runner::pytest_cmd::recognise(c).is_none())
     {
         return Ok(Selection::one_phase(format!(
             "the test command `{c}` is not a plain pytest, jest, vitest, cargo test or go test invocation (pytest …, python -m pytest …, jest …, vitest run …, npm test running one, cargo test …, go test ./…)"
@@ -331,7 +332,7 @@ fn covered(
         let found = (!tests.contains(path))
             .then(|| {
                 let (old, new) = (blob(&old_tree, path)?, blob(&new_tree, path)?);
-                let lines = crate::analysis::pylines::changed_body_lines(&old, &new)?;
+                let lines = gs_analysis::pylines::changed_body_lines(&old, &new)?;
                 Some((contexts.tests_running(path, &lines)?, lines))
             })
             .flatten();
@@ -560,7 +561,7 @@ pub fn explain(
 ) -> Result<Explained> {
     let info = git::commit_info(repo, commit)?;
     let experiment = crate::app::run::commit_config::experiment_of(refname);
-    let flags = crate::config::ConfigFile::default();
+    let flags = gs_config::ConfigFile::default();
     let config = crate::app::run::commit_config::config_for(
         ctx,
         repo,

@@ -4,11 +4,12 @@
 //! caches) is kept as a layer under the runs of its branch — and of branches that start from
 //! production's, read-only — so the tests themselves need no network.
 
-use crate::config::Config;
-use crate::model::SetupRun;
-use crate::runner::workspace::{self, Workspace};
-use crate::runner::{self, caches, process, Sandbox};
 use gix::ObjectId;
+use gs_config::Config;
+use gs_model::SetupRun;
+use gs_runner::caches;
+use gs_runner::{workspace, workspace::Workspace};
+use gs_sandbox::{process, Sandbox};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
@@ -62,7 +63,7 @@ pub fn key(config: &Config, command: &str, repo: &gix::Repository, tree: ObjectI
     for (path, id) in inputs(repo, tree) {
         text.push_str(&format!("{path}\0{id}\0"));
     }
-    crate::util::fnv64_hex(text.as_bytes())
+    gs_util::fnv64_hex(text.as_bytes())
 }
 
 /// The tree's lockfiles and manifests, in the tree's order. A tree that cannot be read has
@@ -141,12 +142,12 @@ impl Setup {
         } else {
             format!(
                 "; {}: vendor its dependencies, or run where a kept checkout lets it build with `setup_network = true`",
-                crate::model::attempt::SETUP_OFFLINE
+                gs_model::attempt::SETUP_OFFLINE
             )
         };
         Some(format!(
             "{}`{command}` failed, run inline just before the tests (its output is in the tests' log){hint}",
-            crate::model::attempt::SETUP_FAILED
+            gs_model::attempt::SETUP_FAILED
         ))
     }
 
@@ -230,7 +231,7 @@ pub fn prepare(
         command: &shown,
         cwd: &work.path(),
         root: work.root(),
-        env: runner::env::sandbox_env(work.root()),
+        env: gs_sandbox::env::sandbox_env(work.root()),
         timeout: config.test.timeout,
         output: match output {
             SetupOutput::Log(log) => process::Output::Capture {
@@ -252,7 +253,7 @@ pub fn prepare(
     });
     record.duration_ms = started.elapsed().as_millis() as u64;
     let hit = outcome.killed_by.clone().or_else(|| {
-        crate::runner::limit_hit::attribute(
+        gs_runner::limit_hit::attribute(
             outcome.exit_code,
             outcome.signal,
             &outcome.output_tail,
@@ -269,7 +270,7 @@ pub fn prepare(
                 config.test.timeout.as_secs(),
                 config.limits.cpu_seconds
             ),
-            other => crate::runner::limit_hit::explain(other, &limits, "", "was")
+            other => gs_runner::limit_hit::explain(other, &limits, "", "was")
                 .map(|e| e.trim_start().to_string())
                 .unwrap_or_else(|| format!("was stopped ({other})")),
         })
@@ -299,11 +300,11 @@ pub fn prepare(
         let hint = if config.limits.setup_network {
             String::new()
         } else {
-            format!("; {}: vendor its dependencies, or allow `setup_network = true` under [limits] in your user config", crate::model::attempt::SETUP_OFFLINE)
+            format!("; {}: vendor its dependencies, or allow `setup_network = true` under [limits] in your user config", gs_model::attempt::SETUP_OFFLINE)
         };
         return Err(SetupError::Failed(format!(
             "{}`{command}` {why}{log}{hint}",
-            crate::model::attempt::SETUP_FAILED
+            gs_model::attempt::SETUP_FAILED
         )));
     }
     record.how = "built".into();
@@ -328,7 +329,7 @@ pub fn not_found_program(output: &str) -> Option<&str> {
 /// package manager installs: a hint naming the setup step that installs it (the one configured,
 /// or the one `init` would propose), to follow the error's first clause.
 pub fn not_found_hint(dir: &Path, command: &str, output: &str, config: &Config) -> Option<String> {
-    use crate::runner::detect_setup;
+    use gs_runner::detect_setup;
     let program = not_found_program(output)?;
     if !detect_setup::installed_by_setup(dir, command, program) {
         return None;

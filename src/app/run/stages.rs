@@ -9,13 +9,14 @@ use super::reports::{coverage_of, COVERAGE_REPORTS, JUNIT_DIRS};
 use super::results::NoteReader;
 use super::{analyze, checks, results, setup, Along, RunOptions, SeenTrees, Source, CONFIG_FOR};
 use crate::app::{AppError, Context, Result};
-use crate::config::Config;
-use crate::git::{self, checkout, CommitInfo};
-use crate::model::{Analysis, EventKind, RunRecord, Status, RUN_SCHEMA};
-use crate::runner::{self, caches, workspace};
-use crate::store::RepoRow;
-use crate::util::time;
 use gix::ObjectId;
+use gs_config::Config;
+use gs_git as git;
+use gs_git::{checkout, CommitInfo};
+use gs_model::{Analysis, EventKind, RunRecord, Status, RUN_SCHEMA};
+use gs_runner::{caches, workspace};
+use gs_store::RepoRow;
+use gs_util::time;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -204,7 +205,7 @@ fn earlier(
     }
     let (ctx, repo, row, info) = (c.ctx, c.repo, c.row, c.info);
     let (noted, own) = match reader.read(ctx, repo, info.id)? {
-        Some(crate::model::NoteRecord::Found(r)) => (Some(*r.clone()), Some(*r)),
+        Some(gs_model::NoteRecord::Found(r)) => (Some(*r.clone()), Some(*r)),
         // A note that holds no record for this commit: not run. The index follows the note, and
         // the new result replaces it.
         Some(_) => {
@@ -302,7 +303,7 @@ impl Commit<'_> {
 struct Bench<'b> {
     c: &'b Commit<'b>,
     config: &'b Config,
-    sandbox: &'b runner::Sandbox,
+    sandbox: &'b gs_sandbox::Sandbox,
     scratch: &'b Path,
     home_id: &'b str,
     cache: Option<caches::CacheUse<'b>>,
@@ -332,7 +333,7 @@ impl Bench<'_> {
 
     /// [`Bench::prepare`] as the machine allows, told to the event log.
     fn prepared(&self) -> std::result::Result<workspace::Workspace, git::GitError> {
-        let _t = crate::util::trace::span("workspace");
+        let _t = gs_util::trace::span("workspace");
         let work = self.prepare(self.sandbox.overlay)?;
         self.c.event(
             EventKind::CheckoutCompleted,
@@ -414,7 +415,7 @@ impl Bench<'_> {
     ) -> (checks::Ran, Option<Result<Analysis>>) {
         let (c, config) = (self.c, self.config);
         let selection = if config.test.phases {
-            let _t = crate::util::trace::span("selection");
+            let _t = gs_util::trace::span("selection");
             super::selection::select(c.ctx, c.repo, c.row, c.info, config).ok()
         } else {
             None
@@ -440,7 +441,7 @@ impl Bench<'_> {
                 let index_path = index_path.clone();
                 s.spawn(move || -> Result<(analyze::CommitAnalysis, i64)> {
                     let started = time::now_millis();
-                    let index = crate::store::Index::open_file(&index_path)?;
+                    let index = gs_store::Index::open_file(&index_path)?;
                     let a = analyze::analyze_commit(&index, &repo, tree, parent, &cfg)?;
                     Ok((a, time::now_millis() - started))
                 })
@@ -448,7 +449,7 @@ impl Bench<'_> {
             c.event(EventKind::TestStarted, serde_json::json!({}));
             let on_done = |name: &str, r: &checks::CheckResult| {
                 let exit_code = r.tests.as_ref().and_then(|t| t.exit_code);
-                if name == crate::config::TEST_CHECK {
+                if name == gs_config::TEST_CHECK {
                     c.event(
                         EventKind::TestCompleted,
                         serde_json::json!({"status": r.status, "exit_code": exit_code}),

@@ -2,7 +2,7 @@
 //! how it was sandboxed and the analysis in numbers. What agents (MCP) and dashboards read
 //! instead of the whole record.
 
-use crate::model::{LayerStatus, RunRecord};
+use gs_model::{LayerStatus, RunRecord};
 use serde::Serialize;
 
 /// How long a failure's first line may be in a summary.
@@ -154,7 +154,7 @@ impl Summary {
                     required: c.required,
                     exit_code: c.run.exit_code,
                     duration_ms: c.run.duration_ms,
-                    why: (c.status() != crate::model::Status::Passed).then(|| {
+                    why: (c.status() != gs_model::Status::Passed).then(|| {
                         let last = c
                             .run
                             .output_tail

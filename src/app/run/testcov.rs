@@ -3,7 +3,7 @@
 //! (`contexts/<repository>/<commit>.coverage`, the newest few), and a child's selection reads
 //! its parent's to pick the tests that ran the lines the child changed.
 
-use crate::runner::sandbox::{Artifact, DATA_FILE_CAP};
+use gs_sandbox::{sandbox::Artifact, sandbox::DATA_FILE_CAP};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -55,7 +55,7 @@ impl Watchdog {
 
 /// Whether the test command records which test ran each line.
 pub fn recorded_by(command: &str) -> bool {
-    crate::runner::pytest_cmd::recognise(command).is_some_and(|p| p.records_contexts())
+    gs_runner::pytest_cmd::recognise(command).is_some_and(|p| p.records_contexts())
 }
 
 /// The data file the tests left: as the sandbox handed it back, else (no mount namespace) read
@@ -63,7 +63,7 @@ pub fn recorded_by(command: &str) -> bool {
 pub fn data_of(artifacts: &[Artifact], dir: &Path) -> Option<Vec<u8>> {
     let bytes = match artifacts.iter().find(|a| a.path == DATA_FILE) {
         Some(a) => a.bytes()?,
-        None => crate::util::beneath::read_beneath(dir, DATA_FILE, DATA_FILE_CAP).ok()?,
+        None => gs_util::beneath::read_beneath(dir, DATA_FILE, DATA_FILE_CAP).ok()?,
     };
     bytes.starts_with(SQLITE_MAGIC).then_some(bytes)
 }

@@ -3,8 +3,8 @@
 //! open the store themselves.
 
 use crate::app::{AppError, Context, Result};
-use crate::model::RunRecord;
-use crate::store::{Event, EventFilter, FlakyTest, Job, RepoRow, RepoStats};
+use gs_model::RunRecord;
+use gs_store::{Event, EventFilter, FlakyTest, Job, RepoRow, RepoStats};
 use std::collections::{BTreeMap, HashMap};
 
 /// Every registered repository with its counts.

@@ -33,7 +33,7 @@ pub async fn commit_page(
     let data = blocking(move |ctx| {
         let (repo, row) = repository(ctx, &key)?;
         let c = commit_of(&repo, &sha)?;
-        let info = crate::git::commit_info(&repo, c).map_err(AppError::from)?;
+        let info = gs_git::commit_info(&repo, c).map_err(AppError::from)?;
         let mut reader = results::NoteReader::new(&repo)?;
         let record = results::find_evidence(ctx, &repo, &row, &mut reader, c)?;
         let page = record.as_ref().and_then(|r| {

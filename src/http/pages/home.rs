@@ -31,7 +31,7 @@ pub async fn home(State(web): St, headers: HeaderMap, Query(q): Query<HomeQuery>
         let (queued, _) = views::queue_depth(ctx)?;
         let events = views::events(
             ctx,
-            &crate::store::EventFilter {
+            &gs_store::EventFilter {
                 limit: Some(40),
                 not_kind: (!heartbeats).then(|| HEARTBEAT.to_string()),
                 ..Default::default()

@@ -10,13 +10,13 @@ mod home;
 
 use super::{blocking, repository, ApiError, Caller, Web, COOKIE};
 use crate::app::repo::tokens::{self, Role};
-use crate::model::RunRecord;
-use crate::util::short;
 use axum::extract::{Form, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::Router;
+use gs_model::RunRecord;
+use gs_util::short;
 use maud::{html, Markup, DOCTYPE};
 use serde::Deserialize;
 use std::sync::Arc;
@@ -288,7 +288,7 @@ fn shown(flash: &Option<Flash>, page: Response) -> Response {
 /// A time as the page shows it: UTC in the markup (`datetime`, and the text as a fallback), which
 /// the page's script rewrites in the viewer's zone. The time of day, or with `date` the day too.
 fn when(time: &str, date: bool) -> Markup {
-    let Some(utc) = crate::util::time::parse_rfc3339(time).map(crate::util::time::rfc3339) else {
+    let Some(utc) = gs_util::time::parse_rfc3339(time).map(gs_util::time::rfc3339) else {
         return html! { (time) };
     };
     let text = if date {

@@ -25,8 +25,8 @@ fn pool() -> Vec<(String, String)> {
     let mut out = Vec::new();
     let mut dirs: Vec<PathBuf> = vec![
         root.join("tests/fixtures/analysis"),
-        root.join("src/analysis"),
-        root.join("src/git"),
+        root.join("crates/gs-analysis/src"),
+        root.join("crates/gs-git/src"),
     ];
     while let Some(d) = dirs.pop() {
         let mut entries: Vec<_> = std::fs::read_dir(&d).unwrap().flatten().collect();

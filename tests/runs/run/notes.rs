@@ -1,8 +1,8 @@
 //! Notes under pressure: writers at once, a lock a killed writer left, a note gone missing,
 //! and the index rebuilt from notes.
 
+use super::set_config;
 use crate::common::World;
-use crate::set_config;
 use std::path::Path;
 
 #[test]

@@ -1,11 +1,11 @@
 //! The store and the command line on a real PostgreSQL server: the same operations as on
 //! SQLite, a connection the server ends, and the command line end to end with its index there.
 
+use super::exercise;
 use crate::common::postgres::Postgres;
 use crate::common::World;
-use crate::exercise;
-use git_sandbox::model::EventKind;
-use git_sandbox::store::Index;
+use gs_model::EventKind;
+use gs_store::Index;
 use serde_json::json;
 
 #[test]

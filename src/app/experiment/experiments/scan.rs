@@ -4,11 +4,13 @@
 use super::meta::{self, Meta, Origin, META_PREFIX};
 use super::{ARCHIVE_PREFIX, BRANCH_PREFIX, PROMOTED_PREFIX, ROLLED_BACK_PREFIX};
 use crate::app::{Context, Result};
-use crate::git::{self, remote::SANDBOX_REMOTES};
-use crate::model::{Experiment, State};
-use crate::store::RepoRow;
-use crate::util::{self, time};
 use gix::ObjectId;
+use gs_git as git;
+use gs_git::remote::SANDBOX_REMOTES;
+use gs_model::{Experiment, State};
+use gs_store::RepoRow;
+use gs_util as util;
+use gs_util::time;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Where one place (this repository, or what was fetched from remotes) keeps experiments.
@@ -70,7 +72,7 @@ fn name_after<'a>(full: &'a str, prefix: &str) -> Option<&'a str> {
 
 impl Snapshot {
     pub fn read(repo: &gix::Repository) -> Result<Snapshot> {
-        let _t = crate::util::trace::span("experiments: refs");
+        let _t = gs_util::trace::span("experiments: refs");
         let mut s = Snapshot::default();
         let refs = repo.references().map_err(git::gix_err)?;
         // The ids the refs hold, not peeled: reading each object would cost more than the refs.
@@ -185,7 +187,7 @@ pub struct Scanned {
 /// is read from what was fetched from it.
 pub fn scan(repo: &gix::Repository) -> Result<(Snapshot, Vec<Scanned>)> {
     let snap = Snapshot::read(repo)?;
-    let _t = crate::util::trace::span("experiments: metadata");
+    let _t = gs_util::trace::span("experiments: metadata");
     let mut times: HashMap<ObjectId, String> = HashMap::new();
     let mut folders = meta::Folders::default();
     let mut out = Vec::new();
@@ -240,7 +242,7 @@ pub fn sync(
     row: &RepoRow,
 ) -> Result<(Snapshot, Vec<Scanned>)> {
     let (snap, mut found) = scan(repo)?;
-    let _t = crate::util::trace::span("experiments: index");
+    let _t = gs_util::trace::span("experiments: index");
     let indexed: BTreeMap<String, Experiment> = ctx
         .index
         .experiments(&row.repository_id)?

@@ -3,8 +3,8 @@
 //! that showed it ends. It is only ever a provisional answer: the verdict is the whole suite's.
 
 use super::CheckResult;
-use crate::model::Status;
-use crate::runner::first_fail::Found;
+use gs_model::Status;
+use gs_sandbox::first_fail::Found;
 use std::cell::{Cell, RefCell};
 use std::time::Instant;
 

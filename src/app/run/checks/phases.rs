@@ -5,8 +5,9 @@
 //! merged into one result that equals a one-phase run.
 
 use super::{conclude, execute, CheckResult, Env, Executed, First, Shared, Spec};
-use crate::model::{Status, TestPhase, Tests};
-use crate::runner::{cargo_cmd, detect, first_fail, go_cmd, js_cmd, pytest_cmd, workspace};
+use gs_model::{Status, TestPhase, Tests};
+use gs_runner::{cargo_cmd, detect, go_cmd, js_cmd, pytest_cmd, workspace};
+use gs_sandbox::first_fail;
 use std::time::Instant;
 
 /// pytest's exit code when it collected no test (every one deselected): no failure.
@@ -129,7 +130,7 @@ impl Split {
         }
         let tree = work.host_tree();
         let text_of = |p: &str| {
-            let bytes = crate::util::beneath::read_beneath(&tree, p, 1 << 20).ok()?;
+            let bytes = gs_util::beneath::read_beneath(&tree, p, 1 << 20).ok()?;
             Some(String::from_utf8_lossy(&bytes).into_owned())
         };
         // Only `npm test` reads the script.
@@ -163,11 +164,12 @@ impl Split {
     fn runner(&self) -> first_fail::Runner {
         match self {
             Split::Pytest(_) => first_fail::Runner::Pytest,
-            Split::Js(j) if j.runner == crate::analysis::jsgraph::Runner::Vitest => {
+            Split::Js(j) if j.runner == gs_analysis::jsgraph::Runner::Vitest => {
                 first_fail::Runner::Vitest
             }
             Split::Js(_) => first_fail::Runner::Jest,
             Split::Cargo(_) => first_fail::Runner::Cargo,
+            Split::Go(..) => first_fail::Runner::Go,
         }
     }
 
@@ -329,7 +331,7 @@ fn merge_tests(a: Tests, b: Tests, command: &str) -> Tests {
             b.output_tail
         },
         killed_by: b.killed_by.or(a.killed_by),
-        resources: crate::model::Resources {
+        resources: gs_model::Resources {
             cpu_ms: a.resources.cpu_ms + b.resources.cpu_ms,
             max_rss_kb: a.resources.max_rss_kb.max(b.resources.max_rss_kb),
         },

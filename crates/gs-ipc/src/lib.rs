@@ -1,0 +1,105 @@
+//! Talking to the daemon: its lock (one daemon per data dir) and its Unix control socket, with a
+//! line protocol (`ping [REPO]`, `status`, `stop`). Clients never block for long: a hook that
+//! pings a daemon that is down or busy must still return at once.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub fn socket_path(home: &Path) -> PathBuf {
+    home.join("daemon.sock")
+}
+
+pub fn lock_path(home: &Path) -> PathBuf {
+    home.join("daemon.lock")
+}
+
+/// An exclusive lock held for the daemon's lifetime (released by the kernel when it dies,
+/// even on kill -9).
+pub struct DaemonLock {
+    _file: std::fs::File,
+}
+
+/// Why the daemon lock was not taken.
+#[derive(Debug)]
+pub enum LockError {
+    /// Another process holds it: the pid it wrote, if readable.
+    Held(Option<u32>),
+    /// The lock file cannot be opened or locked at all (a directory in its place, a data dir
+    /// the user cannot write): no daemon is known to run.
+    Io(std::io::Error),
+}
+
+/// Take the daemon lock, or say which pid holds it.
+pub fn lock(home: &Path) -> Result<DaemonLock, LockError> {
+    use std::os::fd::AsRawFd;
+    let path = lock_path(home);
+    let file = gs_util::private::open_rw(&path).map_err(LockError::Io)?;
+    // SAFETY: flock on a descriptor we own.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
+            return Err(LockError::Io(e));
+        }
+        return Err(LockError::Held(read_pid(&path)));
+    }
+    let _ = file.set_len(0);
+    let _ = (&file).write_all(std::process::id().to_string().as_bytes());
+    Ok(DaemonLock { _file: file })
+}
+
+/// Held by the one `git sandbox mcp` server that runs a repository's queue while no daemon
+/// runs (released by the kernel when that server dies).
+pub struct RunnerLock {
+    _file: std::fs::File,
+}
+
+/// Take the queue runner's lock of a repository, or `None` when another server holds it.
+pub fn runner_lock(home: &Path, repository_id: &str) -> Option<RunnerLock> {
+    use std::os::fd::AsRawFd;
+    let path = home.join(format!("runner-{repository_id}.lock"));
+    let file = gs_util::private::open_rw(&path).ok()?;
+    // SAFETY: flock on a descriptor we own.
+    (unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0)
+        .then_some(RunnerLock { _file: file })
+}
+
+fn read_pid(path: &Path) -> Option<u32> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// The pid of the running daemon, if one holds the lock.
+pub fn running(home: &Path) -> Option<u32> {
+    use std::os::fd::AsRawFd;
+    let path = lock_path(home);
+    let file = std::fs::File::open(&path).ok()?;
+    // SAFETY: flock on a descriptor we own; a shared lock that succeeds means nobody holds it.
+    let free = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) } == 0;
+    if free {
+        // SAFETY: as above.
+        unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_UN) };
+        None
+    } else {
+        read_pid(&path).or(Some(0))
+    }
+}
+
+/// Send one line and read one line back (empty when the daemon closed without answering).
+pub fn request(home: &Path, line: &str, timeout: Duration) -> std::io::Result<String> {
+    let stream = UnixStream::connect(socket_path(home))?;
+    stream.set_write_timeout(Some(timeout))?;
+    stream.set_read_timeout(Some(timeout))?;
+    (&stream).write_all(format!("{line}\n").as_bytes())?;
+    let mut reply = String::new();
+    BufReader::new(&stream).read_line(&mut reply)?;
+    Ok(reply.trim_end().to_string())
+}
+
+/// Wake the daemon (fire and forget): new jobs are waiting.
+pub fn ping(home: &Path, repository_id: &str) {
+    if let Ok(stream) = UnixStream::connect(socket_path(home)) {
+        let _ = stream.set_write_timeout(Some(Duration::from_millis(50)));
+        let _ = (&stream).write_all(format!("ping {repository_id}\n").as_bytes());
+    }
+}

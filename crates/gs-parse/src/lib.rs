@@ -1,0 +1,190 @@
+//! Test-output parsing: dispatch over the per-framework parsers, and guessing the framework from
+//! a command line.
+//!
+//! Each parser reads the whole (ANSI-stripped) output once, line by line, and returns counts only
+//! when it recognised its framework's summary. Counts the summary gives are `Some`; `total` is the
+//! framework's own total where it prints one, else the sum. `failures` lists failing (and erroring)
+//! tests in the framework's own notation with a short message. Nothing here panics on garbage, and
+//! every parser is linear in the size of the output.
+
+mod bun;
+mod cargo;
+mod deno;
+pub mod go;
+mod js;
+mod junit;
+mod mocha;
+mod nextest;
+mod phpunit;
+mod pytest;
+mod rspec;
+mod tap;
+mod text;
+mod unittest;
+pub mod xml;
+
+use gs_model::TestCounts;
+pub use xml::decode_entities;
+
+/// Every framework name `parse_output` can return, in the order tried when the hint fails.
+/// `nextest` goes before `cargo` (nextest output embeds indented `test result:` lines), `mocha`
+/// before `node` (mocha's TAP reporter is TAP too; `node` leaves it to `mocha` even when hinted).
+pub const FRAMEWORKS: [&str; 14] = [
+    "nextest", "cargo", "pytest", "unittest", "go", "jest", "vitest", "mocha", "bun", "deno",
+    "node", "rspec", "phpunit", "junit",
+];
+
+/// Framework names: "pytest", "unittest", "cargo", "nextest", "go", "jest", "vitest", "mocha",
+/// "bun", "deno", "node", "rspec", "phpunit", "junit".
+/// `hint` is the framework the runner detected or guessed from the command (may be None or wrong);
+/// try it first, then the others.
+/// Returns the framework whose summary was recognised and the counts; None when nothing recognisable.
+pub fn parse_output(hint: Option<&str>, output: &str) -> Option<(&'static str, TestCounts)> {
+    parse_command_output(None, hint, output)
+}
+
+/// [`parse_output`] of what `command` printed: the command says how many runners it starts,
+/// so a summary a test prints beside the runner's own is not added to it (`None`: one).
+pub fn parse_command_output(
+    command: Option<&str>,
+    hint: Option<&str>,
+    output: &str,
+) -> Option<(&'static str, TestCounts)> {
+    let text = text::clean(output);
+    let invocations = command.map_or(1, runner_invocations);
+    let hinted = hint.and_then(|h| FRAMEWORKS.iter().copied().find(|f| *f == h));
+    hinted
+        .into_iter()
+        .chain(FRAMEWORKS.iter().copied().filter(|f| Some(*f) != hinted))
+        .find_map(|fw| parse_as(fw, &text, invocations).map(|counts| (fw, counts)))
+}
+
+/// How many unittest runners a command line starts (`-m unittest`, `manage.py test`), at least
+/// one: a script (`make test`) counts as one, so several summaries in its output count as one.
+pub fn runner_invocations(cmd: &str) -> usize {
+    let words = command_words(cmd);
+    let n = words
+        .windows(2)
+        .filter(|w| {
+            let (a, b) = (base_name(w[0]), base_name(w[1]));
+            (a == "-m" && b == "unittest") || (a == "manage.py" && b == "test")
+        })
+        .count();
+    n.max(1)
+}
+
+/// A command line's words, split at blanks and shell operators, quotes dropped.
+fn command_words(cmd: &str) -> Vec<&str> {
+    cmd.split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')'))
+        .map(|w| w.trim_matches(|c| c == '"' || c == '\''))
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+/// A program word as named, without its directory or `.exe`, lower case.
+fn base_name(w: &str) -> String {
+    let b = w.rsplit('/').next().unwrap_or(w);
+    b.strip_suffix(".exe").unwrap_or(b).to_ascii_lowercase()
+}
+
+/// Parses a JUnit XML report (`<testsuites>`/`<testsuite>`/`<testcase>`), e.g. pytest `--junitxml`.
+pub fn parse_junit_xml(xml: &str) -> Option<TestCounts> {
+    junit::parse(xml)
+}
+
+fn parse_as(framework: &str, text: &str, invocations: usize) -> Option<TestCounts> {
+    match framework {
+        "pytest" => pytest::parse(text),
+        "unittest" => unittest::parse(text, invocations),
+        "cargo" => cargo::parse(text),
+        "nextest" => nextest::parse(text),
+        "go" => go::parse(text),
+        "jest" => js::parse_jest(text),
+        "vitest" => js::parse_vitest(text),
+        "mocha" => mocha::parse(text),
+        "bun" => bun::parse(text),
+        "deno" => deno::parse(text),
+        "node" if mocha::is_tap(text) => None,
+        "node" => tap::parse(text),
+        "rspec" => rspec::parse(text),
+        "phpunit" => phpunit::parse(text),
+        "junit" => junit::parse_embedded(text),
+        _ => None,
+    }
+}
+
+/// Guess the framework from a command line ("python3 -m pytest -q" -> pytest, "cargo nextest run"
+/// -> nextest, "npx vitest run" -> vitest, "node --test" -> node, "go test ./..." -> go,
+/// "bun test" -> bun, "bundle exec rspec" -> rspec, "vendor/bin/phpunit" -> phpunit, "npm test"
+/// -> None ...).
+pub fn framework_from_command(cmd: &str) -> Option<&'static str> {
+    let words = command_words(cmd);
+    let base = base_name;
+    for (i, word) in words.iter().enumerate() {
+        let b = base(word);
+        let next = words.get(i + 1).map(|w| base(w));
+        let next = next.as_deref();
+        match b.as_str() {
+            "pytest" | "py.test" => return Some("pytest"),
+            "-m" => match next {
+                Some("pytest") => return Some("pytest"),
+                Some("unittest") => return Some("unittest"),
+                _ => {}
+            },
+            "manage.py" if next == Some("test") => return Some("unittest"),
+            "cargo-nextest" => return Some("nextest"),
+            "cargo" => {
+                // `cargo +nightly test`, `cargo --locked nextest run`: skip options.
+                let sub = words[i + 1..]
+                    .iter()
+                    .find(|w| !w.starts_with('-') && !w.starts_with('+'))
+                    .map(|w| w.to_ascii_lowercase());
+                match sub.as_deref() {
+                    Some("nextest") => return Some("nextest"),
+                    Some("test") | Some("t") => return Some("cargo"),
+                    _ => {}
+                }
+            }
+            "go" if next == Some("test") => return Some("go"),
+            "jest" => return Some("jest"),
+            "vitest" => return Some("vitest"),
+            "mocha" | "_mocha" => return Some("mocha"),
+            "bun" if next == Some("test") => return Some("bun"),
+            "deno" if next == Some("test") => return Some("deno"),
+            "rspec" => return Some("rspec"),
+            "phpunit" | "phpunit.phar" => return Some("phpunit"),
+            "node" | "nodejs"
+                if words[i + 1..]
+                    .iter()
+                    .take_while(|w| w.starts_with('-'))
+                    .any(|w| *w == "--test") =>
+            {
+                return Some("node")
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests;
+
+/// Helpers the parsers' unit tests share.
+#[cfg(test)]
+pub mod testutil {
+    use gs_model::TestCounts;
+
+    /// passed, failed, skipped, errors, total.
+    pub fn counts(c: &TestCounts) -> [Option<u64>; 5] {
+        [c.passed, c.failed, c.skipped, c.errors, c.total]
+    }
+
+    /// (name, message) of each failure.
+    pub fn pairs(c: &TestCounts) -> Vec<(&str, &str)> {
+        c.failures
+            .iter()
+            .map(|f| (f.name.as_str(), f.message.as_str()))
+            .collect()
+    }
+}

@@ -1,0 +1,268 @@
+//! A branch's build cache as generations: each run's writes become the next one, laid over the
+//! others; no layer changes while a run has it mounted, and long chains are folded into a base
+//! (see the parent module for the layout and the rule of who writes).
+
+use super::lock;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+/// More generations than this in one chain are folded into one.
+pub const MAX_CHAIN: usize = 8;
+
+/// Bytes merged into a generation.
+pub(super) fn added(dir: &Path) -> u64 {
+    std::fs::read_to_string(dir.join("added"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse::<u64>().ok())
+        .sum()
+}
+
+/// One generation of a branch's cache.
+#[derive(Debug, Clone)]
+pub struct Generation {
+    pub number: u64,
+    pub dir: PathBuf,
+    pub base: bool,
+}
+
+/// A branch's published generations, oldest first.
+pub(super) fn generations(branch_dir: &Path) -> Vec<Generation> {
+    let mut out: Vec<Generation> = std::fs::read_dir(branch_dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name();
+            let n = name.to_str()?.strip_prefix("gen-")?.parse::<u64>().ok()?;
+            let dir = e.path();
+            Some(Generation {
+                number: n,
+                base: n == 0 || dir.join("base").exists(),
+                dir,
+            })
+        })
+        .collect();
+    out.sort_by_key(|g| g.number);
+    out
+}
+
+/// The generations a run of the branch sees now: the newest base and those above it, newest
+/// first.
+pub(super) fn chain(branch_dir: &Path) -> Vec<Generation> {
+    let all = generations(branch_dir);
+    let from = all.iter().rposition(|g| g.base).unwrap_or(0);
+    let mut chain = all[from..].to_vec();
+    chain.reverse();
+    chain
+}
+
+/// A cache of the layout before generations (one `layer/` in the branch's dir) becomes its
+/// generation 0, once no run of the old layout holds it.
+fn migrate(branch_dir: &Path) {
+    if !branch_dir.join("layer").is_dir() {
+        return;
+    }
+    let Some(_held) = lock(branch_dir, true) else {
+        return;
+    };
+    let gen0 = branch_dir.join("gen-0");
+    if std::fs::create_dir(&gen0).is_ok() {
+        let _ = std::fs::rename(branch_dir.join("layer"), gen0.join("layer"));
+        let _ = std::fs::rename(branch_dir.join("added"), gen0.join("added"));
+    }
+}
+
+/// Hold the chain of `branch_dir` shared: its generations (newest first) and their locks. A
+/// generation removed between the listing and its lock (a fold made a newer base) sends the
+/// listing round again.
+pub(super) fn hold_chain(branch_dir: &Path) -> (Vec<Generation>, Vec<File>) {
+    migrate(branch_dir);
+    for _ in 0..4 {
+        let chain = chain(branch_dir);
+        let locks: Vec<File> = chain.iter().filter_map(|g| lock(&g.dir, false)).collect();
+        if locks.len() == chain.len() && chain.iter().all(|g| g.dir.join("layer").is_dir()) {
+            return (chain, locks);
+        }
+    }
+    (Vec::new(), Vec::new())
+}
+
+/// A directory's root is writable for the gid every run gets, as root (runs of other slots, with
+/// other uids, build on what one run kept).
+pub(super) fn open_to_runs(dir: &Path, as_root: bool) {
+    if as_root {
+        use std::os::unix::fs::PermissionsExt;
+        let gid = gs_sandbox::sandbox::RUN_GID;
+        let _ = std::os::unix::fs::lchown(dir, Some(0), Some(gid));
+        let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o775));
+    }
+}
+
+/// The next generation of a branch's cache while a run writes it: a directory of its own (its
+/// `layer/` made by the run's helper, `added` written once the merge ended). Dropped, it is
+/// published as the branch's newest generation when the merge ended, else removed.
+pub struct Stage {
+    branch_dir: PathBuf,
+    dir: PathBuf,
+    discard: bool,
+}
+
+impl Stage {
+    pub(super) fn new(branch_dir: &Path, base: bool, as_root: bool) -> Option<Stage> {
+        let dir = tempfile::Builder::new()
+            .prefix("new-")
+            .tempdir_in(branch_dir)
+            .ok()?
+            .keep();
+        if base && std::fs::write(dir.join("base"), "").is_err() {
+            let _ = std::fs::remove_dir_all(&dir);
+            return None;
+        }
+        open_to_runs(&dir, as_root);
+        Some(Stage {
+            branch_dir: branch_dir.to_path_buf(),
+            dir,
+            discard: false,
+        })
+    }
+
+    /// The directory the run's writes are merged into.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// What the run wrote is not kept (it did not see the commit's tree).
+    pub fn discard(&mut self) {
+        self.discard = true;
+    }
+}
+
+impl Drop for Stage {
+    fn drop(&mut self) {
+        if self.discard || !self.dir.join("added").exists() || !self.dir.join("layer").is_dir() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+            return;
+        }
+        publish(&self.branch_dir, &self.dir);
+    }
+}
+
+/// Make `staged` the branch's newest generation (waiting for another run's publication, never
+/// dropping this one), fold a chain grown past [`MAX_CHAIN`], and remove the generations no
+/// chain uses that no run holds.
+fn publish(branch_dir: &Path, staged: &Path) {
+    let Ok(mutex) = gs_util::private::open_rw(&branch_dir.join("lock")) else {
+        let _ = std::fs::remove_dir_all(staged);
+        return;
+    };
+    if mutex.lock().is_err() {
+        let _ = std::fs::remove_dir_all(staged);
+        return;
+    }
+    let next = generations(branch_dir).last().map_or(1, |g| g.number + 1);
+    if std::fs::rename(staged, branch_dir.join(format!("gen-{next}"))).is_err() {
+        let _ = std::fs::remove_dir_all(staged);
+        return;
+    }
+    if chain(branch_dir).len() > MAX_CHAIN {
+        fold(branch_dir, next + 1);
+    }
+    drop(mutex);
+    prune(branch_dir, false);
+}
+
+/// Fold the branch's chain into one new base generation `number`: each generation merged over
+/// the one below, oldest first, its files hard-linked (a layer's files are never written in
+/// place), so a run reads one layer where it read many. Called with the branch's lock held.
+fn fold(branch_dir: &Path, number: u64) {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::MetadataExt;
+    let mut chain = chain(branch_dir);
+    chain.reverse();
+    let Ok(tmp) = tempfile::Builder::new()
+        .prefix("fold-")
+        .tempdir_in(branch_dir)
+    else {
+        return;
+    };
+    let layer = tmp.path().join("layer");
+    let Ok(oldest) = std::fs::metadata(chain[0].dir.join("layer")) else {
+        return;
+    };
+    if std::fs::create_dir(&layer).is_err() {
+        return;
+    }
+    let owner = (oldest.uid(), oldest.gid());
+    let _ = std::os::unix::fs::lchown(&layer, Some(owner.0), Some(owner.1));
+    let _ = std::fs::set_permissions(&layer, oldest.permissions());
+    let Ok(into) = File::open(&layer) else { return };
+    let mut merged = gs_sandbox::sandbox::layers::Merged::linking();
+    let mut bytes = 0;
+    for g in &chain {
+        let Ok(from) = File::open(g.dir.join("layer")) else {
+            return;
+        };
+        gs_sandbox::sandbox::layers::merge(
+            from.as_raw_fd(),
+            into.as_raw_fd(),
+            "layer",
+            owner,
+            &mut merged,
+        );
+        bytes += added(&g.dir);
+    }
+    // A fold missing entries is not published: the chain it would replace stays.
+    if merged.failure().is_some() {
+        return;
+    }
+    if std::fs::write(tmp.path().join("added"), format!("{bytes}\n")).is_err()
+        || std::fs::write(tmp.path().join("base"), "").is_err()
+    {
+        return;
+    }
+    let _ = std::fs::rename(tmp.keep(), branch_dir.join(format!("gen-{number}")));
+}
+
+/// Remove a branch's generations that its chain no longer uses, unless a run holds them (or,
+/// with `dry_run`, say which could go). Returns how many went and the bytes they held.
+pub fn prune(branch_dir: &Path, dry_run: bool) -> (u64, u64) {
+    let used: Vec<u64> = chain(branch_dir).iter().map(|g| g.number).collect();
+    let (mut count, mut freed) = (0, 0);
+    for g in generations(branch_dir) {
+        if used.contains(&g.number) {
+            continue;
+        }
+        let Some(_held) = lock(&g.dir, true) else {
+            continue;
+        };
+        count += 1;
+        freed += gs_util::disk_size(&g.dir);
+        if !dry_run {
+            // Renamed away first: a run listing the branch now never finds half of it.
+            let gone = branch_dir.join(format!("old-gen-{}", g.number));
+            if std::fs::rename(&g.dir, &gone).is_ok() {
+                let _ = std::fs::remove_dir_all(&gone);
+            }
+        }
+    }
+    // What a killed run or fold left half-made.
+    for e in std::fs::read_dir(branch_dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let n = e.file_name().to_string_lossy().into_owned();
+        let stale = ["new-", "fold-", "old-gen-"]
+            .iter()
+            .any(|p| n.starts_with(p))
+            && gs_util::modified_ms(&e.path()) < gs_util::time::now_millis() - 24 * 3600 * 1000;
+        if stale {
+            freed += gs_util::disk_size(&e.path());
+            if !dry_run {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
+    (count, freed)
+}

@@ -1,0 +1,188 @@
+//! Choosing a test command for a tree that does not name one in `.sandbox.toml`. The tree is
+//! the commit's: its files are read without following symlinks, and only up to a cap.
+
+use gs_util::{beneath::exists_regular_beneath, beneath::read_beneath};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// The most of a manifest read (`package.json`, `pyproject.toml`).
+const MANIFEST_CAP: u64 = 1024 * 1024;
+
+/// The command and the framework it runs, or `None` when the tree has no tests we recognise.
+pub fn detect(dir: &Path) -> Option<(String, &'static str)> {
+    if exists_regular_beneath(dir, "Cargo.toml") {
+        return Some(("cargo test".into(), "cargo"));
+    }
+    if exists_regular_beneath(dir, "go.mod") {
+        return Some(("go test ./...".into(), "go"));
+    }
+    if let Some(found) = from_package_json(dir) {
+        return Some(found);
+    }
+    if let Some(found) = python(dir) {
+        return Some(found);
+    }
+    if has_file(
+        dir,
+        &|n| n.ends_with(".test.js") || n.ends_with(".test.mjs"),
+        2,
+    ) {
+        return Some(("node --test".into(), "node"));
+    }
+    None
+}
+
+fn from_package_json(dir: &Path) -> Option<(String, &'static str)> {
+    let bytes = read_beneath(dir, "package.json", MANIFEST_CAP).ok()?;
+    let json: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    let script = json.pointer("/scripts/test")?.as_str()?;
+    if script.contains("no test specified") {
+        return None;
+    }
+    let framework = if script.contains("vitest") {
+        "vitest"
+    } else if script.contains("jest") {
+        "jest"
+    } else if script.contains("mocha") {
+        "mocha"
+    } else if script.contains("node --test") {
+        "node"
+    } else {
+        "npm"
+    };
+    Some(("npm test".into(), framework))
+}
+
+fn python(dir: &Path) -> Option<(String, &'static str)> {
+    let has_tests_dir = std::fs::symlink_metadata(dir.join("tests")).is_ok_and(|m| m.is_dir());
+    let is_test =
+        |n: &str| (n.starts_with("test_") || n.ends_with("_test.py")) && n.ends_with(".py");
+    if !has_tests_dir && !has_file(dir, &is_test, 1) {
+        return None;
+    }
+    let configured_for_pytest = exists_regular_beneath(dir, "pytest.ini")
+        || exists_regular_beneath(dir, "conftest.py")
+        || read_beneath(dir, "pyproject.toml", MANIFEST_CAP)
+            .is_ok_and(|t| String::from_utf8_lossy(&t).contains("[tool.pytest"));
+    if configured_for_pytest || pytest_importable() {
+        return Some(("python3 -m pytest -q -rfE".into(), "pytest"));
+    }
+    // unittest's discovery does not enter folders without __init__.py, so start in tests/.
+    if has_tests_dir && !exists_regular_beneath(dir, "tests/__init__.py") {
+        return Some((
+            "python3 -m unittest discover -s tests -v".into(),
+            "unittest",
+        ));
+    }
+    Some(("python3 -m unittest discover -v".into(), "unittest"))
+}
+
+fn pytest_importable() -> bool {
+    Command::new("python3")
+        .args(["-c", "import pytest"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Whether a regular file whose name passes `pred` is at most `depth` levels down. The entry's
+/// own type is used (never the target's), so symlinks are neither counted nor entered.
+fn has_file(dir: &Path, pred: &dyn Fn(&str) -> bool, depth: usize) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') || name == "node_modules" {
+            continue;
+        }
+        let Ok(ft) = e.file_type() else { continue };
+        if ft.is_file() && pred(&name) {
+            return true;
+        }
+        if ft.is_dir() && depth > 1 && has_file(&e.path(), pred, depth - 1) {
+            return true;
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detects_by_manifest() {
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(detect(d.path()), None);
+        std::fs::write(
+            d.path().join("package.json"),
+            r#"{"scripts":{"test":"vitest run"}}"#,
+        )
+        .unwrap();
+        assert_eq!(detect(d.path()), Some(("npm test".into(), "vitest")));
+        std::fs::write(
+            d.path().join("package.json"),
+            r#"{"scripts":{"test":"mocha --recursive"}}"#,
+        )
+        .unwrap();
+        assert_eq!(detect(d.path()), Some(("npm test".into(), "mocha")));
+        std::fs::write(d.path().join("Cargo.toml"), "[package]").unwrap();
+        assert_eq!(detect(d.path()).unwrap().1, "cargo");
+    }
+
+    #[test]
+    fn symlinked_manifests_and_dirs_are_not_followed() {
+        let host = tempfile::tempdir().unwrap();
+        std::fs::write(
+            host.path().join("package.json"),
+            r#"{"scripts":{"test":"jest"}}"#,
+        )
+        .unwrap();
+        std::fs::write(host.path().join("a.test.js"), "").unwrap();
+        std::fs::write(host.path().join("Cargo.toml"), "[package]").unwrap();
+        let d = tempfile::tempdir().unwrap();
+        let link = |target: &Path, name: &str| {
+            std::os::unix::fs::symlink(target, d.path().join(name)).unwrap();
+        };
+        // A FIFO (a read would block) rather than /dev/zero, so a regression hangs instead of
+        // eating the machine's memory; the integration test covers /dev/zero under a limit.
+        let fifo = host.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: mkfifo with a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        link(&fifo, "package.json");
+        link(&host.path().join("Cargo.toml"), "Cargo.toml");
+        link(&host.path().join("Cargo.toml"), "go.mod");
+        link(&host.path().join("Cargo.toml"), "pyproject.toml");
+        link(host.path(), "tests");
+        link(&host.path().join("a.test.js"), "b.test.js");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let dir = d.path().to_path_buf();
+        std::thread::spawn(move || {
+            let _ = tx.send(detect(&dir));
+        });
+        let found = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("detection did not finish");
+        assert_eq!(found, None);
+        std::fs::remove_file(d.path().join("package.json")).unwrap();
+        link(&host.path().join("package.json"), "package.json");
+        assert_eq!(detect(d.path()), None);
+    }
+
+    #[test]
+    fn python_tests_dir_without_init_uses_start_dir() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("tests")).unwrap();
+        std::fs::write(d.path().join("tests/test_a.py"), "").unwrap();
+        let (cmd, fw) = detect(d.path()).unwrap();
+        if fw == "unittest" {
+            assert_eq!(cmd, "python3 -m unittest discover -s tests -v");
+        } else {
+            assert_eq!(fw, "pytest");
+        }
+    }
+}

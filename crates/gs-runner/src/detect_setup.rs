@@ -1,0 +1,327 @@
+//! The setup step `init` proposes for a work tree: what its lockfiles and manifests say installs
+//! the project's dependencies, so a newcomer's first run finds the test runner the project's
+//! package manager would have installed. Files are read without following symlinks, up to a cap.
+
+use gs_util::{beneath::exists_regular_beneath, beneath::read_beneath};
+use std::path::Path;
+
+/// The most of a manifest read.
+const MANIFEST_CAP: u64 = 1024 * 1024;
+
+/// A proposed `[test] setup`: the command, and why (the file that chose it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Proposal {
+    pub command: String,
+    pub why: String,
+    /// The Python to run the tests with, when the setup makes a virtual environment.
+    pub python: Option<&'static str>,
+    /// Whether what the setup installs names pytest (so the tests are pytest's).
+    pub pytest: bool,
+}
+
+/// Where the proposed virtual environment's Python is (inside the tree, so the setup's layer
+/// keeps it).
+pub const VENV_PYTHON: &str = ".venv/bin/python";
+
+/// The setup the tree's files call for, or `None` when they call for none.
+pub fn propose(dir: &Path) -> Option<Proposal> {
+    node(dir).or_else(|| python(dir))
+}
+
+fn plain(command: &str, why: &str) -> Option<Proposal> {
+    Some(Proposal {
+        command: command.into(),
+        why: why.into(),
+        python: None,
+        pytest: false,
+    })
+}
+
+fn node(dir: &Path) -> Option<Proposal> {
+    let has = |f: &str| exists_regular_beneath(dir, f);
+    if has("pnpm-lock.yaml") {
+        return plain(
+            "pnpm install --frozen-lockfile",
+            "pnpm-lock.yaml: pnpm installs exactly what it locks",
+        );
+    }
+    if has("yarn.lock") {
+        // Yarn 2+ (a .yarnrc.yml) renamed --frozen-lockfile.
+        return if has(".yarnrc.yml") {
+            plain(
+                "yarn install --immutable",
+                "yarn.lock and .yarnrc.yml: yarn installs exactly what it locks",
+            )
+        } else {
+            plain(
+                "yarn install --frozen-lockfile",
+                "yarn.lock: yarn installs exactly what it locks",
+            )
+        };
+    }
+    if has("bun.lockb") || has("bun.lock") {
+        return plain(
+            "bun install --frozen-lockfile",
+            "bun's lockfile: bun installs exactly what it locks",
+        );
+    }
+    if has("package-lock.json") || has("npm-shrinkwrap.json") {
+        return plain(
+            "npm ci",
+            "package-lock.json: npm installs exactly what it locks",
+        );
+    }
+    let bytes = read_beneath(dir, "package.json", MANIFEST_CAP).ok()?;
+    let json: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    let any = |k: &str| {
+        json.get(k)
+            .and_then(|v| v.as_object())
+            .is_some_and(|m| !m.is_empty())
+    };
+    if any("dependencies") || any("devDependencies") {
+        return plain(
+            "npm install",
+            "package.json names dependencies and there is no lockfile, so npm resolves them",
+        );
+    }
+    None
+}
+
+/// The extras and dependency groups whose names say they are for the tests, best first.
+const TEST_EXTRAS: &[&str] = &["test", "tests", "testing", "dev"];
+
+/// Requirements files that hold what the tests need, best first.
+const REQUIREMENTS: &[&str] = &[
+    "requirements-dev.txt",
+    "requirements-test.txt",
+    "requirements_dev.txt",
+    "requirements_test.txt",
+    "test-requirements.txt",
+    "dev-requirements.txt",
+    "requirements/test.txt",
+    "requirements/dev.txt",
+    "requirements.txt",
+];
+
+fn python(dir: &Path) -> Option<Proposal> {
+    let has = |f: &str| exists_regular_beneath(dir, f);
+    if has("uv.lock") {
+        return Some(Proposal {
+            command: "uv sync --frozen".into(),
+            why: "uv.lock: uv installs exactly what it locks into .venv".into(),
+            python: Some(VENV_PYTHON),
+            pytest: read(dir, "uv.lock").contains("name = \"pytest\""),
+        });
+    }
+    if has("poetry.lock") {
+        return Some(Proposal {
+            command: "poetry config virtualenvs.in-project true --local && poetry install".into(),
+            why: "poetry.lock: poetry installs exactly what it locks into .venv".into(),
+            python: Some(VENV_PYTHON),
+            pytest: read(dir, "poetry.lock").contains("name = \"pytest\""),
+        });
+    }
+    let pyproject: Option<toml::Table> = read(dir, "pyproject.toml").parse().ok();
+    let installable = has("setup.py")
+        || pyproject
+            .as_ref()
+            .is_some_and(|t| t.contains_key("project") || t.contains_key("build-system"));
+    let mut args: Vec<String> = Vec::new();
+    let mut why = String::new();
+    let mut pytest = false;
+    // An extra is installed with the project; a dependency group (PEP 735) is listed as it is.
+    let extra = pyproject.as_ref().and_then(|t| {
+        let extras = t.get("project")?.get("optional-dependencies")?.as_table()?;
+        TEST_EXTRAS
+            .iter()
+            .find_map(|n| extras.get(*n).map(|v| (*n, v.clone())))
+    });
+    let group = pyproject.as_ref().and_then(|t| {
+        let groups = t.get("dependency-groups")?.as_table()?;
+        TEST_EXTRAS
+            .iter()
+            .find_map(|n| groups.get(*n).map(|v| (*n, v.clone())))
+    });
+    let names_pytest = |v: &toml::Value| {
+        v.as_array().is_some_and(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str())
+                .any(|s| s.trim_start().starts_with("pytest"))
+        })
+    };
+    if installable {
+        match &extra {
+            Some((name, v)) => {
+                args.push(quote(&format!(".[{name}]")));
+                why = format!("pyproject.toml's `{name}` extra");
+                pytest |= names_pytest(v);
+            }
+            None => {
+                args.push(".".into());
+                why = if has("setup.py") {
+                    "setup.py".into()
+                } else {
+                    "pyproject.toml".into()
+                };
+            }
+        }
+    }
+    if let Some((name, v)) = &group {
+        let reqs: Vec<String> = v
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|x| x.as_str())
+            .map(quote)
+            .collect();
+        if !reqs.is_empty() {
+            pytest |= names_pytest(v);
+            args.extend(reqs);
+            why = join_why(why, format!("pyproject.toml's `{name}` dependency group"));
+        }
+    }
+    if let Some(req) = REQUIREMENTS.iter().find(|f| has(f)) {
+        pytest |= read(dir, req)
+            .lines()
+            .any(|l| l.trim_start().starts_with("pytest"));
+        args.push(format!("-r {req}"));
+        why = join_why(why, req.to_string());
+    }
+    if args.is_empty() {
+        return None;
+    }
+    // The project itself comes first in `args` when it is installable.
+    let editable = if installable { "-e " } else { "" };
+    Some(Proposal {
+        command: format!(
+            "python3 -m venv .venv && .venv/bin/python -m pip install {editable}{}",
+            args.join(" ")
+        ),
+        why: format!("{why}: installed into a virtual environment in .venv"),
+        python: Some(VENV_PYTHON),
+        pytest,
+    })
+}
+
+fn join_why(a: String, b: String) -> String {
+    if a.is_empty() {
+        b
+    } else {
+        format!("{a} and {b}")
+    }
+}
+
+fn read(dir: &Path, name: &str) -> String {
+    read_beneath(dir, name, MANIFEST_CAP)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default()
+}
+
+/// A word for `sh`, single-quoted when it holds anything but plain characters.
+fn quote(s: &str) -> String {
+    if s.bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"-_./=:@+".contains(&b))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// Whether `program` is one a package manager installs into the tree for a project shaped like
+/// `dir`'s (a Node script's tool from `node_modules/.bin`, a Python test runner from a venv),
+/// and so a "not found" for it is the setup step's business.
+pub fn installed_by_setup(dir: &Path, command: &str, program: &str) -> bool {
+    const PYTHON_TOOLS: &[&str] = &["pytest", "py.test", "tox", "nox", "coverage", "hatch"];
+    const RUNNERS: &[&str] = &["npm", "npx", "pnpm", "yarn", "bun", "node", "sh"];
+    if RUNNERS.contains(&program) {
+        return false;
+    }
+    let words = crate::toolchain::program_words(command);
+    let via_script = words
+        .iter()
+        .any(|w| matches!(w.as_str(), "npm" | "pnpm" | "yarn" | "bun" | "npx"));
+    (via_script && exists_regular_beneath(dir, "package.json"))
+        || (PYTHON_TOOLS.contains(&program) && python(dir).is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        for (name, body) in files {
+            let p = d.path().join(name);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, body).unwrap();
+        }
+        d
+    }
+
+    /// A tree's files and the setup proposed for it.
+    type Case<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>);
+
+    fn command(files: &[(&str, &str)]) -> Option<String> {
+        propose(tree(files).path()).map(|p| p.command)
+    }
+
+    #[test]
+    fn each_lockfile_has_its_package_managers_install() {
+        let pkg = ("package.json", r#"{"devDependencies":{"mocha":"*"}}"#);
+        let cases: &[Case] = &[
+            (&[pkg], Some("npm install")),
+            (&[pkg, ("package-lock.json", "{}")], Some("npm ci")),
+            (
+                &[pkg, ("pnpm-lock.yaml", "")],
+                Some("pnpm install --frozen-lockfile"),
+            ),
+            (
+                &[pkg, ("yarn.lock", "")],
+                Some("yarn install --frozen-lockfile"),
+            ),
+            (
+                &[pkg, ("yarn.lock", ""), (".yarnrc.yml", "")],
+                Some("yarn install --immutable"),
+            ),
+            (&[("package.json", r#"{"scripts":{"test":"x"}}"#)], None),
+            (&[("uv.lock", "")], Some("uv sync --frozen")),
+            (
+                &[(
+                    "pyproject.toml",
+                    "[project]\nname='c'\n[project.optional-dependencies]\ntest=['pytest']\n",
+                )],
+                Some("python3 -m venv .venv && .venv/bin/python -m pip install -e '.[test]'"),
+            ),
+            (
+                &[
+                    ("setup.py", ""),
+                    ("requirements-dev.txt", "-e .[socks]\npytest>=3\n"),
+                ],
+                Some(
+                    "python3 -m venv .venv && .venv/bin/python -m pip install -e . -r requirements-dev.txt",
+                ),
+            ),
+            (
+                &[(
+                    "pyproject.toml",
+                    "[project]\nname='c'\n[dependency-groups]\ntests=['pytest', 'x>=1; python_version<\"4\"']\n",
+                )],
+                Some("python3 -m venv .venv && .venv/bin/python -m pip install -e . pytest 'x>=1; python_version<\"4\"'"),
+            ),
+            (&[("tests/test_a.py", "")], None),
+        ];
+        for (files, want) in cases {
+            assert_eq!(command(files).as_deref(), *want, "{files:?}");
+        }
+        let p = propose(
+            tree(&[(
+                "pyproject.toml",
+                "[project]\nname='c'\n[project.optional-dependencies]\ntest=['pytest']\n",
+            )])
+            .path(),
+        )
+        .unwrap();
+        assert!(p.pytest && p.python == Some(VENV_PYTHON), "{p:?}");
+    }
+}

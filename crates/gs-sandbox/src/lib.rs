@@ -1,0 +1,11 @@
+//! The sandbox a test command runs in (its layers, the helper and the fork server) and the
+//! supervisor of its process tree (timeout, output cap, log), which use each other.
+
+pub mod env;
+pub mod first_fail;
+mod launch;
+pub mod process;
+pub mod sandbox;
+
+pub use process::{run, Outcome, Output, Spec};
+pub use sandbox::Sandbox;

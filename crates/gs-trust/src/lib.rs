@@ -1,0 +1,346 @@
+//! Whose results are evidence: this machine's signing key (ed25519, made on first use in the
+//! data dir), the signers the user trusts (git's `allowed_signers` file named in the user
+//! config), and the keys of the daemons that share the index. Records are signed as
+//! `ssh-keygen -Y sign` signs (SSHSIG, namespace `git-sandbox`), so `ssh-keygen -Y verify`
+//! checks them too.
+
+mod signers;
+
+pub use signers::{parse as parse_allowed_signers, AllowedSigner};
+
+use base64::Engine;
+use gs_model::Verified;
+use ssh_key::{HashAlg, LineEnding, PrivateKey, PublicKey, SshSig};
+use std::path::{Path, PathBuf};
+
+/// The SSHSIG namespace of a record's signature: a signature made for git commits (namespace
+/// `git`) or anything else never passes for a record, nor the other way round.
+pub const NAMESPACE: &str = "git-sandbox";
+
+/// The key file in the data dir: an OpenSSH private key, 0600.
+pub const KEY_FILE: &str = "signing-key";
+
+/// What went wrong reading the keys: one line naming the file, and the fix.
+#[derive(Debug, thiserror::Error)]
+#[error("{problem}")]
+pub struct TrustError {
+    pub problem: String,
+    pub fix: String,
+}
+
+/// This machine's key and the keys it trusts.
+pub struct Keyring {
+    key: PrivateKey,
+    /// This data dir's id: what the records it signs say made them (`by`).
+    pub home_id: String,
+    signers: Vec<AllowedSigner>,
+    /// Keys registered by the daemons sharing the index: (home id, key), and when they were
+    /// read (a daemon that joins later is seen at the next read).
+    fleet: std::cell::RefCell<(Option<std::time::Instant>, Vec<FleetKey>)>,
+}
+
+/// A key a data dir sharing the index registered, with its home id.
+type FleetKey = (String, PublicKey);
+
+impl Keyring {
+    /// The key of the data dir `home` (made now when it has none), and the signers of the
+    /// `allowed_signers` file named (a path or `~/…`), when one is.
+    pub fn load(
+        home: &Path,
+        home_id: String,
+        allowed_signers: Option<&str>,
+    ) -> Result<Keyring, TrustError> {
+        let key = load_or_make(&home.join(KEY_FILE), &home_id)?;
+        let signers = match allowed_signers {
+            Some(file) => read_signers(&expand(file))?,
+            None => Vec::new(),
+        };
+        Ok(Keyring {
+            key,
+            home_id,
+            signers,
+            fleet: Default::default(),
+        })
+    }
+
+    /// Whether the fleet's keys should be read (again): never read, or read over a minute ago.
+    pub fn fleet_stale(&self) -> bool {
+        self.fleet
+            .borrow()
+            .0
+            .is_none_or(|at| at.elapsed() > std::time::Duration::from_secs(60))
+    }
+
+    /// Keep the fleet's keys as last read for another minute (the index could not be asked).
+    pub fn keep_fleet(&self) {
+        self.fleet.borrow_mut().0 = Some(std::time::Instant::now());
+    }
+
+    /// Trust, besides, the keys registered by the daemons sharing the index (home id, key line).
+    pub fn set_fleet(&self, fleet: Vec<(String, String)>) {
+        let keys = fleet
+            .into_iter()
+            .filter_map(|(home, line)| Some((home, PublicKey::from_openssh(&line).ok()?)))
+            .collect();
+        *self.fleet.borrow_mut() = (Some(std::time::Instant::now()), keys);
+    }
+
+    /// This machine's public key, as an `authorized_keys`-style line (`ssh-ed25519 AAAA…`).
+    pub fn public_key(&self) -> String {
+        let mut k = self.key.public_key().clone();
+        k.set_comment("");
+        k.to_openssh().expect("an ed25519 key always encodes")
+    }
+
+    /// The principal this machine's records are signed as in others' `allowed_signers`.
+    pub fn principal(&self) -> String {
+        format!("git-sandbox@{}", self.home_id)
+    }
+
+    /// The line for another machine's `allowed_signers` file: trusted for records only.
+    pub fn allowed_signers_line(&self) -> String {
+        format!(
+            "{} namespaces=\"{NAMESPACE}\" {}",
+            self.principal(),
+            self.public_key()
+        )
+    }
+
+    pub fn fingerprint(&self) -> String {
+        self.key
+            .public_key()
+            .fingerprint(HashAlg::Sha256)
+            .to_string()
+    }
+
+    /// Whether the key of `fingerprint` is this machine's or its fleet's: records it signed may
+    /// be written again here (signed with this machine's key) when their note went missing.
+    pub fn is_ours(&self, fingerprint: &str) -> bool {
+        fingerprint == self.fingerprint()
+            || self
+                .fleet
+                .borrow()
+                .1
+                .iter()
+                .any(|(_, k)| k.fingerprint(HashAlg::Sha256).to_string() == fingerprint)
+    }
+
+    /// The SSH signature of `message`: the base64 of the SSHSIG blob (what `ssh-keygen -Y
+    /// sign` armours between its BEGIN and END lines).
+    pub fn sign(&self, message: &[u8]) -> String {
+        let sig = self
+            .key
+            .sign(NAMESPACE, HashAlg::Sha512, message)
+            .expect("an ed25519 key always signs");
+        armour_body(&sig)
+    }
+
+    /// Who vouches for `message` signed with `signature` (as [`Keyring::sign`] makes it): this
+    /// machine, a trusted signer or the fleet; else why nobody does.
+    pub fn verify(&self, message: &[u8], signature: &str) -> Result<Verified, String> {
+        let fleet = self.fleet.borrow();
+        verify_with(
+            self.key.public_key(),
+            &self.signers,
+            &fleet.1,
+            message,
+            signature,
+        )
+    }
+
+    /// The keys this keyring trusts now, as a value threads can share: a reindex checks its
+    /// notes' signatures on every core.
+    pub fn verifier(&self) -> Verifier {
+        Verifier {
+            own: self.key.public_key().clone(),
+            signers: self.signers.clone(),
+            fleet: self.fleet.borrow().1.clone(),
+        }
+    }
+}
+
+/// [`Keyring::verify`] with the keys trusted when it was made ([`Keyring::verifier`]).
+#[derive(Clone)]
+pub struct Verifier {
+    own: PublicKey,
+    signers: Vec<AllowedSigner>,
+    fleet: Vec<FleetKey>,
+}
+
+impl Verifier {
+    pub fn verify(&self, message: &[u8], signature: &str) -> Result<Verified, String> {
+        verify_with(&self.own, &self.signers, &self.fleet, message, signature)
+    }
+}
+
+fn verify_with(
+    own: &PublicKey,
+    signers: &[AllowedSigner],
+    fleet: &[FleetKey],
+    message: &[u8],
+    signature: &str,
+) -> Result<Verified, String> {
+    let sig = parse_signature(signature).ok_or("the signature does not parse")?;
+    let key = PublicKey::new(sig.public_key().clone(), "");
+    let fingerprint = key.fingerprint(HashAlg::Sha256).to_string();
+    let signer = if sig.public_key() == own.key_data() {
+        Some(("this machine".to_string(), true))
+    } else {
+        let now = gs_util::time::now_millis() / 1000;
+        signers
+            .iter()
+            .find(|s| s.key.key_data() == sig.public_key() && s.counts_for(NAMESPACE, now))
+            .map(|s| (s.principals.clone(), false))
+            .or_else(|| {
+                fleet
+                    .iter()
+                    .find(|(_, k)| k.key_data() == sig.public_key())
+                    .map(|(home, _)| (format!("git-sandbox@{home} (fleet)"), false))
+            })
+    };
+    let Some((signer, here)) = signer else {
+        return Err(format!(
+            "signed by a key this machine does not trust ({fingerprint})"
+        ));
+    };
+    key.verify(NAMESPACE, message, &sig)
+        .map_err(|_| format!("the signature of {signer} does not match the record"))?;
+    Ok(Verified {
+        signer,
+        key: fingerprint,
+        here,
+    })
+}
+
+/// The base64 body of a signature's PEM armour, on one line.
+fn armour_body(sig: &SshSig) -> String {
+    let pem = sig
+        .to_pem(LineEnding::LF)
+        .expect("a signature always encodes");
+    pem.lines().filter(|l| !l.starts_with("-----")).collect()
+}
+
+/// A signature from its one-line base64 body.
+fn parse_signature(body: &str) -> Option<SshSig> {
+    // Checked as base64 first: the armour is rebuilt around it, so nothing else may hide in it.
+    base64::engine::general_purpose::STANDARD
+        .decode(body)
+        .ok()?;
+    let mut pem = String::from("-----BEGIN SSH SIGNATURE-----\n");
+    for chunk in body.as_bytes().chunks(70) {
+        pem.push_str(std::str::from_utf8(chunk).ok()?);
+        pem.push('\n');
+    }
+    pem.push_str("-----END SSH SIGNATURE-----\n");
+    SshSig::from_pem(pem).ok()
+}
+
+/// `~/…` from the user's home.
+fn expand(file: &str) -> PathBuf {
+    match file.strip_prefix("~/") {
+        Some(rest) => std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/"))
+            .join(rest),
+        None => PathBuf::from(file),
+    }
+}
+
+fn read_signers(path: &Path) -> Result<Vec<AllowedSigner>, TrustError> {
+    let text = std::fs::read_to_string(path).map_err(|e| TrustError {
+        problem: format!("cannot read the allowed_signers file {}: {e}", path.display()),
+        fix: "create it (one line per machine, as `git sandbox key` prints it there), or remove [trust] allowed_signers from your user config".into(),
+    })?;
+    parse_allowed_signers(&text).map_err(|(line, why)| TrustError {
+        problem: format!("{}:{line}: {why}", path.display()),
+        fix: "write each entry as `principal [namespaces=\"git-sandbox\"] ssh-ed25519 AAAA…`, as `git sandbox key` prints it".into(),
+    })
+}
+
+/// The key at `path`, made now (ed25519, 0600) when there is none. Two processes that race
+/// both read the one that was linked in first.
+fn load_or_make(path: &Path, home_id: &str) -> Result<PrivateKey, TrustError> {
+    let broken = |e: String| {
+        TrustError {
+        problem: format!("cannot use this machine's signing key {}: {e}", path.display()),
+        fix: "move the file away: a new key is made on the next run (then give others its `git sandbox key` line again)".into(),
+    }
+    };
+    match std::fs::read_to_string(path) {
+        Ok(text) => return PrivateKey::from_openssh(text).map_err(|e| broken(e.to_string())),
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(broken(e.to_string())),
+        Err(_) => {}
+    }
+    let mut seed = [0u8; 32];
+    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut seed)
+        .map_err(|_| broken("the system's random source failed".into()))?;
+    let pair = ssh_key::private::Ed25519Keypair::from_seed(&seed);
+    let key = PrivateKey::new(pair.into(), format!("git-sandbox@{home_id}"))
+        .map_err(|e| broken(e.to_string()))?;
+    let text = key
+        .to_openssh(LineEnding::LF)
+        .map_err(|e| broken(e.to_string()))?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    gs_util::private::create_dir_all(dir).map_err(|e| broken(e.to_string()))?;
+    let temp = dir.join(format!(".{KEY_FILE}.{}", gs_util::random_hex(6)));
+    let written = gs_util::private::create_file(&temp)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
+        .and_then(|()| std::fs::hard_link(&temp, path));
+    let _ = std::fs::remove_file(&temp);
+    match written {
+        Ok(()) => Ok(key),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let text = std::fs::read_to_string(path).map_err(|e| broken(e.to_string()))?;
+            PrivateKey::from_openssh(text).map_err(|e| broken(e.to_string()))
+        }
+        Err(e) => Err(broken(e.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ring(dir: &Path, id: &str, signers: Option<&str>) -> Keyring {
+        Keyring::load(dir, id.into(), signers).unwrap()
+    }
+
+    #[test]
+    fn the_key_is_made_once_private_and_verifies_its_own_signatures() {
+        use std::os::unix::fs::MetadataExt;
+        let d = tempfile::tempdir().unwrap();
+        let a = ring(d.path(), "a-1", None);
+        let again = ring(d.path(), "a-1", None);
+        assert_eq!(a.public_key(), again.public_key());
+        let mode = std::fs::metadata(d.path().join(KEY_FILE)).unwrap().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let sig = a.sign(b"record");
+        let v = again.verify(b"record", &sig).unwrap();
+        assert!(v.here);
+        assert!(again.verify(b"recorD", &sig).is_err());
+        assert!(again.verify(b"record", "AAAA").is_err());
+    }
+
+    #[test]
+    fn another_machine_counts_only_through_allowed_signers_for_our_namespace() {
+        let d = tempfile::tempdir().unwrap();
+        let b = ring(&d.path().join("b"), "b-2", None);
+        let sig = b.sign(b"r");
+        let a = ring(&d.path().join("a"), "a-1", None);
+        assert!(a.verify(b"r", &sig).unwrap_err().contains("does not trust"));
+        let file = d.path().join("allowed");
+        std::fs::write(&file, format!("{}\n", b.allowed_signers_line())).unwrap();
+        let a = ring(&d.path().join("a"), "a-1", file.to_str());
+        let v = a.verify(b"r", &sig).unwrap();
+        assert_eq!(v.signer, "git-sandbox@b-2");
+        assert!(!v.here);
+        std::fs::write(&file, format!("x namespaces=\"git\" {}\n", b.public_key())).unwrap();
+        let a = ring(&d.path().join("a"), "a-1", file.to_str());
+        assert!(a.verify(b"r", &sig).is_err());
+        std::fs::write(&file, "garbage\n").unwrap();
+        let e = Keyring::load(&d.path().join("a"), "a-1".into(), file.to_str())
+            .err()
+            .unwrap();
+        assert!(e.problem.contains("allowed:1:"), "{}", e.problem);
+    }
+}
