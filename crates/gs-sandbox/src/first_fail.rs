@@ -396,8 +396,9 @@ mod tests {
     use super::*;
 
     fn fixture(rel: &str) -> Vec<u8> {
+        // The fixtures stay in the workspace's tests/, two levels above this crate.
         let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/output")
+            .join("../../tests/fixtures/output")
             .join(rel);
         std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
     }
