@@ -366,7 +366,8 @@ fn execute(
     };
     let runner = spec
         .runner
-        .or_else(|| gs_sandbox::first_fail::Runner::of(framework.as_deref()?));
+        .or_else(|| gs_sandbox::first_fail::Runner::of(framework.as_deref()?))
+        .filter(|r| !first::printed_beside(*r, &command, work));
     let watch = first.and(runner).map(|runner| process::Watch {
         runner,
         on_found: &on_found,

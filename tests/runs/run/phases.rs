@@ -403,8 +403,43 @@ fn a_one_phase_run_knows_its_first_failure_at_the_failing_test_and_a_printed_one
         ],
         "prints failures, passes",
     );
-    let (rec, _) = run_json(&w, &repo, &[]);
+    let (rec, stderr) = run_json(&w, &repo, &[]);
     assert_eq!(rec["status"], "passed", "{rec}");
     assert_eq!(rec["tests"]["passed"], 1, "{rec}");
     assert!(rec["tests"].get("first_failure_ms").is_none(), "{rec}");
+    // Nor told while it ran: with capture off the output is the tests' own as much as
+    // pytest's, so no line of it is taken for a failure.
+    assert!(!stderr.contains("first failure"), "{stderr}");
+    let events = w.sandbox(&repo, &["events", "--kind", "run.first_failure", "--json"]);
+    assert_eq!(
+        events.stdout.matches("\"run.first_failure\"").count(),
+        1,
+        "only the failing commit's: {events:?}"
+    );
+}
+
+#[test]
+fn capture_off_in_the_projects_pytest_config_tells_no_printed_failure() {
+    let mut w = World::new();
+    w.with_test_python("pytest");
+    let repo = w.new_repo("capture-off");
+    // `-s` comes from pytest.ini's addopts, not the command.
+    let config = "[test]\ncommand = \"python3 -m pytest -p no:cacheprovider\"\ntimeout = \"120s\"\n[analysis]\nenabled = false\n";
+    let printing =
+        "def test_prints():\n    print('E')\n    print('tests/test_a.py::test_x ERROR')\n";
+    w.git(&repo, &["rm", "-q", "tests/test_example.py"]);
+    w.commit(
+        &repo,
+        &[
+            (".sandbox.toml", config),
+            ("pytest.ini", "[pytest]\naddopts = -rfE --capture=no\n"),
+            ("tests/test_a.py", printing),
+        ],
+        "prints an error line, passes",
+    );
+    let (rec, stderr) = run_json(&w, &repo, &[]);
+    assert_eq!(rec["status"], "passed", "{rec}");
+    assert!(!stderr.contains("first failure"), "{stderr}");
+    let events = w.sandbox(&repo, &["events", "--kind", "run.first_failure", "--json"]);
+    assert!(!events.stdout.contains("run.first_failure"), "{events:?}");
 }

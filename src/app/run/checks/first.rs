@@ -103,3 +103,20 @@ pub(super) fn one_phase_failure(first: &First<'_>, r: &mut CheckResult) {
         t.first_failure_ms = first.ms();
     }
 }
+
+/// Whether the tests' own prints stream beside the runner's lines (pytest with capture off),
+/// so that a line of the output may be a test's and not the runner's: its output is not
+/// watched, and a failure is known when its phase ends.
+pub(super) fn printed_beside(
+    runner: gs_sandbox::first_fail::Runner,
+    command: &str,
+    work: &gs_runner::workspace::Workspace,
+) -> bool {
+    let tree = work.host_tree();
+    let text_of = |p: &str| {
+        let bytes = gs_util::beneath::read_beneath(&tree, p, 1 << 20).ok()?;
+        Some(String::from_utf8_lossy(&bytes).into_owned())
+    };
+    runner == gs_sandbox::first_fail::Runner::Pytest
+        && gs_runner::pytest_capture::capture_off(command, &text_of)
+}
