@@ -379,8 +379,30 @@ fn cargo_partial(line: &str) -> Option<Partial> {
     (!name.is_empty()).then(|| Partial::Found(Found::Failing(Some(name.to_string()))))
 }
 
-/// go test: `--- FAIL: TestX (0.00s)`.
+/// One event of `go test -json`, which streams each test's events as they happen (without it,
+/// go prints a package's output when the package ends, in the packages' order).
+#[derive(serde::Deserialize)]
+struct GoEvent {
+    #[serde(rename = "Action")]
+    action: String,
+    #[serde(rename = "Test")]
+    test: Option<String>,
+    #[serde(rename = "Package")]
+    package: Option<String>,
+}
+
+/// go test: `--- FAIL: TestX (0.00s)`; with `-json`, a `fail` event (a package's own when it
+/// failed without a failing test: it did not build).
 fn go_line(line: &str, _: &State) -> Seen {
+    if line.starts_with('{') {
+        return match serde_json::from_str::<GoEvent>(line) {
+            Ok(e) if e.action == "fail" => match e.test.or(e.package) {
+                Some(name) if !name.is_empty() => Seen::Found(Found::Failing(Some(name))),
+                _ => Seen::Nothing,
+            },
+            _ => Seen::Nothing,
+        };
+    }
     let Some(rest) = line.strip_prefix("--- FAIL: ") else {
         return Seen::Nothing;
     };
@@ -426,6 +448,7 @@ mod tests {
             ),
             (Runner::Go, "go/some_fail.txt", failing("TestAddWrong")),
             (Runner::Go, "go/some_fail_v.txt", failing("TestAddWrong")),
+            (Runner::Go, "go/some_fail_json.txt", failing("TestAddWrong")),
             (
                 Runner::Jest,
                 "jest/some_fail.txt",

@@ -245,3 +245,62 @@ fn go_test_runs_the_packages_a_change_reaches_first() {
     b.sort();
     assert_eq!(a, b);
 }
+
+/// A module of two packages: `cart`'s first test fails at once, `slow` (`alpha` or `text`, before
+/// or after `cart`) sleeps.
+fn failing_and_sleeping(w: &World, repo: &Path, config: &str, slow: &str) {
+    tools::debian("/usr/bin/go", "golang-go");
+    let sleeping = format!(
+        "package {slow}\n\nimport (\n\t\"testing\"\n\t\"time\"\n)\n\nfunc TestSlow(t *testing.T) {{ time.Sleep(5 * time.Second) }}\n"
+    );
+    let files = [
+        (".sandbox.toml", config),
+        ("go.mod", "module example.com/shop\n\ngo 1.19\n"),
+        (
+            "cart/cart_test.go",
+            "package cart\n\nimport \"testing\"\n\nfunc TestFails(t *testing.T) { t.Fatal(\"wrong\") }\n\nfunc TestLater(t *testing.T) {}\n",
+        ),
+        (&format!("{slow}/{slow}_test.go"), &sleeping),
+    ];
+    w.git(repo, &["rm", "-q", "-r", "tests"]);
+    w.commit(repo, &files, "fails, then sleeps");
+}
+
+/// One phase (a first commit) fails at `TestFails`, known (told, recorded, an event) before
+/// the sleeping package ends.
+fn assert_known_before_the_sleep_ended(w: &World, repo: &Path) {
+    let (rec, stderr) = run_json(w, repo);
+    assert_eq!(rec["status"], "failed", "{rec}");
+    let t = &rec["tests"];
+    assert!(t.get("phases").is_none(), "{rec}");
+    assert_eq!(failures(&rec), ["TestFails"], "{rec}");
+    let first = t["first_failure_ms"].as_u64().expect("first_failure_ms");
+    assert!(
+        first + 3000 < t["duration_ms"].as_u64().unwrap(),
+        "known before the sleeping package ended: {rec}"
+    );
+    assert!(
+        stderr.contains("first failure after") && stderr.contains("TestFails"),
+        "{stderr}"
+    );
+    let events = w.sandbox(repo, &["events", "--kind", "run.first_failure", "--json"]);
+    assert!(
+        events.stdout.contains("TestFails") && events.stdout.contains(&format!("\"ms\":{first}")),
+        "{events:?}"
+    );
+}
+
+#[test]
+fn go_tests_first_failure_is_known_while_a_slow_package_still_runs() {
+    // `-v`: go prints a package's output when it ends, in the packages' order; `cart` comes
+    // before `text`.
+    let w = World::new();
+    let repo = w.new_repo("go-first");
+    failing_and_sleeping(&w, &repo, CONFIG, "text");
+    assert_known_before_the_sleep_ended(&w, &repo);
+    // `-json`: each test's events as they happen, whatever the order (`alpha` comes first).
+    let w = World::new();
+    let repo = w.new_repo("go-first-json");
+    failing_and_sleeping(&w, &repo, &CONFIG.replace(" -v ", " -json "), "alpha");
+    assert_known_before_the_sleep_ended(&w, &repo);
+}
