@@ -103,6 +103,19 @@ fn exit_codes_output_and_env_scrub() {
 }
 
 #[test]
+fn a_command_holding_a_nul_is_refused_not_cut_short() {
+    let d = tempfile::tempdir().unwrap();
+    let log = d.path().join("l.log");
+    let flag = AtomicBool::new(false);
+    let (sb, limits) = (sandbox(), Config::default().limits);
+    // Cut at its NUL the command would be `sh -c ""`, which passes.
+    let o = run(spec("\0exit 3", d.path(), &log, &flag, &sb, &limits));
+    assert_ne!(o.exit_code, Some(0), "{o:?}");
+    let e = o.spawn_error.expect("refused");
+    assert!(e.contains("NUL") && !e.contains('\n'), "{e}");
+}
+
+#[test]
 fn timeout_kills_the_whole_group() {
     let d = tempfile::tempdir().unwrap();
     let log = d.path().join("l.log");

@@ -103,6 +103,13 @@ pub fn start_ahead(sandbox: &Sandbox, limits: &Limits, output: &Output<'_>) {
 
 pub fn run(spec: Spec<'_>) -> Outcome {
     let started = Instant::now();
+    // No C string holds a NUL: the helper could only run something else than asked.
+    if spec.command.contains('\0') {
+        return spawn_failed(
+            started,
+            "the command contains a NUL byte, which no shell can run: remove it".into(),
+        );
+    }
     let plan = Plan {
         command: spec.command.to_string(),
         cwd: spec.cwd.to_path_buf(),

@@ -16,7 +16,9 @@ pub(super) fn spawn(plan: &Plan) -> Result<i32, i32> {
     if !enter(plan) {
         return Err(HELPER_FAILED);
     }
-    let (argv, envp) = command_line(plan);
+    let Some((argv, envp)) = command_line(plan) else {
+        return Err(HELPER_FAILED);
+    };
     // The command gets stdin, stdout and stderr; init keeps its own (the artifact and status
     // pipes) across the spawn.
     gs_util::fds::cloexec_from(3);
@@ -80,16 +82,24 @@ fn enter(plan: &Plan) -> bool {
     true
 }
 
-/// `/bin/sh -c CMD` and the plan's environment, as C strings.
-fn command_line(plan: &Plan) -> (Vec<CString>, Vec<CString>) {
-    let c = |s: &[u8]| CString::new(s).unwrap_or_default();
-    let argv = vec![c(b"/bin/sh"), c(b"-c"), c(plan.command.as_bytes())];
+/// `/bin/sh -c CMD` and the plan's environment, as C strings; `None` (said on stderr, the
+/// run's output) when one holds a NUL byte, which no C string can: cut there, the command
+/// would run as another (`sh -c ""` passes).
+fn command_line(plan: &Plan) -> Option<(Vec<CString>, Vec<CString>)> {
+    let Some(command) = CString::new(plan.command.as_str()).ok() else {
+        eprintln!("git-sandbox: the command contains a NUL byte, which no shell can run");
+        return None;
+    };
+    let argv = vec![c"/bin/sh".to_owned(), c"-c".to_owned(), command];
     let envp = plan
         .env
         .iter()
-        .map(|(k, v)| c(format!("{k}={v}").as_bytes()))
-        .collect();
-    (argv, envp)
+        .map(|(k, v)| CString::new(format!("{k}={v}")).ok())
+        .collect::<Option<Vec<_>>>();
+    if envp.is_none() {
+        eprintln!("git-sandbox: an environment variable contains a NUL byte");
+    }
+    Some((argv, envp?))
 }
 
 /// Hand the command the signal state a shell gives its children: every signal at its default
@@ -122,7 +132,9 @@ pub(super) fn exec(plan: &Plan) -> ! {
         if !enter(plan) {
             return HELPER_FAILED;
         }
-        let (argv, envp) = command_line(plan);
+        let Some((argv, envp)) = command_line(plan) else {
+            return HELPER_FAILED;
+        };
         let mut argv_p: Vec<*const libc::c_char> = argv.iter().map(|s| s.as_ptr()).collect();
         argv_p.push(std::ptr::null());
         let mut envp_p: Vec<*const libc::c_char> = envp.iter().map(|s| s.as_ptr()).collect();
