@@ -95,6 +95,7 @@ pub fn serve(opts: Options, name: String) -> std::io::Result<()> {
 /// left assigned or running are queued again.
 fn run_queue(root: &Path, stop: &AtomicBool, woken: &std::sync::mpsc::Receiver<()>) {
     let mut lock = None;
+    let mut lock_failed = false;
     while !stop.load(Ordering::Relaxed) {
         let _ = woken.recv_timeout(Duration::from_secs(2));
         if stop.load(Ordering::Relaxed) {
@@ -108,7 +109,19 @@ fn run_queue(root: &Path, stop: &AtomicBool, woken: &std::sync::mpsc::Receiver<(
             continue;
         };
         if lock.is_none() {
-            lock = gs_ipc::runner_lock(&ctx.paths.home, &row.repository_id);
+            lock = match gs_ipc::runner_lock(&ctx.paths.home, &row.repository_id) {
+                Ok(l) => l,
+                Err(e) => {
+                    // Nobody holds it and nobody can take it: said once, not waited on quietly.
+                    if !lock_failed {
+                        eprintln!(
+                            "warning: cannot take the queue's runner lock ({e}); this server does not run the queue: fix the file's permissions or remove it"
+                        );
+                        lock_failed = true;
+                    }
+                    None
+                }
+            };
             if lock.is_none() {
                 continue;
             }

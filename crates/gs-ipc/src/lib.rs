@@ -55,14 +55,26 @@ pub struct RunnerLock {
     _file: std::fs::File,
 }
 
-/// Take the queue runner's lock of a repository, or `None` when another server holds it.
-pub fn runner_lock(home: &Path, repository_id: &str) -> Option<RunnerLock> {
+/// Take the queue runner's lock of a repository: `Ok(None)` when another server holds it; an
+/// error when the lock file cannot be opened or locked (no one holds it: the caller says so
+/// rather than wait for it forever).
+pub fn runner_lock(home: &Path, repository_id: &str) -> std::io::Result<Option<RunnerLock>> {
     use std::os::fd::AsRawFd;
     let path = home.join(format!("runner-{repository_id}.lock"));
-    let file = gs_util::private::open_rw(&path).ok()?;
+    let file = gs_util::private::open_rw(&path)
+        .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
     // SAFETY: flock on a descriptor we own.
-    (unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0)
-        .then_some(RunnerLock { _file: file })
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(Some(RunnerLock { _file: file }));
+    }
+    let e = std::io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        return Ok(None);
+    }
+    Err(std::io::Error::new(
+        e.kind(),
+        format!("{}: {e}", path.display()),
+    ))
 }
 
 fn read_pid(path: &Path) -> Option<u32> {
@@ -101,5 +113,27 @@ pub fn ping(home: &Path, repository_id: &str) {
     if let Ok(stream) = UnixStream::connect(socket_path(home)) {
         let _ = stream.set_write_timeout(Some(Duration::from_millis(50)));
         let _ = (&stream).write_all(format!("ping {repository_id}\n").as_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_runner_lock_is_taken_once_and_an_unopenable_one_is_an_error() {
+        let home = tempfile::tempdir().unwrap();
+        let held = runner_lock(home.path(), "r1").unwrap();
+        assert!(held.is_some());
+        assert!(runner_lock(home.path(), "r1").unwrap().is_none(), "held");
+        drop(held);
+        assert!(
+            runner_lock(home.path(), "r1").unwrap().is_some(),
+            "released"
+        );
+        // A directory where the lock file goes: nobody holds it, and it cannot be taken.
+        std::fs::create_dir(home.path().join("runner-r2.lock")).unwrap();
+        let e = runner_lock(home.path(), "r2").err().expect("an error");
+        assert!(e.to_string().contains("runner-r2.lock"), "{e}");
     }
 }
