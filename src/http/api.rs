@@ -197,7 +197,7 @@ async fn experiment_eval(
         let (repo, row) = repository(ctx, &key)?;
         experiment_of(ctx, &repo, &row, &name)?;
         let stop = std::sync::atomic::AtomicBool::new(false);
-        let ev = eval::evaluate(ctx, &repo, &row, &name, gs_model::Trigger::Manual, &stop)?;
+        let ev = eval::evaluate(ctx, &repo, &row, &name, gs_model::Trigger::Api, &stop)?;
         Ok(Json(serde_json::to_value(&ev).unwrap_or_default()))
     })
     .await
@@ -245,7 +245,7 @@ pub async fn promote_now(
             force: false,
             dry_run,
             watch: None,
-            trigger: gs_model::Trigger::Manual,
+            trigger: gs_model::Trigger::Api,
         };
         if crate::app::experiment::promote::strategy(ctx, &repo, &opts)? == "pull-request" {
             return Err(ApiError::new(
@@ -416,14 +416,7 @@ async fn request_run(
     blocking(move |ctx| {
         let (repo, row) = repository(ctx, &b.repo)?;
         let (commit, refname) = compare::resolve(&repo, &b.revision)?;
-        let mut r = queue::request(
-            ctx,
-            &repo,
-            &row,
-            commit,
-            refname.as_deref(),
-            Trigger::Manual,
-        )?;
+        let mut r = queue::request(ctx, &repo, &row, commit, refname.as_deref(), Trigger::Api)?;
         if let Some((until, timeout)) = wait.filter(|_| !r.cached) {
             let never = std::sync::atomic::AtomicBool::new(false);
             r.standing = queue::wait(

@@ -69,6 +69,37 @@ fn setup() -> Setup {
 }
 
 #[test]
+fn the_runs_the_api_causes_are_recorded_with_the_api_trigger() {
+    let w = World::new();
+    let repo = w.new_repo("api-trigger");
+    // Nothing watched: only what the API asks for runs.
+    let toml = "[test]\ncommand = \"python3 -m unittest discover -s tests\"\n[watch]\nbranches = [\"nothing\"]\n";
+    w.commit(&repo, &[(".sandbox.toml", toml)], "Watch nothing");
+    assert_eq!(w.sandbox(&repo, &["experiment", "start", "agent"]).code, 0);
+    w.git(&repo, &["switch", "-q", "experiment/agent"]);
+    w.commit(
+        &repo,
+        &[("tests/test_more.py", "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_more(self):\n        pass\n")],
+        "More tests",
+    );
+    w.git(&repo, &["switch", "-q", "main"]);
+    assert!(w.note(&repo, "experiment/agent").is_none());
+    let run = w.token("run");
+    let (_d, addr) = w.serve();
+    let ev = post(
+        &addr,
+        "/api/v1/experiments/api-trigger/agent/eval",
+        Some(&run),
+        &json!({}),
+    );
+    assert_eq!(ev.status, 200, "{ev:?}");
+    for rev in ["experiment/agent", "main"] {
+        let note = w.note(&repo, rev).unwrap();
+        assert_eq!(note["trigger"], "api", "{rev}: {note}");
+    }
+}
+
+#[test]
 fn every_endpoint_by_role_and_bad_input() {
     let s = setup();
     let (_d, addr) = s.w.serve();

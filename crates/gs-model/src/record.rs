@@ -81,6 +81,9 @@ pub enum Trigger {
     Poll,
     /// Asked for by an agent through `git sandbox mcp` (`run_request`).
     Mcp,
+    /// Asked for through the HTTP API (`daemon --http`: a run, an evaluation, a promotion, the
+    /// dashboard's promote button).
+    Api,
     /// A trigger this build does not know (written by a newer git-sandbox).
     #[serde(other)]
     Other,
@@ -96,6 +99,7 @@ impl Trigger {
             Trigger::Backfill => "backfill",
             Trigger::Poll => "poll",
             Trigger::Mcp => "mcp",
+            Trigger::Api => "api",
             Trigger::Other => "other",
         }
     }
@@ -110,6 +114,7 @@ impl Trigger {
             Trigger::Backfill,
             Trigger::Poll,
             Trigger::Mcp,
+            Trigger::Api,
         ]
         .into_iter()
         .find(|t| t.as_str() == s)
