@@ -243,16 +243,31 @@ impl Index {
                 |r| r.get(0),
             )?;
             let pending_jobs = pending.get(&repo.repository_id).copied().unwrap_or(0);
-            // Records are kept as compact JSON: these keys appear only in two-phase runs. The
-            // recall is that of the last 1,000 runs (one range of `runs_newest`), so the cost
-            // does not grow with the history.
+            // The failing two-phase runs among the last 1,000 (one range of `runs_newest`, so
+            // the cost does not grow with the history), read by their keys under `tests`: a
+            // pattern over the whole record would also match a key elsewhere in it (a
+            // toolchain's program word) and LIKE's `_` any character.
+            let (phases, first, missed) = if self.conn.is_pg() {
+                (
+                    "json_typeof(CAST(record AS json) -> 'tests' -> 'phases') = 'array'",
+                    "json_typeof(CAST(record AS json) -> 'tests' -> 'first_failure_ms') = 'number'",
+                    "(CAST(record AS json) -> 'tests' ->> 'selection_missed') = 'true'",
+                )
+            } else {
+                (
+                    "json_type(record, '$.tests.phases') = 'array'",
+                    "json_type(record, '$.tests.first_failure_ms') IN ('integer', 'real')",
+                    "json_type(record, '$.tests.selection_missed') = 'true'",
+                )
+            };
             let (caught, missed): (i64, i64) = self.conn.query_row(
-                "SELECT COALESCE(SUM(CASE WHEN record NOT LIKE '%\"selection_missed\":true%' THEN 1 ELSE 0 END), 0),
-                        COALESCE(SUM(CASE WHEN record LIKE '%\"selection_missed\":true%' THEN 1 ELSE 0 END), 0)
-                 FROM (SELECT record, cached_from FROM runs WHERE repository_id = ?1
-                       ORDER BY id DESC LIMIT 1000) AS recent
-                 WHERE cached_from IS NULL
-                   AND record LIKE '%\"phases\":[%' AND record LIKE '%\"first_failure_ms\":%'",
+                &format!(
+                    "SELECT COALESCE(SUM(CASE WHEN {missed} THEN 0 ELSE 1 END), 0),
+                            COALESCE(SUM(CASE WHEN {missed} THEN 1 ELSE 0 END), 0)
+                     FROM (SELECT record, cached_from FROM runs WHERE repository_id = ?1
+                           ORDER BY id DESC LIMIT 1000) AS recent
+                     WHERE cached_from IS NULL AND {phases} AND {first}"
+                ),
                 [&repo.repository_id],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )?;
@@ -269,5 +284,91 @@ impl Index {
             });
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gs_model::{RunRecord, TestPhase};
+
+    /// A run of a commit: two phases or one, failing (first failure known) or passing.
+    fn run(commit: &str, two_phases: bool, failed: bool, missed: bool) -> RunRecord {
+        let phase = TestPhase {
+            files: vec![],
+            command: "pytest".into(),
+            exit_code: Some(0),
+            passed: Some(1),
+            failed: Some(0),
+            errors: Some(0),
+            total: Some(1),
+            duration_ms: 5,
+        };
+        let status = if failed { "failed" } else { "passed" };
+        let mut r: RunRecord = serde_json::from_value(serde_json::json!({
+            "schema": "git-sandbox/run/v1", "commit": commit, "tree": "b".repeat(40),
+            "parents": [], "ref": "refs/heads/main", "experiment": null, "trigger": "manual",
+            "status": status, "started_at": "2026-11-27T10:00:00Z",
+            "finished_at": "2026-11-27T10:00:01Z", "duration_ms": 10, "cached_from": null,
+            "analysis": null, "changes": null,
+        }))
+        .expect("a record");
+        let mut t: gs_model::Tests = serde_json::from_value(serde_json::json!({
+            "command": "pytest", "exit_code": u8::from(failed), "duration_ms": 10,
+            "passed": 1, "failed": u8::from(failed), "errors": 0, "total": 2, "failures": [],
+            "output_tail": "", "killed_by": null, "resources": {"cpu_ms": 1, "max_rss_kb": 1},
+            "output_truncated": false,
+        }))
+        .expect("tests");
+        if two_phases {
+            t.phases = vec![phase.clone(), phase];
+        }
+        if failed {
+            t.first_failure_ms = Some(3);
+        }
+        t.selection_missed = missed;
+        r.tests = Some(t);
+        r
+    }
+
+    #[test]
+    fn the_selections_recall_counts_failing_two_phase_runs_by_their_own_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = crate::Index::open_file(&dir.path().join("index.db")).unwrap();
+        index
+            .upsert_repository(&RepoRow {
+                repository_id: "r".into(),
+                name: "r".into(),
+                path: "/r".into(),
+                url: String::new(),
+                repository_type: "local".into(),
+                created_at: "2026-11-27T10:00:00Z".into(),
+                last_activity: None,
+                remote_url: None,
+            })
+            .unwrap();
+        // A passing two-phase run whose tools include a program `first-failure-ms` (and one
+        // named `selection_missed`): no failure, nothing missed.
+        let mut passing = run(&"1".repeat(40), true, false, false);
+        passing.toolchain.insert(
+            "first-failure-ms".into(),
+            "/usr/local/bin/first-failure-ms".into(),
+        );
+        passing
+            .toolchain
+            .insert("selection_missed".into(), "true".into());
+        let records = [
+            passing,
+            run(&"2".repeat(40), true, true, false),
+            run(&"3".repeat(40), true, true, true),
+            run(&"4".repeat(40), false, true, false),
+        ];
+        index.put_runs("r", &records).unwrap();
+        let stats = index.repository_stats().unwrap();
+        assert_eq!(
+            (stats[0].selection_caught, stats[0].selection_missed),
+            (1, 1),
+            "{stats:?}"
+        );
     }
 }
