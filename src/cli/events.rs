@@ -1,5 +1,5 @@
 use super::{CmdResult, CommandError};
-use crate::app::Context;
+use crate::app::{run::views, Context};
 use gs_store::{Event, EventFilter};
 use std::time::Duration;
 
@@ -48,7 +48,7 @@ pub fn cmd_events(args: EventsArgs) -> CmdResult {
     };
     let mut last = args.since.unwrap_or(0);
     loop {
-        let events = ctx.index.events(&filter)?;
+        let events = views::events(&ctx, &filter)?;
         for e in &events {
             print(e, args.json);
             last = last.max(e.id);
@@ -63,13 +63,7 @@ pub fn cmd_events(args: EventsArgs) -> CmdResult {
 }
 
 pub(super) fn resolve_repo(ctx: &Context, r: &str) -> Result<String, CommandError> {
-    let path = std::fs::canonicalize(r)
-        .ok()
-        .map(|p| p.display().to_string());
-    ctx.index
-        .repositories()?
-        .into_iter()
-        .find(|row| row.repository_id == r || row.name == r || Some(&row.path) == path.as_ref())
+    views::repository_at(ctx, r)?
         .map(|row| row.repository_id)
         .ok_or_else(|| {
             CommandError::usage(format!("no registered repository {r:?}"))

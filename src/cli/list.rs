@@ -1,5 +1,5 @@
 use super::{print_json, ui, CmdResult};
-use crate::app::Context;
+use crate::app::{run::views, Context};
 use gs_util::time;
 
 /// List registered experiment repositories with their runs, pending jobs and last activity.
@@ -13,7 +13,7 @@ pub struct ListArgs {
 
 pub fn cmd_list(args: ListArgs) -> CmdResult {
     let ctx = Context::load()?;
-    let stats = ctx.index.repository_stats()?;
+    let stats = views::repositories(&ctx)?;
     if args.json {
         print_json(&serde_json::json!({
             "repositories": stats,

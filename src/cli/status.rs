@@ -1,5 +1,5 @@
 use super::{print_json, ui, CmdResult};
-use crate::app::Context;
+use crate::app::{run::views, Context};
 
 /// Summary: repositories, experiments by state, runs, success rate, mean duration, the queue.
 ///
@@ -12,26 +12,27 @@ pub struct StatusArgs {
 
 pub fn cmd_status(args: StatusArgs) -> CmdResult {
     let ctx = Context::load()?;
-    let stats = ctx.index.repository_stats()?;
-    let (runs, passed, mean) = ctx.index.run_totals()?;
+    let stats = views::repositories(&ctx)?;
+    let views::Totals {
+        runs,
+        passed,
+        mean_duration_ms: mean,
+        experiments_by_state: by_state,
+        queued,
+        running,
+        pending_by_trigger: why,
+        dead,
+        unindexed,
+    } = views::totals(&ctx, &stats)?;
     let pending: u64 = stats.iter().map(|s| s.pending_jobs).sum();
     let experiments: u64 = stats.iter().map(|s| s.experiments).sum();
-    let by_state = ctx.index.experiment_counts()?;
     let success_rate = (runs > 0).then(|| passed as f64 / runs as f64);
     let daemon = gs_ipc::running(&ctx.paths.home);
-    let (queued, running) = ctx.index.queue_depth()?;
-    let why = ctx.index.pending_by_trigger()?;
-    let dead = ctx.index.dead_jobs()?;
     let daemons = crate::app::repo::daemons::list(&ctx)?;
-    let unindexed: Vec<String> = gs_store::registry::list(&ctx.paths.home)
-        .into_iter()
-        .filter(|e| !stats.iter().any(|s| s.repo.repository_id == e.id))
-        .map(|e| e.path.display().to_string())
-        .collect();
     if args.json {
         print_json(&serde_json::json!({
             "home": ctx.paths.home,
-            "index": ctx.index.path(),
+            "index": views::index_path(&ctx),
             "repositories": stats,
             "totals": {
                 "repositories": stats.len(),

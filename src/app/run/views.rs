@@ -4,12 +4,67 @@
 
 use crate::app::{AppError, Context, Result};
 use gs_model::RunRecord;
-use gs_store::{Event, EventFilter, FlakyTest, Job, RepoRow, RepoStats};
+use gs_store::{Event, EventFilter, ExperimentCounts, FlakyTest, Job, RepoRow, RepoStats};
 use std::collections::{BTreeMap, HashMap};
 
 /// Every registered repository with its counts.
 pub fn repositories(ctx: &Context) -> Result<Vec<RepoStats>> {
     Ok(ctx.index.repository_stats()?)
+}
+
+/// A registered repository by its id, its name or its path (`.` for the one here).
+pub fn repository_at(ctx: &Context, key: &str) -> Result<Option<RepoRow>> {
+    let path = std::fs::canonicalize(key)
+        .ok()
+        .map(|p| p.display().to_string());
+    Ok(ctx
+        .index
+        .repositories()?
+        .into_iter()
+        .find(|r| r.repository_id == key || r.name == key || Some(&r.path) == path.as_ref()))
+}
+
+/// What the totals of `status` count: runs (a skipped commit is none), those that passed,
+/// their mean duration; experiments by state; the queue and why its jobs wait; the registered
+/// repositories the index does not have.
+pub struct Totals {
+    pub runs: u64,
+    pub passed: u64,
+    pub mean_duration_ms: Option<f64>,
+    pub experiments_by_state: ExperimentCounts,
+    pub queued: u64,
+    pub running: u64,
+    pub pending_by_trigger: BTreeMap<String, u64>,
+    pub dead: u64,
+    pub unindexed: Vec<String>,
+}
+
+/// The totals over every repository; `stats` are [`repositories`]' (the registered ones the
+/// index has).
+pub fn totals(ctx: &Context, stats: &[RepoStats]) -> Result<Totals> {
+    let (runs, passed, mean_duration_ms) = ctx.index.run_totals()?;
+    let (queued, running) = ctx.index.queue_depth()?;
+    let unindexed = gs_store::registry::list(&ctx.paths.home)
+        .into_iter()
+        .filter(|e| !stats.iter().any(|s| s.repo.repository_id == e.id))
+        .map(|e| e.path.display().to_string())
+        .collect();
+    Ok(Totals {
+        runs,
+        passed,
+        mean_duration_ms,
+        experiments_by_state: ctx.index.experiment_counts()?,
+        queued,
+        running,
+        pending_by_trigger: ctx.index.pending_by_trigger()?,
+        dead: ctx.index.dead_jobs()?,
+        unindexed,
+    })
+}
+
+/// Where the index is, as `status` shows it.
+pub fn index_path(ctx: &Context) -> &std::path::Path {
+    ctx.index.path()
 }
 
 /// A registered repository by its id or its name.
@@ -19,6 +74,11 @@ pub fn repository(ctx: &Context, key: &str) -> Result<Option<RepoRow>> {
         .repositories()?
         .into_iter()
         .find(|r| r.repository_id == key || r.name == key))
+}
+
+/// The registered repositories the index has.
+pub fn registered(ctx: &Context) -> Result<Vec<RepoRow>> {
+    Ok(ctx.index.repositories()?)
 }
 
 /// Each repository's id and name.
