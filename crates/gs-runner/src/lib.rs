@@ -10,6 +10,7 @@ pub mod detect_setup;
 pub mod go_cmd;
 pub mod js_cmd;
 pub mod limit_hit;
+pub mod newer;
 pub mod pytest_cmd;
 pub mod stamps;
 pub mod toolchain;
