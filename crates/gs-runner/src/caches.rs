@@ -542,6 +542,24 @@ mod tests {
     }
 
     #[test]
+    fn a_folded_base_counts_what_it_holds_not_every_rewrite_of_it() {
+        // Each run rewrites the same file: folded, the base holds one, and its size is what
+        // counts against the bound (summing every generation's writes made each run past the
+        // bound walk the whole cache to measure it).
+        let tmp = tempfile::tempdir().unwrap();
+        let body = "x".repeat(100_000);
+        for _ in 0..=MAX_CHAIN {
+            let c = for_run(&use_(tmp.path(), Some("main"), &[]), "r", None);
+            write(&c, "home/same", &body);
+            drop(c);
+        }
+        let c = for_run(&use_(tmp.path(), Some("main"), &[]), "r", None);
+        assert_eq!(c.generations.len(), 1, "{:?}", c.generations);
+        let base = c.layers[0].parent().unwrap();
+        assert_eq!(added(base), body.len() as u64);
+    }
+
+    #[test]
     fn a_clean_run_reads_nothing_and_its_writes_become_a_new_base() {
         let tmp = tempfile::tempdir().unwrap();
         let c = for_run(&use_(tmp.path(), Some("main"), &[]), "r", None);

@@ -262,7 +262,6 @@ fn fold(branch_dir: &Path, number: u64) {
     let _ = std::fs::set_permissions(&layer, oldest.permissions());
     let Ok(into) = File::open(&layer) else { return };
     let mut merged = gs_sandbox::sandbox::layers::Merged::linking();
-    let mut bytes = 0;
     for g in &chain {
         let Ok(from) = File::open(g.dir.join("layer")) else {
             return;
@@ -274,7 +273,6 @@ fn fold(branch_dir: &Path, number: u64) {
             owner,
             &mut merged,
         );
-        bytes += added(&g.dir);
     }
     // A fold missing entries is not published: the chain it would replace stays.
     if merged.failure().is_some() {
@@ -298,6 +296,10 @@ fn fold(branch_dir: &Path, number: u64) {
     if std::fs::write(tmp.path().join(MADE), made_text(&records)).is_err() {
         return;
     }
+    // What the base holds (once per fold), not the sum of what each generation wrote: a file
+    // rewritten by every run would count once per run, and the bound's check past that sum
+    // measures the whole cache on every run.
+    let bytes = gs_util::disk_size(&layer);
     if std::fs::write(tmp.path().join("added"), format!("{bytes}\n")).is_err()
         || std::fs::write(tmp.path().join("base"), "").is_err()
     {
