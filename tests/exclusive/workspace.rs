@@ -604,3 +604,67 @@ fn every_run_sees_its_tree_at_one_path_so_absolute_paths_in_caches_stay_valid() 
         assert_eq!(o.stdout, "/tmp/git-sandbox/run/tree\n", "{who}: {o:?}");
     }
 }
+
+/// Whether a process holds a slot of the kept checkouts under `scratch`.
+fn a_slot_held(scratch: &Path) -> bool {
+    common::files_under(scratch)
+        .iter()
+        .filter(|p| {
+            let n = p.file_name().unwrap_or_default().to_string_lossy();
+            n.starts_with("slot-") && n.ends_with(".lock")
+        })
+        .any(|p| std::fs::File::open(p).is_ok_and(|f| f.try_lock().is_err()))
+}
+
+/// Build tools trust an output newer than its sources (make, cargo's fingerprints): a kept
+/// checkout that already holds the commit's tree has files older than what a run in another
+/// slot built from another tree, and that output must not pass for this tree's.
+#[test]
+fn an_output_built_from_another_tree_in_another_slot_is_rebuilt() {
+    let _serial = one_at_a_time();
+    let mut w = World::new();
+    let scratch = scratch(&mut w);
+    let repo = w.new_repo("stale");
+    // out/r is rebuilt from src.txt when older than it, as make would.
+    let cfg = "[test]\ncommand = \"mkdir -p out; [ out/r -nt src.txt ] || cp src.txt out/r; cmp src.txt out/r\"\n[analysis]\nenabled = false\n[cache]\ndirs = [\"out\"]\n";
+    w.commit(&repo, &[(".sandbox.toml", cfg), ("src.txt", "a\n")], "a");
+    let status = |rev: &str| {
+        let o = w.sandbox(&repo, &["run", "--json", "--force", rev]);
+        o.json()[0]["status"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert_eq!(status("main"), "passed");
+    w.commit(&repo, &[("src.txt", "b\n")], "b");
+    // The slot that ran a keeps a's tree while an exec of a holds it, so b runs in another
+    // slot, and its out/r (b's) becomes the branch's newest cache.
+    let mut hold = w.spawn(&repo, &["exec", "main~1", "--", "sleep", "8"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !a_slot_held(&scratch) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the exec took no slot"
+        );
+        assert!(
+            hold.child.try_wait().unwrap().is_none(),
+            "the exec ended early"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(status("main"), "passed");
+    assert!(
+        hold.child.try_wait().unwrap().is_none(),
+        "the exec ended before b's run: the test proves nothing"
+    );
+    assert!(hold.child.wait().unwrap().success());
+    assert_eq!(
+        kept_trees(&scratch).len(),
+        2,
+        "a and b in slots of their own"
+    );
+    // a again, in the slot that still holds a's tree: its src.txt is older than b's out/r.
+    assert_eq!(status("main~1"), "passed", "b's output taken for a's");
+    let last = checkouts(&w).last().unwrap().clone();
+    assert_eq!(last["files"], 0, "a's tree was kept: {last}");
+}

@@ -159,6 +159,16 @@ pub fn update(
     Ok(Some(out))
 }
 
+/// The files of `to` whose content or kind differs from `from`'s: added or changed, not what
+/// `to` no longer has.
+pub fn changed_files(repo: &gix::Repository, from: ObjectId, to: ObjectId) -> Result<Vec<String>> {
+    Ok(diff(repo, from, to)?
+        .into_iter()
+        .filter(|c| c.new.is_some_and(|(k, _)| is_blob(k)))
+        .map(|c| c.path)
+        .collect())
+}
+
 fn cache_err(path: &str, e: beneath::Skip) -> GitError {
     GitError::Gix(format!("update of the checkout at {path} failed: {e}"))
 }

@@ -23,8 +23,8 @@ use std::path::{Path, PathBuf};
 
 mod generations;
 
-use generations::{added, generations, hold_chain};
-pub use generations::{prune, Generation, Stage, MAX_CHAIN};
+use generations::{added, generations, hold_chain, made};
+pub use generations::{prune, Generation, Made, Stage, MAX_CHAIN};
 
 /// What a run is, as far as build caches care.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,6 +80,8 @@ pub struct Caches {
     pub generations: Vec<String>,
     /// The next generation, published when dropped.
     pub stage: Option<Stage>,
+    /// The runs that made the generations read.
+    pub made: Vec<Made>,
 }
 
 fn branch_key(name: &str) -> String {
@@ -120,6 +122,7 @@ pub fn for_run(use_: &CacheUse<'_>, repo_key: &str, run_uid: Option<u32>) -> Cac
         for g in &chain {
             c.layers.push(g.dir.join("layer"));
             c.generations.push(format!("{name}@{}", g.number));
+            c.made.extend(made(&g.dir));
         }
         c.locks.extend(locks);
     };
@@ -536,6 +539,24 @@ mod tests {
             1,
             "unused generations removed"
         );
+    }
+
+    #[test]
+    fn a_folded_base_counts_what_it_holds_not_every_rewrite_of_it() {
+        // Each run rewrites the same file: folded, the base holds one, and its size is what
+        // counts against the bound (summing every generation's writes made each run past the
+        // bound walk the whole cache to measure it).
+        let tmp = tempfile::tempdir().unwrap();
+        let body = "x".repeat(100_000);
+        for _ in 0..=MAX_CHAIN {
+            let c = for_run(&use_(tmp.path(), Some("main"), &[]), "r", None);
+            write(&c, "home/same", &body);
+            drop(c);
+        }
+        let c = for_run(&use_(tmp.path(), Some("main"), &[]), "r", None);
+        assert_eq!(c.generations.len(), 1, "{:?}", c.generations);
+        let base = c.layers[0].parent().unwrap();
+        assert_eq!(added(base), body.len() as u64);
     }
 
     #[test]

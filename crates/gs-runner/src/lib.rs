@@ -11,6 +11,7 @@ pub mod go_cmd;
 pub mod js_cmd;
 pub mod limit_hit;
 pub mod pytest_capture;
+pub mod newer;
 pub mod pytest_cmd;
 pub mod stamps;
 pub mod toolchain;

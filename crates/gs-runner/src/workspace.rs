@@ -219,6 +219,10 @@ struct State {
     /// What a walk of `lower/tree` must find (none: a state written before seals, not trusted).
     #[serde(default)]
     seal: Option<Seal>,
+    /// Every file of the tree was written at or after this time (ms since the epoch): outputs
+    /// of runs that ended before it are older than any file (see [`super::newer`]).
+    #[serde(default)]
+    fresh_ms: i64,
 }
 
 /// Kept checkouts are verified in full once per process, then their seals are kept here and
@@ -330,7 +334,7 @@ fn kept(
         .and_then(|s| ObjectId::from_hex(s.tree.as_bytes()).ok());
     // The same tree again (a one-off exec after a run): nothing will change, so the check of
     // the seal read starts now, beside everything that follows.
-    let early = match (sealed, from) {
+    let mut early = match (sealed, from) {
         (Some(seal), Some(old)) if unverified && old == tree => {
             Some(verify_in_background(tree_dir.clone(), seal))
         }
@@ -382,9 +386,11 @@ fn kept(
             }
         }
     }
+    let mut fresh_ms = trusted.as_ref().map_or(0, |s| s.fresh_ms);
     let touched = match updated {
         Some(t) => t,
         None => {
+            fresh_ms = gs_util::time::now_millis();
             // First use of the slot for this repository, a change that cannot be applied
             // piecemeal, or a kept tree that cannot be trusted: check it out afresh.
             prepared = Prepared::Rebuilt;
@@ -417,8 +423,26 @@ fn kept(
     if let Some(uid) = slot.uid {
         chown_touched(&tree_dir, &touched, uid);
     }
+    let t = gs_util::trace::span("build caches: locks");
+    let mut caches = match &opts.cache {
+        Some(c) => super::caches::for_run(c, &repo_key(repo), slot.uid),
+        None => super::caches::Caches::default(),
+    };
+    drop(t);
+    let slot_key = gs_util::fnv64_hex(lower.as_os_str().as_encoded_bytes());
+    if let Some(stage) = caches.stage.as_mut() {
+        stage.record(&tree.to_string(), &slot_key);
+    }
+    let t = gs_util::trace::span("kept checkout: newer than cached outputs");
+    let stale = super::newer::stale(repo, tree, &caches.made, &slot_key, fresh_ms);
+    // The check of the seal started early walks the files as they were: it ends first.
+    let mut checked = None;
+    if stale.is_some() {
+        checked = early.take().map(|h| h.join().unwrap_or(false));
+    }
+    drop(t);
     let _t = gs_util::trace::span("kept checkout: seal, state");
-    let seal = match (prepared, sealed) {
+    let mut seal = match (prepared, sealed) {
         (Prepared::Updated, Some(mut seal)) => {
             let (paths, stamps_before) = &before;
             seal.replace(stamps_before, &stamps::around(&tree_dir, paths));
@@ -426,28 +450,44 @@ fn kept(
         }
         _ => stamps::of(&tree_dir),
     };
+    match stale {
+        Some(super::newer::Stale::Files(files)) => {
+            let stamps_before = stamps::around(&tree_dir, &files);
+            super::newer::touch(&tree_dir, &files);
+            seal.replace(&stamps_before, &stamps::around(&tree_dir, &files));
+        }
+        Some(super::newer::Stale::All) => {
+            // The seal is taken afresh: what it says now is checked first, not blessed.
+            if checked.is_none() && unverified && prepared == Prepared::Updated {
+                checked = Some(stamps::intact(&tree_dir, &seal));
+            }
+            fresh_ms = gs_util::time::now_millis();
+            super::newer::touch_all(&tree_dir);
+            seal = stamps::of(&tree_dir);
+        }
+        None => {}
+    }
     write_state(&State {
         tree: tree.to_string(),
         bytes,
         files: seal.count,
         updating: false,
         seal: Some(seal),
+        fresh_ms,
     })?;
     // A tree brought up to date from a seal this process has not checked: check that it holds
     // exactly what the seal says now, on another thread, while the run starts.
-    let verify = early.or_else(|| {
-        (unverified && prepared == Prepared::Updated)
-            .then(|| verify_in_background(tree_dir.clone(), seal))
-    });
+    let verify = match checked {
+        Some(ok) => (!ok).then(|| std::thread::spawn(|| false)),
+        None => early.or_else(|| {
+            (unverified && prepared == Prepared::Updated)
+                .then(|| verify_in_background(tree_dir.clone(), seal))
+        }),
+    };
     verified_here().lock().expect("cache map").insert(key, seal);
     // The run's own directory: the overlay's mount point, swept with the others when stale.
     let root = checkout::run_dir(opts.scratch)?;
     drop(_t);
-    let _t = gs_util::trace::span("build caches: locks");
-    let caches = match &opts.cache {
-        Some(c) => super::caches::for_run(c, &repo_key(repo), slot.uid),
-        None => super::caches::Caches::default(),
-    };
     Ok(Workspace {
         root,
         lower: Some(lower),

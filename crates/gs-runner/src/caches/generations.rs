@@ -18,6 +18,53 @@ pub(super) fn added(dir: &Path) -> u64 {
         .sum()
 }
 
+/// Which run made a generation: the tree it ran, the kept checkout (slot) it ran in, and when it
+/// ended (ms since the epoch). Build tools take an output newer than its sources as built from
+/// them (make's rule, cargo's fingerprints of local crates), so a run must know which trees the
+/// outputs it reads were built from (see `workspace`). `tree` is `*` when that is not known (a
+/// generation made before the record, or records a fold left out).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Made {
+    pub tree: String,
+    pub slot: String,
+    pub end_ms: i64,
+}
+
+/// The file of a generation that says which runs made it, a line each: `tree slot end_ms`.
+const MADE: &str = "made";
+
+/// At most this many records are kept in a folded base; older ones become one `*` record.
+const MAX_MADE: usize = 256;
+
+/// The runs that made the generation in `dir`.
+pub(super) fn made(dir: &Path) -> Vec<Made> {
+    let Ok(text) = std::fs::read_to_string(dir.join(MADE)) else {
+        return vec![Made {
+            tree: "*".into(),
+            slot: "-".into(),
+            end_ms: gs_util::modified_ms(&dir.join("added")).max(gs_util::modified_ms(dir)),
+        }];
+    };
+    text.lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let (tree, slot, end) = (w.next()?, w.next()?, w.next()?.parse().ok()?);
+            Some(Made {
+                tree: tree.into(),
+                slot: slot.into(),
+                end_ms: end,
+            })
+        })
+        .collect()
+}
+
+fn made_text(records: &[Made]) -> String {
+    records
+        .iter()
+        .map(|m| format!("{} {} {}\n", m.tree, m.slot, m.end_ms))
+        .collect()
+}
+
 /// One generation of a branch's cache.
 #[derive(Debug, Clone)]
 pub struct Generation {
@@ -106,6 +153,8 @@ pub struct Stage {
     branch_dir: PathBuf,
     dir: PathBuf,
     discard: bool,
+    /// The run's tree and slot, recorded with the time it ended when published.
+    made: Option<(String, String)>,
 }
 
 impl Stage {
@@ -124,7 +173,13 @@ impl Stage {
             branch_dir: branch_dir.to_path_buf(),
             dir,
             discard: false,
+            made: None,
         })
+    }
+
+    /// The tree the run sees and the kept checkout it runs in, for the generation's record.
+    pub fn record(&mut self, tree: &str, slot: &str) {
+        self.made = Some((tree.to_string(), slot.to_string()));
     }
 
     /// The directory the run's writes are merged into.
@@ -143,6 +198,15 @@ impl Drop for Stage {
         if self.discard || !self.dir.join("added").exists() || !self.dir.join("layer").is_dir() {
             let _ = std::fs::remove_dir_all(&self.dir);
             return;
+        }
+        // Without a record the generation counts as made from an unknown tree.
+        if let Some((tree, slot)) = &self.made {
+            let record = Made {
+                tree: tree.clone(),
+                slot: slot.clone(),
+                end_ms: gs_util::time::now_millis(),
+            };
+            let _ = std::fs::write(self.dir.join(MADE), made_text(&[record]));
         }
         publish(&self.branch_dir, &self.dir);
     }
@@ -198,7 +262,6 @@ fn fold(branch_dir: &Path, number: u64) {
     let _ = std::fs::set_permissions(&layer, oldest.permissions());
     let Ok(into) = File::open(&layer) else { return };
     let mut merged = gs_sandbox::sandbox::layers::Merged::linking();
-    let mut bytes = 0;
     for g in &chain {
         let Ok(from) = File::open(g.dir.join("layer")) else {
             return;
@@ -210,12 +273,33 @@ fn fold(branch_dir: &Path, number: u64) {
             owner,
             &mut merged,
         );
-        bytes += added(&g.dir);
     }
     // A fold missing entries is not published: the chain it would replace stays.
     if merged.failure().is_some() {
         return;
     }
+    // What the folded generations were made from, the oldest records beyond the bound as one
+    // of an unknown tree.
+    let mut records: Vec<Made> = chain.iter().flat_map(|g| made(&g.dir)).collect();
+    if records.len() > MAX_MADE {
+        let dropped = records.drain(..records.len() - MAX_MADE + 1);
+        let end_ms = dropped.map(|m| m.end_ms).max().unwrap_or(0);
+        records.insert(
+            0,
+            Made {
+                tree: "*".into(),
+                slot: "-".into(),
+                end_ms,
+            },
+        );
+    }
+    if std::fs::write(tmp.path().join(MADE), made_text(&records)).is_err() {
+        return;
+    }
+    // What the base holds (once per fold), not the sum of what each generation wrote: a file
+    // rewritten by every run would count once per run, and the bound's check past that sum
+    // measures the whole cache on every run.
+    let bytes = gs_util::disk_size(&layer);
     if std::fs::write(tmp.path().join("added"), format!("{bytes}\n")).is_err()
         || std::fs::write(tmp.path().join("base"), "").is_err()
     {
