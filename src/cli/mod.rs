@@ -155,6 +155,11 @@ pub fn main() -> i32 {
     // no process started from here — git, the fork server, a helper, a hook — inherits it.
     // Marked, not closed: what the caller handed on purpose stays usable by this process.
     gs_util::fds::cloexec_from(3);
+    // The hooks' call runs inside every `git commit`: straight to it as well, as parsed below.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    if let Some(a) = notify::hook_call(&args) {
+        return run_command(Command::Notify(a), false);
+    }
     let parsed = command()
         .try_get_matches()
         .and_then(|m| Ok((Cli::from_arg_matches(&m)?, wants_json(&m))));
@@ -170,8 +175,13 @@ pub fn main() -> i32 {
             return code;
         }
     };
+    run_command(cli.command, json)
+}
+
+/// Run a parsed command: its signal and log set-up, then the command itself.
+fn run_command(command: Command, json: bool) -> i32 {
     if matches!(
-        cli.command,
+        command,
         Command::Daemon(_) | Command::Notify(_) | Command::SandboxExec(_) | Command::Mcp(_)
     ) {
         // These write to sockets and child pipes whose readers may go away at any time (and the
@@ -179,11 +189,11 @@ pub fn main() -> i32 {
         // few stdout lines go through `outln!`, which ends like SIGPIPE when stdout is closed.
         set_sigpipe(libc::SIG_IGN);
     }
-    if gs_util::trace::log_asked() && !matches!(cli.command, Command::Daemon(_)) {
+    if gs_util::trace::log_asked() && !matches!(command, Command::Daemon(_)) {
         // The daemon always logs; another command only when asked (its stderr is for people).
         gs_util::trace::init_log();
     }
-    let result = match cli.command {
+    let result = match command {
         Command::New(a) => new::cmd_new(a),
         Command::Init(a) => init::cmd_init(a),
         Command::List(a) => list::cmd_list(a),

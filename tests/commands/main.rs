@@ -10,6 +10,7 @@ mod cli;
 mod errors;
 mod experiments;
 mod gate;
+mod hook_calls;
 mod housekeeping;
 mod repos;
 mod revs;

@@ -441,6 +441,10 @@ display_hinted!(StoreError);
 
 pub type Result<T> = std::result::Result<T, StoreError>;
 
+/// The largest WAL [`Index::keep_wal_on_close`] leaves behind: about 60 pages, ten hook runs'
+/// rows, which the next process reads back in a fraction of a millisecond.
+pub const KEPT_WAL_MAX: u64 = 256 * 1024;
+
 pub struct Index {
     pub conn: sql::Db,
     path: PathBuf,
@@ -543,6 +547,29 @@ impl Index {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Leave the WAL as it is when this connection closes, for a short-lived process that
+    /// writes a little and must be quick (a hook inside the user's `git commit`). The last
+    /// connection to close otherwise checkpoints: it copies the WAL into the database file,
+    /// fsyncs both and deletes the WAL, so that the next writer makes and fsyncs a new one —
+    /// four fsyncs per hook run, milliseconds on a busy disk. Left in the WAL, the writes are
+    /// as safe as any commit under `synchronous = NORMAL`. Call it when done writing: only a
+    /// WAL under [`KEPT_WAL_MAX`] is kept, since the next process to open the index first
+    /// reads the whole WAL (and one that SQLite's own checkpoint already copied would be
+    /// copied again on every commit); a larger one is checkpointed and deleted as before.
+    pub fn keep_wal_on_close(&self) {
+        let sql::Db::Sqlite(c) = &self.conn else {
+            return;
+        };
+        let mut wal = self.path.as_os_str().to_owned();
+        wal.push("-wal");
+        let small = std::fs::metadata(Path::new(&wal)).is_ok_and(|m| m.len() <= KEPT_WAL_MAX);
+        // Best effort: failing, the close checkpoints as before.
+        let _ = c.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+            small,
+        );
     }
 
     /// Bring a SQLite index from schema `from` to [`SCHEMA_VERSION`].
