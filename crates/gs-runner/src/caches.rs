@@ -519,6 +519,42 @@ mod tests {
     }
 
     #[test]
+    fn a_run_that_wrote_nothing_publishes_no_generation_unless_it_starts_a_base() {
+        let tmp = tempfile::tempdir().unwrap();
+        // What the helper leaves when the command wrote nothing it keeps: an empty layer.
+        let nothing = |c: &Caches| {
+            let out = c.out.as_ref().expect("a stage to write");
+            std::fs::create_dir_all(out.join("layer")).unwrap();
+            std::fs::write(out.join("added"), "0\n").unwrap();
+        };
+        let first = for_run(&use_(tmp.path(), Some("main"), &[]), "r", None);
+        nothing(&first);
+        drop(first);
+        let c = for_run(&use_(tmp.path(), Some("main"), &[]), "r", None);
+        assert_eq!(c.generations, ["main@1"], "the first base is kept, empty");
+        write(&c, "home/a", "1");
+        drop(c);
+        for _ in 0..3 {
+            let c = for_run(&use_(tmp.path(), Some("main"), &[]), "r", None);
+            nothing(&c);
+            drop(c);
+        }
+        let c = for_run(&use_(tmp.path(), Some("main"), &[]), "r", None);
+        assert_eq!(c.generations, ["main@2", "main@1"]);
+        assert_eq!(read(&c, "home/a").as_deref(), Some("1"));
+        drop(c);
+        // A clean run's empty base still replaces the chain (what it read is gone).
+        let mut u = use_(tmp.path(), Some("main"), &[]);
+        u.read = false;
+        let clean = for_run(&u, "r", None);
+        nothing(&clean);
+        drop(clean);
+        let c = for_run(&use_(tmp.path(), Some("main"), &[]), "r", None);
+        assert_eq!(c.generations, ["main@3"]);
+        assert_eq!(read(&c, "home/a"), None);
+    }
+
+    #[test]
     fn a_long_chain_is_folded_into_one_base_and_the_old_generations_go() {
         let tmp = tempfile::tempdir().unwrap();
         for i in 0..=MAX_CHAIN {
