@@ -668,3 +668,54 @@ fn an_output_built_from_another_tree_in_another_slot_is_rebuilt() {
     let last = checkouts(&w).last().unwrap().clone();
     assert_eq!(last["files"], 0, "a's tree was kept: {last}");
 }
+
+/// `checkout.completed`'s `ms` is the checkout's own time: the stages before it (reading the
+/// commit's config, the earlier-result lookup), which end before `run.started` is logged, are
+/// not in it.
+#[test]
+fn checkout_time_is_the_checkouts_own() {
+    let _serial = one_at_a_time();
+    let w = World::new();
+    let repo = w.new_repo("timed");
+    // A config near the 1 MiB a config may hold: reading it takes the config stage many milliseconds.
+    let padding =
+        "# padding padding padding padding padding padding padding padding\n".repeat(14_000);
+    w.commit(
+        &repo,
+        &[(".sandbox.toml", &format!("{}{padding}", quick("true")))],
+        "big config",
+    );
+    let o = w.sandbox(&repo, &["run", "--force"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let events: Vec<Value> = w
+        .sandbox(&w.work(), &["events", "--limit", "1000", "--json"])
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .collect();
+    let at = |kind: &str| {
+        let e = events
+            .iter()
+            .find(|e| e["kind"] == kind)
+            .unwrap_or_else(|| panic!("no {kind}: {events:?}"));
+        let t = e["time"].as_str().unwrap();
+        (chrono_ms(t), e["data"].clone())
+    };
+    let (started, _) = at("run.started");
+    let (done, data) = at("checkout.completed");
+    let ms = data["ms"].as_i64().unwrap();
+    assert!(
+        ms <= done - started,
+        "checkout took {ms} ms by its event, but only {} ms passed between run.started and checkout.completed: {data}",
+        done - started
+    );
+}
+
+/// Milliseconds of an RFC 3339 time `YYYY-MM-DDTHH:MM:SS.mmmZ` (within one day is enough here).
+fn chrono_ms(t: &str) -> i64 {
+    let clock = t.split('T').nth(1).unwrap().trim_end_matches('Z');
+    let (hms, frac) = clock.split_once('.').unwrap_or((clock, "0"));
+    let p: Vec<i64> = hms.split(':').map(|x| x.parse().unwrap()).collect();
+    let ms: i64 = format!("{frac:0<3}")[..3].parse().unwrap();
+    ((p[0] * 60 + p[1]) * 60 + p[2]) * 1000 + ms
+}

@@ -242,6 +242,13 @@ fn a_range_runs_each_commit_in_few_notes_commits() {
         let expected = if i == 3 { "failed" } else { "passed" };
         assert_eq!(rec["status"], expected, "step {i}");
         assert_eq!(w.note(&repo, id).unwrap()["status"], expected);
+        // Each record's changes are its own commit's, though the range diffs them one by one.
+        let how = [
+            "added", "modified", "modified", "deleted", "added", "modified",
+        ][i];
+        assert_eq!(rec["changes"]["files_changed"], 1, "step {i}: {rec}");
+        assert_eq!(rec["changes"]["files"][0]["path"], "marker", "step {i}");
+        assert_eq!(rec["changes"]["files"][0]["status"], how, "step {i}");
     }
     assert_eq!(
         notes_commits(&w) - before,

@@ -15,6 +15,36 @@ pub fn commit_changes(repo: &gix::Repository, info: &super::CommitInfo) -> Resul
     tree_changes(repo, parent_tree, info.tree)
 }
 
+thread_local! {
+    /// The blob-diff machinery of the repository last diffed on this thread: making it loads the
+    /// index and its attributes, which a run of many commits would otherwise do once per commit.
+    /// Kept for [`DIFF_CACHE_FOR`] from when it was made, so a long-lived process (the daemon)
+    /// sees a change of `.gitattributes` soon.
+    static DIFF_CACHE: std::cell::RefCell<Option<DiffCache>> = const { std::cell::RefCell::new(None) };
+}
+
+type DiffCache = (
+    std::path::PathBuf,
+    std::time::Instant,
+    gix::diff::blob::Platform,
+);
+
+const DIFF_CACHE_FOR: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The blob-diff machinery for `repo`: this thread's, when it was made for the same repository.
+fn diff_cache(repo: &gix::Repository) -> Result<(std::time::Instant, gix::diff::blob::Platform)> {
+    if let Some((dir, made, cache)) = DIFF_CACHE.with(|c| c.borrow_mut().take()) {
+        if dir == repo.git_dir() && made.elapsed() < DIFF_CACHE_FOR {
+            return Ok((made, cache));
+        }
+    }
+    let mut cache = repo.diff_resource_cache_for_tree_diff().map_err(gix_err)?;
+    // A blob is loaded whole to count its lines: past this size it counts as binary instead,
+    // so a commit's large files do not become the supervisor's memory.
+    cache.filter.options.large_file_threshold_bytes = super::checkout::STREAM_THRESHOLD;
+    Ok((std::time::Instant::now(), cache))
+}
+
 /// Files changed, insertions and deletions between `old` (None: the empty tree) and `new`.
 pub fn tree_changes(
     repo: &gix::Repository,
@@ -31,10 +61,7 @@ pub fn tree_changes(
         None => empty,
     };
     let new_tree = repo.find_tree(new).map_err(gix_err)?;
-    let mut cache = repo.diff_resource_cache_for_tree_diff().map_err(gix_err)?;
-    // A blob is loaded whole to count its lines: past this size it counts as binary instead,
-    // so a commit's large files do not become the supervisor's memory.
-    cache.filter.options.large_file_threshold_bytes = super::checkout::STREAM_THRESHOLD;
+    let (made, mut cache) = diff_cache(repo)?;
     let mut files = Vec::new();
     let mut platform = old_tree.changes().map_err(gix_err)?;
     platform.options(|o| {
@@ -75,6 +102,7 @@ pub fn tree_changes(
             },
         )
         .map_err(gix_err)?;
+    DIFF_CACHE.with(|c| *c.borrow_mut() = Some((repo.git_dir().to_path_buf(), made, cache)));
     files.sort_by(|a, b| a.path.cmp(&b.path));
     let files_changed = files.len() as u64;
     let insertions = files.iter().map(|f| f.insertions).sum();

@@ -638,9 +638,12 @@ impl Index {
         commit: Option<&str>,
         data: &serde_json::Value,
     ) -> Result<i64> {
-        Ok(self.conn.query_row(
+        // A run adds several per commit: the statement is parsed once per connection.
+        let mut stmt = self.conn.prepare_cached(
             "INSERT INTO events (time, kind, repository_id, run_id, commit_id, data) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
              RETURNING id",
+        )?;
+        Ok(stmt.query_row(
             sql::params![
                 gs_util::time::now_rfc3339(),
                 kind.as_str(),

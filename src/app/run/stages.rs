@@ -334,10 +334,11 @@ impl Bench<'_> {
     /// [`Bench::prepare`] as the machine allows, told to the event log.
     fn prepared(&self) -> std::result::Result<workspace::Workspace, git::GitError> {
         let _t = gs_util::trace::span("workspace");
+        let began = time::now_millis();
         let work = self.prepare(self.sandbox.overlay)?;
         self.c.event(
             EventKind::CheckoutCompleted,
-            serde_json::json!({"files": work.files, "kept": work.lower().is_some(), "how": format!("{:?}", work.prepared).to_lowercase(), "ms": time::now_millis() - self.c.started}),
+            serde_json::json!({"files": work.files, "kept": work.lower().is_some(), "how": format!("{:?}", work.prepared).to_lowercase(), "ms": time::now_millis() - began}),
         );
         Ok(work)
     }
