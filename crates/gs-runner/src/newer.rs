@@ -60,11 +60,26 @@ pub fn stale(
     (!files.is_empty()).then(|| Stale::Files(files.into_iter().collect()))
 }
 
-/// Set the modification time of `rel` under `dir` to now (a link itself, never followed).
-fn touch_one(dir: &Path, rel: &[u8]) {
+/// Set the modification time of `rel` under `dir` to now: the kept checkout's contents are the
+/// commit's, so nothing on the way is followed (a link itself is touched, never its target).
+fn touch_one(dir: &Path, rel: &str) {
+    gs_util::beneath::touch_beneath(dir, rel);
+}
+
+/// Make `files` (paths under `dir`) newer than anything written before now.
+pub fn touch(dir: &Path, files: &[String]) {
+    for f in files {
+        touch_one(dir, f);
+    }
+}
+
+/// Set the modification time of the entry `name` of `dir`, a directory this walk reached
+/// without following a link (`read_dir`'s types are the entries' own), the entry itself never
+/// followed either.
+fn touch_entry(dir: &Path, name: &[u8]) {
     let mut p = dir.as_os_str().as_bytes().to_vec();
     p.push(b'/');
-    p.extend_from_slice(rel);
+    p.extend_from_slice(name);
     let Ok(c) = CString::new(p) else { return };
     let times = [
         libc::timespec {
@@ -87,13 +102,6 @@ fn touch_one(dir: &Path, rel: &[u8]) {
     };
 }
 
-/// Make `files` (paths under `dir`) newer than anything written before now.
-pub fn touch(dir: &Path, files: &[String]) {
-    for f in files {
-        touch_one(dir, f.as_bytes());
-    }
-}
-
 /// Make every file under `dir` newer than anything written before now.
 pub fn touch_all(dir: &Path) {
     for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
@@ -101,7 +109,7 @@ pub fn touch_all(dir: &Path) {
         if t.is_dir() {
             touch_all(&e.path());
         } else {
-            touch_one(dir, e.file_name().as_bytes());
+            touch_entry(dir, e.file_name().as_bytes());
         }
     }
 }
@@ -161,5 +169,32 @@ mod tests {
         assert!(mtime("src/a.rs") > old && mtime("b") == old);
         touch_all(d.path());
         assert!(mtime("b") > old);
+    }
+
+    #[test]
+    fn a_touch_never_follows_a_link_on_the_way_out_of_the_checkout() {
+        // The kept checkout's contents are the commit's: a directory swapped for a link to a
+        // host directory must not lead the supervisor's touch to the host's files.
+        let d = tempfile::tempdir().unwrap();
+        let host = tempfile::tempdir().unwrap();
+        std::fs::write(host.path().join("passwd"), "root").unwrap();
+        let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1000);
+        std::fs::File::options()
+            .write(true)
+            .open(host.path().join("passwd"))
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        std::os::unix::fs::symlink(host.path(), d.path().join("etc")).unwrap();
+        touch(d.path(), &["etc/passwd".to_string()]);
+        touch_all(d.path());
+        let host_mtime = std::fs::metadata(host.path().join("passwd"))
+            .unwrap()
+            .modified()
+            .unwrap();
+        assert_eq!(
+            host_mtime, old,
+            "the host's file was touched through the link"
+        );
     }
 }

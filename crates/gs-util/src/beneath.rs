@@ -203,6 +203,45 @@ pub fn remove_empty_dir_beneath(dir: &Path, rel: &str) -> bool {
     unsafe { libc::unlinkat(parent_fd.as_raw_fd(), c.as_ptr(), libc::AT_REMOVEDIR) == 0 }
 }
 
+/// Set the modification time of `rel` under `dir` to now (its access time untouched), reaching
+/// it without following any symlink on the way; a symlink at `rel` has its own time set. Whether
+/// it was done.
+pub fn touch_beneath(dir: &Path, rel: &str) -> bool {
+    let (parent, name) = match rel.rsplit_once('/') {
+        Some((parent, name)) => (Some(parent), name),
+        None => (None, rel),
+    };
+    if check(rel).is_err() {
+        return false;
+    }
+    let parent_fd = match parent {
+        Some(p) => open_with(dir, p, libc::O_PATH | libc::O_DIRECTORY, Resolver::Best),
+        None => open_root(dir, rel),
+    };
+    let (Ok(parent_fd), Ok(c)) = (parent_fd, cstring(name, rel)) else {
+        return false;
+    };
+    let times = [
+        libc::timespec {
+            tv_sec: 0,
+            tv_nsec: libc::UTIME_OMIT,
+        },
+        libc::timespec {
+            tv_sec: 0,
+            tv_nsec: libc::UTIME_NOW,
+        },
+    ];
+    // SAFETY: utimensat with a valid descriptor, a NUL-terminated name and two timespecs.
+    unsafe {
+        libc::utimensat(
+            parent_fd.as_raw_fd(),
+            c.as_ptr(),
+            times.as_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        ) == 0
+    }
+}
+
 /// How to resolve: openat2 when the kernel has it, or always by the walk (for tests).
 #[derive(Clone, Copy, PartialEq)]
 enum Resolver {
