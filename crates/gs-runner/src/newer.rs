@@ -80,26 +80,9 @@ fn touch_entry(dir: &Path, name: &[u8]) {
     let mut p = dir.as_os_str().as_bytes().to_vec();
     p.push(b'/');
     p.extend_from_slice(name);
-    let Ok(c) = CString::new(p) else { return };
-    let times = [
-        libc::timespec {
-            tv_sec: 0,
-            tv_nsec: libc::UTIME_OMIT,
-        },
-        libc::timespec {
-            tv_sec: 0,
-            tv_nsec: libc::UTIME_NOW,
-        },
-    ];
-    // SAFETY: utimensat with a NUL-terminated path and two timespecs.
-    unsafe {
-        libc::utimensat(
-            libc::AT_FDCWD,
-            c.as_ptr(),
-            times.as_ptr(),
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    };
+    if let Ok(c) = CString::new(p) {
+        gs_util::beneath::touch_at(libc::AT_FDCWD, &c);
+    }
 }
 
 /// Make every file under `dir` newer than anything written before now.

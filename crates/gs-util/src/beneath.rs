@@ -185,42 +185,38 @@ pub fn remove_beneath(dir: &Path, rel: &str) -> Result<bool, Skip> {
 
 /// Remove the directory `rel` under `dir` if it is empty (reached without following links).
 pub fn remove_empty_dir_beneath(dir: &Path, rel: &str) -> bool {
-    let (parent, name) = match rel.rsplit_once('/') {
-        Some((parent, name)) => (Some(parent), name),
-        None => (None, rel),
-    };
-    if check(rel).is_err() {
-        return false;
-    }
-    let parent_fd = match parent {
-        Some(p) => open_with(dir, p, libc::O_PATH | libc::O_DIRECTORY, Resolver::Best),
-        None => open_root(dir, rel),
-    };
-    let (Ok(parent_fd), Ok(c)) = (parent_fd, cstring(name, rel)) else {
+    let Some((parent_fd, c)) = parent_beneath(dir, rel) else {
         return false;
     };
     // SAFETY: unlinkat with a valid descriptor and NUL-terminated name.
     unsafe { libc::unlinkat(parent_fd.as_raw_fd(), c.as_ptr(), libc::AT_REMOVEDIR) == 0 }
 }
 
-/// Set the modification time of `rel` under `dir` to now (its access time untouched), reaching
-/// it without following any symlink on the way; a symlink at `rel` has its own time set. Whether
-/// it was done.
-pub fn touch_beneath(dir: &Path, rel: &str) -> bool {
+/// The directory holding `rel` under `dir`, reached without following links, and `rel`'s last
+/// name in it.
+fn parent_beneath(dir: &Path, rel: &str) -> Option<(OwnedFd, std::ffi::CString)> {
     let (parent, name) = match rel.rsplit_once('/') {
         Some((parent, name)) => (Some(parent), name),
         None => (None, rel),
     };
-    if check(rel).is_err() {
-        return false;
-    }
+    check(rel).ok()?;
     let parent_fd = match parent {
         Some(p) => open_with(dir, p, libc::O_PATH | libc::O_DIRECTORY, Resolver::Best),
         None => open_root(dir, rel),
     };
-    let (Ok(parent_fd), Ok(c)) = (parent_fd, cstring(name, rel)) else {
-        return false;
-    };
+    Some((parent_fd.ok()?, cstring(name, rel).ok()?))
+}
+
+/// Set the modification time of `rel` under `dir` to now (its access time untouched), reaching
+/// it without following any symlink on the way; a symlink at `rel` has its own time set. Whether
+/// it was done.
+pub fn touch_beneath(dir: &Path, rel: &str) -> bool {
+    parent_beneath(dir, rel).is_some_and(|(fd, name)| touch_at(fd.as_raw_fd(), &name))
+}
+
+/// Set the modification time of `name` in the directory `dirfd` (or `libc::AT_FDCWD`) to now,
+/// its access time untouched and a symlink's own time set, never its target's.
+pub fn touch_at(dirfd: std::os::fd::RawFd, name: &std::ffi::CStr) -> bool {
     let times = [
         libc::timespec {
             tv_sec: 0,
@@ -231,11 +227,11 @@ pub fn touch_beneath(dir: &Path, rel: &str) -> bool {
             tv_nsec: libc::UTIME_NOW,
         },
     ];
-    // SAFETY: utimensat with a valid descriptor, a NUL-terminated name and two timespecs.
+    // SAFETY: utimensat with a NUL-terminated name and two timespecs.
     unsafe {
         libc::utimensat(
-            parent_fd.as_raw_fd(),
-            c.as_ptr(),
+            dirfd,
+            name.as_ptr(),
             times.as_ptr(),
             libc::AT_SYMLINK_NOFOLLOW,
         ) == 0
