@@ -20,21 +20,49 @@ const SHORT_WITH_VALUE: &str = "kmprocWn";
 /// within), a word that reads as `-s` counts: the cost of a wrong yes is only a failure told
 /// when its phase ends rather than at once.
 pub fn capture_off(command: &str, text_of: &dyn Fn(&str) -> Option<String>) -> bool {
+    anywhere(command, text_of, off)
+}
+
+/// Whether pytest's tests run elsewhere than in its own process or out of the order it
+/// collected them, or its terminal is gone (pytest-xdist's `-n`, `--dist`, `-d`, `--tx`,
+/// `--looponfail`; `-p no:terminal`), anywhere `capture_off` looks: a plugin in the session
+/// then cannot put some tests first or tell where they ended.
+pub fn distributed(command: &str, text_of: &dyn Fn(&str) -> Option<String>) -> bool {
+    anywhere(command, text_of, |words| {
+        words.iter().enumerate().any(|(i, w)| {
+            let name = w.split('=').next().unwrap_or(w);
+            matches!(
+                name,
+                "--numprocesses" | "--dist" | "--tx" | "--looponfail" | "-d" | "-f" | "no:terminal"
+            ) || (w.starts_with("-n") && !w.starts_with("--"))
+                || (w == "-p" && words.get(i + 1).is_some_and(|n| n == "no:terminal"))
+                || w == "-pno:terminal"
+        })
+    })
+}
+
+/// Whether `test` holds for pytest's words in the command (after the program), in a
+/// `PYTEST_ADDOPTS=` assignment, or in the `addopts` of the project's config files.
+fn anywhere(
+    command: &str,
+    text_of: &dyn Fn(&str) -> Option<String>,
+    test: impl Fn(&[String]) -> bool,
+) -> bool {
     let words = tokens(command);
     let from_env = command
         .split("PYTEST_ADDOPTS=")
         .skip(1)
-        .any(|v| off(&tokens(env_value(v))));
+        .any(|v| test(&tokens(env_value(v))));
     let start = words
         .iter()
         .position(|w| matches!(super::program_name(w), "pytest" | "py.test"))
         .map_or(0, |i| i + 1);
     from_env
-        || off(&words[start..])
+        || test(&words[start..])
         || CONFIG_FILES
             .iter()
             .filter_map(|f| text_of(f))
-            .any(|t| addopts(&t).iter().any(|v| off(&tokens(v))))
+            .any(|t| addopts(&t).iter().any(|v| test(&tokens(v))))
 }
 
 /// An assignment's value at the start of `rest`: up to its closing quote, or its first space.
@@ -146,6 +174,30 @@ mod tests {
         ] {
             assert!(!capture_off(c, &none), "{c}");
         }
+    }
+
+    #[test]
+    fn distributed_sessions_are_told_wherever_their_options_are() {
+        for c in [
+            "pytest -n 4",
+            "pytest -nauto tests",
+            "python -m pytest --numprocesses=2",
+            "pytest --dist loadfile -n2",
+            "pytest -p no:terminal",
+            "PYTEST_ADDOPTS='-n 3' pytest",
+        ] {
+            assert!(distributed(c, &none), "{c}");
+        }
+        for c in [
+            "pytest -q tests",
+            "pytest -k network",
+            "pytest -p no:cacheprovider",
+        ] {
+            assert!(!distributed(c, &none), "{c}");
+        }
+        let text_of =
+            |p: &str| (p == "pytest.ini").then(|| "[pytest]\naddopts = -ra -n auto\n".to_string());
+        assert!(distributed("pytest", &text_of));
     }
 
     #[test]

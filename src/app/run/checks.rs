@@ -165,6 +165,11 @@ struct Spec<'a> {
     /// The runner whose output is watched for the first failure, when the command's words do
     /// not say (`npm test` running jest).
     runner: Option<gs_sandbox::first_fail::Runner>,
+    /// The command runs both phases in one session (see `phases::one_session`).
+    phased: bool,
+    /// The line run in the command's place (a one-session run's, which loads git-sandbox's
+    /// pytest plugin); `command` stays what the record shows and the parsers read.
+    runs: Option<&'a str>,
 }
 
 /// What the checks of a run share. Only the config, the sandbox and the interrupt flag go to
@@ -218,6 +223,8 @@ pub(super) fn run_all(
             parallel: c.parallel,
             log: log_path(env.logs, env.commit, Some(&c.name), env.trial),
             runner: None,
+            phased: false,
+            runs: None,
         })
         .collect();
     specs.push(Spec {
@@ -238,6 +245,8 @@ pub(super) fn run_all(
         parallel: config.test.parallel,
         log: log_path(env.logs, env.commit, None, env.trial),
         runner: None,
+        phased: false,
+        runs: None,
     });
     // A check keeps its build-cache writes by merging them into the branch's layer once it
     // ends; runs side by side have that layer mounted under them, and a layer must not change
@@ -358,7 +367,8 @@ fn execute(
     if spec.name == TEST_CHECK && crate::app::run::testcov::recorded_by(&command) {
         artifacts.push(crate::app::run::testcov::DATA_FILE.into());
     }
-    let full = setup.map_or_else(|| command.clone(), |s| s.wrap(&command));
+    let line = spec.runs.unwrap_or(&command);
+    let full = setup.map_or_else(|| line.to_string(), |s| s.wrap(line));
     let on_found = |f, at| {
         if let Some(first) = first {
             first.seen(f, at);
@@ -370,6 +380,7 @@ fn execute(
         .filter(|r| !first::printed_beside(*r, &command, work));
     let watch = first.and(runner).map(|runner| process::Watch {
         runner,
+        phased: spec.phased,
         on_found: &on_found,
     });
     let outcome = process::run(process::Spec {

@@ -28,6 +28,15 @@ fn run_json(w: &World, repo: &Path, args: &[&str]) -> (serde_json::Value, String
     (o.json()[0].clone(), o.stderr)
 }
 
+/// The tests' output of `commit`'s run, as kept on this machine.
+fn run_log(w: &World, commit: &str) -> String {
+    crate::common::files_under(&w.data().join("logs"))
+        .into_iter()
+        .find(|p| p.to_string_lossy().ends_with(&format!("{commit}.log")))
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .unwrap_or_default()
+}
+
 fn counts(rec: &serde_json::Value) -> Vec<serde_json::Value> {
     ["passed", "failed", "skipped", "errors", "total", "failures"]
         .iter()
@@ -78,6 +87,16 @@ fn the_tests_a_change_reaches_run_first_and_the_record_is_the_whole_suites() {
         stderr.contains("first failure after") && stderr.contains("tests/test_c.py::test_fc"),
         "run says so at once: {stderr}"
     );
+    // Both phases ran in one pytest session: one start-up, one summary of the whole suite,
+    // with where phase one ended in the output.
+    let log = run_log(&w, rec["commit"].as_str().unwrap());
+    assert!(
+        log.contains("[git-sandbox] phase one ended: 2 tests, 0 passed, 2 failed, 0 errors")
+            && log.matches(" passed in ").count() == 1
+            && log.contains("2 failed, 9 passed in "),
+        "{log}"
+    );
+    assert_eq!(t["phases"][1]["passed"], 9, "{rec}");
     let events = w.sandbox(&repo, &["events", "--kind", "run.first_failure", "--json"]);
     assert!(
         events.stdout.contains("tests/test_c.py::test_fc"),
@@ -146,6 +165,67 @@ fn the_tests_a_change_reaches_run_first_and_the_record_is_the_whole_suites() {
         "phase one knew it sooner than the whole suite: {first} ms, phases {}, one phase {}",
         rec["tests"]["phases"],
         one["tests"]["duration_ms"]
+    );
+}
+
+#[test]
+fn a_session_that_stops_in_phase_one_ran_within_it_and_capture_off_runs_two_sessions() {
+    let mut w = World::new();
+    w.with_test_python("pytest");
+    let repo = w.new_repo("phases-x");
+    project(&w, &repo, 0.0);
+    w.commit(
+        &repo,
+        &[(".sandbox.toml", &CONFIG.replace("-q", "-q -x"))],
+        "stop at the first failure",
+    );
+    let (base, _) = run_json(&w, &repo, &[]);
+    assert_eq!(base["status"], "passed", "{base}");
+    w.commit(
+        &repo,
+        &[("src/calc/c.py", "def fc(x):\n    return x + 2\n")],
+        "break c",
+    );
+    let (rec, stderr) = run_json(&w, &repo, &[]);
+    assert_eq!(rec["status"], "failed", "{rec}");
+    let t = &rec["tests"];
+    // `-x` ended the session at phase one's first failure: the record has that phase only,
+    // and the failure was phase one's (no miss).
+    assert_eq!(t["phases"].as_array().map(Vec::len), Some(1), "{rec}");
+    assert_eq!(
+        t["phases"][0]["files"],
+        serde_json::json!(["tests/test_c.py"])
+    );
+    assert_eq!(
+        (t["failed"].clone(), t["passed"].clone()),
+        (1.into(), 0.into()),
+        "{rec}"
+    );
+    assert!(t.get("selection_missed").is_none(), "{rec}");
+    assert!(t["first_failure_ms"].as_u64().is_some(), "{rec}");
+    assert!(stderr.contains("tests/test_c.py::test_fc"), "{stderr}");
+
+    // With capture off a test's print could pass for the plugin's line: two sessions, as
+    // before, the phases' counts from each.
+    w.commit(
+        &repo,
+        &[(".sandbox.toml", &CONFIG.replace("-q", "-q -s"))],
+        "capture off",
+    );
+    w.commit(
+        &repo,
+        &[("src/calc/c.py", "def fc(x):\n    return x + 3\n")],
+        "break c again",
+    );
+    let (rec, _) = run_json(&w, &repo, &[]);
+    assert_eq!(rec["status"], "failed", "{rec}");
+    let t = &rec["tests"];
+    assert_eq!(t["phases"][0]["failed"], 2, "{rec}");
+    assert_eq!(t["phases"][1]["passed"], 9, "{rec}");
+    let log = run_log(&w, rec["commit"].as_str().unwrap());
+    assert!(
+        !log.contains("[git-sandbox]") && log.matches(" in ").count() >= 2,
+        "two sessions, no plugin: {log}"
     );
 }
 

@@ -4,7 +4,7 @@
 
 use super::CheckResult;
 use gs_model::Status;
-use gs_sandbox::first_fail::Found;
+use gs_sandbox::first_fail::{Found, PhaseOne};
 use std::cell::{Cell, RefCell};
 use std::time::Instant;
 
@@ -15,6 +15,8 @@ pub(in crate::app::run) struct First<'a> {
     at: Cell<Option<u64>>,
     name: RefCell<Option<String>>,
     told: Cell<bool>,
+    /// A one-session run's phase one: what it ran, and when it ended (ms from the start).
+    phase_one: Cell<Option<(PhaseOne, u64)>>,
 }
 
 impl<'a> First<'a> {
@@ -25,6 +27,7 @@ impl<'a> First<'a> {
             at: Cell::new(None),
             name: RefCell::new(None),
             told: Cell::new(false),
+            phase_one: Cell::new(None),
         }
     }
 
@@ -35,7 +38,13 @@ impl<'a> First<'a> {
 
     /// What a phase's output showed, read at `at`.
     pub fn seen(&self, f: Found, at: Instant) {
+        let ms = |at: Instant| at.saturating_duration_since(self.started.get()).as_millis() as u64;
         let name = match f {
+            Found::PhaseOneEnded(p) => {
+                self.phase_one.set(Some((p, ms(at))));
+                self.phase_ended(p.failed + p.errors > 0, ms(at), || "the tests".into());
+                return;
+            }
             Found::Failing(name) => {
                 if self.at.get().is_none() {
                     let ms = at.saturating_duration_since(self.started.get()).as_millis();
@@ -68,6 +77,11 @@ impl<'a> First<'a> {
             *self.name.borrow_mut() = None;
             self.told.set(false);
         }
+    }
+
+    /// A one-session run's phase one, once it has ended.
+    pub fn phase_one(&self) -> Option<(PhaseOne, u64)> {
+        self.phase_one.get()
     }
 
     /// When the first failure was known, once a phase has ended failing.

@@ -6,7 +6,7 @@
 
 use super::{conclude, execute, CheckResult, Env, Executed, First, Shared, Spec};
 use gs_model::{Status, TestPhase, Tests};
-use gs_runner::{cargo_cmd, detect, go_cmd, js_cmd, pytest_cmd, workspace};
+use gs_runner::{cargo_cmd, detect, go_cmd, js_cmd, pytest_capture, pytest_cmd, workspace};
 use gs_sandbox::first_fail;
 use std::time::Instant;
 
@@ -40,6 +40,11 @@ pub(super) fn run(
         .collect();
     if files.is_empty() {
         return None;
+    }
+    if let Some(session) = one_session_command(&split, &command, work, &files) {
+        return Some(one_session(
+            env, shared, spec, work, setup, keep, &command, &session, files, first,
+        ));
     }
     let two_command = split.without(&files)?;
     let started = Instant::now();
@@ -102,6 +107,115 @@ pub(super) fn run(
         first_failure,
         two_failed && !one_failed,
     ))
+}
+
+/// pytest's both phases as one session (git-sandbox's plugin puts phase one's tests first and
+/// tells where they ended), so that a suite pays for one start-up of pytest: unless its output
+/// is not watched (capture off: the tests' prints stream beside the plugin's lines), its tests
+/// run in other processes (pytest-xdist) or the command line would be too long.
+fn one_session_command(
+    split: &Split,
+    command: &str,
+    work: &workspace::Workspace,
+    files: &[String],
+) -> Option<String> {
+    let Split::Pytest(p) = split else {
+        return None;
+    };
+    let tree = work.host_tree();
+    let text_of = |path: &str| {
+        let bytes = gs_util::beneath::read_beneath(&tree, path, 1 << 20).ok()?;
+        Some(String::from_utf8_lossy(&bytes).into_owned())
+    };
+    if super::first::printed_beside(first_fail::Runner::Pytest, command, work)
+        || pytest_capture::distributed(command, &text_of)
+    {
+        return None;
+    }
+    p.one_session(files)
+}
+
+/// Both phases in one pytest session: one process, one log, one parse; the phases' counts and
+/// phase one's end come from the plugin's line (a session that ended before it, a collection
+/// error or `-x`, ran within phase one).
+#[allow(clippy::too_many_arguments)]
+fn one_session(
+    env: &Env<'_>,
+    shared: &Shared<'_>,
+    spec: &Spec<'_>,
+    work: &workspace::Workspace,
+    setup: Option<&super::setup::Setup>,
+    keep: bool,
+    command: &str,
+    session: &str,
+    files: Vec<String>,
+    first: &First<'_>,
+) -> CheckResult {
+    first.start();
+    let session_spec = Spec {
+        command: Some(command),
+        runs: Some(session),
+        runner: Some(first_fail::Runner::Pytest),
+        phased: true,
+        ..spec.clone()
+    };
+    let mut r = conclude(
+        env,
+        &session_spec,
+        execute(shared, &session_spec, work, setup, keep, Some(first)),
+        work,
+        setup,
+    );
+    let failed = r.status != Status::Passed;
+    let Some(t) = r.tests.as_mut() else {
+        return r;
+    };
+    let (phases, missed) = match first.phase_one() {
+        Some((one, one_ms)) => {
+            let one_failed = one.failed + one.errors > 0;
+            if !one_failed {
+                first.phase_ended(failed, t.duration_ms, || {
+                    t.failures
+                        .first()
+                        .map_or_else(|| "the tests".to_string(), |f| f.name.clone())
+                });
+            }
+            let rest = |all: Option<u64>, part: u64| all.map(|a| a.saturating_sub(part));
+            let phases = vec![
+                TestPhase {
+                    files,
+                    command: command.to_string(),
+                    exit_code: None,
+                    passed: Some(one.passed),
+                    failed: Some(one.failed),
+                    errors: Some(one.errors),
+                    total: Some(one.tests),
+                    duration_ms: one_ms,
+                },
+                TestPhase {
+                    files: Vec::new(),
+                    command: command.to_string(),
+                    exit_code: t.exit_code,
+                    passed: rest(t.passed, one.passed),
+                    failed: rest(t.failed, one.failed),
+                    errors: rest(t.errors, one.errors),
+                    total: rest(t.total, one.tests),
+                    duration_ms: t.duration_ms.saturating_sub(one_ms),
+                },
+            ];
+            (phases, failed && !one_failed)
+        }
+        None => {
+            first.phase_ended(failed, t.duration_ms, || {
+                t.failures
+                    .first()
+                    .map_or_else(|| "the tests".to_string(), |f| f.name.clone())
+            });
+            (vec![phase_of_tests(t, files)], false)
+        }
+    };
+    let first_failure = first.ms().filter(|_| failed);
+    with_phases(r, phases, first_failure, missed)
 }
 
 /// How a runner's command is split: pytest's node ids, jest's and vitest's file filters, cargo
@@ -230,6 +344,19 @@ fn first_failure_name(r: &CheckResult) -> String {
         .map(|f| f.name.clone())
         .or_else(|| r.error.clone())
         .unwrap_or_else(|| "the tests".into())
+}
+
+fn phase_of_tests(t: &Tests, files: Vec<String>) -> TestPhase {
+    TestPhase {
+        files,
+        command: t.command.clone(),
+        exit_code: t.exit_code,
+        passed: t.passed,
+        failed: t.failed,
+        errors: t.errors,
+        total: t.total,
+        duration_ms: t.duration_ms,
+    }
 }
 
 fn phase_of(r: &CheckResult, files: Vec<String>) -> TestPhase {
