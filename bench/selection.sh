@@ -13,13 +13,15 @@
 #     run's test time (target <= 25%); a run that fell back to one phase counts 100%;
 #   - recall: the share of breaking commits whose phase one showed a failure (target >= 95%);
 #   - added time: for the commits that break nothing, the two-phase test time over the
-#     one-phase one, median (target <= 5%);
+#     one-phase one, median (target <= 5%); with REPEAT=N each such commit runs N times in each
+#     mode, alternating, and each mode's median time counts (a run's time varies by 15-25%
+#     from one run to the next on this machine kind; the pairs' noise is what REPEAT damps);
 #   - phase one's size: the median share of the suite's tests it ran.
 # Every commit's figures go to $OUT/rows.jsonl as they come, so a cut-short run still reports
 # (`bench/selection.sh --report OUT`).
 #
 # Usage: bench/selection.sh [REPO]     REPO=/work/.mirror/pallets+flask/repo REV= COVERAGE=1
-#                                      BREAKING=40 BENIGN=20 SEED=1
+#                                      BREAKING=40 BENIGN=20 SEED=1 REPEAT=1
 #        bench/selection.sh --report OUT
 # Needs: target/release/git-sandbox (or GS=path), python3 with venv and pip, network to PyPI.
 # VENV (default ~/.cache/git-sandbox-bench/venv-NAME) must be outside /tmp: a run has a private
@@ -57,6 +59,7 @@ REPO=${1:-${REPO:-https://github.com/pallets/click}}
 BREAKING=${BREAKING:-40}
 BENIGN=${BENIGN:-20}
 SEED=${SEED:-1}
+REPEAT=${REPEAT:-1}
 REV=${REV:-}
 COVERAGE=${COVERAGE:-1}
 [ -x "$GS" ] || { echo "$GS not found: cargo build --release (or set GS)" >&2; exit 2; }
@@ -131,10 +134,10 @@ EOF
   git commit -qa --amend -m "bench: the test command"
 done
 
-python3 - "$GS" "$BREAKING" "$BENIGN" "$SEED" "$XDG_CONFIG_HOME/git-sandbox/config.toml" "$PKG" "$OUT/rows.jsonl" <<'EOF'
-import json, random, subprocess, sys
-gs, breaking, benign, seed, user_config, pkg, rows_path = sys.argv[1:8]
-breaking, benign, seed = int(breaking), int(benign), int(seed)
+python3 - "$GS" "$BREAKING" "$BENIGN" "$SEED" "$XDG_CONFIG_HOME/git-sandbox/config.toml" "$PKG" "$OUT/rows.jsonl" "$REPEAT" <<'EOF'
+import json, random, statistics, subprocess, sys
+gs, breaking, benign, seed, user_config, pkg, rows_path, repeat = sys.argv[1:9]
+breaking, benign, seed, repeat = int(breaking), int(benign), int(seed), int(repeat)
 rng = random.Random(seed)
 git = lambda *a: subprocess.run(["git", *a], check=True, capture_output=True, text=True).stdout
 files = [f for f in git("ls-files", f"src/{pkg}").split() if f.endswith(".py")]
@@ -178,6 +181,14 @@ for f, n, a, b in candidates:
     found[kind] += 1
     two = run("", "--force")
     t1, t2 = one.get("tests") or {}, two.get("tests") or {}
+    if kind == "benign" and repeat > 1:
+        ones, twos = [t1["duration_ms"]], [t2.get("duration_ms")]
+        for _ in range(repeat - 1):
+            ones.append((run("[test]\nphases = false\n", "--force").get("tests") or {}).get("duration_ms"))
+            twos.append((run("", "--force").get("tests") or {}).get("duration_ms"))
+        if None not in ones + twos:
+            t1 = dict(t1, duration_ms=statistics.median(ones))
+            t2 = dict(t2, duration_ms=statistics.median(twos))
     phases = t2.get("phases") or []
     first = phases[0] if phases else {}
     row = {

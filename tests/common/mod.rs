@@ -283,16 +283,14 @@ impl World {
         )
     }
 
-    /// What phase one of a two-phase run of `commit` has written to its log so far (empty
-    /// before it starts and once it is joined into the run's log).
-    pub fn phase_one_log(&self, commit: &str) -> String {
+    /// What the tests of `commit`'s run have written to its log so far (pytest runs both
+    /// phases in one session, with one log).
+    pub fn tests_log_so_far(&self, commit: &str) -> String {
         std::fs::read_dir(self.data().join("logs"))
             .into_iter()
             .flatten()
             .flatten()
-            .find_map(|d| {
-                std::fs::read_to_string(d.path().join(format!("{commit}.phase1.log"))).ok()
-            })
+            .find_map(|d| std::fs::read_to_string(d.path().join(format!("{commit}.log"))).ok())
             .unwrap_or_default()
     }
 

@@ -443,9 +443,10 @@ fn a_run_requested_until_its_first_failure_answers_before_the_suite_ends() {
     let test = v["first_failure"]["test"].as_str().unwrap().to_string();
     assert_eq!(test, "tests/test_c.py::test_fc", "{v}");
     // Known at the failing test: phase one's other test still sleeps, pytest has not ended.
-    let log = w.phase_one_log(&commit);
+    let log = w.tests_log_so_far(&commit);
     assert!(
-        log.contains("tests/test_c.py::test_fc FAILED") && !log.contains(" passed in "),
+        log.contains("[git-sandbox] first failure: tests/test_c.py::test_fc")
+            && !log.contains(" passed in "),
         "{log}"
     );
     // Phase two (16 s of sleeping tests) still runs: no record yet.

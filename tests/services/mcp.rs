@@ -247,9 +247,10 @@ fn run_wait_until_first_failure_answers_while_the_rest_of_the_suite_runs() {
         "{early}"
     );
     // Known at the failing test: phase one's other test still sleeps, pytest has not ended.
-    let log = w.phase_one_log(&commit);
+    let log = w.tests_log_so_far(&commit);
     assert!(
-        log.contains("tests/test_c.py::test_fc FAILED") && !log.contains(" passed in "),
+        log.contains("[git-sandbox] first failure: tests/test_c.py::test_fc")
+            && !log.contains(" passed in "),
         "{log}"
     );
     // Phase two (16 s of sleeping tests) has not ended.
