@@ -1,4 +1,5 @@
 use super::{print_json, ui, CmdResult};
+use crate::app::run::views;
 use crate::app::Context;
 
 /// Tests that both passed and failed on one tree under one config (`run --force`,
@@ -20,12 +21,8 @@ pub fn cmd_flaky(args: FlakyArgs) -> CmdResult {
     let ctx = Context::load()?;
     let repos = match &args.repo {
         Some(r) => {
-            let id = super::events::resolve_repo(&ctx, r)?;
-            ctx.index
-                .repositories()?
-                .into_iter()
-                .filter(|row| row.repository_id == id)
-                .collect()
+            super::events::resolve_repo(&ctx, r)?;
+            views::repository_at(&ctx, r)?.into_iter().collect()
         }
         None => {
             let here = super::cwd()
@@ -38,13 +35,13 @@ pub fn cmd_flaky(args: FlakyArgs) -> CmdResult {
                 });
             match here {
                 Some(row) => vec![row],
-                None => ctx.index.repositories()?,
+                None => views::registered(&ctx)?,
             }
         }
     };
     let mut found = Vec::new();
     for row in &repos {
-        for t in ctx.index.flaky_tests(&row.repository_id)? {
+        for t in views::flaky_tests(&ctx, row)? {
             found.push((row.name.clone(), t));
         }
     }

@@ -422,7 +422,7 @@ fn print_isolation(ctx: &Context, r: &RunRecord, json: bool) -> CmdResult {
                 .hint(format!("see `git sandbox show {short}`")),
         );
     };
-    let Some(layers) = ctx.index.profile(&summary.profile)? else {
+    let Some(layers) = crate::app::run::views::profile(ctx, &summary.profile)? else {
         return Err(CommandError::failed(format!(
             "the sandbox profile {} of this run is not in this machine's index (it ran elsewhere)",
             summary.profile

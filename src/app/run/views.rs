@@ -81,6 +81,12 @@ pub fn registered(ctx: &Context) -> Result<Vec<RepoRow>> {
     Ok(ctx.index.repositories()?)
 }
 
+/// A sandbox profile's layers (what the run's isolation summary names), when this machine's
+/// index has it.
+pub fn profile(ctx: &Context, id: &str) -> Result<Option<Vec<gs_model::Layer>>> {
+    Ok(ctx.index.profile(id)?)
+}
+
 /// Each repository's id and name.
 pub fn names(ctx: &Context) -> Result<HashMap<String, String>> {
     Ok(ctx
