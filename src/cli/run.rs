@@ -276,6 +276,24 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
         super::drain_outbox(&ctx);
     }
     if trial && !outcome.records.is_empty() {
+        // Nothing records a trial, so `show` cannot tell how it failed: say it here.
+        for r in outcome
+            .records
+            .iter()
+            .filter(|r| r.status != Status::Passed)
+        {
+            let Some(t) = r.tests.as_ref().filter(|t| !t.output_tail.is_empty()) else {
+                continue;
+            };
+            eprintln!("{} output (last lines):", gs_util::short(&r.commit));
+            for l in t.output_tail.lines() {
+                eprintln!("    {}", ui::escape(l));
+            }
+            let log = crate::app::run::logs::trial_path(&ctx, &row, r);
+            if log.is_file() {
+                eprintln!("  whole output: {}", log.display());
+            }
+        }
         eprintln!(
             "trial run (--command/--timeout): not recorded; the commit's own result is unchanged"
         );

@@ -160,6 +160,24 @@ fn a_trial_run_is_printed_but_never_recorded_and_eval_ignores_it() {
     assert_eq!(o.json()[0]["status"], "passed");
     assert!(o.stderr.contains("trial run"), "{o:?}");
     assert!(w.note(&repo, &head).is_none(), "a trial writes no note");
+    // Nothing records a failing trial, so `run` itself shows how it failed.
+    let o = w.sandbox(
+        &repo,
+        &[
+            "run",
+            "experiment/shaky",
+            "--command",
+            "echo trial-said-this; exit 3",
+        ],
+    );
+    assert_eq!(o.code, 1, "{o:?}");
+    assert!(
+        o.stderr
+            .contains("output (last lines):\n    trial-said-this")
+            && o.stderr.contains(".trial.log"),
+        "{o:?}"
+    );
+    assert!(w.note(&repo, &head).is_none(), "a trial writes no note");
     let o = w.sandbox(&repo, &["show", &head]);
     assert_eq!(o.code, 1, "no result is shown for it: {o:?}");
 

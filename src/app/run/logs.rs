@@ -29,6 +29,17 @@ pub fn check_path(
     )
 }
 
+/// Where a trial run's (`run --command`/`--timeout`) test output is kept: beside the
+/// commit's own, never in its place.
+pub fn trial_path(ctx: &Context, row: &RepoRow, record: &RunRecord) -> PathBuf {
+    crate::app::run::checks::log_path(
+        &ctx.paths.logs().join(&row.repository_id),
+        &record.commit,
+        None,
+        true,
+    )
+}
+
 /// Where the setup step's output (`[test] setup`) of the run behind `record` is kept: the
 /// output of a run whose setup step failed, when its tests never ran.
 pub fn setup_path(ctx: &Context, row: &RepoRow, record: &RunRecord) -> PathBuf {
