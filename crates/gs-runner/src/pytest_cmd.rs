@@ -148,9 +148,9 @@ impl Pytest {
     }
 
     /// Both phases in one pytest session: the whole command with git-sandbox's plugin
-    /// (`pytest_phases.py`, written to the run's `TMPDIR` first) putting the tests of `files`
-    /// (test files, directories or node ids) first, telling the first failure by its node id and
-    /// where phase one ended. `None` when the command line would grow past what one argument
+    /// (`pytest_phases.py`, written to the run's `TMPDIR` first) collecting and running the
+    /// tests of `files` (test files, directories or node ids) before it collects the rest,
+    /// telling the first failure by its node id and where phase one ended. `None` when the command line would grow past what one argument
     /// to `sh -c` may hold.
     pub fn one_session(&self, files: &[String]) -> Option<String> {
         let list = serde_json::to_string(files).ok()?;

@@ -109,8 +109,9 @@ pub(super) fn run(
     ))
 }
 
-/// pytest's both phases as one session (git-sandbox's plugin puts phase one's tests first and
-/// tells where they ended), so that a suite pays for one start-up of pytest: unless its output
+/// pytest's both phases as one session (git-sandbox's plugin collects and runs phase one's
+/// files before the rest, and tells where they ended), so that a suite pays for one start-up of
+/// pytest: unless its output
 /// is not watched (capture off: the tests' prints stream beside the plugin's lines), its tests
 /// run in other processes (pytest-xdist) or the command line would be too long.
 fn one_session_command(
