@@ -11,6 +11,7 @@ use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 mod fold;
+mod reuse;
 pub use fold::fold;
 
 /// What a merge did.
@@ -29,9 +30,21 @@ pub struct Merged {
     /// The first entry that did not arrive (its path, why) and how many did not.
     failed: Option<(String, String)>,
     failures: u64,
+    /// The layers below the run, whose files a copied-up file is linked back to.
+    below: reuse::Below,
 }
 
 impl Merged {
+    /// A merge of a run's writes over `layers` (the cache layers it ran on, on the file system
+    /// of the merge's `into`): a file the run copied up from one of them unchanged is linked to
+    /// it, not copied.
+    pub fn over(layers: Vec<OwnedFd>) -> Merged {
+        Merged {
+            below: reuse::Below::new(layers),
+            ..Merged::default()
+        }
+    }
+
     /// Why the merge is incomplete, naming the first entry that did not arrive; `None` when
     /// every entry did. A layer missing entries is not to be used.
     pub fn failure(&self) -> Option<String> {
@@ -288,7 +301,13 @@ fn merge_dir(from: i32, into: i32, cur: &mut Cursor, owner: (u32, u32), out: &mu
                     out.files += 1;
                     continue;
                 }
-                match copy_file(from, into, &name, &st, owner) {
+                let dir = Cursor::join(&cur.at, &cur.rel);
+                let copied = if out.below.link((from, &dir), &name, &st, into) {
+                    Ok(())
+                } else {
+                    copy_file(from, into, &name, &st, owner)
+                };
+                match copied {
                     Ok(()) => {
                         out.files += 1;
                         out.bytes += st.st_size as u64;
