@@ -393,10 +393,13 @@ fn fold(branch_dir: &Path, number: u64, below: &[PathBuf]) {
 /// Remove a branch's generations that its chain no longer uses, unless a run holds them (or,
 /// with `dry_run`, say which could go). Returns how many went and the bytes they held.
 pub fn prune(branch_dir: &Path, dry_run: bool) -> (u64, u64) {
-    let used: Vec<u64> = chain(branch_dir).iter().map(|g| g.number).collect();
+    // What no chain uses is older than the chain's base; a generation published since the
+    // chain was read is newer than all of it (a prune running beside a publication, in this
+    // process or another, removed it when it went by "not in the chain" alone).
+    let base = chain(branch_dir).last().map_or(0, |g| g.number);
     let (mut count, mut freed) = (0, 0);
     for g in generations(branch_dir) {
-        if used.contains(&g.number) {
+        if g.number >= base {
             continue;
         }
         let Some(_held) = lock(&g.dir, true) else {
@@ -472,6 +475,35 @@ mod tests {
         }
         std::fs::write(c.out.as_ref().unwrap().join("added"), "1\n").unwrap();
         true
+    }
+
+    #[test]
+    fn a_prune_beside_a_publication_never_removes_the_generation_just_published() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().to_path_buf();
+        assert!(run(&home, "main", &["home/0"], &[]));
+        let dir = home.join("r").join(super::super::branch_key("main"));
+        // Another process's prune (gc's, or a run's of the same branch) at any moment.
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let pruner = {
+            let (dir, stop) = (dir.clone(), stop.clone());
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    prune(&dir, false);
+                }
+            })
+        };
+        for i in 1..=3 * MAX_CHAIN {
+            assert!(run(&home, "main", &[&format!("home/{i}")], &[]));
+            let c = for_run(&use_(&home, "main"), "r", None);
+            let seen = c
+                .layers
+                .iter()
+                .any(|l| l.join(format!("home/{i}")).is_file());
+            assert!(seen, "run {i}'s generation is read: {:?}", c.generations);
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        pruner.join().unwrap();
     }
 
     fn whiteout(p: &Path) -> bool {
