@@ -233,6 +233,8 @@ fn run_command(command: Command, json: bool) -> i32 {
         Command::Reference(a) => reference::cmd_reference(a),
         Command::SandboxExec(a) => sandbox_exec::cmd_sandbox_exec(a),
     };
+    // A run's publication prunes its branch's cache in the background: done before the exit.
+    gs_runner::caches::settle();
     match result {
         Ok(code) => code,
         Err(e) => e.report(json),

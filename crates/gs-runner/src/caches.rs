@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 mod generations;
 
 use generations::{added, generations, hold_chain, made};
-pub use generations::{prune, Generation, Made, Stage, MAX_CHAIN};
+pub use generations::{prune, settle, Generation, Made, Stage, MAX_CHAIN};
 
 /// What a run is, as far as build caches care.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -155,7 +155,11 @@ pub fn for_run(use_: &CacheUse<'_>, repo_key: &str, run_uid: Option<u32>) -> Cac
             }
         }
         if use_.writes {
-            c.stage = Stage::new(&own, chain.is_empty(), run_uid.is_some());
+            let below = (Some(use_.production) != use_.branch)
+                .then(|| base.join(branch_key(use_.production)))
+                .into_iter()
+                .collect();
+            c.stage = Stage::new(&own, chain.is_empty(), run_uid.is_some(), below);
             c.out = c.stage.as_ref().map(|s| s.dir().to_path_buf());
         }
         read(&mut c, b, chain, locks);
@@ -569,6 +573,9 @@ mod tests {
             assert_eq!(read(&c, &format!("home/f{i}")), Some(i.to_string()));
         }
         assert_eq!(read(&c, "home/last"), Some(MAX_CHAIN.to_string()));
+        // The unused generations go in the background; a command waits for that before it
+        // exits.
+        settle();
         let cache = list(tmp.path()).pop().unwrap();
         assert_eq!(
             generations_of(&cache).len(),
@@ -610,6 +617,7 @@ mod tests {
         let c = for_run(&use_(tmp.path(), Some("main"), &[]), "r", None);
         assert_eq!(c.generations, ["main@2"]);
         assert_eq!(read(&c, "home/poison"), None);
+        settle();
         let cache = list(tmp.path()).pop().unwrap();
         assert_eq!(
             generations_of(&cache).len(),

@@ -157,10 +157,18 @@ pub struct Stage {
     discard: bool,
     /// The run's tree and slot, recorded with the time it ended when published.
     made: Option<(String, String)>,
+    /// The caches of other branches laid under this branch's (production's, for an
+    /// experiment): a fold keeps the whiteouts that hide a name of theirs.
+    below: Vec<PathBuf>,
 }
 
 impl Stage {
-    pub(super) fn new(branch_dir: &Path, base: bool, as_root: bool) -> Option<Stage> {
+    pub(super) fn new(
+        branch_dir: &Path,
+        base: bool,
+        as_root: bool,
+        below: Vec<PathBuf>,
+    ) -> Option<Stage> {
         let dir = tempfile::Builder::new()
             .prefix("new-")
             .tempdir_in(branch_dir)
@@ -177,6 +185,7 @@ impl Stage {
             base,
             discard: false,
             made: None,
+            below,
         })
     }
 
@@ -220,14 +229,15 @@ impl Drop for Stage {
             };
             let _ = std::fs::write(self.dir.join(MADE), made_text(&[record]));
         }
-        publish(&self.branch_dir, &self.dir);
+        let _t = gs_util::trace::span("build caches: publish");
+        publish(&self.branch_dir, &self.dir, &self.below);
     }
 }
 
 /// Make `staged` the branch's newest generation (waiting for another run's publication, never
 /// dropping this one), fold a chain grown past [`MAX_CHAIN`], and remove the generations no
-/// chain uses that no run holds.
-fn publish(branch_dir: &Path, staged: &Path) {
+/// chain uses that no run holds (in the background).
+fn publish(branch_dir: &Path, staged: &Path, below: &[PathBuf]) {
     let Ok(mutex) = gs_util::private::open_rw(&branch_dir.join("lock")) else {
         let _ = std::fs::remove_dir_all(staged);
         return;
@@ -242,20 +252,56 @@ fn publish(branch_dir: &Path, staged: &Path) {
         return;
     }
     if chain(branch_dir).len() > MAX_CHAIN {
-        fold(branch_dir, next + 1);
+        fold(branch_dir, next + 1, below);
     }
     drop(mutex);
-    prune(branch_dir, false);
+    // Off the run's path: removing a folded chain unlinks every file of every generation in it
+    // (50-160 ms on a loaded disk, every eighth run), which held up the run that published
+    // (and with it the next commit of its worker). A command waits for it before it exits
+    // ([`settle`]); cut short (killed), it leaves renamed `old-gen-*` dirs no run reads, which
+    // the next prune removes.
+    let dir = branch_dir.to_path_buf();
+    *PRUNING.0.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+    let done = || {
+        let mut n = PRUNING.0.lock().unwrap_or_else(|e| e.into_inner());
+        *n -= 1;
+        PRUNING.1.notify_all();
+    };
+    let pruning = std::thread::Builder::new()
+        .name("cache-prune".into())
+        .spawn(move || {
+            prune(&dir, false);
+            done();
+        });
+    if pruning.is_err() {
+        prune(branch_dir, false);
+        done();
+    }
 }
 
-/// Fold the branch's chain into one new base generation `number`: each generation merged over
-/// the one below, oldest first, its files hard-linked (a layer's files are never written in
-/// place), so a run reads one layer where it read many. Called with the branch's lock held.
-fn fold(branch_dir: &Path, number: u64) {
-    use std::os::fd::AsRawFd;
+/// Prunes under way in this process, and the signal that one ended.
+static PRUNING: (std::sync::Mutex<usize>, std::sync::Condvar) =
+    (std::sync::Mutex::new(0), std::sync::Condvar::new());
+
+/// Wait for the prunes this process started (before it exits, so that a command leaves no
+/// generation it made unused behind it).
+pub fn settle() {
+    let mut n = PRUNING.0.lock().unwrap_or_else(|e| e.into_inner());
+    while *n > 0 {
+        n = PRUNING.1.wait(n).unwrap_or_else(|e| e.into_inner());
+    }
+}
+
+/// Fold the branch's chain into one new base generation `number`: what the chain shows, taken
+/// newest first from the generation that has each entry and hard-linked (a layer's files are
+/// never written in place), so a run reads one layer where it read many. Whiteouts are kept
+/// where they hide a name of a layer a run lays under the chain: the setup layers of the
+/// branch, and the chains and setup layers of the caches `below` it. Called with the branch's
+/// lock held.
+fn fold(branch_dir: &Path, number: u64, below: &[PathBuf]) {
+    use std::os::fd::{AsRawFd, OwnedFd};
     use std::os::unix::fs::MetadataExt;
-    let mut chain = chain(branch_dir);
-    chain.reverse();
+    let chain = chain(branch_dir);
     let Ok(tmp) = tempfile::Builder::new()
         .prefix("fold-")
         .tempdir_in(branch_dir)
@@ -263,7 +309,10 @@ fn fold(branch_dir: &Path, number: u64) {
         return;
     };
     let layer = tmp.path().join("layer");
-    let Ok(oldest) = std::fs::metadata(chain[0].dir.join("layer")) else {
+    let Some(oldest) = chain
+        .last()
+        .and_then(|g| std::fs::metadata(g.dir.join("layer")).ok())
+    else {
         return;
     };
     if std::fs::create_dir(&layer).is_err() {
@@ -273,26 +322,47 @@ fn fold(branch_dir: &Path, number: u64) {
     let _ = std::os::unix::fs::lchown(&layer, Some(owner.0), Some(owner.1));
     let _ = std::fs::set_permissions(&layer, oldest.permissions());
     let Ok(into) = File::open(&layer) else { return };
-    let mut merged = gs_sandbox::sandbox::layers::Merged::linking();
+    let mut layers = Vec::new();
     for g in &chain {
         let Ok(from) = File::open(g.dir.join("layer")) else {
             return;
         };
-        gs_sandbox::sandbox::layers::merge(
-            from.as_raw_fd(),
-            into.as_raw_fd(),
-            "layer",
-            owner,
-            &mut merged,
-        );
+        layers.push(OwnedFd::from(from));
     }
+    // Held shared while the fold looks at them, like a run's.
+    let (mut under, mut _held) = (Vec::new(), Vec::new());
+    for dir in std::iter::once(branch_dir).chain(below.iter().map(PathBuf::as_path)) {
+        if dir != branch_dir {
+            let (chain, locks) = hold_chain(dir);
+            under.extend(chain.iter().map(|g| g.dir.join("layer")));
+            _held.extend(locks);
+        }
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            if e.file_name().to_string_lossy().starts_with("setup-") {
+                under.push(e.path().join("layer"));
+            }
+        }
+    }
+    let below: Vec<OwnedFd> = under
+        .iter()
+        .filter_map(|l| File::open(l).ok().map(OwnedFd::from))
+        .collect();
+    let mut merged = gs_sandbox::sandbox::layers::Merged::default();
+    gs_sandbox::sandbox::layers::fold(
+        &layers,
+        &below,
+        into.as_raw_fd(),
+        "layer",
+        owner,
+        &mut merged,
+    );
     // A fold missing entries is not published: the chain it would replace stays.
     if merged.failure().is_some() {
         return;
     }
     // What the folded generations were made from, the oldest records beyond the bound as one
     // of an unknown tree.
-    let mut records: Vec<Made> = chain.iter().flat_map(|g| made(&g.dir)).collect();
+    let mut records: Vec<Made> = chain.iter().rev().flat_map(|g| made(&g.dir)).collect();
     if records.len() > MAX_MADE {
         let dropped = records.drain(..records.len() - MAX_MADE + 1);
         let end_ms = dropped.map(|m| m.end_ms).max().unwrap_or(0);
@@ -323,10 +393,13 @@ fn fold(branch_dir: &Path, number: u64) {
 /// Remove a branch's generations that its chain no longer uses, unless a run holds them (or,
 /// with `dry_run`, say which could go). Returns how many went and the bytes they held.
 pub fn prune(branch_dir: &Path, dry_run: bool) -> (u64, u64) {
-    let used: Vec<u64> = chain(branch_dir).iter().map(|g| g.number).collect();
+    // What no chain uses is older than the chain's base; a generation published since the
+    // chain was read is newer than all of it (a prune running beside a publication, in this
+    // process or another, removed it when it went by "not in the chain" alone).
+    let base = chain(branch_dir).last().map_or(0, |g| g.number);
     let (mut count, mut freed) = (0, 0);
     for g in generations(branch_dir) {
-        if used.contains(&g.number) {
+        if g.number >= base {
             continue;
         }
         let Some(_held) = lock(&g.dir, true) else {
@@ -342,17 +415,17 @@ pub fn prune(branch_dir: &Path, dry_run: bool) -> (u64, u64) {
             }
         }
     }
-    // What a killed run or fold left half-made.
+    // What a killed run or fold left half-made, and what a prune cut short left (renamed away
+    // under the generation's exclusive lock: no run reads it again).
     for e in std::fs::read_dir(branch_dir)
         .into_iter()
         .flatten()
         .flatten()
     {
         let n = e.file_name().to_string_lossy().into_owned();
-        let stale = ["new-", "fold-", "old-gen-"]
-            .iter()
-            .any(|p| n.starts_with(p))
-            && gs_util::modified_ms(&e.path()) < gs_util::time::now_millis() - 24 * 3600 * 1000;
+        let stale = n.starts_with("old-gen-")
+            || ["new-", "fold-"].iter().any(|p| n.starts_with(p))
+                && gs_util::modified_ms(&e.path()) < gs_util::time::now_millis() - 24 * 3600 * 1000;
         if stale {
             freed += gs_util::disk_size(&e.path());
             if !dry_run {
@@ -361,4 +434,119 @@ pub fn prune(branch_dir: &Path, dry_run: bool) -> (u64, u64) {
         }
     }
     (count, freed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{for_run, CacheUse, Caches};
+    use super::*;
+    use std::os::unix::fs::FileTypeExt;
+
+    fn use_<'a>(home: &'a Path, branch: &'a str) -> CacheUse<'a> {
+        CacheUse {
+            home,
+            branch: Some(branch),
+            writes: true,
+            read: true,
+            production: "main",
+            dirs: &[],
+            max_mb: 0,
+        }
+    }
+
+    /// A run that made `made` (files) and deleted `gone` (whiteouts, as overlayfs records them;
+    /// `false` when this process may not make one).
+    fn run(home: &Path, branch: &str, made: &[&str], gone: &[&str]) -> bool {
+        let c: Caches = for_run(&use_(home, branch), "r", None);
+        let layer = c.out.as_ref().expect("a stage").join("layer");
+        for f in made {
+            let p = layer.join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, f).unwrap();
+        }
+        for f in gone {
+            let p = layer.join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+            // SAFETY: mknod with a valid path.
+            if unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR, 0) } != 0 {
+                return false;
+            }
+        }
+        std::fs::write(c.out.as_ref().unwrap().join("added"), "1\n").unwrap();
+        true
+    }
+
+    #[test]
+    fn a_prune_beside_a_publication_never_removes_the_generation_just_published() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().to_path_buf();
+        assert!(run(&home, "main", &["home/0"], &[]));
+        let dir = home.join("r").join(super::super::branch_key("main"));
+        // Another process's prune (gc's, or a run's of the same branch) at any moment.
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let pruner = {
+            let (dir, stop) = (dir.clone(), stop.clone());
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    prune(&dir, false);
+                }
+            })
+        };
+        for i in 1..=3 * MAX_CHAIN {
+            assert!(run(&home, "main", &[&format!("home/{i}")], &[]));
+            let c = for_run(&use_(&home, "main"), "r", None);
+            let seen = c
+                .layers
+                .iter()
+                .any(|l| l.join(format!("home/{i}")).is_file());
+            assert!(seen, "run {i}'s generation is read: {:?}", c.generations);
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        pruner.join().unwrap();
+    }
+
+    fn whiteout(p: &Path) -> bool {
+        std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_char_device())
+    }
+
+    #[test]
+    fn a_fold_keeps_a_whiteout_only_where_it_hides_something_below_the_chain() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path();
+        // Production keeps a file an experiment's runs delete.
+        if !run(home, "main", &["home/prod"], &[]) {
+            eprintln!("cannot make a whiteout here: skipped");
+            return;
+        }
+        // Each run of the experiment makes a session dir and removes the one before (as rustc's
+        // incremental sessions), and deletes production's file.
+        for i in 0..=MAX_CHAIN {
+            let made = format!("home/inc/s{i}/obj");
+            let gone = if i == 0 {
+                "home/prod".to_string()
+            } else {
+                format!("home/inc/s{}", i - 1)
+            };
+            assert!(run(home, "exp", &[&made], &[&gone]));
+        }
+        settle();
+        let dir = home.join("r").join(super::super::branch_key("exp"));
+        let chain = chain(&dir);
+        assert_eq!(chain.len(), 1, "folded: {chain:?}");
+        let base = chain[0].dir.join("layer");
+        assert!(base.join(format!("home/inc/s{MAX_CHAIN}/obj")).is_file());
+        for i in 0..MAX_CHAIN {
+            let s = base.join(format!("home/inc/s{i}"));
+            assert!(
+                std::fs::symlink_metadata(&s).is_err(),
+                "{} hides nothing below the chain: not carried",
+                s.display()
+            );
+        }
+        assert!(
+            whiteout(&base.join("home/prod")),
+            "production's file stays hidden"
+        );
+    }
 }

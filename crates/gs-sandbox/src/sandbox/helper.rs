@@ -277,7 +277,13 @@ fn keep_caches(plan: &Plan, branch: &std::fs::File, uid: u32) {
     else {
         return;
     };
-    let mut merged = super::layers::Merged::default();
+    // The layers the run read, for the files it copied up from them unchanged.
+    let below = plan
+        .cache_layers
+        .iter()
+        .filter_map(|l| std::fs::File::open(l).ok().map(std::os::fd::OwnedFd::from))
+        .collect();
+    let mut merged = super::layers::Merged::over(below);
     for path in &plan.cache_paths {
         let Some(from) = super::layers::open_dir_beneath(upper.as_raw_fd(), path) else {
             continue;

@@ -10,6 +10,10 @@
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
+mod fold;
+mod reuse;
+pub use fold::fold;
+
 /// What a merge did.
 #[derive(Debug, Default)]
 pub struct Merged {
@@ -23,19 +27,20 @@ pub struct Merged {
     links: std::collections::HashMap<(u64, u64), (usize, Vec<u8>)>,
     /// The `into` of each call of [`merge`], what those paths are relative to.
     roots: Vec<OwnedFd>,
-    /// Files are hard-linked from `from`, not copied (folding a cache's generations: their
-    /// files are never written in place, so a link is a copy).
-    link_files: bool,
     /// The first entry that did not arrive (its path, why) and how many did not.
     failed: Option<(String, String)>,
     failures: u64,
+    /// The layers below the run, whose files a copied-up file is linked back to.
+    below: reuse::Below,
 }
 
 impl Merged {
-    /// A merge that links files instead of copying them.
-    pub fn linking() -> Merged {
+    /// A merge of a run's writes over `layers` (the cache layers it ran on, on the file system
+    /// of the merge's `into`): a file the run copied up from one of them unchanged is linked to
+    /// it, not copied.
+    pub fn over(layers: Vec<OwnedFd>) -> Merged {
         Merged {
-            link_files: true,
+            below: reuse::Below::new(layers),
             ..Merged::default()
         }
     }
@@ -291,22 +296,18 @@ fn merge_dir(from: i32, into: i32, cur: &mut Cursor, owner: (u32, u32), out: &mu
             }
             libc::S_IFREG => {
                 remove_at(into, &name);
-                if out.link_files {
-                    // SAFETY: linkat between descriptors we were given, NUL-terminated names.
-                    if unsafe { libc::linkat(from, c.as_ptr(), into, c.as_ptr(), 0) } == 0 {
-                        out.files += 1;
-                        out.bytes += st.st_size as u64;
-                    } else {
-                        out.fail(&cur.shown(&name), last_error());
-                    }
-                    continue;
-                }
                 let key = (st.st_dev, st.st_ino);
                 if st.st_nlink > 1 && link_to_first(key, into, &c, cur, out) {
                     out.files += 1;
                     continue;
                 }
-                match copy_file(from, into, &name, &st, owner) {
+                let dir = Cursor::join(&cur.at, &cur.rel);
+                let copied = if out.below.link((from, &dir), &name, &st, into) {
+                    Ok(())
+                } else {
+                    copy_file(from, into, &name, &st, owner)
+                };
+                match copied {
                     Ok(()) => {
                         out.files += 1;
                         out.bytes += st.st_size as u64;
