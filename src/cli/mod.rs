@@ -233,6 +233,8 @@ fn run_command(command: Command, json: bool) -> i32 {
         Command::Reference(a) => reference::cmd_reference(a),
         Command::SandboxExec(a) => sandbox_exec::cmd_sandbox_exec(a),
     };
+    // The empty cache stages kept for this process's next runs go with it.
+    gs_runner::caches::drop_spares();
     match result {
         Ok(code) => code,
         Err(e) => e.report(json),
