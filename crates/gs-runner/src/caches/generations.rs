@@ -167,7 +167,7 @@ impl Stage {
             Some(dir) => dir,
             None => {
                 let dir = tempfile::Builder::new()
-                    .prefix("new-")
+                    .prefix(gs_sandbox::sandbox::layers::STAGE_PREFIX)
                     .tempdir_in(branch_dir)
                     .ok()?
                     .keep();
@@ -263,19 +263,18 @@ fn holds_nothing(dir: &Path) -> bool {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return false;
     };
+    let mut added = false;
     for e in entries {
         let Ok(e) = e else { return false };
         let empty_layer = e.file_name() == "layer"
             && e.file_type().is_ok_and(|t| t.is_dir())
             && std::fs::read_dir(e.path()).is_ok_and(|mut d| d.next().is_none());
+        added |= e.file_name() == "added";
         if !(empty_layer || e.file_name() == "added") {
             return false;
         }
     }
-    match std::fs::remove_file(dir.join("added")) {
-        Ok(()) => true,
-        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
-    }
+    !added || std::fs::remove_file(dir.join("added")).is_ok()
 }
 
 fn keep_spare(branch_dir: &Path, run_uid: Option<u32>, dir: &Path) {
