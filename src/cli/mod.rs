@@ -235,6 +235,8 @@ fn run_command(command: Command, json: bool) -> i32 {
     };
     // A run's publication prunes its branch's cache in the background: done before the exit.
     gs_runner::caches::settle();
+    // The empty cache stages kept for this process's next runs go with it.
+    gs_runner::caches::drop_spares();
     match result {
         Ok(code) => code,
         Err(e) => e.report(json),

@@ -88,6 +88,7 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
     let dir = cwd()?;
     let Session { ctx, repo, row } = Session::open(&dir)?;
     super::notice_hooks(&repo);
+    crate::app::run::check_ahead(&ctx, &repo);
     let walk = Walk {
         oldest_first: true,
         max_count: None,

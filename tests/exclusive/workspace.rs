@@ -196,9 +196,16 @@ fn a_kept_checkout_that_was_tampered_with_is_rebuilt() {
     for k in &kept {
         std::fs::write(k.join("a.txt"), "tampered\n").unwrap();
     }
+    let before = checkouts(&w).len();
     let rec = w.sandbox(&repo, &["run", "--force", "--json"]).json()[0].clone();
     assert_eq!(rec["tests"]["output_tail"], "a", "{rec}");
-    assert_eq!(checkouts(&w).last().unwrap()["how"], "rebuilt");
+    // Found by the check that starts with the process, before the run: no run in the altered
+    // tree to throw away, one checkout, made afresh.
+    let made: Vec<Value> = checkouts(&w)[before..]
+        .iter()
+        .map(|c| c["how"].clone())
+        .collect();
+    assert_eq!(made, ["rebuilt"]);
     for k in kept_trees(&scratch) {
         assert_eq!(std::fs::read_to_string(k.join("a.txt")).unwrap(), "a\n");
     }
@@ -546,6 +553,51 @@ fn build_caches_persist_per_branch_and_never_flow_upward() {
             seen.contains("prod-1") && !seen.contains("poison") && !seen.contains("e.txt"),
             "{who}: production's cache is production's: {seen:?}"
         );
+    }
+}
+
+#[test]
+fn runs_of_a_range_that_write_nothing_lose_no_later_runs_writes_and_leave_no_stage() {
+    let _serial = one_at_a_time();
+    for (who, w) in worlds() {
+        let repo = w.new_repo("spare");
+        // A run keeps what W holds in out/log, and writes nothing when W is empty.
+        let cfg = "[test]\ncommand = \"if [ -s W ]; then mkdir -p out && cat W >> out/log; fi; cat out/log 2>/dev/null; true\"\n[analysis]\nenabled = false\n[cache]\ndirs = [\"out\"]\n";
+        let base = w.commit(&repo, &[(".sandbox.toml", cfg), ("W", "")], "config");
+        w.commit(&repo, &[("W", "one\n")], "writes one");
+        w.commit(&repo, &[("W", "")], "writes nothing");
+        w.commit(&repo, &[("X", "1")], "writes nothing again");
+        w.commit(&repo, &[("W", "two\n")], "writes two");
+        // A tree of its own (a run of a tree already run is that run's result again).
+        w.commit(&repo, &[("W", ""), ("Y", "1")], "reads both");
+        let range = format!("{base}..main");
+        let o = w.sandbox(&repo, &["run", "-j", "1", "--json", &range]);
+        assert_eq!(o.code, 0, "{who}: {o:?}");
+        let tails: Vec<String> = o
+            .json()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["tests"]["output_tail"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(tails.len(), 5, "{who}: {tails:?}");
+        assert_eq!(tails[2].trim(), "one", "{who}: {tails:?}");
+        assert_eq!(
+            tails[4].trim(),
+            "one\ntwo",
+            "{who}: the write after the empty runs is kept: {tails:?}"
+        );
+        // The stage the empty runs shared went with the process: no half-made generation.
+        let cache = w.data().join("cache");
+        let stages: Vec<String> = std::fs::read_dir(&cache)
+            .unwrap()
+            .flatten()
+            .flat_map(|r| std::fs::read_dir(r.path()).unwrap().flatten())
+            .flat_map(|b| std::fs::read_dir(b.path()).unwrap().flatten())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("new-"))
+            .collect();
+        assert!(stages.is_empty(), "{who}: {stages:?}");
     }
 }
 

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 mod generations;
 
 use generations::{added, generations, hold_chain, made};
-pub use generations::{prune, settle, Generation, Made, Stage, MAX_CHAIN};
+pub use generations::{drop_spares, prune, settle, Generation, Made, Stage, MAX_CHAIN};
 
 /// What a run is, as far as build caches care.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,7 +159,7 @@ pub fn for_run(use_: &CacheUse<'_>, repo_key: &str, run_uid: Option<u32>) -> Cac
                 .then(|| base.join(branch_key(use_.production)))
                 .into_iter()
                 .collect();
-            c.stage = Stage::new(&own, chain.is_empty(), run_uid.is_some(), below);
+            c.stage = Stage::new(&own, chain.is_empty(), run_uid, below);
             c.out = c.stage.as_ref().map(|s| s.dir().to_path_buf());
         }
         read(&mut c, b, chain, locks);
@@ -556,6 +556,42 @@ mod tests {
         let c = for_run(&use_(tmp.path(), Some("main"), &[]), "r", None);
         assert_eq!(c.generations, ["main@3"]);
         assert_eq!(read(&c, "home/a"), None);
+    }
+
+    #[test]
+    fn a_stage_a_run_wrote_nothing_into_serves_the_next_run_of_the_branch() {
+        let tmp = tempfile::tempdir().unwrap();
+        let c = for_run(&use_(tmp.path(), Some("main"), &[]), "r", None);
+        write(&c, "home/a", "1");
+        drop(c);
+        let c = for_run(&use_(tmp.path(), Some("main"), &[]), "r", None);
+        let stage = c.out.clone().unwrap();
+        std::fs::create_dir_all(stage.join("layer")).unwrap();
+        std::fs::write(stage.join("added"), "0\n").unwrap();
+        drop(c);
+        // No directory made and removed on the data dir's disk per run (2-6 ms each on ext4).
+        let c = for_run(&use_(tmp.path(), Some("main"), &[]), "r", None);
+        assert_eq!(c.out.as_ref(), Some(&stage), "the same stage again");
+        assert!(!stage.join("added").exists(), "as new: no merge said done");
+        write(&c, "home/b", "2");
+        drop(c);
+        let c = for_run(&use_(tmp.path(), Some("main"), &[]), "r", None);
+        assert_eq!(c.generations, ["main@2", "main@1"]);
+        assert_eq!(read(&c, "home/b").as_deref(), Some("2"));
+        assert_ne!(c.out.as_ref(), Some(&stage), "published, not reused");
+        // Writes not kept (the run did not see its commit's tree) leave no spare behind.
+        let mut discarded = c;
+        let out = discarded.out.clone().unwrap();
+        write(&discarded, "home/c", "3");
+        discarded.stage.as_mut().unwrap().discard();
+        drop(discarded);
+        assert!(!out.exists());
+        let c = for_run(&use_(tmp.path(), Some("main"), &[]), "r", None);
+        let spare = c.out.clone().unwrap();
+        drop(c);
+        assert!(spare.is_dir());
+        drop_spares();
+        assert!(!spare.exists(), "the process's spares go with it");
     }
 
     #[test]

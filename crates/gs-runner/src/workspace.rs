@@ -306,7 +306,7 @@ fn kept(
     let state_path = dir.join("state");
     gs_util::private::create_dir_all(&dir)
         .map_err(io(format!("cannot create {}", dir.display())))?;
-    let trusted: Option<State> = std::fs::read(&state_path)
+    let mut trusted: Option<State> = std::fs::read(&state_path)
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
         .filter(|s: &State| !s.updating && s.seal.is_some() && tree_dir.is_dir());
@@ -314,12 +314,21 @@ fn kept(
     // A seal this process checked, if the state still says the same (no other process used the
     // slot since); else the state's, and the tree is checked against it in full while the run
     // goes on (see `Workspace::confirm`).
-    let sealed = trusted.as_ref().and_then(|s| s.seal);
-    let known = verified_here()
+    let mut known = verified_here()
         .lock()
         .expect("cache map")
         .remove(&key)
-        .filter(|k| sealed == Some(*k));
+        .filter(|k| trusted.as_ref().and_then(|s| s.seal) == Some(*k));
+    // A check of this seal started with the process (`check_ahead`) is waited for here, before
+    // the tree is touched: a tree that fails it is checked out afresh.
+    if let (None, Some(seal)) = (known, trusted.as_ref().and_then(|s| s.seal)) {
+        match checked_ahead(&key, seal) {
+            Some(true) => known = Some(seal),
+            Some(false) => trusted = None,
+            None => {}
+        }
+    }
+    let sealed = trusted.as_ref().and_then(|s| s.seal);
     let unverified = known.is_none();
     let write_state = |s: &State| -> Result<(), GitError> {
         let body = serde_json::to_vec(s).expect("states serialize");
@@ -545,6 +554,62 @@ fn verify_in_background(tree: PathBuf, expected: Seal) -> std::thread::JoinHandl
         let _t = gs_util::trace::span("kept checkout: verify seal");
         stamps::intact(&tree, &expected)
     })
+}
+
+/// Checks of kept checkouts started with the process, by `lower/`, with the seal each checks.
+type Ahead = std::collections::HashMap<PathBuf, (Seal, std::thread::JoinHandle<bool>)>;
+
+fn ahead() -> &'static std::sync::Mutex<Ahead> {
+    static AHEAD: std::sync::OnceLock<std::sync::Mutex<Ahead>> = std::sync::OnceLock::new();
+    AHEAD.get_or_init(Default::default)
+}
+
+/// Start checking, on another thread, the kept checkout of `repo` that this process's first run
+/// will most likely get (in the first slot free now) against the seal its state holds: the walk
+/// of the whole tree (4 ms at 2,000 files, 18 ms at 10,000) then overlaps the process's start
+/// instead of its first run. Nothing is made or locked; [`prepare`] waits for the result before
+/// it touches the tree, and takes it only if the state, read again with the slot held, still
+/// holds that seal (no other process changed the tree meanwhile).
+pub fn check_ahead(repo: &gix::Repository, scratch: &Path, home_id: &str) {
+    let cache = cache_root(scratch, home_id);
+    // Free now (a slot never used is free too: no kept checkout to check there), its uid too as
+    // root, as `acquire` takes them.
+    let free = |lock: PathBuf| std::fs::File::open(lock).map_or(true, |f| f.try_lock().is_ok());
+    let Some(n) = (0..MAX_SLOTS).find(|n| {
+        free(cache.join(format!("slot-{n}.lock")))
+            && (euid() != 0 || free(Path::new(UID_LOCKS).join(format!("uid-{n}.lock"))))
+    }) else {
+        return;
+    };
+    let dir = cache.join(format!("slot-{n}")).join(repo_key(repo));
+    let Some(seal) = std::fs::read(dir.join("state"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<State>(&b).ok())
+        .filter(|s| !s.updating)
+        .and_then(|s| s.seal)
+    else {
+        return;
+    };
+    let lower = dir.join("lower");
+    if verified_here().lock().expect("cache map").get(&lower) == Some(&seal) {
+        return;
+    }
+    let tree = lower.join("tree");
+    let handle = std::thread::spawn(move || {
+        let _t = gs_util::trace::span("kept checkout: verify seal ahead");
+        stamps::intact(&tree, &seal)
+    });
+    ahead()
+        .lock()
+        .expect("ahead map")
+        .insert(lower, (seal, handle));
+}
+
+/// The result of the check started ahead for the kept checkout at `lower`, if it checked `seal`
+/// (waited for).
+fn checked_ahead(lower: &Path, seal: Seal) -> Option<bool> {
+    let (checked, handle) = ahead().lock().expect("ahead map").remove(lower)?;
+    (checked == seal).then(|| handle.join().unwrap_or(false))
 }
 
 /// A kept checkout of one repository in one slot, for `gc`.

@@ -255,9 +255,6 @@ fn keep_caches(plan: &Plan, branch: &std::fs::File, uid: u32) {
     } else {
         unsafe { libc::getegid() }
     };
-    let Some(out) = make_dirs(branch.as_raw_fd(), "layer", uid, gid) else {
-        return;
-    };
     // The overlay is where init mounted it: the one path every run sees, else the host path.
     let mut at = None;
     for dir in [Path::new(fsview::VIEW_ROOT), plan.root.as_path()] {
@@ -277,6 +274,33 @@ fn keep_caches(plan: &Plan, branch: &std::fs::File, uid: u32) {
     else {
         return;
     };
+    let written: Vec<(&String, std::os::fd::OwnedFd)> = plan
+        .cache_paths
+        .iter()
+        .filter_map(|p| Some((p, super::layers::open_dir_beneath(upper.as_raw_fd(), p)?)))
+        .collect();
+    // Nothing written under the cached paths: nothing to make on the data dir's disk in a build
+    // cache's stage (the supervisor keeps it for its next run). A new base is kept even empty,
+    // and a setup step's layer is used even empty: their `added` says the merge ended.
+    let stage = plan
+        .cache_out
+        .as_ref()
+        .and_then(|p| p.file_name())
+        .is_some_and(|n| {
+            n.as_bytes()
+                .starts_with(super::layers::STAGE_PREFIX.as_bytes())
+        });
+    let base = CString::new("base").unwrap_or_default();
+    // SAFETY: faccessat with a valid descriptor and NUL-terminated name.
+    if written.is_empty()
+        && stage
+        && unsafe { libc::faccessat(branch.as_raw_fd(), base.as_ptr(), libc::F_OK, 0) } != 0
+    {
+        return;
+    }
+    let Some(out) = make_dirs(branch.as_raw_fd(), "layer", uid, gid) else {
+        return;
+    };
     // The layers the run read, for the files it copied up from them unchanged.
     let below = plan
         .cache_layers
@@ -284,10 +308,7 @@ fn keep_caches(plan: &Plan, branch: &std::fs::File, uid: u32) {
         .filter_map(|l| std::fs::File::open(l).ok().map(std::os::fd::OwnedFd::from))
         .collect();
     let mut merged = super::layers::Merged::over(below);
-    for path in &plan.cache_paths {
-        let Some(from) = super::layers::open_dir_beneath(upper.as_raw_fd(), path) else {
-            continue;
-        };
+    for (path, from) in written {
         let Some(into) = make_dirs(out.as_raw_fd(), path, uid, gid) else {
             let why = errno_text(&std::io::Error::last_os_error());
             super::layers::append_at(

@@ -14,6 +14,12 @@ mod fold;
 mod reuse;
 pub use fold::fold;
 
+/// How a build cache's next generation is named while a run's writes are merged into it. The
+/// helper leaves such a stage as it is (no `layer/`, no `added`) when the run wrote nothing under
+/// the cached paths, unless it starts a base (holds `base`): the supervisor keeps it for its
+/// next run. Any other place writes are merged into (a setup step's layer) is always made.
+pub const STAGE_PREFIX: &str = "new-";
+
 /// What a merge did.
 #[derive(Debug, Default)]
 pub struct Merged {

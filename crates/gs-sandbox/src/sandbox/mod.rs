@@ -321,10 +321,49 @@ const TOOLCHAIN_VARS: &[&str] = &[
     "VOLTA_HOME",
 ];
 
+/// How long [`Plan::with_paths`] reuses what it found for the same candidates and environment:
+/// the runs of a range ask the same of the file system each time (a `canonicalize` of every PATH
+/// entry and every hidden dir, 60 `readlink`s and more per run).
+const PATHS_FOR: std::time::Duration = std::time::Duration::from_secs(2);
+
+type PathsMemo = Option<(std::time::Instant, Vec<String>, Vec<PathBuf>, Vec<PathBuf>)>;
+
+static PATHS_MEMO: std::sync::Mutex<PathsMemo> = std::sync::Mutex::new(None);
+
 impl Plan {
     /// Fill in what to hide (`hide`: candidates, see [`hidden_dirs`]) and which toolchain
     /// directories under them stay readable (from the run's env: PATH, PYENV_ROOT, …).
-    pub fn with_paths(mut self, mut hide: Vec<PathBuf>) -> Plan {
+    pub fn with_paths(mut self, hide: Vec<PathBuf>) -> Plan {
+        // What this depends on: the candidates and the env's toolchain variables and PATH.
+        let key: Vec<String> = hide
+            .iter()
+            .map(|p| p.display().to_string())
+            .chain(TOOLCHAIN_VARS.iter().chain(&["PATH"]).map(|k| {
+                match self.env.iter().find(|(n, _)| n == k) {
+                    Some((_, v)) => format!("{k}={v}"),
+                    None => String::new(),
+                }
+            }))
+            .collect();
+        let mut memo = PATHS_MEMO.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((at, k, hide, keep)) = memo.as_ref() {
+            if *k == key && at.elapsed() < PATHS_FOR {
+                self.hide = hide.clone();
+                self.toolchains = keep.clone();
+                return self;
+            }
+        }
+        let plan = self.paths_of(hide);
+        *memo = Some((
+            std::time::Instant::now(),
+            key,
+            plan.hide.clone(),
+            plan.toolchains.clone(),
+        ));
+        plan
+    }
+
+    fn paths_of(mut self, mut hide: Vec<PathBuf>) -> Plan {
         hide.retain(|p| p.is_absolute() && p.components().count() > 1 && p.is_dir());
         let mut hide: Vec<PathBuf> = hide
             .into_iter()
