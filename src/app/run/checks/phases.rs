@@ -111,9 +111,9 @@ pub(super) fn run(
 
 /// pytest's both phases as one session (git-sandbox's plugin collects and runs phase one's
 /// files before the rest, and tells where they ended), so that a suite pays for one start-up of
-/// pytest: unless its output
-/// is not watched (capture off: the tests' prints stream beside the plugin's lines), its tests
-/// run in other processes (pytest-xdist) or the command line would be too long.
+/// pytest: unless its output is not watched (capture off: the tests' prints stream beside the
+/// plugin's lines), its tests run in other processes (pytest-xdist) or the command line would
+/// be too long.
 fn one_session_command(
     split: &Split,
     command: &str,
@@ -175,11 +175,7 @@ fn one_session(
         Some((one, one_ms)) => {
             let one_failed = one.failed + one.errors > 0;
             if !one_failed {
-                first.phase_ended(failed, t.duration_ms, || {
-                    t.failures
-                        .first()
-                        .map_or_else(|| "the tests".to_string(), |f| f.name.clone())
-                });
+                first.phase_ended(failed, t.duration_ms, || first_test_failed(t));
             }
             let rest = |all: Option<u64>, part: u64| all.map(|a| a.saturating_sub(part));
             let phases = vec![
@@ -207,11 +203,7 @@ fn one_session(
             (phases, failed && !one_failed)
         }
         None => {
-            first.phase_ended(failed, t.duration_ms, || {
-                t.failures
-                    .first()
-                    .map_or_else(|| "the tests".to_string(), |f| f.name.clone())
-            });
+            first.phase_ended(failed, t.duration_ms, || first_test_failed(t));
             (vec![phase_of_tests(t, files)], false)
         }
     };
@@ -345,6 +337,12 @@ fn first_failure_name(r: &CheckResult) -> String {
         .map(|f| f.name.clone())
         .or_else(|| r.error.clone())
         .unwrap_or_else(|| "the tests".into())
+}
+
+fn first_test_failed(t: &Tests) -> String {
+    t.failures
+        .first()
+        .map_or_else(|| "the tests".to_string(), |f| f.name.clone())
 }
 
 fn phase_of_tests(t: &Tests, files: Vec<String>) -> TestPhase {
