@@ -4,6 +4,9 @@
 # Three repositories made with `git sandbox new`, each with BRANCHES `experiment/bN` branches
 # (watched by the default `[watch] branches`) made in one `git update-ref --stdin`:
 #   hooked  keeps its installed hooks (reference-transaction -> `git-sandbox notify --stdin`);
+#           a transaction that makes or moves more than 64 branches also packs the loose refs
+#           it left (no hook run), so its create and move rows include that packing and its
+#           pack-refs finds few loose refs;
 #   plain   has core.hooksPath pointed at an empty directory;
 #   floor   has core.hooksPath pointed at a reference-transaction hook that is `exit 0`: what
 #           git itself pays to run any hook (FLOOR=0 skips it: its pack-refs is slow).
@@ -134,8 +137,9 @@ done
 
 # pack-refs --all: git runs reference-transaction for the packed-refs transaction (every ref
 # shown as created) and twice (prepared, committed) for each loose ref it prunes.
-declare -A PACKED=()
+declare -A PACKED=() LOOSE=()
 for r in "${REPOS[@]}"; do
+  LOOSE[$r]=$(find "$WORK/$r/.git/refs" -type f | wc -l)
   [ "$PACK" = 1 ] || { PACKED[$r]=0; continue; }
   sync
   timed "$WORK/$r" pack-refs --all
@@ -164,6 +168,7 @@ echo
 echo "  one reference-transaction hook run for a commit (starts notify), median of $HOOKRUNS: $(median_ms "${T_HOOK[@]}") ms   target <= 10 ms"
 echo "    the same in a repository with main alone, alternating: $(median_ms "${T_SMALL[@]}") ms"
 [ "$PACK" = 1 ] && echo "  pack-refs with our hooks: $(ratio "${PACKED[hooked]}" "${PACKED[plain]}") of no hooks   target <= 2x"
+echo "  loose refs before pack-refs: hooked ${LOOSE[hooked]}, no hooks ${LOOSE[plain]}$([ "$FLOOR" = 1 ] && echo ", exit-0 hook ${LOOSE[floor]}")"
 echo "  jobs queued in all: ${queued:-?} (expected $((COMMITS + 2 * HOOKRUNS + 1)): each commit on main, each hook run in both repositories, the moved branches' commit once)"
 echo "  watermarks: $(wc -l <"$WORK/hooked/.git/sandbox-watermarks") lines"
 echo "  load:    $(cut -d' ' -f1-3 /proc/loadavg) at end"

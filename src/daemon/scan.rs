@@ -1,5 +1,6 @@
 //! The daemon's scan of one repository: what is new on its watched branches is queued, and a
-//! full scan (start-up, heartbeat) also writes again the notes a concurrent writer dropped.
+//! full scan (start-up, heartbeat) also writes again the notes a concurrent writer dropped and
+//! packs the repository's loose refs when there are many.
 
 use super::log;
 use crate::app::{intake::lost_notes, intake::notify, AppError, Context};
@@ -42,6 +43,17 @@ pub fn scan(ctx: &Context, row: &RepoRow, full: bool, looked: &mut Looked) {
                         "{}: {requeued} notes hold no run record for their commit; queued those commits again",
                         row.name
                     ));
+                }
+                // Branches made one at a time leave a loose ref each; the next `git gc` would
+                // start the reference-transaction hook twice per loose ref.
+                match gs_git::loose_refs::pack_if_many(&repo) {
+                    Ok(true) => log(&format!(
+                        "{}: packed its loose refs ({} or more), with no hook run",
+                        row.name,
+                        gs_git::loose_refs::PACK_AT
+                    )),
+                    Ok(false) => {}
+                    Err(e) => log(&format!("{}: could not pack its loose refs: {e}", row.name)),
                 }
             }
             notify::scan(ctx, &repo, &row.repository_id, "watch")

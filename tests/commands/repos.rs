@@ -576,9 +576,19 @@ fn pack_refs_and_updates_of_unwatched_branches_start_nothing_and_queue_nothing()
         &batch("create", "scratch/b", &head),
     );
     // One call for the whole transaction (only the binary knows which branches are watched),
-    // which queues nothing.
+    // which queues nothing, and packs the 300 loose refs the transaction left (with no hook
+    // run: git would start it twice for each loose ref in the next `git gc`).
     assert_eq!(calls(), 1);
     assert_eq!(pending(&w), before);
+    assert!(
+        !repo.join(".git/refs/heads/scratch/b0").exists(),
+        "not packed"
+    );
+    assert_eq!(
+        w.git(&repo, &["rev-parse", "scratch/b299"]).trim(),
+        head,
+        "a packed branch moved"
+    );
     // Watched, at a commit that is already known: one call, nothing to run.
     git(
         &["update-ref", "--stdin"],

@@ -302,6 +302,50 @@ fn a_lock_file_that_cannot_be_opened_is_named_with_its_reason_not_taken_for_a_ru
 }
 
 #[test]
+fn the_daemon_packs_the_loose_refs_of_branches_made_with_no_hook_and_every_ref_reads_the_same() {
+    use std::io::Write;
+    let w = World::new();
+    let repo = w.new_repo("d6");
+    quick_config(&w, &repo, "true");
+    let head = w.git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    // 150 branches made where no hook runs (a tool that runs none): a loose ref each, which
+    // the next `git gc` would prune, starting the reference-transaction hook twice apiece.
+    let batch: String = (0..150)
+        .map(|i| format!("create refs/heads/experiment/b{i} {head}\n"))
+        .collect();
+    let mut cmd = std::process::Command::new("git");
+    cmd.args(["-c", "core.hooksPath=/dev/null", "update-ref", "--stdin"])
+        .current_dir(&repo);
+    w.apply_env(&mut cmd);
+    cmd.stdin(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(batch.as_bytes())
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    let refs = || {
+        w.git(
+            &repo,
+            &["for-each-ref", "--format=%(refname) %(objectname)"],
+        )
+    };
+    let before = refs();
+    let loose = repo.join(".git/refs/heads/experiment/b0");
+    assert!(loose.exists());
+    let _daemon = w.spawn(&w.work(), &["daemon", "--workers", "1"]);
+    assert!(
+        w.wait_until(30, || !loose.exists()),
+        "the start-up scan left the loose refs"
+    );
+    assert!(repo.join(".git/packed-refs").exists());
+    assert_eq!(refs(), before);
+    assert!(!repo.join(".git/refs/heads/main").exists());
+}
+
+#[test]
 fn commits_made_without_hooks_are_found_by_watching_refs() {
     let w = World::new();
     let repo = w.new_repo("d2");

@@ -6,6 +6,7 @@ pub mod checkout;
 pub mod cli;
 pub mod diff;
 pub mod hooks;
+pub mod loose_refs;
 pub mod marks;
 pub mod notes;
 pub mod pack;

@@ -11,6 +11,10 @@ use std::path::Path;
 /// onto a watched branch); the rest stay unqueued, to be run with `git sandbox run RANGE`.
 pub const WALK_LIMIT: usize = 1000;
 
+/// A transaction with more branch updates than this is a bulk one: it reads every watermark at
+/// once, and packs the loose refs it leaves.
+const BULK: usize = 64;
+
 #[derive(Debug, Default, serde::Serialize)]
 pub struct Notified {
     pub repository_id: Option<String>,
@@ -78,6 +82,12 @@ pub fn notify_updates(
     if queued > 0 {
         gs_ipc::ping(&ctx.paths.home, &row.repository_id);
     }
+    if updates.len() > BULK {
+        // A transaction that made or moved many branches left a loose ref each, and the next
+        // `git gc` would start this hook twice per loose ref: pack them now, with no hook run.
+        // A failure (another process packing) leaves them for the daemon's next full scan.
+        let _ = git::loose_refs::pack_if_many(&repo);
+    }
     Ok(Notified {
         repository_id: Some(row.repository_id),
         queued,
@@ -114,7 +124,9 @@ fn scan_updates(
     last.reverse();
     // A branch's own watermark is looked up alone (a few small reads), so that a commit's hook
     // run does not grow with the other branches; a transaction that moves many reads them all.
-    let all = (last.len() > 64).then(|| git::marks::read(repo)).flatten();
+    let all = (last.len() > BULK)
+        .then(|| git::marks::read(repo))
+        .flatten();
     let mark_of = |refname: &str| match &all {
         Some(all) => all.get(refname).copied(),
         None => git::marks::get(repo, refname),
