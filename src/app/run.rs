@@ -72,6 +72,9 @@ struct Along {
     own: HashMap<String, Option<RunRecord>>,
     /// The ancestry of the run's branch, walked as far as its commits needed.
     branch_walk: branch::BranchWalk,
+    /// The analysis thread's connection to the index, kept for the next commit's: opening one
+    /// (its schema read) cost more than the analysis of a one-file commit.
+    analysis_index: std::sync::Mutex<Option<gs_store::Index>>,
 }
 
 impl Along {
@@ -148,6 +151,7 @@ pub fn run_commits(
         configs: HashMap::new(),
         own: HashMap::new(),
         branch_walk: branch::BranchWalk::default(),
+        analysis_index: std::sync::Mutex::new(None),
     };
     let trial = opts.is_trial();
     let mut records = Vec::with_capacity(commits.len());

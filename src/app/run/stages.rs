@@ -99,6 +99,7 @@ fn stages(c: &Commit<'_>, along: &mut Along, record: &mut RunRecord) -> Result<E
         configs,
         own,
         branch_walk,
+        analysis_index,
         ..
     } = along;
     let (config, key) = next!(config(c, configs, record)?);
@@ -141,6 +142,7 @@ fn stages(c: &Commit<'_>, along: &mut Along, record: &mut RunRecord) -> Result<E
         home_id: &home_id,
         cache,
         dirs: &dirs,
+        analysis_index,
         setup_log: logs.join(if c.opts.is_trial() {
             format!("{}.trial.setup.log", c.info.id)
         } else {
@@ -311,6 +313,8 @@ struct Bench<'b> {
     dirs: &'b [String],
     logs: PathBuf,
     setup_log: PathBuf,
+    /// The analysis thread's index connection between commits (see `Along`).
+    analysis_index: &'b std::sync::Mutex<Option<gs_store::Index>>,
 }
 
 impl Bench<'_> {
@@ -440,11 +444,19 @@ impl Bench<'_> {
                 let cfg = config.analysis.clone();
                 let (tree, parent) = (c.info.tree, c.info.parents.first().copied());
                 let index_path = index_path.clone();
+                let spare = self.analysis_index;
                 s.spawn(move || -> Result<(analyze::CommitAnalysis, i64)> {
                     let started = time::now_millis();
-                    let index = gs_store::Index::open_file(&index_path)?;
-                    let a = analyze::analyze_commit(&index, &repo, tree, parent, &cfg)?;
-                    Ok((a, time::now_millis() - started))
+                    let kept = spare.lock().ok().and_then(|mut k| k.take());
+                    let index = match kept {
+                        Some(index) => index,
+                        None => gs_store::Index::open_file(&index_path)?,
+                    };
+                    let a = analyze::analyze_commit(&index, &repo, tree, parent, &cfg);
+                    if let Ok(mut k) = spare.lock() {
+                        *k = Some(index);
+                    }
+                    Ok((a?, time::now_millis() - started))
                 })
             });
             c.event(EventKind::TestStarted, serde_json::json!({}));
@@ -536,8 +548,11 @@ impl Bench<'_> {
     /// Where to look for this run's coverage and JUnit reports: not where the commit holds one,
     /// nor where the build cache keeps one from an earlier run (neither is this run's evidence).
     fn report_candidates(&self) -> (Vec<String>, Vec<String>) {
+        // The commit's root tree, read once for all the candidates.
+        let root = self.c.repo.find_tree(self.c.info.tree).ok();
         let stale = |p: &str| {
-            git::path_in_tree(self.c.repo, self.c.info.tree, p)
+            root.as_ref()
+                .is_some_and(|t| t.lookup_entry_by_path(p).ok().flatten().is_some())
                 || self
                     .dirs
                     .iter()
