@@ -152,8 +152,8 @@ fn stages(c: &Commit<'_>, along: &mut Along, record: &mut RunRecord) -> Result<E
     };
     let mut work = next!(bench.checkout(record));
     let setup = next!(bench.setup(&mut work, record));
-    let (ran, analysis) = bench.checks(work, setup, record);
-    keep(c, ran, analysis, record)?;
+    let (ran, analysis, changes) = bench.checks(work, setup, record);
+    keep(c, ran, analysis, changes, record)?;
     Ok(End::Made { diff: false })
 }
 
@@ -417,7 +417,11 @@ impl Bench<'_> {
         mut work: workspace::Workspace,
         setup: Option<setup::Setup>,
         record: &mut RunRecord,
-    ) -> (checks::Ran, Option<Result<Analysis>>) {
+    ) -> (
+        checks::Ran,
+        Option<Result<Analysis>>,
+        Option<git::Result<gs_model::Changes>>,
+    ) {
         let (c, config) = (self.c, self.config);
         let selection = if config.test.phases {
             let _t = gs_util::trace::span("selection");
@@ -438,7 +442,14 @@ impl Bench<'_> {
             }
         };
         let index_path = c.ctx.index.path().to_path_buf();
-        let (ran, analysis) = std::thread::scope(|s| {
+        let (ran, analysis, changes) = std::thread::scope(|s| {
+            // The commit's changes for its record, read while the checks run (the other core
+            // is mostly idle then) rather than after them.
+            let changes = {
+                let repo = c.repo.clone();
+                let info = c.info;
+                s.spawn(move || git::diff::commit_changes(&repo, info))
+            };
             let analysis = config.analysis.enabled.then(|| {
                 let repo = c.repo.clone();
                 let cfg = config.analysis.clone();
@@ -538,11 +549,11 @@ impl Bench<'_> {
                     a.analysis
                 })
             });
-            (ran, analysis)
+            (ran, analysis, changes.join().ok())
         });
         record.cache_generations = std::mem::take(&mut work.cache_generations);
         drop(work);
-        (ran, analysis)
+        (ran, analysis, changes)
     }
 
     /// Where to look for this run's coverage and JUnit reports: not where the commit holds one,
@@ -586,6 +597,7 @@ fn keep(
     c: &Commit<'_>,
     mut ran: checks::Ran,
     analysis: Option<Result<Analysis>>,
+    changes: Option<git::Result<gs_model::Changes>>,
     record: &mut RunRecord,
 ) -> Result<()> {
     record.status = ran.status();
@@ -612,7 +624,9 @@ fn keep(
         }
         None => None,
     };
-    record.changes = Some(git::diff::commit_changes(c.repo, c.info)?);
+    // Read beside the checks; read here if that thread died.
+    let changes = changes.unwrap_or_else(|| git::diff::commit_changes(c.repo, c.info));
+    record.changes = Some(changes?);
     record.coverage = coverage
         .map(|(check, report, r)| coverage_of(&check, &report, &r, record.changes.as_ref()));
     Ok(())
