@@ -15,6 +15,7 @@ use std::time::Duration;
 
 mod first;
 mod phases;
+mod tree_text;
 
 use first::First;
 
@@ -377,7 +378,7 @@ fn execute(
     let runner = spec
         .runner
         .or_else(|| gs_sandbox::first_fail::Runner::of(framework.as_deref()?))
-        .filter(|r| !first::printed_beside(*r, &command, work));
+        .filter(|r| !first::printed_beside(*r, &command, &tree_text::TreeText::of(work)));
     let watch = first.and(runner).map(|runner| process::Watch {
         runner,
         phased: spec.phased,

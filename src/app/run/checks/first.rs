@@ -124,13 +124,8 @@ pub(super) fn one_phase_failure(first: &First<'_>, r: &mut CheckResult) {
 pub(super) fn printed_beside(
     runner: gs_sandbox::first_fail::Runner,
     command: &str,
-    work: &gs_runner::workspace::Workspace,
+    texts: &super::tree_text::TreeText,
 ) -> bool {
-    let tree = work.host_tree();
-    let text_of = |p: &str| {
-        let bytes = gs_util::beneath::read_beneath(&tree, p, 1 << 20).ok()?;
-        Some(String::from_utf8_lossy(&bytes).into_owned())
-    };
     runner == gs_sandbox::first_fail::Runner::Pytest
-        && gs_runner::pytest_capture::capture_off(command, &text_of)
+        && gs_runner::pytest_capture::capture_off(command, &|p| texts.get(p))
 }

@@ -4,6 +4,7 @@
 //! vitest's filters, cargo's `--workspace --exclude`, go's other packages by name), the two
 //! merged into one result that equals a one-phase run.
 
+use super::tree_text::TreeText;
 use super::{conclude, execute, CheckResult, Env, Executed, First, Shared, Spec};
 use gs_model::{Status, TestPhase, Tests};
 use gs_runner::{cargo_cmd, detect, go_cmd, js_cmd, pytest_capture, pytest_cmd, workspace};
@@ -123,13 +124,9 @@ fn one_session_command(
     let Split::Pytest(p) = split else {
         return None;
     };
-    let tree = work.host_tree();
-    let text_of = |path: &str| {
-        let bytes = gs_util::beneath::read_beneath(&tree, path, 1 << 20).ok()?;
-        Some(String::from_utf8_lossy(&bytes).into_owned())
-    };
-    if super::first::printed_beside(first_fail::Runner::Pytest, command, work)
-        || pytest_capture::distributed(command, &text_of)
+    let texts = TreeText::of(work);
+    if super::first::printed_beside(first_fail::Runner::Pytest, command, &texts)
+        || pytest_capture::distributed(command, &|p| texts.get(p))
     {
         return None;
     }
@@ -235,11 +232,8 @@ impl Split {
         if let Some(g) = go_cmd::recognise(command) {
             return Some(Split::Go(g, phase_two?.to_vec()));
         }
-        let tree = work.host_tree();
-        let text_of = |p: &str| {
-            let bytes = gs_util::beneath::read_beneath(&tree, p, 1 << 20).ok()?;
-            Some(String::from_utf8_lossy(&bytes).into_owned())
-        };
+        let texts = TreeText::of(work);
+        let text_of = |p: &str| texts.get(p);
         // Only `npm test` reads the script.
         let npm = command.split_whitespace().any(|w| w.ends_with("npm"));
         let script = npm
