@@ -278,7 +278,14 @@ pub(super) fn run_all(
         for (i, spec) in specs.iter().enumerate().filter(|(_, s)| !s.parallel) {
             if spec.name == TEST_CHECK {
                 if let Some(files) = env.phase_one {
-                    phased = phases::run(env, shared, spec, work, setup, keep, files, &first);
+                    let place = phases::Place {
+                        env,
+                        shared,
+                        work,
+                        setup,
+                        keep,
+                    };
+                    phased = phases::run(&place, spec, files, &first);
                     if phased.is_some() {
                         continue;
                     }

@@ -14,21 +14,46 @@ use std::time::Instant;
 /// pytest's exit code when it collected no test (every one deselected): no failure.
 const NO_TESTS_COLLECTED: i32 = 5;
 
+/// Where a phased run's checks run and what each of them passes on.
+pub(super) struct Place<'a> {
+    pub env: &'a Env<'a>,
+    pub shared: &'a Shared<'a>,
+    pub work: &'a workspace::Workspace,
+    pub setup: Option<&'a super::setup::Setup>,
+    pub keep: bool,
+}
+
+impl Place<'_> {
+    /// One phase (or the one session): run, then read. `split`: a phase of a split command, in
+    /// which no test selected is no failure.
+    fn check(&self, spec: &Spec<'_>, first: &First<'_>, split: Option<&Split>) -> CheckResult {
+        let executed = execute(
+            self.shared,
+            spec,
+            self.work,
+            self.setup,
+            self.keep,
+            Some(first),
+        );
+        let executed = match split {
+            Some(split) => split.no_tests_is_no_failure(executed),
+            None => executed,
+        };
+        conclude(self.env, spec, executed, self.work, self.setup)
+    }
+}
+
 /// Run the tests of `spec` in two phases when its command is a pytest, jest, vitest, cargo test
 /// or go test invocation and `phase_one` lies within the suite it runs (go test's rest is named
 /// by `env.phase_two`); `None`: run them in one phase as before. Each phase's output is watched,
 /// and `first` tells the first failure.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn run(
-    env: &Env<'_>,
-    shared: &Shared<'_>,
+    place: &Place<'_>,
     spec: &Spec<'_>,
-    work: &workspace::Workspace,
-    setup: Option<&super::setup::Setup>,
-    keep: bool,
     phase_one: &[String],
     first: &First<'_>,
 ) -> Option<CheckResult> {
+    let (env, work) = (place.env, place.work);
     let command = match spec.command {
         Some(c) => c.to_string(),
         None => detect::detect(&work.host_tree())?.0,
@@ -43,9 +68,7 @@ pub(super) fn run(
         return None;
     }
     if let Some(session) = one_session_command(&split, &command, work, &files) {
-        return Some(one_session(
-            env, shared, spec, work, setup, keep, &command, &session, files, first,
-        ));
+        return Some(one_session(place, spec, &command, &session, files, first));
     }
     let two_command = split.without(&files)?;
     let started = Instant::now();
@@ -58,13 +81,7 @@ pub(super) fn run(
         runner: Some(split.runner()),
         ..spec.clone()
     };
-    let one = conclude(
-        env,
-        &one_spec,
-        split.no_tests_is_no_failure(execute(shared, &one_spec, work, setup, keep, Some(first))),
-        work,
-        setup,
-    );
+    let one = place.check(&one_spec, first, Some(&split));
     let one_ms = started.elapsed().as_millis() as u64;
     let one_failed = one.status != Status::Passed;
     first.phase_ended(one_failed, one_ms, || first_failure_name(&one));
@@ -86,13 +103,7 @@ pub(super) fn run(
         runner: Some(split.runner()),
         ..spec.clone()
     };
-    let two = conclude(
-        env,
-        &two_spec,
-        split.no_tests_is_no_failure(execute(shared, &two_spec, work, setup, keep, Some(first))),
-        work,
-        setup,
-    );
+    let two = place.check(&two_spec, first, Some(&split));
     let all_ms = started.elapsed().as_millis() as u64;
     let two_failed = two.status != Status::Passed;
     if !one_failed {
@@ -136,14 +147,9 @@ fn one_session_command(
 /// Both phases in one pytest session: one process, one log, one parse; the phases' counts and
 /// phase one's end come from the plugin's line (a session that ended before it, a collection
 /// error or `-x`, ran within phase one).
-#[allow(clippy::too_many_arguments)]
 fn one_session(
-    env: &Env<'_>,
-    shared: &Shared<'_>,
+    place: &Place<'_>,
     spec: &Spec<'_>,
-    work: &workspace::Workspace,
-    setup: Option<&super::setup::Setup>,
-    keep: bool,
     command: &str,
     session: &str,
     files: Vec<String>,
@@ -157,13 +163,7 @@ fn one_session(
         phased: true,
         ..spec.clone()
     };
-    let mut r = conclude(
-        env,
-        &session_spec,
-        execute(shared, &session_spec, work, setup, keep, Some(first)),
-        work,
-        setup,
-    );
+    let mut r = place.check(&session_spec, first, None);
     let failed = r.status != Status::Passed;
     let Some(t) = r.tests.as_mut() else {
         return r;
