@@ -68,8 +68,8 @@ echo "  hooks:   $(ls "$HOOKED/.git/hooks" | grep -v '\.sample$' | tr '\n' ' ')"
 # commit_in REPO I: change one file (untimed), then time `git commit`; microseconds in REPLY.
 commit_in() {
   local t0
-  printf 'line %s\n' "$2" >>"$1/experiments/notes.txt"
-  git -C "$1" add experiments/notes.txt
+  printf 'line %s\n' "$2" >>"$1/notes.txt"
+  git -C "$1" add notes.txt
   now_us; t0=$REPLY
   git -C "$1" commit -q -m "change $2"
   now_us; REPLY=$((REPLY - t0))
@@ -87,8 +87,8 @@ done
 # Which hooks a commit runs and what each costs, from git's trace2 event log, over TRACED more
 # commits (apart from the timed ones, so tracing does not slow those).
 for ((i = 1; i <= TRACED; i++)); do
-  printf 'traced %s\n' "$i" >>"$HOOKED/experiments/notes.txt"
-  git -C "$HOOKED" add experiments/notes.txt
+  printf 'traced %s\n' "$i" >>"$HOOKED/notes.txt"
+  git -C "$HOOKED" add notes.txt
   GIT_TRACE2_EVENT="$WORK/trace2.json" git -C "$HOOKED" commit -q -m "traced $i"
 done
 HOOK_TABLE=$(python3 - "$WORK/trace2.json" "$TRACED" <<'PY'
@@ -120,8 +120,8 @@ done
 # notify with one new commit to queue (that commit made with the hooks off).
 T_QUEUE=()
 for ((i = 1; i <= QUEUES; i++)); do
-  printf 'queue %s\n' "$i" >>"$HOOKED/experiments/notes.txt"
-  git -C "$HOOKED" add experiments/notes.txt
+  printf 'queue %s\n' "$i" >>"$HOOKED/notes.txt"
+  git -C "$HOOKED" add notes.txt
   git -C "$HOOKED" -c core.hooksPath="$WORK/no-hooks" commit -q -m "queue $i"
   now_us; t0=$REPLY
   (cd "$HOOKED" && git-sandbox notify --hook post-commit </dev/null >/dev/null 2>>"$WORK/notify.err")

@@ -709,3 +709,51 @@ fn a_commit_among_many_watched_branches_leaves_the_others_watermarks_alone() {
     w.commit(&repo, &[("d.txt", "d\n")], "on b7 once more");
     assert_eq!(pending(&w), before + 4);
 }
+
+#[test]
+fn branches_made_one_at_a_time_are_packed_by_the_hook_so_git_gc_prunes_few() {
+    let w = World::new();
+    let repo = w.new_repo("one-at-a-time");
+    let refs = || {
+        w.git(
+            &repo,
+            &["for-each-ref", "--format=%(refname) %(objectname)"],
+        )
+    };
+    for i in 0..120 {
+        w.git(&repo, &["branch", &format!("experiment/b{i}")]);
+    }
+    let loose = walkdir_files(&repo.join(".git/refs/heads"));
+    assert!(
+        loose < 100,
+        "{loose} loose branch refs: the next git gc starts the hook twice for each"
+    );
+    let packed = std::fs::read_to_string(repo.join(".git/packed-refs")).unwrap_or_default();
+    assert!(packed.contains("refs/heads/experiment/b0\n"), "{packed}");
+    // Packing moved no branch.
+    let head = w.git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    let listed = refs();
+    assert_eq!(
+        listed
+            .lines()
+            .filter(|l| l.starts_with("refs/heads/experiment/"))
+            .filter(|l| l.ends_with(&head))
+            .count(),
+        120,
+        "{listed}"
+    );
+}
+
+/// How many files are under `dir`, at any depth.
+fn walkdir_files(dir: &std::path::Path) -> usize {
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let t = e.file_type().unwrap();
+        if t.is_dir() {
+            n += walkdir_files(&e.path());
+        } else {
+            n += 1;
+        }
+    }
+    n
+}

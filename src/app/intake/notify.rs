@@ -12,7 +12,7 @@ use std::path::Path;
 pub const WALK_LIMIT: usize = 1000;
 
 /// A transaction with more branch updates than this is a bulk one: it reads every watermark at
-/// once, and packs the loose refs it leaves.
+/// once.
 const BULK: usize = 64;
 
 #[derive(Debug, Default, serde::Serialize)]
@@ -82,12 +82,11 @@ pub fn notify_updates(
     if queued > 0 {
         gs_ipc::ping(&ctx.paths.home, &row.repository_id);
     }
-    if updates.len() > BULK {
-        // A transaction that made or moved many branches left a loose ref each, and the next
-        // `git gc` would start this hook twice per loose ref: pack them now, with no hook run.
-        // A failure (another process packing) leaves them for the daemon's next full scan.
-        let _ = git::loose_refs::pack_if_many(&repo);
-    }
+    // Each branch made or moved left a loose ref, and the next `git gc` would start this hook
+    // twice per loose ref: once there are many (counted up to that many, a few small reads),
+    // they are packed now, with no hook run. A failure (another process packing) leaves them
+    // for the next hook run or the daemon's next full scan.
+    let _ = git::loose_refs::pack_if_many(&repo);
     Ok(Notified {
         repository_id: Some(row.repository_id),
         queued,
