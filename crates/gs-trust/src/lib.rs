@@ -31,6 +31,9 @@ pub struct TrustError {
 /// This machine's key and the keys it trusts.
 pub struct Keyring {
     key: PrivateKey,
+    /// The same key as the signer needs it, made once: ssh-key makes it (and checks the public
+    /// half against it) on every signature, most of a signature's cost.
+    signer: ed25519_dalek::SigningKey,
     /// This data dir's id: what the records it signs say made them (`by`).
     pub home_id: String,
     signers: Vec<AllowedSigner>,
@@ -55,8 +58,23 @@ impl Keyring {
             Some(file) => read_signers(&expand(file))?,
             None => Vec::new(),
         };
+        let signer = match key.key_data() {
+            ssh_key::private::KeypairData::Ed25519(pair) => {
+                ed25519_dalek::SigningKey::from_bytes(&pair.private.to_bytes())
+            }
+            _ => {
+                return Err(TrustError {
+                    problem: format!(
+                        "this machine's signing key {} is not an unencrypted ed25519 key",
+                        home.join(KEY_FILE).display()
+                    ),
+                    fix: "move the file away: a new key is made on the next run (then give others its `git sandbox key` line again)".into(),
+                })
+            }
+        };
         Ok(Keyring {
             key,
+            signer,
             home_id,
             signers,
             fleet: Default::default(),
@@ -128,10 +146,21 @@ impl Keyring {
     /// The SSH signature of `message`: the base64 of the SSHSIG blob (what `ssh-keygen -Y
     /// sign` armours between its BEGIN and END lines).
     pub fn sign(&self, message: &[u8]) -> String {
-        let sig = self
-            .key
-            .sign(NAMESPACE, HashAlg::Sha512, message)
-            .expect("an ed25519 key always signs");
+        use ed25519_dalek::Signer;
+        let data = SshSig::signed_data(NAMESPACE, HashAlg::Sha512, message)
+            .expect("the namespace and hash always encode");
+        let signature = ssh_key::Signature::new(
+            ssh_key::Algorithm::Ed25519,
+            self.signer.sign(&data).to_bytes().to_vec(),
+        )
+        .expect("an ed25519 signature is 64 bytes");
+        let sig = SshSig::new(
+            self.key.public_key().key_data().clone(),
+            NAMESPACE,
+            HashAlg::Sha512,
+            signature,
+        )
+        .expect("an ed25519 key always signs");
         armour_body(&sig)
     }
 
@@ -303,6 +332,32 @@ mod tests {
 
     fn ring(dir: &Path, id: &str, signers: Option<&str>) -> Keyring {
         Keyring::load(dir, id.into(), signers).unwrap()
+    }
+
+    #[test]
+    fn a_signature_is_the_one_ssh_key_makes_and_a_key_of_another_kind_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let ring = ring(dir.path(), "a", None);
+        for message in [&b""[..], b"{\"commit\":\"abc\"}", &[7u8; 5000][..]] {
+            // ed25519 signs deterministically: the same bytes as ssh-key's own path.
+            let theirs = ring.key.sign(NAMESPACE, HashAlg::Sha512, message).unwrap();
+            assert_eq!(ring.sign(message), armour_body(&theirs));
+            assert!(ring.verify(message, &ring.sign(message)).is_ok());
+        }
+        // A key with a passphrase (ssh-keygen's) cannot sign unattended.
+        let other = tempfile::tempdir().unwrap();
+        let made = std::process::Command::new("ssh-keygen")
+            .args(["-q", "-t", "ed25519", "-N", "pass", "-f"])
+            .arg(other.path().join(KEY_FILE))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let err = Keyring::load(other.path(), "b".into(), None).err().unwrap();
+        assert!(
+            err.problem.contains("not an unencrypted ed25519 key"),
+            "{}",
+            err.problem
+        );
     }
 
     #[test]
