@@ -53,11 +53,17 @@ pub fn count_loose(repo: &gix::Repository, limit: usize) -> usize {
     count
 }
 
-/// Whether a loose ref's file holds a symbolic ref (`ref: refs/heads/main`).
+/// Whether a loose ref's file holds a symbolic ref (`ref: refs/heads/main`). Opened without
+/// following a link or waiting on a FIFO that replaced it since it was listed: the daemon that
+/// counts may be root.
 fn is_symbolic(path: &Path) -> bool {
     use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
     let mut head = [0u8; 4];
-    std::fs::File::open(path)
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
         .and_then(|mut f| f.read_exact(&mut head))
         .is_ok_and(|()| &head == b"ref:")
 }
@@ -136,6 +142,12 @@ mod tests {
         )
         .unwrap();
         std::fs::write(path.join(".git/refs/heads/x.lock"), format!("{head}\n")).unwrap();
+        // Nor a FIFO or a link (never opened: a read of a FIFO would wait forever).
+        let fifo =
+            std::ffi::CString::new(path.join(".git/refs/heads/fifo").to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+        std::os::unix::fs::symlink("/etc/passwd", path.join(".git/refs/heads/link")).unwrap();
         std::fs::create_dir_all(path.join(".git/refs/bisect")).unwrap();
         std::fs::write(path.join(".git/refs/bisect/bad"), format!("{head}\n")).unwrap();
         let repo = crate::open(path).unwrap();
