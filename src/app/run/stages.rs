@@ -464,8 +464,11 @@ impl Bench<'_> {
                         None => gs_store::Index::open_file(&index_path)?,
                     };
                     let a = analyze::analyze_commit(&index, &repo, tree, parent, &cfg);
-                    if let Ok(mut k) = spare.lock() {
-                        *k = Some(index);
+                    // A connection that failed is not trusted with the next commit.
+                    if a.is_ok() {
+                        if let Ok(mut k) = spare.lock() {
+                            *k = Some(index);
+                        }
                     }
                     Ok((a?, time::now_millis() - started))
                 })
