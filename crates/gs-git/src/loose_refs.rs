@@ -1,11 +1,11 @@
 //! Loose refs kept few. git (2.47) starts the `reference-transaction` hook twice for every loose
 //! ref `git pack-refs` prunes, whatever the hook does, so in a repository where agents made
-//! 20,000 branches the next `git gc` starts any installed hook 40,000 times: half a minute of
-//! process starts, against a second with no hook. git-sandbox's own hook is such a hook. So once
-//! a repository holds [`PACK_AT`] loose refs that `pack-refs` would pack, they are packed here,
-//! with no hook run: packing changes no ref's value (every ref reads the same before and
-//! after), it is what `git gc` does anyway, and git's `gc --auto` packs at about the same count.
-//! A later `git gc` then prunes fewer than [`PACK_AT`] loose refs.
+//! 20,000 branches the next `git gc` starts any installed hook 40,000 times (77 s with an empty
+//! `exit 0` hook against 24.5 s with none, on this machine kind). git-sandbox's own hook is such
+//! a hook. So once a repository holds [`PACK_AT`] loose refs that `pack-refs` would pack, they
+//! are packed here, with no hook run: packing changes no ref's value (every ref reads the same
+//! before and after), it is what `git gc` does anyway, and git 2.47's `pack-refs --auto` packs
+//! at a similar count. A later `git gc` then prunes fewer than [`PACK_AT`] loose refs.
 
 use super::{GitError, Result};
 use std::path::Path;
