@@ -5,7 +5,10 @@ use crate::app::Context;
 /// Tests that both passed and failed on one tree under one config (`run --force`,
 /// `run --retry-flaky N`, the same tree on several commits): how often their outcome flipped,
 /// how often they failed and when they last flipped. `eval` does not count a failure of these
-/// alone, and `run --retry-flaky N` runs a commit again when only these failed.
+/// alone, and `run --retry-flaky N` runs a commit again when only these failed. A test whose
+/// outcome differed between a warm run (on a build cache) and a cold one of the same tree is
+/// listed as cache-dependent instead: the cache decided, the cold outcome stands, and it is
+/// never excused as flaky.
 ///
 /// Examples: `git sandbox flaky`, `git sandbox flaky --repo demo --json`
 #[derive(clap::Args)]
@@ -61,6 +64,10 @@ pub fn cmd_flaky(args: FlakyArgs) -> CmdResult {
         println!("No flaky tests: no test both passed and failed on the same tree.");
         return Ok(0);
     }
+    let dependent = found
+        .iter()
+        .filter(|(_, t)| t.kind == gs_store::CACHE_DEPENDENT)
+        .count();
     let many = repos.len() > 1;
     let rows: Vec<Vec<String>> = found
         .iter()
@@ -71,7 +78,11 @@ pub fn cmd_flaky(args: FlakyArgs) -> CmdResult {
                 t.flips.to_string(),
                 format!("{}/{}", t.failures, t.runs),
                 format!("{} {}", t.last_flip_at, gs_util::short(&t.last_flip_commit)),
-                t.last_outcome.clone(),
+                if t.kind == gs_store::CACHE_DEPENDENT {
+                    format!("{} cold; cache-dependent", t.last_outcome)
+                } else {
+                    t.last_outcome.clone()
+                },
             ]);
             row
         })
@@ -79,6 +90,15 @@ pub fn cmd_flaky(args: FlakyArgs) -> CmdResult {
     let mut header = if many { vec!["REPOSITORY"] } else { vec![] };
     header.extend(["TEST", "FLIPS", "FAILED/RUNS", "LAST FLIP", "LAST"]);
     ui::table(&header, &rows);
-    println!("{}", ui::plural(found.len(), "flaky test"));
+    let flaky = found.len() - dependent;
+    if dependent == 0 {
+        println!("{}", ui::plural(flaky, "flaky test"));
+    } else {
+        println!(
+            "{}, {} (a warm and a cold run of one tree disagreed: the cold outcome stands)",
+            ui::plural(flaky, "flaky test"),
+            ui::plural(dependent, "cache-dependent test")
+        );
+    }
     Ok(0)
 }

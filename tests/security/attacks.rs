@@ -8,6 +8,8 @@
 //! - `hardening`: private data files whatever the umask, manifests read without following the
 //!   commit's links, a checkout bounded by a ceiling with bounded memory.
 //! - `caches`: what a run of one branch can leave for another through the build caches.
+//! - `warm`: what a commit's tests can leave for later verdicts of their own branch: start-up
+//!   files in the home, a poisoned cached directory before `eval`, a stale report.
 //! - `control_socket`: the daemon's door against other users, huge requests and slow clients.
 //! - `descriptors`: what the launching process holds open (`run`, `exec`, the daemon, `mcp`) never
 //!   reaches the command.
@@ -34,3 +36,5 @@ mod hostile;
 mod http_doors;
 #[path = "attacks/sandbox.rs"]
 mod sandbox;
+#[path = "attacks/warm.rs"]
+mod warm;

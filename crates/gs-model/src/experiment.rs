@@ -135,6 +135,10 @@ pub struct Side {
     /// Line coverage in percent, when its run found a coverage report.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coverage_percent: Option<f64>,
+    /// The result is a cold witness: its run read no build cache. An evaluation kept without
+    /// it (made before verdicts were witnessed cold) is made again before a promotion.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cold: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

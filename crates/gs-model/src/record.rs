@@ -209,6 +209,17 @@ impl RunRecord {
         self.verified.is_some()
     }
 
+    /// Whether the run was *cold*: it read no build-cache generation and no setup layer an
+    /// earlier run built (`run --clean`, caches off, a setup built for it). Only a cold record
+    /// witnesses a verdict that decides (`eval`, `promote`, `propose`): what an earlier run
+    /// left in a cache can change what a warm one's tests do.
+    pub fn is_cold(&self) -> bool {
+        let reused = |t: &Tests| t.setup.as_ref().is_some_and(|s| s.how == "reused");
+        self.cache_generations.is_empty()
+            && !self.tests.as_ref().is_some_and(reused)
+            && !self.checks.iter().any(|(_, c)| reused(&c.run))
+    }
+
     /// Who reported a record that is not evidence, for "reported by …, not verified".
     pub fn reporter(&self) -> &str {
         self.by.as_deref().unwrap_or("an unknown machine")

@@ -61,8 +61,11 @@ pub struct CacheUse<'a> {
     /// `false` (`run --clean`): no layer is read, and what the run writes becomes a new base.
     pub read: bool,
     pub production: &'a str,
-    /// In-tree directories kept (`target`, `node_modules`); the run's home is always kept.
+    /// In-tree directories kept (`target`, `node_modules`).
     pub dirs: &'a [String],
+    /// The download caches of the run's home that are kept ([`home_caches`]); the rest of the
+    /// home is fresh for every run.
+    pub home_dirs: &'a [String],
     /// Over this many MiB added, a branch's cache starts over.
     pub max_mb: u64,
 }
@@ -84,6 +87,53 @@ pub struct Caches {
     pub made: Vec<Made>,
 }
 
+/// The download caches of a run's home a branch keeps, by the file of the commit's root that
+/// says which toolchain it uses: only caches whose *archives* the package manager checks against
+/// a digest when it uses them (cargo's `.crate` files against `Cargo.lock`, Go's module zips
+/// against `go.sum`, npm's content-addressed `_cacache`, pip's HTTP cache), never the trees
+/// unpacked from them (`registry/src`, `git/checkouts`, `pkg/mod/<module>`, pip's `wheels/`),
+/// which nothing checks again. Everything else a run writes in its home goes with the run: a
+/// `.pth` in the user site, a `~/.npmrc` or a shell rc file never runs in the branch's next run.
+/// Where the user's environment names a toolchain's home (`CARGO_HOME`, `GOPATH`), that one is
+/// the user's, read-only, and none of this applies.
+pub const HOME_CACHES: &[(&[&str], &[&str])] = &[
+    (
+        &["Cargo.toml"],
+        &[
+            ".cargo/registry/index",
+            ".cargo/registry/cache",
+            ".cargo/git/db",
+        ],
+    ),
+    (&["go.mod", "go.work"], &["go/pkg/mod/cache/download"]),
+    (&["package.json"], &[".npm/_cacache"]),
+    (
+        &[
+            "pyproject.toml",
+            "setup.py",
+            "setup.cfg",
+            "requirements.txt",
+        ],
+        &[".cache/pip/http", ".cache/pip/http-v2"],
+    ),
+];
+
+/// The home caches ([`HOME_CACHES`]) of a tree whose root holds the files `has` says it does.
+pub fn home_caches(has: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut out = Vec::new();
+    for (markers, dirs) in HOME_CACHES {
+        if markers.iter().any(|m| has(m)) {
+            out.extend(dirs.iter().map(|d| d.to_string()));
+        }
+    }
+    out
+}
+
+/// The version of the caches' layout, part of every branch's key: caches made before a run's
+/// home stopped being kept whole (layout 1) are never read again, and `gc` removes them as
+/// caches of no branch.
+const LAYOUT: &str = "2";
+
 fn branch_key(name: &str) -> String {
     let safe: String = name
         .chars()
@@ -96,7 +146,8 @@ fn branch_key(name: &str) -> String {
         })
         .take(40)
         .collect();
-    format!("{safe}-{}", &gs_util::fnv64_hex(name.as_bytes())[..8])
+    let versioned = format!("{LAYOUT}\0{name}");
+    format!("{safe}-{}", &gs_util::fnv64_hex(versioned.as_bytes())[..8])
 }
 
 fn lock(dir: &Path, exclusive: bool) -> Option<File> {
@@ -114,6 +165,10 @@ fn lock(dir: &Path, exclusive: bool) -> Option<File> {
 /// as root: the layers' roots are then writable for every run's gid.
 pub fn for_run(use_: &CacheUse<'_>, repo_key: &str, run_uid: Option<u32>) -> Caches {
     let mut c = Caches::default();
+    // Nothing the toolchains keep: the run reads no layer (it is cold) and keeps nothing.
+    if use_.dirs.is_empty() && use_.home_dirs.is_empty() {
+        return c;
+    }
     let base = use_.home.join(repo_key);
     if gs_util::private::create_dir_all(&base).is_err() {
         return c;
@@ -172,7 +227,8 @@ pub fn for_run(use_: &CacheUse<'_>, repo_key: &str, run_uid: Option<u32>) -> Cac
         }
     }
     c.paths = use_.dirs.iter().map(|d| format!("tree/{d}")).collect();
-    c.paths.push("home".into());
+    c.paths
+        .extend(use_.home_dirs.iter().map(|d| format!("home/{d}")));
     c
 }
 
@@ -407,6 +463,10 @@ fn ignore_missing(e: std::io::Error) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
+    /// A home cache every test's runs keep (a run that keeps nothing reads no layer).
+    static HOME: std::sync::LazyLock<Vec<String>> =
+        std::sync::LazyLock::new(|| vec![".cache/pip/http".to_string()]);
+
     fn use_<'a>(home: &'a Path, branch: Option<&'a str>, dirs: &'a [String]) -> CacheUse<'a> {
         CacheUse {
             home,
@@ -415,6 +475,7 @@ mod tests {
             read: true,
             production: "main",
             dirs,
+            home_dirs: &HOME,
             max_mb: 1,
         }
     }
@@ -432,6 +493,60 @@ mod tests {
         c.layers
             .iter()
             .find_map(|l| std::fs::read_to_string(l.join(file)).ok())
+    }
+
+    #[test]
+    fn a_runs_home_keeps_only_the_download_caches_of_the_trees_toolchains() {
+        let of = |files: &[&str]| home_caches(|m| files.contains(&m));
+        assert!(of(&["README.md"]).is_empty());
+        assert_eq!(
+            of(&["Cargo.toml", "package.json"]),
+            [
+                ".cargo/registry/index",
+                ".cargo/registry/cache",
+                ".cargo/git/db",
+                ".npm/_cacache"
+            ]
+        );
+        let python = of(&["pyproject.toml"]);
+        assert_eq!(python, [".cache/pip/http", ".cache/pip/http-v2"]);
+        // Never an unpacked tree, nor a place a start-up file lives.
+        for (_, dirs) in HOME_CACHES {
+            for d in *dirs {
+                assert!(
+                    !d.contains("src") && !d.contains("checkouts") && !d.contains(".local"),
+                    "{d}"
+                );
+            }
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let home = vec![".npm/_cacache".to_string()];
+        let mut u = use_(tmp.path(), Some("main"), &[]);
+        u.home_dirs = &home;
+        let c = for_run(&u, "r", None);
+        assert_eq!(c.paths, ["home/.npm/_cacache"]);
+        drop(c);
+        // A run that keeps nothing reads nothing: it is cold.
+        u.home_dirs = &[];
+        let c = for_run(&u, "r", None);
+        assert!(c.generations.is_empty() && c.out.is_none() && c.paths.is_empty());
+    }
+
+    #[test]
+    fn a_cache_of_the_layout_before_a_fresh_home_is_never_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        let old = format!("main-{}", &gs_util::fnv64_hex(b"main")[..8]);
+        let dir = tmp.path().join("r").join(&old).join("gen-1");
+        std::fs::create_dir_all(dir.join("layer/home/.local")).unwrap();
+        std::fs::write(dir.join("layer/home/.local/evil.pth"), "import x").unwrap();
+        std::fs::write(dir.join("added"), "8\n").unwrap();
+        std::fs::write(dir.join("base"), "").unwrap();
+        std::fs::write(tmp.path().join("r").join(&old).join("branch"), "main").unwrap();
+        let c = for_run(&use_(tmp.path(), Some("main"), &[]), "r", None);
+        assert!(c.generations.is_empty(), "{:?}", c.generations);
+        let listed = list(tmp.path());
+        let stale = listed.iter().find(|b| b.dir.ends_with(&old)).unwrap();
+        assert_eq!(stale.branch, None, "a cache of no branch: gc removes it");
     }
 
     #[test]
@@ -465,7 +580,11 @@ mod tests {
         let dirs = vec!["target".to_string()];
         let main = for_run(&use_(tmp.path(), Some("main"), &dirs), "r", None);
         assert!(main.layers.is_empty(), "nothing kept yet");
-        assert_eq!(main.paths, ["tree/target", "home"]);
+        assert_eq!(
+            main.paths,
+            ["tree/target", "home/.cache/pip/http"],
+            "the home is fresh but for its download caches"
+        );
         write(&main, "home/prod", "p");
         drop(main);
         let exp = for_run(&use_(tmp.path(), Some("experiment/x"), &dirs), "r", None);

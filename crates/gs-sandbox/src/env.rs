@@ -115,6 +115,8 @@ pub fn sandbox_env(root: &Path) -> Vec<(String, String)> {
         ("CI".to_string(), "true".to_string()),
         ("GIT_SANDBOX".to_string(), "1".to_string()),
         ("PYTHONDONTWRITEBYTECODE".to_string(), "1".to_string()),
+        // No user site: a `.pth` there runs in every Python the run starts.
+        ("PYTHONNOUSERSITE".to_string(), "1".to_string()),
         ("NO_COLOR".to_string(), "1".to_string()),
     ]);
     env

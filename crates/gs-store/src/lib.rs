@@ -24,7 +24,7 @@ pub use deliveries::Delivery;
 pub use events::{Event, EventFilter};
 pub use experiments::ExperimentCounts;
 pub use jobs::{Held, Job, Reaped, MAX_ATTEMPTS};
-pub use outcomes::FlakyTest;
+pub use outcomes::{FlakyTest, CACHE_DEPENDENT, FLAKY};
 pub use pg::Listener;
 pub use repos::{clone_path, RepoRow, RepoRows, RepoStats};
 pub use runs::RunRow;
@@ -35,7 +35,7 @@ use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 
 /// The schema this build writes. Bump it with a new entry in [`MIGRATIONS`].
-pub const SCHEMA_VERSION: i64 = 16;
+pub const SCHEMA_VERSION: i64 = 17;
 // Each migration moves the schema one version on: a migration added without its version (or the
 // other way round) does not build.
 const _: () = assert!(SCHEMA_VERSION as usize == MIGRATIONS.len());
@@ -350,6 +350,12 @@ const MIGRATIONS: &[&str] = &[
             runs = runs + excluded.runs, passed = passed + excluded.passed, made = made + excluded.made,
             made_ms = made_ms + excluded.made_ms, generation = generation + 1;
     END;
+    "#,
+    // 17: whether each execution read a build cache (`warm`): a warm run and a cold one of the
+    // same tree that disagree say the cache decided, not that the test is flaky. Rows kept
+    // before read the branch's whole home layer: warm.
+    r#"
+    ALTER TABLE executions ADD COLUMN warm INTEGER NOT NULL DEFAULT 1;
     "#,
 ];
 

@@ -20,7 +20,16 @@ pub struct FlakyTest {
     pub last_flip_at: String,
     pub last_flip_commit: String,
     pub last_outcome: String,
+    /// `flaky`: its outcome flipped between runs that read the same caches (both cold, or both
+    /// warm). `cache_dependent`: it passed on one side and failed on the other of a warm and a
+    /// cold run of one tree — the build cache decided, and the cold outcome (`last_outcome`)
+    /// stands; never counted as flaky.
+    pub kind: String,
 }
+
+/// What [`FlakyTest::kind`] says.
+pub const FLAKY: &str = "flaky";
+pub const CACHE_DEPENDENT: &str = "cache_dependent";
 
 /// CPU time of a record: its tests' and its named checks'.
 pub fn cpu_ms(r: &RunRecord) -> u64 {
@@ -40,8 +49,8 @@ impl Index {
             .conn
             .query_row(
                 "INSERT INTO executions (repository_id, commit_id, tree_id, config_hash, experiment,
-                                         status, finished_at, cpu_ms, complete)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                                         status, finished_at, cpu_ms, complete, warm)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
                  ON CONFLICT (repository_id, commit_id, finished_at) DO NOTHING
                  RETURNING id",
                 params![
@@ -53,7 +62,8 @@ impl Index {
                     r.status.as_str(),
                     r.finished_at,
                     cpu_ms(r) as i64,
-                    r.failures_complete()
+                    r.failures_complete(),
+                    !r.is_cold()
                 ],
                 |row| row.get(0),
             )
@@ -82,8 +92,9 @@ impl Index {
         Ok(ms.max(0) as u64)
     }
 
-    /// Whether a run made here of `tree` under `config_hash` passed the test `name`: the run
-    /// passed, or failed naming every failure and not this one.
+    /// Whether a cold run made here of `tree` under `config_hash` passed the test `name`: the
+    /// run passed, or failed naming every failure and not this one. A warm run's pass is no
+    /// evidence: the cache may have made it.
     pub fn passed_on_tree(
         &self,
         repository_id: &str,
@@ -98,7 +109,7 @@ impl Index {
             "SELECT e.id, e.status, f.name FROM executions e
              LEFT JOIN test_failures f ON f.execution_id = e.id
              WHERE e.repository_id = ?1 AND e.tree_id = ?2
-               AND COALESCE(e.config_hash, '') = COALESCE(?3, '')
+               AND COALESCE(e.config_hash, '') = COALESCE(?3, '') AND e.warm = 0
                AND (e.status = 'passed' OR (e.status = 'failed' AND e.complete = 1))
              ORDER BY e.id",
         )?;
@@ -115,13 +126,24 @@ impl Index {
         Ok(failed_here.values().any(|failed| !failed))
     }
 
-    /// Tests of a repository that both passed and failed on one tree under one config, most
-    /// flips first.
+    /// Tests of a repository that both passed and failed on one tree under one config in runs
+    /// that read the same caches (both cold or both warm), most flips first.
     pub fn flaky_tests(&self, repository_id: &str) -> Result<Vec<FlakyTest>> {
+        Ok(self.outcome_flips(repository_id)?.0)
+    }
+
+    /// Tests whose outcome on one tree under one config was not the same in a warm run as in a
+    /// cold one ([`CACHE_DEPENDENT`]): the cold outcome stands.
+    pub fn cache_dependent_tests(&self, repository_id: &str) -> Result<Vec<FlakyTest>> {
+        Ok(self.outcome_flips(repository_id)?.1)
+    }
+
+    /// The flaky tests and the cache-dependent ones.
+    fn outcome_flips(&self, repository_id: &str) -> Result<(Vec<FlakyTest>, Vec<FlakyTest>)> {
         // Runs of the trees that ran more than once, in order, with the tests each failed.
         let mut stmt = self.conn.prepare_cached(
             "SELECT e.id, e.tree_id, COALESCE(e.config_hash, ''), e.commit_id, e.finished_at,
-                    e.complete, f.name
+                    e.complete, f.name, e.warm
              FROM executions e
              JOIN (SELECT tree_id, config_hash FROM executions
                    WHERE repository_id = ?1 AND status IN ('passed', 'failed')
@@ -132,7 +154,16 @@ impl Index {
              WHERE e.repository_id = ?1 AND e.status IN ('passed', 'failed')
              ORDER BY e.tree_id, 3, e.finished_at, e.id",
         )?;
-        type Row = (i64, String, String, String, String, i64, Option<String>);
+        type Row = (
+            i64,
+            String,
+            String,
+            String,
+            String,
+            i64,
+            Option<String>,
+            i64,
+        );
         let rows: Vec<Row> = stmt
             .query_map(params![repository_id], |r| {
                 Ok((
@@ -143,19 +174,14 @@ impl Index {
                     r.get(4)?,
                     r.get(5)?,
                     r.get(6)?,
+                    r.get(7)?,
                 ))
             })?
             .collect::<super::sql::Result<_>>()?;
         // Group into runs per (tree, config), in order.
-        struct Run {
-            commit: String,
-            at: String,
-            complete: bool,
-            failed: Vec<String>,
-        }
         let mut groups: Vec<Vec<Run>> = Vec::new();
         let mut last: Option<(String, String, i64)> = None;
-        for (id, tree, config, commit, at, complete, name) in rows {
+        for (id, tree, config, commit, at, complete, name, warm) in rows {
             let same_group = last
                 .as_ref()
                 .is_some_and(|(t, c, _)| *t == tree && *c == config);
@@ -169,6 +195,7 @@ impl Index {
                     commit,
                     at,
                     complete: complete != 0,
+                    warm: warm != 0,
                     failed: Vec::new(),
                 });
             }
@@ -181,60 +208,130 @@ impl Index {
             }
             last = Some((tree, config, id));
         }
-        let mut found: BTreeMap<String, FlakyTest> = BTreeMap::new();
+        let mut flaky: BTreeMap<String, FlakyTest> = BTreeMap::new();
+        let mut dependent: BTreeMap<String, FlakyTest> = BTreeMap::new();
         for runs in &groups {
-            let mut names: HashMap<&str, ()> = HashMap::new();
-            for r in runs {
-                for n in &r.failed {
-                    names.insert(n, ());
-                }
-            }
-            for name in names.keys() {
-                let mut seen = 0;
-                let mut failures = 0;
-                let mut flips = Vec::new();
-                let mut before: Option<bool> = None;
-                let mut latest = "";
-                for r in runs {
-                    let failed = r.failed.iter().any(|n| n == name);
-                    if !failed && !r.complete {
-                        continue; // not known: the run did not say which tests failed
+            let mut names: Vec<&str> = runs
+                .iter()
+                .flat_map(|r| r.failed.iter().map(String::as_str))
+                .collect();
+            names.sort_unstable();
+            names.dedup();
+            for name in names {
+                // Each test's known outcomes, in order: (run, failed).
+                let known: Vec<(&Run, bool)> = runs
+                    .iter()
+                    .map(|r| (r, r.failed.iter().any(|n| n == name)))
+                    .filter(|(r, failed)| *failed || r.complete)
+                    .collect();
+                for warm in [false, true] {
+                    let side: Vec<(&Run, bool)> = known
+                        .iter()
+                        .copied()
+                        .filter(|(r, _)| r.warm == warm)
+                        .collect();
+                    let flips: Vec<&Run> = side
+                        .windows(2)
+                        .filter(|w| w[0].1 != w[1].1)
+                        .map(|w| w[1].0)
+                        .collect();
+                    if let Some(newest) = flips.last() {
+                        let latest = side.last().map(|(_, f)| *f).unwrap_or(false);
+                        add(
+                            &mut flaky,
+                            name,
+                            FLAKY,
+                            flips.len() as u64,
+                            &side,
+                            newest,
+                            latest,
+                        );
                     }
-                    seen += 1;
-                    failures += u64::from(failed);
-                    latest = if failed { "failed" } else { "passed" };
-                    if before.is_some_and(|b| b != failed) {
-                        flips.push(r);
-                    }
-                    before = Some(failed);
                 }
-                let Some(newest) = flips.last() else { continue };
-                let entry = found.entry(name.to_string()).or_insert(FlakyTest {
-                    name: name.to_string(),
-                    flips: 0,
-                    runs: 0,
-                    failures: 0,
-                    last_flip_at: String::new(),
-                    last_flip_commit: String::new(),
-                    last_outcome: String::new(),
-                });
-                entry.flips += flips.len() as u64;
-                entry.runs += seen;
-                entry.failures += failures;
-                if newest.at > entry.last_flip_at {
-                    entry.last_flip_at = newest.at.clone();
-                    entry.last_flip_commit = newest.commit.clone();
-                    entry.last_outcome = latest.to_string();
+                // Warm and cold disagree where neither side flipped: the cache decided.
+                let outcomes = |warm: bool| -> Vec<bool> {
+                    let mut o: Vec<bool> = known
+                        .iter()
+                        .filter(|(r, _)| r.warm == warm)
+                        .map(|(_, f)| *f)
+                        .collect();
+                    o.dedup();
+                    o
+                };
+                let (cold, warm) = (outcomes(false), outcomes(true));
+                if let ([c], [w]) = (cold.as_slice(), warm.as_slice()) {
+                    if c != w {
+                        let newest = known
+                            .iter()
+                            .map(|(r, _)| *r)
+                            .max_by(|a, b| a.at.cmp(&b.at))
+                            .expect("runs on both sides");
+                        let pairs = known.iter().filter(|(r, _)| r.warm).count() as u64;
+                        add(
+                            &mut dependent,
+                            name,
+                            CACHE_DEPENDENT,
+                            pairs,
+                            &known,
+                            newest,
+                            *c,
+                        );
+                    }
                 }
             }
         }
-        let mut out: Vec<FlakyTest> = found.into_values().collect();
-        out.sort_by(|a, b| {
-            b.flips
-                .cmp(&a.flips)
-                .then_with(|| b.last_flip_at.cmp(&a.last_flip_at))
-                .then_with(|| a.name.cmp(&b.name))
-        });
-        Ok(out)
+        Ok((sorted(flaky), sorted(dependent)))
     }
+}
+
+/// One execution of a tree, as the flaky query reads it.
+struct Run {
+    commit: String,
+    at: String,
+    complete: bool,
+    warm: bool,
+    failed: Vec<String>,
+}
+
+/// Count a test's `flips` over the runs `seen` into `found`: `newest` is the latest run that
+/// changed (or, for a cache-dependent test, disagreed), `latest` the outcome that stands.
+fn add(
+    found: &mut BTreeMap<String, FlakyTest>,
+    name: &str,
+    kind: &str,
+    flips: u64,
+    seen: &[(&Run, bool)],
+    newest: &Run,
+    latest: bool,
+) {
+    let entry = found.entry(name.to_string()).or_insert(FlakyTest {
+        name: name.to_string(),
+        flips: 0,
+        runs: 0,
+        failures: 0,
+        last_flip_at: String::new(),
+        last_flip_commit: String::new(),
+        last_outcome: String::new(),
+        kind: kind.to_string(),
+    });
+    entry.flips += flips;
+    entry.runs += seen.len() as u64;
+    entry.failures += seen.iter().filter(|(_, f)| *f).count() as u64;
+    if newest.at > entry.last_flip_at {
+        entry.last_flip_at = newest.at.clone();
+        entry.last_flip_commit = newest.commit.clone();
+        entry.last_outcome = if latest { "failed" } else { "passed" }.to_string();
+    }
+}
+
+/// Most flips first, then the latest, then by name.
+fn sorted(found: BTreeMap<String, FlakyTest>) -> Vec<FlakyTest> {
+    let mut out: Vec<FlakyTest> = found.into_values().collect();
+    out.sort_by(|a, b| {
+        b.flips
+            .cmp(&a.flips)
+            .then_with(|| b.last_flip_at.cmp(&a.last_flip_at))
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    out
 }

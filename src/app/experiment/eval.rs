@@ -67,7 +67,7 @@ pub fn evaluate(
         if excused(ctx, row, h, &known)?.is_empty() {
             let opts = RunOptions {
                 retry_flaky: FLAKY_RETRIES,
-                ..RunOptions::new(trigger, Some(head_ref.clone()), interrupt)
+                ..cold(trigger, &head_ref, interrupt)
             };
             let outcome = run_commits(ctx, repo, row, &[head], &opts, &mut |_| {})?;
             head_rec = outcome.records.into_iter().next().or(head_rec);
@@ -160,8 +160,11 @@ pub fn record(ctx: &Context, repo: &gix::Repository, row: &RepoRow, ev: &Evaluat
     Ok(())
 }
 
-/// The result of a commit made with the config it has now, running it when there is none (a
-/// trial run with other flags, or a result under an older config, does not count).
+/// The cold witness of a commit made with the config it has now: a result whose run read no
+/// build cache ([`RunRecord::is_cold`]), running one when there is none. A trial run with other
+/// flags, a result under an older config, and a warm result do not count: what an earlier run
+/// left in a cache can decide a warm run's tests. The cold run is kept like any result (its
+/// writes become its branch's new cache base, as `run --clean`'s do).
 pub(crate) fn result_or_run(
     ctx: &Context,
     repo: &gix::Repository,
@@ -171,12 +174,21 @@ pub(crate) fn result_or_run(
     trigger: Trigger,
     interrupt: &AtomicBool,
 ) -> Result<Option<RunRecord>> {
-    if let Some(r) = results::current_record(ctx, repo, row, commit, Some(refname))? {
+    if let Some(r) = results::cold_record(ctx, repo, row, commit, Some(refname))? {
         return Ok(Some(r));
     }
-    let opts = RunOptions::new(trigger, Some(refname.to_string()), interrupt);
+    let opts = cold(trigger, refname, interrupt);
     let outcome = run_commits(ctx, repo, row, &[commit], &opts, &mut |_| {})?;
     Ok(outcome.records.into_iter().next())
+}
+
+/// A run that reads no build cache (`run --clean`), for a commit named through `refname`.
+fn cold<'a>(trigger: Trigger, refname: &str, interrupt: &'a AtomicBool) -> RunOptions<'a> {
+    RunOptions {
+        force: true,
+        clean: true,
+        ..RunOptions::new(trigger, Some(refname.to_string()), interrupt)
+    }
 }
 
 fn side(refname: &str, commit: ObjectId, r: Option<&RunRecord>) -> Side {
@@ -192,6 +204,7 @@ fn side(refname: &str, commit: ObjectId, r: Option<&RunRecord>) -> Side {
         complexity_score: analysis.map(|a| a.complexity_score),
         potential_issues: analysis.map(|a| a.potential_issues.len() as u64),
         coverage_percent: r.and_then(|r| r.coverage.as_ref()).map(|c| c.percent),
+        cold: r.is_some_and(RunRecord::is_cold),
     }
 }
 

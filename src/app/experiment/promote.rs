@@ -140,10 +140,17 @@ pub(crate) fn check(
         )));
     }
 
-    // The evaluation of exactly these two heads, made now if there is none.
+    // The evaluation of exactly these two heads, witnessed cold, made now if there is none.
     let (head_hex, base_hex) = (head.to_string(), base.to_string());
     let ev = match experiments::latest_evaluation(ctx, repo, row, name, Some(head))? {
-        Some(ev) if ev.head.commit == head_hex && ev.base.commit == base_hex => ev,
+        Some(ev)
+            if ev.head.commit == head_hex
+                && ev.base.commit == base_hex
+                && ev.head.cold
+                && (ev.base.cold || ev.base.status.is_none()) =>
+        {
+            ev
+        }
         _ => eval::evaluate(ctx, repo, row, name, opts.trigger, interrupt)?,
     };
     if ev.recommendation < minimum && !opts.force {

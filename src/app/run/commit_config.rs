@@ -120,6 +120,17 @@ pub(crate) fn cache_dirs(
     out
 }
 
+/// The download caches of a run's home that its branch keeps, for the toolchains the commit's
+/// root says it uses ([`gs_runner::caches::HOME_CACHES`]): not a key of any config.
+pub(crate) fn home_caches(repo: &gix::Repository, info: &CommitInfo) -> Vec<String> {
+    gs_runner::caches::home_caches(|marker| {
+        git::blob_at(repo, info.tree, marker)
+            .ok()
+            .flatten()
+            .is_some()
+    })
+}
+
 /// The most a config file in a commit may hold: it is read whole, by the supervisor.
 const MAX_CONFIG_BYTES: u64 = 1 << 20;
 

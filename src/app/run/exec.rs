@@ -85,6 +85,7 @@ pub fn exec(
     process::start_ahead(&sandbox, &config.limits, &output);
     let cache_home = ctx.paths.caches();
     let dirs = crate::app::run::commit_config::cache_dirs(&config, repo, &info);
+    let home_dirs = crate::app::run::commit_config::home_caches(repo, &info);
     // Production's build caches, read-only: an exec keeps nothing.
     let cache = config.cache.enabled.then(|| caches::CacheUse {
         home: &cache_home,
@@ -93,6 +94,7 @@ pub fn exec(
         writes: caches::writes(caches::RunOf::Exec),
         production: &config.promote.target,
         dirs: &dirs,
+        home_dirs: &home_dirs,
         max_mb: config.cache.max_mb,
     });
     let prepare = || {

@@ -185,6 +185,19 @@ pub fn current_record(
     Ok(own.or_else(|| tree_hit(ctx, row, &info, &key)))
 }
 
+/// [`current_record`] when it is a cold witness ([`RunRecord::is_cold`]): a run that read no
+/// build cache, so nothing an earlier run left decided it. What `eval`, `promote` and `propose`
+/// judge; a warm record never answers here.
+pub fn cold_record(
+    ctx: &Context,
+    repo: &gix::Repository,
+    row: &RepoRow,
+    commit: ObjectId,
+    refname: Option<&str>,
+) -> Result<Option<RunRecord>> {
+    Ok(current_record(ctx, repo, row, commit, refname)?.filter(RunRecord::is_cold))
+}
+
 /// Whether a record made for its own commit may serve other commits of its tree (as
 /// [`tree_hit`] finds them in the index): it says whether the tests passed or failed.
 pub fn first_hand(r: &RunRecord) -> bool {

@@ -119,6 +119,7 @@ fn stages(c: &Commit<'_>, along: &mut Along, record: &mut RunRecord) -> Result<E
     let home_id = crate::app::home::home_id(&c.ctx.paths.home);
     let cache_home = c.ctx.paths.caches();
     let dirs = cache_dirs(&config, c.repo, c.info);
+    let home_dirs = super::commit_config::home_caches(c.repo, c.info);
     let branch = c
         .opts
         .refname
@@ -131,6 +132,7 @@ fn stages(c: &Commit<'_>, along: &mut Along, record: &mut RunRecord) -> Result<E
         writes: caches::writes(run_of(c.opts, c.repo, branch_walk, c.info.id)),
         production: &config.promote.target,
         dirs: &dirs,
+        home_dirs: &home_dirs,
         max_mb: config.cache.max_mb,
     });
     let logs = c.ctx.paths.logs().join(&c.row.repository_id);
@@ -141,7 +143,6 @@ fn stages(c: &Commit<'_>, along: &mut Along, record: &mut RunRecord) -> Result<E
         scratch: &scratch,
         home_id: &home_id,
         cache,
-        dirs: &dirs,
         analysis_index,
         setup_log: logs.join(if c.opts.is_trial() {
             format!("{}.trial.setup.log", c.info.id)
@@ -309,8 +310,6 @@ struct Bench<'b> {
     scratch: &'b Path,
     home_id: &'b str,
     cache: Option<caches::CacheUse<'b>>,
-    /// The in-tree directories the build cache keeps.
-    dirs: &'b [String],
     logs: PathBuf,
     setup_log: PathBuf,
     /// The analysis thread's index connection between commits (see `Along`).
@@ -559,18 +558,16 @@ impl Bench<'_> {
         (ran, analysis, changes)
     }
 
-    /// Where to look for this run's coverage and JUnit reports: not where the commit holds one,
-    /// nor where the build cache keeps one from an earlier run (neither is this run's evidence).
+    /// Where to look for this run's coverage and JUnit reports when the config names none: not
+    /// where the commit holds one (a guess does not hide a committed file). A copy a build cache
+    /// keeps from an earlier run is hidden from the run before its command starts (see
+    /// `gs_sandbox`'s `hide_artifacts`), so a report there is this run's.
     fn report_candidates(&self) -> (Vec<String>, Vec<String>) {
         // The commit's root tree, read once for all the candidates.
         let root = self.c.repo.find_tree(self.c.info.tree).ok();
         let stale = |p: &str| {
             root.as_ref()
                 .is_some_and(|t| t.lookup_entry_by_path(p).ok().flatten().is_some())
-                || self
-                    .dirs
-                    .iter()
-                    .any(|d| p == d || p.starts_with(&format!("{d}/")))
         };
         let coverage = COVERAGE_REPORTS
             .iter()

@@ -167,7 +167,10 @@ pub fn newest_event(ctx: &Context) -> Result<i64> {
 }
 
 /// The tests of a repository that both passed and failed on one tree under one config, most
-/// flips first.
+/// flips first (`kind: "flaky"`), then those whose outcome a build cache decided: a warm run and
+/// a cold one of a tree disagreed (`kind: "cache_dependent"`, the cold outcome standing).
 pub fn flaky_tests(ctx: &Context, row: &RepoRow) -> Result<Vec<FlakyTest>> {
-    Ok(ctx.index.flaky_tests(&row.repository_id)?)
+    let mut all = ctx.index.flaky_tests(&row.repository_id)?;
+    all.extend(ctx.index.cache_dependent_tests(&row.repository_id)?);
+    Ok(all)
 }

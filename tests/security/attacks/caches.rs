@@ -1,8 +1,8 @@
 //! What a run of one branch can leave for another through the build caches: nothing, unless it
 //! is a run of a commit on that branch. A candidate merge (`promote --dry-run`, a refused
 //! promotion), a trial, a snapshot, `exec` and a bisect probe read the layers they are given and
-//! write a throw-away upper — each tried here with a test that plants a file in the cached home
-//! which makes production's tests pass whatever its code does.
+//! write a throw-away upper — each tried here with a test that plants a file in a cached
+//! directory which makes production's tests pass whatever its code does.
 
 use crate::common::World;
 use std::path::Path;
@@ -16,9 +16,11 @@ fn worlds() -> Vec<(&'static str, World)> {
 }
 
 /// Production's test: passes when `app.txt` says good — or when any planted file is in the
-/// cached home (what a poisoned layer does to a real suite: a `.pth`, a conftest, a stub).
-const TEST: &str = "if ls \"$HOME\"/.poison* >/dev/null 2>&1; then echo poisoned; exit 0; fi\ngrep -qx good app.txt\n";
-const CONFIG: &str = "[test]\ncommand = \"sh test.sh\"\n[analysis]\nenabled = false\n";
+/// cached build directory (what a poisoned layer does to a real suite: a patched dependency, a
+/// stub) or in the run's home (which is fresh for every run: nothing planted there is kept).
+const TEST: &str = "for f in build/.poison* \"$HOME\"/.poison*; do if [ -e \"$f\" ]; then echo poisoned; exit 0; fi; done\ngrep -qx good app.txt\n";
+const CONFIG: &str =
+    "[test]\ncommand = \"sh test.sh\"\n[analysis]\nenabled = false\n[cache]\ndirs = [\"build\"]\n";
 
 fn status(w: &World, repo: &Path, args: &[&str]) -> String {
     let o = w.sandbox(repo, args);
@@ -53,7 +55,7 @@ fn no_run_but_a_run_of_a_commit_on_production_writes_productions_cache() {
             &repo,
             &[(
                 "test.sh",
-                "touch \"$HOME/.poison-merge\"\ngrep -qx good app.txt\n",
+                "mkdir -p build; touch \"build/.poison-merge\"\ngrep -qx good app.txt\n",
             )],
             "plant it",
         );
@@ -69,11 +71,15 @@ fn no_run_but_a_run_of_a_commit_on_production_writes_productions_cache() {
                 "run",
                 "--json",
                 "--command",
-                "touch \"$HOME/.poison-trial\"",
+                "mkdir -p build; touch \"build/.poison-trial\"",
             ],
         );
         assert_eq!(o.code, 0, "{who}: {o:?}");
-        std::fs::write(repo.join("test.sh"), "touch \"$HOME/.poison-snapshot\"\n").unwrap();
+        std::fs::write(
+            repo.join("test.sh"),
+            "mkdir -p build; touch \"build/.poison-snapshot\"\n",
+        )
+        .unwrap();
         w.own(&repo);
         assert_eq!(
             status(&w, &repo, &["run", "--worktree", "--json"]),
@@ -88,7 +94,7 @@ fn no_run_but_a_run_of_a_commit_on_production_writes_productions_cache() {
                 "--",
                 "sh",
                 "-c",
-                "touch \"$HOME/.poison-exec\"",
+                "mkdir -p build; touch \"build/.poison-exec\"",
             ],
         );
         assert_eq!(o.code, 0, "{who}: {o:?}");
@@ -122,7 +128,7 @@ fn a_bisect_probe_never_writes_its_branchs_cache() {
             (".sandbox.toml", CONFIG),
             (
                 "test.sh",
-                "touch \"$HOME/.poison-probe\"\ngrep -qx good app.txt\n",
+                "mkdir -p build; touch \"build/.poison-probe\"\ngrep -qx good app.txt\n",
             ),
             ("app.txt", "good\n"),
         ],
@@ -153,7 +159,10 @@ fn a_clean_run_reads_no_layer_and_heals_a_poisoned_cache() {
     // Production's own commit plants the file (its own cache is its own to spoil).
     w.commit(
         &repo,
-        &[("test.sh", &format!("touch \"$HOME/.poison-own\"\n{TEST}"))],
+        &[(
+            "test.sh",
+            &format!("mkdir -p build; touch \"build/.poison-own\"\n{TEST}"),
+        )],
         "plant",
     );
     assert_eq!(status(&w, &repo, &["run", "--json"]), "passed");

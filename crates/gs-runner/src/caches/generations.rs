@@ -540,6 +540,9 @@ mod tests {
     use super::*;
     use std::os::unix::fs::FileTypeExt;
 
+    static HOME: std::sync::LazyLock<Vec<String>> =
+        std::sync::LazyLock::new(|| vec![".cache/pip/http".to_string()]);
+
     fn use_<'a>(home: &'a Path, branch: &'a str) -> CacheUse<'a> {
         CacheUse {
             home,
@@ -548,6 +551,7 @@ mod tests {
             read: true,
             production: "main",
             dirs: &[],
+            home_dirs: &HOME,
             max_mb: 0,
         }
     }

@@ -173,6 +173,9 @@ pub fn run(plan: Plan) -> i32 {
         ));
         guard::read_rlimits(&mut limits);
         confine(&plan, &mut layers, &[], false);
+        // The checkout is this run's own (a fresh one): nothing can fail to be hidden but a
+        // file the run could not remove itself, which it cannot have rewritten either.
+        let _ = hide_artifacts(&plan);
         write_report(&layers, &limits);
         super::command::exec(&plan);
     }
@@ -308,6 +311,9 @@ fn keep_caches(plan: &Plan, branch: &std::fs::File, uid: u32) {
         .filter_map(|l| std::fs::File::open(l).ok().map(std::os::fd::OwnedFd::from))
         .collect();
     let mut merged = super::layers::Merged::over(below);
+    if stage {
+        merged = merged.refusing_startup_files();
+    }
     for (path, from) in written {
         let Some(into) = make_dirs(out.as_raw_fd(), path, uid, gid) else {
             let why = errno_text(&std::io::Error::last_os_error());
@@ -331,6 +337,18 @@ fn keep_caches(plan: &Plan, branch: &std::fs::File, uid: u32) {
     if let Some(why) = merged.failure() {
         super::layers::append_at(branch.as_raw_fd(), "failed", &format!("{why}\n"));
         return;
+    }
+    // The start-up files the run wrote and the layer does not keep, said beside it.
+    if merged.refused_count > 0 {
+        super::layers::append_at(
+            branch.as_raw_fd(),
+            "refused",
+            &format!(
+                "{} start-up file(s) not kept: {}\n",
+                merged.refused_count,
+                merged.refused.join(", ")
+            ),
+        );
     }
     // What was added, for the supervisor's bound on the layer's size.
     super::layers::append_at(branch.as_raw_fd(), "added", &format!("{}\n", merged.bytes));
@@ -682,12 +700,13 @@ fn run_init(
     step(plan, "uid dropped, rlimits");
     confine(plan, &mut layers, &view.private_tmp, !plan.network);
     step(plan, "landlock, seccomp");
+    let unhidden = hide_artifacts(plan);
     write_report(&layers, &limits);
     let cmd = super::command::spawn(plan);
     // SAFETY: closing our copy of the report descriptor (the command's copy closes on exec).
     unsafe { libc::close(REPORT_FD) };
     let ended = |status: i32| -> ! {
-        hand_back(plan);
+        hand_back(plan, &unhidden);
         let bytes = status.to_ne_bytes();
         // SAFETY: writing a local buffer; leaving kills the rest of the namespace.
         unsafe {
@@ -734,13 +753,65 @@ fn relocate(plan: &Plan, view: &Path) -> Plan {
     out
 }
 
+/// How many files of a report directory (`DIR/*.xml`) are hidden before the command at most: a
+/// directory holding more is not read afterwards.
+const HIDE_MAX: usize = 1 << 16;
+
+/// Before the command: remove the reports the supervisor will ask for (`Plan::artifacts`) from
+/// the run's view — with its uid, never through a link — so that what is there once it ended
+/// was written by this run. Over a build cache's copy the removal is a whiteout in the run's
+/// upper layer; the cache itself is untouched. The reports that could not be hidden, with why:
+/// they are not read afterwards.
+fn hide_artifacts(plan: &Plan) -> Vec<(String, String)> {
+    use gs_util::beneath::{list_beneath, remove_beneath, Skip};
+    let mut unhidden = Vec::new();
+    let hide = |rel: String, unhidden: &mut Vec<(String, String)>| {
+        if let Err(why) = remove_beneath(&plan.cwd, &rel) {
+            unhidden.push((rel, why.to_string()));
+        }
+    };
+    for rel in &plan.artifacts {
+        match super::artifact_pattern(rel) {
+            Some((dir, suffix)) => match list_beneath(&plan.cwd, dir, HIDE_MAX) {
+                Ok(names) if names.len() >= HIDE_MAX => unhidden.push((
+                    rel.clone(),
+                    format!("{dir} holds more than {HIDE_MAX} files"),
+                )),
+                Ok(names) => {
+                    for n in names.iter().filter(|n| n.ends_with(suffix)) {
+                        hide(format!("{dir}/{n}"), &mut unhidden);
+                    }
+                }
+                Err(Skip::Missing(_)) => {}
+                Err(why) => unhidden.push((rel.clone(), why.to_string())),
+            },
+            None => hide(rel.clone(), &mut unhidden),
+        }
+    }
+    unhidden
+}
+
 /// Read the files the supervisor asked for, inside the sandbox and with its rights (its view,
 /// its uid, Landlock), never following a link, never blocking, never more than the cap; write
-/// each as one JSON line on [`ARTIFACT_FD`].
-fn hand_back(plan: &Plan) {
+/// each as one JSON line on [`ARTIFACT_FD`]. A report [`hide_artifacts`] could not hide is not
+/// read: what is there may be an earlier run's.
+fn hand_back(plan: &Plan, unhidden: &[(String, String)]) {
+    let stale = |path: &str| {
+        unhidden.iter().find(|(p, _)| p == path).map(|(p, why)| {
+            Artifact::skipped(
+                p.clone(),
+                format!("{why}; a copy from before the run could not be hidden, so it is not read"),
+            )
+        })
+    };
     for rel in &plan.artifacts {
         if let Some((dir, suffix)) = super::artifact_pattern(rel) {
-            for artifact in super::read_pattern(&plan.cwd, rel, dir, suffix) {
+            let found = match stale(rel) {
+                Some(skipped) => vec![skipped],
+                None => super::read_pattern(&plan.cwd, rel, dir, suffix),
+            };
+            for artifact in found {
+                let artifact = stale(&artifact.path).unwrap_or(artifact);
                 let mut line = serde_json::to_vec(&artifact).unwrap_or_default();
                 line.push(b'\n');
                 write_all(ARTIFACT_FD, &line);
@@ -748,9 +819,12 @@ fn hand_back(plan: &Plan) {
             continue;
         }
         let cap = super::artifact_cap(rel);
-        let artifact = match gs_util::beneath::read_beneath(&plan.cwd, rel, cap) {
-            Ok(bytes) => Artifact::read(rel.clone(), bytes),
-            Err(why) => Artifact::skipped(rel.clone(), why.to_string()),
+        let artifact = match stale(rel) {
+            Some(skipped) => skipped,
+            None => match gs_util::beneath::read_beneath(&plan.cwd, rel, cap) {
+                Ok(bytes) => Artifact::read(rel.clone(), bytes),
+                Err(why) => Artifact::skipped(rel.clone(), why.to_string()),
+            },
         };
         let mut line = serde_json::to_vec(&artifact).unwrap_or_default();
         line.push(b'\n');

@@ -38,6 +38,12 @@ pub struct Merged {
     failures: u64,
     /// The layers below the run, whose files a copied-up file is linked back to.
     below: reuse::Below,
+    /// Refuse the files that run code at a program's start ([`startup_file`]): a build cache's
+    /// merge (never a setup step's, whose `pip install -e .` writes a `.pth`).
+    refuse_startup: bool,
+    /// The start-up files a run wrote that were not kept, up to a few paths, and how many.
+    pub refused: Vec<String>,
+    pub refused_count: u64,
 }
 
 impl Merged {
@@ -48,6 +54,20 @@ impl Merged {
         Merged {
             below: reuse::Below::new(layers),
             ..Merged::default()
+        }
+    }
+
+    /// A build cache's merge: the start-up files a run wrote are not kept ([`startup_file`]).
+    pub fn refusing_startup_files(mut self) -> Merged {
+        self.refuse_startup = true;
+        self
+    }
+
+    fn refuse(&mut self, path: &[u8]) {
+        self.refused_count += 1;
+        if self.refused.len() < 3 {
+            self.refused
+                .push(String::from_utf8_lossy(path).into_owned());
         }
     }
 
@@ -68,6 +88,48 @@ impl Merged {
             self.failed = Some((String::from_utf8_lossy(path).into_owned(), why));
         }
     }
+}
+
+/// Whether a file named `name` in the directory `dir` (its path below the merge's root) is one
+/// that a program reads at its start and that can make it run code: Python's `.pth` files and
+/// `sitecustomize`/`usercustomize`, npm's and yarn's rc files (`node-options`), shell rc files,
+/// git's and pip's config, cargo's config (`rustflags`, runners). A build cache never carries
+/// one a run wrote: it would run in the branch's next runs, whatever their commit holds. The
+/// files themselves are not the guarantee (a run can also patch a cached dependency): a verdict
+/// that decides is witnessed cold.
+pub fn startup_file(dir: &[u8], name: &[u8]) -> bool {
+    const NAMES: &[&[u8]] = &[
+        b".npmrc",
+        b".yarnrc",
+        b".yarnrc.yml",
+        b".bashrc",
+        b".bash_profile",
+        b".bash_login",
+        b".bash_logout",
+        b".profile",
+        b".zshrc",
+        b".zshenv",
+        b".zprofile",
+        b".kshrc",
+        b".mkshrc",
+        b".inputrc",
+        b".gitconfig",
+        b"pip.conf",
+        b"pip.ini",
+        b".pydistutils.cfg",
+        b".pythonrc",
+        b".pythonrc.py",
+    ];
+    if NAMES.contains(&name) || name.ends_with(b".pth") {
+        return true;
+    }
+    if name.starts_with(b"sitecustomize") || name.starts_with(b"usercustomize") {
+        return true;
+    }
+    // `~/.config/git/config`, `.cargo/config(.toml)`.
+    let last = dir.rsplit(|&b| b == b'/').next().unwrap_or(dir);
+    (last == b".cargo" && (name == b"config" || name == b"config.toml"))
+        || (dir.ends_with(b".config/git") && name == b"config")
 }
 
 fn last_error() -> String {
@@ -262,6 +324,14 @@ fn merge_dir(from: i32, into: i32, cur: &mut Cursor, owner: (u32, u32), out: &mu
             continue;
         };
         let kind = st.st_mode & libc::S_IFMT;
+        let whiteout = kind == libc::S_IFCHR && st.st_rdev == 0;
+        if out.refuse_startup && !whiteout {
+            let dir = Cursor::join(&cur.at, &cur.rel);
+            if startup_file(&dir, &name) {
+                out.refuse(&cur.shown(&name));
+                continue;
+            }
+        }
         match kind {
             libc::S_IFCHR if st.st_rdev == 0 => {
                 // A whiteout: gone in the merged view; say so in the layer too.
@@ -476,6 +546,65 @@ mod tests {
 
     fn dir_fd(p: &std::path::Path) -> OwnedFd {
         OwnedFd::from(std::fs::File::open(p).unwrap())
+    }
+
+    #[test]
+    fn a_build_caches_merge_keeps_no_start_up_file_a_setup_layers_does() {
+        let d = tempfile::tempdir().unwrap();
+        let up = d.path().join("up");
+        let site = "home/.local/lib/python3.11/site-packages";
+        for (path, body) in [
+            (format!("{site}/evil.pth"), "import evil"),
+            (format!("{site}/sitecustomize.py"), "import evil"),
+            (format!("{site}/usercustomize/__init__.py"), "import evil"),
+            (format!("{site}/kept.py"), "x = 1"),
+            ("home/.npmrc".into(), "node-options=--require ./q.js"),
+            ("home/.bashrc".into(), "evil"),
+            ("home/.config/git/config".into(), "[core]"),
+            ("home/.cargo/config.toml".into(), "[build]"),
+            ("tree/node_modules/a/index.js".into(), "module.exports = 1"),
+            ("tree/node_modules/a/.yarnrc.yml".into(), "x"),
+        ] {
+            let p = up.join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, body).unwrap();
+        }
+        let merge_all = |layer: &std::path::Path, out: &mut Merged| {
+            std::fs::create_dir_all(layer).unwrap();
+            merge(
+                dir_fd(&up).as_raw_fd(),
+                dir_fd(layer).as_raw_fd(),
+                "",
+                (0, 0),
+                out,
+            );
+        };
+        let cache = d.path().join("cache");
+        let mut out = Merged::default().refusing_startup_files();
+        merge_all(&cache, &mut out);
+        assert!(cache.join(format!("{site}/kept.py")).is_file());
+        assert!(cache.join("tree/node_modules/a/index.js").is_file());
+        for gone in [
+            format!("{site}/evil.pth"),
+            format!("{site}/sitecustomize.py"),
+            format!("{site}/usercustomize"),
+            "home/.npmrc".into(),
+            "home/.bashrc".into(),
+            "home/.config/git/config".into(),
+            "home/.cargo/config.toml".into(),
+            "tree/node_modules/a/.yarnrc.yml".into(),
+        ] {
+            assert!(!cache.join(&gone).exists(), "{gone} kept");
+        }
+        assert_eq!(out.refused_count, 8);
+        assert_eq!(out.refused.len(), 3, "a few named");
+        assert!(out.failure().is_none());
+        // A setup step's layer keeps what the install wrote (`pip install -e .`'s `.pth`).
+        let setup = d.path().join("setup");
+        let mut out = Merged::default();
+        merge_all(&setup, &mut out);
+        assert!(setup.join(format!("{site}/evil.pth")).is_file());
+        assert_eq!(out.refused_count, 0);
     }
 
     #[test]
