@@ -1,14 +1,84 @@
-//! Flaky tests: a test whose outcome comes from a counter kept outside the tree (in the run's
-//! home, which the branch's build cache keeps from run to run) passes on odd runs and fails on
-//! even ones. `flaky` finds it from the runs of one tree, `run --retry-flaky` runs a commit
-//! again when only it failed, and `eval` does not count its failure.
+//! Flaky tests: a test whose outcome comes from outside the tree — a dial this test sets
+//! before each run, in a directory on the runs' `PATH` (a run's home is fresh every time, so a
+//! counter kept there would not do) — passes on odd runs and fails on even ones. `flaky` finds
+//! it from the runs of one tree, `run --retry-flaky` runs a commit again when only it failed,
+//! and `eval` does not count its failure.
 
 use crate::common;
 
 use common::World;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-const FLAKY_TEST: &str = "import os\nimport pathlib\nimport unittest\n\n\nclass TestFlaky(unittest.TestCase):\n    def test_stable(self):\n        self.assertTrue(True)\n\n    def test_flaky(self):\n        p = pathlib.Path(os.environ['HOME'], 'flaky-count')\n        n = int(p.read_text()) + 1 if p.exists() else 1\n        p.write_text(str(n))\n        self.assertEqual(n % 2, 1, f'run {n} of this branch')\n";
+/// The flaky test: it asks the dial (`dial` on PATH prints `pass` or `fail`).
+const FLAKY_TEST: &str = "import subprocess\nimport unittest\n\n\nclass TestFlaky(unittest.TestCase):\n    def test_stable(self):\n        self.assertTrue(True)\n\n    def test_flaky(self):\n        said = subprocess.run(['dial'], capture_output=True, text=True).stdout.strip()\n        self.assertEqual(said, 'pass', f'the dial says {said}')\n";
+
+/// What the flaky test will see, run after run: `dial`, first on the world's `PATH` (in a
+/// directory outside /tmp, which runs see as their own), prints the next outcome this test
+/// queued ([`Dial::queue`]), else `pass`. It reads a FIFO a thread of this test writes one
+/// outcome to per open, so that even the runs of one command (`--retry-flaky`) see the
+/// outcomes in order.
+struct Dial {
+    _dir: tempfile::TempDir,
+    queue: std::sync::Arc<std::sync::Mutex<std::collections::VecDeque<String>>>,
+}
+
+impl Dial {
+    fn on(w: &mut World) -> Dial {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let fifo = dir.path().join("outcome");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo with a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o666) }, 0);
+        let dial = dir.path().join("dial");
+        std::fs::write(&dial, format!("#!/bin/sh\ncat '{}'\n", fifo.display())).unwrap();
+        for (p, mode) in [
+            (dir.path(), 0o755),
+            (dial.as_path(), 0o755),
+            (fifo.as_path(), 0o666),
+        ] {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+        let queue = std::sync::Arc::new(std::sync::Mutex::new(std::collections::VecDeque::new()));
+        let q = queue.clone();
+        // Lives as long as the test binary: blocked in open between readers.
+        std::thread::spawn(move || loop {
+            use std::io::Write;
+            use std::os::unix::fs::OpenOptionsExt;
+            let Ok(mut f) = std::fs::OpenOptions::new().write(true).open(&fifo) else {
+                return;
+            };
+            let next = q
+                .lock()
+                .unwrap()
+                .pop_front()
+                .unwrap_or_else(|| "pass".into());
+            let _ = writeln!(f, "{next}");
+            drop(f);
+            // One outcome per reader: wait until this one has closed its end (a writer's
+            // non-blocking open fails with ENXIO once no reader is left).
+            while std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(&fifo)
+                .is_ok()
+            {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        });
+        let path = std::env::var("PATH").unwrap_or_default();
+        w.extra_env
+            .push(("PATH".into(), format!("{}:{path}", dir.path().display())));
+        Dial { _dir: dir, queue }
+    }
+
+    /// What the next readers of the dial see, in order.
+    fn queue(&self, outcomes: &[&str]) {
+        let mut q = self.queue.lock().unwrap();
+        q.clear();
+        q.extend(outcomes.iter().map(|o| o.to_string()));
+    }
+}
 
 fn flaky(w: &World, repo: &Path) -> Vec<serde_json::Value> {
     let o = w.sandbox(repo, &["flaky", "--json"]);
@@ -18,7 +88,8 @@ fn flaky(w: &World, repo: &Path) -> Vec<serde_json::Value> {
 
 #[test]
 fn a_test_that_flips_on_one_tree_is_found_retried_and_not_counted_by_eval() {
-    let w = World::new();
+    let mut w = World::new();
+    let dial = Dial::on(&mut w);
     let repo = w.new_repo("flaky");
     w.commit(
         &repo,
@@ -26,6 +97,7 @@ fn a_test_that_flips_on_one_tree_is_found_retried_and_not_counted_by_eval() {
         "a stable and a flaky test",
     );
     // Run 1 passes; nothing is flaky yet (one run of the tree says nothing).
+    dial.queue(&["pass"]);
     let o = w.sandbox(&repo, &["run", "--json"]);
     assert_eq!(o.code, 0, "{o:?}");
     assert!(flaky(&w, &repo).is_empty());
@@ -33,6 +105,7 @@ fn a_test_that_flips_on_one_tree_is_found_retried_and_not_counted_by_eval() {
     assert!(none.stdout.contains("No flaky tests"), "{none:?}");
 
     // Run 2 of the same tree fails in test_flaky alone: the same tree, two outcomes.
+    dial.queue(&["fail"]);
     let o = w.sandbox(&repo, &["run", "--force", "--json"]);
     assert_eq!(o.code, 1, "{o:?}");
     let failures = o.json()[0]["tests"]["failures"].clone();
@@ -49,6 +122,7 @@ fn a_test_that_flips_on_one_tree_is_found_retried_and_not_counted_by_eval() {
     assert_eq!(found[0]["repository"], "flaky");
 
     // Run 3 passes again: a second flip. The table names it.
+    dial.queue(&["pass"]);
     assert_eq!(w.sandbox(&repo, &["run", "--force"]).code, 0);
     let found = flaky(&w, &repo);
     assert_eq!(found[0]["flips"], 2, "{found:?}");
@@ -59,6 +133,7 @@ fn a_test_that_flips_on_one_tree_is_found_retried_and_not_counted_by_eval() {
 
     // Run 4 fails, and only the known-flaky test did: --retry-flaky runs it again (run 5
     // passes), and the record says it was retried.
+    dial.queue(&["fail", "pass"]);
     let o = w.sandbox(&repo, &["run", "--force", "--retry-flaky", "2", "--json"]);
     assert_eq!(o.code, 0, "{o:?}");
     let r = &o.json()[0];
@@ -76,6 +151,7 @@ fn a_test_that_flips_on_one_tree_is_found_retried_and_not_counted_by_eval() {
     assert_eq!(flaky(&w, &repo)[0]["flips"], 4);
 
     // Without --retry-flaky a failure stays a failure (run 6).
+    dial.queue(&["fail", "pass"]);
     assert_eq!(w.sandbox(&repo, &["run", "--force"]).code, 1);
     assert_eq!(w.sandbox(&repo, &["run", "--force"]).code, 0); // run 7: main passes again
 
@@ -87,6 +163,7 @@ fn a_test_that_flips_on_one_tree_is_found_retried_and_not_counted_by_eval() {
     w.commit(&repo, &[("NOTES.md", "tidier\n")], "notes");
     w.git(&repo, &["switch", "-q", "main"]);
     for (run, status) in [(8, "failed"), (9, "passed"), (10, "failed")] {
+        dial.queue(&[if status == "failed" { "fail" } else { "pass" }]);
         let o = w.sandbox(&repo, &["run", "--force", "experiment/tidy", "--json"]);
         assert_eq!(
             o.json()[0]["status"],
@@ -94,6 +171,8 @@ fn a_test_that_flips_on_one_tree_is_found_retried_and_not_counted_by_eval() {
             "run {run} of the branch: {o:?}"
         );
     }
+    // The head's record is cold (nothing here is cached): eval judges it as it is.
+    dial.queue(&["fail", "fail", "fail"]);
     let o = w.sandbox(&repo, &["eval", "tidy", "--json"]);
     let ev = o.json();
     assert_ne!(ev["recommendation"], "NOT_READY", "{ev}");
@@ -112,7 +191,8 @@ fn a_test_that_flips_on_one_tree_is_found_retried_and_not_counted_by_eval() {
 
 #[test]
 fn a_known_flaky_test_that_fails_every_retry_on_a_tree_is_a_failure_in_eval() {
-    let w = World::new();
+    let mut w = World::new();
+    let dial = Dial::on(&mut w);
     let repo = w.new_repo("flaky");
     w.commit(
         &repo,
@@ -120,18 +200,21 @@ fn a_known_flaky_test_that_fails_every_retry_on_a_tree_is_a_failure_in_eval() {
         "a stable and a flaky test",
     );
     // Runs 1 to 3 of one tree pass, fail and pass: test_flaky is known to be flaky.
+    dial.queue(&["pass", "fail", "pass"]);
     for (args, code) in [
         (&["run"][..], 0),
         (&["run", "--force"], 1),
         (&["run", "--force"], 0),
     ] {
-        assert_eq!(w.sandbox(&repo, args).code, code, "{args:?}");
+        let o = w.sandbox(&repo, args);
+        assert_eq!(o.code, code, "{args:?} {o:?}");
     }
     let name = flaky(&w, &repo)[0]["name"].as_str().unwrap().to_string();
     // An experiment that breaks it for good: the same test, failing every time.
     assert_eq!(w.sandbox(&repo, &["experiment", "start", "broken"]).code, 0);
     w.git(&repo, &["switch", "-q", "experiment/broken"]);
-    let always = FLAKY_TEST.replace("n % 2, 1", "n % 1, 1");
+    let always = FLAKY_TEST.replace("(said, 'pass'", "(said, 'never'");
+    assert_ne!(always, FLAKY_TEST);
     let head = w.commit(&repo, &[("tests/test_flaky.py", &always)], "break it");
     w.git(&repo, &["switch", "-q", "main"]);
     let o = w.sandbox(&repo, &["eval", "broken", "--json"]);
@@ -168,10 +251,12 @@ const OLD_FORM: &str = r#"<?xml version="1.0"?><testsuites><testsuite name="lega
 
 #[test]
 fn a_test_named_the_junit_way_and_by_node_id_is_one_flaky_test() {
-    let w = World::new();
+    let mut w = World::new();
+    let dial = Dial::on(&mut w);
+    dial.queue(&["1", "2", "3"]);
     let repo = w.new_repo("one-name");
     // Runs 1, 2, 3 of the tree: failed (JUnit's name), passed, failed (pytest's console name).
-    let script = "n=$(( $(cat \"$HOME/count\" 2>/dev/null || echo 0) + 1 )); echo $n > \"$HOME/count\"; \
+    let script = "n=$(dial); \
         case $n in 1) mkdir -p reports && cp old.xml reports/junit.xml; exit 1;; \
         2) echo '1 passed in 0.01s';; \
         *) echo '=== short test summary info ==='; echo 'FAILED tests/test_hooks.py::test_x[a b] - boom'; echo '=== 1 failed in 0.01s ==='; exit 1;; esac";
