@@ -3,6 +3,7 @@
 //! note (batched, compare-and-swap) and in the index, with events.
 
 pub mod analyze;
+pub mod audit;
 pub mod cargo_selection;
 pub mod checks;
 pub mod commit_config;

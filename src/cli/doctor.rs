@@ -85,6 +85,9 @@ struct CacheGenerations {
     branch: Option<String>,
     /// Oldest first: the generation's number, whether it is a base, its size on disk.
     generations: Vec<GenerationRow>,
+    /// The branch's last audit (a warm result run again cold by the daemon), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    audit: Option<gs_runner::caches::AuditState>,
 }
 
 #[derive(serde::Serialize)]
@@ -98,6 +101,7 @@ fn cache_generations(paths: &Paths) -> Vec<CacheGenerations> {
     let mut out: Vec<CacheGenerations> = gs_runner::caches::list(&paths.caches())
         .into_iter()
         .map(|c| CacheGenerations {
+            audit: gs_runner::caches::audit_of(&c).filter(|a| a.commit.is_some()),
             generations: gs_runner::caches::generations_of(&c)
                 .into_iter()
                 .map(|(number, base, bytes)| GenerationRow {
@@ -139,6 +143,19 @@ fn print_caches(paths: &Paths) {
             gens.join(", "),
             bytes as f64 / (1 << 20) as f64
         );
+        if let Some(a) = &c.audit {
+            let when = gs_util::time::rfc3339(a.at_ms);
+            let commit = gs_util::short(a.commit.as_deref().unwrap_or(""));
+            match a.outcome.as_deref() {
+                Some("disagreed") => println!(
+                    "    last audit {when}: {commit} warm and cold DISAGREED: discarded {}, made again {} result(s)",
+                    a.discarded.join(", "),
+                    a.rerun.len()
+                ),
+                Some(o) => println!("    last audit {when}: {commit} warm and cold {o}"),
+                None => {}
+            }
+        }
     }
 }
 

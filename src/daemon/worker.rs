@@ -7,6 +7,7 @@ use super::supervise::{Body, Life};
 use super::{Msg, Shared};
 use crate::app::intake::fleet::{self, Missing};
 use crate::app::intake::queue::{self, JobEnd};
+use crate::app::run::audit;
 use crate::app::Context;
 use gix::ObjectId;
 use gs_store::{Job, RepoRow};
@@ -87,6 +88,7 @@ fn run_batch(ctx: &Context, a: &Assignment, shared: &Shared) -> bool {
         all.into_iter().cloned().collect()
     };
     let end = queue::run_jobs(ctx, &a.row, &jobs, &shared.abort);
+    let mut made = Vec::new();
     for (job, end) in jobs.iter().zip(end.ends) {
         // Every log line of a job carries its repository and commit.
         let span = tracing::info_span!(
@@ -97,7 +99,10 @@ fn run_batch(ctx: &Context, a: &Assignment, shared: &Shared) -> bool {
         );
         let _in_job = span.enter();
         match end {
-            JobEnd::Done(Some(r)) => super::log(&format!("{} ({} ms)", r.status, r.duration_ms)),
+            JobEnd::Done(Some(r)) => {
+                super::log(&format!("{} ({} ms)", r.status, r.duration_ms));
+                made.push(*r);
+            }
             JobEnd::Failed { error, retry } => super::warn(&format!(
                 "{error}{}",
                 if retry {
@@ -108,6 +113,32 @@ fn run_batch(ctx: &Context, a: &Assignment, shared: &Shared) -> bool {
             )),
             JobEnd::Done(None) | JobEnd::Taken | JobEnd::Interrupted | JobEnd::Released => {}
         }
+    }
+    // Once the batch's results are out: a branch due an audit has its newest warm result made
+    // again cold (see `app::run::audit`).
+    match audit::after(ctx, &a.row, &made, &shared.abort) {
+        Ok(done) => {
+            for d in done {
+                let said = format!(
+                    "audit of {} at {}: warm {}, cold {} ({})",
+                    d.branch,
+                    gs_util::short(&d.commit),
+                    d.warm,
+                    d.cold.map_or("no result".to_string(), |c| c.to_string()),
+                    d.state.outcome.as_deref().unwrap_or("")
+                );
+                if d.state.outcome.as_deref() == Some("disagreed") {
+                    super::warn(&format!(
+                        "{said}: discarded {}, made again {} result(s)",
+                        d.state.discarded.join(", "),
+                        d.state.rerun.len()
+                    ));
+                } else {
+                    super::log(&said);
+                }
+            }
+        }
+        Err(e) => super::warn(&format!("cache audit: {e}")),
     }
     end.ran
 }

@@ -34,6 +34,9 @@ pub struct ConfigFile {
     /// User config and environment only: [`parse_repository_file`] refuses it.
     #[serde(default)]
     pub gc: GcFile,
+    /// User config and environment only, like `[gc]`.
+    #[serde(default)]
+    pub audit: AuditFile,
     #[serde(default)]
     pub cache: CacheFile,
     #[serde(default)]
@@ -353,6 +356,15 @@ fn de_points<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
+pub struct AuditFile {
+    /// 0: no audits by count.
+    pub generations: Option<u64>,
+    #[serde(default, deserialize_with = "de_duration")]
+    pub every: Option<Duration>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct GcFile {
     #[serde(default, deserialize_with = "de_duration")]
     pub logs: Option<Duration>,
@@ -485,6 +497,8 @@ impl ConfigFile {
             c.cache.dirs = Some(d.clone());
         }
         set(&mut c.cache.max_mb, k.max_mb.map(Limit::raw));
+        set(&mut c.audit.generations, self.audit.generations);
+        set(&mut c.audit.every, self.audit.every);
         let g = &self.gc;
         set(&mut c.gc.logs, g.logs);
         set(&mut c.gc.events, g.events);
@@ -552,6 +566,11 @@ pub fn parse_repository_file(label: &str, text: &str) -> Result<ConfigFile, Conf
             "remote",
             file.remote != RemoteFile::default(),
             "where this machine sends results",
+        ),
+        (
+            "audit",
+            file.audit != AuditFile::default(),
+            "how often this machine checks its build caches",
         ),
         (
             "github",

@@ -185,6 +185,17 @@ pub struct CacheConfig {
     pub max_mb: u64,
 }
 
+/// Audits of warm results (the daemon's): a branch's newest warm result is made again cold once
+/// `generations` new cache generations, or `every` with at least one new generation, have passed
+/// since the last audit (`generations = 0`: no audits). User config and environment only: a
+/// repository cannot set it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AuditConfig {
+    pub generations: u64,
+    #[serde(serialize_with = "ser_duration")]
+    pub every: Duration,
+}
+
 /// Housekeeping (`git sandbox gc`): how long run logs and events are kept, and how much disk the
 /// logs may take. User config and environment only: a repository cannot set it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -252,6 +263,7 @@ pub struct Config {
     pub cache: CacheConfig,
     pub hooks: HooksConfig,
     pub gc: GcConfig,
+    pub audit: AuditConfig,
     pub remote: RemoteConfig,
     pub github: GithubConfig,
     pub index: IndexConfig,
@@ -318,6 +330,10 @@ impl Default for Config {
                 enabled: true,
                 dirs: None,
                 max_mb: 4096,
+            },
+            audit: AuditConfig {
+                generations: 10,
+                every: Duration::from_secs(3600),
             },
             gc: GcConfig {
                 logs: Duration::from_secs(30 * DAY),
@@ -424,7 +440,7 @@ impl Layers {
         let policy = c.limits.clone();
         let timeout = c.test.timeout;
         let phases = c.test.phases;
-        let gc = c.gc.clone();
+        let (gc, audit) = (c.gc.clone(), c.audit.clone());
         let cache_policy = c.cache.clone();
         let (gate, watch_mode) = (c.hooks.pre_push.clone(), c.watch.mode.clone());
         self.repo.apply(&mut c);
@@ -432,6 +448,7 @@ impl Layers {
         // Housekeeping is the machine's business: committed files never set it (their parser
         // refuses `[gc]`; this keeps it so whatever builds the layers).
         c.gc = gc;
+        c.audit = audit;
         // The repository and the experiment (often written by an agent) may only tighten the
         // user's policy; the policy's 0 means "unlimited", which only the user can say.
         let tighten = |policy: u64, asked: u64| match (policy, asked) {

@@ -301,6 +301,28 @@ fn gc_comes_from_the_user_config_only() {
 }
 
 #[test]
+fn audits_are_the_users_to_set_never_a_repositorys() {
+    let user = parse_file("user", "[audit]\ngenerations = 3\nevery = \"10m\"\n").unwrap();
+    let c = Layers {
+        user,
+        ..Layers::default()
+    }
+    .resolve();
+    assert_eq!(c.audit.generations, 3);
+    assert_eq!(c.audit.every, Duration::from_secs(600));
+    assert_eq!(Config::default().audit.generations, 10);
+    let err = parse_repository_file(".sandbox.toml", "[audit]\ngenerations = 0\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(".sandbox.toml:1: key `audit`: [audit] is read from your user config only"),
+        "{err}"
+    );
+    let err = parse_file("user", "[audit]\nevery = \"0s\"\n").unwrap_err();
+    assert!(err.to_string().contains("every"), "{err}");
+}
+
+#[test]
 fn result_key_follows_the_command() {
     let a = Config::default();
     let mut b = Config::default();

@@ -27,6 +27,7 @@ macro_rules! kinds {
 
 kinds! {
     AnalysisCompleted = "analysis.completed",
+    CacheAudited = "cache.audited",
     CheckCompleted = "check.completed",
     CheckoutCompleted = "checkout.completed",
     DaemonError = "daemon.error",

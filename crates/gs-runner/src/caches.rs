@@ -352,6 +352,57 @@ pub fn setup_layer(use_: &CacheUse<'_>, repo_key: &str, key: &str) -> Option<Set
     })
 }
 
+/// The last audit of a branch's warm results ([`audit_state`]): kept beside its generations.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct AuditState {
+    /// The branch's newest generation when it was last audited (or first seen).
+    pub generation: u64,
+    /// When (ms since the epoch).
+    pub at_ms: i64,
+    /// The commit whose warm result was run again cold; `None` when the state only marks
+    /// where counting starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// `agreed`, `disagreed` (the generations were discarded), `inconclusive` (the cold run
+    /// gave no result).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub discarded: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rerun: Vec<String>,
+}
+
+fn audit_path(home: &Path, repo_key: &str, branch: &str) -> PathBuf {
+    home.join(repo_key).join(branch_key(branch)).join("audit")
+}
+
+/// The last audit of `branch`'s cache in the repository `repo_key`, if any.
+pub fn audit_state(home: &Path, repo_key: &str, branch: &str) -> Option<AuditState> {
+    let text = std::fs::read_to_string(audit_path(home, repo_key, branch)).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// Keep the last audit of `branch`'s cache (written whole, then renamed into place).
+pub fn set_audit_state(home: &Path, repo_key: &str, branch: &str, state: &AuditState) {
+    let path = audit_path(home, repo_key, branch);
+    let Some(dir) = path.parent() else { return };
+    if !dir.is_dir() {
+        return;
+    }
+    let tmp = dir.join("audit.new");
+    let body = serde_json::to_vec(state).unwrap_or_default();
+    if std::fs::write(&tmp, body).is_ok() {
+        let _ = std::fs::rename(&tmp, &path);
+    }
+}
+
+/// A cache's last audit, for `doctor`.
+pub fn audit_of(cache: &BranchCache) -> Option<AuditState> {
+    let text = std::fs::read_to_string(cache.dir.join("audit")).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
 /// One branch's build cache, for `gc`.
 #[derive(Debug, Clone)]
 pub struct BranchCache {

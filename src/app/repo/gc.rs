@@ -303,13 +303,14 @@ fn prune_caches(
     };
     let mut kept: HashMap<String, Vec<caches::BranchCache>> = HashMap::new();
     for c in caches::list(&ctx.paths.caches()) {
-        let branch_gone = |repo: &gix::Repository| {
-            c.branch.as_ref().is_some_and(|b| {
-                !matches!(
-                    repo.try_find_reference(format!("refs/heads/{b}").as_str()),
-                    Ok(Some(_))
-                )
-            })
+        // A cache that names no branch of its layout's (one of an older layout) is no
+        // branch's: no run reads it again.
+        let branch_gone = |repo: &gix::Repository| match &c.branch {
+            None => true,
+            Some(b) => !matches!(
+                repo.try_find_reference(format!("refs/heads/{b}").as_str()),
+                Ok(Some(_))
+            ),
         };
         let stale = match live.get(&c.repo_key) {
             None => true,

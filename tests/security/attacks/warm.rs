@@ -270,3 +270,74 @@ fn a_report_an_earlier_run_left_in_a_cache_is_never_read_and_one_this_run_wrote_
         "a cached report was read: {trial}"
     );
 }
+
+/// The daemon's audits: with `[audit] generations = 1`, the first warm result after a new
+/// generation is made again cold. A commit on `main` poisons its cached `build/`; the next
+/// commit breaks the app and passes warm; the audit's cold run fails, the generations are
+/// discarded, and the event log and `doctor` say so.
+#[test]
+fn a_daemon_audit_catches_a_poisoned_generation_and_says_so() {
+    let w = World::new();
+    w.user_config("[audit]\ngenerations = 1\n");
+    let repo = w.new_repo("audited");
+    let test = "if [ -e build/.poison ]; then echo poisoned; exit 0; fi\ngrep -qx good app.txt\n";
+    let config = "[test]\ncommand = \"sh test.sh\"\n[analysis]\nenabled = false\n[cache]\ndirs = [\"build\"]\n";
+    let first = commit_and_run(
+        &w,
+        &repo,
+        &[
+            (".sandbox.toml", config),
+            ("test.sh", test),
+            ("app.txt", "good\n"),
+        ],
+        "app",
+    );
+    assert_eq!(first["status"], "passed", "{first}");
+    let _daemon = w.spawn(&w.work(), &["daemon", "--workers", "1"]);
+    let status_of = |commit: &str| w.note(&repo, commit).map(|n| n["status"].clone());
+    let plant = w.commit(
+        &repo,
+        &[(
+            "test.sh",
+            &format!("mkdir -p build; touch build/.poison\n{test}"),
+        )],
+        "plant",
+    );
+    assert!(
+        w.wait_until(60, || status_of(&plant).is_some()),
+        "the plant was not run"
+    );
+    let broken = w.commit(&repo, &[("test.sh", test), ("app.txt", "bad\n")], "break");
+    // Its warm run passes on the poison; the audit's cold run replaces it with a failure.
+    assert!(
+        w.wait_until(90, || status_of(&broken) == Some("failed".into())),
+        "the audit did not catch it: {:?}",
+        w.note(&repo, &broken)
+    );
+    let audited = || {
+        let o = w.sandbox(&repo, &["events", "--kind", "cache.audited", "--json"]);
+        o.stdout
+            .lines()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert!(
+        w.wait_until(30, || audited().contains("disagreed")),
+        "{}",
+        audited()
+    );
+    let doctor = w.sandbox(&repo, &["doctor", "--json"]);
+    let caches = doctor.json()["caches"].clone();
+    let main = caches
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["branch"] == "main")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(main["audit"]["outcome"], "disagreed", "{caches}");
+    assert_eq!(main["audit"]["commit"], broken.as_str(), "{caches}");
+    let text = w.sandbox(&repo, &["doctor"]);
+    assert!(text.stdout.contains("DISAGREED"), "{text:?}");
+}
