@@ -7,7 +7,7 @@
 use crate::common;
 
 use common::World;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The flaky test: it asks the dial (`dial` on PATH prints `pass` or `fail`).
 const FLAKY_TEST: &str = "import subprocess\nimport unittest\n\n\nclass TestFlaky(unittest.TestCase):\n    def test_stable(self):\n        self.assertTrue(True)\n\n    def test_flaky(self):\n        said = subprocess.run(['dial'], capture_output=True, text=True).stdout.strip()\n        self.assertEqual(said, 'pass', f'the dial says {said}')\n";
