@@ -655,7 +655,7 @@ fn an_index_of_the_schema_before_attempts_gains_them_and_keeps_its_runs() {
             .unwrap();
     }
     // The file as schema 11 left it: no attempts table, no delivery body hashes, no signers, no
-    // index of runs newest first, no kept run figures.
+    // index of runs newest first, no kept run figures, no warm flag on executions.
     let file = dir.path().join("index.db");
     rusqlite::Connection::open(&file)
         .unwrap()
@@ -664,7 +664,8 @@ fn an_index_of_the_schema_before_attempts_gains_them_and_keeps_its_runs() {
              DROP TRIGGER run_totals_delete; DROP TABLE run_totals;
              DROP TABLE attempts; DROP INDEX deliveries_by_body;
              ALTER TABLE deliveries DROP COLUMN body_sha256; DROP TABLE signing_keys;
-             ALTER TABLE runs DROP COLUMN verified; PRAGMA user_version = 11",
+             ALTER TABLE runs DROP COLUMN verified; ALTER TABLE executions DROP COLUMN warm;
+             PRAGMA user_version = 11",
         )
         .unwrap();
     let ix = Index::open(dir.path()).unwrap();
