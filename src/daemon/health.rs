@@ -4,7 +4,6 @@
 //! `daemon status`, and says again when it is back. Nothing is lost meanwhile: what a run made
 //! is in git, and a job whose lease could not be renewed returns to the queue.
 
-use crate::app::AppError;
 use gs_store::StoreError;
 use gs_util::backoff::Backoff;
 use std::time::{Duration, Instant};
@@ -37,15 +36,6 @@ impl Health {
         match r {
             Ok(_) => self.back(),
             Err(e) if e.is_unreachable() => self.lost(e.to_string()),
-            Err(_) => {}
-        }
-    }
-
-    /// [`Health::record`] for a use-case's result.
-    pub fn record_app<T>(&mut self, r: &Result<T, AppError>) {
-        match r {
-            Ok(_) => self.back(),
-            Err(AppError::Store(e)) if e.is_unreachable() => self.lost(e.to_string()),
             Err(_) => {}
         }
     }

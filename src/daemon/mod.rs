@@ -12,6 +12,7 @@ mod control;
 mod doors;
 mod health;
 mod http;
+mod lease;
 mod listen;
 mod outbox;
 mod poller;
@@ -147,6 +148,26 @@ pub(crate) enum Msg {
 pub(crate) struct Shared {
     /// Set after the grace period: running tests are stopped and their jobs queued again.
     pub abort: AtomicBool,
+    /// The jobs this daemon holds (handed to workers, or waiting for their tree), as the
+    /// scheduler last said: the lease loop renews their leases.
+    held: Mutex<Vec<i64>>,
+}
+
+impl Shared {
+    pub(crate) fn new() -> Shared {
+        Shared {
+            abort: AtomicBool::new(false),
+            held: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn held(&self) -> Vec<i64> {
+        self.held.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn hold(&self, ids: Vec<i64>) {
+        *self.held.lock().unwrap_or_else(|p| p.into_inner()) = ids;
+    }
 }
 
 pub fn run(opts: Options) -> Result<(), DaemonError> {
@@ -246,9 +267,10 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
             log("webhooks are off: no [remote] webhook_secret_file in the user config");
         }
     }
-    let shared = Arc::new(Shared {
-        abort: AtomicBool::new(false),
-    });
+    let shared = Arc::new(Shared::new());
+    // Leases are renewed on a thread of their own: a slow turn of the scheduler cannot let one
+    // run out under a job that still runs.
+    start("lease", lease::body(me.clone(), shared.clone()))?;
     let workers = opts.workers.max(1);
     let (job_tx, job_rx) = mpsc::channel::<worker::Assignment>();
     let job_rx = Arc::new(Mutex::new(job_rx));

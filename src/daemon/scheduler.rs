@@ -1,6 +1,7 @@
 //! The scheduler: a task on the daemon's thread, woken by messages, signals and a 200 ms tick,
 //! that owns the queue. Each tick runs its activities in turn, each a method named here: the
-//! message, the leases, the stop, the heartbeat, the scan, the claim. They share the
+//! message, the reaping of expired leases, the stop, the heartbeat, the scan, the claim, and
+//! last what it holds, for the lease loop (`lease.rs`) to renew. They share the
 //! scheduler's state (the workers' slots, the repositories, the index's health), so they are
 //! steps of one loop, not loops of their own.
 
@@ -108,8 +109,9 @@ impl<'a> Scheduler<'a> {
             if let Some(msg) = msg {
                 self.message(msg);
             }
-            self.leases();
+            self.reap();
             if let Some(since) = self.stopping {
+                self.publish();
                 if self.slots.idle == self.workers {
                     break;
                 }
@@ -117,12 +119,12 @@ impl<'a> Scheduler<'a> {
                 continue;
             }
             // While the index is away nothing new is asked of it (no scans, no claims).
-            if !self.health.may_try() {
-                continue;
+            if self.health.may_try() {
+                self.heartbeat();
+                self.scan();
+                self.claim();
             }
-            self.heartbeat();
-            self.scan();
-            self.claim();
+            self.publish();
         }
     }
 
@@ -171,26 +173,15 @@ impl<'a> Scheduler<'a> {
         })
     }
 
-    /// The leases of what this daemon holds (running or waiting for its tree) are renewed every
-    /// third of a lease; expired ones, any daemon's, go back to the queue.
-    fn leases(&mut self) {
+    /// Every third of a lease, expired leases (any daemon's) go back to the queue. This daemon's
+    /// own leases are renewed by the lease loop (`lease.rs`), from what [`Scheduler::publish`]
+    /// last said it holds.
+    fn reap(&mut self) {
         let (ctx, me) = (self.ctx, self.me);
         if self.last_lease.elapsed() < me.lease / 3 || !self.health.may_try() {
             return;
         }
         self.last_lease = Instant::now();
-        let ids: Vec<i64> = self
-            .slots
-            .held
-            .iter()
-            .copied()
-            .chain(self.slots.waiting.iter().flat_map(|a| a.ids()))
-            .collect();
-        // Only what reached the index tells whether it answers (no jobs held: not asked).
-        if !ids.is_empty() {
-            let renewed = me.renew(ctx, &ids);
-            self.health.record_app(&renewed);
-        }
         let reaped = ctx.index.reap(gs_store::Held::Expired);
         self.health.record(&reaped);
         if let Ok(r) = reaped {
@@ -206,6 +197,18 @@ impl<'a> Scheduler<'a> {
                 self.want_jobs = true;
             }
         }
+    }
+
+    /// Say which jobs this daemon holds (running, or waiting for their tree) for the lease loop.
+    fn publish(&self) {
+        let ids = self
+            .slots
+            .held
+            .iter()
+            .copied()
+            .chain(self.slots.waiting.iter().flat_map(|a| a.ids()))
+            .collect();
+        self.shared.hold(ids);
     }
 
     /// Once the grace period after a stop is over, running tests are stopped.

@@ -62,6 +62,7 @@ fn the_daemons_loops_are_named_and_a_stop_ends_them_all_with_the_outbox_drained(
         [
             "deliveries",
             "http",
+            "lease",
             "outbox",
             "poll",
             "worker-0",

@@ -418,6 +418,79 @@ fn a_daemon_outlives_its_database_going_away() {
     assert_eq!(o.code, 0, "{o:?}");
 }
 
+/// A turn of the scheduler held up (here its full scan waits on a `packed-refs.lock`: 100 loose
+/// refs to pack, `core.packedRefsTimeout` 8 s) for longer than a lease does not let the lease of
+/// the job that runs meanwhile run out: another daemon on the index, which reaps expired leases,
+/// does not take it back to be run a second time beside itself.
+#[test]
+fn a_scheduler_held_up_past_a_lease_keeps_the_lease_of_the_job_that_runs() {
+    use std::io::{Read, Write};
+    let pg = Postgres::start();
+    let url = pg.database("heldup");
+    let w = on_index(&url);
+    w.user_config("[index]\nlease = \"3s\"\n");
+    let repo = w.new_repo("held-up");
+    let _daemon = start(&w);
+    // Another machine's daemon, which serves no repository of this one's.
+    let other = on_index(&url);
+    other.user_config("[index]\nlease = \"3s\"\n");
+    let _other = start(&other);
+    let head = quick(&w, &repo, "true");
+    assert!(w.wait_until(30, || has_note(&w, &repo, &head)));
+    let slow = quick(&w, &repo, "sleep 14");
+    assert!(w.wait_until(30, || w
+        .sandbox(&w.work(), &["events", "--kind", "test.started", "--json"])
+        .stdout
+        .contains(&slow)));
+    let loose = repo.join(".git/refs/stall");
+    std::fs::create_dir_all(&loose).unwrap();
+    for i in 0..100 {
+        std::fs::write(loose.join(format!("r{i}")), format!("{head}\n")).unwrap();
+    }
+    w.git(&repo, &["config", "core.packedRefsTimeout", "8000"]);
+    let lock = repo.join(".git/packed-refs.lock");
+    std::fs::write(&lock, "").unwrap();
+    // A full scan, now: it waits on the lock.
+    let mut s = std::os::unix::net::UnixStream::connect(w.data().join("daemon.sock")).unwrap();
+    s.write_all(b"ping\n").unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    assert_eq!(answer.trim(), "ok");
+    assert!(w.wait_until(40, || has_note(&w, &repo, &slow)));
+    let log = std::fs::read_to_string(w.path("daemon.log")).unwrap_or_default();
+    // (Our notes' writer breaks it once it is 10 s old, taking it for one a killed writer left.)
+    let _ = std::fs::remove_file(&lock);
+    assert!(
+        log.contains("could not pack its loose refs"),
+        "the scan was not held up: {log}"
+    );
+    let events = |kind: &str| -> Vec<serde_json::Value> {
+        w.sandbox(
+            &w.work(),
+            &["events", "--kind", kind, "--limit", "100", "--json"],
+        )
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|e: &serde_json::Value| kind == "job.reaped" || e["commit"] == slow.as_str())
+        .collect()
+    };
+    assert_eq!(
+        events("job.reaped"),
+        Vec::<serde_json::Value>::new(),
+        "{log}"
+    );
+    let started = events("job.started");
+    assert_eq!(started.len(), 1, "{started:?}\n{log}");
+    let ended = events("job.ended");
+    assert_eq!(ended.len(), 1, "{ended:?}");
+    assert_eq!(
+        (&ended[0]["data"]["end"], &ended[0]["data"]["held"]),
+        (&"done".into(), &true.into()),
+        "{ended:?}"
+    );
+}
+
 #[test]
 fn machines_on_one_index_take_each_others_records_as_evidence_also_after_a_reindex() {
     let pg = Postgres::start();
@@ -506,4 +579,21 @@ fn a_data_dir_the_user_cannot_write_is_reported_as_such_on_postgres() {
             home.display()
         )]
     );
+}
+
+fn quick(w: &World, repo: &Path, command: &str) -> String {
+    w.commit(
+        repo,
+        &[(
+            ".sandbox.toml",
+            &format!("[test]\ncommand = \"{command}\"\n[analysis]\nenabled = false\n"),
+        )],
+        "quick tests",
+    )
+}
+
+fn has_note(w: &World, repo: &Path, id: &str) -> bool {
+    w.git_out(repo, &["notes", "--ref=sandbox", "show", id], true)
+        .code
+        == 0
 }

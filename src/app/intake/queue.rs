@@ -427,6 +427,7 @@ fn add_events<'j>(
 }
 
 /// Who claims jobs, and for how long a claim holds without being renewed.
+#[derive(Clone)]
 pub struct Claimant {
     pub owner: String,
     pub lease: Duration,
