@@ -44,7 +44,7 @@ mod stages;
 use stages::run_one;
 
 pub use options::{FirstFailure, Outcome, Progress, RunOptions};
-pub use parallel::run_commits_parallel;
+pub use parallel::{default_workers, run_commits_parallel};
 
 /// Results are written as notes in batches of this many (or sooner when a batch gets old), so a
 /// range costs few notes commits (and packs) yet a kill loses little.

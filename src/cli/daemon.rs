@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 pub struct DaemonArgs {
     #[command(subcommand)]
     pub action: Option<DaemonAction>,
-    /// Jobs run in parallel (default: the number of cores).
+    /// Jobs run in parallel (default: the number of cores, or with `[limits] cpu_cores` as many
+    /// as the cores hold at that share each).
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
     /// How long running jobs may take to finish after a stop request ("30s", "2m").
@@ -48,9 +49,7 @@ pub fn cmd_daemon(args: DaemonArgs) -> CmdResult {
             if args.workers == Some(0) {
                 return Err(CommandError::usage("--workers must be at least 1"));
             }
-            let workers = args
-                .workers
-                .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+            let workers = args.workers;
             let http = match &args.http {
                 Some(a) => Some(a.parse::<std::net::SocketAddr>().map_err(|_| {
                     CommandError::usage(format!("invalid --http {a:?}"))

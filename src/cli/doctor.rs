@@ -159,6 +159,26 @@ fn print_caches(paths: &Paths) {
     }
 }
 
+/// What holds `[limits] cpu_cores` here: the probe's run asked for a quota of every core.
+fn cpu_quota(probe: &Probe) -> String {
+    let cgroup = probe
+        .isolation
+        .layers
+        .iter()
+        .find(|x| x.layer == "cgroup" && x.status == LayerStatus::Enforced);
+    match (cgroup, probe.limits.cpu_cores) {
+        (Some(c), Some(_)) if c.detail.contains("v2") => {
+            "the run cgroup's CPU quota (cpu.max, cgroup v2)".into()
+        }
+        (Some(_), Some(_)) => "the run cgroup's CPU quota (cpu.cfs_quota_us, cgroup v1)".into(),
+        (Some(c), None) => match c.detail.split_once("no CPU quota: ") {
+            Some((_, why)) => format!("nothing here: {why}"),
+            None => "nothing here: the cgroup took no CPU quota".into(),
+        },
+        (None, _) => "nothing here: no cgroup here".into(),
+    }
+}
+
 /// Each limit and the backings that enforce it here, with what the kernel held in the probe's
 /// run (at the default policy).
 fn print_limits(probe: &Probe) {
@@ -210,6 +230,7 @@ fn print_limits(probe: &Probe) {
             "cpu_seconds",
             format!("RLIMIT_CPU {}", show(l.rlimit_cpu_s, " s")),
         ),
+        ("cpu_cores", cpu_quota(probe)),
         (
             "open_files",
             format!("RLIMIT_NOFILE {}", show(l.rlimit_nofile, "")),

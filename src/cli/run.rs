@@ -49,8 +49,9 @@ pub struct RunArgs {
     /// Try another test timeout ("90s", "5m"): a trial, printed but not recorded.
     #[arg(long, value_name = "DURATION")]
     pub timeout: Option<String>,
-    /// Run up to N commits at once, each in its own sandbox (default: one per core; `-j 1`
-    /// runs them one after another).
+    /// Run up to N commits at once, each in its own sandbox (default: one per core, or with
+    /// `[limits] cpu_cores` as many as the cores hold at that share each; `-j 1` runs them one
+    /// after another).
     #[arg(short = 'j', long = "jobs", value_name = "N",
           value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: Option<u16>,
@@ -237,9 +238,9 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
         }
     };
     let trial = opts.is_trial();
-    // A range runs on as many workers as the machine has cores, unless -j says otherwise.
+    // A range runs on as many workers as the machine's cores hold, unless -j says otherwise.
     let jobs = args.jobs.map_or_else(
-        || std::thread::available_parallelism().map_or(1, usize::from),
+        || crate::app::run::default_workers(&ctx.layers.resolve().limits),
         usize::from,
     );
     let outcome = if jobs > 1 && commits.len() > 1 {

@@ -216,6 +216,9 @@ fn print_human(
                 t.resources.cpu_ms,
                 t.resources.max_rss_kb
             );
+            if let Some(cores) = t.limits.as_ref().and_then(|l| l.cpu_cores) {
+                println!("  cores:    {cores} (the run cgroup's CPU quota)");
+            }
             if let Some(log) = logs(None) {
                 println!("  log:      {}", log.display());
             }

@@ -123,7 +123,8 @@ impl Hinted for DaemonError {
 display_hinted!(DaemonError);
 
 pub struct Options {
-    pub workers: usize,
+    /// `--workers`; by default as many as the user's `[limits] cpu_cores` lets the cores hold.
+    pub workers: Option<usize>,
     /// How long running jobs may take to finish after a stop request.
     pub grace: Duration,
     /// Where to serve webhooks (`--http`).
@@ -271,7 +272,10 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
     // Leases are renewed on a thread of their own: a slow turn of the scheduler cannot let one
     // run out under a job that still runs.
     start("lease", lease::body(me.clone(), shared.clone()))?;
-    let workers = opts.workers.max(1);
+    let workers = opts
+        .workers
+        .unwrap_or_else(|| crate::app::run::default_workers(&ctx.layers.resolve().limits))
+        .max(1);
     let (job_tx, job_rx) = mpsc::channel::<worker::Assignment>();
     let job_rx = Arc::new(Mutex::new(job_rx));
     for n in 0..workers {

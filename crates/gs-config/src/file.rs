@@ -138,6 +138,9 @@ pub struct LimitsFile {
     pub memory_mb: Option<Limit>,
     #[serde(default, deserialize_with = "de_cpu")]
     pub cpu_seconds: Option<Limit>,
+    /// The run's share of the CPU, in thousandths of a core (written as cores: `1.5`).
+    #[serde(default, deserialize_with = "de_cores")]
+    pub cpu_cores: Option<Limit>,
     #[serde(default, deserialize_with = "de_processes")]
     pub processes: Option<Limit>,
     #[serde(default, deserialize_with = "de_open_files")]
@@ -161,6 +164,7 @@ impl LimitsFile {
         [
             ("memory_mb", self.memory_mb),
             ("cpu_seconds", self.cpu_seconds),
+            ("cpu_cores", self.cpu_cores),
             ("processes", self.processes),
             ("open_files", self.open_files),
             ("file_size_mb", self.file_size_mb),
@@ -224,6 +228,48 @@ fn de_memory<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Limit>, D::Error>
 
 fn de_cpu<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Limit>, D::Error> {
     de_limit(d, MAX_CPU_SECONDS, "CPU seconds")
+}
+
+/// The most cores a run may be given, and the fewest (a cgroup's quota is at least 1 ms per
+/// 100 ms period).
+const MAX_CORES: f64 = 4096.0;
+const MIN_MILLICORES: u64 = 10;
+
+/// `cpu_cores`: a positive number of cores (`1.5`, `2`), kept in thousandths of a core.
+fn de_cores<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Limit>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Int(i64),
+        Float(f64),
+        Text(String),
+    }
+    let fix = "write a number of cores like 1.5 (no quota at all is \"unlimited\", in your user config only)";
+    let cores = match Raw::deserialize(d)
+        .map_err(|_: D::Error| hinted::<D::Error>("not a number of cores", fix))?
+    {
+        Raw::Text(t) if t == "unlimited" => return Ok(Some(Limit::Unlimited)),
+        Raw::Text(t) => return Err(hinted(format!("invalid number of cores {t:?}"), fix)),
+        Raw::Int(n) => n as f64,
+        Raw::Float(f) => f,
+    };
+    if !cores.is_finite() || cores <= 0.0 {
+        return Err(hinted(format!("{cores} is not a number of cores"), fix));
+    }
+    if cores > MAX_CORES {
+        return Err(hinted(
+            format!("{cores} cores is beyond any real machine (at most {MAX_CORES})"),
+            fix,
+        ));
+    }
+    let millicores = (cores * 1000.0).round() as u64;
+    if millicores < MIN_MILLICORES {
+        return Err(hinted(
+            format!("{cores} cores is less than a cgroup can give (at least 0.01)"),
+            "write 0.01 cores or more",
+        ));
+    }
+    Ok(Some(Limit::At(millicores)))
 }
 
 fn de_processes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Limit>, D::Error> {
@@ -466,6 +512,7 @@ impl ConfigFile {
         let l = &self.limits;
         set(&mut c.limits.memory_mb, l.memory_mb.map(Limit::raw));
         set(&mut c.limits.cpu_seconds, l.cpu_seconds.map(Limit::raw));
+        set(&mut c.limits.cpu_millicores, l.cpu_cores.map(Limit::raw));
         set(&mut c.limits.processes, l.processes.map(Limit::raw));
         set(&mut c.limits.open_files, l.open_files.map(Limit::raw));
         set(&mut c.limits.file_size_mb, l.file_size_mb.map(Limit::raw));

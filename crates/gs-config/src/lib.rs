@@ -130,6 +130,10 @@ pub struct TestConfig {
 pub struct Limits {
     pub memory_mb: u64,
     pub cpu_seconds: u64,
+    /// The run's share of the CPU (`cpu_cores = 1.5` in a file), in thousandths of a core; 0: no
+    /// quota (and then it is left out of the result key).
+    #[serde(rename = "cpu_cores", serialize_with = "ser_cores")]
+    pub cpu_millicores: u64,
     pub processes: u64,
     pub open_files: u64,
     /// RLIMIT_FSIZE: the largest file the tests may write.
@@ -236,6 +240,11 @@ pub struct PromoteConfig {
     pub rollback: bool,
 }
 
+/// Thousandths of a core written as cores (`1500` as `1.5`).
+fn ser_cores<S: serde::Serializer>(m: &u64, s: S) -> Result<S::Ok, S::Error> {
+    gs_util::serialize_cores(*m, s)
+}
+
 impl Limits {
     /// The checkout ceiling in bytes (`u64::MAX` when the user said "unlimited").
     pub fn checkout_bytes(&self) -> u64 {
@@ -294,6 +303,7 @@ impl Default for Config {
             limits: Limits {
                 memory_mb: 4096,
                 cpu_seconds: 600,
+                cpu_millicores: 0,
                 processes: 256,
                 open_files: 1024,
                 file_size_mb: 1024,
@@ -459,6 +469,7 @@ impl Layers {
         c.limits = Limits {
             memory_mb: tighten(policy.memory_mb, c.limits.memory_mb),
             cpu_seconds: tighten(policy.cpu_seconds, c.limits.cpu_seconds),
+            cpu_millicores: tighten(policy.cpu_millicores, c.limits.cpu_millicores),
             processes: tighten(policy.processes, c.limits.processes),
             open_files: tighten(policy.open_files, c.limits.open_files),
             file_size_mb: tighten(policy.file_size_mb, c.limits.file_size_mb),
@@ -511,6 +522,10 @@ impl Config {
         // reused: keep the keys of results recorded before this limit existed.
         if let Some(l) = limits.as_object_mut() {
             l.remove("checkout_mb");
+            // No quota: keep the keys of results recorded before it existed.
+            if self.limits.cpu_millicores == 0 {
+                l.remove("cpu_cores");
+            }
             // Only a setup step uses it: keep the keys of results without one.
             if self.test.setup.is_none() {
                 l.remove("setup_network");

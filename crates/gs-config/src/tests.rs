@@ -330,3 +330,75 @@ fn result_key_follows_the_command() {
     assert_ne!(a.result_key(), b.result_key());
     assert_eq!(a.result_key(), Config::default().result_key());
 }
+
+#[test]
+fn cpu_cores_is_read_in_cores_and_kept_in_thousandths() {
+    let read = |v: &str| {
+        parse_file("user", &format!("[limits]\ncpu_cores = {v}\n")).map(|f| f.limits.cpu_cores)
+    };
+    assert_eq!(read("1.5"), Ok(Some(Limit::At(1500))));
+    assert_eq!(read("2"), Ok(Some(Limit::At(2000))));
+    assert_eq!(read("0.25"), Ok(Some(Limit::At(250))));
+    assert_eq!(read("\"unlimited\""), Ok(Some(Limit::Unlimited)));
+    for (bad, says) in [
+        ("0", "0 is not a number of cores"),
+        ("-1", "-1 is not a number of cores"),
+        ("0.001", "less than a cgroup can give"),
+        ("100000", "beyond any real machine"),
+        ("\"lots\"", "invalid number of cores \"lots\""),
+        ("nan", "NaN is not a number of cores"),
+    ] {
+        let e = read(bad).unwrap_err().to_string();
+        assert!(
+            e.starts_with("user:2: key `limits.cpu_cores`"),
+            "{bad}: {e}"
+        );
+        assert!(e.contains(says), "{bad}: {e}");
+    }
+    let env =
+        env::from_env([("SANDBOX_LIMITS_CPU_CORES".to_string(), "0.5".to_string())].into_iter())
+            .unwrap();
+    assert_eq!(env.limits.cpu_cores, Some(Limit::At(500)));
+}
+
+#[test]
+fn a_repository_may_lower_cpu_cores_never_raise_or_lift_it() {
+    let user = parse_file("user", "[limits]\ncpu_cores = 1\n").unwrap();
+    for (asked, effective) in [("0.5", 500), ("4", 1000)] {
+        let c = Layers {
+            user: user.clone(),
+            repo: parse_file("repo", &format!("[limits]\ncpu_cores = {asked}\n")).unwrap(),
+            ..Layers::default()
+        }
+        .resolve();
+        assert_eq!(c.limits.cpu_millicores, effective, "{asked}");
+    }
+    // With no quota from the user, a repository sets one.
+    let c = Layers::default()
+        .with_repo_text("repo", Some("[limits]\ncpu_cores = 1.5\n"))
+        .unwrap()
+        .resolve();
+    assert_eq!(c.limits.cpu_millicores, 1500);
+    let e = Layers::default()
+        .with_repo_text("repo", Some("[limits]\ncpu_cores = \"unlimited\"\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("repo:2: key `limits.cpu_cores`: a repository cannot lift a limit"),
+        "{e}"
+    );
+}
+
+#[test]
+fn cpu_cores_unset_keeps_the_result_keys_made_before_it_existed() {
+    // The keys of the default config as they were before `cpu_cores` (and with a setup step).
+    let mut c = Config::default();
+    assert_eq!(c.result_key(), "c46350b873b4b015");
+    c.test.setup = Some("make".into());
+    assert_eq!(c.result_key(), "832691ee76f2b667");
+    c.limits.cpu_millicores = 500;
+    let half = c.result_key();
+    assert_ne!(half, "832691ee76f2b667", "a quota changes the result");
+    c.limits.cpu_millicores = 1000;
+    assert_ne!(c.result_key(), half);
+}

@@ -508,6 +508,9 @@ pub struct AppliedLimits {
     pub rlimit_nproc: Option<u64>,
     pub cgroup_memory_mb: Option<u64>,
     pub cgroup_pids_max: Option<u64>,
+    /// The run cgroup's CPU quota (`[limits] cpu_cores`), as the kernel holds it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_cores: Option<Millicores>,
     /// What limits the memory of the run: `cgroup` (memory in use, page cache and the tmpfs it
     /// writes included), `address space` (`RLIMIT_AS`, where no cgroup can: reservations count
     /// too, and V8 or WebAssembly may fail far below the limit), or empty for nothing.
@@ -518,6 +521,34 @@ pub struct AppliedLimits {
     /// Enforced by the supervisor.
     pub timeout_ms: u64,
     pub output_bytes: u64,
+}
+
+/// A share of the CPU, in thousandths of a core; written as cores (`0.5`, `2`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Millicores(pub u64);
+
+impl std::fmt::Display for Millicores {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&gs_util::cores_text(self.0))
+    }
+}
+
+impl Serialize for Millicores {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        gs_util::serialize_cores(self.0, s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Millicores {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let cores = f64::deserialize(d)?;
+        if !cores.is_finite() || cores < 0.0 {
+            return Err(serde::de::Error::custom(format!(
+                "{cores} is not a number of cores"
+            )));
+        }
+        Ok(Millicores((cores * 1000.0).round() as u64))
+    }
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -120,6 +120,7 @@ pub fn run(spec: Spec<'_>) -> Outcome {
         limits: PlanLimits {
             memory_mb: spec.limits.memory_mb,
             cpu_seconds: spec.limits.cpu_seconds,
+            cpu_millicores: spec.limits.cpu_millicores,
             processes: spec.limits.processes,
             open_files: spec.limits.open_files,
             file_size_mb: spec.limits.file_size_mb,

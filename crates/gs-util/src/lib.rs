@@ -329,3 +329,24 @@ mod short_tests {
         assert_eq!(super::short("ab"), "ab");
     }
 }
+
+/// Thousandths of a core as a person writes cores: `1500` as `1.5`, `500` as `0.5`, `2000` as `2`.
+pub fn cores_text(millicores: u64) -> String {
+    let (whole, frac) = (millicores / 1000, millicores % 1000);
+    if frac == 0 {
+        return whole.to_string();
+    }
+    format!("{whole}.{frac:03}")
+        .trim_end_matches('0')
+        .to_string()
+}
+
+/// Thousandths of a core serialized as cores: a whole number as an integer (`2`), else a decimal
+/// (`0.5`), as a person writes `[limits] cpu_cores`.
+pub fn serialize_cores<S: serde::Serializer>(millicores: u64, s: S) -> Result<S::Ok, S::Error> {
+    if millicores.is_multiple_of(1000) {
+        s.serialize_u64(millicores / 1000)
+    } else {
+        s.serialize_f64(millicores as f64 / 1000.0)
+    }
+}

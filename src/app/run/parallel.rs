@@ -5,6 +5,18 @@ use crate::app::{AppError, Context, Result};
 use gix::ObjectId;
 use gs_store::RepoRow;
 
+/// How many runs at once when nobody said (`run -j`, the daemon's `--workers`): one per core;
+/// with the user's `[limits] cpu_cores`, as many as the cores hold at that share each (2 cores,
+/// `cpu_cores = 0.5`: 4), at least one and at most four per core. Only the user's value counts:
+/// a commit's `.sandbox.toml` lowering its share does not raise the machine's parallelism.
+pub fn default_workers(policy: &gs_config::Limits) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    match policy.cpu_millicores {
+        0 => cores,
+        m => ((cores as u64 * 1000 / m) as usize).clamp(1, 4 * cores),
+    }
+}
+
 /// [`run_commits`] with up to `jobs` commits at once (`run -j N`): commit i goes to worker
 /// i mod N, each with its own index connection and repository handle (of the repository at
 /// `dir`, registered as `row` by the caller), each writing its notes in batches as one run does. The records come back in the order
@@ -82,4 +94,29 @@ pub fn run_commits_parallel(
         }
     }
     Ok(all)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::default_workers;
+
+    #[test]
+    fn the_default_workers_share_the_cores_at_the_users_cpu_cores() {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        let at = |cpu_millicores| {
+            default_workers(&gs_config::Limits {
+                cpu_millicores,
+                ..gs_config::Config::default().limits
+            })
+        };
+        assert_eq!(at(0), cores, "no quota: one per core");
+        assert_eq!(at(500), 2 * cores);
+        assert_eq!(at(1000), cores);
+        assert_eq!(
+            at(cores as u64 * 1000 + 500),
+            1,
+            "more than the machine: still one"
+        );
+        assert_eq!(at(10), 4 * cores, "at most four per core");
+    }
 }

@@ -49,6 +49,7 @@ fn a_committed_config_cannot_lift_or_zero_a_limit() {
             "open_files",
             "file_size_mb",
             "processes",
+            "cpu_cores",
         ] {
             for value in ["0", "-1", "99999999999999", "\"unlimited\""] {
                 let rec = run_with(

@@ -169,6 +169,44 @@ fn a_busy_loop_is_stopped_at_the_cpu_limit() {
     assert_eq!(rec["tests"]["killed_by"], "cpu", "{rec}");
 }
 
+/// `[limits] cpu_cores`: two busy loops for 3 s get half a core between them (the run cgroup's
+/// quota), in the tests and in a check alike, and the record says the quota the kernel held.
+#[test]
+fn two_busy_loops_get_the_half_core_cpu_cores_gives_them() {
+    let w = World::new();
+    let repo = w.new_repo("share");
+    let busy = "timeout 3 sh -c 'while :; do :; done' & timeout 3 sh -c 'while :; do :; done' & wait; echo done";
+    let rec = attack(
+        &w,
+        &repo,
+        &format!(
+            "{}[checks.busy]\ncommand = {}\n",
+            config(busy, "[limits]\ncpu_cores = 0.5\n"),
+            toml_quote(busy)
+        ),
+    );
+    if layer(&rec, "cgroup")["status"] != "enforced" {
+        eprintln!("no cgroup here: the quota is not tested: {rec}");
+        return;
+    }
+    assert_eq!(rec["status"], "passed", "{rec}");
+    for run in [&rec["tests"], &rec["checks"]["busy"]] {
+        assert_eq!(run["limits"]["cpu_cores"], 0.5, "{rec}");
+        let cpu = run["resources"]["cpu_ms"].as_u64().unwrap();
+        // Unbounded, the two loops take 6 s of CPU on two cores; at half a core, 1.5 s.
+        assert!((500..=1700).contains(&cpu), "{cpu} ms of CPU: {rec}");
+    }
+    // Without it, no quota is set and the record says none.
+    let rec = attack(&w, &repo, &config("echo unbounded", ""));
+    assert_eq!(rec["tests"]["limits"]["cpu_cores"], Value::Null, "{rec}");
+    let o = w.sandbox(&repo, &["show", "HEAD~1"]);
+    assert!(
+        o.stdout
+            .contains("cores:    0.5 (the run cgroup's CPU quota)"),
+        "{o:?}"
+    );
+}
+
 #[test]
 fn a_setsid_grandchild_is_gone_after_the_run_and_after_a_timeout() {
     let w = World::new();

@@ -1,4 +1,4 @@
-//! A memory + pids cgroup for one run, nested under the cgroup the supervisor is in: with the
+//! A memory + pids (+ cpu, with `[limits] cpu_cores`) cgroup for one run, nested under the cgroup the supervisor is in: with the
 //! v1 controllers where they are mounted (one directory per controller), else in a delegated
 //! cgroup v2 subtree. Named after the helper's pid, so the supervisor can find it, read what was
 //! hit, kill what is left and remove it.
@@ -7,6 +7,10 @@
 //! processes" rule): the first run moves every process of the supervisor's cgroup into a leaf
 //! of its own ([`LEAF`]) before `+memory +pids` is written to that cgroup's
 //! `cgroup.subtree_control`, and the runs' cgroups are the leaf's siblings.
+//!
+//! The CPU quota is apart from the rest: `+cpu` is written on its own, and a machine without the
+//! cpu controller (v1: not mounted; v2: not delegated) loses only the quota, which the run's
+//! record then does not show, and the cgroup layer's description says why.
 
 use std::path::{Path, PathBuf};
 
@@ -19,8 +23,13 @@ pub const LEAF: &str = "git-sandbox-supervisor";
 pub struct RunCgroup {
     pub memory: PathBuf,
     pub pids: PathBuf,
+    /// v1: the cpu controller's directory, where it is mounted; v2: the run's one directory.
+    pub cpu: Option<PathBuf>,
     pub v2: bool,
 }
+
+/// The CPU quota's period: 100 ms, the kernel's default (a quota is at least 1 ms of it).
+const CPU_PERIOD_US: u64 = 100_000;
 
 /// This process's cgroup path for a v1 controller, from /proc/self/cgroup.
 fn current(controller: &str) -> Option<PathBuf> {
@@ -110,18 +119,77 @@ impl RunCgroup {
     pub fn for_helper(pid: i32) -> Option<RunCgroup> {
         let name = format!("git-sandbox-{pid}");
         let (memory, pids, v2) = parents()?;
+        let cpu = if v2 {
+            Some(memory.join(&name))
+        } else {
+            current("cpu").map(|c| c.join(&name))
+        };
         Some(RunCgroup {
             memory: memory.join(&name),
             pids: pids.join(&name),
+            cpu,
             v2,
         })
     }
 
-    /// Create it, set the limits and move the calling process in. Returns a description.
-    pub fn create_and_join(&self, memory_mb: u64, processes: u64) -> Result<String, String> {
-        if self.v2 {
-            return self.create_and_join_v2(memory_mb, processes);
+    /// Create it, set the limits and move the calling process in. Returns a description, which
+    /// says why a CPU quota asked for (`cpu_millicores` > 0) could not be set.
+    pub fn create_and_join(
+        &self,
+        memory_mb: u64,
+        processes: u64,
+        cpu_millicores: u64,
+    ) -> Result<String, String> {
+        let made = if self.v2 {
+            self.create_and_join_v2(memory_mb, processes)?
+        } else {
+            self.create_and_join_v1(memory_mb, processes)?
+        };
+        if cpu_millicores == 0 {
+            return Ok(made);
         }
+        Ok(match self.cpu_quota(cpu_millicores) {
+            Ok(()) => format!(
+                "{made}; a CPU quota of {} cores",
+                gs_util::cores_text(cpu_millicores)
+            ),
+            Err(e) => format!("{made}; no CPU quota: {e}"),
+        })
+    }
+
+    /// The CPU quota, in a cgroup of the cpu controller (v1) or the run's own (v2, where
+    /// `+cpu` goes to the parent's `cgroup.subtree_control` on its own).
+    fn cpu_quota(&self, millicores: u64) -> Result<(), String> {
+        let quota = (millicores * CPU_PERIOD_US / 1000).to_string();
+        let Some(dir) = &self.cpu else {
+            return Err("the cpu controller is not mounted (cgroup v1)".into());
+        };
+        if self.v2 {
+            let parent = dir.parent().ok_or("no parent cgroup")?;
+            let has = |file: &str| {
+                std::fs::read_to_string(parent.join(file))
+                    .unwrap_or_default()
+                    .split_whitespace()
+                    .any(|w| w == "cpu")
+            };
+            if !has("cgroup.subtree_control") {
+                if !has("cgroup.controllers") {
+                    return Err(format!(
+                        "the cpu controller is not delegated to {} (cgroup v2: its parent's cgroup.subtree_control needs +cpu)",
+                        parent.display()
+                    ));
+                }
+                write(parent, "cgroup.subtree_control", "+cpu")?;
+            }
+            return write(dir, "cpu.max", &format!("{quota} {CPU_PERIOD_US}"));
+        }
+        std::fs::create_dir(dir).map_err(|e| io("mkdir", dir, e))?;
+        write(dir, "cpu.cfs_period_us", &CPU_PERIOD_US.to_string())?;
+        write(dir, "cpu.cfs_quota_us", &quota)?;
+        write(dir, "tasks", "0")
+    }
+
+    fn create_and_join_v1(&self, memory_mb: u64, processes: u64) -> Result<String, String> {
         for dir in [&self.memory, &self.pids] {
             std::fs::create_dir(dir).map_err(|e| io("mkdir", dir, e))?;
         }
@@ -165,8 +233,9 @@ impl RunCgroup {
         )
     }
 
-    /// The limits the kernel holds for this cgroup: (memory MiB, pids max); `None` is no limit.
-    pub fn read_limits(&self) -> (Option<u64>, Option<u64>) {
+    /// The limits the kernel holds for this cgroup: (memory MiB, pids max, CPU quota in
+    /// thousandths of a core); `None` is no limit.
+    pub fn read_limits(&self) -> (Option<u64>, Option<u64>, Option<u64>) {
         let read = |p: PathBuf| {
             std::fs::read_to_string(p)
                 .ok()
@@ -183,7 +252,21 @@ impl RunCgroup {
             .filter(|b| *b < (1u64 << 62))
             .map(|b| b / (1024 * 1024));
         let pids = read(self.pids.join("pids.max")).and_then(|s| s.parse::<u64>().ok());
-        (memory, pids)
+        let cpu = self.cpu.as_ref().and_then(|dir| {
+            // v2: "max 100000" (no quota) or "50000 100000"; v1: a quota of -1 is none.
+            let (quota, period) = if self.v2 {
+                let text = read(dir.join("cpu.max"))?;
+                let (q, p) = text.split_once(' ')?;
+                (q.parse::<u64>().ok()?, p.trim().parse::<u64>().ok()?)
+            } else {
+                (
+                    read(dir.join("cpu.cfs_quota_us"))?.parse::<u64>().ok()?,
+                    read(dir.join("cpu.cfs_period_us"))?.parse::<u64>().ok()?,
+                )
+            };
+            (period > 0).then(|| quota * 1000 / period)
+        });
+        (memory, pids, cpu)
     }
 
     pub fn exists(&self) -> bool {
@@ -226,11 +309,11 @@ impl RunCgroup {
 
     /// Remove the directories (they must be empty of processes).
     pub fn remove(&self) {
-        let dirs: &[&PathBuf] = if self.v2 {
-            &[&self.memory]
-        } else {
-            &[&self.memory, &self.pids]
-        };
+        let mut dirs = vec![&self.memory];
+        if !self.v2 {
+            dirs.push(&self.pids);
+            dirs.extend(self.cpu.as_ref().filter(|c| c.is_dir()));
+        }
         for dir in dirs {
             for _ in 0..50 {
                 if std::fs::remove_dir(dir).is_ok() || !dir.exists() {
@@ -250,7 +333,13 @@ pub fn sweep_stale() {
         let Some((memory, pids, v2)) = parents() else {
             return;
         };
-        let dirs = if v2 { vec![memory] } else { vec![memory, pids] };
+        let dirs = if v2 {
+            vec![memory]
+        } else {
+            let mut d = vec![memory, pids];
+            d.extend(current("cpu"));
+            d
+        };
         for parent in dirs {
             let Ok(entries) = std::fs::read_dir(&parent) else {
                 continue;

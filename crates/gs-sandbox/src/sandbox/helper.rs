@@ -129,12 +129,13 @@ pub fn run(plan: Plan) -> i32 {
     if ahead {
         step(&plan, "rest of the plan read");
     }
-    let (cgroup, (cgroup_memory_mb, cgroup_pids_max)) = join_cgroup(&plan, root, pid);
+    let (cgroup, (cgroup_memory_mb, cgroup_pids_max, cpu)) = join_cgroup(&plan, root, pid);
     layers.push(cgroup);
     step(&plan, "cgroup made and joined");
     let mut limits = AppliedLimits {
         cgroup_memory_mb,
         cgroup_pids_max,
+        cpu_cores: cpu.map(gs_model::Millicores),
         ..AppliedLimits::default()
     };
     let run_uid = if root {
@@ -446,11 +447,13 @@ fn relay(status: i32) -> i32 {
 }
 
 /// Join the run's cgroup; the layer, and the limits the kernel then holds for it.
-fn join_cgroup(plan: &Plan, root: bool, pid: i32) -> (Layer, (Option<u64>, Option<u64>)) {
+type Held = (Option<u64>, Option<u64>, Option<u64>);
+
+fn join_cgroup(plan: &Plan, root: bool, pid: i32) -> (Layer, Held) {
     if let Some(reason) = plan.skip.get("cgroup") {
         return (
             Layer::new("cgroup", LayerStatus::Unavailable, reason.clone()),
-            (None, None),
+            (None, None, None),
         );
     }
     let cg = RunCgroup::for_helper(pid);
@@ -462,13 +465,14 @@ fn join_cgroup(plan: &Plan, root: bool, pid: i32) -> (Layer, (Option<u64>, Optio
                 LayerStatus::Unavailable,
                 "needs root: cgroup v1 controllers are not delegated to users here",
             ),
-            (None, None),
+            (None, None, None),
         );
     }
     match cg {
         Some(cg) => match cg.create_and_join(
             plan.limits.memory_mb,
             plan.limits.processes.saturating_add(1), // and the helper itself
+            plan.limits.cpu_millicores,
         ) {
             Ok(d) => (
                 Layer::new("cgroup", LayerStatus::Enforced, d),
@@ -476,7 +480,7 @@ fn join_cgroup(plan: &Plan, root: bool, pid: i32) -> (Layer, (Option<u64>, Optio
             ),
             Err(e) => (
                 Layer::new("cgroup", LayerStatus::Unavailable, e),
-                (None, None),
+                (None, None, None),
             ),
         },
         None => (
@@ -485,7 +489,7 @@ fn join_cgroup(plan: &Plan, root: bool, pid: i32) -> (Layer, (Option<u64>, Optio
                 LayerStatus::Unavailable,
                 "no memory and pids controllers in /proc/self/cgroup (v1), and /sys/fs/cgroup is no cgroup v2 hierarchy",
             ),
-            (None, None),
+            (None, None, None),
         ),
     }
 }

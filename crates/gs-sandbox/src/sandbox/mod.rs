@@ -174,6 +174,9 @@ pub struct Plan {
 pub struct PlanLimits {
     pub memory_mb: u64,
     pub cpu_seconds: u64,
+    /// The run cgroup's CPU quota, in thousandths of a core (0: none).
+    #[serde(default)]
+    pub cpu_millicores: u64,
     pub processes: u64,
     pub open_files: u64,
     pub file_size_mb: u64,

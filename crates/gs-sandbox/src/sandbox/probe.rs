@@ -27,7 +27,7 @@ pub struct Probe {
 }
 
 /// The probe's format: raised whenever the layers the helper reports change.
-pub const FORMAT: u32 = 2;
+pub const FORMAT: u32 = 3;
 
 /// The file name under the data directory.
 pub const FILE: &str = "probe.json";
@@ -88,7 +88,13 @@ impl Probe {
             Ok(dir) => {
                 let work = dir.path().join("tree");
                 let _ = std::fs::create_dir_all(&work);
-                let limits = gs_config::Config::default().limits;
+                // A CPU quota of every core (it holds nothing back): whether one can be set here.
+                let limits = gs_config::Limits {
+                    cpu_millicores: std::thread::available_parallelism().map_or(1, usize::from)
+                        as u64
+                        * 1000,
+                    ..gs_config::Config::default().limits
+                };
                 let flag = AtomicBool::new(false);
                 let out = crate::process::run(crate::process::Spec {
                     command: "true",
