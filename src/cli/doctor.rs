@@ -72,6 +72,7 @@ pub fn cmd_doctor(args: DoctorArgs) -> CmdResult {
             }
         }
         print_limits(&probe);
+        print_network(&paths);
         print_caches(&paths);
         println!("(cached in {})", paths.home.join(probe::FILE).display());
     }
@@ -157,6 +158,58 @@ fn print_caches(paths: &Paths) {
             }
         }
     }
+}
+
+/// Where runs with the network reach it, by the user's policy.
+fn print_network(paths: &Paths) {
+    let Ok(layers) = gs_config::Layers::load(paths) else {
+        return;
+    };
+    let c = layers.resolve();
+    let to = |allow: &Option<Vec<String>>, default: &str| match allow {
+        Some(a) => a.join(", "),
+        None => default.to_string(),
+    };
+    println!(
+        "
+network (your policy):"
+    );
+    let (tests, setup) = if c.limits.network_host {
+        let host = "the host's own network (network = \"host\" in your user config): its loopback included";
+        (
+            if c.limits.network {
+                host.to_string()
+            } else {
+                "none".into()
+            },
+            if c.limits.setup_network {
+                host.to_string()
+            } else {
+                "none".into()
+            },
+        )
+    } else {
+        (
+            if c.limits.network {
+                format!(
+                    "git-sandbox's proxy, to {}",
+                    to(&c.network.allow, "any public host")
+                )
+            } else {
+                "none (network = false)".into()
+            },
+            if c.limits.setup_network {
+                format!(
+                    "git-sandbox's proxy, to {}",
+                    c.network.setup_hosts().join(", ")
+                )
+            } else {
+                "none (setup_network = false)".into()
+            },
+        )
+    };
+    println!("  tests         {tests}");
+    println!("  setup         {setup}");
 }
 
 /// What holds `[limits] cpu_cores` here: the probe's run asked for a quota of every core.

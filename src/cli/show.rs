@@ -219,6 +219,9 @@ fn print_human(
             if let Some(cores) = t.limits.as_ref().and_then(|l| l.cpu_cores) {
                 println!("  cores:    {cores} (the run cgroup's CPU quota)");
             }
+            if let Some(n) = &t.network {
+                println!("  network:  {}", ui::escape(&network_line(n)));
+            }
             if let Some(log) = logs(None) {
                 println!("  log:      {}", log.display());
             }
@@ -454,4 +457,50 @@ fn print_isolation(ctx: &Context, r: &RunRecord, json: bool) -> CmdResult {
         println!("{mark} {:<17} {}", l.layer, l.detail);
     }
     Ok(0)
+}
+
+/// One line of what a run reached of the network: its policy, the hosts it contacted, what it
+/// was refused.
+fn network_line(n: &gs_model::NetworkUse) -> String {
+    if n.policy == "host" {
+        return "the host's own network (network = \"host\"): nothing was watched".into();
+    }
+    let allowed = if n.allow == ["*"] {
+        "any public host".to_string()
+    } else {
+        n.allow.join(", ")
+    };
+    let contacted: Vec<String> = n
+        .contacted
+        .iter()
+        .map(|c| {
+            format!(
+                "{}:{} ({} request{}, {} B in)",
+                c.host,
+                c.port,
+                c.requests,
+                if c.requests == 1 { "" } else { "s" },
+                c.bytes_in
+            )
+        })
+        .collect();
+    let mut line = format!(
+        "through the proxy, to {allowed}; contacted {}",
+        if contacted.is_empty() {
+            "nothing".into()
+        } else {
+            contacted.join(", ")
+        }
+    );
+    if let Some(r) = n.refused.first() {
+        line.push_str(&format!(
+            "; refused {} ({}:{}: {}{})",
+            n.refused.len(),
+            r.host,
+            r.port,
+            r.reason,
+            if n.refused.len() > 1 { ", …" } else { "" }
+        ));
+    }
+    line
 }

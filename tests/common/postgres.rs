@@ -120,6 +120,11 @@ impl Postgres {
     }
 
     /// The URL of database `db`.
+    /// The port it listens on, on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
     pub fn url(&self, db: &str) -> String {
         format!("postgres://sandbox@127.0.0.1:{}/{db}", self.port)
     }

@@ -43,6 +43,12 @@ fn spec<'a>(
         cache_out: None,
         cache_paths: &[],
         watch: None,
+        // These runs' network is the host's or none, as their limits say.
+        egress: if limits.network {
+            gs_sandbox::Egress::Host
+        } else {
+            gs_sandbox::Egress::Closed
+        },
     }
 }
 
@@ -412,24 +418,36 @@ fn each_run_gets_the_network_its_policy_says_whatever_helper_was_started_ahead()
         .filter(|l| l.contains(':'))
         .count();
     assert!(host > 1, "this test needs a host interface besides lo");
-    for network in [false, false, true, true, false, true, false, false] {
+    // None, the host's, or the proxy's (its own namespace with the proxy on its loopback).
+    for mode in [0, 0, 1, 1, 2, 0, 1, 2, 2, 0, 0] {
+        let network = mode == 1;
         let limits = gs_config::Limits {
             network,
             ..Config::default().limits
         };
-        let o = run(spec(
-            "grep -c : /proc/net/dev",
+        let mut s = spec(
+            "grep -c : /proc/net/dev; echo \"$HTTP_PROXY\"",
             d.path(),
             &log,
             &flag,
             &sb,
             &limits,
-        ));
-        let seen: usize = o.output_tail.trim().parse().unwrap_or(0);
+        );
+        if mode == 2 {
+            s.egress = gs_sandbox::Egress::Proxy {
+                allow: None,
+                resolve: Default::default(),
+            };
+        }
+        let o = run(s);
+        let mut lines = o.output_tail.lines();
+        let seen: usize = lines.next().unwrap_or("").trim().parse().unwrap_or(0);
+        let proxy = lines.next().unwrap_or("");
+        assert_eq!(seen, if network { host } else { 1 }, "mode {mode}: {o:?}");
         assert_eq!(
-            seen,
-            if network { host } else { 1 },
-            "network {network}: {o:?}"
+            proxy.starts_with("http://127.0.0.1:"),
+            mode == 2,
+            "mode {mode}: {o:?}"
         );
         let layer = o
             .isolation
@@ -441,7 +459,13 @@ fn each_run_gets_the_network_its_policy_says_whatever_helper_was_started_ahead()
         assert_eq!(
             layer.contains("own network namespace"),
             !network,
-            "network {network}: {layer}"
+            "mode {mode}: {layer}"
+        );
+        assert_eq!(
+            o.network.is_some(),
+            mode != 0,
+            "mode {mode}: {:?}",
+            o.network
         );
     }
 }

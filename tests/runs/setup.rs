@@ -158,8 +158,9 @@ fn a_failing_setup_is_an_error_that_says_why_and_is_not_kept() {
 fn the_setup_has_the_network_only_when_the_users_own_config_allows_it() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
+    // Through the proxy (the only way out), to a name the user maps to the listener.
     let connect = format!(
-        "python3 -c 'import socket; socket.create_connection((\\\"127.0.0.1\\\", {port}), 3)' 2>/dev/null"
+        "python3 -c 'import os, socket; h, p = os.environ[\\\"HTTP_PROXY\\\"].rsplit(\\\"/\\\", 1)[1].split(\\\":\\\"); s = socket.create_connection((h, int(p)), 3); s.sendall(b\\\"CONNECT local.test:{port} HTTP/1.1\\\\r\\\\n\\\\r\\\\n\\\"); assert b\\\" 200 \\\" in s.recv(100)' 2>/dev/null"
     );
     let w = World::new();
     let repo = w.new_repo("setup-net");
@@ -188,7 +189,14 @@ fn the_setup_has_the_network_only_when_the_users_own_config_allows_it() {
     // The user allows it: the setup reaches the server, the tests still cannot.
     let cfg = w.path("config/git-sandbox");
     std::fs::create_dir_all(&cfg).unwrap();
-    std::fs::write(cfg.join("config.toml"), "[limits]\nsetup_network = true\n").unwrap();
+    std::fs::write(
+        cfg.join("config.toml"),
+        format!(
+            "[limits]\nsetup_network = true\n[network]\nsetup_allow = [\"local.test:{port}\"]\n\
+             resolve = {{ \"local.test\" = \"127.0.0.1\" }}\n"
+        ),
+    )
+    .unwrap();
     let o = w.sandbox(&repo, &["run", "--force", "--json"]);
     let rec = o.json()[0].clone();
     assert_eq!(rec["status"], "passed", "{o:?}");

@@ -7,6 +7,9 @@
 //!   ref it races for, a corrupt index — as root and as the unprivileged user `nobody`.
 //! - `hardening`: private data files whatever the umask, manifests read without following the
 //!   commit's links, a checkout bounded by a ceiling with bounded memory.
+//! - `network`: a run with the network reaches the hosts the user allows through the proxy, and
+//!   nothing else: not the host's loopback (its index on PostgreSQL), not an IP literal, not a
+//!   host only the commit added, not DNS.
 //! - `caches`: what a run of one branch can leave for another through the build caches.
 //! - `warm`: what a commit's tests can leave for later verdicts of their own branch: start-up
 //!   files in the home, a poisoned cached directory before `eval`, a stale report.
@@ -34,6 +37,8 @@ mod hardening;
 mod hostile;
 #[path = "attacks/http_doors.rs"]
 mod http_doors;
+#[path = "attacks/network.rs"]
+mod network;
 #[path = "attacks/sandbox.rs"]
 mod sandbox;
 #[path = "attacks/warm.rs"]

@@ -29,6 +29,8 @@ const ENV_KEYS: &[(&str, &str, Kind)] = &[
     ("limits", "network", Kind::Raw),
     ("limits", "setup_network", Kind::Raw),
     ("limits", "checkout_mb", Kind::Raw),
+    ("network", "allow", Kind::List),
+    ("network", "setup_allow", Kind::List),
     ("analysis", "enabled", Kind::Raw),
     ("analysis", "exclude", Kind::List),
     ("analysis", "max_complexity", Kind::Raw),
@@ -82,7 +84,7 @@ pub fn from_env(vars: impl Iterator<Item = (String, String)>) -> Result<ConfigFi
         let quote = |s: &str| toml::Value::String(s.to_string()).to_string();
         let value = match kind {
             Kind::Text => quote(value),
-            Kind::Raw if value.trim() == "unlimited" => quote("unlimited"),
+            Kind::Raw if matches!(value.trim(), "unlimited" | "host") => quote(value.trim()),
             Kind::Raw => value.trim().to_string(),
             Kind::List => {
                 let items: Vec<String> = value
@@ -141,6 +143,8 @@ fn merge(into: &mut ConfigFile, from: ConfigFile) {
         limits.network,
         limits.setup_network,
         limits.checkout_mb,
+        network.allow,
+        network.setup_allow,
         analysis.enabled,
         analysis.exclude,
         analysis.max_complexity,

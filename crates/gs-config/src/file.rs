@@ -60,6 +60,9 @@ pub struct ConfigFile {
     /// User config only, like `[gc]`.
     #[serde(default)]
     pub trust: TrustFile,
+    /// `allow` and `setup_allow` narrow the user's; `resolve` is the user's only.
+    #[serde(default)]
+    pub network: super::network::NetworkFile,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -151,7 +154,8 @@ pub struct LimitsFile {
     pub output_bytes: Option<Limit>,
     #[serde(default, deserialize_with = "de_memory")]
     pub disk_mb: Option<Limit>,
-    pub network: Option<bool>,
+    #[serde(default, deserialize_with = "de_network")]
+    pub network: Option<NetworkMode>,
     pub setup_network: Option<bool>,
     /// The largest tree a run checks out, in MiB.
     #[serde(default, deserialize_with = "de_memory")]
@@ -176,6 +180,33 @@ impl LimitsFile {
         .filter(|(_, v)| *v == Some(Limit::Unlimited))
         .map(|(k, _)| k)
         .collect()
+    }
+}
+
+/// `[limits] network`: `false`, `true` (through the supervisor's proxy), or `"host"` (the host's
+/// own network namespace; the user's config only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NetworkMode {
+    Off,
+    Proxy,
+    Host,
+}
+
+fn de_network<'de, D: Deserializer<'de>>(d: D) -> Result<Option<NetworkMode>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Bool(bool),
+        Text(String),
+    }
+    let fix = "write true (the hosts [network] allow names, through git-sandbox's proxy), false, or \"host\" (the host's own network, in your user config only)";
+    match Raw::deserialize(d)
+        .map_err(|_: D::Error| hinted::<D::Error>("not a network setting", fix))?
+    {
+        Raw::Bool(false) => Ok(Some(NetworkMode::Off)),
+        Raw::Bool(true) => Ok(Some(NetworkMode::Proxy)),
+        Raw::Text(t) if t == "host" => Ok(Some(NetworkMode::Host)),
+        Raw::Text(t) => Err(hinted(format!("invalid network setting {t:?}"), fix)),
     }
 }
 
@@ -509,6 +540,16 @@ impl ConfigFile {
             c.test.coverage = Some(v.clone());
         }
         super::checks::apply(&self.checks, c);
+        let n = &self.network;
+        if let Some(a) = &n.allow {
+            c.network.allow = Some(a.clone());
+        }
+        if let Some(a) = &n.setup_allow {
+            c.network.setup_allow = Some(a.clone());
+        }
+        if let Some(r) = &n.resolve {
+            c.network.resolve = r.clone();
+        }
         let l = &self.limits;
         set(&mut c.limits.memory_mb, l.memory_mb.map(Limit::raw));
         set(&mut c.limits.cpu_seconds, l.cpu_seconds.map(Limit::raw));
@@ -518,7 +559,10 @@ impl ConfigFile {
         set(&mut c.limits.file_size_mb, l.file_size_mb.map(Limit::raw));
         set(&mut c.limits.output_bytes, l.output_bytes.map(Limit::raw));
         set(&mut c.limits.disk_mb, l.disk_mb.map(Limit::raw));
-        set(&mut c.limits.network, l.network);
+        if let Some(mode) = l.network {
+            c.limits.network = mode != NetworkMode::Off;
+            c.limits.network_host = mode == NetworkMode::Host;
+        }
         set(&mut c.limits.setup_network, l.setup_network);
         set(&mut c.limits.checkout_mb, l.checkout_mb.map(Limit::raw));
         let a = &self.analysis;
@@ -649,6 +693,35 @@ pub fn parse_repository_file(label: &str, text: &str) -> Result<ConfigFile, Conf
                 key: Some(key),
             },
             message: format!("[{section}] is read from your user config only (~/.config/git-sandbox/config.toml), never from a repository: it says {what}"),
+            hints: vec!["move it there or remove it".into()],
+        });
+    }
+    // Keys a repository may not set in a section it otherwise may: each widens what a run reaches.
+    let user_only_keys = [
+        (
+            "network.resolve",
+            file.network.resolve.is_some(),
+            "where names lead on this machine",
+        ),
+        (
+            "limits.network",
+            file.limits.network == Some(NetworkMode::Host),
+            "that runs share the host's own network (\"host\")",
+        ),
+    ];
+    if let Some((full, _, what)) = user_only_keys.iter().find(|(_, set, _)| *set) {
+        let key = full.rsplit('.').next().unwrap_or(full);
+        let line = text
+            .lines()
+            .position(|l| l.trim_start().starts_with(key))
+            .map(|i| i + 1);
+        return Err(ConfigError {
+            location: Location {
+                source_label: label.to_string(),
+                line,
+                key: Some(full.to_string()),
+            },
+            message: format!("a repository cannot set this: it says {what}, which is your user config's to say (~/.config/git-sandbox/config.toml)"),
             hints: vec!["move it there or remove it".into()],
         });
     }

@@ -103,7 +103,10 @@ fn environment_overrides_and_names_the_variable() {
     let f = from_env(vars.into_iter()).unwrap();
     assert_eq!(f.test.timeout, Some(Duration::from_secs(90)));
     assert_eq!(f.watch.branches, Some(vec!["main".into(), "exp/*".into()]));
-    assert_eq!(f.limits.network, Some(true));
+    assert_eq!(f.limits.network, Some(NetworkMode::Proxy));
+    let host =
+        from_env([("SANDBOX_LIMITS_NETWORK".to_string(), "host".to_string())].into_iter()).unwrap();
+    assert_eq!(host.limits.network, Some(NetworkMode::Host));
     assert_eq!(f.limits.checkout_mb, Some(Limit::At(64)));
     let gc = vec![
         ("SANDBOX_GC_LOGS".to_string(), "2d".to_string()),

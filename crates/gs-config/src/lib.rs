@@ -6,16 +6,18 @@ mod checks;
 mod env;
 mod file;
 mod machine;
+mod network;
 
 /// Every key a repository's `.sandbox.toml` may hold, each with what it does: embedded, so an
 /// installed binary prints it (`git sandbox config --example`).
 pub const EXAMPLE: &str = include_str!("../sandbox.toml.example");
 
 pub use checks::{valid_name as valid_check_name, CheckConfig, TEST_CHECK};
-pub use file::{parse_file, parse_repository_file, ConfigFile, Limit};
+pub use file::{parse_file, parse_repository_file, ConfigFile, Limit, NetworkMode};
 pub use machine::{
     check_index_url, redact_url, GithubConfig, IndexConfig, NotifyConfig, RemoteConfig, TrustConfig,
 };
+pub use network::{NetworkConfig, SETUP_REGISTRIES};
 
 use gs_util::{glob::GlobError, glob::Globs};
 use gs_util::{hint::display_hinted, hint::Hinted};
@@ -142,6 +144,10 @@ pub struct Limits {
     /// Everything the tests may write (their tree, HOME, temp dirs), on any backing.
     pub disk_mb: u64,
     pub network: bool,
+    /// `network = "host"` in the user's config: runs with the network (the tests with `network`,
+    /// the setup with `setup_network`) share the host's network namespace instead of reaching
+    /// out through the supervisor's proxy. Only in the result key when set.
+    pub network_host: bool,
     /// Whether the setup step (`[test] setup`) may use the network.
     pub setup_network: bool,
     /// The most a checkout may write (the sum of its blobs), checked before anything is written.
@@ -278,6 +284,8 @@ pub struct Config {
     pub index: IndexConfig,
     pub notify: NotifyConfig,
     pub trust: TrustConfig,
+    /// Where runs with the network may reach (`[network]`).
+    pub network: NetworkConfig,
 }
 
 const DAY: u64 = 86_400;
@@ -310,6 +318,7 @@ impl Default for Config {
                 output_bytes: 10 * 1024 * 1024,
                 disk_mb: 4096,
                 network: false,
+                network_host: false,
                 setup_network: false,
                 checkout_mb: 1024,
             },
@@ -369,6 +378,7 @@ impl Default for Config {
             index: IndexConfig::default(),
             notify: NotifyConfig::default(),
             trust: TrustConfig::default(),
+            network: NetworkConfig::default(),
         }
     }
 }
@@ -448,6 +458,7 @@ impl Layers {
         let mut c = Config::default();
         self.user.apply(&mut c);
         let policy = c.limits.clone();
+        let net_policy = c.network.clone();
         let timeout = c.test.timeout;
         let phases = c.test.phases;
         let (gc, audit) = (c.gc.clone(), c.audit.clone());
@@ -476,6 +487,8 @@ impl Layers {
             output_bytes: tighten(policy.output_bytes, c.limits.output_bytes),
             disk_mb: tighten(policy.disk_mb, c.limits.disk_mb),
             network: c.limits.network && policy.network,
+            // Only the user says "host" (a repository file that does is refused).
+            network_host: policy.network_host,
             setup_network: c.limits.setup_network && policy.setup_network,
             checkout_mb: tighten(policy.checkout_mb, c.limits.checkout_mb),
         };
@@ -485,6 +498,12 @@ impl Layers {
         // Phases are the user's choice: a commit may turn them off, never on against the user.
         c.test.phases = c.test.phases && phases;
         c.cache.max_mb = tighten(cache_policy.max_mb, c.cache.max_mb);
+        // A committed file narrows the user's hosts; the resolve table is the user's.
+        c.network = NetworkConfig {
+            allow: network::narrow(&net_policy.allow, &c.network.allow),
+            setup_allow: network::narrow(&net_policy.setup_allow, &c.network.setup_allow),
+            resolve: net_policy.resolve,
+        };
         c.cache.enabled = c.cache.enabled && cache_policy.enabled;
         // The gate and the watch mode guard the user's remote and runs: a commit may make the
         // gate stricter and run every commit, never the other way.
@@ -522,6 +541,9 @@ impl Config {
         // reused: keep the keys of results recorded before this limit existed.
         if let Some(l) = limits.as_object_mut() {
             l.remove("checkout_mb");
+            if !self.limits.network_host {
+                l.remove("network_host");
+            }
             // No quota: keep the keys of results recorded before it existed.
             if self.limits.cpu_millicores == 0 {
                 l.remove("cpu_cores");
@@ -534,6 +556,17 @@ impl Config {
         let mut json = serde_json::json!({
             "test": self.test, "limits": limits, "analysis": self.analysis,
         });
+        // Where the network leads changes the result; unset, the keys of earlier results stay.
+        if self.network.is_set() {
+            json["network"] = serde_json::json!(self.network);
+        }
+        // A run with the network reaches it through the proxy now: results made on the host's
+        // network (which reached its loopback) are not served for it.
+        let online =
+            self.limits.network || (self.limits.setup_network && self.test.setup.is_some());
+        if online && !self.limits.network_host {
+            json["egress"] = "proxy".into();
+        }
         // Named checks change the result; without any, the keys of earlier results stay.
         if !self.checks.is_empty() {
             json["checks"] = serde_json::json!(self.checks);

@@ -402,3 +402,107 @@ fn cpu_cores_unset_keeps_the_result_keys_made_before_it_existed() {
     c.limits.cpu_millicores = 1000;
     assert_ne!(c.result_key(), half);
 }
+
+#[test]
+fn a_repository_narrows_the_users_hosts_and_never_sets_resolve_or_the_host_network() {
+    let user = parse_file(
+        "user",
+        "[limits]\nnetwork = true\n[network]\nallow = [\"pypi.org\", \"*.pythonhosted.org\"]\n\
+         resolve = { \"pypi.internal\" = \"10.0.0.5\" }\n",
+    )
+    .unwrap();
+    let layers = |repo: &str| Layers {
+        user: user.clone(),
+        repo: parse_repository_file("repo", repo).unwrap(),
+        ..Layers::default()
+    };
+    let c = layers("[network]\nallow = [\"pypi.org\", \"files.pythonhosted.org\", \"evil.example\", \"*.org\"]\n")
+        .resolve();
+    assert_eq!(
+        c.network.allow,
+        Some(vec!["pypi.org".into(), "files.pythonhosted.org".into()]),
+        "only what one of the user's patterns covers"
+    );
+    assert_eq!(
+        c.network.resolve.get("pypi.internal"),
+        Some(&"10.0.0.5".parse().unwrap())
+    );
+    assert!(c.limits.network && !c.limits.network_host);
+    // With no list of the user's (any public host), the repository's list is the list.
+    let open = Layers::default()
+        .with_repo_text("repo", Some("[network]\nallow = [\"example.org:8443\"]\n"))
+        .unwrap()
+        .resolve();
+    assert_eq!(open.network.allow, Some(vec!["example.org:8443".into()]));
+    for (text, key) in [
+        (
+            "[network]\nresolve = { \"a.test\" = \"127.0.0.1\" }\n",
+            "network.resolve",
+        ),
+        ("[limits]\nnetwork = \"host\"\n", "limits.network"),
+    ] {
+        let e = parse_repository_file("repo", text).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!(
+                "repo:2: key `{key}`: a repository cannot set this"
+            )),
+            "{e}"
+        );
+    }
+    let host = parse_file("user", "[limits]\nnetwork = \"host\"\n").unwrap();
+    let c = Layers {
+        user: host,
+        repo: parse_repository_file("repo", "[limits]\nnetwork = false\n").unwrap(),
+        ..Layers::default()
+    }
+    .resolve();
+    assert!(
+        !c.limits.network,
+        "a repository may still turn the network off"
+    );
+    for (bad, says) in [
+        ("allow = [\"pypi.org.\"]", "pypi.org."),
+        ("allow = [\"bücher.example\"]", "bücher.example"),
+        (
+            "resolve = { \"a.test\" = \"not-an-ip\" }",
+            "is not an IP address",
+        ),
+        ("allow = [\"*\"]", "*"),
+    ] {
+        let e = parse_file("user", &format!("[network]\n{bad}\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("user:2: key `network."), "{bad}: {e}");
+        assert!(e.contains(says), "{bad}: {e}");
+    }
+    let e = parse_file("user", "[limits]\nnetwork = \"everywhere\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("invalid network setting \"everywhere\""), "{e}");
+}
+
+#[test]
+fn the_network_enters_the_result_key_only_when_it_is_used_or_set() {
+    let base = Config::default().result_key();
+    let mut c = Config::default();
+    c.limits.network = true;
+    let proxied = c.result_key();
+    assert_ne!(proxied, base, "a run with the network is keyed apart");
+    c.limits.network_host = true;
+    assert_ne!(
+        c.result_key(),
+        proxied,
+        "the host's network is not the proxy's"
+    );
+    let mut c = Config::default();
+    c.network.allow = Some(vec!["pypi.org".into()]);
+    assert_ne!(c.result_key(), base, "a list set is part of the key");
+    // The setup's network counts only with a setup step.
+    let mut c = Config::default();
+    c.limits.setup_network = true;
+    assert_eq!(c.result_key(), base);
+    c.test.setup = Some("pip install .".into());
+    let with_setup = c.result_key();
+    c.limits.setup_network = false;
+    assert_ne!(c.result_key(), with_setup);
+}

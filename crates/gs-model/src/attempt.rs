@@ -135,6 +135,7 @@ mod tests {
             phases: Vec::new(),
             first_failure_ms: None,
             selection_missed: false,
+            network: None,
             setup: None,
         }
     }

@@ -371,6 +371,7 @@ mod tests {
                 phases: Vec::new(),
                 first_failure_ms: None,
                 selection_missed: false,
+                network: None,
             }),
             analysis: None,
             changes: None,

@@ -460,6 +460,70 @@ pub struct Tests {
     /// Phase one passed and phase two failed: the selection missed a failure.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub selection_missed: bool,
+    /// What a run with the network reached through git-sandbox's proxy, and what it was refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<NetworkUse>,
+}
+
+/// A run's network, as its proxy saw it: the policy, and each host it contacted or was refused.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetworkUse {
+    /// `proxy` (the hosts `[network] allow` names, or any public host), `host` (the host's own
+    /// network, `network = "host"`).
+    pub policy: String,
+    /// The hosts the policy allowed: `["*"]` for any public host.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow: Vec<String>,
+    #[serde(default)]
+    pub contacted: Vec<Contacted>,
+    #[serde(default)]
+    pub refused: Vec<Refused>,
+}
+
+impl NetworkUse {
+    /// Two sessions' use as one (a two-phase run): contacts added up by host and port.
+    pub fn merge(a: Option<NetworkUse>, b: Option<NetworkUse>) -> Option<NetworkUse> {
+        let (mut a, b) = match (a, b) {
+            (Some(a), Some(b)) => (a, b),
+            (a, b) => return a.or(b),
+        };
+        for c in b.contacted {
+            match a
+                .contacted
+                .iter_mut()
+                .find(|x| x.host == c.host && x.port == c.port)
+            {
+                Some(x) => {
+                    x.requests += c.requests;
+                    x.bytes_in += c.bytes_in;
+                    x.bytes_out += c.bytes_out;
+                }
+                None => a.contacted.push(c),
+            }
+        }
+        for r in b.refused {
+            if !a.refused.contains(&r) {
+                a.refused.push(r);
+            }
+        }
+        Some(a)
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Contacted {
+    pub host: String,
+    pub port: u16,
+    pub requests: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refused {
+    pub host: String,
+    pub port: u16,
+    pub reason: String,
 }
 
 /// One phase of a two-phase test run.

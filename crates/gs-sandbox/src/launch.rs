@@ -29,7 +29,11 @@ pub struct Pipes {
     stdin: OwnedFd,
     /// A spare's end of that socket.
     plan_w: Option<std::os::unix::net::UnixStream>,
-    pub report: (std::io::PipeReader, std::io::PipeWriter),
+    /// The report's socket (the proxy's listener may come on it first: see `sandbox::egress`).
+    pub report: (
+        std::os::unix::net::UnixStream,
+        std::os::unix::net::UnixStream,
+    ),
     pub artifacts: (std::io::PipeReader, std::io::PipeWriter),
     /// The captured output: one pipe, its write end twice (stdout and stderr).
     pub output: Option<(
@@ -52,7 +56,7 @@ impl Pipes {
         let mut pipes = Pipes {
             stdin,
             plan_w,
-            report: std::io::pipe()?,
+            report: std::os::unix::net::UnixStream::pair()?,
             artifacts: std::io::pipe()?,
             output: None,
             null: None,

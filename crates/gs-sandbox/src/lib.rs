@@ -7,5 +7,5 @@ mod launch;
 pub mod process;
 pub mod sandbox;
 
-pub use process::{run, Outcome, Output, Spec};
+pub use process::{run, Egress, Outcome, Output, Spec};
 pub use sandbox::Sandbox;

@@ -53,6 +53,103 @@ pub struct Spec<'a> {
     pub cache_paths: &'a [String],
     /// Watch the captured output for the first failing test as it streams.
     pub watch: Option<Watch<'a>>,
+    /// Where the run reaches the network, if anywhere.
+    pub egress: Egress,
+}
+
+/// Where a run reaches the network.
+#[derive(Debug, Clone, Default)]
+pub enum Egress {
+    /// Nowhere: a network namespace of its own, loopback only.
+    #[default]
+    Closed,
+    /// A network namespace of its own whose one way out is git-sandbox's proxy, to the hosts
+    /// `allow` names (`None`: any public host).
+    Proxy {
+        allow: Option<Vec<String>>,
+        resolve: std::collections::BTreeMap<String, std::net::IpAddr>,
+    },
+    /// The host's own network namespace (`network = "host"` in the user's config).
+    Host,
+}
+
+impl Egress {
+    /// The tests' and the checks' (`[limits] network`, `[network] allow`).
+    pub fn tests(config: &gs_config::Config) -> Egress {
+        Self::of(config, config.limits.network, config.network.allow.clone())
+    }
+
+    /// The setup step's (`setup_network`, `[network] setup_allow` or the registries).
+    pub fn setup(config: &gs_config::Config) -> Egress {
+        Self::of(
+            config,
+            config.limits.setup_network,
+            Some(config.network.setup_hosts()),
+        )
+    }
+
+    fn of(config: &gs_config::Config, on: bool, allow: Option<Vec<String>>) -> Egress {
+        match (on, config.limits.network_host) {
+            (false, _) => Egress::Closed,
+            (true, true) => Egress::Host,
+            (true, false) => Egress::Proxy {
+                allow,
+                resolve: config.network.resolve.clone(),
+            },
+        }
+    }
+
+    /// The proxy's policy, for a run that has one.
+    fn policy(&self) -> Option<gs_egress::Policy> {
+        let Egress::Proxy { allow, resolve } = self else {
+            return None;
+        };
+        Some(gs_egress::Policy {
+            allow: allow.as_ref().map(|a| {
+                a.iter()
+                    .filter_map(|p| gs_egress::HostPattern::parse(p).ok())
+                    .collect()
+            }),
+            resolve: resolve.clone(),
+            ..gs_egress::Policy::default()
+        })
+    }
+
+    /// What the record says of it, with the proxy's traffic.
+    fn used(&self, traffic: Option<gs_egress::Traffic>) -> Option<gs_model::NetworkUse> {
+        let t = traffic.unwrap_or_default();
+        match self {
+            Egress::Closed => None,
+            Egress::Host => Some(gs_model::NetworkUse {
+                policy: "host".into(),
+                ..Default::default()
+            }),
+            Egress::Proxy { allow, .. } => Some(gs_model::NetworkUse {
+                policy: "proxy".into(),
+                allow: allow.clone().unwrap_or_else(|| vec!["*".into()]),
+                contacted: t
+                    .contacted
+                    .into_iter()
+                    .map(|c| gs_model::Contacted {
+                        host: c.host,
+                        port: c.port,
+                        requests: c.requests,
+                        bytes_in: c.bytes_in,
+                        bytes_out: c.bytes_out,
+                    })
+                    .collect(),
+                refused: t
+                    .refused
+                    .into_iter()
+                    .map(|r| gs_model::Refused {
+                        host: r.host,
+                        port: r.port,
+                        reason: r.reason,
+                    })
+                    .collect(),
+            }),
+        }
+    }
 }
 
 /// What watches a run's output for its first failing test (see [`super::first_fail`]).
@@ -88,6 +185,8 @@ pub struct Outcome {
     /// The files asked for in [`Spec::artifacts`], as read inside the sandbox; empty when the
     /// sandbox had no namespace to read them in (the caller reads them beneath the checkout).
     pub artifacts: Vec<Artifact>,
+    /// What the run reached of the network, and was refused (`None`: it had none).
+    pub network: Option<gs_model::NetworkUse>,
 }
 
 enum Event {
@@ -100,7 +199,8 @@ enum Event {
 /// namespaces while the caller prepares the workspace (see `launch`); the run with these limits'
 /// network policy and this kind of output takes it.
 pub fn start_ahead(sandbox: &Sandbox, limits: &Limits, output: &Output<'_>) {
-    super::launch::start_ahead(&sandbox.helper, limits.network, &sandbox.skip, output);
+    let host = limits.network && limits.network_host;
+    super::launch::start_ahead(&sandbox.helper, host, &sandbox.skip, output);
 }
 
 pub fn run(spec: Spec<'_>) -> Outcome {
@@ -115,7 +215,7 @@ pub fn run(spec: Spec<'_>) -> Outcome {
     let plan = Plan {
         command: spec.command.to_string(),
         cwd: spec.cwd.to_path_buf(),
-        env: super::env::with_offline(spec.env.clone(), spec.limits.network),
+        env: super::env::with_offline(spec.env.clone(), !matches!(spec.egress, Egress::Closed)),
         root: spec.root.to_path_buf(),
         limits: PlanLimits {
             memory_mb: spec.limits.memory_mb,
@@ -126,7 +226,8 @@ pub fn run(spec: Spec<'_>) -> Outcome {
             file_size_mb: spec.limits.file_size_mb,
             disk_mb: spec.limits.disk_mb,
         },
-        network: spec.limits.network,
+        network: matches!(spec.egress, Egress::Host),
+        proxy: matches!(spec.egress, Egress::Proxy { .. }),
         skip: spec.sandbox.skip.clone(),
         parent_pid: std::process::id() as i32,
         artifacts: spec.artifacts.to_vec(),
@@ -164,7 +265,25 @@ pub fn run(spec: Spec<'_>) -> Outcome {
         Output::Capture { log, cap } => Some((log, cap)),
         _ => None,
     };
-    let report = read_in_background(move || (read_report(report_r), gs_util::trace::mono_ns()));
+    // With a proxy, its listener comes first on the report's socket: served from then on.
+    let proxy = std::sync::Arc::new(std::sync::Mutex::new(None::<gs_egress::Proxy>));
+    let report = {
+        let (policy, proxy) = (spec.egress.policy(), proxy.clone());
+        read_in_background(move || {
+            let mut first = None;
+            if let Some(policy) = policy {
+                match sandbox::egress::receive(&report_r) {
+                    sandbox::egress::Received::Listener(listener) => {
+                        let served = gs_egress::Proxy::serve(listener, policy);
+                        *proxy.lock().unwrap_or_else(|p| p.into_inner()) = Some(served);
+                    }
+                    sandbox::egress::Received::Report(b) => first = Some(b),
+                    sandbox::egress::Received::Nothing => {}
+                }
+            }
+            (read_report(first, report_r), gs_util::trace::mono_ns())
+        })
+    };
     let artifacts = read_in_background(move || read_artifacts(artifact_r));
     let (tx, rx) = mpsc::channel::<Event>();
 
@@ -320,6 +439,12 @@ pub fn run(spec: Spec<'_>) -> Outcome {
         ..limits
     };
     out.artifacts = join_bounded(artifacts).unwrap_or_default();
+    let traffic = proxy
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take()
+        .map(gs_egress::Proxy::stop);
+    out.network = spec.egress.used(traffic);
     if let Some(Collected { output, tail, log }) = collector.and_then(join_bounded) {
         out.output = output;
         out.output_tail = tail;
@@ -375,8 +500,8 @@ fn join_bounded<T>(rx: mpsc::Receiver<T>) -> Option<T> {
     rx.recv_timeout(Duration::from_secs(1)).ok()
 }
 
-fn read_report(r: std::io::PipeReader) -> Report {
-    let mut body = Vec::new();
+fn read_report(first: Option<u8>, r: std::os::unix::net::UnixStream) -> Report {
+    let mut body = Vec::from_iter(first);
     let _ = r.take(1 << 20).read_to_end(&mut body);
     serde_json::from_slice(&body).unwrap_or_default()
 }

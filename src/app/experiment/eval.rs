@@ -488,6 +488,7 @@ mod tests {
                 phases: Vec::new(),
                 first_failure_ms: None,
                 selection_missed: false,
+                network: None,
             }),
             analysis: Some(Analysis {
                 complexity_score: complexity,

@@ -411,6 +411,7 @@ fn execute(
         cache_out: work.cache_out.as_deref().filter(|_| keep_cache),
         cache_paths: &work.cache_paths,
         watch,
+        egress: process::Egress::tests(shared.config),
     });
     Executed::Ran {
         command,
@@ -607,6 +608,7 @@ fn conclude(
         phases: Vec::new(),
         first_failure_ms: None,
         selection_missed: false,
+        network: outcome.network.clone(),
     };
     tests.bound();
     CheckResult {

@@ -164,6 +164,7 @@ pub fn exec(
         cache_out: None,
         cache_paths: &[],
         watch: None,
+        egress: process::Egress::tests(&config),
     });
     if !work.confirm() {
         return Err(altered());

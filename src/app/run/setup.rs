@@ -56,10 +56,21 @@ fn is_input(name: &str) -> bool {
     INPUTS.contains(&name) || (name.starts_with("requirements") && name.ends_with(".txt"))
 }
 
-/// What keys a setup: its command, whether it has the network, and the paths and blob ids of
-/// every lockfile and manifest in the tree.
+/// What keys a setup: its command, where its network leads (nowhere, the hosts its proxy allows,
+/// the host's), and the paths and blob ids of every lockfile and manifest in the tree.
 pub fn key(config: &Config, command: &str, repo: &gix::Repository, tree: ObjectId) -> String {
     let mut text = format!("{command}\0{}\0", config.limits.setup_network);
+    if config.limits.setup_network {
+        // Layers built on the host's network before the proxy existed are not reused.
+        match config.limits.network_host {
+            true => text.push_str("host\0"),
+            false => text.push_str(&format!(
+                "proxy\0{}\0{:?}\0",
+                config.network.setup_hosts().join(","),
+                config.network.resolve
+            )),
+        }
+    }
     for (path, id) in inputs(repo, tree) {
         text.push_str(&format!("{path}\0{id}\0"));
     }
@@ -250,6 +261,7 @@ pub fn prepare(
         cache_out: Some(&layer.dir),
         cache_paths: &["tree".to_string(), "home".to_string()],
         watch: None,
+        egress: process::Egress::setup(config),
     });
     record.duration_ms = started.elapsed().as_millis() as u64;
     let hit = outcome.killed_by.clone().or_else(|| {

@@ -260,13 +260,21 @@ fn the_host_loopback_is_out_of_reach_and_network_needs_the_users_policy() {
     );
     assert!(listener.accept().is_err(), "the listener saw a connection");
     assert_eq!(layer(&rec, "network")["status"], "enforced", "{rec}");
-    // With the user's policy allowing it, the repository may keep the network.
+    // With the user's policy allowing the network, the run reaches it through the proxy: the
+    // host's loopback stays out of reach (see `network.rs`).
     std::fs::create_dir_all(w.path("config/git-sandbox")).unwrap();
-    std::fs::write(
-        w.path("config/git-sandbox/config.toml"),
-        "[limits]\nnetwork = true\n",
-    )
-    .unwrap();
+    let user = w.path("config/git-sandbox/config.toml");
+    std::fs::write(&user, "[limits]\nnetwork = true\n").unwrap();
+    let rec = attack(
+        &w,
+        &repo,
+        &config(&connect_script(port), "[limits]\nnetwork = true\n"),
+    );
+    assert_eq!(layer(&rec, "network")["status"], "enforced", "{rec}");
+    assert!(output(&rec).contains("BLOCKED"), "{rec}");
+    assert_eq!(rec["tests"]["network"]["policy"], "proxy", "{rec}");
+    // Only `network = "host"` in the user's config shares the host's network, loopback and all.
+    std::fs::write(&user, "[limits]\nnetwork = \"host\"\n").unwrap();
     let rec = attack(
         &w,
         &repo,
@@ -274,6 +282,7 @@ fn the_host_loopback_is_out_of_reach_and_network_needs_the_users_policy() {
     );
     assert_eq!(layer(&rec, "network")["status"], "off", "{rec}");
     assert!(output(&rec).contains("CONNECTED"), "{rec}");
+    assert_eq!(rec["tests"]["network"]["policy"], "host", "{rec}");
 }
 
 #[test]

@@ -166,6 +166,9 @@ pub fn run(plan: Plan) -> i32 {
             LayerStatus::Unavailable,
             "needs a mount namespace: the run writes to its directory's file system unbounded",
         ));
+        if plan.proxy {
+            super::egress::send_none(REPORT_FD);
+        }
         layers.push(drop_privileges(root, run_uid));
         die_with_parent(None);
         layers.push(guard::rlimits(
@@ -613,8 +616,13 @@ fn namespace_layers(plan: &Plan, root: bool, ns: &Result<(), String>) -> Vec<Lay
         out.push(Layer::new(
             "network",
             LayerStatus::Off,
-            "network = true, allowed by your policy: the host network is shared",
+            "network = \"host\" in your user config: the host network is shared",
         ));
+    } else if plan.proxy {
+        add(
+            "network",
+            "own network namespace: loopback only; its one way out is git-sandbox's proxy, to the hosts your policy allows",
+        );
     } else {
         add(
             "network",
@@ -692,6 +700,22 @@ fn run_init(
             }
         }
     }
+    // The proxy's listener, on the loopback just brought up; the command is told where it is.
+    let with_proxy = plan.proxy.then(|| {
+        let (note, p) = match super::egress::listen_and_send(REPORT_FD) {
+            Ok(port) => {
+                let mut p = plan.clone();
+                p.env.extend(super::egress::proxy_env(port));
+                (format!("; the proxy listens on 127.0.0.1:{port}"), Some(p))
+            }
+            Err(e) => (format!("; no way out: {e}"), None),
+        };
+        if let Some(l) = layers.iter_mut().find(|l| l.layer == "network") {
+            l.detail.push_str(&note);
+        }
+        p
+    });
+    let plan = with_proxy.as_ref().and_then(Option::as_ref).unwrap_or(plan);
     fsview::set_hostname("git-sandbox");
     step(plan, "proc, loopback, hostname");
     layers.push(drop_privileges(root, uid));

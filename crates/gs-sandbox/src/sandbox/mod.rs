@@ -20,6 +20,7 @@
 
 pub mod cgroup;
 mod command;
+pub mod egress;
 pub mod forkserver;
 mod fsview;
 pub use fsview::VIEW_ROOT;
@@ -127,8 +128,12 @@ pub struct Plan {
     /// The run's private directory (checkout, HOME, TMPDIR): the only writable host path.
     pub root: PathBuf,
     pub limits: PlanLimits,
-    /// Keep the host network (only when the user's policy allows it).
+    /// Keep the host network (only when the user's policy says `network = "host"`).
     pub network: bool,
+    /// A network namespace of its own whose only way out is git-sandbox's proxy: its init
+    /// listens on 127.0.0.1 and hands the socket over (see [`egress`]).
+    #[serde(default)]
+    pub proxy: bool,
     /// Directories replaced by an empty tmpfs: home directories, the tool's config and data.
     pub hide: Vec<PathBuf>,
     /// Directories under a hidden one that stay readable (toolchains such as ~/.pyenv).

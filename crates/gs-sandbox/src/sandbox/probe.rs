@@ -115,6 +115,7 @@ impl Probe {
                     cache_out: None,
                     cache_paths: &[],
                     watch: None,
+                    egress: crate::process::Egress::Closed,
                 });
                 applied = out.limits.clone();
                 let mut layers = out.isolation.layers;

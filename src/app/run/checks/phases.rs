@@ -456,6 +456,7 @@ fn merge_tests(a: Tests, b: Tests, command: &str) -> Tests {
             max_rss_kb: a.resources.max_rss_kb.max(b.resources.max_rss_kb),
         },
         output_truncated: a.output_truncated || b.output_truncated,
+        network: gs_model::NetworkUse::merge(a.network, b.network),
         ..b
     };
     t.bound();

@@ -1,0 +1,124 @@
+//! `[network]`: the hosts a run may reach through the supervisor's proxy (`allow` for the tests,
+//! `setup_allow` for the setup step), and the user's `resolve` table (names the proxy connects to
+//! an address of the user's choosing, loopback and private ones included). A repository or an
+//! experiment may only narrow the user's lists; `resolve` is the user's alone.
+
+use super::file::hinted;
+use serde::{Deserialize, Deserializer, Serialize};
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkFile {
+    #[serde(default, deserialize_with = "de_patterns")]
+    pub allow: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "de_patterns")]
+    pub setup_allow: Option<Vec<String>>,
+    /// User config only: [`super::parse_repository_file`] refuses it.
+    #[serde(default, deserialize_with = "de_resolve")]
+    pub resolve: Option<BTreeMap<String, IpAddr>>,
+}
+
+/// The resolved `[network]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct NetworkConfig {
+    /// The hosts the tests may reach with `[limits] network = true`; `None`: any public host.
+    pub allow: Option<Vec<String>>,
+    /// The hosts the setup step may reach with `setup_network = true`; `None`: the registries
+    /// of the setup's toolchains ([`SETUP_REGISTRIES`]).
+    pub setup_allow: Option<Vec<String>>,
+    pub resolve: BTreeMap<String, IpAddr>,
+}
+
+impl NetworkConfig {
+    /// Whether anything was set (only then is it part of the result key).
+    pub fn is_set(&self) -> bool {
+        self.allow.is_some() || self.setup_allow.is_some() || !self.resolve.is_empty()
+    }
+
+    /// What the setup step may reach: `setup_allow`, else the built-in registries.
+    pub fn setup_hosts(&self) -> Vec<String> {
+        self.setup_allow
+            .clone()
+            .unwrap_or_else(|| SETUP_REGISTRIES.iter().map(|s| s.to_string()).collect())
+    }
+}
+
+/// What a setup step with `setup_network = true` and no `setup_allow` may reach: the package
+/// registries of the toolchains it installs with (PyPI, npm, crates.io, the Go module proxy).
+pub const SETUP_REGISTRIES: &[&str] = &[
+    "pypi.org",
+    "files.pythonhosted.org",
+    "registry.npmjs.org",
+    "registry.yarnpkg.com",
+    "index.crates.io",
+    "static.crates.io",
+    "crates.io",
+    "proxy.golang.org",
+    "sum.golang.org",
+];
+
+fn de_patterns<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+    let list = Vec::<String>::deserialize(d)?;
+    let mut out = Vec::new();
+    for s in list {
+        let p = gs_egress::HostPattern::parse(&s).map_err(|e| {
+            hinted::<D::Error>(
+                e,
+                "write a host name, \"*.\" and a domain for its subdomains, and \":PORT\" for one port (like \"pypi.org\", \"*.pythonhosted.org\", \"registry.npmjs.org:443\")",
+            )
+        })?;
+        out.push(p.to_string());
+    }
+    Ok(Some(out))
+}
+
+fn de_resolve<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<BTreeMap<String, IpAddr>>, D::Error> {
+    let table = BTreeMap::<String, String>::deserialize(d)?;
+    let mut out = BTreeMap::new();
+    for (name, addr) in table {
+        let host = gs_egress::HostPattern::parse(&name)
+            .ok()
+            .filter(|p| p.is_plain_name())
+            .ok_or_else(|| {
+                hinted::<D::Error>(
+                    format!("{name:?} is not a host name"),
+                    "map a plain host name to an address, like \"pypi.internal\" = \"10.0.0.5\"",
+                )
+            })?;
+        let ip: IpAddr = addr.parse().map_err(|_| {
+            hinted::<D::Error>(
+                format!("{addr:?} (for {name:?}) is not an IP address"),
+                "write an IPv4 or IPv6 address, like \"10.0.0.5\"",
+            )
+        })?;
+        out.insert(host.to_string(), ip);
+    }
+    Ok(Some(out))
+}
+
+/// The user's list narrowed by what a committed file asked for: each pattern it asked for that
+/// one of the user's covers (`None` for the user: any public host, so all of them).
+pub(super) fn narrow(
+    policy: &Option<Vec<String>>,
+    asked: &Option<Vec<String>>,
+) -> Option<Vec<String>> {
+    let Some(asked) = asked else {
+        return policy.clone();
+    };
+    let Some(policy) = policy else {
+        return Some(asked.clone());
+    };
+    let parse = |s: &String| gs_egress::HostPattern::parse(s).ok();
+    let policy: Vec<gs_egress::HostPattern> = policy.iter().filter_map(parse).collect();
+    Some(
+        asked
+            .iter()
+            .filter(|a| parse(a).is_some_and(|a| policy.iter().any(|p| p.covers(&a))))
+            .cloned()
+            .collect(),
+    )
+}
