@@ -11,8 +11,10 @@ mod pattern;
 mod relay;
 mod request;
 mod tls;
+mod upstream;
 
 pub use pattern::HostPattern;
+pub use upstream::Upstream;
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -52,6 +54,9 @@ pub struct Policy {
     pub allow: Option<Vec<HostPattern>>,
     /// Names connected to these addresses, loopback and private ones included (the user's).
     pub resolve: BTreeMap<String, IpAddr>,
+    /// The user's own proxy (their `HTTPS_PROXY`), which carries our connections out; never
+    /// told to the run.
+    pub upstream: Option<Upstream>,
     pub limits: Limits,
 }
 
@@ -291,15 +296,9 @@ fn handle(mut client: TcpStream, shared: &Shared) {
     if let Some(why) = not_allowed(&shared.policy, &host, port) {
         return refuse(&mut client, 403, why);
     }
-    let addrs = match addresses(&shared.policy, &host, port) {
-        Ok(a) => a,
-        Err(why) => return refuse(&mut client, 403, why),
-    };
-    let Some(origin) = addrs
-        .iter()
-        .find_map(|a| TcpStream::connect_timeout(a, limits.connect).ok())
-    else {
-        return refuse(&mut client, 502, "the origin could not be reached".into());
+    let origin = match origin(&shared.policy, &host, port) {
+        Ok(o) => o,
+        Err((code, why)) => return refuse(&mut client, code, why),
     };
     let origin_id = shared.track(&origin);
     let first = match req.target {
@@ -349,6 +348,30 @@ fn not_allowed(policy: &Policy, host: &str, port: u16) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// A connection to `host:port`: straight to its address, or through the user's own proxy (a
+/// name it maps, or that resolves here, still has its address checked); the status and reason
+/// to refuse with.
+fn origin(policy: &Policy, host: &str, port: u16) -> Result<TcpStream, (u16, String)> {
+    let within = policy.limits.connect;
+    let checked = addresses(policy, host, port);
+    if let Some(up) = &policy.upstream {
+        let mapped = policy.resolve.contains_key(host);
+        match checked {
+            // Refused here (private, loopback): refused, whoever would carry it.
+            Err(why) if !why.starts_with("cannot resolve") => return Err((403, why)),
+            // The user's own mapping is reached straight.
+            Ok(_) if mapped => {}
+            // Public, or not resolvable here: the user's proxy carries it.
+            _ => return upstream::tunnel(up, host, port, within).map_err(|e| (502, e)),
+        }
+    }
+    let addrs = checked.map_err(|why| (403, why))?;
+    addrs
+        .iter()
+        .find_map(|a| TcpStream::connect_timeout(a, within).ok())
+        .ok_or((502, "the origin could not be reached".into()))
 }
 
 /// Where to connect for `host`: the user's mapping, else its public addresses.

@@ -211,3 +211,48 @@ fn a_name_that_resolves_to_loopback_is_refused_unless_the_user_mapped_it() {
         "{t:?}"
     );
 }
+
+/// Where the machine reaches the internet only through the user's own proxy, ours tunnels
+/// through it; the run never learns of it.
+#[test]
+fn the_users_own_proxy_carries_what_the_policy_allows() {
+    let origin = echo_origin();
+    // The user's proxy: another of ours, which maps the origin's name.
+    let (users, users_port) = proxy(&[format!("pkgs.test:{origin}")], 8);
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let ours = Proxy::serve(
+        l,
+        Policy {
+            allow: Some(vec![
+                HostPattern::parse(&format!("pkgs.test:{origin}")).unwrap(),
+                HostPattern::parse("localhost:80").unwrap(),
+            ]),
+            upstream: Some(
+                gs_egress::Upstream::parse(&format!("http://127.0.0.1:{users_port}")).unwrap(),
+            ),
+            ..Policy::default()
+        },
+    );
+    let mut c = client(port);
+    c.write_all(format!("CONNECT pkgs.test:{origin} HTTP/1.1\r\n\r\n").as_bytes())
+        .unwrap();
+    assert_eq!(status(&mut c), "HTTP/1.1 200 Connection established");
+    c.write_all(b"ping").unwrap();
+    let mut got = [0u8; 11];
+    c.read_exact(&mut got).unwrap();
+    assert_eq!(&got, b"origin\nping");
+    drop(c);
+    // A name that resolves to loopback here is refused before the upstream is asked.
+    let mut c = client(port);
+    c.write_all(b"CONNECT localhost:80 HTTP/1.1\r\n\r\n")
+        .unwrap();
+    assert!(status(&mut c).starts_with("HTTP/1.1 403"));
+    let t = ours.stop();
+    assert_eq!(t.contacted.len(), 1, "{t:?}");
+    assert_eq!(
+        users.stop().contacted[0].host,
+        "pkgs.test",
+        "the tunnel went through it"
+    );
+}

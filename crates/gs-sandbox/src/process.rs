@@ -111,6 +111,8 @@ impl Egress {
                     .collect()
             }),
             resolve: resolve.clone(),
+            // The user's own proxy, from the environment git-sandbox runs in, carries ours.
+            upstream: gs_egress::Upstream::from_env(|k| std::env::var(k).ok()),
             ..gs_egress::Policy::default()
         })
     }
