@@ -260,6 +260,21 @@ impl Context {
             .to_path_buf();
         let mut sandbox = gs_sandbox::Sandbox::for_user(&self.paths.home, &config_dir);
         sandbox.programs = self.user_programs();
+        let ca_files = self.layers.resolve().network.ca_files;
+        if !ca_files.is_empty() {
+            let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+            let files: Vec<std::path::PathBuf> = ca_files
+                .iter()
+                .map(|f| match (f.strip_prefix("~/"), &home) {
+                    (Some(rest), Some(h)) => h.join(rest),
+                    _ => std::path::PathBuf::from(f),
+                })
+                .collect();
+            sandbox.ca_bundle = Some(gs_sandbox::sandbox::egress::ca_bundle(
+                &self.paths.home.join("ca"),
+                &files,
+            ));
+        }
         sandbox
     }
 

@@ -550,6 +550,9 @@ impl ConfigFile {
         if let Some(r) = &n.resolve {
             c.network.resolve = r.clone();
         }
+        if let Some(f) = &n.ca_files {
+            c.network.ca_files = f.clone();
+        }
         let l = &self.limits;
         set(&mut c.limits.memory_mb, l.memory_mb.map(Limit::raw));
         set(&mut c.limits.cpu_seconds, l.cpu_seconds.map(Limit::raw));
@@ -702,6 +705,11 @@ pub fn parse_repository_file(label: &str, text: &str) -> Result<ConfigFile, Conf
             "network.resolve",
             file.network.resolve.is_some(),
             "where names lead on this machine",
+        ),
+        (
+            "network.ca_files",
+            file.network.ca_files.is_some(),
+            "which certificate authorities this machine's runs trust",
         ),
         (
             "limits.network",

@@ -503,6 +503,7 @@ impl Layers {
             allow: network::narrow(&net_policy.allow, &c.network.allow),
             setup_allow: network::narrow(&net_policy.setup_allow, &c.network.setup_allow),
             resolve: net_policy.resolve,
+            ca_files: net_policy.ca_files,
         };
         c.cache.enabled = c.cache.enabled && cache_policy.enabled;
         // The gate and the watch mode guard the user's remote and runs: a commit may make the

@@ -18,6 +18,10 @@ pub struct NetworkFile {
     /// User config only: [`super::parse_repository_file`] refuses it.
     #[serde(default, deserialize_with = "de_resolve")]
     pub resolve: Option<BTreeMap<String, IpAddr>>,
+    /// User config only: certificate authorities (PEM files) the run's TLS clients trust beside
+    /// the system's (a company's TLS-inspecting proxy, an internal mirror).
+    #[serde(default, deserialize_with = "de_ca_files")]
+    pub ca_files: Option<Vec<String>>,
 }
 
 /// The resolved `[network]`.
@@ -29,12 +33,16 @@ pub struct NetworkConfig {
     /// of the setup's toolchains ([`SETUP_REGISTRIES`]).
     pub setup_allow: Option<Vec<String>>,
     pub resolve: BTreeMap<String, IpAddr>,
+    pub ca_files: Vec<String>,
 }
 
 impl NetworkConfig {
     /// Whether anything was set (only then is it part of the result key).
     pub fn is_set(&self) -> bool {
-        self.allow.is_some() || self.setup_allow.is_some() || !self.resolve.is_empty()
+        self.allow.is_some()
+            || self.setup_allow.is_some()
+            || !self.resolve.is_empty()
+            || !self.ca_files.is_empty()
     }
 
     /// What the setup step may reach: `setup_allow`, else the built-in registries.
@@ -98,6 +106,19 @@ fn de_resolve<'de, D: Deserializer<'de>>(
         out.insert(host.to_string(), ip);
     }
     Ok(Some(out))
+}
+
+fn de_ca_files<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+    let list = Vec::<String>::deserialize(d)?;
+    for s in &list {
+        if !(s.starts_with('/') || s.starts_with("~/")) {
+            return Err(hinted(
+                format!("{s:?} is not an absolute path"),
+                "name each PEM file by its absolute path or from your home, like \"~/certs/corp-ca.pem\"",
+            ));
+        }
+    }
+    Ok(Some(list))
 }
 
 /// The user's list narrowed by what a committed file asked for: each pattern it asked for that

@@ -214,10 +214,22 @@ pub fn run(spec: Spec<'_>) -> Outcome {
             "the command contains a NUL byte, which no shell can run: remove it".into(),
         );
     }
+    let online = !matches!(spec.egress, Egress::Closed);
+    let mut env = super::env::with_offline(spec.env.clone(), online);
+    // The user's CA files, for a run that reaches the network: its TLS clients trust them too.
+    let mut ca = Vec::new();
+    match spec.sandbox.ca_bundle.as_ref().filter(|_| online) {
+        Some(Ok(bundle)) => {
+            env.extend(sandbox::egress::ca_env(bundle));
+            ca.push(bundle.clone());
+        }
+        Some(Err(e)) => return spawn_failed(started, format!("your [network] ca_files: {e}")),
+        None => {}
+    }
     let plan = Plan {
         command: spec.command.to_string(),
         cwd: spec.cwd.to_path_buf(),
-        env: super::env::with_offline(spec.env.clone(), !matches!(spec.egress, Egress::Closed)),
+        env,
         root: spec.root.to_path_buf(),
         limits: PlanLimits {
             memory_mb: spec.limits.memory_mb,
@@ -242,7 +254,9 @@ pub fn run(spec: Spec<'_>) -> Outcome {
         ..Plan::default()
     }
     .with_paths(spec.sandbox.hide.clone())
-    .with_user_programs(&spec.sandbox.programs);
+    .with_user_programs(&spec.sandbox.programs)
+    // The bundle's directory is kept readable as a user-named program's is.
+    .with_user_programs(&ca);
     let launched = match super::launch::launch(&spec.sandbox.helper, &plan, &spec.output) {
         Ok(l) => l,
         Err(e) => return spawn_failed(started, e),

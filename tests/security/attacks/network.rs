@@ -92,6 +92,14 @@ fn user_config(w: &World, toml: &str) {
     w.own(&w.path("config"));
 }
 
+/// Commit `toml` as the repository's config and run HEAD; returns the record.
+fn run_with(w: &World, repo: &std::path::Path, toml: &str) -> Value {
+    w.commit(repo, &[(".sandbox.toml", toml)], "config");
+    let o = w.sandbox(repo, &["run", "--json"]);
+    assert!(o.code == 0 || o.code == 1, "{o:?}");
+    o.json()[0].clone()
+}
+
 fn line<'a>(out: &'a str, target: &str) -> &'a str {
     out.lines()
         .find(|l| l.starts_with(&format!("{target} -> ")))
@@ -265,4 +273,105 @@ fn a_setup_step_with_the_network_cannot_reach_the_hosts_index() {
     }
     // The tests themselves had no network at all.
     assert_eq!(rec["tests"]["network"], Value::Null, "{rec}");
+}
+
+/// `[network] ca_files`: a company's own certificate authority, named in the user's config (in a
+/// home the run never sees), is trusted by the run's TLS clients beside the system's store: curl
+/// reaches an HTTPS origin whose certificate it signed, through the proxy. A repository cannot
+/// name one.
+#[test]
+fn the_users_ca_files_are_trusted_inside_and_only_the_user_names_them() {
+    let w = World::new();
+    let dir = w.path("home/certs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (cert, key) = (dir.join("corp.pem"), dir.join("corp.key"));
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args([
+            "-subj",
+            "/CN=corp.test",
+            "-addext",
+            "subjectAltName=DNS:corp.test",
+        ])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stderr(std::process::Stdio::null())
+        .status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("no openssl to make a certificate: skipped");
+        return;
+    }
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = std::process::Command::new("openssl")
+        .args(["s_server", "-quiet", "-www", "-accept"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("-cert")
+        .arg(&cert)
+        .arg("-key")
+        .arg(&key)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(
+        w.wait_until(10, || std::net::TcpStream::connect(("127.0.0.1", port))
+            .is_ok())
+    );
+    user_config(
+        &w,
+        &format!(
+            "[limits]\nnetwork = true\n[network]\nallow = [\"corp.test:{port}\"]\n\
+             resolve = {{ \"corp.test\" = \"127.0.0.1\" }}\nca_files = [\"{}\"]\n",
+            cert.display()
+        ),
+    );
+    let repo = w.new_repo("ca");
+    let fetch =
+        format!("curl -sS --max-time 5 -o /dev/null -w '%{{http_code}}' https://corp.test:{port}/");
+    let config = format!(
+        "[test]\ncommand = \"{fetch} && test ! -e {}\"\n[analysis]\nenabled = false\n",
+        cert.display()
+    );
+    let rec = run_with(&w, &repo, &config);
+    assert_eq!(
+        rec["status"], "passed",
+        "curl trusted the CA, the home stayed hidden: {rec}"
+    );
+    assert_eq!(rec["tests"]["output_tail"], "200", "{rec}");
+    // Without it, the origin's certificate is not trusted.
+    user_config(
+        &w,
+        &format!(
+            "[limits]\nnetwork = true\n[network]\nallow = [\"corp.test:{port}\"]\n\
+             resolve = {{ \"corp.test\" = \"127.0.0.1\" }}\n"
+        ),
+    );
+    let o = w.sandbox(&repo, &["run", "--json"]);
+    let rec = o.json()[0].clone();
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(rec["status"], "failed", "{rec}");
+    // A repository that names a CA file is refused, key by key.
+    let rec = run_with(
+        &w,
+        &repo,
+        "[test]\ncommand = \"true\"\n[network]\nca_files = [\"/etc/hostname\"]\n",
+    );
+    assert_eq!(rec["status"], "error", "{rec}");
+    assert!(
+        rec["error"]
+            .as_str()
+            .unwrap()
+            .contains("key `network.ca_files`: a repository cannot set this"),
+        "{rec}"
+    );
 }

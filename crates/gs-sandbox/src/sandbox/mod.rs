@@ -269,6 +269,9 @@ pub struct Sandbox {
     /// Programs the user's own config names by absolute path (a venv under `/tmp` or the home):
     /// bound back read-only (see [`Plan::with_user_programs`]).
     pub programs: Vec<PathBuf>,
+    /// The CA bundle for runs with the network (the system's store and the user's
+    /// `[network] ca_files`), or why it could not be made; `None` without `ca_files`.
+    pub ca_bundle: Option<Result<PathBuf, String>>,
 }
 
 impl Sandbox {
@@ -281,6 +284,7 @@ impl Sandbox {
             skip: BTreeMap::new(),
             overlay: false,
             programs: Vec::new(),
+            ca_bundle: None,
         };
         let probe = Probe::load_or_run(data_dir, &s);
         s.skip = probe.skip();
