@@ -112,6 +112,9 @@ fn print_setup(s: &gs_model::SetupRun, log: Option<&std::path::Path>) {
         ui::escape(&s.command),
         if s.network { ", with the network" } else { "" }
     );
+    if let Some(n) = &s.traffic {
+        println!("  setup network: {}", ui::escape(&network_line(n)));
+    }
     if let Some(log) = log {
         println!("  setup log: {}", log.display());
     }

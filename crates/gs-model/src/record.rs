@@ -556,6 +556,10 @@ pub struct SetupRun {
     /// How long building took (0 when reused).
     pub duration_ms: u64,
     pub network: bool,
+    /// What a step `built` here reached of the network through the proxy, and was refused
+    /// (inline, its use is the tests' `network`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traffic: Option<NetworkUse>,
 }
 
 /// The limits a run actually had, as the kernel reports them once they were set (`getrlimit`

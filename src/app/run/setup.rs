@@ -133,6 +133,7 @@ impl Setup {
                 how: "inline".into(),
                 duration_ms: 0,
                 network: config.limits.network,
+                traffic: None,
                 ..record
             },
         )
@@ -212,6 +213,7 @@ pub fn prepare(
         how: "inline".into(),
         duration_ms: 0,
         network: config.limits.network,
+        traffic: None,
     };
     let layer = match (work.lower(), cache) {
         (Some(_), Some(c)) => caches::setup_layer(c, &workspace::repo_key(repo), &key),
@@ -264,6 +266,7 @@ pub fn prepare(
         egress: process::Egress::setup(config),
     });
     record.duration_ms = started.elapsed().as_millis() as u64;
+    record.traffic = outcome.network.clone();
     let hit = outcome.killed_by.clone().or_else(|| {
         gs_runner::limit_hit::attribute(
             outcome.exit_code,

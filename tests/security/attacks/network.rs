@@ -273,6 +273,27 @@ fn a_setup_step_with_the_network_cannot_reach_the_hosts_index() {
     }
     // The tests themselves had no network at all.
     assert_eq!(rec["tests"]["network"], Value::Null, "{rec}");
+    // A step built here says what its proxy refused it.
+    if rec["tests"]["setup"]["how"] == "built" {
+        let traffic = &rec["tests"]["setup"]["traffic"];
+        assert_eq!(traffic["policy"], "proxy", "{rec}");
+        assert_eq!(traffic["contacted"], serde_json::json!([]), "{rec}");
+        let refused: Vec<&str> = traffic["refused"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["host"].as_str().unwrap())
+            .collect();
+        assert!(
+            refused.contains(&"127.0.0.1") && refused.contains(&"localhost"),
+            "{traffic}"
+        );
+        let shown = w.sandbox(&repo, &["show"]).stdout;
+        assert!(
+            shown.contains("setup network: through the proxy, to pypi.org"),
+            "{shown}"
+        );
+    }
 }
 
 /// `[network] ca_files`: a company's own certificate authority, named in the user's config (in a
