@@ -1,6 +1,7 @@
 //! One config file as written (every key optional) and its parser with file:line:key errors.
 
 pub use super::machine::{GithubFile, IndexFile, NotifyFile, RemoteFile, TrustFile};
+use super::network::{de_network, NetworkMode};
 use super::{parse_duration, Config, ConfigError, Location};
 use gs_util::hint::Hinted;
 use serde::{Deserialize, Deserializer};
@@ -180,33 +181,6 @@ impl LimitsFile {
         .filter(|(_, v)| *v == Some(Limit::Unlimited))
         .map(|(k, _)| k)
         .collect()
-    }
-}
-
-/// `[limits] network`: `false`, `true` (through the supervisor's proxy), or `"host"` (the host's
-/// own network namespace; the user's config only).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NetworkMode {
-    Off,
-    Proxy,
-    Host,
-}
-
-fn de_network<'de, D: Deserializer<'de>>(d: D) -> Result<Option<NetworkMode>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Raw {
-        Bool(bool),
-        Text(String),
-    }
-    let fix = "write true (the hosts [network] allow names, through git-sandbox's proxy), false, or \"host\" (the host's own network, in your user config only)";
-    match Raw::deserialize(d)
-        .map_err(|_: D::Error| hinted::<D::Error>("not a network setting", fix))?
-    {
-        Raw::Bool(false) => Ok(Some(NetworkMode::Off)),
-        Raw::Bool(true) => Ok(Some(NetworkMode::Proxy)),
-        Raw::Text(t) if t == "host" => Ok(Some(NetworkMode::Host)),
-        Raw::Text(t) => Err(hinted(format!("invalid network setting {t:?}"), fix)),
     }
 }
 

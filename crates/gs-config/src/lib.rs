@@ -13,11 +13,11 @@ mod network;
 pub const EXAMPLE: &str = include_str!("../sandbox.toml.example");
 
 pub use checks::{valid_name as valid_check_name, CheckConfig, TEST_CHECK};
-pub use file::{parse_file, parse_repository_file, ConfigFile, Limit, NetworkMode};
+pub use file::{parse_file, parse_repository_file, ConfigFile, Limit};
 pub use machine::{
     check_index_url, redact_url, GithubConfig, IndexConfig, NotifyConfig, RemoteConfig, TrustConfig,
 };
-pub use network::{NetworkConfig, SETUP_REGISTRIES};
+pub use network::{NetworkConfig, NetworkMode, SETUP_REGISTRIES};
 
 use gs_util::{glob::GlobError, glob::Globs};
 use gs_util::{hint::display_hinted, hint::Hinted};

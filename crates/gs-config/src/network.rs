@@ -143,3 +143,30 @@ pub(super) fn narrow(
             .collect(),
     )
 }
+
+/// `[limits] network`: `false`, `true` (through the supervisor's proxy), or `"host"` (the host's
+/// own network namespace; the user's config only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NetworkMode {
+    Off,
+    Proxy,
+    Host,
+}
+
+pub(super) fn de_network<'de, D: Deserializer<'de>>(d: D) -> Result<Option<NetworkMode>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Bool(bool),
+        Text(String),
+    }
+    let fix = "write true (the hosts [network] allow names, through git-sandbox's proxy), false, or \"host\" (the host's own network, in your user config only)";
+    match Raw::deserialize(d)
+        .map_err(|_: D::Error| hinted::<D::Error>("not a network setting", fix))?
+    {
+        Raw::Bool(false) => Ok(Some(NetworkMode::Off)),
+        Raw::Bool(true) => Ok(Some(NetworkMode::Proxy)),
+        Raw::Text(t) if t == "host" => Ok(Some(NetworkMode::Host)),
+        Raw::Text(t) => Err(hinted(format!("invalid network setting {t:?}"), fix)),
+    }
+}
