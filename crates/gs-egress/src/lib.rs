@@ -296,15 +296,31 @@ fn handle(mut client: TcpStream, shared: &Shared) {
     if let Some(why) = not_allowed(&shared.policy, &host, port) {
         return refuse(&mut client, 403, why);
     }
+    // A tunnel to a web port carries anything, a request for another site at the same address
+    // too: port 80 takes requests, not tunnels (unless the user maps the name to an address).
+    if matches!(req.target, request::Target::Connect { .. })
+        && port == 80
+        && !shared.policy.resolve.contains_key(&host)
+    {
+        return refuse(
+            &mut client,
+            403,
+            "a tunnel to port 80: send plain HTTP requests to the proxy instead".into(),
+        );
+    }
     let origin = match origin(&shared.policy, &host, port) {
         Ok(o) => o,
         Err((code, why)) => return refuse(&mut client, code, why),
     };
     let origin_id = shared.track(&origin);
+    let mut up_limit = None;
     let first = match req.target {
-        request::Target::Http { head, .. } => {
+        request::Target::Http { head, body, .. } => {
+            // The head and its body, no more (see `Target::Http::body`).
+            let now = (body as usize).min(req.rest.len());
             let mut first = head;
-            first.extend_from_slice(&req.rest);
+            first.extend_from_slice(&req.rest[..now]);
+            up_limit = Some(body - now as u64);
             first
         }
         request::Target::Connect { .. } => {
@@ -327,7 +343,7 @@ fn handle(mut client: TcpStream, shared: &Shared) {
             first
         }
     };
-    let (bytes_out, bytes_in) = relay::relay(client, origin, &first, limits.idle);
+    let (bytes_out, bytes_in) = relay::relay(client, origin, &first, up_limit, limits.idle);
     shared.forget(origin_id);
     shared.count(&host, port, 1, bytes_in, bytes_out);
 }
@@ -419,6 +435,16 @@ pub fn public(ip: IpAddr) -> bool {
                 return public(IpAddr::V4(v4));
             }
             let s = v6.segments();
+            // IPv4 inside IPv6: compatible (::a.b.c.d) and NAT64 (64:ff9b::/96) forms.
+            let embedded = |v6: &std::net::Ipv6Addr| {
+                let o = v6.octets();
+                std::net::Ipv4Addr::new(o[12], o[13], o[14], o[15])
+            };
+            if (s[..6] == [0, 0, 0, 0, 0, 0] && !v6.is_loopback() && !v6.is_unspecified())
+                || s[..6] == [0x64, 0xff9b, 0, 0, 0, 0]
+            {
+                return public(IpAddr::V4(embedded(&v6)));
+            }
             !(v6.is_loopback()
                 || v6.is_unspecified()
                 || v6.is_multicast()
@@ -485,6 +511,8 @@ mod tests {
             "fe80::1",
             "::ffff:127.0.0.1",
             "::ffff:10.0.0.1",
+            "::127.0.0.1",
+            "64:ff9b::10.0.0.1",
         ] {
             assert!(!public(ip.parse().unwrap()), "{ip}");
         }

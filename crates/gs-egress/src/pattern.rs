@@ -38,6 +38,14 @@ pub fn name(s: &str) -> Result<String, String> {
     if lower.len() > 253 {
         return Err(format!("the host name {s:?} is longer than 253 characters"));
     }
+    // A last label of digits (or hex) is an address to the system's resolver (`127.1`,
+    // `0x7f.1`): never a name, so never a way around the rule on addresses.
+    let last = lower.rsplit('.').next().unwrap_or("");
+    if last.bytes().all(|b| b.is_ascii_digit()) || last.starts_with("0x") {
+        return Err(format!(
+            "{s:?} is a numeric address in disguise, not a host name"
+        ));
+    }
     for label in lower.split('.') {
         let bad = label.is_empty()
             || label.len() > 63
@@ -212,6 +220,8 @@ mod tests {
             ("pypi.org:+80", "not a port"),
             ("[::1", "closing ]"),
             ("", "empty host name"),
+            ("127.1", "numeric address in disguise"),
+            ("0x7f000001", "numeric address in disguise"),
         ] {
             let e = HostPattern::parse(bad).unwrap_err();
             assert!(e.contains(says), "{bad}: {e}");

@@ -8,8 +8,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Send `first` to the origin, then relay; (bytes to the origin, bytes to the client).
-pub fn relay(client: TcpStream, mut origin: TcpStream, first: &[u8], idle: Duration) -> (u64, u64) {
+/// Send `first` to the origin, then relay (at most `up_limit` more bytes to the origin, when
+/// given: the rest of a request's body); (bytes to the origin, bytes to the client).
+pub fn relay(
+    client: TcpStream,
+    mut origin: TcpStream,
+    first: &[u8],
+    up_limit: Option<u64>,
+    idle: Duration,
+) -> (u64, u64) {
     if !first.is_empty() && origin.write_all(first).is_err() {
         return (0, 0);
     }
@@ -20,9 +27,9 @@ pub fn relay(client: TcpStream, mut origin: TcpStream, first: &[u8], idle: Durat
     };
     let up = {
         let last = last.clone();
-        std::thread::spawn(move || copy(client2, origin2, idle, started, &last))
+        std::thread::spawn(move || copy(client2, origin2, up_limit, idle, started, &last))
     };
-    let down = copy(origin, client, idle, started, &last);
+    let down = copy(origin, client, None, idle, started, &last);
     let up = up.join().unwrap_or(0);
     (up + first.len() as u64, down)
 }
@@ -32,6 +39,7 @@ pub fn relay(client: TcpStream, mut origin: TcpStream, first: &[u8], idle: Durat
 fn copy(
     mut from: TcpStream,
     mut to: TcpStream,
+    limit: Option<u64>,
     idle: Duration,
     started: Instant,
     last: &AtomicU64,
@@ -44,7 +52,15 @@ fn copy(
     // Whether it ended by the end of what `from` sent (else: idle, an error, a stop).
     let mut ended = false;
     loop {
-        match from.read(&mut buf) {
+        // A body sent whole: the origin's write side ends; whatever the client sends after it
+        // is read and dropped, so the other way goes on until the origin is done.
+        if limit.is_some_and(|l| n_total >= l) {
+            let _ = to.shutdown(Shutdown::Write);
+            drain(&mut from, idle, started, last);
+            return n_total;
+        }
+        let room = limit.map_or(buf.len(), |l| buf.len().min((l - n_total) as usize));
+        match from.read(&mut buf[..room]) {
             Ok(0) => {
                 ended = true;
                 break;
@@ -80,4 +96,28 @@ fn copy(
         let _ = from.shutdown(Shutdown::Both);
     }
     n_total
+}
+
+/// Read and drop what `from` sends until its end or the idle time (no byte either way).
+fn drain(from: &mut TcpStream, idle: Duration, started: Instant, last: &AtomicU64) {
+    let mut buf = [0u8; 4096];
+    loop {
+        match from.read(&mut buf) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                let quiet = started.elapsed().as_millis() as u64 - last.load(Ordering::Relaxed);
+                if quiet >= idle.as_millis() as u64 {
+                    return;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
 }

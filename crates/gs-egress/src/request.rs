@@ -19,6 +19,10 @@ pub enum Target {
     Http {
         host: String,
         port: u16,
+        /// The body's length (`Content-Length`; none: 0). Only that many bytes after the head
+        /// reach the origin: what a client sends past them (a second request, perhaps for
+        /// another site at the same address) never does.
+        body: u64,
         /// The request line in origin-form, and the headers to send on (hop-by-hop ones gone,
         /// `Host` the target's, `Connection: close`), ending with the empty line.
         head: Vec<u8>,
@@ -125,6 +129,7 @@ fn parse(head: &str) -> Result<Target, String> {
         path.to_string()
     };
     Ok(Target::Http {
+        body: body_length(&headers)?,
         head: forwarded(method, &path, version, authority, &headers),
         host,
         port,
@@ -157,11 +162,41 @@ fn framing(headers: &[(String, String)]) -> Result<(), String> {
         }
     }
     if let Some(v) = value("content-length") {
-        if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+        if v.is_empty() || v.len() > 18 || !v.bytes().all(|b| b.is_ascii_digit()) {
             return Err(format!("an invalid Content-Length {v:?}"));
         }
     }
+    // Hop-by-hop headers are dropped on the way; one that names the framing would drop it.
+    for (_, v) in headers
+        .iter()
+        .filter(|(k, _)| k.eq_ignore_ascii_case("connection"))
+    {
+        for named in v.split(',').map(str::trim) {
+            if ["content-length", "transfer-encoding", "host"]
+                .iter()
+                .any(|h| named.eq_ignore_ascii_case(h))
+            {
+                return Err(format!("a Connection header naming {named}"));
+            }
+        }
+    }
     Ok(())
+}
+
+/// The request body's length: its `Content-Length`, or 0; a chunked body is refused (its end
+/// would have to be parsed to keep what follows it from the origin).
+fn body_length(headers: &[(String, String)]) -> Result<u64, String> {
+    if headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("transfer-encoding"))
+    {
+        return Err("a chunked request body: send it with a Content-Length".into());
+    }
+    Ok(headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0))
 }
 
 /// The head to send on: origin-form, the target's `Host`, no hop-by-hop headers (those named
@@ -216,7 +251,9 @@ mod tests {
                 port: 443
             })
         );
-        let Ok(Target::Http { host, port, head }) = req(
+        let Ok(Target::Http {
+            host, port, head, ..
+        }) = req(
             "GET http://pkgs.test:8080/a?b HTTP/1.1\r\nHost: other\r\nProxy-Connection: keep-alive\r\nConnection: X-Drop\r\nX-Drop: 1\r\nAccept: */*\r\n\r\n",
         ) else {
             panic!()
@@ -244,6 +281,10 @@ mod tests {
             ("CONNECT a.test HTTP/1.1\r\n\r\n", "names no port"),
             ("CONNECT a.test:0 HTTP/1.1\r\n\r\n", "not a port"),
             ("GET http://a.test/ HTTP/2\r\n\r\n", "unknown HTTP version"),
+            ("POST http://a.test/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", "chunked request body"),
+            ("GET http://a.test/ HTTP/1.1\r\nConnection: Content-Length\r\nContent-Length: 3\r\n\r\n", "Connection header naming Content-Length"),
+            ("GET http://127.1/ HTTP/1.1\r\n\r\n", "numeric"),
+            ("GET http://0x7f.1/ HTTP/1.1\r\n\r\n", "numeric"),
         ] {
             let e = req(text).unwrap_err();
             assert!(e.contains(says), "{text:?}: {e}");

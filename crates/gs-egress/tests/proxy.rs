@@ -256,3 +256,47 @@ fn the_users_own_proxy_carries_what_the_policy_allows() {
         "the tunnel went through it"
     );
 }
+
+/// A request reaches the origin with its body and nothing after it: a second request sent
+/// behind the first (for another site at the same address, say) never does; a tunnel to port
+/// 80 is refused.
+#[test]
+fn only_the_request_and_its_body_reach_the_origin() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let origin = l.local_addr().unwrap().port();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut got = Vec::new();
+        let _ = s.read_to_end(&mut got);
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+        tx.send(got).unwrap();
+    });
+    let (p, port) = proxy(&[format!("pkgs.test:{origin}"), "plain.example".into()], 8);
+    let mut c = client(port);
+    c.write_all(
+        format!(
+            "POST http://pkgs.test:{origin}/up HTTP/1.1\r\nContent-Length: 4\r\n\r\nbodyGET /evil HTTP/1.1\r\nHost: other.example\r\n\r\n"
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    c.shutdown(std::net::Shutdown::Write).unwrap();
+    let got = String::from_utf8(rx.recv_timeout(Duration::from_secs(10)).unwrap()).unwrap();
+    assert_eq!(
+        got,
+        format!("POST /up HTTP/1.1\r\nHost: pkgs.test:{origin}\r\nContent-Length: 4\r\nConnection: close\r\n\r\nbody")
+    );
+    let mut c = client(port);
+    c.write_all(b"CONNECT plain.example:80 HTTP/1.1\r\n\r\n")
+        .unwrap();
+    assert!(status(&mut c).starts_with("HTTP/1.1 403"));
+    let t = p.stop();
+    assert!(
+        t.refused
+            .iter()
+            .any(|r| r.reason.contains("a tunnel to port 80")),
+        "{t:?}"
+    );
+}
