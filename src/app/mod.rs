@@ -2,11 +2,14 @@
 //! command does (create a repository, take a hook's notification, run a commit, start, evaluate,
 //! promote or kill an experiment, keep the data dir tidy, unregister a repository).
 
+pub mod analysis;
+pub mod config;
 pub mod experiment;
 pub mod home;
 pub mod intake;
 pub mod locate;
 pub mod publish;
+pub mod records;
 pub mod repo;
 pub mod run;
 pub mod select;

@@ -2,28 +2,17 @@
 //! a throw-away checkout, tests and analysis side by side, change stats, then the record as a
 //! note (batched, compare-and-swap) and in the index, with events.
 
-pub mod analyze;
 pub mod audit;
 pub mod cargo_selection;
 pub mod checks;
-pub mod commit_config;
-pub mod commits;
 pub mod exec;
-pub mod experiment_meta;
-pub mod explain;
-pub mod failures;
 pub mod go_selection;
 pub mod jsselect;
-pub mod logs;
-pub mod metrics;
-pub mod results;
 pub mod selection;
 pub mod setup;
-pub mod summary;
 pub mod testcov;
-pub mod views;
 
-use crate::app::run::results::NoteReader;
+use crate::app::records::results::{self, NoteReader};
 use crate::app::{Context, Result};
 use gix::ObjectId;
 use gs_config::Config;

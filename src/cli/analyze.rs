@@ -1,5 +1,5 @@
 use super::{cwd, print_json, ui, CmdResult};
-use crate::app::{run::analyze, Context};
+use crate::app::{analysis::analyze, Context};
 use gs_model::Analysis;
 
 /// Analyse the code of a revision (default HEAD) or of any directory, and print it. Writes

@@ -99,7 +99,7 @@ fn values(kind: Kind, word: &str) -> Option<Vec<String>> {
                 return None;
             }
             let ctx = crate::app::Context::load().ok()?;
-            let rows = crate::app::run::views::registered(&ctx).ok()?;
+            let rows = crate::app::records::views::registered(&ctx).ok()?;
             rows.into_iter().map(|r| r.name).collect()
         }
     })

@@ -1,5 +1,5 @@
 use super::{CmdResult, CommandError};
-use crate::app::{run::views, Context};
+use crate::app::{records::views, Context};
 use gs_store::{Event, EventFilter};
 use std::time::Duration;
 

@@ -1,5 +1,5 @@
 use super::{print_json, ui, CmdResult};
-use crate::app::run::views;
+use crate::app::records::views;
 use crate::app::Context;
 
 /// Tests that both passed and failed on one tree under one config (`run --force`,

@@ -1,5 +1,5 @@
 use super::{print_json, ui, CmdResult};
-use crate::app::{run::views, Context};
+use crate::app::{records::views, Context};
 use gs_util::time;
 
 /// List registered experiment repositories with their runs, pending jobs and last activity.

@@ -1,5 +1,5 @@
 use super::{cwd, print_json, ui, CmdResult};
-use crate::app::{repo::session::Session, run::results};
+use crate::app::{records::results, repo::session::Session};
 
 /// One line per commit with its result, like `git log --oneline` with ✔/✘, counts and duration,
 /// in `git log`'s order.

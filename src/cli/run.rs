@@ -117,7 +117,8 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
     if args.explain_cache {
         let mut all = Vec::new();
         for &c in &commits {
-            let e = crate::app::run::explain::explain(&ctx, &repo, &row, c, refname.as_deref())?;
+            let e =
+                crate::app::records::explain::explain(&ctx, &repo, &row, c, refname.as_deref())?;
             if !args.json {
                 let what = match (e.decision, &e.from) {
                     ("own", _) => "keeps its own result".to_string(),
@@ -255,7 +256,7 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    if let Some(w) = crate::app::run::results::invalid_warning(&outcome.invalid_notes) {
+    if let Some(w) = crate::app::records::results::invalid_warning(&outcome.invalid_notes) {
         eprintln!("warning: {w}");
     }
     for a in &outcome.attempts {
@@ -291,7 +292,7 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
             for l in t.output_tail.lines() {
                 eprintln!("    {}", ui::escape(l));
             }
-            let log = crate::app::run::logs::trial_path(&ctx, &row, r);
+            let log = crate::app::records::logs::trial_path(&ctx, &row, r);
             if log.is_file() {
                 eprintln!("  whole output: {}", log.display());
             }

@@ -1,5 +1,5 @@
 use super::{cwd, print_json, ui, CmdResult, CommandError};
-use crate::app::{repo::session::Session, run::results, Context};
+use crate::app::{records::results, repo::session::Session, Context};
 use gs_model::{Attempt, RunRecord};
 
 /// Show the full result of a commit (default HEAD), like `git show` does for the commit itself.
@@ -53,13 +53,13 @@ pub fn cmd_show(args: ShowArgs) -> CmdResult {
     }
     let info = gs_git::commit_info(&repo, commit)?;
     let logs = |check: Option<&str>| {
-        Some(crate::app::run::logs::check_path(
+        Some(crate::app::records::logs::check_path(
             &ctx, &row, &record, check,
         ))
         .filter(|p| p.is_file())
     };
     let setup_log =
-        Some(crate::app::run::logs::setup_path(&ctx, &row, &record)).filter(|p| p.is_file());
+        Some(crate::app::records::logs::setup_path(&ctx, &row, &record)).filter(|p| p.is_file());
     print_human(
         &record,
         attempt.as_ref(),
@@ -431,7 +431,7 @@ fn print_isolation(ctx: &Context, r: &RunRecord, json: bool) -> CmdResult {
                 .hint(format!("see `git sandbox show {short}`")),
         );
     };
-    let Some(layers) = crate::app::run::views::profile(ctx, &summary.profile)? else {
+    let Some(layers) = crate::app::records::views::profile(ctx, &summary.profile)? else {
         return Err(CommandError::failed(format!(
             "the sandbox profile {} of this run is not in this machine's index (it ran elsewhere)",
             summary.profile

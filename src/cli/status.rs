@@ -1,5 +1,5 @@
 use super::{print_json, ui, CmdResult};
-use crate::app::{run::views, Context};
+use crate::app::{records::views, Context};
 
 /// Summary: repositories, experiments by state, runs, success rate, mean duration, the queue.
 ///

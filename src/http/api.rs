@@ -7,7 +7,7 @@ use crate::app::experiment::promote::{promote, PromoteOptions};
 use crate::app::repo::tokens::Role;
 use crate::app::{
     experiment::compare, experiment::eval, experiment::experiments, intake::notify, intake::queue,
-    repo::repos, run::logs, run::results, run::summary, run::views,
+    records::logs, records::results, records::summary, records::views, repo::repos,
 };
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};

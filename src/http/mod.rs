@@ -231,7 +231,7 @@ pub async fn blocking<T: Send + 'static>(
 
 /// A registered repository by id or name.
 pub fn repository(ctx: &Context, key: &str) -> ApiResult<(gix::Repository, gs_store::RepoRow)> {
-    let row = crate::app::run::views::repository(ctx, key)?.ok_or_else(|| {
+    let row = crate::app::records::views::repository(ctx, key)?.ok_or_else(|| {
         ApiError::not_found(format!("no repository {key:?}"))
             .hint("GET /api/v1/repositories lists them")
     })?;

@@ -280,9 +280,9 @@ impl Server {
         let (commit, _) =
             crate::app::experiment::compare::resolve(&repo, rev).map_err(|e| protocol_error(&e))?;
         let mut reader =
-            crate::app::run::results::NoteReader::new(&repo).map_err(|e| protocol_error(&e))?;
+            crate::app::records::results::NoteReader::new(&repo).map_err(|e| protocol_error(&e))?;
         let record =
-            crate::app::run::results::find_evidence(&ctx, &repo, &row, &mut reader, commit)
+            crate::app::records::results::find_evidence(&ctx, &repo, &row, &mut reader, commit)
                 .map_err(|e| protocol_error(&e))?
                 .ok_or_else(|| not_found(format!("{rev} has no result yet")))?;
         match kind {
@@ -292,7 +292,7 @@ impl Server {
             )
             .with_mime_type("application/json")])),
             "log" => {
-                let path = crate::app::run::logs::path(&ctx, &row, &record);
+                let path = crate::app::records::logs::path(&ctx, &row, &record);
                 let text = std::fs::read(&path)
                     .map_err(|e| not_found(format!("the run's output is not kept here: {e}")))?;
                 Ok(ReadResourceResult::new(vec![ResourceContents::text(
@@ -313,7 +313,7 @@ impl Server {
         let Ok((_, row)) = repos::require_registered(&ctx, &self.opts.root) else {
             return Vec::new();
         };
-        let runs = crate::app::run::views::recent_runs(&ctx, &row, 50).unwrap_or_default();
+        let runs = crate::app::records::views::recent_runs(&ctx, &row, 50).unwrap_or_default();
         let mut out = Vec::new();
         for (commit, status, _) in runs {
             let short = &commit[..commit.len().min(12)];

@@ -6,10 +6,10 @@ use super::args::*;
 use super::budget::{self, fit};
 use crate::app::experiment::promote::{promote, PromoteOptions};
 use crate::app::intake::queue::{self, Standing};
-use crate::app::run::summary::Summary;
+use crate::app::records::summary::Summary;
 use crate::app::{
-    experiment::compare, experiment::eval, experiment::experiments, repo::repos, run::exec,
-    run::failures, run::logs, run::metrics, run::views, AppError, Context,
+    analysis::metrics, experiment::compare, experiment::eval, experiment::experiments,
+    records::failures, records::logs, records::views, repo::repos, run::exec, AppError, Context,
 };
 use gs_model::{RunRecord, Trigger};
 use gs_store::{EventFilter, RepoRow};
@@ -323,8 +323,8 @@ fn run_wait(c: &Call<'_>, a: WaitArgs) -> Answer {
 /// The result shown for a revision: its own, or one of the same tree and config.
 fn record_of(c: &Call<'_>, rev: &str) -> Result<(gix::ObjectId, RunRecord), CallError> {
     let (commit, _) = resolve(c, rev)?;
-    let mut reader = crate::app::run::results::NoteReader::new(c.repo)?;
-    match crate::app::run::results::find_evidence(c.ctx, c.repo, c.row, &mut reader, commit)? {
+    let mut reader = crate::app::records::results::NoteReader::new(c.repo)?;
+    match crate::app::records::results::find_evidence(c.ctx, c.repo, c.row, &mut reader, commit)? {
         Some(r) => Ok((commit, r)),
         None => Err(CallError::App(
             AppError::usage(format!("{} has no result yet", short(&commit.to_string())))
@@ -628,7 +628,7 @@ fn config_get(c: &Call<'_>, a: ConfigArgs) -> Answer {
         }
     };
     let config =
-        crate::app::run::commit_config::config_at(c.ctx, c.repo, commit, refname.as_deref())?;
+        crate::app::config::commit_config::config_at(c.ctx, c.repo, commit, refname.as_deref())?;
     let probe = c.ctx.probe();
     let layers = &probe.isolation.layers;
     let enforced: Vec<&str> = layers

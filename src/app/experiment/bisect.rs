@@ -4,7 +4,7 @@
 //! commits it still needs. An `error` result says nothing either way: its neighbour is tried.
 
 use crate::app::run::{run_commits, RunOptions};
-use crate::app::{run::results, AppError, Context, Result};
+use crate::app::{records::results, AppError, Context, Result};
 use gix::ObjectId;
 use gs_model::{RunRecord, Status, Trigger};
 use gs_store::RepoRow;

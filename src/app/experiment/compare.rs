@@ -2,7 +2,7 @@
 //! named): one row each with its result in numbers and its difference from the base's. Reads
 //! results only; a commit without one is shown as not run.
 
-use crate::app::{experiment::experiments, run::results, AppError, Context, Result};
+use crate::app::{experiment::experiments, records::results, AppError, Context, Result};
 use gix::ObjectId;
 use gs_model::RunRecord;
 use gs_store::RepoRow;

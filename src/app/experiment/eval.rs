@@ -3,7 +3,7 @@
 //! experiment's head and in the index.
 
 use crate::app::experiment::experiments::{self, branch_ref, ref_tip};
-use crate::app::run::results;
+use crate::app::records::results;
 use crate::app::run::{run_commits, RunOptions};
 use crate::app::{AppError, Context, Result};
 use gix::ObjectId;

@@ -4,7 +4,7 @@
 //! state; the index follows it ([`sync`]) and `reindex` rebuilds it from the refs.
 
 use crate::app::locate::check_name;
-use crate::app::{run::results, AppError, Context, Result};
+use crate::app::{records::results, AppError, Context, Result};
 use gix::ObjectId;
 use gs_config::{parse_repository_file, Config};
 use gs_git as git;
@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-pub use crate::app::run::experiment_meta as meta;
+pub use crate::app::config::experiment_meta as meta;
 mod scan;
 
 pub use meta::{meta_ref, Origin};

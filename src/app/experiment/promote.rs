@@ -6,7 +6,7 @@
 
 use crate::app::experiment::experiments::{self, branch_ref, promoted_ref, ref_tip};
 use crate::app::run::{run_commits, RunOptions};
-use crate::app::{experiment::eval, run::results, AppError, Context, Result};
+use crate::app::{experiment::eval, records::results, AppError, Context, Result};
 use gix::ObjectId;
 use gs_git::cli;
 use gs_model::EventKind;

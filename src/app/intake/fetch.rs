@@ -54,7 +54,7 @@ pub fn fetch(
     // written here too, so every clone has every result after a fetch.
     if ctx.index.is_shared() {
         let records = ctx.index.run_records(&row.repository_id)?;
-        results += crate::app::run::results::rewrite_missing(ctx, repo, row, &records, true)?;
+        results += crate::app::records::results::rewrite_missing(ctx, repo, row, &records, true)?;
     }
     experiments::sync(ctx, repo, row)?;
     crate::app::experiment::pull_request::adopt_merged(ctx, repo, row, &name)?;

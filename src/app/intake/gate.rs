@@ -7,7 +7,7 @@
 //! failed are listed, never refused: a branch may fix forward.
 
 use crate::app::run::{run_commits, RunOptions};
-use crate::app::{run::commit_config, run::results, AppError, Context, Result};
+use crate::app::{config::commit_config, records::results, AppError, Context, Result};
 use gix::ObjectId;
 use gs_model::{RunRecord, Status, Trigger};
 use gs_store::RepoRow;

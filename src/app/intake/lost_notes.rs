@@ -2,7 +2,7 @@
 //! written again, and commits whose note no longer holds their record are queued again. Each
 //! look covers only what moved since the last one (the notes commit, the index's runs).
 
-use crate::app::{run::results, Context, Result};
+use crate::app::{records::results, Context, Result};
 use gix::ObjectId;
 use gs_git as git;
 use gs_model::RunRecord;

@@ -148,7 +148,7 @@ fn scan_updates(
     // time, a walk that meets another branch's unrun watermark (a branch made on the history the
     // repository was adopted with) goes on to the full walk below, which hides them all.
     let marked: HashSet<ObjectId> = all.iter().flat_map(|m| m.values().copied()).collect();
-    let mut notes = crate::app::run::results::NoteReader::new(repo)?;
+    let mut notes = crate::app::records::results::NoteReader::new(repo)?;
     let mut seen = HashSet::new();
     let mut tips_done = HashSet::new();
     let mut jobs = Vec::new();
@@ -218,7 +218,7 @@ fn near_new_commits(
     tip: ObjectId,
     own: &[ObjectId],
     known: [&HashSet<ObjectId>; 2],
-    notes: &mut crate::app::run::results::NoteReader,
+    notes: &mut crate::app::records::results::NoteReader,
 ) -> Result<Option<Vec<ObjectId>>> {
     let mut found = Vec::new();
     let mut visited = HashSet::new();
@@ -345,7 +345,7 @@ fn queue_new(
         .copied()
         .filter(|id| repo.find_commit(*id).is_ok())
         .collect();
-    let mut notes = crate::app::run::results::NoteReader::new(repo)?;
+    let mut notes = crate::app::records::results::NoteReader::new(repo)?;
     let mut jobs = Vec::new();
     let mut seen = HashSet::new();
     for (refname, tip) in watched {
@@ -393,7 +393,7 @@ fn new_commits(
     repository_id: &str,
     tip: ObjectId,
     hidden: &[ObjectId],
-    notes: &mut crate::app::run::results::NoteReader,
+    notes: &mut crate::app::records::results::NoteReader,
     seen: &mut HashSet<ObjectId>,
 ) -> Result<Vec<ObjectId>> {
     let index = &ctx.index;

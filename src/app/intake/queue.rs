@@ -3,7 +3,7 @@
 //! and run one job (the daemon's workers, and `git sandbox mcp` when no daemon runs).
 
 use crate::app::run::{run_commits, RunOptions};
-use crate::app::{run::results, AppError, Context, Result};
+use crate::app::{records::results, AppError, Context, Result};
 use gix::ObjectId;
 use gs_model::EventKind;
 use gs_model::{RunRecord, Status, Trigger};

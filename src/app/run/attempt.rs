@@ -3,7 +3,7 @@
 //! is kept as an attempt (index and a `run.attempt` event).
 
 use super::{Along, Source};
-use crate::app::{run::results, Context, Result};
+use crate::app::{records::results, Context, Result};
 use gs_config::Config;
 use gs_git as git;
 use gs_git::CommitInfo;

@@ -125,25 +125,6 @@ impl Ran {
     }
 }
 
-/// Where a run's logs go: the tests' to `<commit>.log`, a check's to `<commit>.check-NAME.log`
-/// (`.trial.` before `log` for a trial). The names may come from a note someone else wrote:
-/// only the characters a commit id and a check name may hold are kept, so the path stays in
-/// `dir`.
-pub fn log_path(dir: &Path, commit: &str, check: Option<&str>, trial: bool) -> PathBuf {
-    let plain = |s: &str| -> String {
-        s.chars()
-            .filter(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-' || *c == '_')
-            .collect()
-    };
-    let commit = plain(commit);
-    let check = check
-        .filter(|c| *c != TEST_CHECK)
-        .map(|c| format!(".check-{}", plain(c)))
-        .unwrap_or_default();
-    let trial = if trial { ".trial" } else { "" };
-    dir.join(format!("{commit}{check}{trial}.log"))
-}
-
 /// One check to run.
 #[derive(Clone)]
 struct Spec<'a> {
@@ -222,7 +203,12 @@ pub(super) fn run_all(
             coverage_named: c.coverage.is_some(),
             required: c.required,
             parallel: c.parallel,
-            log: log_path(env.logs, env.commit, Some(&c.name), env.trial),
+            log: crate::app::records::logs::log_path(
+                env.logs,
+                env.commit,
+                Some(&c.name),
+                env.trial,
+            ),
             runner: None,
             phased: false,
             runs: None,
@@ -244,7 +230,7 @@ pub(super) fn run_all(
         coverage_named: config.test.coverage.is_some(),
         required: true,
         parallel: config.test.parallel,
-        log: log_path(env.logs, env.commit, None, env.trial),
+        log: crate::app::records::logs::log_path(env.logs, env.commit, None, env.trial),
         runner: None,
         phased: false,
         runs: None,
@@ -782,17 +768,6 @@ fn missing_runner(
 #[cfg(test)]
 mod tests {
     use super::ctest_report;
-
-    #[test]
-    fn a_log_path_never_leaves_the_logs_directory() {
-        let dir = std::path::Path::new("/logs/repo");
-        let p = super::log_path(dir, "../../etc/passwd", Some("../x"), false);
-        assert_eq!(p.parent(), Some(dir));
-        assert_eq!(
-            super::log_path(dir, "ab12", Some("type-check"), true),
-            dir.join("ab12.check-type-check.trial.log")
-        );
-    }
 
     #[test]
     fn ctest_reports_are_found_in_the_directory_ctest_runs_in() {

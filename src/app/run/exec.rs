@@ -2,7 +2,7 @@
 //! overlay where the machine allows, else a fresh one), with its output passed through. Nothing
 //! is recorded.
 
-use crate::app::{run::commit_config::config_for, run::setup, AppError, Context, Result};
+use crate::app::{config::commit_config::config_for, run::setup, AppError, Context, Result};
 use gs_config::ConfigFile;
 use gs_git as git;
 use gs_git::checkout;
@@ -84,8 +84,8 @@ pub fn exec(
     // The helper starts (and makes its namespaces) while the workspace is prepared.
     process::start_ahead(&sandbox, &config.limits, &output);
     let cache_home = ctx.paths.caches();
-    let dirs = crate::app::run::commit_config::cache_dirs(&config, repo, &info);
-    let home_dirs = crate::app::run::commit_config::home_caches(repo, &info);
+    let dirs = crate::app::config::commit_config::cache_dirs(&config, repo, &info);
+    let home_dirs = crate::app::config::commit_config::home_caches(repo, &info);
     // Production's build caches, read-only: an exec keeps nothing.
     let cache = config.cache.enabled.then(|| caches::CacheUse {
         home: &cache_home,

@@ -266,7 +266,7 @@ fn failed_before(
     parent: &str,
     module: &str,
 ) -> Vec<(String, Vec<String>)> {
-    let log = crate::app::run::checks::log_path(
+    let log = crate::app::records::logs::log_path(
         &ctx.paths.logs().join(&row.repository_id),
         parent,
         None,

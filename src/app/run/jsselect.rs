@@ -396,7 +396,7 @@ fn failed_before(
             }
         }
         Runner::Jest => {
-            let log = crate::app::run::checks::log_path(
+            let log = crate::app::records::logs::log_path(
                 &ctx.paths.logs().join(&row.repository_id),
                 parent,
                 None,

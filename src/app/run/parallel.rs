@@ -85,8 +85,13 @@ pub fn run_commits_parallel(
         let ctx = Context::load()?;
         let repo = gs_git::discover(dir)?;
         for _ in 0..3 {
-            let k =
-                crate::app::run::results::rewrite_missing(&ctx, &repo, row, &all.records, false)?;
+            let k = crate::app::records::results::rewrite_missing(
+                &ctx,
+                &repo,
+                row,
+                &all.records,
+                false,
+            )?;
             all.restored += k;
             if k == 0 {
                 break;

@@ -560,9 +560,9 @@ pub fn explain(
     refname: Option<&str>,
 ) -> Result<Explained> {
     let info = git::commit_info(repo, commit)?;
-    let experiment = crate::app::run::commit_config::experiment_of(refname);
+    let experiment = crate::app::config::commit_config::experiment_of(refname);
     let flags = gs_config::ConfigFile::default();
-    let config = crate::app::run::commit_config::config_for(
+    let config = crate::app::config::commit_config::config_for(
         ctx,
         repo,
         &info,

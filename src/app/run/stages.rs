@@ -4,10 +4,11 @@
 //! now gets its changes and its end time.
 
 use super::branch::run_of;
-use super::commit_config::{cache_dirs, config_for, experiment_of};
 use super::reports::{coverage_of, COVERAGE_REPORTS, JUNIT_DIRS};
-use super::results::NoteReader;
-use super::{analyze, checks, results, setup, Along, RunOptions, SeenTrees, Source, CONFIG_FOR};
+use super::{checks, setup, Along, RunOptions, SeenTrees, Source, CONFIG_FOR};
+use crate::app::analysis::analyze;
+use crate::app::config::commit_config::{cache_dirs, config_for, experiment_of};
+use crate::app::records::results::{self, NoteReader};
 use crate::app::{AppError, Context, Result};
 use gix::ObjectId;
 use gs_config::Config;
@@ -119,7 +120,7 @@ fn stages(c: &Commit<'_>, along: &mut Along, record: &mut RunRecord) -> Result<E
     let home_id = crate::app::home::home_id(&c.ctx.paths.home);
     let cache_home = c.ctx.paths.caches();
     let dirs = cache_dirs(&config, c.repo, c.info);
-    let home_dirs = super::commit_config::home_caches(c.repo, c.info);
+    let home_dirs = crate::app::config::commit_config::home_caches(c.repo, c.info);
     let branch = c
         .opts
         .refname

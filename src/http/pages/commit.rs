@@ -2,7 +2,7 @@
 //! parent, the patch coloured.
 
 use super::*;
-use crate::app::{run::logs, run::metrics, run::results, AppError};
+use crate::app::{analysis::metrics, records::logs, records::results, AppError};
 use crate::http::api::commit_of;
 use axum::extract::{Path, Query};
 

@@ -2,7 +2,7 @@
 //! commit's page.
 
 use super::*;
-use crate::app::run::commits;
+use crate::app::records::commits;
 use axum::extract::{Path, Query};
 
 #[derive(Deserialize)]

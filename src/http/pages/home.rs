@@ -1,7 +1,7 @@
 //! The start page: repositories with their trend, what runs now, the daemons and the live feed.
 
 use super::*;
-use crate::app::run::views;
+use crate::app::records::views;
 use axum::extract::Query;
 
 /// The kind of event a daemon writes every 30 s: most of the log, little to read.

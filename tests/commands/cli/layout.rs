@@ -19,30 +19,34 @@ const AREAS: &[(&str, &[&str])] = &[
         "publish",
         &["github", "alerts", "remote", "exchange", "bounds"],
     ),
-    // One commit: its config, checks and workspace, its record, and reading records back.
+    // A commit's config: the user's layers, its `.sandbox.toml`, an experiment's `[config]`
+    // and the metadata that holds it. Below the records, which find a commit's result by it.
+    ("config", &["commit_config", "experiment_meta"]),
+    // The records of runs: writing a note and its index row, reading them back (one commit,
+    // its logs and failures, views over many), and why a result stands.
+    (
+        "records",
+        &[
+            "results", "summary", "views", "commits", "logs", "failures", "explain",
+        ],
+    ),
+    // The tree-sitter analysis of a commit's code and the metrics over it.
+    ("analysis", &["analyze", "metrics"]),
+    // One commit's execution: its stages, checks, setup step, workspace, the tests it selects,
+    // and running many commits.
     (
         "run",
         &[
             "run",
+            "stages",
             "checks",
             "setup",
-            "commit_config",
-            "experiments::meta",
-            "results",
-            "summary",
-            "analyze",
-            "analyze_tests",
             "exec",
-            "explain",
-            "logs",
-            "failures",
-            "metrics",
             "selection",
             "jsselect",
-            "testcov",
+            "go_selection",
             "cargo_selection",
-            "commits",
-            "views",
+            "testcov",
         ],
     ),
     // The lifecycle of experiments and the judgements over records.

@@ -341,7 +341,7 @@ pub fn analyze(ctx: &Context, cwd: &Path, target: Option<&str>) -> Result<Analyz
     if let (Some(commit), Some(repo)) = (commit, &repo) {
         let info = gs_git::commit_info(repo, commit)?;
         let flags = gs_config::ConfigFile::default();
-        let cfg = crate::app::run::commit_config::config_for(ctx, repo, &info, None, &flags)?;
+        let cfg = crate::app::config::commit_config::config_for(ctx, repo, &info, None, &flags)?;
         return Ok(Analyzed {
             analysis: analyze_tree(&ctx.index, repo, info.tree, &cfg.analysis)?,
             note: dir.map(|_| {

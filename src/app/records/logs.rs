@@ -5,7 +5,7 @@ use crate::app::{io_err, AppError, Context, Result};
 use gs_model::RunRecord;
 use gs_store::RepoRow;
 use serde::Serialize;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Where the tests' output of the run behind `record` is kept (the run a cached result came
 /// from).
@@ -21,7 +21,7 @@ pub fn check_path(
     record: &RunRecord,
     check: Option<&str>,
 ) -> PathBuf {
-    crate::app::run::checks::log_path(
+    log_path(
         &ctx.paths.logs().join(&row.repository_id),
         record.cached_from.as_deref().unwrap_or(&record.commit),
         check,
@@ -32,7 +32,7 @@ pub fn check_path(
 /// Where a trial run's (`run --command`/`--timeout`) test output is kept: beside the
 /// commit's own, never in its place.
 pub fn trial_path(ctx: &Context, row: &RepoRow, record: &RunRecord) -> PathBuf {
-    crate::app::run::checks::log_path(
+    log_path(
         &ctx.paths.logs().join(&row.repository_id),
         &record.commit,
         None,
@@ -182,4 +182,37 @@ pub fn read(
         output_truncated: truncated,
         setup_step,
     })
+}
+
+/// Where a run's logs go: the tests' to `<commit>.log`, a check's to `<commit>.check-NAME.log`
+/// (`.trial.` before `log` for a trial). The names may come from a note someone else wrote:
+/// only the characters a commit id and a check name may hold are kept, so the path stays in
+/// `dir`.
+pub fn log_path(dir: &Path, commit: &str, check: Option<&str>, trial: bool) -> PathBuf {
+    let plain = |s: &str| -> String {
+        s.chars()
+            .filter(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-' || *c == '_')
+            .collect()
+    };
+    let commit = plain(commit);
+    let check = check
+        .filter(|c| *c != gs_config::TEST_CHECK)
+        .map(|c| format!(".check-{}", plain(c)))
+        .unwrap_or_default();
+    let trial = if trial { ".trial" } else { "" };
+    dir.join(format!("{commit}{check}{trial}.log"))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_log_path_never_leaves_the_logs_directory() {
+        let dir = std::path::Path::new("/logs/repo");
+        let p = super::log_path(dir, "../../etc/passwd", Some("../x"), false);
+        assert_eq!(p.parent(), Some(dir));
+        assert_eq!(
+            super::log_path(dir, "ab12", Some("type-check"), true),
+            dir.join("ab12.check-type-check.trial.log")
+        );
+    }
 }

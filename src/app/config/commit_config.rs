@@ -34,7 +34,8 @@ pub fn config_for(
     let text = committed_text(repo, info, ".sandbox.toml", &label)?;
     let mut layers = ctx.layers.with_repo_text(&label, text.as_deref())?;
     if let Some(name) = experiment {
-        layers.experiment = crate::app::run::experiment_meta::config_overrides(repo, info, name)?;
+        layers.experiment =
+            crate::app::config::experiment_meta::config_overrides(repo, info, name)?;
     }
     layers.flags = flags.clone();
     let mut config = layers.resolve();

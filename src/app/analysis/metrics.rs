@@ -2,7 +2,7 @@
 //! changed between two revisions: functions added and removed, complexity up and down, new
 //! potential issues. Built on the analysis of `analyze.rs` and its per-blob cache.
 
-use crate::app::run::analyze::analyze_tree_with;
+use crate::app::analysis::analyze::analyze_tree_with;
 use crate::app::{Context, Result};
 use gix::ObjectId;
 use gs_analysis::FileAnalysis;
@@ -66,8 +66,13 @@ pub fn of(
     under: Option<&str>,
 ) -> Result<Metrics> {
     let info = git::commit_info(repo, commit)?;
-    let cfg =
-        crate::app::run::commit_config::config_for(ctx, repo, &info, None, &ConfigFile::default())?;
+    let cfg = crate::app::config::commit_config::config_for(
+        ctx,
+        repo,
+        &info,
+        None,
+        &ConfigFile::default(),
+    )?;
     let mut files = Vec::new();
     let mut functions = Vec::new();
     let analysis = analyze_tree_with(

@@ -117,7 +117,7 @@ fn tree_result(
     commit: ObjectId,
 ) -> Result<Option<RunRecord>> {
     let info = git::commit_info(repo, commit)?;
-    let Ok(config) = crate::app::run::commit_config::config_for(
+    let Ok(config) = crate::app::config::commit_config::config_for(
         ctx,
         repo,
         &info,
@@ -168,8 +168,8 @@ pub fn current_record(
     refname: Option<&str>,
 ) -> Result<Option<RunRecord>> {
     let info = git::commit_info(repo, commit)?;
-    let experiment = crate::app::run::commit_config::experiment_of(refname);
-    let config = match crate::app::run::commit_config::config_for(
+    let experiment = crate::app::config::commit_config::experiment_of(refname);
+    let config = match crate::app::config::commit_config::config_for(
         ctx,
         repo,
         &info,

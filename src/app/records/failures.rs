@@ -2,7 +2,7 @@
 //! first line of the assertion, and the commit where each began to fail (walking first parents
 //! back while the same test keeps failing).
 
-use crate::app::{run::results, Context, Result};
+use crate::app::{records::results, Context, Result};
 use gix::ObjectId;
 use gs_model::RunRecord;
 use gs_store::RepoRow;
@@ -85,7 +85,7 @@ pub fn of(
             .is_some()
     };
     // The record keeps a failure's message; the run's output often holds more (a traceback).
-    let log = std::fs::read(crate::app::run::logs::path(ctx, row, record))
+    let log = std::fs::read(crate::app::records::logs::path(ctx, row, record))
         .map(|b| String::from_utf8_lossy(&b).into_owned())
         .unwrap_or_default();
     let failures = listed
@@ -218,7 +218,7 @@ pub fn assertion(message: &str) -> String {
             || l.starts_with("Expected")
     };
     let line = message.lines().find(said).unwrap_or(message);
-    crate::app::run::summary::first_line(line)
+    crate::app::records::summary::first_line(line)
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! commit of the same tree, or made again — and when made again, what differs from the results
 //! there are (the config, the tools). Reads only; runs nothing.
 
-use crate::app::{run::commit_config, run::results, Context, Result};
+use crate::app::{config::commit_config, records::results, Context, Result};
 use gix::ObjectId;
 use gs_model::{RunRecord, Status};
 use gs_store::RepoRow;
