@@ -2,7 +2,7 @@
 //! tree as the tests, each with its own command, timeout, report and weight. `[checks.test]` is
 //! another way of writing `[test]`.
 
-use super::file::{de_command, de_relative_path, de_timeout, hinted, ConfigFile};
+use super::de::{de_command, de_relative_path, de_timeout, hinted};
 use super::{ser_opt_duration, Config, ConfigError, Location};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::BTreeMap;
@@ -10,6 +10,28 @@ use std::time::Duration;
 
 /// The check `[test]` is.
 pub const TEST_CHECK: &str = "test";
+
+/// `[test]`: the tests, the check every run has (`[checks.test]` is another way to write it).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TestFile {
+    #[serde(default, deserialize_with = "de_command")]
+    pub command: Option<String>,
+    #[serde(default, deserialize_with = "de_timeout")]
+    pub timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "de_relative_path")]
+    pub junit: Option<String>,
+    #[serde(default, deserialize_with = "de_command")]
+    pub setup: Option<String>,
+    /// A line-coverage report the command writes (coverage.py JSON, Cobertura XML, lcov).
+    #[serde(default, deserialize_with = "de_relative_path")]
+    pub coverage: Option<String>,
+    /// Run the tests at the same time as the checks that say `parallel = true`.
+    pub parallel: Option<bool>,
+    /// Run the tests a change can reach first, then the rest (pytest, jest and vitest): `false`
+    /// runs the whole suite in one phase.
+    pub phases: Option<bool>,
+}
 /// The longest check name: names appear in file names and in GitHub's status contexts.
 const MAX_NAME: usize = 32;
 
@@ -85,13 +107,17 @@ pub(super) fn de_checks<'de, D: Deserializer<'de>>(
 
 /// Put the checks of a parsed file in the order the file declares them, and fold
 /// `[checks.test]` into `[test]`.
-pub(super) fn settle(label: &str, text: &str, file: &mut ConfigFile) -> Result<(), ConfigError> {
-    file.checks
-        .sort_by_key(|(name, _)| declared_at(text, name).unwrap_or(usize::MAX));
-    let Some(at) = file.checks.iter().position(|(n, _)| n == TEST_CHECK) else {
+pub(super) fn settle(
+    label: &str,
+    text: &str,
+    checks: &mut Vec<(String, CheckFile)>,
+    test: &mut TestFile,
+) -> Result<(), ConfigError> {
+    checks.sort_by_key(|(name, _)| declared_at(text, name).unwrap_or(usize::MAX));
+    let Some(at) = checks.iter().position(|(n, _)| n == TEST_CHECK) else {
         return Ok(());
     };
-    let (_, check) = file.checks.remove(at);
+    let (_, check) = checks.remove(at);
     let error = |message: String, hint: &str| ConfigError {
         location: Location {
             source_label: label.to_string(),
@@ -101,7 +127,7 @@ pub(super) fn settle(label: &str, text: &str, file: &mut ConfigFile) -> Result<(
         message,
         hints: vec![hint.into()],
     };
-    let t = &file.test;
+    let t = &*test;
     if t.command.is_some()
         || t.timeout.is_some()
         || t.junit.is_some()
@@ -119,11 +145,11 @@ pub(super) fn settle(label: &str, text: &str, file: &mut ConfigFile) -> Result<(
             "remove required = false, or give the check another name",
         ));
     }
-    file.test.command = check.command;
-    file.test.timeout = check.timeout;
-    file.test.junit = check.junit;
-    file.test.parallel = check.parallel;
-    file.test.coverage = check.coverage;
+    test.command = check.command;
+    test.timeout = check.timeout;
+    test.junit = check.junit;
+    test.parallel = check.parallel;
+    test.coverage = check.coverage;
     Ok(())
 }
 

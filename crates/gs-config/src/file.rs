@@ -1,23 +1,13 @@
 //! One config file as written (every key optional) and its parser with file:line:key errors.
 
+pub use super::checks::TestFile;
+use super::de::{de_duration, de_timeout, hinted, set, HINT_MARK};
 pub use super::machine::{GithubFile, IndexFile, NotifyFile, RemoteFile, TrustFile};
 use super::network::{de_network, NetworkMode};
-use super::{parse_duration, Config, ConfigError, Location};
+use super::{Config, ConfigError, Location};
 use gs_util::hint::Hinted;
 use serde::{Deserialize, Deserializer};
 use std::time::Duration;
-
-/// Between the problem and the fix in a deserialize error: serde carries only a string, and
-/// [`parse_file`] splits it back into the message and its hints.
-const HINT_MARK: char = '\u{1f}';
-
-/// A deserialize error with its fix kept apart.
-pub(super) fn hinted<E: serde::de::Error>(
-    problem: impl std::fmt::Display,
-    fix: impl std::fmt::Display,
-) -> E {
-    E::custom(format!("{problem}{HINT_MARK}{fix}"))
-}
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -96,27 +86,6 @@ fn de_cache_dirs<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>,
     Ok(Some(dirs))
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TestFile {
-    #[serde(default, deserialize_with = "de_command")]
-    pub command: Option<String>,
-    #[serde(default, deserialize_with = "de_timeout")]
-    pub timeout: Option<Duration>,
-    #[serde(default, deserialize_with = "de_relative_path")]
-    pub junit: Option<String>,
-    #[serde(default, deserialize_with = "de_command")]
-    pub setup: Option<String>,
-    /// A line-coverage report the command writes (coverage.py JSON, Cobertura XML, lcov).
-    #[serde(default, deserialize_with = "de_relative_path")]
-    pub coverage: Option<String>,
-    /// Run the tests at the same time as the checks that say `parallel = true`.
-    pub parallel: Option<bool>,
-    /// Run the tests a change can reach first, then the rest (pytest, jest and vitest): `false`
-    /// runs the whole suite in one phase.
-    pub phases: Option<bool>,
-}
-
 /// A limit as written: a positive number, or `"unlimited"` (only the user's own config may say
 /// that; a repository's config that does is an error).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -191,7 +160,6 @@ const MAX_CPU_SECONDS: u64 = 366 * 24 * 3600;
 const MAX_PROCESSES: u64 = 4 << 20;
 const MAX_OPEN_FILES: u64 = 1 << 20;
 const MAX_OUTPUT_BYTES: u64 = 1 << 40;
-const MAX_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
 
 fn de_limit<'de, D: Deserializer<'de>>(
     d: D,
@@ -289,59 +257,6 @@ fn de_output<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Limit>, D::Error>
     de_limit(d, MAX_OUTPUT_BYTES, "bytes")
 }
 
-/// A command with a NUL byte cannot be passed to a shell: it is an error, never a command cut
-/// short at the NUL.
-pub(super) fn de_command<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    let s = String::deserialize(d)?;
-    if s.contains('\0') {
-        return Err(hinted(
-            "the command contains a NUL byte, which no shell can run",
-            "remove it",
-        ));
-    }
-    Ok(Some(s))
-}
-
-/// A path inside the checkout: relative, no `..`, no NUL.
-pub(super) fn de_relative_path<'de, D: Deserializer<'de>>(
-    d: D,
-) -> Result<Option<String>, D::Error> {
-    let s = String::deserialize(d)?;
-    let p = std::path::Path::new(&s);
-    let bad = if s.is_empty() {
-        Some("is empty")
-    } else if s.contains('\0') {
-        Some("contains a NUL byte")
-    } else if p.is_absolute() {
-        Some("is absolute")
-    } else if p
-        .components()
-        .any(|c| matches!(c, std::path::Component::ParentDir))
-    {
-        Some("leaves the checkout with `..`")
-    } else {
-        None
-    };
-    match bad {
-        Some(why) => Err(hinted(
-            format!("the path {s:?} {why}"),
-            "name a file inside the checkout, relative to its root (like \"reports/junit.xml\")",
-        )),
-        None => Ok(Some(s)),
-    }
-}
-
-pub(super) fn de_timeout<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-    let t = de_duration(d)?;
-    if t.is_some_and(|t| t > MAX_TIMEOUT) {
-        return Err(hinted(
-            "a timeout over 7 days is not a timeout",
-            "write a real one, like \"30m\"",
-        ));
-    }
-    Ok(t)
-}
-
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AnalysisFile {
@@ -437,25 +352,6 @@ fn de_positive<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error>
         )),
         n => Ok(Some(n)),
     }
-}
-
-pub(super) fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Raw {
-        Secs(u64),
-        Text(String),
-    }
-    let text = match Raw::deserialize(d)? {
-        Raw::Secs(n) => n.to_string(),
-        Raw::Text(t) => t,
-    };
-    parse_duration(&text).map(Some).ok_or_else(|| {
-        hinted(
-            format!("invalid duration {text:?}"),
-            "write a positive number with a unit, like \"90s\", \"5m\", \"1h\" or \"30d\"",
-        )
-    })
 }
 
 /// A list of globs, each of which must compile (so a bad one is named with its file and line).
@@ -573,20 +469,54 @@ impl ConfigFile {
         set(&mut c.gc.max_log_mb, g.max_log_mb);
         set(&mut c.gc.caches, g.caches);
         set(&mut c.gc.max_cache_mb, g.max_cache_mb);
-        super::machine::apply(self, c);
-    }
-}
-
-pub(super) fn set<T>(slot: &mut T, value: Option<T>) {
-    if let Some(v) = value {
-        *slot = v;
+        // The machine's own sections.
+        set(&mut c.remote.auto_push, self.remote.auto_push);
+        if let Some(p) = self.remote.poll {
+            c.remote.poll = Some(p);
+        }
+        if let Some(f) = &self.remote.webhook_secret_file {
+            c.remote.webhook_secret_file = Some(f.clone());
+        }
+        let h = &self.github;
+        set(&mut c.github.api_url, h.api_url.clone());
+        set(&mut c.github.web_url, h.web_url.clone());
+        if let Some(t) = &h.token_command {
+            c.github.token_command = Some(t.clone());
+        }
+        set(&mut c.github.statuses, h.statuses);
+        if let Some(v) = h.app_id {
+            c.github.app_id = Some(v);
+        }
+        if let Some(v) = &h.app_key_file {
+            c.github.app_key_file = Some(v.clone());
+        }
+        if let Some(v) = h.installation_id {
+            c.github.installation_id = Some(v);
+        }
+        if let Some(u) = &self.index.url {
+            c.index.url = Some(u.clone());
+        }
+        set(&mut c.index.lease, self.index.lease);
+        if let Some(a) = &self.trust.allowed_signers {
+            c.trust.allowed_signers = Some(a.clone());
+        }
+        let n = &self.notify;
+        for (slot, v) in [
+            (&mut c.notify.webhook, &n.webhook),
+            (&mut c.notify.secret_file, &n.secret_file),
+            (&mut c.notify.command, &n.command),
+        ] {
+            if let Some(v) = v {
+                *slot = Some(v.clone()).filter(|s| !s.trim().is_empty());
+            }
+        }
     }
 }
 
 /// Parse one config text. Errors name `label`, the line and the dotted key.
 pub fn parse_file(label: &str, text: &str) -> Result<ConfigFile, ConfigError> {
     let mut file = parse_toml(label, text)?;
-    super::checks::settle(label, text, &mut file)?;
+    super::checks::settle(label, text, &mut file.checks, &mut file.test)?;
     Ok(file)
 }
 

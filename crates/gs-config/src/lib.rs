@@ -3,6 +3,7 @@
 //! where the repository may only tighten the user's limits, pre-push gate and watch mode.
 
 mod checks;
+mod de;
 mod env;
 mod file;
 mod machine;

@@ -3,8 +3,8 @@
 //! index (`[index]`) and where it sends notifications (`[notify]`). A `.sandbox.toml` that sets
 //! them is refused (`parse_repository_file`).
 
-use super::file::{de_command, de_duration, hinted, set, ConfigFile};
-use super::{ser_duration, ser_opt_duration, Config};
+use super::de::{de_command, de_duration, hinted};
+use super::{ser_duration, ser_opt_duration};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::time::Duration;
 
@@ -176,49 +176,6 @@ impl NotifyConfig {
     }
 }
 
-/// Lay a file's machine sections over `c`.
-pub(super) fn apply(f: &ConfigFile, c: &mut Config) {
-    set(&mut c.remote.auto_push, f.remote.auto_push);
-    if let Some(p) = f.remote.poll {
-        c.remote.poll = Some(p);
-    }
-    if let Some(f) = &f.remote.webhook_secret_file {
-        c.remote.webhook_secret_file = Some(f.clone());
-    }
-    let h = &f.github;
-    set(&mut c.github.api_url, h.api_url.clone());
-    set(&mut c.github.web_url, h.web_url.clone());
-    if let Some(t) = &h.token_command {
-        c.github.token_command = Some(t.clone());
-    }
-    set(&mut c.github.statuses, h.statuses);
-    if let Some(v) = h.app_id {
-        c.github.app_id = Some(v);
-    }
-    if let Some(v) = &h.app_key_file {
-        c.github.app_key_file = Some(v.clone());
-    }
-    if let Some(v) = h.installation_id {
-        c.github.installation_id = Some(v);
-    }
-    if let Some(u) = &f.index.url {
-        c.index.url = Some(u.clone());
-    }
-    set(&mut c.index.lease, f.index.lease);
-    if let Some(a) = &f.trust.allowed_signers {
-        c.trust.allowed_signers = Some(a.clone());
-    }
-    let n = &f.notify;
-    for (slot, v) in [
-        (&mut c.notify.webhook, &n.webhook),
-        (&mut c.notify.secret_file, &n.secret_file),
-        (&mut c.notify.command, &n.command),
-    ] {
-        if let Some(v) = v {
-            *slot = Some(v.clone()).filter(|s| !s.trim().is_empty());
-        }
-    }
-}
 /// Results shared through git remotes. User config and environment only.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RemoteConfig {

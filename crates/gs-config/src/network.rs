@@ -3,7 +3,7 @@
 //! an address of the user's choosing, loopback and private ones included). A repository or an
 //! experiment may only narrow the user's lists; `resolve` is the user's alone.
 
-use super::file::hinted;
+use super::de::hinted;
 use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
