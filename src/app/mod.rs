@@ -261,7 +261,8 @@ impl Context {
             .parent()
             .unwrap_or(&self.paths.home)
             .to_path_buf();
-        let mut sandbox = gs_sandbox::Sandbox::for_user(&self.paths.home, &config_dir);
+        let mut sandbox =
+            gs_sandbox::Sandbox::for_user(&self.paths.home, &config_dir).probed(&self.paths.home);
         sandbox.programs = self.user_programs();
         let ca_files = self.layers.resolve().network.ca_files;
         if !ca_files.is_empty() {
@@ -304,7 +305,7 @@ impl Context {
 
     /// What this machine's sandbox enforces, layer by layer (the probe runs once, then is read
     /// from its cache).
-    pub fn probe(&self) -> gs_sandbox::sandbox::Probe {
-        gs_sandbox::sandbox::Probe::load_or_run(&self.paths.home, &self.sandbox())
+    pub fn probe(&self) -> gs_sandbox::Probe {
+        gs_sandbox::Probe::load_or_run(&self.paths.home, &self.sandbox())
     }
 }

@@ -1,7 +1,7 @@
 use super::{print_json, CmdResult, CommandError};
 use gs_config::Paths;
 use gs_model::LayerStatus;
-use gs_sandbox::{sandbox, sandbox::probe, sandbox::Probe, sandbox::Sandbox};
+use gs_sandbox::{probe, sandbox, sandbox::Sandbox, Probe};
 
 /// What this machine's sandbox can enforce: every layer, available or not, the reason, and what
 /// a missing one would need. Probes afresh and updates the cache that runs use.

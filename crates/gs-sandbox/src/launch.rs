@@ -12,13 +12,23 @@
 //! itself) and reaped. Only processes that serve many runs (where the fork server was warmed)
 //! keep spares.
 
-use super::process::Output;
 use super::sandbox::{self, forkserver, Plan};
 use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+/// Where a run's output goes.
+#[derive(Clone, Copy)]
+pub enum Output<'a> {
+    /// Capture stdout and stderr together into `log`, at most `cap` bytes.
+    Capture { log: &'a Path, cap: u64 },
+    /// Pass the caller's stdout and stderr through (for `exec`).
+    Inherit,
+    /// Throw it away (the machine probe).
+    Discard,
+}
 
 /// How long a spare may wait for its run.
 const SPARE_AGE: Duration = Duration::from_secs(2);

@@ -4,8 +4,10 @@
 pub mod env;
 pub mod first_fail;
 mod launch;
+pub mod probe;
 pub mod process;
 pub mod sandbox;
 
+pub use probe::Probe;
 pub use process::{run, Egress, Outcome, Output, Spec};
 pub use sandbox::Sandbox;

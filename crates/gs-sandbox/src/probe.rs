@@ -2,7 +2,7 @@
 //! `$GIT_SANDBOX_HOME/probe.json` (stale when the binary version, kernel or user changes).
 //! Layers it found unavailable are not attempted again by runs; `git sandbox doctor` prints it.
 
-use super::Sandbox;
+use crate::sandbox::Sandbox;
 use gs_model::{Isolation, Layer, LayerStatus};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -28,6 +28,17 @@ pub struct Probe {
 
 /// The probe's format: raised whenever the layers the helper reports change.
 pub const FORMAT: u32 = 3;
+
+impl Sandbox {
+    /// This sandbox with what the machine probe (from `data_dir`, run and cached on first use)
+    /// found unavailable skipped, and whether runs may use overlays.
+    pub fn probed(mut self, data_dir: &Path) -> Sandbox {
+        let probe = Probe::load_or_run(data_dir, &self);
+        self.skip = probe.skip();
+        self.overlay = probe.overlay();
+        self
+    }
+}
 
 /// The file name under the data directory.
 pub const FILE: &str = "probe.json";

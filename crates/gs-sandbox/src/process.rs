@@ -3,6 +3,7 @@
 //! tree (terminate, grace, kill), the helper's per-layer report, what killed the run, and resource
 //! usage from `wait4`.
 
+pub use super::launch::Output;
 use super::sandbox::{self, cgroup::RunCgroup, Artifact, Plan, PlanLimits, Report, Sandbox};
 use gs_config::Limits;
 use gs_model::{AppliedLimits, Isolation, Layer, LayerStatus, Resources};
@@ -18,16 +19,6 @@ const GRACE: Duration = Duration::from_millis(1500);
 /// How much of the end of the output the record keeps.
 const TAIL_BYTES: usize = 4096;
 const TAIL_LINES: usize = 40;
-
-#[derive(Clone, Copy)]
-pub enum Output<'a> {
-    /// Capture stdout and stderr together into `log`, at most `cap` bytes.
-    Capture { log: &'a Path, cap: u64 },
-    /// Pass the caller's stdout and stderr through (for `exec`).
-    Inherit,
-    /// Throw it away (the machine probe).
-    Discard,
-}
 
 pub struct Spec<'a> {
     pub command: &'a str,

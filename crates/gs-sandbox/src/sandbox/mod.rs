@@ -27,13 +27,10 @@ pub use fsview::VIEW_ROOT;
 mod guard;
 pub mod helper;
 pub mod layers;
-pub mod probe;
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-pub use probe::Probe;
 
 /// The environment variable that carries the plan (JSON) to the helper.
 pub const PLAN_VAR: &str = "GIT_SANDBOX_PLAN";
@@ -275,21 +272,17 @@ pub struct Sandbox {
 }
 
 impl Sandbox {
-    /// For runs of this user: this binary as the helper; home, config and data hidden; the
-    /// machine probe from `data_dir` (run and cached on first use).
+    /// For runs of this user: this binary as the helper; home, config and data hidden. What the
+    /// machine lacks is not known yet: [`Sandbox::probed`] (in `crate::probe`) asks.
     pub fn for_user(data_dir: &Path, config_dir: &Path) -> Sandbox {
-        let mut s = Sandbox {
+        Sandbox {
             helper: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("git-sandbox")),
             hide: hidden_dirs(data_dir, config_dir),
             skip: BTreeMap::new(),
             overlay: false,
             programs: Vec::new(),
             ca_bundle: None,
-        };
-        let probe = Probe::load_or_run(data_dir, &s);
-        s.skip = probe.skip();
-        s.overlay = probe.overlay();
-        s
+        }
     }
 
     /// Start the fork server the runs' helpers come from, in the background (see
