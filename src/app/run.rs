@@ -3,11 +3,8 @@
 //! note (batched, compare-and-swap) and in the index, with events.
 
 pub mod audit;
-pub mod cargo_selection;
 pub mod checks;
 pub mod exec;
-pub mod go_selection;
-pub mod jsselect;
 pub mod selection;
 pub mod setup;
 pub mod testcov;

@@ -2,6 +2,10 @@
 //! changed Python file through imports, and those whose tests failed in the parent's run; or
 //! why the whole suite runs in one phase (what the import graph cannot see means "everything").
 
+pub mod cargo;
+pub mod go;
+pub mod js;
+
 use crate::app::{run::testcov, Context, Result};
 use gix::bstr::ByteSlice;
 use gs_analysis::{imports::python_imports, imports::Import, imports::IMPORTS_VERSION};
@@ -137,14 +141,14 @@ pub fn select(
     if !config.test.phases {
         return Ok(Selection::one_phase("[test] phases = false"));
     }
-    if let Some(s) = crate::app::run::cargo_selection::select(repo, info, config)? {
+    if let Some(s) = cargo::select(repo, info, config)? {
         return Ok(s);
     }
-    if let Some(s) = crate::app::run::go_selection::select(ctx, repo, row, info, config)? {
+    if let Some(s) = go::select(ctx, repo, row, info, config)? {
         return Ok(s);
     }
-    if let Some(js) = crate::app::run::jsselect::command_of(repo, info, config) {
-        return crate::app::run::jsselect::select(ctx, repo, row, info, &js);
+    if let Some(js) = js::command_of(repo, info, config) {
+        return js::select(ctx, repo, row, info, &js);
     }
     // Nothing to split: no diff, tree walk or import graph for a command that runs in one phase.
     if let Some(c) = config

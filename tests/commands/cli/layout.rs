@@ -43,9 +43,6 @@ const AREAS: &[(&str, &[&str])] = &[
             "setup",
             "exec",
             "selection",
-            "jsselect",
-            "go_selection",
-            "cargo_selection",
             "testcov",
         ],
     ),
@@ -131,7 +128,7 @@ fn module_of(rel: &Path) -> Vec<String> {
         .components()
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
         .collect();
-    if segs.last().is_some_and(|s| s == "mod") {
+    if segs.last().is_some_and(|s| s == "mod") || segs == ["lib"] {
         segs.pop();
     }
     segs
@@ -235,8 +232,18 @@ fn paths_at(toks: &[String], mut i: usize, prefix: &[String]) -> (Vec<Vec<String
 
 /// Every module of `app` (path under `app`), with the modules of `app` it names.
 fn import_graph(root: &Path) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
+    import_graph_at(root, &["app".to_string()])
+}
+
+/// Every module under `root`, the folder of the module at `prefix` in its crate (path under
+/// it), with the modules under `root` it names. A crate's `lib.rs` is its root, the empty path.
+fn import_graph_at(root: &Path, prefix: &[String]) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
     let mut files = Vec::new();
     rs_files(root, &mut files);
+    if prefix.is_empty() {
+        // A crate's binaries are crates of their own.
+        files.retain(|f| f != &root.join("main.rs") && !f.starts_with(root.join("bin")));
+    }
     let modules: BTreeMap<Vec<String>, Vec<String>> = files
         .iter()
         .map(|f| {
@@ -246,7 +253,7 @@ fn import_graph(root: &Path) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
         .collect();
     let app = |p: &[String]| -> Option<Vec<String>> {
         // The longest prefix that is a module of `app`.
-        let under = p.strip_prefix(&["app".to_string()][..])?;
+        let under = p.strip_prefix(prefix)?;
         (0..=under.len())
             .rev()
             .map(|k| under[..k].to_vec())
@@ -254,9 +261,7 @@ fn import_graph(root: &Path) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
     };
     let mut graph = BTreeMap::new();
     for (module, toks) in &modules {
-        let here: Vec<String> = std::iter::once("app".to_string())
-            .chain(module.iter().cloned())
-            .collect();
+        let here: Vec<String> = prefix.iter().chain(module).cloned().collect();
         let mut to = BTreeSet::new();
         let mut i = 0;
         while i < toks.len() {
@@ -332,6 +337,113 @@ fn app_areas_depend_one_way() {
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// No circle of imports spans more than three files, in any crate of the workspace: modules
+/// that need each other are cut along the seam (the types both use in one module) rather than
+/// grown into a knot. A module's use of what encloses it (`super::`, the crate root's
+/// re-exports) is its context, not an arrow of the circle.
+#[test]
+fn no_import_circle_spans_more_than_three_files() {
+    let ws = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut roots = vec![ws.join("src")];
+    let mut crates: Vec<PathBuf> = std::fs::read_dir(ws.join("crates"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("src"))
+        .filter(|p| p.is_dir())
+        .collect();
+    crates.sort();
+    roots.extend(crates);
+    let mut problems = Vec::new();
+    for root in &roots {
+        let mut graph = import_graph_at(root, &[]);
+        for (module, to) in graph.iter_mut() {
+            to.retain(|m| !module.starts_with(m));
+        }
+        for circle in circles(&graph) {
+            if circle.len() > 3 {
+                let names: Vec<String> = circle
+                    .iter()
+                    .map(|m| match m.is_empty() {
+                        true => "(root)".to_string(),
+                        false => m.join("::"),
+                    })
+                    .collect();
+                problems.push(format!(
+                    "{}: {} files import each other: {}",
+                    root.strip_prefix(ws).unwrap().display(),
+                    circle.len(),
+                    names.join(", ")
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The strongly connected parts of `graph` with more than one module (Tarjan's algorithm).
+fn circles(graph: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> Vec<Vec<Vec<String>>> {
+    struct Walk<'g> {
+        graph: &'g BTreeMap<Vec<String>, BTreeSet<Vec<String>>>,
+        index: BTreeMap<&'g Vec<String>, usize>,
+        low: BTreeMap<&'g Vec<String>, usize>,
+        stack: Vec<&'g Vec<String>>,
+        on_stack: BTreeSet<&'g Vec<String>>,
+        found: Vec<Vec<Vec<String>>>,
+    }
+    impl<'g> Walk<'g> {
+        fn visit(&mut self, v: &'g Vec<String>) {
+            let n = self.index.len();
+            self.index.insert(v, n);
+            self.low.insert(v, n);
+            self.stack.push(v);
+            self.on_stack.insert(v);
+            for w in self.graph.get(v).into_iter().flatten() {
+                let Some((w, _)) = self.graph.get_key_value(w) else {
+                    continue;
+                };
+                if !self.index.contains_key(w) {
+                    self.visit(w);
+                    let lw = self.low[w];
+                    let lv = self.low.get_mut(v).unwrap();
+                    *lv = (*lv).min(lw);
+                } else if self.on_stack.contains(w) {
+                    let iw = self.index[w];
+                    let lv = self.low.get_mut(v).unwrap();
+                    *lv = (*lv).min(iw);
+                }
+            }
+            if self.low[v] == self.index[v] {
+                let mut part = Vec::new();
+                while let Some(w) = self.stack.pop() {
+                    self.on_stack.remove(w);
+                    part.push(w.clone());
+                    if w == v {
+                        break;
+                    }
+                }
+                if part.len() > 1 {
+                    part.sort();
+                    self.found.push(part);
+                }
+            }
+        }
+    }
+    let mut walk = Walk {
+        graph,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        found: Vec::new(),
+    };
+    for v in graph.keys() {
+        if !walk.index.contains_key(v) {
+            walk.visit(v);
+        }
+    }
+    walk.found
 }
 
 /// The reader sees what the test relies on: grouped and nested `use` trees, `super::`, a

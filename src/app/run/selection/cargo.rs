@@ -3,7 +3,7 @@
 //! whole workspace runs in one phase (a manifest, the lockfile, a build script, cargo's settings
 //! or a file outside every crate changed).
 
-use crate::app::run::selection::{Selection, Selects, Why};
+use super::{Selection, Selects, Why};
 use crate::app::Result;
 use gix::bstr::ByteSlice;
 use gix::ObjectId;

@@ -4,7 +4,7 @@
 //! the whole suite runs in one phase (go.mod, go.sum, go.work, vendored code, test data, a file
 //! that is not Go, cgo, `//go:embed`, build constraints).
 
-use crate::app::run::selection::{cached_per_blob, irrelevant, Selection, Selects, Why};
+use super::{cached_per_blob, irrelevant, Selection, Selects, Why};
 use crate::app::{Context, Result};
 use gix::bstr::ByteSlice;
 use gs_analysis::{gograph, gograph::GoFile, gograph::GO_IMPORTS_VERSION};

@@ -2,7 +2,7 @@
 //! through imports, and those that failed in the parent's run; or why the whole suite runs in
 //! one phase (a config, a manifest, a lockfile, a snapshot, a file nothing imports, an alias).
 
-use crate::app::run::selection::{cached_per_blob, irrelevant, Selection, Why};
+use super::{cached_per_blob, irrelevant, Selection, Why};
 use crate::app::{Context, Result};
 use gix::bstr::ByteSlice;
 use gs_analysis::{
