@@ -283,5 +283,5 @@ fn was_interrupted(r: &RunRecord) -> bool {
     r.tests
         .iter()
         .chain(r.checks.iter().map(|(_, c)| &c.run))
-        .any(|t| t.killed_by.as_deref() == Some("interrupt"))
+        .any(|t| t.killed_by == Some(gs_model::KilledBy::Interrupt))
 }

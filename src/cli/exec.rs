@@ -1,6 +1,7 @@
 use super::{cwd, CmdResult, CommandError};
 use crate::app::{run::exec, Context};
 use gs_git as git;
+use gs_model::KilledBy;
 
 /// Run any command in a sandboxed, throw-away checkout of REV; prints its output and exits with
 /// its exit code. Nothing is recorded.
@@ -45,11 +46,11 @@ pub fn cmd_exec(args: ExecArgs) -> CmdResult {
         return Err(CommandError::failed(e));
     }
     match (
-        outcome.killed_by.as_deref(),
+        outcome.killed_by.as_ref(),
         outcome.exit_code,
         outcome.signal,
     ) {
-        (Some("timeout"), _, _) => {
+        (Some(KilledBy::Timeout), _, _) => {
             eprintln!(
                 "error: the command ran past {}s and was stopped\nhint: pass --timeout to allow longer",
                 executed.timeout.as_secs()

@@ -1,4 +1,5 @@
 use super::{cwd, print_json, ui, CmdResult, CommandError};
+use crate::app::records::explain::Decision;
 use crate::app::run::{run_commits, run_commits_parallel, Progress, RunOptions};
 use crate::app::{repo::session::Session, select};
 use gs_config::ConfigFile;
@@ -121,8 +122,8 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
                 crate::app::records::explain::explain(&ctx, &repo, &row, c, refname.as_deref())?;
             if !args.json {
                 let what = match (e.decision, &e.from) {
-                    ("own", _) => "keeps its own result".to_string(),
-                    ("tree", Some(from)) => {
+                    (Decision::Own, _) => "keeps its own result".to_string(),
+                    (Decision::Tree, Some(from)) => {
                         format!("is served from {}", gs_util::short(from))
                     }
                     _ => "would run".to_string(),

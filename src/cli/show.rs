@@ -199,7 +199,11 @@ fn print_human(
             println!(
                 "Tests: {} ({})",
                 ui::counts(r),
-                ui::escape(t.framework.as_deref().unwrap_or("unknown framework"))
+                ui::escape(
+                    t.framework
+                        .as_ref()
+                        .map_or("unknown framework", |f| f.as_str())
+                )
             );
             println!("  command:  {}", ui::escape(&t.command));
             if let Some(s) = &t.setup {
@@ -209,8 +213,8 @@ fn print_human(
                 "  exit:     {}{}",
                 t.exit_code.map_or("-".into(), |c| c.to_string()),
                 t.killed_by
-                    .as_deref()
-                    .map(|k| format!(" (killed by {})", ui::escape(k)))
+                    .as_ref()
+                    .map(|k| format!(" (killed by {})", ui::escape(k.as_str())))
                     .unwrap_or_default()
             );
             println!(
@@ -368,7 +372,7 @@ fn print_human(
             };
             println!(
                 "  {:<9} {} ({counts})",
-                ui::escape(&f.status),
+                ui::escape(f.status.as_str()),
                 ui::quote_path(&f.path)
             );
         }
@@ -393,7 +397,7 @@ fn print_checks(r: &RunRecord, logs: Logs<'_>) {
         let name = ui::escape(name);
         let t = &c.run;
         let exit = match (&t.killed_by, t.exit_code) {
-            (Some(k), _) => format!("killed by {}", ui::escape(k)),
+            (Some(k), _) => format!("killed by {}", ui::escape(k.as_str())),
             (None, Some(code)) => format!("exit {code}"),
             (None, None) => "no exit code".into(),
         };

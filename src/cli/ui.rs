@@ -55,8 +55,8 @@ pub fn counts(r: &RunRecord) -> String {
             Some(c) => format!("exit {c}"),
             None => t
                 .killed_by
-                .clone()
-                .map(|k| format!("killed by {}", escape(&k)))
+                .as_ref()
+                .map(|k| format!("killed by {}", escape(k.as_str())))
                 .unwrap_or_default(),
         }
     } else {

@@ -133,7 +133,7 @@ fn timeout_kills_the_whole_group() {
     let mut s = spec(&cmd, d.path(), &log, &flag, &sb, &limits);
     s.timeout = Duration::from_millis(300);
     let o = run(s);
-    assert_eq!(o.killed_by.as_deref(), Some("timeout"));
+    assert_eq!(o.killed_by, Some(gs_model::KilledBy::Timeout));
     assert!(o.duration < Duration::from_secs(3), "{:?}", o.duration);
     std::thread::sleep(Duration::from_millis(3500));
     assert!(!marker.exists(), "a background child outlived the timeout");
@@ -151,7 +151,7 @@ fn endless_output_is_capped_and_stopped() {
         cap: 100_000,
     };
     let o = run(s);
-    assert_eq!(o.killed_by.as_deref(), Some("output"));
+    assert_eq!(o.killed_by, Some(gs_model::KilledBy::Output));
     assert!(o.truncated);
     assert_eq!(o.output.len(), 100_000);
     assert!(std::fs::metadata(&log).unwrap().len() < 100_200);

@@ -4,7 +4,7 @@ use super::{gix_err, Result};
 use gix::bstr::ByteSlice;
 use gix::object::tree::diff::{Action, Change};
 use gix::ObjectId;
-use gs_model::{Changes, FileChange};
+use gs_model::{ChangeStatus, Changes, FileChange};
 
 /// Changes of a commit against its first parent (against the empty tree for a root commit).
 pub fn commit_changes(repo: &gix::Repository, info: &super::CommitInfo) -> Result<Changes> {
@@ -75,15 +75,17 @@ pub fn tree_changes(
                     return Ok(Action::Continue(()));
                 }
                 let status = match &change {
-                    Change::Addition { .. } => "added",
-                    Change::Deletion { .. } => "deleted",
+                    Change::Addition { .. } => ChangeStatus::Added,
+                    Change::Deletion { .. } => ChangeStatus::Deleted,
                     Change::Modification {
                         previous_entry_mode,
                         entry_mode,
                         ..
-                    } if previous_entry_mode.kind() != entry_mode.kind() => "type_changed",
-                    Change::Modification { .. } => "modified",
-                    Change::Rewrite { .. } => "renamed",
+                    } if previous_entry_mode.kind() != entry_mode.kind() => {
+                        ChangeStatus::TypeChanged
+                    }
+                    Change::Modification { .. } => ChangeStatus::Modified,
+                    Change::Rewrite { .. } => ChangeStatus::Renamed,
                 };
                 let path = change.location().to_str_lossy().into_owned();
                 let counts = match change.diff(&mut cache) {
@@ -93,7 +95,7 @@ pub fn tree_changes(
                 cache.clear_resource_cache_keep_allocation();
                 files.push(FileChange {
                     path,
-                    status: status.to_string(),
+                    status,
                     insertions: counts.map_or(0, |c| u64::from(c.insertions)),
                     deletions: counts.map_or(0, |c| u64::from(c.removals)),
                     binary: counts.is_none(),

@@ -4,6 +4,7 @@ pub mod attempt;
 pub mod event;
 pub mod experiment;
 pub mod note;
+mod open_enum;
 pub mod record;
 pub mod test_name;
 
@@ -11,4 +12,5 @@ pub use attempt::{could_not_run, Attempt};
 pub use event::EventKind;
 pub use experiment::*;
 pub use note::NoteRecord;
+pub use open_enum::{ChangeStatus, Framework, KilledBy};
 pub use record::*;

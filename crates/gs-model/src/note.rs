@@ -520,6 +520,42 @@ mod tests {
         assert!(why.contains("newer"), "{why}");
     }
 
+    /// Records an earlier build wrote (one commit failing under unittest with files added,
+    /// modified and deleted, one stopped by its timeout) read into the typed record and written
+    /// again are the bytes that were signed; so are words this build does not know.
+    #[test]
+    fn records_written_before_their_words_were_typed_are_written_back_byte_for_byte() {
+        let lines = include_str!("../../../tests/fixtures/notes/written-before-typed-words.jsonl");
+        let unknown = lines
+            .replace(
+                "\"killed_by\":\"timeout\"",
+                "\"killed_by\":\"watchdog \\\"7\\\"\"",
+            )
+            .replace("\"framework\":\"unittest\"", "\"framework\":\"zig\"")
+            .replace("\"status\":\"added\"", "\"status\":\"copied\"");
+        assert_ne!(unknown, lines);
+        let mut seen = Vec::new();
+        for line in lines.lines().chain(unknown.lines()) {
+            let (bytes, _) = signed_parts(line.as_bytes()).expect("a signed line");
+            let r: RunRecord = serde_json::from_slice(&bytes).unwrap();
+            assert_eq!(
+                String::from_utf8(serde_json::to_vec(&r).unwrap()).unwrap(),
+                String::from_utf8(bytes).unwrap()
+            );
+            let t = r.tests.unwrap();
+            let changes = r.changes.unwrap();
+            seen.push((t.framework, t.killed_by, changes.files[0].status.clone()));
+        }
+        use crate::{ChangeStatus, Framework, KilledBy};
+        assert_eq!(seen[0].0, Some(Framework::Unittest));
+        assert_eq!(seen[1].1, Some(KilledBy::Timeout));
+        assert_eq!(seen[2].0, Some(Framework::Other("zig".into())));
+        assert_eq!(seen[3].1, Some(KilledBy::Other("watchdog \"7\"".into())));
+        assert!(seen
+            .iter()
+            .any(|s| s.2 == ChangeStatus::Other("copied".into())));
+    }
+
     #[test]
     fn unknown_enum_values_are_tolerated_and_never_a_pass() {
         let r = record(A, "2026-01-01T00:00:01.000Z", Status::Passed);

@@ -3,6 +3,7 @@
 //! These types are the contract with scripts: `git notes show`, `--json` output and the index all
 //! come from them. Adding a field is fine; changing the meaning of one needs a new schema version.
 
+use crate::{ChangeStatus, Framework, KilledBy};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -421,7 +422,7 @@ pub struct Tests {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<Status>,
     pub command: String,
-    pub framework: Option<String>,
+    pub framework: Option<Framework>,
     pub exit_code: Option<i32>,
     pub passed: Option<u64>,
     pub failed: Option<u64>,
@@ -431,8 +432,8 @@ pub struct Tests {
     pub failures: Vec<Failure>,
     pub duration_ms: u64,
     pub output_tail: String,
-    /// What ended the run early: `timeout`, `output`, `signal`, … `None` when it ended by itself.
-    pub killed_by: Option<String>,
+    /// What ended the run early; `None` when it ended by itself.
+    pub killed_by: Option<KilledBy>,
     pub resources: Resources,
     #[serde(default)]
     pub output_truncated: bool,
@@ -779,8 +780,7 @@ pub struct Analysis {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileChange {
     pub path: String,
-    /// added | modified | deleted | renamed | type_changed
-    pub status: String,
+    pub status: ChangeStatus,
     pub insertions: u64,
     pub deletions: u64,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

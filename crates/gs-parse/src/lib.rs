@@ -23,23 +23,34 @@ mod text;
 mod unittest;
 pub mod xml;
 
+pub use gs_model::Framework;
 use gs_model::TestCounts;
 pub use xml::decode_entities;
 
 /// Every framework name `parse_output` can return, in the order tried when the hint fails.
 /// `nextest` goes before `cargo` (nextest output embeds indented `test result:` lines), `mocha`
 /// before `node` (mocha's TAP reporter is TAP too; `node` leaves it to `mocha` even when hinted).
-pub const FRAMEWORKS: [&str; 14] = [
-    "nextest", "cargo", "pytest", "unittest", "go", "jest", "vitest", "mocha", "bun", "deno",
-    "node", "rspec", "phpunit", "junit",
+pub const FRAMEWORKS: &[Framework] = &[
+    Framework::Nextest,
+    Framework::Cargo,
+    Framework::Pytest,
+    Framework::Unittest,
+    Framework::Go,
+    Framework::Jest,
+    Framework::Vitest,
+    Framework::Mocha,
+    Framework::Bun,
+    Framework::Deno,
+    Framework::Node,
+    Framework::Rspec,
+    Framework::Phpunit,
+    Framework::Junit,
 ];
 
-/// Framework names: "pytest", "unittest", "cargo", "nextest", "go", "jest", "vitest", "mocha",
-/// "bun", "deno", "node", "rspec", "phpunit", "junit".
 /// `hint` is the framework the runner detected or guessed from the command (may be None or wrong);
 /// try it first, then the others.
 /// Returns the framework whose summary was recognised and the counts; None when nothing recognisable.
-pub fn parse_output(hint: Option<&str>, output: &str) -> Option<(&'static str, TestCounts)> {
+pub fn parse_output(hint: Option<&Framework>, output: &str) -> Option<(Framework, TestCounts)> {
     parse_command_output(None, hint, output)
 }
 
@@ -47,16 +58,16 @@ pub fn parse_output(hint: Option<&str>, output: &str) -> Option<(&'static str, T
 /// so a summary a test prints beside the runner's own is not added to it (`None`: one).
 pub fn parse_command_output(
     command: Option<&str>,
-    hint: Option<&str>,
+    hint: Option<&Framework>,
     output: &str,
-) -> Option<(&'static str, TestCounts)> {
+) -> Option<(Framework, TestCounts)> {
     let text = text::clean(output);
     let invocations = command.map_or(1, runner_invocations);
-    let hinted = hint.and_then(|h| FRAMEWORKS.iter().copied().find(|f| *f == h));
+    let hinted = hint.filter(|h| FRAMEWORKS.contains(h));
     hinted
         .into_iter()
-        .chain(FRAMEWORKS.iter().copied().filter(|f| Some(*f) != hinted))
-        .find_map(|fw| parse_as(fw, &text, invocations).map(|counts| (fw, counts)))
+        .chain(FRAMEWORKS.iter().filter(|f| Some(*f) != hinted))
+        .find_map(|fw| parse_as(fw, &text, invocations).map(|counts| (fw.clone(), counts)))
 }
 
 /// How many unittest runners a command line starts (`-m unittest`, `manage.py test`), at least
@@ -92,24 +103,24 @@ pub fn parse_junit_xml(xml: &str) -> Option<TestCounts> {
     junit::parse(xml)
 }
 
-fn parse_as(framework: &str, text: &str, invocations: usize) -> Option<TestCounts> {
+fn parse_as(framework: &Framework, text: &str, invocations: usize) -> Option<TestCounts> {
     match framework {
-        "pytest" => pytest::parse(text),
-        "unittest" => unittest::parse(text, invocations),
-        "cargo" => cargo::parse(text),
-        "nextest" => nextest::parse(text),
-        "go" => go::parse(text),
-        "jest" => js::parse_jest(text),
-        "vitest" => js::parse_vitest(text),
-        "mocha" => mocha::parse(text),
-        "bun" => bun::parse(text),
-        "deno" => deno::parse(text),
-        "node" if mocha::is_tap(text) => None,
-        "node" => tap::parse(text),
-        "rspec" => rspec::parse(text),
-        "phpunit" => phpunit::parse(text),
-        "junit" => junit::parse_embedded(text),
-        _ => None,
+        Framework::Pytest => pytest::parse(text),
+        Framework::Unittest => unittest::parse(text, invocations),
+        Framework::Cargo => cargo::parse(text),
+        Framework::Nextest => nextest::parse(text),
+        Framework::Go => go::parse(text),
+        Framework::Jest => js::parse_jest(text),
+        Framework::Vitest => js::parse_vitest(text),
+        Framework::Mocha => mocha::parse(text),
+        Framework::Bun => bun::parse(text),
+        Framework::Deno => deno::parse(text),
+        Framework::Node if mocha::is_tap(text) => None,
+        Framework::Node => tap::parse(text),
+        Framework::Rspec => rspec::parse(text),
+        Framework::Phpunit => phpunit::parse(text),
+        Framework::Junit => junit::parse_embedded(text),
+        Framework::Npm | Framework::Other(_) => None,
     }
 }
 
@@ -117,7 +128,7 @@ fn parse_as(framework: &str, text: &str, invocations: usize) -> Option<TestCount
 /// -> nextest, "npx vitest run" -> vitest, "node --test" -> node, "go test ./..." -> go,
 /// "bun test" -> bun, "bundle exec rspec" -> rspec, "vendor/bin/phpunit" -> phpunit, "npm test"
 /// -> None ...).
-pub fn framework_from_command(cmd: &str) -> Option<&'static str> {
+pub fn framework_from_command(cmd: &str) -> Option<Framework> {
     let words = command_words(cmd);
     let base = base_name;
     for (i, word) in words.iter().enumerate() {
@@ -125,14 +136,14 @@ pub fn framework_from_command(cmd: &str) -> Option<&'static str> {
         let next = words.get(i + 1).map(|w| base(w));
         let next = next.as_deref();
         match b.as_str() {
-            "pytest" | "py.test" => return Some("pytest"),
+            "pytest" | "py.test" => return Some(Framework::Pytest),
             "-m" => match next {
-                Some("pytest") => return Some("pytest"),
-                Some("unittest") => return Some("unittest"),
+                Some("pytest") => return Some(Framework::Pytest),
+                Some("unittest") => return Some(Framework::Unittest),
                 _ => {}
             },
-            "manage.py" if next == Some("test") => return Some("unittest"),
-            "cargo-nextest" => return Some("nextest"),
+            "manage.py" if next == Some("test") => return Some(Framework::Unittest),
+            "cargo-nextest" => return Some(Framework::Nextest),
             "cargo" => {
                 // `cargo +nightly test`, `cargo --locked nextest run`: skip options.
                 let sub = words[i + 1..]
@@ -140,26 +151,26 @@ pub fn framework_from_command(cmd: &str) -> Option<&'static str> {
                     .find(|w| !w.starts_with('-') && !w.starts_with('+'))
                     .map(|w| w.to_ascii_lowercase());
                 match sub.as_deref() {
-                    Some("nextest") => return Some("nextest"),
-                    Some("test") | Some("t") => return Some("cargo"),
+                    Some("nextest") => return Some(Framework::Nextest),
+                    Some("test") | Some("t") => return Some(Framework::Cargo),
                     _ => {}
                 }
             }
-            "go" if next == Some("test") => return Some("go"),
-            "jest" => return Some("jest"),
-            "vitest" => return Some("vitest"),
-            "mocha" | "_mocha" => return Some("mocha"),
-            "bun" if next == Some("test") => return Some("bun"),
-            "deno" if next == Some("test") => return Some("deno"),
-            "rspec" => return Some("rspec"),
-            "phpunit" | "phpunit.phar" => return Some("phpunit"),
+            "go" if next == Some("test") => return Some(Framework::Go),
+            "jest" => return Some(Framework::Jest),
+            "vitest" => return Some(Framework::Vitest),
+            "mocha" | "_mocha" => return Some(Framework::Mocha),
+            "bun" if next == Some("test") => return Some(Framework::Bun),
+            "deno" if next == Some("test") => return Some(Framework::Deno),
+            "rspec" => return Some(Framework::Rspec),
+            "phpunit" | "phpunit.phar" => return Some(Framework::Phpunit),
             "node" | "nodejs"
                 if words[i + 1..]
                     .iter()
                     .take_while(|w| w.starts_with('-'))
                     .any(|w| *w == "--test") =>
             {
-                return Some("node")
+                return Some(Framework::Node)
             }
             _ => {}
         }

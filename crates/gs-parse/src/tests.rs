@@ -123,8 +123,12 @@ fn every_fixture_is_recognised_without_a_hint_and_despite_a_wrong_one() {
     for (framework, output) in FIXTURES {
         let (found, _) = parse_output(None, output).unwrap_or_else(|| panic!("{framework}"));
         assert_eq!(found, *framework);
-        for hint in FRAMEWORKS.iter().chain(&["npm", ""]) {
-            let (found, counts) = parse_output(Some(hint), output).unwrap();
+        for hint in FRAMEWORKS
+            .iter()
+            .cloned()
+            .chain(["npm", ""].map(Framework::from))
+        {
+            let (found, counts) = parse_output(Some(&hint), output).unwrap();
             assert_eq!(found, *framework, "hint {hint} on {framework} output");
             assert!(counts.failed.is_some());
         }
@@ -142,7 +146,7 @@ fn unparseable_output_gives_none() {
         include_str!("../../../tests/fixtures/output/mocha/load_error.txt"),
     ] {
         assert_eq!(parse_output(None, output), None, "{output}");
-        assert_eq!(parse_output(Some("cargo"), output), None);
+        assert_eq!(parse_output(Some(&Framework::Cargo), output), None);
     }
 }
 
@@ -202,7 +206,11 @@ fn guesses_framework_from_command() {
         ("", None),
     ];
     for (cmd, want) in cases {
-        assert_eq!(framework_from_command(cmd), want, "{cmd}");
+        assert_eq!(
+            framework_from_command(cmd).as_ref().map(Framework::as_str),
+            want,
+            "{cmd}"
+        );
     }
 }
 
@@ -325,7 +333,7 @@ fn big_outputs_parse_in_linear_time() {
     }
     big.push_str("1 failed, 2 passed in 1.00s\n");
     let start = std::time::Instant::now();
-    let (fw, c) = parse_output(Some("jest"), &big).unwrap();
+    let (fw, c) = parse_output(Some(&Framework::Jest), &big).unwrap();
     assert_eq!(fw, "pytest");
     assert_eq!(c.failures.len(), text::MAX_FAILURES.min(i / 3 + 1));
     // One endless line.

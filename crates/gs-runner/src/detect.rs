@@ -1,6 +1,7 @@
 //! Choosing a test command for a tree that does not name one in `.sandbox.toml`. The tree is
 //! the commit's: its files are read without following symlinks, and only up to a cap.
 
+use gs_model::Framework;
 use gs_util::{beneath::exists_regular_beneath, beneath::read_beneath};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -9,12 +10,12 @@ use std::process::{Command, Stdio};
 const MANIFEST_CAP: u64 = 1024 * 1024;
 
 /// The command and the framework it runs, or `None` when the tree has no tests we recognise.
-pub fn detect(dir: &Path) -> Option<(String, &'static str)> {
+pub fn detect(dir: &Path) -> Option<(String, Framework)> {
     if exists_regular_beneath(dir, "Cargo.toml") {
-        return Some(("cargo test".into(), "cargo"));
+        return Some(("cargo test".into(), Framework::Cargo));
     }
     if exists_regular_beneath(dir, "go.mod") {
-        return Some(("go test ./...".into(), "go"));
+        return Some(("go test ./...".into(), Framework::Go));
     }
     if let Some(found) = from_package_json(dir) {
         return Some(found);
@@ -27,12 +28,12 @@ pub fn detect(dir: &Path) -> Option<(String, &'static str)> {
         &|n| n.ends_with(".test.js") || n.ends_with(".test.mjs"),
         2,
     ) {
-        return Some(("node --test".into(), "node"));
+        return Some(("node --test".into(), Framework::Node));
     }
     None
 }
 
-fn from_package_json(dir: &Path) -> Option<(String, &'static str)> {
+fn from_package_json(dir: &Path) -> Option<(String, Framework)> {
     let bytes = read_beneath(dir, "package.json", MANIFEST_CAP).ok()?;
     let json: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
     let script = json.pointer("/scripts/test")?.as_str()?;
@@ -40,20 +41,20 @@ fn from_package_json(dir: &Path) -> Option<(String, &'static str)> {
         return None;
     }
     let framework = if script.contains("vitest") {
-        "vitest"
+        Framework::Vitest
     } else if script.contains("jest") {
-        "jest"
+        Framework::Jest
     } else if script.contains("mocha") {
-        "mocha"
+        Framework::Mocha
     } else if script.contains("node --test") {
-        "node"
+        Framework::Node
     } else {
-        "npm"
+        Framework::Npm
     };
     Some(("npm test".into(), framework))
 }
 
-fn python(dir: &Path) -> Option<(String, &'static str)> {
+fn python(dir: &Path) -> Option<(String, Framework)> {
     let has_tests_dir = std::fs::symlink_metadata(dir.join("tests")).is_ok_and(|m| m.is_dir());
     let is_test =
         |n: &str| (n.starts_with("test_") || n.ends_with("_test.py")) && n.ends_with(".py");
@@ -65,16 +66,19 @@ fn python(dir: &Path) -> Option<(String, &'static str)> {
         || read_beneath(dir, "pyproject.toml", MANIFEST_CAP)
             .is_ok_and(|t| String::from_utf8_lossy(&t).contains("[tool.pytest"));
     if configured_for_pytest || pytest_importable() {
-        return Some(("python3 -m pytest -q -rfE".into(), "pytest"));
+        return Some(("python3 -m pytest -q -rfE".into(), Framework::Pytest));
     }
     // unittest's discovery does not enter folders without __init__.py, so start in tests/.
     if has_tests_dir && !exists_regular_beneath(dir, "tests/__init__.py") {
         return Some((
             "python3 -m unittest discover -s tests -v".into(),
-            "unittest",
+            Framework::Unittest,
         ));
     }
-    Some(("python3 -m unittest discover -v".into(), "unittest"))
+    Some((
+        "python3 -m unittest discover -v".into(),
+        Framework::Unittest,
+    ))
 }
 
 fn pytest_importable() -> bool {
@@ -122,13 +126,19 @@ mod tests {
             r#"{"scripts":{"test":"vitest run"}}"#,
         )
         .unwrap();
-        assert_eq!(detect(d.path()), Some(("npm test".into(), "vitest")));
+        assert_eq!(
+            detect(d.path()),
+            Some(("npm test".into(), Framework::Vitest))
+        );
         std::fs::write(
             d.path().join("package.json"),
             r#"{"scripts":{"test":"mocha --recursive"}}"#,
         )
         .unwrap();
-        assert_eq!(detect(d.path()), Some(("npm test".into(), "mocha")));
+        assert_eq!(
+            detect(d.path()),
+            Some(("npm test".into(), Framework::Mocha))
+        );
         std::fs::write(d.path().join("Cargo.toml"), "[package]").unwrap();
         assert_eq!(detect(d.path()).unwrap().1, "cargo");
     }

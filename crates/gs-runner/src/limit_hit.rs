@@ -5,6 +5,7 @@
 //! limit, or a write that found its file system full (ENOSPC on the run's tmpfs).
 
 use gs_config::Limits;
+use gs_model::KilledBy;
 
 /// The limit a run that ended by itself (non-zero, not stopped by the supervisor) ran into,
 /// read from how it ended and what it printed last.
@@ -13,7 +14,7 @@ pub fn attribute(
     signal: Option<i32>,
     output_tail: &str,
     limits: &Limits,
-) -> Option<&'static str> {
+) -> Option<KilledBy> {
     if exit_code == Some(0) {
         return None;
     }
@@ -29,10 +30,10 @@ pub fn attribute(
         "heap limit",
     ];
     if limits.memory_mb > 0 && aborted && ALLOCATION.iter().any(|p| text.contains(p)) {
-        return Some("memory");
+        return Some(KilledBy::Memory);
     }
     if limits.disk_mb > 0 && (text.contains("no space left on device") || text.contains("enospc")) {
-        return Some("disk");
+        return Some(KilledBy::Disk);
     }
     None
 }
@@ -40,38 +41,38 @@ pub fn attribute(
 /// The one-line reason a run stopped by `killed_by` gives, naming the limit and how to raise
 /// it; `None` for what is no limit of the user's (an interrupt, a signal). `what` is "the
 /// tests" or "the check `lint`", `were` its verb.
-pub fn explain(killed_by: &str, limits: &Limits, what: &str, were: &str) -> Option<String> {
+pub fn explain(killed_by: &KilledBy, limits: &Limits, what: &str, were: &str) -> Option<String> {
     const RAISE: &str = "raise it under [limits] in your user config (~/.config/git-sandbox/config.toml; a repository's config may only lower it)";
     let (why, key) = match killed_by {
-        "memory" => (
+        KilledBy::Memory => (
             format!(
                 "ran out of memory under [limits] memory_mb = {} (memory in use, with what it wrote to its tmpfs where a cgroup counts it)",
                 limits.memory_mb
             ),
             "memory_mb",
         ),
-        "disk" => (
+        KilledBy::Disk => (
             format!(
                 "filled the {} MiB its writes may take ([limits] disk_mb)",
                 limits.disk_mb
             ),
             "disk_mb",
         ),
-        "processes" => (
+        KilledBy::Processes => (
             format!(
                 "hit the cap of {} processes ([limits] processes)",
                 limits.processes
             ),
             "processes",
         ),
-        "file_size" => (
+        KilledBy::FileSize => (
             format!(
                 "wrote a file past [limits] file_size_mb = {}",
                 limits.file_size_mb
             ),
             "file_size_mb",
         ),
-        "output" => (
+        KilledBy::Output => (
             format!(
                 "printed more than [limits] output_bytes = {}",
                 limits.output_bytes
@@ -91,7 +92,10 @@ mod tests {
     fn an_abort_put_down_to_an_allocation_is_the_memory_limit() {
         let limits = gs_config::Config::default().limits;
         let v8 = "<--- Last few GCs --->\nFATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory\nAborted";
-        assert_eq!(attribute(Some(134), None, v8, &limits), Some("memory"));
+        assert_eq!(
+            attribute(Some(134), None, v8, &limits),
+            Some(KilledBy::Memory)
+        );
         assert_eq!(
             attribute(
                 None,
@@ -99,7 +103,7 @@ mod tests {
                 "terminate called after throwing an instance of 'std::bad_alloc'",
                 &limits
             ),
-            Some("memory")
+            Some(KilledBy::Memory)
         );
         // An abort of another cause, or a failure that only mentions memory, is no limit's.
         assert_eq!(
@@ -117,7 +121,7 @@ mod tests {
                 "npm ERR! code ENOSPC\nnpm ERR! nospc ENOSPC: no space left on device, write",
                 &limits
             ),
-            Some("disk")
+            Some(KilledBy::Disk)
         );
         assert_eq!(attribute(Some(0), None, "ENOSPC", &limits), None);
     }

@@ -23,10 +23,10 @@ pub enum Runner {
 
 impl Runner {
     /// The runner a parser's framework name stands for (see `parse::framework_from_command`).
-    pub fn of(framework: &str) -> Option<Runner> {
+    pub fn of(framework: &gs_model::Framework) -> Option<Runner> {
         TABLE
             .iter()
-            .find(|e| e.framework == framework)
+            .find(|e| framework == e.framework)
             .map(|e| e.runner)
     }
 }

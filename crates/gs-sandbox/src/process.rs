@@ -6,7 +6,7 @@
 pub use super::launch::Output;
 use super::sandbox::{self, cgroup::RunCgroup, Artifact, Plan, PlanLimits, Report, Sandbox};
 use gs_config::Limits;
-use gs_model::{AppliedLimits, Isolation, Layer, LayerStatus, Resources};
+use gs_model::{AppliedLimits, Isolation, KilledBy, Layer, LayerStatus, Resources};
 use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -161,7 +161,7 @@ pub struct Outcome {
     pub signal: Option<i32>,
     /// What ended the run early: `timeout`, `output`, `processes`, `memory`, `cpu`,
     /// `file_size`, `interrupt` or `signal`.
-    pub killed_by: Option<String>,
+    pub killed_by: Option<KilledBy>,
     /// Every sandbox layer and what happened to it.
     pub isolation: Isolation,
     pub duration: Duration,
@@ -333,7 +333,7 @@ pub fn run(spec: Spec<'_>) -> Outcome {
     super::sandbox::cgroup::sweep_stale();
     let cgroup = RunCgroup::for_helper(pid);
     let deadline = started + spec.timeout;
-    let mut killed_by: Option<String> = None;
+    let mut killed_by: Option<KilledBy> = None;
     let mut term_sent: Option<Instant> = None;
     let mut exit: Option<(i32, libc::rusage)> = None;
     let mut exited_ns = 0;
@@ -350,7 +350,7 @@ pub fn run(spec: Spec<'_>) -> Outcome {
                 exited_ns = gs_util::trace::mono_ns();
                 exit = Some((status, usage))
             }
-            Ok(Event::OutputCapped) => stop(pid, &mut killed_by, &mut term_sent, "output"),
+            Ok(Event::OutputCapped) => stop(pid, &mut killed_by, &mut term_sent, KilledBy::Output),
             Ok(Event::Found(f, at)) => found(&spec, f, at),
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
@@ -361,16 +361,16 @@ pub fn run(spec: Spec<'_>) -> Outcome {
         let now = Instant::now();
         if let Some(cg) = cgroup.as_ref().filter(|cg| cg.exists()) {
             if cg.pids_hit() {
-                stop(pid, &mut killed_by, &mut term_sent, "processes");
+                stop(pid, &mut killed_by, &mut term_sent, KilledBy::Processes);
             } else if cg.oom_killed() {
-                stop(pid, &mut killed_by, &mut term_sent, "memory");
+                stop(pid, &mut killed_by, &mut term_sent, KilledBy::Memory);
             }
         }
         if spec.interrupt.load(Ordering::Relaxed) {
-            stop(pid, &mut killed_by, &mut term_sent, "interrupt");
+            stop(pid, &mut killed_by, &mut term_sent, KilledBy::Interrupt);
         }
         if now >= deadline {
-            stop(pid, &mut killed_by, &mut term_sent, "timeout");
+            stop(pid, &mut killed_by, &mut term_sent, KilledBy::Timeout);
         }
         if let Some(t) = term_sent {
             if now >= t + GRACE {
@@ -412,19 +412,20 @@ pub fn run(spec: Spec<'_>) -> Outcome {
             if let Some(sig) = out.signal {
                 let cpu_spent = spec.limits.cpu_seconds > 0
                     && out.resources.cpu_ms >= spec.limits.cpu_seconds * 1000;
-                killed_by = Some(
-                    match sig {
-                        libc::SIGXCPU => "cpu",
-                        libc::SIGXFSZ => "file_size",
-                        libc::SIGKILL if oom => "memory",
-                        libc::SIGKILL if cpu_spent => "cpu",
-                        _ => "signal",
-                    }
-                    .into(),
-                );
+                killed_by = Some(match sig {
+                    libc::SIGXCPU => KilledBy::Cpu,
+                    libc::SIGXFSZ => KilledBy::FileSize,
+                    libc::SIGKILL if oom => KilledBy::Memory,
+                    libc::SIGKILL if cpu_spent => KilledBy::Cpu,
+                    _ => KilledBy::Signal,
+                });
             } else if out.exit_code != Some(0) && (oom || pids_hit) {
                 // It ended by itself, but because a limit took its memory or its forks away.
-                killed_by = Some(if oom { "memory" } else { "processes" }.into());
+                killed_by = Some(if oom {
+                    KilledBy::Memory
+                } else {
+                    KilledBy::Processes
+                });
             }
         }
     }
@@ -587,12 +588,12 @@ fn found(spec: &Spec<'_>, f: super::first_fail::Found, at: Instant) {
 
 fn stop(
     pid: libc::pid_t,
-    killed_by: &mut Option<String>,
+    killed_by: &mut Option<KilledBy>,
     term_sent: &mut Option<Instant>,
-    why: &str,
+    why: KilledBy,
 ) {
     if term_sent.is_none() {
-        *killed_by = Some(why.to_string());
+        *killed_by = Some(why);
         *term_sent = Some(Instant::now());
         // SAFETY: signalling our own child's process group.
         unsafe { libc::kill(-pid, libc::SIGTERM) };

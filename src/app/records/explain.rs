@@ -15,13 +15,24 @@ pub struct Explanation {
     pub tree: String,
     /// The config key a result must have been made under (`None`: the config is broken).
     pub config_key: Option<String>,
-    /// `own` (its own result stands), `tree` (served from `from`), `run` (it would run).
-    pub decision: &'static str,
-    /// The commit whose result it would be served (`decision: tree`).
+    pub decision: Decision,
+    /// The commit whose result it would be served (`Decision::Tree`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub from: Option<String>,
     /// Why, one sentence each.
     pub reasons: Vec<String>,
+}
+
+/// What `run` would do for a commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    /// Its own result stands.
+    Own,
+    /// Served the result of another commit of the same tree (`from`).
+    Tree,
+    /// It would run.
+    Run,
 }
 
 /// Explain what `run` would do for `commit` (named through `refname`).
@@ -37,7 +48,7 @@ pub fn explain(
         commit: commit.to_string(),
         tree: info.tree.to_string(),
         config_key: None,
-        decision: "run",
+        decision: Decision::Run,
         from: None,
         reasons: Vec::new(),
     };
@@ -56,7 +67,7 @@ pub fn explain(
     let own = results::own_record(ctx, repo, row, &mut reader, commit)?;
     if let Some(r) = &own {
         if results::usable(r, &info, &key) {
-            e.decision = "own";
+            e.decision = Decision::Own;
             e.reasons.push(format!(
                 "its own result ({}, made {}) was made under the config and tools it has now",
                 r.status, r.finished_at
@@ -82,7 +93,7 @@ pub fn explain(
         });
     }
     if let Some(hit) = results::tree_hit(ctx, row, &info, &key) {
-        e.decision = "tree";
+        e.decision = Decision::Tree;
         e.from = hit.cached_from.clone();
         e.reasons.push(format!(
             "{} made a result of the same tree under the same config and tools ({})",

@@ -31,7 +31,7 @@ pub struct Summary {
     pub failures_more: u64,
     /// The limit that ended the run early (`timeout`, `memory`, `output`, …).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub limit_hit: Option<String>,
+    pub limit_hit: Option<gs_model::KilledBy>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub isolation: Option<IsolationLine>,
     /// Line coverage in percent, when a report was found.
@@ -46,7 +46,7 @@ pub struct Summary {
 #[derive(Debug, Clone, Serialize)]
 pub struct TestSummary {
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub framework: Option<String>,
+    pub framework: Option<gs_model::Framework>,
     pub passed: Option<u64>,
     pub failed: Option<u64>,
     pub skipped: Option<u64>,

@@ -8,7 +8,7 @@ pub use crate::app::locate::check_name;
 use crate::app::{io_err, AppError, Context, Result};
 use gs_git as git;
 use gs_git::{cli, hooks};
-use gs_model::EventKind;
+use gs_model::{EventKind, Framework};
 use gs_store::RepoRow;
 use gs_util as util;
 use std::path::{Path, PathBuf};
@@ -295,12 +295,12 @@ fn adopted_repo_config(workdir: &Path) -> String {
         {
             // The tests run with the Python the setup installed into, under the runner it installed.
             Some((py, pytest)) if command.starts_with("python3 ") => {
-                let command = if pytest && framework == "unittest" {
+                let command = if pytest && framework == Framework::Unittest {
                     format!("{py} -m pytest -q -rfE")
                 } else {
                     command.replacen("python3", py, 1)
                 };
-                (command, if pytest { "pytest" } else { framework })
+                (command, if pytest { Framework::Pytest } else { framework })
             }
             _ => (command, framework),
         }

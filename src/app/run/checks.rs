@@ -5,7 +5,7 @@
 
 use crate::app::{run::setup, Context};
 use gs_config::{Config, TEST_CHECK};
-use gs_model::{CheckRun, Checks, Status, TestCounts, Tests};
+use gs_model::{CheckRun, Checks, Framework, KilledBy, Status, TestCounts, Tests};
 use gs_parse as parse;
 use gs_runner::{coverage, detect, workspace};
 use gs_sandbox::process;
@@ -328,7 +328,7 @@ enum Executed {
     Nothing,
     Ran {
         command: String,
-        framework: Option<String>,
+        framework: Option<Framework>,
         outcome: Box<process::Outcome>,
     },
     /// Its thread panicked.
@@ -347,12 +347,9 @@ fn execute(
 ) -> Executed {
     let _t = gs_util::trace::span("check");
     let (command, framework) = match spec.command {
-        Some(c) => (
-            c.to_string(),
-            parse::framework_from_command(c).map(str::to_string),
-        ),
+        Some(c) => (c.to_string(), parse::framework_from_command(c)),
         None => match detect::detect(&work.host_tree()) {
-            Some((c, f)) => (c, Some(f.to_string())),
+            Some((c, f)) => (c, Some(f)),
             None => return Executed::Nothing,
         },
     };
@@ -370,7 +367,7 @@ fn execute(
     };
     let runner = spec
         .runner
-        .or_else(|| gs_sandbox::first_fail::Runner::of(framework.as_deref()?))
+        .or_else(|| gs_sandbox::first_fail::Runner::of(framework.as_ref()?))
         .filter(|r| !first::printed_beside(*r, &command, &tree_text::TreeText::of(work)));
     let watch = first.and(runner).map(|runner| process::Watch {
         runner,
@@ -459,7 +456,7 @@ fn conclude(
         .index
         .put_profile(&summary.profile, &outcome.isolation.layers);
     let text = String::from_utf8_lossy(&outcome.output);
-    let mut parsed = parse::parse_command_output(Some(&command), framework.as_deref(), &text);
+    let mut parsed = parse::parse_command_output(Some(&command), framework.as_ref(), &text);
     let mut found_coverage = None;
     for rel in &spec.coverage {
         match report_text(&outcome, &dir, rel) {
@@ -504,9 +501,9 @@ fn conclude(
         }
     }
     if let Some(counts) = reports {
-        parsed = Some(("junit", counts));
+        parsed = Some((Framework::Junit, counts));
     }
-    let framework = parsed.as_ref().map(|(f, _)| f.to_string()).or(framework);
+    let framework = parsed.as_ref().map(|(f, _)| f.clone()).or(framework);
     let counts = parsed.map(|(_, c)| c).unwrap_or_default();
     let mut error = None;
     if outcome.killed_by.is_none() && outcome.spawn_error.is_none() {
@@ -515,15 +512,14 @@ fn conclude(
             outcome.signal,
             &outcome.output_tail,
             &config.limits,
-        )
-        .map(str::to_string);
+        );
     }
     let status = if let Some(e) = &outcome.spawn_error {
         error = Some(e.clone());
         Status::Error
     } else {
-        match outcome.killed_by.as_deref() {
-            Some("timeout" | "cpu") => Status::Timeout,
+        match &outcome.killed_by {
+            Some(KilledBy::Timeout | KilledBy::Cpu) => Status::Timeout,
             Some(_) => Status::Killed,
             None if outcome.exit_code != Some(0) && counts.total.is_none() => {
                 let setup_failed = setup
@@ -558,7 +554,7 @@ fn conclude(
     } else {
         (format!("the check `{}`", spec.name), "was")
     };
-    if outcome.killed_by.as_deref() == Some("cpu") {
+    if outcome.killed_by == Some(KilledBy::Cpu) {
         error = Some(format!(
             "{what} used up the {} CPU seconds of [limits] cpu_seconds and {were} stopped; raise it if more is needed",
             config.limits.cpu_seconds
@@ -568,7 +564,7 @@ fn conclude(
             "{what} ran past the {}s timeout and {were} stopped; raise {key} timeout in .sandbox.toml if more time is needed",
             spec.timeout.as_secs_f64()
         ));
-    } else if let Some(k) = outcome.killed_by.as_deref() {
+    } else if let Some(k) = &outcome.killed_by {
         error = gs_runner::limit_hit::explain(k, &config.limits, &what, were);
     }
     let mut tests = Tests {

@@ -6,7 +6,7 @@
 
 use gix::ObjectId;
 use gs_config::Config;
-use gs_model::SetupRun;
+use gs_model::{KilledBy, SetupRun};
 use gs_runner::caches;
 use gs_runner::{workspace, workspace::Workspace};
 use gs_sandbox::{process, Sandbox};
@@ -274,13 +274,12 @@ pub fn prepare(
             &outcome.output_tail,
             &limits,
         )
-        .map(str::to_string)
     });
     let why = if let Some(e) = &outcome.spawn_error {
         Some(e.clone())
     } else if let Some(k) = &hit {
-        Some(match k.as_str() {
-            "timeout" | "cpu" => format!(
+        Some(match k {
+            KilledBy::Timeout | KilledBy::Cpu => format!(
                 "ran past its limits ({}s timeout, {} CPU seconds)",
                 config.test.timeout.as_secs(),
                 config.limits.cpu_seconds
