@@ -23,24 +23,6 @@ fn ref_exists(w: &World, repo: &Path, r: &str) -> bool {
         == 0
 }
 
-/// Commit files on a branch and come back to where we were.
-fn commit_on(
-    w: &World,
-    repo: &Path,
-    branch: &str,
-    files: &[(&str, &str)],
-    message: &str,
-) -> String {
-    let back = w
-        .git(repo, &["branch", "--show-current"])
-        .trim()
-        .to_string();
-    w.git(repo, &["switch", "-q", branch]);
-    let id = w.commit(repo, files, message);
-    w.git(repo, &["switch", "-q", &back]);
-    id
-}
-
 fn start(w: &World, repo: &Path, name: &str) {
     let o = w.sandbox(repo, &["experiment", "start", name]);
     assert_eq!(o.code, 0, "{o:?}");
@@ -148,8 +130,7 @@ fn start_eval_promote_end_to_end() {
         "{human:?}"
     );
 
-    let head = commit_on(
-        &w,
+    let head = w.commit_on(
         &repo,
         "experiment/faster",
         &[("tests/test_more.py", MORE_TESTS)],
@@ -302,8 +283,7 @@ fn a_failing_experiment_is_refused_and_main_is_unchanged() {
     let w = World::new();
     let repo = w.new_repo("failing");
     start(&w, &repo, "broken");
-    commit_on(
-        &w,
+    w.commit_on(
         &repo,
         "experiment/broken",
         &[("tests/test_broken.py", BROKEN_TESTS)],
@@ -356,8 +336,7 @@ fn a_conflict_changes_nothing_and_says_how_to_resolve_it() {
     let w = World::new();
     let repo = w.new_repo("conflict");
     start(&w, &repo, "rewrite");
-    commit_on(
-        &w,
+    w.commit_on(
         &repo,
         "experiment/rewrite",
         &[("README.md", "experiment's readme\n")],
@@ -395,8 +374,7 @@ fn a_dirty_checkout_of_production_is_refused() {
     let w = World::new();
     let repo = w.new_repo("dirty");
     start(&w, &repo, "more");
-    commit_on(
-        &w,
+    w.commit_on(
         &repo,
         "experiment/more",
         &[("tests/test_more.py", MORE_TESTS)],
@@ -443,8 +421,7 @@ fn fast_forward_is_refused_when_production_moved() {
     let w = World::new();
     let repo = w.new_repo("ff");
     start(&w, &repo, "late");
-    commit_on(
-        &w,
+    w.commit_on(
         &repo,
         "experiment/late",
         &[("tests/test_more.py", MORE_TESTS)],
@@ -467,8 +444,7 @@ fn kill_archives_the_branch_and_keeps_its_results() {
     let w = World::new();
     let repo = w.new_repo("kill");
     start(&w, &repo, "dead-end");
-    let head = commit_on(
-        &w,
+    let head = w.commit_on(
         &repo,
         "experiment/dead-end",
         &[("tests/test_more.py", MORE_TESTS)],
@@ -581,8 +557,7 @@ fn reindex_rebuilds_experiments_and_evaluations_from_git() {
     start(&w, &repo, "kept");
     start(&w, &repo, "merged");
     start(&w, &repo, "dropped");
-    commit_on(
-        &w,
+    w.commit_on(
         &repo,
         "experiment/merged",
         &[("tests/test_more.py", MORE_TESTS)],
@@ -638,8 +613,7 @@ fn the_experiment_config_applies_to_its_runs() {
         &["experiment", "start", "custom", "--config", &config],
     );
     assert_eq!(o.code, 0, "{o:?}");
-    commit_on(
-        &w,
+    w.commit_on(
         &repo,
         "experiment/custom",
         &[("NOTES.md", "notes\n")],

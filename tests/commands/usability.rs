@@ -4,6 +4,8 @@
 use crate::common;
 #[path = "usability/results.rs"]
 mod results;
+#[path = "usability/shown.rs"]
+mod shown;
 
 use common::World;
 

@@ -12,6 +12,7 @@ pub mod postgres;
 pub mod prism;
 pub mod projects;
 pub mod remotes;
+pub mod shown;
 pub mod tools;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_git-sandbox");
@@ -32,6 +33,14 @@ pub struct Out {
 }
 
 impl Out {
+    /// This output, after checking the command succeeded (exit 0); panics with all of it
+    /// otherwise.
+    #[track_caller]
+    pub fn success(self) -> Out {
+        assert_eq!(self.code, 0, "the command failed: {self:?}");
+        self
+    }
+
     /// The error on stderr as (problem, hints): one `error:` line naming the problem, then only
     /// `hint:` lines; panics on any other shape.
     pub fn error(&self) -> (String, Vec<String>) {
@@ -68,6 +77,15 @@ impl std::fmt::Debug for Out {
             "exit {}\n--- stdout\n{}\n--- stderr\n{}",
             self.code, self.stdout, self.stderr
         )
+    }
+}
+
+/// The exit code and both streams, with temporary directories written `[TMP]` (for messages
+/// and snapshots that must not name this run's paths).
+impl std::fmt::Display for Out {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = format!("{self:?}");
+        f.write_str(&shown::temp_paths(&text))
     }
 }
 
@@ -263,6 +281,25 @@ impl World {
         }
         self.git(repo, &["commit", "-q", "--allow-empty", "-m", message]);
         self.git(repo, &["rev-parse", "HEAD"]).trim().to_string()
+    }
+
+    /// Commit files on `branch` and come back to the branch checked out before; returns the
+    /// new commit id.
+    pub fn commit_on(
+        &self,
+        repo: &Path,
+        branch: &str,
+        files: &[(&str, &str)],
+        message: &str,
+    ) -> String {
+        let back = self
+            .git(repo, &["branch", "--show-current"])
+            .trim()
+            .to_string();
+        self.git(repo, &["switch", "-q", branch]);
+        let id = self.commit(repo, files, message);
+        self.git(repo, &["switch", "-q", &back]);
+        id
     }
 
     /// The log of a run of `commit` (under `$GIT_SANDBOX_HOME/logs/<repository id>/`).

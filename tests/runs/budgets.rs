@@ -4,17 +4,9 @@
 use crate::common;
 
 use common::World;
-use std::path::Path;
 
 /// A test that spends about 0.6 s of CPU.
 const HUNGRY_TEST: &str = "import time\nimport unittest\n\n\nclass TestHungry(unittest.TestCase):\n    def test_spends_cpu(self):\n        while time.process_time() < 0.6:\n            pass\n";
-
-fn commit_on(w: &World, repo: &Path, branch: &str, files: &[(&str, &str)], msg: &str) -> String {
-    w.git(repo, &["switch", "-q", branch]);
-    let id = w.commit(repo, files, msg);
-    w.git(repo, &["switch", "-q", "main"]);
-    id
-}
 
 #[test]
 fn an_experiment_that_spent_its_budget_runs_nothing_more_until_it_is_raised() {
@@ -38,8 +30,7 @@ fn an_experiment_that_spent_its_budget_runs_nothing_more_until_it_is_raised() {
 
     // Two runs of about 0.6 s each spend it.
     for i in 0..2 {
-        commit_on(
-            &w,
+        w.commit_on(
             &repo,
             "experiment/hungry",
             &[("step.txt", &format!("{i}\n"))],
@@ -59,13 +50,7 @@ fn an_experiment_that_spent_its_budget_runs_nothing_more_until_it_is_raised() {
     );
 
     // The next commit is not run: skipped, with why and the fix.
-    let third = commit_on(
-        &w,
-        &repo,
-        "experiment/hungry",
-        &[("step.txt", "2\n")],
-        "step 2",
-    );
+    let third = w.commit_on(&repo, "experiment/hungry", &[("step.txt", "2\n")], "step 2");
     let o = w.sandbox(&repo, &["run", "experiment/hungry", "--json"]);
     assert_eq!(o.code, 1, "{o:?}");
     let r = &o.json()[0];
@@ -111,8 +96,7 @@ fn an_experiment_that_spent_its_budget_runs_nothing_more_until_it_is_raised() {
 
     // A commit cannot raise its own budget, even one that writes metadata as old experiments
     // kept it.
-    commit_on(
-        &w,
+    w.commit_on(
         &repo,
         "experiment/hungry",
         &[(

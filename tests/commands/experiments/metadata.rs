@@ -61,8 +61,7 @@ fn two_experiments_with_other_configs_on_one_tree_share_no_result() {
         let config = overrides(&w, name, &format!("[test]\ncommand = \"{word}\"\n"));
         let o = w.sandbox(&repo, &["experiment", "start", name, "--config", &config]);
         assert_eq!(o.code, 0, "{o:?}");
-        commit_on(
-            &w,
+        w.commit_on(
             &repo,
             &format!("experiment/{name}"),
             &[("NOTES.md", "the same\n")],
@@ -94,15 +93,13 @@ fn old_style(w: &World, repo: &Path, name: &str) -> String {
     let meta = format!(
         "name = \"{name}\"\nhypothesis = \"kept in the tree\"\ncreated_at = \"2026-11-01T00:00:00.000Z\"\nauthor = \"A <a@example.com>\"\nbase_commit = \"{main}\"\nbase = \"main\"\n\n[config]\n"
     );
-    commit_on(
-        w,
+    w.commit_on(
         repo,
         &format!("experiment/{name}"),
         &[(&format!("experiments/{name}/experiment.toml"), &meta)],
         &format!("Start experiment {name}"),
     );
-    commit_on(
-        w,
+    w.commit_on(
         repo,
         &format!("experiment/{name}"),
         &[("tests/test_more.py", MORE_TESTS)],

@@ -8,22 +8,14 @@ fn three_experiments(w: &World, repo: &Path) {
     for name in ["more", "same", "broken"] {
         start(w, repo, name);
     }
-    commit_on(
-        w,
+    w.commit_on(
         repo,
         "experiment/more",
         &[("tests/test_more.py", MORE_TESTS)],
         "more tests",
     );
-    commit_on(
-        w,
-        repo,
-        "experiment/same",
-        &[("NOTES.md", "notes\n")],
-        "notes",
-    );
-    commit_on(
-        w,
+    w.commit_on(repo, "experiment/same", &[("NOTES.md", "notes\n")], "notes");
+    w.commit_on(
         repo,
         "experiment/broken",
         &[("tests/test_broken.py", BROKEN_TESTS)],

@@ -2,7 +2,7 @@
 //! the tests' time apart from the setup step's, and say when it was served from an earlier run
 //! of the same tree; counts and numbers read right.
 
-use crate::common::World;
+use crate::common::{shown::is_duration, World};
 use std::path::Path;
 
 /// `insta::assert_snapshot!`, kept under the group's `snapshots/` with the other test files'.
@@ -18,28 +18,6 @@ const MORE_TESTS: &str = "import unittest\n\n\nclass TestMore(unittest.TestCase)
 
 fn rev(w: &World, repo: &Path, r: &str) -> String {
     w.git(repo, &["rev-parse", r]).trim().to_string()
-}
-
-/// Commit files on `branch` and come back to where we were.
-fn commit_on(w: &World, repo: &Path, branch: &str, files: &[(&str, &str)]) -> String {
-    w.git(repo, &["switch", "-q", branch]);
-    let id = w.commit(repo, files, &format!("Work on {branch}"));
-    w.git(repo, &["switch", "-q", "main"]);
-    id
-}
-
-/// Whether `word` is a duration as the CLI prints one (`120ms`, `1.5s`, `2m05s`).
-fn is_duration(word: &str) -> bool {
-    let digits = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit());
-    if let Some(n) = word.strip_suffix("ms") {
-        return digits(n);
-    }
-    if let Some((m, s)) = word.strip_suffix('s').and_then(|x| x.split_once('m')) {
-        return digits(m) && digits(s);
-    }
-    word.strip_suffix('s')
-        .and_then(|x| x.split_once('.'))
-        .is_some_and(|(a, b)| digits(a) && digits(b))
 }
 
 /// `text` with the commits of `names` named (full and short ids), durations as `<time>`, and
@@ -202,11 +180,11 @@ fn compare_weighs_test_time_says_what_was_served_and_ranks_active_experiments_fi
         let o = w.sandbox(&repo, &["experiment", "start", name]);
         assert_eq!(o.code, 0, "{o:?}");
         // Trees of their own (an experiment's start adds no file): neither is served the other's.
-        commit_on(
-            &w,
+        w.commit_on(
             &repo,
             &format!("experiment/{name}"),
             &[("tests/test_more.py", MORE_TESTS), ("NOTES.md", name)],
+            &format!("Work on experiment/{name}"),
         );
     }
     assert_eq!(w.sandbox(&repo, &["eval", "early"]).code, 0);
@@ -264,7 +242,12 @@ fn eval_never_prints_minus_zero() {
         "A library",
     );
     assert_eq!(w.sandbox(&repo, &["experiment", "start", "tiny"]).code, 0);
-    commit_on(&w, &repo, "experiment/tiny", &[("lib.py", &functions(45))]);
+    w.commit_on(
+        &repo,
+        "experiment/tiny",
+        &[("lib.py", &functions(45))],
+        "Work on experiment/tiny",
+    );
     let o = w.sandbox(&repo, &["eval", "tiny"]);
     assert_eq!(o.code, 0, "{o:?}");
     assert!(o.stdout.contains(r#""mean_delta":0.0"#), "{o:?}");
@@ -278,11 +261,11 @@ fn propose_counts_one_experiment_that_meets_the_minimum_in_the_singular() {
     let w = World::new();
     let repo = w.new_repo("one-meets");
     assert_eq!(w.sandbox(&repo, &["experiment", "start", "more"]).code, 0);
-    commit_on(
-        &w,
+    w.commit_on(
         &repo,
         "experiment/more",
         &[("tests/test_more.py", MORE_TESTS)],
+        "Work on experiment/more",
     );
     let o = w.sandbox(&repo, &["propose"]);
     assert_eq!(o.code, 0, "{o:?}");

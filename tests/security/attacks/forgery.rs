@@ -22,24 +22,6 @@ fn shared_remote(w: &World, repo: &Path) -> PathBuf {
     shared
 }
 
-/// Commit files on a branch and come back to where we were.
-fn commit_on(
-    w: &World,
-    repo: &Path,
-    branch: &str,
-    files: &[(&str, &str)],
-    message: &str,
-) -> String {
-    let back = w
-        .git(repo, &["branch", "--show-current"])
-        .trim()
-        .to_string();
-    w.git(repo, &["switch", "-q", branch]);
-    let id = w.commit(repo, files, message);
-    w.git(repo, &["switch", "-q", &back]);
-    id
-}
-
 /// `git sandbox key --json` of a machine.
 fn key(w: &World) -> Value {
     let o = w.sandbox(&w.work(), &["key", "--json"]);
@@ -112,8 +94,7 @@ fn a_hand_written_passing_record_from_the_remote_is_no_evidence() {
     let repo = victim.new_repo("victim");
     let o = victim.sandbox(&repo, &["experiment", "start", "broken"]);
     assert_eq!(o.code, 0, "{o:?}");
-    let broken = commit_on(
-        &victim,
+    let broken = victim.commit_on(
         &repo,
         "experiment/broken",
         &[("tests/test_broken.py", BROKEN)],
