@@ -151,7 +151,7 @@ pub fn update(
     )?;
     for (path, id, executable) in large {
         if interrupt.load(Ordering::Relaxed) {
-            return Err(GitError::Gix("checkout interrupted".into()));
+            return Err(GitError::gix("checkout interrupted"));
         }
         beneath::remove_beneath(dest, &path).map_err(|e| cache_err(&path, e))?;
         super::checkout::stream_blob_to(repo, &path, id, executable, dest)?;
@@ -170,7 +170,7 @@ pub fn changed_files(repo: &gix::Repository, from: ObjectId, to: ObjectId) -> Re
 }
 
 fn cache_err(path: &str, e: beneath::Skip) -> GitError {
-    GitError::Gix(format!("update of the checkout at {path} failed: {e}"))
+    GitError::gix(format!("update of the checkout at {path} failed: {e}"))
 }
 
 /// The entries that differ between two trees, by path; a deleted directory is one entry.

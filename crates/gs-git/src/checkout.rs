@@ -144,13 +144,13 @@ pub(super) fn write_entries(
     )
     .map_err(gix_err)?;
     if let Some(err) = outcome.errors.first() {
-        return Err(GitError::Gix(format!(
+        return Err(GitError::gix(format!(
             "{what} {} failed: {}",
             err.path, err.error
         )));
     }
     if let Some(c) = outcome.collisions.first().filter(|_| !fresh) {
-        return Err(GitError::Gix(format!(
+        return Err(GitError::gix(format!(
             "{what} {} failed: it collides with what is there",
             c.path
         )));
@@ -187,7 +187,7 @@ pub fn checkout_tree(
     let written = write_entries(repo, &mut index, &dest, true, interrupt, "checkout of")?;
     for blob in &large {
         if interrupt.load(Ordering::Relaxed) {
-            return Err(GitError::Gix("checkout interrupted".into()));
+            return Err(GitError::gix("checkout interrupted"));
         }
         stream_blob(repo, blob, &dest)?;
     }
@@ -221,7 +221,7 @@ fn plan(
         }
         let path = path.to_string();
         if entry.mode == Mode::SYMLINK {
-            return Err(GitError::Gix(format!(
+            return Err(GitError::gix(format!(
                 "checkout of {path} failed: it is a symlink of {size} bytes, longer than any target can be"
             )));
         }
@@ -264,7 +264,7 @@ pub fn stream_blob_to(
         executable,
     };
     let fail =
-        |detail: String| GitError::Gix(format!("checkout of {} failed: {detail}", blob.path));
+        |detail: String| GitError::gix(format!("checkout of {} failed: {detail}", blob.path));
     let mode = if blob.executable { 0o755 } else { 0o644 };
     let file = gs_util::beneath::create_beneath(dest, &blob.path, mode)
         .map_err(|skip| fail(skip.to_string()))?;

@@ -61,7 +61,7 @@ pub enum GitError {
         rev: String,
         kind: String,
     },
-    Gix(String),
+    Gix(#[source] GixError),
     TreeTooLarge {
         size: u64,
         ceiling: u64,
@@ -110,7 +110,7 @@ impl Hinted for GitError {
                 format!("{rev}: {of} has only {}", plural(*parents, "parent"))
             }
             GitError::NotACommit { rev, kind } => format!("{rev:?} names a {kind}, not a commit"),
-            GitError::Gix(detail) => format!("git failed: {detail}"),
+            GitError::Gix(e) => format!("git failed: {e}"),
             GitError::TreeTooLarge { size, ceiling } => format!(
                 "the tree is {}, over the checkout ceiling of {}",
                 mib(*size),
@@ -161,8 +161,72 @@ fn mib(bytes: u64) -> String {
     }
 }
 
-pub fn gix_err(e: impl std::fmt::Display) -> GitError {
-    GitError::Gix(e.to_string())
+pub fn gix_err<E: std::error::Error + Send + Sync + 'static>(e: E) -> GitError {
+    GitError::Gix(GixError {
+        message: String::new(),
+        source: Some(Box::new(e)),
+    })
+}
+
+impl GitError {
+    /// A failure of git's that carries no error of its own: what failed, in words.
+    pub fn gix(message: impl Into<String>) -> GitError {
+        GitError::Gix(GixError {
+            message: message.into(),
+            source: None,
+        })
+    }
+
+    /// A failure of git's: what was being done, and the error it gave (kept whole, so its
+    /// causes are printed).
+    pub fn gix_in<E: std::error::Error + Send + Sync + 'static>(
+        doing: impl Into<String>,
+        e: E,
+    ) -> GitError {
+        GitError::Gix(GixError {
+            message: doing.into(),
+            source: Some(Box::new(e)),
+        })
+    }
+}
+
+/// What git (gix, or a git command) failed at: what was being done, and the error it gave
+/// with its causes. Shown as one line, each cause after a colon (a cause whose words the one
+/// before already holds is not said twice).
+#[derive(Debug)]
+pub struct GixError {
+    message: String,
+    source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+impl std::fmt::Display for GixError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut said = self.message.clone();
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = match &self.source {
+            Some(e) => Some(e.as_ref()),
+            None => None,
+        };
+        while let Some(e) = cause {
+            let text = e.to_string();
+            if !text.is_empty() && !said.contains(&text) {
+                if !said.is_empty() {
+                    said.push_str(": ");
+                }
+                said.push_str(&text);
+            }
+            cause = e.source();
+        }
+        f.write_str(&said)
+    }
+}
+
+impl std::error::Error for GixError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.source {
+            Some(e) => Some(e.as_ref()),
+            None => None,
+        }
+    }
 }
 
 /// How many pack indices a repository handle can know at once. gix fixes the number when the
@@ -387,4 +451,36 @@ pub fn head_branch(repo: &gix::Repository) -> Option<String> {
         .ok()
         .flatten()
         .map(|n| n.shorten().to_str_lossy().into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error with a cause, as gix's are: its message does not repeat the cause's.
+    #[derive(Debug, thiserror::Error)]
+    #[error("could not open the object database")]
+    struct Outer(#[source] std::io::Error);
+
+    #[test]
+    fn a_git_failure_keeps_its_causes_and_says_each_once() {
+        let io = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "permission denied");
+        let e = GitError::gix_in("reading refs/notes/sandbox", Outer(io));
+        assert_eq!(
+            e.problem(),
+            "git failed: reading refs/notes/sandbox: could not open the object database: permission denied"
+        );
+        let cause = std::error::Error::source(&e).and_then(std::error::Error::source);
+        assert_eq!(
+            cause.map(|c| c.to_string()).as_deref(),
+            Some("could not open the object database")
+        );
+        // A cause whose words the message already holds is not said again.
+        let io = std::io::Error::other("disk full");
+        assert_eq!(gix_err(io).problem(), "git failed: disk full");
+        assert_eq!(
+            GitError::gix("checkout interrupted").problem(),
+            "git failed: checkout interrupted"
+        );
+    }
 }

@@ -297,7 +297,7 @@ pub fn write_batch(repo: &gix::Repository, edits: &[NotesEdit<'_>], message: &st
             };
             let name: gix::refs::FullName = (*notes_ref)
                 .try_into()
-                .map_err(|e| GitError::Gix(format!("bad notes ref {notes_ref}: {e}")))?;
+                .map_err(|e| GitError::gix_in(format!("bad notes ref {notes_ref}"), e))?;
             ref_edits.push(RefEdit::update(
                 name,
                 commit,
@@ -324,7 +324,7 @@ pub fn write_batch(repo: &gix::Repository, edits: &[NotesEdit<'_>], message: &st
             }
             Err(e) => {
                 let refs: Vec<&str> = blobs.iter().map(|(r, _)| *r).collect();
-                return Err(GitError::Gix(format!(
+                return Err(GitError::gix(format!(
                     "cannot update {} for {}s: {e}",
                     refs.join(" and "),
                     RETRY_FOR.as_secs()

@@ -69,9 +69,9 @@ impl Batch {
 /// Write `objects` (sorted by id, no duplicates) as one pack and its index into `dir`.
 pub fn write_pack(dir: &Path, objects: &[(ObjectId, Kind, Vec<u8>)]) -> Result<()> {
     let io =
-        |what: &str, e: std::io::Error| GitError::Gix(format!("{what} in {}: {e}", dir.display()));
-    let count = u32::try_from(objects.len())
-        .map_err(|_| GitError::Gix("too many objects for one pack".into()))?;
+        |what: &str, e: std::io::Error| GitError::gix_in(format!("{what} in {}", dir.display()), e);
+    let count =
+        u32::try_from(objects.len()).map_err(|_| GitError::gix("too many objects for one pack"))?;
     let mut pack =
         Vec::with_capacity(12 + objects.iter().map(|o| o.2.len() / 2 + 32).sum::<usize>());
     pack.extend_from_slice(b"PACK");
@@ -83,7 +83,7 @@ pub fn write_pack(dir: &Path, objects: &[(ObjectId, Kind, Vec<u8>)]) -> Result<(
         let offset = u32::try_from(pack.len())
             .ok()
             .filter(|o| *o < 1 << 31)
-            .ok_or_else(|| GitError::Gix("a batch of objects over 2 GiB".into()))?;
+            .ok_or_else(|| GitError::gix("a batch of objects over 2 GiB"))?;
         entry_header(&mut pack, *kind, data.len());
         compress(&mut deflate, data, &mut pack)?;
         let crc = crc32fast::hash(&pack[offset as usize..]);
@@ -177,9 +177,7 @@ fn compress(
                 out.resize(out.len() + 4096, 0);
             }
             _ if (deflate.total_in() as usize, deflate.total_out() as usize) == (read, written) => {
-                return Err(GitError::Gix(
-                    "zlib made no progress compressing an object".into(),
-                ));
+                return Err(GitError::gix("zlib made no progress compressing an object"));
             }
             _ => {}
         }

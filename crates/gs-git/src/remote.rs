@@ -306,7 +306,7 @@ pub fn merge_notes(dir: &Path, ours: &str, theirs: &str, strategy: &str) -> Resu
             Err(_) => std::thread::sleep(std::time::Duration::from_millis(5 * (attempt + 1))),
         }
     }
-    Err(GitError::Gix(format!(
+    Err(GitError::gix(format!(
         "cannot merge {theirs} into {ours}: the notes kept moving; try again"
     )))
 }

@@ -143,7 +143,7 @@ pub fn commit_of(
     }
     let out = cli::git_with_env(dir, &args, &cli::fallback_identity(dir))?;
     ObjectId::from_hex(out.trim().as_bytes())
-        .map_err(|e| AppError::Git(git::GitError::Gix(format!("git commit-tree: {e}"))))
+        .map_err(|e| AppError::Git(git::GitError::gix_in("git commit-tree", e)))
 }
 
 /// The `update-ref --stdin` line that moves the metadata of `meta.name` from `old` (`None`: it
@@ -333,7 +333,7 @@ pub fn tree_without(dir: &Path, tree: ObjectId, paths: &[String]) -> Result<Obje
     cli::git_with_env(dir, &args, &env)?;
     let out = cli::git_with_env(dir, &["write-tree"], &env)?;
     ObjectId::from_hex(out.trim().as_bytes())
-        .map_err(|e| AppError::Git(git::GitError::Gix(format!("git write-tree: {e}"))))
+        .map_err(|e| AppError::Git(git::GitError::gix_in("git write-tree", e)))
 }
 
 /// A commit on `parent` that drops the old metadata files `paths` from its tree, so that what
@@ -358,7 +358,7 @@ pub fn drop_commit(dir: &Path, parent: ObjectId, name: &str, paths: &[String]) -
         &cli::fallback_identity(dir),
     )?;
     ObjectId::from_hex(out.trim().as_bytes())
-        .map_err(|e| AppError::Git(git::GitError::Gix(format!("git commit-tree: {e}"))))
+        .map_err(|e| AppError::Git(git::GitError::gix_in("git commit-tree", e)))
 }
 
 /// The `[config]` of experiment `name`'s metadata, as a config layer for the run of `info`. The

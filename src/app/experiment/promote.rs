@@ -519,7 +519,7 @@ fn merge_commit(
     let paths = bookkeeping(repo, head, base);
     if !paths.is_empty() {
         let id = ObjectId::from_hex(tree.as_bytes())
-            .map_err(|e| gs_git::GitError::Gix(format!("git merge-tree gave no tree id: {e}")))?;
+            .map_err(|e| gs_git::GitError::gix_in("git merge-tree gave no tree id", e))?;
         tree = experiments::meta::tree_without(dir, id, &paths)?.to_string();
     }
     let message = format!(
@@ -543,7 +543,6 @@ fn merge_commit(
         ],
         &env,
     )?;
-    ObjectId::from_hex(commit.trim().as_bytes()).map_err(|e| {
-        gs_git::GitError::Gix(format!("git commit-tree gave no commit id: {e}")).into()
-    })
+    ObjectId::from_hex(commit.trim().as_bytes())
+        .map_err(|e| gs_git::GitError::gix_in("git commit-tree gave no commit id", e).into())
 }

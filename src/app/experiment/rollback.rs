@@ -177,7 +177,6 @@ fn revert_commit(
         &["commit-tree", &tree, "-p", &tip.to_string(), "-m", &message],
         &env,
     )?;
-    ObjectId::from_hex(commit.trim().as_bytes()).map_err(|e| {
-        gs_git::GitError::Gix(format!("git commit-tree gave no commit id: {e}")).into()
-    })
+    ObjectId::from_hex(commit.trim().as_bytes())
+        .map_err(|e| gs_git::GitError::gix_in("git commit-tree gave no commit id", e).into())
 }

@@ -56,9 +56,9 @@ pub fn push(
         }
         for r in repo
             .references()
-            .map_err(|e| git::GitError::Gix(e.to_string()))?
+            .map_err(|e| git::GitError::gix(e.to_string()))?
             .prefixed("refs/sandbox/")
-            .map_err(|e| git::GitError::Gix(e.to_string()))?
+            .map_err(|e| git::GitError::gix(e.to_string()))?
             .flatten()
         {
             let full = r.name().as_bstr().to_string();
