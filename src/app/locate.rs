@@ -55,7 +55,7 @@ pub fn remote_name(dir: &Path, named: Option<&str>) -> Result<String> {
 
 /// The remote whose branches the daemon follows for `repo` (`[remote] poll`): its
 /// remote-tracking refs are watched like its own branches.
-pub fn followed(ctx: &Context, repo: &gix::Repository) -> Option<String> {
+pub fn followed(ctx: &Context, repo: &gs_git::Repository) -> Option<String> {
     ctx.layers.resolve().remote.poll?;
     let dir = git::repo_root(repo);
     if remote::remotes(&dir).ok()?.is_empty() {

@@ -11,9 +11,9 @@ pub mod testcov;
 
 use crate::app::records::results::{self, NoteReader};
 use crate::app::{Context, Result};
-use gix::ObjectId;
 use gs_config::Config;
 use gs_git as git;
+use gs_git::ObjectId;
 use gs_model::{RunRecord, Status};
 use gs_store::RepoRow;
 use std::collections::HashMap;
@@ -116,7 +116,7 @@ enum Source {
 
 /// Start checking the kept checkout this process's first run will likely use, on another
 /// thread, while the commits are chosen (see `gs_runner::workspace::check_ahead`).
-pub fn check_ahead(ctx: &Context, repo: &gix::Repository) {
+pub fn check_ahead(ctx: &Context, repo: &gs_git::Repository) {
     let scratch = gs_git::checkout::scratch_root();
     let home_id = crate::app::home::home_id(&ctx.paths.home);
     gs_runner::workspace::check_ahead(repo, &scratch, &home_id);
@@ -124,7 +124,7 @@ pub fn check_ahead(ctx: &Context, repo: &gix::Repository) {
 
 pub fn run_commits(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     commits: &[ObjectId],
     opts: &RunOptions<'_>,

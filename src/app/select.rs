@@ -2,12 +2,12 @@
 //! with `--all` standing for every watched branch (`[watch] branches`) rather than every ref.
 
 use super::{Context, Result};
-use gix::ObjectId;
+use gs_git::ObjectId;
 use gs_git::{revs, revs::Walk};
 
 /// `[watch] branches`: the repository's `.sandbox.toml` as checked out, over the user's config.
-pub fn watch_globs(ctx: &Context, repo: &gix::Repository) -> Result<gs_util::glob::Globs> {
-    let layers = match repo.workdir() {
+pub fn watch_globs(ctx: &Context, repo: &gs_git::Repository) -> Result<gs_util::glob::Globs> {
+    let layers = match gs_git::objects::workdir(repo) {
         Some(dir) => ctx.layers.with_repo_dir(dir)?,
         None => ctx.layers.clone(),
     };
@@ -18,7 +18,10 @@ pub fn watch_globs(ctx: &Context, repo: &gix::Repository) -> Result<gs_util::glo
 }
 
 /// The branches `[watch] branches` names, with their tips.
-pub fn watched_branches(ctx: &Context, repo: &gix::Repository) -> Result<Vec<(String, ObjectId)>> {
+pub fn watched_branches(
+    ctx: &Context,
+    repo: &gs_git::Repository,
+) -> Result<Vec<(String, ObjectId)>> {
     let globs = watch_globs(ctx, repo)?;
     Ok(gs_git::branches(repo)?
         .into_iter()
@@ -30,7 +33,7 @@ pub fn watched_branches(ctx: &Context, repo: &gix::Repository) -> Result<Vec<(St
 /// git's order. May be empty (`A..A`): the caller says so.
 pub fn commits(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     args: &[String],
     all: bool,
     walk: Walk,
@@ -50,7 +53,7 @@ pub fn commits(
 
 /// The branch the arguments name when they name exactly one (`HEAD`: the checked-out branch), as
 /// a full ref; `None` for several tips, `--all`, or a revision that is no branch.
-pub fn branch_named(repo: &gix::Repository, args: &[String], all: bool) -> Option<String> {
+pub fn branch_named(repo: &gs_git::Repository, args: &[String], all: bool) -> Option<String> {
     if all {
         return None;
     }
@@ -68,8 +71,5 @@ pub fn branch_named(repo: &gix::Repository, args: &[String], all: bool) -> Optio
         return gs_git::head_branch(repo).map(|b| format!("refs/heads/{b}"));
     }
     let full = format!("refs/heads/{}", tip.trim_start_matches("refs/heads/"));
-    repo.try_find_reference(full.as_str())
-        .ok()
-        .flatten()
-        .map(|_| full)
+    gs_git::objects::has_ref(repo, &full).then_some(full)
 }

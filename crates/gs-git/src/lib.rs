@@ -9,6 +9,7 @@ pub mod hooks;
 pub mod loose_refs;
 pub mod marks;
 pub mod notes;
+pub mod objects;
 pub mod pack;
 pub mod remote;
 pub mod revs;
@@ -18,7 +19,8 @@ pub mod snapshot;
 pub mod testutil;
 
 use gix::bstr::ByteSlice;
-use gix::ObjectId;
+/// The types the app holds and passes on; it calls gix through this crate only.
+pub use gix::{ObjectId, Repository};
 use gs_util::{hint::display_hinted, hint::Hinted};
 use std::path::{Path, PathBuf};
 

@@ -4,12 +4,11 @@
 //! same cache) and folds in only the files that differ, so its cost follows the diff.
 
 use crate::app::{AppError, Context, Message, Result};
-use gix::bstr::ByteSlice;
-use gix::ObjectId;
 use gs_analysis as analysis;
 use gs_analysis::{FileAnalysis, Options, Sign, Tally};
 use gs_config::AnalysisConfig;
-use gs_git::gix_err;
+use gs_git::objects;
+use gs_git::ObjectId;
 use gs_model::Analysis;
 use gs_store::Index;
 use serde::Serialize;
@@ -43,7 +42,7 @@ const MAX_MANIFEST_BYTES: u64 = 1 << 20;
 
 pub fn analyze_tree(
     index: &Index,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     tree: ObjectId,
     cfg: &AnalysisConfig,
 ) -> Result<Analysis> {
@@ -53,7 +52,7 @@ pub fn analyze_tree(
 /// [`analyze_tree`], handing each analysed file's result to `on_file` too (in no fixed order).
 pub fn analyze_tree_with(
     index: &Index,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     tree: ObjectId,
     cfg: &AnalysisConfig,
     on_file: &mut dyn FnMut(&str, &FileAnalysis),
@@ -75,19 +74,13 @@ struct Entry {
 }
 
 /// Every regular file of `tree`, to add.
-fn all_files(repo: &gix::Repository, tree: ObjectId) -> Result<Vec<Entry>> {
-    let tree = repo.find_tree(tree).map_err(gix_err)?;
-    let mut recorder = gix::traverse::tree::Recorder::default();
-    tree.traverse()
-        .breadthfirst(&mut recorder)
-        .map_err(gix_err)?;
-    Ok(recorder
-        .records
+fn all_files(repo: &gs_git::Repository, tree: ObjectId) -> Result<Vec<Entry>> {
+    Ok(objects::walk(repo, tree)?
         .into_iter()
-        .filter(|e| e.mode.is_blob())
+        .filter(|e| e.kind.is_file())
         .map(|e| Entry {
-            path: e.filepath.to_str_lossy().into_owned(),
-            id: e.oid,
+            path: e.path,
+            id: e.id,
             sign: Sign::Add,
         })
         .collect())
@@ -100,7 +93,7 @@ fn all_files(repo: &gix::Repository, tree: ObjectId) -> Result<Vec<Entry>> {
 /// JSON) for the cache.
 fn fold(
     index: &Index,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     entries: &[Entry],
     opts: &Options,
     tally: &mut Tally,
@@ -117,13 +110,9 @@ fn fold(
     for e in entries {
         let path = e.path.as_str();
         // A manifest is read whole, so only a small one: a commit's files may be huge.
-        if analysis::is_manifest(path)
-            && repo
-                .find_header(e.id)
-                .is_ok_and(|h| h.size() <= MAX_MANIFEST_BYTES)
-        {
-            if let Ok(blob) = repo.find_blob(e.id) {
-                if let Some((eco, deps)) = analysis::manifest_deps(path, &blob.data, opts) {
+        if analysis::is_manifest(path) {
+            if let Some(blob) = objects::small_blob(repo, e.id, MAX_MANIFEST_BYTES) {
+                if let Some((eco, deps)) = analysis::manifest_deps(path, &blob, opts) {
                     tally.manifest(e.sign, eco, &deps);
                 }
             }
@@ -140,7 +129,7 @@ fn fold(
         {
             Some(file) => take(tally, e, &file),
             None => {
-                let size = repo.find_header(e.id).map(|h| h.size()).unwrap_or(0);
+                let size = objects::size(repo, e.id).unwrap_or(0);
                 match analysis::skip_reason(path, size, opts) {
                     Some(reason) => tally.skipped(e.sign, reason),
                     None => misses.push(e),
@@ -151,14 +140,14 @@ fn fold(
     if misses.is_empty() {
         return Ok(());
     }
-    let shared = repo.clone().into_sync();
+    let shared = objects::Shared::of(repo);
     let results = analysis::analyze_parallel(
         misses.len(),
         |i| {
-            let repo = shared.to_thread_local();
+            let repo = shared.local();
             let e = misses[i];
-            let blob = repo.find_blob(e.id).ok()?;
-            Some((e.path.clone(), blob.data.clone()))
+            let blob = objects::blob(&repo, e.id).ok()?;
+            Some((e.path.clone(), blob))
         },
         opts,
     );
@@ -230,7 +219,7 @@ fn stored_tally(index: &Index, tree: ObjectId, key: &str) -> Result<Option<Tally
 /// children.
 pub fn analyze_commit(
     index: &Index,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     tree: ObjectId,
     parent: Option<ObjectId>,
     cfg: &AnalysisConfig,

@@ -4,10 +4,10 @@
 
 use crate::app::analysis::analyze::analyze_tree_with;
 use crate::app::{Context, Result};
-use gix::ObjectId;
 use gs_analysis::FileAnalysis;
 use gs_config::ConfigFile;
 use gs_git as git;
+use gs_git::ObjectId;
 use gs_model::{Analysis, Issue};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
@@ -61,7 +61,7 @@ pub fn is_under(path: &str, under: &str) -> bool {
 /// The metrics of `commit`, analysed under the config it has (its `.sandbox.toml` excludes).
 pub fn of(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     commit: ObjectId,
     under: Option<&str>,
 ) -> Result<Metrics> {

@@ -25,7 +25,7 @@ pub fn experiment_of(refname: Option<&str>) -> Option<String> {
 /// and, for a run of an experiment's branch, the `[config]` of its `experiment.toml`.
 pub fn config_for(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     info: &CommitInfo,
     experiment: Option<&str>,
     flags: &ConfigFile,
@@ -47,7 +47,7 @@ pub fn config_for(
 /// none, of the tools its tree's manifests call for), of its named checks and of its setup step.
 fn toolchain_of(
     config: &Config,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     info: &CommitInfo,
 ) -> std::collections::BTreeMap<String, String> {
     use gs_runner::toolchain;
@@ -83,8 +83,8 @@ fn toolchain_of(
 /// `[config]`), with no flags: the config its result is made and judged under.
 pub fn config_at(
     ctx: &Context,
-    repo: &gix::Repository,
-    commit: gix::ObjectId,
+    repo: &gs_git::Repository,
+    commit: gs_git::ObjectId,
     refname: Option<&str>,
 ) -> Result<Config> {
     let info = git::commit_info(repo, commit)?;
@@ -102,7 +102,7 @@ pub fn config_at(
 /// toolchain writes (Cargo.toml: `target`, package.json: `node_modules`).
 pub(crate) fn cache_dirs(
     config: &Config,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     info: &CommitInfo,
 ) -> Vec<String> {
     if let Some(d) = &config.cache.dirs {
@@ -123,7 +123,7 @@ pub(crate) fn cache_dirs(
 
 /// The download caches of a run's home that its branch keeps, for the toolchains the commit's
 /// root says it uses ([`gs_runner::caches::HOME_CACHES`]): not a key of any config.
-pub(crate) fn home_caches(repo: &gix::Repository, info: &CommitInfo) -> Vec<String> {
+pub(crate) fn home_caches(repo: &gs_git::Repository, info: &CommitInfo) -> Vec<String> {
     gs_runner::caches::home_caches(|marker| {
         git::blob_at(repo, info.tree, marker)
             .ok()
@@ -138,7 +138,7 @@ const MAX_CONFIG_BYTES: u64 = 1 << 20;
 /// The text of a small file the commit holds (its `.sandbox.toml`, an `experiment.toml`), read
 /// only when it is small and UTF-8: anything else is a config error, never a big read.
 pub(crate) fn committed_text(
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     info: &CommitInfo,
     path: &str,
     label: &str,
@@ -152,7 +152,7 @@ pub(crate) fn committed_text(
         ))
         .hint("keep it to settings"));
     }
-    let bytes = repo.find_blob(id).map_err(git::gix_err)?.data.clone();
+    let bytes = git::objects::blob(repo, id)?;
     String::from_utf8(bytes).map(Some).map_err(|_| {
         AppError::usage(format!("{label}: the file is not UTF-8")).hint("save it as UTF-8 text")
     })

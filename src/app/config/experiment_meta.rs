@@ -5,10 +5,10 @@
 //! `experiments/<name>/experiment.toml` is read once and moved into the ref.
 
 use crate::app::{AppError, Result};
-use gix::ObjectId;
 use gs_config::ConfigFile;
 use gs_git as git;
 use gs_git::CommitInfo;
+use gs_git::ObjectId;
 use gs_git::{cli, remote::SANDBOX_REMOTES};
 use gs_model::ExperimentFile;
 use std::path::Path;
@@ -57,12 +57,12 @@ pub struct Meta {
 }
 
 /// The text of a small UTF-8 blob at `path` in `tree`, or `None`.
-fn small_text(repo: &gix::Repository, tree: ObjectId, path: &str) -> Option<String> {
+fn small_text(repo: &gs_git::Repository, tree: ObjectId, path: &str) -> Option<String> {
     let (id, size) = git::blob_at(repo, tree, path).ok()??;
     if size > MAX_BYTES {
         return None;
     }
-    let data = repo.find_blob(id).ok()?.data.clone();
+    let data = git::objects::blob(repo, id).ok()?;
     String::from_utf8(data).ok()
 }
 
@@ -71,8 +71,8 @@ fn parse(text: &str) -> Option<ExperimentFile> {
 }
 
 /// The metadata a metadata commit holds.
-pub fn read_commit(repo: &gix::Repository, commit: ObjectId) -> Option<ExperimentFile> {
-    let tree = repo.find_commit(commit).ok()?.tree_id().ok()?.detach();
+pub fn read_commit(repo: &gs_git::Repository, commit: ObjectId) -> Option<ExperimentFile> {
+    let tree = git::objects::tree_of(repo, commit)?;
     parse(&small_text(repo, tree, FILE)?)
 }
 
@@ -82,18 +82,18 @@ pub fn read_commit(repo: &gix::Repository, commit: ObjectId) -> Option<Experimen
 pub struct Folders(std::collections::HashMap<ObjectId, Option<ObjectId>>);
 
 impl Folders {
-    fn of(&mut self, repo: &gix::Repository, commit: ObjectId) -> Option<ObjectId> {
+    fn of(&mut self, repo: &gs_git::Repository, commit: ObjectId) -> Option<ObjectId> {
         *self.0.entry(commit).or_insert_with(|| {
-            let tree = repo.find_commit(commit).ok()?.tree().ok()?;
-            let entry = tree.lookup_entry_by_path("experiments").ok()??;
-            entry.mode().is_tree().then(|| entry.object_id())
+            let tree = git::objects::tree_of(repo, commit)?;
+            let entry = git::objects::entry_at(repo, tree, "experiments")?;
+            (entry.kind == git::objects::Kind::Tree).then_some(entry.id)
         })
     }
 }
 
 /// The metadata an old experiment committed in `head`'s tree.
 pub fn read_committed(
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     head: ObjectId,
     name: &str,
     folders: &mut Folders,
@@ -116,25 +116,14 @@ pub fn body(meta: &ExperimentFile) -> String {
 
 /// The commit that would hold `meta` after `parent`, written to the object store only.
 pub fn commit_of(
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     dir: &Path,
     meta: &ExperimentFile,
     parent: Option<ObjectId>,
     message: &str,
 ) -> Result<ObjectId> {
-    use gix::objs::tree::{Entry, EntryKind};
-    let blob = repo
-        .write_blob(body(meta).as_bytes())
-        .map_err(git::gix_err)?
-        .detach();
-    let tree = gix::objs::Tree {
-        entries: vec![Entry {
-            mode: EntryKind::Blob.into(),
-            filename: FILE.into(),
-            oid: blob,
-        }],
-    };
-    let tree = repo.write_object(&tree).map_err(git::gix_err)?.detach();
+    let blob = git::objects::write_blob(repo, body(meta).as_bytes())?;
+    let tree = git::objects::write_tree(repo, &[(FILE, git::objects::Kind::File, blob)])?;
     let tree = tree.to_string();
     let parent = parent.map(|p| p.to_string());
     let mut args = vec!["commit-tree", tree.as_str(), "-m", message];
@@ -150,7 +139,7 @@ pub fn commit_of(
 /// must not exist) to a new commit holding `meta`: a compare-and-swap, so two writers never
 /// lose each other's change silently.
 pub fn update_line(
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     dir: &Path,
     meta: &ExperimentFile,
     old: Option<ObjectId>,
@@ -166,7 +155,7 @@ pub fn update_line(
 
 /// Write `meta` as the next version of the experiment's metadata (compare-and-swap).
 pub fn write(
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     dir: &Path,
     meta: &ExperimentFile,
     old: Option<ObjectId>,
@@ -178,20 +167,15 @@ pub fn write(
 }
 
 /// The commit a ref points at, if it exists.
-fn tip(repo: &gix::Repository, refname: &str) -> Option<ObjectId> {
-    let mut r = repo.try_find_reference(refname).ok()??;
-    Some(r.peel_to_commit().ok()?.id().detach())
+fn tip(repo: &gs_git::Repository, refname: &str) -> Option<ObjectId> {
+    git::objects::ref_commit(repo, refname).ok()?
 }
 
 /// The remotes with a copy of `name`'s metadata, in the order they are read.
-fn remote_copies(repo: &gix::Repository, name: &str) -> Vec<(String, ObjectId)> {
-    let mut out: Vec<(String, ObjectId)> = repo
-        .remote_names()
+fn remote_copies(repo: &gs_git::Repository, name: &str) -> Vec<(String, ObjectId)> {
+    let mut out: Vec<(String, ObjectId)> = git::objects::remote_names(repo)
         .into_iter()
-        .filter_map(|r| {
-            let r = r.to_string();
-            tip(repo, &remote_meta_ref(&r, name)).map(|t| (r, t))
-        })
+        .filter_map(|r| tip(repo, &remote_meta_ref(&r, name)).map(|t| (r, t)))
         .collect();
     prefer(&mut out);
     out
@@ -204,7 +188,7 @@ pub fn prefer(copies: &mut [(String, ObjectId)]) {
 
 /// The metadata of `name`: this repository's, else the file an old experiment committed on
 /// `head` (until [`migrate`] moves it), else a remote's copy.
-pub fn metadata(repo: &gix::Repository, name: &str, head: Option<ObjectId>) -> Option<Meta> {
+pub fn metadata(repo: &gs_git::Repository, name: &str, head: Option<ObjectId>) -> Option<Meta> {
     metadata_in(
         repo,
         name,
@@ -218,7 +202,7 @@ pub fn metadata(repo: &gix::Repository, name: &str, head: Option<ObjectId>) -> O
 /// [`metadata`] from refs already read: `local`, this repository's metadata commit; `remotes`,
 /// the remotes' in the order they are read.
 pub fn metadata_in(
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     name: &str,
     local: Option<ObjectId>,
     remotes: &[(String, ObjectId)],
@@ -254,7 +238,7 @@ pub fn metadata_in(
 /// `indexed`, the budget of the index's row when there is one: `experiment budget` changed
 /// only that, so it is the budget in force).
 pub fn migrate(
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     file: &ExperimentFile,
     indexed: Option<Option<u64>>,
 ) -> Result<()> {
@@ -288,25 +272,19 @@ pub fn config_text(meta: &ExperimentFile) -> Option<String> {
 /// The old experiments' metadata files `tree` holds that `base` (production's tree) does not:
 /// what a promotion must leave out. Only files that read as metadata of the experiment of
 /// their folder count; a project's own `experiments/` is left alone.
-pub fn bookkeeping(repo: &gix::Repository, tree: ObjectId, base: ObjectId) -> Vec<String> {
-    let Ok(t) = repo.find_tree(tree) else {
+pub fn bookkeeping(repo: &gs_git::Repository, tree: ObjectId, base: ObjectId) -> Vec<String> {
+    let Some(dir) = git::objects::entry_at(repo, tree, "experiments") else {
         return Vec::new();
     };
-    let Ok(Some(dir)) = t.lookup_entry_by_path("experiments") else {
-        return Vec::new();
-    };
-    if !dir.mode().is_tree() {
+    if dir.kind != git::objects::Kind::Tree {
         return Vec::new();
     }
-    let Ok(dir) = repo.find_tree(dir.object_id()) else {
-        return Vec::new();
-    };
     let mut out = Vec::new();
-    for entry in dir.decode().map(|d| d.entries.clone()).unwrap_or_default() {
-        if !entry.mode.is_tree() {
+    for entry in git::objects::entries(repo, dir.id).unwrap_or_default() {
+        if entry.kind != git::objects::Kind::Tree {
             continue;
         }
-        let name = entry.filename.to_string();
+        let name = entry.path;
         let path = committed_path(&name);
         let Some(text) = small_text(repo, tree, &path) else {
             continue;
@@ -365,7 +343,7 @@ pub fn drop_commit(dir: &Path, parent: ObjectId, name: &str, paths: &[String]) -
 /// commit the experiment started from is production's, run under production's config: an
 /// experiment with no commits of its own costs no run.
 pub fn config_overrides(
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     info: &CommitInfo,
     name: &str,
 ) -> Result<ConfigFile> {

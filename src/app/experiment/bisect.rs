@@ -5,7 +5,7 @@
 
 use crate::app::run::{run_commits, RunOptions};
 use crate::app::{records::results, AppError, Context, Result};
-use gix::ObjectId;
+use gs_git::ObjectId;
 use gs_model::{RunRecord, Status, Trigger};
 use gs_store::RepoRow;
 use serde::Serialize;
@@ -90,7 +90,7 @@ pub struct Ask<'a> {
 /// Find the first bad commit between good and bad.
 pub fn bisect(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     ask: &Ask<'_>,
     interrupt: &AtomicBool,

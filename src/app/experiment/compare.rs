@@ -3,7 +3,7 @@
 //! results only; a commit without one is shown as not run.
 
 use crate::app::{experiment::experiments, records::results, AppError, Context, Result};
-use gix::ObjectId;
+use gs_git::ObjectId;
 use gs_model::RunRecord;
 use gs_store::RepoRow;
 use serde::Serialize;
@@ -53,7 +53,7 @@ pub struct Comparison {
 
 /// The commit `target` names, with the branch it names when it names one: a revision git knows
 /// (`main`, `HEAD~2`, a commit id), else an experiment's name (its branch's head).
-pub fn resolve(repo: &gix::Repository, target: &str) -> Result<(ObjectId, Option<String>)> {
+pub fn resolve(repo: &gs_git::Repository, target: &str) -> Result<(ObjectId, Option<String>)> {
     match gs_git::resolve_commit(repo, target) {
         Ok(c) => Ok((
             c,
@@ -105,7 +105,7 @@ fn minus(a: Option<u64>, b: Option<u64>) -> Option<i64> {
 /// Compare `targets` with `base` (default: the production branch's head).
 pub fn compare(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row_of: &RepoRow,
     targets: &[String],
     base: Option<&str>,
@@ -160,7 +160,7 @@ pub struct Ranked {
 /// before those promoted or killed, then by verdict, then by passing tests, then by name.
 pub fn ranked(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row_of: &RepoRow,
 ) -> Result<(Row, Vec<Ranked>)> {
     let config = experiments::production_config(ctx, repo)?;

@@ -6,8 +6,8 @@ use crate::app::experiment::experiments::{self, branch_ref, ref_tip};
 use crate::app::records::results;
 use crate::app::run::{run_commits, RunOptions};
 use crate::app::{AppError, Context, Result};
-use gix::ObjectId;
 use gs_git as git;
+use gs_git::ObjectId;
 use gs_model::EventKind;
 use gs_model::{
     Criterion, Evaluation, Recommendation, RunRecord, Side, State, Status, Trigger, EVAL_SCHEMA,
@@ -24,7 +24,7 @@ const EPSILON: f64 = 1e-6;
 /// `eval`: compare the experiment's head with the production branch's head.
 pub fn evaluate(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     name: &str,
     trigger: Trigger,
@@ -120,7 +120,12 @@ fn excused(
 }
 
 /// Keep an evaluation: the note on the experiment's head, then the index and an event.
-pub fn record(ctx: &Context, repo: &gix::Repository, row: &RepoRow, ev: &Evaluation) -> Result<()> {
+pub fn record(
+    ctx: &Context,
+    repo: &gs_git::Repository,
+    row: &RepoRow,
+    ev: &Evaluation,
+) -> Result<()> {
     let head = ObjectId::from_hex(ev.head.commit.as_bytes()).expect("sides hold full commit ids");
     let mut body = serde_json::to_vec_pretty(ev).expect("evaluations always serialize");
     body.push(b'\n');
@@ -167,7 +172,7 @@ pub fn record(ctx: &Context, repo: &gix::Repository, row: &RepoRow, ev: &Evaluat
 /// writes become its branch's new cache base, as `run --clean`'s do).
 pub(crate) fn result_or_run(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     commit: ObjectId,
     refname: &str,
@@ -512,7 +517,7 @@ mod tests {
     }
 
     fn verdict(base: Option<&RunRecord>, head: Option<&RunRecord>) -> Evaluation {
-        let id = ObjectId::null(gix::hash::Kind::Sha1);
+        let id = gs_git::objects::null_id();
         judge(
             "x",
             side("b", id, base),
@@ -526,7 +531,7 @@ mod tests {
 
     #[test]
     fn a_failure_of_a_known_flaky_test_alone_is_not_counted_and_the_reason_says_so() {
-        let id = ObjectId::null(gix::hash::Kind::Sha1);
+        let id = gs_git::objects::null_id();
         let base = rec(Status::Passed, 3, 0, 2.0, &[]);
         let mut head = rec(Status::Failed, 2, 1, 2.0, &[]);
         let t = head.tests.as_mut().unwrap();
@@ -670,7 +675,7 @@ mod tests {
             });
             r
         };
-        let id = ObjectId::null(gix::hash::Kind::Sha1);
+        let id = gs_git::objects::null_id();
         let judge_with = |base: &RunRecord, head: &RunRecord, drop: f64| {
             judge(
                 "x",

@@ -5,10 +5,10 @@
 
 use crate::app::locate::check_name;
 use crate::app::{records::results, AppError, Context, Result};
-use gix::ObjectId;
 use gs_config::{parse_repository_file, Config};
 use gs_git as git;
 use gs_git::cli;
+use gs_git::ObjectId;
 use gs_model::EventKind;
 use gs_model::{Evaluation, Experiment, ExperimentFile, RunRecord, State};
 use gs_store::RepoRow;
@@ -49,24 +49,19 @@ pub fn rolled_back_ref(name: &str) -> String {
 }
 
 /// The commit a ref points at, if the ref exists.
-pub fn ref_tip(repo: &gix::Repository, refname: &str) -> Result<Option<ObjectId>> {
-    let Some(mut r) = repo.try_find_reference(refname).map_err(git::gix_err)? else {
-        return Ok(None);
-    };
-    Ok(Some(
-        r.peel_to_commit().map_err(git::gix_err)?.id().detach(),
-    ))
+pub fn ref_tip(repo: &gs_git::Repository, refname: &str) -> Result<Option<ObjectId>> {
+    Ok(git::objects::ref_commit(repo, refname)?)
 }
 
 /// The directory git commands run in: the work tree, or the git dir of a bare repository.
-pub fn git_dir_for_cli(repo: &gix::Repository) -> PathBuf {
+pub fn git_dir_for_cli(repo: &gs_git::Repository) -> PathBuf {
     git::repo_root(repo)
 }
 
 /// The settings that decide production: the user's layers with the `.sandbox.toml` of the work
 /// tree (what the user sees and edits), or the defaults in a bare repository.
-pub fn production_config(ctx: &Context, repo: &gix::Repository) -> Result<Config> {
-    let layers = match repo.workdir() {
+pub fn production_config(ctx: &Context, repo: &gs_git::Repository) -> Result<Config> {
+    let layers = match git::objects::workdir(repo) {
         Some(dir) => ctx.layers.with_repo_dir(dir)?,
         None => ctx.layers.clone(),
     };
@@ -74,7 +69,7 @@ pub fn production_config(ctx: &Context, repo: &gix::Repository) -> Result<Config
 }
 
 /// The production branch (`[promote] target`) and its tip.
-pub fn production_tip(repo: &gix::Repository, config: &Config) -> Result<(String, ObjectId)> {
+pub fn production_tip(repo: &gs_git::Repository, config: &Config) -> Result<(String, ObjectId)> {
     let target = config.promote.target.clone();
     match ref_tip(repo, &format!("refs/heads/{target}"))? {
         Some(id) => Ok((target, id)),
@@ -134,7 +129,7 @@ pub fn status_of(e: &Experiment, budget: Option<&Budget>) -> String {
 
 /// The commit an experiment's results hang off: its branch, else its archive, else what was
 /// promoted.
-pub fn head_of(repo: &gix::Repository, name: &str) -> Result<Option<ObjectId>> {
+pub fn head_of(repo: &gs_git::Repository, name: &str) -> Result<Option<ObjectId>> {
     for r in [branch_ref(name), archive_ref(name), promoted_ref(name)] {
         if let Some(id) = ref_tip(repo, &r)? {
             return Ok(Some(id));
@@ -144,14 +139,14 @@ pub fn head_of(repo: &gix::Repository, name: &str) -> Result<Option<ObjectId>> {
 }
 
 /// Bring the index in line with git (see [`scan::sync`]).
-pub fn sync(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Result<()> {
+pub fn sync(ctx: &Context, repo: &gs_git::Repository, row: &RepoRow) -> Result<()> {
     scan::sync(ctx, repo, row).map(|_| ())
 }
 
 /// The experiment called `name`, or a not-found error naming the experiments there are.
 pub fn find(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     name: &str,
 ) -> Result<Experiment> {
@@ -190,7 +185,7 @@ pub struct Started {
 #[allow(clippy::too_many_arguments)]
 pub fn start(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     name: &str,
     hypothesis: Option<&str>,
@@ -375,15 +370,11 @@ pub struct Rollback {
 
 /// The revert commit `refs/sandbox/rolled-back/<name>` points at, and the reason its message
 /// gives (the paragraph after the subject, up to "; this reverts").
-fn rollback_of(repo: &gix::Repository, name: &str) -> Result<Option<Rollback>> {
+fn rollback_of(repo: &gs_git::Repository, name: &str) -> Result<Option<Rollback>> {
     let Some(revert) = ref_tip(repo, &rolled_back_ref(name))? else {
         return Ok(None);
     };
-    let message = repo
-        .find_commit(revert)
-        .ok()
-        .and_then(|c| c.message_raw().ok().map(|m| m.to_string()))
-        .unwrap_or_default();
+    let message = git::objects::message(repo, revert).unwrap_or_default();
     let reason = message
         .split("\n\n")
         .nth(1)
@@ -413,7 +404,7 @@ fn shared<S: serde::Serializer>(
 /// base), and the index's evaluations read in one query.
 struct Lister<'a> {
     ctx: &'a Context,
-    repo: &'a gix::Repository,
+    repo: &'a gs_git::Repository,
     row: &'a RepoRow,
     reader: results::NoteReader,
     production: Option<Option<ObjectId>>,
@@ -423,7 +414,7 @@ struct Lister<'a> {
 }
 
 impl<'a> Lister<'a> {
-    fn new(ctx: &'a Context, repo: &'a gix::Repository, row: &'a RepoRow) -> Result<Self> {
+    fn new(ctx: &'a Context, repo: &'a gs_git::Repository, row: &'a RepoRow) -> Result<Self> {
         Ok(Lister {
             ctx,
             repo,
@@ -464,7 +455,7 @@ impl<'a> Lister<'a> {
             .base_commit
             .as_deref()
             .and_then(|b| ObjectId::from_hex(b.as_bytes()).ok())
-            .filter(|b| self.repo.find_commit(*b).is_ok());
+            .filter(|b| git::objects::is_commit(self.repo, *b));
         let hidden = match base {
             Some(b) => Some(b),
             None => self.production(),
@@ -473,13 +464,10 @@ impl<'a> Lister<'a> {
         if hidden == Some(head) {
             return Ok(Vec::new());
         }
-        let mut walk = self.repo.rev_walk([head]);
-        if let Some(h) = hidden {
-            walk = walk.with_hidden([h]);
-        }
+        let hidden: Vec<ObjectId> = hidden.into_iter().collect();
         let mut out = Vec::new();
-        for info in walk.all().map_err(git::gix_err)? {
-            let id = info.map_err(git::gix_err)?.id;
+        for id in git::objects::walk_commits(self.repo, head, &hidden, |_| true)? {
+            let id = id?;
             let summary = git::commit_info(self.repo, id)?.summary;
             let result = self.evidence(id)?.map(|r| (*r).clone());
             out.push(BranchRun {
@@ -558,7 +546,7 @@ impl<'a> Lister<'a> {
 /// The evaluation of the experiment's head (its note), else the newest one the index has.
 pub fn latest_evaluation(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     name: &str,
     head: Option<ObjectId>,
@@ -575,7 +563,7 @@ pub fn latest_evaluation(
     Ok(ctx.index.latest_evaluation(&row.repository_id, name)?)
 }
 
-pub fn list(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Result<Vec<Overview>> {
+pub fn list(ctx: &Context, repo: &gs_git::Repository, row: &RepoRow) -> Result<Vec<Overview>> {
     let (snap, scanned) = scan::sync(ctx, repo, row)?;
     let origins: HashMap<String, Origin> = scanned
         .into_iter()
@@ -598,7 +586,7 @@ pub fn list(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Result<Vec<
 /// `experiment budget`: set or lift (`None`) an experiment's CPU budget.
 pub fn set_budget(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     name: &str,
     value: Option<&str>,
@@ -634,7 +622,7 @@ pub fn set_budget(
     budget(ctx, row, &e)
 }
 
-pub fn show(ctx: &Context, repo: &gix::Repository, row: &RepoRow, name: &str) -> Result<Detail> {
+pub fn show(ctx: &Context, repo: &gs_git::Repository, row: &RepoRow, name: &str) -> Result<Detail> {
     let e = find(ctx, repo, row, name)?;
     let head = Snapshot::read(repo)?.head(name);
     let meta = meta::metadata(repo, name, head);
@@ -662,7 +650,7 @@ pub struct Killed {
 /// transaction, or with `delete` drop it; mark the experiment killed.
 pub fn kill(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     name: &str,
     delete: bool,

@@ -12,7 +12,7 @@ use gs_store::RepoRow;
 /// `head_status` is its head's result (`passed`, `failed`, …, or `not_run`) when known.
 pub fn promotion_refusal(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     name: &str,
     head_status: Option<&str>,

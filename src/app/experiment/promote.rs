@@ -7,8 +7,8 @@
 use crate::app::experiment::experiments::{self, branch_ref, promoted_ref, ref_tip};
 use crate::app::run::{run_commits, RunOptions};
 use crate::app::{experiment::eval, records::results, AppError, Context, Result};
-use gix::ObjectId;
 use gs_git::cli;
+use gs_git::ObjectId;
 use gs_model::EventKind;
 use gs_model::{Recommendation, RunRecord, State, Trigger};
 use gs_store::RepoRow;
@@ -66,7 +66,7 @@ pub(crate) struct Checked {
 }
 
 /// The strategy a promotion uses: the one asked for, else `[promote] strategy`.
-pub fn strategy(ctx: &Context, repo: &gix::Repository, opts: &PromoteOptions) -> Result<String> {
+pub fn strategy(ctx: &Context, repo: &gs_git::Repository, opts: &PromoteOptions) -> Result<String> {
     Ok(opts.strategy.clone().unwrap_or_else(|| {
         experiments::production_config(ctx, repo)
             .map(|c| c.promote.strategy)
@@ -79,7 +79,7 @@ pub fn strategy(ctx: &Context, repo: &gix::Repository, opts: &PromoteOptions) ->
 /// heads) meets `[promote] minimum` unless forced.
 pub(crate) fn check(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     name: &str,
     opts: &PromoteOptions,
@@ -176,7 +176,7 @@ pub(crate) fn check(
 
 pub fn promote(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     name: &str,
     opts: &PromoteOptions,
@@ -413,7 +413,7 @@ pub(crate) fn advance<'w>(
 /// Tests that fail on the promoted commit but not on the experiment's head: what the merge broke.
 fn broken_tests(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     name: &str,
     head: ObjectId,
@@ -437,13 +437,12 @@ fn broken_tests(
 
 /// The old experiments' metadata files `head`'s tree holds that production's (`base`) does not:
 /// what production must not receive.
-pub(crate) fn bookkeeping(repo: &gix::Repository, head: ObjectId, base: ObjectId) -> Vec<String> {
-    let tree = |c: ObjectId| {
-        repo.find_commit(c)
-            .ok()
-            .and_then(|c| c.tree_id().ok())
-            .map(|t| t.detach())
-    };
+pub(crate) fn bookkeeping(
+    repo: &gs_git::Repository,
+    head: ObjectId,
+    base: ObjectId,
+) -> Vec<String> {
+    let tree = |c: ObjectId| gs_git::objects::tree_of(repo, c);
     match (tree(head), tree(base)) {
         (Some(h), Some(b)) => experiments::meta::bookkeeping(repo, h, b),
         _ => Vec::new(),
@@ -475,7 +474,7 @@ fn is_ancestor(dir: &Path, ancestor: ObjectId, of: ObjectId) -> Result<bool> {
 /// A conflict refuses with the files and the way to resolve it.
 #[allow(clippy::too_many_arguments)]
 fn merge_commit(
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     dir: &Path,
     target: &str,
     name: &str,

@@ -36,7 +36,7 @@ pub struct Proposed {
 
 pub fn propose(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     and_promote: bool,
     interrupt: &AtomicBool,

@@ -60,7 +60,7 @@ pub fn body(ev: &Evaluation) -> String {
 
 pub fn open(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     name: &str,
     opts: &PromoteOptions,
@@ -168,7 +168,7 @@ pub fn open(
 /// merge: a commit on the branch drops it first (refused while the branch is checked out, whose
 /// work tree would then lag behind it).
 fn drop_bookkeeping(
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     c: &mut crate::app::experiment::promote::Checked,
     name: &str,
 ) -> Result<()> {
@@ -201,7 +201,7 @@ fn drop_bookkeeping(
 /// proposed is contained in production's branch on `remote` (as fetched). Returns their names.
 pub fn adopt_merged(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     remote: &str,
 ) -> Result<Vec<String>> {

@@ -7,8 +7,8 @@ use crate::app::experiment::experiments::{self, rolled_back_ref};
 use crate::app::experiment::promote::{advance, Stuck};
 use crate::app::run::{run_commits, RunOptions};
 use crate::app::{AppError, Context, Result};
-use gix::ObjectId;
 use gs_git::cli;
+use gs_git::ObjectId;
 use gs_model::EventKind;
 use gs_model::{RunRecord, State, Trigger};
 use gs_store::RepoRow;
@@ -53,7 +53,7 @@ pub fn failure_reason(r: &RunRecord) -> String {
 #[allow(clippy::too_many_arguments)]
 pub fn roll_back(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     name: &str,
     target: &str,

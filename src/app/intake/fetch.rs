@@ -7,9 +7,9 @@
 use crate::app::locate::remote_name;
 use crate::app::publish::exchange::{rejected, take_in, Rejected, NOTES, WRITERS_PREFIX};
 use crate::app::{experiment::experiments, publish::bounds, Context, Result};
-use gix::ObjectId;
 use gs_git as git;
 use gs_git::remote;
+use gs_git::ObjectId;
 use gs_store::RepoRow;
 use serde::Serialize;
 
@@ -36,7 +36,7 @@ pub struct Fetched {
 /// is ours to change); then what arrived is indexed.
 pub fn fetch(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     named: Option<&str>,
 ) -> Result<Fetched> {
@@ -95,7 +95,7 @@ pub struct Polled {
 /// the watched branches that did (into `refs/remotes/<remote>/…`) and its notes when they did
 /// (merged into ours: a commit another machine ran is not run again), then queue what is new.
 /// A repository without a remote has nothing to poll.
-pub fn poll(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Result<Polled> {
+pub fn poll(ctx: &Context, repo: &gs_git::Repository, row: &RepoRow) -> Result<Polled> {
     let dir = git::repo_root(repo);
     if remote::remotes(&dir)?.is_empty() {
         return Ok(Polled::default());
@@ -145,7 +145,7 @@ pub fn poll(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Result<Poll
 /// the notes, and queue the ref's new commits (trigger `webhook`). Returns how many were queued.
 pub fn fetch_announced(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     name: &str,
     refspec: &str,

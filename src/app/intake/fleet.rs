@@ -6,8 +6,8 @@
 //! waits a little for its own machine to run it.
 
 use crate::app::{intake::fetch, AppError, Context, Result};
-use gix::ObjectId;
 use gs_git as git;
+use gs_git::ObjectId;
 use gs_store::RepoRow;
 use std::path::Path;
 
@@ -92,8 +92,8 @@ pub fn ensure_commits(
     commits: &[&str],
 ) -> Vec<std::result::Result<(), Missing>> {
     let dir = Path::new(&row.path);
-    let have = |repo: &gix::Repository, commit: &str| {
-        ObjectId::from_hex(commit.as_bytes()).is_ok_and(|id| repo.find_commit(id).is_ok())
+    let have = |repo: &gs_git::Repository, commit: &str| {
+        ObjectId::from_hex(commit.as_bytes()).is_ok_and(|id| gs_git::objects::is_commit(repo, id))
     };
     let repo = match git::open_recent(dir) {
         Ok(repo) => repo,

@@ -8,7 +8,7 @@
 
 use crate::app::run::{run_commits, RunOptions};
 use crate::app::{config::commit_config, records::results, AppError, Context, Result};
-use gix::ObjectId;
+use gs_git::ObjectId;
 use gs_model::{RunRecord, Status, Trigger};
 use gs_store::RepoRow;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -94,7 +94,7 @@ impl Tip {
 /// Judge every update of a push to `remote`.
 pub fn judge(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     remote: &str,
     updates: &[Update],
@@ -102,12 +102,7 @@ pub fn judge(
     let mut tips = Vec::new();
     for u in updates {
         // A tag or another object: only commits have results.
-        let Some(commit) = repo
-            .find_object(u.local)
-            .ok()
-            .and_then(|o| o.peel_to_kind(gix::object::Kind::Commit).ok())
-            .map(|c| c.id)
-        else {
+        let Some(commit) = gs_git::objects::peel_to_commit(repo, u.local) else {
             continue;
         };
         let refname = u
@@ -148,7 +143,7 @@ pub fn judge(
 /// made here; `None` when the timeout passes first.
 fn wait_for(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     commit: ObjectId,
     refname: Option<&str>,
@@ -191,7 +186,7 @@ fn wait_for(
 /// The new commits below a tip (not on the remote) whose result failed, newest first.
 fn earlier_failures(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     remote: &str,
     u: &Update,

@@ -3,8 +3,8 @@
 //! look covers only what moved since the last one (the notes commit, the index's runs).
 
 use crate::app::{records::results, Context, Result};
-use gix::ObjectId;
 use gs_git as git;
+use gs_git::ObjectId;
 use gs_model::RunRecord;
 use gs_store::RepoRow;
 
@@ -33,7 +33,7 @@ pub struct Seen {
 /// again) and where this look leaves the repository.
 pub fn restore(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     seen: Option<Seen>,
 ) -> Result<((usize, usize), Seen)> {
@@ -58,7 +58,7 @@ pub fn restore(
 /// The records of the commits whose note changed.
 fn changed_only(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     changed: &[ObjectId],
 ) -> Result<(usize, usize)> {
@@ -74,7 +74,7 @@ fn changed_only(
 }
 
 /// Every indexed record, a page at a time.
-fn everything(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Result<(usize, usize)> {
+fn everything(ctx: &Context, repo: &gs_git::Repository, row: &RepoRow) -> Result<(usize, usize)> {
     let (mut restored, mut requeued) = (0, 0);
     let mut after = 0;
     loop {

@@ -2,8 +2,8 @@
 //! (it runs inside the user's `git commit`) and must never make that command fail.
 
 use crate::app::{repo::repos, Context, Result};
-use gix::ObjectId;
 use gs_git as git;
+use gs_git::ObjectId;
 use std::collections::HashSet;
 use std::path::Path;
 
@@ -99,7 +99,7 @@ pub fn notify_updates(
 /// daemon's ref watcher, `[remote] poll`).
 fn scan_updates(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     repository_id: &str,
     trigger: &str,
     updates: &[RefUpdate],
@@ -183,7 +183,7 @@ fn scan_updates(
             .copied()
             .collect::<HashSet<_>>()
             .into_iter()
-            .filter(|id| repo.find_commit(*id).is_ok())
+            .filter(|id| git::objects::is_commit(repo, *id))
             .collect();
         for (refname, tip) in unsettled {
             let found = new_commits(
@@ -213,7 +213,7 @@ const NEAR_LIMIT: usize = 100;
 /// history with no results, or an orphan branch) or went past [`NEAR_LIMIT`] commits.
 fn near_new_commits(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     repository_id: &str,
     tip: ObjectId,
     own: &[ObjectId],
@@ -244,9 +244,12 @@ fn near_new_commits(
 
 /// The watched branches' globs under the repository's config, with a warning when that config
 /// is broken (the defaults are used then).
-fn watched_globs(ctx: &Context, repo: &gix::Repository) -> (gs_util::glob::Globs, Option<String>) {
+fn watched_globs(
+    ctx: &Context,
+    repo: &gs_git::Repository,
+) -> (gs_util::glob::Globs, Option<String>) {
     let mut warning = None;
-    let layers = match repo.workdir() {
+    let layers = match git::objects::workdir(repo) {
         Some(dir) => ctx.layers.with_repo_dir(dir).unwrap_or_else(|e| {
             warning = Some(format!(
                 "{e}; using the default watched branches until it is fixed"
@@ -274,7 +277,7 @@ fn watched_globs(ctx: &Context, repo: &gix::Repository) -> (gs_util::glob::Globs
 /// defaults are used then).
 pub fn scan(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     repository_id: &str,
     trigger: &str,
 ) -> Result<(usize, Option<String>)> {
@@ -312,7 +315,7 @@ pub fn scan(
 /// the same watermarks as [`scan`]; the other refs' watermarks stay. Returns how many.
 pub fn scan_refs(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     repository_id: &str,
     trigger: &str,
     refs: &[(String, ObjectId)],
@@ -334,7 +337,7 @@ pub fn scan_refs(
 /// job yet, oldest first. Returns how many.
 fn queue_new(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     repository_id: &str,
     trigger: &str,
     watched: &[(String, ObjectId)],
@@ -343,7 +346,7 @@ fn queue_new(
     let hidden: Vec<ObjectId> = old
         .values()
         .copied()
-        .filter(|id| repo.find_commit(*id).is_ok())
+        .filter(|id| git::objects::is_commit(repo, *id))
         .collect();
     let mut notes = crate::app::records::results::NoteReader::new(repo)?;
     let mut jobs = Vec::new();
@@ -389,7 +392,7 @@ fn enqueue(
 /// that have a result or a job (and their ancestry), at most [`WALK_LIMIT`].
 fn new_commits(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     repository_id: &str,
     tip: ObjectId,
     hidden: &[ObjectId],
@@ -401,16 +404,10 @@ fn new_commits(
     // walk that stops only at results would take (a superset of those the walk below meets,
     // up to the limit); one met beyond them is asked about alone.
     let mut ahead = Vec::new();
-    for info in repo
-        .rev_walk([tip])
-        .with_hidden(hidden.iter().copied())
-        .selected(|id| {
-            let id = id.to_owned();
-            !seen.contains(&id) && notes.record(ctx, repo, id).ok().flatten().is_none()
-        })
-        .map_err(git::gix_err)?
-    {
-        ahead.push(info.map_err(git::gix_err)?.id.to_string());
+    for id in git::objects::walk_commits(repo, tip, hidden, |id| {
+        !seen.contains(&id) && notes.record(ctx, repo, id).ok().flatten().is_none()
+    })? {
+        ahead.push(id?.to_string());
         if ahead.len() >= WALK_LIMIT {
             break;
         }
@@ -418,27 +415,22 @@ fn new_commits(
     let asked: HashSet<&str> = ahead.iter().map(String::as_str).collect();
     let refs: Vec<&str> = ahead.iter().map(String::as_str).collect();
     let queued_ahead = index.queued_among(repository_id, &refs).unwrap_or_default();
-    let walk = repo
-        .rev_walk([tip])
-        .with_hidden(hidden.iter().copied())
-        .selected(|id| {
-            let id = id.to_owned();
-            if !seen.insert(id) {
-                return false;
-            }
-            let hex = id.to_string();
-            let queued = if asked.contains(hex.as_str()) {
-                queued_ahead.contains(&hex)
-            } else {
-                index.has_job(repository_id, &hex).unwrap_or(false)
-            };
-            let done = !queued && notes.record(ctx, repo, id).ok().flatten().is_some();
-            !queued && !done
-        })
-        .map_err(git::gix_err)?;
+    let walk = git::objects::walk_commits(repo, tip, hidden, |id| {
+        if !seen.insert(id) {
+            return false;
+        }
+        let hex = id.to_string();
+        let queued = if asked.contains(hex.as_str()) {
+            queued_ahead.contains(&hex)
+        } else {
+            index.has_job(repository_id, &hex).unwrap_or(false)
+        };
+        let done = !queued && notes.record(ctx, repo, id).ok().flatten().is_some();
+        !queued && !done
+    })?;
     let mut found = Vec::new();
-    for info in walk {
-        found.push(info.map_err(git::gix_err)?.id);
+    for id in walk {
+        found.push(id?);
         if found.len() >= WALK_LIMIT {
             break;
         }
@@ -449,8 +441,12 @@ fn new_commits(
 /// Set the watermarks of a repository being adopted: each watched branch's tip, or with
 /// `[watch] backfill = N` its N-th first-parent ancestor, then queue what that leaves (the last N
 /// commits of each watched branch, trigger `backfill`). Returns how many were queued.
-pub fn adopt_history(ctx: &Context, repo: &gix::Repository, repository_id: &str) -> Result<usize> {
-    let config = match repo.workdir() {
+pub fn adopt_history(
+    ctx: &Context,
+    repo: &gs_git::Repository,
+    repository_id: &str,
+) -> Result<usize> {
+    let config = match git::objects::workdir(repo) {
         Some(dir) => ctx.layers.with_repo_dir(dir)?.resolve(),
         None => ctx.layers.resolve(),
     };
@@ -487,14 +483,6 @@ pub fn adopt_history(ctx: &Context, repo: &gix::Repository, repository_id: &str)
     Ok(scan(ctx, repo, repository_id, "backfill")?.0)
 }
 
-fn parents(repo: &gix::Repository, id: ObjectId) -> Vec<ObjectId> {
-    repo.find_commit(id)
-        .ok()
-        .and_then(|c| {
-            c.parent_ids()
-                .map(|p| p.detach())
-                .collect::<Vec<_>>()
-                .into()
-        })
-        .unwrap_or_default()
+fn parents(repo: &gs_git::Repository, id: ObjectId) -> Vec<ObjectId> {
+    git::objects::parents(repo, id)
 }

@@ -4,7 +4,7 @@
 
 use crate::app::run::{run_commits, RunOptions};
 use crate::app::{records::results, AppError, Context, Result};
-use gix::ObjectId;
+use gs_git::ObjectId;
 use gs_model::EventKind;
 use gs_model::{RunRecord, Status, Trigger};
 use gs_store::{Job, RepoRow};
@@ -72,7 +72,7 @@ pub struct Requested {
 /// else its job's state.
 pub fn standing(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     commit: ObjectId,
     refname: Option<&str>,
@@ -98,7 +98,7 @@ pub fn standing(
 /// a result under today's config is queued again) and the daemon, if one runs, is woken.
 pub fn request(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     commit: ObjectId,
     refname: Option<&str>,
@@ -145,7 +145,7 @@ fn standing_after_queue(ctx: &Context, row: &RepoRow, commit: ObjectId) -> Resul
 #[allow(clippy::too_many_arguments)]
 pub fn wait(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     commit: ObjectId,
     refname: Option<&str>,

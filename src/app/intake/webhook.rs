@@ -269,7 +269,7 @@ pub fn accept(ctx: &Context, req: &Request<'_>) -> Result<Outcome> {
 #[allow(clippy::type_complexity)]
 fn wanted(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     event: &str,
     payload: &serde_json::Value,
     remote_name: &str,
@@ -349,7 +349,7 @@ pub fn normalize_url(url: &str) -> String {
 fn find_repositories(
     ctx: &Context,
     urls: &[&str],
-) -> Result<Vec<(gs_store::RepoRow, gix::Repository, String)>> {
+) -> Result<Vec<(gs_store::RepoRow, gs_git::Repository, String)>> {
     let wanted: Vec<String> = urls.iter().map(|u| normalize_url(u)).collect();
     let mut out = Vec::new();
     for row in ctx.index.repositories()? {

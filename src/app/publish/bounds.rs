@@ -4,8 +4,8 @@
 //! then indexed only where it is about a commit this clone has and is not dated in the future.
 
 use crate::app::{AppError, Result};
-use gix::ObjectId;
 use gs_git as git;
+use gs_git::ObjectId;
 use gs_model::note;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -55,7 +55,7 @@ fn plural(n: usize, what: &str) -> String {
 /// neither ours nor the part of theirs merged before holds. Refuses with one line when a record
 /// is over [`note::MAX_RECORD`] or the new notes are over [`MAX_FETCHED_NOTES`].
 pub fn check_incoming(
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     dir: &Path,
     remote: &str,
     pairs: &[(&str, String)],
@@ -124,9 +124,8 @@ pub fn check_incoming(
 
 /// Whether `commit` is in this clone: a note on a commit it lacks is not indexed (its record
 /// would otherwise vouch for a tree nobody here ran).
-pub fn has_commit(repo: &gix::Repository, commit: ObjectId) -> bool {
+pub fn has_commit(repo: &gs_git::Repository, commit: ObjectId) -> bool {
     // Its header only: the commit itself is not needed, and inflating it was a sixth of a
     // reindex's time.
-    repo.find_header(commit)
-        .is_ok_and(|h| h.kind() == gix::object::Kind::Commit)
+    gs_git::objects::is_commit_object(repo, commit)
 }

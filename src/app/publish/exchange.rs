@@ -3,9 +3,9 @@
 //! Both a fetch and a push whose notes the remote moved take them in.
 
 use crate::app::{publish::bounds, Context, Result};
-use gix::ObjectId;
 use gs_git as git;
 use gs_git::remote;
+use gs_git::ObjectId;
 use gs_model::{note, Evaluation, NoteRecord};
 use gs_store::RepoRow;
 use serde::Serialize;
@@ -56,7 +56,7 @@ pub fn writer_ref(ctx: &Context) -> String {
 /// records not indexed. Notes over the bounds refuse it all, ours unchanged.
 pub fn take_in(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     dir: &Path,
     name: &str,

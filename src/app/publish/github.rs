@@ -82,7 +82,7 @@ pub fn token(config: &GithubConfig) -> Result<Option<String>> {
 }
 
 /// `owner/repo` of the repository's remote on GitHub, when statuses are wanted for it.
-pub(super) fn github_repo(ctx: &Context, repo: &gix::Repository) -> Option<(String, String)> {
+pub(super) fn github_repo(ctx: &Context, repo: &gs_git::Repository) -> Option<(String, String)> {
     let config = ctx.layers.resolve().github;
     if !config.statuses || !token_configured(&config) {
         return None;
@@ -232,7 +232,7 @@ pub struct Connected {
 /// later.
 pub fn connect(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     org: Option<&str>,
     public: bool,

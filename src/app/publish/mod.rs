@@ -51,7 +51,7 @@ pub struct Destinations {
 }
 
 impl Destinations {
-    pub fn of(ctx: &Context, repo: &gix::Repository) -> Destinations {
+    pub fn of(ctx: &Context, repo: &gs_git::Repository) -> Destinations {
         Destinations {
             github: crate::app::publish::github::github_repo(ctx, repo),
             push: push::wanted(ctx, &gs_git::repo_root(repo)),

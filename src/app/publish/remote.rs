@@ -35,7 +35,7 @@ pub struct Pushed {
 /// merged and pushed again, with back-off; a branch the remote moved is the user's to merge.
 pub fn push(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     named: Option<&str>,
     notes_only: bool,
@@ -54,14 +54,7 @@ pub fn push(
         for (branch, _) in crate::app::select::watched_branches(ctx, repo)? {
             specs.push(format!("refs/heads/{branch}:refs/heads/{branch}"));
         }
-        for r in repo
-            .references()
-            .map_err(|e| git::GitError::gix(e.to_string()))?
-            .prefixed("refs/sandbox/")
-            .map_err(|e| git::GitError::gix(e.to_string()))?
-            .flatten()
-        {
-            let full = r.name().as_bstr().to_string();
+        for (full, _) in git::objects::refs(repo, "refs/sandbox/")? {
             // What remotes hold is theirs: never sent back as ours.
             if full.starts_with(remote::SANDBOX_REMOTES) {
                 continue;
@@ -93,7 +86,7 @@ fn notes_specs(ctx: &Context, dir: &Path) -> Vec<String> {
 /// merged and pushed again with back-off.
 fn push_specs(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     dir: &Path,
     name: &str,
@@ -157,7 +150,7 @@ fn push_specs(
 /// default one). Returns the remote's name and what was pushed.
 pub fn push_branch(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     named: Option<&str>,
     branch: &str,
@@ -183,7 +176,7 @@ const PUSH_RETRY: gs_util::backoff::Backoff = gs_util::backoff::Backoff::doublin
 /// remote, or it went through.
 pub fn auto_push(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
 ) -> std::result::Result<(), String> {
     let config = ctx.layers.resolve();

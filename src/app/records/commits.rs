@@ -3,7 +3,7 @@
 //! history, and a commit indexed while someone pages moves nothing under them.
 
 use crate::app::{AppError, Context, Result};
-use gix::ObjectId;
+use gs_git::ObjectId;
 use gs_model::RunRecord;
 use gs_store::RepoRow;
 
@@ -29,7 +29,7 @@ pub struct Page {
 /// Up to `limit` commits with a result, newest first, those indexed before run `before`.
 pub fn page(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     before: Option<i64>,
     limit: usize,

@@ -3,7 +3,7 @@
 //! there are (the config, the tools). Reads only; runs nothing.
 
 use crate::app::{config::commit_config, records::results, Context, Result};
-use gix::ObjectId;
+use gs_git::ObjectId;
 use gs_model::{RunRecord, Status};
 use gs_store::RepoRow;
 use serde::Serialize;
@@ -38,7 +38,7 @@ pub enum Decision {
 /// Explain what `run` would do for `commit` (named through `refname`).
 pub fn explain(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     commit: ObjectId,
     refname: Option<&str>,

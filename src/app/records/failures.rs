@@ -3,7 +3,7 @@
 //! back while the same test keeps failing).
 
 use crate::app::{records::results, Context, Result};
-use gix::ObjectId;
+use gs_git::ObjectId;
 use gs_model::RunRecord;
 use gs_store::RepoRow;
 use serde::Serialize;
@@ -38,7 +38,7 @@ pub struct Failures {
 /// The failing tests of `record`, the result of `commit`.
 pub fn of(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     commit: ObjectId,
     record: &RunRecord,
@@ -78,12 +78,8 @@ pub fn of(
         }
         at = first_parent(repo, c);
     }
-    let tree = repo.find_commit(commit).ok().and_then(|c| c.tree().ok());
-    let in_tree = |path: &str| {
-        tree.as_ref()
-            .and_then(|t| t.lookup_entry_by_path(path).ok().flatten())
-            .is_some()
-    };
+    let tree = gs_git::objects::tree_of(repo, commit);
+    let in_tree = |path: &str| tree.is_some_and(|t| gs_git::path_in_tree(repo, t, path));
     // The record keeps a failure's message; the run's output often holds more (a traceback).
     let log = std::fs::read(crate::app::records::logs::path(ctx, row, record))
         .map(|b| String::from_utf8_lossy(&b).into_owned())
@@ -111,12 +107,8 @@ pub fn of(
     })
 }
 
-fn first_parent(repo: &gix::Repository, c: ObjectId) -> Option<ObjectId> {
-    repo.find_commit(c)
-        .ok()?
-        .parent_ids()
-        .next()
-        .map(|p| p.detach())
+fn first_parent(repo: &gs_git::Repository, c: ObjectId) -> Option<ObjectId> {
+    gs_git::objects::first_parent(repo, c)
 }
 
 /// Where a message points into the tree: the last `File "PATH", line N` (a Python traceback's

@@ -4,8 +4,8 @@
 //! transaction) and index rows.
 
 use crate::app::{Context, Result};
-use gix::ObjectId;
 use gs_git as git;
+use gs_git::ObjectId;
 use gs_git::{notes::Lookup, CommitInfo};
 use gs_model::EventKind;
 use gs_model::{note, Attempt, NoteRecord, RunRecord, Status};
@@ -20,7 +20,7 @@ pub struct NoteReader {
 }
 
 impl NoteReader {
-    pub fn new(repo: &gix::Repository) -> Result<NoteReader> {
+    pub fn new(repo: &gs_git::Repository) -> Result<NoteReader> {
         Ok(NoteReader {
             lookup: Lookup::new(repo, git::NOTES_REF)?,
             invalid: Vec::new(),
@@ -31,7 +31,7 @@ impl NoteReader {
     pub fn read(
         &mut self,
         ctx: &Context,
-        repo: &gix::Repository,
+        repo: &gs_git::Repository,
         commit: ObjectId,
     ) -> Result<Option<NoteRecord>> {
         let Some(body) = self.lookup.read(repo, commit)? else {
@@ -48,7 +48,7 @@ impl NoteReader {
     pub fn record(
         &mut self,
         ctx: &Context,
-        repo: &gix::Repository,
+        repo: &gs_git::Repository,
         commit: ObjectId,
     ) -> Result<Option<RunRecord>> {
         Ok(self
@@ -82,7 +82,7 @@ pub fn invalid_warning(invalid: &[(ObjectId, String)]) -> Option<String> {
 /// machine or a signer it trusts), never somebody's report.
 pub fn find_evidence(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     reader: &mut NoteReader,
     commit: ObjectId,
@@ -98,7 +98,7 @@ pub fn find_evidence(
 /// the commit has now (marked `cached_from`).
 pub fn find_record(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     reader: &mut NoteReader,
     commit: ObjectId,
@@ -112,7 +112,7 @@ pub fn find_record(
 /// A result of the commit's tree made under the config the commit has now.
 fn tree_result(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     commit: ObjectId,
 ) -> Result<Option<RunRecord>> {
@@ -134,7 +134,7 @@ fn tree_result(
 /// evidence ([`RunRecord::is_evidence`]): shown as such, judged by nothing.
 pub fn own_record(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     reader: &mut NoteReader,
     commit: ObjectId,
@@ -162,7 +162,7 @@ fn indexed(ctx: &Context, row: &RepoRow, commit: ObjectId) -> Result<Option<RunR
 /// `eval` and `promote` may trust. An `error` record is no result.
 pub fn current_record(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     commit: ObjectId,
     refname: Option<&str>,
@@ -190,7 +190,7 @@ pub fn current_record(
 /// judge; a warm record never answers here.
 pub fn cold_record(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     commit: ObjectId,
     refname: Option<&str>,
@@ -241,7 +241,7 @@ pub fn tree_hit(ctx: &Context, row: &RepoRow, info: &CommitInfo, key: &str) -> O
 /// in the same transaction, what the outbox is to send about them ([`crate::app::publish`]).
 pub fn write(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     records: &[RunRecord],
 ) -> Result<()> {
@@ -360,7 +360,7 @@ fn signed_note(ctx: &Context, r: &RunRecord) -> Result<Vec<u8>> {
 
 /// The notes of `records` (made here: signed with this machine's key), both refs in one
 /// transaction.
-fn write_notes(ctx: &Context, repo: &gix::Repository, records: &[RunRecord]) -> Result<()> {
+fn write_notes(ctx: &Context, repo: &gs_git::Repository, records: &[RunRecord]) -> Result<()> {
     let id = |r: &RunRecord| {
         ObjectId::from_hex(r.commit.as_bytes()).expect("records hold full commit ids")
     };
@@ -402,7 +402,7 @@ fn write_notes(ctx: &Context, repo: &gix::Repository, records: &[RunRecord]) -> 
 /// keeps beside the first. Returns how many were written again.
 pub fn rewrite_missing(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     records: &[RunRecord],
     fleet: bool,
@@ -423,12 +423,8 @@ pub fn rewrite_missing(
         }
         // The very note written (the common case) is told by its blob id, without reading it
         // (ed25519 signatures are deterministic: the same record makes the same note).
-        let ours = gix::objs::compute_hash(
-            repo.object_hash(),
-            gix::objs::Kind::Blob,
-            &signed_note(ctx, r)?,
-        );
-        if ours.is_ok() && reader.lookup.blob(repo, id)? == ours.ok() {
+        let ours = git::objects::blob_id(repo, &signed_note(ctx, r)?);
+        if ours.is_some() && reader.lookup.blob(repo, id)? == ours {
             continue;
         }
         let in_place = match reader.read(ctx, repo, id)? {
@@ -436,7 +432,7 @@ pub fn rewrite_missing(
             Some(NoteRecord::Found(n)) => n.is_evidence() && n.finished_at >= r.finished_at,
             Some(_) => true,
         };
-        if !in_place && repo.find_commit(id).is_ok() {
+        if !in_place && git::objects::is_commit(repo, id) {
             lost.push(r.clone());
         }
     }
@@ -446,7 +442,7 @@ pub fn rewrite_missing(
 /// Write the notes of `lost` again, with a `notes.restored` event. Returns how many.
 fn restore(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     lost: &[RunRecord],
 ) -> Result<usize> {
@@ -470,7 +466,7 @@ fn restore(
 /// the commits queued again.
 pub fn unreadable(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     records: &[RunRecord],
 ) -> Result<Vec<String>> {
@@ -521,7 +517,7 @@ fn forget_unreadable(
 /// has not looked at yet. Returns (notes written again, commits queued again).
 pub fn check_notes(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     records: &[RunRecord],
 ) -> Result<(usize, usize)> {
@@ -535,12 +531,8 @@ pub fn check_notes(
         };
         let here = signed_here(ctx, r)?;
         if here {
-            let ours = gix::objs::compute_hash(
-                repo.object_hash(),
-                gix::objs::Kind::Blob,
-                &signed_note(ctx, r)?,
-            );
-            if ours.is_ok() && reader.lookup.blob(repo, id)? == ours.ok() {
+            let ours = git::objects::blob_id(repo, &signed_note(ctx, r)?);
+            if ours.is_some() && reader.lookup.blob(repo, id)? == ours {
                 continue;
             }
         }
@@ -549,7 +541,7 @@ pub fn check_notes(
                 bad.push((r.commit.clone(), r.refname.clone()))
             }
             Some(NoteRecord::Found(n)) if n.is_evidence() && n.finished_at >= r.finished_at => {}
-            _ if here && repo.find_commit(id).is_ok() => lost.push(r.clone()),
+            _ if here && git::objects::is_commit(repo, id) => lost.push(r.clone()),
             _ => {}
         }
     }
@@ -617,7 +609,7 @@ pub fn attempts_beside(
 /// unreadable.
 pub fn history(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     revs: &[String],
     all: bool,
@@ -657,7 +649,11 @@ pub fn history(
 
 /// The patch of `commit` against its first parent (the whole tree for a root commit), as git
 /// prints it, cut at `max_bytes` (then `true`).
-pub fn patch(repo: &gix::Repository, commit: ObjectId, max_bytes: usize) -> Result<(String, bool)> {
+pub fn patch(
+    repo: &gs_git::Repository,
+    commit: ObjectId,
+    max_bytes: usize,
+) -> Result<(String, bool)> {
     let dir = gs_git::repo_root(repo);
     let info = git::commit_info(repo, commit)?;
     let hex = commit.to_string();

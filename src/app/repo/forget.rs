@@ -117,8 +117,8 @@ pub fn resolve(ctx: &Context, target: Option<&str>, cwd: &Path) -> Result<Known>
 }
 
 /// The known repository `repo` is: by the id in its git config, else by its path.
-fn around(known: &[Known], repo: &gix::Repository) -> Option<Known> {
-    let id = repo.config_snapshot().string(ID_KEY).map(|v| v.to_string());
+fn around(known: &[Known], repo: &gs_git::Repository) -> Option<Known> {
+    let id = gs_git::objects::config_string(repo, ID_KEY);
     let root = git::repo_root(repo);
     known
         .iter()
@@ -249,7 +249,7 @@ pub struct Removed {
 pub fn remove(ctx: &Context, cwd: &Path) -> Result<Removed> {
     let repo = git::discover(cwd)?;
     let root = git::repo_root(&repo);
-    let common = repo.common_dir().to_path_buf();
+    let common = gs_git::objects::common_dir(&repo).to_path_buf();
     let registered = around(&known(ctx)?, &repo);
     if let Some(k) = &registered {
         refuse_if_busy(ctx, k)?;

@@ -273,7 +273,7 @@ fn prune_caches(
     dry_run: bool,
     report: &mut GcReport,
 ) -> Result<()> {
-    let mut live: HashMap<String, gix::Repository> = HashMap::new();
+    let mut live: HashMap<String, gs_git::Repository> = HashMap::new();
     for k in forget::known(ctx)? {
         if gone.contains(&k.repository_id) {
             continue;
@@ -305,12 +305,9 @@ fn prune_caches(
     for c in caches::list(&ctx.paths.caches()) {
         // A cache that names no branch of its layout's (one of an older layout) is no
         // branch's: no run reads it again.
-        let branch_gone = |repo: &gix::Repository| match &c.branch {
+        let branch_gone = |repo: &gs_git::Repository| match &c.branch {
             None => true,
-            Some(b) => !matches!(
-                repo.try_find_reference(format!("refs/heads/{b}").as_str()),
-                Ok(Some(_))
-            ),
+            Some(b) => !gs_git::objects::has_ref(repo, &format!("refs/heads/{b}")),
         };
         let stale = match live.get(&c.repo_key) {
             None => true,

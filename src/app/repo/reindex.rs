@@ -3,8 +3,8 @@
 //! a cache; this is how it is refilled.
 
 use crate::app::{experiment::experiments, repo::repos, Context, Result};
-use gix::ObjectId;
 use gs_git as git;
+use gs_git::ObjectId;
 use gs_model::{note, Evaluation, NoteRecord};
 use gs_store::RepoRow;
 use std::path::PathBuf;
@@ -122,7 +122,7 @@ fn one(ctx: &Context, path: &std::path::Path) -> Result<Indexed> {
 /// Fill the index with what git holds for one repository: runs from its notes, experiments
 /// from its refs, evaluations from their notes (replacing what the index had). Returns the runs
 /// and experiments indexed, and the notes skipped with why.
-pub fn import(ctx: &Context, repo: &gix::Repository, row: &RepoRow) -> Result<Imported> {
+pub fn import(ctx: &Context, repo: &gs_git::Repository, row: &RepoRow) -> Result<Imported> {
     let mut runs = 0;
     let mut skipped = Vec::new();
     let mut future_dated = 0;
@@ -200,30 +200,31 @@ enum Read {
 /// Each note of `page`, in order: read, decoded and its signature checked, on as many threads as
 /// there are cores (up to 4), each with its own handle on the repository.
 fn read_page(
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     page: &[(ObjectId, ObjectId)],
     verifier: &gs_trust::Verifier,
 ) -> Vec<(ObjectId, Read)> {
     let judge = |m: &[u8], s: &str| verifier.verify(m, s);
-    let read = |repo: &gix::Repository, part: &[(ObjectId, ObjectId)]| -> Vec<(ObjectId, Read)> {
-        part.iter()
-            .map(|&(commit, blob)| {
-                let read = if !crate::app::publish::bounds::has_commit(repo, commit) {
-                    Read::Skipped("its commit is not in this clone".into())
-                } else {
-                    match git::notes::read_blob(repo, blob) {
-                        Ok(body) => {
-                            let (found, future) =
-                                note::decode_counted(&body, &commit.to_string(), &judge);
-                            Read::Decoded(found, future)
+    let read =
+        |repo: &gs_git::Repository, part: &[(ObjectId, ObjectId)]| -> Vec<(ObjectId, Read)> {
+            part.iter()
+                .map(|&(commit, blob)| {
+                    let read = if !crate::app::publish::bounds::has_commit(repo, commit) {
+                        Read::Skipped("its commit is not in this clone".into())
+                    } else {
+                        match git::notes::read_blob(repo, blob) {
+                            Ok(body) => {
+                                let (found, future) =
+                                    note::decode_counted(&body, &commit.to_string(), &judge);
+                                Read::Decoded(found, future)
+                            }
+                            Err(e) => Read::Skipped(format!("cannot read the note: {e}")),
                         }
-                        Err(e) => Read::Skipped(format!("cannot read the note: {e}")),
-                    }
-                };
-                (commit, read)
-            })
-            .collect()
-    };
+                    };
+                    (commit, read)
+                })
+                .collect()
+        };
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
     if threads < 2 || page.len() < 2 {
         return read(repo, page);

@@ -59,7 +59,7 @@ pub struct Created {
 /// What queues a new repository's history per `[watch] backfill` (the intake's
 /// `notify::adopt_history`, passed in by the caller): a repository's registration knows
 /// nothing of how commits are queued. Returns how many were queued.
-pub type Backfill<'a> = &'a dyn Fn(&Context, &gix::Repository, &str) -> Result<usize>;
+pub type Backfill<'a> = &'a dyn Fn(&Context, &gs_git::Repository, &str) -> Result<usize>;
 
 pub fn create(
     ctx: &Context,
@@ -247,7 +247,7 @@ fn register(ctx: &Context, row: &RepoRow) -> Result<()> {
 
 fn install_hooks(root: &Path) -> Result<Vec<hooks::HookInstall>> {
     let repo = git::open(root)?;
-    let dir = hooks::hooks_dir(root, repo.common_dir());
+    let dir = hooks::hooks_dir(root, git::objects::common_dir(&repo));
     let exe = std::env::current_exe()
         .and_then(std::fs::canonicalize)
         .unwrap_or_else(|_| PathBuf::from("git-sandbox"));
@@ -263,8 +263,8 @@ fn install_hooks(root: &Path) -> Result<Vec<hooks::HookInstall>> {
 /// husky's before v9 (`.husky`, whose hooks are the project's). Husky 9's `.husky/_` holds only
 /// generated, untracked hooks that run the project's `.husky/<name>`: ours go there, chaining
 /// to them.
-pub(crate) fn project_manages(repo: &gix::Repository, dir: &Path) -> bool {
-    let Some(workdir) = repo.workdir() else {
+pub(crate) fn project_manages(repo: &gs_git::Repository, dir: &Path) -> bool {
+    let Some(workdir) = git::objects::workdir(repo) else {
         return false;
     };
     let workdir = std::fs::canonicalize(workdir).unwrap_or_else(|_| workdir.to_path_buf());
@@ -333,11 +333,11 @@ fn adopted_repo_config(workdir: &Path) -> String {
 pub fn adopt(ctx: &Context, cwd: &Path, backfill: Backfill<'_>) -> Result<(Created, bool)> {
     let repo = git::discover(cwd)?;
     let root = git::repo_root(&repo);
-    let git_dir = repo.common_dir().to_path_buf();
+    let git_dir = git::objects::common_dir(&repo).to_path_buf();
     hooks::check_dir(&hooks::hooks_dir(&root, &git_dir))?;
     let mut config_written = None;
     let mut setup = None;
-    if let Some(workdir) = repo.workdir() {
+    if let Some(workdir) = git::objects::workdir(&repo) {
         // A broken config is refused before anything is installed.
         ctx.layers.with_repo_dir(workdir)?;
         let cfg = workdir.join(".sandbox.toml");
@@ -410,8 +410,8 @@ pub fn adopt(ctx: &Context, cwd: &Path, backfill: Backfill<'_>) -> Result<(Creat
 /// The registered row for the repository `repo`. When the index lost it (a deleted or rebuilt
 /// index.db), it is registered again from the repository's own git config and its results,
 /// experiments and evaluations are imported from its notes and refs: the index is a cache.
-pub fn registration(ctx: &Context, repo: &gix::Repository) -> Result<Option<RepoRow>> {
-    let Some(id) = repo.config_snapshot().string(ID_KEY).map(|v| v.to_string()) else {
+pub fn registration(ctx: &Context, repo: &gs_git::Repository) -> Result<Option<RepoRow>> {
+    let Some(id) = git::objects::config_string(repo, ID_KEY) else {
         return Ok(None);
     };
     if let Some(row) = ctx.index.repository_by_id(&id)? {
@@ -426,8 +426,8 @@ pub fn registration(ctx: &Context, repo: &gix::Repository) -> Result<Option<Repo
 
 /// The row of a repository whose git config names its id, registered (in the registry and the
 /// index) if it was not; nothing is imported.
-pub(crate) fn known_row(ctx: &Context, repo: &gix::Repository) -> Result<Option<RepoRow>> {
-    let Some(id) = repo.config_snapshot().string(ID_KEY).map(|v| v.to_string()) else {
+pub(crate) fn known_row(ctx: &Context, repo: &gs_git::Repository) -> Result<Option<RepoRow>> {
+    let Some(id) = git::objects::config_string(repo, ID_KEY) else {
         return Ok(None);
     };
     let root = git::repo_root(repo);
@@ -453,15 +453,12 @@ const HOOKS_PATH_NOTICED: &str = "sandbox-hookspath-noticed";
 /// ours sit in `.git/hooks` (a hook manager such as husky set it after `init`). The message,
 /// the first time for that value of `core.hooksPath`; `None` after that (a file in the git
 /// directory remembers it) and whenever our hooks run.
-pub fn hooks_bypassed(repo: &gix::Repository) -> Option<String> {
+pub fn hooks_bypassed(repo: &gs_git::Repository) -> Option<String> {
     let root = git::repo_root(repo);
     // Read in-process (not `git config`): this runs before every `log`, `status` and `run`.
-    let value = repo
-        .config_snapshot()
-        .string("core.hooksPath")
-        .map(|v| v.to_string())
-        .filter(|v| !v.trim().is_empty())?;
-    let common = repo.common_dir();
+    let value =
+        git::objects::config_string(repo, "core.hooksPath").filter(|v| !v.trim().is_empty())?;
+    let common = git::objects::common_dir(repo);
     let default = common.join("hooks");
     let dir = hooks::hooks_dir(&root, common);
     // Ours were installed there before (its `<name>.pre-sandbox` files stay when a hook
@@ -482,7 +479,7 @@ pub fn hooks_bypassed(repo: &gix::Repository) -> Option<String> {
 }
 
 /// The registered repository around `cwd`, or a clear error saying how to register it.
-pub fn require_registered(ctx: &Context, cwd: &Path) -> Result<(gix::Repository, RepoRow)> {
+pub fn require_registered(ctx: &Context, cwd: &Path) -> Result<(gs_git::Repository, RepoRow)> {
     let repo = git::discover(cwd)?;
     match registration(ctx, &repo)? {
         Some(row) => Ok((repo, row)),

@@ -8,7 +8,7 @@ use std::path::Path;
 /// What a command on one repository works with.
 pub struct Session {
     pub ctx: Context,
-    pub repo: gix::Repository,
+    pub repo: gs_git::Repository,
     pub row: RepoRow,
 }
 

@@ -19,7 +19,7 @@ use gs_store::RepoRow;
 /// `error`) is recorded as it is.
 fn kept_result(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     info: &CommitInfo,
     made: &RunRecord,
@@ -116,7 +116,7 @@ impl Pending {
     pub fn instead(
         &mut self,
         ctx: &Context,
-        repo: &gix::Repository,
+        repo: &gs_git::Repository,
         row: &RepoRow,
         info: &CommitInfo,
         made: RunRecord,

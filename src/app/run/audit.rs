@@ -13,7 +13,7 @@
 
 use super::{run_commits, RunOptions};
 use crate::app::{Context, Result};
-use gix::ObjectId;
+use gs_git::ObjectId;
 use gs_model::{EventKind, RunRecord, Status, Trigger};
 use gs_runner::caches::{self, AuditState};
 use gs_store::RepoRow;
@@ -114,7 +114,7 @@ fn own_generation(r: &RunRecord, branch: &str) -> Option<u64> {
 /// read the generations the cold run's new base discarded.
 fn audit(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     branch: &str,
     warm: &RunRecord,
@@ -214,7 +214,7 @@ const RECENT: usize = 500;
 /// their commits.
 fn rerun_made_on(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     refname: &str,
     discarded: &[String],

@@ -2,7 +2,7 @@
 //! ([`caches::writes`]) is asked with.
 
 use super::RunOptions;
-use gix::ObjectId;
+use gs_git::ObjectId;
 use gs_runner::caches;
 use std::collections::{BinaryHeap, HashSet};
 
@@ -11,7 +11,7 @@ use std::collections::{BinaryHeap, HashSet};
 /// merge named through production (`promote`, its dry run) is not.
 pub(super) fn run_of(
     opts: &RunOptions<'_>,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     walk: &mut BranchWalk,
     commit: ObjectId,
 ) -> caches::RunOf {
@@ -28,9 +28,7 @@ pub(super) fn run_of(
         .refname
         .as_deref()
         .filter(|r| r.starts_with("refs/heads/"))
-        .and_then(|r| repo.find_reference(r).ok())
-        .and_then(|mut r| r.peel_to_id().ok())
-        .map(|id| id.detach());
+        .and_then(|r| gs_git::objects::ref_peeled(repo, r));
     let on_branch = tip.is_some_and(|tip| walk.holds(repo, tip, commit));
     caches::RunOf::Branch { on_branch }
 }
@@ -52,24 +50,19 @@ pub(super) struct BranchWalk {
     reached: HashSet<ObjectId>,
 }
 
-fn time_of(repo: &gix::Repository, id: ObjectId) -> Option<(i64, Vec<ObjectId>)> {
-    let commit = repo.find_commit(id).ok()?;
-    let time = commit.time().map(|t| t.seconds).unwrap_or(0);
-    Some((time, commit.parent_ids().map(|p| p.detach()).collect()))
+fn time_of(repo: &gs_git::Repository, id: ObjectId) -> Option<(i64, Vec<ObjectId>)> {
+    gs_git::objects::time_and_parents(repo, id)
 }
 
-fn is_ancestor(repo: &gix::Repository, commit: ObjectId, tip: ObjectId) -> bool {
-    tip == commit
-        || repo
-            .merge_base(commit, tip)
-            .is_ok_and(|base| base.is_some_and(|b| b.detach() == commit))
+fn is_ancestor(repo: &gs_git::Repository, commit: ObjectId, tip: ObjectId) -> bool {
+    gs_git::objects::is_ancestor(repo, commit, tip)
 }
 
 impl BranchWalk {
     /// Whether `commit` is `tip` or one of its ancestors.
     pub(super) fn holds(
         &mut self,
-        repo: &gix::Repository,
+        repo: &gs_git::Repository,
         tip: ObjectId,
         commit: ObjectId,
     ) -> bool {
@@ -153,7 +146,7 @@ mod tests {
                 all.push(git(d, &["rev-parse", "HEAD"], &[]));
             }
         }
-        let repo = gix::open(d).unwrap();
+        let repo = gs_git::open(d).unwrap();
         let tip = ObjectId::from_hex(git(d, &["rev-parse", "main"], &[]).as_bytes()).unwrap();
         let ids: Vec<ObjectId> = all
             .iter()

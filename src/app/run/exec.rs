@@ -34,8 +34,8 @@ pub enum Output {
 /// replaces its test timeout.
 pub fn exec(
     ctx: &Context,
-    repo: &gix::Repository,
-    commit: gix::ObjectId,
+    repo: &gs_git::Repository,
+    commit: gs_git::ObjectId,
     argv: &[String],
     timeout: Option<Duration>,
     output: Output,

@@ -12,7 +12,7 @@ use gs_store::RepoRow;
 #[allow(clippy::too_many_arguments)]
 pub(super) fn retry_flaky(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     info: &CommitInfo,
     opts: &RunOptions<'_>,

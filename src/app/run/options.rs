@@ -1,8 +1,8 @@
 //! What a caller of [`run_commits`](super::run_commits) asks for (options) and gets back
 //! (progress as each commit goes, the outcome at the end).
 
-use gix::ObjectId;
 use gs_config::ConfigFile;
+use gs_git::ObjectId;
 use gs_model::{RunRecord, Trigger};
 use std::sync::atomic::AtomicBool;
 

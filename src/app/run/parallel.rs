@@ -2,7 +2,7 @@
 
 use super::{run_commits, Outcome, Progress, RunOptions};
 use crate::app::{AppError, Context, Result};
-use gix::ObjectId;
+use gs_git::ObjectId;
 use gs_store::RepoRow;
 
 /// How many runs at once when nobody said (`run -j`, the daemon's `--workers`): one per core;

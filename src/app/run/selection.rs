@@ -7,12 +7,11 @@ pub mod go;
 pub mod js;
 
 use crate::app::{run::testcov, Context, Result};
-use gix::bstr::ByteSlice;
 use gs_analysis::{imports::python_imports, imports::Import, imports::IMPORTS_VERSION};
 use gs_analysis::{pygraph::is_test_file, pygraph::Graph, pygraph::Layout};
 use gs_config::Config;
 use gs_git as git;
-use gs_git::{gix_err, CommitInfo};
+use gs_git::{objects, CommitInfo};
 use gs_store::RepoRow;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -133,7 +132,7 @@ const MAX_SOURCE_BYTES: u64 = 4 << 20;
 /// Phase one of `info`'s run with `config`.
 pub fn select(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     info: &CommitInfo,
     config: &Config,
@@ -198,21 +197,15 @@ pub fn select(
         return Ok(Selection::one_phase(why));
     }
     // The tree's files, and the imports of its Python files (cached by blob).
-    let tree = repo.find_tree(info.tree).map_err(gix_err)?;
-    let mut recorder = gix::traverse::tree::Recorder::default();
-    tree.traverse()
-        .breadthfirst(&mut recorder)
-        .map_err(gix_err)?;
-    let blobs: Vec<(String, gix::ObjectId)> = recorder
-        .records
+    let blobs: Vec<(String, gs_git::ObjectId)> = objects::walk(repo, info.tree)?
         .into_iter()
-        .filter(|e| e.mode.is_blob())
-        .map(|e| (e.filepath.to_str_lossy().into_owned(), e.oid))
+        .filter(|e| e.kind.is_file())
+        .map(|e| (e.path, e.id))
         .collect();
     let text_of = |path: &str| -> Option<String> {
         let (_, id) = blobs.iter().find(|(p, _)| p == path)?;
-        let blob = repo.find_blob(*id).ok()?;
-        Some(String::from_utf8_lossy(&blob.data).into_owned())
+        let blob = objects::blob(repo, *id).ok()?;
+        Some(String::from_utf8_lossy(&blob).into_owned())
     };
     let pyproject = text_of("pyproject.toml");
     let pytest_cfg = pytest_settings(&text_of, pyproject.as_deref());
@@ -311,31 +304,26 @@ type Covered = (Vec<String>, Vec<(String, Why)>);
 /// function bodies that `contexts` measured (each test that ran a changed line, with why), and
 /// the rest (for the import graph).
 fn covered(
-    repo: &gix::Repository,
-    parent: gix::ObjectId,
+    repo: &gs_git::Repository,
+    parent: gs_git::ObjectId,
     info: &CommitInfo,
     changed: &[String],
     tests: &BTreeSet<String>,
     contexts: &testcov::Contexts,
 ) -> Result<Covered> {
-    let old_tree = repo
-        .find_commit(parent)
-        .map_err(gix_err)?
-        .tree()
-        .map_err(gix_err)?;
-    let new_tree = repo.find_tree(info.tree).map_err(gix_err)?;
-    let blob = |tree: &gix::Tree<'_>, path: &str| -> Option<Vec<u8>> {
-        let entry = tree.lookup_entry_by_path(path).ok()??;
-        let header = repo.find_header(entry.object_id()).ok()?;
-        (header.size() <= MAX_SOURCE_BYTES).then_some(())?;
-        Some(repo.find_blob(entry.object_id()).ok()?.data.clone())
+    let old_tree = objects::tree_of(repo, parent)
+        .ok_or_else(|| gs_git::GitError::gix(format!("cannot read the tree of {parent}")))?;
+    let new_tree = info.tree;
+    let blob = |tree: gs_git::ObjectId, path: &str| -> Option<Vec<u8>> {
+        let entry = objects::entry_at(repo, tree, path)?;
+        objects::small_blob(repo, entry.id, MAX_SOURCE_BYTES)
     };
     let mut by_graph = Vec::new();
     let mut ran = Vec::new();
     for path in changed {
         let found = (!tests.contains(path))
             .then(|| {
-                let (old, new) = (blob(&old_tree, path)?, blob(&new_tree, path)?);
+                let (old, new) = (blob(old_tree, path)?, blob(new_tree, path)?);
                 let lines = gs_analysis::pylines::changed_body_lines(&old, &new)?;
                 Some((contexts.tests_running(path, &lines)?, lines))
             })
@@ -505,8 +493,8 @@ fn pytest_settings(
 /// next commit parses only the blobs it changed.
 pub(super) fn cached_per_blob<'a, T>(
     ctx: &Context,
-    repo: &gix::Repository,
-    files: impl IntoIterator<Item = &'a (String, gix::ObjectId)>,
+    repo: &gs_git::Repository,
+    files: impl IntoIterator<Item = &'a (String, gs_git::ObjectId)>,
     max_bytes: u64,
     key_of: impl Fn(&str) -> String,
     parse: impl Fn(&str, &[u8]) -> Option<T>,
@@ -525,11 +513,8 @@ where
         let found = match cached {
             Some(t) => t,
             None => {
-                let small = repo.find_header(*id).is_ok_and(|h| h.size() <= max_bytes);
-                let parsed = small
-                    .then(|| repo.find_blob(*id).ok())
-                    .flatten()
-                    .and_then(|b| parse(path, &b.data))
+                let parsed = objects::small_blob(repo, *id, max_bytes)
+                    .and_then(|b| parse(path, &b))
                     .unwrap_or_default();
                 if let Ok(json) = serde_json::to_string(&parsed) {
                     fresh.push((hex, key, json));
@@ -558,9 +543,9 @@ pub struct Explained {
 /// Phase one of `commit`'s run on `refname`, as a run would pick it, without running anything.
 pub fn explain(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
-    commit: gix::ObjectId,
+    commit: gs_git::ObjectId,
     refname: Option<&str>,
 ) -> Result<Explained> {
     let info = git::commit_info(repo, commit)?;

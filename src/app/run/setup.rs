@@ -4,8 +4,8 @@
 //! caches) is kept as a layer under the runs of its branch — and of branches that start from
 //! production's, read-only — so the tests themselves need no network.
 
-use gix::ObjectId;
 use gs_config::Config;
+use gs_git::ObjectId;
 use gs_model::{KilledBy, SetupRun};
 use gs_runner::caches;
 use gs_runner::{workspace, workspace::Workspace};
@@ -58,7 +58,7 @@ fn is_input(name: &str) -> bool {
 
 /// What keys a setup: its command, where its network leads (nowhere, the hosts its proxy allows,
 /// the host's), and the paths and blob ids of every lockfile and manifest in the tree.
-pub fn key(config: &Config, command: &str, repo: &gix::Repository, tree: ObjectId) -> String {
+pub fn key(config: &Config, command: &str, repo: &gs_git::Repository, tree: ObjectId) -> String {
     let mut text = format!("{command}\0{}\0", config.limits.setup_network);
     if config.limits.setup_network {
         // Layers built on the host's network before the proxy existed are not reused.
@@ -79,22 +79,16 @@ pub fn key(config: &Config, command: &str, repo: &gix::Repository, tree: ObjectI
 
 /// The tree's lockfiles and manifests, in the tree's order. A tree that cannot be read has
 /// none (the key then changes with the command only, as for a tree without any).
-fn inputs(repo: &gix::Repository, tree: ObjectId) -> Vec<(String, ObjectId)> {
-    let Ok(tree) = repo.find_tree(tree) else {
+fn inputs(repo: &gs_git::Repository, tree: ObjectId) -> Vec<(String, ObjectId)> {
+    let Ok(entries) = gs_git::objects::walk(repo, tree) else {
         return Vec::new();
     };
-    let mut recorder = gix::traverse::tree::Recorder::default();
-    if tree.traverse().breadthfirst(&mut recorder).is_err() {
-        return Vec::new();
-    }
-    recorder
-        .records
+    entries
         .into_iter()
-        .filter(|e| e.mode.is_blob())
+        .filter(|e| e.kind.is_file())
         .filter_map(|e| {
-            let path = gix::bstr::ByteSlice::to_str_lossy(e.filepath.as_slice()).into_owned();
-            let name = path.rsplit('/').next().unwrap_or(&path);
-            is_input(name).then_some((path, e.oid))
+            let name = e.path.rsplit('/').next().unwrap_or(&e.path);
+            is_input(name).then_some((e.path.clone(), e.id))
         })
         .collect()
 }
@@ -195,7 +189,7 @@ pub enum SetupOutput<'a> {
 #[allow(clippy::too_many_arguments)]
 pub fn prepare(
     config: &Config,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     tree: ObjectId,
     work: &mut Workspace,
     cache: Option<&caches::CacheUse<'_>>,

@@ -10,9 +10,9 @@ use crate::app::analysis::analyze;
 use crate::app::config::commit_config::{cache_dirs, config_for, experiment_of};
 use crate::app::records::results::{self, NoteReader};
 use crate::app::{AppError, Context, Result};
-use gix::ObjectId;
 use gs_config::Config;
 use gs_git as git;
+use gs_git::ObjectId;
 use gs_git::{checkout, CommitInfo};
 use gs_model::{Analysis, EventKind, RunRecord, Status, RUN_SCHEMA};
 use gs_runner::{caches, workspace};
@@ -50,7 +50,7 @@ macro_rules! next {
 /// The commit being run, as every stage sees it.
 struct Commit<'a> {
     ctx: &'a Context,
-    repo: &'a gix::Repository,
+    repo: &'a gs_git::Repository,
     row: &'a RepoRow,
     info: &'a CommitInfo,
     opts: &'a RunOptions<'a>,
@@ -61,7 +61,7 @@ struct Commit<'a> {
 /// The record of one commit and where it came from.
 pub(super) fn run_one(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     info: &CommitInfo,
     opts: &RunOptions<'_>,
@@ -565,11 +565,8 @@ impl Bench<'_> {
     /// `gs_sandbox`'s `hide_artifacts`), so a report there is this run's.
     fn report_candidates(&self) -> (Vec<String>, Vec<String>) {
         // The commit's root tree, read once for all the candidates.
-        let root = self.c.repo.find_tree(self.c.info.tree).ok();
-        let stale = |p: &str| {
-            root.as_ref()
-                .is_some_and(|t| t.lookup_entry_by_path(p).ok().flatten().is_some())
-        };
+        let (repo, root) = (self.c.repo, self.c.info.tree);
+        let stale = |p: &str| git::path_in_tree(repo, root, p);
         let coverage = COVERAGE_REPORTS
             .iter()
             .filter(|p| !stale(p))
@@ -666,8 +663,11 @@ fn base_record(info: &CommitInfo, opts: &RunOptions<'_>, started: i64) -> RunRec
 }
 
 /// The commit `refname` points at now, when it is not `commit`: the branch moved past it.
-fn superseded(repo: &gix::Repository, refname: Option<&str>, commit: ObjectId) -> Option<ObjectId> {
-    let mut r = repo.find_reference(refname?).ok()?;
-    let tip = r.peel_to_id().ok()?.detach();
+fn superseded(
+    repo: &gs_git::Repository,
+    refname: Option<&str>,
+    commit: ObjectId,
+) -> Option<ObjectId> {
+    let tip = git::objects::ref_peeled(repo, refname?)?;
     (tip != commit).then_some(tip)
 }

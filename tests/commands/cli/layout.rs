@@ -339,6 +339,68 @@ fn app_areas_depend_one_way() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// gix's functions and methods a repository, commit, tree or ref offers: `app/` asks `gs-git`
+/// for what they do instead.
+const GIX_METHODS: &[&str] = &[
+    "find_commit",
+    "find_tree",
+    "find_blob",
+    "find_header",
+    "find_object",
+    "try_find_object",
+    "find_reference",
+    "try_find_reference",
+    "references",
+    "rev_walk",
+    "merge_base",
+    "config_snapshot",
+    "object_hash",
+    "write_object",
+    "write_blob",
+    "remote_names",
+    "lookup_entry_by_path",
+    "peel_to_commit",
+    "peel_to_id",
+    "peel_to_kind",
+    "parent_ids",
+    "tree_id",
+    "message_raw",
+    "into_sync",
+    "to_thread_local",
+    "workdir",
+    "common_dir",
+    "rev_parse_single",
+    "head_id",
+    "head_commit",
+    "head_name",
+    "edit_reference",
+    "edit_references",
+];
+
+/// `app/` reaches git through `gs-git` only: it names no `gix::` path (the types it holds,
+/// `Repository` and `ObjectId`, are `gs-git`'s re-exports) and calls none of gix's methods.
+#[test]
+fn app_calls_git_through_gs_git_only() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/app");
+    let mut files = Vec::new();
+    rs_files(&root, &mut files);
+    let mut problems = Vec::new();
+    for f in &files {
+        let toks = tokens(&std::fs::read_to_string(f).unwrap());
+        let rel = f.strip_prefix(&root).unwrap().display();
+        for w in toks.windows(3) {
+            if w[0] == "gix" && w[1] == "::" {
+                problems.push(format!("src/app/{rel} names gix::{}", w[2]));
+            }
+            if w[0] == "." && w[2] == "(" && GIX_METHODS.contains(&w[1].as_str()) {
+                problems.push(format!("src/app/{rel} calls gix's .{}()", w[1]));
+            }
+        }
+    }
+    problems.dedup();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
 /// No circle of imports spans more than three files, in any crate of the workspace: modules
 /// that need each other are cut along the seam (the types both use in one module) rather than
 /// grown into a knot. A module's use of what encloses it (`super::`, the crate root's

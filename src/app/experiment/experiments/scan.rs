@@ -4,9 +4,9 @@
 use super::meta::{self, Meta, Origin, META_PREFIX};
 use super::{ARCHIVE_PREFIX, BRANCH_PREFIX, PROMOTED_PREFIX, ROLLED_BACK_PREFIX};
 use crate::app::{Context, Result};
-use gix::ObjectId;
 use gs_git as git;
 use gs_git::remote::SANDBOX_REMOTES;
+use gs_git::ObjectId;
 use gs_model::{Experiment, State};
 use gs_store::RepoRow;
 use gs_util as util;
@@ -71,16 +71,12 @@ fn name_after<'a>(full: &'a str, prefix: &str) -> Option<&'a str> {
 }
 
 impl Snapshot {
-    pub fn read(repo: &gix::Repository) -> Result<Snapshot> {
+    pub fn read(repo: &gs_git::Repository) -> Result<Snapshot> {
         let _t = gs_util::trace::span("experiments: refs");
         let mut s = Snapshot::default();
-        let refs = repo.references().map_err(git::gix_err)?;
         // The ids the refs hold, not peeled: reading each object would cost more than the refs.
         let each = |prefix: &str, f: &mut dyn FnMut(&str, Option<ObjectId>)| -> Result<()> {
-            for r in refs.prefixed(prefix).map_err(git::gix_err)? {
-                let Ok(r) = r else { continue };
-                let full = r.name().as_bstr().to_string();
-                let id = r.target().try_id().map(|i| i.to_owned());
+            for (full, id) in git::objects::refs(repo, prefix)? {
                 f(&full, id);
             }
             Ok(())
@@ -164,7 +160,7 @@ impl Snapshot {
     /// The metadata of `name` (see [`meta::metadata`]), from the refs read.
     pub fn metadata(
         &self,
-        repo: &gix::Repository,
+        repo: &gs_git::Repository,
         name: &str,
         folders: &mut meta::Folders,
     ) -> Option<Meta> {
@@ -185,7 +181,7 @@ pub struct Scanned {
 /// rolled back, else a promoted ref means promoted, else a branch (or metadata alone: no
 /// commits yet) means active, else an archive means killed. An experiment only a remote knows
 /// is read from what was fetched from it.
-pub fn scan(repo: &gix::Repository) -> Result<(Snapshot, Vec<Scanned>)> {
+pub fn scan(repo: &gs_git::Repository) -> Result<(Snapshot, Vec<Scanned>)> {
     let snap = Snapshot::read(repo)?;
     let _t = gs_util::trace::span("experiments: metadata");
     let mut times: HashMap<ObjectId, String> = HashMap::new();
@@ -201,10 +197,8 @@ pub fn scan(repo: &gix::Repository) -> Result<(Snapshot, Vec<Scanned>)> {
                 Some(h) => times
                     .entry(h)
                     .or_insert_with(|| {
-                        repo.find_commit(h)
-                            .ok()
-                            .and_then(|c| c.time().ok())
-                            .map(|t| time::rfc3339(t.seconds * 1000))
+                        git::objects::commit_time(repo, h)
+                            .map(|t| time::rfc3339(t * 1000))
                             .unwrap_or_else(time::now_rfc3339)
                     })
                     .clone(),
@@ -238,7 +232,7 @@ pub fn scan(repo: &gix::Repository) -> Result<(Snapshot, Vec<Scanned>)> {
 /// with `--delete`) are kept as history. Returns the scan.
 pub fn sync(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
 ) -> Result<(Snapshot, Vec<Scanned>)> {
     let (snap, mut found) = scan(repo)?;

@@ -5,22 +5,21 @@
 
 use super::{Selection, Selects, Why};
 use crate::app::Result;
-use gix::bstr::ByteSlice;
-use gix::ObjectId;
 use gs_analysis::{
     cargograph, cargograph::configures_every_crate, cargograph::member_patterns,
     cargograph::Workspace,
 };
 use gs_config::Config;
 use gs_git as git;
-use gs_git::CommitInfo;
+use gs_git::ObjectId;
+use gs_git::{objects, CommitInfo};
 use gs_runner::cargo_cmd;
 use std::collections::{BTreeSet, HashMap};
 
 /// Phase one of `info`'s run when its tests are a `cargo test` (the configured command, or the
 /// one detected for a tree with a Cargo.toml at its root); `None` when they are not.
 pub(super) fn select(
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     info: &CommitInfo,
     config: &Config,
 ) -> Result<Option<Selection>> {
@@ -35,8 +34,8 @@ pub(super) fn select(
     };
     let one_phase = |why: String| Ok(Some(Selection::one_phase_of(Selects::Crates, why)));
     let read = |id: ObjectId| -> Option<String> {
-        let blob = repo.find_blob(id).ok()?;
-        Some(String::from_utf8_lossy(&blob.data).into_owned())
+        let blob = objects::blob(repo, id).ok()?;
+        Some(String::from_utf8_lossy(&blob).into_owned())
     };
     let Some(root) = git::blob_at(repo, info.tree, "Cargo.toml")
         .ok()
@@ -124,7 +123,7 @@ pub(super) fn select(
 /// The `Cargo.toml` (path and blob) of each directory the member patterns (`crates/*`) name:
 /// only the trees on the patterns' way are read, not the whole tree.
 fn member_manifests(
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     tree: ObjectId,
     patterns: &[String],
 ) -> HashMap<String, ObjectId> {
@@ -136,24 +135,26 @@ fn member_manifests(
             let last = i + 1 == segments.len();
             let mut next = Vec::new();
             for (dir, id) in &dirs {
-                let Ok(t) = repo.find_tree(*id) else { continue };
-                for e in t.iter().flatten().filter(|e| e.mode().is_tree()) {
-                    let name = e.filename().to_str_lossy();
+                let Ok(entries) = objects::entries(repo, *id) else {
+                    continue;
+                };
+                for e in entries
+                    .into_iter()
+                    .filter(|e| e.kind == objects::Kind::Tree)
+                {
+                    let name = e.path;
                     if !cargograph::matches(seg, &name) {
                         continue;
                     }
                     let path = cargograph::join(dir, &name).unwrap_or_default();
-                    let sub = e.oid().to_owned();
+                    let sub = e.id;
                     if !last {
                         next.push((path, sub));
                         continue;
                     }
-                    let manifest = repo.find_tree(sub).ok().and_then(|t| {
-                        t.find_entry("Cargo.toml")
-                            .map(|e| (e.mode(), e.oid().to_owned()))
-                    });
-                    if let Some((_, id)) = manifest.filter(|(m, _)| m.is_blob()) {
-                        out.insert(format!("{path}/Cargo.toml"), id);
+                    let manifest = objects::entry_at(repo, sub, "Cargo.toml");
+                    if let Some(m) = manifest.filter(|m| m.kind.is_file()) {
+                        out.insert(format!("{path}/Cargo.toml"), m.id);
                     }
                 }
             }

@@ -6,12 +6,11 @@
 
 use super::{cached_per_blob, irrelevant, Selection, Selects, Why};
 use crate::app::{Context, Result};
-use gix::bstr::ByteSlice;
 use gs_analysis::{gograph, gograph::GoFile, gograph::GO_IMPORTS_VERSION};
 use gs_analysis::{pygraph::Edges, pygraph::Graph};
 use gs_config::Config;
 use gs_git as git;
-use gs_git::{gix_err, CommitInfo};
+use gs_git::{objects, CommitInfo};
 use gs_runner::{go_cmd, go_cmd::GoTest};
 use gs_store::RepoRow;
 use std::collections::{BTreeMap, BTreeSet};
@@ -27,7 +26,7 @@ const MAX_PACKAGE_BYTES: usize = 64 << 10;
 /// The `go test` command `config` runs in `info`'s tree: the configured one, or with none
 /// configured `go test ./...` of a tree with a `go.mod` (and no `Cargo.toml`, which detection
 /// picks first).
-fn command_of(repo: &gix::Repository, info: &CommitInfo, config: &Config) -> Option<GoTest> {
+fn command_of(repo: &gs_git::Repository, info: &CommitInfo, config: &Config) -> Option<GoTest> {
     match config.test.command.as_deref() {
         Some(c) => go_cmd::recognise(c),
         None if !git::path_in_tree(repo, info.tree, "Cargo.toml")
@@ -43,7 +42,7 @@ fn command_of(repo: &gix::Repository, info: &CommitInfo, config: &Config) -> Opt
 /// they are not.
 pub(super) fn select(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     info: &CommitInfo,
     config: &Config,
@@ -58,8 +57,8 @@ pub(super) fn select(
     let module = git::blob_at(repo, info.tree, "go.mod")
         .ok()
         .flatten()
-        .and_then(|(id, _)| repo.find_blob(id).ok())
-        .and_then(|b| gograph::module_path(&String::from_utf8_lossy(&b.data)));
+        .and_then(|(id, _)| objects::blob(repo, id).ok())
+        .and_then(|b| gograph::module_path(&String::from_utf8_lossy(&b)));
     let Some(module) = module else {
         return one_phase(
             "the tree has no go.mod naming a module at its root: its packages are not known".into(),
@@ -73,16 +72,10 @@ pub(super) fn select(
             changes.files.len()
         ));
     }
-    let tree = repo.find_tree(info.tree).map_err(gix_err)?;
-    let mut recorder = gix::traverse::tree::Recorder::default();
-    tree.traverse()
-        .breadthfirst(&mut recorder)
-        .map_err(gix_err)?;
-    let blobs: Vec<(String, gix::ObjectId)> = recorder
-        .records
+    let blobs: Vec<(String, gs_git::ObjectId)> = objects::walk(repo, info.tree)?
         .into_iter()
-        .filter(|e| e.mode.is_blob())
-        .map(|e| (e.filepath.to_str_lossy().into_owned(), e.oid))
+        .filter(|e| e.kind.is_file())
+        .map(|e| (e.path, e.id))
         .collect();
     if blobs.iter().any(|(p, _)| p == "go.work") {
         return one_phase(
@@ -95,7 +88,7 @@ pub(super) fn select(
         .filter_map(|(p, _)| Some(format!("{}/", p.strip_suffix("/go.mod")?)))
         .collect();
     let in_nested = |p: &str| nested.iter().any(|d| p.starts_with(d.as_str()));
-    let sources: Vec<(String, gix::ObjectId)> = blobs
+    let sources: Vec<(String, gs_git::ObjectId)> = blobs
         .iter()
         .filter(|(p, _)| gograph::package_of(p).is_some() && !in_nested(p))
         .cloned()

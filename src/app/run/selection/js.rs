@@ -4,7 +4,6 @@
 
 use super::{cached_per_blob, irrelevant, Selection, Why};
 use crate::app::{Context, Result};
-use gix::bstr::ByteSlice;
 use gs_analysis::{
     jsgraph, jsgraph::is_source, jsgraph::is_test_file, jsgraph::Layout, jsgraph::Runner,
     jsgraph::JS_IMPORTS_VERSION,
@@ -12,7 +11,7 @@ use gs_analysis::{
 use gs_analysis::{pygraph::Edges, pygraph::Graph};
 use gs_config::Config;
 use gs_git as git;
-use gs_git::{gix_err, CommitInfo};
+use gs_git::{objects, CommitInfo};
 use gs_runner::{js_cmd, js_cmd::JsCmd};
 use gs_store::RepoRow;
 use std::collections::{BTreeMap, BTreeSet};
@@ -26,7 +25,7 @@ const MAX_MANIFEST_BYTES: u64 = 1 << 20;
 /// The jest or vitest command `config` runs in `info`'s tree: the configured one, or with none
 /// configured `npm test` of a tree whose `package.json` names a test script (as detection
 /// picks it when the tree has no `Cargo.toml` or `go.mod`).
-pub fn command_of(repo: &gix::Repository, info: &CommitInfo, config: &Config) -> Option<JsCmd> {
+pub fn command_of(repo: &gs_git::Repository, info: &CommitInfo, config: &Config) -> Option<JsCmd> {
     let script = || {
         let text = blob_text(repo, info.tree, "package.json")?;
         let json: serde_json::Value = serde_json::from_str(&text).ok()?;
@@ -47,18 +46,10 @@ pub fn command_of(repo: &gix::Repository, info: &CommitInfo, config: &Config) ->
     }
 }
 
-fn blob_text(repo: &gix::Repository, tree: gix::ObjectId, path: &str) -> Option<String> {
-    let tree = repo.find_tree(tree).ok()?;
-    let entry = tree.lookup_entry_by_path(path).ok()??;
-    if !entry.mode().is_blob() {
-        return None;
-    }
-    let id = entry.object_id();
-    if repo.find_header(id).ok()?.size() > MAX_MANIFEST_BYTES {
-        return None;
-    }
-    let blob = repo.find_blob(id).ok()?;
-    Some(String::from_utf8_lossy(&blob.data).into_owned())
+fn blob_text(repo: &gs_git::Repository, tree: gs_git::ObjectId, path: &str) -> Option<String> {
+    let entry = objects::entry_at(repo, tree, path).filter(|e| e.kind.is_file())?;
+    let blob = objects::small_blob(repo, entry.id, MAX_MANIFEST_BYTES)?;
+    Some(String::from_utf8_lossy(&blob).into_owned())
 }
 
 /// Files that configure jest, vitest, their transforms or the dependencies.
@@ -93,7 +84,7 @@ fn configuration(path: &str) -> bool {
 /// Phase one of `info`'s run of `cmd`.
 pub fn select(
     ctx: &Context,
-    repo: &gix::Repository,
+    repo: &gs_git::Repository,
     row: &RepoRow,
     info: &CommitInfo,
     cmd: &JsCmd,
@@ -132,16 +123,10 @@ pub fn select(
         };
         return Ok(Selection::one_phase(why));
     }
-    let tree = repo.find_tree(info.tree).map_err(gix_err)?;
-    let mut recorder = gix::traverse::tree::Recorder::default();
-    tree.traverse()
-        .breadthfirst(&mut recorder)
-        .map_err(gix_err)?;
-    let blobs: Vec<(String, gix::ObjectId)> = recorder
-        .records
+    let blobs: Vec<(String, gs_git::ObjectId)> = objects::walk(repo, info.tree)?
         .into_iter()
-        .filter(|e| e.mode.is_blob())
-        .map(|e| (e.filepath.to_str_lossy().into_owned(), e.oid))
+        .filter(|e| e.kind.is_file())
+        .map(|e| (e.path, e.id))
         // Installed and vendored code (`node_modules/`, `.yarn/releases/`) is not the project's.
         .filter(|(p, _)| {
             !p.split('/')
@@ -150,10 +135,9 @@ pub fn select(
                 .any(|d| d == "node_modules" || d.starts_with('.'))
         })
         .collect();
-    let text_of = |id: gix::ObjectId| -> Option<String> {
-        (repo.find_header(id).ok()?.size() <= MAX_MANIFEST_BYTES).then_some(())?;
-        let blob = repo.find_blob(id).ok()?;
-        Some(String::from_utf8_lossy(&blob.data).into_owned())
+    let text_of = |id: gs_git::ObjectId| -> Option<String> {
+        let blob = objects::small_blob(repo, id, MAX_MANIFEST_BYTES)?;
+        Some(String::from_utf8_lossy(&blob).into_owned())
     };
     let manifests: Vec<(String, String)> = blobs
         .iter()
@@ -307,9 +291,9 @@ fn cache_key(path: &str) -> String {
 /// exactly).
 fn config_refuses(
     runner: Runner,
-    blobs: &[(String, gix::ObjectId)],
+    blobs: &[(String, gs_git::ObjectId)],
     manifests: &[(String, String)],
-    text_of: &dyn Fn(gix::ObjectId) -> Option<String>,
+    text_of: &dyn Fn(gs_git::ObjectId) -> Option<String>,
 ) -> Option<String> {
     const WORDS: [&str; 3] = ["collectCoverage", "coverageThreshold", "thresholds"];
     let root = manifests
