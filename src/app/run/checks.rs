@@ -404,7 +404,9 @@ fn execute(
 }
 
 /// What a check's process gave, as its result: status, counts from its output or report, why
-/// it stopped.
+/// it stopped. In steps: the isolation it had is kept; its counts are read (its output, then
+/// JUnit reports over them) with its coverage; what ended it decides the status; a limit that
+/// stopped it names itself in the error.
 fn conclude(
     env: &Env<'_>,
     spec: &Spec<'_>,
@@ -455,57 +457,21 @@ fn conclude(
         .ctx
         .index
         .put_profile(&summary.profile, &outcome.isolation.layers);
+
+    // Counts: the output's summary, unless JUnit reports say otherwise; and the coverage.
     let text = String::from_utf8_lossy(&outcome.output);
     let mut parsed = parse::parse_command_output(Some(&command), framework.as_ref(), &text);
-    let mut found_coverage = None;
-    for rel in &spec.coverage {
-        match report_text(&outcome, &dir, rel) {
-            Ok(text) => {
-                let roots = [
-                    dir.to_string_lossy().into_owned(),
-                    format!("{}/tree", gs_sandbox::sandbox::VIEW_ROOT),
-                ];
-                let roots: Vec<&str> = roots.iter().map(String::as_str).collect();
-                match coverage::parse(&text, &roots) {
-                    Some(report) => {
-                        found_coverage = Some((rel.clone(), report));
-                        break;
-                    }
-                    None if spec.coverage_named => warnings.push(format!(
-                        "{rel} is not a coverage report (coverage.py JSON, Cobertura XML or lcov); not used"
-                    )),
-                    None => {}
-                }
-            }
-            Err(why) if spec.coverage_named => warnings.push(why),
-            Err(_) => {}
-        }
-    }
+    let found_coverage = coverage_report(&outcome, &dir, spec, &mut warnings);
     let contexts = (is_test && crate::app::run::testcov::recorded_by(&command))
         .then(|| crate::app::run::testcov::data_of(&outcome.artifacts, &dir))
         .flatten();
-    let mut reports: Option<TestCounts> = None;
-    for rel in &spec.junit {
-        for (path, text) in report_texts(&outcome, &dir, rel) {
-            match text {
-                Ok(xml) => match parse::parse_junit_xml(&xml) {
-                    Some(counts) => reports = Some(add_counts(reports, counts)),
-                    None if spec.junit_named => {
-                        warnings.push(format!("{path} is not a JUnit XML report; not used"))
-                    }
-                    None => {}
-                },
-                Err(why) if spec.junit_named => warnings.push(why),
-                Err(_) => {}
-            }
-        }
-    }
-    if let Some(counts) = reports {
+    if let Some(counts) = junit_counts(&outcome, &dir, spec, &mut warnings) {
         parsed = Some((Framework::Junit, counts));
     }
     let framework = parsed.as_ref().map(|(f, _)| f.clone()).or(framework);
     let counts = parsed.map(|(_, c)| c).unwrap_or_default();
-    let mut error = None;
+
+    // How it ended: a limit it ran into though it ended by itself counts as one that stopped it.
     if outcome.killed_by.is_none() && outcome.spawn_error.is_none() {
         outcome.killed_by = gs_runner::limit_hit::attribute(
             outcome.exit_code,
@@ -514,59 +480,23 @@ fn conclude(
             &config.limits,
         );
     }
-    let status = if let Some(e) = &outcome.spawn_error {
-        error = Some(e.clone());
-        Status::Error
-    } else {
-        match &outcome.killed_by {
-            Some(KilledBy::Timeout | KilledBy::Cpu) => Status::Timeout,
-            Some(_) => Status::Killed,
-            None if outcome.exit_code != Some(0) && counts.total.is_none() => {
-                let setup_failed = setup
-                    .filter(|_| outcome.exit_code == Some(1))
-                    .and_then(|s| s.failed_inline(&text));
-                match setup_failed
-                    .or_else(|| missing_runner(&command, &key, outcome.exit_code, &text))
-                    .map(|why| {
-                        let hint =
-                            setup::not_found_hint(&work.host_tree(), &command, &text, config)
-                                .or_else(|| setup::hidden_hint(&text));
-                        format!("{why}{}", hint.unwrap_or_default())
-                    }) {
-                    Some(what) => {
-                        error = Some(what);
-                        Status::Error
-                    }
-                    None => Status::Failed,
-                }
-            }
-            None if outcome.exit_code == Some(0)
-                && counts.failed.unwrap_or(0) == 0
-                && counts.errors.unwrap_or(0) == 0 =>
-            {
-                Status::Passed
-            }
-            None => Status::Failed,
-        }
+    let ended = Ended {
+        outcome: &outcome,
+        command: &command,
+        key: &key,
+        text: &text,
+        counts: &counts,
     };
-    let (what, were) = if is_test {
+    let (status, mut error) = ended.status(setup, work, config);
+    let what = if is_test {
         ("the tests".to_string(), "were")
     } else {
         (format!("the check `{}`", spec.name), "was")
     };
-    if outcome.killed_by == Some(KilledBy::Cpu) {
-        error = Some(format!(
-            "{what} used up the {} CPU seconds of [limits] cpu_seconds and {were} stopped; raise it if more is needed",
-            config.limits.cpu_seconds
-        ));
-    } else if status == Status::Timeout {
-        error = Some(format!(
-            "{what} ran past the {}s timeout and {were} stopped; raise {key} timeout in .sandbox.toml if more time is needed",
-            spec.timeout.as_secs_f64()
-        ));
-    } else if let Some(k) = &outcome.killed_by {
-        error = gs_runner::limit_hit::explain(k, &config.limits, &what, were);
+    if let Some(stopped) = ended.stopped_by_limit(status, spec, config, what) {
+        error = stopped;
     }
+
     let mut tests = Tests {
         status: Some(status),
         command,
@@ -601,6 +531,147 @@ fn conclude(
         overlay_failed,
         coverage: found_coverage,
         contexts,
+    }
+}
+
+/// The first of the check's coverage reports that reads as one; a report the config named but
+/// that is missing or unreadable is a warning.
+fn coverage_report(
+    outcome: &process::Outcome,
+    dir: &Path,
+    spec: &Spec<'_>,
+    warnings: &mut Vec<String>,
+) -> Option<(String, coverage::Report)> {
+    for rel in &spec.coverage {
+        match report_text(outcome, dir, rel) {
+            Ok(text) => {
+                let roots = [
+                    dir.to_string_lossy().into_owned(),
+                    format!("{}/tree", gs_sandbox::sandbox::VIEW_ROOT),
+                ];
+                let roots: Vec<&str> = roots.iter().map(String::as_str).collect();
+                match coverage::parse(&text, &roots) {
+                    Some(report) => return Some((rel.clone(), report)),
+                    None if spec.coverage_named => warnings.push(format!(
+                        "{rel} is not a coverage report (coverage.py JSON, Cobertura XML or lcov); not used"
+                    )),
+                    None => {}
+                }
+            }
+            Err(why) if spec.coverage_named => warnings.push(why),
+            Err(_) => {}
+        }
+    }
+    None
+}
+
+/// The counts of every JUnit report the check wrote, added up; a report the config named
+/// that is not one is a warning.
+fn junit_counts(
+    outcome: &process::Outcome,
+    dir: &Path,
+    spec: &Spec<'_>,
+    warnings: &mut Vec<String>,
+) -> Option<TestCounts> {
+    let mut reports: Option<TestCounts> = None;
+    for rel in &spec.junit {
+        for (path, text) in report_texts(outcome, dir, rel) {
+            match text {
+                Ok(xml) => match parse::parse_junit_xml(&xml) {
+                    Some(counts) => reports = Some(add_counts(reports, counts)),
+                    None if spec.junit_named => {
+                        warnings.push(format!("{path} is not a JUnit XML report; not used"))
+                    }
+                    None => {}
+                },
+                Err(why) if spec.junit_named => warnings.push(why),
+                Err(_) => {}
+            }
+        }
+    }
+    reports
+}
+
+/// How a check's process ended, with what it printed and the counts read from it.
+struct Ended<'a> {
+    outcome: &'a process::Outcome,
+    command: &'a str,
+    /// The config table that describes the check (`[test]`, `[checks.lint]`).
+    key: &'a str,
+    text: &'a str,
+    counts: &'a TestCounts,
+}
+
+impl Ended<'_> {
+    /// The check's status, and the error that explains an `error`: it could not start; a limit
+    /// stopped it; it failed without counts because the setup step or its runner is missing;
+    /// it passed (exit 0, nothing failed); else it failed.
+    fn status(
+        &self,
+        setup: Option<&setup::Setup>,
+        work: &workspace::Workspace,
+        config: &Config,
+    ) -> (Status, Option<String>) {
+        let o = self.outcome;
+        if let Some(e) = &o.spawn_error {
+            return (Status::Error, Some(e.clone()));
+        }
+        let status = match &o.killed_by {
+            Some(KilledBy::Timeout | KilledBy::Cpu) => Status::Timeout,
+            Some(_) => Status::Killed,
+            None if o.exit_code != Some(0) && self.counts.total.is_none() => {
+                let setup_failed = setup
+                    .filter(|_| o.exit_code == Some(1))
+                    .and_then(|s| s.failed_inline(self.text));
+                let missing = setup_failed
+                    .or_else(|| missing_runner(self.command, self.key, o.exit_code, self.text));
+                if let Some(why) = missing {
+                    let hint =
+                        setup::not_found_hint(&work.host_tree(), self.command, self.text, config)
+                            .or_else(|| setup::hidden_hint(self.text));
+                    return (
+                        Status::Error,
+                        Some(format!("{why}{}", hint.unwrap_or_default())),
+                    );
+                }
+                Status::Failed
+            }
+            None if o.exit_code == Some(0)
+                && self.counts.failed.unwrap_or(0) == 0
+                && self.counts.errors.unwrap_or(0) == 0 =>
+            {
+                Status::Passed
+            }
+            None => Status::Failed,
+        };
+        (status, None)
+    }
+
+    /// When a limit stopped the check, the error that names it and how to raise it (`None`
+    /// inside: no message explains it), which takes the place of any other; `None` when no
+    /// limit stopped it. `what` is "the tests" or "the check `lint`" and its verb.
+    fn stopped_by_limit(
+        &self,
+        status: Status,
+        spec: &Spec<'_>,
+        config: &Config,
+        (what, were): (String, &str),
+    ) -> Option<Option<String>> {
+        let killed = self.outcome.killed_by.as_ref();
+        if killed == Some(&KilledBy::Cpu) {
+            Some(Some(format!(
+                "{what} used up the {} CPU seconds of [limits] cpu_seconds and {were} stopped; raise it if more is needed",
+                config.limits.cpu_seconds
+            )))
+        } else if status == Status::Timeout {
+            Some(Some(format!(
+                "{what} ran past the {}s timeout and {were} stopped; raise {} timeout in .sandbox.toml if more time is needed",
+                spec.timeout.as_secs_f64(),
+                self.key
+            )))
+        } else {
+            killed.map(|k| gs_runner::limit_hit::explain(k, &config.limits, &what, were))
+        }
     }
 }
 
