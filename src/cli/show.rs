@@ -1,6 +1,14 @@
 use super::{cwd, print_json, ui, CmdResult, CommandError};
 use crate::app::{records::results, repo::session::Session, Context};
 use gs_model::{Attempt, RunRecord};
+use std::fmt::Write;
+
+/// A line into the text being rendered (a `String` always takes it).
+macro_rules! say {
+    ($out:expr, $($arg:tt)*) => {
+        writeln!($out, $($arg)*).expect("a String takes any text")
+    };
+}
 
 /// Show the full result of a commit (default HEAD), like `git show` does for the commit itself.
 ///
@@ -60,13 +68,16 @@ pub fn cmd_show(args: ShowArgs) -> CmdResult {
     };
     let setup_log =
         Some(crate::app::records::logs::setup_path(&ctx, &row, &record)).filter(|p| p.is_file());
-    print_human(
+    let mut out = String::new();
+    render(
+        &mut out,
         &record,
         attempt.as_ref(),
         &info.summary,
         &logs,
         setup_log.as_deref(),
     );
+    print!("{out}");
     Ok(0)
 }
 
@@ -97,7 +108,7 @@ fn duration_parts(r: &RunRecord) -> String {
 }
 
 /// The setup step the tests ran after: its command, how it came to be ready, its log.
-fn print_setup(s: &gs_model::SetupRun, log: Option<&std::path::Path>) {
+fn setup_lines(out: &mut String, s: &gs_model::SetupRun, log: Option<&std::path::Path>) {
     let how = match s.how.as_str() {
         "built" => format!("ran for {}", ui::duration(s.duration_ms)),
         "reused" => "reused the layer an earlier run built for the same lockfiles".into(),
@@ -107,30 +118,46 @@ fn print_setup(s: &gs_model::SetupRun, log: Option<&std::path::Path>) {
         ),
         other => ui::escape(other).into_owned(),
     };
-    println!(
+    say!(
+        out,
         "  setup:    {} — {how}{}",
         ui::escape(&s.command),
         if s.network { ", with the network" } else { "" }
     );
     if let Some(n) = &s.traffic {
-        println!("  setup network: {}", ui::escape(&network_line(n)));
+        say!(out, "  setup network: {}", ui::escape(&network_line(n)));
     }
     if let Some(log) = log {
-        println!("  setup log: {}", log.display());
+        say!(out, "  setup log: {}", log.display());
     }
 }
 
 /// Where the output of the tests (`None`) or of a named check is kept on this machine.
 type Logs<'a> = &'a dyn Fn(Option<&str>) -> Option<std::path::PathBuf>;
 
-fn print_human(
+/// A run's record as `show` prints it: the header, the tests, the named checks, coverage,
+/// analysis and changes, each a section of its own.
+fn render(
+    out: &mut String,
     r: &RunRecord,
     attempt: Option<&Attempt>,
     summary: &str,
     logs: Logs<'_>,
     setup_log: Option<&std::path::Path>,
 ) {
-    println!(
+    header(out, r, attempt, summary);
+    tests_section(out, r, logs, setup_log);
+    checks_section(out, r, logs);
+    coverage_section(out, r);
+    analysis_section(out, r);
+    changes_section(out, r);
+}
+
+/// Which commit, how it ended and who vouches for it, when and why it ran, its message and
+/// the error that ended it.
+fn header(out: &mut String, r: &RunRecord, attempt: Option<&Attempt>, summary: &str) {
+    say!(
+        out,
         "{} {}",
         ui::yellow(&format!("run {}", r.commit)),
         r.refname
@@ -140,11 +167,12 @@ fn print_human(
     );
     match &r.verified {
         Some(v) => {
-            println!("Status:   {} {}", ui::mark(r.status), r.status);
-            println!("Signed:   by {} ({})", ui::escape(&v.signer), v.key);
+            say!(out, "Status:   {} {}", ui::mark(r.status), r.status);
+            say!(out, "Signed:   by {} ({})", ui::escape(&v.signer), v.key);
         }
         None => {
-            println!(
+            say!(
+                out,
                 "Status:   {} {} — reported by {}, not verified (nobody this machine trusts signed it): not evidence",
                 ui::dim("?"),
                 r.status,
@@ -154,7 +182,8 @@ fn print_human(
     }
     if let Some(a) = attempt {
         // A later run that could not run the tests here: the status above is still the result.
-        println!(
+        say!(
+            out,
             "          {} {} ({}{})",
             ui::yellow("could not run here:"),
             ui::escape(ui::first_line(&a.reason)),
@@ -166,37 +195,54 @@ fn print_human(
             }
         );
     }
-    println!("Started:  {}", ui::escape(&r.started_at));
-    println!(
+    say!(out, "Started:  {}", ui::escape(&r.started_at));
+    say!(
+        out,
         "Duration: {}{}",
         ui::duration(r.duration_ms),
         duration_parts(r)
     );
-    println!("Trigger:  {}", r.trigger.as_str());
+    say!(out, "Trigger:  {}", r.trigger.as_str());
     if let Some(c) = &r.cached_from {
-        println!("Cached:   from {} (same tree and config)", ui::escape(c));
+        say!(
+            out,
+            "Cached:   from {} (same tree and config)",
+            ui::escape(c)
+        );
     }
     if let Some(by) = &r.superseded_by {
         let by = ui::escape(by);
-        println!("Skipped:  its branch had moved on to {by} before its run ([watch] mode = \"latest\"); run it with `git sandbox run {}`", gs_util::short(&r.commit));
+        say!(out, "Skipped:  its branch had moved on to {by} before its run ([watch] mode = \"latest\"); run it with `git sandbox run {}`", gs_util::short(&r.commit));
     }
     if let Some(rt) = &r.retried {
-        println!(
+        say!(
+            out,
             "Retried:  {} after only known-flaky tests failed: {} (--retry-flaky)",
             ui::plural(rt.attempts as usize, "time"),
             ui::escape(&rt.flaky.join(", "))
         );
     }
     if let Some(e) = &r.experiment {
-        println!("Experiment: {}", ui::escape(e));
+        say!(out, "Experiment: {}", ui::escape(e));
     }
-    println!("\n    {}\n", ui::escape(summary));
+    say!(out, "\n    {}\n", ui::escape(summary));
     if let Some(e) = &r.error {
-        println!("Error: {}\n", ui::escape(e));
+        say!(out, "Error: {}\n", ui::escape(e));
     }
+}
+
+/// The tests: counts, command, setup step, exit, resources, where the log is, the sandbox,
+/// the failures and (unless they passed) the output's last lines.
+fn tests_section(
+    out: &mut String,
+    r: &RunRecord,
+    logs: Logs<'_>,
+    setup_log: Option<&std::path::Path>,
+) {
     match &r.tests {
         Some(t) => {
-            println!(
+            say!(
+                out,
                 "Tests: {} ({})",
                 ui::counts(r),
                 ui::escape(
@@ -205,11 +251,12 @@ fn print_human(
                         .map_or("unknown framework", |f| f.as_str())
                 )
             );
-            println!("  command:  {}", ui::escape(&t.command));
+            say!(out, "  command:  {}", ui::escape(&t.command));
             if let Some(s) = &t.setup {
-                print_setup(s, setup_log);
+                setup_lines(out, s, setup_log);
             }
-            println!(
+            say!(
+                out,
                 "  exit:     {}{}",
                 t.exit_code.map_or("-".into(), |c| c.to_string()),
                 t.killed_by
@@ -217,20 +264,21 @@ fn print_human(
                     .map(|k| format!(" (killed by {})", ui::escape(k.as_str())))
                     .unwrap_or_default()
             );
-            println!(
+            say!(
+                out,
                 "  duration: {}  cpu: {}ms  max rss: {} KiB",
                 ui::duration(t.duration_ms),
                 t.resources.cpu_ms,
                 t.resources.max_rss_kb
             );
             if let Some(cores) = t.limits.as_ref().and_then(|l| l.cpu_cores) {
-                println!("  cores:    {cores} (the run cgroup's CPU quota)");
+                say!(out, "  cores:    {cores} (the run cgroup's CPU quota)");
             }
             if let Some(n) = &t.network {
-                println!("  network:  {}", ui::escape(&network_line(n)));
+                say!(out, "  network:  {}", ui::escape(&network_line(n)));
             }
             if let Some(log) = logs(None) {
-                println!("  log:      {}", log.display());
+                say!(out, "  log:      {}", log.display());
             }
             if let Some(iso) = &t.isolation {
                 use gs_model::LayerStatus;
@@ -254,13 +302,15 @@ fn print_human(
                 // A note from another machine says what it likes here.
                 let off = ui::escape(&off);
                 if missing.is_empty() {
-                    println!(
+                    say!(
+                        out,
                         "  sandbox:  {} layers enforced{off} (profile {})",
                         iso.enforced,
                         ui::escape(&iso.profile)
                     );
                 } else {
-                    println!(
+                    say!(
+                        out,
                         "  sandbox:  degraded, {} layers enforced; unavailable: {}{off}",
                         iso.enforced,
                         ui::escape(&missing.join("; "))
@@ -268,7 +318,8 @@ fn print_human(
                 }
             }
             for f in &t.failures {
-                println!(
+                say!(
+                    out,
                     "  ✘ {}{}",
                     ui::escape(&f.name),
                     if f.message.is_empty() {
@@ -279,22 +330,25 @@ fn print_human(
                 );
             }
             if !t.output_tail.is_empty() && r.status != gs_model::Status::Passed {
-                println!("  output (last lines):");
+                say!(out, "  output (last lines):");
                 for l in t.output_tail.lines() {
-                    println!("    {}", ui::escape(l));
+                    say!(out, "    {}", ui::escape(l));
                 }
             }
         }
         // The setup step failed (the error above says so): the tests never ran.
         None if setup_log.is_some() => {
-            println!("Tests: not run (the setup step before them failed)");
+            say!(out, "Tests: not run (the setup step before them failed)");
             if let Some(log) = setup_log {
-                println!("  setup log: {}", log.display());
+                say!(out, "  setup log: {}", log.display());
             }
         }
-        None => println!("Tests: none configured or detected"),
+        None => say!(out, "Tests: none configured or detected"),
     }
-    print_checks(r, logs);
+}
+
+/// Coverage: the total, and each changed file's.
+fn coverage_section(out: &mut String, r: &RunRecord) {
     if let Some(c) = &r.coverage {
         let branches = match (c.branches_covered, c.branches_total) {
             (Some(b), Some(n)) => format!(
@@ -303,7 +357,8 @@ fn print_human(
             ),
             _ => format!(" of {}", ui::plural(c.lines_total, "line")),
         };
-        println!(
+        say!(
+            out,
             "\nCoverage: {:.2}%{branches} ({} report {}, written by {})",
             c.percent,
             ui::escape(&c.format),
@@ -311,7 +366,8 @@ fn print_human(
             ui::escape(&c.check)
         );
         for f in &c.changed_files {
-            println!(
+            say!(
+                out,
                 "  {:>6.2}%  {} ({} of {} lines)",
                 f.percent,
                 ui::quote_path(&f.path),
@@ -320,8 +376,13 @@ fn print_human(
             );
         }
     }
+}
+
+/// The analysis of the commit's code: sizes, complexity, languages, the first issues.
+fn analysis_section(out: &mut String, r: &RunRecord) {
     if let Some(a) = &r.analysis {
-        println!(
+        say!(
+            out,
             "\nAnalysis: {}, {} ({} code, {} comment, {} blank), {}, {}",
             ui::plural(a.files_analyzed, "file"),
             ui::plural(a.total_lines, "line"),
@@ -331,9 +392,11 @@ fn print_human(
             ui::plural(a.functions_found, "function"),
             ui::plural(a.classes_found, "class")
         );
-        println!(
+        say!(
+            out,
             "  complexity: mean {:.2}, max {}",
-            a.complexity_score, a.complexity_max
+            a.complexity_score,
+            a.complexity_max
         );
         let langs: Vec<String> = a
             .languages
@@ -341,11 +404,12 @@ fn print_human(
             .map(|(k, v)| format!("{} {}", ui::escape(k), ui::plural(v.files, "file")))
             .collect();
         if !langs.is_empty() {
-            println!("  languages:  {}", langs.join(", "));
+            say!(out, "  languages:  {}", langs.join(", "));
         }
         for i in a.potential_issues.iter().take(20) {
             let path = ui::quote_path(&i.path);
-            println!(
+            say!(
+                out,
                 "  ! {path}:{} {}: {}",
                 i.line,
                 ui::escape(&i.kind),
@@ -353,14 +417,20 @@ fn print_human(
             );
         }
         if a.potential_issues.len() > 20 {
-            println!(
+            say!(
+                out,
                 "  … and {} (--json shows all)",
                 ui::plural(a.potential_issues.len() - 20, "more issue")
             );
         }
     }
+}
+
+/// The commit's changes as `git diff --stat` counts them, the first 50 files listed.
+fn changes_section(out: &mut String, r: &RunRecord) {
     if let Some(c) = &r.changes {
-        println!(
+        say!(
+            out,
             "\n{}",
             ui::diffstat_summary(c.files_changed, c.insertions, c.deletions)
         );
@@ -370,7 +440,8 @@ fn print_human(
             } else {
                 format!("+{} -{}", f.insertions, f.deletions)
             };
-            println!(
+            say!(
+                out,
                 "  {:<9} {} ({counts})",
                 ui::escape(f.status.as_str()),
                 ui::quote_path(&f.path)
@@ -379,14 +450,13 @@ fn print_human(
     }
 }
 
-/// The layer table of the run's sandbox profile, from the index.
 /// The named checks: one line each, with the command, log and last lines of those that did not
 /// pass.
-fn print_checks(r: &RunRecord, logs: Logs<'_>) {
+fn checks_section(out: &mut String, r: &RunRecord, logs: Logs<'_>) {
     if r.checks.is_empty() {
         return;
     }
-    println!("\nChecks:");
+    say!(out, "\nChecks:");
     let width = r
         .checks
         .iter()
@@ -401,7 +471,8 @@ fn print_checks(r: &RunRecord, logs: Logs<'_>) {
             (None, Some(code)) => format!("exit {code}"),
             (None, None) => "no exit code".into(),
         };
-        println!(
+        say!(
+            out,
             "  {} {name:<width$}  {:<7}  {exit}, {}{}",
             ui::mark(c.status()),
             c.status().as_str(),
@@ -411,18 +482,18 @@ fn print_checks(r: &RunRecord, logs: Logs<'_>) {
         if c.status() == gs_model::Status::Passed {
             continue;
         }
-        println!("      command: {}", ui::escape(&t.command));
+        say!(out, "      command: {}", ui::escape(&t.command));
         if let Some(e) = &c.error {
-            println!("      error:   {}", ui::escape(ui::first_line(e)));
+            say!(out, "      error:   {}", ui::escape(ui::first_line(e)));
         }
         if let Some(log) = logs(Some(&name)) {
-            println!("      log:     {}", log.display());
+            say!(out, "      log:     {}", log.display());
         }
         for f in &t.failures {
-            println!("      ✘ {}", ui::escape(&f.name));
+            say!(out, "      ✘ {}", ui::escape(&f.name));
         }
         for l in t.output_tail.lines() {
-            println!("      | {}", ui::escape(l));
+            say!(out, "      | {}", ui::escape(l));
         }
     }
 }
