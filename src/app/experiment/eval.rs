@@ -245,184 +245,20 @@ pub fn judge(
     max_coverage_drop: f64,
     flaky: &HashSet<String>,
 ) -> Evaluation {
-    let has_data = match (base, head) {
-        (Some(_), Some(h)) => {
-            h.status != Status::Error && (h.tests.is_some() || h.analysis.is_some())
-        }
-        _ => false,
-    };
-    let head_tests = head.and_then(|h| h.tests.as_ref());
-    let not_counted = head
-        .and_then(|h| h.failed_only_in(flaky))
-        .unwrap_or_default();
-    let bad = head_tests.map(|t| {
-        (t.failed.unwrap_or(0) + t.errors.unwrap_or(0)).saturating_sub(not_counted.len() as u64)
-    });
-    // With named checks the run's status is theirs too: the tests are judged by their own.
-    let tests_status = head
-        .map(|h| match (&h.tests, h.checks.is_empty()) {
-            (_, true) => h.status,
-            (Some(t), false) => t.status.unwrap_or(h.status),
-            (None, false) => Status::Passed,
-        })
-        .map(|s| match s {
-            Status::Failed if !not_counted.is_empty() => Status::Passed,
-            s => s,
-        });
-    let tests_pass = tests_status == Some(Status::Passed) && bad.unwrap_or(0) == 0;
-    // The required named checks that did not pass, with how they ended.
-    let failing_checks: Vec<String> = head
-        .map(|h| {
-            h.checks
-                .iter()
-                .filter(|(_, c)| c.required && c.status() != Status::Passed)
-                .map(|(name, c)| format!("{name} ({})", c.status()))
-                .collect()
-        })
-        .unwrap_or_default();
-    let head_passed = head_tests.and_then(|t| t.passed).unwrap_or(0);
-    let base_passed = base
-        .and_then(|b| b.tests.as_ref())
-        .and_then(|t| t.passed)
-        .unwrap_or(0);
-    let more_tests = head_passed > base_passed;
-    let delta = match (
-        base.and_then(|b| b.analysis.as_ref()),
-        head.and_then(|h| h.analysis.as_ref()),
-    ) {
-        (Some(b), Some(h)) => Some(h.complexity_score - b.complexity_score),
-        _ => None,
-    };
-    let issues = match (base, head) {
-        (Some(b), Some(h)) => new_issues(b, h),
-        _ => None,
-    };
-    // Without analysis on both sides there is nothing to be worse than.
-    let complexity_ok = delta.is_none_or(|d| d <= EPSILON) && issues.unwrap_or(0) == 0;
-    let simpler = delta.is_some_and(|d| d < -EPSILON) && issues == Some(0);
-    let criteria = vec![
-        Criterion {
-            name: "tests_pass".into(),
-            description: "the experiment's tests pass (no failures or errors)".into(),
-            pass: tests_pass,
-            value: if not_counted.is_empty() {
-                json!({"status": tests_status, "failed_or_errors": bad})
-            } else {
-                json!({"status": tests_status, "failed_or_errors": bad, "flaky_not_counted": not_counted})
-            },
-            threshold: json!({"status": "passed", "failed_or_errors": 0}),
-        },
-        Criterion {
-            name: "passing_tests".into(),
-            description: "no fewer passing tests than production".into(),
-            pass: head_passed + not_counted.len() as u64 >= base_passed,
-            value: json!(head_passed),
-            threshold: json!(base_passed),
-        },
-        Criterion {
-            name: "complexity".into(),
-            description: "complexity not worse: mean complexity per function not higher, no new potential issues".into(),
-            pass: complexity_ok,
-            value: json!({"mean_delta": delta.map(|d| gs_util::round(d, 3)), "new_issues": issues}),
-            threshold: json!({"mean_delta": 0.0, "new_issues": 0}),
-        },
-        Criterion {
-            name: "has_data".into(),
-            description: "both heads have a result, with tests or analysis".into(),
-            pass: has_data,
-            value: json!(has_data),
-            threshold: json!(true),
-        },
-    ];
-    let mut criteria = criteria;
-    if head.is_some_and(|h| !h.checks.is_empty()) {
-        criteria.insert(
-            1,
-            Criterion {
-                name: "checks_pass".into(),
-                description: "the experiment's required checks pass ([checks.NAME] in its config)"
-                    .into(),
-                pass: failing_checks.is_empty(),
-                value: json!({"failing": failing_checks}),
-                threshold: json!({"failing": []}),
-            },
-        );
-    }
-    // Only when both sides measured it: a project without coverage is judged as before.
-    if let (Some(b), Some(h)) = (
-        base.and_then(|b| b.coverage.as_ref()),
-        head.and_then(|h| h.coverage.as_ref()),
-    ) {
-        let delta = gs_util::round(h.percent - b.percent, 2);
-        criteria.push(Criterion {
-            name: "coverage".into(),
-            description: format!(
-                "line coverage does not drop by more than {max_coverage_drop} points against production ([promote] max_coverage_drop)"
-            ),
-            pass: delta + max_coverage_drop >= -EPSILON,
-            value: json!({"head": h.percent, "base": b.percent, "delta": delta}),
-            threshold: json!({"max_drop": max_coverage_drop}),
-        });
-    }
-    let all = criteria.iter().all(|c| c.pass);
-    let (recommendation, reason) = if !has_data {
-        (
-            Recommendation::NotReady,
-            "there is no usable result to compare".to_string(),
-        )
-    } else if !tests_pass {
-        (
-            Recommendation::NotReady,
-            format!(
-                "the experiment's tests do not pass ({})",
-                tests_status.map_or("no result", Status::as_str)
-            ),
-        )
-    } else if !failing_checks.is_empty() {
-        (
-            Recommendation::NotReady,
-            format!(
-                "the experiment's required checks do not pass: {}",
-                failing_checks.join(", ")
-            ),
-        )
-    } else if all && (more_tests || simpler) {
-        let why = if more_tests {
-            format!("{head_passed} passing tests against {base_passed}")
-        } else {
-            "lower complexity with no new issues".to_string()
-        };
-        (
-            Recommendation::StronglyRecommend,
-            format!("every criterion passes and it improves: {why}"),
-        )
-    } else if all {
-        (
-            Recommendation::Recommend,
-            "every criterion passes".to_string(),
-        )
-    } else {
-        let failing: Vec<&str> = criteria
-            .iter()
-            .filter(|c| !c.pass)
-            .map(|c| c.name.as_str())
-            .collect();
-        (
-            Recommendation::Consider,
-            format!("tests pass but {} fails", failing.join(", ")),
-        )
-    };
-    let reason = if not_counted.is_empty() {
+    let m = Measures::of(base, head, flaky);
+    let criteria = m.criteria(base, head, max_coverage_drop);
+    let (recommendation, reason) = m.verdict(&criteria);
+    let reason = if m.not_counted.is_empty() {
         reason
     } else {
         format!(
             "{reason} (not counted: the failure of known-flaky {} {})",
-            if not_counted.len() == 1 {
+            if m.not_counted.len() == 1 {
                 "test"
             } else {
                 "tests"
             },
-            not_counted.join(", ")
+            m.not_counted.join(", ")
         )
     };
     Evaluation {
@@ -434,6 +270,237 @@ pub fn judge(
         recommendation,
         reason,
         evaluated_at: time::now_rfc3339(),
+    }
+}
+
+/// What the two heads' results say, read once for the criteria and the verdict.
+struct Measures {
+    /// Both heads have a result, the head's with tests or analysis.
+    has_data: bool,
+    /// The head's failures only in known-flaky tests: not counted against it.
+    not_counted: Vec<String>,
+    /// The head's failures and errors, less those not counted.
+    bad: Option<u64>,
+    /// How the head's tests ended (with named checks, the tests' own status).
+    tests_status: Option<Status>,
+    tests_pass: bool,
+    /// The head's required named checks that did not pass, with how they ended.
+    failing_checks: Vec<String>,
+    head_passed: u64,
+    base_passed: u64,
+    /// The change of mean complexity per function, when both sides were analysed.
+    delta: Option<f64>,
+    /// New potential issues, when both sides were analysed.
+    issues: Option<u64>,
+}
+
+impl Measures {
+    fn of(base: Option<&RunRecord>, head: Option<&RunRecord>, flaky: &HashSet<String>) -> Measures {
+        let has_data = match (base, head) {
+            (Some(_), Some(h)) => {
+                h.status != Status::Error && (h.tests.is_some() || h.analysis.is_some())
+            }
+            _ => false,
+        };
+        let head_tests = head.and_then(|h| h.tests.as_ref());
+        let not_counted = head
+            .and_then(|h| h.failed_only_in(flaky))
+            .unwrap_or_default();
+        let bad = head_tests.map(|t| {
+            (t.failed.unwrap_or(0) + t.errors.unwrap_or(0)).saturating_sub(not_counted.len() as u64)
+        });
+        // With named checks the run's status is theirs too: the tests are judged by their own.
+        let tests_status = head
+            .map(|h| match (&h.tests, h.checks.is_empty()) {
+                (_, true) => h.status,
+                (Some(t), false) => t.status.unwrap_or(h.status),
+                (None, false) => Status::Passed,
+            })
+            .map(|s| match s {
+                Status::Failed if !not_counted.is_empty() => Status::Passed,
+                s => s,
+            });
+        let tests_pass = tests_status == Some(Status::Passed) && bad.unwrap_or(0) == 0;
+        let failing_checks: Vec<String> = head
+            .map(|h| {
+                h.checks
+                    .iter()
+                    .filter(|(_, c)| c.required && c.status() != Status::Passed)
+                    .map(|(name, c)| format!("{name} ({})", c.status()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let head_passed = head_tests.and_then(|t| t.passed).unwrap_or(0);
+        let base_passed = base
+            .and_then(|b| b.tests.as_ref())
+            .and_then(|t| t.passed)
+            .unwrap_or(0);
+        let delta = match (
+            base.and_then(|b| b.analysis.as_ref()),
+            head.and_then(|h| h.analysis.as_ref()),
+        ) {
+            (Some(b), Some(h)) => Some(h.complexity_score - b.complexity_score),
+            _ => None,
+        };
+        let issues = match (base, head) {
+            (Some(b), Some(h)) => new_issues(b, h),
+            _ => None,
+        };
+        Measures {
+            has_data,
+            not_counted,
+            bad,
+            tests_status,
+            tests_pass,
+            failing_checks,
+            head_passed,
+            base_passed,
+            delta,
+            issues,
+        }
+    }
+
+    /// Complexity not worse. Without analysis on both sides there is nothing to be worse than.
+    fn complexity_ok(&self) -> bool {
+        self.delta.is_none_or(|d| d <= EPSILON) && self.issues.unwrap_or(0) == 0
+    }
+
+    /// Simpler than production: lower mean complexity and no new issues.
+    fn simpler(&self) -> bool {
+        self.delta.is_some_and(|d| d < -EPSILON) && self.issues == Some(0)
+    }
+
+    /// The criteria, in the order `eval` shows them: the tests, the named checks (when the
+    /// head has any), passing tests, complexity, data, and coverage (when both sides have it).
+    fn criteria(
+        &self,
+        base: Option<&RunRecord>,
+        head: Option<&RunRecord>,
+        max_coverage_drop: f64,
+    ) -> Vec<Criterion> {
+        let mut criteria = vec![
+            Criterion {
+                name: "tests_pass".into(),
+                description: "the experiment's tests pass (no failures or errors)".into(),
+                pass: self.tests_pass,
+                value: if self.not_counted.is_empty() {
+                    json!({"status": self.tests_status, "failed_or_errors": self.bad})
+                } else {
+                    json!({"status": self.tests_status, "failed_or_errors": self.bad, "flaky_not_counted": self.not_counted})
+                },
+                threshold: json!({"status": "passed", "failed_or_errors": 0}),
+            },
+            Criterion {
+                name: "passing_tests".into(),
+                description: "no fewer passing tests than production".into(),
+                pass: self.head_passed + self.not_counted.len() as u64 >= self.base_passed,
+                value: json!(self.head_passed),
+                threshold: json!(self.base_passed),
+            },
+            Criterion {
+                name: "complexity".into(),
+                description: "complexity not worse: mean complexity per function not higher, no new potential issues".into(),
+                pass: self.complexity_ok(),
+                value: json!({"mean_delta": self.delta.map(|d| gs_util::round(d, 3)), "new_issues": self.issues}),
+                threshold: json!({"mean_delta": 0.0, "new_issues": 0}),
+            },
+            Criterion {
+                name: "has_data".into(),
+                description: "both heads have a result, with tests or analysis".into(),
+                pass: self.has_data,
+                value: json!(self.has_data),
+                threshold: json!(true),
+            },
+        ];
+        if head.is_some_and(|h| !h.checks.is_empty()) {
+            criteria.insert(
+                1,
+                Criterion {
+                    name: "checks_pass".into(),
+                    description:
+                        "the experiment's required checks pass ([checks.NAME] in its config)"
+                            .into(),
+                    pass: self.failing_checks.is_empty(),
+                    value: json!({"failing": self.failing_checks}),
+                    threshold: json!({"failing": []}),
+                },
+            );
+        }
+        // Only when both sides measured it: a project without coverage is judged as before.
+        if let (Some(b), Some(h)) = (
+            base.and_then(|b| b.coverage.as_ref()),
+            head.and_then(|h| h.coverage.as_ref()),
+        ) {
+            let delta = gs_util::round(h.percent - b.percent, 2);
+            criteria.push(Criterion {
+                name: "coverage".into(),
+                description: format!(
+                    "line coverage does not drop by more than {max_coverage_drop} points against production ([promote] max_coverage_drop)"
+                ),
+                pass: delta + max_coverage_drop >= -EPSILON,
+                value: json!({"head": h.percent, "base": b.percent, "delta": delta}),
+                threshold: json!({"max_drop": max_coverage_drop}),
+            });
+        }
+        criteria
+    }
+
+    /// The recommendation and its reason: not ready without data, passing tests or passing
+    /// checks; strongly recommended when every criterion passes and it improves (more passing
+    /// tests, or simpler); recommended when every criterion passes; else to consider.
+    fn verdict(&self, criteria: &[Criterion]) -> (Recommendation, String) {
+        let all = criteria.iter().all(|c| c.pass);
+        let more_tests = self.head_passed > self.base_passed;
+        if !self.has_data {
+            (
+                Recommendation::NotReady,
+                "there is no usable result to compare".to_string(),
+            )
+        } else if !self.tests_pass {
+            (
+                Recommendation::NotReady,
+                format!(
+                    "the experiment's tests do not pass ({})",
+                    self.tests_status.map_or("no result", Status::as_str)
+                ),
+            )
+        } else if !self.failing_checks.is_empty() {
+            (
+                Recommendation::NotReady,
+                format!(
+                    "the experiment's required checks do not pass: {}",
+                    self.failing_checks.join(", ")
+                ),
+            )
+        } else if all && (more_tests || self.simpler()) {
+            let why = if more_tests {
+                format!(
+                    "{} passing tests against {}",
+                    self.head_passed, self.base_passed
+                )
+            } else {
+                "lower complexity with no new issues".to_string()
+            };
+            (
+                Recommendation::StronglyRecommend,
+                format!("every criterion passes and it improves: {why}"),
+            )
+        } else if all {
+            (
+                Recommendation::Recommend,
+                "every criterion passes".to_string(),
+            )
+        } else {
+            let failing: Vec<&str> = criteria
+                .iter()
+                .filter(|c| !c.pass)
+                .map(|c| c.name.as_str())
+                .collect();
+            (
+                Recommendation::Consider,
+                format!("tests pass but {} fails", failing.join(", ")),
+            )
+        }
     }
 }
 
