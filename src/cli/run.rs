@@ -1,6 +1,7 @@
 use super::{cwd, print_json, ui, CmdResult, CommandError};
 use crate::app::records::explain::Decision;
 use crate::app::run::{run_commits, run_commits_parallel, Progress, RunOptions};
+use crate::app::Context;
 use crate::app::{repo::session::Session, select};
 use gs_config::ConfigFile;
 use gs_git::revs::Walk;
@@ -77,16 +78,7 @@ pub struct RunArgs {
 }
 
 pub fn cmd_run(args: RunArgs) -> CmdResult {
-    let mut flags = ConfigFile::default();
-    if let Some(c) = &args.command {
-        flags.test.command = Some(c.clone());
-    }
-    if let Some(t) = &args.timeout {
-        flags.test.timeout = Some(gs_config::parse_duration(t).ok_or_else(|| {
-            CommandError::usage(format!("invalid --timeout {t:?}"))
-                .hint("write a duration like \"90s\", \"5m\" or \"1h\"")
-        })?);
-    }
+    let flags = trial_flags(&args)?;
     let dir = cwd()?;
     let Session { ctx, repo, row } = Session::open(&dir)?;
     super::notice_hooks(&repo);
@@ -116,44 +108,10 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
     }
     let refname = select::branch_named(&repo, &args.revs, args.all);
     if args.explain_cache {
-        let mut all = Vec::new();
-        for &c in &commits {
-            let e =
-                crate::app::records::explain::explain(&ctx, &repo, &row, c, refname.as_deref())?;
-            if !args.json {
-                let what = match (e.decision, &e.from) {
-                    (Decision::Own, _) => "keeps its own result".to_string(),
-                    (Decision::Tree, Some(from)) => {
-                        format!("is served from {}", gs_util::short(from))
-                    }
-                    _ => "would run".to_string(),
-                };
-                println!(
-                    "{} {what}: {}",
-                    ui::yellow(gs_util::short(&e.commit)),
-                    ui::escape(&e.reasons.join("; "))
-                );
-            }
-            all.push(e);
-        }
-        if args.json {
-            print_json(&all);
-        }
-        return Ok(0);
+        return explain_cache(&ctx, &repo, &row, &commits, refname.as_deref(), args.json);
     }
     if args.explain_selection {
-        let mut all = Vec::new();
-        for &c in &commits {
-            let e = crate::app::run::selection::explain(&ctx, &repo, &row, c, refname.as_deref())?;
-            if !args.json {
-                print!("{}", explained_text(&e));
-            }
-            all.push(e);
-        }
-        if args.json {
-            print_json(&all);
-        }
-        return Ok(0);
+        return explain_selection(&ctx, &repo, &row, &commits, refname.as_deref(), args.json);
     }
     let _ = gix::interrupt::init_handler_default(1);
     // On stderr, with --json too: it is progress, told the moment it is known.
@@ -257,6 +215,93 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
+    tell_outcome(&ctx, &row, &outcome, commits.len(), trial, json)
+}
+
+/// The config a trial run lays over the commit's (`--command`, `--timeout`): nothing recorded.
+fn trial_flags(args: &RunArgs) -> Result<ConfigFile, CommandError> {
+    let mut flags = ConfigFile::default();
+    if let Some(c) = &args.command {
+        flags.test.command = Some(c.clone());
+    }
+    if let Some(t) = &args.timeout {
+        flags.test.timeout = Some(gs_config::parse_duration(t).ok_or_else(|| {
+            CommandError::usage(format!("invalid --timeout {t:?}"))
+                .hint("write a duration like \"90s\", \"5m\" or \"1h\"")
+        })?);
+    }
+    Ok(flags)
+}
+
+/// `run --explain-cache`: for each commit, whether its result stands, is served or would be
+/// made, and why.
+fn explain_cache(
+    ctx: &Context,
+    repo: &gs_git::Repository,
+    row: &gs_store::RepoRow,
+    commits: &[gs_git::ObjectId],
+    refname: Option<&str>,
+    json: bool,
+) -> CmdResult {
+    let mut all = Vec::new();
+    for &c in commits {
+        let e = crate::app::records::explain::explain(ctx, repo, row, c, refname)?;
+        if !json {
+            let what = match (e.decision, &e.from) {
+                (Decision::Own, _) => "keeps its own result".to_string(),
+                (Decision::Tree, Some(from)) => {
+                    format!("is served from {}", gs_util::short(from))
+                }
+                _ => "would run".to_string(),
+            };
+            println!(
+                "{} {what}: {}",
+                ui::yellow(gs_util::short(&e.commit)),
+                ui::escape(&e.reasons.join("; "))
+            );
+        }
+        all.push(e);
+    }
+    if json {
+        print_json(&all);
+    }
+    Ok(0)
+}
+
+/// `run --explain-selection`: for each commit, which tests phase one would run, and why.
+fn explain_selection(
+    ctx: &Context,
+    repo: &gs_git::Repository,
+    row: &gs_store::RepoRow,
+    commits: &[gs_git::ObjectId],
+    refname: Option<&str>,
+    json: bool,
+) -> CmdResult {
+    let mut all = Vec::new();
+    for &c in commits {
+        let e = crate::app::run::selection::explain(ctx, repo, row, c, refname)?;
+        if !json {
+            print!("{}", explained_text(&e));
+        }
+        all.push(e);
+    }
+    if json {
+        print_json(&all);
+    }
+    Ok(0)
+}
+
+/// What the run left to say once its commits are done: warnings (notes that did not read,
+/// commits that could not run here, notes written again), a trial's output, the errors; and
+/// the exit code (0 when every commit passed, 130 when interrupted).
+fn tell_outcome(
+    ctx: &Context,
+    row: &gs_store::RepoRow,
+    outcome: &crate::app::run::Outcome,
+    commits: usize,
+    trial: bool,
+    json: bool,
+) -> CmdResult {
     if let Some(w) = crate::app::records::results::invalid_warning(&outcome.invalid_notes) {
         eprintln!("warning: {w}");
     }
@@ -277,7 +322,7 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
     if !trial && !outcome.records.is_empty() {
         // Statuses, notifications and auto-push: a running daemon delivers them; else this
         // run does, briefly.
-        super::drain_outbox(&ctx);
+        super::drain_outbox(ctx);
     }
     if trial && !outcome.records.is_empty() {
         // Nothing records a trial, so `show` cannot tell how it failed: say it here.
@@ -293,7 +338,7 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
             for l in t.output_tail.lines() {
                 eprintln!("    {}", ui::escape(l));
             }
-            let log = crate::app::records::logs::trial_path(&ctx, &row, r);
+            let log = crate::app::records::logs::trial_path(ctx, row, r);
             if log.is_file() {
                 eprintln!("  whole output: {}", log.display());
             }
@@ -309,7 +354,7 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
         eprintln!(
             "interrupted: {} of {} done; their results are saved",
             outcome.records.len(),
-            ui::plural(commits.len(), "commit")
+            ui::plural(commits, "commit")
         );
         return Ok(130);
     }
