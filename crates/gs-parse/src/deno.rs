@@ -132,64 +132,7 @@ pub fn parse(text: &str) -> Option<TestCounts> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testutil::{counts, pairs};
-    use super::super::text::clean;
     use super::*;
-
-    fn run(fixture: &str) -> TestCounts {
-        parse(&clean(fixture)).expect("deno summary recognised")
-    }
-
-    #[test]
-    fn all_pass() {
-        let c = run(include_str!(
-            "../../../tests/fixtures/output/deno/all_pass.txt"
-        ));
-        assert_eq!(counts(&c), [Some(3), Some(0), Some(1), Some(0), Some(4)]);
-        assert!(c.failures.is_empty());
-    }
-
-    #[test]
-    fn some_fail_plain_and_colour() {
-        for fixture in [
-            include_str!("../../../tests/fixtures/output/deno/some_fail.txt"),
-            include_str!("../../../tests/fixtures/output/deno/some_fail_color.txt"),
-        ] {
-            let c = run(fixture);
-            assert_eq!(counts(&c), [Some(2), Some(5), Some(1), Some(0), Some(8)]);
-            assert_eq!(
-                pairs(&c),
-                [
-                    (
-                        "adds wrong",
-                        "AssertionError: Expected values to be strictly equal:\n\n2 !== 3"
-                    ),
-                    ("throws", "Error: kaboom"),
-                    ("async rejects", "TypeError: bad type"),
-                    (
-                        "deep equal",
-                        "AssertionError: Expected values to be strictly deep-equal:\n+ actual - expected\n\n  {\n+   a: 1\n-   a: 2\n  }"
-                    ),
-                    ("steps ... bad step", "Error: step broke"),
-                ]
-            );
-        }
-    }
-
-    #[test]
-    fn uncaught_error_counts_as_an_error() {
-        let c = run(include_str!(
-            "../../../tests/fixtures/output/deno/uncaught_error.txt"
-        ));
-        assert_eq!(counts(&c), [Some(0), Some(0), Some(0), Some(1), Some(1)]);
-        assert_eq!(
-            pairs(&c),
-            [(
-                "./dbroken/throws_test.ts",
-                "(in promise) Error: module level boom"
-            )]
-        );
-    }
 
     #[test]
     fn summary_variants() {

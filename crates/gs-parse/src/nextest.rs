@@ -156,68 +156,7 @@ pub fn parse(text: &str) -> Option<TestCounts> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testutil::{counts, pairs};
-    use super::super::text::clean;
     use super::*;
-
-    fn run(fixture: &str) -> TestCounts {
-        parse(&clean(fixture)).expect("nextest summary recognised")
-    }
-
-    #[test]
-    fn all_pass() {
-        let c = run(include_str!(
-            "../../../tests/fixtures/output/nextest/all_pass.txt"
-        ));
-        assert_eq!(counts(&c), [Some(3), Some(0), Some(1), Some(0), Some(4)]);
-        let c = run(include_str!(
-            "../../../tests/fixtures/output/nextest/all_pass_run_ignored.txt"
-        ));
-        assert_eq!(counts(&c), [Some(4), Some(0), Some(0), Some(0), Some(4)]);
-        assert!(c.failures.is_empty());
-    }
-
-    #[test]
-    fn workspace_some_fail() {
-        let c = run(include_str!(
-            "../../../tests/fixtures/output/nextest/workspace_some_fail.txt"
-        ));
-        assert_eq!(counts(&c), [Some(3), Some(3), Some(1), Some(0), Some(7)]);
-        let got = pairs(&c);
-        assert_eq!(
-            got,
-            [
-                (
-                    "alpha tests::adds_wrong",
-                    "assertion `left == right` failed: two and two\nleft: 4\nright: 5"
-                ),
-                ("alpha tests::panics_plainly", "boom: something went wrong"),
-                (
-                    "beta tests::nested::deep_fail",
-                    "called `Option::unwrap()` on a `None` value"
-                ),
-            ]
-        );
-    }
-
-    #[test]
-    fn fail_fast() {
-        let c = run(include_str!(
-            "../../../tests/fixtures/output/nextest/fail_fast.txt"
-        ));
-        assert_eq!(counts(&c), [Some(1), Some(2), Some(1), Some(0), Some(4)]);
-        let names: Vec<_> = c.failures.iter().map(|f| f.name.as_str()).collect();
-        assert_eq!(
-            names,
-            ["alpha tests::adds_wrong", "alpha tests::panics_plainly"]
-        );
-    }
-
-    #[test]
-    fn compile_error_is_not_a_summary() {
-        let out = include_str!("../../../tests/fixtures/output/nextest/compile_error.txt");
-        assert!(parse(&clean(out)).is_none());
-    }
 
     #[test]
     fn summary_variants() {

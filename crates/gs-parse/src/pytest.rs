@@ -250,7 +250,6 @@ fn add_summary(totals: &mut Option<Summary>, s: Summary) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testutil::counts;
     use super::super::text::clean;
     use super::*;
 
@@ -262,42 +261,8 @@ mod tests {
         c.failures.iter().map(|f| f.name.as_str()).collect()
     }
 
-    const SOME_FAIL_NAMES: [&str; 6] = [
-        "tests/test_calc.py::TestCalc::test_divide_by_zero",
-        "tests/test_calc.py::TestCalc::test_wrong_sum",
-        "tests/test_calc.py::TestStrings::test_split",
-        "tests/test_plain.py::test_bad_value",
-        "tests/test_plain.py::test_param[2]",
-        "tests/test_plain.py::test_uses_broken",
-    ];
-
-    #[test]
-    fn all_pass() {
-        let c = run(include_str!(
-            "../../../tests/fixtures/output/pytest/all_pass.txt"
-        ));
-        assert_eq!(counts(&c), [Some(3), Some(0), Some(0), Some(0), Some(3)]);
-        assert!(c.failures.is_empty());
-    }
-
-    #[test]
-    fn some_fail_quiet() {
-        let c = run(include_str!(
-            "../../../tests/fixtures/output/pytest/some_fail.txt"
-        ));
-        // 5 passed, 5 failed, 3 skipped + 2 xfailed, 1 error.
-        assert_eq!(counts(&c), [Some(5), Some(5), Some(5), Some(1), Some(16)]);
-        assert_eq!(names(&c), SOME_FAIL_NAMES);
-        assert_eq!(c.failures[0].message, "ZeroDivisionError: division by zero");
-        assert_eq!(c.failures[1].message, "AssertionError: 2 != 3 : sum is off");
-        assert!(c.failures[2]
-            .message
-            .starts_with("AssertionError: Lists differ: ['a', 'b'] != ['a', 'b', 'c']\n"));
-        assert_eq!(c.failures[3].message, "assert 41 == 42");
-        assert_eq!(c.failures[4].message, "assert 2 != 2");
-        assert_eq!(c.failures[5].message, "RuntimeError: fixture exploded");
-    }
-
+    /// The default, `-v` and colour runs list the same failures as the `-q` run (`-v` in another
+    /// order); their counts are in the fixture table, `tests/fixtures/output/expected.json`.
     #[test]
     fn some_fail_default_verbose_and_colour_agree() {
         let quiet = run(include_str!(
@@ -309,7 +274,6 @@ mod tests {
             include_str!("../../../tests/fixtures/output/pytest/some_fail_color.txt"),
         ] {
             let c = run(fixture);
-            assert_eq!(counts(&c), counts(&quiet));
             // `-rA` lists errors before failures; the set is the same.
             let sorted = |c: &TestCounts| {
                 let mut f = c.failures.clone();
@@ -318,36 +282,6 @@ mod tests {
             };
             assert_eq!(sorted(&c), sorted(&quiet));
         }
-    }
-
-    #[test]
-    fn collection_error() {
-        let c = run(include_str!(
-            "../../../tests/fixtures/output/pytest/collection_error.txt"
-        ));
-        assert_eq!(counts(&c), [Some(0), Some(0), Some(0), Some(1), Some(1)]);
-        assert_eq!(names(&c), ["tests/test_broken.py"]);
-        assert_eq!(
-            c.failures[0].message,
-            "ModuleNotFoundError: No module named 'not_a_real_module_xyz'"
-        );
-    }
-
-    #[test]
-    fn a_parameter_id_with_colons_keeps_its_message() {
-        let c = run(include_str!(
-            "../../../tests/fixtures/output/pytest/param_ids.txt"
-        ));
-        assert_eq!(counts(&c), [Some(1), Some(3), Some(0), Some(0), Some(4)]);
-        assert_eq!(
-            c.failures[0].message,
-            "AssertionError: bad a b\nassert 'a b' == 'ok'\n  - ok\n  + a b"
-        );
-        assert_eq!(names(&c)[1], "tests/test_hooks.py::test_x[a::b]");
-        assert_eq!(
-            c.failures[1].message,
-            "AssertionError: bad a::b\nassert 'a::b' == 'ok'\n  - ok\n  + a::b"
-        );
     }
 
     #[test]

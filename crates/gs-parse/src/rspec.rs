@@ -129,66 +129,7 @@ pub fn parse(text: &str) -> Option<TestCounts> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testutil::{counts, pairs};
-    use super::super::text::clean;
     use super::*;
-
-    fn run(fixture: &str) -> TestCounts {
-        parse(&clean(fixture)).expect("rspec summary recognised")
-    }
-
-    #[test]
-    fn all_pass() {
-        let c = run(include_str!(
-            "../../../tests/fixtures/output/rspec/all_pass.txt"
-        ));
-        assert_eq!(counts(&c), [Some(2), Some(0), Some(1), Some(0), Some(3)]);
-        assert!(c.failures.is_empty());
-    }
-
-    #[test]
-    fn some_fail_every_format() {
-        for fixture in [
-            include_str!("../../../tests/fixtures/output/rspec/some_fail.txt"),
-            include_str!("../../../tests/fixtures/output/rspec/some_fail_doc.txt"),
-            include_str!("../../../tests/fixtures/output/rspec/some_fail_color.txt"),
-        ] {
-            let c = run(fixture);
-            assert_eq!(counts(&c), [Some(2), Some(3), Some(3), Some(0), Some(8)]);
-            assert_eq!(
-                pairs(&c),
-                [
-                    (
-                        "Calc adds wrong",
-                        "Failure/Error: expect(1 + 1).to eq(3)\n\n  expected: 3\n       got: 2\n\n  (compared using ==)"
-                    ),
-                    (
-                        "Calc compares hashes",
-                        "Failure/Error: expect({ a: 1, b: [1, 2] }).to eq({ a: 2, b: [1, 2] })\n\n  expected: {:a=>2, :b=>[1, 2]}\n       got: {:a=>1, :b=>[1, 2]}\n\n  (compared using ==)\n\n  Diff:\n  @@ -1 +1 @@\n  -:a => 2,\n  +:a => 1,"
-                    ),
-                    (
-                        "Calc nested raises",
-                        "Failure/Error: raise ArgumentError, \"kaboom in nested\"\n\nArgumentError:\n  kaboom in nested"
-                    ),
-                ]
-            );
-        }
-    }
-
-    #[test]
-    fn load_error_counts_as_an_error() {
-        let c = run(include_str!(
-            "../../../tests/fixtures/output/rspec/load_error.txt"
-        ));
-        assert_eq!(counts(&c), [Some(0), Some(0), Some(0), Some(1), Some(0)]);
-        assert_eq!(
-            pairs(&c),
-            [(
-                "./spec/broken_spec.rb",
-                "Failure/Error: require_relative \"does_not_exist\"\n\nLoadError:\n  cannot load such file -- /tmp/cap/rspec_broken/spec/does_not_exist"
-            )]
-        );
-    }
 
     #[test]
     fn summary_variants() {

@@ -1,5 +1,6 @@
-//! Tests across parsers: dispatch with right, wrong and missing hints, command guessing, garbage
-//! and truncated input, and the time to parse 10 MB.
+//! Tests across parsers: every fixture against its row in the fixture table
+//! (`tests/fixtures/output/expected.json`), dispatch with right, wrong and missing hints, command
+//! guessing, garbage and truncated input, and the time to parse 10 MB.
 
 use super::*;
 
@@ -156,6 +157,231 @@ fn junit_xml_entry_point() {
     let c = parse_junit_xml(xml).unwrap();
     assert_eq!(c.total, Some(16));
     assert_eq!(parse_junit_xml("not xml"), None);
+}
+
+/// The parser fixtures, and the table beside them of what each parses to
+/// (`tests/fixtures/output/README.md` says what its fields mean).
+const FIXTURE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/output");
+const TABLE: &str = "expected.json";
+const COUNT_FIELDS: [&str; 5] = ["passed", "failed", "skipped", "errors", "total"];
+const FAILURE_FIELDS: [&str; 6] = [
+    "name",
+    "name_prefix",
+    "message",
+    "message_prefix",
+    "message_suffix",
+    "message_contains",
+];
+
+#[test]
+fn every_fixture_parses_to_its_expected_counts() {
+    let dir = std::path::Path::new(FIXTURE_DIR);
+    let table = std::fs::read_to_string(dir.join(TABLE)).expect("the fixture table");
+    let table: serde_json::Value = serde_json::from_str(&table).expect("the table is JSON");
+    let rows = table["fixtures"].as_array().expect("`fixtures` is a list");
+    let mut problems = Vec::new();
+    let mut described = std::collections::BTreeSet::new();
+    for (i, row) in rows.iter().enumerate() {
+        let path = row["path"].as_str().unwrap_or("?");
+        if !described.insert(path.to_string()) {
+            problems.push(format!("{path} (row {i}): a second row"));
+        }
+        if let Err(why) = check_fixture(dir, row) {
+            problems.push(format!("{path} (row {i}):\n{why}"));
+        }
+    }
+    for file in fixture_files(dir, "") {
+        if !described.contains(&file) {
+            problems.push(format!(
+                "{file}: no row in {TABLE}; add one saying what it parses to"
+            ));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "{} problem(s) with the parser fixtures (table: tests/fixtures/output/{TABLE}):\n\n{}\n",
+        problems.len(),
+        problems.join("\n\n")
+    );
+}
+
+/// Parses one table row's fixture and compares it with the row; the differences, line by line.
+fn check_fixture(dir: &std::path::Path, row: &serde_json::Value) -> Result<(), String> {
+    let row = row.as_object().ok_or("not an object")?;
+    unknown_fields(row, &["path", "parser", "note", "counts", "failures"])?;
+    let path = row
+        .get("path")
+        .and_then(|p| p.as_str())
+        .ok_or("no `path`")?;
+    let parser = row
+        .get("parser")
+        .and_then(|p| p.as_str())
+        .ok_or("no `parser`")?;
+    let text = std::fs::read_to_string(dir.join(path)).map_err(|e| format!("unreadable: {e}"))?;
+    let found = parse_with(parser, &text)?;
+    let want = row
+        .get("counts")
+        .ok_or("no `counts` (null: no summary recognised)")?;
+    let (want, found) = match (want, found) {
+        (serde_json::Value::Null, None) => return Ok(()),
+        (serde_json::Value::Null, Some(c)) => {
+            return Err(format!(
+                "  expected: no summary recognised\n  found:    {}",
+                show_counts(&testutil::counts(&c))
+            ))
+        }
+        (_, None) => {
+            return Err(format!(
+                "  expected: {want}\n  found:    no summary recognised"
+            ))
+        }
+        (want, Some(found)) => (want, found),
+    };
+    let want = expected_counts(want)?;
+    let mut why = Vec::new();
+    if want != testutil::counts(&found) {
+        why.push(format!(
+            "  expected: {}\n  found:    {}",
+            show_counts(&want),
+            show_counts(&testutil::counts(&found))
+        ));
+    }
+    if let Some(failures) = row.get("failures") {
+        let failures = failures.as_array().ok_or("`failures` is not a list")?;
+        why.extend(check_failures(failures, &found.failures)?);
+    }
+    if why.is_empty() {
+        Ok(())
+    } else {
+        Err(why.join("\n"))
+    }
+}
+
+/// Runs the parser a row names on a fixture, the way its unit tests did: on the ANSI-stripped
+/// text, except the JUnit XML reader (raw XML) and unittest (a command of one runner).
+fn parse_with(parser: &str, text: &str) -> Result<Option<gs_model::TestCounts>, String> {
+    let clean = text::clean(text);
+    Ok(match parser {
+        "bun" => bun::parse(&clean),
+        "cargo" => cargo::parse(&clean),
+        "deno" => deno::parse(&clean),
+        "go" => go::parse(&clean),
+        "jest" => js::parse_jest(&clean),
+        "vitest" => js::parse_vitest(&clean),
+        "junit" => junit::parse(text),
+        "mocha" => mocha::parse(&clean),
+        "nextest" => nextest::parse(&clean),
+        "phpunit" => phpunit::parse(&clean),
+        "pytest" => pytest::parse(&clean),
+        "rspec" => rspec::parse(&clean),
+        "tap" => tap::parse(&clean),
+        "unittest" => unittest::parse(&clean, 1),
+        _ => return Err(format!("unknown parser {parser:?}")),
+    })
+}
+
+/// A row's `counts` in [`testutil::counts`] order; a count left out is None.
+fn expected_counts(want: &serde_json::Value) -> Result<[Option<u64>; 5], String> {
+    let want = want
+        .as_object()
+        .ok_or("`counts` is neither an object nor null")?;
+    unknown_fields(want, &COUNT_FIELDS)?;
+    let mut out = [None; 5];
+    for (slot, field) in out.iter_mut().zip(COUNT_FIELDS) {
+        *slot = match want.get(field) {
+            None | Some(serde_json::Value::Null) => None,
+            Some(n) => Some(n.as_u64().ok_or(format!("`{field}` is not a count"))?),
+        };
+    }
+    Ok(out)
+}
+
+/// "passed 2, failed 0, skipped -, ..." (`-`: None).
+fn show_counts(c: &[Option<u64>; 5]) -> String {
+    COUNT_FIELDS
+        .iter()
+        .zip(c)
+        .map(|(field, n)| match n {
+            Some(n) => format!("{field} {n}"),
+            None => format!("{field} -"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Compares the failures found with a row's, in order: as many, each matching every field its
+/// entry gives (an empty entry matches any failure).
+fn check_failures(
+    want: &[serde_json::Value],
+    found: &[gs_model::Failure],
+) -> Result<Vec<String>, String> {
+    let mut why = Vec::new();
+    if want.len() != found.len() {
+        let names: Vec<&str> = found.iter().map(|f| f.name.as_str()).collect();
+        why.push(format!(
+            "  expected {} failure(s), found {}: {names:?}",
+            want.len(),
+            found.len()
+        ));
+    }
+    for (i, (want, found)) in want.iter().zip(found).enumerate() {
+        let want = want
+            .as_object()
+            .ok_or(format!("failure {i} is not an object"))?;
+        unknown_fields(want, &FAILURE_FIELDS)?;
+        for field in FAILURE_FIELDS {
+            let Some(w) = want.get(field) else { continue };
+            let w = w
+                .as_str()
+                .ok_or(format!("failure {i}: `{field}` is not a string"))?;
+            let (of, f) = if field.starts_with("name") {
+                ("name", found.name.as_str())
+            } else {
+                ("message", found.message.as_str())
+            };
+            let ok = match field {
+                "name" | "message" => f == w,
+                "name_prefix" | "message_prefix" => f.starts_with(w),
+                "message_suffix" => f.ends_with(w),
+                _ => f.contains(w),
+            };
+            if !ok {
+                why.push(format!(
+                    "  failure {i} {of}:\n    expected {field} {w:?}\n    found    {f:?}"
+                ));
+            }
+        }
+    }
+    Ok(why)
+}
+
+/// Fails on a field a table object may not have (a typo would otherwise check nothing).
+fn unknown_fields(
+    object: &serde_json::Map<String, serde_json::Value>,
+    known: &[&str],
+) -> Result<(), String> {
+    match object.keys().find(|k| !known.contains(&k.as_str())) {
+        Some(k) => Err(format!("unknown field `{k}` (known: {})", known.join(", "))),
+        None => Ok(()),
+    }
+}
+
+/// The fixture files under `dir`, as paths relative to it with `/`; not the READMEs nor the
+/// table.
+fn fixture_files(dir: &std::path::Path, prefix: &str) -> Vec<String> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("the fixture directory") {
+        let entry = entry.expect("a fixture directory entry");
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let rel = format!("{prefix}{name}");
+        if entry.file_type().expect("a file type").is_dir() {
+            files.extend(fixture_files(&entry.path(), &format!("{rel}/")));
+        } else if name != "README.md" && rel != TABLE {
+            files.push(rel);
+        }
+    }
+    files.sort();
+    files
 }
 
 #[test]
