@@ -5,6 +5,7 @@
 pub mod analysis;
 pub mod config;
 pub mod experiment;
+mod handle;
 pub mod home;
 pub mod intake;
 pub mod locate;
@@ -18,6 +19,7 @@ use gs_config::{ConfigError, Layers, Paths};
 use gs_git::GitError;
 use gs_store::{Index, StoreError};
 pub use gs_util::{hint::Hinted, hint::Message};
+pub use handle::Repo;
 
 /// What a use-case reports when it cannot do its job. `Display` is the one line (problem, then
 /// its fixes) that records and events keep; [`Hinted`] gives the two apart for the faces.

@@ -10,7 +10,7 @@ pub mod setup;
 pub mod testcov;
 
 use crate::app::records::results::{self, NoteReader};
-use crate::app::{Context, Result};
+use crate::app::{Context, Repo, Result};
 use gs_config::Config;
 use gs_git as git;
 use gs_git::ObjectId;
@@ -123,13 +123,12 @@ pub fn check_ahead(ctx: &Context, repo: &gs_git::Repository) {
 }
 
 pub fn run_commits(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
+    at: Repo<'_>,
     commits: &[ObjectId],
     opts: &RunOptions<'_>,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Outcome> {
+    let Repo { ctx, repo, row } = at;
     let mut along = Along {
         reader: NoteReader::new(repo)?,
         sandbox: std::cell::OnceCell::new(),
@@ -161,7 +160,7 @@ pub fn run_commits(
         if opts.unnoted {
             results::index_only(ctx, row, to_write)?;
         } else {
-            results::write(ctx, repo, row, to_write)?;
+            results::write(at, to_write)?;
         }
         kept_attempts.extend(pending.keep(ctx, row)?);
         written.append(to_write);
@@ -185,10 +184,9 @@ pub fn run_commits(
             along.read_ahead(ctx, row, &commits[index..])?;
         }
         let info = git::commit_info(repo, commit)?;
-        let (mut record, mut source) = run_one(ctx, repo, row, &info, opts, &mut along)?;
+        let (mut record, mut source) = run_one(at, &info, opts, &mut along)?;
         if opts.retry_flaky > 0 && !trial && record.status == Status::Failed {
-            (record, source) =
-                flaky::retry_flaky(ctx, repo, row, &info, opts, &mut along, record, source)?;
+            (record, source) = flaky::retry_flaky(at, &info, opts, &mut along, record, source)?;
         }
         // What this machine made, it vouches for (and signs when it writes the note).
         if source == Source::Made {
@@ -259,7 +257,7 @@ pub fn run_commits(
     // wrote: put it back before reporting success.
     let mut restored = 0;
     for _ in 0..3 * usize::from(!opts.unnoted) {
-        let n = results::rewrite_missing(ctx, repo, row, &written, false)?;
+        let n = results::rewrite_missing(at, &written, false)?;
         restored += n;
         if n == 0 {
             break;

@@ -1,5 +1,5 @@
 use super::{cwd, print_json, ui, CmdResult, CommandError};
-use crate::app::{experiment::bisect, repo::session::Session, select};
+use crate::app::{experiment::bisect, repo::session::Session, select, Repo};
 
 /// Find the first commit where the run (or one test) went from passing to failing, on BAD's
 /// first-parent line, from the stored results first, running only what a binary search still
@@ -41,7 +41,11 @@ pub fn cmd_bisect(args: BisectArgs) -> CmdResult {
         refname: refname.as_deref(),
         test: args.test.as_deref(),
     };
-    let b = bisect::bisect(&ctx, &repo, &row, &ask, &gix::interrupt::IS_INTERRUPTED)?;
+    let b = bisect::bisect(
+        Repo::new(&ctx, &repo, &row),
+        &ask,
+        &gix::interrupt::IS_INTERRUPTED,
+    )?;
     if args.json {
         print_json(&b);
         return Ok(0);

@@ -1,5 +1,5 @@
 use super::{cwd, experiment::print_evaluation, print_json, CmdResult};
-use crate::app::{experiment::eval, repo::repos, repo::session::Session};
+use crate::app::{experiment::eval, repo::repos, repo::session::Session, Repo};
 use gs_model::Recommendation;
 
 /// Evaluate an experiment against production (criteria and a recommendation).
@@ -24,9 +24,7 @@ pub fn cmd_eval(args: EvalArgs) -> CmdResult {
     let Session { ctx, repo, row } = Session::open(&cwd()?)?;
     let _ = gix::interrupt::init_handler_default(1);
     let ev = eval::evaluate(
-        &ctx,
-        &repo,
-        &row,
+        Repo::new(&ctx, &repo, &row),
         &args.name,
         gs_model::Trigger::Manual,
         &gix::interrupt::IS_INTERRUPTED,

@@ -1,5 +1,5 @@
 use super::{cwd, print_json, ui, CmdResult};
-use crate::app::{experiment::experiments, repo::repos, repo::session::Session};
+use crate::app::{experiment::experiments, repo::repos, repo::session::Session, Repo};
 use gs_model::{Evaluation, RunRecord};
 use gs_util::time;
 
@@ -78,7 +78,7 @@ fn cmd_budget(args: BudgetArgs) -> CmdResult {
     repos::check_name(&args.name)?;
     let Session { ctx, repo, row } = Session::open(&cwd()?)?;
     let value = Some(args.budget.as_str()).filter(|b| *b != "none");
-    let b = experiments::set_budget(&ctx, &repo, &row, &args.name, value)?;
+    let b = experiments::set_budget(Repo::new(&ctx, &repo, &row), &args.name, value)?;
     if args.json {
         print_json(&serde_json::json!({"experiment": args.name, "budget": b}));
         return Ok(0);
@@ -131,9 +131,7 @@ fn cmd_start(args: StartArgs) -> CmdResult {
         None => None,
     };
     let started = experiments::start(
-        &ctx,
-        &repo,
-        &row,
+        Repo::new(&ctx, &repo, &row),
         &args.name,
         args.hypothesis.as_deref(),
         args.from.as_deref(),
@@ -170,7 +168,7 @@ fn age(at: &str) -> String {
 
 fn cmd_list(args: ListArgs) -> CmdResult {
     let Session { ctx, repo, row } = Session::open(&cwd()?)?;
-    let all = experiments::list(&ctx, &repo, &row)?;
+    let all = experiments::list(Repo::new(&ctx, &repo, &row))?;
     if args.json {
         print_json(&serde_json::json!({ "experiments": all, "total": all.len() }));
         return Ok(0);
@@ -204,7 +202,7 @@ fn cmd_list(args: ListArgs) -> CmdResult {
 fn cmd_show(args: ShowArgs) -> CmdResult {
     repos::check_name(&args.name)?;
     let Session { ctx, repo, row } = Session::open(&cwd()?)?;
-    let d = experiments::show(&ctx, &repo, &row, &args.name)?;
+    let d = experiments::show(Repo::new(&ctx, &repo, &row), &args.name)?;
     if args.json {
         print_json(&d);
         return Ok(0);

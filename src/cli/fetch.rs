@@ -1,5 +1,5 @@
 use super::{cwd, print_json, ui, CmdResult};
-use crate::app::{intake::fetch, repo::session::Session};
+use crate::app::{intake::fetch, repo::session::Session, Repo};
 
 /// Bring a remote's branches and results here, merging its notes into ours and indexing them.
 ///
@@ -19,7 +19,7 @@ pub struct FetchArgs {
 
 pub fn cmd_fetch(args: FetchArgs) -> CmdResult {
     let Session { ctx, repo, row } = Session::open(&cwd()?)?;
-    let f = fetch::fetch(&ctx, &repo, &row, args.remote.as_deref())?;
+    let f = fetch::fetch(Repo::new(&ctx, &repo, &row), args.remote.as_deref())?;
     if args.json {
         print_json(&f);
     } else {

@@ -1,5 +1,5 @@
 use super::{cwd, print_json, CmdResult};
-use crate::app::{experiment::experiments, repo::repos, repo::session::Session};
+use crate::app::{experiment::experiments, repo::repos, repo::session::Session, Repo};
 
 /// Kill an experiment: archive its branch and mark it killed.
 ///
@@ -22,7 +22,7 @@ pub struct KillArgs {
 pub fn cmd_kill(args: KillArgs) -> CmdResult {
     repos::check_name(&args.name)?;
     let Session { ctx, repo, row } = Session::open(&cwd()?)?;
-    let k = experiments::kill(&ctx, &repo, &row, &args.name, args.delete)?;
+    let k = experiments::kill(Repo::new(&ctx, &repo, &row), &args.name, args.delete)?;
     if args.json {
         print_json(&k);
     } else {

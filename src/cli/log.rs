@@ -1,5 +1,5 @@
 use super::{cwd, print_json, ui, CmdResult};
-use crate::app::{records::results, repo::session::Session};
+use crate::app::{records::results, repo::session::Session, Repo};
 
 /// One line per commit with its result, like `git log --oneline` with ✔/✘, counts and duration,
 /// in `git log`'s order.
@@ -27,8 +27,12 @@ pub struct LogArgs {
 pub fn cmd_log(args: LogArgs) -> CmdResult {
     let Session { ctx, repo, row } = Session::open(&cwd()?)?;
     super::notice_hooks(&repo);
-    let (entries, warning) =
-        results::history(&ctx, &repo, &row, &args.revs, args.all, args.max_count)?;
+    let (entries, warning) = results::history(
+        Repo::new(&ctx, &repo, &row),
+        &args.revs,
+        args.all,
+        args.max_count,
+    )?;
     if entries.is_empty() {
         eprintln!("{}: no commits", ui::revisions(&args.revs, args.all));
     }

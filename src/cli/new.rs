@@ -1,5 +1,5 @@
 use super::{print_json, CmdResult};
-use crate::app::{intake::notify, repo::repos, Context};
+use crate::app::{intake::notify, repo::repos, Context, Repo};
 use std::path::PathBuf;
 
 /// Create an experiment repository: template files, initial commit, hooks, registration.
@@ -47,9 +47,7 @@ pub fn cmd_new(args: NewArgs) -> CmdResult {
     let github = if args.github {
         let repo = gs_git::open(std::path::Path::new(&created.repo.path))?;
         Some(crate::app::publish::github::connect(
-            &ctx,
-            &repo,
-            &created.repo,
+            Repo::new(&ctx, &repo, &created.repo),
             args.org.as_deref(),
             args.public,
         )?)

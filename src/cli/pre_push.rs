@@ -1,5 +1,5 @@
 use super::{cwd, ui, CmdResult};
-use crate::app::{intake::gate, repo::session::Session, Context};
+use crate::app::{intake::gate, repo::session::Session, Context, Repo};
 use std::io::Read;
 
 /// The pre-push gate, run by the pre-push hook `git sandbox init` installs: reads git's
@@ -27,7 +27,7 @@ pub fn cmd_pre_push(args: PrePushArgs) -> CmdResult {
     // config), it says so and lets the push through.
     let judged = Context::load().and_then(|ctx| {
         let Session { ctx, repo, row } = Session::within(ctx, &dir)?;
-        let tips = gate::judge(&ctx, &repo, &row, &args.remote, &updates)?;
+        let tips = gate::judge(Repo::new(&ctx, &repo, &row), &args.remote, &updates)?;
         Ok((repo, tips))
     });
     let (repo, tips) = match judged {

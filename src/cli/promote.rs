@@ -1,7 +1,7 @@
 use super::{cwd, print_json, ui, CmdResult, CommandError};
 use crate::app::experiment::promote::{promote, PromoteOptions};
 use crate::app::experiment::pull_request;
-use crate::app::{repo::repos, repo::session::Session};
+use crate::app::{repo::repos, repo::session::Session, Repo};
 
 /// Promote an experiment: merge it into the production branch and mark it promoted.
 ///
@@ -82,9 +82,7 @@ pub fn cmd_promote(args: PromoteArgs) -> CmdResult {
             .hint("promote with --strategy merge or ff to watch, or leave out --watch"));
         }
         let pr = pull_request::open(
-            &ctx,
-            &repo,
-            &row,
+            Repo::new(&ctx, &repo, &row),
             &args.name,
             &opts,
             args.dry_run,
@@ -114,9 +112,7 @@ pub fn cmd_promote(args: PromoteArgs) -> CmdResult {
         return Ok(0);
     }
     let p = promote(
-        &ctx,
-        &repo,
-        &row,
+        Repo::new(&ctx, &repo, &row),
         &args.name,
         &opts,
         &gix::interrupt::IS_INTERRUPTED,

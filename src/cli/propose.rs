@@ -1,5 +1,5 @@
 use super::{cwd, print_json, ui, CmdResult};
-use crate::app::{experiment::propose, repo::session::Session};
+use crate::app::{experiment::propose, repo::session::Session, Repo};
 
 /// Evaluate every active experiment against production (running what has no result yet) and
 /// list those whose verdict meets `[promote] minimum`, best first. With --promote, promote them
@@ -20,9 +20,7 @@ pub fn cmd_propose(args: ProposeArgs) -> CmdResult {
     let Session { ctx, repo, row } = Session::open(&cwd()?)?;
     let _ = gix::interrupt::init_handler_default(1);
     let p = propose::propose(
-        &ctx,
-        &repo,
-        &row,
+        Repo::new(&ctx, &repo, &row),
         args.promote,
         &gix::interrupt::IS_INTERRUPTED,
     )?;

@@ -1,5 +1,5 @@
 use super::{cwd, print_json, ui, CmdResult};
-use crate::app::{publish::remote, repo::session::Session};
+use crate::app::{publish::remote, repo::session::Session, Repo};
 
 /// Send the watched branches and the results (`refs/notes/sandbox*`, `refs/sandbox/*`) to a remote.
 ///
@@ -22,7 +22,11 @@ pub struct PushArgs {
 
 pub fn cmd_push(args: PushArgs) -> CmdResult {
     let Session { ctx, repo, row } = Session::open(&cwd()?)?;
-    let p = remote::push(&ctx, &repo, &row, args.remote.as_deref(), args.notes_only)?;
+    let p = remote::push(
+        Repo::new(&ctx, &repo, &row),
+        args.remote.as_deref(),
+        args.notes_only,
+    )?;
     if args.json {
         print_json(&p);
     } else {

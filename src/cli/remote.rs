@@ -1,5 +1,5 @@
 use super::{cwd, print_json, CmdResult};
-use crate::app::{publish::github, repo::repos, repo::session::Session};
+use crate::app::{publish::github, repo::repos, repo::session::Session, Repo};
 
 /// Connect a repository to GitHub.
 ///
@@ -35,7 +35,7 @@ pub fn cmd_remote(args: RemoteArgs) -> CmdResult {
         repos::check_name(o)?;
     }
     let Session { ctx, repo, row } = Session::open(&cwd()?)?;
-    let c = github::connect(&ctx, &repo, &row, org.as_deref(), public)?;
+    let c = github::connect(Repo::new(&ctx, &repo, &row), org.as_deref(), public)?;
     if json {
         print_json(&c);
     } else if let Some(url) = &c.html_url {

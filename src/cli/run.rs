@@ -2,7 +2,7 @@ use super::{cwd, print_json, ui, CmdResult, CommandError};
 use crate::app::records::explain::Decision;
 use crate::app::run::{run_commits, run_commits_parallel, Progress, RunOptions};
 use crate::app::Context;
-use crate::app::{repo::session::Session, select};
+use crate::app::{repo::session::Session, select, Repo};
 use gs_config::ConfigFile;
 use gs_git::revs::Walk;
 use gs_model::{Status, Trigger};
@@ -108,10 +108,20 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
     }
     let refname = select::branch_named(&repo, &args.revs, args.all);
     if args.explain_cache {
-        return explain_cache(&ctx, &repo, &row, &commits, refname.as_deref(), args.json);
+        return explain_cache(
+            Repo::new(&ctx, &repo, &row),
+            &commits,
+            refname.as_deref(),
+            args.json,
+        );
     }
     if args.explain_selection {
-        return explain_selection(&ctx, &repo, &row, &commits, refname.as_deref(), args.json);
+        return explain_selection(
+            Repo::new(&ctx, &repo, &row),
+            &commits,
+            refname.as_deref(),
+            args.json,
+        );
     }
     let _ = gix::interrupt::init_handler_default(1);
     // On stderr, with --json too: it is progress, told the moment it is known.
@@ -208,7 +218,12 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
             std::sync::Mutex::new(&mut on_progress);
         run_commits_parallel(&dir, &row, &commits, &opts, jobs, &progress)?
     } else {
-        run_commits(&ctx, &repo, &row, &commits, &opts, &mut on_progress)?
+        run_commits(
+            Repo::new(&ctx, &repo, &row),
+            &commits,
+            &opts,
+            &mut on_progress,
+        )?
     };
     // Lines still waiting for a commit that was never done (interrupted).
     flush(true);
@@ -236,16 +251,14 @@ fn trial_flags(args: &RunArgs) -> Result<ConfigFile, CommandError> {
 /// `run --explain-cache`: for each commit, whether its result stands, is served or would be
 /// made, and why.
 fn explain_cache(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &gs_store::RepoRow,
+    at: Repo<'_>,
     commits: &[gs_git::ObjectId],
     refname: Option<&str>,
     json: bool,
 ) -> CmdResult {
     let mut all = Vec::new();
     for &c in commits {
-        let e = crate::app::records::explain::explain(ctx, repo, row, c, refname)?;
+        let e = crate::app::records::explain::explain(at, c, refname)?;
         if !json {
             let what = match (e.decision, &e.from) {
                 (Decision::Own, _) => "keeps its own result".to_string(),
@@ -270,16 +283,14 @@ fn explain_cache(
 
 /// `run --explain-selection`: for each commit, which tests phase one would run, and why.
 fn explain_selection(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &gs_store::RepoRow,
+    at: Repo<'_>,
     commits: &[gs_git::ObjectId],
     refname: Option<&str>,
     json: bool,
 ) -> CmdResult {
     let mut all = Vec::new();
     for &c in commits {
-        let e = crate::app::run::selection::explain(ctx, repo, row, c, refname)?;
+        let e = crate::app::run::selection::explain(at, c, refname)?;
         if !json {
             print!("{}", explained_text(&e));
         }

@@ -1,5 +1,5 @@
 use super::{cwd, print_json, ui, CmdResult, CommandError};
-use crate::app::{records::results, repo::session::Session, Context};
+use crate::app::{records::results, repo::session::Session, Context, Repo};
 use gs_model::{Attempt, RunRecord};
 use std::fmt::Write;
 
@@ -32,7 +32,7 @@ pub fn cmd_show(args: ShowArgs) -> CmdResult {
     let rev = args.rev.as_deref().unwrap_or("HEAD");
     let commit = gs_git::resolve_commit(&repo, rev)?;
     let mut reader = results::NoteReader::new(&repo)?;
-    let found = results::find_record(&ctx, &repo, &row, &mut reader, commit)?;
+    let found = results::find_record(Repo::new(&ctx, &repo, &row), &mut reader, commit)?;
     if let Some(w) = reader.warning() {
         eprintln!("warning: {w}");
     }

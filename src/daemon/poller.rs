@@ -4,7 +4,7 @@
 //! its error changes (not on every poll) and recorded as an event.
 
 use super::supervise::{Body, Life};
-use crate::app::{intake::fetch, Context};
+use crate::app::{intake::fetch, Context, Repo};
 use gs_model::EventKind;
 use std::collections::HashMap;
 use std::path::Path;
@@ -40,7 +40,7 @@ fn poll_one(
     row: &gs_store::RepoRow,
     last_error: &mut HashMap<String, String>,
 ) {
-    match fetch::poll(ctx, repo, row) {
+    match fetch::poll(Repo::new(ctx, repo, row)) {
         Ok(p) => {
             last_error.remove(&row.repository_id);
             if p.queued > 0 {

@@ -3,7 +3,7 @@
 //! packs the repository's loose refs when there are many.
 
 use super::log;
-use crate::app::{intake::lost_notes, intake::notify, AppError, Context};
+use crate::app::{intake::lost_notes, intake::notify, AppError, Context, Repo};
 use gs_model::EventKind;
 use gs_store::RepoRow;
 use std::collections::HashMap;
@@ -24,7 +24,7 @@ pub fn scan(ctx: &Context, row: &RepoRow, full: bool, looked: &mut Looked) {
             }
             if full {
                 let seen = looked.get(&row.repository_id).copied();
-                let ((restored, requeued), now) = lost_notes::restore(ctx, &repo, row, seen)?;
+                let ((restored, requeued), now) = lost_notes::restore(Repo::new(ctx, &repo, row), seen)?;
                 looked.insert(row.repository_id.clone(), now);
                 if restored > 0 && ctx.index.is_shared() {
                     log(&format!(

@@ -5,6 +5,7 @@
 use super::{blocking, repository, ApiError, ApiResult, Web};
 use crate::app::experiment::promote::{promote, PromoteOptions};
 use crate::app::repo::tokens::Role;
+use crate::app::Repo;
 use crate::app::{
     experiment::compare, experiment::eval, experiment::experiments, intake::notify, intake::queue,
     records::logs, records::results, records::summary, records::views, repo::repos,
@@ -168,7 +169,7 @@ fn experiment_of(
     name: &str,
 ) -> ApiResult<()> {
     name_ok(name)?;
-    experiments::find(ctx, repo, row, name)?;
+    experiments::find(Repo::new(ctx, repo, row), name)?;
     Ok(())
 }
 
@@ -181,7 +182,7 @@ async fn experiment(
     blocking(move |ctx| {
         let (repo, row) = repository(ctx, &key)?;
         experiment_of(ctx, &repo, &row, &name)?;
-        let d = experiments::show(ctx, &repo, &row, &name)?;
+        let d = experiments::show(Repo::new(ctx, &repo, &row), &name)?;
         Ok(Json(serde_json::to_value(&d).unwrap_or_default()))
     })
     .await
@@ -197,7 +198,12 @@ async fn experiment_eval(
         let (repo, row) = repository(ctx, &key)?;
         experiment_of(ctx, &repo, &row, &name)?;
         let stop = std::sync::atomic::AtomicBool::new(false);
-        let ev = eval::evaluate(ctx, &repo, &row, &name, gs_model::Trigger::Api, &stop)?;
+        let ev = eval::evaluate(
+            Repo::new(ctx, &repo, &row),
+            &name,
+            gs_model::Trigger::Api,
+            &stop,
+        )?;
         Ok(Json(serde_json::to_value(&ev).unwrap_or_default()))
     })
     .await
@@ -255,7 +261,7 @@ pub async fn promote_now(
             .hint("pass strategy merge or ff, or run `git sandbox promote NAME --strategy pull-request`"));
         }
         let stop = std::sync::atomic::AtomicBool::new(false);
-        let p = promote(ctx, &repo, &row, &name, &opts, &stop)?;
+        let p = promote(Repo::new(ctx, &repo, &row), &name, &opts, &stop)?;
         Ok(serde_json::to_value(&p).unwrap_or_default())
     })
     .await
@@ -285,7 +291,7 @@ pub async fn kill_now(key: String, name: String, delete: bool) -> ApiResult<Valu
     blocking(move |ctx| {
         let (repo, row) = repository(ctx, &key)?;
         experiment_of(ctx, &repo, &row, &name)?;
-        let k = experiments::kill(ctx, &repo, &row, &name, delete)?;
+        let k = experiments::kill(Repo::new(ctx, &repo, &row), &name, delete)?;
         Ok(serde_json::to_value(&k).unwrap_or_default())
     })
     .await
@@ -309,7 +315,7 @@ async fn commit(
         let (repo, row) = repository(ctx, &key)?;
         let c = commit_of(&repo, &sha)?;
         let mut reader = results::NoteReader::new(&repo)?;
-        match results::find_evidence(ctx, &repo, &row, &mut reader, c)? {
+        match results::find_evidence(Repo::new(ctx, &repo, &row), &mut reader, c)? {
             Some(r) => Ok(Json(serde_json::to_value(&r).unwrap_or_default())),
             None => Err(ApiError::not_found(format!(
                 "{} has no result yet",
@@ -416,13 +422,16 @@ async fn request_run(
     blocking(move |ctx| {
         let (repo, row) = repository(ctx, &b.repo)?;
         let (commit, refname) = compare::resolve(&repo, &b.revision)?;
-        let mut r = queue::request(ctx, &repo, &row, commit, refname.as_deref(), Trigger::Api)?;
+        let mut r = queue::request(
+            Repo::new(ctx, &repo, &row),
+            commit,
+            refname.as_deref(),
+            Trigger::Api,
+        )?;
         if let Some((until, timeout)) = wait.filter(|_| !r.cached) {
             let never = std::sync::atomic::AtomicBool::new(false);
             r.standing = queue::wait(
-                ctx,
-                &repo,
-                &row,
+                Repo::new(ctx, &repo, &row),
                 commit,
                 refname.as_deref(),
                 timeout,

@@ -9,6 +9,7 @@ mod args;
 mod budget;
 mod tools;
 
+use crate::app::Repo;
 use crate::app::{
     intake::queue, repo::repos, repo::session::Session, AppError, Context, ErrorKind, Hinted,
 };
@@ -281,10 +282,13 @@ impl Server {
             crate::app::experiment::compare::resolve(&repo, rev).map_err(|e| protocol_error(&e))?;
         let mut reader =
             crate::app::records::results::NoteReader::new(&repo).map_err(|e| protocol_error(&e))?;
-        let record =
-            crate::app::records::results::find_evidence(&ctx, &repo, &row, &mut reader, commit)
-                .map_err(|e| protocol_error(&e))?
-                .ok_or_else(|| not_found(format!("{rev} has no result yet")))?;
+        let record = crate::app::records::results::find_evidence(
+            Repo::new(&ctx, &repo, &row),
+            &mut reader,
+            commit,
+        )
+        .map_err(|e| protocol_error(&e))?
+        .ok_or_else(|| not_found(format!("{rev} has no result yet")))?;
         match kind {
             "result" => Ok(ReadResourceResult::new(vec![ResourceContents::text(
                 serde_json::to_string_pretty(&record).expect("records serialize"),

@@ -7,6 +7,7 @@ use super::budget::{self, fit};
 use crate::app::experiment::promote::{promote, PromoteOptions};
 use crate::app::intake::queue::{self, Standing};
 use crate::app::records::summary::Summary;
+use crate::app::Repo;
 use crate::app::{
     analysis::metrics, experiment::compare, experiment::eval, experiment::experiments,
     records::failures, records::logs, records::views, repo::repos, run::exec, AppError, Context,
@@ -181,9 +182,7 @@ fn experiment_start(c: &Call<'_>, a: StartArgs) -> Answer {
         ));
     }
     let s = experiments::start(
-        c.ctx,
-        c.repo,
-        c.row,
+        Repo::new(c.ctx, c.repo, c.row),
         &a.name,
         a.hypothesis.as_deref(),
         a.base.as_deref(),
@@ -205,7 +204,7 @@ fn queue_of(c: &Call<'_>) -> Result<std::collections::BTreeMap<String, (u64, u64
 }
 
 fn experiment_list(c: &Call<'_>, _: NoArgs) -> Answer {
-    let all = experiments::list(c.ctx, c.repo, c.row)?;
+    let all = experiments::list(Repo::new(c.ctx, c.repo, c.row))?;
     let queued = queue_of(c)?;
     let now = time::now_millis();
     let rows: Vec<Value> = all
@@ -249,7 +248,7 @@ fn flaky_list(c: &Call<'_>, _: NoArgs) -> Answer {
 
 fn experiment_status(c: &Call<'_>, a: NameArgs) -> Answer {
     name_ok(&a.name)?;
-    let d = experiments::show(c.ctx, c.repo, c.row, &a.name)?;
+    let d = experiments::show(Repo::new(c.ctx, c.repo, c.row), &a.name)?;
     let (pending, running) = queue_of(c)?
         .get(&experiments::branch_ref(&a.name))
         .copied()
@@ -279,9 +278,7 @@ fn experiment_status(c: &Call<'_>, a: NameArgs) -> Answer {
 fn run_request(c: &Call<'_>, a: RequestArgs) -> Answer {
     let (commit, refname) = resolve(c, &a.revision)?;
     let r = queue::request(
-        c.ctx,
-        c.repo,
-        c.row,
+        Repo::new(c.ctx, c.repo, c.row),
         commit,
         refname.as_deref(),
         Trigger::Mcp,
@@ -308,9 +305,7 @@ fn run_wait(c: &Call<'_>, a: WaitArgs) -> Answer {
         ));
     }
     let s = queue::wait(
-        c.ctx,
-        c.repo,
-        c.row,
+        Repo::new(c.ctx, c.repo, c.row),
         commit,
         refname.as_deref(),
         Duration::from_secs(secs),
@@ -324,7 +319,11 @@ fn run_wait(c: &Call<'_>, a: WaitArgs) -> Answer {
 fn record_of(c: &Call<'_>, rev: &str) -> Result<(gix::ObjectId, RunRecord), CallError> {
     let (commit, _) = resolve(c, rev)?;
     let mut reader = crate::app::records::results::NoteReader::new(c.repo)?;
-    match crate::app::records::results::find_evidence(c.ctx, c.repo, c.row, &mut reader, commit)? {
+    match crate::app::records::results::find_evidence(
+        Repo::new(c.ctx, c.repo, c.row),
+        &mut reader,
+        commit,
+    )? {
         Some(r) => Ok((commit, r)),
         None => Err(CallError::App(
             AppError::usage(format!("{} has no result yet", short(&commit.to_string())))
@@ -350,7 +349,7 @@ fn result_get(c: &Call<'_>, a: ResultArgs) -> Answer {
 fn failures_list(c: &Call<'_>, a: FailuresArgs) -> Answer {
     let limit = positive("failures_list", "limit", a.limit, 10)?;
     let (commit, r) = record_of(c, &a.revision)?;
-    let f = failures::of(c.ctx, c.repo, c.row, commit, &r)?;
+    let f = failures::of(Repo::new(c.ctx, c.repo, c.row), commit, &r)?;
     let offset = a.offset.unwrap_or(0);
     let budget = budget::budget(a.detail);
     let mut v = json!({
@@ -473,7 +472,12 @@ fn compare_tool(c: &Call<'_>, a: CompareArgs) -> Answer {
 
 fn experiment_eval(c: &Call<'_>, a: NameArgs) -> Answer {
     name_ok(&a.name)?;
-    let ev = eval::evaluate(c.ctx, c.repo, c.row, &a.name, Trigger::Mcp, c.interrupt)?;
+    let ev = eval::evaluate(
+        Repo::new(c.ctx, c.repo, c.row),
+        &a.name,
+        Trigger::Mcp,
+        c.interrupt,
+    )?;
     Ok(fit(
         json!({
             "experiment": ev.experiment,
@@ -512,7 +516,7 @@ fn experiment_promote(c: &Call<'_>, a: PromoteArgs) -> Answer {
                 .hint("pass strategy: merge or ff, or run `git sandbox promote NAME --strategy pull-request`"),
         ));
     }
-    let p = promote(c.ctx, c.repo, c.row, &a.name, &opts, c.interrupt)?;
+    let p = promote(Repo::new(c.ctx, c.repo, c.row), &a.name, &opts, c.interrupt)?;
     Ok(fit(
         json!({
             "experiment": p.experiment,
@@ -533,7 +537,7 @@ fn experiment_promote(c: &Call<'_>, a: PromoteArgs) -> Answer {
 
 fn experiment_kill(c: &Call<'_>, a: KillArgs) -> Answer {
     name_ok(&a.name)?;
-    let k = experiments::kill(c.ctx, c.repo, c.row, &a.name, a.delete)?;
+    let k = experiments::kill(Repo::new(c.ctx, c.repo, c.row), &a.name, a.delete)?;
     Ok(serde_json::to_value(&k).expect("kills serialize"))
 }
 

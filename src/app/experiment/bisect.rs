@@ -4,10 +4,9 @@
 //! commits it still needs. An `error` result says nothing either way: its neighbour is tried.
 
 use crate::app::run::{run_commits, RunOptions};
-use crate::app::{records::results, AppError, Context, Result};
+use crate::app::{records::results, AppError, Repo, Result};
 use gs_git::ObjectId;
 use gs_model::{RunRecord, Status, Trigger};
-use gs_store::RepoRow;
 use serde::Serialize;
 use std::sync::atomic::AtomicBool;
 
@@ -88,13 +87,8 @@ pub struct Ask<'a> {
 }
 
 /// Find the first bad commit between good and bad.
-pub fn bisect(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
-    ask: &Ask<'_>,
-    interrupt: &AtomicBool,
-) -> Result<Bisection> {
+pub fn bisect(at: Repo<'_>, ask: &Ask<'_>, interrupt: &AtomicBool) -> Result<Bisection> {
+    let Repo { repo, .. } = at;
     let Ask {
         good,
         bad,
@@ -108,7 +102,7 @@ pub fn bisect(
                  runs: &mut usize,
                  known: &mut usize|
      -> Result<(Verdict, Option<RunRecord>)> {
-        if let Some(r) = results::current_record(ctx, repo, row, c, refname)? {
+        if let Some(r) = results::current_record(at, c, refname)? {
             *known += 1;
             return Ok((verdict(&r, test), Some(r)));
         }
@@ -116,7 +110,7 @@ pub fn bisect(
             probe: true,
             ..RunOptions::new(Trigger::Manual, refname.map(str::to_string), interrupt)
         };
-        let outcome = run_commits(ctx, repo, row, &[c], &opts, &mut |_| {})?;
+        let outcome = run_commits(at, &[c], &opts, &mut |_| {})?;
         if outcome.interrupted {
             return Err(AppError::usage("bisect interrupted")
                 .hint("run it again: the results made so far are kept"));
@@ -176,7 +170,7 @@ pub fn bisect(
             // The nearest ancestor whose stored result is good.
             let all = line_from(None)?;
             let found = all.iter().rev().skip(1).find_map(|&c| {
-                let r = results::current_record(ctx, repo, row, c, refname).ok()??;
+                let r = results::current_record(at, c, refname).ok()??;
                 (verdict(&r, test) == Verdict::Good).then_some(c)
             });
             let Some(g) = found else {
@@ -197,7 +191,7 @@ pub fn bisect(
         Default::default();
     // Stored answers narrow the range before anything runs.
     for (i, &c) in line.iter().enumerate().take(line.len() - 1) {
-        if let Some(r) = results::current_record(ctx, repo, row, c, refname)? {
+        if let Some(r) = results::current_record(at, c, refname)? {
             known += 1;
             seen.insert(i, (verdict(&r, test), Some(r)));
         }
@@ -249,7 +243,7 @@ pub fn bisect(
     let first = line[hi as usize];
     let record = match seen.remove(&(hi as usize)) {
         Some((_, r)) => r,
-        None => results::current_record(ctx, repo, row, first, refname)?,
+        None => results::current_record(at, first, refname)?,
     };
     let failure = record.as_ref().and_then(|r| {
         let failures = r.tests.as_ref()?.failures.clone();

@@ -2,7 +2,7 @@
 //! named): one row each with its result in numbers and its difference from the base's. Reads
 //! results only; a commit without one is shown as not run.
 
-use crate::app::{experiment::experiments, records::results, AppError, Context, Result};
+use crate::app::{experiment::experiments, records::results, AppError, Context, Repo, Result};
 use gs_git::ObjectId;
 use gs_model::RunRecord;
 use gs_store::RepoRow;
@@ -118,12 +118,12 @@ pub fn compare(
         }
     };
     let mut reader = results::NoteReader::new(repo)?;
-    let base_rec = results::find_evidence(ctx, repo, row_of, &mut reader, base_commit)?;
+    let base_rec = results::find_evidence(Repo::new(ctx, repo, row_of), &mut reader, base_commit)?;
     let base = row(&base_name, base_commit, base_rec.as_ref());
     let mut rows = Vec::with_capacity(targets.len());
     for t in targets {
         let (commit, _) = resolve(repo, t)?;
-        let rec = results::find_evidence(ctx, repo, row_of, &mut reader, commit)?;
+        let rec = results::find_evidence(Repo::new(ctx, repo, row_of), &mut reader, commit)?;
         let r = row(t, commit, rec.as_ref());
         let vs_base = Difference {
             passed: minus(r.passed, base.passed),
@@ -166,7 +166,7 @@ pub fn ranked(
     let config = experiments::production_config(ctx, repo)?;
     let (target, tip) = experiments::production_tip(repo, &config)?;
     let mut reader = results::NoteReader::new(repo)?;
-    let base_rec = results::find_evidence(ctx, repo, row_of, &mut reader, tip)?;
+    let base_rec = results::find_evidence(Repo::new(ctx, repo, row_of), &mut reader, tip)?;
     let base = row(&target, tip, base_rec.as_ref());
     let base_failing: Vec<String> = base_rec
         .as_ref()
@@ -175,7 +175,7 @@ pub fn ranked(
         .unwrap_or_default();
     let mut out = Vec::new();
     let mut active = std::collections::HashSet::new();
-    for o in experiments::list(ctx, repo, row_of)? {
+    for o in experiments::list(Repo::new(ctx, repo, row_of))? {
         if o.experiment.state == gs_model::State::Active {
             active.insert(o.experiment.name.clone());
         }

@@ -5,7 +5,7 @@
 use crate::app::experiment::experiments::{self, branch_ref, ref_tip};
 use crate::app::records::results;
 use crate::app::run::{run_commits, RunOptions};
-use crate::app::{AppError, Context, Result};
+use crate::app::{AppError, Context, Repo, Result};
 use gs_git as git;
 use gs_git::ObjectId;
 use gs_model::EventKind;
@@ -23,14 +23,13 @@ const EPSILON: f64 = 1e-6;
 
 /// `eval`: compare the experiment's head with the production branch's head.
 pub fn evaluate(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
+    at: Repo<'_>,
     name: &str,
     trigger: Trigger,
     interrupt: &AtomicBool,
 ) -> Result<Evaluation> {
-    let e = experiments::find(ctx, repo, row, name)?;
+    let Repo { ctx, repo, row } = at;
+    let e = experiments::find(at, name)?;
     if e.state == State::Killed {
         return Err(
             AppError::usage(format!("experiment {name:?} was killed")).hint(format!(
@@ -50,8 +49,8 @@ pub fn evaluate(
     };
     let head_ref = branch_ref(name);
     let base_ref = format!("refs/heads/{target}");
-    let mut head_rec = result_or_run(ctx, repo, row, head, &head_ref, trigger, interrupt)?;
-    let base_rec = result_or_run(ctx, repo, row, base, &base_ref, trigger, interrupt)?;
+    let mut head_rec = result_or_run(at, head, &head_ref, trigger, interrupt)?;
+    let base_rec = result_or_run(at, base, &base_ref, trigger, interrupt)?;
     let known: HashSet<String> = ctx
         .index
         .flaky_tests(&row.repository_id)?
@@ -69,7 +68,7 @@ pub fn evaluate(
                 retry_flaky: FLAKY_RETRIES,
                 ..cold(trigger, &head_ref, interrupt)
             };
-            let outcome = run_commits(ctx, repo, row, &[head], &opts, &mut |_| {})?;
+            let outcome = run_commits(at, &[head], &opts, &mut |_| {})?;
             head_rec = outcome.records.into_iter().next().or(head_rec);
         }
     }
@@ -86,7 +85,7 @@ pub fn evaluate(
         config.promote.max_coverage_drop,
         &flaky,
     );
-    record(ctx, repo, row, &ev)?;
+    record(at, &ev)?;
     Ok(ev)
 }
 
@@ -120,12 +119,8 @@ fn excused(
 }
 
 /// Keep an evaluation: the note on the experiment's head, then the index and an event.
-pub fn record(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
-    ev: &Evaluation,
-) -> Result<()> {
+pub fn record(at: Repo<'_>, ev: &Evaluation) -> Result<()> {
+    let Repo { ctx, repo, row } = at;
     let head = ObjectId::from_hex(ev.head.commit.as_bytes()).expect("sides hold full commit ids");
     let mut body = serde_json::to_vec_pretty(ev).expect("evaluations always serialize");
     body.push(b'\n');
@@ -171,19 +166,17 @@ pub fn record(
 /// left in a cache can decide a warm run's tests. The cold run is kept like any result (its
 /// writes become its branch's new cache base, as `run --clean`'s do).
 pub(crate) fn result_or_run(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
+    at: Repo<'_>,
     commit: ObjectId,
     refname: &str,
     trigger: Trigger,
     interrupt: &AtomicBool,
 ) -> Result<Option<RunRecord>> {
-    if let Some(r) = results::cold_record(ctx, repo, row, commit, Some(refname))? {
+    if let Some(r) = results::cold_record(at, commit, Some(refname))? {
         return Ok(Some(r));
     }
     let opts = cold(trigger, refname, interrupt);
-    let outcome = run_commits(ctx, repo, row, &[commit], &opts, &mut |_| {})?;
+    let outcome = run_commits(at, &[commit], &opts, &mut |_| {})?;
     Ok(outcome.records.into_iter().next())
 }
 

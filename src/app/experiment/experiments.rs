@@ -4,7 +4,7 @@
 //! state; the index follows it ([`sync`]) and `reindex` rebuilds it from the refs.
 
 use crate::app::locate::check_name;
-use crate::app::{records::results, AppError, Context, Result};
+use crate::app::{records::results, AppError, Context, Repo, Result};
 use gs_config::{parse_repository_file, Config};
 use gs_git as git;
 use gs_git::cli;
@@ -139,19 +139,15 @@ pub fn head_of(repo: &gs_git::Repository, name: &str) -> Result<Option<ObjectId>
 }
 
 /// Bring the index in line with git (see [`scan::sync`]).
-pub fn sync(ctx: &Context, repo: &gs_git::Repository, row: &RepoRow) -> Result<()> {
-    scan::sync(ctx, repo, row).map(|_| ())
+pub fn sync(at: Repo<'_>) -> Result<()> {
+    scan::sync(at).map(|_| ())
 }
 
 /// The experiment called `name`, or a not-found error naming the experiments there are.
-pub fn find(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
-    name: &str,
-) -> Result<Experiment> {
+pub fn find(at: Repo<'_>, name: &str) -> Result<Experiment> {
+    let Repo { ctx, row, .. } = at;
     check_name(name)?;
-    sync(ctx, repo, row)?;
+    sync(at)?;
     if let Some(e) = ctx.index.experiment(&row.repository_id, name)? {
         return Ok(e);
     }
@@ -184,15 +180,14 @@ pub struct Started {
 /// of it in the tree production gets. The work tree is not touched. Then the index row.
 #[allow(clippy::too_many_arguments)]
 pub fn start(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
+    at: Repo<'_>,
     name: &str,
     hypothesis: Option<&str>,
     from: Option<&str>,
     budget: Option<&str>,
     config: Option<&str>,
 ) -> Result<Started> {
+    let Repo { ctx, repo, row } = at;
     check_name(name)?;
     let budget_ms = budget.map(|b| budget_from("", b)).transpose()?;
     let config = match config {
@@ -431,8 +426,12 @@ impl<'a> Lister<'a> {
         if let Some(r) = self.evidence.get(&commit) {
             return Ok(r.clone());
         }
-        let r = results::find_evidence(self.ctx, self.repo, self.row, &mut self.reader, commit)?
-            .map(Rc::new);
+        let r = results::find_evidence(
+            Repo::new(self.ctx, self.repo, self.row),
+            &mut self.reader,
+            commit,
+        )?
+        .map(Rc::new);
         self.evidence.insert(commit, r.clone());
         Ok(r)
     }
@@ -545,12 +544,11 @@ impl<'a> Lister<'a> {
 
 /// The evaluation of the experiment's head (its note), else the newest one the index has.
 pub fn latest_evaluation(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
+    at: Repo<'_>,
     name: &str,
     head: Option<ObjectId>,
 ) -> Result<Option<Evaluation>> {
+    let Repo { ctx, repo, row } = at;
     if let Some(h) = head {
         if let Some(body) = git::notes::read_note(repo, git::EVAL_NOTES_REF, h)? {
             if let Ok(ev) = serde_json::from_slice::<Evaluation>(&body) {
@@ -563,8 +561,9 @@ pub fn latest_evaluation(
     Ok(ctx.index.latest_evaluation(&row.repository_id, name)?)
 }
 
-pub fn list(ctx: &Context, repo: &gs_git::Repository, row: &RepoRow) -> Result<Vec<Overview>> {
-    let (snap, scanned) = scan::sync(ctx, repo, row)?;
+pub fn list(at: Repo<'_>) -> Result<Vec<Overview>> {
+    let Repo { ctx, repo, row } = at;
+    let (snap, scanned) = scan::sync(at)?;
     let origins: HashMap<String, Origin> = scanned
         .into_iter()
         .filter_map(|s| s.meta.map(|m| (s.experiment.name, m.origin)))
@@ -584,14 +583,9 @@ pub fn list(ctx: &Context, repo: &gs_git::Repository, row: &RepoRow) -> Result<V
 }
 
 /// `experiment budget`: set or lift (`None`) an experiment's CPU budget.
-pub fn set_budget(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
-    name: &str,
-    value: Option<&str>,
-) -> Result<Option<Budget>> {
-    let mut e = find(ctx, repo, row, name)?;
+pub fn set_budget(at: Repo<'_>, name: &str, value: Option<&str>) -> Result<Option<Budget>> {
+    let Repo { ctx, repo, row } = at;
+    let mut e = find(at, name)?;
     let ms = value.map(|b| budget_from("", b)).transpose()?;
     // Kept in its metadata too, so that `reindex` and other clones know it: this repository's
     // (a remote's copy becomes ours, changed).
@@ -622,8 +616,9 @@ pub fn set_budget(
     budget(ctx, row, &e)
 }
 
-pub fn show(ctx: &Context, repo: &gs_git::Repository, row: &RepoRow, name: &str) -> Result<Detail> {
-    let e = find(ctx, repo, row, name)?;
+pub fn show(at: Repo<'_>, name: &str) -> Result<Detail> {
+    let Repo { ctx, repo, row } = at;
+    let e = find(at, name)?;
     let head = Snapshot::read(repo)?.head(name);
     let meta = meta::metadata(repo, name, head);
     let mut lister = Lister::new(ctx, repo, row)?;
@@ -648,14 +643,9 @@ pub struct Killed {
 
 /// `kill`: move the branch to the archive (kept reachable, so its results stay) in one ref
 /// transaction, or with `delete` drop it; mark the experiment killed.
-pub fn kill(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
-    name: &str,
-    delete: bool,
-) -> Result<Killed> {
-    let e = find(ctx, repo, row, name)?;
+pub fn kill(at: Repo<'_>, name: &str, delete: bool) -> Result<Killed> {
+    let Repo { ctx, repo, row } = at;
+    let e = find(at, name)?;
     let dir = git_dir_for_cli(repo);
     let branch = branch_ref(name);
     let archive = archive_ref(name);

@@ -3,20 +3,18 @@
 //! evaluated and nothing runs, so a page can show it for every experiment; the promotion itself
 //! still checks everything again.
 
-use crate::app::{experiment::experiments, Context, Result};
+use crate::app::{experiment::experiments, Repo, Result};
 use gs_git::cli;
 use gs_model::Recommendation;
-use gs_store::RepoRow;
 
 /// Why promoting experiment `name` would be refused, or `None` when nothing known refuses it.
 /// `head_status` is its head's result (`passed`, `failed`, …, or `not_run`) when known.
 pub fn promotion_refusal(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
+    at: Repo<'_>,
     name: &str,
     head_status: Option<&str>,
 ) -> Result<Option<String>> {
+    let Repo { ctx, repo, .. } = at;
     let config = experiments::production_config(ctx, repo)?;
     let minimum =
         Recommendation::parse(&config.promote.minimum).unwrap_or(Recommendation::Recommend);
@@ -41,7 +39,7 @@ pub fn promotion_refusal(
         )));
     }
     let (head_hex, base_hex) = (head.to_string(), base.to_string());
-    if let Some(ev) = experiments::latest_evaluation(ctx, repo, row, name, Some(head))? {
+    if let Some(ev) = experiments::latest_evaluation(at, name, Some(head))? {
         if ev.head.commit == head_hex && ev.base.commit == base_hex {
             return Ok((ev.recommendation < minimum).then(|| {
                 format!(

@@ -6,12 +6,11 @@
 
 use crate::app::experiment::experiments::{self, branch_ref, promoted_ref, ref_tip};
 use crate::app::run::{run_commits, RunOptions};
-use crate::app::{experiment::eval, records::results, AppError, Context, Result};
+use crate::app::{experiment::eval, records::results, AppError, Context, Repo, Result};
 use gs_git::cli;
 use gs_git::ObjectId;
 use gs_model::EventKind;
 use gs_model::{Recommendation, RunRecord, State, Trigger};
-use gs_store::RepoRow;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
@@ -78,14 +77,13 @@ pub fn strategy(ctx: &Context, repo: &gs_git::Repository, opts: &PromoteOptions)
 /// something production lacks, and its evaluation (made now when there is none for these two
 /// heads) meets `[promote] minimum` unless forced.
 pub(crate) fn check(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
+    at: Repo<'_>,
     name: &str,
     opts: &PromoteOptions,
     interrupt: &AtomicBool,
 ) -> Result<Checked> {
-    let e = experiments::find(ctx, repo, row, name)?;
+    let Repo { ctx, repo, .. } = at;
+    let e = experiments::find(at, name)?;
     match e.state {
         State::Active => {}
         State::Promoted => {
@@ -142,7 +140,7 @@ pub(crate) fn check(
 
     // The evaluation of exactly these two heads, witnessed cold, made now if there is none.
     let (head_hex, base_hex) = (head.to_string(), base.to_string());
-    let ev = match experiments::latest_evaluation(ctx, repo, row, name, Some(head))? {
+    let ev = match experiments::latest_evaluation(at, name, Some(head))? {
         Some(ev)
             if ev.head.commit == head_hex
                 && ev.base.commit == base_hex
@@ -151,7 +149,7 @@ pub(crate) fn check(
         {
             ev
         }
-        _ => eval::evaluate(ctx, repo, row, name, opts.trigger, interrupt)?,
+        _ => eval::evaluate(at, name, opts.trigger, interrupt)?,
     };
     if ev.recommendation < minimum && !opts.force {
         return Err(AppError::refused(format!(
@@ -175,13 +173,12 @@ pub(crate) fn check(
 }
 
 pub fn promote(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
+    at: Repo<'_>,
     name: &str,
     opts: &PromoteOptions,
     interrupt: &AtomicBool,
 ) -> Result<Promoted> {
+    let Repo { ctx, repo, row } = at;
     let Checked {
         strategy,
         minimum,
@@ -190,7 +187,7 @@ pub fn promote(
         head,
         ev,
         dir,
-    } = check(ctx, repo, row, name, opts, interrupt)?;
+    } = check(at, name, opts, interrupt)?;
     if strategy == "pull-request" {
         return Err(
             AppError::usage("a pull request promotes on GitHub, not here").hint(format!(
@@ -249,7 +246,7 @@ pub fn promote(
         Some(format!("refs/heads/{target}")),
         interrupt,
     );
-    let outcome = run_commits(ctx, repo, row, &[new], &run_opts, &mut |_| {})?;
+    let outcome = run_commits(at, &[new], &run_opts, &mut |_| {})?;
     if outcome.interrupted {
         return Err(AppError::refused(format!(
             "promote interrupted while testing the merge; nothing was changed ({target} stays at {})",
@@ -257,7 +254,7 @@ pub fn promote(
         )));
     }
     let result = outcome.records.into_iter().next();
-    let broken = broken_tests(ctx, repo, row, name, head, result.as_ref())?;
+    let broken = broken_tests(at, name, head, result.as_ref())?;
     let passed = result.as_ref().is_some_and(|r| r.status.is_success());
     if !passed && !opts.force {
         let status = result
@@ -362,7 +359,7 @@ pub fn promote(
         if let Some(r) = promoted.result.as_ref().filter(|r| !r.status.is_success()) {
             let reason = crate::app::experiment::rollback::failure_reason(r);
             promoted.rolled_back = Some(crate::app::experiment::rollback::roll_back(
-                ctx, repo, row, name, target, base, new, &reason, interrupt,
+                at, name, target, base, new, &reason, interrupt,
             )?);
         }
     }
@@ -412,9 +409,7 @@ pub(crate) fn advance<'w>(
 
 /// Tests that fail on the promoted commit but not on the experiment's head: what the merge broke.
 fn broken_tests(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
+    at: Repo<'_>,
     name: &str,
     head: ObjectId,
     merged: Option<&RunRecord>,
@@ -423,7 +418,7 @@ fn broken_tests(
         return Ok(Vec::new());
     };
     let before: std::collections::HashSet<String> =
-        results::current_record(ctx, repo, row, head, Some(&branch_ref(name)))?
+        results::current_record(at, head, Some(&branch_ref(name)))?
             .and_then(|r| r.tests)
             .map(|t| t.failures.into_iter().map(|f| f.name).collect())
             .unwrap_or_default();

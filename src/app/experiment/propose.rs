@@ -4,9 +4,8 @@
 //! it still meets the minimum, still merges cleanly and its merged tree passes.
 
 use crate::app::experiment::promote::{promote, PromoteOptions, Promoted};
-use crate::app::{experiment::eval, experiment::experiments, Context, Result};
+use crate::app::{experiment::eval, experiment::experiments, Repo, Result};
 use gs_model::{Recommendation, State};
-use gs_store::RepoRow;
 use serde::Serialize;
 use std::sync::atomic::AtomicBool;
 
@@ -34,13 +33,8 @@ pub struct Proposed {
     pub refused: Vec<(String, String)>,
 }
 
-pub fn propose(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
-    and_promote: bool,
-    interrupt: &AtomicBool,
-) -> Result<Proposed> {
+pub fn propose(at: Repo<'_>, and_promote: bool, interrupt: &AtomicBool) -> Result<Proposed> {
+    let Repo { ctx, repo, .. } = at;
     let config = experiments::production_config(ctx, repo)?;
     let minimum =
         Recommendation::parse(&config.promote.minimum).unwrap_or(Recommendation::Recommend);
@@ -54,12 +48,12 @@ pub fn propose(
         promoted: Vec::new(),
         refused: Vec::new(),
     };
-    for o in experiments::list(ctx, repo, row)? {
+    for o in experiments::list(at)? {
         let name = o.experiment.name.clone();
         if o.experiment.state != State::Active {
             continue;
         }
-        match eval::evaluate(ctx, repo, row, &name, gs_model::Trigger::Manual, interrupt) {
+        match eval::evaluate(at, &name, gs_model::Trigger::Manual, interrupt) {
             Ok(ev) => {
                 let c = Candidate {
                     experiment: name,
@@ -97,7 +91,7 @@ pub fn propose(
             trigger: gs_model::Trigger::Manual,
         };
         for c in &out.proposals {
-            match promote(ctx, repo, row, &c.experiment, &opts, interrupt) {
+            match promote(at, &c.experiment, &opts, interrupt) {
                 Ok(p) => out.promoted.push(p),
                 Err(e) => out.refused.push((c.experiment.clone(), e.to_string())),
             }

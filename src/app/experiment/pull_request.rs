@@ -7,12 +7,11 @@
 
 use crate::app::experiment::experiments::{self, branch_ref, promoted_ref};
 use crate::app::experiment::promote::{check, PromoteOptions};
-use crate::app::{AppError, Context, Result};
+use crate::app::{AppError, Repo, Result};
 use gs_git::cli;
 use gs_github::Answer;
 use gs_model::EventKind;
 use gs_model::{Evaluation, State};
-use gs_store::RepoRow;
 use std::sync::atomic::AtomicBool;
 
 /// Where the head a pull request proposed is remembered.
@@ -59,15 +58,14 @@ pub fn body(ev: &Evaluation) -> String {
 }
 
 pub fn open(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
+    at: Repo<'_>,
     name: &str,
     opts: &PromoteOptions,
     dry_run: bool,
     interrupt: &AtomicBool,
 ) -> Result<PullRequested> {
-    let mut c = check(ctx, repo, row, name, opts, interrupt)?;
+    let Repo { ctx, repo, row } = at;
+    let mut c = check(at, name, opts, interrupt)?;
     let config = ctx.layers.resolve().github;
     let remote = crate::app::locate::remote_name(&c.dir, None)?;
     let url = cli::get_config(&c.dir, &format!("remote.{remote}.url")).unwrap_or_default();
@@ -102,8 +100,7 @@ pub fn open(
         );
     };
     drop_bookkeeping(repo, &mut c, name)?;
-    let pushed =
-        crate::app::publish::remote::push_branch(ctx, repo, row, Some(&remote), &out.head)?;
+    let pushed = crate::app::publish::remote::push_branch(at, Some(&remote), &out.head)?;
     if let Some(r) = pushed.rejected.iter().find(|r| r.name == branch_ref(name)) {
         return Err(AppError::refused(format!(
             "the remote refused experiment/{name} ({}); no pull request was opened",
@@ -199,12 +196,8 @@ fn drop_bookkeeping(
 
 /// Mark promoted the experiments whose pull request was merged: what `refs/sandbox/pull/<name>`
 /// proposed is contained in production's branch on `remote` (as fetched). Returns their names.
-pub fn adopt_merged(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
-    remote: &str,
-) -> Result<Vec<String>> {
+pub fn adopt_merged(at: Repo<'_>, remote: &str) -> Result<Vec<String>> {
+    let Repo { ctx, repo, row } = at;
     let dir = experiments::git_dir_for_cli(repo);
     let config = experiments::production_config(ctx, repo)?;
     let Some(production) = gs_git::remote::ref_tip(

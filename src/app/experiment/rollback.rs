@@ -6,12 +6,11 @@
 use crate::app::experiment::experiments::{self, rolled_back_ref};
 use crate::app::experiment::promote::{advance, Stuck};
 use crate::app::run::{run_commits, RunOptions};
-use crate::app::{AppError, Context, Result};
+use crate::app::{AppError, Repo, Result};
 use gs_git::cli;
 use gs_git::ObjectId;
 use gs_model::EventKind;
 use gs_model::{RunRecord, State, Trigger};
-use gs_store::RepoRow;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
@@ -52,9 +51,7 @@ pub fn failure_reason(r: &RunRecord) -> String {
 /// of it when there is one), mark the experiment rolled back, and run the revert.
 #[allow(clippy::too_many_arguments)]
 pub fn roll_back(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
+    at: Repo<'_>,
     name: &str,
     target: &str,
     previous: ObjectId,
@@ -62,6 +59,7 @@ pub fn roll_back(
     reason: &str,
     interrupt: &AtomicBool,
 ) -> Result<RolledBack> {
+    let Repo { ctx, repo, row } = at;
     let dir = experiments::git_dir_for_cli(repo);
     let production = format!("refs/heads/{target}");
     let tip = experiments::ref_tip(repo, &production)?.ok_or_else(|| {
@@ -116,7 +114,7 @@ pub fn roll_back(
     )?;
     // Production's run of what it is now: the tree it had before, so usually its result already.
     let opts = RunOptions::new(Trigger::Manual, Some(production), interrupt);
-    let result = run_commits(ctx, repo, row, &[revert], &opts, &mut |_| {})?
+    let result = run_commits(at, &[revert], &opts, &mut |_| {})?
         .records
         .into_iter()
         .next();

@@ -6,11 +6,10 @@
 
 use crate::app::locate::remote_name;
 use crate::app::publish::exchange::{rejected, take_in, Rejected, NOTES, WRITERS_PREFIX};
-use crate::app::{experiment::experiments, publish::bounds, Context, Result};
+use crate::app::{experiment::experiments, publish::bounds, Repo, Result};
 use gs_git as git;
 use gs_git::remote;
 use gs_git::ObjectId;
-use gs_store::RepoRow;
 use serde::Serialize;
 
 #[derive(Debug, Serialize)]
@@ -34,12 +33,8 @@ pub struct Fetched {
 /// `git sandbox fetch`: the remote's branches (as remote-tracking refs), its notes merged into
 /// ours, its `refs/sandbox/*` as `refs/sandbox/remotes/<remote>/*` (an experiment's state here
 /// is ours to change); then what arrived is indexed.
-pub fn fetch(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
-    named: Option<&str>,
-) -> Result<Fetched> {
+pub fn fetch(at: Repo<'_>, named: Option<&str>) -> Result<Fetched> {
+    let Repo { ctx, repo, row } = at;
     let dir = git::repo_root(repo);
     let name = remote_name(&dir, named)?;
     let refspec_added = remote::ensure_notes_refspec(&dir, &name)?;
@@ -49,15 +44,15 @@ pub fn fetch(
         remote::sandbox_refspec(&name),
     ];
     let updates = remote::fetch(&dir, &name, &specs)?;
-    let (merged, mut results, not_indexed) = take_in(ctx, repo, row, &dir, &name)?;
+    let (merged, mut results, not_indexed) = take_in(at, &dir, &name)?;
     // On a shared index, a result whose machine died before pushing it is in the index: it is
     // written here too, so every clone has every result after a fetch.
     if ctx.index.is_shared() {
         let records = ctx.index.run_records(&row.repository_id)?;
-        results += crate::app::records::results::rewrite_missing(ctx, repo, row, &records, true)?;
+        results += crate::app::records::results::rewrite_missing(at, &records, true)?;
     }
-    experiments::sync(ctx, repo, row)?;
-    crate::app::experiment::pull_request::adopt_merged(ctx, repo, row, &name)?;
+    experiments::sync(at)?;
+    crate::app::experiment::pull_request::adopt_merged(at, &name)?;
     let f = Fetched {
         url: remote::shown_url(&dir, &name),
         updated: updates
@@ -95,7 +90,8 @@ pub struct Polled {
 /// the watched branches that did (into `refs/remotes/<remote>/…`) and its notes when they did
 /// (merged into ours: a commit another machine ran is not run again), then queue what is new.
 /// A repository without a remote has nothing to poll.
-pub fn poll(ctx: &Context, repo: &gs_git::Repository, row: &RepoRow) -> Result<Polled> {
+pub fn poll(at: Repo<'_>) -> Result<Polled> {
+    let Repo { ctx, repo, row } = at;
     let dir = git::repo_root(repo);
     if remote::remotes(&dir)?.is_empty() {
         return Ok(Polled::default());
@@ -134,31 +130,25 @@ pub fn poll(ctx: &Context, repo: &gs_git::Repository, row: &RepoRow) -> Result<P
         .map(|u| u.name.clone())
         .collect();
     if notes_moved {
-        take_in(ctx, repo, row, &dir, &name)?;
+        take_in(at, &dir, &name)?;
     }
-    crate::app::experiment::pull_request::adopt_merged(ctx, repo, row, &name)?;
+    crate::app::experiment::pull_request::adopt_merged(at, &name)?;
     out.queued = crate::app::intake::notify::scan(ctx, repo, &row.repository_id, "poll")?.0;
     Ok(out)
 }
 
 /// Fetch a ref a webhook announced (`refspec` into `local_ref`) with the remote's notes, merge
 /// the notes, and queue the ref's new commits (trigger `webhook`). Returns how many were queued.
-pub fn fetch_announced(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
-    name: &str,
-    refspec: &str,
-    local_ref: &str,
-) -> Result<usize> {
+pub fn fetch_announced(at: Repo<'_>, name: &str, refspec: &str, local_ref: &str) -> Result<usize> {
+    let Repo { ctx, repo, row } = at;
     let dir = git::repo_root(repo);
     remote::fetch(
         &dir,
         name,
         &[refspec.to_string(), remote::notes_refspec(name)],
     )?;
-    take_in(ctx, repo, row, &dir, name)?;
-    crate::app::experiment::pull_request::adopt_merged(ctx, repo, row, name)?;
+    take_in(at, &dir, name)?;
+    crate::app::experiment::pull_request::adopt_merged(at, name)?;
     let Some(tip) =
         remote::ref_tip(&dir, local_ref).and_then(|t| ObjectId::from_hex(t.as_bytes()).ok())
     else {

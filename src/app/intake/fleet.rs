@@ -5,7 +5,7 @@
 //! lacks fetches first; a commit not on the remote yet (made on another machine, not pushed)
 //! waits a little for its own machine to run it.
 
-use crate::app::{intake::fetch, AppError, Context, Result};
+use crate::app::{intake::fetch, AppError, Context, Repo, Result};
 use gs_git as git;
 use gs_git::ObjectId;
 use gs_store::RepoRow;
@@ -71,7 +71,7 @@ pub fn clone_if_missing(ctx: &Context, row: &RepoRow) -> Result<bool> {
     }
     // The results the remote holds come in as after any fetch (merged, indexed).
     let repo = git::open(dir)?;
-    fetch::fetch(ctx, &repo, row, Some("origin"))?;
+    fetch::fetch(Repo::new(ctx, &repo, row), Some("origin"))?;
     Ok(true)
 }
 
@@ -111,7 +111,7 @@ pub fn ensure_commits(
     }
     let mut failed = None;
     if is_managed(ctx, row) {
-        match fetch::fetch(ctx, &repo, row, Some("origin")) {
+        match fetch::fetch(Repo::new(ctx, &repo, row), Some("origin")) {
             // The fetched objects are seen by a handle opened after the fetch.
             Ok(_) => match git::open(dir) {
                 Ok(again) => {

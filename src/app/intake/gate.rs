@@ -7,10 +7,9 @@
 //! failed are listed, never refused: a branch may fix forward.
 
 use crate::app::run::{run_commits, RunOptions};
-use crate::app::{config::commit_config, records::results, AppError, Context, Result};
+use crate::app::{config::commit_config, records::results, AppError, Repo, Result};
 use gs_git::ObjectId;
 use gs_model::{RunRecord, Status, Trigger};
-use gs_store::RepoRow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -92,13 +91,8 @@ impl Tip {
 }
 
 /// Judge every update of a push to `remote`.
-pub fn judge(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
-    remote: &str,
-    updates: &[Update],
-) -> Result<Vec<Tip>> {
+pub fn judge(at: Repo<'_>, remote: &str, updates: &[Update]) -> Result<Vec<Tip>> {
+    let Repo { ctx, repo, .. } = at;
     let mut tips = Vec::new();
     for u in updates {
         // A tag or another object: only commits have results.
@@ -117,14 +111,14 @@ pub fn judge(
         if mode == "off" {
             continue;
         }
-        let mut record = results::current_record(ctx, repo, row, commit, refname)?;
+        let mut record = results::current_record(at, commit, refname)?;
         let mut waited_in_vain = false;
         if record.is_none() && mode == "wait" {
             let timeout = ctx.layers.resolve().hooks.pre_push_timeout;
-            record = wait_for(ctx, repo, row, commit, refname, timeout)?;
+            record = wait_for(at, commit, refname, timeout)?;
             waited_in_vain = record.is_none();
         }
-        let earlier_failed = earlier_failures(ctx, repo, row, remote, u, commit)?;
+        let earlier_failed = earlier_failures(at, remote, u, commit)?;
         tips.push(Tip {
             update: Update {
                 local: commit,
@@ -142,19 +136,18 @@ pub fn judge(
 /// The tip's result, waited for: a running daemon makes it (the hooks queued it), else it is
 /// made here; `None` when the timeout passes first.
 fn wait_for(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
+    at: Repo<'_>,
     commit: ObjectId,
     refname: Option<&str>,
     timeout: Duration,
 ) -> Result<Option<RunRecord>> {
+    let Repo { ctx, repo, .. } = at;
     let deadline = Instant::now() + timeout;
     if gs_ipc::running(&ctx.paths.home).is_some() {
         let _ = crate::app::intake::notify::notify(ctx, &gs_git::repo_root(repo), "hook");
         while Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(250));
-            if let Some(r) = results::current_record(ctx, repo, row, commit, refname)? {
+            if let Some(r) = results::current_record(at, commit, refname)? {
                 return Ok(Some(r));
             }
         }
@@ -173,7 +166,7 @@ fn wait_for(
             }
         });
         let opts = RunOptions::new(Trigger::Hook, refname.map(str::to_string), &stop);
-        let outcome = run_commits(ctx, repo, row, &[commit], &opts, &mut |_| {});
+        let outcome = run_commits(at, &[commit], &opts, &mut |_| {});
         done.store(true, Ordering::Relaxed);
         Ok(outcome?
             .records
@@ -185,13 +178,12 @@ fn wait_for(
 
 /// The new commits below a tip (not on the remote) whose result failed, newest first.
 fn earlier_failures(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
+    at: Repo<'_>,
     remote: &str,
     u: &Update,
     tip: ObjectId,
 ) -> Result<Vec<RunRecord>> {
+    let Repo { repo, .. } = at;
     let dir = gs_git::repo_root(repo);
     let mut args = vec![
         "rev-list".to_string(),
@@ -214,8 +206,8 @@ fn earlier_failures(
         let Ok(c) = ObjectId::from_hex(line.trim().as_bytes()) else {
             continue;
         };
-        if let Some(r) = results::own_record(ctx, repo, row, &mut reader, c)?
-            .filter(gs_model::RunRecord::is_evidence)
+        if let Some(r) =
+            results::own_record(at, &mut reader, c)?.filter(gs_model::RunRecord::is_evidence)
         {
             if r.status != Status::Passed {
                 failed.push(r);

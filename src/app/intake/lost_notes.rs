@@ -2,11 +2,10 @@
 //! written again, and commits whose note no longer holds their record are queued again. Each
 //! look covers only what moved since the last one (the notes commit, the index's runs).
 
-use crate::app::{records::results, Context, Result};
+use crate::app::{records::results, Repo, Result};
 use gs_git as git;
 use gs_git::ObjectId;
 use gs_model::RunRecord;
-use gs_store::RepoRow;
 
 /// Indexed records read at a time by a full look: the daemon's memory stays the same however
 /// long the history.
@@ -31,12 +30,8 @@ pub struct Seen {
 /// own results), only the commits whose note changed between the two notes commits; when the
 /// index's runs changed too, every record again. Returns (notes written again, commits queued
 /// again) and where this look leaves the repository.
-pub fn restore(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
-    seen: Option<Seen>,
-) -> Result<((usize, usize), Seen)> {
+pub fn restore(at: Repo<'_>, seen: Option<Seen>) -> Result<((usize, usize), Seen)> {
+    let Repo { ctx, repo, row } = at;
     let now = Seen {
         notes: git::notes::tip(repo, git::NOTES_REF)?,
         generation: ctx.index.run_generation(&row.repository_id)?,
@@ -46,22 +41,18 @@ pub fn restore(
         Some(s) if s.generation == now.generation => {
             // A notes commit gone (pruned) since: everything is looked at.
             match git::notes::changed(repo, s.notes, now.notes) {
-                Ok(changed) => changed_only(ctx, repo, row, &changed)?,
-                Err(_) => everything(ctx, repo, row)?,
+                Ok(changed) => changed_only(at, &changed)?,
+                Err(_) => everything(at)?,
             }
         }
-        _ => everything(ctx, repo, row)?,
+        _ => everything(at)?,
     };
     Ok((found, now))
 }
 
 /// The records of the commits whose note changed.
-fn changed_only(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
-    changed: &[ObjectId],
-) -> Result<(usize, usize)> {
+fn changed_only(at: Repo<'_>, changed: &[ObjectId]) -> Result<(usize, usize)> {
+    let Repo { ctx, row, .. } = at;
     let hex: Vec<String> = changed.iter().map(ObjectId::to_string).collect();
     let commits: Vec<&str> = hex.iter().map(String::as_str).collect();
     let records: Vec<RunRecord> = ctx
@@ -70,11 +61,12 @@ fn changed_only(
         .into_values()
         .map(|r| r.record)
         .collect();
-    results::check_notes(ctx, repo, row, &records)
+    results::check_notes(at, &records)
 }
 
 /// Every indexed record, a page at a time.
-fn everything(ctx: &Context, repo: &gs_git::Repository, row: &RepoRow) -> Result<(usize, usize)> {
+fn everything(at: Repo<'_>) -> Result<(usize, usize)> {
+    let Repo { ctx, row, .. } = at;
     let (mut restored, mut requeued) = (0, 0);
     let mut after = 0;
     loop {
@@ -86,7 +78,7 @@ fn everything(ctx: &Context, repo: &gs_git::Repository, row: &RepoRow) -> Result
         };
         after = *last;
         let records: Vec<RunRecord> = page.into_iter().map(|(_, r)| r).collect();
-        let (r, q) = results::check_notes(ctx, repo, row, &records)?;
+        let (r, q) = results::check_notes(at, &records)?;
         restored += r;
         requeued += q;
     }

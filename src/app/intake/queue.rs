@@ -3,7 +3,7 @@
 //! and run one job (the daemon's workers, and `git sandbox mcp` when no daemon runs).
 
 use crate::app::run::{run_commits, RunOptions};
-use crate::app::{records::results, AppError, Context, Result};
+use crate::app::{records::results, AppError, Context, Repo, Result};
 use gs_git::ObjectId;
 use gs_model::EventKind;
 use gs_model::{RunRecord, Status, Trigger};
@@ -70,14 +70,9 @@ pub struct Requested {
 
 /// Where `commit` stands: its current result (own, or a same-tree result under the same config),
 /// else its job's state.
-pub fn standing(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
-    commit: ObjectId,
-    refname: Option<&str>,
-) -> Result<Standing> {
-    if let Some(r) = results::current_record(ctx, repo, row, commit, refname)? {
+pub fn standing(at: Repo<'_>, commit: ObjectId, refname: Option<&str>) -> Result<Standing> {
+    let Repo { ctx, row, .. } = at;
+    if let Some(r) = results::current_record(at, commit, refname)? {
         return Ok(Standing::Done(Box::new(r)));
     }
     Ok(
@@ -97,15 +92,14 @@ pub fn standing(
 /// once; a commit already queued stays queued; otherwise a job is added (one that ended without
 /// a result under today's config is queued again) and the daemon, if one runs, is woken.
 pub fn request(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
+    at: Repo<'_>,
     commit: ObjectId,
     refname: Option<&str>,
     trigger: Trigger,
 ) -> Result<Requested> {
+    let Repo { ctx, row, .. } = at;
     let daemon = gs_ipc::running(&ctx.paths.home).is_some();
-    let standing = standing(ctx, repo, row, commit, refname)?;
+    let standing = standing(at, commit, refname)?;
     if !matches!(standing, Standing::NotQueued) {
         return Ok(Requested {
             cached: matches!(standing, Standing::Done(_)),
@@ -144,23 +138,22 @@ fn standing_after_queue(ctx: &Context, row: &RepoRow, commit: ObjectId) -> Resul
 /// [`Until::FirstFailure`], as soon as its running run has published a failure.
 #[allow(clippy::too_many_arguments)]
 pub fn wait(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
+    at: Repo<'_>,
     commit: ObjectId,
     refname: Option<&str>,
     timeout: Duration,
     until: Until,
     interrupt: &AtomicBool,
 ) -> Result<Standing> {
+    let Repo { ctx, repo, row } = at;
     let deadline = Instant::now() + timeout;
     loop {
-        let s = standing(ctx, repo, row, commit, refname)?;
+        let s = standing(at, commit, refname)?;
         if let Standing::NotQueued = s {
             // A run that could not make a result (a broken `.sandbox.toml`, a setup that
             // failed) left an `error` record: that is what the waiter needs to see.
             let mut reader = results::NoteReader::new(repo)?;
-            if let Some(r) = results::own_record(ctx, repo, row, &mut reader, commit)?
+            if let Some(r) = results::own_record(at, &mut reader, commit)?
                 .filter(|r| r.status == Status::Error && r.is_evidence())
             {
                 return Ok(Standing::Done(Box::new(r)));
@@ -304,7 +297,7 @@ pub fn run_jobs(ctx: &Context, row: &RepoRow, jobs: &[Job], interrupt: &AtomicBo
                         interrupt,
                     )
                 };
-                run_commits(ctx, &repo, row, &commits, &opts, &mut |_| {})
+                run_commits(Repo::new(ctx, &repo, row), &commits, &opts, &mut |_| {})
             });
         match result {
             Ok(outcome) => {

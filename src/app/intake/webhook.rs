@@ -4,7 +4,7 @@
 //! the fetch it asks for in one transaction keyed by its delivery id. Nothing runs inline: the
 //! daemon fetches recorded deliveries and queues their new commits ([`process_pending`]).
 
-use crate::app::{intake::fetch, Context, Result};
+use crate::app::{intake::fetch, Context, Repo, Result};
 use gs_git as git;
 use gs_model::EventKind;
 use gs_store::Delivery;
@@ -385,7 +385,12 @@ pub fn process_pending(
                 return Ok(0);
             };
             let repo = git::open(Path::new(&row.path))?;
-            fetch::fetch_announced(ctx, &repo, &row, &d.remote, &d.refspec, &d.local_ref)
+            fetch::fetch_announced(
+                Repo::new(ctx, &repo, &row),
+                &d.remote,
+                &d.refspec,
+                &d.local_ref,
+            )
         })();
         match &result {
             Ok(_) => ctx.index.finish_delivery(&d, None)?,

@@ -2,12 +2,11 @@
 //! taking a remote's notes in (checked by [`crate::app::publish::bounds`] first, then merged and indexed).
 //! Both a fetch and a push whose notes the remote moved take them in.
 
-use crate::app::{publish::bounds, Context, Result};
+use crate::app::{publish::bounds, Context, Repo, Result};
 use gs_git as git;
 use gs_git::remote;
 use gs_git::ObjectId;
 use gs_model::{note, Evaluation, NoteRecord};
-use gs_store::RepoRow;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::Path;
@@ -55,12 +54,11 @@ pub fn writer_ref(ctx: &Context) -> String {
 /// arrived. Returns the notes refs that moved, how many results arrived or changed, and the
 /// records not indexed. Notes over the bounds refuse it all, ours unchanged.
 pub fn take_in(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
+    at: Repo<'_>,
     dir: &Path,
     name: &str,
 ) -> Result<(Vec<String>, usize, bounds::NotIndexed)> {
+    let Repo { ctx, repo, row } = at;
     let before: Vec<HashMap<ObjectId, ObjectId>> = NOTES
         .iter()
         .map(|(r, _)| git::notes::all_notes(repo, r))

@@ -3,7 +3,7 @@
 //! per named check, queued in the index with the result; the outbox (`publish/`) posts them.
 //! Also the token, and connecting a new repository to GitHub.
 
-use crate::app::{Context, Result};
+use crate::app::{Context, Repo, Result};
 use gs_config::GithubConfig;
 use gs_github as github;
 use gs_github::Answer;
@@ -230,13 +230,8 @@ pub struct Connected {
 /// `origin`, and push the branches and results there. Never undoes the local repository: a
 /// missing token, no network or an API error is reported in `problem`, with how to connect it
 /// later.
-pub fn connect(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
-    org: Option<&str>,
-    public: bool,
-) -> Result<Connected> {
+pub fn connect(at: Repo<'_>, org: Option<&str>, public: bool) -> Result<Connected> {
+    let Repo { ctx, repo, row } = at;
     let config = ctx.layers.resolve().github;
     let later = "connect it later with `git sandbox remote add-github`, or `git remote add origin URL && git sandbox push`";
     let mut out = Connected {
@@ -301,7 +296,7 @@ pub fn connect(
         return Ok(out);
     };
     gs_git::cli::git(&dir, &["remote", "add", "origin", clone_url])?;
-    match crate::app::publish::remote::push(ctx, repo, row, Some("origin"), false) {
+    match crate::app::publish::remote::push(at, Some("origin"), false) {
         Ok(p) if p.rejected.is_empty() => out.pushed = true,
         Ok(p) => {
             out.problem = Some(format!(

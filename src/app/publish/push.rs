@@ -3,6 +3,7 @@
 //! pushes it; a push that fails is tried again by the outbox's policy ([`super::RETRY`]).
 
 use super::super::Context;
+use crate::app::Repo;
 use gs_store::{AlertRow, RepoRow};
 use std::path::Path;
 
@@ -51,7 +52,7 @@ pub fn deliver(ctx: &Context, a: &AlertRow) -> Result<(), (bool, String)> {
     let Ok(repo) = gs_git::open(Path::new(&row.path)) else {
         return Ok(());
     };
-    crate::app::publish::remote::auto_push(ctx, &repo, &row)
+    crate::app::publish::remote::auto_push(Repo::new(ctx, &repo, &row))
         .map_err(|problem| (true, format!("{}: {problem}", row.name)))
 }
 

@@ -6,11 +6,10 @@
 
 use crate::app::locate::remote_name;
 use crate::app::publish::exchange::{rejected, take_in, writer_ref, Rejected, NOTES};
-use crate::app::{Context, Result};
+use crate::app::{Context, Repo, Result};
 use gs_git as git;
 use gs_git::remote;
 use gs_model::EventKind;
-use gs_store::RepoRow;
 use serde::Serialize;
 use std::path::Path;
 
@@ -33,13 +32,8 @@ pub struct Pushed {
 /// `git sandbox push`: the watched branches, the notes and `refs/sandbox/*` (with
 /// `notes_only`, the notes alone), never forced. A notes ref the remote moved is fetched,
 /// merged and pushed again, with back-off; a branch the remote moved is the user's to merge.
-pub fn push(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
-    named: Option<&str>,
-    notes_only: bool,
-) -> Result<Pushed> {
+pub fn push(at: Repo<'_>, named: Option<&str>, notes_only: bool) -> Result<Pushed> {
+    let Repo { ctx, repo, row } = at;
     let dir = git::repo_root(repo);
     let name = remote_name(&dir, named)?;
     remote::ensure_notes_refspec(&dir, &name)?;
@@ -62,7 +56,7 @@ pub fn push(
             specs.push(format!("{full}:{full}"));
         }
     }
-    push_specs(ctx, repo, row, &dir, &name, specs)
+    push_specs(at, &dir, &name, specs)
 }
 
 /// The refspecs that push our notes. On an index many machines share, the records go to this
@@ -84,14 +78,8 @@ fn notes_specs(ctx: &Context, dir: &Path) -> Vec<String> {
 
 /// Push `specs` to the remote `name`, never forced; a notes ref the remote moved is fetched,
 /// merged and pushed again with back-off.
-fn push_specs(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
-    dir: &Path,
-    name: &str,
-    mut specs: Vec<String>,
-) -> Result<Pushed> {
+fn push_specs(at: Repo<'_>, dir: &Path, name: &str, mut specs: Vec<String>) -> Result<Pushed> {
+    let Repo { ctx, row, .. } = at;
     let mut out = Pushed {
         url: remote::shown_url(dir, name),
         remote: name.to_string(),
@@ -128,7 +116,7 @@ fn push_specs(
         // The remote has notes we do not: take them in, then offer the merge.
         std::thread::sleep(PUSH_RETRY.delay(attempt));
         remote::fetch(dir, name, &[remote::notes_refspec(name)])?;
-        take_in(ctx, repo, row, dir, name)?;
+        take_in(at, dir, name)?;
         out.merges += 1;
         specs.retain(|spec| {
             retry
@@ -148,18 +136,13 @@ fn push_specs(
 
 /// Push one branch (and the notes, the evidence beside it) to the remote `named` (else the
 /// default one). Returns the remote's name and what was pushed.
-pub fn push_branch(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
-    named: Option<&str>,
-    branch: &str,
-) -> Result<Pushed> {
+pub fn push_branch(at: Repo<'_>, named: Option<&str>, branch: &str) -> Result<Pushed> {
+    let Repo { ctx, repo, .. } = at;
     let dir = git::repo_root(repo);
     let name = remote_name(&dir, named)?;
     let mut specs = notes_specs(ctx, &dir);
     specs.push(format!("refs/heads/{branch}:refs/heads/{branch}"));
-    push_specs(ctx, repo, row, &dir, &name, specs)
+    push_specs(at, &dir, &name, specs)
 }
 
 /// 100 ms doubling per attempt, up to 3.2 s, spread by a little noise so that two machines
@@ -174,11 +157,8 @@ const PUSH_RETRY: gs_util::backoff::Backoff = gs_util::backoff::Backoff::doublin
 /// outbox (`publish/`) calls it. A push that fails never fails the runs: it is an event, and
 /// the problem (one line) for the outbox to try again. `Ok` when auto-push is off, there is no
 /// remote, or it went through.
-pub fn auto_push(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
-) -> std::result::Result<(), String> {
+pub fn auto_push(at: Repo<'_>) -> std::result::Result<(), String> {
+    let Repo { ctx, repo, row } = at;
     let config = ctx.layers.resolve();
     // A repository without any remote has nowhere to push: not a failure.
     if !config.remote.auto_push
@@ -186,7 +166,7 @@ pub fn auto_push(
     {
         return Ok(());
     }
-    let problem = match push(ctx, repo, row, None, true) {
+    let problem = match push(at, None, true) {
         Ok(p) if p.rejected.is_empty() => return Ok(()),
         Ok(p) => p
             .rejected

@@ -2,10 +2,9 @@
 //! at a time. Keyset paging on the run id: a page is one range of the index however long the
 //! history, and a commit indexed while someone pages moves nothing under them.
 
-use crate::app::{AppError, Context, Result};
+use crate::app::{AppError, Repo, Result};
 use gs_git::ObjectId;
 use gs_model::RunRecord;
-use gs_store::RepoRow;
 
 /// The most commits one page shows.
 pub const MAX_PAGE: usize = 200;
@@ -27,13 +26,8 @@ pub struct Page {
 }
 
 /// Up to `limit` commits with a result, newest first, those indexed before run `before`.
-pub fn page(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
-    before: Option<i64>,
-    limit: usize,
-) -> Result<Page> {
+pub fn page(at: Repo<'_>, before: Option<i64>, limit: usize) -> Result<Page> {
+    let Repo { ctx, repo, row } = at;
     if !(1..=MAX_PAGE).contains(&limit) {
         return Err(AppError::usage(format!(
             "limit must be between 1 and {MAX_PAGE}, not {limit}"

@@ -2,10 +2,9 @@
 //! commit of the same tree, or made again — and when made again, what differs from the results
 //! there are (the config, the tools). Reads only; runs nothing.
 
-use crate::app::{config::commit_config, records::results, Context, Result};
+use crate::app::{config::commit_config, records::results, Repo, Result};
 use gs_git::ObjectId;
 use gs_model::{RunRecord, Status};
-use gs_store::RepoRow;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -36,13 +35,8 @@ pub enum Decision {
 }
 
 /// Explain what `run` would do for `commit` (named through `refname`).
-pub fn explain(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
-    commit: ObjectId,
-    refname: Option<&str>,
-) -> Result<Explanation> {
+pub fn explain(at: Repo<'_>, commit: ObjectId, refname: Option<&str>) -> Result<Explanation> {
+    let Repo { ctx, repo, row } = at;
     let info = gs_git::commit_info(repo, commit)?;
     let mut e = Explanation {
         commit: commit.to_string(),
@@ -64,7 +58,7 @@ pub fn explain(
     let key = config.result_key();
     e.config_key = Some(key.clone());
     let mut reader = results::NoteReader::new(repo)?;
-    let own = results::own_record(ctx, repo, row, &mut reader, commit)?;
+    let own = results::own_record(at, &mut reader, commit)?;
     if let Some(r) = &own {
         if results::usable(r, &info, &key) {
             e.decision = Decision::Own;

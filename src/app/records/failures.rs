@@ -2,10 +2,9 @@
 //! first line of the assertion, and the commit where each began to fail (walking first parents
 //! back while the same test keeps failing).
 
-use crate::app::{records::results, Context, Result};
+use crate::app::{records::results, Repo, Result};
 use gs_git::ObjectId;
 use gs_model::RunRecord;
-use gs_store::RepoRow;
 use serde::Serialize;
 
 /// How far back (first parents) a failure's first failing commit is looked for.
@@ -36,13 +35,8 @@ pub struct Failures {
 }
 
 /// The failing tests of `record`, the result of `commit`.
-pub fn of(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
-    commit: ObjectId,
-    record: &RunRecord,
-) -> Result<Failures> {
+pub fn of(at: Repo<'_>, commit: ObjectId, record: &RunRecord) -> Result<Failures> {
+    let Repo { ctx, repo, row } = at;
     let tests = record.tests.as_ref();
     let listed = tests.map_or(&[][..], |t| &t.failures[..]);
     let failed = tests.map_or(0, |t| t.failed.unwrap_or(0) + t.errors.unwrap_or(0));
@@ -50,14 +44,14 @@ pub fn of(
     // Walk back once for all of them: a test's streak ends at the first result without it.
     let mut open: Vec<usize> = (0..listed.len()).collect();
     let mut reader = results::NoteReader::new(repo)?;
-    let mut at = first_parent(repo, commit);
+    let mut back = first_parent(repo, commit);
     let mut depth = 0;
-    while let (Some(c), false) = (at, open.is_empty()) {
+    while let (Some(c), false) = (back, open.is_empty()) {
         depth += 1;
         if depth > SINCE_DEPTH {
             break;
         }
-        if let Some(r) = results::find_evidence(ctx, repo, row, &mut reader, c)? {
+        if let Some(r) = results::find_evidence(at, &mut reader, c)? {
             let failing: Vec<String> = r
                 .tests
                 .as_ref()
@@ -76,7 +70,7 @@ pub fn of(
                 still
             });
         }
-        at = first_parent(repo, c);
+        back = first_parent(repo, c);
     }
     let tree = gs_git::objects::tree_of(repo, commit);
     let in_tree = |path: &str| tree.is_some_and(|t| gs_git::path_in_tree(repo, t, path));

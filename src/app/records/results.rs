@@ -3,7 +3,7 @@
 //! config; and writing results as notes (the record and its `git log` summary, in one ref
 //! transaction) and index rows.
 
-use crate::app::{Context, Result};
+use crate::app::{Context, Repo, Result};
 use gs_git as git;
 use gs_git::ObjectId;
 use gs_git::{notes::Lookup, CommitInfo};
@@ -81,41 +81,33 @@ pub fn invalid_warning(invalid: &[(ObjectId, String)]) -> Option<String> {
 /// What may be judged of a commit: [`find_record`]'s answer when it is evidence (signed by this
 /// machine or a signer it trusts), never somebody's report.
 pub fn find_evidence(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
+    at: Repo<'_>,
     reader: &mut NoteReader,
     commit: ObjectId,
 ) -> Result<Option<RunRecord>> {
-    if let Some(r) = own_record(ctx, repo, row, reader, commit)?.filter(RunRecord::is_evidence) {
+    if let Some(r) = own_record(at, reader, commit)?.filter(RunRecord::is_evidence) {
         return Ok(Some(r));
     }
-    tree_result(ctx, repo, row, commit)
+    tree_result(at, commit)
 }
 
 /// The result to show for a commit: the record made for it (its note, else the index; a report
 /// that is not evidence too, marked so), else a result of the same tree made under the config
 /// the commit has now (marked `cached_from`).
 pub fn find_record(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
+    at: Repo<'_>,
     reader: &mut NoteReader,
     commit: ObjectId,
 ) -> Result<Option<RunRecord>> {
-    if let Some(r) = own_record(ctx, repo, row, reader, commit)? {
+    if let Some(r) = own_record(at, reader, commit)? {
         return Ok(Some(r));
     }
-    tree_result(ctx, repo, row, commit)
+    tree_result(at, commit)
 }
 
 /// A result of the commit's tree made under the config the commit has now.
-fn tree_result(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
-    commit: ObjectId,
-) -> Result<Option<RunRecord>> {
+fn tree_result(at: Repo<'_>, commit: ObjectId) -> Result<Option<RunRecord>> {
+    let Repo { ctx, repo, row } = at;
     let info = git::commit_info(repo, commit)?;
     let Ok(config) = crate::app::config::commit_config::config_for(
         ctx,
@@ -133,12 +125,11 @@ fn tree_result(
 /// note and indexing it, or a note a non-CAS writer dropped). It may be a report that is not
 /// evidence ([`RunRecord::is_evidence`]): shown as such, judged by nothing.
 pub fn own_record(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
+    at: Repo<'_>,
     reader: &mut NoteReader,
     commit: ObjectId,
 ) -> Result<Option<RunRecord>> {
+    let Repo { ctx, repo, row } = at;
     match reader.read(ctx, repo, commit)? {
         Some(NoteRecord::Found(r)) => Ok(Some(*r)),
         // A note that holds no record for this commit says it was not run.
@@ -161,12 +152,11 @@ fn indexed(ctx: &Context, row: &RepoRow, commit: ObjectId) -> Result<Option<RunR
 /// config, and the experiment's `[config]` when `refname` is an experiment's branch): what
 /// `eval` and `promote` may trust. An `error` record is no result.
 pub fn current_record(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
+    at: Repo<'_>,
     commit: ObjectId,
     refname: Option<&str>,
 ) -> Result<Option<RunRecord>> {
+    let Repo { ctx, repo, row } = at;
     let info = git::commit_info(repo, commit)?;
     let experiment = crate::app::config::commit_config::experiment_of(refname);
     let config = match crate::app::config::commit_config::config_for(
@@ -181,7 +171,7 @@ pub fn current_record(
     };
     let key = config.result_key();
     let mut reader = NoteReader::new(repo)?;
-    let own = own_record(ctx, repo, row, &mut reader, commit)?.filter(|r| usable(r, &info, &key));
+    let own = own_record(at, &mut reader, commit)?.filter(|r| usable(r, &info, &key));
     Ok(own.or_else(|| tree_hit(ctx, row, &info, &key)))
 }
 
@@ -189,13 +179,11 @@ pub fn current_record(
 /// build cache, so nothing an earlier run left decided it. What `eval`, `promote` and `propose`
 /// judge; a warm record never answers here.
 pub fn cold_record(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
+    at: Repo<'_>,
     commit: ObjectId,
     refname: Option<&str>,
 ) -> Result<Option<RunRecord>> {
-    Ok(current_record(ctx, repo, row, commit, refname)?.filter(RunRecord::is_cold))
+    Ok(current_record(at, commit, refname)?.filter(RunRecord::is_cold))
 }
 
 /// Whether a record made for its own commit may serve other commits of its tree (as
@@ -239,12 +227,8 @@ pub fn tree_hit(ctx: &Context, row: &RepoRow, info: &CommitInfo, key: &str) -> O
 /// Write records as notes (the record under `refs/notes/sandbox` and its summary under
 /// `refs/notes/sandbox-summary`, one ref transaction), then index them with their events and,
 /// in the same transaction, what the outbox is to send about them ([`crate::app::publish`]).
-pub fn write(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
-    records: &[RunRecord],
-) -> Result<()> {
+pub fn write(at: Repo<'_>, records: &[RunRecord]) -> Result<()> {
+    let Repo { ctx, repo, row } = at;
     if records.is_empty() {
         return Ok(());
     }
@@ -400,13 +384,8 @@ fn write_notes(ctx: &Context, repo: &gs_git::Repository, records: &[RunRecord]) 
 /// too, signed by this machine (a fetch on a shared index: its maker may have died before
 /// pushing it). Only then: another signature makes another line, which git's line-wise merge
 /// keeps beside the first. Returns how many were written again.
-pub fn rewrite_missing(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
-    records: &[RunRecord],
-    fleet: bool,
-) -> Result<usize> {
+pub fn rewrite_missing(at: Repo<'_>, records: &[RunRecord], fleet: bool) -> Result<usize> {
+    let Repo { ctx, repo, .. } = at;
     let mut reader = NoteReader::new(repo)?;
     let mut lost = Vec::new();
     // A snapshot's result never had a note to lose.
@@ -436,16 +415,12 @@ pub fn rewrite_missing(
             lost.push(r.clone());
         }
     }
-    restore(ctx, repo, row, &lost)
+    restore(at, &lost)
 }
 
 /// Write the notes of `lost` again, with a `notes.restored` event. Returns how many.
-fn restore(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
-    lost: &[RunRecord],
-) -> Result<usize> {
+fn restore(at: Repo<'_>, lost: &[RunRecord]) -> Result<usize> {
+    let Repo { ctx, repo, row } = at;
     if !lost.is_empty() {
         write_notes(ctx, repo, lost)?;
         let commits: Vec<&str> = lost.iter().map(|r| r.commit.as_str()).collect();
@@ -464,12 +439,8 @@ fn restore(
 /// another commit's record): the commit counts as not run, so its index row goes (the index
 /// follows the notes) and it is queued again; its next result replaces the bad note. Returns
 /// the commits queued again.
-pub fn unreadable(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
-    records: &[RunRecord],
-) -> Result<Vec<String>> {
+pub fn unreadable(at: Repo<'_>, records: &[RunRecord]) -> Result<Vec<String>> {
+    let Repo { ctx, repo, row } = at;
     let mut reader = NoteReader::new(repo)?;
     let mut bad = Vec::new();
     for r in records {
@@ -515,12 +486,8 @@ fn forget_unreadable(
 /// `records`, each note read once, and not at all when its blob is the very note this machine
 /// writes for the record (the common case). What the daemon does for every indexed result it
 /// has not looked at yet. Returns (notes written again, commits queued again).
-pub fn check_notes(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
-    records: &[RunRecord],
-) -> Result<(usize, usize)> {
+pub fn check_notes(at: Repo<'_>, records: &[RunRecord]) -> Result<(usize, usize)> {
+    let Repo { ctx, repo, row } = at;
     let mut reader = NoteReader::new(repo)?;
     let mut lost = Vec::new();
     let mut bad = Vec::new();
@@ -545,7 +512,7 @@ pub fn check_notes(
             _ => {}
         }
     }
-    let restored = restore(ctx, repo, row, &lost)?;
+    let restored = restore(at, &lost)?;
     let requeued = forget_unreadable(ctx, row, bad, &reader)?.len();
     Ok((restored, requeued))
 }
@@ -608,13 +575,12 @@ pub fn attempts_beside(
 /// at most `max_count` commits, each with the record made for it; and a warning when notes were
 /// unreadable.
 pub fn history(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
+    at: Repo<'_>,
     revs: &[String],
     all: bool,
     max_count: usize,
 ) -> Result<(Vec<Entry>, Option<String>)> {
+    let Repo { ctx, repo, row } = at;
     let walk = git::revs::Walk {
         oldest_first: false,
         max_count: Some(max_count),
@@ -625,11 +591,11 @@ pub fn history(
     let mut entries = Vec::with_capacity(commits.len());
     for c in commits {
         let info = git::commit_info(repo, c)?;
-        let (result, reported) = match own_record(ctx, repo, row, &mut reader, c)? {
+        let (result, reported) = match own_record(at, &mut reader, c)? {
             Some(r) if !r.is_evidence() => (None, Some(r)),
             Some(r) => (Some(r), None),
             // As `show` does: a result of the same tree under the commit's config serves it.
-            None => (tree_result(ctx, repo, row, c)?, None),
+            None => (tree_result(at, c)?, None),
         };
         entries.push(Entry {
             commit: c.to_string(),

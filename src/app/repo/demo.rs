@@ -4,7 +4,7 @@
 use crate::app::experiment::experiments::{self, Started};
 use crate::app::experiment::promote::{promote, PromoteOptions, Promoted};
 use crate::app::run::{run_commits, RunOptions};
-use crate::app::{experiment::eval, io_err, repo::repos, Context, Result};
+use crate::app::{experiment::eval, io_err, repo::repos, Context, Repo, Result};
 use gs_git::cli;
 use gs_git::ObjectId;
 use gs_model::{Evaluation, RunRecord, Trigger};
@@ -129,7 +129,12 @@ pub fn demo(
     let main = gs_git::resolve_commits(&repo, "HEAD~1^..HEAD")?;
     let interrupt = gs_git::objects::interrupt_flag();
     let opts = RunOptions::new(Trigger::Manual, Some("refs/heads/main".into()), interrupt);
-    let outcome = run_commits(ctx, &repo, &created.repo, &main, &opts, &mut |_| {})?;
+    let outcome = run_commits(
+        Repo::new(ctx, &repo, &created.repo),
+        &main,
+        &opts,
+        &mut |_| {},
+    )?;
     let mut results = outcome.records;
     for r in &results {
         let id = ObjectId::from_hex(r.commit.as_bytes()).expect("records hold full ids");
@@ -146,9 +151,7 @@ pub fn demo(
     on(Event::Step(5));
     let hypothesis = Some("average() is worth having, and well tested");
     let started = experiments::start(
-        ctx,
-        &repo,
-        &created.repo,
+        Repo::new(ctx, &repo, &created.repo),
         EXPERIMENT,
         hypothesis,
         None,
@@ -185,16 +188,19 @@ pub fn demo(
         Some(format!("refs/heads/{}", started.branch)),
         interrupt,
     );
-    let outcome = run_commits(ctx, &repo, &created.repo, &branch, &opts, &mut |_| {})?;
+    let outcome = run_commits(
+        Repo::new(ctx, &repo, &created.repo),
+        &branch,
+        &opts,
+        &mut |_| {},
+    )?;
     for r in outcome.records {
         let id = ObjectId::from_hex(r.commit.as_bytes()).expect("records hold full ids");
         on(Event::Result(&r, &gs_git::commit_info(&repo, id)?.summary));
         results.push(r);
     }
     let ev = eval::evaluate(
-        ctx,
-        &repo,
-        &created.repo,
+        Repo::new(ctx, &repo, &created.repo),
         EXPERIMENT,
         Trigger::Manual,
         interrupt,
@@ -209,7 +215,12 @@ pub fn demo(
         watch: None,
         trigger: Trigger::Manual,
     };
-    let promoted = promote(ctx, &repo, &created.repo, EXPERIMENT, &opts, interrupt)?;
+    let promoted = promote(
+        Repo::new(ctx, &repo, &created.repo),
+        EXPERIMENT,
+        &opts,
+        interrupt,
+    )?;
     let merged = cli::git(&root, &["log", "-1", "--format=%h %s", "main"])?;
     on(Event::Git(merged.trim()));
     if let Some(r) = &promoted.result {

@@ -2,11 +2,10 @@
 //! runs from their notes, experiments from their refs, evaluations from their notes. The index is
 //! a cache; this is how it is refilled.
 
-use crate::app::{experiment::experiments, repo::repos, Context, Result};
+use crate::app::{experiment::experiments, repo::repos, Context, Repo, Result};
 use gs_git as git;
 use gs_git::ObjectId;
 use gs_model::{note, Evaluation, NoteRecord};
-use gs_store::RepoRow;
 use std::path::PathBuf;
 
 /// Notes decoded and indexed at a time.
@@ -115,14 +114,15 @@ fn one(ctx: &Context, path: &std::path::Path) -> Result<Indexed> {
     let Some(row) = repos::known_row(ctx, &repo)? else {
         return Err(crate::app::AppError::usage("not set up").hint("run `git sandbox init` in it"));
     };
-    let imported = import(ctx, &repo, &row)?;
+    let imported = import(Repo::new(ctx, &repo, &row))?;
     Ok((row.repository_id, imported))
 }
 
 /// Fill the index with what git holds for one repository: runs from its notes, experiments
 /// from its refs, evaluations from their notes (replacing what the index had). Returns the runs
 /// and experiments indexed, and the notes skipped with why.
-pub fn import(ctx: &Context, repo: &gs_git::Repository, row: &RepoRow) -> Result<Imported> {
+pub fn import(at: Repo<'_>) -> Result<Imported> {
+    let Repo { ctx, repo, row } = at;
     let mut runs = 0;
     let mut skipped = Vec::new();
     let mut future_dated = 0;
@@ -175,7 +175,7 @@ pub fn import(ctx: &Context, repo: &gs_git::Repository, row: &RepoRow) -> Result
         })
     })?;
     ctx.index.delete_experiments(&row.repository_id)?;
-    experiments::sync(ctx, repo, row)?;
+    experiments::sync(at)?;
     let found = ctx.index.experiments(&row.repository_id)?.len();
     for (head, blob) in git::notes::all_notes(repo, git::EVAL_NOTES_REF)? {
         let Ok(body) = git::notes::read_blob(repo, blob) else {

@@ -5,7 +5,7 @@
 use crate::app::locate::remote_url_of;
 // Where the faces have always found it.
 pub use crate::app::locate::check_name;
-use crate::app::{io_err, AppError, Context, Result};
+use crate::app::{io_err, AppError, Context, Repo, Result};
 use gs_git as git;
 use gs_git::{cli, hooks};
 use gs_model::{EventKind, Framework};
@@ -420,7 +420,7 @@ pub fn registration(ctx: &Context, repo: &gs_git::Repository) -> Result<Option<R
     let Some(row) = known_row(ctx, repo)? else {
         return Ok(None);
     };
-    crate::app::repo::reindex::import(ctx, repo, &row)?;
+    crate::app::repo::reindex::import(Repo::new(ctx, repo, &row))?;
     Ok(Some(row))
 }
 

@@ -1,7 +1,7 @@
 //! A command's view of one registered repository: the context, the repository and its row,
 //! opened once in the same order by every face.
 
-use crate::app::{repo::repos, Context, Result};
+use crate::app::{repo::repos, Context, Repo, Result};
 use gs_store::RepoRow;
 use std::path::Path;
 
@@ -24,5 +24,10 @@ impl Session {
     pub fn within(ctx: Context, dir: &Path) -> Result<Session> {
         let (repo, row) = repos::require_registered(&ctx, dir)?;
         Ok(Session { ctx, repo, row })
+    }
+
+    /// The repository as the use-cases take it.
+    pub fn at(&self) -> Repo<'_> {
+        Repo::new(&self.ctx, &self.repo, &self.row)
     }
 }

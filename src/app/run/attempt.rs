@@ -3,7 +3,7 @@
 //! is kept as an attempt (index and a `run.attempt` event).
 
 use super::{Along, Source};
-use crate::app::{records::results, Context, Result};
+use crate::app::{records::results, Context, Repo, Result};
 use gs_config::Config;
 use gs_git as git;
 use gs_git::CommitInfo;
@@ -18,13 +18,12 @@ use gs_store::RepoRow;
 /// drop a result made where the tool was. `None`: there is no such result, and `made` (its
 /// `error`) is recorded as it is.
 fn kept_result(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
+    at: Repo<'_>,
     info: &CommitInfo,
     made: &RunRecord,
     along: &mut Along,
 ) -> Result<Option<(RunRecord, Source)>> {
+    let Repo { ctx, repo, row } = at;
     let Some((_, config, key)) = along.configs.get(&info.tree) else {
         return Ok(None);
     };
@@ -125,7 +124,7 @@ impl Pending {
         let Some(why) = could_not_run(&made) else {
             return Ok((made, Source::Made));
         };
-        match kept_result(ctx, repo, row, info, &made, along)? {
+        match kept_result(Repo::new(ctx, repo, row), info, &made, along)? {
             Some(kept) => {
                 self.attempts.push((made, why));
                 Ok(kept)

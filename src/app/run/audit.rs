@@ -12,7 +12,7 @@
 //! a small share of the machine; `generations = 0` switches audits off.
 
 use super::{run_commits, RunOptions};
-use crate::app::{Context, Result};
+use crate::app::{Context, Repo, Result};
 use gs_git::ObjectId;
 use gs_model::{EventKind, RunRecord, Status, Trigger};
 use gs_runner::caches::{self, AuditState};
@@ -91,7 +91,7 @@ pub fn after(
             }
             continue;
         }
-        out.push(audit(ctx, &repo, row, &branch, warm, interrupt)?);
+        out.push(audit(Repo::new(ctx, &repo, row), &branch, warm, interrupt)?);
     }
     Ok(out)
 }
@@ -112,14 +112,8 @@ fn own_generation(r: &RunRecord, branch: &str) -> Option<u64> {
 
 /// Run `warm`'s commit again cold and compare; on a disagreement, make again the results that
 /// read the generations the cold run's new base discarded.
-fn audit(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
-    branch: &str,
-    warm: &RunRecord,
-    interrupt: &AtomicBool,
-) -> Result<Audited> {
+fn audit(at: Repo<'_>, branch: &str, warm: &RunRecord, interrupt: &AtomicBool) -> Result<Audited> {
+    let Repo { ctx, repo, row } = at;
     let refname = format!("refs/heads/{branch}");
     let commit = ObjectId::from_hex(warm.commit.as_bytes())
         .map_err(|_| crate::app::AppError::usage("a record names no commit"))?;
@@ -128,7 +122,7 @@ fn audit(
         clean: true,
         ..RunOptions::new(Trigger::Watch, Some(refname.clone()), interrupt)
     };
-    let cold = run_commits(ctx, repo, row, &[commit], &cold_opts, &mut |_| {})?
+    let cold = run_commits(at, &[commit], &cold_opts, &mut |_| {})?
         .records
         .into_iter()
         .next();
@@ -157,15 +151,7 @@ fn audit(
     state.outcome = Some(outcome.to_string());
     if outcome == "disagreed" {
         state.discarded = discarded.clone();
-        state.rerun = rerun_made_on(
-            ctx,
-            repo,
-            row,
-            &refname,
-            &discarded,
-            &warm.commit,
-            interrupt,
-        )?;
+        state.rerun = rerun_made_on(at, &refname, &discarded, &warm.commit, interrupt)?;
     }
     let key = gs_runner::workspace::repo_key(repo);
     caches::set_audit_state(&ctx.paths.caches(), &key, branch, &state);
@@ -213,14 +199,13 @@ const RECENT: usize = 500;
 /// read one of the `discarded` generations, but `audited`'s (its cold result stands). Returns
 /// their commits.
 fn rerun_made_on(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
+    at: Repo<'_>,
     refname: &str,
     discarded: &[String],
     audited: &str,
     interrupt: &AtomicBool,
 ) -> Result<Vec<String>> {
+    let Repo { ctx, row, .. } = at;
     let recent = ctx.index.recent_runs(&row.repository_id, RECENT)?;
     let commits: Vec<&str> = recent.iter().map(|(c, _, _)| c.as_str()).collect();
     let rows = ctx.index.runs_for_commits(&row.repository_id, &commits)?;
@@ -252,6 +237,6 @@ fn rerun_made_on(
         force: true,
         ..RunOptions::new(Trigger::Watch, Some(refname.to_string()), interrupt)
     };
-    let outcome = run_commits(ctx, repo, row, &ids, &opts, &mut |_| {})?;
+    let outcome = run_commits(at, &ids, &opts, &mut |_| {})?;
     Ok(outcome.records.into_iter().map(|r| r.commit).collect())
 }

@@ -1,25 +1,24 @@
 //! `run --retry-flaky N`: a commit that failed only in known-flaky tests, run again.
 
 use super::{run_one, was_interrupted, Along, RunOptions, Source};
-use crate::app::{Context, Result};
+use crate::app::Repo;
+use crate::app::Result;
 use gs_git::CommitInfo;
 use gs_model::{RunRecord, Status};
-use gs_store::RepoRow;
 
 /// Run a failed commit again while every test that failed on it is known to be flaky, up to
 /// `opts.retry_flaky` times, each time forced. A failing run made now is kept as flaky
 /// evidence before the next (the index keeps one result per commit, its executions all).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn retry_flaky(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
+    at: Repo<'_>,
     info: &CommitInfo,
     opts: &RunOptions<'_>,
     along: &mut Along,
     mut record: RunRecord,
     mut source: Source,
 ) -> Result<(RunRecord, Source)> {
+    let Repo { ctx, row, .. } = at;
     if along.flaky.is_none() {
         let names = ctx.index.flaky_tests(&row.repository_id)?;
         along.flaky = Some(names.into_iter().map(|t| t.name).collect());
@@ -47,7 +46,7 @@ pub(super) fn retry_flaky(
             }
         }
         retried.attempts += 1;
-        let (again, _) = run_one(ctx, repo, row, info, &forced, along)?;
+        let (again, _) = run_one(at, info, &forced, along)?;
         if was_interrupted(&again) {
             return Ok((again, Source::Made));
         }

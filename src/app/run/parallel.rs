@@ -1,7 +1,7 @@
 //! `run -j N`: one run's commits shared out among workers.
 
 use super::{run_commits, Outcome, Progress, RunOptions};
-use crate::app::{AppError, Context, Result};
+use crate::app::{AppError, Context, Repo, Result};
 use gs_git::ObjectId;
 use gs_store::RepoRow;
 
@@ -40,7 +40,7 @@ pub fn run_commits_parallel(
                 s.spawn(move || {
                     let ctx = Context::load()?;
                     let repo = gs_git::discover(dir)?;
-                    run_commits(&ctx, &repo, row, part, opts, &mut |p| {
+                    run_commits(Repo::new(&ctx, &repo, row), part, opts, &mut |p| {
                         (progress.lock().unwrap_or_else(|e| e.into_inner()))(p)
                     })
                 })
@@ -86,9 +86,7 @@ pub fn run_commits_parallel(
         let repo = gs_git::discover(dir)?;
         for _ in 0..3 {
             let k = crate::app::records::results::rewrite_missing(
-                &ctx,
-                &repo,
-                row,
+                Repo::new(&ctx, &repo, row),
                 &all.records,
                 false,
             )?;

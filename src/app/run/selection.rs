@@ -6,13 +6,12 @@ pub mod cargo;
 pub mod go;
 pub mod js;
 
-use crate::app::{run::testcov, Context, Result};
+use crate::app::{run::testcov, Context, Repo, Result};
 use gs_analysis::{imports::python_imports, imports::Import, imports::IMPORTS_VERSION};
 use gs_analysis::{pygraph::is_test_file, pygraph::Graph, pygraph::Layout};
 use gs_config::Config;
 use gs_git as git;
 use gs_git::{objects, CommitInfo};
-use gs_store::RepoRow;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -130,24 +129,19 @@ fn cache_key() -> String {
 const MAX_SOURCE_BYTES: u64 = 4 << 20;
 
 /// Phase one of `info`'s run with `config`.
-pub fn select(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
-    info: &CommitInfo,
-    config: &Config,
-) -> Result<Selection> {
+pub fn select(at: Repo<'_>, info: &CommitInfo, config: &Config) -> Result<Selection> {
+    let Repo { ctx, repo, row } = at;
     if !config.test.phases {
         return Ok(Selection::one_phase("[test] phases = false"));
     }
     if let Some(s) = cargo::select(repo, info, config)? {
         return Ok(s);
     }
-    if let Some(s) = go::select(ctx, repo, row, info, config)? {
+    if let Some(s) = go::select(at, info, config)? {
         return Ok(s);
     }
     if let Some(js) = js::command_of(repo, info, config) {
-        return js::select(ctx, repo, row, info, &js);
+        return js::select(at, info, &js);
     }
     // Nothing to split: no diff, tree walk or import graph for a command that runs in one phase.
     if let Some(c) = config
@@ -541,13 +535,8 @@ pub struct Explained {
 }
 
 /// Phase one of `commit`'s run on `refname`, as a run would pick it, without running anything.
-pub fn explain(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
-    commit: gs_git::ObjectId,
-    refname: Option<&str>,
-) -> Result<Explained> {
+pub fn explain(at: Repo<'_>, commit: gs_git::ObjectId, refname: Option<&str>) -> Result<Explained> {
+    let Repo { ctx, repo, .. } = at;
     let info = git::commit_info(repo, commit)?;
     let experiment = crate::app::config::commit_config::experiment_of(refname);
     let flags = gs_config::ConfigFile::default();
@@ -558,7 +547,7 @@ pub fn explain(
         experiment.as_deref(),
         &flags,
     )?;
-    let selection = select(ctx, repo, row, &info, &config)?;
+    let selection = select(at, &info, &config)?;
     let command = config.test.command.clone();
     Ok(Explained {
         commit: commit.to_string(),

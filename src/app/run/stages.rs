@@ -9,7 +9,7 @@ use super::{checks, setup, Along, RunOptions, SeenTrees, Source, CONFIG_FOR};
 use crate::app::analysis::analyze;
 use crate::app::config::commit_config::{cache_dirs, config_for, experiment_of};
 use crate::app::records::results::{self, NoteReader};
-use crate::app::{AppError, Context, Result};
+use crate::app::{AppError, Context, Repo, Result};
 use gs_config::Config;
 use gs_git as git;
 use gs_git::ObjectId;
@@ -60,13 +60,12 @@ struct Commit<'a> {
 
 /// The record of one commit and where it came from.
 pub(super) fn run_one(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
+    at: Repo<'_>,
     info: &CommitInfo,
     opts: &RunOptions<'_>,
     along: &mut Along,
 ) -> Result<(RunRecord, Source)> {
+    let Repo { ctx, repo, row } = at;
     let c = Commit {
         ctx,
         repo,
@@ -425,7 +424,7 @@ impl Bench<'_> {
         let (c, config) = (self.c, self.config);
         let selection = if config.test.phases {
             let _t = gs_util::trace::span("selection");
-            super::selection::select(c.ctx, c.repo, c.row, c.info, config).ok()
+            super::selection::select(Repo::new(c.ctx, c.repo, c.row), c.info, config).ok()
         } else {
             None
         };

@@ -2,7 +2,7 @@
 //! parent, the patch coloured.
 
 use super::*;
-use crate::app::{analysis::metrics, records::logs, records::results, AppError};
+use crate::app::{analysis::metrics, records::logs, records::results, AppError, Repo};
 use crate::http::api::commit_of;
 use axum::extract::{Path, Query};
 
@@ -35,7 +35,7 @@ pub async fn commit_page(
         let c = commit_of(&repo, &sha)?;
         let info = gs_git::commit_info(&repo, c).map_err(AppError::from)?;
         let mut reader = results::NoteReader::new(&repo)?;
-        let record = results::find_evidence(ctx, &repo, &row, &mut reader, c)?;
+        let record = results::find_evidence(Repo::new(ctx, &repo, &row), &mut reader, c)?;
         let page = record.as_ref().and_then(|r| {
             logs::read(
                 ctx,

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::app::records::commits;
+use crate::app::Repo;
 use axum::extract::{Path, Query};
 
 #[derive(Deserialize)]
@@ -36,7 +37,7 @@ pub async fn commits_page(
     let before = q.before;
     let data = blocking(move |ctx| {
         let (repo, row) = repository(ctx, &key)?;
-        let page = commits::page(ctx, &repo, &row, before, limit)?;
+        let page = commits::page(Repo::new(ctx, &repo, &row), before, limit)?;
         Ok((row, page))
     })
     .await;

@@ -2,7 +2,7 @@
 //! answers 303 back to this page with what happened, so a reload repeats nothing.
 
 use super::*;
-use crate::app::{experiment::compare, experiment::preview};
+use crate::app::{experiment::compare, experiment::preview, Repo};
 use crate::http::api::{kill_now, promote_now};
 use crate::http::ApiResult;
 use axum::extract::Path;
@@ -39,7 +39,7 @@ async fn experiments_view(
             // Only an admin sees the buttons the answer stands beside.
             let refusal = if admin && x.state == "active" {
                 let status = x.row.as_ref().map(|r| r.status.as_str());
-                preview::promotion_refusal(ctx, &repo, &row, &x.name, status)?
+                preview::promotion_refusal(Repo::new(ctx, &repo, &row), &x.name, status)?
             } else {
                 None
             };

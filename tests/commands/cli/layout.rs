@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 const AREAS: &[(&str, &[&str])] = &[
     // What every area needs: the context and its errors, this home's id and keys, a
     // repository's remotes and names, the commits revision arguments name.
-    ("core", &["", "home", "locate", "select"]),
+    ("core", &["", "home", "locate", "select", "handle"]),
     // What leaves this machine or arrives at it after a result: statuses on GitHub, alerts,
     // pushes, and a remote's notes taken in (the outbox, `publish/mod.rs`, is its root).
     (

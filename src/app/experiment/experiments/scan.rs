@@ -3,12 +3,12 @@
 
 use super::meta::{self, Meta, Origin, META_PREFIX};
 use super::{ARCHIVE_PREFIX, BRANCH_PREFIX, PROMOTED_PREFIX, ROLLED_BACK_PREFIX};
-use crate::app::{Context, Result};
+use crate::app::Repo;
+use crate::app::Result;
 use gs_git as git;
 use gs_git::remote::SANDBOX_REMOTES;
 use gs_git::ObjectId;
 use gs_model::{Experiment, State};
-use gs_store::RepoRow;
 use gs_util as util;
 use gs_util::time;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -230,11 +230,8 @@ pub fn scan(repo: &gs_git::Repository) -> Result<(Snapshot, Vec<Scanned>)> {
 /// and metadata from the refs (the budget from this repository's metadata only); an old
 /// experiment's committed metadata is moved into its ref. Rows git no longer knows (killed
 /// with `--delete`) are kept as history. Returns the scan.
-pub fn sync(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
-) -> Result<(Snapshot, Vec<Scanned>)> {
+pub fn sync(at: Repo<'_>) -> Result<(Snapshot, Vec<Scanned>)> {
+    let Repo { ctx, repo, row } = at;
     let (snap, mut found) = scan(repo)?;
     let _t = gs_util::trace::span("experiments: index");
     let indexed: BTreeMap<String, Experiment> = ctx

@@ -5,7 +5,7 @@
 //! that is not Go, cgo, `//go:embed`, build constraints).
 
 use super::{cached_per_blob, irrelevant, Selection, Selects, Why};
-use crate::app::{Context, Result};
+use crate::app::{Context, Repo, Result};
 use gs_analysis::{gograph, gograph::GoFile, gograph::GO_IMPORTS_VERSION};
 use gs_analysis::{pygraph::Edges, pygraph::Graph};
 use gs_config::Config;
@@ -41,12 +41,11 @@ fn command_of(repo: &gs_git::Repository, info: &CommitInfo, config: &Config) -> 
 /// Phase one of `info`'s run when its tests are a `go test` of package patterns; `None` when
 /// they are not.
 pub(super) fn select(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
+    at: Repo<'_>,
     info: &CommitInfo,
     config: &Config,
 ) -> Result<Option<Selection>> {
+    let Repo { ctx, repo, row } = at;
     let Some(go) = command_of(repo, info, config) else {
         return Ok(None);
     };

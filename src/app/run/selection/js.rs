@@ -3,7 +3,7 @@
 //! one phase (a config, a manifest, a lockfile, a snapshot, a file nothing imports, an alias).
 
 use super::{cached_per_blob, irrelevant, Selection, Why};
-use crate::app::{Context, Result};
+use crate::app::{Context, Repo, Result};
 use gs_analysis::{
     jsgraph, jsgraph::is_source, jsgraph::is_test_file, jsgraph::Layout, jsgraph::Runner,
     jsgraph::JS_IMPORTS_VERSION,
@@ -82,13 +82,8 @@ fn configuration(path: &str) -> bool {
 }
 
 /// Phase one of `info`'s run of `cmd`.
-pub fn select(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    row: &RepoRow,
-    info: &CommitInfo,
-    cmd: &JsCmd,
-) -> Result<Selection> {
+pub fn select(at: Repo<'_>, info: &CommitInfo, cmd: &JsCmd) -> Result<Selection> {
+    let Repo { ctx, repo, row } = at;
     let runner = cmd.runner;
     let Some(parent) = info.parents.first() else {
         return Ok(Selection::one_phase(
