@@ -1,3 +1,4 @@
+use super::ui::say;
 use super::{print_json, CmdResult, CommandError};
 use gs_config::Paths;
 use gs_model::LayerStatus;
@@ -48,7 +49,9 @@ pub fn cmd_doctor(args: DoctorArgs) -> CmdResult {
         value["caches"] = serde_json::to_value(cache_generations(&paths)).expect("plain data");
         print_json(&value);
     } else {
-        println!(
+        let mut out = String::new();
+        say!(
+            out,
             "git-sandbox {} on Linux {} as uid {} ({})",
             probe.version,
             probe.kernel,
@@ -66,15 +69,20 @@ pub fn cmd_doctor(args: DoctorArgs) -> CmdResult {
                 LayerStatus::Unavailable => "✘",
                 LayerStatus::Unknown => "?",
             };
-            println!("{mark} {:<17} {}", l.layer, l.detail);
+            say!(out, "{mark} {:<17} {}", l.layer, l.detail);
             if l.status == LayerStatus::Unavailable {
-                println!("  {:<17} needs: {}", "", probe::needs(&l.layer));
+                say!(out, "  {:<17} needs: {}", "", probe::needs(&l.layer));
             }
         }
-        print_limits(&probe);
-        print_network(&paths);
-        print_caches(&paths);
-        println!("(cached in {})", paths.home.join(probe::FILE).display());
+        limits_lines(&mut out, &probe);
+        network_lines(&mut out, &paths);
+        caches_lines(&mut out, &paths);
+        say!(
+            out,
+            "(cached in {})",
+            paths.home.join(probe::FILE).display()
+        );
+        print!("{out}");
     }
     Ok(if probe.isolation.degraded { 1 } else { 0 })
 }
@@ -121,13 +129,14 @@ fn cache_generations(paths: &Paths) -> Vec<CacheGenerations> {
 }
 
 /// The build-cache generations kept: a run reads its branch's newest base and those above it.
-fn print_caches(paths: &Paths) {
+fn caches_lines(out: &mut String, paths: &Paths) {
     let caches = cache_generations(paths);
     if caches.is_empty() {
-        println!("\nbuild caches: none kept");
+        say!(out, "\nbuild caches: none kept");
         return;
     }
-    println!(
+    say!(
+        out,
         "\nbuild caches, the generations kept (a run reads the newest base and those above it):"
     );
     for c in &caches {
@@ -137,7 +146,8 @@ fn print_caches(paths: &Paths) {
             .map(|g| format!("{}{}", g.number, if g.base { " (base)" } else { "" }))
             .collect();
         let bytes: u64 = c.generations.iter().map(|g| g.bytes).sum();
-        println!(
+        say!(
+            out,
             "  {} {}: {} ({:.1} MiB)",
             c.repository_key,
             c.branch.as_deref().unwrap_or("?"),
@@ -148,12 +158,13 @@ fn print_caches(paths: &Paths) {
             let when = gs_util::time::rfc3339(a.at_ms);
             let commit = gs_util::short(a.commit.as_deref().unwrap_or(""));
             match a.outcome.as_deref() {
-                Some("disagreed") => println!(
+                Some("disagreed") => say!(
+                    out,
                     "    last audit {when}: {commit} warm and cold DISAGREED: discarded {}, made again {} result(s)",
                     a.discarded.join(", "),
                     a.rerun.len()
                 ),
-                Some(o) => println!("    last audit {when}: {commit} warm and cold {o}"),
+                Some(o) => say!(out, "    last audit {when}: {commit} warm and cold {o}"),
                 None => {}
             }
         }
@@ -161,7 +172,7 @@ fn print_caches(paths: &Paths) {
 }
 
 /// Where runs with the network reach it, by the user's policy.
-fn print_network(paths: &Paths) {
+fn network_lines(out: &mut String, paths: &Paths) {
     let Ok(layers) = gs_config::Layers::load(paths) else {
         return;
     };
@@ -170,7 +181,8 @@ fn print_network(paths: &Paths) {
         Some(a) => a.join(", "),
         None => default.to_string(),
     };
-    println!(
+    say!(
+        out,
         "
 network (your policy):"
     );
@@ -208,8 +220,8 @@ network (your policy):"
             },
         )
     };
-    println!("  tests         {tests}");
-    println!("  setup         {setup}");
+    say!(out, "  tests         {tests}");
+    say!(out, "  setup         {setup}");
 }
 
 /// What holds `[limits] cpu_cores` here: the probe's run asked for a quota of every core.
@@ -234,7 +246,7 @@ fn cpu_quota(probe: &Probe) -> String {
 
 /// Each limit and the backings that enforce it here, with what the kernel held in the probe's
 /// run (at the default policy).
-fn print_limits(probe: &Probe) {
+fn limits_lines(out: &mut String, probe: &Probe) {
     let l = &probe.limits;
     let layer_on = |name: &str| {
         probe
@@ -254,7 +266,10 @@ fn print_limits(probe: &Probe) {
             "no cgroup here".into()
         }
     };
-    println!("\nlimits, and what enforces each here (the probe's run, default policy):");
+    say!(
+        out,
+        "\nlimits, and what enforces each here (the probe's run, default policy):"
+    );
     let rows: Vec<(&str, String)> = vec![
         (
             "memory_mb",
@@ -314,6 +329,6 @@ fn print_limits(probe: &Probe) {
         ),
     ];
     for (name, how) in rows {
-        println!("  {name:<13} {how}");
+        say!(out, "  {name:<13} {how}");
     }
 }

@@ -1,3 +1,4 @@
+use super::ui::say;
 use super::{cwd, print_json, ui, CmdResult};
 use crate::app::{experiment::experiments, repo::repos, repo::session::Session, Repo};
 use gs_model::{Evaluation, RunRecord};
@@ -288,7 +289,15 @@ fn cmd_show(args: ShowArgs) -> CmdResult {
 
 /// The verdict and each criterion, as `eval` and `experiment show` print them.
 pub fn print_evaluation(ev: &Evaluation) {
-    println!(
+    let mut out = String::new();
+    evaluation_lines(&mut out, ev);
+    print!("{out}");
+}
+
+/// [`print_evaluation`], into the text being rendered.
+pub fn evaluation_lines(out: &mut String, ev: &Evaluation) {
+    say!(
+        out,
         "Evaluation: {} — {} ({} against {} {})",
         ev.recommendation,
         ui::escape(&ev.reason),
@@ -297,7 +306,8 @@ pub fn print_evaluation(ev: &Evaluation) {
         ui::escape(gs_util::short(&ev.base.commit)),
     );
     for c in &ev.criteria {
-        println!(
+        say!(
+            out,
             "  {} {:<14} value {}, threshold {}",
             if c.pass { "✔" } else { "✘" },
             ui::escape(&c.name),

@@ -1,3 +1,4 @@
+use super::ui::say;
 use super::{cwd, print_json, ui, CmdResult};
 use crate::app::{records::results, repo::session::Session, Repo};
 
@@ -43,17 +44,28 @@ pub fn cmd_log(args: LogArgs) -> CmdResult {
         print_json(&entries);
         return Ok(0);
     }
-    for e in &entries {
+    let mut out = String::new();
+    render(&mut out, &entries);
+    print!("{out}");
+    Ok(0)
+}
+
+/// One line per commit, newest first: its result (or the report nobody vouches for), or that
+/// it was not run.
+fn render(out: &mut String, entries: &[results::Entry]) {
+    for e in entries {
         match e.result.as_ref().or(e.reported.as_ref()) {
             Some(r) => match &e.could_not_run_here {
-                Some(_) => println!(
+                Some(_) => say!(
+                    out,
                     "{} {}",
                     ui::oneline(r, &e.summary),
                     ui::dim("· could not run here since")
                 ),
-                None => println!("{}", ui::oneline(r, &e.summary)),
+                None => say!(out, "{}", ui::oneline(r, &e.summary)),
             },
-            None => println!(
+            None => say!(
+                out,
                 "{} {} {} {}",
                 ui::dim("·"),
                 ui::yellow(gs_util::short(&e.commit)),
@@ -62,5 +74,4 @@ pub fn cmd_log(args: LogArgs) -> CmdResult {
             ),
         }
     }
-    Ok(0)
 }

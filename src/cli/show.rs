@@ -1,14 +1,7 @@
+use super::ui::say;
 use super::{cwd, print_json, ui, CmdResult, CommandError};
 use crate::app::{records::results, repo::session::Session, Context, Repo};
 use gs_model::{Attempt, RunRecord};
-use std::fmt::Write;
-
-/// A line into the text being rendered (a `String` always takes it).
-macro_rules! say {
-    ($out:expr, $($arg:tt)*) => {
-        writeln!($out, $($arg)*).expect("a String takes any text")
-    };
-}
 
 /// Show the full result of a commit (default HEAD), like `git show` does for the commit itself.
 ///

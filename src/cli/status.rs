@@ -1,3 +1,4 @@
+use super::ui::say;
 use super::{print_json, ui, CmdResult};
 use crate::app::{records::views, Context};
 
@@ -51,8 +52,9 @@ pub fn cmd_status(args: StatusArgs) -> CmdResult {
         }));
         return Ok(0);
     }
-    println!("home:          {}", ctx.paths.home.display());
-    println!("repositories:  {}", stats.len());
+    let mut out = String::new();
+    say!(out, "home:          {}", ctx.paths.home.display());
+    say!(out, "repositories:  {}", stats.len());
     let mut states = vec![format!("{} active", by_state.active)];
     if by_state.budget_exhausted > 0 {
         states.push(format!(
@@ -65,19 +67,22 @@ pub fn cmd_status(args: StatusArgs) -> CmdResult {
         states.push(format!("{} rolled_back", by_state.rolled_back));
     }
     states.push(format!("{} killed", by_state.killed));
-    println!("experiments:   {experiments} ({})", states.join(", "));
-    println!(
+    say!(out, "experiments:   {experiments} ({})", states.join(", "));
+    say!(
+        out,
         "runs:          {runs} ({})",
         success_rate.map_or("no runs yet".into(), |r| format!(
             "{:.0}% passed",
             r * 100.0
         ))
     );
-    println!(
+    say!(
+        out,
         "mean duration: {}",
         mean.map_or("-".into(), |m| ui::duration(m.round() as u64))
     );
-    println!(
+    say!(
+        out,
         "queue:         {queued} pending{}, {running} running{}",
         queue_reasons(&why),
         if dead > 0 {
@@ -86,7 +91,8 @@ pub fn cmd_status(args: StatusArgs) -> CmdResult {
             String::new()
         }
     );
-    println!(
+    say!(
+        out,
         "daemon:        {}",
         daemon.map_or(
             "not running (start it with `git sandbox daemon`)".into(),
@@ -94,7 +100,8 @@ pub fn cmd_status(args: StatusArgs) -> CmdResult {
         )
     );
     for d in daemons.iter().filter(|d| d.state != "stopped") {
-        println!(
+        say!(
+            out,
             "               {} {} pid {} ({} of {} workers busy, heartbeat {}{})",
             d.state,
             d.row.host,
@@ -118,7 +125,7 @@ pub fn cmd_status(args: StatusArgs) -> CmdResult {
         );
     }
     if !stats.is_empty() {
-        println!();
+        say!(out);
         let rows: Vec<Vec<String>> = stats
             .iter()
             .map(|s| {
@@ -137,7 +144,8 @@ pub fn cmd_status(args: StatusArgs) -> CmdResult {
                 ]
             })
             .collect();
-        ui::table(
+        ui::table_into(
+            &mut out,
             &[
                 "REPOSITORY",
                 "EXPERIMENTS",
@@ -154,7 +162,8 @@ pub fn cmd_status(args: StatusArgs) -> CmdResult {
             .filter(|s| s.selection_caught + s.selection_missed > 0)
         {
             let all = st.selection_caught + st.selection_missed;
-            println!(
+            say!(
+                out,
                 "{}: phase one caught {} of {all} failing two-phase runs ({:.0}% recall), missed {}",
                 st.repo.name,
                 st.selection_caught,
@@ -163,6 +172,7 @@ pub fn cmd_status(args: StatusArgs) -> CmdResult {
             );
         }
     }
+    print!("{out}");
     Ok(0)
 }
 

@@ -1,6 +1,19 @@
 //! Small helpers for human output: colour only on a terminal (and never with NO_COLOR),
 //! status marks, aligned tables, counted nouns, paths quoted as git quotes them.
 
+/// A line into the text a renderer builds (`say!(out)` for an empty one); a `String` always
+/// takes it. Renderers write into a `String` the command prints, so tests can read it whole.
+macro_rules! say {
+    ($out:expr) => {
+        $out.push('\n')
+    };
+    ($out:expr, $($arg:tt)*) => {{
+        use std::fmt::Write as _;
+        writeln!($out, $($arg)*).expect("a String takes any text")
+    }};
+}
+pub(crate) use say;
+
 use gs_model::{RunRecord, Status};
 use std::io::IsTerminal;
 
@@ -153,6 +166,13 @@ pub fn first_line(s: &str) -> &str {
 
 /// Print rows as a left-aligned table with a header.
 pub fn table(header: &[&str], rows: &[Vec<String>]) {
+    let mut out = String::new();
+    table_into(&mut out, header, rows);
+    print!("{out}");
+}
+
+/// [`table`], into the text being rendered.
+pub fn table_into(out: &mut String, header: &[&str], rows: &[Vec<String>]) {
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for row in rows {
         for (i, cell) in row.iter().enumerate() {
@@ -174,9 +194,13 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) {
             .collect::<Vec<_>>()
             .join("  ")
     };
-    println!("{}", line(header.iter().map(|h| h.to_string()).collect()));
+    say!(
+        out,
+        "{}",
+        line(header.iter().map(|h| h.to_string()).collect())
+    );
     for row in rows {
-        println!("{}", line(row.clone()));
+        say!(out, "{}", line(row.clone()));
     }
 }
 
