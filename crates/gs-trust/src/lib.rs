@@ -295,10 +295,22 @@ fn load_or_make(path: &Path, home_id: &str) -> Result<PrivateKey, TrustError> {
         fix: "move the file away: a new key is made on the next run (then give others its `git sandbox key` line again)".into(),
     }
     };
-    match std::fs::read_to_string(path) {
-        Ok(text) => return PrivateKey::from_openssh(text).map_err(|e| broken(e.to_string())),
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(broken(e.to_string())),
-        Err(_) => {}
+    use gs_util::private::{read_private, NotPrivate};
+    match read_private(path) {
+        Ok(Some(text)) => {
+            return PrivateKey::from_openssh(text).map_err(|e| broken(e.to_string()))
+        }
+        Ok(None) => {}
+        Err(NotPrivate::Link) => return Err(TrustError {
+            problem: format!("this machine's signing key {} is a symbolic link, which is never followed", path.display()),
+            fix: format!("put the key file itself at {} (chmod 600), or move the link away: a new key is made on the next run", path.display()),
+        }),
+        Err(NotPrivate::Open(mode)) => return Err(TrustError {
+            problem: format!("this machine's signing key {} may be read by others (mode {mode:04o}): whoever copied it can sign results as this machine", path.display()),
+            fix: format!("chmod 600 {}; if others may have copied it, move it away instead (a new key is made on the next run) and give the new `git sandbox key` line to those who trust this machine", path.display()),
+        }),
+        Err(NotPrivate::NotAFile) => return Err(broken("it is not a regular file".into())),
+        Err(NotPrivate::Io(e)) => return Err(broken(e.to_string())),
     }
     let mut seed = [0u8; 32];
     ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut seed)
@@ -374,6 +386,41 @@ mod tests {
         assert!(v.here);
         assert!(again.verify(b"recorD", &sig).is_err());
         assert!(again.verify(b"record", "AAAA").is_err());
+    }
+
+    #[test]
+    fn a_key_others_can_read_or_a_link_in_its_place_is_refused_and_left_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let made = ring(d.path(), "a-1", None).public_key();
+        let key = d.path().join(KEY_FILE);
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = Keyring::load(d.path(), "a-1".into(), None).err().unwrap();
+        assert!(
+            e.problem.contains("may be read by others (mode 0644)"),
+            "{}",
+            e.problem
+        );
+        assert!(e.fix.starts_with("chmod 600 "), "{}", e.fix);
+        let mode = std::fs::metadata(&key).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o644, "the key is left as it was");
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(ring(d.path(), "a-1", None).public_key(), made);
+
+        // A link to a key elsewhere (someone else's) is not followed.
+        let other = tempfile::tempdir().unwrap();
+        ring(other.path(), "b-2", None);
+        let link = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(other.path().join(KEY_FILE), link.path().join(KEY_FILE))
+            .unwrap();
+        let e = Keyring::load(link.path(), "c-3".into(), None)
+            .err()
+            .unwrap();
+        assert!(e.problem.contains("is a symbolic link"), "{}", e.problem);
+        assert!(std::fs::symlink_metadata(link.path().join(KEY_FILE))
+            .unwrap()
+            .file_type()
+            .is_symlink());
     }
 
     #[test]

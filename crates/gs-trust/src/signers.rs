@@ -83,11 +83,27 @@ fn is_key_type(word: &str) -> bool {
         .any(|p| word.starts_with(p))
 }
 
+/// The options field, read as ssh-keygen reads it: `namespaces`, `valid-after` and
+/// `valid-before` take a double-quoted value and may be given once each (ssh-keygen refuses a
+/// line otherwise, so trusting it here would trust what `git` never would).
 fn options(field: &str, signer: &mut Options) -> Result<(), String> {
+    let mut seen: Vec<String> = Vec::new();
     for opt in split_commas(field) {
         let (name, value) = match opt.split_once('=') {
-            Some((n, v)) => (n.to_ascii_lowercase(), Some(unquote(v))),
+            Some((n, v)) => (n.to_ascii_lowercase(), Some(v.to_string())),
             None => (opt.to_ascii_lowercase(), None),
+        };
+        if name != "cert-authority" {
+            if seen.contains(&name) {
+                return Err(format!(
+                    "the option {name:?} is given twice (ssh-keygen refuses such a line); keep one"
+                ));
+            }
+            seen.push(name.clone());
+        }
+        let value = match value {
+            Some(v) => Some(quoted(&name, &v)?),
+            None => None,
         };
         match (name.as_str(), value) {
             ("cert-authority", None) => signer.cert_authority = true,
@@ -100,6 +116,17 @@ fn options(field: &str, signer: &mut Options) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// An option's value inside its double quotes, as ssh-keygen requires it.
+fn quoted(name: &str, v: &str) -> Result<String, String> {
+    v.strip_prefix('"')
+        .and_then(|s| s.strip_suffix('"'))
+        .filter(|s| !s.contains('"'))
+        .map(str::to_string)
+        .ok_or_else(|| {
+            format!("the value of {name} is not in double quotes; write {name}=\"{v}\" as ssh-keygen requires")
+        })
 }
 
 /// `YYYYMMDD[HHMM[SS]][Z]`, read as UTC.
@@ -185,7 +212,7 @@ mod tests {
     #[test]
     fn entries_with_options_comments_and_quotes() {
         let text = format!(
-            "# a comment\n\nalice@example {KEY} alice's laptop\n\"bob@x,carol@y\" namespaces=\"git,git-sandbox\",valid-after=20200101 {KEY}\nci@fleet cert-authority {KEY}\n"
+            "# a comment\n\nalice@example {KEY} alice's laptop\n\"bob@x,carol@y\" namespaces=\"git,git-sandbox\",valid-after=\"20200101\" {KEY}\nci@fleet cert-authority {KEY}\n"
         );
         let s = parse(&text).unwrap();
         assert_eq!(s.len(), 3);
@@ -216,9 +243,20 @@ mod tests {
             (format!("ok@x {KEY}\nbroken\n"), 2),
             (format!("a@b nosuch-option {KEY}\n"), 1),
             ("a@b ssh-ed25519 notbase64\n".to_string(), 1),
-            (format!("\n\na@b valid-before=yesterday {KEY}\n"), 3),
+            (format!("\n\na@b valid-before=\"yesterday\" {KEY}\n"), 3),
             // No 40th of a 13th month (ssh-keygen refuses it; it was read as a day in 2027).
-            (format!("a@b valid-before=20261340 {KEY}\n"), 1),
+            (format!("a@b valid-before=\"20261340\" {KEY}\n"), 1),
+            // ssh-keygen refuses these lines; trusting them would trust what git never would.
+            (format!("a@b valid-before=20300101 {KEY}\n"), 1),
+            (format!("a@b namespaces=git-sandbox {KEY}\n"), 1),
+            (
+                format!("a@b namespaces=\"git\",namespaces=\"git-sandbox\" {KEY}\n"),
+                1,
+            ),
+            (
+                format!("a@b valid-before=\"20300101\",valid-before=\"20310101\" {KEY}\n"),
+                1,
+            ),
         ] {
             let (n, why) = parse(&text).unwrap_err();
             assert_eq!(n, line, "{text}: {why}");

@@ -53,6 +53,41 @@ pub fn create_private_dir(path: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// Why a file that must be ours alone cannot be read as such.
+#[derive(Debug)]
+pub enum NotPrivate {
+    /// The path is a symbolic link (never followed).
+    Link,
+    /// It is not a regular file.
+    NotAFile,
+    /// Its group or others may read or write it: its mode.
+    Open(u32),
+    Io(io::Error),
+}
+
+/// The text of `path`, a regular file only its owner may read or write, opened without
+/// following a link; `None` when there is none.
+pub fn read_private(path: &Path) -> Result<Option<String>, NotPrivate> {
+    let file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(NotPrivate::Link),
+        Err(e) => return Err(NotPrivate::Io(e)),
+    };
+    let meta = file.metadata().map_err(NotPrivate::Io)?;
+    if !meta.is_file() {
+        return Err(NotPrivate::NotAFile);
+    }
+    if meta.mode() & 0o077 != 0 {
+        return Err(NotPrivate::Open(meta.mode() & 0o7777));
+    }
+    io::read_to_string(file).map(Some).map_err(NotPrivate::Io)
+}
+
 /// Create (or truncate) a 0600 file for writing.
 pub fn create_file(path: &Path) -> io::Result<File> {
     let file = OpenOptions::new()
