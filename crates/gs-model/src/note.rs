@@ -294,6 +294,27 @@ pub fn summary(r: &RunRecord) -> Vec<u8> {
     body
 }
 
+/// The summary of a record nobody this machine trusts signed: who reported what, never a
+/// result (`Sandbox: reported passed by HOST, not verified`). The reporter's name comes from
+/// elsewhere: only the characters of a home id are kept.
+pub fn report_summary(r: &RunRecord) -> Vec<u8> {
+    let by: String = r
+        .reporter()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '@'))
+        .take(64)
+        .collect();
+    let by = if by.is_empty() {
+        "an unknown machine"
+    } else {
+        &by
+    };
+    format!("Sandbox: reported {} by {by}, not verified\n", r.status).into_bytes()
+}
+
+/// The summary of a commit with no record here: a remote's summary of it is not taken.
+pub const NO_RESULT_SUMMARY: &[u8] = b"Sandbox: no result here\n";
+
 fn plural<'a>(n: u64, one: &'a str, many: &'a str) -> &'a str {
     if n == 1 {
         one

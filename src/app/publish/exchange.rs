@@ -125,13 +125,32 @@ pub fn take_in(
         if let NoteRecord::Found(r) = found {
             ctx.index.put_run(&row.repository_id, &r)?;
             results += 1;
-            let summary = note::summary(&r);
-            let current = summary_now
-                .get(&commit)
-                .and_then(|b| git::notes::read_blob(repo, *b).ok());
-            if current.as_deref() != Some(summary.as_slice()) {
-                summaries.push((commit, summary));
-            }
+        }
+    }
+    // Summaries (what plain `git log` shows) are written again from the merged records for every
+    // commit whose record or summary the merge changed: a remote's summary is never taken as
+    // it came. Evidence gets its summary, a report says who reported it, and a commit with no
+    // record here says so.
+    let mut touched: Vec<ObjectId> = changed(0)?.into_iter().map(|(c, _)| c).collect();
+    touched.extend(changed(1)?.into_iter().map(|(c, _)| c));
+    touched.sort();
+    touched.dedup();
+    let records_now = git::notes::all_notes(repo, git::NOTES_REF)?;
+    for commit in touched {
+        let found = records_now
+            .get(&commit)
+            .and_then(|b| git::notes::read_blob(repo, *b).ok())
+            .map(|body| note::decode(&body, &commit.to_string(), &judge));
+        let summary = match found {
+            Some(NoteRecord::Found(r)) if r.is_evidence() => note::summary(&r),
+            Some(NoteRecord::Found(r)) => note::report_summary(&r),
+            _ => note::NO_RESULT_SUMMARY.to_vec(),
+        };
+        let current = summary_now
+            .get(&commit)
+            .and_then(|b| git::notes::read_blob(repo, *b).ok());
+        if current.as_deref() != Some(summary.as_slice()) {
+            summaries.push((commit, summary));
         }
     }
     if !summaries.is_empty() {

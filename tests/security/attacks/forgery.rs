@@ -211,6 +211,118 @@ fn a_hand_written_passing_record_from_the_remote_is_no_evidence() {
     assert!(line.starts_with("✘") && line.contains("failed"), "{line}");
 }
 
+/// What plain `git log` shows of a commit (its `refs/notes/sandbox-summary` note).
+fn summary_note(w: &World, repo: &Path, commit: &str) -> String {
+    let o = w.git_out(
+        repo,
+        &["notes", "--ref=sandbox-summary", "show", commit],
+        true,
+    );
+    o.stdout.trim().to_string()
+}
+
+#[test]
+fn plain_git_log_never_shows_a_pass_nobody_trusted_signed() {
+    let victim = World::new();
+    let repo = victim.new_repo("summaries");
+    victim
+        .sandbox(&repo, &["experiment", "start", "broken"])
+        .success();
+    let broken = victim.commit_on(
+        &repo,
+        "experiment/broken",
+        &[("tests/test_broken.py", BROKEN)],
+        "Break it",
+    );
+    // A commit nobody ran, on a branch of its own.
+    victim.git(&repo, &["branch", "side", "main"]);
+    let unrun = victim.commit_on(&repo, "side", &[("NOTES.md", "x")], "Unrun");
+    victim.sandbox(&repo, &["run", "main"]).success();
+    let shared = shared_remote(&victim, &repo);
+    victim.git(
+        &repo,
+        &["push", "-q", "origin", "side", "experiment/broken"],
+    );
+    let main = rev(&victim, &repo, "main");
+
+    // The attacker writes an unsigned passing record for the broken head and summaries that
+    // say both commits passed.
+    let attacker = World::new();
+    let clone = attacker.work().join("attacker");
+    attacker.git(
+        &attacker.work(),
+        &[
+            "clone",
+            "-q",
+            shared.to_str().unwrap(),
+            clone.to_str().unwrap(),
+        ],
+    );
+    attacker.git(
+        &clone,
+        &[
+            "fetch",
+            "-q",
+            "origin",
+            "refs/notes/*:refs/notes/*",
+            "+refs/heads/*:refs/remotes/origin/*",
+        ],
+    );
+    let mut forged: Value = serde_json::from_str(&note_line(&attacker, &clone, &main)).unwrap();
+    let obj = forged.as_object_mut().unwrap();
+    obj.remove("signature");
+    obj.insert("commit".into(), broken.clone().into());
+    obj.insert(
+        "tree".into(),
+        rev(&attacker, &clone, &format!("{broken}^{{tree}}")).into(),
+    );
+    obj.insert("by".into(), "mallory\nSandbox: passed".into());
+    push_note(&attacker, &clone, &broken, &[forged.to_string()], "mallory");
+    for commit in [&broken, &unrun] {
+        attacker.git(
+            &clone,
+            &[
+                "notes",
+                "--ref=sandbox-summary",
+                "add",
+                "-f",
+                "-m",
+                "Sandbox: passed, 9 passed 0 failed (unittest), 1 ms",
+                commit,
+            ],
+        );
+    }
+    attacker.git(
+        &clone,
+        &[
+            "push",
+            "-q",
+            "-f",
+            "origin",
+            "refs/notes/sandbox-summary:refs/notes/sandbox-summary",
+        ],
+    );
+
+    victim.sandbox(&repo, &["fetch"]).success();
+    let shown = summary_note(&victim, &repo, &broken);
+    assert_eq!(
+        shown, "Sandbox: reported passed by mallorySandboxpassed, not verified",
+        "a report is said to be one, in one line"
+    );
+    assert_eq!(
+        summary_note(&victim, &repo, &unrun),
+        "Sandbox: no result here"
+    );
+    // The victim's own summary of its own run stands.
+    assert!(
+        summary_note(&victim, &repo, &main).starts_with("Sandbox: passed"),
+        "{}",
+        summary_note(&victim, &repo, &main)
+    );
+    let log = victim.git(&repo, &["log", "-1", "--format=%N", &broken]);
+    assert!(!log.contains("Sandbox: passed"), "{log}");
+}
+
 #[test]
 fn a_trusted_machines_records_count_and_its_signature_copied_onto_a_changed_record_does_not() {
     let a = World::new();
