@@ -289,6 +289,25 @@ impl Index {
         Ok(())
     }
 
+    /// Take away who vouches for every result of a repository that was served from another
+    /// commit's (`cached_from`) unless that commit's own result, of the same tree and config,
+    /// is evidence in the index now: a copy is worth what its source is worth, as this machine
+    /// trusts signers today. Returns how many lost it.
+    pub fn demote_unbacked_copies(&self, repository_id: &str) -> Result<usize> {
+        Ok(self.conn.execute(
+            "UPDATE runs SET verified = NULL
+             WHERE repository_id = ?1 AND cached_from IS NOT NULL AND verified IS NOT NULL
+               AND NOT EXISTS (
+                 SELECT 1 FROM runs s
+                 WHERE s.repository_id = runs.repository_id AND s.commit_id = runs.cached_from
+                   AND s.cached_from IS NULL AND s.verified IS NOT NULL
+                   AND s.tree_id = runs.tree_id
+                   AND (s.config_hash = runs.config_hash
+                        OR (s.config_hash IS NULL AND runs.config_hash IS NULL)))",
+            [repository_id],
+        )?)
+    }
+
     pub fn delete_runs(&self, repository_id: &str) -> Result<usize> {
         Ok(self
             .conn

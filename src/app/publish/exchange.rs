@@ -127,6 +127,10 @@ pub fn take_in(
             results += 1;
         }
     }
+    if results > 0 {
+        // A copy a remote brought is worth what its source is worth here.
+        ctx.index.demote_unbacked_copies(&row.repository_id)?;
+    }
     // Summaries (what plain `git log` shows) are written again from the merged records for every
     // commit whose record or summary the merge changed: a remote's summary is never taken as
     // it came. Evidence gets its summary, a report says who reported it, and a commit with no

@@ -86,7 +86,7 @@ pub fn explain(at: Repo<'_>, commit: ObjectId, refname: Option<&str>) -> Result<
             ),
         });
     }
-    if let Some(hit) = results::tree_hit(ctx, row, &info, &key) {
+    if let Some(hit) = results::tree_hit(at, &info, &key) {
         e.decision = Decision::Tree;
         e.from = hit.cached_from.clone();
         e.reasons.push(format!(

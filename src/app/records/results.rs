@@ -37,11 +37,50 @@ impl NoteReader {
         let Some(body) = self.lookup.read(repo, commit)? else {
             return Ok(None);
         };
-        let decoded = note::decode(&body, &commit.to_string(), &ctx.judge()?);
+        let mut decoded = note::decode(&body, &commit.to_string(), &ctx.judge()?);
         if let NoteRecord::Invalid(why) = &decoded {
             self.invalid.push((commit, why.clone()));
         }
+        // A copy of another commit's result is worth what its source is worth today: whoever
+        // signed the copy, it is evidence only while the source is.
+        if let NoteRecord::Found(r) = &mut decoded {
+            if r.is_evidence() && r.cached_from.is_some() && !self.backs(ctx, repo, r)? {
+                r.verified = None;
+            }
+        }
         Ok(Some(decoded))
+    }
+
+    /// Whether the result `copy` was served from is evidence now: that commit's own record
+    /// (not a copy itself), of the same tree and config, signed by this machine or a signer it
+    /// trusts today.
+    fn backs(
+        &mut self,
+        ctx: &Context,
+        repo: &gs_git::Repository,
+        copy: &RunRecord,
+    ) -> Result<bool> {
+        let Some(source) = copy
+            .cached_from
+            .as_deref()
+            .and_then(|c| ObjectId::from_hex(c.as_bytes()).ok())
+        else {
+            return Ok(false);
+        };
+        let Some(body) = self.lookup.read(repo, source)? else {
+            return Ok(false);
+        };
+        Ok(
+            match note::decode(&body, &source.to_string(), &ctx.judge()?) {
+                NoteRecord::Found(s) => {
+                    s.is_evidence()
+                        && s.cached_from.is_none()
+                        && s.tree == copy.tree
+                        && s.config_hash == copy.config_hash
+                }
+                _ => false,
+            },
+        )
     }
 
     /// The evidence the note holds for `commit`, if it holds some (a report is none).
@@ -107,7 +146,7 @@ pub fn find_record(
 
 /// A result of the commit's tree made under the config the commit has now.
 fn tree_result(at: Repo<'_>, commit: ObjectId) -> Result<Option<RunRecord>> {
-    let Repo { ctx, repo, row } = at;
+    let Repo { ctx, repo, .. } = at;
     let info = git::commit_info(repo, commit)?;
     let Ok(config) = crate::app::config::commit_config::config_for(
         ctx,
@@ -118,7 +157,7 @@ fn tree_result(at: Repo<'_>, commit: ObjectId) -> Result<Option<RunRecord>> {
     ) else {
         return Ok(None);
     };
-    Ok(tree_hit(ctx, row, &info, &config.result_key()))
+    Ok(tree_hit(at, &info, &config.result_key()))
 }
 
 /// The record made for this very commit: its note, else the index (a crash between writing the
@@ -156,7 +195,7 @@ pub fn current_record(
     commit: ObjectId,
     refname: Option<&str>,
 ) -> Result<Option<RunRecord>> {
-    let Repo { ctx, repo, row } = at;
+    let Repo { ctx, repo, .. } = at;
     let info = git::commit_info(repo, commit)?;
     let experiment = crate::app::config::commit_config::experiment_of(refname);
     let config = match crate::app::config::commit_config::config_for(
@@ -172,7 +211,7 @@ pub fn current_record(
     let key = config.result_key();
     let mut reader = NoteReader::new(repo)?;
     let own = own_record(at, &mut reader, commit)?.filter(|r| usable(r, &info, &key));
-    Ok(own.or_else(|| tree_hit(ctx, row, &info, &key)))
+    Ok(own.or_else(|| tree_hit(at, &info, &key)))
 }
 
 /// [`current_record`] when it is a cold witness ([`RunRecord::is_cold`]): a run that read no
@@ -205,7 +244,8 @@ pub fn usable(r: &RunRecord, info: &CommitInfo, key: &str) -> bool {
 /// A first-hand result of the same tree under config `key`, made for another commit, as a
 /// record for `info` (marked `cached_from`). A commit's own indexed record is never its cache:
 /// when its note says it was not run, it was not.
-pub fn tree_hit(ctx: &Context, row: &RepoRow, info: &CommitInfo, key: &str) -> Option<RunRecord> {
+pub fn tree_hit(at: Repo<'_>, info: &CommitInfo, key: &str) -> Option<RunRecord> {
+    let Repo { ctx, repo, row } = at;
     let hit = ctx
         .index
         .run_for_tree(
@@ -215,7 +255,17 @@ pub fn tree_hit(ctx: &Context, row: &RepoRow, info: &CommitInfo, key: &str) -> O
             &info.id.to_string(),
         )
         .ok()??;
-    let mut r = hit.record;
+    // The index says who vouched for it when it was indexed; its note says who does today.
+    let source = ObjectId::from_hex(hit.record.commit.as_bytes()).ok()?;
+    let mut reader = NoteReader::new(repo).ok()?;
+    let mut r = reader.record(ctx, repo, source).ok()??;
+    if r.cached_from.is_some()
+        || r.tree != hit.record.tree
+        || r.config_hash != hit.record.config_hash
+        || !r.status.is_result()
+    {
+        return None;
+    }
     r.cached_from = Some(r.commit.clone());
     r.commit = info.id.to_string();
     // A commit named by a ref is no snapshot, whatever tree it shares with one.

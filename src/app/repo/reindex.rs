@@ -171,6 +171,8 @@ pub fn import(at: Repo<'_>) -> Result<Imported> {
                 ctx.index.put_runs(&row.repository_id, &records)?;
                 runs += records.len();
             }
+            // A copy is worth what its source is worth with today's signers.
+            ctx.index.demote_unbacked_copies(&row.repository_id)?;
             Ok(())
         })
     })?;

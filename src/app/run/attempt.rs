@@ -71,7 +71,7 @@ fn kept_result(
                 .flatten()
                 .map(|run| run.record)
                 .filter(|r| same(r))
-                .or_else(|| results::tree_hit(ctx, row, info, key))
+                .or_else(|| results::tree_hit(Repo::new(ctx, repo, row), info, key))
         });
     let Some(mut r) = served else {
         return Ok(None);

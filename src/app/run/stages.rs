@@ -243,7 +243,7 @@ fn earlier(
             parents: record.parents.clone(),
             ..r.clone()
         })
-        .or_else(|| results::tree_hit(ctx, row, info, key));
+        .or_else(|| results::tree_hit(Repo::new(ctx, c.repo, row), info, key));
     let Some(mut r) = hit else {
         return Ok(Step::Next(()));
     };

@@ -384,6 +384,66 @@ fn a_trusted_machines_records_count_and_its_signature_copied_onto_a_changed_reco
 }
 
 #[test]
+fn a_result_served_from_a_signer_no_longer_trusted_is_no_evidence_and_serves_nothing() {
+    let a = World::new();
+    let repo = a.new_repo("a");
+    let shared = shared_remote(&a, &repo);
+    let b = World::new();
+    let clone = b.clone_and_init(shared.to_str().unwrap(), "b");
+    let main = rev(&b, &clone, "main");
+    b.sandbox(&clone, &["run", "main"]).success();
+    b.sandbox(&clone, &["push", "--notes-only"]).success();
+    trust(
+        &a,
+        &[key(&b)["allowed_signers"].as_str().unwrap().to_string()],
+    );
+    a.sandbox(&repo, &["fetch"]).success();
+
+    // While B is trusted, a commit of main's tree is served B's result, and A writes the copy.
+    let tree = rev(&a, &repo, "main^{tree}");
+    let copy_of = |name: &str| -> String {
+        let id = a
+            .git(&repo, &["commit-tree", &tree, "-p", &main, "-m", name])
+            .trim()
+            .to_string();
+        a.git(&repo, &["branch", name, &id]);
+        id
+    };
+    let y = copy_of("y");
+    let o = a.sandbox(&repo, &["run", "--json", &y]).success();
+    assert_eq!(o.json()[0]["cached_from"], main.as_str(), "{o}");
+    assert!(a.sandbox(&repo, &["show", "--json", &y]).json()["verified"].is_object());
+
+    // B's key is no longer trusted: B's record, and the copy A signed of it, are reports.
+    trust(&a, &[]);
+    for (commit, what) in [(&main, "B's own record"), (&y, "the copy served from it")] {
+        let shown = a
+            .sandbox(&repo, &["show", "--json", commit])
+            .success()
+            .json();
+        assert!(shown.get("verified").is_none(), "{what}: {shown}");
+        let line = log_line(&a, &repo, commit);
+        assert!(
+            !line.contains('✔') && line.contains("not verified"),
+            "{what}: {line}"
+        );
+    }
+    // Nothing is served from it: another commit of the tree runs here.
+    let z = copy_of("z");
+    let o = a.sandbox(&repo, &["run", "--json", &z]).success();
+    assert_eq!(o.json()[0]["cached_from"], Value::Null, "{o}");
+    // Rebuilding the index from the notes keeps it so.
+    a.sandbox(&repo, &["reindex"]).success();
+    let shown = a.sandbox(&repo, &["show", "--json", &y]).success().json();
+    assert!(shown.get("verified").is_none(), "{shown}");
+    let listed = a
+        .sandbox(&repo, &["log", "--json", "-n", "1", &y])
+        .success()
+        .json();
+    assert_eq!(listed[0]["result"], Value::Null, "{listed}");
+}
+
+#[test]
 fn a_record_that_copies_this_machines_home_id_is_not_its_own() {
     let victim = World::new();
     let repo = victim.new_repo("victim");
