@@ -160,7 +160,16 @@ fn header(out: &mut String, r: &RunRecord, attempt: Option<&Attempt>, summary: &
     );
     match &r.verified {
         Some(v) => {
-            say!(out, "Status:   {} {}", ui::mark(r.status), r.status);
+            if r.no_tests() {
+                say!(
+                    out,
+                    "Status:   {} no tests (recorded {}: nothing was tested)",
+                    ui::dim("○"),
+                    r.status
+                );
+            } else {
+                say!(out, "Status:   {} {}", ui::mark(r.status), r.status);
+            }
             say!(out, "Signed:   by {} ({})", ui::escape(&v.signer), v.key);
         }
         None => {

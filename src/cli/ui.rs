@@ -123,6 +123,11 @@ pub fn oneline(r: &RunRecord, summary: &str) -> String {
     }
     let mut facts = vec![counts(r)];
     facts.extend(unpassed_checks(r));
+    let (mark, word) = if r.no_tests() {
+        (dim("○"), "no tests".to_string())
+    } else {
+        (mark(r.status), r.status.to_string())
+    };
     // With named checks the tests are one part of the run: its duration is the whole.
     let ms = match &r.tests {
         Some(t) if r.checks.is_empty() => t.duration_ms,
@@ -134,9 +139,9 @@ pub fn oneline(r: &RunRecord, summary: &str) -> String {
     }
     format!(
         "{} {} {} {} [{}]{}{}",
-        mark(r.status),
+        mark,
         yellow(gs_util::short(&r.commit)),
-        r.status,
+        word,
         summary,
         facts.join(", "),
         cached,

@@ -98,6 +98,24 @@ fn a_run_posts_its_statuses_and_the_test_never_sees_the_token() {
 }
 
 #[test]
+fn a_run_that_tested_nothing_posts_no_tests_never_a_pass() {
+    let gh = FakeGitHub::start();
+    let w = World::new();
+    let repo = on_github(&w, &gh.url(), "");
+    w.git(&repo, &["rm", "-q", "-r", "tests", ".sandbox.toml"]);
+    w.git(&repo, &["commit", "-q", "-m", "No tests left"]);
+    let c = w.git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    run(&w, &repo).success();
+    let posted = statuses_for(&gh, &c);
+    let tests = posted
+        .iter()
+        .find(|b| b["context"] == "git-sandbox/tests")
+        .unwrap_or_else(|| panic!("no tests status: {:?}", gh.seen()));
+    let text = tests["description"].as_str().unwrap();
+    assert!(text.starts_with("no tests: nothing was tested"), "{tests}");
+}
+
+#[test]
 fn each_named_check_gets_a_status_of_its_own() {
     let gh = FakeGitHub::start();
     let w = World::new();

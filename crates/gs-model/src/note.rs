@@ -235,12 +235,17 @@ pub fn summary(r: &RunRecord) -> Vec<u8> {
         .as_ref()
         .map(|c| format!(", coverage {:.1}%", c.percent))
         .unwrap_or_default();
-    lines.push(format!(
-        "Sandbox: {}, {}{coverage}, {}",
-        r.status,
-        tests.trim(),
-        human_ms(ms)
-    ));
+    if r.no_tests() {
+        // A pass that tested nothing is not told as one.
+        lines.push(format!("Sandbox: no tests{coverage}, {}", human_ms(ms)));
+    } else {
+        lines.push(format!(
+            "Sandbox: {}, {}{coverage}, {}",
+            r.status,
+            tests.trim(),
+            human_ms(ms)
+        ));
+    }
     if !r.checks.is_empty() {
         let checks: Vec<String> = r
             .checks

@@ -221,6 +221,13 @@ impl RunRecord {
             && !self.checks.iter().any(|(_, c)| reused(&c.run))
     }
 
+    /// A pass that tested nothing: no tests ran (none configured or detected), or the runner
+    /// ran none (`total: 0`). Its `status` stays `passed` (older readers, signatures), but it is
+    /// shown as `no tests` and never meets `eval`'s tests criterion.
+    pub fn no_tests(&self) -> bool {
+        self.status == Status::Passed && self.tests.as_ref().is_none_or(|t| t.total == Some(0))
+    }
+
     /// Who reported a record that is not evidence, for "reported by …, not verified".
     pub fn reporter(&self) -> &str {
         self.by.as_deref().unwrap_or("an unknown machine")

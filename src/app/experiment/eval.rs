@@ -313,7 +313,9 @@ impl Measures {
                 Status::Failed if !not_counted.is_empty() => Status::Passed,
                 s => s,
             });
-        let tests_pass = tests_status == Some(Status::Passed) && bad.unwrap_or(0) == 0;
+        // A pass that tested nothing shows nothing.
+        let tested = head.is_some_and(|h| !h.no_tests());
+        let tests_pass = tests_status == Some(Status::Passed) && bad.unwrap_or(0) == 0 && tested;
         let failing_checks: Vec<String> = head
             .map(|h| {
                 h.checks

@@ -111,6 +111,13 @@ pub fn describe_tests(r: &RunRecord) -> (&'static str, String) {
         _ => (r.status, r.duration_ms as f64 / 1000.0),
     };
     let state = state_of(status);
+    if r.no_tests() {
+        // A commit status has no neutral state; a check run's conclusion is `neutral`.
+        return (
+            state,
+            clip(&format!("no tests: nothing was tested ({secs:.1}s)")),
+        );
+    }
     let text = match (&r.tests, status) {
         (_, Status::Error) => format!(
             "error: {}",

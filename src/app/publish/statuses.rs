@@ -203,7 +203,9 @@ fn check_run(s: &StatusRow, record: Option<&RunRecord>) -> serde_json::Value {
         Some(c) => Some(c.status()),
         None => record.map(|r| r.status),
     };
+    let no_tests = s.context == TESTS_CONTEXT && record.is_some_and(RunRecord::no_tests);
     let conclusion = match (s.state.as_str(), status) {
+        ("success", _) if no_tests => "neutral",
         ("success", _) => "success",
         (_, Some(Status::Timeout)) => "timed_out",
         _ => "failure",

@@ -126,6 +126,7 @@ fn error_page(caller: Option<&Caller>, e: ApiError) -> Response {
 
 fn status_cell(r: Option<&RunRecord>) -> Markup {
     match r {
+        Some(r) if r.no_tests() => html! { span.muted { "○ no tests" } },
         Some(r) => {
             html! { span class=(r.status.as_str()) { (if r.status.is_success() { "✔ " } else { "✘ " }) (r.status.as_str()) } }
         }

@@ -289,3 +289,50 @@ fn config_example_prints_every_key_of_the_repository_config() {
     let toml = std::fs::read_to_string(w.new_repo("fresh").join(".sandbox.toml")).unwrap();
     assert!(toml.contains("`git sandbox config --example`"), "{toml}");
 }
+
+#[test]
+fn a_run_that_tested_nothing_is_shown_as_no_tests_and_is_no_pass_for_eval() {
+    let w = World::new();
+    let repo = w.new_repo("nothing");
+    w.git(&repo, &["rm", "-q", "-r", "tests", ".sandbox.toml"]);
+    w.git(&repo, &["commit", "-q", "-m", "No tests left"]);
+    let o = w.sandbox(&repo, &["run", "--json"]).success();
+    assert_eq!(
+        o.json()[0]["status"],
+        "passed",
+        "the record keeps its status: {o}"
+    );
+    assert_eq!(o.json()[0]["tests"], serde_json::Value::Null, "{o}");
+
+    let log = w.sandbox(&repo, &["log", "-n", "1"]).success();
+    assert!(
+        log.stdout.starts_with("○ ") && log.stdout.contains(" no tests "),
+        "{log}"
+    );
+    assert!(!log.stdout.contains('✔'), "{log}");
+    let show = w.sandbox(&repo, &["show"]).success();
+    assert!(show.stdout.contains("Status:   ○ no tests"), "{show}");
+    let summary = w.git(&repo, &["notes", "--ref=sandbox-summary", "show", "HEAD"]);
+    assert!(summary.starts_with("Sandbox: no tests"), "{summary}");
+
+    // An experiment that tests nothing never meets the tests criterion.
+    w.sandbox(&repo, &["experiment", "start", "empty"])
+        .success();
+    w.commit_on(
+        &repo,
+        "experiment/empty",
+        &[("README.md", "x")],
+        "Still nothing",
+    );
+    let o = w.sandbox(&repo, &["eval", "empty", "--json"]);
+    assert_eq!(o.code, 1, "{o}");
+    let ev = o.json();
+    assert_eq!(ev["recommendation"], "NOT_READY", "{ev}");
+    let tests_pass = ev["criteria"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "tests_pass")
+        .unwrap();
+    assert_eq!(tests_pass["pass"], false, "{ev}");
+}
