@@ -252,7 +252,7 @@ fn watched_globs(
     let layers = match git::objects::workdir(repo) {
         Some(dir) => ctx.layers.with_repo_dir(dir).unwrap_or_else(|e| {
             warning = Some(format!(
-                "{e}; using the default watched branches until it is fixed"
+                "{e}; until it is fixed the hook watches the default branches, and runs of its commits end in `error`"
             ));
             ctx.layers.clone()
         }),
@@ -261,7 +261,7 @@ fn watched_globs(
     let config = layers.resolve();
     let globs = config.watched_branches().unwrap_or_else(|e| {
         warning = Some(format!(
-            "{e}; using the default watched branches until it is fixed"
+            "{e}; until it is fixed the hook watches the default branches"
         ));
         gs_config::Config::default()
             .watched_branches()
