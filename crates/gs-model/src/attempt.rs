@@ -31,6 +31,10 @@ pub enum Missing {
     /// A toolchain manager said the toolchain it selects is not installed (rustup, pyenv): the
     /// line it said it in.
     Toolchain(String),
+    /// The toolchain stopped before building or running any test, for want of what it downloads
+    /// (cargo's index and crates, Go's modules) or of a newer version of itself: the line that
+    /// says so.
+    Environment(String),
 }
 
 /// What `command`'s output says is missing for it to run, if anything: the module a
@@ -50,15 +54,38 @@ pub fn missing_runner(command: &str, output: &str) -> Option<Missing> {
             return Some(Missing::PythonModule(module.to_string()));
         }
     }
-    output
-        .lines()
-        .map(str::trim)
-        .find(|l| {
-            l.contains("is not installed")
-                && ((l.starts_with("error:") && l.contains("toolchain '"))
-                    || l.starts_with("pyenv: version `"))
-        })
-        .map(|l| Missing::Toolchain(l.to_string()))
+    if let Some(l) = output.lines().map(str::trim).find(|l| {
+        l.contains("is not installed")
+            && ((l.starts_with("error:") && l.contains("toolchain '"))
+                || l.starts_with("pyenv: version `"))
+    }) {
+        return Some(Missing::Toolchain(l.to_string()));
+    }
+    environment(output).map(|l| Missing::Environment(l.to_string()))
+}
+
+/// The line where a toolchain says it stopped in its own stage, before any test: cargo
+/// resolving or downloading (nothing compiled yet), Go reading `go.mod` or downloading modules.
+/// A project's own compile error or failing test is never one.
+fn environment(output: &str) -> Option<&str> {
+    let lines = || output.lines().map(str::trim);
+    let compiled = lines().any(|l| l.starts_with("Compiling ") || l.starts_with("Running "));
+    let cargo = lines().find(|l| {
+        l.starts_with("error: failed to get `")
+            || l.starts_with("error: failed to download")
+            || l.starts_with("error: failed to load source for dependency")
+    });
+    if let (Some(l), false) = (cargo, compiled) {
+        return Some(l);
+    }
+    lines().find(|l| {
+        l.contains("invalid go version")
+            || l.starts_with("go: go.mod requires go >=")
+            || ((l.starts_with("go: ") || l.contains("@v"))
+                && ["dial tcp", "no such host", "network is unreachable", "proxy.golang.org"]
+                    .iter()
+                    .any(|w| l.contains(w)))
+    })
 }
 
 /// Why the run of `r` could not run its tests on this machine, when its record says so: it
@@ -105,6 +132,41 @@ pub fn could_not_run(r: &RunRecord) -> Option<String> {
             .as_deref()
             .is_some_and(|e| e.starts_with(SETUP_FAILED) && e.contains(SETUP_OFFLINE));
     offline_setup.then(reason)
+}
+
+#[cfg(test)]
+mod environment_tests {
+    use super::*;
+
+    /// Outputs captured from real runs without the network, or with a Go older than the
+    /// module asks for (tests/fixtures/environment/).
+    #[test]
+    fn a_toolchain_that_stopped_for_its_downloads_or_its_version_is_the_environment() {
+        let fixture = |name: &str| {
+            std::fs::read_to_string(format!(
+                "{}/../../tests/fixtures/environment/{name}",
+                env!("CARGO_MANIFEST_DIR")
+            ))
+            .unwrap()
+        };
+        for (command, name, said) in [
+            ("cargo test", "cargo_offline.txt", "error: failed to get `itoa`"),
+            ("go test ./...", "go_download.txt", "github.com/pkg/errors@v0.9.1: Get"),
+            ("go test ./...", "go_invalid_version.txt", "invalid go version '1.22.0'"),
+        ] {
+            match missing_runner(command, &fixture(name)) {
+                Some(Missing::Environment(line)) => assert!(line.contains(said), "{name}: {line}"),
+                other => panic!("{name}: {other:?}"),
+            }
+        }
+        // A project's own failures are not the environment's.
+        let compile_error = "   Compiling capt v0.1.0 (/tmp/x)\nerror[E0425]: cannot find value `y`\nerror: could not compile `capt`\n";
+        assert_eq!(missing_runner("cargo test", compile_error), None);
+        let after_compiling = "   Compiling itoa v1.0.0\nerror: failed to download from `https://x`\n";
+        assert_eq!(missing_runner("cargo test", after_compiling), None);
+        let go_fail = "--- FAIL: TestA (0.00s)\n    g_test.go:3: network is unreachable in the test's own words\nFAIL\n";
+        assert_eq!(missing_runner("go test ./...", go_fail), None);
+    }
 }
 
 #[cfg(test)]

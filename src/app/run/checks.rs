@@ -829,6 +829,9 @@ fn missing_runner(
         Missing::Toolchain(line) => Some(format!(
             "the toolchain that `{command}` runs is not installed here ({line}); install it, or set {key} command in .sandbox.toml"
         )),
+        Missing::Environment(line) => Some(format!(
+            "`{command}` stopped before running any test, for want of what its toolchain downloads or of a newer toolchain ({line}); give the setup step the network ([limits] setup_network = true in your user config) or install that toolchain here"
+        )),
     }
 }
 

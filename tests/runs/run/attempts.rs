@@ -229,3 +229,33 @@ fn another_commit_of_the_tree_is_served_its_result_when_its_run_could_not_run() 
     let shown = w.sandbox(&repo, &["show", "--json", &amended]).json();
     assert!(shown["could_not_run_here"]["reason"].is_string(), "{shown}");
 }
+
+/// A cargo project whose dependency cannot be downloaded (runs have no network): cargo stops
+/// while resolving, before it compiles or runs any test. That is the environment's failure,
+/// recorded as `error` naming what was needed, never as the commit's failing tests.
+#[test]
+fn a_toolchain_that_cannot_download_what_it_needs_is_an_error_never_a_failure() {
+    let w = World::new();
+    let repo = w.new_repo("offline-cargo");
+    let c = w.commit(
+        &repo,
+        &[
+            (
+                "Cargo.toml",
+                "[package]\nname = \"offline\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nitoa = \"=1.0.99\"\n",
+            ),
+            ("src/lib.rs", "#[test]\nfn t() {}\n"),
+            (".sandbox.toml", "[test]\ncommand = \"cargo test\"\n"),
+        ],
+        "a dependency",
+    );
+    let o = w.sandbox(&repo, &["run", "--json"]);
+    let r = &o.json()[0];
+    assert_eq!(r["status"], "error", "{o}");
+    let error = r["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("stopped before running any test") && error.contains("itoa"),
+        "{o}"
+    );
+    assert_eq!(r["commit"], c.as_str());
+}
