@@ -148,6 +148,18 @@ impl Index {
         Ok(found)
     }
 
+    /// The indexed record of `commit` in any repository (commit ids do not repeat across them).
+    pub fn run_of_commit(&self, commit: &str) -> Result<Option<RunRow>> {
+        Ok(self
+            .conn
+            .query_row(
+                &format!("SELECT {COLUMNS} FROM runs WHERE commit_id = ?1 LIMIT 1"),
+                [commit],
+                |r| decode(r.get(0)?, r.get(1)?, r.get(2)?),
+            )
+            .optional()?)
+    }
+
     pub fn run_for_commit(&self, repository_id: &str, commit: &str) -> Result<Option<RunRow>> {
         Ok(self
             .conn
