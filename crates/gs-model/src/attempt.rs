@@ -82,9 +82,14 @@ fn environment(output: &str) -> Option<&str> {
         l.contains("invalid go version")
             || l.starts_with("go: go.mod requires go >=")
             || ((l.starts_with("go: ") || l.contains("@v"))
-                && ["dial tcp", "no such host", "network is unreachable", "proxy.golang.org"]
-                    .iter()
-                    .any(|w| l.contains(w)))
+                && [
+                    "dial tcp",
+                    "no such host",
+                    "network is unreachable",
+                    "proxy.golang.org",
+                ]
+                .iter()
+                .any(|w| l.contains(w)))
     })
 }
 
@@ -150,9 +155,21 @@ mod environment_tests {
             .unwrap()
         };
         for (command, name, said) in [
-            ("cargo test", "cargo_offline.txt", "error: failed to get `itoa`"),
-            ("go test ./...", "go_download.txt", "github.com/pkg/errors@v0.9.1: Get"),
-            ("go test ./...", "go_invalid_version.txt", "invalid go version '1.22.0'"),
+            (
+                "cargo test",
+                "cargo_offline.txt",
+                "error: failed to get `itoa`",
+            ),
+            (
+                "go test ./...",
+                "go_download.txt",
+                "github.com/pkg/errors@v0.9.1: Get",
+            ),
+            (
+                "go test ./...",
+                "go_invalid_version.txt",
+                "invalid go version '1.22.0'",
+            ),
         ] {
             match missing_runner(command, &fixture(name)) {
                 Some(Missing::Environment(line)) => assert!(line.contains(said), "{name}: {line}"),
@@ -162,7 +179,8 @@ mod environment_tests {
         // A project's own failures are not the environment's.
         let compile_error = "   Compiling capt v0.1.0 (/tmp/x)\nerror[E0425]: cannot find value `y`\nerror: could not compile `capt`\n";
         assert_eq!(missing_runner("cargo test", compile_error), None);
-        let after_compiling = "   Compiling itoa v1.0.0\nerror: failed to download from `https://x`\n";
+        let after_compiling =
+            "   Compiling itoa v1.0.0\nerror: failed to download from `https://x`\n";
         assert_eq!(missing_runner("cargo test", after_compiling), None);
         let go_fail = "--- FAIL: TestA (0.00s)\n    g_test.go:3: network is unreachable in the test's own words\nFAIL\n";
         assert_eq!(missing_runner("go test ./...", go_fail), None);
