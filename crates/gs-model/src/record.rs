@@ -570,9 +570,10 @@ pub struct SetupRun {
     pub traffic: Option<NetworkUse>,
 }
 
-/// The limits a run actually had, as the kernel reports them once they were set (`getrlimit`
-/// of the process that becomes the command, the run's cgroup files, the size of its writable
-/// file system), not as the config asked. `None`: no such limit was in force. Values are the
+/// The limits a run had, as the kernel reports them once set, not as the config asked.
+///
+/// Read from `getrlimit` of the process that becomes the command, the run's cgroup files and
+/// the size of its writable file system. `None`: no such limit was in force. Values are the
 /// kernel's: `rlimit_nproc` is the process cap plus 2 (the namespace's init and the shell),
 /// `cgroup_pids_max` the cap plus 1 (the helper).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

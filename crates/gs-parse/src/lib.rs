@@ -124,10 +124,11 @@ fn parse_as(framework: &Framework, text: &str, invocations: usize) -> Option<Tes
     }
 }
 
-/// Guess the framework from a command line ("python3 -m pytest -q" -> pytest, "cargo nextest run"
-/// -> nextest, "npx vitest run" -> vitest, "node --test" -> node, "go test ./..." -> go,
-/// "bun test" -> bun, "bundle exec rspec" -> rspec, "vendor/bin/phpunit" -> phpunit, "npm test"
-/// -> None ...).
+/// The test runner a command line starts, when its words name one.
+///
+/// `python3 -m pytest -q` is pytest, `cargo nextest run` nextest, `npx vitest run` vitest,
+/// `node --test` node, `go test ./...` go, `bun test` bun, `bundle exec rspec` rspec,
+/// `vendor/bin/phpunit` phpunit; `npm test` names none.
 pub fn framework_from_command(cmd: &str) -> Option<Framework> {
     let words = command_words(cmd);
     let base = base_name;

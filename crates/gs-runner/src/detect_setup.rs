@@ -228,9 +228,10 @@ fn quote(s: &str) -> String {
     }
 }
 
-/// Whether `program` is one a package manager installs into the tree for a project shaped like
-/// `dir`'s (a Node script's tool from `node_modules/.bin`, a Python test runner from a venv),
-/// and so a "not found" for it is the setup step's business.
+/// Whether a package manager installs `program` into a tree shaped like `dir`'s.
+///
+/// A Node script's tool comes from `node_modules/.bin`, a Python test runner from a venv: a
+/// "not found" for one of them is the setup step's business.
 pub fn installed_by_setup(dir: &Path, command: &str, program: &str) -> bool {
     const PYTHON_TOOLS: &[&str] = &["pytest", "py.test", "tox", "nox", "coverage", "hatch"];
     const RUNNERS: &[&str] = &["npm", "npx", "pnpm", "yarn", "bun", "node", "sh"];

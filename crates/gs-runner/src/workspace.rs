@@ -166,8 +166,9 @@ fn try_lock(path: &Path) -> Option<File> {
     Some(f)
 }
 
-/// The file in a data dir's slots that names the data dir (its path), so that once the data
-/// dir is gone its kept checkouts can be told from those of a data dir still in use.
+/// The file in a data dir's slots that names the data dir (its path).
+///
+/// Once the data dir is gone, its kept checkouts can be told from those of one still in use.
 const OWNER: &str = "data-dir";
 
 fn acquire(cache: &Path, data_dir: &Path) -> Option<Slot> {

@@ -46,9 +46,11 @@ pub fn failure_reason(r: &RunRecord) -> String {
     why
 }
 
-/// Revert the promotion of `name` (production went from `previous` to `promoted`) on
-/// production's tip, move production to the revert (compare-and-swap, through a clean checkout
-/// of it when there is one), mark the experiment rolled back, and run the revert.
+/// Revert the promotion of `name` on production's tip and run the revert.
+///
+/// Production went from `previous` to `promoted`; it moves to the revert by compare-and-swap
+/// (through a clean checkout of it when there is one), and the experiment is marked rolled
+/// back.
 #[allow(clippy::too_many_arguments)]
 pub fn roll_back(
     at: Repo<'_>,

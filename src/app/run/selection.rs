@@ -481,10 +481,11 @@ fn pytest_settings(
         .unwrap_or_default()
 }
 
-/// What `parse` reads of each of `files` (path, blob), from the index's cache by blob id and
-/// `key_of(path)` where an earlier selection kept it, else parsed now (a blob over `max_bytes`,
-/// or one that does not parse, as the default: nothing seen) and kept before returning, so the
-/// next commit parses only the blobs it changed.
+/// What `parse` reads of each of `files` (path, blob), cached per blob in the index.
+///
+/// A blob an earlier selection parsed is read from the cache by its id and `key_of(path)`; the
+/// others are parsed now (one over `max_bytes`, or one that does not parse, as the default:
+/// nothing seen) and kept, so the next commit parses only the blobs it changed.
 pub(super) fn cached_per_blob<'a, T>(
     ctx: &Context,
     repo: &gs_git::Repository,

@@ -65,10 +65,12 @@ pub fn artifact_pattern(rel: &str) -> Option<(&str, &str)> {
     (!dir.is_empty() && !suffix.contains(['*', '/'])).then_some((dir, suffix))
 }
 
-/// The files of `dir` under `root` an artifact pattern names, read as [`read_beneath`] reads one
-/// (no link followed, regular files only, each at most [`ARTIFACT_CAP`]), at most
-/// [`ARTIFACT_FILES`] of them and `ARTIFACT_CAP * 2` bytes in all; or why the directory could not
-/// be read (or that it holds none), as the pattern's own artifact.
+/// The files of `dir` under `root` an artifact pattern names, each read safely.
+///
+/// Each is read as [`read_beneath`] reads one (no link followed, regular files only, each at
+/// most [`ARTIFACT_CAP`]), at most [`ARTIFACT_FILES`] of them and `ARTIFACT_CAP * 2` bytes in
+/// all; or why the directory could not be read (or that it holds none), as the pattern's own
+/// artifact.
 ///
 /// [`read_beneath`]: gs_util::beneath::read_beneath
 pub fn read_pattern(root: &std::path::Path, rel: &str, dir: &str, suffix: &str) -> Vec<Artifact> {

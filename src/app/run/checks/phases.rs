@@ -43,9 +43,11 @@ impl Place<'_> {
     }
 }
 
-/// Run the tests of `spec` in two phases when its command is a pytest, jest, vitest, cargo test
-/// or go test invocation and `phase_one` lies within the suite it runs (go test's rest is named
-/// by `env.phase_two`); `None`: run them in one phase as before. Each phase's output is watched,
+/// Run the tests of `spec` in two phases, when its command and `phase_one` allow it.
+///
+/// The command must be a pytest, jest, vitest, cargo test or go test invocation and
+/// `phase_one` lie within the suite it runs (go test's rest is named by `env.phase_two`);
+/// `None`: run them in one phase as before. Each phase's output is watched,
 /// and `first` tells the first failure.
 pub(super) fn run(
     place: &Place<'_>,

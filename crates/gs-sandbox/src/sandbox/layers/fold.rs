@@ -13,11 +13,13 @@ use super::{cached_mode, cstr, entries, is_opaque, last_error, lstatat, openat, 
 use super::{Cursor, Merged};
 use std::os::fd::{AsRawFd, OwnedFd};
 
-/// Fold `layers` (directories at the same path, topmost first) into `into` (an empty directory
-/// of the same file system), as overlayfs shows them stacked over `below` (the layers a run
-/// lays under them, at the same path): whiteouts kept where they hide a name one of `below`
-/// has, opaque directories where they hide anything. Directories are owned by `owner` and get
-/// the topmost one's mode; files and links are linked. An entry that could not be made is
+/// Fold `layers` into `into` as overlayfs shows them stacked over `below`.
+///
+/// `layers` are directories at the same path, topmost first; `into` is an empty directory of
+/// the same file system; `below` the layers a run lays under them, at the same path. Whiteouts
+/// are kept where they hide a name one of `below` has, opaque directories where they hide
+/// anything. Directories are owned by `owner` and get the topmost one's mode; files and links
+/// are linked. An entry that could not be made is
 /// counted in `out` ([`Merged::failure`]), naming it under `at`.
 pub fn fold(
     layers: &[OwnedFd],
