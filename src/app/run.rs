@@ -32,8 +32,9 @@ use stages::run_one;
 pub use options::{FirstFailure, Outcome, Progress, RunOptions};
 pub use parallel::{default_workers, run_commits_parallel};
 
-/// Results are written as notes in batches of this many (or sooner when a batch gets old), so a
-/// range costs few notes commits (and packs) yet a kill loses little.
+/// How many results are written as notes at once (sooner when a batch gets old).
+///
+/// A range then costs few notes commits (and packs), yet a kill loses little.
 const BATCH: usize = 128;
 const BATCH_AGE_MS: u128 = 2000;
 

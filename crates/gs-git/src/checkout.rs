@@ -15,7 +15,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub const STREAM_THRESHOLD: u64 = 16 * 1024 * 1024;
 
 /// Where throw-away checkouts go: `$GIT_SANDBOX_TMPDIR`, else a RAM-backed `/dev/shm` (creating
-/// files is the whole cost of a checkout, and tmpfs makes it ~10× cheaper), else the system temp dir.
+/// files is the whole cost of a checkout, and tmpfs makes it ~10× cheaper), else the system temp
+/// dir.
 pub fn scratch_root() -> PathBuf {
     if let Some(dir) = std::env::var_os("GIT_SANDBOX_TMPDIR").filter(|v| !v.is_empty()) {
         return PathBuf::from(dir);
@@ -246,9 +247,9 @@ fn stream_blob(repo: &gix::Repository, blob: &Large, dest: &Path) -> Result<()> 
     stream_blob_to(repo, &blob.path, blob.id, blob.executable, dest)
 }
 
-/// Write one blob into a new file `path` of the checkout at `dest` (never through a symlink,
-/// never over an existing path), letting `git cat-file` stream it so the blob never sits in our
-/// memory.
+/// Write one blob into a new file `path` of the checkout at `dest`, streamed by `git cat-file`.
+///
+/// Never through a symlink, never over an existing path; the blob never sits in our memory.
 pub fn stream_blob_to(
     repo: &gix::Repository,
     path: &str,

@@ -62,8 +62,10 @@ const REFUSED: &[&str] = &[
     "args",
 ];
 
-/// `command` as a `go test` of package patterns under the root, or `None` when it is anything
-/// else (a shell line, another program, import-path patterns, files, flags that refuse a split).
+/// `command` as a `go test` of package patterns under the root.
+///
+/// `None` for anything else: a shell line, another program, import-path patterns, files, flags
+/// that refuse a split.
 pub fn recognise(command: &str) -> Option<GoTest> {
     let parsed = super::command_words(command)?;
     if parsed.program() != Some("go") {

@@ -23,10 +23,11 @@ pub enum Stale {
     All,
 }
 
-/// Which files of `tree`, kept in the slot `slot` with every file at least as new as
-/// `fresh_ms`, a build tool could take as older than the outputs of the runs `made` records.
-/// A record of this slot needs nothing (a file the slot changed since that run is newer than
-/// its outputs), nor one of a run that ended before `fresh_ms`.
+/// The files of `tree` a build tool could take as older than earlier runs' outputs.
+///
+/// `tree` is kept in the slot `slot` with every file at least as new as `fresh_ms`; the runs are
+/// those `made` records. A record of this slot needs nothing (a file the slot changed since that
+/// run is newer than its outputs), nor one of a run that ended before `fresh_ms`.
 pub fn stale(
     repo: &gix::Repository,
     tree: ObjectId,

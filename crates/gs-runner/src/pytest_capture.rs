@@ -116,8 +116,9 @@ fn off(words: &[String]) -> bool {
     false
 }
 
-/// The values of every `addopts` key in an ini or TOML text, each with its continuation lines
-/// (an ini value goes on on indented lines, a TOML array up to its `]`).
+/// The values of every `addopts` key in an ini or TOML text, with their continuation lines.
+///
+/// An ini value goes on on indented lines, a TOML array up to its `]`.
 fn addopts(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut lines = text.lines().peekable();

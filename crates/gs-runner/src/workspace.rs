@@ -226,9 +226,11 @@ struct State {
     fresh_ms: i64,
 }
 
-/// Kept checkouts are verified in full once per process, then their seals are kept here and
-/// brought up to date by what each update touches (no run can reach a kept checkout: it is only
-/// ever an overlay's lower layer).
+/// The seals of the kept checkouts this process verified.
+///
+/// A kept checkout is verified in full once per process; its seal is then kept here and brought
+/// up to date by what each update touches (no run can reach a kept checkout: it is only ever an
+/// overlay's lower layer).
 fn verified_here() -> &'static std::sync::Mutex<std::collections::HashMap<PathBuf, Seal>> {
     static SEEN: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<PathBuf, Seal>>> =
         std::sync::OnceLock::new();
@@ -565,8 +567,9 @@ fn ahead() -> &'static std::sync::Mutex<Ahead> {
     AHEAD.get_or_init(Default::default)
 }
 
-/// Start checking, on another thread, the kept checkout of `repo` that this process's first run
-/// will most likely get (in the first slot free now) against the seal its state holds: the walk
+/// Start checking, on another thread, the kept checkout the first run will most likely get.
+///
+/// That is `repo`'s in the first slot free now, checked against the seal its state holds: the walk
 /// of the whole tree (4 ms at 2,000 files, 18 ms at 10,000) then overlaps the process's start
 /// instead of its first run. Nothing is made or locked; [`prepare`] waits for the result before
 /// it touches the tree, and takes it only if the state, read again with the slot held, still

@@ -228,10 +228,11 @@ pub fn short(id: &str) -> &str {
     &id[..end]
 }
 
-/// Run `f` with SIGPIPE blocked on this thread, so that a write into a pipe whose reader has gone
-/// (a child that exited early) fails with EPIPE instead of killing the process: the CLI gives
-/// SIGPIPE its default action so that `git sandbox log | head -1` ends quietly. A SIGPIPE raised
-/// meanwhile is discarded.
+/// Run `f` with SIGPIPE blocked on this thread.
+///
+/// A write into a pipe whose reader has gone (a child that exited early) then fails with EPIPE
+/// instead of killing the process: the CLI gives SIGPIPE its default action so that `git sandbox
+/// log | head -1` ends quietly. A SIGPIPE raised meanwhile is discarded.
 pub fn without_sigpipe<T>(f: impl FnOnce() -> T) -> T {
     // SAFETY: signal-set manipulation on local values; the mask change is per thread and undone
     // before returning.

@@ -314,9 +314,10 @@ pub fn tree_without(dir: &Path, tree: ObjectId, paths: &[String]) -> Result<Obje
         .map_err(|e| AppError::Git(git::GitError::gix_in("git write-tree", e)))
 }
 
-/// A commit on `parent` that drops the old metadata files `paths` from its tree, so that what
-/// production gets holds none (a promotion of an experiment started before the metadata moved
-/// out of the tree).
+/// A commit on `parent` without the old metadata files `paths` in its tree.
+///
+/// What production gets then holds none: a promotion of an experiment started before the
+/// metadata moved out of the tree.
 pub fn drop_commit(dir: &Path, parent: ObjectId, name: &str, paths: &[String]) -> Result<ObjectId> {
     let tree = tree_without(dir, parent, paths)?;
     let message = format!(

@@ -130,9 +130,10 @@ pub fn roll_back(
     })
 }
 
-/// The commit on `tip` that undoes what `promoted` brought over `previous` (a three-way merge
-/// with `promoted` as base, so what landed on production since is kept), made in the object
-/// store only.
+/// The commit on `tip` that undoes what `promoted` brought over `previous`.
+///
+/// A three-way merge with `promoted` as base, so what landed on production since is kept; made
+/// in the object store only.
 fn revert_commit(
     dir: &Path,
     name: &str,

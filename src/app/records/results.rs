@@ -294,9 +294,11 @@ fn served(mut r: RunRecord, info: &CommitInfo) -> RunRecord {
     r
 }
 
-/// Write records as notes (the record under `refs/notes/sandbox` and its summary under
-/// `refs/notes/sandbox-summary`, one ref transaction), then index them with their events and,
-/// in the same transaction, what the outbox is to send about them ([`crate::app::publish`]).
+/// Write records as notes, then index them.
+///
+/// The record goes under `refs/notes/sandbox` and its summary under `refs/notes/sandbox-summary`
+/// in one ref transaction; the index rows, their events and what the outbox is to send about them
+/// ([`crate::app::publish`]) in one database transaction.
 pub fn write(at: Repo<'_>, records: &[RunRecord]) -> Result<()> {
     let Repo { ctx, repo, row } = at;
     if records.is_empty() {

@@ -332,9 +332,11 @@ pub fn drop_spares() {
     }
 }
 
-/// Make `staged` the branch's newest generation (waiting for another run's publication, never
-/// dropping this one), fold a chain grown past [`MAX_CHAIN`], and remove the generations no
-/// chain uses that no run holds (in the background).
+/// Make `staged` the branch's newest generation, then tidy the chain.
+///
+/// It waits for another run's publication, never dropping this one; a chain grown past
+/// [`MAX_CHAIN`] is folded, and the generations no chain uses that no run holds are removed (in
+/// the background).
 fn publish(branch_dir: &Path, staged: &Path, below: &[PathBuf]) {
     let Ok(mutex) = gs_util::private::open_rw(&branch_dir.join("lock")) else {
         let _ = std::fs::remove_dir_all(staged);

@@ -59,8 +59,9 @@ fn servers() -> &'static Servers {
     S.get_or_init(|| (Mutex::new(HashMap::new()), Condvar::new()))
 }
 
-/// Start the server for `helper` in the background if it is not running, so that it is ready
-/// when the first run needs it (its start then overlaps the workspace's preparation).
+/// Start the server for `helper` in the background, unless it is running.
+///
+/// It is then ready when the first run needs it: its start overlaps the workspace's preparation.
 pub fn warm(helper: &Path) {
     let (map, _) = servers();
     let mut map = map.lock().unwrap_or_else(|e| e.into_inner());

@@ -262,8 +262,9 @@ fn cached_mode(mode: u32) -> u32 {
     mode | ((mode & 0o700) >> 3)
 }
 
-/// Merge everything under `from` (a directory of the run's upper layer) into `into` (the same
-/// path in the branch's layer), as overlayfs would see `into` laid over what is below it.
+/// Merge everything under `from` into `into`, as overlayfs would see `into` over what is below.
+///
+/// `from` is a directory of the run's upper layer, `into` the same path in the branch's layer.
 /// Files are owned by `owner` (uid, gid); set-id bits are dropped; times are kept (build tools
 /// compare them). `at` names `into` in failures; an entry that could not be merged is counted in
 /// `out` ([`Merged::failure`]) and the merge goes on, so that the failure names the first one.

@@ -123,11 +123,12 @@ pub(super) fn run(
     ))
 }
 
-/// pytest's both phases as one session (git-sandbox's plugin collects and runs phase one's
-/// files before the rest, and tells where they ended), so that a suite pays for one start-up of
-/// pytest: unless its output is not watched (capture off: the tests' prints stream beside the
-/// plugin's lines), its tests run in other processes (pytest-xdist) or the command line would
-/// be too long.
+/// pytest's both phases as one session, so a suite pays for one start-up of pytest.
+///
+/// git-sandbox's plugin collects and runs phase one's files before the rest, and tells where they
+/// ended. Not so when its output is not watched (capture off: the tests' prints stream beside the
+/// plugin's lines), its tests run in other processes (pytest-xdist) or the command line would be
+/// too long.
 fn one_session_command(
     split: &Split,
     command: &str,

@@ -250,8 +250,10 @@ pub(super) fn select(
     }))
 }
 
-/// The packages (`./dir`) whose tests failed in the parent's run, by its log (go names a
-/// failed test without its package), each with those tests (none when it failed to build).
+/// The packages (`./dir`) whose tests failed in the parent's run, each with those tests.
+///
+/// Read from its log (go names a failed test without its package); a package that failed to
+/// build has none listed.
 fn failed_before(
     ctx: &Context,
     row: &RepoRow,
