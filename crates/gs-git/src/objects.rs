@@ -225,13 +225,6 @@ pub fn has_ref(repo: &gix::Repository, name: &str) -> bool {
     repo.try_find_reference(name).ok().flatten().is_some()
 }
 
-/// The object the ref `name` points at (not peeled): `None` when there is no such ref or it
-/// is symbolic.
-pub fn ref_target(repo: &gix::Repository, name: &str) -> Option<ObjectId> {
-    let r = repo.try_find_reference(name).ok()??;
-    r.target().try_id().map(|id| id.to_owned())
-}
-
 /// Every ref under `prefix` (`refs/heads/`; `""`: all), its full name and the object it
 /// points at (not peeled; `None` for a symbolic ref). Refs that cannot be read are left out.
 pub fn refs(repo: &gix::Repository, prefix: &str) -> Result<Vec<(String, Option<ObjectId>)>> {
