@@ -67,23 +67,8 @@ pub struct Traffic {
     pub refused: Vec<Refused>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Contacted {
-    pub host: String,
-    pub port: u16,
-    pub requests: u64,
-    /// From the origin to the run.
-    pub bytes_in: u64,
-    /// From the run to the origin.
-    pub bytes_out: u64,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Refused {
-    pub host: String,
-    pub port: u16,
-    pub reason: String,
-}
+/// A host the run reached, and one it was refused: as the run record keeps them.
+pub use gs_model::{Contacted, Refused};
 
 /// The most refusals listed (a hostile run could make millions).
 const MAX_REFUSED: usize = 100;

@@ -523,7 +523,9 @@ pub struct Contacted {
     pub host: String,
     pub port: u16,
     pub requests: u64,
+    /// From the origin to the run.
     pub bytes_in: u64,
+    /// From the run to the origin.
     pub bytes_out: u64,
 }
 

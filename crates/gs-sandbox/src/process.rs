@@ -120,26 +120,8 @@ impl Egress {
             Egress::Proxy { allow, .. } => Some(gs_model::NetworkUse {
                 policy: "proxy".into(),
                 allow: allow.clone().unwrap_or_else(|| vec!["*".into()]),
-                contacted: t
-                    .contacted
-                    .into_iter()
-                    .map(|c| gs_model::Contacted {
-                        host: c.host,
-                        port: c.port,
-                        requests: c.requests,
-                        bytes_in: c.bytes_in,
-                        bytes_out: c.bytes_out,
-                    })
-                    .collect(),
-                refused: t
-                    .refused
-                    .into_iter()
-                    .map(|r| gs_model::Refused {
-                        host: r.host,
-                        port: r.port,
-                        reason: r.reason,
-                    })
-                    .collect(),
+                contacted: t.contacted,
+                refused: t.refused,
             }),
         }
     }
