@@ -256,29 +256,21 @@ fn explain_cache(
     refname: Option<&str>,
     json: bool,
 ) -> CmdResult {
-    let mut all = Vec::new();
-    for &c in commits {
-        let e = crate::app::records::explain::explain(at, c, refname)?;
-        if !json {
-            let what = match (e.decision, &e.from) {
-                (Decision::Own, _) => "keeps its own result".to_string(),
-                (Decision::Tree, Some(from)) => {
-                    format!("is served from {}", gs_util::short(from))
-                }
-                _ => "would run".to_string(),
-            };
-            println!(
-                "{} {what}: {}",
-                ui::yellow(gs_util::short(&e.commit)),
-                ui::escape(&e.reasons.join("; "))
-            );
-        }
-        all.push(e);
-    }
-    if json {
-        print_json(&all);
-    }
-    Ok(0)
+    let text = |e: &crate::app::records::explain::Explanation| {
+        let what = match (e.decision, &e.from) {
+            (Decision::Own, _) => "keeps its own result".to_string(),
+            (Decision::Tree, Some(from)) => format!("is served from {}", gs_util::short(from)),
+            _ => "would run".to_string(),
+        };
+        format!(
+            "{} {what}: {}\n",
+            ui::yellow(gs_util::short(&e.commit)),
+            ui::escape(&e.reasons.join("; "))
+        )
+    };
+    explain_each(commits, json, text, |c| {
+        crate::app::records::explain::explain(at, c, refname)
+    })
 }
 
 /// `run --explain-selection`: for each commit, which tests phase one would run, and why.
@@ -288,11 +280,23 @@ fn explain_selection(
     refname: Option<&str>,
     json: bool,
 ) -> CmdResult {
+    explain_each(commits, json, explained_text, |c| {
+        crate::app::run::selection::explain(at, c, refname)
+    })
+}
+
+/// Each commit's explanation, printed as `text` says as it comes, or all as JSON at the end.
+fn explain_each<E: serde::Serialize>(
+    commits: &[gs_git::ObjectId],
+    json: bool,
+    text: impl Fn(&E) -> String,
+    explain: impl Fn(gs_git::ObjectId) -> crate::app::Result<E>,
+) -> CmdResult {
     let mut all = Vec::new();
     for &c in commits {
-        let e = crate::app::run::selection::explain(at, c, refname)?;
+        let e = explain(c)?;
         if !json {
-            print!("{}", explained_text(&e));
+            print!("{}", text(&e));
         }
         all.push(e);
     }
