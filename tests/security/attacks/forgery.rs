@@ -82,6 +82,35 @@ fn push_note(w: &World, clone: &Path, commit: &str, lines: &[String], writer: &s
     );
 }
 
+/// Someone with push access: a clone of `shared` with every notes ref.
+fn attacker_clone(shared: &Path) -> (World, PathBuf) {
+    let attacker = World::new();
+    let clone = attacker.work().join("attacker");
+    let url = shared.to_str().unwrap();
+    attacker.git(
+        &attacker.work(),
+        &["clone", "-q", url, clone.to_str().unwrap()],
+    );
+    attacker.git(
+        &clone,
+        &["fetch", "-q", "origin", "refs/notes/*:refs/notes/*"],
+    );
+    (attacker, clone)
+}
+
+/// The record of `of`, its signature taken off, made to name `onto` and its tree.
+fn unsigned_copy(w: &World, clone: &Path, of: &str, onto: &str) -> Value {
+    let mut forged: Value = serde_json::from_str(&note_line(w, clone, of)).unwrap();
+    let obj = forged.as_object_mut().unwrap();
+    obj.remove("signature");
+    obj.insert("commit".into(), onto.into());
+    obj.insert(
+        "tree".into(),
+        rev(w, clone, &format!("{onto}^{{tree}}")).into(),
+    );
+    forged
+}
+
 fn log_line(w: &World, repo: &Path, r: &str) -> String {
     let o = w.sandbox(repo, &["log", "-n", "1", r]);
     assert_eq!(o.code, 0, "{o:?}");
@@ -108,34 +137,9 @@ fn a_hand_written_passing_record_from_the_remote_is_no_evidence() {
     // The attacker copies the victim's own record of main (its config hash, its home id) onto
     // the failing head: passed, finished later than anything here (within the minute of clock
     // drift a record may be ahead: one dated further is not read at all), unsigned.
-    let attacker = World::new();
-    let clone = attacker.work().join("attacker");
-    attacker.git(
-        &attacker.work(),
-        &[
-            "clone",
-            "-q",
-            shared.to_str().unwrap(),
-            clone.to_str().unwrap(),
-        ],
-    );
-    attacker.git(
-        &clone,
-        &[
-            "fetch",
-            "-q",
-            "origin",
-            "refs/notes/sandbox:refs/notes/sandbox",
-        ],
-    );
-    let mut forged: Value = serde_json::from_str(&note_line(&attacker, &clone, &main)).unwrap();
+    let (attacker, clone) = attacker_clone(&shared);
+    let mut forged = unsigned_copy(&attacker, &clone, &main, &broken);
     let obj = forged.as_object_mut().unwrap();
-    obj.remove("signature");
-    obj.insert("commit".into(), broken.clone().into());
-    obj.insert(
-        "tree".into(),
-        rev(&attacker, &clone, &format!("{broken}^{{tree}}")).into(),
-    );
     obj.insert(
         "parents".into(),
         serde_json::json!([rev(&attacker, &clone, &format!("{broken}~1"))]),
@@ -247,35 +251,9 @@ fn plain_git_log_never_shows_a_pass_nobody_trusted_signed() {
 
     // The attacker writes an unsigned passing record for the broken head and summaries that
     // say both commits passed.
-    let attacker = World::new();
-    let clone = attacker.work().join("attacker");
-    attacker.git(
-        &attacker.work(),
-        &[
-            "clone",
-            "-q",
-            shared.to_str().unwrap(),
-            clone.to_str().unwrap(),
-        ],
-    );
-    attacker.git(
-        &clone,
-        &[
-            "fetch",
-            "-q",
-            "origin",
-            "refs/notes/*:refs/notes/*",
-            "+refs/heads/*:refs/remotes/origin/*",
-        ],
-    );
-    let mut forged: Value = serde_json::from_str(&note_line(&attacker, &clone, &main)).unwrap();
+    let (attacker, clone) = attacker_clone(&shared);
+    let mut forged = unsigned_copy(&attacker, &clone, &main, &broken);
     let obj = forged.as_object_mut().unwrap();
-    obj.remove("signature");
-    obj.insert("commit".into(), broken.clone().into());
-    obj.insert(
-        "tree".into(),
-        rev(&attacker, &clone, &format!("{broken}^{{tree}}")).into(),
-    );
     obj.insert("by".into(), "mallory\nSandbox: passed".into());
     push_note(&attacker, &clone, &broken, &[forged.to_string()], "mallory");
     for commit in [&broken, &unrun] {
