@@ -3,10 +3,10 @@
 //! [`MAX_FETCHED_NOTES`] of new notes refuse the whole fetch, ours unchanged. What is merged is
 //! then indexed only where it is about a commit this clone has and is not dated in the future.
 
-use crate::app::{AppError, Result};
+use crate::app::{AppError, Context, Result};
 use gs_git as git;
 use gs_git::ObjectId;
-use gs_model::note;
+use gs_model::{note, NoteRecord, RunRecord};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::Path;
@@ -128,4 +128,27 @@ pub fn has_commit(repo: &gs_git::Repository, commit: ObjectId) -> bool {
     // Its header only: the commit itself is not needed, and inflating it was a sixth of a
     // reindex's time.
     gs_git::objects::is_commit_object(repo, commit)
+}
+
+/// Whether the result `copy` was served from is evidence now, so the copy may count: that
+/// commit's own record (not a copy itself), of the same tree and config, signed by this machine
+/// or a signer it trusts today. `source_note` is the note on that commit, if there is one; a
+/// snapshot of work not committed has none (it lives in the index alone, and only this machine
+/// makes one).
+pub fn backs(ctx: &Context, copy: &RunRecord, source_note: Option<Vec<u8>>) -> Result<bool> {
+    let Some(source) = copy.cached_from.as_deref() else {
+        return Ok(false);
+    };
+    let same = |s: &RunRecord| s.tree == copy.tree && s.config_hash == copy.config_hash;
+    let Some(body) = source_note else {
+        return Ok(ctx.index.run_of_commit(source)?.is_some_and(|s| {
+            s.record.snapshot
+                && s.record.verified.as_ref().is_some_and(|v| v.here)
+                && same(&s.record)
+        }));
+    };
+    Ok(match note::decode(&body, source, &ctx.judge()?) {
+        NoteRecord::Found(s) => s.is_evidence() && s.cached_from.is_none() && same(&s),
+        _ => false,
+    })
 }

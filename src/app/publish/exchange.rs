@@ -146,8 +146,24 @@ pub fn take_in(
             .and_then(|b| git::notes::read_blob(repo, *b).ok())
             .map(|body| note::decode(&body, &commit.to_string(), &judge));
         let summary = match found {
-            Some(NoteRecord::Found(r)) if r.is_evidence() => note::summary(&r),
-            Some(NoteRecord::Found(r)) => note::report_summary(&r),
+            Some(NoteRecord::Found(mut r)) => {
+                // A copy is worth what its source is worth here.
+                if r.is_evidence() && r.cached_from.is_some() {
+                    let source = r
+                        .cached_from
+                        .as_deref()
+                        .and_then(|c| ObjectId::from_hex(c.as_bytes()).ok())
+                        .and_then(|s| records_now.get(&s))
+                        .and_then(|b| git::notes::read_blob(repo, *b).ok());
+                    if !bounds::backs(ctx, &r, source)? {
+                        r.verified = None;
+                    }
+                }
+                match r.is_evidence() {
+                    true => note::summary(&r),
+                    false => note::report_summary(&r),
+                }
+            }
             _ => note::NO_RESULT_SUMMARY.to_vec(),
         };
         let current = summary_now

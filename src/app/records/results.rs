@@ -60,38 +60,15 @@ impl NoteReader {
         repo: &gs_git::Repository,
         copy: &RunRecord,
     ) -> Result<bool> {
-        let Some(source) = copy
+        let source = copy
             .cached_from
             .as_deref()
-            .and_then(|c| ObjectId::from_hex(c.as_bytes()).ok())
-        else {
-            return Ok(false);
+            .and_then(|c| ObjectId::from_hex(c.as_bytes()).ok());
+        let note = match source {
+            Some(s) => self.lookup.read(repo, s)?,
+            None => return Ok(false),
         };
-        let Some(body) = self.lookup.read(repo, source)? else {
-            // A snapshot of work not committed lives in the index alone, and only this
-            // machine makes one.
-            let made_here = ctx
-                .index
-                .run_of_commit(&source.to_string())?
-                .is_some_and(|s| {
-                    s.record.snapshot
-                        && s.record.verified.as_ref().is_some_and(|v| v.here)
-                        && s.record.tree == copy.tree
-                        && s.record.config_hash == copy.config_hash
-                });
-            return Ok(made_here);
-        };
-        Ok(
-            match note::decode(&body, &source.to_string(), &ctx.judge()?) {
-                NoteRecord::Found(s) => {
-                    s.is_evidence()
-                        && s.cached_from.is_none()
-                        && s.tree == copy.tree
-                        && s.config_hash == copy.config_hash
-                }
-                _ => false,
-            },
-        )
+        crate::app::publish::bounds::backs(ctx, copy, note)
     }
 
     /// The evidence the note holds for `commit`, if it holds some (a report is none).
