@@ -7,6 +7,7 @@ pub mod checks;
 pub mod exec;
 pub mod selection;
 pub mod setup;
+pub mod slots;
 pub mod testcov;
 
 use crate::app::records::results::{self, NoteReader};

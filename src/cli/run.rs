@@ -213,6 +213,8 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
         || crate::app::run::default_workers(&ctx.layers.resolve().limits),
         usize::from,
     );
+    // A probe beside a run (the tests a change reaches) takes a slot of these that no run holds.
+    crate::app::run::slots::set_capacity(jobs);
     let outcome = if jobs > 1 && commits.len() > 1 {
         let progress: std::sync::Mutex<&mut (dyn FnMut(Progress<'_>) + Send)> =
             std::sync::Mutex::new(&mut on_progress);
@@ -407,12 +409,12 @@ pub fn explained_text(e: &crate::app::run::selection::Explained) -> String {
     let whole = s.files.len() - singles;
     let mut out = if singles == 0 {
         format!(
-            "{head} phase one runs {whole} of {} {unit}, then phase two the rest\n",
+            "{head} phase one runs {whole} of {} {unit} beside the whole suite\n",
             s.test_files
         )
     } else {
         format!(
-            "{head} phase one runs {whole} of {} {unit} whole and {singles} single tests, then phase two the rest\n",
+            "{head} phase one runs {whole} of {} {unit} whole and {singles} single tests beside the whole suite\n",
             s.test_files
         )
     };

@@ -276,6 +276,7 @@ pub fn run(opts: Options) -> Result<(), DaemonError> {
         .workers
         .unwrap_or_else(|| crate::app::run::default_workers(&ctx.layers.resolve().limits))
         .max(1);
+    crate::app::run::slots::set_capacity(workers);
     let (job_tx, job_rx) = mpsc::channel::<worker::Assignment>();
     let job_rx = Arc::new(Mutex::new(job_rx));
     for n in 0..workers {

@@ -406,10 +406,16 @@ impl Drop for Background {
 impl World {
     /// Start the daemon with `--http` on a free port of 127.0.0.1 and one worker; its address.
     pub fn serve(&self) -> (Background, String) {
+        self.serve_with_workers(1)
+    }
+
+    /// [`World::serve`] with `workers` workers.
+    pub fn serve_with_workers(&self, workers: u32) -> (Background, String) {
         let before = std::fs::read_to_string(self.path("daemon.log")).unwrap_or_default();
+        let workers = workers.to_string();
         let d = self.spawn(
             &self.work(),
-            &["daemon", "--workers", "1", "--http", "127.0.0.1:0"],
+            &["daemon", "--workers", &workers, "--http", "127.0.0.1:0"],
         );
         let mut addr = None;
         let started = self.wait_until(30, || {

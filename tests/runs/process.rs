@@ -66,7 +66,6 @@ fn the_first_failure_is_told_while_the_command_still_runs() {
     let o = run(Spec {
         watch: Some(Watch {
             runner: Runner::Cargo,
-            phased: false,
             on_found: &on_found,
         }),
         ..spec(

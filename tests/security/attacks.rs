@@ -13,6 +13,8 @@
 //! - `caches`: what a run of one branch can leave for another through the build caches.
 //! - `warm`: what a commit's tests can leave for later verdicts of their own branch: start-up
 //!   files in the home, a poisoned cached directory before `eval`, a stale report.
+//! - `counts`: test counts a commit prints (a pytest summary line from a test, or in place of
+//!   pytest's) add no test, and deleting a failing test is no improvement in `eval`.
 //! - `control_socket`: the daemon's door against other users, huge requests and slow clients.
 //! - `descriptors`: what the launching process holds open (`run`, `exec`, the daemon, `mcp`) never
 //!   reaches the command.
@@ -27,6 +29,8 @@ use crate::common;
 mod caches;
 #[path = "attacks/control_socket.rs"]
 mod control_socket;
+#[path = "attacks/counts.rs"]
+mod counts;
 #[path = "attacks/descriptors.rs"]
 mod descriptors;
 #[path = "attacks/forgery.rs"]

@@ -534,6 +534,11 @@ fn stricter(order: &[&str], policy: &str, asked: &str) -> String {
     }
 }
 
+/// Bumped when how a run uses the test selection changes what it records. 2: the record is the
+/// user's command in its own order, the selection only a probe beside it (before, phase one's
+/// files ran first, which could change a verdict: results made so are not reused).
+const SELECTION_VERSION: u32 = 2;
+
 impl Config {
     /// A stable fingerprint of everything that changes a result: with the tree id it is the
     /// cache key, so a different command, limit or threshold runs again.
@@ -557,6 +562,7 @@ impl Config {
         }
         let mut json = serde_json::json!({
             "test": self.test, "limits": limits, "analysis": self.analysis,
+            "selection": SELECTION_VERSION,
         });
         // Where the network leads changes the result; unset, the keys of earlier results stay.
         if self.network.is_set() {

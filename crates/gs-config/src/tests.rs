@@ -391,14 +391,15 @@ fn a_repository_may_lower_cpu_cores_never_raise_or_lift_it() {
 
 #[test]
 fn cpu_cores_unset_keeps_the_result_keys_made_before_it_existed() {
-    // The keys of the default config as they were before `cpu_cores` (and with a setup step).
+    // The keys of the default config (and with a setup step) since selection version 2, which
+    // an unset `cpu_cores` leaves as they are.
     let mut c = Config::default();
-    assert_eq!(c.result_key(), "c46350b873b4b015");
+    assert_eq!(c.result_key(), "d4ea93c9129cfd37");
     c.test.setup = Some("make".into());
-    assert_eq!(c.result_key(), "832691ee76f2b667");
+    assert_eq!(c.result_key(), "b7e4801251c0c8ad");
     c.limits.cpu_millicores = 500;
     let half = c.result_key();
-    assert_ne!(half, "832691ee76f2b667", "a quota changes the result");
+    assert_ne!(half, "b7e4801251c0c8ad", "a quota changes the result");
     c.limits.cpu_millicores = 1000;
     assert_ne!(c.result_key(), half);
 }

@@ -215,6 +215,7 @@ mod tests {
             phases: Vec::new(),
             first_failure_ms: None,
             selection_missed: false,
+            ids: Vec::new(),
             network: None,
             setup: None,
         }

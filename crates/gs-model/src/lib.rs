@@ -1,6 +1,7 @@
 //! Plain data types shared by every layer: the run record, experiments and evaluations.
 
 pub mod attempt;
+pub mod enforced;
 pub mod event;
 pub mod experiment;
 pub mod note;
@@ -9,6 +10,7 @@ pub mod record;
 pub mod test_name;
 
 pub use attempt::{could_not_run, Attempt};
+pub use enforced::*;
 pub use event::EventKind;
 pub use experiment::*;
 pub use note::NoteRecord;

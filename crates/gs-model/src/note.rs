@@ -281,7 +281,7 @@ pub fn summary(r: &RunRecord) -> Vec<u8> {
         let missing: Vec<&str> = iso
             .not_enforced
             .iter()
-            .filter(|l| l.status != super::record::LayerStatus::Off)
+            .filter(|l| l.status != crate::LayerStatus::Off)
             .map(|l| l.layer.as_str())
             .collect();
         Some(format!(
@@ -397,6 +397,7 @@ mod tests {
                 phases: Vec::new(),
                 first_failure_ms: None,
                 selection_missed: false,
+                ids: Vec::new(),
                 network: None,
             }),
             analysis: None,

@@ -179,6 +179,7 @@ pub fn parse(text: &str) -> Option<TestCounts> {
         errors: Some(sum.error),
         total: Some(total),
         failures,
+        ..Default::default()
     })
 }
 

@@ -180,6 +180,7 @@ pub fn parse(text: &str) -> Option<TestCounts> {
         errors: Some(errors),
         total: Some(t.passed + t.failed + t.ignored + errors),
         failures,
+        ..Default::default()
     })
 }
 

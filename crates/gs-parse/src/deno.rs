@@ -127,6 +127,7 @@ pub fn parse(text: &str) -> Option<TestCounts> {
         errors: Some(errors),
         total: Some(s.passed + s.failed + s.ignored),
         failures,
+        ..Default::default()
     })
 }
 

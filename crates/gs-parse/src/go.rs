@@ -203,6 +203,7 @@ pub fn parse(text: &str) -> Option<TestCounts> {
         errors: Some(totals.errors),
         total,
         failures,
+        ..Default::default()
     })
 }
 

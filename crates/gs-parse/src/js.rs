@@ -116,6 +116,7 @@ pub fn parse_jest(text: &str) -> Option<TestCounts> {
         errors: Some(suite_errors.len() as u64),
         total: t.total,
         failures,
+        ..Default::default()
     })
 }
 
@@ -239,6 +240,7 @@ pub fn parse_vitest(text: &str) -> Option<TestCounts> {
         errors: Some(suite_errors.len() as u64 + unhandled),
         total: t.total,
         failures,
+        ..Default::default()
     })
 }
 

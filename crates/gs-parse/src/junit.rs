@@ -178,6 +178,7 @@ pub fn parse(xml: &str) -> Option<TestCounts> {
             errors: Some(e),
             total: Some(tests),
             failures,
+            ..Default::default()
         });
     }
     Some(TestCounts {
@@ -187,6 +188,7 @@ pub fn parse(xml: &str) -> Option<TestCounts> {
         errors: Some(errors),
         total: Some(cases),
         failures,
+        ..Default::default()
     })
 }
 

@@ -62,12 +62,30 @@ pub fn parse_command_output(
     output: &str,
 ) -> Option<(Framework, TestCounts)> {
     let text = text::clean(output);
-    let invocations = command.map_or(1, runner_invocations);
+    let runs = Invocations::of(command);
     let hinted = hint.filter(|h| FRAMEWORKS.contains(h));
     hinted
         .into_iter()
         .chain(FRAMEWORKS.iter().filter(|f| Some(*f) != hinted))
-        .find_map(|fw| parse_as(fw, &text, invocations).map(|counts| (fw.clone(), counts)))
+        .find_map(|fw| parse_as(fw, &text, &runs).map(|counts| (fw.clone(), counts)))
+}
+
+/// How many runners a command line starts, of the kinds whose summary a test can print
+/// beside the runner's own: each at least one, as a script (`make test`) counts as one.
+struct Invocations {
+    /// `-m unittest`, `manage.py test`.
+    unittest: usize,
+    /// `pytest`, `py.test`, `-m pytest`.
+    pytest: usize,
+}
+
+impl Invocations {
+    fn of(command: Option<&str>) -> Invocations {
+        Invocations {
+            unittest: command.map_or(1, runner_invocations),
+            pytest: command.map_or(1, pytest_sessions),
+        }
+    }
 }
 
 /// How many unittest runners a command line starts (`-m unittest`, `manage.py test`), at least
@@ -79,6 +97,21 @@ pub fn runner_invocations(cmd: &str) -> usize {
         .filter(|w| {
             let (a, b) = (base_name(w[0]), base_name(w[1]));
             (a == "-m" && b == "unittest") || (a == "manage.py" && b == "test")
+        })
+        .count();
+    n.max(1)
+}
+
+/// How many pytest sessions a command line starts (`pytest`, `py.test`, `python -m pytest`), at
+/// least one. A package being installed (`pip install pytest`) starts none.
+pub fn pytest_sessions(cmd: &str) -> usize {
+    let words = command_words(cmd);
+    let n = words
+        .iter()
+        .enumerate()
+        .filter(|(i, w)| {
+            matches!(base_name(w).as_str(), "pytest" | "py.test")
+                && (*i == 0 || words[i - 1] != "install")
         })
         .count();
     n.max(1)
@@ -103,10 +136,10 @@ pub fn parse_junit_xml(xml: &str) -> Option<TestCounts> {
     junit::parse(xml)
 }
 
-fn parse_as(framework: &Framework, text: &str, invocations: usize) -> Option<TestCounts> {
+fn parse_as(framework: &Framework, text: &str, runs: &Invocations) -> Option<TestCounts> {
     match framework {
-        Framework::Pytest => pytest::parse(text),
-        Framework::Unittest => unittest::parse(text, invocations),
+        Framework::Pytest => pytest::parse(text, runs.pytest),
+        Framework::Unittest => unittest::parse(text, runs.unittest),
         Framework::Cargo => cargo::parse(text),
         Framework::Nextest => nextest::parse(text),
         Framework::Go => go::parse(text),

@@ -143,6 +143,7 @@ fn parse_spec(lines: &[&str]) -> Option<TestCounts> {
         errors: Some(0),
         total: Some(passed + failed + pending),
         failures,
+        ..Default::default()
     })
 }
 
@@ -269,6 +270,7 @@ fn parse_tap(lines: &[&str]) -> Option<TestCounts> {
         errors: Some(0),
         total: Some(pass + fail + skipped),
         failures,
+        ..Default::default()
     })
 }
 

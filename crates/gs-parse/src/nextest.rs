@@ -151,6 +151,7 @@ pub fn parse(text: &str) -> Option<TestCounts> {
         errors: Some(t.errors),
         total: Some(t.passed + t.failed + t.skipped + t.errors),
         failures,
+        ..Default::default()
     })
 }
 

@@ -153,6 +153,7 @@ pub fn parse(text: &str) -> Option<TestCounts> {
         errors: Some(s.errors),
         total: Some(s.tests),
         failures,
+        ..Default::default()
     })
 }
 

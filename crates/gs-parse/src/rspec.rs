@@ -124,6 +124,7 @@ pub fn parse(text: &str) -> Option<TestCounts> {
         errors: Some(s.errors),
         total: Some(s.examples),
         failures,
+        ..Default::default()
     })
 }
 

@@ -230,6 +230,7 @@ pub fn parse(text: &str) -> Option<TestCounts> {
             errors: Some(t.cancelled),
             total: t.tests,
             failures,
+            ..Default::default()
         });
     }
     if !tap_seen || top.pass + top.fail + top.skipped + bail == 0 {
@@ -242,6 +243,7 @@ pub fn parse(text: &str) -> Option<TestCounts> {
         errors: Some(bail),
         total: Some(top.pass + top.fail + top.skipped + bail),
         failures,
+        ..Default::default()
     })
 }
 

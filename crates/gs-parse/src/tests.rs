@@ -208,7 +208,10 @@ fn every_fixture_parses_to_its_expected_counts() {
 /// Parses one table row's fixture and compares it with the row; the differences, line by line.
 fn check_fixture(dir: &std::path::Path, row: &serde_json::Value) -> Result<(), String> {
     let row = row.as_object().ok_or("not an object")?;
-    unknown_fields(row, &["path", "parser", "note", "counts", "failures"])?;
+    unknown_fields(
+        row,
+        &["path", "parser", "note", "counts", "ids", "failures"],
+    )?;
     let path = row
         .get("path")
         .and_then(|p| p.as_str())
@@ -246,6 +249,14 @@ fn check_fixture(dir: &std::path::Path, row: &serde_json::Value) -> Result<(), S
             show_counts(&testutil::counts(&found))
         ));
     }
+    let ids = row.get("ids").map_or(Some(0), serde_json::Value::as_u64);
+    if ids != Some(found.ids.len() as u64) {
+        why.push(format!(
+            "  expected {} test ids, found {}",
+            ids.map_or("?".into(), |n| n.to_string()),
+            found.ids.len()
+        ));
+    }
     if let Some(failures) = row.get("failures") {
         let failures = failures.as_array().ok_or("`failures` is not a list")?;
         why.extend(check_failures(failures, &found.failures)?);
@@ -272,7 +283,7 @@ fn parse_with(parser: &str, text: &str) -> Result<Option<gs_model::TestCounts>, 
         "mocha" => mocha::parse(&clean),
         "nextest" => nextest::parse(&clean),
         "phpunit" => phpunit::parse(&clean),
-        "pytest" => pytest::parse(&clean),
+        "pytest" => pytest::parse(&clean, 1),
         "rspec" => rspec::parse(&clean),
         "tap" => tap::parse(&clean),
         "unittest" => unittest::parse(&clean, 1),

@@ -163,6 +163,7 @@ pub fn parse(text: &str, invocations: usize) -> Option<TestCounts> {
         errors: Some(errors),
         total: Some(total),
         failures,
+        ..Default::default()
     })
 }
 

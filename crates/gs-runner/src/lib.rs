@@ -13,6 +13,7 @@ pub mod limit_hit;
 pub mod newer;
 pub mod pytest_capture;
 pub mod pytest_cmd;
+pub mod pytest_report;
 pub mod stamps;
 pub mod toolchain;
 pub mod words;

@@ -1,11 +1,10 @@
 //! Whether a test command is a plain pytest invocation that test files can be appended to, and
-//! the two commands of a two-phase run: the selected files first, then the rest of the suite.
+//! the probe's command made from it: the files a change reaches, alone (see the run's
+//! `checks/phases.rs`).
 
 /// A recognised `pytest …`, `py.test …` or `python -m pytest …`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pytest {
-    /// The command as configured.
-    full: String,
     /// The command without its path arguments.
     base: String,
     /// The paths the command names (the suite's extent); empty: pytest's own `testpaths`.
@@ -61,13 +60,6 @@ const REFUSED: &[&str] = &[
 /// pytest-cov's options that take a value (as `--opt=value`, or the next word).
 const COV_VALUE: &[&str] = &["--cov-report", "--cov-config", "--cov-context"];
 
-/// The plugin of a one-session run (see [`Pytest::one_session`]), and its module's name.
-const PLUGIN: &str = include_str!("pytest_phases.py");
-const PLUGIN_MODULE: &str = "_git_sandbox_phases";
-
-/// The longest one-session command: the kernel refuses a single argument over 128 KiB.
-const MAX_COMMAND: usize = 120 * 1024;
-
 /// `command` as a pytest invocation, or `None` when it is anything else (a shell line with
 /// `&&`, pipes, quotes or variables, another runner, or options that change the selection).
 pub fn recognise(command: &str) -> Option<Pytest> {
@@ -104,7 +96,6 @@ pub fn recognise(command: &str) -> Option<Pytest> {
         }
     }
     let p = Pytest {
-        full: command.trim().to_string(),
         base: base.join(" "),
         paths,
     };
@@ -119,7 +110,7 @@ fn is_python(p: &str) -> bool {
 }
 
 /// A word for `sh -c`, quoted when it holds anything but plain path characters.
-fn quote(s: &str) -> String {
+pub(crate) fn quote(s: &str) -> String {
     if !s.is_empty()
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "/._-:+@%=,".contains(c))
@@ -143,39 +134,6 @@ impl Pytest {
         for f in files {
             c.push(' ');
             c.push_str(&quote(f));
-        }
-        c
-    }
-
-    /// Both phases in one pytest session: the whole command with git-sandbox's plugin
-    /// (`pytest_phases.py`, written to the run's `TMPDIR` first) collecting and running the
-    /// tests of `files` (test files, directories or node ids) before it collects the rest,
-    /// telling the first failure by its node id and where phase one ended. `None` when the command line would grow past what one argument
-    /// to `sh -c` may hold.
-    pub fn one_session(&self, files: &[String]) -> Option<String> {
-        let list = serde_json::to_string(files).ok()?;
-        let source = PLUGIN.replacen("PHASE_ONE = []", &format!("PHASE_ONE = {list}"), 1);
-        let dir = "\"${TMPDIR:-/tmp}/.git-sandbox-pytest\"";
-        let c = format!(
-            "mkdir -p {dir} && printf '%s' {} > {dir}/{PLUGIN_MODULE}.py && \
-             PYTHONPATH={dir}\"${{PYTHONPATH:+:$PYTHONPATH}}\" {} -p {PLUGIN_MODULE}",
-            quote(&source),
-            self.full
-        );
-        (c.len() < MAX_COMMAND).then_some(c)
-    }
-
-    /// Phase two: the whole command, every test of `files` (test files, or node ids) deselected
-    /// (a node id prefix that ends in `::` matches that file's tests only).
-    pub fn without(&self, files: &[String]) -> String {
-        let mut c = self.full.clone();
-        for f in files {
-            c.push_str(" --deselect ");
-            if f.contains("::") {
-                c.push_str(&quote(f));
-            } else {
-                c.push_str(&quote(&format!("{f}::")));
-            }
         }
         c
     }
@@ -232,62 +190,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_one_session_line_writes_the_plugin_with_phase_one_and_runs_the_whole_command() {
-        let p = recognise("python3 -m pytest -q tests").unwrap();
-        let files = [
-            "tests/it's \"odd\".py".to_string(),
-            "tests/a b::t[1]".into(),
-        ];
-        let line = p.one_session(&files).unwrap();
-        assert!(
-            line.ends_with("python3 -m pytest -q tests -p _git_sandbox_phases"),
-            "{line}"
-        );
-        // The line's first half, run by a real shell, writes the plugin with the list as
-        // Python reads it.
-        let (write, _) = line.split_once(" && PYTHONPATH=").unwrap();
-        let tmp = tempfile::tempdir().unwrap();
-        let o = std::process::Command::new("sh")
-            .args(["-c", write])
-            .env("TMPDIR", tmp.path())
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{o:?}");
-        let plugin = tmp
-            .path()
-            .join(".git-sandbox-pytest/_git_sandbox_phases.py");
-        let text = std::fs::read_to_string(&plugin).unwrap();
-        assert!(
-            text.contains(r#"PHASE_ONE = ["tests/it's \"odd\".py","tests/a b::t[1]"]"#),
-            "{text}"
-        );
-        let o = std::process::Command::new("python3")
-            .arg("-c")
-            .arg("import ast, sys; t = ast.parse(open(sys.argv[1]).read()); print([n.value for n in ast.walk(t) if isinstance(n, ast.Assign) and getattr(n.targets[0], 'id', None) == 'PHASE_ONE'][0].elts[0].value)")
-            .arg(&plugin)
-            .output()
-            .unwrap();
-        assert_eq!(
-            String::from_utf8_lossy(&o.stdout).trim(),
-            "tests/it's \"odd\".py",
-            "{o:?}"
-        );
-        // A selection too long for one argument to `sh -c` runs as two sessions.
-        let many: Vec<String> = (0..20_000).map(|i| format!("tests/t{i}.py")).collect();
-        assert_eq!(p.one_session(&many), None);
-    }
-
-    #[test]
     fn plain_pytest_invocations_are_recognised() {
         let p = recognise("python3 -m pytest -q -k slow tests").unwrap();
         assert_eq!(p.paths, vec!["tests"]);
         assert_eq!(
             p.only(&["tests/test_a.py".into()]),
             "python3 -m pytest -q -k slow tests/test_a.py"
-        );
-        assert_eq!(
-            p.without(&["tests/test_a.py".into(), "t/it's.py".into()]),
-            "python3 -m pytest -q -k slow tests --deselect tests/test_a.py:: --deselect 't/it'\\''s.py::'"
         );
         assert!(recognise("pytest").is_some());
         // Phase one is verbose unless the command says how verbose to be.
@@ -304,14 +212,10 @@ mod tests {
         }
         assert!(recognise("PYTHONHASHSEED=0 .venv/bin/py.test -x").is_some());
         assert!(recognise("python -m pytest --tb=short").is_some());
-        // pytest-cov's options; node ids are deselected exactly.
+        // pytest-cov's options.
         let p = recognise("pytest --cov=pkg --cov-report xml --cov-context=test tests").unwrap();
         assert_eq!(p.paths, vec!["tests"]);
         assert!(p.records_contexts());
-        assert_eq!(
-            p.without(&["tests/test_a.py::test_x[1]".into()]),
-            "pytest --cov=pkg --cov-report xml --cov-context=test tests --deselect 'tests/test_a.py::test_x[1]'"
-        );
         assert_eq!(recognise("pytest --cov --cov-report=xml"), None);
         for other in [
             "npm test",

@@ -39,23 +39,7 @@ pub enum Found {
     /// The name of the failure already told (it comes after the moment: pytest `-q` prints
     /// `F` as the test ends, the node id only in its summary).
     Named(String),
-    /// A one-session two-phase run's phase one ended, with these counts (git-sandbox's pytest
-    /// plugin says so: see `gs_runner::pytest_cmd::Pytest::one_session`).
-    PhaseOneEnded(PhaseOne),
 }
-
-/// What phase one of a one-session run ran.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct PhaseOne {
-    pub tests: u64,
-    pub passed: u64,
-    pub failed: u64,
-    pub errors: u64,
-    pub skipped: u64,
-}
-
-/// How git-sandbox's pytest plugin begins its lines.
-const PLUGIN_LINE: &str = "[git-sandbox] ";
 
 /// What a line says.
 enum Seen {
@@ -123,8 +107,6 @@ const TABLE: &[Entry] = &[
 /// What the watcher remembers between lines.
 #[derive(Default)]
 struct State {
-    /// The session runs git-sandbox's plugin: its lines are read.
-    phased: bool,
     in_summary: bool,
     past_progress: bool,
     file: Option<String>,
@@ -144,20 +126,9 @@ pub struct Watcher {
     /// told as the failure's moment once more of the line shows it is a progress line (a
     /// line that merely begins with `F` or `E` is not one).
     pending: Option<(Instant, usize)>,
-    /// A one-session run's phase one has ended (or the session is not one).
-    phase_told: bool,
 }
 
 impl Watcher {
-    /// A watcher of a session that runs both phases, which reads on after the first failure
-    /// is named until phase one has ended.
-    pub fn phased(runner: Runner) -> Watcher {
-        let mut w = Watcher::new(runner);
-        w.state.phased = true;
-        w.phase_told = false;
-        w
-    }
-
     pub fn new(runner: Runner) -> Watcher {
         Watcher {
             entry: TABLE
@@ -170,13 +141,12 @@ impl Watcher {
             failing: false,
             named: false,
             pending: None,
-            phase_told: true,
         }
     }
 
     /// Nothing more to tell.
     fn done(&self) -> bool {
-        self.named && self.phase_told
+        self.named
     }
 
     /// What `chunk` (the next bytes of the output, read at `now`) told: at most a failure and
@@ -190,16 +160,9 @@ impl Watcher {
             if b == b'\n' || b == b'\r' {
                 if !self.long && !self.line.is_empty() {
                     let text = plain(&self.line);
-                    match phase_one_line(&text).filter(|_| !self.phase_told) {
-                        Some(p) => {
-                            self.phase_told = true;
-                            out.push((Found::PhaseOneEnded(p), now));
-                        }
-                        None if !self.named => {
-                            let seen = (self.entry.line)(&text, &self.state);
-                            self.take(seen, now, &mut out);
-                        }
-                        None => {}
+                    if !self.named {
+                        let seen = (self.entry.line)(&text, &self.state);
+                        self.take(seen, now, &mut out);
                     }
                 }
                 self.pending = None;
@@ -294,12 +257,6 @@ fn no_partial(_: &str) -> Option<Partial> {
 /// pytest, verbose: `tests/a.py::test_x FAILED  [ 50%]` (with xdist `[gw0] [ 50%] FAILED
 /// tests/a.py::test_x`); its summary's `FAILED tests/a.py::test_x - why`; the progress letters.
 fn pytest_line(line: &str, state: &State) -> Seen {
-    if let Some(rest) = line.strip_prefix(PLUGIN_LINE).filter(|_| state.phased) {
-        return match rest.strip_prefix("first failure: ").map(str::trim) {
-            Some(id) if !id.is_empty() => Seen::Found(Found::Failing(Some(id.to_string()))),
-            _ => Seen::Nothing,
-        };
-    }
     if line.starts_with('=') && line.contains(" short test summary info ") {
         return Seen::Summary;
     }
@@ -352,33 +309,6 @@ fn pytest_partial(line: &str) -> Option<Partial> {
     };
     let all_letters = !letters.is_empty() && letters.chars().all(|c| ".sxXFER".contains(c));
     (all_letters && letters.contains(['F', 'E'])).then_some(Partial::Letter(line.len()))
-}
-
-/// The plugin's `[git-sandbox] phase one ended: 3 tests, 2 passed, 1 failed, 0 errors, 0
-/// skipped`.
-fn phase_one_line(line: &str) -> Option<PhaseOne> {
-    let rest = line
-        .strip_prefix(PLUGIN_LINE)?
-        .strip_prefix("phase one ended: ")?;
-    let mut p = PhaseOne::default();
-    let parts: Vec<&str> = rest.split(", ").collect();
-    if parts.len() != 5 {
-        return None;
-    }
-    for (i, part) in parts.into_iter().enumerate() {
-        let (n, what) = part.trim().split_once(' ')?;
-        let n: u64 = n.parse().ok()?;
-        let slot = match (i, what) {
-            (0, "tests") => &mut p.tests,
-            (1, "passed") => &mut p.passed,
-            (2, "failed") => &mut p.failed,
-            (3, "errors") => &mut p.errors,
-            (4, "skipped") => &mut p.skipped,
-            _ => return None,
-        };
-        *slot = n;
-    }
-    Some(p)
 }
 
 /// `tests/a.py::test_x FAILED`, before its `[ 50%]` came.
@@ -648,45 +578,6 @@ mod tests {
                 64
             ),
             failing("tests/a.py::test_y")
-        );
-    }
-
-    #[test]
-    fn a_one_session_run_tells_its_first_failure_and_where_phase_one_ended() {
-        let out = b"tests/test_b.py F\n[git-sandbox] first failure: tests/test_b.py::test_x[1]\n\ntests/test_a.py ..\n[git-sandbox] phase one ended: 3 tests, 2 passed, 1 failed, 0 errors, 0 skipped\ntests/test_c.py ..F\n";
-        for n in [1, 5, 1 << 16] {
-            let mut w = Watcher::phased(Runner::Pytest);
-            let got: Vec<Found> = out
-                .chunks(n)
-                .flat_map(|c| w.feed(c, Instant::now()))
-                .map(|(f, _)| f)
-                .collect();
-            assert_eq!(
-                got,
-                vec![
-                    Found::Failing(None),
-                    Found::Named("tests/test_b.py::test_x[1]".into()),
-                    Found::PhaseOneEnded(PhaseOne {
-                        tests: 3,
-                        passed: 2,
-                        failed: 1,
-                        errors: 0,
-                        skipped: 0
-                    }),
-                ],
-                "chunks of {n}"
-            );
-        }
-        // Outside a one-session run the plugin's lines are a test's prints, and say nothing;
-        // a malformed end is none.
-        assert_eq!(watch(Runner::Pytest, out, 7), vec![Found::Failing(None)]);
-        let mut w = Watcher::phased(Runner::Pytest);
-        assert_eq!(
-            w.feed(
-                b"[git-sandbox] phase one ended: 3 tests, 2 passed\n",
-                Instant::now()
-            ),
-            vec![]
         );
     }
 

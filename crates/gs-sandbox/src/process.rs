@@ -130,8 +130,6 @@ impl Egress {
 /// What watches a run's output for its first failing test (see [`super::first_fail`]).
 pub struct Watch<'a> {
     pub runner: super::first_fail::Runner,
-    /// The session runs both phases (git-sandbox's pytest plugin tells where phase one ended).
-    pub phased: bool,
     /// Told on the caller's thread, while the command runs, what the output showed and the
     /// moment it was read.
     pub on_found: &'a dyn Fn(super::first_fail::Found, Instant),
@@ -282,10 +280,10 @@ pub fn run(spec: Spec<'_>) -> Outcome {
             let tx = tx.clone();
             let log = log.to_path_buf();
             let capped = capped.clone();
-            let watcher = spec.watch.as_ref().map(|w| match w.phased {
-                true => super::first_fail::Watcher::phased(w.runner),
-                false => super::first_fail::Watcher::new(w.runner),
-            });
+            let watcher = spec
+                .watch
+                .as_ref()
+                .map(|w| super::first_fail::Watcher::new(w.runner));
             Some(read_in_background(move || {
                 collect(r, &log, cap, &capped, tx, watcher)
             }))

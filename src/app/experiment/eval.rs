@@ -285,7 +285,19 @@ struct Measures {
     delta: Option<f64>,
     /// New potential issues, when both sides were analysed.
     issues: Option<u64>,
+    /// The tests production runs and the head does not, when both records name their tests.
+    removed: Option<Vec<String>>,
 }
+
+/// The ids of the tests a record ran, when it names them.
+fn test_ids(r: Option<&RunRecord>) -> Option<&Vec<String>> {
+    r.and_then(|r| r.tests.as_ref())
+        .filter(|t| !t.ids.is_empty())
+        .map(|t| &t.ids)
+}
+
+/// How many removed tests an evaluation names (it counts them all).
+const REMOVED_SHOWN: usize = 20;
 
 impl Measures {
     fn of(base: Option<&RunRecord>, head: Option<&RunRecord>, flaky: &HashSet<String>) -> Measures {
@@ -341,7 +353,15 @@ impl Measures {
             (Some(b), Some(h)) => new_issues(b, h),
             _ => None,
         };
+        let removed = match (test_ids(base), test_ids(head)) {
+            (Some(b), Some(h)) => {
+                let kept: HashSet<&String> = h.iter().collect();
+                Some(b.iter().filter(|id| !kept.contains(id)).cloned().collect())
+            }
+            _ => None,
+        };
         Measures {
+            removed,
             has_data,
             not_counted,
             bad,
@@ -418,6 +438,22 @@ impl Measures {
                     pass: self.failing_checks.is_empty(),
                     value: json!({"failing": self.failing_checks}),
                     threshold: json!({"failing": []}),
+                },
+            );
+        }
+        // Only when both records name their tests: a test production runs that the experiment
+        // does not is removed, and fewer failures or more passes then improve nothing.
+        if let Some(removed) = &self.removed {
+            let shown: Vec<&String> = removed.iter().take(REMOVED_SHOWN).collect();
+            criteria.insert(
+                criteria.len() - 2,
+                Criterion {
+                    name: "tests_kept".into(),
+                    description: "every test production runs, the experiment runs too (by test id)"
+                        .into(),
+                    pass: removed.is_empty(),
+                    value: json!({"removed": removed.len(), "tests": shown}),
+                    threshold: json!({"removed": 0}),
                 },
             );
         }
@@ -555,6 +591,7 @@ mod tests {
                 phases: Vec::new(),
                 first_failure_ms: None,
                 selection_missed: false,
+                ids: Vec::new(),
                 network: None,
             }),
             analysis: Some(Analysis {
@@ -641,6 +678,49 @@ mod tests {
         let both = judge_with(&["t.py::test_flaky"], &head);
         assert_eq!(both.recommendation, Recommendation::NotReady);
         assert!(!both.reason.contains("not counted"), "{}", both.reason);
+    }
+
+    /// Production runs four tests, one failing; the experiment deletes the failing one and
+    /// (its printed passes no longer counted) passes three. Its counts look no worse, and it
+    /// would be recommended; by test id, a test is removed, which is no improvement.
+    #[test]
+    fn a_test_production_runs_and_the_experiment_lacks_is_removed_never_an_improvement() {
+        let with_ids = |mut r: RunRecord, ids: &[&str]| {
+            r.tests.as_mut().unwrap().ids = ids.iter().map(|s| s.to_string()).collect();
+            r
+        };
+        let base = with_ids(
+            rec(Status::Failed, 3, 1, 2.0, &[]),
+            &["t::a", "t::b", "t::c", "t::d"],
+        );
+        let head = rec(Status::Passed, 3, 0, 2.0, &[]);
+        // Without ids, counts alone: the deletion passes for a fix.
+        assert_eq!(
+            verdict(Some(&base), Some(&head)).recommendation,
+            Recommendation::Recommend
+        );
+        let head = with_ids(head, &["t::a", "t::b", "t::c"]);
+        let ev = verdict(Some(&base), Some(&head));
+        assert_eq!(ev.recommendation, Recommendation::Consider);
+        assert_eq!(ev.reason, "tests pass but tests_kept fails");
+        let kept = ev.criteria.iter().find(|c| c.name == "tests_kept").unwrap();
+        assert_eq!(kept.value, json!({"removed": 1, "tests": ["t::d"]}));
+        // More passing tests by adding some, none removed: an improvement.
+        let head = with_ids(
+            rec(Status::Passed, 5, 0, 2.0, &[]),
+            &["t::a", "t::b", "t::c", "t::d", "t::e"],
+        );
+        let ev = verdict(Some(&base), Some(&head));
+        assert_eq!(ev.recommendation, Recommendation::StronglyRecommend);
+        // Removing a passing test while adding two: still removed.
+        let head = with_ids(
+            rec(Status::Passed, 5, 0, 2.0, &[]),
+            &["t::b", "t::c", "t::d", "t::e", "t::f"],
+        );
+        assert_eq!(
+            verdict(Some(&base), Some(&head)).recommendation,
+            Recommendation::Consider
+        );
     }
 
     #[test]

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 mod first;
 mod phases;
+mod read;
 mod tree_text;
 
 use first::First;
@@ -147,11 +148,9 @@ struct Spec<'a> {
     /// The runner whose output is watched for the first failure, when the command's words do
     /// not say (`npm test` running jest).
     runner: Option<gs_sandbox::first_fail::Runner>,
-    /// The command runs both phases in one session (see `phases::one_session`).
-    phased: bool,
-    /// The line run in the command's place (a one-session run's, which loads git-sandbox's
-    /// pytest plugin); `command` stays what the record shows and the parsers read.
-    runs: Option<&'a str>,
+    /// The probe beside the tests (see `phases`): its own sandbox and cgroup, reading the
+    /// build caches without writing them, keeping no reports.
+    probe: bool,
 }
 
 /// What the checks of a run share. Only the config, the sandbox and the interrupt flag go to
@@ -173,10 +172,8 @@ pub(super) struct Env<'a> {
     pub junit_candidates: &'a [String],
     /// Tell the event log a check has ended.
     pub on_done: &'a dyn Fn(&str, &CheckResult),
-    /// The test files phase one runs: `Some` when the tests may run in two phases.
+    /// The test files a probe beside the tests runs (see `phases`): `Some` when they may have one.
     pub phase_one: Option<&'a [String]>,
-    /// Phase two's packages by name, for a runner that is given the rest that way (go test).
-    pub phase_two: Option<&'a [String]>,
     /// Publish the first failing test (its name, or why the tests could not run) and the
     /// milliseconds from the start of the tests to the moment it was known.
     pub on_first_failure: &'a dyn Fn(&str, u64),
@@ -210,8 +207,7 @@ pub(super) fn run_all(
                 env.trial,
             ),
             runner: None,
-            phased: false,
-            runs: None,
+            probe: false,
         })
         .collect();
     specs.push(Spec {
@@ -232,21 +228,22 @@ pub(super) fn run_all(
         parallel: config.test.parallel,
         log: crate::app::records::logs::log_path(env.logs, env.commit, None, env.trial),
         runner: None,
-        phased: false,
-        runs: None,
+        probe: false,
     });
     // A check keeps its build-cache writes by merging them into the branch's layer once it
     // ends; runs side by side have that layer mounted under them, and a layer must not change
     // under a mounted overlay: with parallel checks, none keeps its writes (all still read the
     // cache). One after another, each merges in turn.
     let keep = specs.len() == 1 || !specs.iter().any(|s| s.parallel);
+    // One of the slots of this process's runs, while the checks run (a probe may yield it).
+    let _slot = crate::app::run::slots::RunSlot::take();
     let shared = Shared {
         config,
         sandbox: env.sandbox,
         interrupt: env.interrupt,
     };
     let mut done: Vec<Option<Executed>> = specs.iter().map(|_| None).collect();
-    let mut phased: Option<CheckResult> = None;
+    let mut probed: Option<CheckResult> = None;
     let first = First::new(env.on_first_failure);
     std::thread::scope(|s| {
         let shared = &shared;
@@ -263,21 +260,23 @@ pub(super) fn run_all(
             .collect();
         for (i, spec) in specs.iter().enumerate().filter(|(_, s)| !s.parallel) {
             if spec.name == TEST_CHECK {
-                if let Some(files) = env.phase_one {
-                    let place = phases::Place {
-                        env,
-                        shared,
-                        work,
-                        setup,
-                        keep,
-                    };
-                    phased = phases::run(&place, spec, files, &first);
-                    if phased.is_some() {
-                        continue;
-                    }
+                let place = phases::Place {
+                    env,
+                    shared,
+                    work,
+                    setup,
+                    keep,
+                };
+                let probe = env
+                    .phase_one
+                    .and_then(|files| phases::Probe::plan(&place, spec, files));
+                if let Some(probe) = probe {
+                    probed = Some(phases::run(&place, spec, probe));
+                    continue;
                 }
                 first.start();
-                done[i] = Some(execute(shared, spec, work, setup, keep, Some(&first)));
+                let watch = |f, at| first.seen(f, at);
+                done[i] = Some(execute(shared, spec, work, setup, keep, Some(&watch)));
                 continue;
             }
             done[i] = Some(execute(shared, spec, work, setup, keep, None));
@@ -290,7 +289,7 @@ pub(super) fn run_all(
         .iter()
         .zip(done)
         .map(|(spec, e)| {
-            let r = match (spec.name == TEST_CHECK, phased.take()) {
+            let r = match (spec.name == TEST_CHECK, probed.take()) {
                 (true, Some(r)) => r,
                 _ => {
                     let mut r = conclude(env, spec, e.unwrap_or(Executed::Crashed), work, setup);
@@ -330,20 +329,25 @@ enum Executed {
         command: String,
         framework: Option<Framework>,
         outcome: Box<process::Outcome>,
+        /// Where git-sandbox's pytest reporter wrote each test's outcome, when it was loaded.
+        report: Option<String>,
     },
     /// Its thread panicked.
     Crashed,
 }
 
+/// What the output of a watched runner has just shown, and when it was read.
+type OnFound<'a> = &'a dyn Fn(gs_sandbox::first_fail::Found, std::time::Instant);
+
 /// Run one check's command in a checkout (no index access: this may be a thread of its own),
-/// its output watched for the first failure when `first` is given and the runner is known.
+/// its output watched for the first failure when `watch` is given and the runner is known.
 fn execute(
     shared: &Shared<'_>,
     spec: &Spec<'_>,
     work: &workspace::Workspace,
     setup: Option<&setup::Setup>,
     keep_cache: bool,
-    first: Option<&First<'_>>,
+    watch: Option<OnFound<'_>>,
 ) -> Executed {
     let _t = gs_util::trace::span("check");
     let (command, framework) = match spec.command {
@@ -353,27 +357,51 @@ fn execute(
             None => return Executed::Nothing,
         },
     };
-    let mut artifacts: Vec<String> = spec.junit.clone();
-    artifacts.extend(spec.coverage.iter().cloned());
-    if spec.name == TEST_CHECK && crate::app::run::testcov::recorded_by(&command) {
-        artifacts.push(crate::app::run::testcov::DATA_FILE.into());
+    let mut artifacts: Vec<String> = Vec::new();
+    if !spec.probe {
+        artifacts.extend(spec.junit.iter().cloned());
+        artifacts.extend(spec.coverage.iter().cloned());
+        if spec.name == TEST_CHECK && crate::app::run::testcov::recorded_by(&command) {
+            artifacts.push(crate::app::run::testcov::DATA_FILE.into());
+        }
     }
-    let line = spec.runs.unwrap_or(&command);
-    let full = setup.map_or_else(|| line.to_string(), |s| s.wrap(line));
+    // The tests' per-test results, out of reach of their prints: any command may start pytest.
+    let reporter = (spec.name == TEST_CHECK && matches!(framework, None | Some(Framework::Pytest)))
+        .then(gs_runner::pytest_report::Reporter::new);
+    if let Some(r) = &reporter {
+        artifacts.push(r.file.clone());
+    }
+    let line = reporter
+        .as_ref()
+        .map_or_else(|| command.clone(), |r| r.wrap(&command));
+    let full = setup.map_or_else(|| line.clone(), |s| s.wrap(&line));
     let on_found = |f, at| {
-        if let Some(first) = first {
-            first.seen(f, at);
+        if let Some(watch) = watch {
+            watch(f, at);
         }
     };
     let runner = spec
         .runner
         .or_else(|| gs_sandbox::first_fail::Runner::of(framework.as_ref()?))
         .filter(|r| !first::printed_beside(*r, &command, &tree_text::TreeText::of(work)));
-    let watch = first.and(runner).map(|runner| process::Watch {
+    let watch = watch.and(runner).map(|runner| process::Watch {
         runner,
-        phased: spec.phased,
         on_found: &on_found,
     });
+    // The probe reads the build caches but the branch's own, which the run may write as it
+    // ends; it keeps nothing.
+    let probe_layers: Vec<PathBuf>;
+    let cache_layers = if spec.probe {
+        probe_layers = work
+            .cache_layers
+            .iter()
+            .filter(|l| Some(*l) != work.cache_out.as_ref())
+            .cloned()
+            .collect();
+        &probe_layers
+    } else {
+        &work.cache_layers
+    };
     let outcome = process::run(process::Spec {
         command: &full,
         cwd: &work.path(),
@@ -390,8 +418,11 @@ fn execute(
         artifacts: &artifacts,
         lower: work.lower(),
         run_uid: work.run_uid,
-        cache_layers: &work.cache_layers,
-        cache_out: work.cache_out.as_deref().filter(|_| keep_cache),
+        cache_layers,
+        cache_out: work
+            .cache_out
+            .as_deref()
+            .filter(|_| keep_cache && !spec.probe),
         cache_paths: &work.cache_paths,
         watch,
         egress: process::Egress::tests(shared.config),
@@ -400,6 +431,7 @@ fn execute(
         command,
         framework,
         outcome: Box::new(outcome),
+        report: reporter.map(|r| r.file),
     }
 }
 
@@ -423,12 +455,13 @@ fn conclude(
     } else {
         format!("[checks.{}]", spec.name)
     };
-    let (command, framework, mut outcome) = match executed {
+    let (command, framework, mut outcome, report) = match executed {
         Executed::Ran {
             command,
             framework,
             outcome,
-        } => (command, framework, *outcome),
+            report,
+        } => (command, framework, *outcome, report),
         Executed::Nothing => {
             return CheckResult {
                 status: Status::Passed,
@@ -461,15 +494,19 @@ fn conclude(
     // Counts: the output's summary, unless JUnit reports say otherwise; and the coverage.
     let text = String::from_utf8_lossy(&outcome.output);
     let mut parsed = parse::parse_command_output(Some(&command), framework.as_ref(), &text);
-    let found_coverage = coverage_report(&outcome, &dir, spec, &mut warnings);
+    let found_coverage = read::coverage_report(&outcome, &dir, spec, &mut warnings);
     let contexts = (is_test && crate::app::run::testcov::recorded_by(&command))
         .then(|| crate::app::run::testcov::data_of(&outcome.artifacts, &dir))
         .flatten();
-    if let Some(counts) = junit_counts(&outcome, &dir, spec, &mut warnings) {
+    if let Some(counts) = read::junit_counts(&outcome, &dir, spec, &mut warnings) {
         parsed = Some((Framework::Junit, counts));
     }
+    if let (Some((Framework::Pytest, counts)), Some(file)) = (parsed.as_mut(), &report) {
+        read::per_test_check(counts, &outcome, &dir, file, &mut warnings);
+    }
     let framework = parsed.as_ref().map(|(f, _)| f.clone()).or(framework);
-    let counts = parsed.map(|(_, c)| c).unwrap_or_default();
+    let mut counts = parsed.map(|(_, c)| c).unwrap_or_default();
+    warnings.extend(counts.note.take());
 
     // How it ended: a limit it ran into though it ended by itself counts as one that stopped it.
     if outcome.killed_by.is_none() && outcome.spawn_error.is_none() {
@@ -508,6 +545,7 @@ fn conclude(
         errors: counts.errors,
         total: counts.total,
         failures: counts.failures,
+        ids: sorted(counts.ids),
         duration_ms: outcome.duration.as_millis() as u64,
         output_tail: outcome.output_tail,
         killed_by: outcome.killed_by,
@@ -532,64 +570,6 @@ fn conclude(
         coverage: found_coverage,
         contexts,
     }
-}
-
-/// The first of the check's coverage reports that reads as one; a report the config named but
-/// that is missing or unreadable is a warning.
-fn coverage_report(
-    outcome: &process::Outcome,
-    dir: &Path,
-    spec: &Spec<'_>,
-    warnings: &mut Vec<String>,
-) -> Option<(String, coverage::Report)> {
-    for rel in &spec.coverage {
-        match report_text(outcome, dir, rel) {
-            Ok(text) => {
-                let roots = [
-                    dir.to_string_lossy().into_owned(),
-                    format!("{}/tree", gs_sandbox::sandbox::VIEW_ROOT),
-                ];
-                let roots: Vec<&str> = roots.iter().map(String::as_str).collect();
-                match coverage::parse(&text, &roots) {
-                    Some(report) => return Some((rel.clone(), report)),
-                    None if spec.coverage_named => warnings.push(format!(
-                        "{rel} is not a coverage report (coverage.py JSON, Cobertura XML or lcov); not used"
-                    )),
-                    None => {}
-                }
-            }
-            Err(why) if spec.coverage_named => warnings.push(why),
-            Err(_) => {}
-        }
-    }
-    None
-}
-
-/// The counts of every JUnit report the check wrote, added up; a report the config named
-/// that is not one is a warning.
-fn junit_counts(
-    outcome: &process::Outcome,
-    dir: &Path,
-    spec: &Spec<'_>,
-    warnings: &mut Vec<String>,
-) -> Option<TestCounts> {
-    let mut reports: Option<TestCounts> = None;
-    for rel in &spec.junit {
-        for (path, text) in report_texts(outcome, dir, rel) {
-            match text {
-                Ok(xml) => match parse::parse_junit_xml(&xml) {
-                    Some(counts) => reports = Some(add_counts(reports, counts)),
-                    None if spec.junit_named => {
-                        warnings.push(format!("{path} is not a JUnit XML report; not used"))
-                    }
-                    None => {}
-                },
-                Err(why) if spec.junit_named => warnings.push(why),
-                Err(_) => {}
-            }
-        }
-    }
-    reports
 }
 
 /// How a check's process ended, with what it printed and the counts read from it.
@@ -675,68 +655,6 @@ impl Ended<'_> {
     }
 }
 
-/// The text of a report the test command wrote: as the sandbox read it, inside its own view and
-/// with its own rights; else (a sandbox without a mount namespace) read beneath the checkout,
-/// never following a link. Either way no symlink, FIFO or device is followed, nothing escapes
-/// the checkout, and at most the cap is read. `Err` is the one-line reason for the record.
-fn report_text(
-    outcome: &process::Outcome,
-    dir: &std::path::Path,
-    rel: &str,
-) -> std::result::Result<String, String> {
-    if gs_sandbox::sandbox::artifact_pattern(rel).is_some() {
-        return report_texts(outcome, dir, rel)
-            .into_iter()
-            .next()
-            .map_or_else(|| Err(format!("{rel}: not read")), |(_, t)| t);
-    }
-    if let Some(a) = outcome.artifacts.iter().find(|a| a.path == rel) {
-        return match (&a.text, &a.skipped) {
-            (Some(text), _) => Ok(text.clone()),
-            (None, Some(why)) => Err(why.clone()),
-            (None, None) => Err(format!("{rel}: not read")),
-        };
-    }
-    gs_util::beneath::read_beneath(dir, rel, gs_sandbox::sandbox::ARTIFACT_CAP)
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .map_err(|why| why.to_string())
-}
-
-/// The texts of the reports a name or a pattern (`DIR/*.xml`) stands for, each with its path, as
-/// [`report_text`] reads one.
-fn report_texts(
-    outcome: &process::Outcome,
-    dir: &std::path::Path,
-    rel: &str,
-) -> Vec<(String, std::result::Result<String, String>)> {
-    let Some((d, suffix)) = gs_sandbox::sandbox::artifact_pattern(rel) else {
-        return vec![(rel.to_string(), report_text(outcome, dir, rel))];
-    };
-    let prefix = format!("{d}/");
-    let mine = |a: &&gs_sandbox::sandbox::Artifact| {
-        a.path == rel
-            || a.path
-                .strip_prefix(&prefix)
-                .is_some_and(|n| n.ends_with(suffix) && !n.contains('/'))
-    };
-    let mut found: Vec<gs_sandbox::sandbox::Artifact> =
-        outcome.artifacts.iter().filter(mine).cloned().collect();
-    if found.is_empty() {
-        found = gs_sandbox::sandbox::read_pattern(dir, rel, d, suffix);
-    }
-    found
-        .into_iter()
-        .map(|a| {
-            let text = match (a.text, a.skipped) {
-                (Some(text), _) => Ok(text),
-                (None, Some(why)) => Err(why),
-                (None, None) => Err(format!("{}: not read", a.path)),
-            };
-            (a.path, text)
-        })
-        .collect()
-}
-
 /// Where `ctest --output-junit FILE` in a test command writes its report: FILE in the directory
 /// ctest runs in (`--test-dir DIR`, else the `cd DIR` before it), relative to the checkout; `None`
 /// for a path outside it.
@@ -770,24 +688,6 @@ pub(super) fn ctest_report(command: &str) -> Option<String> {
     let path = path.trim_start_matches("./").to_string();
     (!path.starts_with('/') && !path.split('/').any(|c| c == "..") && !path.is_empty())
         .then_some(path)
-}
-
-/// The sum of two reports' counts (a build tool writes one report per test class).
-fn add_counts(a: Option<TestCounts>, b: TestCounts) -> TestCounts {
-    let Some(mut a) = a else {
-        return b;
-    };
-    let add = |x: Option<u64>, y: Option<u64>| match (x, y) {
-        (None, None) => None,
-        (x, y) => Some(x.unwrap_or(0) + y.unwrap_or(0)),
-    };
-    a.passed = add(a.passed, b.passed);
-    a.failed = add(a.failed, b.failed);
-    a.skipped = add(a.skipped, b.skipped);
-    a.errors = add(a.errors, b.errors);
-    a.total = add(a.total, b.total);
-    a.failures.extend(b.failures);
-    a
 }
 
 /// Why a test command could not run at all, when its output says its runner is missing: the
@@ -833,6 +733,13 @@ fn missing_runner(
             "`{command}` stopped before running any test, for want of what its toolchain downloads or of a newer toolchain ({line}); give the setup step the network ([limits] setup_network = true in your user config) or install that toolchain here"
         )),
     }
+}
+
+/// Test ids as the record keeps them: sorted, each once.
+fn sorted(mut ids: Vec<String>) -> Vec<String> {
+    ids.sort_unstable();
+    ids.dedup();
+    ids
 }
 
 #[cfg(test)]

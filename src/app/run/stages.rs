@@ -429,7 +429,6 @@ impl Bench<'_> {
             None
         };
         let phase_one = selection.as_ref().and_then(|s| s.phase_one());
-        let phase_two = selection.as_ref().map(|s| s.rest.clone());
         let commit = c.info.id.to_string();
         let on_first_failure = |test: &str, ms: u64| {
             c.event(
@@ -500,7 +499,6 @@ impl Bench<'_> {
                 trial: c.opts.is_trial(),
                 on_done: &on_done,
                 phase_one: phase_one.as_deref(),
-                phase_two: phase_two.as_deref(),
                 on_first_failure: &on_first_failure,
             };
             let mut ran = checks::run_all(&env, &work, setup.as_ref());

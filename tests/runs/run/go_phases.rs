@@ -1,6 +1,6 @@
-//! Two-phase runs with go test: the packages a change reaches (the changed package and every
-//! package importing it, transitively) and those that failed last run first; phase two names
-//! every other package; the record is the whole module's.
+//! The probe with go test: the packages a change reaches (the changed package and every
+//! package importing it, transitively) and those that failed last run beside the command; the
+//! record is the command's run of the whole module.
 
 use crate::common::{tools, World};
 use std::path::Path;
@@ -53,9 +53,14 @@ fn module(w: &World, repo: &Path) {
             "text/text_test.go",
             "package text\n\nimport \"testing\"\n\nfunc TestShout(t *testing.T) {\n\tif Shout(\"a\") != \"A\" {\n\t\tt.Fatal(Shout(\"a\"))\n\t}\n}\n\nfunc TestShoutEmpty(t *testing.T) {\n\tif Shout(\"\") != \"\" {\n\t\tt.Fatal(\"not empty\")\n\t}\n}\n",
         ),
+        // No change reaches it: the whole module's run takes 3 s longer than any probe.
+        (
+            "slow/slow_test.go",
+            "package slow\n\nimport (\n\t\"testing\"\n\t\"time\"\n)\n\nfunc TestSlow(t *testing.T) { time.Sleep(3 * time.Second) }\n",
+        ),
     ];
     w.git(repo, &["rm", "-q", "-r", "tests"]);
-    w.commit(repo, &files, "a module of five packages");
+    w.commit(repo, &files, "a module of six packages");
 }
 
 fn run_json(w: &World, repo: &Path) -> (serde_json::Value, String) {
@@ -91,7 +96,7 @@ fn go_test_runs_the_packages_a_change_reaches_first() {
     module(&w, &repo);
     let (base, _) = run_json(&w, &repo);
     assert_eq!(base["status"], "passed", "{base}");
-    assert_eq!(base["tests"]["total"], 5, "{base}");
+    assert_eq!(base["tests"]["total"], 6, "{base}");
     assert!(base["tests"].get("phases").is_none(), "{base}");
 
     // What the graph cannot see means the whole suite.
@@ -141,7 +146,7 @@ fn go_test_runs_the_packages_a_change_reaches_first() {
     w.commit(&repo, &[("README.md", "# shop\n")], "prose");
     assert!(explain(&w, &repo).contains("no package reaches the changed files"));
 
-    // A leaf package's test breaks: it alone runs first, phase two names the other four.
+    // A leaf package's test breaks: the probe runs it alone.
     w.commit(
         &repo,
         &[(
@@ -152,7 +157,7 @@ fn go_test_runs_the_packages_a_change_reaches_first() {
     );
     let o = explain(&w, &repo);
     assert!(
-        o.contains("phase one runs 1 of 4 packages with tests")
+        o.contains("phase one runs 1 of 5 packages with tests")
             && o.contains("./text  changed itself"),
         "{o}"
     );
@@ -160,23 +165,25 @@ fn go_test_runs_the_packages_a_change_reaches_first() {
     assert_eq!(rec["status"], "failed", "{rec}");
     let phases = rec["tests"]["phases"].as_array().expect("two phases");
     assert_eq!(phases[0]["files"], serde_json::json!(["./text"]), "{rec}");
+    // The probe ran text alone; the record is the command as it is, every package.
     assert_eq!(
-        phases[1]["command"],
-        "GOPROXY=off GOTOOLCHAIN=local GOFLAGS=-mod=readonly go test -v -count=1 . ./cart ./money ./report",
+        phases[0]["command"],
+        "GOPROXY=off GOTOOLCHAIN=local GOFLAGS=-mod=readonly go test -v -count=1 ./text",
         "{rec}"
     );
+    assert_eq!(rec["tests"]["command"], phases[1]["command"], "{rec}");
     assert_eq!(failures(&rec), ["TestShout"], "{rec}");
     assert!(
         stderr.contains("first failure after") && stderr.contains("TestShout"),
         "{stderr}"
     );
-    assert_eq!(counts(&rec), [Some(5), Some(4), Some(1)], "{rec}");
+    assert_eq!(counts(&rec), [Some(6), Some(5), Some(1)], "{rec}");
 
     // The next commit reaches nothing, but text failed in its parent's run: text runs first.
     w.commit(&repo, &[("NOTES.md", "text is broken\n")], "notes");
     let o = explain(&w, &repo);
     assert!(
-        o.contains("phase one runs 1 of 4 packages with tests")
+        o.contains("phase one runs 1 of 5 packages with tests")
             && o.contains("./text  failed in the parent's run: TestShout"),
         "{o}"
     );
@@ -201,7 +208,7 @@ fn go_test_runs_the_packages_a_change_reaches_first() {
     );
     let o = explain(&w, &repo);
     assert!(
-        o.contains("phase one runs 3 of 4 packages with tests")
+        o.contains("phase one runs 3 of 5 packages with tests")
             && o.contains("./report  imports ./cart → ./money (changed)")
             && o.contains("./cart  imports ./money (changed)")
             && o.contains("./money  changed itself"),
@@ -212,11 +219,6 @@ fn go_test_runs_the_packages_a_change_reaches_first() {
     assert_eq!(
         phases[0]["files"],
         serde_json::json!(["./cart", "./money", "./report"]),
-        "{two}"
-    );
-    assert_eq!(
-        phases[1]["command"],
-        "GOPROXY=off GOTOOLCHAIN=local GOFLAGS=-mod=readonly go test -v -count=1 . ./text",
         "{two}"
     );
     assert_eq!(
@@ -238,7 +240,7 @@ fn go_test_runs_the_packages_a_change_reaches_first() {
     let (one, _) = run_json(&w, &repo);
     assert!(one["tests"].get("phases").is_none(), "{one}");
     assert_eq!(counts(&two), counts(&one), "{two}\n{one}");
-    assert_eq!(counts(&one), [Some(5), Some(2), Some(3)], "{one}");
+    assert_eq!(counts(&one), [Some(6), Some(3), Some(3)], "{one}");
     let mut a = failures(&two);
     let mut b = failures(&one);
     a.sort();

@@ -1,5 +1,6 @@
-//! Two-phase runs with pytest: the test files a change reaches through imports run first, the
-//! first failure is published at once, and the record equals a one-phase run of the suite.
+//! The probe with pytest: the test files a change reaches through imports run beside the suite,
+//! the first failure is published at once, and the record is the suite's own run, in its own
+//! order, whatever the probe saw.
 
 use crate::common::projects::CALC_PYPROJECT;
 use crate::common::World;
@@ -87,14 +88,19 @@ fn the_tests_a_change_reaches_run_first_and_the_record_is_the_whole_suites() {
         stderr.contains("first failure after") && stderr.contains("tests/test_c.py::test_fc"),
         "run says so at once: {stderr}"
     );
-    // Both phases ran in one pytest session: one start-up, one summary of the whole suite,
-    // with where phase one ended in the output.
+    // The record is the user's command as it is: one session of the whole suite, in its own
+    // order; the probe's output is kept beside it.
     let log = run_log(&w, rec["commit"].as_str().unwrap());
     assert!(
-        log.contains("[git-sandbox] phase one ended: 2 tests, 0 passed, 2 failed, 0 errors")
-            && log.matches(" passed in ").count() == 1
-            && log.contains("2 failed, 9 passed in "),
+        log.matches(" passed in ").count() == 1
+            && log.contains("2 failed, 9 passed in ")
+            && !log.contains("[git-sandbox]"),
         "{log}"
+    );
+    assert_eq!(t["command"], "python3 -m pytest -q", "{rec}");
+    assert_eq!(
+        t["phases"][0]["command"], "python3 -m pytest -q tests/test_c.py",
+        "{rec}"
     );
     assert_eq!(t["phases"][1]["passed"], 9, "{rec}");
     let events = w.sandbox(&repo, &["events", "--kind", "run.first_failure", "--json"]);
@@ -168,8 +174,10 @@ fn the_tests_a_change_reaches_run_first_and_the_record_is_the_whole_suites() {
     );
 }
 
+/// `-x` stops the suite at its first failure in its own order: the record is that run, and the
+/// probe's failure, which the run also had, is kept with its phase counts.
 #[test]
-fn a_session_that_stops_in_phase_one_ran_within_it_and_capture_off_runs_two_sessions() {
+fn a_run_that_stops_at_its_first_failure_is_recorded_as_the_command_ran_it() {
     let mut w = World::new();
     w.with_test_python("pytest");
     let repo = w.new_repo("phases-x");
@@ -189,44 +197,20 @@ fn a_session_that_stops_in_phase_one_ran_within_it_and_capture_off_runs_two_sess
     let (rec, stderr) = run_json(&w, &repo, &[]);
     assert_eq!(rec["status"], "failed", "{rec}");
     let t = &rec["tests"];
-    // `-x` ended the session at phase one's first failure: the record has that phase only,
-    // and the failure was phase one's (no miss).
-    assert_eq!(t["phases"].as_array().map(Vec::len), Some(1), "{rec}");
+    // test_a and test_b ran before test_c's first test failed and stopped the session.
+    assert_eq!(
+        (t["failed"].clone(), t["passed"].clone()),
+        (1.into(), 4.into()),
+        "{rec}"
+    );
     assert_eq!(
         t["phases"][0]["files"],
         serde_json::json!(["tests/test_c.py"])
     );
-    assert_eq!(
-        (t["failed"].clone(), t["passed"].clone()),
-        (1.into(), 0.into()),
-        "{rec}"
-    );
+    assert_eq!(t["phases"][0]["failed"], 1, "{rec}");
     assert!(t.get("selection_missed").is_none(), "{rec}");
     assert!(t["first_failure_ms"].as_u64().is_some(), "{rec}");
     assert!(stderr.contains("tests/test_c.py::test_fc"), "{stderr}");
-
-    // With capture off a test's print could pass for the plugin's line: two sessions, as
-    // before, the phases' counts from each.
-    w.commit(
-        &repo,
-        &[(".sandbox.toml", &CONFIG.replace("-q", "-q -s"))],
-        "capture off",
-    );
-    w.commit(
-        &repo,
-        &[("src/calc/c.py", "def fc(x):\n    return x + 3\n")],
-        "break c again",
-    );
-    let (rec, _) = run_json(&w, &repo, &[]);
-    assert_eq!(rec["status"], "failed", "{rec}");
-    let t = &rec["tests"];
-    assert_eq!(t["phases"][0]["failed"], 2, "{rec}");
-    assert_eq!(t["phases"][1]["passed"], 9, "{rec}");
-    let log = run_log(&w, rec["commit"].as_str().unwrap());
-    assert!(
-        !log.contains("[git-sandbox]") && log.matches(" in ").count() >= 2,
-        "two sessions, no plugin: {log}"
-    );
 }
 
 #[test]
@@ -522,4 +506,73 @@ fn capture_off_in_the_projects_pytest_config_tells_no_printed_failure() {
     assert!(!stderr.contains("first failure"), "{stderr}");
     let events = w.sandbox(&repo, &["events", "--kind", "run.first_failure", "--json"]);
     assert!(!events.stdout.contains("run.first_failure"), "{events:?}");
+}
+
+/// A failure that needs another file's tests to run first: `tests/test_0_sets.py` runs before
+/// `tests/test_d.py` in the suite's own order and changes what `calc.d` returns. The probe of
+/// test_d alone passes; the record is the suite's, failed, exactly as with no selection at all,
+/// and the probe's pass missed it. Lines a test prints in the probe's words change nothing, and
+/// modules named as git-sandbox's plugins were in the tree are not loaded.
+#[test]
+fn a_failure_that_needs_the_suites_order_is_recorded_with_the_selection_on() {
+    let mut w = World::new();
+    w.with_test_python("pytest");
+    let repo = w.new_repo("order");
+    let sets = "import os\n\n\ndef test_sets():\n    os.environ['CALC_ORDER'] = 'set'\n    print('[git-sandbox] phase one ended: 9 tests, 9 passed, 0 failed, 0 errors, 0 skipped')\n";
+    let not_ours = "raise SystemExit('a module of the commit was loaded as git-sandbox plugin')\n";
+    let extra = [
+        ("tests/test_0_sets.py", sets),
+        ("_git_sandbox_phases.py", not_ours),
+        ("_git_sandbox_report.py", not_ours),
+    ];
+    // Half a second a file (but test_c): the probe of one file ends well before the suite.
+    w.calc_package(&repo, &CONFIG.replace("-q", "-q -s"), 0.5, true, &extra);
+    let (base, _) = run_json(&w, &repo, &[]);
+    assert_eq!(base["status"], "passed", "{base}");
+    assert_eq!(base["tests"]["passed"], 11, "{base}");
+    let broken = w.commit(
+        &repo,
+        &[(
+            "src/calc/d.py",
+            "import os\n\n\ndef fd(x):\n    return x + 1 + (os.environ.get('CALC_ORDER') == 'set')\n",
+        )],
+        "d depends on what ran before",
+    );
+    let (rec, _) = run_json(&w, &repo, &[]);
+    let t = &rec["tests"];
+    assert_eq!(rec["status"], "failed", "{rec}");
+    assert_eq!(
+        (t["passed"].clone(), t["failed"].clone()),
+        (9.into(), 2.into()),
+        "{rec}"
+    );
+    assert_eq!(
+        t["phases"][0]["files"],
+        serde_json::json!(["tests/test_d.py"]),
+        "{rec}"
+    );
+    // The probe passed test_d alone: it caught none of the run's failures.
+    assert_eq!(t["selection_missed"], true, "{rec}");
+    let probe_log = crate::common::files_under(&w.data().join("logs"))
+        .into_iter()
+        .find(|p| {
+            p.to_string_lossy()
+                .ends_with(&format!("{broken}.probe.log"))
+        })
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .unwrap_or_default();
+    assert!(probe_log.contains("2 passed"), "{probe_log}");
+
+    // With no selection at all, the same counts and failures.
+    w.user_config("[test]\nphases = false\n");
+    let one = w
+        .sandbox(&repo, &["run", "--json", "--force", &broken])
+        .json()[0]
+        .clone();
+    assert!(one["tests"].get("phases").is_none(), "{one}");
+    assert_eq!(
+        counts(&one),
+        counts(&rec),
+        "one phase {one}\nwith the probe {rec}"
+    );
 }

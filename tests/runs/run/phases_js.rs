@@ -1,5 +1,5 @@
-//! Two-phase runs with real jest and vitest: the test files a change reaches through imports run
-//! first (given to the runner as a file list), the rest after, one record for the suite.
+//! The probe with real jest and vitest: the test files a change reaches through imports run
+//! beside the suite (given to the runner as a file list); the record is the suite's own run.
 
 use crate::common::{tools, World};
 use std::path::Path;

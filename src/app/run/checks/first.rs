@@ -4,7 +4,7 @@
 
 use super::CheckResult;
 use gs_model::Status;
-use gs_sandbox::first_fail::{Found, PhaseOne};
+use gs_sandbox::first_fail::Found;
 use std::cell::{Cell, RefCell};
 use std::time::Instant;
 
@@ -15,8 +15,6 @@ pub(in crate::app::run) struct First<'a> {
     at: Cell<Option<u64>>,
     name: RefCell<Option<String>>,
     told: Cell<bool>,
-    /// A one-session run's phase one: what it ran, and when it ended (ms from the start).
-    phase_one: Cell<Option<(PhaseOne, u64)>>,
 }
 
 impl<'a> First<'a> {
@@ -27,7 +25,6 @@ impl<'a> First<'a> {
             at: Cell::new(None),
             name: RefCell::new(None),
             told: Cell::new(false),
-            phase_one: Cell::new(None),
         }
     }
 
@@ -40,15 +37,9 @@ impl<'a> First<'a> {
     pub fn seen(&self, f: Found, at: Instant) {
         let ms = |at: Instant| at.saturating_duration_since(self.started.get()).as_millis() as u64;
         let name = match f {
-            Found::PhaseOneEnded(p) => {
-                self.phase_one.set(Some((p, ms(at))));
-                self.phase_ended(p.failed + p.errors > 0, ms(at), || "the tests".into());
-                return;
-            }
             Found::Failing(name) => {
                 if self.at.get().is_none() {
-                    let ms = at.saturating_duration_since(self.started.get()).as_millis();
-                    self.at.set(Some(ms as u64));
+                    self.at.set(Some(ms(at)));
                 }
                 name
             }
@@ -79,9 +70,9 @@ impl<'a> First<'a> {
         }
     }
 
-    /// A one-session run's phase one, once it has ended.
-    pub fn phase_one(&self) -> Option<(PhaseOne, u64)> {
-        self.phase_one.get()
+    /// The failure the output showed, and when: once both are known.
+    pub fn known(&self) -> Option<(String, u64)> {
+        Some((self.name.borrow().clone()?, self.at.get()?))
     }
 
     /// When the first failure was known, once a phase has ended failing.

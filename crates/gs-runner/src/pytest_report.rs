@@ -1,0 +1,140 @@
+//! git-sandbox's pytest reporter (`pytest_report.py`): the per-test results of a run of the
+//! user's command as it is, written beside its output, where no test's print can reach them.
+//!
+//! It is loaded through `PYTEST_PLUGINS`, so it reaches every pytest the command starts (`make
+//! test`, `tox -e` with the variables passed on) and changes no word of the command. Its module
+//! has a name made for the run, in a directory of the run's `TMPDIR` put before the user's
+//! `PYTHONPATH`: a commit cannot hold a module of that name (pytest's working directory is ahead
+//! of `PYTHONPATH` on `sys.path`). It writes one JSON line per outcome to a file of the tree
+//! named for the run, read back as an artifact.
+
+use gs_model::TestCounts;
+use std::collections::HashSet;
+
+const PLUGIN: &str = include_str!("pytest_report.py");
+
+/// One run's reporter: its module's name and the file it writes, relative to the tree.
+pub struct Reporter {
+    module: String,
+    /// The report, relative to the directory the command starts in.
+    pub file: String,
+}
+
+impl Reporter {
+    /// A reporter with names made for one run.
+    pub fn new() -> Reporter {
+        let id = gs_util::random_hex(8);
+        Reporter {
+            module: format!("_git_sandbox_report_{id}"),
+            file: format!(".git-sandbox-report-{id}.jsonl"),
+        }
+    }
+
+    /// `line` (the user's command, unchanged) run with the reporter loaded: the module written
+    /// to the run's `TMPDIR`, the variables set, then the line in the same shell.
+    pub fn wrap(&self, line: &str) -> String {
+        let dir = format!("\"${{TMPDIR:-/tmp}}/.{}\"", self.module);
+        format!(
+            "mkdir -p {dir} && printf '%s' {source} > {dir}/{m}.py && \
+             export PYTHONPATH={dir}\"${{PYTHONPATH:+:$PYTHONPATH}}\" \
+             PYTEST_PLUGINS={m}\"${{PYTEST_PLUGINS:+,$PYTEST_PLUGINS}}\" \
+             GIT_SANDBOX_PYTEST_REPORT=\"$PWD/{file}\" && {line}",
+            source = crate::pytest_cmd::quote(PLUGIN),
+            m = self.module,
+            file = self.file,
+        )
+    }
+}
+
+impl Default for Reporter {
+    fn default() -> Self {
+        Reporter::new()
+    }
+}
+
+/// The per-test results a report holds: counts as pytest's summary gives them (xfailed as
+/// skipped, xpassed as passed, errors of setup, teardown and collection), the failing and
+/// erroring ids in order, and every id once. `None` when it holds no outcome (the command ran
+/// no pytest, or one that did not load the reporter).
+pub fn read(text: &str) -> Option<TestCounts> {
+    let mut c = TestCounts {
+        passed: Some(0),
+        failed: Some(0),
+        skipped: Some(0),
+        errors: Some(0),
+        ..TestCounts::default()
+    };
+    let mut seen = HashSet::new();
+    let mut any = false;
+    for line in text.lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let (Some(id), Some(outcome)) = (v["id"].as_str(), v["outcome"].as_str()) else {
+            continue;
+        };
+        let slot = match outcome {
+            "passed" | "xpassed" => &mut c.passed,
+            "failed" => &mut c.failed,
+            "skipped" | "xfailed" => &mut c.skipped,
+            "error" => &mut c.errors,
+            _ => continue,
+        };
+        *slot = slot.map(|n| n + 1);
+        any = true;
+        if matches!(outcome, "failed" | "error") && c.failures.len() < gs_model::MAX_FAILURES {
+            c.failures.push(gs_model::Failure {
+                name: id.to_string(),
+                message: String::new(),
+            });
+        }
+        // A collection error names a file, not a test.
+        let a_test = outcome != "error" || id.contains("::");
+        if a_test && c.ids.len() <= gs_model::MAX_TEST_IDS && seen.insert(id.to_string()) {
+            c.ids.push(id.to_string());
+        }
+    }
+    let sum = [c.passed, c.failed, c.skipped, c.errors]
+        .into_iter()
+        .flatten()
+        .sum();
+    c.total = Some(sum);
+    any.then_some(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_run_names_its_own_module_and_file() {
+        let (a, b) = (Reporter::new(), Reporter::new());
+        assert_ne!(a.module, b.module);
+        assert_ne!(a.file, b.file);
+        let line = a.wrap("python3 -m pytest -q");
+        assert!(line.ends_with("&& python3 -m pytest -q"), "{line}");
+        assert!(line.contains(&format!("PYTEST_PLUGINS={}", a.module)));
+    }
+
+    #[test]
+    fn outcomes_are_counted_as_pytest_counts_them() {
+        let text = [
+            r#"{"id": "t.py::a", "outcome": "passed"}"#,
+            r#"{"id": "t.py::a", "outcome": "error"}"#,
+            r#"{"id": "t.py::b", "outcome": "failed"}"#,
+            r#"{"id": "t.py::c", "outcome": "xfailed"}"#,
+            r#"{"id": "t.py::d", "outcome": "xpassed"}"#,
+            r#"{"id": "u.py", "outcome": "error"}"#,
+            "not json",
+        ]
+        .join("\n");
+        let c = read(&text).unwrap();
+        assert_eq!(
+            (c.passed, c.failed, c.skipped, c.errors, c.total),
+            (Some(2), Some(1), Some(1), Some(2), Some(6))
+        );
+        assert_eq!(c.ids, ["t.py::a", "t.py::b", "t.py::c", "t.py::d"]);
+        assert_eq!(c.failures.len(), 3);
+        assert_eq!(read("").map(|c| c.total), None);
+    }
+}

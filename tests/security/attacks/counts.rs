@@ -1,0 +1,127 @@
+//! Counts a commit's tests print: a pytest summary line printed by a test (through
+//! `capsys.disabled()`, from `atexit`) or by the command in place of pytest's own adds no test,
+//! and an experiment that deletes production's failing test and prints passes for it is not
+//! recommended for it.
+
+use crate::common;
+
+use common::World;
+
+const CONFIG: &str =
+    "[test]\ncommand = \"python3 -m pytest -q tests\"\n[analysis]\nenabled = false\n";
+
+/// Four tests, one failing; test_a prints 900 passes while the session runs, and 500 more are
+/// printed as the interpreter exits.
+const PRINTS_PASSES: &str = "import atexit\n\n\ndef _fake():\n    print('==================== 500 passed in 0.01s ====================')\n\n\natexit.register(_fake)\n\n\ndef test_a(capsys):\n    with capsys.disabled():\n        print('\\n=================== 900 passed in 0.02s ===================')\n\n\ndef test_b():\n    pass\n\n\ndef test_c():\n    pass\n\n\ndef test_d():\n    assert 1 == 2\n";
+
+fn world() -> World {
+    let mut w = World::new();
+    w.with_test_python("pytest");
+    w
+}
+
+#[test]
+fn a_summary_line_a_test_prints_adds_no_test() {
+    let w = world();
+    let repo = w.new_repo("printed");
+    w.commit(
+        &repo,
+        &[
+            (".sandbox.toml", CONFIG),
+            ("tests/test_x.py", PRINTS_PASSES),
+        ],
+        "four tests, 1,400 printed passes",
+    );
+    let rec = w.sandbox(&repo, &["run", "--json"]).json()[0].clone();
+    let t = &rec["tests"];
+    // The first commit's two tests, and these four.
+    assert_eq!(
+        (&t["passed"], &t["failed"], &t["total"]),
+        (&5.into(), &1.into(), &6.into()),
+        "{rec}"
+    );
+    assert_eq!(rec["status"], "failed");
+    // pytest's own summary agrees with the tests' outcomes: nothing to say.
+    assert!(rec["warnings"].is_null(), "{rec}");
+    // The reporter named every test, whatever pytest printed.
+    let ids: Vec<&str> = t["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|i| i.as_str())
+        .collect();
+    assert_eq!(ids.len(), 6, "{rec}");
+    assert!(ids.contains(&"tests/test_x.py::test_d"), "{rec}");
+}
+
+/// The command hides pytest's summary (`-p no:terminal`) and prints its own: the per-test
+/// results are counted, and the record says so.
+#[test]
+fn a_summary_printed_in_place_of_pytests_is_checked_against_each_tests_outcome() {
+    let w = world();
+    let repo = w.new_repo("hidden");
+    let config = "[test]\ncommand = \"python3 -m pytest -p no:terminal tests; echo '6 passed in 0.1s'\"\n[analysis]\nenabled = false\n";
+    w.commit(
+        &repo,
+        &[
+            (".sandbox.toml", config),
+            ("tests/test_x.py", PRINTS_PASSES),
+        ],
+        "pytest's summary hidden, another printed",
+    );
+    let rec = w.sandbox(&repo, &["run", "--json"]).json()[0].clone();
+    let t = &rec["tests"];
+    assert_eq!(
+        (&t["passed"], &t["failed"]),
+        (&5.into(), &1.into()),
+        "{rec}"
+    );
+    assert_eq!(rec["status"], "failed", "{rec}");
+    assert_eq!(t["failures"][0]["name"], "tests/test_x.py::test_d", "{rec}");
+    let warnings = rec["warnings"].to_string();
+    assert!(warnings.contains("counted the per-test results"), "{rec}");
+}
+
+/// Production has a failing test; the experiment deletes it and prints passes for it. Counted
+/// by its summary lines it had more passing tests and no failure (STRONGLY_RECOMMEND); counted
+/// by its tests, it removed one, which is no improvement.
+#[test]
+fn deleting_productions_failing_test_and_printing_passes_is_not_recommended() {
+    let w = world();
+    let repo = w.new_repo("deleted");
+    let honest = PRINTS_PASSES
+        .replace("atexit.register(_fake)", "")
+        .replace("    with capsys.disabled():\n        print('\\n=================== 900 passed in 0.02s ===================')\n", "    pass\n");
+    assert!(!honest.contains("900") && !honest.contains("register"));
+    w.commit(
+        &repo,
+        &[(".sandbox.toml", CONFIG), ("tests/test_x.py", &honest)],
+        "three passing tests and a failing one",
+    );
+    assert_eq!(w.sandbox(&repo, &["experiment", "start", "green"]).code, 0);
+    w.git(&repo, &["switch", "-q", "experiment/green"]);
+    let deleted = PRINTS_PASSES.replace("\n\ndef test_d():\n    assert 1 == 2\n", "\n");
+    assert!(!deleted.contains("test_d"));
+    w.commit(&repo, &[("tests/test_x.py", &deleted)], "no more failures");
+    w.git(&repo, &["switch", "-q", "main"]);
+    let ev = w.sandbox(&repo, &["eval", "green", "--json"]).json();
+    assert_eq!(ev["recommendation"], "CONSIDER", "{ev}");
+    let kept = ev["criteria"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "tests_kept")
+        .unwrap_or_else(|| panic!("no tests_kept criterion: {ev}"));
+    assert_eq!(kept["pass"], false, "{ev}");
+    assert_eq!(
+        kept["value"]["tests"],
+        serde_json::json!(["tests/test_x.py::test_d"]),
+        "{ev}"
+    );
+    // The human output names it too.
+    let o = w.sandbox(&repo, &["eval", "green"]);
+    assert!(
+        o.stdout.contains("tests_kept") && o.stdout.contains("test_d"),
+        "{o:?}"
+    );
+}
