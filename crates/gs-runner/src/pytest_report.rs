@@ -31,14 +31,15 @@ impl Reporter {
     }
 
     /// `line` (the user's command, unchanged) run with the reporter loaded: the module written
-    /// to the run's `TMPDIR`, the variables set, then the line in the same shell.
+    /// to the run's `TMPDIR`, the variables set, then the line in the same shell. When the
+    /// module cannot be written the line runs as it is, without the reporter.
     pub fn wrap(&self, line: &str) -> String {
         let dir = format!("\"${{TMPDIR:-/tmp}}/.{}\"", self.module);
         format!(
-            "mkdir -p {dir} && printf '%s' {source} > {dir}/{m}.py && \
+            "if mkdir -p {dir} 2>/dev/null && printf '%s' {source} 2>/dev/null > {dir}/{m}.py; then \
              export PYTHONPATH={dir}\"${{PYTHONPATH:+:$PYTHONPATH}}\" \
              PYTEST_PLUGINS={m}\"${{PYTEST_PLUGINS:+,$PYTEST_PLUGINS}}\" \
-             GIT_SANDBOX_PYTEST_REPORT=\"$PWD/{file}\" && {line}",
+             GIT_SANDBOX_PYTEST_REPORT=\"$PWD/{file}\"; fi; {line}",
             source = crate::pytest_cmd::quote(PLUGIN),
             m = self.module,
             file = self.file,
@@ -112,8 +113,46 @@ mod tests {
         assert_ne!(a.module, b.module);
         assert_ne!(a.file, b.file);
         let line = a.wrap("python3 -m pytest -q");
-        assert!(line.ends_with("&& python3 -m pytest -q"), "{line}");
+        assert!(line.ends_with("; fi; python3 -m pytest -q"), "{line}");
         assert!(line.contains(&format!("PYTEST_PLUGINS={}", a.module)));
+    }
+
+    /// Run by a real shell, the line writes the module and sets the variables before the
+    /// command; where it cannot write the module, the command runs as it is.
+    #[test]
+    fn the_command_runs_with_the_reporter_or_as_it_is() {
+        let r = Reporter::new();
+        let show = "echo \"$PYTEST_PLUGINS|$GIT_SANDBOX_PYTEST_REPORT\"; exit 3";
+        let run = |tmp: &std::path::Path| {
+            std::process::Command::new("sh")
+                .args(["-c", &r.wrap(show)])
+                .env("TMPDIR", tmp)
+                .env("PYTEST_PLUGINS", "theirs")
+                .current_dir(tmp)
+                .output()
+                .unwrap()
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        let o = run(tmp.path());
+        assert_eq!(o.status.code(), Some(3), "{o:?}");
+        let said = String::from_utf8_lossy(&o.stdout);
+        let file = tmp.path().join(&r.file);
+        assert_eq!(
+            said.trim(),
+            format!("{},theirs|{}", r.module, file.display())
+        );
+        let module = tmp.path().join(format!(".{0}/{0}.py", r.module));
+        assert_eq!(std::fs::read_to_string(module).unwrap(), PLUGIN);
+        // A TMPDIR that is a file: no module, no variables, the command all the same.
+        let blocked = tmp.path().join("blocked");
+        std::fs::write(&blocked, "").unwrap();
+        let o = std::process::Command::new("sh")
+            .args(["-c", &r.wrap(show)])
+            .env("TMPDIR", &blocked)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(3), "{o:?}");
+        assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "|");
     }
 
     #[test]

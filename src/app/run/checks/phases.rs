@@ -83,6 +83,8 @@ pub(super) fn run(place: &Place<'_>, spec: &Spec<'_>, probe: Probe) -> CheckResu
         log: spec.log.with_extension("probe.log"),
         runner: Some(probe.runner),
         probe: true,
+        junit: Vec::new(),
+        coverage: Vec::new(),
         ..spec.clone()
     };
     let probe_shared = Shared {
