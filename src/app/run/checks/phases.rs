@@ -187,7 +187,6 @@ pub(super) fn run(place: &Place<'_>, spec: &Spec<'_>, probe: Probe) -> CheckResu
         (env.on_first_failure)(&name, first_failure_ms.unwrap_or(t.duration_ms));
     }
     t.first_failure_ms = first_failure_ms;
-    let t = r.tests.as_mut().expect("checked above");
     // A probe stopped before it ended, having found nothing the run confirms, says nothing.
     if let Some(p) = probed.as_ref().and_then(|p| p.tests.as_ref()) {
         let (phases, caught) = phases_of(t, p, probe.files, probe_ms);
