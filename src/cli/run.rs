@@ -61,10 +61,10 @@ pub struct RunArgs {
     /// another commit of its tree, or made again, and why (the config, the tools).
     #[arg(long)]
     pub explain_cache: bool,
-    /// Run nothing: say for each commit which test files (crates, for cargo test) the first of
-    /// two phases would run and why (which changed file each reaches through which imports,
+    /// Run nothing: say for each commit which test files (crates, for cargo test) the probe
+    /// beside its run would run and why (which changed file each reaches through which imports,
     /// which changed crate it depends on, or the tests of it that failed in the parent's run),
-    /// or why the whole suite would run in one phase.
+    /// or why it would have no probe.
     #[arg(long, conflicts_with = "explain_cache")]
     pub explain_selection: bool,
     /// Run a failing commit again, up to N times, while every test that failed on it is known

@@ -28,8 +28,8 @@ pub struct TestFile {
     pub coverage: Option<String>,
     /// Run the tests at the same time as the checks that say `parallel = true`.
     pub parallel: Option<bool>,
-    /// Run the tests a change can reach first, then the rest (pytest, jest and vitest): `false`
-    /// runs the whole suite in one phase.
+    /// Run the tests a change can reach as a probe beside the run, for an early first failure
+    /// (pytest, jest, vitest, cargo test, go test): `false`, no probe.
     pub phases: Option<bool>,
 }
 /// The longest check name: names appear in file names and in GitHub's status contexts.

@@ -123,8 +123,8 @@ pub struct TestConfig {
     /// where the usual tools write one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub coverage: Option<String>,
-    /// Run the tests a change can reach first (`[test] phases`). Not part of the result key:
-    /// a two-phase record equals a one-phase one.
+    /// Run the tests a change can reach as a probe beside the run (`[test] phases`). Not part of
+    /// the result key: the record is the command's own run either way.
     #[serde(skip)]
     pub phases: bool,
 }
