@@ -163,6 +163,7 @@ pub fn wait(
             if let Some(f) = ctx
                 .index
                 .live_first_failure(&row.repository_id, &commit.to_string())?
+                .filter(|f| f["withdrawn"] != true)
             {
                 return Ok(Standing::Failing {
                     test: f["test"].as_str().unwrap_or("the tests").to_string(),

@@ -177,6 +177,8 @@ pub(super) struct Env<'a> {
     /// Publish the first failing test (its name, or why the tests could not run) and the
     /// milliseconds from the start of the tests to the moment it was known.
     pub on_first_failure: &'a dyn Fn(&str, u64),
+    /// Withdraw the first failure told: the run's results do not hold it (a probe's hint).
+    pub on_first_failure_withdrawn: &'a dyn Fn(&str),
 }
 
 /// Run every check of `config` in `work`: the parallel ones side by side, the others one after

@@ -439,6 +439,14 @@ impl Bench<'_> {
                 tell(&commit, test, ms);
             }
         };
+        // A probe's hint the run's results did not confirm: said, so the log keeps no failure
+        // the run did not have.
+        let on_first_failure_withdrawn = |test: &str| {
+            c.event(
+                EventKind::RunFirstFailure,
+                serde_json::json!({"test": test, "withdrawn": true}),
+            );
+        };
         let index_path = c.ctx.index.path().to_path_buf();
         let (ran, analysis, changes) = std::thread::scope(|s| {
             // The commit's changes for its record, read while the checks run (the other core
@@ -500,6 +508,7 @@ impl Bench<'_> {
                 on_done: &on_done,
                 phase_one: phase_one.as_deref(),
                 on_first_failure: &on_first_failure,
+                on_first_failure_withdrawn: &on_first_failure_withdrawn,
             };
             let mut ran = checks::run_all(&env, &work, setup.as_ref());
             if !work.confirm() {

@@ -60,6 +60,9 @@
       f.className = "failed mono";
       f.textContent = " " + e.data.test;
       li.appendChild(f);
+      if (e.data.withdrawn === true) {
+        li.appendChild(document.createTextNode(" (withdrawn: the run did not fail it)"));
+      }
     }
     return li;
   }

@@ -119,6 +119,7 @@ pub async fn home(State(web): St, headers: HeaderMap, Query(q): Query<HomeQuery>
                             }
                             @if let Some(s) = e.data.get("status").and_then(|s| s.as_str()) { " " span class=(s) { (s) } }
                             @if let Some(t) = e.data.get("test").and_then(|s| s.as_str()) { " " span.failed.mono { (t) } }
+                            @if e.data.get("withdrawn").and_then(|w| w.as_bool()) == Some(true) { " (withdrawn: the run did not fail it)" }
                         }
                     }
                 }

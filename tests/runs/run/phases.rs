@@ -518,7 +518,7 @@ fn a_failure_that_needs_the_suites_order_is_recorded_with_the_selection_on() {
     let mut w = World::new();
     w.with_test_python("pytest");
     let repo = w.new_repo("order");
-    let sets = "import os\n\n\ndef test_sets():\n    os.environ['CALC_ORDER'] = 'set'\n    print('[git-sandbox] phase one ended: 9 tests, 9 passed, 0 failed, 0 errors, 0 skipped')\n";
+    let sets = "import os\n\n\ndef test_sets(capsys):\n    os.environ['CALC_ORDER'] = 'set'\n    with capsys.disabled():\n        print('\\n[git-sandbox] phase one ended: 9 tests, 9 passed, 0 failed, 0 errors, 0 skipped')\n";
     let not_ours = "raise SystemExit('a module of the commit was loaded as git-sandbox plugin')\n";
     let extra = [
         ("tests/test_0_sets.py", sets),
@@ -526,7 +526,7 @@ fn a_failure_that_needs_the_suites_order_is_recorded_with_the_selection_on() {
         ("_git_sandbox_report.py", not_ours),
     ];
     // Half a second a file (but test_c): the probe of one file ends well before the suite.
-    w.calc_package(&repo, &CONFIG.replace("-q", "-q -s"), 0.5, true, &extra);
+    w.calc_package(&repo, CONFIG, 0.5, true, &extra);
     let (base, _) = run_json(&w, &repo, &[]);
     assert_eq!(base["status"], "passed", "{base}");
     assert_eq!(base["tests"]["passed"], 11, "{base}");
@@ -562,6 +562,37 @@ fn a_failure_that_needs_the_suites_order_is_recorded_with_the_selection_on() {
         .map(|p| std::fs::read_to_string(p).unwrap())
         .unwrap_or_default();
     assert!(probe_log.contains("2 passed"), "{probe_log}");
+
+    // The other way round: test_d fails alone, and passes after test_0_sets. The probe's
+    // failure is told at once, then withdrawn: the record is the suite's pass.
+    let alone = w.commit(
+        &repo,
+        &[(
+            "src/calc/d.py",
+            "import os\n\n\ndef fd(x):\n    return x + 1 + (os.environ.get('CALC_ORDER') != 'set')\n",
+        )],
+        "d fails alone",
+    );
+    let (pass, stderr) = run_json(&w, &repo, &[]);
+    assert_eq!(pass["status"], "passed", "{pass}");
+    assert!(pass["tests"].get("first_failure_ms").is_none(), "{pass}");
+    assert_eq!(pass["tests"]["phases"][0]["failed"], 0, "{pass}");
+    assert!(
+        stderr.contains("tests/test_d.py::test_fd"),
+        "told at once: {stderr}"
+    );
+    let events = w.sandbox(&repo, &["events", "--kind", "run.first_failure", "--json"]);
+    let withdrawn: Vec<serde_json::Value> = events
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|e: &serde_json::Value| e["commit"] == alone.as_str())
+        .collect();
+    assert_eq!(
+        withdrawn.last().map(|e| e["data"].clone()),
+        Some(serde_json::json!({"test": "tests/test_d.py::test_fd", "withdrawn": true})),
+        "{events:?}"
+    );
 
     // With no selection at all, the same counts and failures.
     w.user_config("[test]\nphases = false\n");

@@ -91,9 +91,10 @@ pub(super) fn run(place: &Place<'_>, spec: &Spec<'_>, probe: Probe) -> CheckResu
         interrupt: &stop,
         ..*place.shared
     };
-    let mut told = false;
-    let tell = |told: &mut bool, run: &First<'_>, probe: &First<'_>| {
-        if *told {
+    // The name told, once it is.
+    let mut told: Option<String> = None;
+    let tell = |told: &mut Option<String>, run: &First<'_>, probe: &First<'_>| {
+        if told.is_some() {
             return;
         }
         // The earlier of the two moments known; the run's when it is as early.
@@ -102,8 +103,8 @@ pub(super) fn run(place: &Place<'_>, spec: &Spec<'_>, probe: Probe) -> CheckResu
             .flatten()
             .min_by_key(|(_, ms)| *ms);
         if let Some((name, ms)) = known {
-            *told = true;
             (env.on_first_failure)(&name, ms);
+            *told = Some(name);
         }
     };
     // Only what a thread may share goes to the two threads (not the index in `env`).
@@ -178,7 +179,15 @@ pub(super) fn run(place: &Place<'_>, spec: &Spec<'_>, probe: Probe) -> CheckResu
         _ if failed => Some(t.duration_ms),
         _ => None,
     };
-    if failed && !told {
+    // (A run with more failures than it lists may hold it among those it only counts.)
+    let unlisted = failed && t.failures_omitted > 0;
+    if let Some(name) = told
+        .as_deref()
+        .filter(|n| !failing.contains(n) && !unlisted)
+    {
+        (env.on_first_failure_withdrawn)(name);
+    }
+    if failed && told.is_none() {
         let name = hint
             .map(|(n, _)| n)
             .or_else(|| t.failures.first().map(|f| f.name.clone()))
