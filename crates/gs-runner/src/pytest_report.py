@@ -40,8 +40,15 @@ class GitSandboxReport:
             self._write(report.nodeid, "error")
 
     def _write(self, nodeid, outcome):
-        self.out.write(json.dumps({"id": nodeid, "outcome": outcome}) + "\n")
-        self.out.flush()
+        # A report that cannot be written is no report (git-sandbox then reads the output);
+        # it never stops the tests.
+        if self.out is None:
+            return
+        try:
+            self.out.write(json.dumps({"id": nodeid, "outcome": outcome}) + "\n")
+            self.out.flush()
+        except Exception:
+            self.out = None
 
 
 def pytest_configure(config):
@@ -49,4 +56,8 @@ def pytest_configure(config):
     if _OUT is None or _taken or hasattr(config, "workerinput"):
         return
     _taken.append(True)
-    config.pluginmanager.register(GitSandboxReport(_OUT), "git-sandbox-report")
+    try:
+        report = GitSandboxReport(_OUT)
+    except Exception:
+        return
+    config.pluginmanager.register(report, "git-sandbox-report")
