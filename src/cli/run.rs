@@ -455,7 +455,7 @@ pub fn explained_text(e: &crate::app::run::selection::Explained) -> String {
         }
     }
     if e.command.is_none() {
-        out.push_str("  (the test command is detected when the tree is checked out; two phases need pytest, jest, vitest, cargo test or go test)\n");
+        out.push_str("  (the test command is detected when the tree is checked out; a probe needs pytest, jest, vitest, cargo test or go test)\n");
     }
     out
 }

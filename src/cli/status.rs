@@ -164,7 +164,7 @@ pub fn cmd_status(args: StatusArgs) -> CmdResult {
             let all = st.selection_caught + st.selection_missed;
             say!(
                 out,
-                "{}: phase one caught {} of {all} failing two-phase runs ({:.0}% recall), missed {}",
+                "{}: phase one caught {} of {all} failing runs with a probe ({:.0}% recall), missed {}",
                 st.repo.name,
                 st.selection_caught,
                 st.selection_caught as f64 * 100.0 / all as f64,

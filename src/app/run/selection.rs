@@ -1,6 +1,7 @@
-//! Which tests phase one of a two-phase run picks for a commit: the test files that reach a
+//! Which tests phase one — the probe beside a commit's run — picks: the test files that reach a
 //! changed Python file through imports, and those whose tests failed in the parent's run; or
-//! why the whole suite runs in one phase (what the import graph cannot see means "everything").
+//! why there is no probe (what the import graph cannot see means "everything"). The run itself
+//! is always the whole suite.
 
 pub mod cargo;
 pub mod go;
@@ -47,7 +48,7 @@ pub enum Selects {
 pub struct Selection {
     /// Whether `files` and `test_files` are test files or crates.
     pub selects: Selects,
-    /// Why the whole suite runs in one phase; `None`: two phases.
+    /// Why there is no probe (the run is in one phase); `None`: a probe.
     pub one_phase: Option<String>,
     /// Phase one's test files (or crates), or single tests (node ids) where per-test coverage
     /// says which of a file's tests ran the changed lines; each with every reason it is there.
@@ -57,8 +58,8 @@ pub struct Selection {
     /// Every test file the runner's default discovery finds in the tree (or every crate of the
     /// workspace, or every package with tests the go test patterns match).
     pub test_files: usize,
-    /// Phase two's packages, for a runner that is given the rest by name (go test); empty:
-    /// the runner leaves out phase one's itself.
+    /// The packages the probe leaves to the run (go test, for `--explain-selection --json`);
+    /// empty for the other runners.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rest: Vec<String>,
 }
@@ -78,7 +79,7 @@ impl Selection {
         }
     }
 
-    /// Phase one's files, when there are two phases.
+    /// Phase one's files, when there is a probe.
     pub fn phase_one(&self) -> Option<Vec<String>> {
         self.one_phase
             .is_none()
@@ -333,22 +334,6 @@ fn covered(
             None => by_graph.push(path.clone()),
         }
     }
-    // pytest deselects by prefix: a test whose node id starts with a selected one's would be
-    // left out of phase two, so it runs in phase one too.
-    let chosen: BTreeSet<String> = ran.iter().map(|(id, _)| id.clone()).collect();
-    let mut more = Vec::new();
-    for (id, why) in &ran {
-        more.extend(
-            contexts
-                .tests
-                .range(id.clone()..)
-                .skip(1)
-                .take_while(|t| t.starts_with(id.as_str()))
-                .filter(|t| !chosen.contains(*t))
-                .map(|t| (t.clone(), why.clone())),
-        );
-    }
-    ran.extend(more);
     // A file all of whose tests are picked runs whole.
     let chosen: BTreeSet<&str> = ran.iter().map(|(id, _)| id.as_str()).collect();
     let file_of = |id: &str| id.split_once("::").map_or(id, |(f, _)| f).to_string();

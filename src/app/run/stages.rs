@@ -408,7 +408,7 @@ impl Bench<'_> {
         }
     }
 
-    /// Stage 6: the checks (the tests in two phases when they may) with the analysis beside them
+    /// Stage 6: the checks (the tests with a probe beside them when they may) with the analysis beside them
     /// on a thread of its own. A kept checkout found altered, or an overlay that failed on it,
     /// runs them again in a fresh one. The workspace ends here; its cache generations stay.
     fn checks(

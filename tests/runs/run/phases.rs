@@ -148,7 +148,7 @@ fn the_tests_a_change_reaches_run_first_and_the_record_is_the_whole_suites() {
     let status = w.sandbox(&repo, &["status"]);
     assert!(
         status.stdout.contains(
-            "phases: phase one caught 1 of 2 failing two-phase runs (50% recall), missed 1"
+            "phases: phase one caught 1 of 2 failing runs with a probe (50% recall), missed 1"
         ),
         "{status:?}"
     );
@@ -181,7 +181,8 @@ fn a_run_that_stops_at_its_first_failure_is_recorded_as_the_command_ran_it() {
     let mut w = World::new();
     w.with_test_python("pytest");
     let repo = w.new_repo("phases-x");
-    project(&w, &repo, 0.0);
+    // test_a's and test_b's tests sleep a second each: the probe of test_c ends first.
+    project(&w, &repo, 1.0);
     w.commit(
         &repo,
         &[(".sandbox.toml", &CONFIG.replace("-q", "-q -x"))],
@@ -525,8 +526,8 @@ fn a_failure_that_needs_the_suites_order_is_recorded_with_the_selection_on() {
         ("_git_sandbox_phases.py", not_ours),
         ("_git_sandbox_report.py", not_ours),
     ];
-    // Half a second a file (but test_c): the probe of one file ends well before the suite.
-    w.calc_package(&repo, CONFIG, 0.5, true, &extra);
+    // A second a file (but test_c): the probe of one file ends well before the suite.
+    w.calc_package(&repo, CONFIG, 1.0, true, &extra);
     let (base, _) = run_json(&w, &repo, &[]);
     assert_eq!(base["status"], "passed", "{base}");
     assert_eq!(base["tests"]["passed"], 11, "{base}");

@@ -1,6 +1,6 @@
-//! Which crates phase one of a two-phase `cargo test` picks for a commit: those whose files it
-//! changed and every crate that depends on one of them through a path dependency; or why the
-//! whole workspace runs in one phase (a manifest, the lockfile, a build script, cargo's settings
+//! Which crates phase one (the probe beside a `cargo test` run) picks for a commit: those whose
+//! files it changed and every crate that depends on one of them through a path dependency; or
+//! why there is no probe (a manifest, the lockfile, a build script, cargo's settings
 //! or a file outside every crate changed).
 
 use super::{Selection, Selects, Why};
@@ -58,7 +58,7 @@ pub(super) fn select(
     };
     if !cargo.workspace && (ws.root_package || ws.default_members) {
         return one_phase(format!(
-            "`{command}` tests {} only, and phase two would test the whole workspace: add --workspace to split it",
+            "`{command}` tests {} only, and the probe would test crates it does not: add --workspace to have one",
             if ws.root_package {
                 "the root package"
             } else {

@@ -1,7 +1,6 @@
-//! Which packages phase one of a two-phase `go test` picks for a commit: those whose Go files it
-//! changed and every package that imports one of them (transitively), and those that failed in
-//! the parent's run; phase two names every other package the command's patterns match. Or why
-//! the whole suite runs in one phase (go.mod, go.sum, go.work, vendored code, test data, a file
+//! Which packages phase one (the probe beside a `go test` run) picks for a commit: those whose Go
+//! files it changed and every package that imports one of them (transitively), and those that
+//! failed in the parent's run. Or why there is no probe (go.mod, go.sum, go.work, vendored code, test data, a file
 //! that is not Go, cgo, `//go:embed`, build constraints).
 
 use super::{cached_per_blob, irrelevant, Selection, Selects, Why};
@@ -19,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 /// graph.
 const MAX_SOURCE_BYTES: u64 = 1 << 20;
 
-/// The most bytes of package names phase two's command line holds (the whole of it is one
+/// The most bytes of package names the probe's command line holds (the whole of it is one
 /// argument of `sh -c`, at most 128 KiB).
 const MAX_PACKAGE_BYTES: usize = 64 << 10;
 
@@ -232,10 +231,10 @@ pub(super) fn select(
         Some("no package reaches the changed files, and none failed in the parent's run".into())
     } else if rest.iter().all(|p| !tests.contains(p)) {
         Some("every package with tests is reached: phase one would be the whole suite".into())
-    } else if rest.iter().map(|p| p.len() + 1).sum::<usize>() > MAX_PACKAGE_BYTES {
+    } else if files.keys().map(|p| p.len() + 1).sum::<usize>() > MAX_PACKAGE_BYTES {
         Some(format!(
-            "{} packages in phase two: too long a command line to name them",
-            rest.len()
+            "{} packages in phase one: too long a command line to name them",
+            files.len()
         ))
     } else {
         None
