@@ -12,7 +12,7 @@ const MANIFEST_CAP: u64 = 1024 * 1024;
 /// The command and the framework it runs, or `None` when the tree has no tests we recognise.
 pub fn detect(dir: &Path) -> Option<(String, Framework)> {
     if exists_regular_beneath(dir, "Cargo.toml") {
-        return Some(("cargo test".into(), Framework::Cargo));
+        return Some((cargo_command(dir), Framework::Cargo));
     }
     if exists_regular_beneath(dir, "go.mod") {
         return Some(("go test ./...".into(), Framework::Go));
@@ -31,6 +31,30 @@ pub fn detect(dir: &Path) -> Option<(String, Framework)> {
         return Some(("node --test".into(), Framework::Node));
     }
     None
+}
+
+/// `cargo test`, with `--workspace` where the root manifest is a workspace with members whose
+/// plain `cargo test` would test only some of them: the root package (ripgrep: 2 of its 25 test
+/// binaries), or the `default-members`.
+fn cargo_command(dir: &Path) -> String {
+    let manifest = read_beneath(dir, "Cargo.toml", MANIFEST_CAP)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .and_then(|t| t.parse::<toml::Table>().ok());
+    let partial = manifest.is_some_and(|m| {
+        let ws = m.get("workspace").and_then(|w| w.as_table());
+        let members = ws
+            .and_then(|w| w.get("members"))
+            .and_then(|v| v.as_array())
+            .is_some_and(|a| !a.is_empty());
+        let defaults = ws.is_some_and(|w| w.contains_key("default-members"));
+        members && (m.contains_key("package") || defaults)
+    });
+    if partial {
+        "cargo test --workspace".into()
+    } else {
+        "cargo test".into()
+    }
 }
 
 fn from_package_json(dir: &Path) -> Option<(String, Framework)> {
@@ -141,6 +165,31 @@ mod tests {
         );
         std::fs::write(d.path().join("Cargo.toml"), "[package]").unwrap();
         assert_eq!(detect(d.path()).unwrap().1, "cargo");
+    }
+
+    /// A workspace whose plain `cargo test` tests only its root package (or its default
+    /// members) is tested whole; a virtual workspace and a lone package as they are.
+    #[test]
+    fn a_workspace_with_a_root_package_is_tested_whole() {
+        let d = tempfile::tempdir().unwrap();
+        let command = |manifest: &str| {
+            std::fs::write(d.path().join("Cargo.toml"), manifest).unwrap();
+            detect(d.path()).unwrap().0
+        };
+        let root = "[package]\nname = \"rg\"\n\n[workspace]\nmembers = [\"crates/*\"]\n";
+        assert_eq!(command(root), "cargo test --workspace");
+        let defaults = "[workspace]\nmembers = [\"a\", \"b\"]\ndefault-members = [\"a\"]\n";
+        assert_eq!(command(defaults), "cargo test --workspace");
+        assert_eq!(
+            command("[workspace]\nmembers = [\"a\", \"b\"]\n"),
+            "cargo test"
+        );
+        assert_eq!(command("[package]\nname = \"one\"\n"), "cargo test");
+        assert_eq!(
+            command("[package]\nname = \"one\"\n[workspace]\n"),
+            "cargo test"
+        );
+        assert_eq!(command("not toml ["), "cargo test");
     }
 
     #[test]

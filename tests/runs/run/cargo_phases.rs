@@ -241,4 +241,15 @@ fn a_plain_cargo_test_in_a_workspace_with_a_root_package_runs_in_one_phase() {
         data.contains("phase one runs 1 of 3 crates") && data.contains("app  changed itself"),
         "{data}"
     );
+    // With no command configured, the one detected tests every member.
+    w.git(&repo, &["rm", "-q", ".sandbox.toml"]);
+    w.commit(
+        &repo,
+        &[("libs/core/src/lib.rs", "#[test]\nfn in_core() {}\n")],
+        "a test in core, no config",
+    );
+    let rec = w.sandbox(&repo, &["run", "--json"]).json()[0].clone();
+    assert_eq!(rec["tests"]["command"], "cargo test --workspace", "{rec}");
+    let log = std::fs::read_to_string(w.log_of(rec["commit"].as_str().unwrap())).unwrap();
+    assert!(log.contains("test in_core ... ok"), "{log}");
 }
