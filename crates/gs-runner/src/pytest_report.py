@@ -31,6 +31,11 @@ class GitSandboxReport:
         self.out = open(path, "a", encoding="utf-8")
 
     def pytest_runtest_logreport(self, report):
+        # A subtest (pytest's `subtests`, unittest's `subTest`, pytest-subtests) counts in the
+        # summary's "failed" when it fails, and in a word of its own ("5 subtests passed")
+        # otherwise; its test reports for itself.
+        if type(report).__name__.lower() == "subtestreport" and not report.failed:
+            return
         outcome = _outcome(report)
         if outcome is not None and getattr(report, "outcome", "") != "rerun":
             self._write(report.nodeid, outcome)

@@ -125,3 +125,27 @@ fn deleting_productions_failing_test_and_printing_passes_is_not_recommended() {
         "{o:?}"
     );
 }
+
+/// The other way: an honest suite whose tests report more than once (pytest's `subtests`,
+/// unittest's `subTest`) is counted as pytest counts it, with nothing to warn of.
+#[test]
+fn subtests_are_counted_as_pytest_counts_them_without_a_warning() {
+    let w = world();
+    let repo = w.new_repo("subtests");
+    let tests = "import unittest\n\n\ndef test_with_subtests(subtests):\n    for i in range(3):\n        with subtests.test(msg='i', i=i):\n            assert i < 2\n\n\nclass T(unittest.TestCase):\n    def test_sub(self):\n        for i in range(3):\n            with self.subTest(i=i):\n                self.assertLess(i, 5)\n";
+    w.commit(
+        &repo,
+        &[(".sandbox.toml", CONFIG), ("tests/test_sub.py", tests)],
+        "subtests",
+    );
+    let rec = w.sandbox(&repo, &["run", "--json"]).json()[0].clone();
+    let t = &rec["tests"];
+    // pytest: "2 failed, 3 passed, 5 subtests passed" (the first commit's two tests too).
+    assert_eq!(
+        (&t["passed"], &t["failed"]),
+        (&3.into(), &2.into()),
+        "{rec}"
+    );
+    assert!(rec["warnings"].is_null(), "{rec}");
+    assert_eq!(t["ids"].as_array().map(Vec::len), Some(4), "{rec}");
+}
