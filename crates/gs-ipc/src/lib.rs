@@ -31,8 +31,41 @@ pub enum LockError {
     Io(std::io::Error),
 }
 
-/// Take the daemon lock, or say which pid holds it.
+/// How long a lock whose daemon is gone may still be held: a process the daemon forked just
+/// before it was killed keeps the lock's descriptor until it notices and exits.
+const DEAD_HOLDER_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Take the daemon lock, or say which pid holds it. When the pid it names is gone, a process
+/// it left behind may hold the lock a moment longer: it is waited for (at most
+/// [`DEAD_HOLDER_WAIT`]).
 pub fn lock(home: &Path) -> Result<DaemonLock, LockError> {
+    let deadline = std::time::Instant::now() + DEAD_HOLDER_WAIT;
+    loop {
+        match try_lock(home) {
+            Err(LockError::Held(Some(pid)))
+                if !alive(pid) && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Whether process `pid` exists (a zombie counts: its parent has not waited for it yet).
+fn alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: signal 0 only checks that the process exists.
+    pid > 0 && (unsafe { libc::kill(pid, 0) } == 0 || last_errno() == Some(libc::EPERM))
+}
+
+fn last_errno() -> Option<i32> {
+    std::io::Error::last_os_error().raw_os_error()
+}
+
+fn try_lock(home: &Path) -> Result<DaemonLock, LockError> {
     use std::os::fd::AsRawFd;
     let path = lock_path(home);
     let file = gs_util::private::open_rw(&path).map_err(LockError::Io)?;
@@ -118,6 +151,56 @@ pub fn ping(home: &Path, repository_id: &str) {
 
 #[cfg(test)]
 mod tests {
+    /// A daemon killed while a process it forked still holds the lock: the next daemon waits
+    /// for that process rather than refuse to start; a live holder is refused at once.
+    #[test]
+    fn a_lock_left_held_by_a_dead_daemons_child_is_waited_for() {
+        use std::io::Write;
+        use std::os::fd::AsRawFd;
+        let home = tempfile::tempdir().unwrap();
+        let path = super::lock_path(home.path());
+        let mut file = std::fs::File::create(&path).unwrap();
+        // SAFETY: flock and fcntl on a descriptor we own.
+        unsafe {
+            assert_eq!(
+                libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB),
+                0
+            );
+            libc::fcntl(file.as_raw_fd(), libc::F_SETFD, 0);
+        }
+        let mut gone = std::process::Command::new("true").spawn().unwrap();
+        let dead = gone.id();
+        gone.wait().unwrap();
+        write!(file, "{dead}").unwrap();
+        // The child inherits the descriptor, and with it the lock.
+        let mut child = std::process::Command::new("sleep")
+            .arg("1")
+            .spawn()
+            .unwrap();
+        drop(file);
+        let started = std::time::Instant::now();
+        let taken = super::lock(home.path());
+        assert!(
+            taken.is_ok(),
+            "the lock was not taken once its holder ended"
+        );
+        assert!(started.elapsed() >= std::time::Duration::from_millis(500));
+        child.wait().unwrap();
+        drop(taken);
+        // A live holder is refused at once.
+        let _held = super::lock(home.path()).unwrap();
+        let started = std::time::Instant::now();
+        assert!(matches!(
+            super::try_lock(home.path()),
+            Err(super::LockError::Held(Some(p))) if p == std::process::id()
+        ));
+        assert!(matches!(
+            super::lock(home.path()),
+            Err(super::LockError::Held(_))
+        ));
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+    }
+
     use super::*;
 
     #[test]
