@@ -1,5 +1,6 @@
 //! A commit's config as every area reads it: the user's layers, the commit's own
 //! `.sandbox.toml` and an experiment's `[config]` from its metadata.
 
+pub mod adopted;
 pub mod commit_config;
 pub mod experiment_meta;

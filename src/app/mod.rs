@@ -221,6 +221,25 @@ impl Context {
         })
     }
 
+    /// The user's layers with the settings `init` adopted `repo` with (`$GIT_DIR/sandbox.toml`,
+    /// see `config::adopted`): the base every commit's config is laid over.
+    pub fn adopted_layers(&self, repo: &gs_git::Repository) -> Result<Layers> {
+        Ok(self
+            .layers
+            .with_adopted(gs_git::objects::common_dir(repo))?)
+    }
+
+    /// The settings as the user sees them now: [`Context::adopted_layers`] under the work
+    /// tree's `.sandbox.toml` (none in a bare repository). What the hook, the watcher and
+    /// production read.
+    pub fn checkout_layers(&self, repo: &gs_git::Repository) -> Result<Layers> {
+        let base = self.adopted_layers(repo)?;
+        Ok(match gs_git::objects::workdir(repo) {
+            Some(dir) => base.with_repo_dir(dir)?,
+            None => base,
+        })
+    }
+
     /// This machine's signing key (made on first use) and the signers it trusts: the user's
     /// `allowed_signers` file and, on a shared index, the keys its daemons registered.
     pub fn keys(&self) -> Result<&gs_trust::Keyring> {

@@ -5,13 +5,10 @@ use super::{Context, Result};
 use gs_git::ObjectId;
 use gs_git::{revs, revs::Walk};
 
-/// `[watch] branches`: the repository's `.sandbox.toml` as checked out, over the user's config.
+/// `[watch] branches`: the repository's `.sandbox.toml` as checked out, over the settings it
+/// was adopted with and the user's config.
 pub fn watch_globs(ctx: &Context, repo: &gs_git::Repository) -> Result<gs_util::glob::Globs> {
-    let layers = match gs_git::objects::workdir(repo) {
-        Some(dir) => ctx.layers.with_repo_dir(dir)?,
-        None => ctx.layers.clone(),
-    };
-    layers
+    ctx.checkout_layers(repo)?
         .resolve()
         .watched_branches()
         .map_err(|e| super::AppError::Usage(super::Message::of("[watch] branches", &e)))
@@ -72,4 +69,68 @@ pub fn branch_named(repo: &gs_git::Repository, args: &[String], all: bool) -> Op
     }
     let full = format!("refs/heads/{}", tip.trim_start_matches("refs/heads/"));
     gs_git::objects::has_ref(repo, &full).then_some(full)
+}
+
+/// The branch a run of the commits `args` name is a run of, as a full ref: the branch they name
+/// ([`branch_named`]), else the watched branch that holds every tip they name (production
+/// first, then the branch checked out), so a range such as `main~19..main~15` gets that
+/// branch's setup layer and build cache. Else `None`, with one line saying why (none with
+/// `--all`, whose commits belong to several branches).
+pub fn run_branch(
+    ctx: &Context,
+    repo: &gs_git::Repository,
+    args: &[String],
+    all: bool,
+) -> Result<(Option<String>, Option<String>)> {
+    if let Some(named) = branch_named(repo, args, all) {
+        return Ok((Some(named), None));
+    }
+    if all {
+        return Ok((None, None));
+    }
+    let mut words: Vec<String> = args
+        .iter()
+        .filter_map(|a| revs::RevArg::parse(a).ok())
+        .flat_map(|a| a.tips().into_iter().map(str::to_string).collect::<Vec<_>>())
+        .collect();
+    if args.is_empty() {
+        words.push("HEAD".into());
+    }
+    let tips: Vec<ObjectId> = words
+        .iter()
+        .filter_map(|w| revs::resolve(repo, w).ok())
+        .collect();
+    let config = ctx.checkout_layers(repo)?.resolve();
+    let globs = config
+        .watched_branches()
+        .map_err(|e| super::AppError::Usage(super::Message::of("[watch] branches", &e)))?;
+    let head = gs_git::head_branch(repo);
+    let mut branches: Vec<(String, ObjectId)> = gs_git::branches(repo)?
+        .into_iter()
+        .filter(|(name, _)| globs.is_match(name))
+        .collect();
+    branches.sort_by_key(|(name, _)| {
+        (
+            *name != config.promote.target,
+            Some(name) != head.as_ref(),
+            name.clone(),
+        )
+    });
+    let holds = |tip: ObjectId| {
+        tips.iter()
+            .all(|&c| gs_git::objects::is_ancestor(repo, c, tip))
+    };
+    if !tips.is_empty() {
+        if let Some((name, _)) = branches.iter().find(|(_, tip)| holds(*tip)) {
+            return Ok((Some(format!("refs/heads/{name}")), None));
+        }
+    }
+    let watched = config.watch.branches.join(", ");
+    Ok((
+        None,
+        Some(format!(
+            "no watched branch ({watched}) holds {}: they run without a branch's setup layer and build cache (end the range at a watched branch, or watch it under [watch] branches)",
+            if args.is_empty() { "HEAD".to_string() } else { args.join(" ") }
+        )),
+    ))
 }

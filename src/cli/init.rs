@@ -1,10 +1,14 @@
 use super::{cwd, print_json, ui, CmdResult};
+use crate::app::config::adopted::Adoption;
 use crate::app::{intake::notify, repo::forget, repo::repos, Context};
 
-/// Adopt the current repository: install hooks (keeping any that exist), write `.sandbox.toml`
-/// with the detected test command if it has none, and register it. Its history is not run:
-/// commits from now on are (`[watch] backfill = N` queues the last N). Running it again changes
-/// nothing; it never modifies a tracked file.
+/// Adopt the current repository: install hooks (keeping any that exist), register it, and keep
+/// what it detects in the git directory (`.git/sandbox.toml`, never the work tree): the test
+/// command and setup step for every commit without its own `.sandbox.toml`, history included,
+/// and the branches — the one checked out and the remote's default are watched, and the latter
+/// is production. `git sandbox config --adopted > .sandbox.toml` makes them the repository's.
+/// Its history is not run: commits from now on are (`[watch] backfill = N` queues the last N).
+/// Running it again changes nothing; it never modifies a file of the work tree.
 ///
 /// With --remove, undo it: take our hooks out (a hook that was there before goes back in its
 /// place; hooks that are not ours are left), unset `sandbox.repositoryId` and our
@@ -36,9 +40,13 @@ pub fn cmd_init(args: InitArgs) -> CmdResult {
         let mut v = serde_json::to_value(&adopted).expect("serializable");
         v["changed"] = changed.into();
         v["hooks"] = serde_json::to_value(&adopted.hooks).expect("serializable");
-        if let Some((p, allowed)) = &adopted.setup {
-            v["setup"] =
-                serde_json::json!({"command": p.command, "why": p.why, "network_allowed": allowed});
+        if let Some(a) = &adopted.adopted {
+            if let Some(p) = &a.setup {
+                v["setup"] = serde_json::json!({"command": p.command, "why": p.why,
+                    "network_allowed": adopted.setup_network, "missing": a.missing});
+            }
+            v["adopted"] = serde_json::json!({"command": a.command, "watch": a.watch,
+                "production": a.production, "branches_only": a.branches_only});
         }
         print_json(&v);
     } else if changed {
@@ -54,21 +62,8 @@ pub fn cmd_init(args: InitArgs) -> CmdResult {
                 .unwrap_or_default();
             println!("  hook {:<22} {}{}", h.name, h.action, chained);
         }
-        if let Some(body) = &adopted.config_written {
-            let command = body
-                .lines()
-                .find_map(|l| l.strip_prefix("command = "))
-                .unwrap_or("none detected: runs analyse the code only");
-            println!("  wrote .sandbox.toml (test command: {command})");
-        }
-        if let Some((p, allowed)) = &adopted.setup {
-            println!("  setup step: {} ({})", p.command, p.why);
-            if !allowed {
-                println!(
-                    "  its network needs your consent: add `setup_network = true` under [limits] in {}",
-                    ctx.paths.user_config.display()
-                );
-            }
+        if let Some(a) = &adopted.adopted {
+            tell_adoption(&ctx, a, adopted.setup_network);
         }
         if adopted.backfill_queued > 0 {
             println!(
@@ -88,6 +83,43 @@ pub fn cmd_init(args: InitArgs) -> CmdResult {
         );
     }
     Ok(0)
+}
+
+/// What `init` adopted the repository with, and how to make it the repository's.
+fn tell_adoption(ctx: &Context, a: &Adoption, setup_network: bool) {
+    if a.branches_only {
+        println!(
+            "  its .sandbox.toml holds its settings; adopted only its branches (.git/sandbox.toml)"
+        );
+    } else {
+        let command = a
+            .command
+            .as_deref()
+            .unwrap_or("none detected: runs analyse the code only");
+        println!("  test command: {command}");
+        if let Some(p) = &a.setup {
+            println!("  setup step: {} ({})", p.command, p.why);
+            if let Some(missing) = &a.missing {
+                println!("  {missing}");
+            }
+            if !setup_network {
+                println!(
+                    "  its network needs your consent: add `setup_network = true` under [limits] in {}",
+                    ctx.paths.user_config.display()
+                );
+            }
+        }
+    }
+    println!(
+        "  watches {}; production is {} ({})",
+        a.watch.join(", "),
+        a.production,
+        a.production_why
+    );
+    if !a.branches_only {
+        println!("  kept in .git/sandbox.toml for every commit without its own .sandbox.toml; to make it the repository's:");
+        println!("    git sandbox config --adopted > .sandbox.toml && git add .sandbox.toml");
+    }
 }
 
 fn remove(ctx: &Context, dir: &std::path::Path, json: bool) -> CmdResult {

@@ -1,4 +1,5 @@
 use super::{cwd, print_json, ui, CmdResult, CommandError};
+use crate::app::config::adopted;
 use crate::app::records::explain::Decision;
 use crate::app::run::{run_commits, run_commits_parallel, Progress, RunOptions};
 use crate::app::Context;
@@ -106,7 +107,19 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
         }
         return Ok(0);
     }
-    let refname = select::branch_named(&repo, &args.revs, args.all);
+    let refname = if snapshot.is_some() {
+        select::branch_named(&repo, &args.revs, args.all)
+    } else {
+        let (refname, cold) = select::run_branch(&ctx, &repo, &args.revs, args.all)?;
+        let tip = *commits.last().expect("commits is not empty");
+        let notes = cold
+            .into_iter()
+            .chain(adopted::worktree_differs(&repo, tip));
+        for note in notes {
+            eprintln!("note: {note}");
+        }
+        refname
+    };
     if args.explain_cache {
         return explain_cache(
             Repo::new(&ctx, &repo, &row),

@@ -247,7 +247,9 @@ fn init_keeps_an_existing_hook_running_and_chains_to_it() {
     let o = w.sandbox(&repo, &["init"]);
     assert_eq!(o.code, 0, "{o:?}");
     assert!(o.stdout.contains("runs the existing"), "{o:?}");
-    assert!(repo.join(".sandbox.toml").is_file());
+    // What it detected is kept in the git directory: the work tree is the user's.
+    assert!(repo.join(".git/sandbox.toml").is_file());
+    assert!(!repo.join(".sandbox.toml").exists());
     w.commit(&repo, &[("b.txt", "b\n")], "second");
     assert_eq!(
         std::fs::read_to_string(&marker).unwrap(),
@@ -756,4 +758,60 @@ fn walkdir_files(dir: &std::path::Path) -> usize {
         }
     }
     n
+}
+
+#[test]
+fn a_repository_on_master_is_watched_and_promotes_to_master() {
+    let w = World::new();
+    let upstream = w.work().join("upstream");
+    std::fs::create_dir_all(&upstream).unwrap();
+    w.git(&upstream, &["init", "-q", "-b", "master"]);
+    w.commit(
+        &upstream,
+        &[(
+            "tests/test_a.py",
+            "import unittest\n\nclass T(unittest.TestCase):\n    def test_a(self):\n        pass\n",
+        )],
+        "first",
+    );
+    let repo = w.work().join("clone");
+    w.git(
+        &w.work(),
+        &["clone", "-q", upstream.to_str().unwrap(), "clone"],
+    );
+    w.git(&repo, &["checkout", "-q", "-b", "topic"]);
+    let o = w.sandbox(&repo, &["init", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let adopted = &o.json()["adopted"];
+    assert_eq!(adopted["production"], "master", "{o:?}");
+    assert_eq!(
+        adopted["watch"],
+        serde_json::json!(["topic", "master", "experiment/*"]),
+        "{o:?}"
+    );
+    let cfg = std::fs::read_to_string(repo.join(".git/sandbox.toml")).unwrap();
+    assert!(cfg.contains("target = \"master\""), "{cfg}");
+    // `config --adopted` prints it, to commit as the repository's.
+    let o = w.sandbox(&repo, &["config", "--adopted"]);
+    assert_eq!((o.code, o.stdout.as_str()), (0, cfg.as_str()), "{o:?}");
+
+    // Commits on master are run.
+    w.git(&repo, &["checkout", "-q", "master"]);
+    let before = pending(&w);
+    w.commit(&repo, &[("b.txt", "b\n")], "second");
+    assert_eq!(pending(&w), before + 1);
+
+    // An experiment starts from master and is promoted into it.
+    let o = w.sandbox(&repo, &["experiment", "start", "faster"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    w.commit_on(&repo, "experiment/faster", &[("c.txt", "c\n")], "faster");
+    let o = w.sandbox(&repo, &["promote", "faster", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(w.git(&repo, &["show", "master:c.txt"]), "c\n");
+
+    // A repository with no adopted settings says how to get them.
+    let plain = plain_repo(&w, "never-adopted");
+    let o = w.sandbox(&plain, &["config", "--adopted"]);
+    assert_ne!(o.code, 0, "{o:?}");
+    assert!(o.stderr.contains("git sandbox init"), "{o:?}");
 }

@@ -17,8 +17,13 @@ fn project(w: &World, name: &str, files: &[(&str, &str)]) -> PathBuf {
     dir
 }
 
+/// The settings `init` adopted the repository with (it writes nothing into the work tree).
 fn written(repo: &Path) -> String {
-    std::fs::read_to_string(repo.join(".sandbox.toml")).unwrap()
+    assert!(
+        !repo.join(".sandbox.toml").exists(),
+        "init wrote into the work tree"
+    );
+    std::fs::read_to_string(repo.join(".git/sandbox.toml")).unwrap()
 }
 
 const EXPRESS_LIKE: &str = r#"{"name":"app","version":"1.0.0","scripts":{"test":"mocha"},"devDependencies":{"mocha":"^10"}}"#;
@@ -32,7 +37,9 @@ fn init_proposes_the_setup_its_files_call_for_and_asks_for_the_networks_consent(
     let cfg = written(&repo);
     assert!(
         cfg.contains("setup = \"npm install\"")
-            && cfg.contains("# Proposed by `git sandbox init` from package.json names dependencies and there is no lockfile"),
+            && cfg.contains(
+                "# Proposed from package.json names dependencies and there is no lockfile"
+            ),
         "{cfg}"
     );
     let consent: Vec<&str> = o
@@ -125,12 +132,11 @@ fn a_program_the_package_manager_installs_that_is_not_found_names_the_setup_step
     );
 }
 
-/// Accept `init`'s proposal as a user would (commit the `.sandbox.toml` it wrote, consent to
-/// the setup's network) and run; the run must pass.
+/// `init` and run, as a new user would with the setup's network consented to and nothing
+/// committed; the run must pass.
 fn first_run(w: &World, repo: &Path, registry: &str) -> serde_json::Value {
     let o = w.sandbox(repo, &["init"]);
     assert_eq!(o.code, 0, "{o:?}");
-    w.commit(repo, &[(".sandbox.toml", &written(repo))], "init's config");
     let o = w.sandbox(repo, &["run", "--json"]);
     let rec = o.json()[0].clone();
     if rec["status"] == "error"
@@ -265,4 +271,119 @@ fn a_pnpm_workspace_passes_its_first_run_from_init_alone() {
         "{rec}"
     );
     assert_eq!(rec["tests"]["passed"], 1, "{rec}");
+}
+
+#[test]
+fn history_runs_from_init_alone_on_the_branch_that_holds_it() {
+    let w = World::new();
+    w.user_config("[limits]\nsetup_network = true\n");
+    let repo = project(
+        &w,
+        "click-history",
+        &[
+            (
+                "pyproject.toml",
+                "[project]\nname = \"clicklike\"\nversion = \"1.0\"\n[project.optional-dependencies]\ntest = [\"pytest\"]\n[build-system]\nrequires = [\"setuptools>=61\"]\nbuild-backend = \"setuptools.build_meta\"\n[tool.setuptools]\npackages = [\"clicklike\"]\n",
+            ),
+            ("clicklike/__init__.py", "def add(a, b):\n    return a + b\n"),
+            (
+                "tests/test_add.py",
+                "import clicklike\n\ndef test_add():\n    assert clicklike.add(1, 2) == 3\n",
+            ),
+        ],
+    );
+    for n in 1..=3 {
+        w.commit(
+            &repo,
+            &[(
+                "clicklike/__init__.py",
+                &format!("def add(a, b):\n    return a + b  # {n}\n"),
+            )],
+            &format!("change {n}"),
+        );
+    }
+    let o = w.sandbox(&repo, &["init"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    // Old commits have no .sandbox.toml: the adopted settings are theirs. A range that ends at
+    // no branch name runs as main's, whose setup layer the second commit reuses.
+    let o = w.sandbox(&repo, &["run", "-j", "1", "--json", "main~3..main~1"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(!o.stderr.contains("no watched branch"), "{o:?}");
+    let recs = o.json();
+    let recs = recs.as_array().unwrap();
+    assert_eq!(recs.len(), 2, "{o:?}");
+    for r in recs {
+        assert_eq!(r["status"], "passed", "{r}");
+        assert_eq!(r["tests"]["passed"], 1, "{r}");
+    }
+    assert_eq!(recs[0]["tests"]["setup"]["how"], "built", "{o:?}");
+    assert_eq!(recs[1]["tests"]["setup"]["how"], "reused", "{o:?}");
+
+    // A commit no watched branch holds runs cold, and says so.
+    w.git(&repo, &["checkout", "-q", "-b", "side", "main~2"]);
+    let side = w.commit(&repo, &[("notes.txt", "x\n")], "on the side");
+    w.git(&repo, &["checkout", "-q", "main"]);
+    let o = w.sandbox(&repo, &["run", "--json", &side]);
+    assert_eq!(o.json()[0]["status"], "passed", "{o:?}");
+    let said: Vec<&str> = o
+        .stderr
+        .lines()
+        .filter(|l| l.contains("no watched branch"))
+        .collect();
+    assert_eq!(said.len(), 1, "{o:?}");
+    assert!(
+        said[0].contains("build cache") && said[0].contains("[watch] branches"),
+        "{o:?}"
+    );
+}
+
+#[test]
+fn a_cargo_workspace_fetches_its_crates_in_the_proposed_setup_and_passes_from_init_alone() {
+    let mut w = World::new();
+    w.user_config("[limits]\nsetup_network = true\n");
+    // As in a user's shell: no CARGO_HOME, so cargo's home would be the caller's ~/.cargo,
+    // which runs see read-only. Runs download into their own home instead.
+    w.extra_env.push(("CARGO_HOME".into(), String::new()));
+    let repo = project(
+        &w,
+        "cargo-workspace",
+        &[
+            (
+                "Cargo.toml",
+                "[package]\nname = \"top\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\nmembers = [\"fmt\"]\n",
+            ),
+            ("src/lib.rs", "#[test]\nfn top() {}\n"),
+            (
+                "fmt/Cargo.toml",
+                "[package]\nname = \"fmt\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nitoa = \"=1.0.11\"\n",
+            ),
+            (
+                "fmt/src/lib.rs",
+                "#[test]\nfn formats() {\n    assert_eq!(itoa::Buffer::new().format(42), \"42\");\n}\n",
+            ),
+        ],
+    );
+    // The lockfile a cargo user commits, made by the real cargo.
+    let o = std::process::Command::new("cargo")
+        .args(["generate-lockfile"])
+        .current_dir(&repo)
+        .env("CARGO_HOME", w.path("lockfile-cargo-home"))
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "cargo could not resolve itoa from crates.io: tests/runs/first_run.rs needs it reachable; {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let lock = std::fs::read_to_string(repo.join("Cargo.lock")).unwrap();
+    w.commit(&repo, &[("Cargo.lock", &lock)], "cargo's lockfile");
+
+    let rec = first_run(&w, &repo, "crates.io");
+    assert_eq!(
+        rec["tests"]["setup"]["command"], "cargo fetch --locked",
+        "{rec}"
+    );
+    assert_eq!(rec["tests"]["command"], "cargo test --workspace", "{rec}");
+    // Both crates' tests, the member's with the crate the setup fetched.
+    assert_eq!(rec["tests"]["passed"], 2, "{rec}");
 }

@@ -398,7 +398,7 @@ fn init_writes_the_detected_command_never_the_python_template() {
     );
     let o = w.sandbox(&go, &["init"]);
     assert_eq!(o.code, 0, "{o:?}");
-    let cfg = std::fs::read_to_string(go.join(".sandbox.toml")).unwrap();
+    let cfg = std::fs::read_to_string(go.join(".git/sandbox.toml")).unwrap();
     assert!(cfg.contains("command = \"go test ./...\""), "{cfg}");
     assert!(!cfg.contains("unittest"), "{cfg}");
 
@@ -408,7 +408,7 @@ fn init_writes_the_detected_command_never_the_python_template() {
     w.git(&plain, &["init", "-q", "-b", "main"]);
     w.commit(&plain, &[("README", "hello\n")], "readme");
     assert_eq!(w.sandbox(&plain, &["init"]).code, 0);
-    let cfg = std::fs::read_to_string(plain.join(".sandbox.toml")).unwrap();
+    let cfg = std::fs::read_to_string(plain.join(".git/sandbox.toml")).unwrap();
     assert!(!cfg.lines().any(|l| l.starts_with("command")), "{cfg}");
     let o = w.sandbox(&plain, &["run", "--json"]);
     assert_eq!(o.code, 0, "{o:?}");

@@ -55,8 +55,31 @@ impl Hinted for ConfigError {
 
 display_hinted!(ConfigError);
 
-/// The most of a work tree's `.sandbox.toml` read.
+/// The most of a work tree's `.sandbox.toml` (or the adopted file) read.
 const REPO_CONFIG_CAP: u64 = 1024 * 1024;
+
+/// The adopted settings' file in the git directory (the common one, shared by worktrees).
+pub const ADOPTED_FILE: &str = "sandbox.toml";
+
+/// The file `name` in `dir` with its label, read without following a symlink and up to the cap
+/// (the work tree holds whatever a commit put there); `None` when there is none.
+fn read_capped(dir: &Path, name: &str) -> Result<Option<(String, String)>, ConfigError> {
+    use gs_util::{beneath::read_beneath, beneath::Skip};
+    let label = dir.join(name).display().to_string();
+    match read_beneath(dir, name, REPO_CONFIG_CAP) {
+        Ok(bytes) => Ok(Some((label, String::from_utf8_lossy(&bytes).into_owned()))),
+        Err(Skip::Missing(_)) => Ok(None),
+        Err(skip) => Err(ConfigError {
+            location: Location {
+                source_label: label,
+                line: None,
+                key: None,
+            },
+            message: skip.to_string(),
+            hints: vec!["make it a regular file of at most 1 MiB".into()],
+        }),
+    }
+}
 
 /// Where the tool keeps its data and reads its user config.
 #[derive(Debug, Clone)]
@@ -388,7 +411,14 @@ impl Default for Config {
 #[derive(Debug, Clone, Default)]
 pub struct Layers {
     pub user: ConfigFile,
+    /// What `git sandbox init` detected and proposed (`$GIT_DIR/sandbox.toml`): parsed as a
+    /// repository file (it was derived from a hostile tree), it stands for the `.sandbox.toml`
+    /// of every commit that has none. Under a commit's own file only its `[watch]` and
+    /// `[promote]` (which branches are the repository's) still apply.
+    pub adopted: ConfigFile,
     pub repo: ConfigFile,
+    /// Whether the commit (or work tree) has a `.sandbox.toml` of its own, even an empty one.
+    pub repo_found: bool,
     /// The `[config]` table of an experiment's `experiment.toml`: committed like `.sandbox.toml`,
     /// so it too may only tighten the user's limits.
     pub experiment: ConfigFile,
@@ -430,6 +460,25 @@ impl Layers {
         };
         Ok(Layers {
             repo,
+            repo_found: text.is_some(),
+            ..self.clone()
+        })
+    }
+
+    /// The same layers with the settings `init` adopted the repository with
+    /// (`$GIT_DIR/sandbox.toml`, read as a work tree's file is: no symlink, up to a cap).
+    pub fn with_adopted(&self, git_dir: &Path) -> Result<Layers, ConfigError> {
+        let adopted = match read_capped(git_dir, ADOPTED_FILE)? {
+            Some((label, text)) => parse_repository_file(&label, &text).map_err(|mut e| {
+                e.hints = vec![format!(
+                    "fix it, or remove {label} and run `git sandbox init` again to detect it anew"
+                )];
+                e
+            })?,
+            None => ConfigFile::default(),
+        };
+        Ok(Layers {
+            adopted,
             ..self.clone()
         })
     }
@@ -437,21 +486,9 @@ impl Layers {
     /// Read the repository config from a work tree, if it has one. The work tree holds whatever
     /// a commit put there, so the file is read without following a symlink and up to a cap.
     pub fn with_repo_dir(&self, dir: &Path) -> Result<Layers, ConfigError> {
-        use gs_util::{beneath::read_beneath, beneath::Skip};
-        let path = dir.join(".sandbox.toml");
-        let label = path.display().to_string();
-        match read_beneath(dir, ".sandbox.toml", REPO_CONFIG_CAP) {
-            Ok(bytes) => self.with_repo_text(&label, Some(&String::from_utf8_lossy(&bytes))),
-            Err(Skip::Missing(_)) => Ok(self.clone()),
-            Err(skip) => Err(ConfigError {
-                location: Location {
-                    source_label: label,
-                    line: None,
-                    key: None,
-                },
-                message: skip.to_string(),
-                hints: vec!["make it a regular file of at most 1 MiB".into()],
-            }),
+        match read_capped(dir, ".sandbox.toml")? {
+            Some((label, text)) => self.with_repo_text(&label, Some(&text)),
+            None => self.with_repo_text("", None),
         }
     }
 
@@ -465,6 +502,16 @@ impl Layers {
         let (gc, audit) = (c.gc.clone(), c.audit.clone());
         let cache_policy = c.cache.clone();
         let (gate, watch_mode) = (c.hooks.pre_push.clone(), c.watch.mode.clone());
+        if self.repo_found {
+            let branches = ConfigFile {
+                watch: self.adopted.watch.clone(),
+                promote: self.adopted.promote.clone(),
+                ..ConfigFile::default()
+            };
+            branches.apply(&mut c);
+        } else {
+            self.adopted.apply(&mut c);
+        }
         self.repo.apply(&mut c);
         self.experiment.apply(&mut c);
         // Housekeeping is the machine's business: committed files never set it (their parser

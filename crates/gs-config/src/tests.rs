@@ -507,3 +507,72 @@ fn the_network_enters_the_result_key_only_when_it_is_used_or_set() {
     c.limits.setup_network = false;
     assert_ne!(c.result_key(), with_setup);
 }
+
+#[test]
+fn the_adopted_settings_stand_for_a_commit_without_its_own_file_and_only_tighten() {
+    let dir = std::env::temp_dir().join(format!("gs-adopted-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join(ADOPTED_FILE),
+        "[test]\ncommand = \"npm test\"\nsetup = \"npm ci\"\n[limits]\nmemory_mb = 64000\n\
+         [watch]\nbranches = [\"master\", \"experiment/*\"]\n[promote]\ntarget = \"master\"\n",
+    )
+    .unwrap();
+    let user = parse_file("user.toml", "[limits]\nmemory_mb = 1024\n").unwrap();
+    let layers = Layers {
+        user,
+        ..Layers::default()
+    }
+    .with_adopted(&dir)
+    .unwrap();
+    // A commit without .sandbox.toml: the adopted file is its config, under the user's limits.
+    let bare = layers
+        .with_repo_text("c:.sandbox.toml", None)
+        .unwrap()
+        .resolve();
+    assert_eq!(bare.test.command.as_deref(), Some("npm test"));
+    assert_eq!(bare.test.setup.as_deref(), Some("npm ci"));
+    assert_eq!(
+        bare.limits.memory_mb, 1024,
+        "the adopted file only tightens"
+    );
+    assert_eq!(bare.promote.target, "master");
+    // A commit with its own file, even an empty one: its settings, with the adopted branches.
+    let own = layers
+        .with_repo_text(
+            "c:.sandbox.toml",
+            Some("[test]\ncommand = \"make check\"\n"),
+        )
+        .unwrap()
+        .resolve();
+    assert_eq!(own.test.command.as_deref(), Some("make check"));
+    assert_eq!(own.test.setup, None);
+    assert_eq!(own.watch.branches, ["master", "experiment/*"]);
+    assert_eq!(own.promote.target, "master");
+    let empty = layers
+        .with_repo_text("c:.sandbox.toml", Some(""))
+        .unwrap()
+        .resolve();
+    assert_eq!(empty.test.command, None);
+    assert_ne!(bare.result_key(), empty.result_key());
+
+    // It is a repository file: what only the user may say is refused, naming the way out.
+    std::fs::write(
+        dir.join(ADOPTED_FILE),
+        "[limits]\nmemory_mb = \"unlimited\"\n",
+    )
+    .unwrap();
+    let e = Layers::default()
+        .with_adopted(&dir)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("sandbox.toml:2") && e.contains("git sandbox init"),
+        "{e}"
+    );
+    // A symlink is not followed.
+    std::fs::remove_file(dir.join(ADOPTED_FILE)).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", dir.join(ADOPTED_FILE)).unwrap();
+    assert!(Layers::default().with_adopted(&dir).is_err());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

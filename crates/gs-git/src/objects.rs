@@ -220,6 +220,16 @@ pub fn time_and_parents(repo: &gix::Repository, id: ObjectId) -> Option<(i64, Ve
     Some((time, commit.parent_ids().map(|p| p.detach()).collect()))
 }
 
+/// The full name a symbolic ref points at (`refs/remotes/origin/HEAD` →
+/// `refs/remotes/origin/main`); `None` when it is not a symbolic ref.
+pub fn symbolic_target(repo: &gix::Repository, name: &str) -> Option<String> {
+    let r = repo.try_find_reference(name).ok()??;
+    match r.target() {
+        gix::refs::TargetRef::Symbolic(to) => Some(to.as_bstr().to_str_lossy().into_owned()),
+        gix::refs::TargetRef::Object(_) => None,
+    }
+}
+
 /// Whether the ref `name` (a full name) exists.
 pub fn has_ref(repo: &gix::Repository, name: &str) -> bool {
     repo.try_find_reference(name).ok().flatten().is_some()

@@ -94,8 +94,9 @@ pub struct Caches {
 /// unpacked from them (`registry/src`, `git/checkouts`, `pkg/mod/<module>`, pip's `wheels/`),
 /// which nothing checks again. Everything else a run writes in its home goes with the run: a
 /// `.pth` in the user site, a `~/.npmrc` or a shell rc file never runs in the branch's next run.
-/// Where the user's environment names a toolchain's home (`CARGO_HOME`, `GOPATH`), that one is
-/// the user's, read-only, and none of this applies.
+/// Runs download into their home: `CARGO_HOME` is the run's `~/.cargo` and, when the user's
+/// environment names a `GOPATH`, `GOMODCACHE` the run's `~/go/pkg/mod`. A `CARGO_HOME` the
+/// user's environment names stays the user's, read-only, and cargo's caches are not carried.
 pub const HOME_CACHES: &[(&[&str], &[&str])] = &[
     (
         &["Cargo.toml"],

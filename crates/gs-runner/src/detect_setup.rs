@@ -25,7 +25,58 @@ pub const VENV_PYTHON: &str = ".venv/bin/python";
 
 /// The setup the tree's files call for, or `None` when they call for none.
 pub fn propose(dir: &Path) -> Option<Proposal> {
-    node(dir).or_else(|| python(dir))
+    node(dir)
+        .or_else(|| python(dir))
+        .or_else(|| rust(dir))
+        .or_else(|| go(dir))
+}
+
+/// Cargo's downloads, into the run's home (where the branch's caches carry them): the crates
+/// `Cargo.lock` locks, else what the manifest's dependency tables name.
+fn rust(dir: &Path) -> Option<Proposal> {
+    if exists_regular_beneath(dir, "Cargo.lock") {
+        return plain(
+            "cargo fetch --locked",
+            "Cargo.lock: cargo downloads exactly the crates it locks",
+        );
+    }
+    let manifest: toml::Table = read(dir, "Cargo.toml").parse().ok()?;
+    let names_some = |t: Option<&toml::Value>| {
+        ["dependencies", "dev-dependencies", "build-dependencies"]
+            .iter()
+            .any(|k| {
+                t.and_then(|t| t.get(*k))
+                    .and_then(|d| d.as_table())
+                    .is_some_and(|d| !d.is_empty())
+            })
+    };
+    let workspace = manifest.get("workspace");
+    let named = names_some(Some(&toml::Value::Table(manifest.clone())))
+        || names_some(workspace)
+        || workspace
+            .and_then(|w| w.get("members"))
+            .and_then(|m| m.as_array())
+            .is_some_and(|m| !m.is_empty());
+    named.then(|| Proposal {
+        command: "cargo fetch".into(),
+        why: "Cargo.toml names dependencies and there is no Cargo.lock, so cargo resolves them"
+            .into(),
+        python: None,
+        pytest: false,
+    })
+}
+
+/// Go's module downloads, into the run's home: what `go.sum` sums (a module without one
+/// needs nothing).
+fn go(dir: &Path) -> Option<Proposal> {
+    (exists_regular_beneath(dir, "go.mod") && exists_regular_beneath(dir, "go.sum")).then(|| {
+        Proposal {
+            command: "go mod download".into(),
+            why: "go.sum: go downloads exactly the modules it sums".into(),
+            python: None,
+            pytest: false,
+        }
+    })
 }
 
 fn plain(command: &str, why: &str) -> Option<Proposal> {
@@ -287,6 +338,25 @@ mod tests {
             ),
             (&[("package.json", r#"{"scripts":{"test":"x"}}"#)], None),
             (&[("uv.lock", "")], Some("uv sync --frozen")),
+            // Cargo and Go download into the run's home, which the branch's caches carry.
+            (
+                &[("Cargo.toml", "[package]\nname='r'\n"), ("Cargo.lock", "")],
+                Some("cargo fetch --locked"),
+            ),
+            (
+                &[("Cargo.toml", "[package]\nname='r'\n[dev-dependencies]\nitoa='1'\n")],
+                Some("cargo fetch"),
+            ),
+            (
+                &[("Cargo.toml", "[workspace]\nmembers=['a']\n")],
+                Some("cargo fetch"),
+            ),
+            (&[("Cargo.toml", "[package]\nname='r'\n")], None),
+            (
+                &[("go.mod", "module x\n"), ("go.sum", "")],
+                Some("go mod download"),
+            ),
+            (&[("go.mod", "module x\n")], None),
             (
                 &[(
                     "pyproject.toml",

@@ -119,6 +119,23 @@ pub fn sandbox_env(root: &Path) -> Vec<(String, String)> {
         ("PYTHONNOUSERSITE".to_string(), "1".to_string()),
         ("NO_COLOR".to_string(), "1".to_string()),
     ]);
+    // Downloads go to the run's home, where the branch's caches carry them and a setup step
+    // (`cargo fetch`, `go mod download`) may write them: the toolchain's home found under the
+    // caller's own home is read-only inside. A home the caller names stays the caller's.
+    let named = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
+    if !named("CARGO_HOME") {
+        env.retain(|(k, _)| k != "CARGO_HOME");
+        env.push((
+            "CARGO_HOME".into(),
+            home.join(".cargo").display().to_string(),
+        ));
+    }
+    if named("GOPATH") {
+        env.push((
+            "GOMODCACHE".into(),
+            home.join("go/pkg/mod").display().to_string(),
+        ));
+    }
     env
 }
 

@@ -21,8 +21,8 @@ pub fn experiment_of(refname: Option<&str>) -> Option<String> {
         .map(str::to_string)
 }
 
-/// The effective config for a commit: the user's layers with the commit's own `.sandbox.toml`,
-/// and, for a run of an experiment's branch, the `[config]` of its `experiment.toml`.
+/// The effective config for a commit: the user's layers with the commit's own `.sandbox.toml`
+/// (or, when it has none, the settings the repository was adopted with), and, for a run of an experiment's branch, the `[config]` of its `experiment.toml`.
 pub fn config_for(
     ctx: &Context,
     repo: &gs_git::Repository,
@@ -32,7 +32,9 @@ pub fn config_for(
 ) -> Result<Config> {
     let label = format!("{}:.sandbox.toml", util::short(&info.id.to_string()));
     let text = committed_text(repo, info, ".sandbox.toml", &label)?;
-    let mut layers = ctx.layers.with_repo_text(&label, text.as_deref())?;
+    let mut layers = ctx
+        .adopted_layers(repo)?
+        .with_repo_text(&label, text.as_deref())?;
     if let Some(name) = experiment {
         layers.experiment =
             crate::app::config::experiment_meta::config_overrides(repo, info, name)?;

@@ -59,13 +59,9 @@ pub fn git_dir_for_cli(repo: &gs_git::Repository) -> PathBuf {
 }
 
 /// The settings that decide production: the user's layers with the `.sandbox.toml` of the work
-/// tree (what the user sees and edits), or the defaults in a bare repository.
+/// tree (what the user sees and edits) over the settings the repository was adopted with.
 pub fn production_config(ctx: &Context, repo: &gs_git::Repository) -> Result<Config> {
-    let layers = match git::objects::workdir(repo) {
-        Some(dir) => ctx.layers.with_repo_dir(dir)?,
-        None => ctx.layers.clone(),
-    };
-    Ok(layers.resolve())
+    Ok(ctx.checkout_layers(repo)?.resolve())
 }
 
 /// The production branch (`[promote] target`) and its tip.

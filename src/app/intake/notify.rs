@@ -249,15 +249,12 @@ fn watched_globs(
     repo: &gs_git::Repository,
 ) -> (gs_util::glob::Globs, Option<String>) {
     let mut warning = None;
-    let layers = match git::objects::workdir(repo) {
-        Some(dir) => ctx.layers.with_repo_dir(dir).unwrap_or_else(|e| {
-            warning = Some(format!(
-                "{e}; until it is fixed the hook watches the default branches, and runs of its commits end in `error`"
-            ));
-            ctx.layers.clone()
-        }),
-        None => ctx.layers.clone(),
-    };
+    let layers = ctx.checkout_layers(repo).unwrap_or_else(|e| {
+        warning = Some(format!(
+            "{e}; until it is fixed the hook watches the default branches, and runs of its commits end in `error`"
+        ));
+        ctx.layers.clone()
+    });
     let config = layers.resolve();
     let globs = config.watched_branches().unwrap_or_else(|e| {
         warning = Some(format!(
@@ -446,10 +443,7 @@ pub fn adopt_history(
     repo: &gs_git::Repository,
     repository_id: &str,
 ) -> Result<usize> {
-    let config = match git::objects::workdir(repo) {
-        Some(dir) => ctx.layers.with_repo_dir(dir)?.resolve(),
-        None => ctx.layers.resolve(),
-    };
+    let config = ctx.checkout_layers(repo)?.resolve();
     let globs = config.watched_branches().map_err(|e| {
         crate::app::AppError::Usage(crate::app::Message::of("[watch] branches", &e))
     })?;

@@ -8,7 +8,7 @@ pub use crate::app::locate::check_name;
 use crate::app::{io_err, AppError, Context, Repo, Result};
 use gs_git as git;
 use gs_git::{cli, hooks};
-use gs_model::{EventKind, Framework};
+use gs_model::EventKind;
 use gs_store::RepoRow;
 use gs_util as util;
 use std::path::{Path, PathBuf};
@@ -43,16 +43,16 @@ pub struct Created {
     pub repo: RepoRow,
     #[serde(skip)]
     pub hooks: Vec<hooks::HookInstall>,
-    /// The `.sandbox.toml` `init` wrote, when the project had none.
+    /// The settings `init` adopted the repository with (`$GIT_DIR/sandbox.toml`), when it
+    /// wrote them this time.
     #[serde(skip)]
-    pub config_written: Option<String>,
+    pub adopted: Option<crate::app::config::adopted::Adoption>,
     /// Commits queued by `[watch] backfill`.
     #[serde(skip)]
     pub backfill_queued: usize,
-    /// The setup step written into that `.sandbox.toml`, and whether the user's config already
-    /// gives it the network.
+    /// Whether the user's config gives a setup step the network.
     #[serde(skip)]
-    pub setup: Option<(gs_runner::detect_setup::Proposal, bool)>,
+    pub setup_network: bool,
 }
 
 /// `git sandbox new`: create, commit, install hooks, register. On any failure nothing remains.
@@ -227,9 +227,9 @@ fn finish(
     Ok(Created {
         repo: row,
         hooks,
-        config_written: None,
+        adopted: None,
         backfill_queued: queued,
-        setup: None,
+        setup_network: false,
     })
 }
 
@@ -280,54 +280,6 @@ pub(crate) fn project_manages(repo: &gs_git::Repository, dir: &Path) -> bool {
     cli::git(&workdir, &["ls-files", "-z", "--", &rel]).is_ok_and(|out| !out.is_empty())
 }
 
-/// The `.sandbox.toml` `init` writes into a project that has none: the test command detection
-/// finds in the work tree (what runs would use anyway), or none, leaving detection on, and the
-/// setup step its lockfiles and manifests call for, with why. Never the template of a new
-/// experiment repository, whose Python tests would turn a passing project red.
-fn adopted_repo_config(workdir: &Path) -> String {
-    use gs_runner::detect_setup;
-    let head = "# git-sandbox settings for this repository (see the README of git-sandbox for every key).\n";
-    let setup = detect_setup::propose(workdir);
-    let detected = gs_runner::detect::detect(workdir).map(|(command, framework)| {
-        match setup
-            .as_ref()
-            .and_then(|s| s.python.map(|py| (py, s.pytest)))
-        {
-            // The tests run with the Python the setup installed into, under the runner it installed.
-            Some((py, pytest)) if command.starts_with("python3 ") => {
-                let command = if pytest && framework == Framework::Unittest {
-                    format!("{py} -m pytest -q -rfE")
-                } else {
-                    command.replacen("python3", py, 1)
-                };
-                (command, if pytest { Framework::Pytest } else { framework })
-            }
-            _ => (command, framework),
-        }
-    });
-    let setup_lines = setup
-        .map(|s| {
-            format!(
-                "# Proposed by `git sandbox init` from {}; it runs once per change of those files,\n# with the network only when your user config says `setup_network = true` under [limits].\nsetup = {}\n",
-                s.why,
-                toml::Value::String(s.command)
-            )
-        })
-        .unwrap_or_default();
-    match detected {
-        Some((command, framework)) => format!(
-            "{head}\n[test]\n# Detected by `git sandbox init` ({framework}); change it to what your project runs.\ncommand = {}\n{setup_lines}",
-            toml::Value::String(command)
-        ),
-        None if !setup_lines.is_empty() => format!(
-            "{head}\n# No test command was detected, so runs analyse the code only. Name one under [test].\n[test]\n{setup_lines}"
-        ),
-        None => format!(
-            "{head}\n# No test command was detected, so runs analyse the code only. Name one like this:\n# [test]\n# command = \"make test\"\n"
-        ),
-    }
-}
-
 /// `git sandbox init`: adopt the repository around `cwd`. Running it again changes nothing.
 /// It never modifies a tracked file.
 pub fn adopt(ctx: &Context, cwd: &Path, backfill: Backfill<'_>) -> Result<(Created, bool)> {
@@ -335,21 +287,11 @@ pub fn adopt(ctx: &Context, cwd: &Path, backfill: Backfill<'_>) -> Result<(Creat
     let root = git::repo_root(&repo);
     let git_dir = git::objects::common_dir(&repo).to_path_buf();
     hooks::check_dir(&hooks::hooks_dir(&root, &git_dir))?;
-    let mut config_written = None;
-    let mut setup = None;
-    if let Some(workdir) = git::objects::workdir(&repo) {
-        // A broken config is refused before anything is installed.
-        ctx.layers.with_repo_dir(workdir)?;
-        let cfg = workdir.join(".sandbox.toml");
-        if !cfg.exists() && !cfg.is_symlink() {
-            let body = adopted_repo_config(workdir);
-            util::write_atomic(&cfg, body.as_bytes())
-                .map_err(io_err(format!("cannot write {}", cfg.display())))?;
-            config_written = Some(body);
-            setup = gs_runner::detect_setup::propose(workdir)
-                .map(|p| (p, ctx.layers.resolve().limits.setup_network));
-        }
-    }
+    // A broken config (the work tree's, or adopted settings from before) is refused before
+    // anything is installed.
+    ctx.checkout_layers(&repo)?;
+    let adopted = crate::app::config::adopted::adopt(&repo)?;
+    let setup_network = ctx.layers.resolve().limits.setup_network;
     let existing = cli::get_config(&root, ID_KEY);
     // On an index many machines share, a clone of a repository another machine registered
     // joins it (the same id, so one queue and one set of results).
@@ -391,7 +333,7 @@ pub fn adopt(ctx: &Context, cwd: &Path, backfill: Backfill<'_>) -> Result<(Creat
     } else {
         0
     };
-    let changed = config_written.is_some()
+    let changed = adopted.is_some()
         || existing.is_none()
         || backfill_queued > 0
         || hooks.iter().any(|h| h.action != "unchanged");
@@ -399,9 +341,9 @@ pub fn adopt(ctx: &Context, cwd: &Path, backfill: Backfill<'_>) -> Result<(Creat
         Created {
             repo: row,
             hooks,
-            config_written,
+            adopted,
             backfill_queued,
-            setup,
+            setup_network,
         },
         changed,
     ))
