@@ -387,3 +387,79 @@ fn a_cargo_workspace_fetches_its_crates_in_the_proposed_setup_and_passes_from_in
     // Both crates' tests, the member's with the crate the setup fetched.
     assert_eq!(rec["tests"]["passed"], 2, "{rec}");
 }
+
+#[test]
+fn init_says_which_package_manager_runs_cannot_find_and_how_to_get_it() {
+    let mut w = World::new();
+    w.extra_env.push(("PATH".into(), "/usr/bin:/bin".into()));
+    let repo = project(
+        &w,
+        "uv-project",
+        &[
+            (
+                "pyproject.toml",
+                "[project]\nname = \"u\"\nversion = \"1\"\n",
+            ),
+            ("uv.lock", "version = 1\n"),
+        ],
+    );
+    let o = w.sandbox(&repo, &["init"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let said: Vec<&str> = o
+        .stdout
+        .lines()
+        .filter(|l| l.contains("not on the PATH"))
+        .collect();
+    assert_eq!(said.len(), 1, "{o:?}");
+    assert!(
+        said[0].contains("uv is not") && said[0].contains("pipx install uv"),
+        "{o:?}"
+    );
+    // A package manager that is there is not mentioned.
+    let repo = project(
+        &w,
+        "npm-project",
+        &[("package.json", EXPRESS_LIKE), ("package-lock.json", "{}")],
+    );
+    let o = w.sandbox(&repo, &["init", "--json"]);
+    assert_eq!(o.json()["setup"]["command"], "npm ci", "{o:?}");
+    let npm_here = std::path::Path::new("/usr/bin/npm").exists();
+    assert_eq!(o.json()["setup"]["missing"].is_null(), npm_here, "{o:?}");
+}
+
+#[test]
+fn run_says_when_the_work_trees_config_is_not_the_commits() {
+    let w = World::new();
+    let repo = project(&w, "edited", &[("a.txt", "a\n")]);
+    assert_eq!(w.sandbox(&repo, &["init"]).code, 0);
+    let notes = |o: &common::Out| -> Vec<String> {
+        o.stderr
+            .lines()
+            .filter(|l| l.contains(".sandbox.toml"))
+            .map(str::to_string)
+            .collect()
+    };
+    // Nothing to say while the work tree and the commit agree.
+    let o = w.sandbox(&repo, &["run"]);
+    assert_eq!(notes(&o), Vec::<String>::new(), "{o:?}");
+    // Written and not committed: the run is the commit's, with the adopted settings.
+    std::fs::write(repo.join(".sandbox.toml"), "[test]\ncommand = \"false\"\n").unwrap();
+    let o = w.sandbox(&repo, &["run", "--json"]);
+    assert_eq!(o.json()[0]["status"], "passed", "{o:?}");
+    let said = notes(&o);
+    assert_eq!(said.len(), 1, "{o:?}");
+    assert!(
+        said[0].contains("is not in") && said[0].contains("adopted"),
+        "{o:?}"
+    );
+    // Committed, then changed.
+    w.commit(
+        &repo,
+        &[(".sandbox.toml", "[test]\ncommand = \"true\"\n")],
+        "config",
+    );
+    std::fs::write(repo.join(".sandbox.toml"), "[test]\ncommand = \"false\"\n").unwrap();
+    let said = notes(&w.sandbox(&repo, &["run"]));
+    assert_eq!(said.len(), 1);
+    assert!(said[0].contains("differs from"), "{said:?}");
+}
