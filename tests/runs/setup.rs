@@ -204,3 +204,51 @@ fn the_setup_has_the_network_only_when_the_users_own_config_allows_it() {
     assert_eq!(rec["tests"]["output_tail"], "test-offline", "{rec}");
     drop(listener);
 }
+
+#[test]
+fn the_build_step_runs_before_the_tests_for_every_tree_and_a_broken_build_fails_the_run() {
+    let w = World::new();
+    let repo = w.new_repo("build");
+    let cfg = "[test]\nbuild = \"python3 gen.py\"\ncommand = \"python3 -m unittest discover -s tests -v\"\n";
+    w.commit(
+        &repo,
+        &[
+            (".sandbox.toml", cfg),
+            ("version.txt", "1\n"),
+            (
+                "gen.py",
+                "v = open('version.txt').read().strip()\nopen('generated.py', 'w').write('VERSION = %r\\n' % v)\n",
+            ),
+            (
+                "tests/test_generated.py",
+                "import unittest\nimport generated\n\nclass T(unittest.TestCase):\n    def test_built_from_this_tree(self):\n        self.assertEqual(generated.VERSION, open('version.txt').read().strip())\n",
+            ),
+        ],
+        "a build step",
+    );
+    let rec = run("root", &w, &repo);
+    assert_eq!(rec["tests"]["passed"], 3, "{rec}");
+    assert_eq!(
+        rec["tests"]["command"], "python3 -m unittest discover -s tests -v",
+        "the command is recorded as written: {rec}"
+    );
+    // A new tree is built again: what the tests import is this tree's.
+    w.commit(&repo, &[("version.txt", "2\n")], "version 2");
+    let rec = run("root", &w, &repo);
+    assert_eq!(rec["tests"]["passed"], 3, "{rec}");
+    // A build that fails fails the run, and says so.
+    w.commit(
+        &repo,
+        &[("gen.py", "raise SystemExit('no generator')\n")],
+        "broken build",
+    );
+    let o = w.sandbox(&repo, &["run", "--json"]);
+    let rec = &o.json()[0];
+    assert_eq!(rec["status"], "failed", "{o:?}");
+    assert!(
+        rec["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("the build step `python3 gen.py` failed")),
+        "{rec}"
+    );
+}

@@ -23,6 +23,9 @@ pub struct TestFile {
     pub junit: Option<String>,
     #[serde(default, deserialize_with = "de_command")]
     pub setup: Option<String>,
+    /// A build the tests need (`pnpm build`), run before them in their sandbox for every tree.
+    #[serde(default, deserialize_with = "de_command")]
+    pub build: Option<String>,
     /// A line-coverage report the command writes (coverage.py JSON, Cobertura XML, lcov).
     #[serde(default, deserialize_with = "de_relative_path")]
     pub coverage: Option<String>,

@@ -404,6 +404,9 @@ impl ConfigFile {
         if let Some(v) = &t.setup {
             c.test.setup = Some(v.clone()).filter(|s| !s.trim().is_empty());
         }
+        if let Some(v) = &t.build {
+            c.test.build = Some(v.clone()).filter(|s| !s.trim().is_empty());
+        }
         set(&mut c.test.parallel, t.parallel);
         set(&mut c.test.phases, t.phases);
         if let Some(v) = &t.coverage {

@@ -139,6 +139,11 @@ pub struct TestConfig {
     /// manifests; what it writes is kept as a cache layer under the runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub setup: Option<String>,
+    /// A build the tests need (`pnpm build`), run before them in their sandbox for every tree
+    /// (what it writes under the kept build directories is the branch's cache). Unset, it is
+    /// left out of the result key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub build: Option<String>,
     /// Run at the same time as the checks that say `parallel = true`.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub parallel: bool,
@@ -326,6 +331,7 @@ impl Default for Config {
                 timeout: Duration::from_secs(300),
                 junit: None,
                 setup: None,
+                build: None,
                 parallel: false,
                 coverage: None,
                 phases: true,

@@ -576,3 +576,20 @@ fn the_adopted_settings_stand_for_a_commit_without_its_own_file_and_only_tighten
     assert!(Layers::default().with_adopted(&dir).is_err());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_build_step_enters_the_result_key_only_when_set() {
+    let plain = Layers::default().resolve();
+    let same = Layers::default()
+        .with_repo_text("r.toml", Some("[test]\nbuild = \"\"\n"))
+        .unwrap()
+        .resolve();
+    assert_eq!(same.test.build, None);
+    assert_eq!(plain.result_key(), same.result_key());
+    let built = Layers::default()
+        .with_repo_text("r.toml", Some("[test]\nbuild = \"pnpm build\"\n"))
+        .unwrap()
+        .resolve();
+    assert_eq!(built.test.build.as_deref(), Some("pnpm build"));
+    assert_ne!(plain.result_key(), built.result_key());
+}

@@ -376,6 +376,10 @@ fn execute(
     let line = reporter
         .as_ref()
         .map_or_else(|| command.clone(), |r| r.wrap(&command));
+    let build = (spec.name == TEST_CHECK)
+        .then_some(shared.config.test.build.as_deref())
+        .flatten();
+    let line = setup::with_build(build, &line);
     let full = setup.map_or_else(|| line.clone(), |s| s.wrap(&line));
     let on_found = |f, at| {
         if let Some(watch) = watch {
@@ -602,6 +606,15 @@ impl Ended<'_> {
             Some(KilledBy::Timeout | KilledBy::Cpu) => Status::Timeout,
             Some(_) => Status::Killed,
             None if o.exit_code != Some(0) && self.counts.total.is_none() => {
+                let build = (self.key == "[test]")
+                    .then_some(config.test.build.as_deref())
+                    .flatten();
+                if let Some(why) = build
+                    .filter(|_| o.exit_code == Some(1))
+                    .and_then(|b| setup::build_failed(Some(b), self.text))
+                {
+                    return (Status::Failed, Some(why));
+                }
                 let setup_failed = setup
                     .filter(|_| o.exit_code == Some(1))
                     .and_then(|s| s.failed_inline(self.text));

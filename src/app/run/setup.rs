@@ -96,6 +96,29 @@ fn inputs(repo: &gs_git::Repository, tree: ObjectId) -> Vec<(String, ObjectId)> 
 /// What an inline setup step prints when it fails, before the tests would run.
 const INLINE_FAILED: &str = "git-sandbox: the setup step failed";
 
+/// What the build step (`[test] build`) prints when it fails, before the tests would run.
+const BUILD_FAILED: &str = "git-sandbox: the build step failed";
+
+/// The test command with the build step run first, in the tests' sandbox, with their network
+/// and within their timeout: a build that fails stops there. The command's own words stay as
+/// they are (the probe, the first-failure watch and the reporter read them).
+pub fn with_build(build: Option<&str>, command: &str) -> String {
+    match build {
+        Some(b) => format!("(\n{b}\n) >&2 || {{ echo '{BUILD_FAILED}' >&2; exit 1; }}\n{command}"),
+        None => command.to_string(),
+    }
+}
+
+/// Why the tests did not run, when the build step failed: its marker is in `output`.
+pub fn build_failed(build: Option<&str>, output: &str) -> Option<String> {
+    let build = build?;
+    output.lines().any(|l| l.trim() == BUILD_FAILED).then(|| {
+        format!(
+            "the build step `{build}` failed, so the tests did not run (its output is in the log)"
+        )
+    })
+}
+
 /// A run's setup, once ready.
 pub enum Setup {
     /// Its layer is laid under the run's tree (held until the run ends).
