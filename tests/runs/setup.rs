@@ -252,3 +252,38 @@ fn the_build_step_runs_before_the_tests_for_every_tree_and_a_broken_build_fails_
         "{rec}"
     );
 }
+
+#[test]
+fn a_mirror_in_the_callers_environment_reaches_the_run_without_its_credentials() {
+    let mut w = World::new();
+    w.extra_env.extend([
+        (
+            "PIP_INDEX_URL".to_string(),
+            "https://pypi.corp.example/simple".to_string(),
+        ),
+        (
+            "UV_INDEX_URL".to_string(),
+            "https://me:s3cret@pypi.corp.example/simple".to_string(),
+        ),
+    ]);
+    let repo = w.new_repo("mirror");
+    w.commit(
+        &repo,
+        &[(
+            ".sandbox.toml",
+            &with_setup("true", "echo pip=$PIP_INDEX_URL uv=$UV_INDEX_URL"),
+        )],
+        "show the mirrors",
+    );
+    let rec = run("root", &w, &repo);
+    assert_eq!(
+        lines(&rec),
+        ["pip=https://pypi.corp.example/simple uv="],
+        "{rec}"
+    );
+    // The setup's layer is keyed by the mirror it installed from.
+    let mirrored = rec["tests"]["setup"]["key"].clone();
+    w.extra_env.retain(|(k, _)| k != "PIP_INDEX_URL");
+    let rec = w.sandbox(&repo, &["run", "--json", "--force"]).json()[0].clone();
+    assert_ne!(rec["tests"]["setup"]["key"], mirrored, "{rec}");
+}

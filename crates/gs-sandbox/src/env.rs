@@ -102,9 +102,51 @@ pub fn shim_roots(path: &str) -> Vec<(&'static str, std::path::PathBuf)> {
     out
 }
 
+/// The package managers' mirror settings passed from the caller's environment (a company's
+/// index or registry): the URLs they install from, never a credential.
+const MIRRORS: &[&str] = &[
+    "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+    "UV_INDEX_URL",
+    "UV_DEFAULT_INDEX",
+    "UV_EXTRA_INDEX_URL",
+    "UV_INDEX",
+    "npm_config_registry",
+    "NPM_CONFIG_REGISTRY",
+    "YARN_NPM_REGISTRY_SERVER",
+    "GOPROXY",
+];
+
+/// Whether a mirror setting holds a credential: a URL with a user or password in it
+/// (`https://user:token@pypi.corp/simple`). Such a setting is not passed: a test could read it.
+fn holds_credentials(value: &str) -> bool {
+    value
+        .split(|c: char| c.is_whitespace() || matches!(c, ',' | '|' | ';'))
+        .filter_map(|word| word.split_once("://").map(|(_, rest)| rest))
+        .any(|rest| {
+            let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+            authority.contains('@')
+        })
+}
+
+/// The mirror settings of `vars` a run is given: set, not empty, and without credentials.
+pub fn mirrors_of(vars: impl Iterator<Item = (String, String)>) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = vars
+        .filter(|(k, v)| MIRRORS.contains(&k.as_str()) && !v.is_empty() && !holds_credentials(v))
+        .collect();
+    out.sort();
+    out
+}
+
+/// [`mirrors_of`] the caller's environment.
+pub fn mirrors() -> Vec<(String, String)> {
+    mirrors_of(std::env::vars())
+}
+
 /// Build the environment for a run whose private directory is `root` (HOME and TMPDIR go there).
 pub fn sandbox_env(root: &Path) -> Vec<(String, String)> {
     let mut env = toolchain_env();
+    env.extend(mirrors());
     let home = root.join("home");
     let tmp = root.join("tmp");
     let _ = std::fs::create_dir_all(&home);
@@ -202,6 +244,29 @@ pub fn toolchain_env() -> Vec<(String, String)> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn mirror_settings_pass_without_credentials() {
+        let vars = [
+            ("PIP_INDEX_URL", "https://pypi.corp.example/simple"),
+            ("UV_INDEX_URL", "https://me:s3cret@pypi.corp.example/simple"),
+            ("npm_config_registry", "https://npm.corp.example/"),
+            ("GOPROXY", "https://proxy.corp.example,direct"),
+            (
+                "PIP_EXTRA_INDEX_URL",
+                "https://a.example/simple https://tok@b.example/simple",
+            ),
+            ("UV_DEFAULT_INDEX", ""),
+            ("AWS_SECRET_ACCESS_KEY", "x"),
+            ("PIP_CERT", "/etc/ssl/corp.pem"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()));
+        let got: Vec<String> = super::mirrors_of(vars.into_iter())
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        assert_eq!(got, ["GOPROXY", "PIP_INDEX_URL", "npm_config_registry"]);
+    }
+
     #[test]
     fn shim_directories_name_their_managers_root() {
         let d = tempfile::tempdir().unwrap();

@@ -57,7 +57,8 @@ fn is_input(name: &str) -> bool {
 }
 
 /// What keys a setup: its command, where its network leads (nowhere, the hosts its proxy allows,
-/// the host's), and the paths and blob ids of every lockfile and manifest in the tree.
+/// the host's), the paths and blob ids of every lockfile and manifest in the tree, and the
+/// mirrors it installs from.
 pub fn key(config: &Config, command: &str, repo: &gs_git::Repository, tree: ObjectId) -> String {
     let mut text = format!("{command}\0{}\0", config.limits.setup_network);
     if config.limits.setup_network {
@@ -73,6 +74,10 @@ pub fn key(config: &Config, command: &str, repo: &gs_git::Repository, tree: Obje
     }
     for (path, id) in inputs(repo, tree) {
         text.push_str(&format!("{path}\0{id}\0"));
+    }
+    // What it installs from: a company's mirror (none set keeps the keys of layers before).
+    for (k, v) in gs_sandbox::env::mirrors() {
+        text.push_str(&format!("mirror\0{k}={v}\0"));
     }
     gs_util::fnv64_hex(text.as_bytes())
 }
