@@ -463,3 +463,58 @@ fn run_says_when_the_work_trees_config_is_not_the_commits() {
     assert_eq!(said.len(), 1);
     assert!(said[0].contains("differs from"), "{said:?}");
 }
+
+/// A CMake project like fmt's: `enable_testing()` at the root, tests built from C sources.
+const CMAKE_PROJECT: &[(&str, &str)] = &[
+    (
+        "CMakeLists.txt",
+        "cmake_minimum_required(VERSION 3.13)\nproject(calc C)\nenable_testing()\nadd_subdirectory(test)\n",
+    ),
+    (
+        "test/CMakeLists.txt",
+        "foreach(t add mul div)\n  add_executable(t_${t} ${t}.c)\n  add_test(NAME ${t} COMMAND t_${t})\nendforeach()\n",
+    ),
+    ("test/add.c", "int main(void) { return 1 + 1 == 2 ? 0 : 1; }\n"),
+    ("test/mul.c", "int main(void) { return 2 * 3 == 6 ? 0 : 1; }\n"),
+    ("test/div.c", "int main(void) { return 6 / 3 == 2 ? 0 : 1; }\n"),
+];
+
+#[test]
+fn a_cmake_project_is_built_and_tested_by_ctest_from_init_alone() {
+    let w = World::new();
+    let repo = project(&w, "cmake-project", CMAKE_PROJECT);
+    let rec = first_run(&w, &repo, "nothing (CMake needs no network)");
+    assert_eq!(
+        rec["tests"]["command"],
+        "cmake -B build && cmake --build build && ctest --test-dir build --output-on-failure",
+        "{rec}"
+    );
+    assert_eq!(rec["tests"]["framework"], "ctest", "{rec}");
+    assert_eq!(
+        (&rec["tests"]["passed"], &rec["tests"]["total"]),
+        (&serde_json::json!(3), &serde_json::json!(3)),
+        "{rec}"
+    );
+    // A test that fails is named, with what it printed.
+    w.commit(
+        &repo,
+        &[(
+            "test/mul.c",
+            "#include <stdio.h>\nint main(void) { printf(\"2 * 3 is %d\\n\", 2 + 3); return 1; }\n",
+        )],
+        "break mul",
+    );
+    let o = w.sandbox(&repo, &["run", "--json"]);
+    let rec = &o.json()[0];
+    assert_eq!(rec["status"], "failed", "{o:?}");
+    assert_eq!(
+        (&rec["tests"]["passed"], &rec["tests"]["failed"]),
+        (&serde_json::json!(2), &serde_json::json!(1)),
+        "{rec}"
+    );
+    assert_eq!(rec["tests"]["failures"][0]["name"], "mul", "{rec}");
+    assert_eq!(
+        rec["tests"]["failures"][0]["message"], "2 * 3 is 5",
+        "{rec}"
+    );
+}

@@ -135,6 +135,8 @@ open_enum! {
         Node = "node",
         Rspec = "rspec",
         Phpunit = "phpunit",
+        /// CTest, CMake's test driver.
+        Ctest = "ctest",
         /// A JUnit XML report, the runner's own or one printed into the output.
         Junit = "junit",
         /// `npm test` whose script names no runner this build knows.

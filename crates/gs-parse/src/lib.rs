@@ -9,6 +9,7 @@
 
 mod bun;
 mod cargo;
+mod ctest;
 mod deno;
 pub mod go;
 mod js;
@@ -44,6 +45,7 @@ pub const FRAMEWORKS: &[Framework] = &[
     Framework::Node,
     Framework::Rspec,
     Framework::Phpunit,
+    Framework::Ctest,
     Framework::Junit,
 ];
 
@@ -152,6 +154,7 @@ fn parse_as(framework: &Framework, text: &str, runs: &Invocations) -> Option<Tes
         Framework::Node => tap::parse(text),
         Framework::Rspec => rspec::parse(text),
         Framework::Phpunit => phpunit::parse(text),
+        Framework::Ctest => ctest::parse(text),
         Framework::Junit => junit::parse_embedded(text),
         Framework::Npm | Framework::Other(_) => None,
     }
@@ -198,6 +201,7 @@ pub fn framework_from_command(cmd: &str) -> Option<Framework> {
             "deno" if next == Some("test") => return Some(Framework::Deno),
             "rspec" => return Some(Framework::Rspec),
             "phpunit" | "phpunit.phar" => return Some(Framework::Phpunit),
+            "ctest" => return Some(Framework::Ctest),
             "node" | "nodejs"
                 if words[i + 1..]
                     .iter()

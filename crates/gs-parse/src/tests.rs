@@ -275,6 +275,7 @@ fn parse_with(parser: &str, text: &str) -> Result<Option<gs_model::TestCounts>, 
     Ok(match parser {
         "bun" => bun::parse(&clean),
         "cargo" => cargo::parse(&clean),
+        "ctest" => ctest::parse(&clean),
         "deno" => deno::parse(&clean),
         "go" => go::parse(&clean),
         "jest" => js::parse_jest(&clean),

@@ -23,6 +23,9 @@ pub fn detect(dir: &Path) -> Option<(String, Framework)> {
     if let Some(found) = python(dir) {
         return Some(found);
     }
+    if let Some(command) = cmake_command(dir) {
+        return Some((command, Framework::Ctest));
+    }
     if has_file(
         dir,
         &|n| n.ends_with(".test.js") || n.ends_with(".test.mjs"),
@@ -55,6 +58,34 @@ fn cargo_command(dir: &Path) -> String {
     } else {
         "cargo test".into()
     }
+}
+
+/// A CMake project whose root `CMakeLists.txt` declares tests (`enable_testing()`,
+/// `include(CTest)` or `add_test(`, in any case): configured, built and tested by ctest in a
+/// build directory (`build`, or `cmake-build` where the tree has a `build` of its own).
+fn cmake_command(dir: &Path) -> Option<String> {
+    let text = read_beneath(dir, "CMakeLists.txt", MANIFEST_CAP).ok()?;
+    let text = String::from_utf8_lossy(&text).to_ascii_lowercase();
+    let code: String = text
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let squeezed: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+    let tests = ["enable_testing(", "include(ctest)", "add_test("]
+        .iter()
+        .any(|w| squeezed.contains(w));
+    if !tests {
+        return None;
+    }
+    let build = if dir.join("build").symlink_metadata().is_ok() {
+        "cmake-build"
+    } else {
+        "build"
+    };
+    Some(format!(
+        "cmake -B {build} && cmake --build {build} && ctest --test-dir {build} --output-on-failure"
+    ))
 }
 
 fn from_package_json(dir: &Path) -> Option<(String, Framework)> {
@@ -165,6 +196,38 @@ mod tests {
         );
         std::fs::write(d.path().join("Cargo.toml"), "[package]").unwrap();
         assert_eq!(detect(d.path()).unwrap().1, "cargo");
+    }
+
+    /// A CMake project that declares tests is built and tested by ctest; one that declares
+    /// none (or only in a comment) is not a test suite.
+    #[test]
+    fn a_cmake_project_with_tests_is_built_and_run_by_ctest() {
+        let d = tempfile::tempdir().unwrap();
+        let command = |text: &str| {
+            std::fs::write(d.path().join("CMakeLists.txt"), text).unwrap();
+            detect(d.path())
+        };
+        let fmt_like = "cmake_minimum_required(VERSION 3.8)\nproject(FMT CXX)\nif (FMT_TEST)\n  enable_testing ()\n  add_subdirectory(test)\nendif ()\n";
+        assert_eq!(
+            command(fmt_like),
+            Some((
+                "cmake -B build && cmake --build build && ctest --test-dir build --output-on-failure"
+                    .into(),
+                Framework::Ctest
+            ))
+        );
+        assert!(command("project(x)\ninclude(CTest)\n").is_some());
+        assert!(command("project(x)\nADD_TEST(NAME t COMMAND t)\n").is_some());
+        assert_eq!(
+            command("project(x)\n# enable_testing()\nadd_library(x x.c)\n"),
+            None
+        );
+        // The tree's own `build` is left alone.
+        std::fs::create_dir(d.path().join("build")).unwrap();
+        assert!(command("enable_testing()\n")
+            .unwrap()
+            .0
+            .contains("-B cmake-build"));
     }
 
     /// A workspace whose plain `cargo test` tests only its root package (or its default

@@ -101,7 +101,8 @@ pub fn config_at(
 }
 
 /// The in-tree directories whose build output a run keeps: `[cache] dirs`, else what the tree's
-/// toolchain writes (Cargo.toml: `target`, package.json: `node_modules`).
+/// toolchain writes (Cargo.toml: `target`, package.json: `node_modules`, CMakeLists.txt: the
+/// build directory the detected command configures).
 pub(crate) fn cache_dirs(
     config: &Config,
     repo: &gs_git::Repository,
@@ -119,6 +120,11 @@ pub(crate) fn cache_dirs(
         {
             out.push(dir.to_string());
         }
+    }
+    let has = |path: &str| git::objects::entry_at(repo, info.tree, path).is_some();
+    if has("CMakeLists.txt") {
+        // As `gs_runner::detect` names it: `build`, unless the tree has a `build` of its own.
+        out.push(if has("build") { "cmake-build" } else { "build" }.to_string());
     }
     out
 }
