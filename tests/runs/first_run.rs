@@ -389,18 +389,16 @@ fn a_cargo_workspace_fetches_its_crates_in_the_proposed_setup_and_passes_from_in
 }
 
 #[test]
-fn init_says_which_package_manager_runs_cannot_find_and_how_to_get_it() {
+fn init_says_which_package_manager_runs_cannot_find_and_proposes_what_exists() {
     let mut w = World::new();
     w.extra_env.push(("PATH".into(), "/usr/bin:/bin".into()));
+    // pnpm's lockfile needs pnpm: init says how to get it.
     let repo = project(
         &w,
-        "uv-project",
+        "pnpm-project",
         &[
-            (
-                "pyproject.toml",
-                "[project]\nname = \"u\"\nversion = \"1\"\n",
-            ),
-            ("uv.lock", "version = 1\n"),
+            ("package.json", EXPRESS_LIKE),
+            ("pnpm-lock.yaml", "lockfileVersion: 9\n"),
         ],
     );
     let o = w.sandbox(&repo, &["init"]);
@@ -412,19 +410,36 @@ fn init_says_which_package_manager_runs_cannot_find_and_how_to_get_it() {
         .collect();
     assert_eq!(said.len(), 1, "{o:?}");
     assert!(
-        said[0].contains("uv is not") && said[0].contains("pipx install uv"),
+        said[0].contains("pnpm is not") && said[0].contains("corepack enable pnpm"),
         "{o:?}"
     );
-    // A package manager that is there is not mentioned.
+    // uv's lockfile without uv: pip installs the project and its test group instead, and why
+    // says what the lock would need.
     let repo = project(
         &w,
-        "npm-project",
-        &[("package.json", EXPRESS_LIKE), ("package-lock.json", "{}")],
+        "uv-project",
+        &[
+            (
+                "pyproject.toml",
+                "[project]\nname = \"u\"\nversion = \"1\"\n[dependency-groups]\ntests = [\"pytest\"]\n",
+            ),
+            ("uv.lock", "version = 1\n[[package]]\nname = \"pytest\"\n"),
+        ],
     );
     let o = w.sandbox(&repo, &["init", "--json"]);
-    assert_eq!(o.json()["setup"]["command"], "npm ci", "{o:?}");
-    let npm_here = std::path::Path::new("/usr/bin/npm").exists();
-    assert_eq!(o.json()["setup"]["missing"].is_null(), npm_here, "{o:?}");
+    let setup = &o.json()["setup"];
+    assert_eq!(
+        setup["command"], "python3 -m venv .venv && .venv/bin/python -m pip install -e . pytest",
+        "{o:?}"
+    );
+    assert!(
+        setup["why"]
+            .as_str()
+            .unwrap()
+            .starts_with("uv.lock, but uv is not installed here"),
+        "{o:?}"
+    );
+    assert!(setup["missing"].is_null(), "{o:?}");
 }
 
 #[test]

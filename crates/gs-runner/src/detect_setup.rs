@@ -25,8 +25,15 @@ pub const VENV_PYTHON: &str = ".venv/bin/python";
 
 /// The setup the tree's files call for, or `None` when they call for none.
 pub fn propose(dir: &Path) -> Option<Proposal> {
+    propose_with(dir, &|_| true)
+}
+
+/// [`propose`] on a machine whose runs find a program named `p` when `has_tool(p)`: a Python
+/// project locked by uv or poetry, neither of which is here, is installed by pip into `.venv`
+/// from its `pyproject.toml` (the lock's exact versions need the tool; the why says so).
+pub fn propose_with(dir: &Path, has_tool: &dyn Fn(&str) -> bool) -> Option<Proposal> {
     node(dir)
-        .or_else(|| python(dir))
+        .or_else(|| python(dir, has_tool))
         .or_else(|| rust(dir))
         .or_else(|| go(dir))
 }
@@ -154,25 +161,55 @@ const REQUIREMENTS: &[&str] = &[
     "requirements.txt",
 ];
 
-fn python(dir: &Path) -> Option<Proposal> {
+fn python(dir: &Path, has_tool: &dyn Fn(&str) -> bool) -> Option<Proposal> {
     let has = |f: &str| exists_regular_beneath(dir, f);
+    let pyproject: Option<toml::Table> = read(dir, "pyproject.toml").parse().ok();
+    let mut instead = None;
     if has("uv.lock") {
-        return Some(Proposal {
-            command: "uv sync --frozen".into(),
-            why: "uv.lock: uv installs exactly what it locks into .venv".into(),
-            python: Some(VENV_PYTHON),
-            pytest: read(dir, "uv.lock").contains("name = \"pytest\""),
-        });
+        if has_tool("uv") {
+            // `uv sync` installs the `dev` group alone by default: a test group is named.
+            let group = pyproject
+                .as_ref()
+                .and_then(|t| t.get("dependency-groups")?.as_table().cloned())
+                .and_then(|groups| {
+                    TEST_EXTRAS
+                        .iter()
+                        .find(|n| **n != "dev" && groups.contains_key(**n))
+                        .map(|n| n.to_string())
+                });
+            let (command, why) = match group {
+                Some(g) => (
+                    format!("uv sync --frozen --group {g}"),
+                    format!("uv.lock: uv installs exactly what it locks into .venv, with the `{g}` dependency group"),
+                ),
+                None => (
+                    "uv sync --frozen".to_string(),
+                    "uv.lock: uv installs exactly what it locks into .venv".to_string(),
+                ),
+            };
+            return Some(Proposal {
+                command,
+                why,
+                python: Some(VENV_PYTHON),
+                pytest: read(dir, "uv.lock").contains("name = \"pytest\""),
+            });
+        }
+        instead = Some("uv.lock, but uv is not installed here (install it for the locked versions): pip installs");
     }
     if has("poetry.lock") {
-        return Some(Proposal {
-            command: "poetry config virtualenvs.in-project true --local && poetry install".into(),
-            why: "poetry.lock: poetry installs exactly what it locks into .venv".into(),
-            python: Some(VENV_PYTHON),
-            pytest: read(dir, "poetry.lock").contains("name = \"pytest\""),
-        });
+        if has_tool("poetry") {
+            return Some(Proposal {
+                command: "poetry config virtualenvs.in-project true --local && poetry install"
+                    .into(),
+                why: "poetry.lock: poetry installs exactly what it locks into .venv".into(),
+                python: Some(VENV_PYTHON),
+                pytest: read(dir, "poetry.lock").contains("name = \"pytest\""),
+            });
+        }
+        instead = instead.or(Some(
+            "poetry.lock, but poetry is not installed here (install it for the locked versions): pip installs",
+        ));
     }
-    let pyproject: Option<toml::Table> = read(dir, "pyproject.toml").parse().ok();
     let installable = has("setup.py")
         || pyproject
             .as_ref()
@@ -248,7 +285,10 @@ fn python(dir: &Path) -> Option<Proposal> {
             "python3 -m venv .venv && .venv/bin/python -m pip install {editable}{}",
             args.join(" ")
         ),
-        why: format!("{why}: installed into a virtual environment in .venv"),
+        why: match instead {
+            Some(instead) => format!("{instead} {why} into a virtual environment in .venv"),
+            None => format!("{why}: installed into a virtual environment in .venv"),
+        },
         python: Some(VENV_PYTHON),
         pytest,
     })
@@ -294,7 +334,7 @@ pub fn installed_by_setup(dir: &Path, command: &str, program: &str) -> bool {
         .iter()
         .any(|w| matches!(w.as_str(), "npm" | "pnpm" | "yarn" | "bun" | "npx"));
     (via_script && exists_regular_beneath(dir, "package.json"))
-        || (PYTHON_TOOLS.contains(&program) && python(dir).is_some())
+        || (PYTHON_TOOLS.contains(&program) && python(dir, &|_| true).is_some())
 }
 
 #[cfg(test)]
@@ -338,6 +378,16 @@ mod tests {
             ),
             (&[("package.json", r#"{"scripts":{"test":"x"}}"#)], None),
             (&[("uv.lock", "")], Some("uv sync --frozen")),
+            (
+                &[
+                    ("uv.lock", ""),
+                    (
+                        "pyproject.toml",
+                        "[project]\nname='c'\n[dependency-groups]\ndev=['ruff']\ntests=['pytest']\n",
+                    ),
+                ],
+                Some("uv sync --frozen --group tests"),
+            ),
             // Cargo and Go download into the run's home, which the branch's caches carry.
             (
                 &[("Cargo.toml", "[package]\nname='r'\n"), ("Cargo.lock", "")],
@@ -394,5 +444,30 @@ mod tests {
         )
         .unwrap();
         assert!(p.pytest && p.python == Some(VENV_PYTHON), "{p:?}");
+    }
+
+    /// A project locked by a tool this machine lacks is installed by pip from its pyproject,
+    /// and the why says what the lock would need.
+    #[test]
+    fn a_lock_whose_tool_is_missing_is_installed_by_pip() {
+        let click_like = tree(&[
+            ("uv.lock", "name = \"pytest\"\n"),
+            (
+                "pyproject.toml",
+                "[project]\nname='click'\n[dependency-groups]\ndev=['ruff']\ntests=['pytest']\n",
+            ),
+        ]);
+        let p = propose_with(click_like.path(), &|tool| tool != "uv").unwrap();
+        assert_eq!(
+            p.command,
+            "python3 -m venv .venv && .venv/bin/python -m pip install -e . pytest"
+        );
+        assert!(
+            p.why.starts_with("uv.lock, but uv is not installed here"),
+            "{p:?}"
+        );
+        assert!(p.pytest && p.python == Some(VENV_PYTHON), "{p:?}");
+        let p = propose_with(click_like.path(), &|_| true).unwrap();
+        assert_eq!(p.command, "uv sync --frozen --group tests");
     }
 }

@@ -155,17 +155,23 @@ const HOW_TO_GET: &[(&str, &str)] = &[
     ("go", "install Go (https://go.dev/dl/)"),
 ];
 
+/// Whether runs find the program `tool` on their `PATH`.
+fn found_here(tool: &str) -> bool {
+    let tool = tool.to_string();
+    gs_runner::toolchain::describe(
+        std::slice::from_ref(&tool),
+        &gs_sandbox::env::toolchain_env(),
+    )
+    .contains_key(&tool)
+}
+
 /// The program a setup `command` starts with, when the sandbox's `PATH` does not hold it: one
 /// line naming it and how to get it (runs would say only `not found`).
 fn missing_tool(command: &str) -> Option<String> {
     let program = gs_runner::toolchain::program_words(command)
         .into_iter()
         .next()?;
-    let found = gs_runner::toolchain::describe(
-        std::slice::from_ref(&program),
-        &gs_sandbox::env::toolchain_env(),
-    );
-    if found.contains_key(&program) {
+    if found_here(&program) {
         return None;
     }
     let how = HOW_TO_GET
@@ -178,7 +184,7 @@ fn missing_tool(command: &str) -> Option<String> {
 /// The test command detection finds in `workdir`, run with the Python the proposed setup
 /// installs into, and that setup.
 fn detected(workdir: &Path) -> (Option<(String, Framework)>, Option<Proposal>) {
-    let setup = gs_runner::detect_setup::propose(workdir);
+    let setup = gs_runner::detect_setup::propose_with(workdir, &|tool| found_here(tool));
     let command = gs_runner::detect::detect(workdir).map(|(command, framework)| {
         match setup
             .as_ref()
