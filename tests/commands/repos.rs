@@ -815,3 +815,20 @@ fn a_repository_on_master_is_watched_and_promotes_to_master() {
     assert_ne!(o.code, 0, "{o:?}");
     assert!(o.stderr.contains("git sandbox init"), "{o:?}");
 }
+
+#[test]
+fn a_fresh_clone_where_an_adopted_repository_was_is_adopted_anew() {
+    let w = World::new();
+    let repo = plain_repo(&w, "recloned");
+    assert_eq!(w.sandbox(&repo, &["init"]).code, 0);
+    let old = w.git(&repo, &["config", "sandbox.repositoryId"]);
+    std::fs::remove_dir_all(&repo).unwrap();
+    let repo = plain_repo(&w, "recloned");
+    let o = w.sandbox(&repo, &["init", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let new = w.git(&repo, &["config", "sandbox.repositoryId"]);
+    assert_ne!(new, old);
+    let list = w.sandbox(&w.work(), &["list", "--json"]).json();
+    assert_eq!(list["total"], 1, "the old registration is gone: {list}");
+    assert_eq!(w.sandbox(&repo, &["run"]).code, 0);
+}
