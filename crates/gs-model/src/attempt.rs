@@ -65,7 +65,8 @@ pub fn missing_runner(command: &str, output: &str) -> Option<Missing> {
 }
 
 /// The line where a toolchain says it stopped in its own stage, before any test: cargo
-/// resolving or downloading (nothing compiled yet), Go reading `go.mod` or downloading modules.
+/// resolving or downloading or finding its rustc older than the packages' `rust-version`
+/// (nothing compiled yet), Go reading `go.mod` or downloading modules.
 /// A project's own compile error or failing test is never one.
 fn environment(output: &str) -> Option<&str> {
     let lines = || output.lines().map(str::trim);
@@ -74,6 +75,8 @@ fn environment(output: &str) -> Option<&str> {
         l.starts_with("error: failed to get `")
             || l.starts_with("error: failed to download")
             || l.starts_with("error: failed to load source for dependency")
+            // Its rust-version check, before it builds: the packages want a newer rustc.
+            || (l.starts_with("error: rustc ") && l.ends_with("is not supported by the following packages:"))
     });
     if let (Some(l), false) = (cargo, compiled) {
         return Some(l);
@@ -159,6 +162,11 @@ mod environment_tests {
                 "cargo test",
                 "cargo_offline.txt",
                 "error: failed to get `itoa`",
+            ),
+            (
+                "cargo test --workspace",
+                "cargo_rust_version.txt",
+                "error: rustc 1.95.0 is not supported",
             ),
             (
                 "go test ./...",
