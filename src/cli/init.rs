@@ -45,7 +45,8 @@ pub fn cmd_init(args: InitArgs) -> CmdResult {
                 v["setup"] = serde_json::json!({"command": p.command, "why": p.why,
                     "network_allowed": adopted.setup_network, "missing": a.missing});
             }
-            v["adopted"] = serde_json::json!({"command": a.command, "watch": a.watch,
+            v["adopted"] = serde_json::json!({"command": a.command,
+                "build": a.build.as_ref().map(|b| &b.command), "watch": a.watch,
                 "production": a.production, "branches_only": a.branches_only});
         }
         print_json(&v);
@@ -97,6 +98,9 @@ fn tell_adoption(ctx: &Context, a: &Adoption, setup_network: bool) {
             .as_deref()
             .unwrap_or("none detected: runs analyse the code only");
         println!("  test command: {command}");
+        if let Some(b) = &a.build {
+            println!("  build step: {} ({})", b.command, b.why);
+        }
         if let Some(p) = &a.setup {
             println!("  setup step: {} ({})", p.command, p.why);
             if let Some(missing) = &a.missing {

@@ -533,3 +533,35 @@ fn a_cmake_project_is_built_and_tested_by_ctest_from_init_alone() {
         "{rec}"
     );
 }
+
+#[test]
+fn init_proposes_the_build_the_projects_ci_runs_before_its_tests() {
+    let w = World::new();
+    let repo = project(
+        &w,
+        "zod-like",
+        &[
+            (
+                "package.json",
+                r#"{"private":true,"scripts":{"build":"tsc -b","test":"vitest run"},"devDependencies":{"vitest":"^3"}}"#,
+            ),
+            (
+                ".github/workflows/release.yml",
+                "jobs:\n  r:\n    steps:\n      - run: npm run build\n      - run: npm test\n",
+            ),
+            (
+                ".github/workflows/test.yml",
+                "jobs:\n  t:\n    steps:\n      - run: pnpm install\n      - run: pnpm build\n      - run: pnpm test\n",
+            ),
+        ],
+    );
+    let o = w.sandbox(&repo, &["init", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(o.json()["adopted"]["build"], "pnpm build", "{o:?}");
+    let cfg = written(&repo);
+    assert!(
+        cfg.contains("build = \"pnpm build\"")
+            && cfg.contains(".github/workflows/test.yml runs `pnpm build` before the tests"),
+        "{cfg}"
+    );
+}

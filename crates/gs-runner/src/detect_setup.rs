@@ -38,6 +38,65 @@ pub fn propose_with(dir: &Path, has_tool: &dyn Fn(&str) -> bool) -> Option<Propo
         .or_else(|| go(dir))
 }
 
+/// The build step (`[test] build`) the project's CI runs before its tests: a GitHub workflow
+/// with a step running the package.json's `build` script (`pnpm build`, `npm run build`, …)
+/// before one running its tests, as zod's does. The command is the workflow's own.
+pub fn propose_build(dir: &Path) -> Option<Proposal> {
+    let bytes = read_beneath(dir, "package.json", MANIFEST_CAP).ok()?;
+    let json: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    json.pointer("/scripts/build")?.as_str()?;
+    // Listed only through real directories (the file itself is read beneath, link-free).
+    let real_dir =
+        |p: &str| std::fs::symlink_metadata(dir.join(p)).is_ok_and(|m| m.file_type().is_dir());
+    if !real_dir(".github") || !real_dir(".github/workflows") {
+        return None;
+    }
+    let mut names: Vec<String> = std::fs::read_dir(dir.join(".github/workflows"))
+        .ok()?
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".yml") || n.ends_with(".yaml"))
+        .take(50)
+        .collect();
+    // The test workflows first (`test.yml`, `ci.yml`), then the others by name.
+    names.sort_by_key(|n| (!(n.contains("test") || n.starts_with("ci")), n.clone()));
+    names.into_iter().find_map(|name| {
+        let path = format!(".github/workflows/{name}");
+        let text = read(dir, &path);
+        let runs: Vec<&str> = text
+            .lines()
+            .filter_map(|l| {
+                l.trim()
+                    .strip_prefix("- run:")
+                    .or_else(|| l.trim().strip_prefix("run:"))
+            })
+            .map(str::trim)
+            .collect();
+        let build = runs.iter().position(|r| is_script(r, "build"))?;
+        runs[build + 1..]
+            .iter()
+            .any(|r| is_script(r, "test"))
+            .then(|| Proposal {
+                command: runs[build].to_string(),
+                why: format!("{path} runs `{}` before the tests", runs[build]),
+                python: None,
+                pytest: false,
+            })
+    })
+}
+
+/// Whether a workflow's `run:` line runs the package.json script `name` and nothing else.
+fn is_script(run: &str, name: &str) -> bool {
+    let words: Vec<&str> = run.split_whitespace().collect();
+    match words.as_slice() {
+        ["npm", "test"] => name == "test",
+        [pm, script] => ["pnpm", "yarn", "bun"].contains(pm) && *script == name,
+        [pm, "run", script] => ["pnpm", "yarn", "bun", "npm"].contains(pm) && *script == name,
+        _ => false,
+    }
+}
+
 /// Cargo's downloads, into the run's home (where the branch's caches carry them): the crates
 /// `Cargo.lock` locks, else what the manifest's dependency tables name.
 fn rust(dir: &Path) -> Option<Proposal> {
@@ -444,6 +503,33 @@ mod tests {
         )
         .unwrap();
         assert!(p.pytest && p.python == Some(VENV_PYTHON), "{p:?}");
+    }
+
+    /// zod's CI builds before it tests: that build is proposed; a workflow that builds after
+    /// its tests, or a project without a build script, proposes none.
+    #[test]
+    fn the_build_the_ci_runs_before_the_tests_is_proposed() {
+        let pkg = (
+            "package.json",
+            r#"{"scripts":{"build":"tsc","test":"vitest run"}}"#,
+        );
+        let zod = "jobs:\n  test:\n    steps:\n      - uses: actions/checkout@v7\n      - run: pnpm install\n      - run: pnpm build\n      - run: pnpm add typescript@5 -w\n      - run: pnpm test\n";
+        let p = propose_build(tree(&[pkg, (".github/workflows/test.yml", zod)]).path()).unwrap();
+        assert_eq!(p.command, "pnpm build");
+        assert_eq!(
+            p.why,
+            ".github/workflows/test.yml runs `pnpm build` before the tests"
+        );
+        let after = "steps:\n  - run: npm test\n  - run: npm run build\n";
+        assert_eq!(
+            propose_build(tree(&[pkg, (".github/workflows/ci.yml", after)]).path()),
+            None
+        );
+        let no_script = ("package.json", r#"{"scripts":{"test":"vitest run"}}"#);
+        assert_eq!(
+            propose_build(tree(&[no_script, (".github/workflows/test.yml", zod)]).path()),
+            None
+        );
     }
 
     /// A project locked by a tool this machine lacks is installed by pip from its pyproject,

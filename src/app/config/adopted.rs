@@ -38,6 +38,8 @@ pub struct Adoption {
     pub command: Option<String>,
     /// The setup step its lockfiles and manifests call for.
     pub setup: Option<Proposal>,
+    /// The build step its CI runs before the tests.
+    pub build: Option<Proposal>,
     /// The branches watched, and the production branch (with why it is production).
     pub watch: Vec<String>,
     pub production: String,
@@ -83,6 +85,9 @@ pub fn propose(repo: &gs_git::Repository) -> Adoption {
         Some(dir) if !own_file => detected(dir),
         _ => (None, None),
     };
+    let build = workdir
+        .filter(|_| !own_file && detected.is_some())
+        .and_then(gs_runner::detect_setup::propose_build);
     let mut text = String::from(
         "# What `git sandbox init` adopted this repository with. It stands for the .sandbox.toml\n\
          # of every commit that has none; make it the repository's with\n\
@@ -107,6 +112,13 @@ pub fn propose(repo: &gs_git::Repository) -> Adoption {
                 quote(&s.command)
             ));
         }
+        if let Some(b) = &build {
+            text.push_str(&format!(
+                "# Proposed from what the project's CI does: {}. It runs before the tests for every tree.\nbuild = {}\n",
+                b.why,
+                quote(&b.command)
+            ));
+        }
     }
     let list = watch
         .iter()
@@ -122,6 +134,7 @@ pub fn propose(repo: &gs_git::Repository) -> Adoption {
         text,
         command: detected.map(|(c, _)| c),
         setup,
+        build,
         watch,
         production,
         production_why,
