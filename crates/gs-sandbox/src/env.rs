@@ -31,6 +31,8 @@ const PASS: &[&str] = &[
     "MISE_DATA_DIR",
     "VOLTA_HOME",
     "SOURCE_DATE_EPOCH",
+    // How many jobs `cmake --build` runs (the detected CMake command passes none).
+    "CMAKE_BUILD_PARALLEL_LEVEL",
 ];
 
 /// The version managers whose shims (or bin directory) a `PATH` entry may be: the variable that
