@@ -100,10 +100,21 @@ pub fn run_branch(
         .iter()
         .filter_map(|w| revs::resolve(repo, w).ok())
         .collect();
-    let config = ctx.checkout_layers(repo)?.resolve();
-    let globs = config
-        .watched_branches()
-        .map_err(|e| super::AppError::Usage(super::Message::of("[watch] branches", &e)))?;
+    let cold = "they run without a branch's setup layer and build cache";
+    // The work tree's config may be mid-edit: an old commit still runs, and says why it is cold.
+    let config = match ctx.checkout_layers(repo) {
+        Ok(layers) => layers.resolve(),
+        Err(e) => {
+            return Ok((
+                None,
+                Some(format!("{e}: so no watched branch is known, and {cold}")),
+            ))
+        }
+    };
+    let globs = match config.watched_branches() {
+        Ok(g) => g,
+        Err(e) => return Ok((None, Some(format!("[watch] branches: {e}: {cold}")))),
+    };
     let head = gs_git::head_branch(repo);
     let mut branches: Vec<(String, ObjectId)> = gs_git::branches(repo)?
         .into_iter()
@@ -129,7 +140,7 @@ pub fn run_branch(
     Ok((
         None,
         Some(format!(
-            "no watched branch ({watched}) holds {}: they run without a branch's setup layer and build cache (end the range at a watched branch, or watch it under [watch] branches)",
+            "no watched branch ({watched}) holds {}: {cold} (end the range at a watched branch, or watch it under [watch] branches)",
             if args.is_empty() { "HEAD".to_string() } else { args.join(" ") }
         )),
     ))

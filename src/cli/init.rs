@@ -34,6 +34,8 @@ pub fn cmd_init(args: InitArgs) -> CmdResult {
     if args.remove {
         return remove(&ctx, &dir, args.json);
     }
+    // A fresh clone where an adopted repository was takes its place.
+    forget::replaced(&ctx, &dir)?;
     let (adopted, changed) = repos::adopt(&ctx, &dir, &notify::adopt_history)?;
     super::install_man_pages::beside_installed_binary();
     if args.json {

@@ -391,7 +391,18 @@ fn a_cargo_workspace_fetches_its_crates_in_the_proposed_setup_and_passes_from_in
 #[test]
 fn init_says_which_package_manager_runs_cannot_find_and_proposes_what_exists() {
     let mut w = World::new();
-    w.extra_env.push(("PATH".into(), "/usr/bin:/bin".into()));
+    // A PATH with git and python3 alone: no package manager of any kind.
+    let bin = w.path("git-and-python-only");
+    std::fs::create_dir_all(&bin).unwrap();
+    for tool in ["git", "python3"] {
+        let found = std::process::Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .unwrap();
+        let at = String::from_utf8_lossy(&found.stdout).trim().to_string();
+        std::os::unix::fs::symlink(&at, bin.join(tool)).unwrap();
+    }
+    w.extra_env.push(("PATH".into(), bin.display().to_string()));
     // pnpm's lockfile needs pnpm: init says how to get it.
     let repo = project(
         &w,
@@ -477,6 +488,12 @@ fn run_says_when_the_work_trees_config_is_not_the_commits() {
     let said = notes(&w.sandbox(&repo, &["run"]));
     assert_eq!(said.len(), 1);
     assert!(said[0].contains("differs from"), "{said:?}");
+    // A work tree's config mid-edit does not stop an older commit from running: its run is
+    // cold, and says why.
+    std::fs::write(repo.join(".sandbox.toml"), "[test\n").unwrap();
+    let o = w.sandbox(&repo, &["run", "--json", "HEAD~1"]);
+    assert_eq!(o.json()[0]["status"], "passed", "{o:?}");
+    assert!(o.stderr.contains("no watched branch is known"), "{o:?}");
 }
 
 /// A CMake project like fmt's: `enable_testing()` at the root, tests built from C sources.

@@ -57,6 +57,7 @@ pub fn propose_build(dir: &Path) -> Option<Proposal> {
         .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|n| n.ends_with(".yml") || n.ends_with(".yaml"))
+        .filter(|n| !n.chars().any(char::is_control))
         .take(50)
         .collect();
     // The test workflows first (`test.yml`, `ci.yml`), then the others by name.

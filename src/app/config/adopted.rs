@@ -94,6 +94,8 @@ pub fn propose(repo: &gs_git::Repository) -> Adoption {
          #   git sandbox config --adopted > .sandbox.toml && git add .sandbox.toml\n",
     );
     let quote = |s: &str| toml::Value::String(s.to_string()).to_string();
+    // What the tree named (a workflow's file name) stays on its comment line.
+    let comment = |s: &str| s.replace(|c: char| c.is_control(), " ");
     if !own_file {
         text.push_str("\n[test]\n");
         match &detected {
@@ -108,14 +110,14 @@ pub fn propose(repo: &gs_git::Repository) -> Adoption {
         if let Some(s) = &setup {
             text.push_str(&format!(
                 "# Proposed from {}; it runs once per change of those files,\n# with the network only when your user config says `setup_network = true` under [limits].\nsetup = {}\n",
-                s.why,
+                comment(&s.why),
                 quote(&s.command)
             ));
         }
         if let Some(b) = &build {
             text.push_str(&format!(
                 "# Proposed from what the project's CI does: {}. It runs before the tests for every tree.\nbuild = {}\n",
-                b.why,
+                comment(&b.why),
                 quote(&b.command)
             ));
         }
@@ -126,7 +128,8 @@ pub fn propose(repo: &gs_git::Repository) -> Adoption {
         .collect::<Vec<_>>()
         .join(", ");
     text.push_str(&format!(
-        "\n[watch]\n# The branch checked out when it was adopted and production.\nbranches = [{list}]\n\n[promote]\n# Production: {production_why}.\ntarget = {}\n",
+        "\n[watch]\n# The branch checked out when it was adopted and production.\nbranches = [{list}]\n\n[promote]\n# Production: {}.\ntarget = {}\n",
+        comment(&production_why),
         quote(&production)
     ));
     let missing = setup.as_ref().and_then(|s| missing_tool(&s.command));

@@ -169,6 +169,29 @@ fn refuse_if_busy(ctx: &Context, k: &Known) -> Result<()> {
     Ok(())
 }
 
+/// Before `init` adopts the repository around `cwd`: unregister what the index holds for its
+/// path under another id. The repository registered there was removed and this one (which has
+/// no id of its own yet) took its place — a fresh clone at the same path. A repository that was
+/// only moved registers itself again from its notes the next time a command runs in it.
+pub fn replaced(ctx: &Context, cwd: &Path) -> Result<()> {
+    let repo = git::discover(cwd)?;
+    if ctx.index.is_shared() || git::objects::config_string(&repo, ID_KEY).is_some() {
+        return Ok(());
+    }
+    let here = git::repo_root(&repo).display().to_string();
+    for stale in ctx.index.repositories()? {
+        if stale.path == here {
+            let known = Known {
+                repository_id: stale.repository_id,
+                name: stale.name,
+                path: PathBuf::from(stale.path),
+            };
+            unregister(ctx, &known, false)?;
+        }
+    }
+    Ok(())
+}
+
 /// `git sandbox forget`: unregister the repository `target` names (see [`resolve`]).
 pub fn forget(ctx: &Context, target: Option<&str>, cwd: &Path) -> Result<Forgotten> {
     let k = resolve(ctx, target, cwd)?;

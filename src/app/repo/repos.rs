@@ -302,9 +302,6 @@ pub fn adopt(ctx: &Context, cwd: &Path, backfill: Backfill<'_>) -> Result<(Creat
             .map(|r| r.repository_id),
         _ => None,
     };
-    if existing.is_none() && joined.is_none() {
-        forget_replaced(ctx, &root)?;
-    }
     let repo_id = existing
         .clone()
         .or(joined)
@@ -350,26 +347,6 @@ pub fn adopt(ctx: &Context, cwd: &Path, backfill: Backfill<'_>) -> Result<(Creat
         },
         changed,
     ))
-}
-
-/// Unregister what the index holds for `root` under another id: the repository registered there
-/// was removed and this one (which has no id of its own) took its place — a fresh clone at the
-/// same path. A repository that was only moved registers itself again from its notes the next
-/// time a command runs in it.
-fn forget_replaced(ctx: &Context, root: &Path) -> Result<()> {
-    let here = root.display().to_string();
-    for stale in ctx.index.repositories()? {
-        if stale.path != here || ctx.index.is_shared() {
-            continue;
-        }
-        let known = crate::app::repo::forget::Known {
-            repository_id: stale.repository_id,
-            name: stale.name,
-            path: PathBuf::from(stale.path),
-        };
-        crate::app::repo::forget::unregister(ctx, &known, false)?;
-    }
-    Ok(())
 }
 
 /// The registered row for the repository `repo`. When the index lost it (a deleted or rebuilt
