@@ -91,34 +91,32 @@ pub fn installed(name: &str, bin: &str, install: &str) -> PathBuf {
     path.parent().unwrap().to_path_buf()
 }
 
-/// The dir of a real pnpm 9.15.0, installed from the npm registry on first use.
+/// The `bin` dir of the npm packages `./test` installs (tests/tools/package.json), after
+/// checking it holds `program`: pnpm 9.15.0, jest 29.7.0, vitest 3.2.4.
+#[track_caller]
+fn npm_bin(program: &str) -> PathBuf {
+    npm(&format!(".bin/{program}"))
+        .parent()
+        .expect("a .bin directory")
+        .to_path_buf()
+}
+
+/// The dir of a real pnpm 9.15.0 (`pnpm`), installed by `./test`.
 #[track_caller]
 pub fn pnpm() -> PathBuf {
-    installed(
-        "pnpm-9.15.0",
-        "node_modules/.bin/pnpm",
-        "npm install --no-save --prefix \"$DIR\" pnpm@9.15.0",
-    )
+    npm_bin("pnpm")
 }
 
-/// The dir of a real jest 29.7.0 (`jest`), installed from the npm registry on first use.
+/// The dir of a real jest 29.7.0 (`jest`), installed by `./test`.
 #[track_caller]
 pub fn jest() -> PathBuf {
-    installed(
-        "jest-29.7.0",
-        "node_modules/.bin/jest",
-        "npm install --no-save --no-audit --no-fund --prefix \"$DIR\" jest@29.7.0",
-    )
+    npm_bin("jest")
 }
 
-/// The dir of a real vitest 3.2.4 (`vitest`), installed from the npm registry on first use.
+/// The dir of a real vitest 3.2.4 (`vitest`), installed by `./test`.
 #[track_caller]
 pub fn vitest() -> PathBuf {
-    installed(
-        "vitest-3.2.4",
-        "node_modules/.bin/vitest",
-        "npm install --no-save --no-audit --no-fund --prefix \"$DIR\" vitest@3.2.4",
-    )
+    npm_bin("vitest")
 }
 
 /// A program `./test` installed with `cargo install` (mdBook and its link check), under

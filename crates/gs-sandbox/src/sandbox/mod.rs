@@ -383,23 +383,38 @@ impl Plan {
             .filter_map(|k| self.env.iter().find(|(n, _)| n == k))
             .map(|(_, v)| PathBuf::from(v))
             .collect();
+        let mut path_dirs: Vec<PathBuf> = Vec::new();
         if let Some((_, path)) = self.env.iter().find(|(k, _)| k == "PATH") {
-            candidates.extend(path.split(':').map(PathBuf::from));
+            path_dirs.extend(
+                path.split(':')
+                    .filter_map(|e| Path::new(e).canonicalize().ok()),
+            );
+            candidates.extend(path_dirs.iter().cloned());
             // Every manager root a shim directory belongs to, not only the one a variable names.
             candidates.extend(crate::env::shim_roots(path).into_iter().map(|(_, r)| r));
         }
         let mut keep: Vec<PathBuf> = Vec::new();
         for c in candidates {
             let Ok(c) = c.canonicalize() else { continue };
-            let hidden = hide.iter().any(|h| c.starts_with(h) && &c != h);
-            let covers_hidden = hide.iter().any(|h| h.starts_with(&c));
-            let secret = c.components().any(|part| {
-                SECRET_NAMES
-                    .iter()
-                    .any(|s| part.as_os_str() == std::ffi::OsStr::new(s))
-            });
-            if hidden && !covers_hidden && !secret && c.is_dir() {
+            if let Some(c) = unseen_toolchain(&hide, &c) {
                 keep.push(c);
+            }
+        }
+        // What a PATH entry's programs link to elsewhere (`~/.local/bin/pnpm` into
+        // `~/.local/lib/node_modules/pnpm`): the package they belong to, not its whole parent.
+        for dir in &path_dirs {
+            if !keep.iter().any(|k| dir.starts_with(k)) {
+                continue;
+            }
+            for target in link_targets(dir) {
+                if keep.iter().any(|k| target.starts_with(k)) {
+                    continue;
+                }
+                if let Some(root) = package_root(&target, &hide) {
+                    if let Some(root) = unseen_toolchain(&hide, &root) {
+                        keep.push(root);
+                    }
+                }
             }
         }
         keep.sort();
@@ -411,6 +426,82 @@ impl Plan {
         self.toolchains = keep;
         self
     }
+}
+
+/// The temp dirs a run sees as its own empty ones.
+const TMP_ROOTS: &[&str] = &["/tmp", "/var/tmp"];
+
+/// The canonical directory `c` when a run would not see it and may: under a hidden directory
+/// (not covering one, not a secret's), or under a temp dir where nobody but the caller (or root)
+/// could have put it — every directory below the sticky one owned by one of them and writable by
+/// no group or other, or another local user could plant a "toolchain" there.
+fn unseen_toolchain(hide: &[PathBuf], c: &Path) -> Option<PathBuf> {
+    let hidden = hide.iter().any(|h| c.starts_with(h) && c != h);
+    let covers_hidden = hide.iter().any(|h| h.starts_with(c));
+    let secret = c.components().any(|part| {
+        SECRET_NAMES
+            .iter()
+            .any(|s| part.as_os_str() == std::ffi::OsStr::new(s))
+    });
+    let in_tmp = TMP_ROOTS
+        .iter()
+        .find(|t| c.starts_with(t) && c != Path::new(t))
+        .is_some_and(|t| only_the_callers(Path::new(t), c));
+    ((hidden && !covers_hidden) || in_tmp)
+        .then_some(())
+        .filter(|_| !secret && c.is_dir())
+        .map(|_| c.to_path_buf())
+}
+
+/// Whether every directory from below `root` down to `dir` is owned by the caller or root and
+/// writable by no group or other.
+fn only_the_callers(root: &Path, dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    dir.ancestors().take_while(|a| *a != root).all(|a| {
+        std::fs::symlink_metadata(a)
+            .is_ok_and(|m| m.is_dir() && (m.uid() == me || m.uid() == 0) && m.mode() & 0o022 == 0)
+    })
+}
+
+/// The most entries of one PATH directory looked at for links.
+const MAX_LINKS: usize = 2000;
+
+/// Where the symbolic links of the PATH directory `dir` lead, outside `dir` (canonical).
+fn link_targets(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .take(MAX_LINKS)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_symlink()))
+        .filter_map(|e| e.path().canonicalize().ok())
+        .filter(|t| !t.starts_with(dir))
+        .collect()
+}
+
+/// The package a linked program belongs to: the nearest directory above it with a
+/// `package.json` (npm's `node_modules/pnpm`), and for a program of a `node_modules` tree that
+/// `node_modules` itself (its dependencies sit beside it); else the program's own directory.
+/// Never above a hidden or temp directory's first level.
+fn package_root(target: &Path, hide: &[PathBuf]) -> Option<PathBuf> {
+    let dir = target.parent()?;
+    let stop =
+        |a: &Path| hide.iter().any(|h| a == h) || TMP_ROOTS.iter().any(|t| a == Path::new(t));
+    for a in dir.ancestors().take_while(|a| !stop(a)) {
+        if a.join("package.json").is_file() {
+            // A project's `node_modules` (not a global `lib/node_modules`) holds the
+            // package's dependencies beside it.
+            let parent = a.parent()?;
+            let name = |p: &Path, n: &str| p.file_name() == Some(std::ffi::OsStr::new(n));
+            let in_tree =
+                name(parent, "node_modules") && !parent.parent().is_some_and(|p| name(p, "lib"));
+            return Some(if in_tree { parent } else { a }.to_path_buf());
+        }
+    }
+    Some(dir.to_path_buf())
 }
 
 impl Plan {
@@ -544,6 +635,90 @@ mod tests {
         assert!(
             !out.toolchains.iter().any(|t| t.ends_with("shims")),
             "covered by .pyenv"
+        );
+    }
+
+    /// A program linked from a PATH entry under the home into a package elsewhere there gets
+    /// that package (a project's whole `node_modules`, whose dependencies sit beside it), never
+    /// the directory above it.
+    #[test]
+    fn a_linked_programs_package_is_bound_back_not_its_parent() {
+        use std::os::unix::fs::symlink;
+        let d = tempfile::tempdir().unwrap();
+        let home = d.path().canonicalize().unwrap().join("home");
+        let make = |rel: &str, body: &str| {
+            let p = home.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, body).unwrap();
+        };
+        make(".local/lib/node_modules/pnpm/package.json", "{}");
+        make(".local/lib/node_modules/pnpm/bin/pnpm.cjs", "");
+        make(".local/lib/secret.txt", "");
+        std::fs::create_dir_all(home.join(".local/bin")).unwrap();
+        symlink(
+            "../lib/node_modules/pnpm/bin/pnpm.cjs",
+            home.join(".local/bin/pnpm"),
+        )
+        .unwrap();
+        make("proj/node_modules/jest/package.json", "{}");
+        make("proj/node_modules/jest/bin/jest.js", "");
+        make("proj/node_modules/jest-cli/package.json", "{}");
+        std::fs::create_dir_all(home.join("proj/node_modules/.bin")).unwrap();
+        symlink(
+            "../jest/bin/jest.js",
+            home.join("proj/node_modules/.bin/jest"),
+        )
+        .unwrap();
+        let plan = Plan {
+            env: vec![(
+                "PATH".into(),
+                format!(
+                    "{}:{}:/usr/bin",
+                    home.join(".local/bin").display(),
+                    home.join("proj/node_modules/.bin").display()
+                ),
+            )],
+            ..Plan::default()
+        };
+        let out = plan.with_paths(vec![home.clone()]);
+        let t = &out.toolchains;
+        assert!(
+            t.contains(&home.join(".local/lib/node_modules/pnpm")),
+            "{t:?}"
+        );
+        assert!(!t.iter().any(|p| p == &home.join(".local/lib")), "{t:?}");
+        assert!(t.contains(&home.join("proj/node_modules")), "{t:?}");
+    }
+
+    /// A virtual environment or PATH entry under /tmp is bound back only when nobody but the
+    /// caller (or root) could have written any directory of it below the sticky one.
+    #[test]
+    fn a_toolchain_under_tmp_is_bound_back_only_when_nobody_else_could_plant_it() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir_in("/tmp").unwrap();
+        let root = d.path().canonicalize().unwrap();
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let venv = root.join("venv");
+        std::fs::create_dir_all(venv.join("bin")).unwrap();
+        let shared = root.join("shared");
+        std::fs::create_dir_all(shared.join("bin")).unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let plan = Plan {
+            env: vec![
+                ("VIRTUAL_ENV".into(), venv.display().to_string()),
+                (
+                    "PATH".into(),
+                    format!("{}:/usr/bin", shared.join("bin").display()),
+                ),
+            ],
+            ..Plan::default()
+        };
+        let out = plan.with_paths(Vec::new());
+        assert!(out.toolchains.contains(&venv), "{:?}", out.toolchains);
+        assert!(
+            !out.toolchains.iter().any(|t| t.starts_with(&shared)),
+            "a world-writable directory: {:?}",
+            out.toolchains
         );
     }
 }
