@@ -3,10 +3,17 @@
 
 use super::*;
 
+/// The example says every value it writes is the default: it parses as a repository file, and
+/// laid over the defaults it changes nothing.
 #[test]
-fn the_example_config_is_a_valid_repository_config() {
+fn the_example_config_is_a_valid_repository_config_whose_values_are_the_defaults() {
     let f = parse_repository_file(".sandbox.toml.example", EXAMPLE).unwrap();
-    assert_eq!(f.test.command.as_deref(), Some("python3 -m pytest -q"));
+    let mut c = Config::default();
+    f.apply(&mut c);
+    assert_eq!(c, Config::default());
+    // And it writes the limits out, not only mentions them.
+    assert_eq!(f.limits.memory_mb, Some(Limit::At(4096)));
+    assert_eq!(f.limits.disk_mb, Some(Limit::At(4096)));
 }
 
 #[test]

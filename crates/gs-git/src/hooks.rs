@@ -243,6 +243,16 @@ fn is_ours(body: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
+    /// The hook's source is the repository's top-level `hooks/` (the crate reaches it through a
+    /// link, which `cargo package` follows: `.ci/package-check` builds from the package).
+    #[test]
+    fn the_embedded_hook_is_the_top_level_one() {
+        let top = concat!(env!("CARGO_MANIFEST_DIR"), "/../../hooks/sandbox-hook.sh");
+        if let Ok(text) = std::fs::read_to_string(top) {
+            assert_eq!(super::SCRIPT, text);
+        }
+    }
+
     use super::*;
 
     #[test]

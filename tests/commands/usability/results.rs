@@ -281,7 +281,10 @@ fn config_example_prints_every_key_of_the_repository_config() {
     assert_eq!(o.stdout, std::fs::read_to_string(example).unwrap());
     // What it prints is a valid config: a repository that commits it runs.
     let repo = w.new_repo("example");
-    let example = o.stdout.replace("python3 -m pytest -q", "true");
+    let example = o
+        .stdout
+        .replace("# command = \"python3 -m pytest -q\"", "command = \"true\"");
+    assert_ne!(example, o.stdout);
     w.commit(&repo, &[(".sandbox.toml", &example)], "Every key");
     let o = w.sandbox(&repo, &["run", "--json"]);
     assert_ne!(o.json()[0]["status"], "error", "{o:?}");
