@@ -69,7 +69,7 @@ fn render(out: &mut String, entries: &[results::Entry]) {
                 "{} {} {} {}",
                 ui::dim("·"),
                 ui::yellow(gs_util::short(&e.commit)),
-                ui::dim("not run"),
+                ui::dim(e.job.unwrap_or("not run")),
                 ui::escape(&e.summary)
             ),
         }

@@ -260,7 +260,13 @@ fn log_lists_commits_in_git_logs_order() {
     let subjects: Vec<&str> = o
         .stdout
         .lines()
-        .map(|l| l.split_once(" not run ").unwrap().1)
+        .map(|l| {
+            [" not run ", " queued "]
+                .iter()
+                .find_map(|s| l.split_once(s))
+                .unwrap_or_else(|| panic!("{l}"))
+                .1
+        })
         .collect();
     assert_eq!(
         subjects,

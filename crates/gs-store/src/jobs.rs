@@ -171,6 +171,32 @@ impl Index {
             .optional()?)
     }
 
+    /// The open jobs of `commits` (pending, assigned or running), by commit: what `log` shows
+    /// for a commit without a result.
+    pub fn open_jobs(
+        &self,
+        repository_id: &str,
+        commits: &[&str],
+    ) -> Result<std::collections::HashMap<String, String>> {
+        let mut out = std::collections::HashMap::new();
+        for chunk in commits.chunks(500) {
+            let mut p = params![repository_id];
+            p.extend(chunk.iter().map(super::sql::ToVal::to_val));
+            let rows = self.conn.query(
+                &format!(
+                    "SELECT commit_id, state FROM jobs WHERE repository_id = ?1
+                     AND state IN ('pending', 'assigned', 'running') AND commit_id IN ({})",
+                    super::sql::placeholders(2, chunk.len())
+                ),
+                p,
+            )?;
+            for r in rows {
+                out.insert(r.get(0)?, r.get(1)?);
+            }
+        }
+        Ok(out)
+    }
+
     /// The jobs of commits that have a result now (by a daemon, or by hand) are done.
     pub fn complete_jobs(&self, repository_id: &str, commits: &[&str], ok: bool) -> Result<()> {
         for chunk in commits.chunks(500) {

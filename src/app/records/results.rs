@@ -581,6 +581,9 @@ pub struct Entry {
     /// report, not a result.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reported: Option<RunRecord>,
+    /// For a commit without a result: `queued` or `running`, when it has a job.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job: Option<&'static str>,
 }
 
 /// The attempts kept beside each of `results` (runs of its commit and tree since it that could
@@ -652,12 +655,27 @@ pub fn history(
             result,
             could_not_run_here: None,
             reported,
+            job: None,
         });
     }
     let results: Vec<&RunRecord> = entries.iter().filter_map(|e| e.result.as_ref()).collect();
     let mut attempts = attempts_beside(ctx, row, &results)?;
+    let unrun: Vec<&str> = entries
+        .iter()
+        .filter(|e| e.result.is_none())
+        .map(|e| e.commit.as_str())
+        .collect();
+    let jobs = if unrun.is_empty() {
+        Default::default()
+    } else {
+        ctx.index.open_jobs(&row.repository_id, &unrun)?
+    };
     for e in &mut entries {
         e.could_not_run_here = attempts.remove(&e.commit);
+        e.job = jobs.get(&e.commit).map(|s| match s.as_str() {
+            "running" => "running",
+            _ => "queued",
+        });
     }
     Ok((entries, reader.warning()))
 }

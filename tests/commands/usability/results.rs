@@ -76,6 +76,37 @@ fn redact(text: &str, names: &[(&str, &str)], vary: &[&str]) -> String {
 }
 
 #[test]
+fn log_says_queued_for_a_commit_the_hook_queued_and_not_run_for_one_nobody_did() {
+    let w = World::new();
+    let repo = w.new_repo("queued");
+    // The hook queues a new commit of a watched branch (no daemon here runs it).
+    w.commit(&repo, &[("a.txt", "a\n")], "Queued by the hook");
+    // One made with the hooks off is in no queue.
+    let none = w.path("no-hooks");
+    std::fs::create_dir_all(&none).unwrap();
+    let hooks = format!("core.hooksPath={}", none.display());
+    w.git(
+        &repo,
+        &[
+            "-c",
+            &hooks,
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "Made quietly",
+        ],
+    );
+    let o = w.sandbox(&repo, &["log", "-n", "2"]);
+    let lines: Vec<&str> = o.stdout.lines().collect();
+    assert!(lines[0].contains(" not run Made quietly"), "{o:?}");
+    assert!(lines[1].contains(" queued Queued by the hook"), "{o:?}");
+    let json = w.sandbox(&repo, &["log", "-n", "2", "--json"]).json();
+    assert_eq!(json[1]["job"], "queued", "{json}");
+    assert!(json[0].get("job").is_none(), "{json}");
+}
+
+#[test]
 fn log_shows_the_result_show_serves_for_a_commit_of_a_tree_already_run() {
     let w = World::new();
     let repo = w.new_repo("same-tree");
