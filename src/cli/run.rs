@@ -204,10 +204,15 @@ pub fn cmd_run(args: RunArgs) -> CmdResult {
             }
         }
         Progress::Finished { record, .. } => {
-            let line = ui::oneline(
-                record,
-                summaries.get(&record.commit).map_or("", String::as_str),
-            );
+            let summary = summaries.get(&record.commit).map_or("", String::as_str);
+            let line = if record.status == Status::Error && record.error.is_some() {
+                // Its error follows on stderr (`error: …`), once.
+                let mut r = record.clone();
+                r.error = None;
+                ui::oneline(&r, summary)
+            } else {
+                ui::oneline(record, summary)
+            };
             if let Some(b) = &bar {
                 b.inc(1);
             }
