@@ -723,10 +723,18 @@ fn missing_runner(
         .trim();
     match exit_code {
         Some(127) => {
-            return Some(format!(
-                "the command `{command}` was not found (exit 127: {}); install it or set {key} command in .sandbox.toml",
-                if last.is_empty() { "no output" } else { last }
-            ))
+            let said = if last.is_empty() { "no output" } else { last };
+            // The shell names what it did not find: a program the command runs (`npm test`
+            // running mocha) is named as that, not as the command.
+            let first = command.split_whitespace().next().unwrap_or(command);
+            return Some(match not_found_program(last).filter(|p| *p != first) {
+                Some(program) => format!(
+                    "`{program}`, which `{command}` runs, was not found (exit 127: {said}); install it or set {key} command in .sandbox.toml"
+                ),
+                None => format!(
+                    "the command `{command}` was not found (exit 127: {said}); install it or set {key} command in .sandbox.toml"
+                ),
+            });
         }
         Some(126) => {
             return Some(format!(
@@ -750,6 +758,16 @@ fn missing_runner(
     }
 }
 
+/// The program a shell's "not found" line names: `sh: 1: mocha: not found` and
+/// `bash: line 1: jest: command not found` name `mocha` and `jest`.
+fn not_found_program(line: &str) -> Option<&str> {
+    let rest = line
+        .strip_suffix(": not found")
+        .or_else(|| line.strip_suffix(": command not found"))?;
+    let program = rest.rsplit(": ").next()?.trim();
+    (!program.is_empty() && !program.contains(' ')).then_some(program)
+}
+
 /// Test ids as the record keeps them: sorted, each once.
 fn sorted(mut ids: Vec<String>) -> Vec<String> {
     ids.sort_unstable();
@@ -760,6 +778,16 @@ fn sorted(mut ids: Vec<String>) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::ctest_report;
+
+    #[test]
+    fn a_shells_not_found_line_names_its_program() {
+        let p = super::not_found_program;
+        assert_eq!(p("sh: 1: mocha: not found"), Some("mocha"));
+        assert_eq!(p("bash: line 1: jest: command not found"), Some("jest"));
+        assert_eq!(p("sh: 1: npm: not found"), Some("npm"));
+        assert_eq!(p("error: some file: not found in cache"), None);
+        assert_eq!(p("everything went fine"), None);
+    }
 
     #[test]
     fn ctest_reports_are_found_in_the_directory_ctest_runs_in() {
