@@ -611,3 +611,20 @@ fn a_failure_that_needs_the_suites_order_is_recorded_with_the_selection_on() {
         "one phase {one}\nwith the probe {rec}"
     );
 }
+
+#[test]
+fn a_failure_nobody_can_name_is_not_told_as_a_first_failure() {
+    let w = World::new();
+    let repo = w.new_repo("unnamed");
+    w.commit(
+        &repo,
+        &[(
+            ".sandbox.toml",
+            "[test]\ncommand = \"echo nothing a parser reads; exit 1\"\n",
+        )],
+        "an unparsed failing command",
+    );
+    let (rec, stderr) = run_json(&w, &repo, &[]);
+    assert_eq!(rec["status"], "failed", "{rec}");
+    assert!(!stderr.contains("first failure"), "{stderr}");
+}

@@ -54,13 +54,13 @@ impl<'a> First<'a> {
     /// A phase ended. Failed: its failure is known by now at the latest (`end_ms` from the
     /// start of the tests), named by the result when the output did not name it. Passed: a
     /// line that looked like a failure was none, and a failure of a later phase is told anew.
-    pub fn phase_ended(&self, failed: bool, end_ms: u64, name: impl FnOnce() -> String) {
+    pub fn phase_ended(&self, failed: bool, end_ms: u64, name: impl FnOnce() -> Option<String>) {
         if failed {
             if self.at.get().is_none() {
                 self.at.set(Some(end_ms));
             }
             if self.name.borrow().is_none() {
-                *self.name.borrow_mut() = Some(name());
+                *self.name.borrow_mut() = name();
             }
             self.tell_once();
         } else {
@@ -99,10 +99,9 @@ pub(super) fn one_phase_failure(first: &First<'_>, r: &mut CheckResult) {
     let Some(t) = r.tests.as_mut() else {
         return;
     };
+    // Nothing is told when no test is named (output nobody parses): the ✘ line follows.
     first.phase_ended(failed, t.duration_ms, || {
-        t.failures
-            .first()
-            .map_or_else(|| "the tests".to_string(), |f| f.name.clone())
+        t.failures.first().map(|f| f.name.clone())
     });
     if failed {
         t.first_failure_ms = first.ms();

@@ -187,12 +187,11 @@ pub(super) fn run(place: &Place<'_>, spec: &Spec<'_>, probe: Probe) -> CheckResu
     {
         (env.on_first_failure_withdrawn)(name);
     }
-    if failed && told.is_none() {
-        let name = hint
-            .map(|(n, _)| n)
-            .or_else(|| t.failures.first().map(|f| f.name.clone()))
-            .or_else(|| r.error.clone())
-            .unwrap_or_else(|| "the tests".into());
+    // Told only when a test is named: a run whose output nobody parses has its ✘ line.
+    let named = hint
+        .map(|(n, _)| n)
+        .or_else(|| t.failures.first().map(|f| f.name.clone()));
+    if let Some(name) = named.filter(|_| failed && told.is_none()) {
         (env.on_first_failure)(&name, first_failure_ms.unwrap_or(t.duration_ms));
     }
     t.first_failure_ms = first_failure_ms;
