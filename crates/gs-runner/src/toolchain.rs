@@ -63,22 +63,43 @@ pub fn describe(words: &[String], env: &[(String, String)]) -> BTreeMap<String, 
     out
 }
 
-/// The program words of a shell command: each word that could name a program (no `-` flags,
-/// no assignments, no quotes or shell syntax), at most [`MAX_WORDS`].
+/// Commands that run the program named after them (and their own flags and assignments).
+const WRAPPERS: &[&str] = &["env", "exec", "time", "nice", "nohup", "command", "xargs"];
+
+/// The program words of a shell command: the word in command position of each of its simple
+/// commands (after `;`, `&&`, `|`, …, leading assignments and a wrapper such as `env` skipped),
+/// never an argument (`uv sync`'s `sync`, `npm test`'s `test`); only words that could name a
+/// program (no quotes or shell syntax), at most [`MAX_WORDS`].
 pub fn program_words(command: &str) -> Vec<String> {
-    command
-        .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')'))
-        .filter(|w| !w.is_empty())
-        .take(MAX_WORDS)
-        .filter(|w| {
-            !w.starts_with('-')
-                && !w.contains('=')
-                && w.bytes().all(|b| {
-                    b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'+' | b'/' | b'-')
-                })
-        })
-        .map(str::to_string)
-        .collect()
+    let plain = |w: &str| {
+        !w.is_empty()
+            && !w.starts_with('-')
+            && !w.contains('=')
+            && w.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'+' | b'/' | b'-'))
+    };
+    let mut out = Vec::new();
+    for segment in command.split(|c: char| matches!(c, ';' | '&' | '|' | '(' | ')' | '\n')) {
+        let mut words = segment.split_whitespace();
+        while let Some(word) = words
+            .by_ref()
+            .find(|w| !w.contains('=') && !w.starts_with('-'))
+        {
+            if !plain(word) {
+                break;
+            }
+            out.push(word.to_string());
+            let base = word.rsplit('/').next().unwrap_or(word);
+            if !WRAPPERS.contains(&base) {
+                break;
+            }
+        }
+        if out.len() >= MAX_WORDS {
+            break;
+        }
+    }
+    out.truncate(MAX_WORDS);
+    out
 }
 
 fn one<'a>(word: &str, path: &str, var: &impl Fn(&str) -> Option<&'a str>) -> Option<String> {
@@ -151,8 +172,14 @@ mod tests {
     fn words_are_programs_and_a_relative_path_is_never_one() {
         assert_eq!(
             program_words("FOO=1 python3 -m pytest -q && ./run.sh; cargo test"),
-            ["python3", "pytest", "./run.sh", "cargo", "test"]
+            ["python3", "./run.sh", "cargo"]
         );
+        // Arguments are no programs: `uv sync`, `npm test`; a wrapper's program is one.
+        assert_eq!(
+            program_words("uv sync --frozen && npm test | tee x; env -i A=1 /usr/bin/make check"),
+            ["uv", "npm", "tee", "env", "/usr/bin/make"]
+        );
+        assert_eq!(program_words("\"quoted\" thing"), Vec::<String>::new());
         let env = vec![("PATH".to_string(), "/usr/bin:/bin:relative".to_string())];
         let d = describe(&["sh".into(), "./run.sh".into(), "nosuchtool".into()], &env);
         assert!(d.contains_key("sh"), "{d:?}");
