@@ -79,7 +79,7 @@ pub fn program_words(command: &str) -> Vec<String> {
                 .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'+' | b'/' | b'-'))
     };
     let mut out = Vec::new();
-    for segment in command.split(|c: char| matches!(c, ';' | '&' | '|' | '(' | ')' | '\n')) {
+    for segment in command.split([';', '&', '|', '(', ')', '\n']) {
         let mut words = segment.split_whitespace();
         while let Some(word) = words
             .by_ref()
