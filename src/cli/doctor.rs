@@ -91,6 +91,9 @@ pub fn cmd_doctor(args: DoctorArgs) -> CmdResult {
 #[derive(serde::Serialize)]
 struct CacheGenerations {
     repository_key: String,
+    /// The registered repository the cache is of, when it is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    repository: Option<std::path::PathBuf>,
     branch: Option<String>,
     /// Oldest first: the generation's number, whether it is a base, its size on disk.
     generations: Vec<GenerationRow>,
@@ -107,6 +110,7 @@ struct GenerationRow {
 }
 
 fn cache_generations(paths: &Paths) -> Vec<CacheGenerations> {
+    let owners = crate::app::repo::gc::repositories_by_cache_key(&paths.home);
     let mut out: Vec<CacheGenerations> = gs_runner::caches::list(&paths.caches())
         .into_iter()
         .map(|c| CacheGenerations {
@@ -119,6 +123,7 @@ fn cache_generations(paths: &Paths) -> Vec<CacheGenerations> {
                     bytes,
                 })
                 .collect(),
+            repository: owners.get(&c.repo_key).cloned(),
             repository_key: c.repo_key,
             branch: c.branch,
         })
@@ -146,10 +151,14 @@ fn caches_lines(out: &mut String, paths: &Paths) {
             .map(|g| format!("{}{}", g.number, if g.base { " (base)" } else { "" }))
             .collect();
         let bytes: u64 = c.generations.iter().map(|g| g.bytes).sum();
+        let repo = match &c.repository {
+            Some(p) => p.display().to_string(),
+            None => format!("{} (no registered repository)", c.repository_key),
+        };
         say!(
             out,
             "  {} {}: {} ({:.1} MiB)",
-            c.repository_key,
+            repo,
             c.branch.as_deref().unwrap_or("?"),
             gens.join(", "),
             bytes as f64 / (1 << 20) as f64

@@ -546,7 +546,11 @@ fn isolation(spec: &Spec<'_>, helper: Vec<Layer>) -> Isolation {
             Output::Inherit => {
                 Layer::new("output_cap", Off, "output goes straight to your terminal")
             }
-            Output::Discard => Layer::new("output_cap", Off, "output discarded"),
+            Output::Discard => Layer::new(
+                "output_cap",
+                Off,
+                "this probe keeps none of its output; runs stop at [limits] output_bytes",
+            ),
         },
     ];
     if helper.is_empty() {

@@ -433,6 +433,19 @@ fn duration_text(d: Duration) -> String {
     }
 }
 
+/// The registered repositories by the key their build caches are kept under (see
+/// `gs_runner::workspace::repo_key`), read from the registry beside the data dir (no index):
+/// how `doctor` names a cache.
+pub fn repositories_by_cache_key(home: &Path) -> HashMap<String, PathBuf> {
+    gs_store::registry::list(home)
+        .into_iter()
+        .filter_map(|e| {
+            let repo = git::open(&e.path).ok()?;
+            Some((workspace::repo_key(&repo), e.path))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -252,3 +252,26 @@ fn gc_sweeps_kept_checkouts_of_the_old_shared_layout_once_unused_for_the_retenti
         "used lately (by an older git-sandbox): kept"
     );
 }
+
+#[test]
+fn doctor_names_a_build_cache_by_its_repository() {
+    let w = scratch_world();
+    let repo = w.new_repo("named-cache");
+    run_on(&w, &repo, "main", 1000);
+    assert_eq!(caches(&w).len(), 1, "a cache was kept");
+    let o = w.sandbox(&repo, &["doctor"]);
+    let line = o
+        .stdout
+        .lines()
+        .find(|l| l.contains(" main: "))
+        .unwrap_or_else(|| panic!("no cache line: {o:?}"));
+    let root = std::fs::canonicalize(&repo).unwrap();
+    assert!(
+        line.trim_start().starts_with(&root.display().to_string())
+            || line.trim_start().starts_with(&repo.display().to_string()),
+        "{line}"
+    );
+    let json = w.sandbox(&repo, &["doctor", "--json"]).json();
+    let cache = &json["caches"][0];
+    assert!(cache["repository"].as_str().is_some(), "{json}");
+}
