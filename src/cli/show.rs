@@ -81,8 +81,10 @@ fn duration_parts(r: &RunRecord) -> String {
         return String::new();
     };
     if let Some(from) = &r.cached_from {
+        // Served by a run, the duration is the serving's; served where it is read (the commit
+        // has no note of its own), it is that run's: no claim of which, only where from.
         return format!(
-            " to serve it from the run of {} (that run's tests took {})",
+            " — served from the run of {}, whose tests took {}",
             ui::escape(gs_util::short(from)),
             ui::duration(t.duration_ms)
         );

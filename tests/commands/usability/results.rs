@@ -120,6 +120,18 @@ fn log_shows_the_result_show_serves_for_a_commit_of_a_tree_already_run() {
     let second = rev(&w, &repo, "HEAD");
     let show = w.sandbox(&repo, &["show", "--json"]);
     assert_eq!(show.json()["cached_from"], first.as_str(), "{show:?}");
+    // Its duration is that run's, and says where it was served from (not "to serve it").
+    let text = w.sandbox(&repo, &["show"]);
+    let line = text
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("Duration:"))
+        .unwrap();
+    assert!(
+        line.contains(&format!("— served from the run of {}", &first[..7]))
+            && !line.contains("to serve it"),
+        "{line}"
+    );
 
     let log = w.sandbox(&repo, &["log", "-n", "2", "--json"]);
     assert_eq!(log.code, 0, "{log:?}");
