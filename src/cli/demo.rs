@@ -16,7 +16,6 @@ pub struct DemoArgs {
 
 pub fn cmd_demo(args: DemoArgs) -> CmdResult {
     let ctx = Context::load()?;
-    super::install_man_pages::beside_installed_binary();
     let done = demo::demo(
         &ctx,
         args.path.as_deref(),

@@ -37,7 +37,6 @@ pub fn cmd_init(args: InitArgs) -> CmdResult {
     // A fresh clone where an adopted repository was takes its place.
     forget::replaced(&ctx, &dir)?;
     let (adopted, changed) = repos::adopt(&ctx, &dir, &notify::adopt_history)?;
-    super::install_man_pages::beside_installed_binary();
     if args.json {
         let mut v = serde_json::to_value(&adopted).expect("serializable");
         v["changed"] = changed.into();

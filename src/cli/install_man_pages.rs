@@ -46,7 +46,7 @@ pub fn cmd_install_man_pages(args: InstallManPagesArgs) -> CmdResult {
     Ok(0)
 }
 
-/// On `new`, `init` or `demo` of an installed binary (not one cargo built under its target dir):
+/// On the first command of an installed binary (not one cargo built under its target dir):
 /// write the man pages into the default DIR when it has none and can be written, so that
 /// `git sandbox --help` opens a page rather than "No manual entry", and say so in one line on
 /// stderr. Quiet otherwise: the command's own work matters more.

@@ -193,6 +193,18 @@ fn run_command(command: Command, json: bool) -> i32 {
         // The daemon always logs; another command only when asked (its stderr is for people).
         gs_util::trace::init_log();
     }
+    // The first command a person runs with an installed binary puts the man pages beside it,
+    // so that `git sandbox --help` opens one (git asks man; nothing of ours runs then).
+    if !matches!(
+        command,
+        Command::Notify(_)
+            | Command::SandboxExec(_)
+            | Command::Complete(_)
+            | Command::InstallManPages(_)
+            | Command::Reference(_)
+    ) {
+        install_man_pages::beside_installed_binary();
+    }
     let result = match command {
         Command::New(a) => new::cmd_new(a),
         Command::Init(a) => init::cmd_init(a),

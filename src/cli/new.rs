@@ -43,7 +43,6 @@ pub fn cmd_new(args: NewArgs) -> CmdResult {
         args.path.as_deref(),
         &notify::adopt_history,
     )?;
-    super::install_man_pages::beside_installed_binary();
     let github = if args.github {
         let repo = gs_git::open(std::path::Path::new(&created.repo.path))?;
         Some(crate::app::publish::github::connect(
