@@ -102,11 +102,17 @@ fn write_pages(cmd: clap::Command, man1: &Path) -> std::io::Result<Vec<PathBuf>>
         for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
             walk(sub.clone(), h, man1, out)?;
         }
+        let synopsis = synopsis(&cmd);
         let man = clap_mangen::Man::new(cmd)
             .date(&h.date)
             .source(&h.source)
             .manual("Git Manual");
-        out.push(man.generate_to(man1)?);
+        let mut page = Vec::new();
+        man.render(&mut page)?;
+        let page = with_synopsis(&String::from_utf8_lossy(&page), &synopsis);
+        let path = man1.join(man.get_filename());
+        std::fs::write(&path, code_in_bold(&page))?;
+        out.push(path);
         Ok(())
     }
     let mut cmd = cmd.disable_help_subcommand(true);
@@ -119,6 +125,100 @@ fn write_pages(cmd: clap::Command, man1: &Path) -> std::io::Result<Vec<PathBuf>>
     let mut out = Vec::new();
     walk(cmd, &header, man1, &mut out)?;
     Ok(out)
+}
+
+/// The SYNOPSIS of `cmd` in roff: its name in bold, then each option with its value's name
+/// (`[--timeout DUR]`, `[-j|--jobs N]`), then its arguments (`[REV|RANGE]...`). clap's own
+/// leaves the value names out.
+fn synopsis(cmd: &clap::Command) -> String {
+    let dash = |s: &str| s.replace('-', "\\-");
+    let name = cmd
+        .get_bin_name()
+        .unwrap_or_else(|| cmd.get_name())
+        .to_string();
+    let mut words = vec![format!("\\fB{}\\fR", dash(&name))];
+    let args: Vec<&clap::Arg> = cmd
+        .get_arguments()
+        .filter(|a| !a.is_hide_set() && a.get_id() != "help" && a.get_id() != "version")
+        .collect();
+    let value = |a: &clap::Arg| {
+        a.get_value_names()
+            .map(|v| {
+                v.iter()
+                    .map(|n| n.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_else(|| a.get_id().to_string().to_uppercase())
+    };
+    for a in args.iter().filter(|a| !a.is_positional()) {
+        let mut flag = Vec::new();
+        if let Some(c) = a.get_short() {
+            flag.push(format!("\\fB\\-{c}\\fR"));
+        }
+        if let Some(l) = a.get_long() {
+            flag.push(format!("\\fB\\-\\-{}\\fR", dash(l)));
+        }
+        let mut w = flag.join("|");
+        if a.get_action().takes_values() {
+            w.push_str(&format!(" \\fI{}\\fR", dash(&value(a))));
+        }
+        words.push(if a.is_required_set() {
+            w
+        } else {
+            format!("[{w}]")
+        });
+    }
+    for a in args.iter().filter(|a| a.is_positional()) {
+        let many = matches!(a.get_action(), clap::ArgAction::Append);
+        let w = format!(
+            "\\fI{}\\fR{}",
+            dash(&value(a)),
+            if many { "..." } else { "" }
+        );
+        words.push(if a.is_required_set() {
+            w
+        } else {
+            format!("[{w}]")
+        });
+    }
+    if cmd.get_subcommands().any(|s| !s.is_hide_set()) {
+        words.push("\\fICOMMAND\\fR".into());
+    }
+    format!(".SH SYNOPSIS\n{}\n", words.join(" "))
+}
+
+/// `page` with its SYNOPSIS section replaced by `synopsis`.
+fn with_synopsis(page: &str, synopsis: &str) -> String {
+    let Some(start) = page.find(".SH SYNOPSIS\n") else {
+        return page.to_string();
+    };
+    let end = page[start + 1..]
+        .find("\n.SH ")
+        .map_or(page.len(), |i| start + 1 + i + 1);
+    format!("{}{}{}", &page[..start], synopsis, &page[end..])
+}
+
+/// The help's `code` spans in bold, as git's own pages show them (roff prints a backtick as it is).
+fn code_in_bold(page: &str) -> String {
+    page.lines()
+        .map(|line| {
+            if line.starts_with('.') || line.matches('`').count() % 2 != 0 {
+                return line.to_string();
+            }
+            let mut out = String::new();
+            for (i, part) in line.split('`').enumerate() {
+                if i % 2 == 1 {
+                    out.push_str(&format!("\\fB{part}\\fR"));
+                } else {
+                    out.push_str(part);
+                }
+            }
+            out
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
 }
 
 /// Whether `man` would look in `dir`: it is on MANPATH, or `man --path` lists it.

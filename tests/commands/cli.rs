@@ -172,6 +172,23 @@ fn man_pages_for_every_command_open_from_git_help() {
     for option in ["--force", "--all", "--command", "--timeout", "REV|RANGE"] {
         assert!(page.stdout.contains(option), "{option}: {page:?}");
     }
+    // The synopsis names what each option takes, and the help's `code` is set in bold, not
+    // shown with its backticks.
+    let words = page.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    let synopsis = words
+        .split("SYNOPSIS ")
+        .nth(1)
+        .and_then(|s| s.split(" DESCRIPTION").next())
+        .unwrap_or_else(|| panic!("{words}"));
+    for with_value in [
+        "[--command CMD]",
+        "[--timeout DURATION]",
+        "[-j|--jobs N]",
+        "[REV|RANGE...]",
+    ] {
+        assert!(synopsis.contains(with_value), "{with_value}: {synopsis}");
+    }
+    assert!(!page.stdout.contains('`'), "{page:?}");
     // `git help sandbox`, and `git sandbox --help` (git turns it into `git help sandbox`).
     for args in [&["help", "sandbox"][..], &["sandbox", "--help"][..]] {
         let mut cmd = Command::new("git");
