@@ -5,6 +5,7 @@ use super::*;
 use crate::app::{analysis::metrics, records::logs, records::results, AppError, Repo};
 use crate::http::api::commit_of;
 use axum::extract::{Path, Query};
+use gs_util::time::duration_text;
 
 #[derive(Deserialize)]
 pub struct CommitQuery {
@@ -80,7 +81,7 @@ pub async fn commit_page(
         div.card {
             p { "Status: " (status_cell(record.as_ref())) }
             @if let Some(r) = &record {
-                p.muted { "ran " (when(&r.started_at, true)) " in " (r.duration_ms) " ms · trigger " (r.trigger.as_str())
+                p.muted { "ran " (when(&r.started_at, true)) " in " (duration_text(r.duration_ms)) " · trigger " (r.trigger.as_str())
                     @if let Some(c) = &r.cached_from { " · same tree and config as " span.mono { (short(c)) } } }
                 @if let Some(e) = &r.error { div.flash.bad { (e) } }
                 @if let Some(t) = &r.tests {
@@ -107,7 +108,7 @@ pub async fn commit_page(
                             td.mono { (name) @if !c.required { " (optional)" } }
                             td class=(if c.status().is_success() { "pass" } else { "fail" }) { (c.status().as_str()) }
                             td { (c.run.exit_code.map_or("–".to_string(), |x| x.to_string())) }
-                            td.num { (c.run.duration_ms) " ms" } } } } }
+                            td.num { (duration_text(c.run.duration_ms)) } } } } }
                 }
             } @else {
                 p.muted { "No result yet. Queue it with " code { "git sandbox run " (short(&id)) } " or POST /api/v1/runs." }

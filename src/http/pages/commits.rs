@@ -5,6 +5,7 @@ use super::*;
 use crate::app::records::commits;
 use crate::app::Repo;
 use axum::extract::{Path, Query};
+use gs_util::time::duration_text;
 
 #[derive(Deserialize)]
 pub struct CommitsQuery {
@@ -88,10 +89,12 @@ pub async fn commits_page(
                                 td data-label="tests" {
                                     @if let Some(t) = &r.tests {
                                         span.pass { (t.passed.unwrap_or(0)) " passed" } " · "
-                                        span.fail { (t.failed.unwrap_or(0)) " failed" }
+                                        // Red only when something failed.
+                                        @let failed = t.failed.unwrap_or(0);
+                                        span class=(if failed > 0 { "fail" } else { "muted" }) { (failed) " failed" }
                                     } @else { span.muted { "-" } }
                                 }
-                                td.num data-label="duration" { (r.duration_ms) " ms" }
+                                td.num data-label="duration" { (duration_text(r.duration_ms)) }
                                 td.mono data-label="ref" {
                                     (r.refname.as_deref().map_or("", |n| n.strip_prefix("refs/heads/").unwrap_or(n)))
                                 }

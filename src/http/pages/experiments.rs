@@ -6,6 +6,7 @@ use crate::app::{experiment::compare, experiment::preview, Repo};
 use crate::http::api::{kill_now, promote_now};
 use crate::http::ApiResult;
 use axum::extract::Path;
+use gs_util::time::duration_text;
 
 pub async fn repository_page(
     State(web): St,
@@ -88,7 +89,7 @@ async fn experiments_view(
                                 td.num data-label="failed" { (x.row.as_ref().and_then(|r| r.failed).map_or("-".into(), |v| v.to_string())) }
                                 td.num data-label="new failures" title=(x.new_failures.join(", ")) { (x.new_failures.len()) }
                                 td.num data-label="duration" {
-                                    (x.row.as_ref().and_then(|r| r.duration_ms).map_or("-".into(), |d| format!("{d} ms")))
+                                    (x.row.as_ref().and_then(|r| r.duration_ms).map_or("-".into(), duration_text))
                                     @if let Some(d) = x.duration_delta_ms { span.muted { " (" (format!("{d:+}")) ")" } }
                                 }
                                 td.num data-label="complexity Δ" { (x.complexity_delta.map_or("-".into(), |d| format!("{d:+.2}"))) }

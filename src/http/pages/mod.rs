@@ -17,6 +17,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use gs_model::RunRecord;
 use gs_util::short;
+use gs_util::time::duration_text;
 use maud::{html, Markup, DOCTYPE};
 use serde::Deserialize;
 use std::sync::Arc;
@@ -147,7 +148,7 @@ fn sparkline(runs: &[RunRecord]) -> Markup {
                 @let bar = (r.duration_ms * (h - 4) / longest).max(3) + 1;
                 rect x=(i as u64 * (w + gap)) y=(h - bar) width=(w) height=(bar) rx="1"
                     fill=(if r.status.is_success() { "var(--pass)" } else { "var(--fail)" }) {
-                    title { (short(&r.commit)) " " (r.status.as_str()) " " (r.duration_ms) " ms" }
+                    title { (short(&r.commit)) " " (r.status.as_str()) " " (duration_text(r.duration_ms)) }
                 }
             }
         }
