@@ -483,14 +483,18 @@ fn link_targets(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// The package a linked program belongs to: the nearest directory above it with a
-/// `package.json` (npm's `node_modules/pnpm`), and for a program of a `node_modules` tree that
-/// `node_modules` itself (its dependencies sit beside it); else the program's own directory.
-/// Never above a hidden or temp directory's first level.
+/// `package.json` (npm's `node_modules/pnpm`) or a `pyvenv.cfg` (pipx's venv of `black`), and
+/// for a program of a `node_modules` tree that `node_modules` itself (its dependencies sit
+/// beside it). None for a program of no package: its directory could hold anything of the
+/// user's, so it stays hidden. Never above a hidden or temp directory's first level.
 fn package_root(target: &Path, hide: &[PathBuf]) -> Option<PathBuf> {
     let dir = target.parent()?;
     let stop =
         |a: &Path| hide.iter().any(|h| a == h) || TMP_ROOTS.iter().any(|t| a == Path::new(t));
     for a in dir.ancestors().take_while(|a| !stop(a)) {
+        if a.join("pyvenv.cfg").is_file() {
+            return Some(a.to_path_buf());
+        }
         if a.join("package.json").is_file() {
             // A project's `node_modules` (not a global `lib/node_modules`) holds the
             // package's dependencies beside it.
@@ -501,7 +505,7 @@ fn package_root(target: &Path, hide: &[PathBuf]) -> Option<PathBuf> {
             return Some(if in_tree { parent } else { a }.to_path_buf());
         }
     }
-    Some(dir.to_path_buf())
+    None
 }
 
 impl Plan {
@@ -663,6 +667,9 @@ mod tests {
         make("proj/node_modules/jest/package.json", "{}");
         make("proj/node_modules/jest/bin/jest.js", "");
         make("proj/node_modules/jest-cli/package.json", "{}");
+        make("notes/diary.txt", "private");
+        make("notes/tool.sh", "");
+        symlink("../../notes/tool.sh", home.join(".local/bin/tool")).unwrap();
         std::fs::create_dir_all(home.join("proj/node_modules/.bin")).unwrap();
         symlink(
             "../jest/bin/jest.js",
@@ -688,6 +695,8 @@ mod tests {
         );
         assert!(!t.iter().any(|p| p == &home.join(".local/lib")), "{t:?}");
         assert!(t.contains(&home.join("proj/node_modules")), "{t:?}");
+        // A link to a script of no package leaves its directory hidden.
+        assert!(!t.iter().any(|p| p == &home.join("notes")), "{t:?}");
     }
 
     /// A virtual environment or PATH entry under /tmp is bound back only when nobody but the
