@@ -129,8 +129,62 @@ fn a_program_the_users_own_config_names_by_absolute_path_is_bound_read_only() {
     assert_eq!(o.json()[0]["status"], "error", "{o:?}");
     let error = o.json()[0]["error"].as_str().unwrap().to_string();
     assert!(
-        error.contains("is under your home, which runs do not see")
-            && error.contains("programs your own config names by absolute path"),
+        error.contains(&format!(
+            "is under {}, which runs do not see",
+            w.path("home").display()
+        )) && error.contains("programs your own config names by absolute path"),
         "{error}"
     );
+}
+
+/// A program the caller's PATH finds but a run does not see is an error that says why: a link
+/// under the home into a file of no package, a directory under /tmp that others could write.
+#[test]
+fn a_program_on_the_callers_path_that_runs_do_not_see_is_explained() {
+    let w = World::new();
+    let home = w.path("home");
+    script(&home.join("notes/tool.sh"), "#!/bin/sh\necho tool\n");
+    std::fs::create_dir_all(home.join(".local/bin")).unwrap();
+    std::os::unix::fs::symlink("../../notes/tool.sh", home.join(".local/bin/tool")).unwrap();
+    let tmp = tempfile::tempdir_in("/tmp").unwrap();
+    let shared = tmp.path().canonicalize().unwrap().join("shared");
+    script(&shared.join("bin/planted"), "#!/bin/sh\necho planted\n");
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let repo = w.new_repo("unseen");
+    let path = format!(
+        "{}:{}:{}",
+        home.join(".local/bin").display(),
+        shared.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for (program, why) in [
+        ("tool", "belongs to no package".to_string()),
+        (
+            "planted",
+            format!("{} is writable by everyone", shared.display()),
+        ),
+    ] {
+        w.commit(
+            &repo,
+            &[(
+                ".sandbox.toml",
+                &format!("[test]\ncommand = \"{program}\"\n[analysis]\nenabled = false\n"),
+            )],
+            program,
+        );
+        let mut cmd = Command::new(BIN);
+        cmd.args(["run", "--json"]).current_dir(&repo);
+        w.apply_env(&mut cmd);
+        cmd.env("PATH", &path);
+        let o = cmd.output().unwrap();
+        let out: serde_json::Value = serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&o.stderr)));
+        let rec = &out[0];
+        assert_eq!(rec["status"], "error", "{rec}");
+        let error = rec["error"].as_str().unwrap_or_default();
+        assert!(
+            error.contains(&format!("`{program}`")) && error.contains(&why),
+            "{program}: {error}"
+        );
+    }
 }

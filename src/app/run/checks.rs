@@ -529,6 +529,7 @@ fn conclude(
         key: &key,
         text: &text,
         counts: &counts,
+        sandbox: env.sandbox,
     };
     let (status, mut error) = ended.status(setup, work, config);
     let what = if is_test {
@@ -586,6 +587,8 @@ struct Ended<'a> {
     key: &'a str,
     text: &'a str,
     counts: &'a TestCounts,
+    /// Asked why a program the shell did not find is not there inside.
+    sandbox: &'a gs_sandbox::Sandbox,
 }
 
 impl Ended<'_> {
@@ -623,7 +626,10 @@ impl Ended<'_> {
                 if let Some(why) = missing {
                     let hint =
                         setup::not_found_hint(&work.host_tree(), self.command, self.text, config)
-                            .or_else(|| setup::hidden_hint(self.text));
+                            .or_else(|| {
+                                let program = setup::not_found_program(self.text)?;
+                                Some(format!("; {}", self.sandbox.why_unseen(program)?))
+                            });
                     return (
                         Status::Error,
                         Some(format!("{why}{}", hint.unwrap_or_default())),
@@ -727,7 +733,7 @@ fn missing_runner(
             // The shell names what it did not find: a program the command runs (`npm test`
             // running mocha) is named as that, not as the command.
             let first = command.split_whitespace().next().unwrap_or(command);
-            return Some(match not_found_program(last).filter(|p| *p != first) {
+            return Some(match setup::not_found_program(last).filter(|p| *p != first) {
                 Some(program) => format!(
                     "`{program}`, which `{command}` runs, was not found (exit 127: {said}); install it or set {key} command in .sandbox.toml"
                 ),
@@ -758,16 +764,6 @@ fn missing_runner(
     }
 }
 
-/// The program a shell's "not found" line names: `sh: 1: mocha: not found` and
-/// `bash: line 1: jest: command not found` name `mocha` and `jest`.
-fn not_found_program(line: &str) -> Option<&str> {
-    let rest = line
-        .strip_suffix(": not found")
-        .or_else(|| line.strip_suffix(": command not found"))?;
-    let program = rest.rsplit(": ").next()?.trim();
-    (!program.is_empty() && !program.contains(' ')).then_some(program)
-}
-
 /// Test ids as the record keeps them: sorted, each once.
 fn sorted(mut ids: Vec<String>) -> Vec<String> {
     ids.sort_unstable();
@@ -778,16 +774,6 @@ fn sorted(mut ids: Vec<String>) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::ctest_report;
-
-    #[test]
-    fn a_shells_not_found_line_names_its_program() {
-        let p = super::not_found_program;
-        assert_eq!(p("sh: 1: mocha: not found"), Some("mocha"));
-        assert_eq!(p("bash: line 1: jest: command not found"), Some("jest"));
-        assert_eq!(p("sh: 1: npm: not found"), Some("npm"));
-        assert_eq!(p("error: some file: not found in cache"), None);
-        assert_eq!(p("everything went fine"), None);
-    }
 
     #[test]
     fn ctest_reports_are_found_in_the_directory_ctest_runs_in() {

@@ -390,21 +390,6 @@ pub fn not_found_hint(dir: &Path, command: &str, output: &str, config: &Config) 
     })
 }
 
-/// For a "not found" naming a program under the caller's home, which runs do not see: what they
-/// do see of it, and where to look.
-pub fn hidden_hint(output: &str) -> Option<String> {
-    let program = not_found_program(output)?;
-    let home = std::env::var_os("HOME").filter(|h| !h.is_empty())?;
-    let home = Path::new(&home);
-    if !program.starts_with('/') || !Path::new(program).starts_with(home) || home == Path::new("/")
-    {
-        return None;
-    }
-    Some(format!(
-        "; `{program}` is under your home, which runs do not see: they see the version managers whose shims are on PATH, the toolchains PYENV_ROOT, CARGO_HOME, … name, and programs your own config names by absolute path (`git sandbox doctor` lists them)"
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
@@ -414,6 +399,7 @@ mod tests {
             ("bash: line 1: vitest: command not found", Some("vitest")),
             ("/bin/sh: jest: not found", Some("jest")),
             ("all good", None),
+            ("error: some file: not found in cache", None),
         ] {
             assert_eq!(super::not_found_program(out), want, "{out}");
         }
