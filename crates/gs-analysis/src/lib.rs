@@ -16,6 +16,7 @@ pub mod manifest;
 mod metrics;
 pub mod pygraph;
 pub mod pylines;
+mod suites;
 mod walk;
 
 pub use aggregate::{manifest_deps, Aggregator, Sign, Tally};
@@ -30,7 +31,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// Bump whenever a [`FileAnalysis`] for the same bytes could come out different.
-pub const ANALYZER_VERSION: u32 = 1;
+pub const ANALYZER_VERSION: u32 = 2;
 
 /// The repository's `[analysis]` settings that shape the record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,7 +89,8 @@ pub struct Function {
     pub name: String,
     /// 1-based line of the definition's first line.
     pub line: u64,
-    /// Lines from the first to the last line of the definition.
+    /// Lines from the first to the last line of the definition, less those of the JS/TS
+    /// test-suite callbacks inside it (a `describe`'s `it`s; see `suites`).
     pub lines: u64,
     /// Cyclomatic complexity (at least 1).
     pub complexity: u64,

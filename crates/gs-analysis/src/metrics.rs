@@ -2,6 +2,7 @@
 //! parameters), classes, comment and string extents, and syntax errors.
 
 use super::lang::{Grammar, Role, Table};
+use super::suites;
 use super::{Function, SyntaxError};
 use tree_sitter::{Node, Tree};
 
@@ -26,6 +27,23 @@ struct Frame {
     depth: usize,
     index: usize,
     complexity: i64,
+    /// Rows of test-suite callbacks inside this function (see `suites`): not its own lines.
+    excluded_rows: u64,
+    /// The last row of the last callback excluded (callbacks on one row count it once).
+    excluded_until: Option<usize>,
+}
+
+impl Frame {
+    fn exclude(&mut self, start: usize, end: usize) {
+        let from = match self.excluded_until {
+            Some(until) if until >= start => until + 1,
+            _ => start,
+        };
+        if end >= from {
+            self.excluded_rows += (end - from) as u64 + 1;
+            self.excluded_until = Some(end);
+        }
+    }
 }
 
 pub fn walk(table: &Table, tree: &Tree, src: &[u8]) -> Walked {
@@ -38,6 +56,10 @@ pub fn walk(table: &Table, tree: &Tree, src: &[u8]) -> Walked {
     // Depth of the ERROR node we are inside: nested errors are one error.
     let mut error_depth: Option<usize> = None;
     let fields = table.fields;
+    let suites = matches!(
+        table.grammar,
+        Grammar::Javascript | Grammar::Typescript | Grammar::Tsx
+    );
     loop {
         let node = cursor.node();
         let depth = ancestors.len();
@@ -49,8 +71,22 @@ pub fn walk(table: &Table, tree: &Tree, src: &[u8]) -> Walked {
                 if has_field(node, fields.body) {
                     let start = node.start_position().row;
                     let end = node.end_position().row;
+                    let parent = ancestors.last().copied();
+                    let grandparent = ancestors.len().checked_sub(2).map(|i| ancestors[i]);
+                    let suite_name = suites
+                        .then(|| suites::callback_name(node, parent, grandparent, src))
+                        .flatten();
+                    if let (Some(call), Some(enclosing)) = (
+                        grandparent.filter(|_| suite_name.is_some()),
+                        frames.last_mut(),
+                    ) {
+                        // The whole call, and the blank lines that set it apart.
+                        let above = suites::blank_rows_above(src, call.start_byte());
+                        let first = call.start_position().row.saturating_sub(above);
+                        enclosing.exclude(first, call.end_position().row);
+                    }
                     out.functions.push(Function {
-                        name: function_name(table, node, ancestors.last().copied(), src),
+                        name: suite_name.unwrap_or_else(|| function_name(table, node, parent, src)),
                         line: start as u64 + 1,
                         lines: (end - start) as u64 + 1,
                         complexity: 1,
@@ -60,6 +96,8 @@ pub fn walk(table: &Table, tree: &Tree, src: &[u8]) -> Walked {
                         depth,
                         index: out.functions.len() - 1,
                         complexity: 1,
+                        excluded_rows: 0,
+                        excluded_until: None,
                     });
                 }
             }
@@ -136,7 +174,9 @@ pub fn walk(table: &Table, tree: &Tree, src: &[u8]) -> Walked {
             let depth = ancestors.len();
             if frames.last().is_some_and(|f| f.depth == depth) {
                 if let Some(frame) = frames.pop() {
-                    out.functions[frame.index].complexity = frame.complexity.max(1) as u64;
+                    let f = &mut out.functions[frame.index];
+                    f.complexity = frame.complexity.max(1) as u64;
+                    f.lines = f.lines.saturating_sub(frame.excluded_rows).max(1);
                 }
             }
             if error_depth == Some(depth) {
@@ -183,7 +223,7 @@ fn is_lone_string(table: &Table, node: Node) -> bool {
             .is_some_and(|c| table.role(c.kind_id()) == Role::Str)
 }
 
-fn text(node: Node, src: &[u8]) -> String {
+pub(crate) fn text(node: Node, src: &[u8]) -> String {
     let bytes = src.get(node.start_byte()..node.end_byte()).unwrap_or(&[]);
     let mut cut = bytes.len().min(MAX_NAME_BYTES);
     // Never cut inside a UTF-8 sequence (lossy decoding would still be safe, but ugly).

@@ -3,7 +3,8 @@
 //!
 //! Fixture format: the first line holds `expect:` and `key=value` pairs (`functions`, `classes`,
 //! `code`, `comment`, `blank`, `errors`); a function's first line holds `cc=N` (`cc=N,M` when
-//! several functions start on that line, in order) and optionally `params=N`.
+//! several functions start on that line, in order) and optionally `params=N` and `lines=N` (the
+//! function's length as the long-function check sees it).
 
 use super::walk::MAX_FILE_BYTES;
 use super::*;
@@ -78,13 +79,18 @@ fn check_fixture(path: &Path) -> Vec<String> {
             }
             _ => {}
         }
-        if let Some(want) = marker(line, "params") {
-            let found: Vec<u64> = by_line
-                .get(&n)
-                .map(|fs| fs.iter().map(|f| f.parameters).collect())
-                .unwrap_or_default();
-            if want != found {
-                problems.push(format!("{name}:{n}: parameters {found:?}, want {want:?}"));
+        for (key, of) in [
+            ("params", (|f| f.parameters) as fn(&Function) -> u64),
+            ("lines", |f| f.lines),
+        ] {
+            if let Some(want) = marker(line, key) {
+                let found: Vec<u64> = by_line
+                    .get(&n)
+                    .map(|fs| fs.iter().map(|f| of(f)).collect())
+                    .unwrap_or_default();
+                if want != found {
+                    problems.push(format!("{name}:{n}: {key} {found:?}, want {want:?}"));
+                }
             }
         }
     }
@@ -355,5 +361,106 @@ fn a_parse_stopped_at_the_time_limit_leaves_nothing_for_the_next_file() {
         tree.root_node().end_byte(),
         small.len(),
         "the small file's own tree"
+    );
+}
+
+fn fixture(rel: &str) -> Vec<u8> {
+    std::fs::read(fixture_root().join(rel)).expect("fixture")
+}
+
+/// The issues of one file, as the record lists them, and the record's `extra` fields.
+fn record_of(path: &str, file: &FileAnalysis) -> (Vec<gs_model::Issue>, serde_json::Value) {
+    let mut agg = Aggregator::new(&Options::default());
+    agg.add(path, file);
+    let a = agg.finish();
+    let v = serde_json::to_value(&a).unwrap();
+    (a.potential_issues, v)
+}
+
+fn long_functions(issues: &[gs_model::Issue]) -> Vec<&str> {
+    issues
+        .iter()
+        .filter(|i| i.kind == "long_function")
+        .map(|i| i.message.as_str())
+        .collect()
+}
+
+#[test]
+fn a_describe_is_as_long_as_its_own_lines_not_its_tests() {
+    let path = "test/router.test.js";
+    let file = analyze_file(
+        path,
+        &fixture("javascript/mocha.test.js"),
+        &Options::default(),
+    );
+    let describe = file
+        .functions
+        .iter()
+        .find(|f| f.name == "describe('router')")
+        .expect("named after its call");
+    assert_eq!(
+        (describe.line, describe.lines),
+        (75, 3),
+        "201 lines, 198 of tests"
+    );
+    assert!(file
+        .functions
+        .iter()
+        .any(|f| f.name == "it('matches route 35')"));
+    assert!(file
+        .functions
+        .iter()
+        .any(|f| f.name == "it.only('reads :id')"));
+    let (issues, _) = record_of(path, &file);
+    assert_eq!(
+        long_functions(&issues),
+        ["function `buildRequest` is 67 lines long (max 60)"],
+        "the helper is a long function of the test file; the describe is not"
+    );
+}
+
+#[test]
+fn a_long_test_and_callbacks_of_other_calls_are_measured_whole() {
+    let body = "  step();\n".repeat(70);
+    let src = format!(
+        "describe('api', () => {{\n  it('does everything', async () => {{\n{body}  }});\n}});\n\
+         app.get('/', function (req, res) {{\n{body}}});\n\
+         describe('each', () => {{\n  [1, 2].forEach(function (n) {{\n{body}  }});\n}});\n"
+    );
+    for path in ["a.test.js", "a.test.ts", "a.test.tsx"] {
+        let file = analyze_file(path, src.as_bytes(), &Options::default());
+        let (issues, _) = record_of(path, &file);
+        assert_eq!(
+            long_functions(&issues),
+            [
+                "function `it('does everything')` is 72 lines long (max 60)",
+                "function `(anonymous)` is 72 lines long (max 60)",
+                "function `describe('each')` is 74 lines long (max 60)",
+                "function `(anonymous)` is 72 lines long (max 60)",
+            ],
+            "{path}"
+        );
+    }
+}
+
+#[test]
+fn the_runners_modifiers_are_suite_calls_too() {
+    let file = analyze_file(
+        "suite.test.ts",
+        &fixture("typescript/suite.test.ts"),
+        &Options::default(),
+    );
+    let names: Vec<&str> = file.functions.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "describe.each(\"add($a, $b)\")",
+            "make",
+            "test(\"is ordered\")",
+            "test.skipIf(\"is slow\")",
+            "(anonymous)",
+            "it.each(\"returns $y for $x\")",
+            "test.concurrent(\"runs alone\")",
+        ]
     );
 }
