@@ -93,6 +93,16 @@ impl Grammar {
         })
     }
 
+    /// This grammar (the path's), or C++ for a `.h` file that shows C++ (fmt's, Boost's
+    /// headers), which the C grammar reads as thousands of errors.
+    pub fn for_content(self, path: &str, src: &[u8]) -> Grammar {
+        if self == Grammar::C && path.ends_with(".h") && shows_cpp(src) {
+            Grammar::Cpp
+        } else {
+            self
+        }
+    }
+
     fn language(self) -> Language {
         Language::new(match self {
             Grammar::Python => tree_sitter_python::LANGUAGE,
@@ -112,6 +122,61 @@ impl Grammar {
         static TABLES: [OnceLock<Table>; 9] = [const { OnceLock::new() }; 9];
         TABLES[self as usize].get_or_init(|| Table::build(self, spec(self)))
     }
+}
+
+/// Whether a header shows C++, by the signs GitHub's linguist reads (its `cpp` heuristic for
+/// `.h`, less `constexpr`, which C23 has too): a line starting `template <`, `class X`,
+/// `namespace X`, `using namespace X`, `public:`/`private:`/`protected:`, an `#include` of a
+/// C++ standard header, or `std::x`, `__has_cpp_attribute` anywhere. A C header's
+/// `extern "C"` guard for C++ callers is not a sign.
+fn shows_cpp(src: &[u8]) -> bool {
+    const STD_HEADERS: &[&[u8]] = &[
+        b"cstdint",
+        b"string",
+        b"vector",
+        b"map",
+        b"list",
+        b"array",
+        b"bitset",
+        b"queue",
+        b"stack",
+        b"forward_list",
+        b"unordered_map",
+        b"unordered_set",
+        b"iostream",
+        b"istream",
+        b"ostream",
+    ];
+    let ident = |b: &u8| b.is_ascii_alphabetic() || *b == b'_';
+    // `keyword`, at least one blank, then an identifier.
+    let then_name = |line: &[u8], keyword: &[u8]| {
+        line.strip_prefix(keyword).is_some_and(|rest| {
+            let name = rest.trim_ascii_start();
+            name.len() < rest.len() && name.first().is_some_and(ident)
+        })
+    };
+    let by_line = src.split(|&b| b == b'\n').any(|line| {
+        let line = line.trim_ascii();
+        let include = line
+            .strip_prefix(b"#")
+            .and_then(|l| l.trim_ascii_start().strip_prefix(b"include"))
+            .and_then(|l| l.trim_ascii_start().strip_prefix(b"<"))
+            .and_then(|l| l.strip_suffix(b">"));
+        include.is_some_and(|h| STD_HEADERS.contains(&h))
+            || line
+                .strip_prefix(b"template")
+                .is_some_and(|rest| rest.trim_ascii_start().starts_with(b"<"))
+            || [&b"class"[..], b"namespace", b"using namespace"]
+                .iter()
+                .any(|k| then_name(line, k))
+            || matches!(line, b"public:" | b"private:" | b"protected:")
+    });
+    let anywhere = |needle: &[u8]| {
+        src.windows(needle.len()).enumerate().any(|(i, w)| {
+            w == needle && (needle != b"std::" || src.get(i + needle.len()).is_some_and(ident))
+        })
+    };
+    by_line || anywhere(b"std::") || anywhere(b"__has_cpp_attribute")
 }
 
 /// What a node kind means to the metrics walk.
@@ -497,6 +562,34 @@ mod tests {
             let t = g.table();
             assert!(t.missing.is_empty(), "{g:?} lacks {:?}", t.missing);
             assert!(t.fields.body.is_some(), "{g:?} has no body field");
+        }
+    }
+
+    #[test]
+    fn a_header_that_shows_cpp_is_parsed_as_cpp() {
+        let cpp: [&[u8]; 7] = [
+            b"template <typename T> T max(T a, T b);\n",
+            b"namespace fmt {\n}\n",
+            b"  class Buffer;\n",
+            b"struct S {\npublic:\n  int x;\n};\n",
+            b"#include <vector>\n",
+            b"inline std::size_t n();\n",
+            b"#if __has_cpp_attribute(nodiscard)\n#endif\n",
+        ];
+        for src in cpp {
+            let text = String::from_utf8_lossy(src);
+            assert_eq!(Grammar::C.for_content("a.h", src), Grammar::Cpp, "{text}");
+            assert_eq!(Grammar::C.for_content("a.c", src), Grammar::C, "{text}");
+        }
+        let c: [&[u8]; 4] = [
+            b"#ifdef __cplusplus\nextern \"C\" {\n#endif\nint f(void);\n",
+            b"/* the class of errors */\nint classify(int class_);\n",
+            b"#include <stdio.h>\n#include <string.h>\n",
+            b"constexpr int limit = 4; /* C23 */\n",
+        ];
+        for src in c {
+            let text = String::from_utf8_lossy(src);
+            assert_eq!(Grammar::C.for_content("a.h", src), Grammar::C, "{text}");
         }
     }
 

@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// Bump whenever a [`FileAnalysis`] for the same bytes could come out different.
-pub const ANALYZER_VERSION: u32 = 2;
+pub const ANALYZER_VERSION: u32 = 3;
 
 /// The repository's `[analysis]` settings that shape the record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -199,6 +199,7 @@ pub fn analyze_file(path: &str, bytes: &[u8], _opts: &Options) -> FileAnalysis {
         return FileAnalysis::skipped(reason);
     }
     let src = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let grammar = grammar.for_content(path, src);
     let table = grammar.table();
     // A syntax tree takes tens of bytes per source byte: let only one big one exist at a time.
     let _big =
