@@ -16,12 +16,15 @@
 #   - one run of the installed reference-transaction hook for a commit (the committed phase,
 #     which starts `git-sandbox notify`), HOOKRUNS times (median), alternating with the same in
 #     a repository with main alone -- target <= 10 ms;
+#   - `git sandbox experiment list` (median of LISTS) with the branches behind main, and again
+#     once they are moved ahead of it -- target <= 400 ms;
 #   - moving all BRANCHES branches to a new commit in one update-ref --stdin;
 #   - `git pack-refs --all` (what `git gc` runs) -- target <= 2x plain.
 #
 # Usage: bench/refs.sh              (from any directory)
 # Env:   GIT_SANDBOX_BIN  the binary (default: target/release/git-sandbox of this checkout)
-#        BRANCHES (default 20000), COMMITS (default 20), HOOKRUNS (default 20), FLOOR (default 1),
+#        BRANCHES (default 20000), COMMITS (default 20), HOOKRUNS (default 20), LISTS (default 9),
+#        FLOOR (default 1),
 #        PACK (default 1; 0 skips pack-refs, the slowest case by far)
 # Needs: git, awk, python3. Measures only: always exits 0 once it has run.
 set -euo pipefail
@@ -32,6 +35,7 @@ BIN=${GIT_SANDBOX_BIN:-$ROOT/target/release/git-sandbox}
 BRANCHES=${BRANCHES:-20000}
 COMMITS=${COMMITS:-20}
 HOOKRUNS=${HOOKRUNS:-20}
+LISTS=${LISTS:-9}
 FLOOR=${FLOOR:-1}
 PACK=${PACK:-1}
 [ -x "$BIN" ] || { echo "$BIN not found: cd $ROOT && cargo build --release (or set GIT_SANDBOX_BIN)" >&2; exit 2; }
@@ -124,6 +128,27 @@ for ((i = 1; i <= HOOKRUNS; i++)); do
   hook_run "$WORK/small"; T_SMALL+=("$REPLY")
 done
 
+# `experiment list` with the branches behind main (made at its old tip, main moved on since),
+# median of LISTS, then again once they are moved below -- target <= 400 ms. The first list
+# learns every experiment into the index; it is timed apart.
+list_once() {
+  local t0
+  now_us; t0=$REPLY
+  git-sandbox experiment list >/dev/null
+  now_us; REPLY=$((REPLY - t0))
+}
+list_ms() {
+  local t=() i
+  cd "$WORK/hooked"
+  list_once; LIST_FIRST=$REPLY
+  for ((i = 1; i <= LISTS; i++)); do
+    list_once; t+=("$REPLY")
+  done
+  cd "$WORK"
+  REPLY=$(median_ms "${t[@]}")
+}
+list_ms; LIST_BEHIND=$REPLY LIST_BEHIND_FIRST=$LIST_FIRST
+
 # Move every branch to a new commit (a child of main's tip) in one transaction.
 for r in "${REPOS[@]}"; do
   head=$(git -C "$WORK/$r" rev-parse HEAD)
@@ -134,6 +159,8 @@ for r in "${REPOS[@]}"; do
   timed "$WORK/$r" update-ref --stdin <"$WORK/move-$r"
   MOVE[$r]=$REPLY
 done
+
+list_ms; LIST_AHEAD=$REPLY
 
 # pack-refs --all: git runs reference-transaction for the packed-refs transaction (every ref
 # shown as created) and twice (prepared, committed) for each loose ref it prunes.
@@ -167,6 +194,8 @@ line "move $BRANCHES branches (ms)" "$(ms "${MOVE[hooked]}")" "$(ms "${MOVE[plai
 echo
 echo "  one reference-transaction hook run for a commit (starts notify), median of $HOOKRUNS: $(median_ms "${T_HOOK[@]}") ms   target <= 10 ms"
 echo "    the same in a repository with main alone, alternating: $(median_ms "${T_SMALL[@]}") ms"
+echo "  experiment list, $BRANCHES branches behind main, median of $LISTS: $LIST_BEHIND ms (the first: $(ms "$LIST_BEHIND_FIRST") ms)   target <= 400 ms"
+echo "    the same with every branch one commit ahead of main: $LIST_AHEAD ms"
 [ "$PACK" = 1 ] && echo "  pack-refs with our hooks: $(ratio "${PACKED[hooked]}" "${PACKED[plain]}") of no hooks   target <= 2x"
 echo "  loose refs before pack-refs: hooked ${LOOSE[hooked]}, no hooks ${LOOSE[plain]}$([ "$FLOOR" = 1 ] && echo ", exit-0 hook ${LOOSE[floor]}")"
 echo "  jobs queued in all: ${queued:-?} (expected $((COMMITS + 2 * HOOKRUNS + 1)): each commit on main, each hook run in both repositories, the moved branches' commit once)"

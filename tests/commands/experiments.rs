@@ -630,3 +630,48 @@ fn the_experiment_config_applies_to_its_runs() {
     error_naming(&o, 2, "command");
     assert!(!ref_exists(&w, &repo, "refs/heads/experiment/bad"));
 }
+
+/// Branches pushed as `experiment/NAME` without `experiment start` (agents make thousands) count
+/// the commits production does not hold: none for one left behind or merged, its own for one
+/// that moved on, production's newer commits never.
+#[test]
+fn a_branch_without_metadata_counts_only_the_commits_production_lacks() {
+    let w = World::new();
+    let repo = w.new_repo("agents");
+    let ids = |o: &common::Out| -> Vec<String> {
+        o.json()["commits"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{o:?}"))
+            .iter()
+            .map(|c| c["commit"].as_str().unwrap().to_string())
+            .collect()
+    };
+    w.git(&repo, &["branch", "experiment/behind"]);
+    w.git(&repo, &["branch", "experiment/merged"]);
+    let merged = w.commit_on(
+        &repo,
+        "experiment/merged",
+        &[("m.txt", "m\n")],
+        "merged work",
+    );
+    w.commit(&repo, &[("a.txt", "a\n")], "main moves");
+    w.git(&repo, &["branch", "experiment/own"]);
+    let y1 = w.commit_on(&repo, "experiment/own", &[("y.txt", "1\n")], "own 1");
+    let y2 = w.commit_on(&repo, "experiment/own", &[("y.txt", "2\n")], "own 2");
+    w.git(
+        &repo,
+        &["merge", "-q", "--no-ff", "-m", "merge", "experiment/merged"],
+    );
+    w.commit(&repo, &[("b.txt", "b\n")], "main moves again");
+
+    let list = w.sandbox(&repo, &["experiment", "list", "--json"]);
+    assert_eq!(list.code, 0, "{list:?}");
+    let shown = |name: &str| w.sandbox(&repo, &["experiment", "show", name, "--json"]);
+    assert_eq!(ids(&shown("behind")), Vec::<String>::new());
+    assert_eq!(
+        ids(&shown("merged")),
+        Vec::<String>::new(),
+        "{merged} is production's"
+    );
+    assert_eq!(ids(&shown("own")), vec![y2, y1]);
+}

@@ -280,6 +280,57 @@ pub fn walk_commits<'a>(
     ))
 }
 
+/// The newest ancestors of a commit (itself included), read once to answer "is this commit in
+/// that history?" for many commits: `experiment list` asks it of every branch that has no base
+/// of its own, against production. Read newest first by commit time, up to a bound: past it,
+/// [`Ancestors::knows`] says which commits it cannot judge.
+pub struct Ancestors {
+    set: std::collections::HashSet<ObjectId>,
+    /// Whether every ancestor was read (the history is within the bound).
+    complete: bool,
+    /// The commit time of the last one read: older commits may be ancestors not read.
+    horizon: i64,
+}
+
+impl Ancestors {
+    /// Up to `limit` commits of `tip`'s history, newest first.
+    pub fn of(repo: &gix::Repository, tip: ObjectId, limit: usize) -> Result<Ancestors> {
+        use gix::revision::walk::Sorting;
+        let walk = repo
+            .rev_walk([tip])
+            .sorting(Sorting::ByCommitTime(Default::default()))
+            .all()
+            .map_err(gix_err)?;
+        let mut set = std::collections::HashSet::new();
+        let mut horizon = i64::MAX;
+        let mut complete = true;
+        for info in walk {
+            if set.len() >= limit {
+                complete = false;
+                break;
+            }
+            let info = info.map_err(gix_err)?;
+            horizon = horizon.min(info.commit_time.unwrap_or(i64::MIN));
+            set.insert(info.id);
+        }
+        Ok(Ancestors {
+            set,
+            complete,
+            horizon,
+        })
+    }
+
+    pub fn contains(&self, id: ObjectId) -> bool {
+        self.set.contains(&id)
+    }
+
+    /// Whether a commit made at `time` (seconds) that is not in the set is surely no ancestor:
+    /// every ancestor was read, or it is newer than the oldest one read.
+    pub fn knows(&self, time: i64) -> bool {
+        self.complete || time > self.horizon
+    }
+}
+
 /// Whether `commit` is `tip` or one of its ancestors (through their merge base).
 pub fn is_ancestor(repo: &gix::Repository, commit: ObjectId, tip: ObjectId) -> bool {
     tip == commit
@@ -383,5 +434,35 @@ mod tests {
         assert_eq!(small_blob(&repo, big, 99), None);
         assert_eq!(small_blob(&repo, big, 100).map(|b| b.len()), Some(100));
         assert!(!is_commit(&repo, a));
+    }
+
+    /// Production's newest ancestors, read up to a bound, judge what they hold and say which
+    /// older commits they cannot judge.
+    #[test]
+    fn ancestors_up_to_a_bound_know_what_they_cannot_judge() {
+        use crate::testutil::git_env;
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path();
+        git_env(dir, &["init", "-q", "-b", "main"], &[]);
+        let mut ids = Vec::new();
+        for t in 1..=4 {
+            let date = format!("@{} +0000", 1_700_000_000 + t * 60);
+            let env = [
+                ("GIT_COMMITTER_DATE", date.as_str()),
+                ("GIT_AUTHOR_DATE", date.as_str()),
+            ];
+            git_env(dir, &["commit", "-q", "--allow-empty", "-m", "c"], &env);
+            ids.push(git_env(dir, &["rev-parse", "HEAD"], &[]).trim().to_string());
+        }
+        let repo = crate::open(dir).unwrap();
+        let id = |i: usize| ObjectId::from_hex(ids[i].as_bytes()).unwrap();
+        let all = Ancestors::of(&repo, id(3), 100).unwrap();
+        assert!((0..4).all(|i| all.contains(id(i))));
+        assert!(all.knows(0), "every ancestor was read");
+        let newest = Ancestors::of(&repo, id(3), 2).unwrap();
+        assert!(newest.contains(id(3)) && newest.contains(id(2)) && !newest.contains(id(1)));
+        let time = |i: usize| commit_time(&repo, id(i)).unwrap();
+        assert!(newest.knows(time(3) + 1));
+        assert!(!newest.knows(time(1)), "older than the last one read");
     }
 }
