@@ -207,42 +207,18 @@ fn read_page(
     verifier: &gs_trust::Verifier,
 ) -> Vec<(ObjectId, Read)> {
     let judge = |m: &[u8], s: &str| verifier.verify(m, s);
-    let read =
-        |repo: &gs_git::Repository, part: &[(ObjectId, ObjectId)]| -> Vec<(ObjectId, Read)> {
-            part.iter()
-                .map(|&(commit, blob)| {
-                    let read = if !crate::app::publish::bounds::has_commit(repo, commit) {
-                        Read::Skipped("its commit is not in this clone".into())
-                    } else {
-                        match git::notes::read_blob(repo, blob) {
-                            Ok(body) => {
-                                let (found, future) =
-                                    note::decode_counted(&body, &commit.to_string(), &judge);
-                                Read::Decoded(found, future)
-                            }
-                            Err(e) => Read::Skipped(format!("cannot read the note: {e}")),
-                        }
-                    };
-                    (commit, read)
-                })
-                .collect()
+    crate::app::records::results::on_every_core(repo, page, |repo, &(commit, blob)| {
+        let read = if !crate::app::publish::bounds::has_commit(repo, commit) {
+            Read::Skipped("its commit is not in this clone".into())
+        } else {
+            match git::notes::read_blob(repo, blob) {
+                Ok(body) => {
+                    let (found, future) = note::decode_counted(&body, &commit.to_string(), &judge);
+                    Read::Decoded(found, future)
+                }
+                Err(e) => Read::Skipped(format!("cannot read the note: {e}")),
+            }
         };
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
-    if threads < 2 || page.len() < 2 {
-        return read(repo, page);
-    }
-    let size = page.len().div_ceil(threads);
-    std::thread::scope(|scope| {
-        let parts: Vec<_> = page
-            .chunks(size)
-            .map(|part| {
-                let repo = repo.clone();
-                scope.spawn(move || read(&repo, part))
-            })
-            .collect();
-        parts
-            .into_iter()
-            .flat_map(|p| p.join().expect("reading a note does not panic"))
-            .collect()
+        (commit, read)
     })
 }
