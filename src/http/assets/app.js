@@ -23,6 +23,12 @@
     if (b && !window.confirm(b.getAttribute("data-confirm"))) e.preventDefault();
   });
 
+  // The records' words as the server's pages show them (src/http/pages/words.rs).
+  function plain(w) { return String(w).replace(/[_.]/g, " "); }
+  function status(w) {
+    return { timeout: "timed out", not_run: "not run", unknown: "status unknown" }[w] || plain(w);
+  }
+
   var feed = document.getElementById("feed");
   if (!feed || !window.EventSource) return;
   var heartbeats = feed.getAttribute("data-heartbeats") === "1";
@@ -38,7 +44,13 @@
     t.textContent = e.time.slice(11, 19);
     local(t);
     li.appendChild(t);
-    var text = " " + e.kind;
+    li.appendChild(document.createTextNode(" "));
+    var k = document.createElement("span");
+    k.className = "kind";
+    k.title = e.kind;
+    k.textContent = plain(e.kind);
+    li.appendChild(k);
+    var text = "";
     if (e.repository) text += " · " + e.repository;
     if (e.commit) text += " · ";
     li.appendChild(document.createTextNode(text));
@@ -52,7 +64,7 @@
     if (e.data && e.data.status) {
       var s = document.createElement("span");
       s.className = e.data.status;
-      s.textContent = " " + e.data.status;
+      s.textContent = " " + status(e.data.status);
       li.appendChild(s);
     }
     if (e.data && e.data.test) {

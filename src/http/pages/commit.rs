@@ -81,7 +81,7 @@ pub async fn commit_page(
         div.card {
             p { "Status: " (status_cell(record.as_ref())) }
             @if let Some(r) = &record {
-                p.muted { "ran " (when(&r.started_at, true)) " in " (duration_text(r.duration_ms)) " · trigger " (r.trigger.as_str())
+                p.muted { "ran " (when(&r.started_at, true)) " in " (duration_text(r.duration_ms)) " · started " (words::trigger(r.trigger.as_str()))
                     @if let Some(c) = &r.cached_from { " · same tree and config as " span.mono { (short(c)) } } }
                 @if let Some(e) = &r.error { div.flash.bad { (e) } }
                 @if let Some(t) = &r.tests {
@@ -89,7 +89,7 @@ pub async fn commit_page(
                         span.pass { (t.passed.unwrap_or(0)) " passed" } ", "
                         span.fail { (t.failed.unwrap_or(0)) " failed" } ", "
                         (t.skipped.unwrap_or(0)) " skipped, " (t.errors.unwrap_or(0)) " errors"
-                        @if let Some(k) = &t.killed_by { " · stopped by " strong { (k) } }
+                        @if let Some(k) = &t.killed_by { " · stopped by " strong { (words::killed_by(k)) } }
                     }
                     @if !t.failures.is_empty() {
                         h2 { "Failures" }
@@ -106,7 +106,7 @@ pub async fn commit_page(
                     table { thead { tr { th { "check" } th { "status" } th { "exit" } th.num { "duration" } } }
                         tbody { @for (name, c) in r.checks.iter() { tr {
                             td.mono { (name) @if !c.required { " (optional)" } }
-                            td class=(if c.status().is_success() { "pass" } else { "fail" }) { (c.status().as_str()) }
+                            td class=(if c.status().is_success() { "pass" } else { "fail" }) { (words::status(c.status().as_str())) }
                             td { (c.run.exit_code.map_or("–".to_string(), |x| x.to_string())) }
                             td.num { (duration_text(c.run.duration_ms)) } } } } }
                 }

@@ -60,7 +60,7 @@ async fn experiments_view(
         p.muted {
             "production " code { (base.target) } " at "
             a.mono href=(format!("/c/{}/{}", row.name, base.commit)) { (short(&base.commit)) }
-            ": " span class=(base.status.as_str()) { (base.status) }
+            ": " span class=(base.status.as_str()) { (words::status(&base.status)) }
             @if let Some(p) = base.passed { ", " (p) " passed" }
             " · " a href=(format!("/r/{}/commits", row.name)) { "every commit's result" }
         }
@@ -78,10 +78,10 @@ async fn experiments_view(
                         @for (x, refusal) in ranked.iter().zip(&refusals) {
                             tr {
                                 td.name data-label="experiment" { (x.name) }
-                                td data-label="state" { (x.state) }
+                                td data-label="state" { (words::experiment_state(&x.state)) }
                                 td data-label="result" {
                                     @match (&x.head, &x.row) {
-                                        (Some(h), Some(r)) => a href=(format!("/c/{}/{h}", row.name)) { span class=(r.status.as_str()) { (r.status) } },
+                                        (Some(h), Some(r)) => a href=(format!("/c/{}/{h}", row.name)) { span class=(r.status.as_str()) { (words::status(&r.status)) } },
                                         _ => span.muted { "-" },
                                     }
                                 }
@@ -90,10 +90,12 @@ async fn experiments_view(
                                 td.num data-label="new failures" title=(x.new_failures.join(", ")) { (x.new_failures.len()) }
                                 td.num data-label="duration" {
                                     (x.row.as_ref().and_then(|r| r.duration_ms).map_or("-".into(), duration_text))
-                                    @if let Some(d) = x.duration_delta_ms { span.muted { " (" (format!("{d:+}")) ")" } }
+                                    @if let Some(d) = x.duration_delta_ms {
+                                        span.muted title="against production" { " (" (if d < 0 { "−" } else { "+" }) (duration_text(d.unsigned_abs())) ")" }
+                                    }
                                 }
                                 td.num data-label="complexity Δ" { (x.complexity_delta.map_or("-".into(), |d| format!("{d:+.2}"))) }
-                                td data-label="verdict" title=(x.verdict_reason.as_deref().unwrap_or("")) { (x.verdict.map_or("-", |v| v.as_str())) }
+                                td data-label="verdict" title=(x.verdict_reason.as_deref().unwrap_or("")) { (x.verdict.map_or("-".into(), words::verdict)) }
                                 @if admin {
                                     td.actions {
                                         @if x.state == "active" {

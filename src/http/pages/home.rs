@@ -86,7 +86,7 @@ pub async fn home(State(web): St, headers: HeaderMap, Query(q): Query<HomeQuery>
                             @let repo = name_of(&j.repository_id);
                             li {
                                 a.mono href=(format!("/c/{repo}/{}", j.commit_id)) { (short(&j.commit_id)) }
-                                " in " (repo) " (" (j.trigger) ")"
+                                " in " (repo) " (started " (words::trigger(&j.trigger)) ")"
                             }
                         }
                     }
@@ -112,12 +112,12 @@ pub async fn home(State(web): St, headers: HeaderMap, Query(q): Query<HomeQuery>
                 ul #feed data-since=(since) data-heartbeats=(if heartbeats { "1" } else { "0" }) {
                     @for e in events.iter().rev() {
                         li data-id=(e.id) {
-                            (when(&e.time, false)) " " (e.kind)
+                            (when(&e.time, false)) " " span.kind title=(e.kind) { (words::event(&e.kind)) }
                             @if let Some(r) = &e.repository { " · " (r) }
                             @if let Some(c) = &e.commit {
                                 " · " a.mono href=(format!("/c/{}/{c}", e.repository.as_deref().or(e.repository_id.as_deref()).unwrap_or(""))) { (short(c)) }
                             }
-                            @if let Some(s) = e.data.get("status").and_then(|s| s.as_str()) { " " span class=(s) { (s) } }
+                            @if let Some(s) = e.data.get("status").and_then(|s| s.as_str()) { " " span class=(s) { (words::status(s)) } }
                             @if let Some(t) = e.data.get("test").and_then(|s| s.as_str()) { " " span.failed.mono { (t) } }
                             @if e.data.get("withdrawn").and_then(|w| w.as_bool()) == Some(true) { " (withdrawn: the run did not fail it)" }
                         }

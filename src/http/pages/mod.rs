@@ -3,10 +3,12 @@
 //! repository's experiments ranked against production (promote and kill for admins) and its
 //! commits with their results, and a commit's page (result, failures, the log paged and
 //! searchable, analysis against the parent, the patch). Every form answers 303 See Other.
+//! Records' words are shown as people say them (`words`).
 mod commit;
 mod commits;
 mod experiments;
 mod home;
+mod words;
 
 use super::{blocking, repository, ApiError, Caller, Web, COOKIE};
 use crate::app::repo::tokens::{self, Role};
@@ -129,7 +131,7 @@ fn status_cell(r: Option<&RunRecord>) -> Markup {
     match r {
         Some(r) if r.no_tests() => html! { span.muted { "○ no tests" } },
         Some(r) => {
-            html! { span class=(r.status.as_str()) { (if r.status.is_success() { "✔ " } else { "✘ " }) (r.status.as_str()) } }
+            html! { span class=(r.status.as_str()) { (if r.status.is_success() { "✔ " } else { "✘ " }) (words::status(r.status.as_str())) } }
         }
         None => html! { span.muted { "· not run" } },
     }
@@ -148,7 +150,7 @@ fn sparkline(runs: &[RunRecord]) -> Markup {
                 @let bar = (r.duration_ms * (h - 4) / longest).max(3) + 1;
                 rect x=(i as u64 * (w + gap)) y=(h - bar) width=(w) height=(bar) rx="1"
                     fill=(if r.status.is_success() { "var(--pass)" } else { "var(--fail)" }) {
-                    title { (short(&r.commit)) " " (r.status.as_str()) " " (duration_text(r.duration_ms)) }
+                    title { (short(&r.commit)) " " (words::status(r.status.as_str())) " " (duration_text(r.duration_ms)) }
                 }
             }
         }
