@@ -77,6 +77,15 @@ fn print_human(a: &Analysis) {
             &rows,
         );
     }
+    if let Some(p) = a.extra.get("partially_parsed") {
+        let n = |k: &str| p[k].as_u64().unwrap_or(0);
+        // Not issues: tree-sitter's limits (C and C++ are parsed without their preprocessor).
+        println!(
+            "\n{} parsed in part ({} tree-sitter could not read): their metrics cover the rest",
+            ui::plural(n("files"), "file"),
+            ui::plural(n("regions"), "region"),
+        );
+    }
     for key in ["frameworks", "dependencies"] {
         if let Some(v) = a.extra.get(key) {
             if !v.is_null()

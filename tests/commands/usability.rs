@@ -147,3 +147,55 @@ fn analysis_counts_have_their_plural_and_issue_paths_are_quoted() {
         "{o:?}"
     );
 }
+
+#[test]
+fn analysis_reports_neither_test_suites_nor_a_parsers_limits_as_issues() {
+    let w = World::new();
+    let dir = w.path("mixed");
+    let write = |rel: &str, body: &str| {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, body).unwrap();
+    };
+    // A 92-line describe of 30 tests: its own lines are two.
+    let tests: String = (0..30)
+        .map(|i| format!("  it('case {i}', () => {{\n    check({i});\n  }});\n"))
+        .collect();
+    write(
+        "test/router.test.js",
+        &format!("describe('router', () => {{\n{tests}}});\n"),
+    );
+    // C++ code a compiler accepts, in a .h file, with three regions tree-sitter cannot read.
+    write(
+        "include/fmt/base.h",
+        include_str!("../fixtures/analysis/cpp/fmt_base.h"),
+    );
+    write(
+        "broken.py",
+        "def ok():\n    return 1\n\ndef f(:\n    pass\n\ndef g(:\n    pass\n",
+    );
+    let o = w.sandbox(&w.work(), &["analyze", dir.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(o.stdout.contains("\n1 potential issue:\n"), "{o:?}");
+    assert!(
+        o.stdout.ends_with(
+            "\n  broken.py:4 syntax_error: syntax error: missing `)` (and 1 more in this file)\n"
+        ),
+        "{o:?}"
+    );
+    assert!(
+        o.stdout.contains(
+            "\n1 file parsed in part (3 regions tree-sitter could not read): their metrics cover the rest\n"
+        ),
+        "{o:?}"
+    );
+    let o = w.sandbox(&w.work(), &["analyze", dir.to_str().unwrap(), "--json"]);
+    let v = o.json();
+    assert_eq!(
+        v["partially_parsed"],
+        serde_json::json!({"files": 1, "regions": 3})
+    );
+    assert_eq!(v["languages"]["cpp"]["functions"], 5, "{v}");
+    assert_eq!(v["languages"]["javascript"]["functions"], 31, "{v}");
+    assert_eq!(v["syntax_errors"], 2, "{v}");
+}

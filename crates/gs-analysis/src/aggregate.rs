@@ -13,8 +13,6 @@ use serde_json::{json, Value};
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Syntax-error issues reported per file; the last one says how many more there were.
-const ERRORS_PER_FILE: usize = 3;
 /// Issues kept in the record; the rest are counted in `potential_issues_omitted`.
 const MAX_ISSUES: usize = 1000;
 
@@ -71,6 +69,11 @@ pub struct Tally {
     functions: u64,
     complexity_total: u64,
     syntax_errors: u64,
+    /// Files whose errors are the parser's limits, and the regions it could not read in them.
+    #[serde(default)]
+    partial_files: u64,
+    #[serde(default)]
+    partial_regions: u64,
     languages: BTreeMap<String, LanguageStats>,
     /// How many functions have each complexity: the maximum survives a removal.
     complexities: BTreeMap<u64, u64>,
@@ -137,19 +140,23 @@ fn file_issues(path: &str, file: &FileAnalysis, opts: &Options) -> Vec<Issue> {
             );
         }
     }
-    let shown = file.syntax_errors.len().min(ERRORS_PER_FILE);
-    for (i, e) in file.syntax_errors.iter().take(shown).enumerate() {
-        let more = file.syntax_error_count.saturating_sub(shown as u64);
-        let message = if i + 1 == shown && more > 0 {
-            format!("{} (and {more} more in this file)", e.message)
-        } else {
-            e.message.clone()
-        };
+    // One issue per file, at its first error: after one, a parser's recovery often finds more
+    // that are the same mistake, and a file's hundred errors are one thing to fix first.
+    if let Some(first) = file
+        .syntax_errors
+        .first()
+        .filter(|_| file.errors_are_the_codes())
+    {
+        let more = file.syntax_error_count.saturating_sub(1);
         out.push(Issue {
             path: path.to_string(),
-            line: e.line,
+            line: first.line,
             kind: "syntax_error".into(),
-            message,
+            message: if more > 0 {
+                format!("{} (and {more} more in this file)", first.message)
+            } else {
+                first.message.clone()
+            },
         });
     }
     // Stable: issues on one line keep the order they were found in.
@@ -177,7 +184,14 @@ impl Tally {
             (&mut self.classes, file.classes),
             (&mut self.functions, functions),
             (&mut self.complexity_total, complexity),
-            (&mut self.syntax_errors, file.syntax_error_count),
+        ] {
+            sign.apply(total, n);
+        }
+        let unparsed = file.unparsed_regions();
+        for (total, n) in [
+            (&mut self.syntax_errors, file.code_syntax_errors()),
+            (&mut self.partial_files, u64::from(unparsed > 0)),
+            (&mut self.partial_regions, unparsed),
         ] {
             sign.apply(total, n);
         }
@@ -260,6 +274,12 @@ impl Tally {
         extra.insert("dependencies".into(), json!(deps));
         extra.insert("skipped".into(), json!(skipped));
         extra.insert("syntax_errors".into(), Value::from(self.syntax_errors));
+        if self.partial_files > 0 {
+            extra.insert(
+                "partially_parsed".into(),
+                json!({"files": self.partial_files, "regions": self.partial_regions}),
+            );
+        }
         Analysis {
             files_analyzed: self.files_analyzed,
             total_lines: self.total_lines,

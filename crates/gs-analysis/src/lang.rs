@@ -32,6 +32,14 @@ impl Lang {
             Lang::Cpp => "cpp",
         }
     }
+
+    /// Whether a tree-sitter error node in this language's files says the code is wrong. Not
+    /// for C and C++: they are parsed without their preprocessor, so macros in declaration
+    /// position (`FMT_CONSTEXPR void f()`, `FMT_BEGIN_NAMESPACE`) and the grammar's gaps in
+    /// templates leave error nodes in code a compiler accepts; the compiler is the judge there.
+    pub fn parse_errors_are_code_errors(self) -> bool {
+        !matches!(self, Lang::C | Lang::Cpp)
+    }
 }
 
 /// A tree-sitter grammar. TypeScript has two (`.ts` and `.tsx`); both report as `typescript`.

@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// Bump whenever a [`FileAnalysis`] for the same bytes could come out different.
-pub const ANALYZER_VERSION: u32 = 3;
+pub const ANALYZER_VERSION: u32 = 4;
 
 /// The repository's `[analysis]` settings that shape the record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,6 +122,9 @@ pub struct FileAnalysis {
     pub syntax_errors: Vec<SyntaxError>,
     #[serde(default)]
     pub syntax_error_count: u64,
+    /// The parse was abandoned at the time limit: the one error is the parser's, not the code's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub parser_gave_up: bool,
 }
 
 impl FileAnalysis {
@@ -130,6 +133,31 @@ impl FileAnalysis {
             skipped: Some(reason),
             ..FileAnalysis::default()
         }
+    }
+
+    /// Whether the syntax errors are the code's (a `syntax_error` issue) rather than the
+    /// parser's limits: not in C and C++ (see [`Lang::parse_errors_are_code_errors`]), nor when
+    /// the parse was abandoned at the time limit.
+    pub fn errors_are_the_codes(&self) -> bool {
+        !self.parser_gave_up
+            && self
+                .language
+                .is_some_and(|l| l.parse_errors_are_code_errors())
+    }
+
+    /// Syntax errors that are the code's.
+    pub fn code_syntax_errors(&self) -> u64 {
+        if self.errors_are_the_codes() {
+            self.syntax_error_count
+        } else {
+            0
+        }
+    }
+
+    /// Regions the parser could not read in code that may well be right: the file's metrics
+    /// cover the rest.
+    pub fn unparsed_regions(&self) -> u64 {
+        self.syntax_error_count - self.code_syntax_errors()
     }
 }
 
@@ -199,22 +227,11 @@ pub fn analyze_file(path: &str, bytes: &[u8], _opts: &Options) -> FileAnalysis {
         return FileAnalysis::skipped(reason);
     }
     let src = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    let grammar = grammar.for_content(path, src);
-    let table = grammar.table();
     // A syntax tree takes tens of bytes per source byte: let only one big one exist at a time.
     let _big =
         (src.len() > BIG_FILE_BYTES).then(|| BIG_FILE.lock().unwrap_or_else(|e| e.into_inner()));
-    let walked = match parse(grammar, src) {
-        Some(tree) => metrics::walk(table, &tree, src),
-        None => metrics::Walked {
-            errors: vec![SyntaxError {
-                line: 1,
-                message: "could not be parsed (parser gave up)".into(),
-            }],
-            error_count: 1,
-            ..metrics::Walked::default()
-        },
-    };
+    let grammar = grammar.for_content(path, src);
+    let walked = parse_and_walk(grammar, src);
     let lines = lines::count_lines(src, &walked.comments, &walked.strings);
     FileAnalysis {
         language: Some(grammar.lang()),
@@ -227,6 +244,22 @@ pub fn analyze_file(path: &str, bytes: &[u8], _opts: &Options) -> FileAnalysis {
         functions: walked.functions,
         syntax_errors: walked.errors,
         syntax_error_count: walked.error_count,
+        parser_gave_up: walked.gave_up,
+    }
+}
+
+fn parse_and_walk(grammar: lang::Grammar, src: &[u8]) -> metrics::Walked {
+    match parse(grammar, src) {
+        Some(tree) => metrics::walk(grammar.table(), &tree, src),
+        None => metrics::Walked {
+            errors: vec![SyntaxError {
+                line: 1,
+                message: "could not be parsed (parser gave up)".into(),
+            }],
+            error_count: 1,
+            gave_up: true,
+            ..metrics::Walked::default()
+        },
     }
 }
 

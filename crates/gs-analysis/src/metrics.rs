@@ -21,6 +21,8 @@ pub struct Walked {
     pub strings: Vec<(usize, usize)>,
     pub errors: Vec<SyntaxError>,
     pub error_count: u64,
+    /// The parse was abandoned (see `parse_within`): there is no tree, only one error.
+    pub gave_up: bool,
 }
 
 struct Frame {

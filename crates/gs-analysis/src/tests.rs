@@ -464,3 +464,77 @@ fn the_runners_modifiers_are_suite_calls_too() {
         ]
     );
 }
+
+#[test]
+fn cpp_parse_errors_are_the_parsers_limits_not_issues() {
+    let src = fixture("cpp/fmt_base.h");
+    let path = "include/fmt/base.h";
+    let file = analyze_file(path, &src, &Options::default());
+    assert_eq!(file.language, Some(Lang::Cpp), "a .h file that shows C++");
+    assert_eq!(file.syntax_error_count, 3);
+    assert_eq!(
+        file.functions.len(),
+        5,
+        "the parts that parsed are measured"
+    );
+    let as_c = analyze_file("base.c", &src, &Options::default());
+    assert!(as_c.syntax_error_count > 50, "{}", as_c.syntax_error_count);
+
+    let (issues, v) = record_of(path, &file);
+    assert!(
+        issues.iter().all(|i| i.kind != "syntax_error"),
+        "{issues:?}"
+    );
+    assert_eq!(v["syntax_errors"], 0);
+    assert_eq!(
+        v["partially_parsed"],
+        serde_json::json!({"files": 1, "regions": 3})
+    );
+}
+
+#[test]
+fn syntax_errors_are_one_issue_per_file_with_the_count() {
+    let src = b"def ok(a):\n    return a\n\ndef one(:\n    pass\n\ndef two(:\n    pass\n";
+    let file = analyze_file("s.py", src, &Options::default());
+    assert!(file.syntax_error_count >= 2);
+    let (issues, v) = record_of("s.py", &file);
+    let errors: Vec<_> = issues.iter().filter(|i| i.kind == "syntax_error").collect();
+    assert_eq!(errors.len(), 1, "{issues:?}");
+    assert_eq!(errors[0].line, 4);
+    let more = file.syntax_error_count - 1;
+    assert!(
+        errors[0]
+            .message
+            .ends_with(&format!("(and {more} more in this file)")),
+        "{}",
+        errors[0].message
+    );
+    assert_eq!(v["syntax_errors"], file.syntax_error_count);
+    assert!(v.get("partially_parsed").is_none());
+
+    // A parse abandoned at the time limit is the parser's limit, in any language.
+    let gave_up = FileAnalysis {
+        language: Some(Lang::Python),
+        syntax_errors: vec![SyntaxError {
+            line: 1,
+            message: "could not be parsed (parser gave up)".into(),
+        }],
+        syntax_error_count: 1,
+        parser_gave_up: true,
+        ..FileAnalysis::default()
+    };
+    let (issues, v) = record_of("big.py", &gave_up);
+    assert!(issues.is_empty(), "{issues:?}");
+    assert_eq!(v["syntax_errors"], 0);
+    assert_eq!(
+        v["partially_parsed"],
+        serde_json::json!({"files": 1, "regions": 1})
+    );
+    let o = Options::default();
+    let mut t = Tally::default();
+    t.file(Sign::Add, "big.py", &gave_up, &o);
+    t.file(Sign::Add, "s.py", &file, &o);
+    t.file(Sign::Remove, "big.py", &gave_up, &o);
+    t.file(Sign::Remove, "s.py", &file, &o);
+    assert_eq!(t, Tally::default());
+}

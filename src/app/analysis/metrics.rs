@@ -20,8 +20,13 @@ pub struct FileMetrics {
     pub functions: u64,
     pub classes: u64,
     pub complexity_max: u64,
+    /// Syntax errors of the code (see `FileAnalysis::code_syntax_errors`).
     #[serde(skip_serializing_if = "is_zero")]
     pub syntax_errors: u64,
+    /// Regions tree-sitter could not read in code that may be right (C, C++): the file's
+    /// metrics cover the rest.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub unparsed_regions: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -91,7 +96,8 @@ pub fn of(
                 functions: f.functions.len() as u64,
                 classes: f.classes,
                 complexity_max: f.functions.iter().map(|x| x.complexity).max().unwrap_or(0),
-                syntax_errors: f.syntax_error_count,
+                syntax_errors: f.code_syntax_errors(),
+                unparsed_regions: f.unparsed_regions(),
             });
             functions.extend(f.functions.iter().map(|x| FunctionMetrics {
                 path: path.to_string(),
