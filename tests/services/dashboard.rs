@@ -51,7 +51,7 @@ fn a_person_watches_a_commit_arrive_reads_it_and_promotes_from_the_browser() {
 }
 
 #[test]
-fn on_a_phone_nothing_scrolls_sideways_and_times_show_in_the_viewers_zone() {
+fn at_a_desk_and_on_a_phone_nothing_scrolls_sideways_and_times_show_in_the_viewers_zone() {
     common::tools::debian("/usr/bin/chromium", "chromium");
     common::tools::debian("/usr/bin/chromedriver", "chromium-driver");
     let python = common::tools::python("selenium");
@@ -70,8 +70,22 @@ fn on_a_phone_nothing_scrolls_sideways_and_times_show_in_the_viewers_zone() {
         )],
         "More tests",
     );
+    // A subject and a ref longer than any table has room for.
+    w.git(
+        &repo,
+        &["switch", "-q", "experiment/a-rather-long-experiment-name"],
+    );
+    w.commit(
+        &repo,
+        &[("notes.txt", "more\n")],
+        "A subject long enough to overflow a table at any width: it says what the change does, why it does it, and names the_files/with/long-paths-that-never-break.txt",
+    );
     w.git(&repo, &["switch", "-q", "main"]);
-    for rev in ["main", "experiment/short"] {
+    for rev in [
+        "main",
+        "experiment/short",
+        "experiment/a-rather-long-experiment-name",
+    ] {
         let o = w.sandbox(&repo, &["run", rev]);
         assert_eq!(o.code, 0, "{o:?}");
     }

@@ -67,43 +67,13 @@ pub async fn commits_page(
         @if page.commits.is_empty() {
             p.muted { "No results yet: " code { "git sandbox run" } " runs the current branch's new commits." }
         } @else {
-            div.card.scroll {
-                table.stack #commits {
-                    thead { tr {
-                        th { "commit" } th { "result" } th { "tests" } th.num { "duration" } th { "ref" } th { "finished" }
-                    } }
-                    tbody {
-                        @for c in &page.commits {
-                            @let r = &c.record;
-                            tr {
-                                td.name data-label="commit" {
-                                    a.mono href=(format!("/c/{}/{}", row.name, r.commit)) { (short(&r.commit)) }
-                                    " " (c.summary.as_deref().unwrap_or(""))
-                                }
-                                td data-label="result" {
-                                    (status_cell(Some(r)))
-                                    @if let Some(from) = &r.cached_from {
-                                        " " span.muted title=(format!("same tree and config as {from}")) { "· served from an earlier run" }
-                                    }
-                                }
-                                td data-label="tests" {
-                                    @if let Some(t) = &r.tests {
-                                        span.pass { (t.passed.unwrap_or(0)) " passed" } " · "
-                                        // Red only when something failed.
-                                        @let failed = t.failed.unwrap_or(0);
-                                        span class=(if failed > 0 { "fail" } else { "muted" }) { (failed) " failed" }
-                                    } @else { span.muted { "-" } }
-                                }
-                                td.num data-label="duration" { (duration_text(r.duration_ms)) }
-                                td.mono data-label="ref" {
-                                    (r.refname.as_deref().map_or("", |n| n.strip_prefix("refs/heads/").unwrap_or(n)))
-                                }
-                                td data-label="finished" { (when(&r.finished_at, true)) }
-                            }
-                        }
-                    }
-                }
-            }
+            @let rows: Vec<Row> = page.commits.iter().map(|c| Row {
+                commit: &c.record.commit,
+                summary: c.summary.as_deref(),
+                record: Some(&c.record),
+                job: None,
+            }).collect();
+            (table("commits", &row.name, &rows))
             div.pager {
                 @if before.is_some() { a #newest href=(link(None)) { "← newest" } }
                 @if let Some(o) = page.older { a #older href=(link(Some(o))) { "older →" } }
@@ -111,4 +81,87 @@ pub async fn commits_page(
         }
     };
     layout(&format!("{} commits", row.name), Some(&caller), body).into_response()
+}
+
+/// One row of a table of commits.
+pub struct Row<'a> {
+    pub commit: &'a str,
+    pub summary: Option<&'a str>,
+    pub record: Option<&'a RunRecord>,
+    /// For a commit without a result: `queued` or `running` when it has a job.
+    pub job: Option<&'a str>,
+}
+
+/// Commits with their results. At a desk's width the subject gives way (cut with an ellipsis,
+/// whole in its tooltip) and below it the finish time goes; on a phone each row is a card.
+pub fn table(id: &str, repo: &str, rows: &[Row]) -> Markup {
+    html! {
+        div.card.scroll {
+            table.stack.commits id=(id) {
+                thead { tr {
+                    th { "commit" } th { "result" } th { "tests" }
+                    th.num { "duration" } th { "ref" } th.wide { "finished" }
+                } }
+                tbody {
+                    @for c in rows {
+                        tr {
+                            td.subject data-label="commit" title=(c.summary.unwrap_or("")) {
+                                a.mono href=(format!("/c/{repo}/{}", c.commit)) { (short(c.commit)) }
+                                " " (c.summary.unwrap_or(""))
+                            }
+                            @match c.record {
+                                Some(r) => {
+                                    td.result data-label="result" {
+                                        (status_cell(Some(r)))
+                                        @if let Some(from) = &r.cached_from {
+                                            " " span.note.muted title=(format!("same tree and config as {from}")) { "served from an earlier run" }
+                                        }
+                                    }
+                                    td data-label="tests" {
+                                        @if let Some(t) = &r.tests {
+                                            span.pass { (t.passed.unwrap_or(0)) " passed" } " · "
+                                            // Red only when something failed.
+                                            @let failed = t.failed.unwrap_or(0);
+                                            span class=(if failed > 0 { "fail" } else { "muted" }) { (failed) " failed" }
+                                        } @else { span.muted { "-" } }
+                                    }
+                                    td.num data-label="duration" { (duration_text(r.duration_ms)) }
+                                    td.ref data-label="ref" { (ref_cell(r)) }
+                                    td.wide data-label="finished" { (when(&r.finished_at, true)) }
+                                }
+                                None => {
+                                    td.result data-label="result" { span.muted { "· " (c.job.unwrap_or("not run")) } }
+                                    td data-label="tests" { span.muted { "-" } }
+                                    td.num data-label="duration" { span.muted { "-" } }
+                                    td.ref data-label="ref" { span.muted { "-" } }
+                                    td.wide data-label="finished" { span.muted { "-" } }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The branch a run was made for. A record that names none was a run of commits no branch it
+/// was given holds (commit ids, a range ending at no watched branch, `--all`) or of work not
+/// committed: said so, not guessed from today's branches, which may hold the commit without the
+/// run having had their config or caches.
+pub fn ref_cell(r: &RunRecord) -> Markup {
+    match r.refname.as_deref() {
+        Some(full) => match full.strip_prefix("refs/heads/") {
+            Some(name) => html! { span.mono title=(full) { (name) } },
+            None => {
+                html! { span.mono title=(full) { (full.strip_prefix("refs/").unwrap_or(full)) } }
+            }
+        },
+        None if r.snapshot => {
+            html! { span.muted title="a run of work not committed (run --staged or --worktree): no branch" { "work tree" } }
+        }
+        None => html! {
+            span.muted title="run of a range or of commit ids that no watched branch holds (or with --all): its record names no branch" { "—" }
+        },
+    }
 }

@@ -1,6 +1,7 @@
-"""The dashboard on a phone, in a browser set to Kolkata's time: Debian's Chromium driven through
-chromedriver by Selenium. Started by tests/services/dashboard.rs with the daemon's address, an admin token,
-the repository's name and the directory for screenshots. Any failed check ends it non-zero.
+"""The dashboard at a desk's width (1280 px) and on a phone (390 px), in a browser set to Kolkata's
+time: Debian's Chromium driven through chromedriver by Selenium. Started by
+tests/services/dashboard.rs with the daemon's address, an admin token, the repository's name and the
+directory for screenshots. Any failed check ends it non-zero.
 """
 
 import datetime
@@ -15,14 +16,33 @@ ADDR, TOKEN, NAME, SHOTS = sys.argv[1:5]
 BASE = f"http://{ADDR}"
 # UTC+05:30 all year: no daylight saving to reckon with, and the half hour shows a real shift.
 ZONE, OFFSET = "Asia/Kolkata", datetime.timedelta(hours=5, minutes=30)
-# The elements of the page (logs and patches aside) whose content is wider than they are.
+# The elements of the page (logs and patches aside) whose content is wider than they are, so that
+# they scroll sideways. Text cut with an ellipsis (a subject, a ref; whole in its tooltip) is not.
 SIDEWAYS = ("return [...document.querySelectorAll('main *')].filter(e => e.scrollWidth > e.clientWidth + 1"
-            " && getComputedStyle(e).overflowX !== 'visible' && e.tagName !== 'PRE').map(e => e.tagName + '.' + e.className)")
+            " && getComputedStyle(e).overflowX !== 'visible' && getComputedStyle(e).textOverflow !== 'ellipsis'"
+            " && e.tagName !== 'PRE').map(e => e.tagName + '.' + e.className)")
+DESK, PHONE = (1280, 900), (390, 844)
 
 
 def shot(driver, name):
     os.makedirs(SHOTS, exist_ok=True)
     driver.save_screenshot(os.path.join(SHOTS, name + ".png"))
+
+
+def fits(d, what):
+    """The page is no wider than the window, and nothing in it scrolls sideways."""
+    inner = d.execute_script("return window.innerWidth")
+    wide = d.execute_script("return document.documentElement.scrollWidth")
+    assert wide <= inner, f"{what}: the page is {wide}px wide in a {inner}px window"
+    hidden = d.execute_script(SIDEWAYS)
+    assert not hidden, f"{what}: these scroll sideways: {hidden}"
+
+
+def inside(d, e, what):
+    """The element is on screen, within the window's width."""
+    inner = d.execute_script("return window.innerWidth")
+    r = d.execute_script("return arguments[0].getBoundingClientRect().toJSON()", e)
+    assert r["width"] > 0 and 0 <= r["left"] and r["right"] <= inner, f"{what} spans {r} of {inner}px"
 
 
 def main():
@@ -60,10 +80,25 @@ def run(d):
     hidden = d.execute_script(SIDEWAYS)
     assert not hidden, f"these scroll sideways at {inner}px: {hidden}"
 
-    d.get(f"{BASE}/r/{NAME}/commits")
-    wide = d.execute_script("return document.documentElement.scrollWidth")
-    shot(d, "commits-phone")
-    assert wide <= inner, f"the commits page is {wide}px wide in a {inner}px window"
+    # The start page, the experiments and the commits, at a desk and on a phone: nothing scrolls
+    # sideways, a long subject is cut (whole in its tooltip), a long ref too.
+    for size in (DESK, PHONE):
+        d.set_window_size(*size)
+        inner = d.execute_script("return window.innerWidth")
+        what = f"at {inner}px"
+        for page in ("/", f"/r/{NAME}"):
+            d.get(BASE + page)
+            fits(d, f"{page} {what}")
+        d.get(f"{BASE}/r/{NAME}/commits")
+        shot(d, f"commits-{inner}")
+        fits(d, f"the commits page {what}")
+        subject = d.find_element(By.XPATH, "//td[contains(@class, 'subject')][contains(., 'A subject long enough')]")
+        assert "long-paths-that-never-break" in subject.get_attribute("title"), subject.get_attribute("title")
+        inside(d, subject, f"the long subject {what}")
+        ref = d.find_element(By.CSS_SELECTOR, "#commits td.ref span[title='refs/heads/experiment/a-rather-long-experiment-name']")
+        inside(d, ref, f"the long ref {what}")
+    d.set_window_size(*PHONE)
+    inner = d.execute_script("return window.innerWidth")
 
     # Times in the viewer's zone: each <time> of the feed shows its UTC instant in Kolkata's time.
     d.get(BASE + "/")
