@@ -3,6 +3,8 @@
 //! 127.0.0.1. Screenshots land in target/screenshots/ for a person to look at.
 
 use crate::common;
+#[path = "dashboard/branch.rs"]
+mod branch;
 #[path = "dashboard/pages.rs"]
 mod pages;
 
@@ -45,7 +47,14 @@ fn a_person_watches_a_commit_arrive_reads_it_and_promotes_from_the_browser() {
         "the browser session failed (screenshots in {})\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
         shots.display()
     );
-    for name in ["home", "commit", "experiments", "home-dark", "commit-phone"] {
+    for name in [
+        "home",
+        "commit",
+        "experiments",
+        "branch",
+        "home-dark",
+        "commit-phone",
+    ] {
         assert!(shots.join(format!("{name}.png")).is_file(), "{name}.png");
     }
 }

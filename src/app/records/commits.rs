@@ -1,6 +1,7 @@
 //! A repository's commits as its index knows them (each with its result), newest first, a page
 //! at a time. Keyset paging on the run id: a page is one range of the index however long the
-//! history, and a commit indexed while someone pages moves nothing under them.
+//! history, and a commit indexed while someone pages moves nothing under them. And a branch's
+//! newest commits, as `log` walks them, for its page.
 
 use crate::app::{AppError, Repo, Result};
 use gs_git::ObjectId;
@@ -60,4 +61,39 @@ pub fn page(at: Repo<'_>, before: Option<i64>, limit: usize) -> Result<Page> {
         })
         .collect();
     Ok(Page { commits, older })
+}
+
+/// A branch's newest commits, each with its result.
+#[derive(Debug)]
+pub struct Branch {
+    /// Newest first, as `git log BRANCH` walks them.
+    pub commits: Vec<super::results::Entry>,
+    /// When notes were unreadable.
+    pub warning: Option<String>,
+}
+
+/// The newest `limit` commits of branch `name` (`main`, `experiment/x`) with their results, as
+/// `git sandbox log -n LIMIT BRANCH` lists them; `None` when the repository has no such branch.
+pub fn of_branch(at: Repo<'_>, name: &str, limit: usize) -> Result<Option<Branch>> {
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return Err(AppError::usage(format!(
+            "limit must be between 1 and {MAX_PAGE}, not {limit}"
+        ))
+        .hint("leave it out for the last 50 commits"));
+    }
+    // The full name: a branch is never taken for a tag, a range or a commit id.
+    let full = format!("refs/heads/{name}");
+    if name.is_empty() || !gs_git::objects::has_ref(at.repo, &full) {
+        return Ok(None);
+    }
+    let (commits, warning) = super::results::history(at, &[full], false, limit)?;
+    Ok(Some(Branch { commits, warning }))
+}
+
+/// The repository's branches by name (`main`, `experiment/x`): those a page can link to.
+pub fn branch_names(repo: &gs_git::Repository) -> Result<std::collections::HashSet<String>> {
+    Ok(gs_git::branches(repo)?
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect())
 }

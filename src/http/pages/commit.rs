@@ -1,8 +1,10 @@
 //! A commit's page: result, failures, the log paged and searchable, analysis against the
 //! parent, the patch coloured.
 
+use super::commits::ref_cell;
 use super::*;
-use crate::app::{analysis::metrics, records::logs, records::results, AppError, Repo};
+use crate::app::{analysis::metrics, records::commits, records::logs, records::results};
+use crate::app::{AppError, Repo};
 use crate::http::api::commit_of;
 use axum::extract::{Path, Query};
 use gs_util::time::duration_text;
@@ -60,10 +62,11 @@ pub async fn commit_page(
             None => None,
         };
         let (patch, cut) = results::patch(&repo, c, MAX_PATCH)?;
-        Ok((row, info, record, page, delta, patch, cut))
+        let branches = commits::branch_names(&repo)?;
+        Ok((row, info, record, page, delta, patch, cut, branches))
     })
     .await;
-    let (row, info, record, page, delta, patch, cut) = match data {
+    let (row, info, record, page, delta, patch, cut, branches) = match data {
         Ok(d) => d,
         Err(e) => return error_page(Some(&caller), e),
     };
@@ -82,6 +85,7 @@ pub async fn commit_page(
             p { "Status: " (status_cell(record.as_ref())) }
             @if let Some(r) = &record {
                 p.muted { "ran " (when(&r.started_at, true)) " in " (duration_text(r.duration_ms)) " · started " (words::trigger(r.trigger.as_str()))
+                    " · branch " (ref_cell(&row.name, r, &branches))
                     @if let Some(c) = &r.cached_from { " · same tree and config as " span.mono { (short(c)) } } }
                 @if let Some(e) = &r.error { div.flash.bad { (e) } }
                 @if let Some(t) = &r.tests {

@@ -1,11 +1,12 @@
 //! A repository's commits with their results, newest first, a page at a time; each opens the
-//! commit's page.
+//! commit's page. The table of commits is the branch page's too.
 
 use super::*;
 use crate::app::records::commits;
 use crate::app::Repo;
 use axum::extract::{Path, Query};
 use gs_util::time::duration_text;
+use std::collections::HashSet;
 
 #[derive(Deserialize)]
 pub struct CommitsQuery {
@@ -39,10 +40,11 @@ pub async fn commits_page(
     let data = blocking(move |ctx| {
         let (repo, row) = repository(ctx, &key)?;
         let page = commits::page(Repo::new(ctx, &repo, &row), before, limit)?;
-        Ok((row, page))
+        let branches = commits::branch_names(&repo)?;
+        Ok((row, page, branches))
     })
     .await;
-    let (row, page) = match data {
+    let (row, page, branches) = match data {
         Ok(d) => d,
         Err(e) => return error_page(Some(&caller), e),
     };
@@ -73,7 +75,7 @@ pub async fn commits_page(
                 record: Some(&c.record),
                 job: None,
             }).collect();
-            (table("commits", &row.name, &rows))
+            (table("commits", &row.name, &rows, &branches, false))
             div.pager {
                 @if before.is_some() { a #newest href=(link(None)) { "← newest" } }
                 @if let Some(o) = page.older { a #older href=(link(Some(o))) { "older →" } }
@@ -94,12 +96,19 @@ pub struct Row<'a> {
 
 /// Commits with their results. At a desk's width the subject gives way (cut with an ellipsis,
 /// whole in its tooltip) and below it the finish time goes; on a phone each row is a card.
-pub fn table(id: &str, repo: &str, rows: &[Row]) -> Markup {
+pub fn table(
+    id: &str,
+    repo: &str,
+    rows: &[Row],
+    branches: &HashSet<String>,
+    coverage: bool,
+) -> Markup {
     html! {
         div.card.scroll {
             table.stack.commits id=(id) {
                 thead { tr {
                     th { "commit" } th { "result" } th { "tests" }
+                    @if coverage { th.num { "coverage" } }
                     th.num { "duration" } th { "ref" } th.wide { "finished" }
                 } }
                 tbody {
@@ -125,13 +134,19 @@ pub fn table(id: &str, repo: &str, rows: &[Row]) -> Markup {
                                             span class=(if failed > 0 { "fail" } else { "muted" }) { (failed) " failed" }
                                         } @else { span.muted { "-" } }
                                     }
+                                    @if coverage {
+                                        td.num data-label="coverage" {
+                                            @match &r.coverage { Some(c) => (format!("{:.1}%", c.percent)), None => span.muted { "-" } }
+                                        }
+                                    }
                                     td.num data-label="duration" { (duration_text(r.duration_ms)) }
-                                    td.ref data-label="ref" { (ref_cell(r)) }
+                                    td.ref data-label="ref" { (ref_cell(repo, r, branches)) }
                                     td.wide data-label="finished" { (when(&r.finished_at, true)) }
                                 }
                                 None => {
                                     td.result data-label="result" { span.muted { "· " (c.job.unwrap_or("not run")) } }
                                     td data-label="tests" { span.muted { "-" } }
+                                    @if coverage { td.num data-label="coverage" { span.muted { "-" } } }
                                     td.num data-label="duration" { span.muted { "-" } }
                                     td.ref data-label="ref" { span.muted { "-" } }
                                     td.wide data-label="finished" { span.muted { "-" } }
@@ -145,14 +160,17 @@ pub fn table(id: &str, repo: &str, rows: &[Row]) -> Markup {
     }
 }
 
-/// The branch a run was made for. A record that names none was a run of commits no branch it
-/// was given holds (commit ids, a range ending at no watched branch, `--all`) or of work not
-/// committed: said so, not guessed from today's branches, which may hold the commit without the
-/// run having had their config or caches.
-pub fn ref_cell(r: &RunRecord) -> Markup {
+/// The branch a run was made for, opening the branch's page while it is one. A record that
+/// names none was a run of commits no branch it was given holds (commit ids, a range ending at
+/// no watched branch, `--all`) or of work not committed: said so, not guessed from today's
+/// branches, which may hold the commit without the run having had their config or caches.
+pub fn ref_cell(repo: &str, r: &RunRecord, branches: &HashSet<String>) -> Markup {
     match r.refname.as_deref() {
         Some(full) => match full.strip_prefix("refs/heads/") {
-            Some(name) => html! { span.mono title=(full) { (name) } },
+            Some(name) if branches.contains(name) => {
+                html! { a.mono href=(branch_href(repo, name)) title=(format!("{name}: its last commits in a chart")) { (name) } }
+            }
+            Some(name) => html! { span.mono title=(format!("{full}: no branch now")) { (name) } },
             None => {
                 html! { span.mono title=(full) { (full.strip_prefix("refs/").unwrap_or(full)) } }
             }

@@ -58,7 +58,7 @@ async fn experiments_view(
         h1 { (row.name) }
         @if let Some(f) = flash { (f.render()) }
         p.muted {
-            "production " code { (base.target) } " at "
+            "production " a.mono href=(branch_href(&row.name, &base.target)) title="its last commits in a chart" { (base.target) } " at "
             a.mono href=(format!("/c/{}/{}", row.name, base.commit)) { (short(&base.commit)) }
             ": " span class=(base.status.as_str()) { (words::status(&base.status)) }
             @if let Some(p) = base.passed { ", " (p) " passed" }
@@ -77,7 +77,11 @@ async fn experiments_view(
                     tbody {
                         @for (x, refusal) in ranked.iter().zip(&refusals) {
                             tr {
-                                td.name data-label="experiment" { (x.name) }
+                                td.name data-label="experiment" {
+                                    @if x.state == "active" || x.state == "budget_exhausted" {
+                                        a href=(branch_href(&row.name, &format!("experiment/{}", x.name))) title="its last commits in a chart" { (x.name) }
+                                    } @else { (x.name) }
+                                }
                                 td data-label="state" { (words::experiment_state(&x.state)) }
                                 td data-label="result" {
                                     @match (&x.head, &x.row) {

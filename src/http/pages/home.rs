@@ -22,9 +22,11 @@ pub async fn home(State(web): St, headers: HeaderMap, Query(q): Query<HomeQuery>
     let data = blocking(move |ctx| {
         let stats = views::repositories(ctx)?;
         let mut trends = Vec::new();
+        let mut production = Vec::new();
         for s in &stats {
             let runs = views::runs(ctx, Some(&s.repo.repository_id), None, None, 30)?;
             trends.push(runs.into_iter().map(|(_, _, r)| r).collect::<Vec<_>>());
+            production.push(production_branch(ctx, &s.repo.repository_id));
         }
         let running = views::running(ctx)?;
         let daemons = crate::app::repo::daemons::list(ctx)?;
@@ -37,10 +39,10 @@ pub async fn home(State(web): St, headers: HeaderMap, Query(q): Query<HomeQuery>
                 ..Default::default()
             },
         )?;
-        Ok((stats, trends, running, queued, events, daemons))
+        Ok((stats, trends, production, running, queued, events, daemons))
     })
     .await;
-    let (stats, trends, running, queued, events, daemons) = match data {
+    let (stats, trends, production, running, queued, events, daemons) = match data {
         Ok(d) => d,
         Err(e) => return error_page(Some(&caller), e),
     };
@@ -58,11 +60,17 @@ pub async fn home(State(web): St, headers: HeaderMap, Query(q): Query<HomeQuery>
         } @else {
             div.card.scroll {
                 table.stack {
-                    thead { tr { th { "repository" } th.num { "runs" } th.num { "passed" } th { "last runs" } th.num { "pending" } th { "activity" } } }
+                    thead { tr { th { "repository" } th { "production" } th.num { "runs" } th.num { "passed" } th { "last runs" } th.num { "pending" } th { "activity" } } }
                     tbody {
-                        @for (s, runs) in stats.iter().zip(&trends) {
+                        @for ((s, runs), target) in stats.iter().zip(&trends).zip(&production) {
                             tr {
                                 td.name data-label="repository" { a href=(format!("/r/{}", s.repo.name)) { (s.repo.name) } }
+                                td.mono data-label="production" {
+                                    @match target {
+                                        Some(t) => a href=(branch_href(&s.repo.name, t)) title="its last commits in a chart" { (t) },
+                                        None => span.muted { "-" },
+                                    }
+                                }
                                 td.num data-label="runs" { (s.runs) }
                                 td.num data-label="passed" {
                                     @if s.runs > 0 { (format!("{:.0}%", s.passed_runs as f64 * 100.0 / s.runs as f64)) } @else { "-" }
@@ -86,7 +94,11 @@ pub async fn home(State(web): St, headers: HeaderMap, Query(q): Query<HomeQuery>
                             @let repo = name_of(&j.repository_id);
                             li {
                                 a.mono href=(format!("/c/{repo}/{}", j.commit_id)) { (short(&j.commit_id)) }
-                                " in " (repo) " (started " (words::trigger(&j.trigger)) ")"
+                                " in " (repo)
+                                @if let Some(b) = j.refname.as_deref().and_then(|r| r.strip_prefix("refs/heads/")) {
+                                    " on " a.mono href=(branch_href(&repo, b)) { (b) }
+                                }
+                                " (started " (words::trigger(&j.trigger)) ")"
                             }
                         }
                     }
@@ -127,4 +139,16 @@ pub async fn home(State(web): St, headers: HeaderMap, Query(q): Query<HomeQuery>
         }
     };
     layout("home", Some(&caller), body).into_response()
+}
+
+/// The production branch of a registered repository (`[promote] target`), when this machine
+/// has the repository and the branch is there to show.
+fn production_branch(ctx: &crate::app::Context, id: &str) -> Option<String> {
+    let (repo, _) = repository(ctx, id).ok()?;
+    let config = crate::app::experiment::experiments::production_config(ctx, &repo).ok()?;
+    let target = config.promote.target;
+    crate::app::records::commits::branch_names(&repo)
+        .ok()?
+        .contains(&target)
+        .then_some(target)
 }

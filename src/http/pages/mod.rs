@@ -1,9 +1,11 @@
 //! The dashboard: server-rendered HTML (maud) with one stylesheet, one small script and an icon
 //! embedded in the binary. Home (repositories, their trend, the queue, the live feed), a
 //! repository's experiments ranked against production (promote and kill for admins) and its
-//! commits with their results, and a commit's page (result, failures, the log paged and
-//! searchable, analysis against the parent, the patch). Every form answers 303 See Other.
-//! Records' words are shown as people say them (`words`).
+//! commits with their results, a branch's last commits in charts, and a commit's page (result,
+//! failures, the log paged and searchable, analysis against the parent, the patch). Every form
+//! answers 303 See Other. Records' words are shown as people say them (`words`).
+mod branch;
+mod chart;
 mod commit;
 mod commits;
 mod experiments;
@@ -42,6 +44,7 @@ pub fn routes() -> Router<Arc<Web>> {
         .route("/logout", post(logout))
         .route("/r/{repo}", get(experiments::repository_page))
         .route("/r/{repo}/commits", get(commits::commits_page))
+        .route("/r/{repo}/branches/{*name}", get(branch::branch_page))
         .route(
             "/r/{repo}/experiments/{name}/{action}",
             post(experiments::experiment_action),
@@ -135,6 +138,13 @@ fn status_cell(r: Option<&RunRecord>) -> Markup {
         }
         None => html! { span.muted { "· not run" } },
     }
+}
+
+/// The page of branch `name` (`main`, `experiment/x`): each part of its name escaped, the
+/// slashes kept.
+fn branch_href(repo: &str, name: &str) -> String {
+    let parts: Vec<String> = name.split('/').map(urlencode).collect();
+    format!("/r/{}/branches/{}", urlencode(repo), parts.join("/"))
 }
 
 /// An SVG sparkline of runs, oldest to newest: one bar each, its height the run's duration

@@ -145,6 +145,21 @@ def run(d):
     assert "test_chatty.py" in git("ls-tree", "-r", "--name-only", "main")
     shot(d, "experiments")
 
+    # Production's page from its link: main's last commits charted, a column for each, the
+    # promoted commit's among them; its column opens the commit's page.
+    d.find_element(By.CSS_SELECTOR, "main p a[href$='/branches/main']").click()
+    wait(d, 10, "main's page", lambda d: d.find_elements(By.CSS_SELECTOR, "#time svg"))
+    svg = d.find_element(By.CSS_SELECTOR, "#time svg")
+    assert svg.is_displayed() and svg.size["width"] > 0 and svg.size["height"] > 0, svg.size
+    columns = svg.find_elements(By.CSS_SELECTOR, "a[data-commit]")
+    assert len(columns) == int(svg.get_attribute("data-commits")) >= 2, len(columns)
+    assert any(c.get_attribute("data-commit") == sha for c in columns), "the promoted commit is charted"
+    width = d.execute_script("return document.documentElement.scrollWidth")
+    assert width <= d.execute_script("return window.innerWidth"), f"main's page is {width}px wide"
+    shot(d, "branch")
+    d.find_element(By.CSS_SELECTOR, f"#time a[data-commit='{sha}']").click()
+    wait(d, 10, "the commit page from its column", lambda d: sha[:7] in d.title)
+
     # Dark mode follows the system; a phone's width still reads.
     d.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
     d.get(BASE + "/")

@@ -80,8 +80,8 @@ def run(d):
     hidden = d.execute_script(SIDEWAYS)
     assert not hidden, f"these scroll sideways at {inner}px: {hidden}"
 
-    # The start page, the experiments and the commits, at a desk and on a phone: nothing scrolls
-    # sideways, a long subject is cut (whole in its tooltip), a long ref too.
+    # The commits and a branch's page, at a desk and on a phone: nothing scrolls sideways, a long
+    # subject is cut (whole in its tooltip), the ref links the branch's page, the charts show.
     for size in (DESK, PHONE):
         d.set_window_size(*size)
         inner = d.execute_script("return window.innerWidth")
@@ -95,8 +95,27 @@ def run(d):
         subject = d.find_element(By.XPATH, "//td[contains(@class, 'subject')][contains(., 'A subject long enough')]")
         assert "long-paths-that-never-break" in subject.get_attribute("title"), subject.get_attribute("title")
         inside(d, subject, f"the long subject {what}")
-        ref = d.find_element(By.CSS_SELECTOR, "#commits td.ref span[title='refs/heads/experiment/a-rather-long-experiment-name']")
+        ref = d.find_element(By.CSS_SELECTOR, "#commits td.ref a[href$='/branches/experiment/a-rather-long-experiment-name']")
         inside(d, ref, f"the long ref {what}")
+        for branch in ("main", "experiment/a-rather-long-experiment-name"):
+            d.get(f"{BASE}/r/{NAME}/branches/{branch}")
+            shot(d, f"branch-{branch.replace('/', '-')}-{inner}")
+            fits(d, f"the page of {branch} {what}")
+            for chart in ("time", "tests"):
+                svg = d.find_element(By.CSS_SELECTOR, f"#{chart} svg")
+                assert svg.is_displayed(), f"the {chart} chart of {branch} {what}"
+                inside(d, svg, f"the {chart} chart of {branch} {what}")
+                r = d.execute_script("return arguments[0].getBoundingClientRect().toJSON()", svg)
+                columns = svg.find_elements(By.CSS_SELECTOR, "a[data-commit]")
+                assert columns and len(columns) == int(svg.get_attribute("data-commits")), (chart, len(columns))
+                # A column is a good finger's width, however few commits there are.
+                assert r["width"] >= min(inner * 0.5, 30 * len(columns)) and r["height"] >= 60, f"the {chart} chart is {r} {what}"
+                # Every commit's bar is drawn, inside the chart.
+                for bar in svg.find_elements(By.CSS_SELECTOR, "rect.bar"):
+                    b = d.execute_script("return arguments[0].getBoundingClientRect().toJSON()", bar)
+                    assert b["width"] > 0 and b["height"] > 0, f"a bar of {chart} is {b} {what}"
+                    assert r["left"] - 1 <= b["left"] and b["right"] <= r["right"] + 1, f"a bar of {chart} at {b} outside {r}"
+            assert d.find_elements(By.CSS_SELECTOR, "#time rect.bar.passed"), f"a passing run of {branch} {what}"
     d.set_window_size(*PHONE)
     inner = d.execute_script("return window.innerWidth")
 

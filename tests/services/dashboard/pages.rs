@@ -7,7 +7,7 @@ use crate::common::World;
 const FAILING: &str = "import unittest\n\nclass T(unittest.TestCase):\n    def test_broken(self):\n        self.assertEqual(1, 2)\n";
 const PASSING: &str = "import unittest\n\nclass T(unittest.TestCase):\n    def test_more(self):\n        self.assertTrue(True)\n";
 
-fn get(addr: &str, path: &str, token: &str) -> Reply {
+pub(super) fn get(addr: &str, path: &str, token: &str) -> Reply {
     let cookie = format!("gsbx_session={token}");
     request(addr, "GET", path, &[("Cookie", &cookie)], b"")
 }
@@ -26,7 +26,7 @@ fn post_form(addr: &str, path: &str, cookie: &str, body: &str) -> Reply {
 }
 
 /// The links of a page that start with `prefix`, in order.
-fn links(body: &str, prefix: &str) -> Vec<String> {
+pub(super) fn links(body: &str, prefix: &str) -> Vec<String> {
     body.split("href=\"")
         .skip(1)
         .filter_map(|s| s.split('"').next())
@@ -36,7 +36,7 @@ fn links(body: &str, prefix: &str) -> Vec<String> {
 }
 
 /// The rows of the page's commit table, each as its text without tags.
-fn commit_rows(body: &str) -> Vec<String> {
+pub(super) fn commit_rows(body: &str) -> Vec<String> {
     let Some(table) = body.split("id=\"commits\"").nth(1) else {
         return Vec::new();
     };
