@@ -215,6 +215,15 @@ pub struct NotesEdit<'a> {
     pub notes: Vec<(ObjectId, Vec<u8>)>,
 }
 
+/// How a notes ref moved: from the tip the notes commit was written on (`None`: the ref was
+/// not there) to that commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TipMove {
+    pub notes_ref: String,
+    pub old: Option<ObjectId>,
+    pub new: ObjectId,
+}
+
 /// Write `notes` (commit → body) under `notes_ref` in one notes commit.
 pub fn write_notes(
     repo: &gix::Repository,
@@ -230,6 +239,7 @@ pub fn write_notes(
         }],
         message,
     )
+    .map(drop)
 }
 
 /// How long a batch keeps retrying while other writers hold or move the notes refs.
@@ -239,7 +249,12 @@ const RETRY_FOR: std::time::Duration = std::time::Duration::from_secs(30);
 /// none does, each compared-and-swapped against the tip its notes commit was built on. When
 /// another writer moves a ref or holds its lock, the edits are replayed on the new tips and
 /// tried again with back-off, so nobody's note is lost and ours are never half-written.
-pub fn write_batch(repo: &gix::Repository, edits: &[NotesEdit<'_>], message: &str) -> Result<()> {
+/// Returns how each ref moved (the last attempt's tips).
+pub fn write_batch(
+    repo: &gix::Repository,
+    edits: &[NotesEdit<'_>],
+    message: &str,
+) -> Result<Vec<TipMove>> {
     use gix::refs::transaction::RefEdit;
     // Every object of the batch is kept in memory and written at once (one pack for many).
     let mut batch = super::pack::Batch::new(&super::with_identity(repo));
@@ -256,7 +271,7 @@ pub fn write_batch(repo: &gix::Repository, edits: &[NotesEdit<'_>], message: &st
         blobs.push((e.notes_ref, ids));
     }
     if blobs.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let signature = gix::actor::Signature {
         name: "git-sandbox".into(),
@@ -269,6 +284,7 @@ pub fn write_batch(repo: &gix::Repository, edits: &[NotesEdit<'_>], message: &st
         attempt += 1;
         let repo = &batch.repo;
         let mut ref_edits = Vec::with_capacity(blobs.len());
+        let mut moves = Vec::with_capacity(blobs.len());
         for (notes_ref, ids) in &blobs {
             let tip = notes_tip(repo, notes_ref)?;
             let root = tip.map_or_else(|| ObjectId::empty_tree(repo.object_hash()), |(_, t)| t);
@@ -291,6 +307,11 @@ pub fn write_batch(repo: &gix::Repository, edits: &[NotesEdit<'_>], message: &st
                 )
                 .map_err(gix_err)?
                 .id;
+            moves.push(TipMove {
+                notes_ref: notes_ref.to_string(),
+                old: tip.map(|(c, _)| c),
+                new: commit,
+            });
             let expected = match tip {
                 Some((c, _)) => PreviousValue::MustExistAndMatch(gix::refs::Target::Object(c)),
                 None => PreviousValue::MustNotExist,
@@ -310,7 +331,7 @@ pub fn write_batch(repo: &gix::Repository, edits: &[NotesEdit<'_>], message: &st
         // commits.
         batch.persist(attempt == 1)?;
         match batch.repo.edit_references(ref_edits) {
-            Ok(_) => return Ok(()),
+            Ok(_) => return Ok(moves),
             // A value that moved, or a lock held (or just released) by another writer: both
             // pass. Anything that persists past the deadline is reported.
             Err(e) if started.elapsed() < RETRY_FOR => {

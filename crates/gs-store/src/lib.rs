@@ -35,7 +35,7 @@ use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 
 /// The schema this build writes. Bump it with a new entry in [`MIGRATIONS`].
-pub const SCHEMA_VERSION: i64 = 17;
+pub const SCHEMA_VERSION: i64 = 18;
 // Each migration moves the schema one version on: a migration added without its version (or the
 // other way round) does not build.
 const _: () = assert!(SCHEMA_VERSION as usize == MIGRATIONS.len());
@@ -356,6 +356,12 @@ const MIGRATIONS: &[&str] = &[
     // before read the branch's whole home layer: warm.
     r#"
     ALTER TABLE executions ADD COLUMN warm INTEGER NOT NULL DEFAULT 1;
+    "#,
+    // 18: the tip of `refs/notes/sandbox` whose every note the index holds as its run (see
+    // `Index::advance_notes_tip`): while the ref is there, a run row of this machine's stands
+    // for its note without reading it.
+    r#"
+    ALTER TABLE repositories ADD COLUMN notes_tip TEXT;
     "#,
 ];
 

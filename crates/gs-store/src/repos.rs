@@ -212,6 +212,43 @@ impl Index {
         )?)
     }
 
+    /// The notes commit at which the index holds every note of `refs/notes/sandbox` as its run
+    /// row (and no run row for a note that holds none): set by whoever indexed them all (a
+    /// reindex, at the tip it read), moved on by each writer that indexes what it wrote.
+    pub fn notes_tip(&self, id: &str) -> Result<Option<String>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT notes_tip FROM repositories WHERE id = ?1",
+                [id],
+                |r| r.get::<_, Option<String>>(0),
+            )
+            .optional()?
+            .flatten())
+    }
+
+    /// Set (or forget, `None`) [`Index::notes_tip`].
+    pub fn set_notes_tip(&self, id: &str, tip: Option<&str>) -> Result<()> {
+        self.conn.execute(
+            "UPDATE repositories SET notes_tip = ?2 WHERE id = ?1",
+            params![id, tip],
+        )?;
+        Ok(())
+    }
+
+    /// Move [`Index::notes_tip`] from `old` (the tip a notes commit was written on; `None`: no
+    /// notes ref before it) to `new`, in the transaction that indexes that commit's notes. Only
+    /// from `old`: notes that moved in between (another writer, `git fetch`, `git notes`) may
+    /// not be indexed, so the tip stays behind and readers read the notes themselves.
+    pub fn advance_notes_tip(&self, id: &str, old: Option<&str>, new: &str) -> Result<()> {
+        self.conn.execute(
+            "UPDATE repositories SET notes_tip = ?3 WHERE id = ?1
+             AND (notes_tip = ?2 OR (notes_tip IS NULL AND CAST(?2 AS TEXT) IS NULL))",
+            params![id, old, new],
+        )?;
+        Ok(())
+    }
+
     pub fn touch_repository(&self, id: &str) -> Result<()> {
         self.conn.execute(
             "UPDATE repositories SET last_activity = ?2 WHERE id = ?1",

@@ -240,6 +240,39 @@ pub fn own_record(
     own_from(at, note, commit)
 }
 
+/// The index's run rows of `commits` that stand for their notes without reading them: the
+/// index holds every note of the notes ref as it is now (its notes tip is the ref's tip, see
+/// [`gs_store::Index::advance_notes_tip`]), and the row is a first-hand record signed with this
+/// machine's key (another signer's trust is judged today, from its note; a copy is worth what
+/// its source is worth today). What a note would say of the others is read from it.
+fn rows_standing_for_notes(
+    at: Repo<'_>,
+    commits: &[ObjectId],
+) -> Result<std::collections::HashMap<ObjectId, RunRecord>> {
+    let Repo { ctx, repo, row } = at;
+    let mut out = std::collections::HashMap::new();
+    let Some(tip) = git::notes::tip(repo, git::NOTES_REF)? else {
+        return Ok(out);
+    };
+    if commits.is_empty() || ctx.index.notes_tip(&row.repository_id)? != Some(tip.to_string()) {
+        return Ok(out);
+    }
+    let own = ctx.keys()?.fingerprint();
+    let hex: Vec<String> = commits.iter().map(ObjectId::to_string).collect();
+    let refs: Vec<&str> = hex.iter().map(String::as_str).collect();
+    for (commit, run) in ctx.index.runs_for_commits(&row.repository_id, &refs)? {
+        let r = run.record;
+        let first_hand = r.commit == commit
+            && r.cached_from.is_none()
+            && !r.snapshot
+            && r.verified.as_ref().is_some_and(|v| v.here && v.key == own);
+        if let (true, Ok(id)) = (first_hand, ObjectId::from_hex(commit.as_bytes())) {
+            out.insert(id, r);
+        }
+    }
+    Ok(out)
+}
+
 /// [`own_record`] from the note already read.
 fn own_from(at: Repo<'_>, note: Option<NoteRecord>, commit: ObjectId) -> Result<Option<RunRecord>> {
     match note {
@@ -367,7 +400,7 @@ pub fn write(at: Repo<'_>, records: &[RunRecord]) -> Result<()> {
         return Ok(());
     }
     let records = &stamped(ctx, records)?;
-    write_notes(ctx, repo, records)?;
+    let moved = write_notes(ctx, repo, records)?;
     // Asked of git before the transaction, which holds the index's write lock.
     let to = crate::app::publish::Destinations::of(ctx, repo);
     ctx.index.atomically(|| {
@@ -380,8 +413,20 @@ pub fn write(at: Repo<'_>, records: &[RunRecord]) -> Result<()> {
                 records,
             },
         );
-        index_records(ctx, row, records)
+        index_records(ctx, row, records)?;
+        advance_notes_tip(ctx, row, &moved)
     })
+}
+
+/// The index holds the notes `moved` wrote: its notes tip follows, when it was where they were
+/// written on (see [`gs_store::Index::advance_notes_tip`]).
+fn advance_notes_tip(ctx: &Context, row: &RepoRow, moved: &[git::notes::TipMove]) -> Result<()> {
+    for m in moved.iter().filter(|m| m.notes_ref == git::NOTES_REF) {
+        let old = m.old.map(|o| o.to_string());
+        ctx.index
+            .advance_notes_tip(&row.repository_id, old.as_deref(), &m.new.to_string())?;
+    }
+    Ok(())
 }
 
 /// Keep results in the index alone: those of snapshots of uncommitted work, which have no note.
@@ -477,8 +522,12 @@ fn signed_note(ctx: &Context, r: &RunRecord) -> Result<Vec<u8>> {
 }
 
 /// The notes of `records` (made here: signed with this machine's key), both refs in one
-/// transaction.
-fn write_notes(ctx: &Context, repo: &gs_git::Repository, records: &[RunRecord]) -> Result<()> {
+/// transaction. Returns how the refs moved.
+fn write_notes(
+    ctx: &Context,
+    repo: &gs_git::Repository,
+    records: &[RunRecord],
+) -> Result<Vec<git::notes::TipMove>> {
     let id = |r: &RunRecord| {
         ObjectId::from_hex(r.commit.as_bytes()).expect("records hold full commit ids")
     };
@@ -491,7 +540,7 @@ fn write_notes(ctx: &Context, repo: &gs_git::Repository, records: &[RunRecord]) 
     } else {
         format!("git-sandbox: results for {} commits", records.len())
     };
-    git::notes::write_batch(
+    Ok(git::notes::write_batch(
         repo,
         &[
             git::notes::NotesEdit {
@@ -507,8 +556,7 @@ fn write_notes(ctx: &Context, repo: &gs_git::Repository, records: &[RunRecord]) 
             },
         ],
         &message,
-    )?;
-    Ok(())
+    )?)
 }
 
 /// Write again the notes of `records` that are not in place: gone, or older than the record (a
@@ -725,11 +773,25 @@ pub fn history(
     };
     let commits = crate::app::select::commits(ctx, repo, revs, all, walk)?;
     let mut reader = NoteReader::new(repo)?;
-    let notes = reader.read_many(ctx, repo, &commits)?;
+    let mut standing = rows_standing_for_notes(at, &commits)?;
+    let unread: Vec<ObjectId> = commits
+        .iter()
+        .copied()
+        .filter(|c| !standing.contains_key(c))
+        .collect();
+    let mut notes: std::collections::HashMap<ObjectId, Option<NoteRecord>> = unread
+        .iter()
+        .copied()
+        .zip(reader.read_many(ctx, repo, &unread)?)
+        .collect();
     let mut entries = Vec::with_capacity(commits.len());
-    for (c, note) in commits.into_iter().zip(notes) {
+    for c in commits {
         let info = git::commit_info(repo, c)?;
-        let (result, reported) = match own_from(at, note, c)? {
+        let own = match standing.remove(&c) {
+            Some(r) => Some(r),
+            None => own_from(at, notes.remove(&c).flatten(), c)?,
+        };
+        let (result, reported) = match own {
             Some(r) if !r.is_evidence() => (None, Some(r)),
             Some(r) => (Some(r), None),
             // As `show` does: a result of the same tree under the commit's config serves it.

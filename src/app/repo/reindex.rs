@@ -129,9 +129,12 @@ pub fn import(at: Repo<'_>) -> Result<Imported> {
     // Read, decoded and checked on every core, a page ahead of the index's writes: a signature
     // check is a third of a reindex's time, reading the objects a sixth, the index a fifth.
     let verifier = ctx.keys()?.verifier();
-    let mut notes: Vec<(ObjectId, ObjectId)> = git::notes::all_notes(repo, git::NOTES_REF)?
-        .into_iter()
-        .collect();
+    // The notes of one tip, which the index then holds whole (its notes tip).
+    let tip = git::notes::tip(repo, git::NOTES_REF)?;
+    let mut notes: Vec<(ObjectId, ObjectId)> = match tip {
+        Some(t) => git::notes::all_notes_at(repo, t)?.into_iter().collect(),
+        None => Vec::new(),
+    };
     notes.sort_unstable();
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<(ObjectId, Read)>>(2);
     std::thread::scope(|scope| -> Result<()> {
@@ -173,6 +176,10 @@ pub fn import(at: Repo<'_>) -> Result<Imported> {
             }
             // A copy is worth what its source is worth with today's signers.
             ctx.index.demote_unbacked_copies(&row.repository_id)?;
+            // A record dated ahead of this clock counts once the clock passes it: the index
+            // then no longer holds what its note says, so it claims no tip.
+            let tip = tip.filter(|_| future_dated == 0).map(|t| t.to_string());
+            ctx.index.set_notes_tip(&row.repository_id, tip.as_deref())?;
             Ok(())
         })
     })?;

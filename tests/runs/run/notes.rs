@@ -130,3 +130,70 @@ fn a_run_writes_a_missing_note_again() {
     let head = w.git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
     assert_eq!(w.note(&repo, &head).unwrap()["commit"], head.as_str());
 }
+
+/// `log` takes a run of this machine from the index without reading its note only while the
+/// notes are as the index holds them: a note replaced behind its back (garbage, another
+/// commit's record) is what `log` then shows, until a run or `reindex` brings them in line.
+#[test]
+fn log_reads_the_notes_once_they_are_not_as_the_index_holds_them() {
+    let w = World::new();
+    let repo = w.new_repo("r19");
+    w.commit(&repo, &[("x.py", "def f(a):\n    return a\n")], "more");
+    assert_eq!(w.sandbox(&repo, &["run", "HEAD~1", "HEAD"]).code, 0);
+    let notes_tip = || {
+        rusqlite::Connection::open(w.data().join("index.db"))
+            .unwrap()
+            .query_row("SELECT notes_tip FROM repositories", [], |r| {
+                r.get::<_, Option<String>>(0)
+            })
+            .unwrap()
+    };
+    let tip = || {
+        w.git(&repo, &["rev-parse", "refs/notes/sandbox"])
+            .trim()
+            .to_string()
+    };
+    // Every run wrote its note and indexed it: the index holds the notes as they are.
+    assert_eq!(notes_tip(), Some(tip()));
+    let statuses = || {
+        let o = w.sandbox(&repo, &["log", "-n", "2", "--json"]);
+        let entries = o.json();
+        let status = |i: usize| entries[i]["result"]["status"].as_str().map(str::to_string);
+        (status(0), status(1), o.stderr.clone())
+    };
+    assert_eq!(statuses().0.as_deref(), Some("passed"));
+    assert_eq!(statuses().1.as_deref(), Some("passed"));
+
+    // A note that holds no record: HEAD was not run, whatever the index says.
+    w.git(
+        &repo,
+        &[
+            "notes",
+            "--ref=sandbox",
+            "add",
+            "-f",
+            "-m",
+            "garbage",
+            "HEAD",
+        ],
+    );
+    let (head, parent, said) = statuses();
+    assert_eq!(head, None, "{said}");
+    assert_eq!(parent.as_deref(), Some("passed"));
+    assert!(said.contains("no readable run record"), "{said}");
+    // Another commit's record copied onto HEAD holds nothing for HEAD.
+    w.git(
+        &repo,
+        &["notes", "--ref=sandbox", "copy", "-f", "HEAD~1", "HEAD"],
+    );
+    assert_eq!(statuses().0, None);
+
+    // Run again: the note is HEAD's own; the index's notes tip stays where it was (a note moved
+    // in between that it did not index), and the notes are read until `reindex`.
+    assert_eq!(w.sandbox(&repo, &["run", "HEAD"]).code, 0);
+    assert_eq!(statuses().0.as_deref(), Some("passed"));
+    assert_ne!(notes_tip(), Some(tip()));
+    assert_eq!(w.sandbox(&w.work(), &["reindex"]).code, 0);
+    assert_eq!(notes_tip(), Some(tip()));
+    assert_eq!(statuses().0.as_deref(), Some("passed"));
+}
