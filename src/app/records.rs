@@ -4,6 +4,7 @@
 pub mod commits;
 pub mod explain;
 pub mod failures;
+pub mod history;
 pub mod logs;
 pub mod results;
 pub mod summary;

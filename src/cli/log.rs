@@ -1,6 +1,6 @@
 use super::ui::say;
 use super::{cwd, print_json, ui, CmdResult};
-use crate::app::{records::results, repo::session::Session, Repo};
+use crate::app::{records::history, repo::session::Session, Repo};
 
 /// One line per commit with its result, like `git log --oneline` with ✔/✘, counts and duration,
 /// in `git log`'s order.
@@ -28,7 +28,7 @@ pub struct LogArgs {
 pub fn cmd_log(args: LogArgs) -> CmdResult {
     let Session { ctx, repo, row } = Session::open(&cwd()?)?;
     super::notice_hooks(&repo);
-    let (entries, warning) = results::history(
+    let (entries, warning) = history::history(
         Repo::new(&ctx, &repo, &row),
         &args.revs,
         args.all,
@@ -52,7 +52,7 @@ pub fn cmd_log(args: LogArgs) -> CmdResult {
 
 /// One line per commit, newest first: its result (or the report nobody vouches for), or that
 /// it was not run.
-fn render(out: &mut String, entries: &[results::Entry]) {
+fn render(out: &mut String, entries: &[history::Entry]) {
     for e in entries {
         match e.result.as_ref().or(e.reported.as_ref()) {
             Some(r) => match &e.could_not_run_here {

@@ -1,6 +1,6 @@
 use super::ui::say;
 use super::{cwd, print_json, ui, CmdResult, CommandError};
-use crate::app::{records::results, repo::session::Session, Context, Repo};
+use crate::app::{records::history, records::results, repo::session::Session, Context, Repo};
 use gs_model::{Attempt, RunRecord};
 
 /// Show the full result of a commit (default HEAD), like `git show` does for the commit itself.
@@ -39,7 +39,7 @@ pub fn cmd_show(args: ShowArgs) -> CmdResult {
     if args.isolation {
         return print_isolation(&ctx, &record, args.json);
     }
-    let attempt = results::attempts_beside(&ctx, &row, &[&record])?.remove(&record.commit);
+    let attempt = history::attempts_beside(&ctx, &row, &[&record])?.remove(&record.commit);
     if args.json {
         match &attempt {
             // Beside the record, not in it: the note keeps the result alone.

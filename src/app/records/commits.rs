@@ -67,7 +67,7 @@ pub fn page(at: Repo<'_>, before: Option<i64>, limit: usize) -> Result<Page> {
 #[derive(Debug)]
 pub struct Branch {
     /// Newest first, as `git log BRANCH` walks them.
-    pub commits: Vec<super::results::Entry>,
+    pub commits: Vec<super::history::Entry>,
     /// When notes were unreadable.
     pub warning: Option<String>,
 }
@@ -86,7 +86,7 @@ pub fn of_branch(at: Repo<'_>, name: &str, limit: usize) -> Result<Option<Branch
     if name.is_empty() || !gs_git::objects::has_ref(at.repo, &full) {
         return Ok(None);
     }
-    let (commits, warning) = super::results::history(at, &[full], false, limit)?;
+    let (commits, warning) = super::history::history(at, &[full], false, limit)?;
     Ok(Some(Branch { commits, warning }))
 }
 

@@ -5,7 +5,7 @@
 use super::chart::{self, Chart, Column, Mark};
 use super::commits::{table, Row};
 use super::*;
-use crate::app::records::{commits, results::Entry};
+use crate::app::records::{commits, history::Entry};
 use crate::app::Repo;
 use axum::extract::{Path, Query};
 use gs_model::Status;

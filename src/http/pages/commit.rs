@@ -3,7 +3,9 @@
 
 use super::commits::ref_cell;
 use super::*;
-use crate::app::{analysis::metrics, records::commits, records::logs, records::results};
+use crate::app::{
+    analysis::metrics, records::commits, records::history, records::logs, records::results,
+};
 use crate::app::{AppError, Repo};
 use crate::http::api::commit_of;
 use axum::extract::{Path, Query};
@@ -61,7 +63,7 @@ pub async fn commit_page(
             )),
             None => None,
         };
-        let (patch, cut) = results::patch(&repo, c, MAX_PATCH)?;
+        let (patch, cut) = history::patch(&repo, c, MAX_PATCH)?;
         let branches = commits::branch_names(&repo)?;
         Ok((row, info, record, page, delta, patch, cut, branches))
     })
