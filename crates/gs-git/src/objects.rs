@@ -201,6 +201,12 @@ pub fn ref_commit(repo: &gix::Repository, name: &str) -> Result<Option<ObjectId>
     Ok(Some(r.peel_to_commit().map_err(gix_err)?.id().detach()))
 }
 
+/// The object id the ref `name` holds, as written, reading no object (a symbolic ref: `None`).
+pub fn ref_target(repo: &gix::Repository, name: &str) -> Option<ObjectId> {
+    let r = repo.try_find_reference(name).ok()??;
+    r.target().try_id().map(|id| id.to_owned())
+}
+
 /// The object the ref `name` ends at, through symbolic refs and tags; `None` when there is no
 /// such ref.
 pub fn ref_peeled(repo: &gix::Repository, name: &str) -> Option<ObjectId> {

@@ -82,18 +82,24 @@ pub fn history(
         plain_means_listed: false,
     };
     let commits = crate::app::select::commits(ctx, repo, revs, all, walk)?;
-    let mut reader = NoteReader::new(repo)?;
     let mut standing = rows_standing_for_notes(at, &commits)?;
     let unread: Vec<ObjectId> = commits
         .iter()
         .copied()
         .filter(|c| !standing.contains_key(c))
         .collect();
-    let mut notes: std::collections::HashMap<ObjectId, Option<NoteRecord>> = unread
-        .iter()
-        .copied()
-        .zip(reader.read_many(ctx, repo, &unread)?)
-        .collect();
+    // The notes are opened only when some are to be read.
+    let mut reader = None;
+    let mut notes: std::collections::HashMap<ObjectId, Option<NoteRecord>> = if unread.is_empty() {
+        Default::default()
+    } else {
+        let r = reader.insert(NoteReader::new(repo)?);
+        unread
+            .iter()
+            .copied()
+            .zip(r.read_many(ctx, repo, &unread)?)
+            .collect()
+    };
     let mut entries = Vec::with_capacity(commits.len());
     for c in commits {
         let info = git::commit_info(repo, c)?;
@@ -135,7 +141,7 @@ pub fn history(
             _ => "queued",
         });
     }
-    Ok((entries, reader.warning()))
+    Ok((entries, reader.and_then(|r| r.warning())))
 }
 
 /// The patch of `commit` against its first parent (the whole tree for a root commit), as git
@@ -193,7 +199,8 @@ fn rows_standing_for_notes(
 ) -> Result<std::collections::HashMap<ObjectId, RunRecord>> {
     let Repo { ctx, repo, row } = at;
     let mut out = std::collections::HashMap::new();
-    let Some(tip) = git::notes::tip(repo, git::NOTES_REF)? else {
+    // The id the ref holds, no object read: the index's tip is always a notes commit.
+    let Some(tip) = git::objects::ref_target(repo, git::NOTES_REF) else {
         return Ok(out);
     };
     if commits.is_empty() || ctx.index.notes_tip(&row.repository_id)? != Some(tip.to_string()) {
