@@ -655,7 +655,7 @@ fn an_index_of_the_schema_before_attempts_gains_them_and_keeps_its_runs() {
             .unwrap();
     }
     // The file as schema 11 left it: no attempts table, no delivery body hashes, no signers, no
-    // index of runs newest first, no kept run figures, no warm flag on executions.
+    // index of runs newest first, no kept run figures, no warm flag on executions, no notes tip.
     let file = dir.path().join("index.db");
     rusqlite::Connection::open(&file)
         .unwrap()
@@ -665,6 +665,7 @@ fn an_index_of_the_schema_before_attempts_gains_them_and_keeps_its_runs() {
              DROP TABLE attempts; DROP INDEX deliveries_by_body;
              ALTER TABLE deliveries DROP COLUMN body_sha256; DROP TABLE signing_keys;
              ALTER TABLE runs DROP COLUMN verified; ALTER TABLE executions DROP COLUMN warm;
+             ALTER TABLE repositories DROP COLUMN notes_tip;
              PRAGMA user_version = 11",
         )
         .unwrap();
