@@ -139,8 +139,21 @@ impl Plan {
     }
 }
 
-/// The temp dirs a run sees as its own empty ones.
+/// The temp dirs a run sees as its own empty ones, where a PATH entry or `VIRTUAL_ENV` may be
+/// bound back.
 const TMP_ROOTS: &[&str] = &["/tmp", "/var/tmp"];
+
+/// Every temp dir a run gets empty (its `/dev/shm` too).
+const PRIVATE_TMPS: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];
+
+/// Whether a component of `path` is one of [`SECRET_NAMES`].
+fn is_secret(path: &Path) -> bool {
+    path.components().any(|part| {
+        SECRET_NAMES
+            .iter()
+            .any(|s| part.as_os_str() == std::ffi::OsStr::new(s))
+    })
+}
 
 /// The canonical directory `c` when a run would not see it and may: under a hidden directory
 /// (not covering one, not a secret's), or under a temp dir where nobody but the caller (or root)
@@ -149,11 +162,7 @@ const TMP_ROOTS: &[&str] = &["/tmp", "/var/tmp"];
 fn unseen_toolchain(hide: &[PathBuf], c: &Path) -> Option<PathBuf> {
     let hidden = hide.iter().any(|h| c.starts_with(h) && c != h);
     let covers_hidden = hide.iter().any(|h| h.starts_with(c));
-    let secret = c.components().any(|part| {
-        SECRET_NAMES
-            .iter()
-            .any(|s| part.as_os_str() == std::ffi::OsStr::new(s))
-    });
+    let secret = is_secret(c);
     let in_tmp = TMP_ROOTS
         .iter()
         .find(|t| c.starts_with(t) && c != Path::new(t))
@@ -167,13 +176,36 @@ fn unseen_toolchain(hide: &[PathBuf], c: &Path) -> Option<PathBuf> {
 /// Whether every directory from below `root` down to `dir` is owned by the caller or root and
 /// writable by no group or other.
 fn only_the_callers(root: &Path, dir: &Path) -> bool {
+    others_could_write(root, dir).is_none()
+}
+
+/// The first directory from below `root` down to `dir` that someone but the caller or root could
+/// have written, and how: another owner, a group- or world-writable mode, or no directory.
+fn others_could_write(root: &Path, dir: &Path) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
     // SAFETY: geteuid cannot fail.
     let me = unsafe { libc::geteuid() };
-    dir.ancestors().take_while(|a| *a != root).all(|a| {
-        std::fs::symlink_metadata(a)
-            .is_ok_and(|m| m.is_dir() && (m.uid() == me || m.uid() == 0) && m.mode() & 0o022 == 0)
-    })
+    let dirs: Vec<&Path> = dir.ancestors().take_while(|a| *a != root).collect();
+    dirs.into_iter()
+        .rev()
+        .find_map(|a| match std::fs::symlink_metadata(a) {
+            Ok(m) if !m.is_dir() => Some(format!("{} is no directory", a.display())),
+            Ok(m) if m.uid() != me && m.uid() != 0 => {
+                Some(format!("{} is owned by uid {}", a.display(), m.uid()))
+            }
+            Ok(m) if m.mode() & 0o022 != 0 => Some(format!(
+                "{} is writable by {} (mode {:o})",
+                a.display(),
+                if m.mode() & 0o002 != 0 {
+                    "everyone"
+                } else {
+                    "its group"
+                },
+                m.mode() & 0o7777
+            )),
+            Ok(_) => None,
+            Err(e) => Some(format!("{} cannot be read ({e})", a.display())),
+        })
 }
 
 /// The most entries of one PATH directory looked at for links.
@@ -225,7 +257,6 @@ impl Plan {
     /// (the one with `pyvenv.cfg` above its `bin/`), else the program's directory. A committed
     /// file never gets here: only the user's config is the user's word.
     pub fn with_user_programs(mut self, programs: &[PathBuf]) -> Plan {
-        const TMP: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];
         for program in programs.iter().filter(|p| p.is_absolute()) {
             let Some(dir) = program.parent() else {
                 continue;
@@ -235,14 +266,10 @@ impl Plan {
                 continue;
             };
             let hidden = self.hide.iter().any(|h| keep.starts_with(h) && &keep != h)
-                || TMP
+                || PRIVATE_TMPS
                     .iter()
                     .any(|t| keep.starts_with(t) && keep != Path::new(t));
-            let secret = keep.components().any(|part| {
-                SECRET_NAMES
-                    .iter()
-                    .any(|s| part.as_os_str() == std::ffi::OsStr::new(s))
-            });
+            let secret = is_secret(&keep);
             let covered = self.toolchains.iter().any(|t| keep.starts_with(t));
             if hidden && !secret && !covered && keep.is_dir() {
                 self.toolchains.push(keep);
@@ -299,10 +326,8 @@ fn why_unseen(plan: &Plan, found: &Path, on_path: bool) -> Option<String> {
     } else {
         String::new()
     };
-    if let Some(secret) = real.ancestors().find(|a| {
-        a.file_name()
-            .is_some_and(|n| SECRET_NAMES.iter().any(|s| n == std::ffi::OsStr::new(s)))
-    }) {
+    // The secret's own directory: the shortest ancestor that holds a secret's name.
+    if let Some(secret) = real.ancestors().filter(|a| is_secret(a)).last() {
         return Some(format!(
             "`{shown}`{linked} is under {}, which runs never see (it holds secrets); install it elsewhere",
             secret.display()
@@ -330,38 +355,11 @@ fn why_unseen(plan: &Plan, found: &Path, on_path: bool) -> Option<String> {
             )
         });
     }
-    let tmp = ["/tmp", "/var/tmp", "/dev/shm"]
-        .into_iter()
+    let tmp = PRIVATE_TMPS
+        .iter()
         .map(Path::new)
         .find(|t| real.starts_with(t) && real != *t)?;
-    // The first directory below the sticky one that someone else could have written.
-    use std::os::unix::fs::MetadataExt;
-    // SAFETY: geteuid cannot fail.
-    let me = unsafe { libc::geteuid() };
-    let dirs: Vec<&Path> = real
-        .parent()?
-        .ancestors()
-        .take_while(|a| *a != tmp)
-        .collect();
-    let open = dirs.iter().rev().find_map(|a| {
-        let m = std::fs::symlink_metadata(a).ok()?;
-        if m.uid() != me && m.uid() != 0 {
-            Some(format!("{} is owned by uid {}", a.display(), m.uid()))
-        } else if m.mode() & 0o022 != 0 {
-            Some(format!(
-                "{} is writable by {} (mode {:o})",
-                a.display(),
-                if m.mode() & 0o002 != 0 {
-                    "everyone"
-                } else {
-                    "its group"
-                },
-                m.mode() & 0o7777
-            ))
-        } else {
-            None
-        }
-    });
+    let open = others_could_write(tmp, real.parent()?);
     Some(match open {
         Some(why) => format!(
             "`{shown}`{linked} is under {}, which each run gets empty, and is not bound back because {why}: another local user could have put it there; `chmod go-w` that directory, or keep the program outside {}",
