@@ -1,5 +1,6 @@
 #!/bin/sh
-# git-sandbox hook: queues the new commits of watched branches for a run (`git sandbox notify`).
+# git-sandbox hook: queues the new commits of watched branches for a run (through this home's
+# spool, or `git sandbox notify`).
 # It never fails your git command, but for the pre-push gate when you turn it on ([hooks]
 # pre_push = "block" or "wait"; `git push --no-verify` skips it). A hook that was here before is
 # kept beside this one as <name>.pre-sandbox and runs first, with the same arguments and input;
@@ -59,6 +60,7 @@ case "$hook" in
     # loop, whose cost would grow with the square of the number of refs.
     zero=0000000000000000000000000000000000000000
     news=
+    made=
     input=
     n=0
     while [ $n -lt 16 ] && IFS= read -r line; do
@@ -68,7 +70,7 @@ case "$hook" in
       set -f
       # shellcheck disable=SC2086
       is_news $line && news="$news$line
-"
+" && case $line in "$zero "*) made=1 ;; esac
       set +f
     done
     rest=
@@ -96,6 +98,18 @@ case "$hook" in
       status=$?
     fi
     [ -n "$news" ] || exit $status
+    # A small transaction that moves branches (a commit) goes to this home's spool, written by
+    # the shell alone: the next git-sandbox command, or the daemon within a fifth of a second,
+    # queues its commits (`git sandbox notify` would cost the commit a process). The home is
+    # found as git-sandbox finds it; without its spool (made by `init`), the binary is called
+    # as before, and so it is for a branch made, which counts the loose refs made one at a time.
+    if [ -z "$rest" ] && [ -z "$made" ]; then
+      spool=${GIT_SANDBOX_HOME:-${XDG_DATA_HOME:-${HOME:-}/.local/share}/git-sandbox}/spool
+      if [ -d "$spool" ] && [ -w "$spool" ] &&
+        { printf 'git-sandbox spool 1\ncwd %s\n%send\n' "$PWD" "$news" >>"$spool/$$"; } 2>/dev/null; then
+        exit $status
+      fi
+    fi
     find_bin
     [ -n "$bin" ] || exit $status
     # The binary looks at these refs alone. A here-document, not a pipe from printf: a small

@@ -74,3 +74,22 @@ pub fn registered_keys(
     ctx.index.register_signing_key(&mine.0, &mine.1)?;
     Ok(ctx.index.signing_keys()?)
 }
+
+/// This home's spool (`$GIT_SANDBOX_HOME/spool`), where a commit's hook writes the branches it
+/// moved without starting a process (`intake::spool` takes them in).
+pub fn spool_dir(home: &std::path::Path) -> std::path::PathBuf {
+    home.join("spool")
+}
+
+/// Make this home's spool (only this user may write into it), so that the hooks write there.
+pub fn make_spool(home: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::create_dir_all(home)?;
+    match std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(spool_dir(home))
+    {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(e),
+        _ => Ok(()),
+    }
+}

@@ -1,5 +1,5 @@
 use super::{cwd, print_json, ui, CmdResult, CommandError};
-use crate::app::{experiment::bisect, repo::session::Session, select, Repo};
+use crate::app::{experiment::bisect, intake::session::Session, select, Repo};
 
 /// Find the first commit where the run (or one test) went from passing to failing, on BAD's
 /// first-parent line, from the stored results first, running only what a binary search still

@@ -1,5 +1,5 @@
 use super::{cwd, print_json, ui, CmdResult};
-use crate::app::{experiment::compare, repo::session::Session};
+use crate::app::{experiment::compare, intake::session::Session};
 
 /// Experiments or revisions side by side against production (or `--base`), one row each. With
 /// no targets, every experiment, ranked best first (active ones first, then by the latest

@@ -1,5 +1,5 @@
 use super::{cwd, experiment::print_evaluation, print_json, CmdResult};
-use crate::app::{experiment::eval, repo::repos, repo::session::Session, Repo};
+use crate::app::{experiment::eval, intake::session::Session, repo::repos, Repo};
 use gs_model::Recommendation;
 
 /// Evaluate an experiment against production (criteria and a recommendation).

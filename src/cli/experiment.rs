@@ -1,6 +1,6 @@
 use super::ui::say;
 use super::{cwd, print_json, ui, CmdResult};
-use crate::app::{experiment::experiments, repo::repos, repo::session::Session, Repo};
+use crate::app::{experiment::experiments, intake::session::Session, repo::repos, Repo};
 use gs_model::{Evaluation, RunRecord};
 use gs_util::time;
 

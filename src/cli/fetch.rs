@@ -1,5 +1,5 @@
 use super::{cwd, print_json, ui, CmdResult};
-use crate::app::{intake::fetch, repo::session::Session, Repo};
+use crate::app::{intake::fetch, intake::session::Session, Repo};
 
 /// Bring a remote's branches and results here, merging its notes into ours and indexing them.
 ///

@@ -1,5 +1,5 @@
 use super::{cwd, print_json, CmdResult};
-use crate::app::{experiment::experiments, repo::repos, repo::session::Session, Repo};
+use crate::app::{experiment::experiments, intake::session::Session, repo::repos, Repo};
 
 /// Kill an experiment: archive its branch and mark it killed.
 ///

@@ -1,5 +1,5 @@
 use super::{print_json, ui, CmdResult};
-use crate::app::{records::views, Context};
+use crate::app::{intake::spool, records::views, Context};
 use gs_util::time;
 
 /// List registered experiment repositories with their runs, pending jobs and last activity.
@@ -13,6 +13,8 @@ pub struct ListArgs {
 
 pub fn cmd_list(args: ListArgs) -> CmdResult {
     let ctx = Context::load()?;
+    // The commits the hooks spooled count as pending.
+    spool::take_in(&ctx, true);
     let stats = views::repositories(&ctx)?;
     if args.json {
         print_json(&serde_json::json!({

@@ -1,6 +1,6 @@
 use super::ui::say;
 use super::{cwd, print_json, ui, CmdResult};
-use crate::app::{records::history, repo::session::Session, Repo};
+use crate::app::{intake::session::Session, records::history, Repo};
 
 /// One line per commit with its result, like `git log --oneline` with ✔/✘, counts and duration,
 /// in `git log`'s order.

@@ -1,5 +1,5 @@
 use super::{cwd, ui, CmdResult};
-use crate::app::{intake::gate, repo::session::Session, Context, Repo};
+use crate::app::{intake::gate, intake::session::Session, Context, Repo};
 use std::io::Read;
 
 /// The pre-push gate, run by the pre-push hook `git sandbox init` installs: reads git's

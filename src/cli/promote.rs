@@ -1,7 +1,7 @@
 use super::{cwd, print_json, ui, CmdResult, CommandError};
 use crate::app::experiment::promote::{promote, PromoteOptions};
 use crate::app::experiment::pull_request;
-use crate::app::{repo::repos, repo::session::Session, Repo};
+use crate::app::{intake::session::Session, repo::repos, Repo};
 
 /// Promote an experiment: merge it into the production branch and mark it promoted.
 ///

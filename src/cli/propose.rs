@@ -1,5 +1,5 @@
 use super::{cwd, print_json, ui, CmdResult};
-use crate::app::{experiment::propose, repo::session::Session, Repo};
+use crate::app::{experiment::propose, intake::session::Session, Repo};
 
 /// Evaluate every active experiment against production (running what has no result yet) and
 /// list those whose verdict meets `[promote] minimum`, best first. With --promote, promote them

@@ -1,5 +1,5 @@
 use super::{cwd, print_json, ui, CmdResult};
-use crate::app::{publish::remote, repo::session::Session, Repo};
+use crate::app::{intake::session::Session, publish::remote, Repo};
 
 /// Send the watched branches and the results (`refs/notes/sandbox*`, `refs/sandbox/*`) to a remote.
 ///

@@ -1,5 +1,5 @@
 use super::{cwd, print_json, CmdResult};
-use crate::app::{publish::github, repo::repos, repo::session::Session, Repo};
+use crate::app::{intake::session::Session, publish::github, repo::repos, Repo};
 
 /// Connect a repository to GitHub.
 ///

@@ -3,7 +3,7 @@ use crate::app::config::adopted;
 use crate::app::records::explain::Decision;
 use crate::app::run::{run_commits, run_commits_parallel, Progress, RunOptions};
 use crate::app::Context;
-use crate::app::{repo::session::Session, select, Repo};
+use crate::app::{intake::session::Session, select, Repo};
 use gs_config::ConfigFile;
 use gs_git::revs::Walk;
 use gs_model::{Status, Trigger};

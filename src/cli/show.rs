@@ -1,6 +1,6 @@
 use super::ui::say;
 use super::{cwd, print_json, ui, CmdResult, CommandError};
-use crate::app::{records::history, records::results, repo::session::Session, Context, Repo};
+use crate::app::{intake::session::Session, records::history, records::results, Context, Repo};
 use gs_model::{Attempt, RunRecord};
 
 /// Show the full result of a commit (default HEAD), like `git show` does for the commit itself.

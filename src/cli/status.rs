@@ -1,6 +1,6 @@
 use super::ui::say;
 use super::{print_json, ui, CmdResult};
-use crate::app::{records::views, Context};
+use crate::app::{intake::spool, records::views, Context};
 
 /// Summary: repositories, experiments by state, runs, success rate, mean duration, the queue.
 ///
@@ -13,6 +13,8 @@ pub struct StatusArgs {
 
 pub fn cmd_status(args: StatusArgs) -> CmdResult {
     let ctx = Context::load()?;
+    // The commits the hooks spooled count as pending.
+    spool::take_in(&ctx, true);
     let stats = views::repositories(&ctx)?;
     let views::Totals {
         runs,

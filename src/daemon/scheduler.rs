@@ -121,6 +121,7 @@ impl<'a> Scheduler<'a> {
             // While the index is away nothing new is asked of it (no scans, no claims).
             if self.health.may_try() {
                 self.heartbeat();
+                self.take_spooled();
                 self.scan();
                 self.claim();
             }
@@ -238,6 +239,14 @@ impl<'a> Scheduler<'a> {
         self.repos.reload(ctx);
         self.watcher.update(&self.repos.git_dirs());
         self.dirty.insert(None);
+    }
+
+    /// What the hooks spooled (a commit's branches, written without starting a process) is
+    /// queued at the next tick: a directory read when there is nothing.
+    fn take_spooled(&mut self) {
+        if crate::app::intake::spool::take_in(self.ctx, false) > 0 {
+            self.want_jobs = true;
+        }
     }
 
     /// The repositories woken (all of them after a heartbeat) are scanned for new commits, once

@@ -11,7 +11,7 @@ mod tools;
 
 use crate::app::Repo;
 use crate::app::{
-    intake::queue, repo::repos, repo::session::Session, AppError, Context, ErrorKind, Hinted,
+    intake::queue, intake::session::Session, repo::repos, AppError, Context, ErrorKind, Hinted,
 };
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -128,8 +128,9 @@ fn run_queue(root: &Path, stop: &AtomicBool, woken: &std::sync::mpsc::Receiver<(
             }
             let _ = queue::reclaim_from_mcp_servers(&ctx, &row);
         }
-        // What the hooks may have missed (hooks not installed, a commit made by a tool that
-        // skips them), as the daemon's watcher would.
+        // What the hooks spooled, then what they may have missed (hooks not installed, a
+        // commit made by a tool that skips them), as the daemon's watcher would.
+        crate::app::intake::spool::take_in(&ctx, false);
         let _ = crate::app::intake::notify::scan(&ctx, &repo, &row.repository_id, "watch");
         if let Err(e) = queue::run_ready(&ctx, &row, stop) {
             eprintln!("warning: running the queue: {}", e.problem());

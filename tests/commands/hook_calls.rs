@@ -180,3 +180,154 @@ fn the_wal_hook_runs_leave_behind_stays_small() {
     assert!(largest <= 320 * 1024, "the WAL grew to {largest} bytes");
     assert_eq!(pending(&w), before + 25);
 }
+
+/// The spool files in this home (`$GIT_SANDBOX_HOME/spool`), with their text.
+fn spooled(w: &World) -> Vec<String> {
+    let mut files: Vec<String> = std::fs::read_dir(w.data().join("spool"))
+        .map(|d| {
+            d.flatten()
+                .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+/// A commit's hook starts no process: the shell writes the branch it moved to the home's spool,
+/// and the next command queues the commit before it reports (from a linked worktree too).
+/// Without the spool the hook calls the binary as before.
+#[test]
+fn a_commits_hook_writes_the_spool_and_the_next_command_queues_its_commit() {
+    let w = World::new();
+    let repo = w.new_repo("spooled");
+    let before = pending(&w);
+    assert_eq!(spooled(&w), Vec::<String>::new());
+    let id = w.commit(&repo, &[("a.txt", "a\n")], "one");
+    let files = spooled(&w);
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert!(
+        files[0].contains(&format!("{id} refs/heads/main")) && files[0].ends_with("\nend\n"),
+        "{files:?}"
+    );
+    // `log` takes it in before it reads: the commit is queued, the spool empty.
+    let log = w.sandbox(&repo, &["log", "-n", "1"]);
+    assert_eq!(log.code, 0, "{log:?}");
+    assert!(log.stdout.contains("queued"), "{log:?}");
+    assert_eq!(spooled(&w), Vec::<String>::new());
+    assert_eq!(pending(&w), before + 1);
+
+    // A linked worktree's commit names the worktree, which leads to the same repository.
+    let tree = w.path("linked");
+    w.git(
+        &repo,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "experiment/wt",
+            tree.to_str().unwrap(),
+        ],
+    );
+    let two = w.commit(&tree, &[("b.txt", "b\n")], "two");
+    // Its branch's creation is a hook run of its own.
+    let files = spooled(&w);
+    assert!(
+        files.iter().any(|f| f.contains(&format!(
+            "cwd {}\n",
+            std::fs::canonicalize(&tree).unwrap().display()
+        )) && f.contains(&format!("{two} refs/heads/experiment/wt"))),
+        "{files:?}"
+    );
+    assert_eq!(
+        pending(&w),
+        before + 2,
+        "status queued the worktree's commit"
+    );
+    assert_eq!(spooled(&w), Vec::<String>::new());
+
+    // No spool (a home made before it, or one this user cannot write): the binary queues it.
+    std::fs::remove_dir(w.data().join("spool")).unwrap();
+    w.commit(&repo, &[("c.txt", "c\n")], "three");
+    assert!(!w.data().join("spool").exists());
+    // Queued by then: the spool `status` takes in is made again, empty.
+    assert_eq!(pending(&w), before + 3);
+    // The command made the spool again: the next commit uses it.
+    assert!(w.data().join("spool").is_dir());
+    w.commit(&repo, &[("d.txt", "d\n")], "four");
+    assert_eq!(spooled(&w).len(), 1);
+
+    // Two commits spooled, then one made with the hooks off: taken in together, the two are
+    // queued as git made them, and the one nobody queued is not.
+    w.commit(&repo, &[("e.txt", "e\n")], "five");
+    assert_eq!(spooled(&w).len(), 2);
+    commit_quietly(&w, &repo);
+    let log = w.sandbox(&repo, &["log", "-n", "4"]);
+    let states: Vec<&str> = log
+        .stdout
+        .lines()
+        .map(|l| {
+            if l.contains("queued") {
+                "queued"
+            } else {
+                "other"
+            }
+        })
+        .collect();
+    assert_eq!(states, ["other", "queued", "queued", "queued"], "{log:?}");
+    assert_eq!(pending(&w), before + 5);
+}
+
+/// A spool file only says which branches of which directory moved: what is queued is read from
+/// git. A forged line naming another commit, a directory that is no registered repository, a
+/// garbled file and one a hook is still writing queue nothing; only the last stays.
+#[test]
+fn a_forged_or_garbled_spool_file_queues_nothing_a_scan_would_not() {
+    let w = World::new();
+    let repo = w.new_repo("forged");
+    let before = pending(&w);
+    let spool = w.data().join("spool");
+    let head = w.git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    let other = w.path("elsewhere");
+    std::fs::create_dir_all(&other).unwrap();
+    w.git(&other, &["init", "-q"]);
+    let block = |cwd: &Path, line: &str| {
+        format!("git-sandbox spool 1\ncwd {}\n{line}\nend\n", cwd.display())
+    };
+    let zero = "0".repeat(40);
+    let made_up = "1234567890123456789012345678901234567890";
+    // main did not move: a line claiming it did at a made-up commit.
+    std::fs::write(
+        spool.join("1"),
+        block(&repo, &format!("{head} {made_up} refs/heads/main")),
+    )
+    .unwrap();
+    // A repository that is not registered, and a directory that is not one.
+    std::fs::write(
+        spool.join("2"),
+        block(&other, &format!("{zero} {head} refs/heads/main")),
+    )
+    .unwrap();
+    std::fs::write(
+        spool.join("3"),
+        block(Path::new("/nonexistent/x"), "a b refs/heads/main"),
+    )
+    .unwrap();
+    std::fs::write(spool.join("4"), "\u{0}\u{1}garbage\n").unwrap();
+    // A hook mid-write: no end line yet.
+    std::fs::write(
+        spool.join("5"),
+        format!("git-sandbox spool 1\ncwd {}\n", repo.display()),
+    )
+    .unwrap();
+    assert_eq!(pending(&w), before);
+    let left: Vec<String> = std::fs::read_dir(&spool)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, vec!["5".to_string()]);
+    let log = w.sandbox(&repo, &["log", "-n", "1"]);
+    assert!(!log.stdout.contains("queued"), "{log:?}");
+}

@@ -6,4 +6,6 @@ pub mod gate;
 pub mod lost_notes;
 pub mod notify;
 pub mod queue;
+pub mod session;
+pub mod spool;
 pub mod webhook;

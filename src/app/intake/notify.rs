@@ -78,17 +78,31 @@ pub fn notify_updates(
     let Some(row) = repos::registration(ctx, &repo)? else {
         return Ok(Notified::default());
     };
-    let (queued, warning) = scan_updates(ctx, &repo, &row.repository_id, trigger, updates)?;
-    if queued > 0 {
-        gs_ipc::ping(&ctx.paths.home, &row.repository_id);
+    queue_updates(ctx, &repo, &row.repository_id, trigger, updates, true)
+}
+
+/// [`notify_updates`] in a registered repository (also what the hook's spool is taken in by):
+/// queue the new commits of the watched branches among `updates`; `ping` the daemon when some
+/// were queued.
+pub fn queue_updates(
+    ctx: &Context,
+    repo: &gs_git::Repository,
+    repository_id: &str,
+    trigger: &str,
+    updates: &[RefUpdate],
+    ping: bool,
+) -> Result<Notified> {
+    let (queued, warning) = scan_updates(ctx, repo, repository_id, trigger, updates)?;
+    if queued > 0 && ping {
+        gs_ipc::ping(&ctx.paths.home, repository_id);
     }
     // Each branch made or moved left a loose ref, and the next `git gc` would start this hook
     // twice per loose ref: once there are many (counted up to that many, a few small reads),
     // they are packed now, with no hook run. A failure (another process packing) leaves them
     // for the next hook run or the daemon's next full scan.
-    let _ = git::loose_refs::pack_if_many(&repo);
+    let _ = git::loose_refs::pack_if_many(repo);
     Ok(Notified {
-        repository_id: Some(row.repository_id),
+        repository_id: Some(repository_id.to_string()),
         queued,
         warning,
     })

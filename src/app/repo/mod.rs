@@ -7,5 +7,4 @@ pub mod forget;
 pub mod gc;
 pub mod reindex;
 pub mod repos;
-pub mod session;
 pub mod tokens;

@@ -213,6 +213,8 @@ fn finish(
     let root = std::fs::canonicalize(root)
         .map_err(io_err(format!("cannot resolve {}", root.display())))?;
     let hooks = install_hooks(&root)?;
+    // The hooks write a commit's news there, without starting a process.
+    let _ = crate::app::home::make_spool(&ctx.paths.home);
     let row = local_row(repo_id, Some(name), &root, now);
     register(ctx, &row)?;
     let repo = git::open(&root)?;
@@ -308,6 +310,8 @@ pub fn adopt(ctx: &Context, cwd: &Path, backfill: Backfill<'_>) -> Result<(Creat
         .unwrap_or_else(|| format!("repo_{}", util::random_hex(8)));
     configure(&root, &repo_id)?;
     let hooks = install_hooks(&root)?;
+    // The hooks write a commit's news there, without starting a process.
+    let _ = crate::app::home::make_spool(&ctx.paths.home);
     // Hooks installed again: a later hook manager's rewrite is news again.
     let _ = std::fs::remove_file(git_dir.join(HOOKS_PATH_NOTICED));
     let row = match ctx.index.repository_by_id(&repo_id)? {

@@ -66,7 +66,7 @@ const AREAS: &[(&str, &[&str])] = &[
     (
         "repo",
         &[
-            "repos", "session", "reindex", "forget", "gc", "tokens", "daemons", "demo",
+            "repos", "reindex", "forget", "gc", "tokens", "daemons", "demo",
         ],
     ),
     // Turning hooks, watcher events, webhooks, polls and fetches into jobs, and running them.
@@ -74,6 +74,8 @@ const AREAS: &[(&str, &[&str])] = &[
         "intake",
         &[
             "notify",
+            "spool",
+            "session",
             "webhook",
             "queue",
             "fleet",

@@ -1,7 +1,8 @@
 //! A command's view of one registered repository: the context, the repository and its row,
-//! opened once in the same order by every face.
+//! opened once in the same order by every face, after what the hooks spooled is queued (so
+//! nothing a command reports lags behind the user's last commit).
 
-use crate::app::{repo::repos, Context, Repo, Result};
+use crate::app::{intake::spool, repo::repos, Context, Repo, Result};
 use gs_store::RepoRow;
 use std::path::Path;
 
@@ -23,6 +24,7 @@ impl Session {
     /// The registered repository around `dir`, with a context already loaded.
     pub fn within(ctx: Context, dir: &Path) -> Result<Session> {
         let (repo, row) = repos::require_registered(&ctx, dir)?;
+        spool::take_in(&ctx, true);
         Ok(Session { ctx, repo, row })
     }
 
