@@ -277,6 +277,15 @@ fn a_commits_hook_writes_the_spool_and_the_next_command_queues_its_commit() {
         .collect();
     assert_eq!(states, ["other", "queued", "queued", "queued"], "{log:?}");
     assert_eq!(pending(&w), before + 5);
+
+    // Many commits spooled within a few milliseconds (files whose times tie and whose names,
+    // process ids, say nothing of their order): every one is queued, and so is the commit made
+    // with the hooks off below them: they reached main since its watermark.
+    for k in 0..12 {
+        w.commit(&repo, &[("f.txt", &format!("{k}\n"))], &format!("many {k}"));
+    }
+    assert_eq!(spooled(&w).len(), 12);
+    assert_eq!(pending(&w), before + 5 + 12 + 1);
 }
 
 /// A spool file only says which branches of which directory moved: what is queued is read from
@@ -330,4 +339,32 @@ fn a_forged_or_garbled_spool_file_queues_nothing_a_scan_would_not() {
     assert_eq!(left, vec!["5".to_string()]);
     let log = w.sandbox(&repo, &["log", "-n", "1"]);
     assert!(!log.stdout.contains("queued"), "{log:?}");
+
+    // A hook's file lost (the hook killed mid-write): the next commit's brings both.
+    std::fs::remove_file(spool.join("5")).unwrap();
+    w.commit(&repo, &[("a.txt", "a\n")], "lost");
+    for f in std::fs::read_dir(&spool).unwrap().flatten() {
+        std::fs::remove_file(f.path()).unwrap();
+    }
+    w.commit(&repo, &[("b.txt", "b\n")], "found");
+    assert_eq!(pending(&w), before + 2);
+    // A taker killed after it claimed a file: its stale claim is taken in by the next.
+    w.commit(&repo, &[("c.txt", "c\n")], "claimed");
+    let file = std::fs::read_dir(&spool)
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    let claim = spool.join(".taken-99999-0");
+    std::fs::rename(&file, &claim).unwrap();
+    assert_eq!(pending(&w), before + 2, "a fresh claim is its taker's");
+    let old = std::process::Command::new("touch")
+        .args(["-d", "2 minutes ago"])
+        .arg(&claim)
+        .status()
+        .unwrap();
+    assert!(old.success());
+    assert_eq!(pending(&w), before + 3);
+    assert!(!claim.exists());
 }

@@ -92,7 +92,24 @@ pub fn queue_updates(
     updates: &[RefUpdate],
     ping: bool,
 ) -> Result<Notified> {
-    let (queued, warning) = scan_updates(ctx, repo, repository_id, trigger, updates)?;
+    queue_in_turn(ctx, repo, repository_id, trigger, &[updates], ping)
+}
+
+/// [`queue_updates`] for several transactions, taken in the order given (each branch's in the
+/// order git made them: a walk stops at the branch's value before its transaction).
+pub fn queue_in_turn(
+    ctx: &Context,
+    repo: &gs_git::Repository,
+    repository_id: &str,
+    trigger: &str,
+    transactions: &[&[RefUpdate]],
+    ping: bool,
+) -> Result<Notified> {
+    let (globs, warning) = watched_globs(ctx, repo);
+    let mut queued = 0;
+    for updates in transactions {
+        queued += scan_updates(ctx, repo, repository_id, trigger, &globs, updates)?;
+    }
     if queued > 0 && ping {
         gs_ipc::ping(&ctx.paths.home, repository_id);
     }
@@ -116,12 +133,12 @@ fn scan_updates(
     repo: &gs_git::Repository,
     repository_id: &str,
     trigger: &str,
+    globs: &gs_util::glob::Globs,
     updates: &[RefUpdate],
-) -> Result<(usize, Option<String>)> {
-    let (globs, warning) = watched_globs(ctx, repo);
+) -> Result<usize> {
     if !git::marks::exists(repo) {
         // No watermarks yet: the full scan sets them.
-        return scan(ctx, repo, repository_id, trigger);
+        return Ok(scan(ctx, repo, repository_id, trigger)?.0);
     }
     // The last update of each watched branch.
     let mut last: Vec<&RefUpdate> = Vec::new();
@@ -156,7 +173,7 @@ fn scan_updates(
         }
     }
     if moved.is_empty() {
-        return Ok((0, warning));
+        return Ok(0);
     }
     // Every branch's watermark stops a walk when they are at hand; looked up one branch at a
     // time, a walk that meets another branch's unrun watermark (a branch made on the history the
@@ -215,7 +232,7 @@ fn scan_updates(
     let queued = enqueue(ctx, repository_id, trigger, jobs)?;
     let moved: Vec<(String, ObjectId)> = moved.into_iter().map(|(r, new, _)| (r, new)).collect();
     git::marks::set(repo, &moved)?;
-    Ok((queued, warning))
+    Ok(queued)
 }
 
 /// How far [`near_new_commits`] walks before it hands over to the full walk.

@@ -7,8 +7,8 @@
 //! at a path moved, from which commit to which. It is this user's (the spool is theirs alone),
 //! and what it names is checked in git as `notify` checks it: a registered repository, watched
 //! branches, ids that are commits there, walked back to the watermarks. A file lost (a hook
-//! killed mid-write) delays its commits until the daemon's next full scan; it loses nothing,
-//! because the watermarks move only when commits are queued.
+//! killed mid-write) loses nothing: the watermarks move only when commits are queued, and the
+//! next commit's walk (or the daemon's next full scan) goes down to them.
 
 use crate::app::{home, intake::notify, repo::repos, Context};
 use gs_git as git;
@@ -82,20 +82,19 @@ pub fn take_in(ctx: &Context, ping: bool) -> usize {
         }
         Err(_) => return 0,
     };
-    // The complete files, oldest first: a branch's updates are taken in the order git made them.
-    let mut files = Vec::new();
+    // Each complete file is claimed by a rename (of two takers, one gets it) and kept until its
+    // commits are queued: a taker killed before then leaves its claims, which are taken in
+    // again once stale. Their order does not matter (a file system's clock ticks every few
+    // milliseconds, and the names are process ids): each branch's updates are put in the
+    // order git made them below.
+    let mut claims = Vec::new();
+    let mut by_repo: BTreeMap<PathBuf, Vec<notify::RefUpdate>> = BTreeMap::new();
     for entry in entries.flatten() {
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
         let path = entry.path();
-        if let Some(rest) = name.strip_prefix(TAKEN) {
-            // A taker that died after claiming: its claim is stale once old.
-            if rest.contains('-') && older_than(&path, STALE) {
-                let _ = std::fs::remove_file(&path);
-            }
-            continue;
-        }
-        if name.starts_with('.') {
+        let stale_claim = name.starts_with(TAKEN) && older_than(&path, STALE);
+        if name.starts_with('.') && !stale_claim {
             continue;
         }
         let Some(text) = read(&path) else {
@@ -114,40 +113,29 @@ pub fn take_in(ctx: &Context, ping: bool) -> usize {
             }
             continue;
         }
-        let written = entry.metadata().and_then(|m| m.modified()).ok();
-        files.push((written, name.to_string()));
-    }
-    files.sort();
-    // Each repository's branches: the value before the first update taken in, and after the
-    // last, as one transaction that made them all would say.
-    let mut by_repo: BTreeMap<PathBuf, Vec<notify::RefUpdate>> = BTreeMap::new();
-    for (_, name) in files {
-        // Claimed by a rename: of two takers, one gets it.
-        let claim = spool.join(format!("{TAKEN}{name}-{}", std::process::id()));
-        if std::fs::rename(spool.join(&name), &claim).is_err() {
+        let claim = spool.join(format!("{TAKEN}{}-{}", std::process::id(), claims.len()));
+        if std::fs::rename(&path, &claim).is_err() {
             continue;
         }
         let text = read(&claim).unwrap_or_default();
-        let _ = std::fs::remove_file(&claim);
+        claims.push(claim);
         for moved in parse(&text) {
-            let updates = by_repo.entry(moved.cwd).or_default();
-            for u in moved.updates {
-                match updates.iter_mut().find(|v| v.refname == u.refname) {
-                    Some(v) => v.new = u.new,
-                    None => updates.push(u),
-                }
-            }
+            by_repo.entry(moved.cwd).or_default().extend(moved.updates);
         }
     }
-    by_repo
+    let queued = by_repo
         .into_iter()
-        .map(|(cwd, updates)| queue(ctx, &cwd, &updates, ping))
-        .sum()
+        .map(|(cwd, updates)| queue(ctx, &cwd, updates, ping))
+        .sum();
+    for claim in claims {
+        let _ = std::fs::remove_file(claim);
+    }
+    queued
 }
 
 /// Queue the new commits of `updates` in the repository at `cwd`, as the hook's `notify` does;
 /// an update to an id that is no commit there queues nothing.
-fn queue(ctx: &Context, cwd: &Path, updates: &[notify::RefUpdate], ping: bool) -> usize {
+fn queue(ctx: &Context, cwd: &Path, updates: Vec<notify::RefUpdate>, ping: bool) -> usize {
     let Ok(repo) = git::discover(cwd) else {
         return 0;
     };
@@ -155,16 +143,72 @@ fn queue(ctx: &Context, cwd: &Path, updates: &[notify::RefUpdate], ping: bool) -
         return 0;
     };
     let updates: Vec<notify::RefUpdate> = updates
-        .iter()
+        .into_iter()
         .filter(|u| u.new.is_some_and(|id| git::objects::is_commit(&repo, id)))
-        .cloned()
         .collect();
     if updates.is_empty() {
         return 0;
     }
-    notify::queue_updates(ctx, &repo, &row.repository_id, "hook", &updates, ping)
+    // In turn, each walk stops at the branch's watermark, which the one before moved; not at
+    // its old value, as the hook's `notify` does: a file lost (a hook killed mid-write) would
+    // leave the commits it brought unqueued below one that is queued, where no scan looks.
+    let mut updates = in_turn(updates, |r| git::objects::ref_target(&repo, r));
+    for u in &mut updates {
+        u.old = None;
+    }
+    let each: Vec<&[notify::RefUpdate]> = updates.iter().map(std::slice::from_ref).collect();
+    notify::queue_in_turn(ctx, &repo, &row.repository_id, "hook", &each, ping)
         .map(|n| n.queued)
         .unwrap_or(0)
+}
+
+/// Each branch's updates in the order git made them, from the links between them (git moved the
+/// branch from each one's `old`, the value the one before left): a run of linked updates is
+/// followed from its first, and a run that ends at the branch's value now (`tip_of`) comes last,
+/// so that its watermark ends there. Taken one at a time in this order, every commit an update
+/// brought is queued, as the hook's `notify` would have, whichever file was read first.
+pub fn in_turn(
+    updates: Vec<notify::RefUpdate>,
+    tip_of: impl Fn(&str) -> Option<gs_git::ObjectId>,
+) -> Vec<notify::RefUpdate> {
+    let mut branches: Vec<String> = Vec::new();
+    for u in &updates {
+        if !branches.contains(&u.refname) {
+            branches.push(u.refname.clone());
+        }
+    }
+    let mut out = Vec::with_capacity(updates.len());
+    for branch in branches {
+        let mut left: Vec<notify::RefUpdate> = updates
+            .iter()
+            .filter(|u| u.refname == branch)
+            .cloned()
+            .collect();
+        let mut runs: Vec<Vec<notify::RefUpdate>> = Vec::new();
+        while !left.is_empty() {
+            // A first update: one whose old value no other update left (else any: a cycle).
+            let first = (0..left.len())
+                .find(|&i| {
+                    !left
+                        .iter()
+                        .enumerate()
+                        .any(|(j, v)| j != i && v.new.is_some() && v.new == left[i].old)
+                })
+                .unwrap_or(0);
+            let mut run = vec![left.remove(first)];
+            while let Some(next) = left
+                .iter()
+                .position(|v| v.old.is_some() && v.old == run.last().and_then(|u| u.new))
+            {
+                run.push(left.remove(next));
+            }
+            runs.push(run);
+        }
+        let tip = tip_of(&branch);
+        runs.sort_by_key(|run| tip.is_some() && run.last().and_then(|u| u.new) == tip);
+        out.extend(runs.into_iter().flatten());
+    }
+    out
 }
 
 fn read(path: &Path) -> Option<String> {
@@ -208,7 +252,43 @@ mod tests {
             notify::parse_updates(&format!("{a} {b} refs/heads/main\n"))
         );
         assert!(!complete(&text));
-        assert!(complete("git-sandbox spool 1\ncwd /w\nend\n"));
         assert!(!complete("git-sandbox spool 1\ncwd /w\nen"));
+    }
+
+    #[test]
+    fn updates_read_in_any_order_are_taken_in_the_order_git_made_them() {
+        let id = |c: char| gs_git::ObjectId::from_hex(c.to_string().repeat(40).as_bytes()).unwrap();
+        let up = |refname: &str, old: Option<char>, new: char| notify::RefUpdate {
+            old: old.map(id),
+            new: Some(id(new)),
+            refname: refname.to_string(),
+        };
+        let main = "refs/heads/main";
+        // main a→b→c→d (its files read backwards), and x made at e then moved to f; then main's
+        // chain broken by an update no hook saw (d→9), 9→8 read first.
+        let read = vec![
+            up(main, Some('9'), '8'),
+            up(main, Some('c'), 'd'),
+            up("refs/heads/x", Some('e'), 'f'),
+            up(main, Some('b'), 'c'),
+            up("refs/heads/x", None, 'e'),
+            up(main, Some('a'), 'b'),
+        ];
+        let ordered = in_turn(read, |r| (r == main).then(|| id('8')));
+        let steps: Vec<(String, Option<gs_git::ObjectId>)> =
+            ordered.iter().map(|u| (u.refname.clone(), u.new)).collect();
+        let want = |r: &str, c: char| (r.to_string(), Some(id(c)));
+        assert_eq!(
+            steps,
+            vec![
+                want(main, 'b'),
+                want(main, 'c'),
+                want(main, 'd'),
+                // The run that ends at main's value now comes last.
+                want(main, '8'),
+                want("refs/heads/x", 'e'),
+                want("refs/heads/x", 'f'),
+            ]
+        );
     }
 }
