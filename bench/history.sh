@@ -5,7 +5,9 @@
 # default 50) and `reindex` (median of REINDEX_REPS, default 5), then an idle daemon's CPU over
 # IDLE seconds (default 65, from /proc/PID/stat) and its resident memory. Targets at 30,000 runs
 # on a quiet machine (issue 52): `log -n 50` <= 10 ms, `reindex` <= 2 s; status and the API
-# under 20 ms; an idle daemon under 1% of a core and 30 MiB. Prints; asserts nothing.
+# under 20 ms; an idle daemon under 1% of a core and 30 MiB. BESIDE_BUILD=1 times status, log
+# and reindex again at each size beside a `cargo build --release` (bench/busy.sh), reported
+# only. Prints; asserts nothing.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 src=${GIT_SANDBOX_BIN:-$root/target/release/git-sandbox}
@@ -17,7 +19,10 @@ IDLE=${IDLE:-65}
 work=$(mktemp -d)
 shm=$(mktemp -d /dev/shm/gs-history-XXXXXX)
 daemon_pid=
+# shellcheck source=bench/busy.sh
+. "$root/bench/busy.sh"
 cleanup() {
+    busy_stop
     [ -z "$daemon_pid" ] || { kill "$daemon_pid" 2>/dev/null; wait "$daemon_pid" 2>/dev/null; } || true
     rm -rf "$work" "$shm"
 }
@@ -107,6 +112,17 @@ PY
         "$(awk -v c="$idle_ms" -v s="$IDLE" 'BEGIN {printf "%.2f", c / s / 10}')" "$rss")")
     prev=$n
     echo "${rows[-1]}"
+    if [ "${BESIDE_BUILD:-0}" = 1 ]; then
+        # The same commands beside a `cargo build --release` (reported, not targeted).
+        busy_start "$work"
+        status=$(ms "$bin" status)
+        log=$(ms "$bin" log -n 50)
+        reindex=$(N=$REINDEX_REPS ms "$bin" reindex)
+        load=$(cut -d' ' -f1 /proc/loadavg)
+        busy_stop
+        rows+=("$(printf '| %s beside cargo build (load %s) | | %s ms | %s ms | | %s ms | | |' "$runs" "$load" "$status" "$log" "$reindex")")
+        echo "${rows[-1]}"
+    fi
 done
 echo
 echo "| notes | run | \`status\` | \`log -n 50\` | API \`repositories\` | \`reindex\` | daemon idle CPU per ${IDLE} s | daemon RSS |"

@@ -25,7 +25,8 @@
 # Usage: bench/refs.sh              (from any directory)
 # Env:   GIT_SANDBOX_BIN  the binary (default: target/release/git-sandbox of this checkout)
 #        BRANCHES (default 20000), COMMITS (default 50), HOOKRUNS (default 50), LISTS (default 50),
-#        FLOOR (default 1),
+#        FLOOR (default 1), BESIDE_BUILD (default 0; 1: the commits and the list again beside
+#        a `cargo build --release`, bench/busy.sh),
 #        PACK (default 1; 0 skips pack-refs, the slowest case by far)
 # Needs: git, awk, python3. Measures only: always exits 0 once it has run.
 set -euo pipefail
@@ -43,7 +44,9 @@ PACK=${PACK:-1}
 BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/gs-bench-refs.XXXXXX")
-trap 'cd /; rm -rf "$WORK"' EXIT
+# shellcheck source=bench/busy.sh
+. "$ROOT/bench/busy.sh"
+trap 'busy_stop; cd /; rm -rf "$WORK"' EXIT
 trap 'exit 130' INT TERM HUP PIPE
 mkdir -p "$WORK/home" "$WORK/config" "$WORK/sandbox-home" "$WORK/bin" "$WORK/no-hooks" "$WORK/floor-hooks"
 # A copy: a concurrent `cargo build` cannot swap it mid-run.
@@ -88,7 +91,7 @@ timed() {
   now_us; REPLY=$((REPLY - t0))
 }
 
-declare -A CREATE MOVE
+declare -A CREATE MOVE BUSY_COMMIT
 for r in "${REPOS[@]}"; do
   head=$(git -C "$WORK/$r" rev-parse HEAD)
   awk -v n="$BRANCHES" -v h="$head" 'BEGIN{for (i = 1; i <= n; i++) print "create refs/heads/experiment/b" i " " h}' >"$WORK/create-$r"
@@ -184,6 +187,23 @@ for r in "${REPOS[@]}"; do
   PACKED[$r]=$REPLY
 done
 
+# Beside a `cargo build --release` (BESIDE_BUILD=1; reported, not targeted): the commits and
+# the list again.
+if [ "${BESIDE_BUILD:-0}" = 1 ]; then
+  busy_start "$WORK"
+  for ((i = 1; i <= COMMITS; i++)); do
+    for r in hooked plain; do
+      printf 'busy %s\n' "$i" >>"$WORK/$r/notes.txt"
+      git -C "$WORK/$r" add notes.txt
+      timed "$WORK/$r" commit -q -m "busy $i"
+      BUSY_COMMIT[$r]="${BUSY_COMMIT[$r]:-} $REPLY"
+    done
+  done
+  list_ms; LIST_BUSY=$REPLY
+  BUSY_LOAD=$(cut -d' ' -f1 /proc/loadavg)
+  busy_stop
+fi
+
 queued=$(git sandbox status --json 2>/dev/null | python3 -c 'import json, sys; print(json.load(sys.stdin)["totals"]["pending_jobs"])' || echo '?')
 
 echo
@@ -209,6 +229,10 @@ echo "    the same in a repository with main alone, alternating: $(median_ms "${
 echo "  the next command (log -n 1) taking the commit in: $(median_ms "${T_TAKE[@]}") ms; the same with nothing spooled: $(median_ms "${T_NEXT[@]}") ms"
 echo "  experiment list, $BRANCHES branches behind main, median of $LISTS: $LIST_BEHIND ms (the first: $(ms "$LIST_BEHIND_FIRST") ms)   target <= 400 ms"
 echo "    the same with every branch one commit ahead of main: $LIST_AHEAD ms"
+if [ "${BESIDE_BUILD:-0}" = 1 ]; then
+  # shellcheck disable=SC2086
+  echo "  beside cargo build --release (load $BUSY_LOAD): git commit $(median_ms ${BUSY_COMMIT[hooked]}) ms with our hooks, $(median_ms ${BUSY_COMMIT[plain]}) ms without ($(awk -v h="$(median_ms ${BUSY_COMMIT[hooked]})" -v p="$(median_ms ${BUSY_COMMIT[plain]})" 'BEGIN{printf "%+.2f", h - p}') ms); experiment list $LIST_BUSY ms"
+fi
 [ "$PACK" = 1 ] && echo "  pack-refs with our hooks: $(ratio "${PACKED[hooked]}" "${PACKED[plain]}") of no hooks   target <= 2x"
 echo "  loose refs before pack-refs: hooked ${LOOSE[hooked]}, no hooks ${LOOSE[plain]}$([ "$FLOOR" = 1 ] && echo ", exit-0 hook ${LOOSE[floor]}")"
 echo "  jobs queued in all: ${queued:-?} (expected $((COMMITS + 2 * HOOKRUNS + 1)): each commit on main, each hook run in both repositories, the moved branches' commit once)"
