@@ -17,8 +17,11 @@ pub(crate) use say;
 use gs_model::{RunRecord, Status};
 use std::io::IsTerminal;
 
+/// Whether output is painted: stdout is a terminal and `NO_COLOR` is unset (asked once: every
+/// painted word would ask the terminal again).
 pub fn color() -> bool {
-    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+    static COLOR: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *COLOR.get_or_init(|| std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none())
 }
 
 fn paint(code: &str, s: &str) -> String {

@@ -20,9 +20,10 @@ use std::path::Path;
 /// (a file each).
 pub const PACK_FROM: usize = 4;
 
-/// Packs a repository may hold before the small ones are rolled into one (`gc.autoPackLimit`'s
-/// default in git).
-pub const PACK_LIMIT: usize = 50;
+/// Packs a repository may hold before the small ones are rolled into one. Below git's
+/// `gc.autoPackLimit` (50): every object lookup may search each pack's index, and at 34 packs
+/// `log -n 50` spent 1.2 ms more than at 3 (30,000 runs); a roll-up of small packs is cheap.
+pub const PACK_LIMIT: usize = 16;
 
 /// A repository whose new objects are kept in memory until [`Batch::persist`].
 pub struct Batch {
