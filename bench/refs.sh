@@ -235,7 +235,9 @@ if [ "${BESIDE_BUILD:-0}" = 1 ]; then
 fi
 [ "$PACK" = 1 ] && echo "  pack-refs with our hooks: $(ratio "${PACKED[hooked]}" "${PACKED[plain]}") of no hooks   target <= 2x"
 echo "  loose refs before pack-refs: hooked ${LOOSE[hooked]}, no hooks ${LOOSE[plain]}$([ "$FLOOR" = 1 ] && echo ", exit-0 hook ${LOOSE[floor]}")"
-echo "  jobs queued in all: ${queued:-?} (expected $((COMMITS + 2 * HOOKRUNS + 1)): each commit on main, each hook run in both repositories, the moved branches' commit once)"
+busy_commits=0
+[ "${BESIDE_BUILD:-0}" = 1 ] && busy_commits=$COMMITS
+echo "  jobs queued in all: ${queued:-?} (expected $((COMMITS + busy_commits + 2 * HOOKRUNS + 1)): each commit on main (and beside the build), each hook run in both repositories, the moved branches' commit once)"
 echo "  watermarks: $(wc -l <"$WORK/hooked/.git/sandbox-watermarks") lines"
 echo "  load:    $(cut -d' ' -f1-3 /proc/loadavg) at end"
 exit 0
