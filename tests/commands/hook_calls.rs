@@ -324,6 +324,11 @@ fn a_forged_or_garbled_spool_file_queues_nothing_a_scan_would_not() {
     )
     .unwrap();
     std::fs::write(spool.join("4"), "\u{0}\u{1}garbage\n").unwrap();
+    // A FIFO and a link are not waited on or followed.
+    let fifo = std::ffi::CString::new(spool.join("fifo").as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path we own.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    std::os::unix::fs::symlink(spool.join("1"), spool.join("link")).unwrap();
     // A hook mid-write: no end line yet.
     std::fs::write(
         spool.join("5"),

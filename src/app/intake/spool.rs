@@ -211,9 +211,18 @@ pub fn in_turn(
     out
 }
 
+/// A spool file's text: a regular file, not followed if a link, never waited on if a FIFO.
 fn read(path: &Path) -> Option<String> {
     use std::io::Read;
-    let file = std::fs::File::open(path).ok()?;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
     let mut text = String::new();
     file.take(MAX_BYTES).read_to_string(&mut text).ok()?;
     Some(text)
