@@ -538,8 +538,13 @@ impl Index {
             conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
                 .map_err(corrupt)?;
         }
-        conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")
-            .map_err(corrupt)?;
+        // Statement journals in memory: a statement of many rows inside a transaction (a
+        // reindex puts its runs a hundred to a statement) keeps one, in a temp file otherwise
+        // (7% of a reindex's time went to writing it).
+        conn.execute_batch(
+            "PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY;",
+        )
+        .map_err(corrupt)?;
         // An older version left them to the umask.
         for suffix in ["-wal", "-shm"] {
             let mut side = path.as_os_str().to_owned();

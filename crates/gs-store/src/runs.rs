@@ -3,7 +3,7 @@
 use super::sql::{params, OptionalExtension};
 use super::{Index, Result};
 use gs_model::RunRecord;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Rows per statement of the batched reads and writes (19 parameters a run: well within
 /// SQLite's and PostgreSQL's limits).
@@ -37,6 +37,63 @@ fn newest_first() -> String {
     )
 }
 
+/// The statement that inserts `n` runs' rows (as [`rows`] gives their values) or, for a commit
+/// the repository has a row of, replaces that row.
+fn upsert(n: usize) -> String {
+    let rows = (0..n)
+        .map(|i| format!("({})", super::sql::placeholders(19 * i + 1, 19)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "INSERT INTO runs (repository_id, commit_id, tree_id, config_hash, refname, experiment, trigger,
+                           status, started_at, finished_at, duration_ms, passed, failed, skipped, errors,
+                           total, cached_from, record, verified)
+         VALUES {rows}
+         ON CONFLICT (repository_id, commit_id) DO UPDATE SET
+            tree_id = excluded.tree_id, config_hash = excluded.config_hash, refname = excluded.refname,
+            experiment = excluded.experiment, trigger = excluded.trigger, status = excluded.status,
+            started_at = excluded.started_at, finished_at = excluded.finished_at,
+            duration_ms = excluded.duration_ms, passed = excluded.passed, failed = excluded.failed,
+            skipped = excluded.skipped, errors = excluded.errors, total = excluded.total,
+            cached_from = excluded.cached_from, record = excluded.record,
+            verified = excluded.verified"
+    )
+}
+
+/// The values of [`upsert`]'s rows, 19 a record: every column but the record's JSON and who
+/// vouches for it is read from them.
+fn rows(repository_id: &str, records: &[&RunRecord]) -> Vec<super::sql::Val> {
+    let mut p = Vec::with_capacity(19 * records.len());
+    for r in records {
+        let t = r.tests.as_ref();
+        let json = serde_json::to_string(r).expect("records always serialize");
+        p.extend(params![
+            repository_id,
+            r.commit,
+            r.tree,
+            r.config_hash,
+            r.refname,
+            r.experiment,
+            r.trigger.as_str(),
+            r.status.as_str(),
+            r.started_at,
+            r.finished_at,
+            r.duration_ms as i64,
+            t.and_then(|t| t.passed).map(|v| v as i64),
+            t.and_then(|t| t.failed).map(|v| v as i64),
+            t.and_then(|t| t.skipped).map(|v| v as i64),
+            t.and_then(|t| t.errors).map(|v| v as i64),
+            t.and_then(|t| t.total).map(|v| v as i64),
+            r.cached_from,
+            json,
+            r.verified
+                .as_ref()
+                .map(|v| serde_json::to_string(v).expect("plain strings serialize"))
+        ]);
+    }
+    p
+}
+
 impl Index {
     /// Insert or replace the indexed copy of a record; returns the run id.
     pub fn put_run(&self, repository_id: &str, r: &RunRecord) -> Result<i64> {
@@ -59,55 +116,9 @@ impl Index {
             .collect();
         let mut ids: HashMap<String, i64> = HashMap::with_capacity(kept.len());
         for chunk in kept.chunks(CHUNK) {
-            let rows = (0..chunk.len())
-                .map(|i| format!("({})", super::sql::placeholders(19 * i + 1, 19)))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let mut p = Vec::with_capacity(19 * chunk.len());
-            for r in chunk {
-                let t = r.tests.as_ref();
-                let json = serde_json::to_string(r).expect("records always serialize");
-                p.extend(params![
-                    repository_id,
-                    r.commit,
-                    r.tree,
-                    r.config_hash,
-                    r.refname,
-                    r.experiment,
-                    r.trigger.as_str(),
-                    r.status.as_str(),
-                    r.started_at,
-                    r.finished_at,
-                    r.duration_ms as i64,
-                    t.and_then(|t| t.passed).map(|v| v as i64),
-                    t.and_then(|t| t.failed).map(|v| v as i64),
-                    t.and_then(|t| t.skipped).map(|v| v as i64),
-                    t.and_then(|t| t.errors).map(|v| v as i64),
-                    t.and_then(|t| t.total).map(|v| v as i64),
-                    r.cached_from,
-                    json,
-                    r.verified
-                        .as_ref()
-                        .map(|v| serde_json::to_string(v).expect("plain strings serialize"))
-                ]);
-            }
             let returned = self.conn.query(
-                &format!(
-                    "INSERT INTO runs (repository_id, commit_id, tree_id, config_hash, refname, experiment, trigger,
-                                   status, started_at, finished_at, duration_ms, passed, failed, skipped, errors,
-                                   total, cached_from, record, verified)
-                 VALUES {rows}
-                 ON CONFLICT (repository_id, commit_id) DO UPDATE SET
-                    tree_id = excluded.tree_id, config_hash = excluded.config_hash, refname = excluded.refname,
-                    experiment = excluded.experiment, trigger = excluded.trigger, status = excluded.status,
-                    started_at = excluded.started_at, finished_at = excluded.finished_at,
-                    duration_ms = excluded.duration_ms, passed = excluded.passed, failed = excluded.failed,
-                    skipped = excluded.skipped, errors = excluded.errors, total = excluded.total,
-                    cached_from = excluded.cached_from, record = excluded.record,
-                    verified = excluded.verified
-                 RETURNING commit_id, id"
-                ),
-                p,
+                &format!("{} RETURNING commit_id, id", upsert(chunk.len())),
+                rows(repository_id, chunk),
             )?;
             for row in returned {
                 ids.insert(row.get(0)?, row.get(1)?);
@@ -324,6 +335,85 @@ impl Index {
         Ok(self
             .conn
             .execute("DELETE FROM runs WHERE repository_id = ?1", [repository_id])?)
+    }
+
+    /// The commits a repository has runs of: what a refill ([`Index::refill_runs`]) starts
+    /// from, each taken out as its record is put, the rest deleted at the end.
+    pub fn run_commits(&self, repository_id: &str) -> Result<HashSet<String>> {
+        self.conn
+            .query(
+                "SELECT commit_id FROM runs WHERE repository_id = ?1",
+                [repository_id],
+            )?
+            .iter()
+            .map(|r| Ok(r.get(0)?))
+            .collect()
+    }
+
+    /// [`Index::atomically`] for a refill of runs ([`Index::refill_runs`]): on SQLite with a
+    /// page cache that holds every page the refill writes (up to 64 MiB), so each is written
+    /// once at the commit rather than spilled to the log mid-way and written again (30,000 runs
+    /// into an empty index: 2.0 s, now 1.7 s).
+    pub fn refilling<T, E: From<super::StoreError>>(
+        &self,
+        f: impl FnOnce() -> std::result::Result<T, E>,
+    ) -> std::result::Result<T, E> {
+        let before: Option<i64> = (!self.conn.is_pg())
+            .then(|| {
+                self.conn
+                    .query_row("PRAGMA cache_size", params![], |r| r.get(0))
+                    .ok()
+            })
+            .flatten();
+        if before.is_some() {
+            self.conn
+                .execute_batch("PRAGMA cache_size = -65536")
+                .map_err(super::StoreError::from)?;
+        }
+        let out = self.atomically(f);
+        if let Some(size) = before {
+            let _ = self
+                .conn
+                .execute_batch(&format!("PRAGMA cache_size = {size}"));
+        }
+        out
+    }
+
+    /// [`Index::put_runs`] for refilling the index from the notes (a reindex): a row that holds
+    /// the same record, vouched for alike, is left as it is (no write, its id kept, the
+    /// repository's figures and generation untouched), and nothing is returned. One record a
+    /// commit.
+    pub fn refill_runs(&self, repository_id: &str, records: &[RunRecord]) -> Result<()> {
+        let records: Vec<&RunRecord> = records.iter().collect();
+        for chunk in records.chunks(CHUNK) {
+            self.conn.execute(
+                &format!(
+                    "{}
+                     WHERE runs.record IS DISTINCT FROM excluded.record
+                        OR runs.verified IS DISTINCT FROM excluded.verified",
+                    upsert(chunk.len())
+                ),
+                rows(repository_id, chunk),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Delete the runs of `commits` (a statement per [`CHUNK`] of them).
+    pub fn delete_runs_of(&self, repository_id: &str, commits: &[&str]) -> Result<usize> {
+        let mut deleted = 0;
+        for chunk in commits.chunks(CHUNK) {
+            let mut p = params![repository_id];
+            p.extend(chunk.iter().map(super::sql::ToVal::to_val));
+            deleted += self.conn.execute(
+                &format!(
+                    "DELETE FROM runs WHERE repository_id = ?1 AND commit_id IN ({})",
+                    super::sql::placeholders(2, chunk.len())
+                ),
+                p,
+            )?;
+        }
+        Ok(deleted)
     }
 
     /// Overall figures for `status`: (runs, passed, mean duration of first-hand runs). A
