@@ -1,6 +1,7 @@
 //! Everything the tool asks of git: opening repositories, resolving revisions, reading blobs,
 //! checking trees out, notes, tree diffs, hooks, and the few git CLI calls gix cannot do.
 
+pub mod bulk;
 pub mod cache;
 pub mod checkout;
 pub mod cli;
