@@ -71,6 +71,13 @@ pub fn signed_parts(line: &[u8]) -> Option<(Vec<u8>, &str)> {
     Some((record, signature))
 }
 
+/// The record bytes and signature of each signed line of `body`: what [`decode`] asks its
+/// judge about for a note of one-line records (as notes are written), so their signatures
+/// can be checked together beforehand.
+pub fn signed_lines(body: &[u8]) -> impl Iterator<Item = (Vec<u8>, &str)> {
+    body.split(|&b| b == b'\n').filter_map(signed_parts)
+}
+
 /// A record may be dated at most this far past this machine's clock (clocks drift); one dated
 /// later would outrank every record made here until its date, so it is not read.
 pub const FUTURE_SLACK_MS: i64 = 60_000;

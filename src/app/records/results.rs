@@ -206,10 +206,24 @@ pub fn on_every_core<T: Sync, R: Send>(
     items: &[T],
     f: impl Fn(&gs_git::Repository, &T) -> R + Sync,
 ) -> Vec<R> {
+    in_parts(
+        items,
+        || repo.clone(),
+        |repo, part| part.iter().map(|i| f(&repo, i)).collect(),
+    )
+}
+
+/// `f` of `items` cut in as many parts as there are cores (up to 4), each on its own thread
+/// with its own `state` (made on the calling thread); their results in order.
+pub fn in_parts<T: Sync, S: Send, R: Send>(
+    items: &[T],
+    state: impl Fn() -> S,
+    f: impl Fn(S, &[T]) -> Vec<R> + Sync,
+) -> Vec<R> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
     // A thread costs about what reading four notes does.
     if threads < 2 || items.len() < 8 {
-        return items.iter().map(|i| f(repo, i)).collect();
+        return f(state(), items);
     }
     let size = items.len().div_ceil(threads);
     let f = &f;
@@ -217,8 +231,8 @@ pub fn on_every_core<T: Sync, R: Send>(
         let parts: Vec<_> = items
             .chunks(size)
             .map(|part| {
-                let repo = repo.clone();
-                scope.spawn(move || part.iter().map(|i| f(&repo, i)).collect::<Vec<R>>())
+                let state = state();
+                scope.spawn(move || f(state, part))
             })
             .collect();
         parts

@@ -126,8 +126,6 @@ pub fn import(at: Repo<'_>) -> Result<Imported> {
     let mut runs = 0;
     let mut skipped = Vec::new();
     let mut future_dated = 0;
-    // Read, decoded and checked on every core, a page ahead of the index's writes: a signature
-    // check is a third of a reindex's time, reading the objects a sixth, the index a fifth.
     let verifier = ctx.keys()?.verifier();
     // The notes of one tip, which the index then holds whole (its notes tip).
     let tip = git::notes::tip(repo, git::NOTES_REF)?;
@@ -136,22 +134,43 @@ pub fn import(at: Repo<'_>) -> Result<Imported> {
         None => Vec::new(),
     };
     notes.sort_unstable();
+    // Read as they lie in their packs, through one cache of delta bases: after a gc, most notes
+    // are deltas of notes read just before them.
+    let reader = git::bulk::reader(repo);
+    git::bulk::in_pack_order(&reader, &mut notes, |&(_, blob)| blob);
+    // Three stages a page apart: one thread reads (in pack order each base comes just before
+    // its deltas; two threads reading halves were slower than one), every core decodes and
+    // checks signatures (the most work), and this thread writes the index.
+    let (bodies_tx, bodies_rx) = std::sync::mpsc::sync_channel::<Vec<(ObjectId, Body)>>(2);
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<(ObjectId, Read)>>(2);
     std::thread::scope(|scope| -> Result<()> {
-        let reader = repo.clone();
-        let (notes, verifier) = (&notes, &verifier);
+        let notes = &notes;
         scope.spawn(move || {
             for page in notes.chunks(PAGE) {
+                let bodies = page
+                    .iter()
+                    .map(|&(commit, blob)| (commit, read_body(&reader, commit, blob)))
+                    .collect();
                 // Gone: the writer stopped on an error, which it reports.
-                if tx.send(read_page(&reader, page, verifier)).is_err() {
+                if bodies_tx.send(bodies).is_err() {
+                    break;
+                }
+            }
+        });
+        let verifier = &verifier;
+        scope.spawn(move || {
+            for page in bodies_rx {
+                if tx.send(check_page(page, verifier)).is_err() {
                     break;
                 }
             }
         });
         // The runs in one transaction (one sync, not one per run; nobody sees half of them), put
-        // a page at a time (a statement per hundred rows, bounded memory).
-        ctx.index.atomically(|| -> Result<()> {
-            ctx.index.delete_runs(&row.repository_id)?;
+        // a page at a time (a statement per hundred rows, bounded memory). A run the index holds
+        // as its note says is not written again; the runs of commits no note holds a record for
+        // are deleted at the end.
+        ctx.index.refilling(|| -> Result<()> {
+            let mut stale = ctx.index.run_commits(&row.repository_id)?;
             for page in rx.iter() {
                 let mut records = Vec::with_capacity(page.len());
                 for (commit, read) in page {
@@ -171,9 +190,14 @@ pub fn import(at: Repo<'_>) -> Result<Imported> {
                         }
                     }
                 }
-                ctx.index.put_runs(&row.repository_id, &records)?;
+                for r in &records {
+                    stale.remove(&r.commit);
+                }
+                ctx.index.refill_runs(&row.repository_id, &records)?;
                 runs += records.len();
             }
+            let stale: Vec<&str> = stale.iter().map(String::as_str).collect();
+            ctx.index.delete_runs_of(&row.repository_id, &stale)?;
             // A copy is worth what its source is worth with today's signers.
             ctx.index.demote_unbacked_copies(&row.repository_id)?;
             // A record dated ahead of this clock counts once the clock passes it: the index
@@ -183,6 +207,8 @@ pub fn import(at: Repo<'_>) -> Result<Imported> {
             Ok(())
         })
     })?;
+    // In the order of their commits, whatever order they were read in.
+    skipped.sort_unstable_by_key(|(commit, _)| *commit);
     ctx.index.delete_experiments(&row.repository_id)?;
     experiments::sync(at)?;
     let found = ctx.index.experiments(&row.repository_id)?.len();
@@ -206,26 +232,55 @@ enum Read {
     Decoded(NoteRecord, usize),
 }
 
-/// Each note of `page`, in order: read, decoded and its signature checked, on as many threads as
-/// there are cores (up to 4), each with its own handle on the repository.
-fn read_page(
-    repo: &gs_git::Repository,
-    page: &[(ObjectId, ObjectId)],
-    verifier: &gs_trust::Verifier,
-) -> Vec<(ObjectId, Read)> {
-    let judge = |m: &[u8], s: &str| verifier.verify(m, s);
-    crate::app::records::results::on_every_core(repo, page, |repo, &(commit, blob)| {
-        let read = if !crate::app::publish::bounds::has_commit(repo, commit) {
-            Read::Skipped("its commit is not in this clone".into())
-        } else {
-            match git::notes::read_blob(repo, blob) {
-                Ok(body) => {
-                    let (found, future) = note::decode_counted(&body, &commit.to_string(), &judge);
-                    Read::Decoded(found, future)
-                }
-                Err(e) => Read::Skipped(format!("cannot read the note: {e}")),
+/// A note's body as read, or why it was skipped unread.
+type Body = std::result::Result<Vec<u8>, String>;
+
+/// The body of the note `blob` on `commit`, when its commit is in this clone.
+fn read_body(repo: &gs_git::Repository, commit: ObjectId, blob: ObjectId) -> Body {
+    if !crate::app::publish::bounds::has_commit(repo, commit) {
+        return Err("its commit is not in this clone".into());
+    }
+    git::notes::read_blob(repo, blob).map_err(|e| format!("cannot read the note: {e}"))
+}
+
+/// Each note of `page`, in order: decoded and its signatures checked, on as many threads as
+/// there are cores (up to 4).
+fn check_page(page: Vec<(ObjectId, Body)>, verifier: &gs_trust::Verifier) -> Vec<(ObjectId, Read)> {
+    let read =
+        crate::app::records::results::in_parts(&page, || (), |(), part| check_part(part, verifier));
+    page.into_iter()
+        .map(|(commit, _)| commit)
+        .zip(read)
+        .collect()
+}
+
+/// Each note of `part`, decoded: the signatures of its records checked together first (a
+/// third of the work of checking each alone), and any other its decoding asks about alone.
+fn check_part(part: &[(ObjectId, Body)], verifier: &gs_trust::Verifier) -> Vec<Read> {
+    let signed: Vec<(Vec<u8>, &str)> = part
+        .iter()
+        .filter_map(|(_, body)| body.as_ref().ok())
+        .flat_map(|body| note::signed_lines(body))
+        .collect();
+    let items: Vec<(&[u8], &str)> = signed.iter().map(|(m, s)| (&m[..], *s)).collect();
+    let answers = verifier.verify_many(&items);
+    type Answer = std::result::Result<gs_model::Verified, String>;
+    let known: std::collections::HashMap<&str, (&[u8], &Answer)> = items
+        .iter()
+        .zip(&answers)
+        .map(|((m, s), a)| (*s, (*m, a)))
+        .collect();
+    let judge = |m: &[u8], s: &str| match known.get(s) {
+        Some((checked, answer)) if *checked == m => (*answer).clone(),
+        _ => verifier.verify(m, s),
+    };
+    part.iter()
+        .map(|(commit, body)| match body {
+            Ok(body) => {
+                let (found, future) = note::decode_counted(body, &commit.to_string(), &judge);
+                Read::Decoded(found, future)
             }
-        };
-        (commit, read)
-    })
+            Err(why) => Read::Skipped(why.clone()),
+        })
+        .collect()
 }

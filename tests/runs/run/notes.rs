@@ -29,6 +29,89 @@ fn reindex_rebuilds_a_deleted_index_from_notes() {
     );
 }
 
+/// A reindex checks the signatures of many notes together: a record changed after it was
+/// signed still counts for nothing among good ones, and a note of garbage is skipped with its
+/// reason, as when each was checked alone.
+#[test]
+fn reindex_of_many_notes_still_tells_each_changed_or_garbled_one() {
+    let w = World::new();
+    let repo = w.new_repo("r13");
+    set_config(
+        &w,
+        &repo,
+        "[test]\ncommand = \"true\"\n[analysis]\nenabled = false\n",
+    );
+    let base = w.git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    let ids: Vec<String> = (0..16)
+        .map(|i| w.commit(&repo, &[("n.txt", &format!("{i}"))], &format!("c{i}")))
+        .collect();
+    let o = w.sandbox(&repo, &["run", &format!("{base}..main")]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let note = |id: &str| {
+        w.git(&repo, &["notes", "--ref=sandbox", "show", id])
+            .trim_end()
+            .to_string()
+    };
+    // One record changed under its signature, one note replaced by garbage.
+    let changed = note(&ids[3]).replacen("\"status\":\"passed\"", "\"status\":\"failed\"", 1);
+    assert_ne!(changed, note(&ids[3]));
+    w.git(
+        &repo,
+        &[
+            "notes",
+            "--ref=sandbox",
+            "add",
+            "-f",
+            "-m",
+            &changed,
+            &ids[3],
+        ],
+    );
+    w.git(
+        &repo,
+        &[
+            "notes",
+            "--ref=sandbox",
+            "add",
+            "-f",
+            "-m",
+            "garbage",
+            &ids[5],
+        ],
+    );
+    for f in ["index.db", "index.db-wal", "index.db-shm"] {
+        let _ = std::fs::remove_file(w.data().join(f));
+    }
+    let o = w.sandbox(&w.work(), &["reindex", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let j = o.json();
+    assert_eq!(j["runs"], 15, "{j}");
+    let skipped = &j["repositories"][0]["skipped"];
+    assert_eq!(skipped.as_array().unwrap().len(), 1, "{j}");
+    assert_eq!(skipped[0]["commit"], ids[5].as_str());
+    assert!(
+        skipped[0]["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("expected value"),
+        "{j}"
+    );
+    // As the index holds them: the changed record vouched for by nobody, the others by this
+    // machine.
+    let ix = gs_store::Index::open(&w.data()).unwrap();
+    let repository = &ix.repositories().unwrap()[0].repository_id;
+    let asked: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let rows = ix.runs_for_commits(repository, &asked).unwrap();
+    assert_eq!(rows.len(), 15);
+    for (i, id) in ids.iter().enumerate().filter(|(i, _)| *i != 5) {
+        let verified = rows[id].record.verified.as_ref();
+        match i {
+            3 => assert!(verified.is_none(), "{verified:?}"),
+            _ => assert_eq!(verified.unwrap().signer, "this machine"),
+        }
+    }
+}
+
 #[test]
 fn concurrent_note_writers_lose_nothing() {
     let w = World::new();
