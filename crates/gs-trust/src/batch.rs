@@ -10,6 +10,12 @@
 //! found, each then checked alone. What the equation cannot take is checked alone too: an `s`
 //! out of range, an `R` that is no point or not written the one way `verify` compares it, a key
 //! with a small-order part.
+//!
+//! One answer can differ, and only for its signer: an `R` given a small-order part by the
+//! holder of the key (who knows `s` for it) fails `verify` and may pass the equation (the part
+//! vanishes for some weights; `R` is not checked for it, which would cost what the batch
+//! saves). Nobody without the private key can make such a signature, and its holder could sign
+//! anything outright, so no note passes here that its key did not sign.
 
 use curve25519_dalek::edwards::{CompressedEdwardsY, EdwardsPoint};
 use curve25519_dalek::scalar::Scalar;
