@@ -212,6 +212,20 @@ mod tests {
         }
         assert!(recognise("PYTHONHASHSEED=0 .venv/bin/py.test -x").is_some());
         assert!(recognise("python -m pytest --tb=short").is_some());
+        // What runs pytest in the project's environment stays before it in phase one.
+        for (given, probe) in [
+            (
+                "env PYTHONPATH=src .venv/bin/python -m pytest tests -q",
+                "env PYTHONPATH=src .venv/bin/python -m pytest -q t/a.py",
+            ),
+            ("uv run --frozen pytest", "uv run --frozen pytest -v t/a.py"),
+            ("poetry run python -m pytest", "poetry run python -m pytest -v t/a.py"),
+            ("pdm run pytest -x", "pdm run pytest -x -v t/a.py"),
+            ("hatch run test:pytest", "hatch run test:pytest -v t/a.py"),
+        ] {
+            assert_eq!(only(given), probe, "{given}");
+        }
+        assert_eq!(recognise("env -C sub pytest"), None);
         // pytest-cov's options.
         let p = recognise("pytest --cov=pkg --cov-report xml --cov-context=test tests").unwrap();
         assert_eq!(p.paths, vec!["tests"]);
