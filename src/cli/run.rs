@@ -416,7 +416,7 @@ pub fn explained_text(e: &crate::app::run::selection::Explained) -> String {
     let s = &e.selection;
     let head = ui::yellow(gs_util::short(&e.commit));
     if let Some(why) = &s.one_phase {
-        return format!("{head} one phase, the whole suite: {}\n", ui::escape(why));
+        return format!("{head} one phase, the whole suite: {}\n", ui::escape(&why.to_string()));
     }
     let unit = match s.selects {
         crate::app::run::selection::Selects::TestFiles => "test files",

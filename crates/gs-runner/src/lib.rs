@@ -3,20 +3,19 @@
 //! of its output.
 
 pub mod caches;
-pub mod cargo_cmd;
 pub mod coverage;
 pub mod detect;
 pub mod detect_setup;
-pub mod go_cmd;
 pub mod js_cmd;
 pub mod limit_hit;
 pub mod newer;
 pub mod pytest_capture;
-pub mod pytest_cmd;
 pub mod pytest_report;
 pub mod stamps;
 pub mod toolchain;
-pub mod words;
 pub mod workspace;
 
-pub use words::{command_words, program_name, CommandWords};
+// Test commands are recognised by the selection's layer; their old names here stay for the
+// callers that still use them.
+pub use gs_select::command::{cargo as cargo_cmd, go as go_cmd, pytest as pytest_cmd};
+pub use gs_select::command::{command_words, program_name, CommandWords};

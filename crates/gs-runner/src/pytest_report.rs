@@ -40,7 +40,7 @@ impl Reporter {
              export PYTHONPATH={dir}\"${{PYTHONPATH:+:$PYTHONPATH}}\" \
              PYTEST_PLUGINS={m}\"${{PYTEST_PLUGINS:+,$PYTEST_PLUGINS}}\" \
              GIT_SANDBOX_PYTEST_REPORT=\"$PWD/{file}\"; fi; {line}",
-            source = crate::pytest_cmd::quote(PLUGIN),
+            source = gs_select::command::quote(PLUGIN),
             m = self.module,
             file = self.file,
         )

@@ -2,7 +2,7 @@
 //! through imports, and those that failed in the parent's run; or why the whole suite runs in
 //! one phase (a config, a manifest, a lockfile, a snapshot, a file nothing imports, an alias).
 
-use super::{cached_per_blob, irrelevant, Selection, Why};
+use super::{cached_per_blob, irrelevant, InWords, Selection, Why};
 use crate::app::{Context, Repo, Result};
 use gs_analysis::{
     jsgraph, jsgraph::is_source, jsgraph::is_test_file, jsgraph::Layout, jsgraph::Runner,

@@ -161,9 +161,7 @@ fn tool_options(tool: &str, all: &[&str], mut i: usize) -> Result<usize, NotPlai
         if !w.starts_with('-') {
             break;
         }
-        if flags.contains(&w) {
-            i += 1;
-        } else if valued.contains(&name) && w.contains('=') {
+        if flags.contains(&w) || (valued.contains(&name) && w.contains('=')) {
             i += 1;
         } else if valued.contains(&w) {
             all.get(i + 1).ok_or(NotPlain::PrefixOption)?;

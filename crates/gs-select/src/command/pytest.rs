@@ -109,18 +109,6 @@ fn is_python(p: &str) -> bool {
         .is_some_and(|v| v.is_empty() || v.chars().all(|c| c.is_ascii_digit() || c == '.'))
 }
 
-/// A word for `sh -c`, quoted when it holds anything but plain path characters.
-pub(crate) fn quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-:+@%=,".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
-}
-
 impl Pytest {
     /// Phase one: the command's options with `files` in place of its paths, and `-v` when
     /// they set no verbosity: each test's line then names it the moment it fails (pytest's
@@ -133,7 +121,7 @@ impl Pytest {
         }
         for f in files {
             c.push(' ');
-            c.push_str(&quote(f));
+            c.push_str(&super::quote(f));
         }
         c
     }
@@ -219,7 +207,10 @@ mod tests {
                 "env PYTHONPATH=src .venv/bin/python -m pytest -q t/a.py",
             ),
             ("uv run --frozen pytest", "uv run --frozen pytest -v t/a.py"),
-            ("poetry run python -m pytest", "poetry run python -m pytest -v t/a.py"),
+            (
+                "poetry run python -m pytest",
+                "poetry run python -m pytest -v t/a.py",
+            ),
             ("pdm run pytest -x", "pdm run pytest -x -v t/a.py"),
             ("hatch run test:pytest", "hatch run test:pytest -v t/a.py"),
         ] {

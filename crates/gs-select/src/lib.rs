@@ -1,0 +1,146 @@
+//! Which tests phase one — the probe beside a commit's run — picks, and why; or why there is no
+//! probe.
+//!
+//! The run itself is always the user's command, unchanged. The probe runs only the parts of the
+//! suite the commit's change can reach, so its first failure is known early. This crate is the
+//! one place that decides which parts those are, in the way gitoxide's `gix-status` is one place
+//! for what changed: plain data in, plain data out.
+//!
+//! - [`command`]: the test command as the user wrote it — which runner, which parts it names,
+//!   phase one's command made from it.
+//! - [`Sources`]: what a selection reads (the commit's tree and change, the parent's failures,
+//!   its per-test coverage, a cache), behind a trait, so the rules run over git and an index in
+//!   the product and over an in-memory tree ([`mem::MemTree`]) in unit tests.
+//! - [`Runner`]: one file per runner ([`pytest`], [`cargo`], [`go`]), each turning a commit's
+//!   sources into a [`Selection`]: the parts with each reason ([`Why`]), or the one
+//!   [`OnePhase`] reason there is no probe.
+
+pub mod cache;
+pub mod cargo;
+pub mod command;
+pub mod go;
+pub mod mem;
+pub mod pytest;
+mod reason;
+mod sources;
+
+pub use reason::{ChangeWhy, CommandWhy, Discovery, OnePhase, Selects};
+pub use sources::{Error, File, PerTest, Result, Sources};
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Why a part (a test file, a single test, a crate, a package) is in phase one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Why {
+    /// It imports a changed file: the files from that one to it, each importing the one before.
+    Reaches { path: Vec<String> },
+    /// The crate depends on a changed crate: the crates from that one to it, each depending on
+    /// the one before (the changed crate alone when it changed itself).
+    DependsOn { path: Vec<String> },
+    /// Its tests (these ids) failed in the parent's run.
+    FailedBefore { tests: Vec<String> },
+    /// It ran these changed lines of `file` (inside functions) in the parent's run, by the
+    /// per-test coverage that run recorded.
+    Ran { file: String, lines: Vec<u32> },
+}
+
+/// What phase one runs, or why there is no phase one.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    /// Whether `files` and `test_files` are test files, crates or packages.
+    pub selects: Selects,
+    /// Why there is no probe (the run is in one phase); `None`: a probe.
+    pub one_phase: Option<OnePhase>,
+    /// Phase one's parts, or single tests (node ids) where per-test coverage says which of a
+    /// file's tests ran the changed lines; each with every reason it is there.
+    pub files: BTreeMap<String, Vec<Why>>,
+    /// The source files the commit changed that the selection followed.
+    pub changed: Vec<String>,
+    /// Every part the runner's own discovery finds in the tree.
+    pub test_files: usize,
+    /// The packages the probe leaves to the run (go test); empty for the other runners.
+    pub rest: Vec<String>,
+}
+
+impl Selection {
+    /// No probe, for `why`.
+    pub fn whole_suite(selects: Selects, why: OnePhase) -> Selection {
+        Selection {
+            selects,
+            one_phase: Some(why),
+            ..Selection::default()
+        }
+    }
+
+    /// Phase one's parts, when there is a probe.
+    pub fn phase_one(&self) -> Option<Vec<String>> {
+        self.one_phase
+            .is_none()
+            .then(|| self.files.keys().cloned().collect())
+    }
+}
+
+impl Serialize for Selection {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Out<'a> {
+            selects: Selects,
+            one_phase: Option<String>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            one_phase_kind: Option<&'static str>,
+            files: &'a BTreeMap<String, Vec<Why>>,
+            changed: &'a [String],
+            test_files: usize,
+            #[serde(skip_serializing_if = "<[String]>::is_empty")]
+            rest: &'a [String],
+        }
+        Out {
+            selects: self.selects,
+            one_phase: self.one_phase.as_ref().map(ToString::to_string),
+            one_phase_kind: self.one_phase.as_ref().map(OnePhase::kind),
+            files: &self.files,
+            changed: &self.changed,
+            test_files: self.test_files,
+            rest: &self.rest,
+        }
+        .serialize(s)
+    }
+}
+
+/// One runner's rules: a recognised command turned into phase one for a commit.
+pub trait Runner {
+    /// What its selection picks.
+    fn selects(&self) -> Selects;
+    /// Phase one of the commit `sources` describe.
+    fn select(&self, sources: &dyn Sources) -> Result<Selection>;
+}
+
+/// The runner of `command` (or, with none configured, the one detection picks for the tree)
+/// among cargo test and go test, which are told by the tree's manifests; `None` when it is
+/// neither.
+pub fn compiled(command: Option<&str>, sources: &dyn Sources) -> Option<Box<dyn Runner>> {
+    if let Some(r) = cargo::runner(command, sources) {
+        return Some(Box::new(r));
+    }
+    go::runner(command, sources).map(|r| Box::new(r) as Box<dyn Runner>)
+}
+
+/// The pytest runner of `command` (pytest is what runs when nothing else is detected), or why
+/// the command takes no selection.
+pub fn python(command: Option<&str>) -> std::result::Result<pytest::PytestRunner, OnePhase> {
+    pytest::runner(command)
+}
+
+/// Files whose change says nothing about which tests run: prose, licences, CI settings.
+pub fn irrelevant(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let ext = name.rsplit_once('.').map_or("", |(_, e)| e);
+    matches!(ext, "md" | "rst" | "adoc")
+        || path.starts_with("docs/")
+        || path.starts_with(".github/")
+        || name.starts_with("LICENSE")
+        || name.starts_with("CHANGES")
+        || name == ".gitignore"
+}
