@@ -9,6 +9,7 @@ pub mod selection;
 pub mod setup;
 pub mod slots;
 pub mod testcov;
+pub mod testmap;
 
 use crate::app::records::results::{self, NoteReader};
 use crate::app::{Context, Repo, Result};

@@ -40,6 +40,7 @@ mod run;
 mod sandbox_exec;
 mod show;
 mod status;
+mod testmap;
 mod token;
 mod ui;
 
@@ -104,6 +105,8 @@ enum Command {
     Reference(reference::ReferenceArgs),
     #[command(name = "__sandbox-exec", hide = true)]
     SandboxExec(sandbox_exec::SandboxExecArgs),
+    #[command(name = "__testmap", hide = true)]
+    Testmap(testmap::TestmapArgs),
 }
 
 pub type CmdResult = Result<i32, CommandError>;
@@ -202,6 +205,7 @@ fn run_command(command: Command, json: bool) -> i32 {
             | Command::Complete(_)
             | Command::InstallManPages(_)
             | Command::Reference(_)
+            | Command::Testmap(_)
     ) {
         install_man_pages::beside_installed_binary();
     }
@@ -244,6 +248,7 @@ fn run_command(command: Command, json: bool) -> i32 {
         Command::InstallManPages(a) => install_man_pages::cmd_install_man_pages(a),
         Command::Reference(a) => reference::cmd_reference(a),
         Command::SandboxExec(a) => sandbox_exec::cmd_sandbox_exec(a),
+        Command::Testmap(a) => testmap::cmd_testmap(a),
     };
     // A run's publication prunes its branch's cache in the background: done before the exit.
     gs_runner::caches::settle();

@@ -358,6 +358,8 @@ fn tell_outcome(
         // Statuses, notifications and auto-push: a running daemon delivers them; else this
         // run does, briefly.
         super::drain_outbox(ctx);
+        // A production commit due a test map has one made, off the critical path.
+        crate::app::run::testmap::after(ctx, row, &outcome.records);
     }
     if trial && !outcome.records.is_empty() {
         // Nothing records a trial, so `show` cannot tell how it failed: say it here.
@@ -416,7 +418,10 @@ pub fn explained_text(e: &crate::app::run::selection::Explained) -> String {
     let s = &e.selection;
     let head = ui::yellow(gs_util::short(&e.commit));
     if let Some(why) = &s.one_phase {
-        return format!("{head} one phase, the whole suite: {}\n", ui::escape(&why.to_string()));
+        return format!(
+            "{head} one phase, the whole suite: {}\n",
+            ui::escape(&why.to_string())
+        );
     }
     let unit = match s.selects {
         crate::app::run::selection::Selects::TestFiles => "test files",
@@ -460,6 +465,14 @@ pub fn explained_text(e: &crate::app::run::selection::Explained) -> String {
                 }
                 Why::FailedBefore { tests } => {
                     format!("failed in the parent's run: {}", tests.join(", "))
+                }
+                Why::Called { file, lines, map } => {
+                    let lines: Vec<String> = lines.iter().map(u32::to_string).collect();
+                    format!(
+                        "called the function holding {file}:{} (changed), by the test map of {}",
+                        lines.join(","),
+                        gs_util::short(map)
+                    )
                 }
                 Why::Ran { file, lines } => {
                     let lines: Vec<String> = lines.iter().map(u32::to_string).collect();

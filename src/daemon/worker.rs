@@ -114,6 +114,9 @@ fn run_batch(ctx: &Context, a: &Assignment, shared: &Shared) -> bool {
             JobEnd::Done(None) | JobEnd::Taken | JobEnd::Interrupted | JobEnd::Released => {}
         }
     }
+    // A production commit due a test map has one made by a process of its own, at idle
+    // priority (see `app::run::testmap`).
+    crate::app::run::testmap::after(ctx, &a.row, &made);
     // Once the batch's results are out: a branch due an audit has its newest warm result made
     // again cold (see `app::run::audit`).
     match audit::after(ctx, &a.row, &made, &shared.abort) {

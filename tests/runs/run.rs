@@ -16,6 +16,8 @@ mod notes;
 mod phases;
 #[path = "run/phases_js.rs"]
 mod phases_js;
+#[path = "run/testmap.rs"]
+mod testmap;
 
 use common::World;
 use std::path::Path;

@@ -6,8 +6,11 @@
 import json
 import os
 
+import pytest
+
 # Taken once, so that a session started by a test (pytester, a subprocess) reports nothing here.
 _OUT = os.environ.pop("GIT_SANDBOX_PYTEST_REPORT", None)
+_MAP = os.environ.pop("GIT_SANDBOX_PYTEST_MAP", None)
 _taken = []
 
 
@@ -56,11 +59,123 @@ class GitSandboxReport:
             self.out = None
 
 
+class GitSandboxMap:
+    """Which functions of the project each test calls: git-sandbox's test map, made by a run of
+    its own off the critical path (never the recorded run, whose time it would change). A call
+    made outside any test (at import, in collection) or in a fixture wider than one test counts
+    for every test. Written once, as JSON, when the session ends."""
+
+    def __init__(self, config, path):
+        import sys
+        import threading
+
+        self.path = path
+        self.root = str(config.rootpath) + os.sep
+        self.current = set()
+        self.nodeid = None
+        self.outside = set()
+        self.tests = {}
+        self.sys = sys
+        if hasattr(sys, "monitoring"):
+            # Python 3.12+: each function's start once per test, then disabled until the next.
+            mon = sys.monitoring
+            self.tool = mon.PROFILER_ID
+            mon.use_tool_id(self.tool, "git-sandbox-map")
+            seen = self.current
+
+            def start(code, offset):
+                seen.add(code)
+                return mon.DISABLE
+
+            mon.register_callback(self.tool, mon.events.PY_START, start)
+            mon.set_events(self.tool, mon.events.PY_START)
+            self.restart = mon.restart_events
+            self.stop = lambda: mon.set_events(self.tool, 0)
+        else:
+            # Before 3.12: a global trace function, called at each call and tracing no line.
+            seen = self.current
+
+            def trace(frame, event, arg):
+                seen.add(frame.f_code)
+
+            sys.settrace(trace)
+            threading.settrace(trace)
+            self.restart = lambda: None
+            self.stop = lambda: (sys.settrace(None), threading.settrace(None))
+
+    def _take(self):
+        taken = set(self.current)
+        self.current.clear()
+        self.restart()
+        return taken
+
+    def pytest_runtest_protocol(self, item, nextitem):
+        self.outside |= self._take()
+        self.nodeid = item.nodeid
+
+    def pytest_runtest_logfinish(self, nodeid, location):
+        self.tests.setdefault(nodeid, set()).update(self._take())
+        self.nodeid = None
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_fixture_setup(self, fixturedef, request):
+        # A fixture wider than a test is set up during the first test that needs it, for all.
+        wide = fixturedef.scope != "function"
+        if wide and self.nodeid is not None:
+            self.tests.setdefault(self.nodeid, set()).update(self._take())
+        yield
+        if wide:
+            self.outside |= self._take()
+
+    def pytest_fixture_post_finalizer(self, fixturedef, request):
+        if fixturedef.scope != "function":
+            self.outside |= self._take()
+
+    def pytest_sessionfinish(self, session):
+        self.stop()
+        self.outside |= self._take()
+        spans, functions = {}, []
+
+        def index(code):
+            if code in spans:
+                return spans[code]
+            found = None
+            f = code.co_filename
+            if f.startswith(self.root) and "site-packages" not in f:
+                lines = [l for _, _, l in code.co_lines() if l]
+                first, last = min(lines, default=code.co_firstlineno), max(lines, default=code.co_firstlineno)
+                found = len(functions)
+                functions.append([f[len(self.root):], first, last])
+            spans[code] = found
+            return found
+
+        def indices(codes):
+            return sorted({i for i in map(index, codes) if i is not None})
+
+        out = {
+            "version": 1,
+            "tests": {t: indices(c) for t, c in self.tests.items()},
+            "outside": indices(self.outside),
+        }
+        out["functions"] = functions
+        try:
+            with open(self.path, "w", encoding="utf-8") as f:
+                json.dump(out, f, separators=(",", ":"))
+        except Exception:
+            pass
+
+
 def pytest_configure(config):
     # A worker of pytest-xdist reports through its controller.
     if _OUT is None or _taken or hasattr(config, "workerinput"):
         return
     _taken.append(True)
+    # The map is made where the tests run: not under pytest-xdist, whose workers run them.
+    if _MAP is not None and not getattr(config.option, "numprocesses", None):
+        try:
+            config.pluginmanager.register(GitSandboxMap(config, _MAP), "git-sandbox-map")
+        except Exception:
+            pass
     try:
         report = GitSandboxReport(_OUT)
     except Exception:

@@ -18,6 +18,9 @@ pub struct Reporter {
     module: String,
     /// The report, relative to the directory the command starts in.
     pub file: String,
+    /// Where the test map is written, relative to the same directory, when the run makes one
+    /// (see [`Reporter::mapping`]).
+    pub map: Option<String>,
 }
 
 impl Reporter {
@@ -27,7 +30,20 @@ impl Reporter {
         Reporter {
             module: format!("_git_sandbox_report_{id}"),
             file: format!(".git-sandbox-report-{id}.jsonl"),
+            map: None,
         }
+    }
+
+    /// A reporter that also makes the test map: which functions of the project each test calls
+    /// (a run of its own, off the critical path: tracing calls slows the tests).
+    pub fn mapping() -> Reporter {
+        let mut r = Reporter::new();
+        r.map = Some(
+            r.file
+                .replace("-report-", "-map-")
+                .replace(".jsonl", ".json"),
+        );
+        r
     }
 
     /// `line` (the user's command, unchanged) run with the reporter loaded: the module written
@@ -39,12 +55,50 @@ impl Reporter {
             "if mkdir -p {dir} 2>/dev/null && printf '%s' {source} 2>/dev/null > {dir}/{m}.py; then \
              export PYTHONPATH={dir}\"${{PYTHONPATH:+:$PYTHONPATH}}\" \
              PYTEST_PLUGINS={m}\"${{PYTEST_PLUGINS:+,$PYTEST_PLUGINS}}\" \
-             GIT_SANDBOX_PYTEST_REPORT=\"$PWD/{file}\"; fi; {line}",
+             GIT_SANDBOX_PYTEST_REPORT=\"$PWD/{file}\"{map}; fi; {line}",
+            line = with_plugin_path(line, &dir),
             source = gs_select::command::quote(PLUGIN),
             m = self.module,
             file = self.file,
+            map = self
+                .map
+                .as_ref()
+                .map(|m| format!(" GIT_SANDBOX_PYTEST_MAP=\"$PWD/{m}\""))
+                .unwrap_or_default(),
         )
     }
+}
+
+/// `line` with the reporter's directory `dir` put first in each `PYTHONPATH=` it sets itself
+/// (`PYTHONPATH=src pytest`, `env PYTHONPATH=src …`, `export PYTHONPATH=…`): its own value would
+/// hide the exported one, and pytest would stop at a plugin it cannot import. The rest of the
+/// value is the command's, as written.
+fn with_plugin_path(line: &str, dir: &str) -> String {
+    const WORD: &str = "PYTHONPATH=";
+    let mut out = String::with_capacity(line.len() + dir.len());
+    let mut rest = line;
+    while let Some(i) = rest.find(WORD) {
+        let before = line.len() - rest.len() + i;
+        let starts_word = line[..before]
+            .chars()
+            .next_back()
+            .is_none_or(|c| c.is_whitespace() || ";&|(`".contains(c));
+        let end = i + WORD.len();
+        out.push_str(&rest[..end]);
+        if starts_word {
+            out.push_str(dir);
+            let empty = rest[end..]
+                .chars()
+                .next()
+                .is_none_or(|c| c.is_whitespace() || ";&|)`".contains(c));
+            if !empty {
+                out.push(':');
+            }
+        }
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 impl Default for Reporter {
@@ -153,6 +207,42 @@ mod tests {
             .unwrap();
         assert_eq!(o.status.code(), Some(3), "{o:?}");
         assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "|");
+    }
+
+    #[test]
+    fn a_pythonpath_the_command_sets_keeps_the_reporters_directory_first() {
+        let with = |l: &str| with_plugin_path(l, "\"$D\"");
+        assert_eq!(
+            with("PYTHONPATH=src pytest"),
+            "PYTHONPATH=\"$D\":src pytest"
+        );
+        assert_eq!(
+            with("env -i PYTHONPATH=src:lib python -m pytest"),
+            "env -i PYTHONPATH=\"$D\":src:lib python -m pytest"
+        );
+        assert_eq!(
+            with("export PYTHONPATH=; pytest"),
+            "export PYTHONPATH=\"$D\"; pytest"
+        );
+        assert_eq!(with("MYPYTHONPATH=x pytest"), "MYPYTHONPATH=x pytest");
+        assert_eq!(with("pytest -q"), "pytest -q");
+    }
+
+    /// The reporter loads where the command sets PYTHONPATH itself (it used to stop pytest with
+    /// "Error importing plugin"), run by a real shell and python.
+    #[test]
+    fn the_reporter_loads_beside_a_pythonpath_the_command_sets() {
+        let r = Reporter::new();
+        let tmp = tempfile::tempdir().unwrap();
+        // The plugin's module is found (pytest would import it) and `src` is still on the path.
+        let show = "env PYTHONPATH=src python3 -c 'import importlib.util as u, os, sys; m = os.environ[\"PYTEST_PLUGINS\"]; sys.exit(0 if u.find_spec(m) and any(p.endswith(\"src\") for p in sys.path) else 5)'";
+        let o = std::process::Command::new("sh")
+            .args(["-c", &r.wrap(show)])
+            .env("TMPDIR", tmp.path())
+            .current_dir(tmp.path())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{o:?}");
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub mod mem;
 pub mod pytest;
 mod reason;
 mod sources;
+pub mod testmap;
 
 pub use reason::{ChangeWhy, CommandWhy, Discovery, OnePhase, Selects};
 pub use sources::{Error, File, PerTest, Result, Sources};
@@ -44,6 +45,13 @@ pub enum Why {
     /// It ran these changed lines of `file` (inside functions) in the parent's run, by the
     /// per-test coverage that run recorded.
     Ran { file: String, lines: Vec<u32> },
+    /// It called a function holding these changed lines of `file`, by git-sandbox's test map
+    /// made at commit `map`.
+    Called {
+        file: String,
+        lines: Vec<u32>,
+        map: String,
+    },
 }
 
 /// What phase one runs, or why there is no phase one.

@@ -18,6 +18,8 @@ pub struct MemTree {
     pub log: Option<Vec<u8>>,
     /// The parent's per-test coverage: test → (file → lines it ran).
     pub coverage: Option<BTreeMap<String, BTreeMap<String, BTreeSet<u32>>>>,
+    /// git-sandbox's test map of the parent.
+    pub map: Option<crate::testmap::TestMap>,
     cache: RefCell<HashMap<(String, String), String>>,
     /// How many analyses were parsed and kept (a test of the cache).
     pub kept: RefCell<usize>,
@@ -171,6 +173,11 @@ impl Sources for MemTree {
             tests: by_test.keys().cloned().collect(),
             by_test,
         }))
+    }
+
+    fn test_map(&self) -> Option<(String, Box<dyn PerTest + '_>)> {
+        let map = self.map.clone()?;
+        Some(("parent".into(), Box::new(map)))
     }
 
     fn cached(&self, blob: &str, key: &str) -> Result<Option<String>> {

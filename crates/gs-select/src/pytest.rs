@@ -138,9 +138,25 @@ impl Runner for PytestRunner {
         let graph = Graph::new(&edges);
         // Where the parent's run recorded which test ran which line, a change inside function
         // bodies reaches the tests that ran those lines; any other change, the import graph's.
+        // Else, where git-sandbox's own test map says which test called which function, a
+        // change inside a function reaches the tests that called it.
         let (by_graph, ran) = match src.per_test() {
-            Some(per_test) => covered(src, &changed, &tests, &*per_test),
-            None => (changed.clone(), Vec::new()),
+            Some(per_test) => covered(src, &changed, &tests, &*per_test, &|file, lines| Why::Ran {
+                file,
+                lines,
+            }),
+            None => match src.test_map() {
+                Some((map, per_test)) => {
+                    covered(src, &changed, &tests, &*per_test, &|file, lines| {
+                        Why::Called {
+                            file,
+                            lines,
+                            map: map.clone(),
+                        }
+                    })
+                }
+                None => (changed.clone(), Vec::new()),
+            },
         };
         let mut picked: BTreeMap<String, Vec<Why>> = BTreeMap::new();
         for (test, path) in graph.reaching(&by_graph, &tests) {
@@ -198,6 +214,7 @@ fn covered(
     changed: &[String],
     tests: &BTreeSet<String>,
     per_test: &dyn PerTest,
+    why: &dyn Fn(String, Vec<u32>) -> Why,
 ) -> Covered {
     let mut by_graph = Vec::new();
     let mut ran = Vec::new();
@@ -211,13 +228,10 @@ fn covered(
             })
             .flatten();
         match found {
-            Some((ids, lines)) => ran.extend(ids.into_iter().map(|id| {
-                let why = Why::Ran {
-                    file: path.clone(),
-                    lines: lines.clone(),
-                };
-                (id, why)
-            })),
+            Some((ids, lines)) => ran.extend(
+                ids.into_iter()
+                    .map(|id| (id, why(path.clone(), lines.clone()))),
+            ),
             None => by_graph.push(path.clone()),
         }
     }
@@ -483,6 +497,30 @@ mod tests {
             ("tests/test_c.py::test_y".to_string(), lines(&[1])),
         ]));
         assert_eq!(select(&t).phase_one().unwrap(), ["tests/test_c.py::test_x"]);
+    }
+
+    #[test]
+    fn the_test_map_picks_the_tests_that_called_a_changed_function() {
+        // By imports, the whole file that imports the changed one.
+        let mut t = MemTree::commit(TREE, &[("pkg/c.py", Some("def c():\n    return 4\n"))]);
+        assert_eq!(select(&t).phase_one().unwrap(), ["tests/test_c.py"]);
+        t.map = Some(
+            crate::testmap::TestMap::parse(
+                br#"{"version":1,"functions":[["pkg/c.py",1,2],["pkg/a.py",1,2]],"outside":[],
+                "tests":{"tests/test_c.py::test_c":[0],"tests/test_c.py::test_d":[],"tests/test_a.py::test_a":[1]}}"#,
+            )
+            .unwrap(),
+        );
+        let s = select(&t);
+        assert_eq!(s.phase_one().unwrap(), ["tests/test_c.py::test_c"]);
+        assert_eq!(
+            s.files["tests/test_c.py::test_c"],
+            [Why::Called {
+                file: "pkg/c.py".into(),
+                lines: vec![2],
+                map: "parent".into()
+            }]
+        );
     }
 
     #[test]

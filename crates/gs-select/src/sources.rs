@@ -67,6 +67,10 @@ pub trait Sources {
     fn parent_log(&self) -> Option<Vec<u8>>;
     /// The per-test coverage the parent's run recorded, when it did.
     fn per_test(&self) -> Option<Box<dyn PerTest + '_>>;
+    /// git-sandbox's own test map nearest the parent (see [`crate::testmap`]): the commit it was
+    /// made at, and the map as it answers for the parent's files (a file that differs between
+    /// the two answers `None`).
+    fn test_map(&self) -> Option<(String, Box<dyn PerTest + '_>)>;
     /// An analysis cached for `blob` under `key` (JSON).
     fn cached(&self, blob: &str, key: &str) -> Result<Option<String>>;
     /// Keeps analyses: (blob, key, JSON).

@@ -55,6 +55,27 @@ pub fn exec(
         })?);
     }
     let command = format!("exec {}", words.join(" "));
+    let line = |_: &workspace::Workspace| Some(command.clone());
+    run_line(ctx, repo, commit, &line, &[], timeout, output, interrupt)
+}
+
+/// What [`run_line`] runs in the workspace: the line, or `None` for nothing to run.
+pub type Line<'a> = &'a dyn Fn(&workspace::Workspace) -> Option<String>;
+
+/// Run the shell line `line` makes in a sandboxed checkout of `commit`, as [`exec`] runs its
+/// command; the files `artifacts` names are read back into `outcome.artifacts`. `None` when
+/// `line` gives nothing to run.
+#[allow(clippy::too_many_arguments)]
+pub fn run_line(
+    ctx: &Context,
+    repo: &gs_git::Repository,
+    commit: gs_git::ObjectId,
+    line: Line<'_>,
+    artifacts: &[String],
+    timeout: Option<Duration>,
+    output: Output,
+    interrupt: &AtomicBool,
+) -> Result<Executed> {
     let info = git::commit_info(repo, commit)?;
     let mut config = config_for(ctx, repo, &info, None, &ConfigFile::default())?;
     if let Some(t) = timeout {
@@ -146,6 +167,13 @@ pub fn exec(
             }
         }
     }
+    let Some(command) = line(&work) else {
+        return Err(AppError::refused(format!(
+            "no test command at {}: none configured and none detected in its tree",
+            gs_util::short(&commit.to_string())
+        ))
+        .hint("set [test] command in .sandbox.toml"));
+    };
     let command = setup.as_ref().map_or(command.clone(), |s| s.wrap(&command));
     let outcome = process::run(process::Spec {
         command: &command,
@@ -157,7 +185,7 @@ pub fn exec(
         limits: &config.limits,
         sandbox: &sandbox,
         interrupt,
-        artifacts: &[],
+        artifacts,
         lower: work.lower(),
         run_uid: work.run_uid,
         cache_layers: &work.cache_layers,

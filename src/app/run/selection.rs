@@ -177,6 +177,20 @@ impl Sources for GitSources<'_> {
         Some(Box::new(contexts))
     }
 
+    fn test_map(&self) -> Option<(String, Box<dyn PerTest + '_>)> {
+        let parent = self.parent()?;
+        let home = &self.ctx.paths.home;
+        let (made_at, map) =
+            super::testmap::nearest(home, &self.row.repository_id, self.repo, parent)?;
+        let at = super::testmap::MapAt {
+            map,
+            repo: self.repo,
+            made_at,
+            parent,
+        };
+        Some((made_at.to_string(), Box::new(at)))
+    }
+
     fn cached(&self, blob: &str, key: &str) -> gs_select::Result<Option<String>> {
         self.ctx.index.cached_analysis(blob, key).map_err(boxed)
     }

@@ -1,0 +1,306 @@
+//! git-sandbox's own test map: which functions of the project each pytest test calls (see
+//! `gs_select::testmap`), so that a change inside a function runs only the tests that called it
+//! in phase one, where the import graph would run every file that imports the package.
+//!
+//! Tracing calls slows the tests (about 1.5–2× on Python 3.11), so the map is never made by the
+//! recorded run, whose time the record keeps: after a batch, a production commit with no map
+//! among its last [`MAP_EVERY`] first-parent ancestors has one made by a process of its own
+//! (`git-sandbox __testmap`), at idle priority (`SCHED_IDLE`), in the same sandbox as a run, its
+//! output thrown away. A selection reads the map nearest its parent, for the files whose blobs
+//! are the same in both; any other file is left to the import graph.
+
+use super::exec::{self, Output};
+use crate::app::{AppError, Context, Result};
+use gs_git::{objects, ObjectId, Repository};
+use gs_model::{Framework, RunRecord};
+use gs_select::{testmap::TestMap, PerTest};
+use gs_store::RepoRow;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+/// How many production commits a map serves before the next is made.
+pub const MAP_EVERY: usize = 20;
+
+/// How far back along first parents a selection looks for a map.
+const LOOK_BACK: usize = 200;
+
+/// A claim on making a map older than this was left by a maker that died.
+const STALE_CLAIM_SECS: u64 = 2 * 3600;
+
+/// Where a repository's maps are kept, one file per commit.
+pub fn dir(home: &Path, repository: &str) -> PathBuf {
+    home.join("testmaps").join(repository)
+}
+
+fn file_of(home: &Path, repository: &str, commit: &ObjectId) -> PathBuf {
+    dir(home, repository).join(format!("{commit}.json"))
+}
+
+/// The first-parent line from `from`, at most `n` commits.
+fn first_parents(repo: &Repository, from: ObjectId, n: usize) -> Vec<ObjectId> {
+    let mut out = vec![from];
+    while out.len() < n {
+        let Ok(info) = gs_git::commit_info(repo, *out.last().unwrap_or(&from)) else {
+            break;
+        };
+        match info.parents.first() {
+            Some(p) => out.push(*p),
+            None => break,
+        }
+    }
+    out
+}
+
+/// The map at `from` or nearest it along first parents, and where it was made.
+pub fn nearest(
+    home: &Path,
+    repository: &str,
+    repo: &Repository,
+    from: ObjectId,
+) -> Option<(ObjectId, TestMap)> {
+    let dir = dir(home, repository);
+    if !dir.is_dir() {
+        return None;
+    }
+    first_parents(repo, from, LOOK_BACK)
+        .into_iter()
+        .find_map(|c| {
+            let bytes = read_map(&file_of(home, repository, &c))?;
+            Some((c, TestMap::parse(&bytes).ok()?))
+        })
+}
+
+/// A kept map's bytes, at most as many as the sandbox hands back for one file.
+fn read_map(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let cap = gs_sandbox::sandbox::ARTIFACT_CAP;
+    let mut bytes = Vec::new();
+    f.take(cap + 1).read_to_end(&mut bytes).ok()?;
+    (bytes.len() as u64 <= cap).then_some(bytes)
+}
+
+/// A map made at one commit, answering for another's files: a file whose blob differs between
+/// the two (its lines moved, its functions changed) answers `None`.
+pub struct MapAt<'a> {
+    pub map: TestMap,
+    pub repo: &'a Repository,
+    pub made_at: ObjectId,
+    pub parent: ObjectId,
+}
+
+impl PerTest for MapAt<'_> {
+    fn tests(&self) -> &BTreeSet<String> {
+        self.map.tests()
+    }
+
+    fn tests_running(&self, path: &str, lines: &[u32]) -> Option<BTreeSet<String>> {
+        if self.made_at != self.parent {
+            let blob = |c: ObjectId| {
+                let tree = objects::tree_of(self.repo, c)?;
+                Some(objects::entry_at(self.repo, tree, path)?.id)
+            };
+            if blob(self.made_at)? != blob(self.parent)? {
+                return None;
+            }
+        }
+        self.map.tests_running(path, lines)
+    }
+}
+
+/// Whether the run `r` is a production run of pytest whose commit has no map among its last
+/// [`MAP_EVERY`] first-parent ancestors.
+fn due(ctx: &Context, row: &RepoRow, repo: &Repository, r: &RunRecord) -> bool {
+    let production = format!("refs/heads/{}", ctx.layers.resolve().promote.target);
+    let pytest = r
+        .tests
+        .as_ref()
+        .is_some_and(|t| t.framework == Some(Framework::Pytest) && t.total.unwrap_or(0) > 0);
+    if r.refname.as_deref() != Some(production.as_str()) || !pytest {
+        return false;
+    }
+    // The user's own per-test coverage serves instead.
+    if r.tests
+        .as_ref()
+        .is_some_and(|t| super::testcov::recorded_by(&t.command))
+    {
+        return false;
+    }
+    let Ok(commit) = ObjectId::from_hex(r.commit.as_bytes()) else {
+        return false;
+    };
+    let home = &ctx.paths.home;
+    !first_parents(repo, commit, MAP_EVERY)
+        .iter()
+        .any(|c| file_of(home, &row.repository_id, c).is_file())
+}
+
+/// After a batch: the newest production run due a map has one made, by a process of its own at
+/// idle priority that outlives this one. `false` when none was due, or one is being made.
+pub fn after(ctx: &Context, row: &RepoRow, made: &[RunRecord]) -> bool {
+    if std::env::var_os("GIT_SANDBOX_NO_TEST_MAP").is_some_and(|v| !v.is_empty()) {
+        return false;
+    }
+    let Ok(repo) = gs_git::open_recent(Path::new(&row.path)) else {
+        return false;
+    };
+    let Some(r) = made
+        .iter()
+        .filter(|r| due(ctx, row, &repo, r))
+        .max_by(|a, b| a.finished_at.cmp(&b.finished_at))
+    else {
+        return false;
+    };
+    let Ok(exe) = std::env::current_exe() else {
+        return false;
+    };
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args(["__testmap", &r.commit])
+        .current_dir(&row.path)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // Its own session: a Ctrl-C of this command does not reach it.
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    match cmd.spawn() {
+        // Reaped by a thread, so that a daemon keeps no zombie.
+        Ok(mut child) => {
+            std::thread::spawn(move || child.wait());
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+/// What making a map gave.
+#[derive(Debug)]
+pub struct Made {
+    pub commit: String,
+    pub tests: usize,
+    pub files: usize,
+    pub path: PathBuf,
+    pub ms: u64,
+}
+
+/// A claim on making `repository`'s map, released when dropped.
+struct Claim(PathBuf);
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn claim(dir: &Path) -> Result<Claim> {
+    std::fs::create_dir_all(dir)
+        .map_err(crate::app::io_err("cannot create the test maps' directory"))?;
+    let path = dir.join(".making");
+    let stale = std::fs::metadata(&path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age.as_secs() > STALE_CLAIM_SECS);
+    if stale {
+        let _ = std::fs::remove_file(&path);
+    }
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+    {
+        Ok(_) => Ok(Claim(path)),
+        Err(_) => Err(AppError::refused(
+            "a test map of this repository is being made by another process",
+        )
+        .hint("wait for it to end")),
+    }
+}
+
+/// Makes the test map of `commit` now: its tests run in the sandbox with the map on, at idle
+/// priority, their output thrown away; the map, checked, is kept for the selections after it.
+pub fn make(
+    ctx: &Context,
+    repo: &Repository,
+    row: &RepoRow,
+    commit: ObjectId,
+    interrupt: &AtomicBool,
+) -> Result<Made> {
+    let started = std::time::Instant::now();
+    let dir = dir(&ctx.paths.home, &row.repository_id);
+    let _claim = claim(&dir)?;
+    // Idle priority for this process and all it starts: the map waits for every other run.
+    // SAFETY: sched_setscheduler with a valid policy and parameter changes only this process.
+    unsafe {
+        let param = libc::sched_param { sched_priority: 0 };
+        libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
+    }
+    let reporter = gs_runner::pytest_report::Reporter::mapping();
+    let Some(map_file) = reporter.map.clone() else {
+        return Err(AppError::refused("no map file was named"));
+    };
+    let info = gs_git::commit_info(repo, commit)?;
+    let config = crate::app::config::commit_config::config_for(
+        ctx,
+        repo,
+        &info,
+        None,
+        &gs_config::ConfigFile::default(),
+    )?;
+    let line = |work: &gs_runner::workspace::Workspace| {
+        let command = match config.test.command.clone() {
+            Some(c) => c,
+            None => gs_runner::detect::detect(&work.host_tree())?.0,
+        };
+        Some(reporter.wrap(&command))
+    };
+    let executed = exec::run_line(
+        ctx,
+        repo,
+        commit,
+        &line,
+        std::slice::from_ref(&map_file),
+        None,
+        Output::Capture(64 << 10),
+        interrupt,
+    )?;
+    let outcome = executed.outcome;
+    if outcome.killed_by.is_some() {
+        return Err(AppError::refused(format!(
+            "the tests of {} did not run to their end ({}), so their map would be partial",
+            gs_util::short(&commit.to_string()),
+            outcome.killed_by.map(|k| k.to_string()).unwrap_or_default()
+        ))
+        .hint("a map is made again after the next production run"));
+    }
+    let text = outcome
+        .artifacts
+        .iter()
+        .find(|a| a.path == map_file)
+        .and_then(|a| a.text.clone())
+        .ok_or_else(|| {
+            AppError::refused(
+                "the tests wrote no test map: is the test command a pytest that loads plugins from PYTEST_PLUGINS?",
+            )
+        })?;
+    let map = TestMap::parse(text.as_bytes())
+        .map_err(|e| AppError::refused(format!("the test map was refused: {}", e.0)))?;
+    let path = file_of(&ctx.paths.home, &row.repository_id, &commit);
+    gs_util::write_atomic(&path, &map.to_json())
+        .map_err(crate::app::io_err("cannot write the test map"))?;
+    Ok(Made {
+        commit: commit.to_string(),
+        tests: map.len(),
+        files: map.files().len(),
+        path,
+        ms: started.elapsed().as_millis() as u64,
+    })
+}

@@ -1,0 +1,201 @@
+//! git-sandbox's own test map: which functions each pytest test calls, made off the critical
+//! path, so that a change inside a function runs only the tests that called it in phase one,
+//! where imports alone reach every test file (a package whose `__init__` imports everything, as
+//! click's, flask's and requests' do). The test command is a src-layout project's
+//! `env PYTHONPATH=src python3 -m pytest …`, as users write it.
+
+use crate::common::World;
+use std::path::{Path, PathBuf};
+
+const CONFIG: &str = "[test]\ncommand = \"env PYTHONPATH=src python3 -m pytest -q tests\"\ntimeout = \"120s\"\n[analysis]\nenabled = false\n";
+
+/// A package whose `__init__` imports each module, and tests that use it through the package.
+fn project(w: &World, repo: &Path) {
+    let mut files: Vec<(String, String)> = vec![
+        (".sandbox.toml".into(), CONFIG.into()),
+        (
+            "src/calc/__init__.py".into(),
+            "from calc.a import fa\nfrom calc.b import fb\nfrom calc.c import fc\n".into(),
+        ),
+    ];
+    for m in ["a", "b", "c"] {
+        files.push((
+            format!("src/calc/{m}.py"),
+            format!("def f{m}(x):\n    y = x + 1\n    return y\n"),
+        ));
+        files.push((
+            format!("tests/test_{m}.py"),
+            format!("import calc\n\n\ndef test_f{m}():\n    assert calc.f{m}(1) == 2\n\n\ndef test_{m}_alone():\n    assert calc is not None\n"),
+        ));
+    }
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, b)| (p.as_str(), b.as_str()))
+        .collect();
+    w.git(repo, &["rm", "-q", "tests/test_example.py"]);
+    w.commit(repo, &refs, "a package and its tests");
+}
+
+fn maps(w: &World) -> Vec<PathBuf> {
+    crate::common::files_under(&w.data().join("testmaps"))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect()
+}
+
+fn explain(w: &World, repo: &Path) -> String {
+    w.sandbox(repo, &["run", "--explain-selection", "HEAD"])
+        .stdout
+}
+
+#[test]
+fn a_change_inside_a_function_runs_only_the_tests_that_called_it() {
+    let mut w = World::new();
+    w.with_test_python("pytest");
+    let repo = w.new_repo("testmap");
+    project(&w, &repo);
+    let base = w.sandbox(&repo, &["run", "--json"]).json()[0].clone();
+    assert_eq!(base["status"], "passed", "{base}");
+    assert_eq!(base["tests"]["passed"], 6, "{base}");
+
+    // A branch that breaks fc, inside its body.
+    w.git(&repo, &["checkout", "-q", "-b", "exp"]);
+    let broken = w.commit(
+        &repo,
+        &[("src/calc/c.py", "def fc(x):\n    y = x + 2\n    return y\n")],
+        "break c",
+    );
+    // By imports alone: every test file imports the package, whose __init__ imports fc.
+    let o = explain(&w, &repo);
+    assert!(
+        o.contains("one phase, the whole suite: every test file is reached"),
+        "{o}"
+    );
+
+    // The map, made at main (git-sandbox starts this itself after a production run).
+    w.git(&repo, &["checkout", "-q", "main"]);
+    let made = w.sandbox(&repo, &["__testmap", "--json"]);
+    let made = made.json();
+    assert_eq!(made["tests"], 6, "{made}");
+    w.git(&repo, &["checkout", "-q", "exp"]);
+    let o = explain(&w, &repo);
+    assert!(
+        o.contains("phase one runs 0 of 3 test files whole and 1 single tests")
+            && o.contains("tests/test_c.py::test_fc  called the function holding src/calc/c.py:2 (changed), by the test map of"),
+        "{o}"
+    );
+
+    // The run: the record is the whole suite's; phase one ran the one test and caught it.
+    let rec = w.sandbox(&repo, &["run", "--json"]).json()[0].clone();
+    assert_eq!(rec["commit"], broken.as_str());
+    assert_eq!(rec["status"], "failed", "{rec}");
+    assert_eq!(rec["tests"]["passed"], 5, "{rec}");
+    assert_eq!(
+        rec["tests"]["failures"][0]["name"], "tests/test_c.py::test_fc",
+        "{rec}"
+    );
+    let one = &rec["tests"]["phases"][0];
+    assert_eq!(
+        one["files"],
+        serde_json::json!(["tests/test_c.py::test_fc"]),
+        "{rec}"
+    );
+    assert_eq!(one["failed"], 1, "{rec}");
+    assert!(rec["tests"].get("selection_missed").is_none(), "{rec}");
+
+    // A change at module level (outside any function) is the import graph's again.
+    w.commit(
+        &repo,
+        &[(
+            "src/calc/c.py",
+            "LIMIT = 3\n\n\ndef fc(x):\n    y = x + 2\n    return y\n",
+        )],
+        "a constant",
+    );
+    assert!(explain(&w, &repo).contains("every test file is reached"));
+}
+
+#[test]
+fn a_map_out_of_date_or_forged_is_not_followed() {
+    let mut w = World::new();
+    w.with_test_python("pytest");
+    let repo = w.new_repo("testmap-stale");
+    project(&w, &repo);
+    w.sandbox(&repo, &["__testmap"]).success();
+    let [map] = &maps(&w)[..] else {
+        panic!("one map: {:?}", maps(&w));
+    };
+    // c.py changes on main after the map: its lines moved, so the map does not answer for it.
+    w.commit(
+        &repo,
+        &[(
+            "src/calc/c.py",
+            "\n\ndef fc(x):\n    y = x + 1\n    return y\n",
+        )],
+        "c moves down",
+    );
+    w.git(&repo, &["checkout", "-q", "-b", "exp"]);
+    w.commit(
+        &repo,
+        &[(
+            "src/calc/c.py",
+            "\n\ndef fc(x):\n    y = x + 2\n    return y\n",
+        )],
+        "break c",
+    );
+    assert!(explain(&w, &repo).contains("every test file is reached"));
+    // a.py did not change since the map: a change to it is the map's.
+    w.commit(
+        &repo,
+        &[("src/calc/a.py", "def fa(x):\n    y = x + 2\n    return y\n")],
+        "break a",
+    );
+    let o = explain(&w, &repo);
+    assert!(
+        o.contains("tests/test_a.py::test_fa  called the function"),
+        "{o}"
+    );
+    // A forged map (a file outside the checkout, an index past its functions) or garbage is
+    // no map: the import graph decides, nothing fails.
+    for forged in [
+        r#"{"version":1,"functions":[["../../etc/x.py",1,9]],"outside":[],"tests":{"tests/test_b.py::test_fb":[0]}}"#,
+        r#"{"version":1,"functions":[],"outside":[],"tests":{"tests/test_b.py::test_fb":[3]}}"#,
+        "not json",
+    ] {
+        std::fs::write(map, forged).unwrap();
+        let o = explain(&w, &repo);
+        assert!(o.contains("every test file is reached"), "{forged}: {o}");
+    }
+}
+
+#[test]
+fn a_production_run_has_its_map_made_in_the_background() {
+    let mut w = World::new();
+    w.with_test_python("pytest");
+    let repo = w.new_repo("testmap-background");
+    project(&w, &repo);
+    // Maps are off in the tests' world unless asked for.
+    w.sandbox(&repo, &["run"]).success();
+    assert!(maps(&w).is_empty());
+    w.commit(&repo, &[("README.md", "more\n")], "prose");
+    w.sandbox_env(&repo, &["run"], &[("GIT_SANDBOX_NO_TEST_MAP", "")])
+        .success();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while maps(&w).is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let head = w.git(&repo, &["rev-parse", "HEAD"]);
+    let found = maps(&w);
+    assert!(
+        found
+            .iter()
+            .any(|p| p.ends_with(format!("{}.json", head.trim()))),
+        "{found:?}"
+    );
+    // The next production commit is within the map's reach: none is made for it.
+    w.commit(&repo, &[("README.md", "more still\n")], "prose");
+    w.sandbox_env(&repo, &["run"], &[("GIT_SANDBOX_NO_TEST_MAP", "")])
+        .success();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert_eq!(maps(&w).len(), 1);
+}
