@@ -474,6 +474,16 @@ pub fn explained_text(e: &crate::app::run::selection::Explained) -> String {
                         gs_util::short(map)
                     )
                 }
+                Why::FailedWhenChanged { file, commit, tests } => format!(
+                    "failed the last time {file} changed ({}): {}",
+                    gs_util::short(commit),
+                    tests.join(", ")
+                ),
+                Why::Named { file } => format!("named for {file} (changed)"),
+                Why::Calls { file, map } => format!(
+                    "calls functions of {file} (changed), by the test map of {}",
+                    gs_util::short(map)
+                ),
                 Why::Ran { file, lines } => {
                     let lines: Vec<String> = lines.iter().map(u32::to_string).collect();
                     format!(

@@ -52,6 +52,45 @@ pub enum Why {
         lines: Vec<u32>,
         map: String,
     },
+    /// Its tests failed the last time `file` changed (at `commit`): these.
+    FailedWhenChanged {
+        file: String,
+        commit: String,
+        tests: Vec<String>,
+    },
+    /// Its name is the changed `file`'s (`utils.py` ↔ `test_utils.py`).
+    Named { file: String },
+    /// It called functions of the changed `file`, by the test map made at `map` (the change is
+    /// outside functions, so the map is a likelihood there, not a bound).
+    Calls { file: String, map: String },
+}
+
+impl Why {
+    /// How likely the reason makes a failure, most first: the order phase one runs its parts
+    /// in, so that its first failure comes early too.
+    pub fn rank(&self) -> u8 {
+        match self {
+            Why::FailedBefore { .. } => 0,
+            Why::FailedWhenChanged { .. } => 1,
+            Why::Ran { .. } | Why::Called { .. } => 2,
+            Why::Named { .. } => 3,
+            Why::Calls { .. } => 4,
+            Why::Reaches { .. } | Why::DependsOn { .. } => 5,
+        }
+    }
+
+    /// The signal's name, as `--explain-selection --json` and the manual give it.
+    pub fn signal(&self) -> &'static str {
+        match self {
+            Why::FailedBefore { .. } => "failed_before",
+            Why::FailedWhenChanged { .. } => "history",
+            Why::Ran { .. } => "coverage",
+            Why::Called { .. } | Why::Calls { .. } => "test_map",
+            Why::Named { .. } => "name",
+            Why::Reaches { .. } => "imports",
+            Why::DependsOn { .. } => "dependencies",
+        }
+    }
 }
 
 /// What phase one runs, or why there is no phase one.
@@ -82,11 +121,18 @@ impl Selection {
         }
     }
 
-    /// Phase one's parts, when there is a probe.
+    /// Phase one's parts, when there is a probe, most likely to fail first (by their best
+    /// reason's [`Why::rank`], then by name).
     pub fn phase_one(&self) -> Option<Vec<String>> {
-        self.one_phase
-            .is_none()
-            .then(|| self.files.keys().cloned().collect())
+        self.one_phase.is_none().then(|| {
+            let mut parts: Vec<(u8, &String)> = self
+                .files
+                .iter()
+                .map(|(p, whys)| (whys.iter().map(Why::rank).min().unwrap_or(u8::MAX), p))
+                .collect();
+            parts.sort();
+            parts.into_iter().map(|(_, p)| p.clone()).collect()
+        })
     }
 }
 

@@ -16,6 +16,8 @@ pub struct MemTree {
     pub failed: Vec<String>,
     /// The parent's run's log.
     pub log: Option<Vec<u8>>,
+    /// The failed runs of commits that changed a file: path → (commit, failed tests).
+    pub history: BTreeMap<String, Vec<(String, Vec<String>)>>,
     /// The parent's per-test coverage: test → (file → lines it ran).
     pub coverage: Option<BTreeMap<String, BTreeMap<String, BTreeSet<u32>>>>,
     /// git-sandbox's test map of the parent.
@@ -161,6 +163,10 @@ impl Sources for MemTree {
 
     fn failed_before(&self) -> Result<Vec<String>> {
         Ok(self.failed.clone())
+    }
+
+    fn failed_when_changed(&self, path: &str) -> Result<Vec<(String, Vec<String>)>> {
+        Ok(self.history.get(path).cloned().unwrap_or_default())
     }
 
     fn parent_log(&self) -> Option<Vec<u8>> {

@@ -140,27 +140,42 @@ impl Runner for PytestRunner {
         // bodies reaches the tests that ran those lines; any other change, the import graph's.
         // Else, where git-sandbox's own test map says which test called which function, a
         // change inside a function reaches the tests that called it.
-        let (by_graph, ran) = match src.per_test() {
-            Some(per_test) => covered(src, &changed, &tests, &*per_test, &|file, lines| Why::Ran {
-                file,
-                lines,
+        let coverage = src.per_test();
+        let map = match coverage {
+            Some(_) => None,
+            None => src.test_map(),
+        };
+        let (by_graph, ran) = match (&coverage, &map) {
+            (Some(per_test), _) => covered(src, &changed, &tests, &**per_test, &|file, lines| {
+                Why::Ran { file, lines }
             }),
-            None => match src.test_map() {
-                Some((map, per_test)) => {
-                    covered(src, &changed, &tests, &*per_test, &|file, lines| {
-                        Why::Called {
-                            file,
-                            lines,
-                            map: map.clone(),
-                        }
-                    })
-                }
-                None => (changed.clone(), Vec::new()),
-            },
+            (None, Some((made_at, per_test))) => {
+                covered(src, &changed, &tests, &**per_test, &|file, lines| {
+                    Why::Called {
+                        file,
+                        lines,
+                        map: made_at.clone(),
+                    }
+                })
+            }
+            (None, None) => (changed.clone(), Vec::new()),
         };
         let mut picked: BTreeMap<String, Vec<Why>> = BTreeMap::new();
         for (test, path) in graph.reaching(&by_graph, &tests) {
             picked.entry(test).or_default().push(Why::Reaches { path });
+        }
+        // Where imports reach nine tenths of the suite or more (a package whose `__init__`
+        // imports everything), the likelier signals pick the graph's part of phase one.
+        if !by_graph.is_empty() && picked.len() * 10 >= tests.len() * 9 {
+            let map = map.as_ref().map(|(at, m)| (at.as_str(), &**m));
+            let likely = likely(src, &by_graph, &tests, map)?;
+            let files: BTreeSet<&str> = likely
+                .keys()
+                .map(|k| k.split_once("::").map_or(k.as_str(), |(f, _)| f))
+                .collect();
+            if !likely.is_empty() && files.len() < picked.len() {
+                picked = likely;
+            }
         }
         for (id, why) in ran {
             let file = id.split_once("::").map_or(id.as_str(), |(f, _)| f);
@@ -200,6 +215,81 @@ impl Runner for PytestRunner {
             rest: Vec::new(),
         })
     }
+}
+
+/// The parts of the suite likeliest to fail for a change to `changed` (files the import graph
+/// is left with): test files named for a changed file, the tests that failed the last times it
+/// changed, and the tests the test map says call its functions.
+fn likely(
+    src: &dyn Sources,
+    changed: &[String],
+    tests: &BTreeSet<String>,
+    map: Option<(&str, &dyn PerTest)>,
+) -> Result<BTreeMap<String, Vec<Why>>> {
+    let mut out: BTreeMap<String, Vec<Why>> = BTreeMap::new();
+    let file_of = |id: &str| id.split_once("::").map_or(id, |(f, _)| f).to_string();
+    for f in changed {
+        let stem = module_stem(f);
+        for t in tests.iter().filter(|t| named_for(t, &stem)) {
+            out.entry(t.clone())
+                .or_default()
+                .push(Why::Named { file: f.clone() });
+        }
+        for (commit, failed) in src.failed_when_changed(f)? {
+            let mut by_file: BTreeMap<String, Vec<String>> = BTreeMap::new();
+            for id in failed.into_iter().filter(|id| tests.contains(&file_of(id))) {
+                by_file.entry(file_of(&id)).or_default().push(id);
+            }
+            for (file, ids) in by_file {
+                out.entry(file).or_default().push(Why::FailedWhenChanged {
+                    file: f.clone(),
+                    commit: commit.clone(),
+                    tests: ids,
+                });
+            }
+        }
+        if let Some(ids) = map.and_then(|(_, m)| m.tests_calling(f)) {
+            for id in ids.into_iter().filter(|id| tests.contains(&file_of(id))) {
+                out.entry(id).or_default().push(Why::Calls {
+                    file: f.clone(),
+                    map: map.map(|(at, _)| at.to_string()).unwrap_or_default(),
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A module's name as test files are named for it: `src/click/_compat.py` → `compat`, a
+/// package's `__init__.py` → the package.
+fn module_stem(path: &str) -> String {
+    let mut parts = path.rsplit('/');
+    let name = parts.next().unwrap_or(path);
+    let stem = name.strip_suffix(".py").unwrap_or(name);
+    let stem = if stem == "__init__" {
+        parts.next().unwrap_or(stem)
+    } else {
+        stem
+    };
+    stem.trim_start_matches('_').to_ascii_lowercase()
+}
+
+/// Whether test file `test` is named for module `stem`: `test_utils.py`, `test_utils_more.py`,
+/// `utils_test.py`.
+fn named_for(test: &str, stem: &str) -> bool {
+    if stem.is_empty() {
+        return false;
+    }
+    let name = test.rsplit('/').next().unwrap_or(test);
+    let name = name
+        .strip_suffix(".py")
+        .unwrap_or(name)
+        .to_ascii_lowercase();
+    let bare = name
+        .strip_prefix("test_")
+        .or_else(|| name.strip_suffix("_test"))
+        .unwrap_or(&name);
+    bare == stem || bare.starts_with(&format!("{stem}_"))
 }
 
 /// The changed files left to the import graph, and the tests (node ids, or whole files)
@@ -446,16 +536,30 @@ mod tests {
                 ..
             })
         ));
-        // A package whose `__init__` imports everything: every test file is reached.
+        // A package whose `__init__` imports everything: every test file is reached, and with
+        // no likelier signal (no test named for it, no history, no map), the run is one phase.
+        let init = Some("from pkg.a import a\nfrom pkg.c import c\nfrom pkg.core import k\n");
         assert_eq!(
             reason(&[
-                (
-                    "pkg/__init__.py",
-                    Some("from pkg.a import a\nfrom pkg.c import c\n")
-                ),
-                ("pkg/a.py", Some("def a():\n    return 2\n")),
+                ("pkg/__init__.py", init),
+                ("pkg/core.py", Some("def k():\n    return 2\n")),
             ]),
             Some(OnePhase::EverythingReached(Selects::TestFiles))
+        );
+        // A test file named for the changed module is likelier: phase one runs it alone.
+        let named = select(&MemTree::commit(
+            TREE,
+            &[
+                ("pkg/__init__.py", init),
+                ("pkg/a.py", Some("def a():\n    return 2\n")),
+            ],
+        ));
+        assert_eq!(named.phase_one().unwrap(), ["tests/test_a.py"]);
+        assert_eq!(
+            named.files["tests/test_a.py"],
+            [Why::Named {
+                file: "pkg/a.py".into()
+            }]
         );
         assert_eq!(
             reason(&[
@@ -518,6 +622,54 @@ mod tests {
             [Why::Called {
                 file: "pkg/c.py".into(),
                 lines: vec![2],
+                map: "parent".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn likelier_signals_pick_and_order_phase_one_where_imports_reach_everything() {
+        let init = Some("from pkg.a import a\nfrom pkg.c import c\nfrom pkg.core import k\n");
+        let core = Some("LIMIT = 3\n\ndef k():\n    return LIMIT\n");
+        let mut t = MemTree::commit(TREE, &[("pkg/__init__.py", init), ("pkg/core.py", core)]);
+        // The last time core.py changed, a test of test_b.py failed; the map says test_c.py's
+        // test_c calls core's functions; the parent's run failed a test of test_c.py.
+        t.history.insert(
+            "pkg/core.py".into(),
+            vec![("c0ffee".into(), vec!["tests/test_b.py::test_b".into()])],
+        );
+        t.map = Some(
+            crate::testmap::TestMap::parse(
+                br#"{"version":1,"functions":[["pkg/core.py",3,4]],"outside":[],
+                "tests":{"tests/test_c.py::test_c":[0],"tests/test_a.py::test_a":[]}}"#,
+            )
+            .unwrap(),
+        );
+        t.failed = vec!["tests/test_a.py::test_a".into()];
+        let s = select(&t);
+        assert_eq!(s.one_phase, None);
+        // Most likely first: failed in the parent's run, failed when core.py changed, then the
+        // map's callers.
+        assert_eq!(
+            s.phase_one().unwrap(),
+            [
+                "tests/test_a.py",
+                "tests/test_b.py",
+                "tests/test_c.py::test_c"
+            ]
+        );
+        assert_eq!(
+            s.files["tests/test_b.py"],
+            [Why::FailedWhenChanged {
+                file: "pkg/core.py".into(),
+                commit: "c0ffee".into(),
+                tests: vec!["tests/test_b.py::test_b".into()]
+            }]
+        );
+        assert_eq!(
+            s.files["tests/test_c.py::test_c"],
+            [Why::Calls {
+                file: "pkg/core.py".into(),
                 map: "parent".into()
             }]
         );

@@ -43,6 +43,11 @@ pub trait PerTest {
     /// The tests that ran any of `lines` of `path`; `None` when the file was not measured, or a
     /// line ran outside any test (at import, so for every test).
     fn tests_running(&self, path: &str, lines: &[u32]) -> Option<BTreeSet<String>>;
+    /// The tests that called any function of `path`, wherever it was called from: a likelihood,
+    /// not a bound (a change outside functions may reach others). `None`: not known.
+    fn tests_calling(&self, _path: &str) -> Option<BTreeSet<String>> {
+        None
+    }
 }
 
 /// What a selection reads of one commit, its parent and the runs before.
@@ -63,6 +68,9 @@ pub trait Sources {
     fn parent_blob(&self, path: &str, max: u64) -> Option<Vec<u8>>;
     /// The ids of the tests that failed in the parent's run, as its record lists them.
     fn failed_before(&self) -> Result<Vec<String>>;
+    /// The newest failed runs of commits that changed `path` (at most a few): each commit and
+    /// the tests that failed in its run.
+    fn failed_when_changed(&self, path: &str) -> Result<Vec<(String, Vec<String>)>>;
     /// The parent's run's log, when it is kept.
     fn parent_log(&self) -> Option<Vec<u8>>;
     /// The per-test coverage the parent's run recorded, when it did.

@@ -113,6 +113,19 @@ impl PerTest for TestMap {
         &self.ids
     }
 
+    fn tests_calling(&self, path: &str) -> Option<BTreeSet<String>> {
+        let hit: BTreeSet<u32> = (0..self.functions.len() as u32)
+            .filter(|i| self.functions[*i as usize].0 == path)
+            .collect();
+        Some(
+            self.tests
+                .iter()
+                .filter(|(_, f)| f.iter().any(|i| hit.contains(i)))
+                .map(|(t, _)| t.clone())
+                .collect(),
+        )
+    }
+
     /// The tests that called a function of `path` holding one of `lines`; `None` when such a
     /// function was called outside any test (so for every test).
     fn tests_running(&self, path: &str, lines: &[u32]) -> Option<BTreeSet<String>> {

@@ -600,7 +600,7 @@ impl Index {
 }
 
 /// `s` with LIKE's wildcards (and the escape itself) escaped by a backslash.
-fn like_escape(s: &str) -> String {
+pub(crate) fn like_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         if matches!(c, '%' | '_' | '\\') {

@@ -206,6 +206,38 @@ impl Index {
             .optional()?)
     }
 
+    /// The newest failed runs (at most `limit`) of commits that changed `path`, as their records
+    /// list the changed files: "what failed the last time this file changed".
+    pub fn failed_runs_changing(
+        &self,
+        repository_id: &str,
+        path: &str,
+        limit: usize,
+    ) -> Result<Vec<RunRecord>> {
+        let quoted = serde_json::to_string(path).unwrap_or_default();
+        let pattern = format!("%\"path\":{}%", super::jobs::like_escape(&quoted));
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM runs
+             WHERE repository_id = ?1 AND status = 'failed' AND record LIKE ?2 ESCAPE '\\'
+             ORDER BY finished_at DESC LIMIT ?3"
+        ))?;
+        let rows = stmt
+            .query_map(params![repository_id, pattern, limit as i64], |r| {
+                decode(r.get(0)?, r.get(1)?, r.get(2)?)
+            })?
+            .collect::<super::sql::Result<Vec<_>>>()?;
+        // The pattern may match the path elsewhere in a record: its changes say.
+        Ok(rows
+            .into_iter()
+            .map(|r| r.record)
+            .filter(|r| {
+                r.changes
+                    .as_ref()
+                    .is_some_and(|c| c.files.iter().any(|f| f.path == path))
+            })
+            .collect())
+    }
+
     /// Every indexed record of a repository.
     pub fn run_records(&self, repository_id: &str) -> Result<Vec<RunRecord>> {
         let mut stmt = self.conn.prepare_cached(&format!(

@@ -161,6 +161,23 @@ impl Sources for GitSources<'_> {
             .unwrap_or_default())
     }
 
+    fn failed_when_changed(&self, path: &str) -> gs_select::Result<Vec<(String, Vec<String>)>> {
+        let runs = self
+            .ctx
+            .index
+            .failed_runs_changing(&self.row.repository_id, path, 3)
+            .map_err(boxed)?;
+        let this = self.info.id.to_string();
+        Ok(runs
+            .into_iter()
+            .filter(|r| r.commit != this)
+            .filter_map(|r| {
+                let failed: Vec<String> = r.tests?.failures.into_iter().map(|f| f.name).collect();
+                (!failed.is_empty()).then_some((r.commit, failed))
+            })
+            .collect())
+    }
+
     fn parent_log(&self) -> Option<Vec<u8>> {
         let log = crate::app::records::logs::log_path(
             &self.ctx.paths.logs().join(&self.row.repository_id),

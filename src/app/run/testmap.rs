@@ -115,6 +115,10 @@ impl PerTest for MapAt<'_> {
         }
         self.map.tests_running(path, lines)
     }
+
+    fn tests_calling(&self, path: &str) -> Option<BTreeSet<String>> {
+        self.map.tests_calling(path)
+    }
 }
 
 /// Whether the run `r` is a production run of pytest whose commit has no map among its last

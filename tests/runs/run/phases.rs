@@ -110,8 +110,8 @@ fn the_tests_a_change_reaches_run_first_and_the_record_is_the_whole_suites() {
     );
 
     // The next commit touches a (which test_a imports) and breaks hidden (which only a dynamic
-    // import reaches): phase one runs test_a and test_c (it failed in the parent's run) and
-    // passes; phase two fails. The selection missed.
+    // import reaches): phase one runs test_c (it failed in the parent's run) first, then test_a,
+    // and passes; phase two fails. The selection missed.
     w.commit(
         &repo,
         &[
@@ -141,7 +141,7 @@ fn the_tests_a_change_reaches_run_first_and_the_record_is_the_whole_suites() {
     assert_eq!(missed["status"], "failed", "{missed}");
     assert_eq!(
         missed["tests"]["phases"][0]["files"],
-        serde_json::json!(["tests/test_a.py", "tests/test_c.py"]),
+        serde_json::json!(["tests/test_c.py", "tests/test_a.py"]),
         "{missed}"
     );
     assert_eq!(missed["tests"]["selection_missed"], true, "{missed}");
@@ -409,8 +409,9 @@ fn per_test_coverage_picks_the_tests_that_ran_the_changed_lines() {
     let (rec, _) = run_json(&w, &repo, &[]);
     assert_eq!(rec["status"], "passed", "{rec}");
 
-    // A change outside function bodies runs at import, for every test: the import graph's
-    // answer, the whole suite.
+    // A change outside function bodies runs at import, for every test: the import graph
+    // reaches every test file, and the likelier signals pick phase one among them: the tests
+    // that failed the last time c.py changed ("break fc" above), and the file named for it.
     w.commit(
         &repo,
         &[(
@@ -420,7 +421,12 @@ fn per_test_coverage_picks_the_tests_that_ran_the_changed_lines() {
         "a module-level line",
     );
     let o = w.sandbox(&repo, &["run", "--explain-selection", "HEAD"]);
-    assert!(o.stdout.contains("one phase, the whole suite"), "{o:?}");
+    assert!(
+        o.stdout.contains("phase one runs 2 of 3 test files beside the whole suite")
+            && o.stdout.contains("tests/test_b.py  failed the last time src/calc/c.py changed (")
+            && o.stdout.contains("tests/test_c.py  named for src/calc/c.py (changed)"),
+        "{o:?}"
+    );
 }
 
 #[test]

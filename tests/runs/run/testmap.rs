@@ -65,10 +65,12 @@ fn a_change_inside_a_function_runs_only_the_tests_that_called_it() {
         &[("src/calc/c.py", "def fc(x):\n    y = x + 2\n    return y\n")],
         "break c",
     );
-    // By imports alone: every test file imports the package, whose __init__ imports fc.
+    // By imports alone every test file is reached (each imports the package, whose __init__
+    // imports fc): phase one is the file named for c.py, whole.
     let o = explain(&w, &repo);
     assert!(
-        o.contains("one phase, the whole suite: every test file is reached"),
+        o.contains("phase one runs 1 of 3 test files beside the whole suite")
+            && o.contains("tests/test_c.py  named for src/calc/c.py (changed)"),
         "{o}"
     );
 
@@ -103,7 +105,9 @@ fn a_change_inside_a_function_runs_only_the_tests_that_called_it() {
     assert_eq!(one["failed"], 1, "{rec}");
     assert!(rec["tests"].get("selection_missed").is_none(), "{rec}");
 
-    // A change at module level (outside any function) is the import graph's again.
+    // A change at module level (outside any function) is no function's: the map says which
+    // tests call c.py's functions, a likelihood there, beside the file named for it (and the
+    // failures of the last change to c.py); the file runs whole.
     w.commit(
         &repo,
         &[(
@@ -112,7 +116,14 @@ fn a_change_inside_a_function_runs_only_the_tests_that_called_it() {
         )],
         "a constant",
     );
-    assert!(explain(&w, &repo).contains("every test file is reached"));
+    let o = explain(&w, &repo);
+    assert!(
+        o.contains("tests/test_c.py  named for src/calc/c.py (changed)")
+            && o.contains(
+                "tests/test_c.py  calls functions of src/calc/c.py (changed), by the test map of"
+            ),
+        "{o}"
+    );
 }
 
 #[test]
@@ -143,7 +154,14 @@ fn a_map_out_of_date_or_forged_is_not_followed() {
         )],
         "break c",
     );
-    assert!(explain(&w, &repo).contains("every test file is reached"));
+    // Its lines are not the map's: no single test by the changed line, only the file named for
+    // it and the tests that call its functions at all.
+    let o = explain(&w, &repo);
+    assert!(
+        o.contains("phase one runs 1 of 3 test files beside the whole suite")
+            && !o.contains("called the function holding"),
+        "{o}"
+    );
     // a.py did not change since the map: a change to it is the map's.
     w.commit(
         &repo,
@@ -164,7 +182,10 @@ fn a_map_out_of_date_or_forged_is_not_followed() {
     ] {
         std::fs::write(map, forged).unwrap();
         let o = explain(&w, &repo);
-        assert!(o.contains("every test file is reached"), "{forged}: {o}");
+        assert!(
+            o.contains("tests/test_a.py  named for src/calc/a.py") && !o.contains("test map"),
+            "{forged}: {o}"
+        );
     }
 }
 
