@@ -25,6 +25,28 @@ fn record(commit: &str, tree: &str, status: &str, ms: u64) -> RunRecord {
     .unwrap()
 }
 
+/// A failing run with a probe beside it: phase one held `one` of its failing tests, phase two
+/// the other `two`; the probe found none when `one` is 0 (the selection missed).
+fn probed(commit: &str, one: u64, two: u64) -> RunRecord {
+    let mut r = record(commit, commit, "failed", 10);
+    let phase = |command: &str, failed: u64| {
+        json!({"command": command, "exit_code": 1, "passed": 1, "failed": failed,
+               "errors": null, "total": failed + 1, "duration_ms": 5})
+    };
+    r.tests = Some(
+        serde_json::from_value(json!({
+            "command": "pytest", "framework": null, "exit_code": 1, "passed": 2,
+            "failed": one + two, "skipped": 0, "errors": 0, "total": one + two + 2,
+            "failures": [], "duration_ms": 10, "output_tail": "", "killed_by": null,
+            "resources": {"cpu_ms": 1, "max_rss_kb": 1},
+            "phases": [phase("pytest tests/test_a.py", one), phase("pytest", two)],
+            "first_failure_ms": 3, "selection_missed": one == 0,
+        }))
+        .unwrap(),
+    );
+    r
+}
+
 /// The figures `status`, `list` and the API read (kept as runs are written), against the same
 /// figures counted from the runs themselves: a kept count that drifted from the runs is wrong.
 fn totals_agree(ix: &Index) {
@@ -658,6 +680,38 @@ fn exercise(ix: &Index) {
     ix.put_runs("repo_z", &many).unwrap();
     ix.delete_repository("repo_z").unwrap();
     totals_agree(ix);
+
+    // Phase one's recall, read from the records' JSON (each back-end its own functions): by
+    // faulty commit with a probe, and by failing test.
+    ix.upsert_repository(&RepoRow {
+        repository_id: "repo_p".into(),
+        name: "probed".into(),
+        path: "/srv/probed".into(),
+        remote_url: None,
+        ..repo.clone()
+    })
+    .unwrap();
+    let probed = [
+        probed("p1", 2, 1),
+        probed("p2", 0, 1),
+        probed("p3", 1, 0),
+        record("p4", "p4", "failed", 10),
+    ];
+    ix.put_runs("repo_p", &probed).unwrap();
+    let s = ix.repository_stats_of("repo_p").unwrap().unwrap();
+    assert_eq!(
+        (
+            s.selection_caught,
+            s.selection_missed,
+            s.selection_tests_caught,
+            s.selection_tests_failed
+        ),
+        (2, 1, 3, 5),
+        "{s:?}"
+    );
+    assert_eq!((s.runs, s.failed_runs), (4, 4));
+    assert!(ix.repository_stats_of("repo_nobody").unwrap().is_none());
+    ix.delete_repository("repo_p").unwrap();
 
     // Forgetting a repository removes what is its; its generation never goes back (a reader
     // that saw it before must see the change).

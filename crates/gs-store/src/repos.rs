@@ -28,10 +28,17 @@ pub struct RepoStats {
     pub failed_runs: u64,
     pub pending_jobs: u64,
     pub mean_duration_ms: Option<f64>,
-    /// Failing two-phase runs whose phase one showed a failure, and those whose phase one
-    /// passed (the selection missed every failure): the selection's recall.
+    /// Among the newest 1,000 runs (one a commit), the faulty commits whose run had a probe
+    /// beside it: those whose probe found at least one of the run's failures, and those whose
+    /// probe ran to its end and found none (`tests.selection_missed`). Phase one's recall by
+    /// commit.
     pub selection_caught: u64,
     pub selection_missed: u64,
+    /// Over the same runs, the failing tests phase one held (each run's `phases[0].failed`), out
+    /// of all their failing tests (both phases' `failed`: the run's failed and errors). Phase
+    /// one's recall by test.
+    pub selection_tests_caught: u64,
+    pub selection_tests_failed: u64,
 }
 
 fn row(r: &Row) -> super::sql::Result<RepoRow> {
@@ -257,6 +264,7 @@ impl Index {
         Ok(())
     }
 
+    /// Every registered repository with its counts.
     pub fn repository_stats(&self) -> Result<Vec<RepoStats>> {
         let repos = self.repositories()?;
         // Among the jobs still to do (by the state index), not every job a repository ever had.
@@ -270,57 +278,88 @@ impl Index {
             .iter()
             .map(|r| Ok((r.get(0)?, r.get(1)?)))
             .collect::<super::sql::Result<_>>()?;
-        let mut out = Vec::with_capacity(repos.len());
-        for repo in repos {
-            // A skipped commit (superseded, out of budget) is no run: not counted.
-            let (runs, passed, mean) = self.repository_run_totals(&repo.repository_id)?;
-            let experiments: i64 = self.conn.query_row(
-                "SELECT COUNT(*) FROM experiments WHERE repository_id = ?1",
-                [&repo.repository_id],
-                |r| r.get(0),
-            )?;
-            let pending_jobs = pending.get(&repo.repository_id).copied().unwrap_or(0);
-            // The failing two-phase runs among the last 1,000 (one range of `runs_newest`, so
-            // the cost does not grow with the history), read by their keys under `tests`: a
-            // pattern over the whole record would also match a key elsewhere in it (a
-            // toolchain's program word) and LIKE's `_` any character.
-            let (phases, first, missed) = if self.conn.is_pg() {
-                (
-                    "json_typeof(CAST(record AS json) -> 'tests' -> 'phases') = 'array'",
-                    "json_typeof(CAST(record AS json) -> 'tests' -> 'first_failure_ms') = 'number'",
-                    "(CAST(record AS json) -> 'tests' ->> 'selection_missed') = 'true'",
-                )
-            } else {
-                (
-                    "json_type(record, '$.tests.phases') = 'array'",
-                    "json_type(record, '$.tests.first_failure_ms') IN ('integer', 'real')",
-                    "json_type(record, '$.tests.selection_missed') = 'true'",
-                )
-            };
-            let (caught, missed): (i64, i64) = self.conn.query_row(
+        repos
+            .into_iter()
+            .map(|repo| {
+                let n = pending.get(&repo.repository_id).copied().unwrap_or(0);
+                self.stats_of(repo, n as u64)
+            })
+            .collect()
+    }
+
+    /// One repository's counts, as [`Index::repository_stats`] gives them; `None`: no such id.
+    pub fn repository_stats_of(&self, id: &str) -> Result<Option<RepoStats>> {
+        let Some(repo) = self.repository_by_id(id)? else {
+            return Ok(None);
+        };
+        let pending: i64 = self.conn.query_row(
+            "SELECT COUNT(*) FROM jobs
+             WHERE repository_id = ?1 AND state IN ('pending', 'assigned', 'running')",
+            [id],
+            |r| r.get(0),
+        )?;
+        Ok(Some(self.stats_of(repo, pending as u64)?))
+    }
+
+    fn stats_of(&self, repo: RepoRow, pending_jobs: u64) -> Result<RepoStats> {
+        // A skipped commit (superseded, out of budget) is no run: not counted.
+        let (runs, passed, mean) = self.repository_run_totals(&repo.repository_id)?;
+        let experiments: i64 = self.conn.query_row(
+            "SELECT COUNT(*) FROM experiments WHERE repository_id = ?1",
+            [&repo.repository_id],
+            |r| r.get(0),
+        )?;
+        // The failing two-phase runs among the last 1,000 (one range of `runs_newest`, so the
+        // cost does not grow with the history), read by their keys under `tests`: a pattern
+        // over the whole record would also match a key elsewhere in it (a toolchain's program
+        // word) and LIKE's `_` any character. PostgreSQL parses each record once, as `j`.
+        let (json, phases, first, missed, one, two) = if self.conn.is_pg() {
+            (
+                "CAST(record AS json)",
+                "json_typeof(j -> 'tests' -> 'phases') = 'array'",
+                "json_typeof(j -> 'tests' -> 'first_failure_ms') = 'number'",
+                "(j -> 'tests' ->> 'selection_missed') = 'true'",
+                "CAST(j -> 'tests' -> 'phases' -> 0 ->> 'failed' AS BIGINT)",
+                "CAST(j -> 'tests' -> 'phases' -> 1 ->> 'failed' AS BIGINT)",
+            )
+        } else {
+            (
+                "record",
+                "json_type(j, '$.tests.phases') = 'array'",
+                "json_type(j, '$.tests.first_failure_ms') IN ('integer', 'real')",
+                "json_type(j, '$.tests.selection_missed') = 'true'",
+                "json_extract(j, '$.tests.phases[0].failed')",
+                "json_extract(j, '$.tests.phases[1].failed')",
+            )
+        };
+        // (SUM of a BIGINT is a NUMERIC in PostgreSQL: cast back.)
+        let (caught, missed, tests_caught, tests_failed): (i64, i64, i64, i64) =
+            self.conn.query_row(
                 &format!(
                     "SELECT COALESCE(SUM(CASE WHEN {missed} THEN 0 ELSE 1 END), 0),
-                            COALESCE(SUM(CASE WHEN {missed} THEN 1 ELSE 0 END), 0)
-                     FROM (SELECT record, cached_from FROM runs WHERE repository_id = ?1
+                            COALESCE(SUM(CASE WHEN {missed} THEN 1 ELSE 0 END), 0),
+                            CAST(COALESCE(SUM(COALESCE({one}, 0)), 0) AS BIGINT),
+                            CAST(COALESCE(SUM(COALESCE({one}, 0) + COALESCE({two}, 0)), 0) AS BIGINT)
+                     FROM (SELECT {json} AS j, cached_from FROM runs WHERE repository_id = ?1
                            ORDER BY id DESC LIMIT 1000) AS recent
                      WHERE cached_from IS NULL AND {phases} AND {first}"
                 ),
                 [&repo.repository_id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
             )?;
-            out.push(RepoStats {
-                selection_caught: caught as u64,
-                selection_missed: missed as u64,
-                repo,
-                experiments: experiments as u64,
-                runs,
-                passed_runs: passed,
-                failed_runs: runs - passed,
-                pending_jobs: pending_jobs as u64,
-                mean_duration_ms: mean,
-            });
-        }
-        Ok(out)
+        Ok(RepoStats {
+            selection_caught: caught as u64,
+            selection_missed: missed as u64,
+            selection_tests_caught: tests_caught as u64,
+            selection_tests_failed: tests_failed as u64,
+            repo,
+            experiments: experiments as u64,
+            runs,
+            passed_runs: passed,
+            failed_runs: runs - passed,
+            pending_jobs,
+            mean_duration_ms: mean,
+        })
     }
 }
 
@@ -394,18 +433,48 @@ mod tests {
         passing
             .toolchain
             .insert("selection_missed".into(), "true".into());
+        // Failing tests by phase: phase one held 2 of 3, then none of 1 (missed), then 1 of 1;
+        // the one-phase run and the one served from another commit's result count for nothing.
+        let failing = |commit: char, phases: Option<(u64, u64)>, missed: bool| {
+            let mut r = run(
+                &commit.to_string().repeat(40),
+                phases.is_some(),
+                true,
+                missed,
+            );
+            let t = r.tests.as_mut().unwrap();
+            for (phase, n) in t
+                .phases
+                .iter_mut()
+                .zip(phases.map(|(a, b)| [a, b]).into_iter().flatten())
+            {
+                phase.failed = Some(n);
+            }
+            r
+        };
+        let mut served = failing('6', Some((1, 0)), false);
+        served.cached_from = Some("5".repeat(40));
         let records = [
             passing,
-            run(&"2".repeat(40), true, true, false),
-            run(&"3".repeat(40), true, true, true),
-            run(&"4".repeat(40), false, true, false),
+            failing('2', Some((2, 1)), false),
+            failing('3', Some((0, 1)), true),
+            failing('4', None, false),
+            failing('5', Some((1, 0)), false),
+            served,
         ];
         index.put_runs("r", &records).unwrap();
         let stats = index.repository_stats().unwrap();
-        assert_eq!(
-            (stats[0].selection_caught, stats[0].selection_missed),
-            (1, 1),
-            "{stats:?}"
-        );
+        let counts = |s: &RepoStats| {
+            (
+                s.selection_caught,
+                s.selection_missed,
+                s.selection_tests_caught,
+                s.selection_tests_failed,
+            )
+        };
+        assert_eq!(counts(&stats[0]), (2, 1, 3, 5), "{stats:?}");
+        let one = index.repository_stats_of("r").unwrap().expect("r");
+        assert_eq!(counts(&one), (2, 1, 3, 5), "{one:?}");
+        assert!(index.repository_stats_of("nobody").unwrap().is_none());
     }
 }
