@@ -159,23 +159,31 @@ pub fn cmd_status(args: StatusArgs) -> CmdResult {
             &rows,
         );
         // What phase one caught of the failures, where runs were split in two.
-        for st in stats
-            .iter()
-            .filter(|s| s.selection_caught + s.selection_missed > 0)
-        {
-            let all = st.selection_caught + st.selection_missed;
+        for st in stats.iter() {
+            let r = views::Recall::of(st);
+            if r.commits.of == 0 {
+                continue;
+            }
             say!(
                 out,
-                "{}: phase one caught {} of {all} failing runs with a probe ({:.0}% recall), missed {}",
+                "{}: phase one caught {} of {} faulty commits with a probe ({}), {} of {} failing tests ({})",
                 st.repo.name,
-                st.selection_caught,
-                st.selection_caught as f64 * 100.0 / all as f64,
-                st.selection_missed
+                r.commits.caught,
+                r.commits.of,
+                percent(r.commits.share),
+                r.tests.caught,
+                r.tests.of,
+                percent(r.tests.share)
             );
         }
     }
     print!("{out}");
     Ok(0)
+}
+
+/// `92%`, or `-` for a share of nothing.
+fn percent(share: Option<f64>) -> String {
+    share.map_or("-".into(), |s| format!("{:.0}%", s * 100.0))
 }
 
 /// ` (10 backfill, 2 hook)`: why the pending jobs were queued.

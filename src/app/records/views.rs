@@ -12,6 +12,41 @@ pub fn repositories(ctx: &Context) -> Result<Vec<RepoStats>> {
     Ok(ctx.index.repository_stats()?)
 }
 
+/// How much of what failed phase one held: `caught` of `of`, and the share (none of none: `None`).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Share {
+    pub caught: u64,
+    pub of: u64,
+    pub share: Option<f64>,
+}
+
+impl Share {
+    fn new(caught: u64, of: u64) -> Share {
+        Share {
+            caught,
+            of,
+            share: (of > 0).then(|| caught as f64 / of as f64),
+        }
+    }
+}
+
+/// Phase one's recall in a repository's newest runs with a probe: by faulty commit (its probe
+/// found at least one of the run's failures) and by failing test (phase one held it).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Recall {
+    pub commits: Share,
+    pub tests: Share,
+}
+
+impl Recall {
+    pub fn of(s: &RepoStats) -> Recall {
+        Recall {
+            commits: Share::new(s.selection_caught, s.selection_caught + s.selection_missed),
+            tests: Share::new(s.selection_tests_caught, s.selection_tests_failed),
+        }
+    }
+}
+
 /// A registered repository by its id, its name or its path (`.` for the one here).
 pub fn repository_at(ctx: &Context, key: &str) -> Result<Option<RepoRow>> {
     let path = std::fs::canonicalize(key)

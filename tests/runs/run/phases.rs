@@ -145,15 +145,27 @@ fn the_tests_a_change_reaches_run_first_and_the_record_is_the_whole_suites() {
         "{missed}"
     );
     assert_eq!(missed["tests"]["selection_missed"], true, "{missed}");
+    // Phase one's recall: of the two faulty commits with a probe, break c's; of their three
+    // failing tests, break c's two (test_secret was in phase two).
     let status = w.sandbox(&repo, &["status"]);
     assert!(
         status.stdout.contains(
-            "phases: phase one caught 1 of 2 failing runs with a probe (50% recall), missed 1"
+            "phases: phase one caught 1 of 2 faulty commits with a probe (50%), 2 of 3 failing tests (67%)"
         ),
         "{status:?}"
     );
+    let recall = |json: &serde_json::Value| {
+        let r = &json["repositories"][0];
+        [
+            "selection_caught",
+            "selection_missed",
+            "selection_tests_caught",
+            "selection_tests_failed",
+        ]
+        .map(|k| r[k].as_u64().unwrap_or_else(|| panic!("{k}: {json}")))
+    };
     let json = w.sandbox(&repo, &["status", "--json"]).json();
-    assert_eq!(json["repositories"][0]["selection_missed"], 1, "{json}");
+    assert_eq!(recall(&json), [1, 1, 2, 3], "{json}");
 
     // The same commit in one phase gives the same counts and names.
     w.user_config("[test]\nphases = false\n");
@@ -165,6 +177,9 @@ fn the_tests_a_change_reaches_run_first_and_the_record_is_the_whole_suites() {
         counts(&rec),
         "one phase {one}\ntwo phases {rec}"
     );
+    // A commit counts once, by its record: break c's is now a run without a probe.
+    let json = w.sandbox(&repo, &["status", "--json"]).json();
+    assert_eq!(recall(&json), [0, 1, 0, 1], "{json}");
     // The suite sleeps 8 s in the four files phase one leaves out.
     assert!(
         first < one["tests"]["duration_ms"].as_u64().unwrap(),
