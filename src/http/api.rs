@@ -2,7 +2,7 @@
 //! evaluating `run`, creating, promoting and killing `admin`. Lists page by id cursors
 //! (`since`); bad parameters are 400 with a one-line message, unknown ids 404.
 
-use super::{blocking, repository, ApiError, ApiResult, Web};
+use super::{blocking, no_repository, repository, ApiError, ApiResult, Web};
 use crate::app::experiment::promote::{promote, PromoteOptions};
 use crate::app::repo::tokens::Role;
 use crate::app::Repo;
@@ -38,6 +38,7 @@ pub fn routes() -> Router<Arc<Web>> {
             "/api/v1/repositories",
             get(repositories).post(create_repository),
         )
+        .route("/api/v1/repositories/{repo}", get(repository_summary))
         .route(
             "/api/v1/repositories/{repo}/experiments",
             get(repository_experiments),
@@ -103,6 +104,20 @@ async fn repositories(State(web): St, headers: HeaderMap) -> ApiResult<Json<Valu
     blocking(|ctx| {
         let stats = views::repositories(ctx)?;
         Ok(Json(json!({"repositories": stats, "total": stats.len()})))
+    })
+    .await
+}
+
+/// One repository as the list gives it, with phase one's recall.
+async fn repository_summary(
+    State(web): St,
+    headers: HeaderMap,
+    Path(key): Path<String>,
+) -> ApiResult<Json<Value>> {
+    web.require(&headers, Role::Read, true)?;
+    blocking(move |ctx| {
+        let s = views::repository_summary(ctx, &key)?.ok_or_else(|| no_repository(&key))?;
+        Ok(Json(serde_json::to_value(&s).unwrap_or_default()))
     })
     .await
 }

@@ -229,12 +229,16 @@ pub async fn blocking<T: Send + 'static>(
     })?
 }
 
+/// The answer to a `{repo}` that names no registered repository.
+pub fn no_repository(key: &str) -> ApiError {
+    ApiError::not_found(format!("no repository {key:?}"))
+        .hint("GET /api/v1/repositories lists them")
+}
+
 /// A registered repository by id or name.
 pub fn repository(ctx: &Context, key: &str) -> ApiResult<(gix::Repository, gs_store::RepoRow)> {
-    let row = crate::app::records::views::repository(ctx, key)?.ok_or_else(|| {
-        ApiError::not_found(format!("no repository {key:?}"))
-            .hint("GET /api/v1/repositories lists them")
-    })?;
+    let row =
+        crate::app::records::views::repository(ctx, key)?.ok_or_else(|| no_repository(key))?;
     let repo = gs_git::open(std::path::Path::new(&row.path)).map_err(|e| {
         ApiError::not_found(format!(
             "repository {key:?} is registered at {}, which is no repository now ({})",

@@ -152,6 +152,21 @@ fn every_endpoint_by_role_and_bad_input() {
         .as_str()
         .unwrap()
         .to_string();
+    // One repository, by id or name: the list's element, with phase one's recall (no run yet
+    // had a probe: none of none).
+    error(&get(a, "/api/v1/repositories/api", None), 401, "token");
+    for key in [id.as_str(), "api"] {
+        let one = get(a, &format!("/api/v1/repositories/{key}"), read);
+        assert_eq!(one.status, 200, "{one:?}");
+        let one = one.json();
+        for (k, v) in repos["repositories"][0].as_object().unwrap() {
+            assert_eq!(&one[k], v, "{k}: {one}\nthe list's: {repos}");
+        }
+        assert_eq!(one["name"], "api", "{one}");
+        let none = json!({"caught": 0, "of": 0, "share": null});
+        assert_eq!(one["recall"], json!({"commits": none, "tests": none}));
+    }
+    assert!(doc["paths"]["/api/v1/repositories/{repo}"]["get"].is_object());
 
     // Queueing needs `run`; the daemon runs it; the record is served.
     error(
@@ -351,10 +366,13 @@ fn every_endpoint_by_role_and_bad_input() {
         404,
         "deadbeef",
     );
-    error(
-        &get(a, "/api/v1/repositories/nowhere/experiments", read),
-        404,
-        "nowhere",
+    let unknown = get(a, "/api/v1/repositories/nowhere/experiments", read);
+    error(&unknown, 404, "nowhere");
+    let summary = get(a, "/api/v1/repositories/nowhere", read);
+    assert_eq!(
+        (summary.status, summary.json()),
+        (unknown.status, unknown.json()),
+        "an unknown repository is the same 404 on each {{repo}} route"
     );
     let broken = request(
         a,
@@ -484,6 +502,24 @@ fn a_run_requested_until_its_first_failure_answers_before_the_suite_ends() {
     let again = ask(json!({"until": "first_failure"}));
     assert_eq!(again.status, 200, "{again:?}");
     assert_eq!(again.json()["cached"], true, "{again:?}");
+
+    // The repository's summary is its element of the list, with phase one's recall: the faulty
+    // commit's probe found test_fc, its one failing test.
+    let list = get(a, "/api/v1/repositories", read).json();
+    let one = get(a, "/api/v1/repositories/first", read).json();
+    let element = list["repositories"][0].as_object().unwrap();
+    for (k, v) in element {
+        assert_eq!(&one[k], v, "{k}: {one}\nthe list's: {list}");
+    }
+    assert_eq!(one["failed_runs"], 1, "{one}");
+    assert_eq!(
+        one["recall"],
+        json!({
+            "commits": {"caught": 1, "of": 1, "share": 1.0},
+            "tests": {"caught": 1, "of": 1, "share": 1.0},
+        }),
+        "{one}"
+    );
 }
 
 /// Read server-sent events until `n` have come; their ids and parsed data.

@@ -47,6 +47,28 @@ impl Recall {
     }
 }
 
+/// One repository's counts, as [`repositories`] gives each, with its [`Recall`].
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RepoSummary {
+    #[serde(flatten)]
+    pub stats: RepoStats,
+    pub recall: Recall,
+}
+
+/// The summary of the registered repository with id or name `key`.
+pub fn repository_summary(ctx: &Context, key: &str) -> Result<Option<RepoSummary>> {
+    let Some(row) = repository(ctx, key)? else {
+        return Ok(None);
+    };
+    Ok(ctx
+        .index
+        .repository_stats_of(&row.repository_id)?
+        .map(|stats| RepoSummary {
+            recall: Recall::of(&stats),
+            stats,
+        }))
+}
+
 /// A registered repository by its id, its name or its path (`.` for the one here).
 pub fn repository_at(ctx: &Context, key: &str) -> Result<Option<RepoRow>> {
     let path = std::fs::canonicalize(key)
