@@ -44,6 +44,7 @@ const AREAS: &[(&str, &[&str])] = &[
             "exec",
             "selection",
             "testcov",
+            "testmap",
         ],
     ),
     // The lifecycle of experiments and the judgements over records.
