@@ -121,49 +121,45 @@ impl PerTest for MapAt<'_> {
     }
 }
 
-/// Whether the run `r` is a production run of pytest whose commit has no map among its last
-/// [`MAP_EVERY`] first-parent ancestors.
-fn due(ctx: &Context, row: &RepoRow, repo: &Repository, r: &RunRecord) -> bool {
-    let production = format!("refs/heads/{}", ctx.layers.resolve().promote.target);
-    let pytest = r
-        .tests
-        .as_ref()
-        .is_some_and(|t| t.framework == Some(Framework::Pytest) && t.total.unwrap_or(0) > 0);
-    if r.refname.as_deref() != Some(production.as_str()) || !pytest {
-        return false;
-    }
-    // The user's own per-test coverage serves instead.
-    if r.tests
-        .as_ref()
-        .is_some_and(|t| super::testcov::recorded_by(&t.command))
-    {
-        return false;
-    }
-    let Ok(commit) = ObjectId::from_hex(r.commit.as_bytes()) else {
-        return false;
-    };
-    let home = &ctx.paths.home;
-    !first_parents(repo, commit, MAP_EVERY)
-        .iter()
-        .any(|c| file_of(home, &row.repository_id, c).is_file())
+/// Whether `r` is a production run of pytest tests, not measured by the user's own per-test
+/// coverage (which serves instead).
+fn mappable(r: &RunRecord, production: &str) -> bool {
+    r.refname.as_deref() == Some(production)
+        && r.tests.as_ref().is_some_and(|t| {
+            t.framework == Some(Framework::Pytest)
+                && t.total.unwrap_or(0) > 0
+                && !super::testcov::recorded_by(&t.command)
+        })
 }
 
-/// After a batch: the newest production run due a map has one made, by a process of its own at
-/// idle priority that outlives this one. `false` when none was due, or one is being made.
+/// After a batch: the newest production run of pytest among `made`, when its commit has no map
+/// among its last [`MAP_EVERY`] first-parent ancestors, has one made by a process of its own at
+/// idle priority that outlives this one. `false` when none was due.
 pub fn after(ctx: &Context, row: &RepoRow, made: &[RunRecord]) -> bool {
     if std::env::var_os("GIT_SANDBOX_NO_TEST_MAP").is_some_and(|v| !v.is_empty()) {
         return false;
     }
-    let Ok(repo) = gs_git::open_recent(Path::new(&row.path)) else {
-        return false;
-    };
+    let production = format!("refs/heads/{}", ctx.layers.resolve().promote.target);
     let Some(r) = made
         .iter()
-        .filter(|r| due(ctx, row, &repo, r))
+        .filter(|r| mappable(r, &production))
         .max_by(|a, b| a.finished_at.cmp(&b.finished_at))
     else {
         return false;
     };
+    let Ok(commit) = ObjectId::from_hex(r.commit.as_bytes()) else {
+        return false;
+    };
+    let Ok(repo) = gs_git::open_recent(Path::new(&row.path)) else {
+        return false;
+    };
+    let home = &ctx.paths.home;
+    let mapped = first_parents(&repo, commit, MAP_EVERY)
+        .iter()
+        .any(|c| file_of(home, &row.repository_id, c).is_file());
+    if mapped {
+        return false;
+    }
     let Ok(exe) = std::env::current_exe() else {
         return false;
     };
@@ -173,7 +169,7 @@ pub fn after(ctx: &Context, row: &RepoRow, made: &[RunRecord]) -> bool {
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
-    // Its own session: a Ctrl-C of this command does not reach it.
+    // Its own process group: a Ctrl-C of this command does not reach it.
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     match cmd.spawn() {
         // Reaped by a thread, so that a daemon keeps no zombie.
