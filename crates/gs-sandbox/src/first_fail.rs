@@ -1,6 +1,7 @@
 //! The first failing test of a run, recognised in the test command's output as it streams, per
 //! runner: pytest's progress letters and `NODEID FAILED` lines, jest's `FAIL file` and `●`
-//! headers, vitest's `×` lines, libtest's `test NAME ... FAILED`, go's `--- FAIL: TestX`. Only
+//! headers, vitest's `×` lines, mocha's numbered failures ([`mocha`]), libtest's
+//! `test NAME ... FAILED`, go's `--- FAIL: TestX`. Only
 //! a provisional answer comes from here (the verdict stays the exit code's and the parser's):
 //! the output is the commit's, so a line is matched within a bounded buffer and a longer one is
 //! not read at all.
@@ -8,6 +9,8 @@
 /// The longest line read; the rest of a longer one is skipped (no runner's status line is
 /// near it, and a hostile line must not grow the buffer).
 const MAX_LINE: usize = 4096;
+
+mod mocha;
 
 use std::time::Instant;
 
@@ -17,6 +20,7 @@ pub enum Runner {
     Pytest,
     Jest,
     Vitest,
+    Mocha,
     Cargo,
     Go,
 }
@@ -58,7 +62,7 @@ enum Seen {
 struct Entry {
     runner: Runner,
     framework: &'static str,
-    line: fn(&str, &State) -> Seen,
+    line: fn(&str, &mut State) -> Seen,
     partial: fn(&str) -> Option<Partial>,
 }
 
@@ -91,6 +95,12 @@ const TABLE: &[Entry] = &[
         partial: no_partial,
     },
     Entry {
+        runner: Runner::Mocha,
+        framework: "mocha",
+        line: mocha::line,
+        partial: mocha::partial,
+    },
+    Entry {
         runner: Runner::Cargo,
         framework: "cargo",
         line: cargo_line,
@@ -110,6 +120,7 @@ struct State {
     in_summary: bool,
     past_progress: bool,
     file: Option<String>,
+    mocha: mocha::Mocha,
 }
 
 /// Reads a run's output chunk by chunk and tells its first failure once, then its name once,
@@ -161,7 +172,7 @@ impl Watcher {
                 if !self.long && !self.line.is_empty() {
                     let text = plain(&self.line);
                     if !self.named {
-                        let seen = (self.entry.line)(&text, &self.state);
+                        let seen = (self.entry.line)(&text, &mut self.state);
                         self.take(seen, now, &mut out);
                     }
                 }
@@ -256,7 +267,7 @@ fn no_partial(_: &str) -> Option<Partial> {
 
 /// pytest, verbose: `tests/a.py::test_x FAILED  [ 50%]` (with xdist `[gw0] [ 50%] FAILED
 /// tests/a.py::test_x`); its summary's `FAILED tests/a.py::test_x - why`; the progress letters.
-fn pytest_line(line: &str, state: &State) -> Seen {
+fn pytest_line(line: &str, state: &mut State) -> Seen {
     if line.starts_with('=') && line.contains(" short test summary info ") {
         return Seen::Summary;
     }
@@ -324,7 +335,7 @@ fn pytest_verbose_partial(line: &str) -> Option<Found> {
 
 /// jest: `FAIL path/x.test.js` when a file has run, then a `● describe › test` header for each
 /// failure (`● Test suite failed to run`: the file is the name).
-fn jest_line(line: &str, state: &State) -> Seen {
+fn jest_line(line: &str, state: &mut State) -> Seen {
     let t = line.trim();
     if let Some(file) = t.strip_prefix("FAIL ").map(str::trim) {
         if !file.is_empty() && !file.contains(' ') {
@@ -345,7 +356,7 @@ fn jest_line(line: &str, state: &State) -> Seen {
 
 /// vitest: ` ❯ file (5 tests | 3 failed)` and its `   × describe > test 6ms` lines as a file
 /// ends; its summary's ` FAIL  file > describe > test`.
-fn vitest_line(line: &str, state: &State) -> Seen {
+fn vitest_line(line: &str, state: &mut State) -> Seen {
     let t = line.trim();
     if let Some(rest) = t.strip_prefix("FAIL ") {
         let name = rest.trim();
@@ -371,7 +382,7 @@ fn vitest_line(line: &str, state: &State) -> Seen {
 }
 
 /// libtest: `test some::name ... FAILED`.
-fn cargo_line(line: &str, _: &State) -> Seen {
+fn cargo_line(line: &str, _: &mut State) -> Seen {
     match cargo_partial(line) {
         Some(Partial::Found(f)) => Seen::Found(f),
         _ => Seen::Nothing,
@@ -400,7 +411,7 @@ struct GoEvent {
 
 /// go test: `--- FAIL: TestX (0.00s)`; with `-json`, a `fail` event (a package's own when it
 /// failed without a failing test: it did not build).
-fn go_line(line: &str, _: &State) -> Seen {
+fn go_line(line: &str, _: &mut State) -> Seen {
     if line.starts_with('{') {
         return match serde_json::from_str::<GoEvent>(line) {
             Ok(e) if e.action == "fail" => match e.test.or(e.package) {
@@ -486,6 +497,31 @@ mod tests {
                 failing("vfail/calc.test.js > calc > adds wrong"),
             ),
             (
+                Runner::Mocha,
+                "mocha/some_fail.txt",
+                failing("calc adds wrong"),
+            ),
+            (
+                Runner::Mocha,
+                "mocha/some_fail_color.txt",
+                failing("calc adds wrong"),
+            ),
+            (
+                Runner::Mocha,
+                "mocha/some_fail_dot.txt",
+                vec![Found::Failing(None), Found::Named("calc adds wrong".into())],
+            ),
+            (
+                Runner::Mocha,
+                "mocha/some_fail_tap.txt",
+                failing("calc adds wrong"),
+            ),
+            (
+                Runner::Mocha,
+                "mocha/some_fail_tap13.txt",
+                failing("calc adds wrong"),
+            ),
+            (
                 Runner::Pytest,
                 "pytest/some_fail.txt",
                 vec![
@@ -520,6 +556,9 @@ mod tests {
             (Runner::Go, "go/all_pass_v.txt"),
             (Runner::Jest, "jest/all_pass.txt"),
             (Runner::Vitest, "vitest/all_pass.txt"),
+            (Runner::Mocha, "mocha/all_pass.txt"),
+            (Runner::Mocha, "mocha/all_pass_tap.txt"),
+            (Runner::Mocha, "mocha/load_error.txt"),
             (Runner::Pytest, "pytest/all_pass.txt"),
         ] {
             assert_eq!(watch(runner, &fixture(file), 5), vec![], "{file}");
