@@ -92,7 +92,8 @@ pub fn installed(name: &str, bin: &str, install: &str) -> PathBuf {
 }
 
 /// The `bin` dir of the npm packages `./test` installs (tests/tools/package.json), after
-/// checking it holds `program`: pnpm 9.15.0, jest 29.7.0, vitest 3.2.4.
+/// checking it holds `program`: pnpm 9.15.0, yarn 1.22.22, jest 29.7.0, vitest 3.2.4, mocha
+/// 12.0.3.
 #[track_caller]
 fn npm_bin(program: &str) -> PathBuf {
     npm(&format!(".bin/{program}"))
@@ -117,6 +118,18 @@ pub fn jest() -> PathBuf {
 #[track_caller]
 pub fn vitest() -> PathBuf {
     npm_bin("vitest")
+}
+
+/// The dir of a real mocha 12.0.3 (`mocha`), installed by `./test`.
+#[track_caller]
+pub fn mocha() -> PathBuf {
+    npm_bin("mocha")
+}
+
+/// The dir of a real yarn 1.22.22 (`yarn`), installed by `./test`.
+#[track_caller]
+pub fn yarn() -> PathBuf {
+    npm_bin("yarn")
 }
 
 /// A program `./test` installed with `cargo install` (mdBook and its link check), under

@@ -16,6 +16,8 @@ mod notes;
 mod phases;
 #[path = "run/phases_js.rs"]
 mod phases_js;
+#[path = "run/phases_mocha.rs"]
+mod phases_mocha;
 #[path = "run/testmap.rs"]
 mod testmap;
 

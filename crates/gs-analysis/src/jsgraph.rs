@@ -2,7 +2,12 @@
 //! `export … from`, `require()`, `import()` with a literal) read from its syntax tree, resolved to
 //! files the way Node's and TypeScript's resolvers try them (extensions, `index` files, a
 //! package's `exports`/`main`, workspace packages by name). Bare imports of other npm packages
-//! are not edges. The reverse walk is [`super::pygraph::Graph`]'s.
+//! are not edges. The reverse walk is [`super::pygraph::Graph`]'s. Which files are the tests is
+//! each runner's discovery ([`is_test_file`], [`MochaSpec`]).
+
+mod discovery;
+
+pub use discovery::{is_test_file, MochaSpec, Runner, UnreadGlob};
 
 use super::lang::Grammar;
 use super::pygraph::Edges;
@@ -478,37 +483,6 @@ fn is_builtin(name: &str) -> bool {
     )
 }
 
-/// Which runner's default discovery names test files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Runner {
-    Jest,
-    Vitest,
-}
-
-/// Whether the runner's default discovery collects `path`. jest: `*.test.*`/`*.spec.*` or
-/// anything under `__tests__/`, as `.js`/`.jsx`/`.ts`/`.tsx`; vitest: `*.test.*`/`*.spec.*`
-/// with the `.mjs`/`.cjs`/`.mts`/`.cts` forms too. Neither looks in `node_modules`; vitest
-/// skips `dist` as well.
-pub fn is_test_file(path: &str, runner: Runner) -> bool {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    let Some((stem, ext)) = name.rsplit_once('.') else {
-        return false;
-    };
-    let dirs: Vec<&str> = path.split('/').rev().skip(1).collect();
-    if dirs.iter().any(|d| *d == "node_modules" || *d == ".git") {
-        return false;
-    }
-    let named = stem.ends_with(".test") || stem.ends_with(".spec");
-    match runner {
-        Runner::Jest => {
-            matches!(ext, "js" | "jsx" | "ts" | "tsx") && (named || dirs.contains(&"__tests__"))
-        }
-        Runner::Vitest => {
-            SOURCE_EXTS.contains(&ext) && named && !dirs.contains(&"dist") && !stem.ends_with(".d")
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -672,18 +646,5 @@ import './side-effect.css';
             l.target("x.js", "a"),
             Target::Files(vec!["pkgs/a/index.js".into()])
         );
-    }
-
-    #[test]
-    fn default_discovery_names_test_files() {
-        use Runner::*;
-        assert!(is_test_file("src/a.test.ts", Jest));
-        assert!(is_test_file("src/__tests__/a.js", Jest));
-        assert!(!is_test_file("src/__tests__/a.mjs", Jest));
-        assert!(is_test_file("src/a.spec.mjs", Vitest));
-        assert!(!is_test_file("src/__tests__/a.js", Vitest));
-        assert!(!is_test_file("node_modules/x/a.test.js", Jest));
-        assert!(!is_test_file("dist/a.test.js", Vitest));
-        assert!(!is_test_file("src/a.ts", Vitest));
     }
 }

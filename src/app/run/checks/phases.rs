@@ -2,8 +2,9 @@
 //!
 //! The record is always the user's command, unchanged, running the suite in its own order: a
 //! selection never changes a verdict. Beside it, when a slot is free (see [`super::super::slots`]),
-//! a probe runs only the test files (pytest, jest, vitest), crates (cargo test) or packages (go
-//! test) the change can reach and those that failed last, in a sandbox and cgroup of its own.
+//! a probe runs only the test files (pytest, jest, vitest, mocha), crates (cargo test) or
+//! packages (go test) the change can reach and those that failed last, in a sandbox and cgroup
+//! of its own.
 //! Whichever output shows a failure first tells it, once, as a provisional hint; the record
 //! keeps the probe's failure (its moment, its phase counts) only when that test failed in the
 //! recorded run too. The probe stops when the run ends, and yields its slot to a run that needs
@@ -13,6 +14,7 @@ use super::first::First;
 use super::tree_text::TreeText;
 use super::{conclude, execute, CheckResult, Env, Executed, Shared, Spec};
 use crate::app::run::slots::ProbeSlot;
+use gs_analysis::jsgraph::Runner;
 use gs_model::{Status, TestPhase, Tests};
 use gs_runner::{cargo_cmd, detect, go_cmd, js_cmd, pytest_cmd, workspace};
 use gs_sandbox::first_fail::{self, Found};
@@ -38,8 +40,8 @@ pub(super) struct Probe {
 }
 
 impl Probe {
-    /// The probe of `spec`'s tests, when its command is a pytest, jest, vitest, cargo test or go
-    /// test invocation and `phase_one` holds parts of the suite it runs; `None`: no probe.
+    /// The probe of `spec`'s tests, when its command is a pytest, jest, vitest, mocha, cargo test
+    /// or go test invocation and `phase_one` holds parts of the suite it runs; `None`: no probe.
     pub fn plan(place: &Place<'_>, spec: &Spec<'_>, phase_one: &[String]) -> Option<Probe> {
         let work = place.work;
         let command = match spec.command {
@@ -258,7 +260,10 @@ fn phases_of(t: &Tests, p: &Tests, files: Vec<String>, probe_ms: u64) -> (Vec<Te
     (vec![one, two], caught)
 }
 
-/// How a runner's command is narrowed to phase one: pytest's and jest's and vitest's files,
+/// The most files of a checkout listed for mocha's discovery.
+const MAX_TREE_FILES: usize = 200_000;
+
+/// How a runner's command is narrowed to phase one: pytest's, jest's, vitest's and mocha's files,
 /// cargo test's crates, go test's packages.
 enum Split {
     Pytest(pytest_cmd::Pytest),
@@ -280,15 +285,18 @@ impl Split {
         }
         let texts = TreeText::of(work);
         let text_of = |p: &str| texts.get(p);
-        // Only `npm test` reads the script.
-        let npm = command.split_whitespace().any(|w| w.ends_with("npm"));
-        let script = npm
+        // Only a package manager's `test` reads the script.
+        let script = js_cmd::runs_script(command)
             .then(|| text_of("package.json"))
             .flatten()
             .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
             .and_then(|j| Some(j.pointer("/scripts/test")?.as_str()?.to_string()));
-        js_cmd::recognise(command, script.as_deref())?
-            .in_tree(&text_of)
+        // The checkout's files, asked only where mocha's config gives its spec (phase one
+        // then leaves out the test files it does not run).
+        let files = || js_cmd::tree_files(&work.host_tree(), MAX_TREE_FILES).unwrap_or_default();
+        js_cmd::recognise(command, script.as_deref())
+            .and_then(|c| c.in_tree(&text_of, &files))
+            .ok()
             .map(Split::Js)
     }
 
@@ -311,10 +319,11 @@ impl Split {
     fn runner(&self) -> first_fail::Runner {
         match self {
             Split::Pytest(_) => first_fail::Runner::Pytest,
-            Split::Js(j) if j.runner == gs_analysis::jsgraph::Runner::Vitest => {
-                first_fail::Runner::Vitest
-            }
-            Split::Js(_) => first_fail::Runner::Jest,
+            Split::Js(j) => match j.runner {
+                Runner::Jest => first_fail::Runner::Jest,
+                Runner::Vitest => first_fail::Runner::Vitest,
+                Runner::Mocha => first_fail::Runner::Mocha,
+            },
             Split::Cargo(_) => first_fail::Runner::Cargo,
             Split::Go(..) => first_fail::Runner::Go,
         }

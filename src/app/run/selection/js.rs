@@ -1,8 +1,9 @@
-//! Phase one for jest and vitest: the test files that reach a changed JavaScript/TypeScript file
-//! through imports, and those that failed in the parent's run; or why the whole suite runs in
-//! one phase (a config, a manifest, a lockfile, a snapshot, a file nothing imports, an alias).
+//! Phase one for jest, vitest and mocha: the test files that reach a changed
+//! JavaScript/TypeScript file through imports, and those that failed in the parent's run; or why
+//! the whole suite runs in one phase (a config, a manifest, a lockfile, a snapshot, a file
+//! nothing imports, an alias, a command whose options choose the files).
 
-use super::{cached_per_blob, irrelevant, InWords, Selection, Why};
+use super::{cached_per_blob, irrelevant, InWords, OnePhase, Selection, Selects, Why};
 use crate::app::{Context, Repo, Result};
 use gs_analysis::{
     jsgraph, jsgraph::is_source, jsgraph::is_test_file, jsgraph::Layout, jsgraph::Runner,
@@ -12,7 +13,7 @@ use gs_analysis::{pygraph::Edges, pygraph::Graph};
 use gs_config::Config;
 use gs_git as git;
 use gs_git::{objects, CommitInfo};
-use gs_runner::{js_cmd, js_cmd::JsCmd};
+use gs_runner::{js_cmd, js_cmd::JsCmd, js_cmd::NotTaken};
 use gs_store::RepoRow;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -22,28 +23,67 @@ const MAX_SOURCE_BYTES: u64 = 1 << 20;
 /// The largest manifest read.
 const MAX_MANIFEST_BYTES: u64 = 1 << 20;
 
-/// The jest or vitest command `config` runs in `info`'s tree: the configured one, or with none
-/// configured `npm test` of a tree whose `package.json` names a test script (as detection
-/// picks it when the tree has no `Cargo.toml` or `go.mod`).
-pub fn command_of(repo: &gs_git::Repository, info: &CommitInfo, config: &Config) -> Option<JsCmd> {
+/// The longest phase one's command may be: the whole of it is one argument of `sh -c`, at most
+/// 128 KiB.
+const MAX_COMMAND_BYTES: usize = 64 << 10;
+
+/// A JavaScript test command: one phase one can be made of, or why there is none.
+pub enum JsCommand {
+    Split(JsCmd),
+    Whole(String),
+}
+
+/// The jest, vitest or mocha command `config` runs in `info`'s tree: the configured one, or
+/// with none configured `npm test` of a tree whose `package.json` names a test script (as
+/// detection picks it when the tree has no `Cargo.toml` or `go.mod`). `None`: not one of them,
+/// nor a package manager's `test`.
+pub fn command_of(
+    repo: &gs_git::Repository,
+    info: &CommitInfo,
+    config: &Config,
+) -> Option<JsCommand> {
     let script = || {
         let text = blob_text(repo, info.tree, "package.json")?;
         let json: serde_json::Value = serde_json::from_str(&text).ok()?;
         Some(json.pointer("/scripts/test")?.as_str()?.to_string())
     };
-    match config.test.command.as_deref() {
-        // Only `npm test` reads the script: no blob read for any other command.
-        Some(c) if c.split_whitespace().any(|w| w.ends_with("npm")) => {
-            js_cmd::recognise(c, script().as_deref())
-        }
-        Some(c) => js_cmd::recognise(c, None),
+    let (command, found) = match config.test.command.as_deref() {
+        // Only a package manager's `test` reads the script: no blob read for any other command.
+        Some(c) if js_cmd::runs_script(c) => (c, js_cmd::recognise(c, script().as_deref())),
+        Some(c) => (c, js_cmd::recognise(c, None)),
         None if !git::path_in_tree(repo, info.tree, "Cargo.toml")
             && !git::path_in_tree(repo, info.tree, "go.mod") =>
         {
-            js_cmd::recognise("npm test", script().as_deref())
+            // Detection runs `npm test` only for a script that is not npm's placeholder.
+            let s = script().filter(|s| !s.contains("no test specified"))?;
+            ("npm test", js_cmd::recognise("npm test", Some(&s)))
         }
-        None => None,
+        None => return None,
+    };
+    let text_of = |p: &str| blob_text(repo, info.tree, p);
+    let files = || {
+        objects::walk(repo, info.tree)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|e| e.kind.is_file() && !installed(&e.path))
+            .map(|e| e.path)
+            .collect()
+    };
+    match found.and_then(|c| c.in_tree(&text_of, &files)) {
+        Ok(c) => Some(JsCommand::Split(c)),
+        Err(NotTaken::Refused(why)) => Some(JsCommand::Whole(format!(
+            "the test command `{command}` takes no file list: {why}"
+        ))),
+        Err(NotTaken::Other) => None,
     }
+}
+
+/// Installed and vendored code (`node_modules/`, `.yarn/releases/`): not the project's.
+fn installed(path: &str) -> bool {
+    path.split('/')
+        .rev()
+        .skip(1)
+        .any(|d| d == "node_modules" || d.starts_with('.'))
 }
 
 fn blob_text(repo: &gs_git::Repository, tree: gs_git::ObjectId, path: &str) -> Option<String> {
@@ -52,7 +92,7 @@ fn blob_text(repo: &gs_git::Repository, tree: gs_git::ObjectId, path: &str) -> O
     Some(String::from_utf8_lossy(&blob).into_owned())
 }
 
-/// Files that configure jest, vitest, their transforms or the dependencies.
+/// Files that configure jest, vitest, mocha, their transforms or the dependencies.
 fn configuration(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
     let stem = name.split('.').next().unwrap_or(name);
@@ -79,10 +119,15 @@ fn configuration(path: &str) -> bool {
     ) || name.contains(".config.")
         || name.starts_with("tsconfig")
         || name.starts_with(".babelrc")
+        || name.starts_with(".mocharc")
 }
 
 /// Phase one of `info`'s run of `cmd`.
-pub fn select(at: Repo<'_>, info: &CommitInfo, cmd: &JsCmd) -> Result<Selection> {
+pub fn select(at: Repo<'_>, info: &CommitInfo, cmd: &JsCommand) -> Result<Selection> {
+    let cmd = match cmd {
+        JsCommand::Split(c) => c,
+        JsCommand::Whole(why) => return Ok(Selection::one_phase(why.clone())),
+    };
     let Repo { ctx, repo, row } = at;
     let runner = cmd.runner;
     let Some(parent) = info.parents.first() else {
@@ -122,13 +167,7 @@ pub fn select(at: Repo<'_>, info: &CommitInfo, cmd: &JsCmd) -> Result<Selection>
         .into_iter()
         .filter(|e| e.kind.is_file())
         .map(|e| (e.path, e.id))
-        // Installed and vendored code (`node_modules/`, `.yarn/releases/`) is not the project's.
-        .filter(|(p, _)| {
-            !p.split('/')
-                .rev()
-                .skip(1)
-                .any(|d| d == "node_modules" || d.starts_with('.'))
-        })
+        .filter(|(p, _)| !installed(p))
         .collect();
     let text_of = |id: gs_git::ObjectId| -> Option<String> {
         let blob = objects::small_blob(repo, id, MAX_MANIFEST_BYTES)?;
@@ -151,12 +190,24 @@ pub fn select(at: Repo<'_>, info: &CommitInfo, cmd: &JsCmd) -> Result<Selection>
         &manifests,
         pnpm.as_deref(),
     );
-    let tests: BTreeSet<String> = blobs
-        .iter()
-        .map(|(p, _)| p)
-        .filter(|p| is_test_file(p, runner))
-        .cloned()
-        .collect();
+    let tests: BTreeSet<String> = match cmd.mocha_spec() {
+        // mocha's spec: what its command line and config give it.
+        Some(spec) => match spec.test_files(blobs.iter().map(|(p, _)| p.as_str())) {
+            Ok(t) => t,
+            Err(g) => {
+                return Ok(Selection::one_phase(format!(
+                    "mocha's spec or ignore glob `{}` is not read here",
+                    g.0
+                )))
+            }
+        },
+        None => blobs
+            .iter()
+            .map(|(p, _)| p)
+            .filter(|p| is_test_file(p, runner))
+            .cloned()
+            .collect(),
+    };
     let specs: BTreeMap<String, Vec<String>> = cached_per_blob(
         ctx,
         repo,
@@ -236,36 +287,34 @@ pub fn select(at: Repo<'_>, info: &CommitInfo, cmd: &JsCmd) -> Result<Selection>
         {
             return Ok(Selection::one_phase(format!(
                 "the filter for {f} would pick {o} too: {} matches test files by {}",
-                name(runner),
+                runner.name(),
                 match runner {
                     Runner::Jest => "the end of their path",
-                    Runner::Vitest => "a part of their path",
+                    _ => "a part of their path",
                 }
             )));
         }
     }
     let one_phase = if files.is_empty() {
-        Some("no test file reaches the changed files, and none failed in the parent's run".into())
+        Some(OnePhase::NothingReached(Selects::TestFiles))
     } else if files.len() == tests.len() {
-        Some("every test file is reached: phase one would be the whole suite".into())
+        Some(OnePhase::EverythingReached(Selects::TestFiles))
     } else {
-        None
+        let parts: Vec<String> = files.keys().cloned().collect();
+        // (mocha with a config spec names every other test file to leave out.)
+        (cmd.only(&parts).len() > MAX_COMMAND_BYTES).then_some(OnePhase::TooLong {
+            parts: parts.len(),
+            selects: Selects::TestFiles,
+        })
     };
     Ok(Selection {
-        selects: crate::app::run::selection::Selects::TestFiles,
+        selects: Selects::TestFiles,
         one_phase,
         files,
         changed,
         test_files: tests.len(),
         rest: Vec::new(),
     })
-}
-
-fn name(r: Runner) -> &'static str {
-    match r {
-        Runner::Jest => "jest",
-        Runner::Vitest => "vitest",
-    }
 }
 
 /// The cache key of a file's specifiers beside its blob id, by grammar (`.tsx` and `.ts` parse
@@ -315,6 +364,7 @@ fn config_refuses(
         let ours = match runner {
             Runner::Jest => stem == "jest",
             Runner::Vitest => stem == "vitest" || stem == "vite",
+            Runner::Mocha => false,
         };
         if !ours || !name.contains(".config.") {
             continue;
@@ -344,7 +394,8 @@ fn config_refuses(
 
 /// The test files whose tests failed in the parent's run, with those tests: vitest names each
 /// failure by its file (`|project| file > test`); jest does not, so its log's `FAIL file` lines
-/// (and the `●` failures under each) say which files failed.
+/// (and the `●` failures under each) say which files failed; nor does mocha, whose log's list
+/// of failures gives each one's stack, whose first test file is the one it failed in.
 fn failed_before(
     ctx: &Context,
     row: &RepoRow,
@@ -374,14 +425,20 @@ fn failed_before(
                 }
             }
         }
+        Runner::Mocha => {
+            let names: BTreeSet<&str> = before.failures.iter().map(|f| f.name.as_str()).collect();
+            let text = parent_log(ctx, row, parent);
+            for (name, file) in mocha_failures(&String::from_utf8_lossy(&text), tests) {
+                if names.contains(name.as_str()) {
+                    let names = failed.entry(file).or_default();
+                    if !names.contains(&name) {
+                        names.push(name);
+                    }
+                }
+            }
+        }
         Runner::Jest => {
-            let log = crate::app::records::logs::log_path(
-                &ctx.paths.logs().join(&row.repository_id),
-                parent,
-                None,
-                false,
-            );
-            let text = std::fs::read(&log).unwrap_or_default();
+            let text = parent_log(ctx, row, parent);
             let mut file: Option<&String> = None;
             for line in String::from_utf8_lossy(&text).lines() {
                 let plain = strip_ansi(line);
@@ -404,6 +461,86 @@ fn failed_before(
         }
     }
     Ok(failed)
+}
+
+fn parent_log(ctx: &Context, row: &RepoRow, parent: &str) -> Vec<u8> {
+    let log = crate::app::records::logs::log_path(
+        &ctx.paths.logs().join(&row.repository_id),
+        parent,
+        None,
+        false,
+    );
+    std::fs::read(log).unwrap_or_default()
+}
+
+/// The failures a mocha log lists after its counts, each by its full title (the suites' and
+/// the test's, as the output parser names it: `  1) suite` then each further part on a line of
+/// its own, the last ending in `:`), with the first of `tests` its stack names.
+fn mocha_failures(log: &str, tests: &BTreeSet<String>) -> Vec<(String, String)> {
+    let lines: Vec<String> = log.lines().map(strip_ansi).collect();
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let header = |l: &str| -> Option<String> {
+        let rest = l.strip_prefix("  ")?;
+        let digits = rest.chars().take_while(char::is_ascii_digit).count();
+        let title = rest[digits..].strip_prefix(") ")?;
+        (digits > 0 && !rest.starts_with(' ')).then(|| title.trim().to_string())
+    };
+    // A path in a stack frame (`at f (test/a.js:3:9)`, `at test/a.js:3:9`) as one of `tests`.
+    let test_in = |l: &str| -> Option<String> {
+        let at = l.trim().strip_prefix("at ")?;
+        let place = match at.rsplit_once(" (") {
+            Some((_, p)) => p.trim_end_matches(')'),
+            None => at,
+        };
+        let place = place.strip_prefix("file://").unwrap_or(place);
+        let mut parts = place.rsplitn(3, ':');
+        let (_, _, path) = (parts.next()?, parts.next()?, parts.next()?);
+        tests
+            .iter()
+            .find(|t| path == t.as_str() || path.ends_with(&format!("/{t}")))
+            .cloned()
+    };
+    let mut out = Vec::new();
+    let mut listing = false;
+    let mut i = 0;
+    while i < lines.len() {
+        let l = &lines[i];
+        i += 1;
+        let t = l.trim();
+        if t.ends_with(" failing")
+            && t.split(' ')
+                .next()
+                .is_some_and(|n| n.parse::<u64>().is_ok())
+        {
+            listing = true;
+            continue;
+        }
+        let Some(first) = header(l).filter(|_| listing) else {
+            continue;
+        };
+        let mut parts = vec![first];
+        while let Some(next) = lines.get(i) {
+            if indent(next) != 5 + 2 * parts.len() || next.trim().is_empty() {
+                break;
+            }
+            parts.push(next.trim().to_string());
+            i += 1;
+        }
+        let last = parts.pop().unwrap_or_default();
+        let Some(last) = last.strip_suffix(':') else {
+            continue;
+        };
+        parts.push(last.to_string());
+        let name = parts.join(" ");
+        let file = lines[i..]
+            .iter()
+            .take_while(|l| header(l).is_none())
+            .find_map(|l| test_in(l));
+        if let Some(file) = file {
+            out.push((name, file));
+        }
+    }
+    out
 }
 
 fn strip_ansi(s: &str) -> String {
@@ -450,6 +587,33 @@ mod tests {
         assert_eq!(
             strip_ansi("\u{1b}[1mFAIL\u{1b}[22m src/a.test.js"),
             "FAIL src/a.test.js"
+        );
+    }
+
+    #[test]
+    fn mochas_failures_are_found_in_the_files_their_stacks_name() {
+        // Real mocha 12 output (tests/fixtures/output/README.md).
+        let log = include_str!("../../../../tests/fixtures/output/mocha/some_fail.txt");
+        let tests: BTreeSet<String> = ["mfail/calc.test.js", "mfail/chai.test.js"]
+            .map(String::from)
+            .into();
+        let calc = "mfail/calc.test.js".to_string();
+        let chai = "mfail/chai.test.js".to_string();
+        assert_eq!(
+            mocha_failures(log, &tests),
+            [
+                ("calc adds wrong".into(), calc.clone()),
+                ("calc async rejects".into(), calc.clone()),
+                ("calc nested throws".into(), calc.clone()),
+                ("calc nested deep equal".into(), calc.clone()),
+                (
+                    "with hook \"before each\" hook for \"never runs\"".into(),
+                    calc
+                ),
+                ("chai equal".into(), chai.clone()),
+                ("chai deep".into(), chai),
+                // `string thrown`'s stack names no test file.
+            ]
         );
     }
 }
