@@ -252,24 +252,29 @@ impl Layout {
                 }
             }
         }
+        // `..` from a top directory names the root: its package's `main`, or `index.js`.
+        let within = |name: &str| match path {
+            "" => name.to_string(),
+            _ => format!("{path}/{name}"),
+        };
         for e in TRY_EXTS.iter().chain(&[".json"]) {
             let p = format!("{path}{e}");
-            if self.files.contains(&p) {
+            if !path.is_empty() && self.files.contains(&p) {
                 return Some(p);
             }
         }
-        let manifest = format!("{path}/package.json");
-        if self.files.contains(&manifest) {
+        if self.files.contains(&within("package.json")) {
             if let Some(p) = self.packages.values().find(|p| p.dir == path) {
                 let main = p.manifest.get("main").and_then(Value::as_str);
-                if let Some(f) = main.and_then(|m| self.file(&Self::join(path, m)?)) {
+                let main = main.and_then(|m| Self::join(path, m)).filter(|m| m != path);
+                if let Some(f) = main.and_then(|m| self.file(&m)) {
                     return Some(f);
                 }
             }
         }
         TRY_EXTS
             .iter()
-            .map(|e| format!("{path}/index{e}"))
+            .map(|e| within(&format!("index{e}")))
             .find(|p| self.files.contains(p))
     }
 
@@ -589,6 +594,23 @@ import './side-effect.css';
             files(&["src/data.json"])
         );
         assert_eq!(l.target("src/dir/index.js", "../a"), files(&["src/a.ts"]));
+        // `..` from a top directory: the root package (express's tests' `require('..')`).
+        let root = Layout::new(
+            ["package.json", "index.js", "lib/express.js", "test/app.js"],
+            &[("package.json".into(), r#"{"name":"express"}"#.into())],
+            None,
+        );
+        assert_eq!(root.target("test/app.js", ".."), files(&["index.js"]));
+        assert_eq!(root.target("test/app.js", "../"), files(&["index.js"]));
+        let main = Layout::new(
+            ["package.json", "lib/main.js", "test/a.js"],
+            &[(
+                "package.json".into(),
+                r#"{"name":"m","main":"./lib/main"}"#.into(),
+            )],
+            None,
+        );
+        assert_eq!(main.target("test/a.js", ".."), files(&["lib/main.js"]));
         // A workspace package by name: `main` names its build, built from `src/`.
         assert_eq!(
             l.target("src/a.ts", "@me/util"),
