@@ -503,6 +503,11 @@ mod tests {
             ),
             (
                 Runner::Mocha,
+                "mocha/express_some_fail.txt",
+                failing("express.static() basic operations should not choke on auth-looking URL"),
+            ),
+            (
+                Runner::Mocha,
                 "mocha/some_fail_color.txt",
                 failing("calc adds wrong"),
             ),

@@ -162,6 +162,11 @@ mod tests {
                 "chai string thrown",
             ]
         );
+        // express's suite: suites four deep, titles with colons.
+        let express = include_str!("../../../../tests/fixtures/output/mocha/express_some_fail.txt");
+        let all = names(express);
+        let (live, listed) = all.split_at(all.len() / 2);
+        assert_eq!((live.len(), live), (14, listed));
         // A test's own output after the counts is not a failure.
         assert_eq!(
             names("  1 passing (3ms)\n\n    2) printed\n"),

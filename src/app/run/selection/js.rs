@@ -615,5 +615,21 @@ mod tests {
                 // `string thrown`'s stack names no test file.
             ]
         );
+        // express's suite, one line of lib/response.js changed.
+        let log = include_str!("../../../../tests/fixtures/output/mocha/express_some_fail.txt");
+        let tests: BTreeSet<String> = [
+            "test/express.static.js",
+            "test/res.sendStatus.js",
+            "test/app.js",
+        ]
+        .map(String::from)
+        .into();
+        let found = mocha_failures(log, &tests);
+        let files: BTreeSet<&str> = found.iter().map(|(_, f)| f.as_str()).collect();
+        assert_eq!(found.len(), 14);
+        assert_eq!(
+            files,
+            ["test/express.static.js", "test/res.sendStatus.js"].into()
+        );
     }
 }
