@@ -1,7 +1,8 @@
 //! The probe with real mocha (express's runner): the test files a change reaches through imports
 //! run beside the suite, given to mocha as its spec in place of the one the command names; the
 //! record is the suite's own run, the same as in one phase. Through `npm test`, `pnpm test` and
-//! `yarn test` as well, each with the real package manager.
+//! `yarn test` as well, each with the real package manager, which pass jest's and vitest's
+//! files on too.
 
 use crate::common::{tools, World};
 use std::path::Path;
@@ -264,4 +265,82 @@ fn a_mocha_command_that_takes_no_file_list_says_why() {
         said.contains(".mocharc.js is code that may set mocha's spec"),
         "{said}"
     );
+}
+
+/// jest through `yarn test` and vitest through `pnpm test`: phase one's files reach the script
+/// the way each package manager passes arguments on (yarn appends them, `pnpm test` after a
+/// `--` it drops).
+#[test]
+fn yarn_test_and_pnpm_test_pass_phase_ones_files_to_jest_and_vitest() {
+    let mut w = world();
+    let path = w.extra_env.pop().map(|(_, p)| p).unwrap_or_default();
+    let (jest, vitest) = (tools::jest(), tools::vitest());
+    w.extra_env.push((
+        "PATH".into(),
+        format!("{}:{}:{path}", jest.display(), vitest.display()),
+    ));
+    for (command, script, want) in [
+        (
+            "yarn test",
+            "jest --ci",
+            r"yarn test --passWithNoTests '/test/c\.test\.js$'",
+        ),
+        (
+            "pnpm test",
+            "vitest run --globals",
+            "pnpm test -- --passWithNoTests test/c.test.js",
+        ),
+    ] {
+        let repo = w.new_repo(&format!("pm-{}", &command[..4]));
+        let config = format!(
+            "[test]\ncommand = \"{command}\"\ntimeout = \"180s\"\n[analysis]\nenabled = false\n"
+        );
+        let package =
+            format!(r#"{{"name":"calc","private":true,"scripts":{{"test":"{script}"}}}}"#);
+        let mut files = vec![
+            (".sandbox.toml".to_string(), config),
+            ("package.json".to_string(), package),
+            (
+                "lib/util.js".to_string(),
+                "exports.add = (x, y) => x + y;\n".to_string(),
+            ),
+        ];
+        for m in ["a", "b", "c"] {
+            let source = if m == "c" {
+                "const { add } = require('./util');\n\nmodule.exports = (x) => add(x, 1);\n"
+            } else {
+                "module.exports = (x) => x + 1;\n"
+            };
+            files.push((format!("lib/{m}.js"), source.into()));
+            files.push((
+                format!("test/{m}.test.js"),
+                format!("const f = require('../lib/{m}');\n\ntest('{m} adds one', () => {{\n  expect(f(1)).toBe(2);\n}});\n"),
+            ));
+        }
+        let refs: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(p, b)| (p.as_str(), b.as_str()))
+            .collect();
+        w.git(&repo, &["rm", "-q", "tests/test_example.py"]);
+        w.commit(&repo, &refs, "a package and its tests");
+        let (base, _) = run_json(&w, &repo, &[]);
+        assert_eq!(base["status"], "passed", "{command}: {base}");
+        w.commit(&repo, &[BROKEN_UTIL], "break util");
+        let (rec, _) = run_json(&w, &repo, &[]);
+        let one = &rec["tests"]["phases"][0];
+        assert_eq!(
+            (&one["files"], &one["command"], &one["failed"]),
+            (
+                &serde_json::json!(["test/c.test.js"]),
+                &want.into(),
+                &1.into()
+            ),
+            "{command}: {rec}"
+        );
+        assert_eq!(
+            (&rec["tests"]["failed"], &rec["tests"]["total"]),
+            (&1.into(), &3.into()),
+            "{command}: {rec}"
+        );
+    }
 }
