@@ -178,7 +178,7 @@ fn runner(command: &str, before: Vec<String>, rest: &[&str]) -> Result<JsCmd, No
     let runner = match rest.get(j).map(|w| program_name(w)) {
         Some("jest") => Runner::Jest,
         Some("vitest") => Runner::Vitest,
-        Some("mocha") => Runner::Mocha,
+        Some("mocha" | "_mocha") => Runner::Mocha,
         _ => return Err(NotTaken::Other),
     };
     let cmd = JsCmd {
@@ -505,6 +505,9 @@ mod tests {
             .in_tree(&none, &no_files)
             .unwrap();
         assert_eq!(direct.runner, Runner::Mocha);
+        // mocha 11's second bin.
+        let underscore = recognise("node_modules/.bin/_mocha test", None).unwrap();
+        assert_eq!(underscore.runner, Runner::Mocha);
         assert_eq!(direct.mocha_spec().unwrap().spec, ["test/"]);
         assert_eq!(
             direct.only(&files(&["test/a.js"])),
