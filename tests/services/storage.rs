@@ -37,7 +37,10 @@ fn probed(commit: &str, one: u64, two: u64) -> RunRecord {
         serde_json::from_value(json!({
             "command": "pytest", "framework": null, "exit_code": 1, "passed": 2,
             "failed": one + two, "skipped": 0, "errors": 0, "total": one + two + 2,
-            "failures": [], "duration_ms": 10, "output_tail": "", "killed_by": null,
+            "failures": (0..one + two)
+                .map(|i| json!({"name": format!("tests/t.py::t{i}"), "message": "m"}))
+                .collect::<Vec<_>>(),
+            "duration_ms": 10, "output_tail": "", "killed_by": null,
             "resources": {"cpu_ms": 1, "max_rss_kb": 1},
             "phases": [phase("pytest tests/test_a.py", one), phase("pytest", two)],
             "first_failure_ms": 3, "selection_missed": one == 0,

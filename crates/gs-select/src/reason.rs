@@ -152,7 +152,7 @@ impl fmt::Display for OnePhase {
                 ),
                 CommandWhy::Runner => write!(
                     f,
-                    "the test command `{command}` is not a plain pytest, jest, vitest, cargo test or go test invocation (pytest …, python -m pytest …, jest …, vitest run …, npm test running one, cargo test …, go test ./…, each maybe after VAR=value, env …, uv run, poetry run, pdm run or hatch run), or it chooses its tests itself"
+                    "the test command `{command}` is not a plain pytest, jest, vitest, mocha, cargo test or go test invocation (pytest …, python -m pytest …, jest …, vitest run …, mocha …, npm, pnpm or yarn test running one, cargo test …, go test ./…, each maybe after VAR=value, env …, uv run, poetry run, pdm run or hatch run), or it chooses its tests itself"
                 ),
                 CommandWhy::PartOfWorkspace { root } => write!(
                     f,
