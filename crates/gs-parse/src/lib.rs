@@ -11,6 +11,7 @@ mod bun;
 mod cargo;
 mod ctest;
 mod deno;
+mod failed_files;
 pub mod go;
 mod js;
 mod junit;
@@ -24,6 +25,7 @@ mod text;
 mod unittest;
 pub mod xml;
 
+pub use failed_files::{jest_failed_files, mocha_failures};
 pub use gs_model::Framework;
 use gs_model::TestCounts;
 pub use xml::decode_entities;

@@ -11,7 +11,8 @@
 //! - [`Sources`]: what a selection reads (the commit's tree and change, the parent's failures,
 //!   its per-test coverage, a cache), behind a trait, so the rules run over git and an index in
 //!   the product and over an in-memory tree ([`mem::MemTree`]) in unit tests.
-//! - [`Runner`]: one file per runner ([`pytest`], [`cargo`], [`go`]), each turning a commit's
+//! - [`Runner`]: one file per runner ([`pytest`], [`js`] for jest, vitest and mocha, [`cargo`],
+//!   [`go`]), each turning a commit's
 //!   sources into a [`Selection`]: the parts with each reason ([`Why`]), or the one
 //!   [`OnePhase`] reason there is no probe.
 
@@ -19,6 +20,7 @@ pub mod cache;
 pub mod cargo;
 pub mod command;
 pub mod go;
+pub mod js;
 pub mod mem;
 pub mod pytest;
 mod reason;
@@ -171,20 +173,23 @@ pub trait Runner {
     fn select(&self, sources: &dyn Sources) -> Result<Selection>;
 }
 
-/// The runner of `command` (or, with none configured, the one detection picks for the tree)
-/// among cargo test and go test, which are told by the tree's manifests; `None` when it is
-/// neither.
-pub fn compiled(command: Option<&str>, sources: &dyn Sources) -> Option<Box<dyn Runner>> {
+/// The runner of `command` (or, with none configured, the one detection picks for the tree):
+/// cargo test, go test, jest, vitest or mocha (told by the tree's manifests), else pytest (what
+/// runs when nothing else is detected); or why the command takes no selection.
+pub fn runner(
+    command: Option<&str>,
+    sources: &dyn Sources,
+) -> std::result::Result<Box<dyn Runner>, OnePhase> {
     if let Some(r) = cargo::runner(command, sources) {
-        return Some(Box::new(r));
+        return Ok(Box::new(r));
     }
-    go::runner(command, sources).map(|r| Box::new(r) as Box<dyn Runner>)
-}
-
-/// The pytest runner of `command` (pytest is what runs when nothing else is detected), or why
-/// the command takes no selection.
-pub fn python(command: Option<&str>) -> std::result::Result<pytest::PytestRunner, OnePhase> {
-    pytest::runner(command)
+    if let Some(r) = go::runner(command, sources) {
+        return Ok(Box::new(r));
+    }
+    if let Some(r) = js::runner(command, sources) {
+        return r.map(|r| Box::new(r) as Box<dyn Runner>);
+    }
+    pytest::runner(command).map(|r| Box::new(r) as Box<dyn Runner>)
 }
 
 /// Files whose change says nothing about which tests run: prose, licences, CI settings.

@@ -4,28 +4,14 @@
 //! and the index's cache of each blob's imports ([`GitSources`]). The run itself is always the
 //! whole suite.
 
-pub mod js;
-
 use crate::app::{run::testcov, AppError, Context, Repo, Result};
 use gs_git as git;
 use gs_git::{objects, CommitInfo, GitError, ObjectId};
-use gs_select::{File, PerTest, Runner, Sources};
+use gs_select::{File, PerTest, Sources};
 use gs_store::{RepoRow, StoreError};
 use serde::Serialize;
-use std::collections::BTreeMap;
 
 pub use gs_select::{irrelevant, OnePhase, Selection, Selects, Why};
-
-/// A selection's reasons in words (jest's and vitest's rules, not yet typed).
-pub(super) trait InWords {
-    fn one_phase(why: impl Into<String>) -> Selection;
-}
-
-impl InWords for Selection {
-    fn one_phase(why: impl Into<String>) -> Selection {
-        Selection::whole_suite(Selects::TestFiles, OnePhase::Other(why.into()))
-    }
-}
 
 /// What a selection reads of one commit of this repository.
 pub struct GitSources<'a> {
@@ -226,61 +212,10 @@ pub fn select(at: Repo<'_>, info: &CommitInfo, config: &gs_config::Config) -> Re
         ));
     }
     let sources = GitSources::new(at, info);
-    let command = config.test.command.as_deref();
-    if let Some(runner) = gs_select::compiled(command, &sources) {
-        return runner.select(&sources).map_err(unboxed);
-    }
-    if let Some(js) = js::command_of(at.repo, info, config) {
-        return js::select(at, info, &js);
-    }
-    match gs_select::python(command) {
+    match gs_select::runner(config.test.command.as_deref(), &sources) {
         Ok(runner) => runner.select(&sources).map_err(unboxed),
         Err(why) => Ok(Selection::whole_suite(Selects::TestFiles, why)),
     }
-}
-
-/// What `parse` reads of each of `files` (path, blob), cached per blob in the index.
-///
-/// A blob an earlier selection parsed is read from the cache by its id and `key_of(path)`; the
-/// others are parsed now (one over `max_bytes`, or one that does not parse, as the default:
-/// nothing seen) and kept, so the next commit parses only the blobs it changed.
-pub(super) fn cached_per_blob<'a, T>(
-    ctx: &Context,
-    repo: &gs_git::Repository,
-    files: impl IntoIterator<Item = &'a (String, gs_git::ObjectId)>,
-    max_bytes: u64,
-    key_of: impl Fn(&str) -> String,
-    parse: impl Fn(&str, &[u8]) -> Option<T>,
-) -> Result<BTreeMap<String, T>>
-where
-    T: Serialize + serde::de::DeserializeOwned + Default,
-{
-    let mut fresh = Vec::new();
-    let mut out = BTreeMap::new();
-    for (path, id) in files {
-        let (hex, key) = (id.to_string(), key_of(path));
-        let cached = ctx
-            .index
-            .cached_analysis(&hex, &key)?
-            .and_then(|j| serde_json::from_str::<T>(&j).ok());
-        let found = match cached {
-            Some(t) => t,
-            None => {
-                let parsed = objects::small_blob(repo, *id, max_bytes)
-                    .and_then(|b| parse(path, &b))
-                    .unwrap_or_default();
-                if let Ok(json) = serde_json::to_string(&parsed) {
-                    fresh.push((hex, key, json));
-                }
-                parsed
-            }
-        };
-        out.insert(path.clone(), found);
-    }
-    if !fresh.is_empty() {
-        ctx.index.put_analysis(&fresh)?;
-    }
-    Ok(out)
 }
 
 /// What `run --explain-selection` says of one commit.

@@ -6,6 +6,7 @@
 
 pub mod cargo;
 pub mod go;
+pub mod js;
 pub mod pytest;
 pub mod words;
 

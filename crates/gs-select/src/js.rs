@@ -3,18 +3,14 @@
 //! the whole suite runs in one phase (a config, a manifest, a lockfile, a snapshot, a file
 //! nothing imports, an alias, a command whose options choose the files).
 
-use super::{cached_per_blob, irrelevant, InWords, OnePhase, Selection, Selects, Why};
-use crate::app::{Context, Repo, Result};
+use crate::command::js::{self as js_cmd, JsCmd, NotTaken};
+use crate::{cache, irrelevant, File, OnePhase, Result, Selection, Selects};
+use crate::{ChangeWhy, Sources, Why};
 use gs_analysis::{
     jsgraph, jsgraph::is_source, jsgraph::is_test_file, jsgraph::Layout, jsgraph::Runner,
     jsgraph::JS_IMPORTS_VERSION,
 };
 use gs_analysis::{pygraph::Edges, pygraph::Graph};
-use gs_config::Config;
-use gs_git as git;
-use gs_git::{objects, CommitInfo};
-use gs_runner::{js_cmd, js_cmd::JsCmd, js_cmd::NotTaken};
-use gs_store::RepoRow;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The largest file whose imports are read; a bigger one (a bundle) is left out of the graph.
@@ -27,53 +23,49 @@ const MAX_MANIFEST_BYTES: u64 = 1 << 20;
 /// 128 KiB.
 const MAX_COMMAND_BYTES: usize = 64 << 10;
 
-/// A JavaScript test command: one phase one can be made of, or why there is none.
-pub enum JsCommand {
-    Split(JsCmd),
-    Whole(String),
+/// A recognised jest, vitest or mocha command.
+pub struct JsRunner {
+    pub cmd: JsCmd,
 }
 
-/// The jest, vitest or mocha command `config` runs in `info`'s tree: the configured one, or
-/// with none configured `npm test` of a tree whose `package.json` names a test script (as
-/// detection picks it when the tree has no `Cargo.toml` or `go.mod`). `None`: not one of them,
-/// nor a package manager's `test`.
-pub fn command_of(
-    repo: &gs_git::Repository,
-    info: &CommitInfo,
-    config: &Config,
-) -> Option<JsCommand> {
+/// The jest, vitest or mocha command run in the commit's tree: `command`, or with none
+/// configured `npm test` of a tree whose `package.json` names a test script (as detection picks
+/// it when the tree has no `Cargo.toml` or `go.mod`). `None`: not one of them, nor a package
+/// manager's `test`; `Some(Err(_))`: one that takes no file list, and why.
+pub fn runner(
+    command: Option<&str>,
+    src: &dyn Sources,
+) -> Option<std::result::Result<JsRunner, OnePhase>> {
     let script = || {
-        let text = blob_text(repo, info.tree, "package.json")?;
+        let text = src.text("package.json", MAX_MANIFEST_BYTES)?;
         let json: serde_json::Value = serde_json::from_str(&text).ok()?;
         Some(json.pointer("/scripts/test")?.as_str()?.to_string())
     };
-    let (command, found) = match config.test.command.as_deref() {
+    let (command, found) = match command {
         // Only a package manager's `test` reads the script: no blob read for any other command.
         Some(c) if js_cmd::runs_script(c) => (c, js_cmd::recognise(c, script().as_deref())),
         Some(c) => (c, js_cmd::recognise(c, None)),
-        None if !git::path_in_tree(repo, info.tree, "Cargo.toml")
-            && !git::path_in_tree(repo, info.tree, "go.mod") =>
-        {
+        None if !src.has_file("Cargo.toml") && !src.has_file("go.mod") => {
             // Detection runs `npm test` only for a script that is not npm's placeholder.
             let s = script().filter(|s| !s.contains("no test specified"))?;
             ("npm test", js_cmd::recognise("npm test", Some(&s)))
         }
         None => return None,
     };
-    let text_of = |p: &str| blob_text(repo, info.tree, p);
+    let text_of = |p: &str| src.text(p, MAX_MANIFEST_BYTES);
     let files = || {
-        objects::walk(repo, info.tree)
+        src.files()
             .unwrap_or_default()
             .into_iter()
-            .filter(|e| e.kind.is_file() && !installed(&e.path))
-            .map(|e| e.path)
+            .filter(|f| !installed(&f.path))
+            .map(|f| f.path)
             .collect()
     };
     match found.and_then(|c| c.in_tree(&text_of, &files)) {
-        Ok(c) => Some(JsCommand::Split(c)),
-        Err(NotTaken::Refused(why)) => Some(JsCommand::Whole(format!(
+        Ok(cmd) => Some(Ok(JsRunner { cmd })),
+        Err(NotTaken::Refused(why)) => Some(Err(OnePhase::Other(format!(
             "the test command `{command}` takes no file list: {why}"
-        ))),
+        )))),
         Err(NotTaken::Other) => None,
     }
 }
@@ -84,12 +76,6 @@ fn installed(path: &str) -> bool {
         .rev()
         .skip(1)
         .any(|d| d == "node_modules" || d.starts_with('.'))
-}
-
-fn blob_text(repo: &gs_git::Repository, tree: gs_git::ObjectId, path: &str) -> Option<String> {
-    let entry = objects::entry_at(repo, tree, path).filter(|e| e.kind.is_file())?;
-    let blob = objects::small_blob(repo, entry.id, MAX_MANIFEST_BYTES)?;
-    Some(String::from_utf8_lossy(&blob).into_owned())
 }
 
 /// Files that configure jest, vitest, mocha, their transforms or the dependencies.
@@ -122,35 +108,47 @@ fn configuration(path: &str) -> bool {
         || name.starts_with(".mocharc")
 }
 
-/// Phase one of `info`'s run of `cmd`.
-pub fn select(at: Repo<'_>, info: &CommitInfo, cmd: &JsCommand) -> Result<Selection> {
-    let cmd = match cmd {
-        JsCommand::Split(c) => c,
-        JsCommand::Whole(why) => return Ok(Selection::one_phase(why.clone())),
-    };
-    let Repo { ctx, repo, row } = at;
+impl crate::Runner for JsRunner {
+    fn selects(&self) -> Selects {
+        Selects::TestFiles
+    }
+
+    fn select(&self, src: &dyn Sources) -> Result<Selection> {
+        select(src, &self.cmd)
+    }
+}
+
+/// A reason in words, for the whole suite.
+fn whole(why: impl Into<String>) -> Selection {
+    Selection::whole_suite(Selects::TestFiles, OnePhase::Other(why.into()))
+}
+
+/// Phase one of the commit's run of `cmd`.
+fn select(src: &dyn Sources, cmd: &JsCmd) -> Result<Selection> {
     let runner = cmd.runner;
-    let Some(parent) = info.parents.first() else {
-        return Ok(Selection::one_phase(
-            "a first commit: no parent to compare with",
+    let Some(changes) = src.changes()? else {
+        return Ok(Selection::whole_suite(
+            Selects::TestFiles,
+            OnePhase::FirstCommit,
         ));
     };
-    let changes = git::diff::commit_changes(repo, info)?;
     let mut changed = Vec::new();
     let mut others = Vec::new();
     for f in &changes.files {
         let p = f.path.as_str();
+        let changed_at = |why: &str| OnePhase::Changed {
+            path: p.to_string(),
+            what: ChangeWhy::Other(why.to_string()),
+        };
         let why = if configuration(p) {
-            format!("{p} changed: it configures the tests, their transforms or dependencies")
+            changed_at("it configures the tests, their transforms or dependencies")
         } else if p.ends_with(".snap") || p.contains("__snapshots__/") {
-            format!(
-                "{p} changed: a snapshot the runner reads beside its test, not through an import"
-            )
+            changed_at("a snapshot the runner reads beside its test, not through an import")
         } else if is_source(p) && matches!(f.status.as_str(), "deleted" | "renamed") {
-            format!(
+            OnePhase::Other(format!(
                 "{p} was {}: the files that imported it are not in this tree's graph",
                 f.status
-            )
+            ))
         } else if is_source(p) {
             changed.push(p.to_string());
             continue;
@@ -161,41 +159,40 @@ pub fn select(at: Repo<'_>, info: &CommitInfo, cmd: &JsCommand) -> Result<Select
             others.push(p.to_string());
             continue;
         };
-        return Ok(Selection::one_phase(why));
+        return Ok(Selection::whole_suite(Selects::TestFiles, why));
     }
-    let blobs: Vec<(String, gs_git::ObjectId)> = objects::walk(repo, info.tree)?
+    let blobs: Vec<File> = src
+        .files()?
         .into_iter()
-        .filter(|e| e.kind.is_file())
-        .map(|e| (e.path, e.id))
-        .filter(|(p, _)| !installed(p))
+        .filter(|f| !installed(&f.path))
         .collect();
-    let text_of = |id: gs_git::ObjectId| -> Option<String> {
-        let blob = objects::small_blob(repo, id, MAX_MANIFEST_BYTES)?;
+    let text_of = |id: &str| -> Option<String> {
+        let blob = src.blob(id, MAX_MANIFEST_BYTES)?;
         Some(String::from_utf8_lossy(&blob).into_owned())
     };
     let manifests: Vec<(String, String)> = blobs
         .iter()
-        .filter(|(p, _)| p == "package.json" || p.ends_with("/package.json"))
-        .filter_map(|(p, id)| Some((p.clone(), text_of(*id)?)))
+        .filter(|f| f.path == "package.json" || f.path.ends_with("/package.json"))
+        .filter_map(|f| Some((f.path.clone(), text_of(&f.id)?)))
         .collect();
     if let Some(why) = config_refuses(runner, &blobs, &manifests, &text_of) {
-        return Ok(Selection::one_phase(why));
+        return Ok(whole(why));
     }
     let pnpm = blobs
         .iter()
-        .find(|(p, _)| p == "pnpm-workspace.yaml")
-        .and_then(|(_, id)| text_of(*id));
+        .find(|f| f.path == "pnpm-workspace.yaml")
+        .and_then(|f| text_of(&f.id));
     let layout = Layout::new(
-        blobs.iter().map(|(p, _)| p.as_str()),
+        blobs.iter().map(|f| f.path.as_str()),
         &manifests,
         pnpm.as_deref(),
     );
     let tests: BTreeSet<String> = match cmd.mocha_spec() {
         // mocha's spec: what its command line and config give it.
-        Some(spec) => match spec.test_files(blobs.iter().map(|(p, _)| p.as_str())) {
+        Some(spec) => match spec.test_files(blobs.iter().map(|f| f.path.as_str())) {
             Ok(t) => t,
             Err(g) => {
-                return Ok(Selection::one_phase(format!(
+                return Ok(whole(format!(
                     "mocha's spec or ignore glob `{}` is not read here",
                     g.0
                 )))
@@ -203,15 +200,14 @@ pub fn select(at: Repo<'_>, info: &CommitInfo, cmd: &JsCommand) -> Result<Select
         },
         None => blobs
             .iter()
-            .map(|(p, _)| p)
+            .map(|f| &f.path)
             .filter(|p| is_test_file(p, runner))
             .cloned()
             .collect(),
     };
-    let specs: BTreeMap<String, Vec<String>> = cached_per_blob(
-        ctx,
-        repo,
-        blobs.iter().filter(|(p, _)| is_source(p)),
+    let specs: BTreeMap<String, Vec<String>> = cache::per_blob(
+        src,
+        blobs.iter().filter(|f| is_source(&f.path)),
         MAX_SOURCE_BYTES,
         cache_key,
         jsgraph::js_imports,
@@ -236,14 +232,14 @@ pub fn select(at: Repo<'_>, info: &CommitInfo, cmd: &JsCommand) -> Result<Select
         }
     }
     if let Some((path, spec)) = aliases.iter().find(|(p, _)| loaded.contains(p)) {
-        return Ok(Selection::one_phase(format!(
+        return Ok(whole(format!(
             "{path} imports `{spec}`, which is no file, workspace package or declared dependency: an alias set in config the import graph does not follow"
         )));
     }
     let imported: BTreeSet<&String> = edges.values().flat_map(|e| &e.strong).collect();
     for p in others {
         if !imported.contains(&p) {
-            return Ok(Selection::one_phase(format!(
+            return Ok(whole(format!(
                 "{p} changed: no source file imports it (a fixture, data or another language), so the import graph cannot say which tests read it"
             )));
         }
@@ -253,7 +249,7 @@ pub fn select(at: Repo<'_>, info: &CommitInfo, cmd: &JsCommand) -> Result<Select
         .iter()
         .find(|p| !tests.contains(*p) && !imported.contains(p))
     {
-        return Ok(Selection::one_phase(format!(
+        return Ok(whole(format!(
             "{p} changed and no file imports it: a setup file, a config or an entry point the runner loads itself"
         )));
     }
@@ -262,7 +258,7 @@ pub fn select(at: Repo<'_>, info: &CommitInfo, cmd: &JsCommand) -> Result<Select
     for (test, path) in graph.reaching(&changed, &tests) {
         files.entry(test).or_default().push(Why::Reaches { path });
     }
-    for (file, names) in failed_before(ctx, row, &parent.to_string(), runner, &tests)? {
+    for (file, names) in failed_before(src, runner, &tests)? {
         files
             .entry(file)
             .or_default()
@@ -273,7 +269,7 @@ pub fn select(at: Repo<'_>, info: &CommitInfo, cmd: &JsCommand) -> Result<Select
             .keys()
             .find(|f| f.contains(['*', '?', '[', ']', '{', '}', '!', '(', ')']))
         {
-            return Ok(Selection::one_phase(format!(
+            return Ok(whole(format!(
                 "{f}'s name holds glob characters, which vitest's --exclude would read as a pattern"
             )));
         }
@@ -281,11 +277,12 @@ pub fn select(at: Repo<'_>, info: &CommitInfo, cmd: &JsCommand) -> Result<Select
     // The runner's filters match more than one path when one file's path ends another's
     // (jest) or lies within it (vitest): the phases would not split the suite exactly.
     for f in files.keys() {
-        if let Some((o, _)) = blobs
+        if let Some(o) = blobs
             .iter()
-            .find(|(o, _)| !files.contains_key(o) && js_cmd::also_matches(runner, f, o))
+            .map(|b| &b.path)
+            .find(|o| !files.contains_key(*o) && js_cmd::also_matches(runner, f, o))
         {
-            return Ok(Selection::one_phase(format!(
+            return Ok(whole(format!(
                 "the filter for {f} would pick {o} too: {} matches test files by {}",
                 runner.name(),
                 match runner {
@@ -335,9 +332,9 @@ fn cache_key(path: &str) -> String {
 /// exactly).
 fn config_refuses(
     runner: Runner,
-    blobs: &[(String, gs_git::ObjectId)],
+    blobs: &[File],
     manifests: &[(String, String)],
-    text_of: &dyn Fn(gs_git::ObjectId) -> Option<String>,
+    text_of: &dyn Fn(&str) -> Option<String>,
 ) -> Option<String> {
     const WORDS: [&str; 3] = ["collectCoverage", "coverageThreshold", "thresholds"];
     let root = manifests
@@ -353,7 +350,7 @@ fn config_refuses(
             );
         }
     }
-    for (p, id) in blobs {
+    for File { path: p, id } in blobs {
         let name = p.rsplit('/').next().unwrap_or(p);
         let stem = name.split('.').next().unwrap_or(name);
         if runner == Runner::Vitest && stem == "vitest" && name.contains(".workspace.") {
@@ -369,7 +366,7 @@ fn config_refuses(
         if !ours || !name.contains(".config.") {
             continue;
         }
-        let text = text_of(*id).unwrap_or_default();
+        let text = text_of(id).unwrap_or_default();
         if WORDS.iter().any(|w| text.contains(w))
             || (runner == Runner::Vitest && text.contains("coverage") && text.contains("enabled"))
         {
@@ -397,37 +394,29 @@ fn config_refuses(
 /// (and the `●` failures under each) say which files failed; nor does mocha, whose log's list
 /// of failures gives each one's stack, whose first test file is the one it failed in.
 fn failed_before(
-    ctx: &Context,
-    row: &RepoRow,
-    parent: &str,
+    src: &dyn Sources,
     runner: Runner,
     tests: &BTreeSet<String>,
 ) -> Result<BTreeMap<String, Vec<String>>> {
-    let before = ctx
-        .index
-        .run_for_commit(&row.repository_id, parent)?
-        .and_then(|r| r.record.tests);
+    let before = src.failed_before()?;
     let mut failed: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let Some(before) = before.filter(|t| !t.failures.is_empty()) else {
+    if before.is_empty() {
         return Ok(failed);
-    };
+    }
     match runner {
         Runner::Vitest => {
-            for f in &before.failures {
-                let name = f.name.strip_prefix('|').and_then(|n| n.split_once("| "));
-                let name = name.map_or(f.name.as_str(), |(_, n)| n);
+            for f in &before {
+                let name = f.strip_prefix('|').and_then(|n| n.split_once("| "));
+                let name = name.map_or(f.as_str(), |(_, n)| n);
                 let file = name.split(" > ").next().unwrap_or(name).trim();
                 if tests.contains(file) {
-                    failed
-                        .entry(file.to_string())
-                        .or_default()
-                        .push(f.name.clone());
+                    failed.entry(file.to_string()).or_default().push(f.clone());
                 }
             }
         }
         Runner::Mocha => {
-            let names: BTreeSet<&str> = before.failures.iter().map(|f| f.name.as_str()).collect();
-            let text = parent_log(ctx, row, parent);
+            let names: BTreeSet<&str> = before.iter().map(String::as_str).collect();
+            let text = src.parent_log().unwrap_or_default();
             for (name, file) in mocha_failures(&String::from_utf8_lossy(&text), tests) {
                 if names.contains(name.as_str()) {
                     let names = failed.entry(file).or_default();
@@ -438,24 +427,16 @@ fn failed_before(
             }
         }
         Runner::Jest => {
-            let text = parent_log(ctx, row, parent);
-            let mut file: Option<&String> = None;
-            for line in String::from_utf8_lossy(&text).lines() {
-                let plain = strip_ansi(line);
-                if let Some(f) = plain.trim_start().strip_prefix("FAIL ") {
-                    let f = f.split_whitespace().next().unwrap_or_default();
-                    file = tests.get(f);
-                    if let Some(f) = file {
-                        failed.entry(f.clone()).or_default();
-                    }
-                } else if plain.trim_start().starts_with("PASS ") {
-                    file = None;
-                } else if let (Some(f), Some(name)) = (file, plain.strip_prefix("  ● ")) {
-                    let name = name.trim().to_string();
-                    let names = failed.entry(f.clone()).or_default();
-                    if name != "Test suite failed to run" && !names.contains(&name) {
-                        names.push(name);
-                    }
+            let text = src.parent_log().unwrap_or_default();
+            for (file, names) in gs_parse::jest_failed_files(&String::from_utf8_lossy(&text)) {
+                if tests.contains(&file) {
+                    let slot = failed.entry(file).or_default();
+                    slot.extend(
+                        names
+                            .into_iter()
+                            .filter(|n| !slot.contains(n))
+                            .collect::<Vec<_>>(),
+                    );
                 }
             }
         }
@@ -463,101 +444,21 @@ fn failed_before(
     Ok(failed)
 }
 
-fn parent_log(ctx: &Context, row: &RepoRow, parent: &str) -> Vec<u8> {
-    let log = crate::app::records::logs::log_path(
-        &ctx.paths.logs().join(&row.repository_id),
-        parent,
-        None,
-        false,
-    );
-    std::fs::read(log).unwrap_or_default()
-}
-
-/// The failures a mocha log lists after its counts, each by its full title (the suites' and
-/// the test's, as the output parser names it: `  1) suite` then each further part on a line of
-/// its own, the last ending in `:`), with the first of `tests` its stack names.
+/// The failures a mocha log lists after its counts, each by its full title, with the first
+/// of `tests` its stack names (see `gs_parse::mocha_failures`).
 fn mocha_failures(log: &str, tests: &BTreeSet<String>) -> Vec<(String, String)> {
-    let lines: Vec<String> = log.lines().map(strip_ansi).collect();
-    let indent = |l: &str| l.len() - l.trim_start().len();
-    let header = |l: &str| -> Option<String> {
-        let rest = l.strip_prefix("  ")?;
-        let digits = rest.chars().take_while(char::is_ascii_digit).count();
-        let title = rest[digits..].strip_prefix(") ")?;
-        (digits > 0 && !rest.starts_with(' ')).then(|| title.trim().to_string())
-    };
-    // A path in a stack frame (`at f (test/a.js:3:9)`, `at test/a.js:3:9`) as one of `tests`.
-    let test_in = |l: &str| -> Option<String> {
-        let at = l.trim().strip_prefix("at ")?;
-        let place = match at.rsplit_once(" (") {
-            Some((_, p)) => p.trim_end_matches(')'),
-            None => at,
-        };
-        let place = place.strip_prefix("file://").unwrap_or(place);
-        let mut parts = place.rsplitn(3, ':');
-        let (_, _, path) = (parts.next()?, parts.next()?, parts.next()?);
-        tests
-            .iter()
-            .find(|t| path == t.as_str() || path.ends_with(&format!("/{t}")))
-            .cloned()
-    };
-    let mut out = Vec::new();
-    let mut listing = false;
-    let mut i = 0;
-    while i < lines.len() {
-        let l = &lines[i];
-        i += 1;
-        let t = l.trim();
-        if t.ends_with(" failing")
-            && t.split(' ')
-                .next()
-                .is_some_and(|n| n.parse::<u64>().is_ok())
-        {
-            listing = true;
-            continue;
-        }
-        let Some(first) = header(l).filter(|_| listing) else {
-            continue;
-        };
-        let mut parts = vec![first];
-        while let Some(next) = lines.get(i) {
-            if indent(next) != 5 + 2 * parts.len() || next.trim().is_empty() {
-                break;
-            }
-            parts.push(next.trim().to_string());
-            i += 1;
-        }
-        let last = parts.pop().unwrap_or_default();
-        let Some(last) = last.strip_suffix(':') else {
-            continue;
-        };
-        parts.push(last.to_string());
-        let name = parts.join(" ");
-        let file = lines[i..]
-            .iter()
-            .take_while(|l| header(l).is_none())
-            .find_map(|l| test_in(l));
-        if let Some(file) = file {
-            out.push((name, file));
-        }
-    }
-    out
-}
-
-fn strip_ansi(s: &str) -> String {
-    let mut out = String::new();
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for d in chars.by_ref() {
-                if d.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    gs_parse::mocha_failures(log)
+        .into_iter()
+        .filter_map(|(name, paths)| {
+            let file = paths.iter().find_map(|path| {
+                tests
+                    .iter()
+                    .find(|t| path == t.as_str() || path.ends_with(&format!("/{t}")))
+                    .cloned()
+            })?;
+            Some((name, file))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -584,16 +485,12 @@ mod tests {
         for p in ["src/a.ts", "src/config.ts", "README.md", "src/jester.js"] {
             assert!(!configuration(p), "{p}");
         }
-        assert_eq!(
-            strip_ansi("\u{1b}[1mFAIL\u{1b}[22m src/a.test.js"),
-            "FAIL src/a.test.js"
-        );
     }
 
     #[test]
     fn mochas_failures_are_found_in_the_files_their_stacks_name() {
         // Real mocha 12 output (tests/fixtures/output/README.md).
-        let log = include_str!("../../../../tests/fixtures/output/mocha/some_fail.txt");
+        let log = include_str!("../../../tests/fixtures/output/mocha/some_fail.txt");
         let tests: BTreeSet<String> = ["mfail/calc.test.js", "mfail/chai.test.js"]
             .map(String::from)
             .into();
@@ -616,7 +513,7 @@ mod tests {
             ]
         );
         // express's suite, one line of lib/response.js changed.
-        let log = include_str!("../../../../tests/fixtures/output/mocha/express_some_fail.txt");
+        let log = include_str!("../../../tests/fixtures/output/mocha/express_some_fail.txt");
         let tests: BTreeSet<String> = [
             "test/express.static.js",
             "test/res.sendStatus.js",
