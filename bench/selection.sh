@@ -104,13 +104,15 @@ PKG=$(cd src && for d in */__init__.py; do echo "${d%/__init__.py}"; break; done
 if [ ! -x "$VENV/bin/python3" ]; then
   python3 -m venv "$VENV"
 fi
-# The project's runtime dependencies and its test group (PEP 735), not the project itself:
+# The project's runtime dependencies and its test group (PEP 735: `tests`, or requests'
+# `test`), not the project itself:
 # the tests import it from src/.
 python3 - > "$WORK/requirements.txt" <<'EOF'
 import tomllib
 d = tomllib.load(open("pyproject.toml", "rb"))
 deps = list(d.get("project", {}).get("dependencies", []))
-for item in d.get("dependency-groups", {}).get("tests", []):
+groups = d.get("dependency-groups", {})
+for item in groups.get("tests", []) + groups.get("test", []):
     if isinstance(item, str):
         deps.append(item)
 print("\n".join(deps))
