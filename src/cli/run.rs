@@ -474,7 +474,11 @@ pub fn explained_text(e: &crate::app::run::selection::Explained) -> String {
                         gs_util::short(map)
                     )
                 }
-                Why::FailedWhenChanged { file, commit, tests } => format!(
+                Why::FailedWhenChanged {
+                    file,
+                    commit,
+                    tests,
+                } => format!(
                     "failed the last time {file} changed ({}): {}",
                     gs_util::short(commit),
                     tests.join(", ")

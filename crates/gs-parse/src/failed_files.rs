@@ -143,7 +143,10 @@ mod tests {
             "{found:?}"
         );
         // `string thrown`'s stack names no test file, only node's own.
-        assert!(found[7].1.iter().all(|p| p.starts_with("node:")), "{found:?}");
+        assert!(
+            found[7].1.iter().all(|p| p.starts_with("node:")),
+            "{found:?}"
+        );
         // express's suite, one line of lib/response.js changed: 14 failures.
         let log = include_str!("../../../tests/fixtures/output/mocha/express_some_fail.txt");
         assert_eq!(mocha_failures(log).len(), 14);

@@ -437,9 +437,12 @@ fn per_test_coverage_picks_the_tests_that_ran_the_changed_lines() {
     );
     let o = w.sandbox(&repo, &["run", "--explain-selection", "HEAD"]);
     assert!(
-        o.stdout.contains("phase one runs 2 of 3 test files beside the whole suite")
-            && o.stdout.contains("tests/test_b.py  failed the last time src/calc/c.py changed (")
-            && o.stdout.contains("tests/test_c.py  named for src/calc/c.py (changed)"),
+        o.stdout
+            .contains("phase one runs 2 of 3 test files beside the whole suite")
+            && o.stdout
+                .contains("tests/test_b.py  failed the last time src/calc/c.py changed (")
+            && o.stdout
+                .contains("tests/test_c.py  named for src/calc/c.py (changed)"),
         "{o:?}"
     );
 }
