@@ -25,6 +25,10 @@ pub const MAP_EVERY: usize = 20;
 /// How far back along first parents a selection looks for a map.
 const LOOK_BACK: usize = 200;
 
+/// How many maps a repository keeps (the newest; a selection reads the one nearest its parent,
+/// so older ones serve only commits on old branches).
+const KEPT: usize = 8;
+
 /// A claim on making a map older than this was left by a maker that died.
 const STALE_CLAIM_SECS: u64 = 2 * 3600;
 
@@ -181,6 +185,23 @@ pub fn after(ctx: &Context, row: &RepoRow, made: &[RunRecord]) -> bool {
     }
 }
 
+/// Removes all but the newest `kept` maps of `dir` (by when they were written).
+fn prune(dir: &Path, kept: usize) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut all: Vec<(std::time::SystemTime, PathBuf)> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    all.sort();
+    let excess = all.len().saturating_sub(kept);
+    for (_, p) in all.into_iter().take(excess) {
+        let _ = std::fs::remove_file(p);
+    }
+}
+
 /// What making a map gave.
 #[derive(Debug)]
 pub struct Made {
@@ -296,6 +317,7 @@ pub fn make(
     let path = file_of(&ctx.paths.home, &row.repository_id, &commit);
     gs_util::write_atomic(&path, &map.to_json())
         .map_err(crate::app::io_err("cannot write the test map"))?;
+    prune(&dir, KEPT);
     Ok(Made {
         commit: commit.to_string(),
         tests: map.len(),
@@ -303,4 +325,30 @@ pub fn make(
         path,
         ms: started.elapsed().as_millis() as u64,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_newest_maps_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let t0 = std::time::SystemTime::now() - std::time::Duration::from_secs(100);
+        for i in 0..5u64 {
+            let p = dir.path().join(format!("{i}.json"));
+            std::fs::write(&p, "{}").unwrap();
+            let f = std::fs::File::options().append(true).open(&p).unwrap();
+            f.set_modified(t0 + std::time::Duration::from_secs(i))
+                .unwrap();
+        }
+        std::fs::write(dir.path().join(".making"), "").unwrap();
+        prune(dir.path(), 2);
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, [".making", "3.json", "4.json"]);
+    }
 }
