@@ -220,6 +220,16 @@ pub(crate) fn unregister(ctx: &Context, k: &Known, dry_run: bool) -> Result<Forg
             std::fs::remove_dir_all(&dir)
                 .map_err(io_err(format!("cannot remove {}", dir.display())))?;
         }
+        // Its test maps and the per-test coverage its runs kept go with it.
+        let home = &ctx.paths.home;
+        let kept = [
+            crate::app::run::testmap::dir(home, id),
+            crate::app::run::testcov::dir(home, id),
+        ];
+        for dir in kept.iter().filter(|d| !dry_run && d.is_dir()) {
+            std::fs::remove_dir_all(dir)
+                .map_err(io_err(format!("cannot remove {}", dir.display())))?;
+        }
     }
     let registry = if dry_run {
         registry::list(&ctx.paths.home).iter().any(|e| &e.id == id)

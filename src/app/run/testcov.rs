@@ -68,7 +68,8 @@ pub fn data_of(artifacts: &[Artifact], dir: &Path) -> Option<Vec<u8>> {
     bytes.starts_with(SQLITE_MAGIC).then_some(bytes)
 }
 
-fn dir(home: &Path, repository: &str) -> PathBuf {
+/// Where a repository's per-test coverage is kept.
+pub fn dir(home: &Path, repository: &str) -> PathBuf {
     home.join("contexts").join(repository)
 }
 

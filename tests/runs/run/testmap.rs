@@ -219,4 +219,7 @@ fn a_production_run_has_its_map_made_in_the_background() {
         .success();
     std::thread::sleep(std::time::Duration::from_secs(3));
     assert_eq!(maps(&w).len(), 1);
+    // Forgetting the repository forgets its maps.
+    w.sandbox(&repo, &["forget"]).success();
+    assert!(maps(&w).is_empty(), "{:?}", maps(&w));
 }
