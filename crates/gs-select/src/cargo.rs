@@ -61,16 +61,10 @@ impl Runner for CargoRunner {
                 },
             });
         }
-        let Some(changes) = src.changes()? else {
-            return one_phase(OnePhase::FirstCommit);
+        let changes = match crate::listed_changes(src, Selects::Crates)? {
+            Ok(c) => c,
+            Err(why) => return one_phase(why),
         };
-        if changes.files_omitted > 0 {
-            return one_phase(OnePhase::TooManyChanged {
-                changed: changes.files_changed,
-                listed: changes.files.len(),
-                selects: Selects::Crates,
-            });
-        }
         let mut changed_files = Vec::new();
         let mut changed = BTreeSet::new();
         for f in &changes.files {

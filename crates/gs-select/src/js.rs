@@ -126,11 +126,10 @@ fn whole(why: impl Into<String>) -> Selection {
 /// Phase one of the commit's run of `cmd`.
 fn select(src: &dyn Sources, cmd: &JsCmd) -> Result<Selection> {
     let runner = cmd.runner;
-    let Some(changes) = src.changes()? else {
-        return Ok(Selection::whole_suite(
-            Selects::TestFiles,
-            OnePhase::FirstCommit,
-        ));
+    // (More files changed than listed used to be read as the listed ones alone.)
+    let changes = match crate::listed_changes(src, Selects::TestFiles)? {
+        Ok(c) => c,
+        Err(why) => return Ok(Selection::whole_suite(Selects::TestFiles, why)),
     };
     let mut changed = Vec::new();
     let mut others = Vec::new();

@@ -192,6 +192,26 @@ pub fn runner(
     pytest::runner(command).map(|r| Box::new(r) as Box<dyn Runner>)
 }
 
+/// What the commit changed, when its record lists every changed file; else why the whole suite
+/// runs (a first commit, or more files than the diff lists: an unlisted one could reach any
+/// test).
+pub(crate) fn listed_changes(
+    src: &dyn Sources,
+    selects: Selects,
+) -> Result<std::result::Result<gs_model::Changes, OnePhase>> {
+    let Some(changes) = src.changes()? else {
+        return Ok(Err(OnePhase::FirstCommit));
+    };
+    if changes.files_omitted > 0 {
+        return Ok(Err(OnePhase::TooManyChanged {
+            changed: changes.files_changed,
+            listed: changes.files.len(),
+            selects,
+        }));
+    }
+    Ok(Ok(changes))
+}
+
 /// Files whose change says nothing about which tests run: prose, licences, CI settings.
 pub fn irrelevant(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
@@ -202,4 +222,87 @@ pub fn irrelevant(path: &str) -> bool {
         || name.starts_with("LICENSE")
         || name.starts_with("CHANGES")
         || name == ".gitignore"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A commit that changed more files than its diff lists runs whole with every runner: an
+    /// unlisted file could reach any test (jest's, vitest's and mocha's rules used to read the
+    /// listed ones alone).
+    #[test]
+    fn more_changed_files_than_listed_is_the_whole_suite() {
+        struct Many(mem::MemTree);
+        impl Sources for Many {
+            fn has_file(&self, p: &str) -> bool {
+                self.0.has_file(p)
+            }
+            fn text(&self, p: &str, m: u64) -> Option<String> {
+                self.0.text(p, m)
+            }
+            fn dirs(&self, d: &str) -> Vec<String> {
+                self.0.dirs(d)
+            }
+            fn files(&self) -> Result<Vec<File>> {
+                self.0.files()
+            }
+            fn blob(&self, id: &str, m: u64) -> Option<Vec<u8>> {
+                self.0.blob(id, m)
+            }
+            fn changes(&self) -> Result<Option<gs_model::Changes>> {
+                let mut c = self.0.changes()?;
+                if let Some(c) = c.as_mut() {
+                    c.files_omitted = 150;
+                    c.files_changed += 150;
+                }
+                Ok(c)
+            }
+            fn parent_blob(&self, p: &str, m: u64) -> Option<Vec<u8>> {
+                self.0.parent_blob(p, m)
+            }
+            fn failed_before(&self) -> Result<Vec<String>> {
+                self.0.failed_before()
+            }
+            fn failed_when_changed(&self, p: &str) -> Result<Vec<(String, Vec<String>)>> {
+                self.0.failed_when_changed(p)
+            }
+            fn parent_log(&self) -> Option<Vec<u8>> {
+                self.0.parent_log()
+            }
+            fn per_test(&self) -> Option<Box<dyn PerTest + '_>> {
+                self.0.per_test()
+            }
+            fn test_map(&self) -> Option<(String, Box<dyn PerTest + '_>)> {
+                self.0.test_map()
+            }
+            fn cached(&self, b: &str, k: &str) -> Result<Option<String>> {
+                self.0.cached(b, k)
+            }
+            fn keep(&self, f: &[(String, String, String)]) -> Result<()> {
+                self.0.keep(f)
+            }
+        }
+        let tree = Many(mem::MemTree::commit(
+            &[
+                ("package.json", r#"{"scripts":{"test":"jest"}}"#),
+                ("src/a.js", "module.exports = 1;\n"),
+                ("src/a.test.js", "require('./a');\n"),
+            ],
+            &[("src/a.js", Some("module.exports = 2;\n"))],
+        ));
+        let runner = runner(None, &tree).ok().unwrap();
+        let s = runner.select(&tree).unwrap();
+        assert!(
+            matches!(
+                s.one_phase,
+                Some(OnePhase::TooManyChanged {
+                    changed: 151,
+                    listed: 1,
+                    ..
+                })
+            ),
+            "{s:?}"
+        );
+    }
 }

@@ -70,16 +70,10 @@ impl Runner for PytestRunner {
 
     fn select(&self, src: &dyn Sources) -> Result<Selection> {
         let one_phase = |why| Ok(Selection::whole_suite(Selects::TestFiles, why));
-        let Some(changes) = src.changes()? else {
-            return one_phase(OnePhase::FirstCommit);
+        let changes = match crate::listed_changes(src, Selects::TestFiles)? {
+            Ok(c) => c,
+            Err(why) => return one_phase(why),
         };
-        if changes.files_omitted > 0 {
-            return one_phase(OnePhase::TooManyChanged {
-                changed: changes.files_changed,
-                listed: changes.files.len(),
-                selects: Selects::TestFiles,
-            });
-        }
         let mut changed = Vec::new();
         for f in &changes.files {
             let p = f.path.as_str();
