@@ -507,8 +507,15 @@ fn conclude(
     if let Some(counts) = read::junit_counts(&outcome, &dir, spec, &mut warnings) {
         parsed = Some((Framework::Junit, counts));
     }
-    if let (Some((Framework::Pytest, counts)), Some(file)) = (parsed.as_mut(), &report) {
-        read::per_test_check(counts, &outcome, &dir, file, &mut warnings);
+    match (parsed.as_mut(), &report) {
+        (Some((Framework::Pytest, counts)), Some(file)) => {
+            read::per_test_check(counts, &outcome, &dir, file, &mut warnings)
+        }
+        (None, Some(file)) => {
+            parsed = read::per_test_only(&outcome, &dir, file, &mut warnings)
+                .map(|c| (Framework::Pytest, c))
+        }
+        _ => {}
     }
     let framework = parsed.as_ref().map(|(f, _)| f.clone()).or(framework);
     let mut counts = parsed.map(|(_, c)| c).unwrap_or_default();

@@ -1,7 +1,8 @@
 //! Counts a commit's tests print: a pytest summary line printed by a test (through
 //! `capsys.disabled()`, from `atexit`) or by the command in place of pytest's own adds no test,
 //! and an experiment that deletes production's failing test and prints passes for it is not
-//! recommended for it.
+//! recommended for it. A pytest that dies before its summary, or whose output names no failure,
+//! is counted and named by the per-test report.
 
 use crate::common;
 
@@ -148,4 +149,56 @@ fn subtests_are_counted_as_pytest_counts_them_without_a_warning() {
     );
     assert!(rec["warnings"].is_null(), "{rec}");
     assert_eq!(t["ids"].as_array().map(Vec::len), Some(4), "{rec}");
+}
+
+/// pytest dies mid-session (here a test ends the process, as a crash or pytest's own
+/// INTERNALERROR does): its output has no summary line, and the record counts and names the
+/// results its per-test report holds, saying where they came from.
+#[test]
+fn a_pytest_that_dies_mid_session_is_counted_by_the_tests_it_reported() {
+    let w = world();
+    let repo = w.new_repo("died");
+    let tests = "import os\n\n\ndef test_a():\n    pass\n\n\ndef test_b():\n    assert 1 == 2\n\n\ndef test_c():\n    os._exit(3)\n\n\ndef test_d():\n    pass\n";
+    w.commit(
+        &repo,
+        &[(".sandbox.toml", CONFIG), ("tests/test_x.py", tests)],
+        "pytest dies at test_c",
+    );
+    let rec = w.sandbox(&repo, &["run", "--json"]).json()[0].clone();
+    let t = &rec["tests"];
+    assert_eq!(rec["status"], "failed", "{rec}");
+    // The first commit's two tests, test_a and test_b; test_c and test_d never reported.
+    assert_eq!(
+        (&t["passed"], &t["failed"], &t["total"]),
+        (&3.into(), &1.into(), &4.into()),
+        "{rec}"
+    );
+    assert_eq!(t["failures"][0]["name"], "tests/test_x.py::test_b", "{rec}");
+    let warnings = rec["warnings"].to_string();
+    assert!(warnings.contains("ends without its summary"), "{rec}");
+}
+
+/// pytest's summary counts a failure its output does not name (`--tb=no -rN`: no traceback, no
+/// short summary; an INTERNALERROR that cuts the summary does the same): the record names it
+/// from the per-test report.
+#[test]
+fn a_failure_pytests_output_counts_but_does_not_name_is_named() {
+    let w = world();
+    let repo = w.new_repo("unnamed");
+    let config = CONFIG.replace("-q tests", "-q --tb=no -rN tests");
+    w.commit(
+        &repo,
+        &[
+            (".sandbox.toml", &config),
+            ("tests/test_x.py", "def test_a():\n    pass\n\n\ndef test_b():\n    assert 1 == 2\n"),
+        ],
+        "a failure named nowhere in the output",
+    );
+    let rec = w.sandbox(&repo, &["run", "--json"]).json()[0].clone();
+    let t = &rec["tests"];
+    assert_eq!((&t["passed"], &t["failed"]), (&3.into(), &1.into()), "{rec}");
+    assert!(!t["output_tail"].to_string().contains("test_b"), "{rec}");
+    assert_eq!(t["failures"][0]["name"], "tests/test_x.py::test_b", "{rec}");
+    // pytest's counts agree with each test's outcome: nothing to warn of.
+    assert!(rec["warnings"].is_null(), "{rec}");
 }

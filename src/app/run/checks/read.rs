@@ -147,10 +147,36 @@ fn add_counts(a: Option<TestCounts>, b: TestCounts) -> TestCounts {
     a
 }
 
+/// git-sandbox's report of each test's outcome (see [`gs_runner::pytest_report`]), where pytest
+/// ran and wrote one.
+fn per_test(outcome: &process::Outcome, dir: &Path, file: &str) -> Option<TestCounts> {
+    report_text(outcome, dir, file)
+        .ok()
+        .and_then(|t| gs_runner::pytest_report::read(&t))
+}
+
+/// The counts of a run whose output has no summary pytest's parser knows (pytest crashed, as
+/// on an INTERNALERROR, or was killed) but whose per-test report holds results: those results,
+/// with a warning that says where they came from.
+pub(super) fn per_test_only(
+    outcome: &process::Outcome,
+    dir: &Path,
+    file: &str,
+    warnings: &mut Vec<String>,
+) -> Option<TestCounts> {
+    let counts = per_test(outcome, dir, file)?;
+    warnings.push(
+        "pytest's output ends without its summary (pytest crashed or was stopped?): counted the per-test results it reported before".into(),
+    );
+    Some(counts)
+}
+
 /// pytest's counts from its output, checked against git-sandbox's report of each test's outcome
 /// (see [`gs_runner::pytest_report`]): when they disagree (a test printed a summary line, or
 /// hid pytest's), the per-test results are counted and a warning says so. Either way the
-/// report's ids are the run's. A report that is missing or empty changes nothing.
+/// report's ids are the run's, and the failures the output does not name (its short summary
+/// was cut, as by an INTERNALERROR) are added by the report's names. A report that is missing
+/// or empty changes nothing.
 pub(super) fn per_test_check(
     counts: &mut TestCounts,
     outcome: &process::Outcome,
@@ -158,10 +184,7 @@ pub(super) fn per_test_check(
     file: &str,
     warnings: &mut Vec<String>,
 ) {
-    let Some(per_test) = report_text(outcome, dir, file)
-        .ok()
-        .and_then(|t| gs_runner::pytest_report::read(&t))
-    else {
+    let Some(per_test) = per_test(outcome, dir, file) else {
         return;
     };
     let shown = |c: &TestCounts| {
@@ -198,6 +221,15 @@ pub(super) fn per_test_check(
         }
         // The output's own note was about the same summary lines.
         counts.note = None;
+    } else {
+        for f in &per_test.failures {
+            if counts.failures.len() >= gs_model::MAX_FAILURES {
+                break;
+            }
+            if !counts.failures.iter().any(|g| g.name == f.name) {
+                counts.failures.push(f.clone());
+            }
+        }
     }
     counts.ids = per_test.ids;
 }
