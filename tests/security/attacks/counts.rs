@@ -190,13 +190,20 @@ fn a_failure_pytests_output_counts_but_does_not_name_is_named() {
         &repo,
         &[
             (".sandbox.toml", &config),
-            ("tests/test_x.py", "def test_a():\n    pass\n\n\ndef test_b():\n    assert 1 == 2\n"),
+            (
+                "tests/test_x.py",
+                "def test_a():\n    pass\n\n\ndef test_b():\n    assert 1 == 2\n",
+            ),
         ],
         "a failure named nowhere in the output",
     );
     let rec = w.sandbox(&repo, &["run", "--json"]).json()[0].clone();
     let t = &rec["tests"];
-    assert_eq!((&t["passed"], &t["failed"]), (&3.into(), &1.into()), "{rec}");
+    assert_eq!(
+        (&t["passed"], &t["failed"]),
+        (&3.into(), &1.into()),
+        "{rec}"
+    );
     assert!(!t["output_tail"].to_string().contains("test_b"), "{rec}");
     assert_eq!(t["failures"][0]["name"], "tests/test_x.py::test_b", "{rec}");
     // pytest's counts agree with each test's outcome: nothing to warn of.
