@@ -14,6 +14,48 @@ _MAP = os.environ.pop("GIT_SANDBOX_PYTEST_MAP", None)
 _taken = []
 
 
+def _calls():
+    """Starts recording which functions are called: the set they go in, a function that re-arms
+    the recording after the set is emptied, and one that stops it."""
+    import sys
+    import threading
+
+    seen = set()
+    if hasattr(sys, "monitoring"):
+        # Python 3.12+: each function's start once per test, then disabled until the next.
+        mon = sys.monitoring
+        tool = mon.PROFILER_ID
+        mon.use_tool_id(tool, "git-sandbox-map")
+
+        def start(code, offset):
+            seen.add(code)
+            return mon.DISABLE
+
+        mon.register_callback(tool, mon.events.PY_START, start)
+        mon.set_events(tool, mon.events.PY_START)
+        return seen, mon.restart_events, lambda: mon.set_events(tool, 0)
+
+    # Before 3.12: a global trace function, called at each call and tracing no line.
+    def trace(frame, event, arg):
+        seen.add(frame.f_code)
+
+    sys.settrace(trace)
+    threading.settrace(trace)
+    return seen, lambda: None, lambda: (sys.settrace(None), threading.settrace(None))
+
+
+# The map's recording starts as pytest imports this module (from PYTEST_PLUGINS), before it
+# loads the conftest files: what they import, and what runs as it is imported, is called
+# outside any test. Started in pytest_configure, it would miss those calls, and a change to a
+# function only an import calls (a decorator) would look called by no test.
+_CALLS = None
+if _MAP is not None:
+    try:
+        _CALLS = _calls()
+    except Exception:
+        _CALLS = None
+
+
 def _outcome(report):
     xfail = hasattr(report, "wasxfail")
     if report.when == "call":
@@ -65,43 +107,13 @@ class GitSandboxMap:
     made outside any test (at import, in collection) or in a fixture wider than one test counts
     for every test. Written once, as JSON, when the session ends."""
 
-    def __init__(self, config, path):
-        import sys
-        import threading
-
+    def __init__(self, config, path, calls):
         self.path = path
         self.root = str(config.rootpath) + os.sep
-        self.current = set()
+        self.current, self.restart, self.stop = calls
         self.nodeid = None
         self.outside = set()
         self.tests = {}
-        self.sys = sys
-        if hasattr(sys, "monitoring"):
-            # Python 3.12+: each function's start once per test, then disabled until the next.
-            mon = sys.monitoring
-            self.tool = mon.PROFILER_ID
-            mon.use_tool_id(self.tool, "git-sandbox-map")
-            seen = self.current
-
-            def start(code, offset):
-                seen.add(code)
-                return mon.DISABLE
-
-            mon.register_callback(self.tool, mon.events.PY_START, start)
-            mon.set_events(self.tool, mon.events.PY_START)
-            self.restart = mon.restart_events
-            self.stop = lambda: mon.set_events(self.tool, 0)
-        else:
-            # Before 3.12: a global trace function, called at each call and tracing no line.
-            seen = self.current
-
-            def trace(frame, event, arg):
-                seen.add(frame.f_code)
-
-            sys.settrace(trace)
-            threading.settrace(trace)
-            self.restart = lambda: None
-            self.stop = lambda: (sys.settrace(None), threading.settrace(None))
 
     def _take(self):
         taken = set(self.current)
@@ -166,16 +178,22 @@ class GitSandboxMap:
 
 
 def pytest_configure(config):
-    # A worker of pytest-xdist reports through its controller.
-    if _OUT is None or _taken or hasattr(config, "workerinput"):
+    if _taken:
         return
     _taken.append(True)
+    # A worker of pytest-xdist reports through its controller.
+    if _OUT is None or hasattr(config, "workerinput"):
+        if _CALLS is not None:
+            _CALLS[2]()
+        return
     # The map is made where the tests run: not under pytest-xdist, whose workers run them.
-    if _MAP is not None and not getattr(config.option, "numprocesses", None):
+    if _CALLS is not None:
         try:
-            config.pluginmanager.register(GitSandboxMap(config, _MAP), "git-sandbox-map")
+            if getattr(config.option, "numprocesses", None):
+                raise RuntimeError("pytest-xdist")
+            config.pluginmanager.register(GitSandboxMap(config, _MAP, _CALLS), "git-sandbox-map")
         except Exception:
-            pass
+            _CALLS[2]()
     try:
         report = GitSandboxReport(_OUT)
     except Exception:

@@ -23,9 +23,11 @@ fn project(w: &World, repo: &Path) {
             format!("src/calc/{m}.py"),
             format!("def f{m}(x):\n    y = x + 1\n    return y\n"),
         ));
+        // test_b's second test takes 2 s, so that a probe without it ends before the run.
+        let wait = if m == "b" { "time.sleep(2)\n    " } else { "" };
         files.push((
             format!("tests/test_{m}.py"),
-            format!("import calc\n\n\ndef test_f{m}():\n    assert calc.f{m}(1) == 2\n\n\ndef test_{m}_alone():\n    assert calc is not None\n"),
+            format!("import time\n\nimport calc\n\n\ndef test_f{m}():\n    assert calc.f{m}(1) == 2\n\n\ndef test_{m}_alone():\n    {wait}assert calc is not None\n"),
         ));
     }
     let refs: Vec<(&str, &str)> = files
@@ -222,4 +224,47 @@ fn a_production_run_has_its_map_made_in_the_background() {
     // Forgetting the repository forgets its maps.
     w.sandbox(&repo, &["forget"]).success();
     assert!(maps(&w).is_empty(), "{:?}", maps(&w));
+}
+
+/// A decorator runs only as its module is imported, which the conftest files and collection do
+/// before any test: the map counts it as called outside the tests (for every test), not as
+/// called by none, so a change to it reaches the tests through imports.
+#[test]
+fn a_change_to_a_function_only_an_import_calls_reaches_every_test_that_imports_it() {
+    let mut w = World::new();
+    w.with_test_python("pytest");
+    let repo = w.new_repo("testmap-import");
+    project(&w, &repo);
+    // The package is imported by a conftest file, as flask's is, before the first test.
+    w.commit(
+        &repo,
+        &[
+            (
+                "src/calc/a.py",
+                "def register(f):\n    f.registered = True\n    return f\n\n\n@register\ndef fa(x):\n    y = x + 1\n    return y\n",
+            ),
+            ("tests/conftest.py", "import calc\n"),
+        ],
+        "fa registered by a decorator",
+    );
+    w.sandbox(&repo, &["__testmap"]).success();
+    w.git(&repo, &["checkout", "-q", "-b", "exp"]);
+    w.commit(
+        &repo,
+        &[(
+            "src/calc/a.py",
+            "def register(f):\n    f.registered = True\n    return None\n\n\n@register\ndef fa(x):\n    y = x + 1\n    return y\n",
+        )],
+        "the decorator loses fa",
+    );
+    let o = explain(&w, &repo);
+    assert!(
+        o.contains("phase one runs 1 of 3 test files beside the whole suite")
+            && o.contains("tests/test_a.py  named for src/calc/a.py (changed)")
+            && !o.contains("called the function holding"),
+        "{o}"
+    );
+    let rec = w.sandbox(&repo, &["run", "--json"]).json()[0].clone();
+    assert_eq!(rec["status"], "failed", "{rec}");
+    assert_eq!(rec["tests"]["phases"][0]["failed"], 1, "{rec}");
 }
