@@ -29,10 +29,12 @@
 # Every commit's figures go to $OUT/rows.jsonl as they come, so a cut-short run still reports
 # (`bench/selection.sh --report OUT`).
 #
-# Usage: bench/selection.sh [REPO]     REPO=/work/.mirror/pallets+flask/repo REV= COVERAGE=1
+# Usage: bench/selection.sh [REPO]     REPO=/work/.mirror/pallets+flask/repo REV= COVERAGE=1 PYTHON=
 #                                      BREAKING=40 BENIGN=20 SEED=1 REPEAT=1
 #        bench/selection.sh --report OUT
-# Needs: target/release/git-sandbox (or GS=path), python3 with venv and pip, network to PyPI.
+# Needs: target/release/git-sandbox (or GS=path), python3 with venv and pip (PYTHON=python3.12
+# makes the venv with another interpreter: 3.12 and later make the test map through
+# sys.monitoring), network to PyPI.
 # VENV (default ~/.cache/git-sandbox-bench/venv-NAME) must be outside /tmp: a run has a private
 # /tmp of its own.
 set -euo pipefail
@@ -85,7 +87,8 @@ COVERAGE=${COVERAGE:-0}
 [ -x "$GS" ] || { echo "$GS not found: cargo build --release (or set GS)" >&2; exit 2; }
 NAME=$(basename "${REPO%/}" .git)
 [ "$NAME" = repo ] && NAME=$(basename "$(dirname "${REPO%/}")" | sed 's/.*+//')
-VENV=${VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/git-sandbox-bench/venv-$NAME}
+PYTHON=${PYTHON:-python3}
+VENV=${VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/git-sandbox-bench/venv-$NAME${PYTHON#python3}}
 case "$VENV" in /tmp/*) echo "VENV=$VENV is under /tmp, which runs cannot see" >&2; exit 2 ;; esac
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/gs-bench-selection.XXXXXX")
 OUT=${OUT:-$WORK/out}
@@ -103,7 +106,7 @@ cd "$SRC"
 git checkout -q -B main ${REV:+"$REV"}
 PKG=$(cd src && for d in */__init__.py; do echo "${d%/__init__.py}"; break; done)
 if [ ! -x "$VENV/bin/python3" ]; then
-  python3 -m venv "$VENV"
+  "$PYTHON" -m venv "$VENV"
 fi
 # The project's runtime dependencies and its test group (PEP 735: `tests`, or requests'
 # `test`), not the project itself:

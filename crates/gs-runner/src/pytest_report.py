@@ -153,7 +153,10 @@ class GitSandboxMap:
                 return spans[code]
             found = None
             f = code.co_filename
-            if f.startswith(self.root) and "site-packages" not in f:
+            # Functions only (CO_NEWLOCALS): a module's or a class's body spans its whole file
+            # or class, and runs as it is imported; a change there is no function body's, and
+            # the import graph has it.
+            if code.co_flags & 0x2 and f.startswith(self.root) and "site-packages" not in f:
                 lines = [l for _, _, l in code.co_lines() if l]
                 first, last = min(lines, default=code.co_firstlineno), max(lines, default=code.co_firstlineno)
                 found = len(functions)

@@ -228,7 +228,9 @@ fn a_production_run_has_its_map_made_in_the_background() {
 
 /// A decorator runs only as its module is imported, which the conftest files and collection do
 /// before any test: the map counts it as called outside the tests (for every test), not as
-/// called by none, so a change to it reaches the tests through imports.
+/// called by none, so a change to it reaches the tests through imports. The module's own body,
+/// which also runs then and spans the file, is no function: a change inside a function below it
+/// is still the map's, test by test.
 #[test]
 fn a_change_to_a_function_only_an_import_calls_reaches_every_test_that_imports_it() {
     let mut w = World::new();
@@ -241,7 +243,7 @@ fn a_change_to_a_function_only_an_import_calls_reaches_every_test_that_imports_i
         &[
             (
                 "src/calc/a.py",
-                "def register(f):\n    f.registered = True\n    return f\n\n\n@register\ndef fa(x):\n    y = x + 1\n    return y\n",
+                "def register(f):\n    f.registered = True\n    return f\n\n\n@register\ndef fa(x):\n    y = x + 1\n    return y\n\n\nALL = [fa]\n",
             ),
             ("tests/conftest.py", "import calc\n"),
         ],
@@ -253,7 +255,7 @@ fn a_change_to_a_function_only_an_import_calls_reaches_every_test_that_imports_i
         &repo,
         &[(
             "src/calc/a.py",
-            "def register(f):\n    f.registered = True\n    return None\n\n\n@register\ndef fa(x):\n    y = x + 1\n    return y\n",
+            "def register(f):\n    f.registered = True\n    return None\n\n\n@register\ndef fa(x):\n    y = x + 1\n    return y\n\n\nALL = [fa]\n",
         )],
         "the decorator loses fa",
     );
@@ -267,4 +269,22 @@ fn a_change_to_a_function_only_an_import_calls_reaches_every_test_that_imports_i
     let rec = w.sandbox(&repo, &["run", "--json"]).json()[0].clone();
     assert_eq!(rec["status"], "failed", "{rec}");
     assert_eq!(rec["tests"]["phases"][0]["failed"], 1, "{rec}");
+
+    w.git(&repo, &["checkout", "-q", "-b", "exp2", "main"]);
+    w.commit(
+        &repo,
+        &[(
+            "src/calc/a.py",
+            "def register(f):\n    f.registered = True\n    return f\n\n\n@register\ndef fa(x):\n    y = x + 2\n    return y\n\n\nALL = [fa]\n",
+        )],
+        "break fa",
+    );
+    let o = explain(&w, &repo);
+    assert!(
+        o.contains("phase one runs 0 of 3 test files whole and 1 single tests")
+            && o.contains(
+                "tests/test_a.py::test_fa  called the function holding src/calc/a.py:8 (changed)"
+            ),
+        "{o}"
+    );
 }
