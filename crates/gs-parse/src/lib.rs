@@ -28,6 +28,7 @@ pub mod xml;
 pub use failed_files::{jest_failed_files, mocha_failures};
 pub use gs_model::Framework;
 use gs_model::TestCounts;
+pub use text::MAX_FAILURES as MAX_PARSED_FAILURES;
 pub use xml::decode_entities;
 
 /// Every framework name `parse_output` can return, in the order tried when the hint fails.

@@ -5,7 +5,8 @@ use gs_model::Failure;
 
 /// Longest failure message kept, in bytes (cut on a char boundary, with "…" appended).
 pub const MAX_MESSAGE: usize = 500;
-/// Most failures listed in one record; the counts stay exact past it.
+/// Most failures a parser lists (a record keeps the first [`gs_model::MAX_FAILURES`] of them;
+/// the rest let a probe's failures be matched with the run's); the counts stay exact past it.
 pub const MAX_FAILURES: usize = 1000;
 /// A multi-line assertion message (the diff of `assert.deepStrictEqual`) is kept whole up to
 /// this many lines and bytes ([`join_block`]).

@@ -291,7 +291,7 @@ pub(super) fn run_all(
         .iter()
         .zip(done)
         .map(|(spec, e)| {
-            let r = match (spec.name == TEST_CHECK, probed.take()) {
+            let mut r = match (spec.name == TEST_CHECK, probed.take()) {
                 (true, Some(r)) => r,
                 _ => {
                     let mut r = conclude(env, spec, e.unwrap_or(Executed::Crashed), work, setup);
@@ -301,6 +301,9 @@ pub(super) fn run_all(
                     r
                 }
             };
+            if let Some(t) = r.tests.as_mut() {
+                t.bound();
+            }
             (env.on_done)(spec.name, &r);
             r
         })
@@ -444,7 +447,9 @@ fn execute(
 /// What a check's process gave, as its result: status, counts from its output or report, why
 /// it stopped. In steps: the isolation it had is kept; its counts are read (its output, then
 /// JUnit reports over them) with its coverage; what ended it decides the status; a limit that
-/// stopped it names itself in the error.
+/// stopped it names itself in the error. Its failures are every one the output named (up to
+/// the parser's bound), so that a probe's agree with them past the record's first 50; the
+/// caller bounds them ([`Tests::bound`]) for the record.
 fn conclude(
     env: &Env<'_>,
     spec: &Spec<'_>,
@@ -548,7 +553,7 @@ fn conclude(
         error = stopped;
     }
 
-    let mut tests = Tests {
+    let tests = Tests {
         status: Some(status),
         command,
         framework,
@@ -574,7 +579,6 @@ fn conclude(
         selection_missed: false,
         network: outcome.network.clone(),
     };
-    tests.bound();
     CheckResult {
         status,
         tests: Some(tests),

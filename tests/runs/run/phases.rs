@@ -652,3 +652,57 @@ fn a_failure_nobody_can_name_is_not_told_as_a_first_failure() {
     assert_eq!(rec["status"], "failed", "{rec}");
     assert!(!stderr.contains("first failure"), "{stderr}");
 }
+
+/// A run with more failures than its record lists (the first 50): the probe's first failure is
+/// one the run's output named past them, and it is still the run's, so it is kept as the hint.
+#[test]
+fn a_probe_failure_past_the_records_first_fifty_is_still_the_runs() {
+    let mut w = World::new();
+    w.with_test_python("pytest");
+    let repo = w.new_repo("phases-many");
+    // test_a and test_b wait 3 s each before they assert: the run's own first failure (in
+    // test_b) comes after 6 s at the soonest.
+    let many: String = (0..60)
+        .map(|i| format!("\n\ndef test_many_{i}():\n    assert fb(1) == 2\n"))
+        .collect();
+    let many = format!("from calc.b import fb\n{many}");
+    w.calc_package(
+        &repo,
+        CONFIG,
+        3.0,
+        false,
+        &[("tests/test_b_many.py", &many)],
+    );
+    // c breaks: the parent's failure, which phase one runs first.
+    w.commit(
+        &repo,
+        &[("src/calc/c.py", "def fc(x):\n    return x + 2\n")],
+        "break c",
+    );
+    assert_eq!(run_json(&w, &repo, &[]).0["status"], "failed");
+    // b breaks too: 61 failures in test_b and test_b_many come before test_c's in the run's
+    // order, so the record lists test_b's and test_b_many's, and counts test_c's.
+    w.commit(
+        &repo,
+        &[("src/calc/b.py", "def fb(x):\n    return x + 2\n")],
+        "break b",
+    );
+    let (rec, stderr) = run_json(&w, &repo, &[]);
+    let t = &rec["tests"];
+    assert_eq!(t["failed"], 62, "{rec}");
+    assert_eq!(t["failures"].as_array().map(Vec::len), Some(50), "{rec}");
+    assert!(!t["failures"].to_string().contains("test_fc"), "{rec}");
+    assert_eq!(
+        t["phases"][0]["files"][0], "tests/test_c.py",
+        "the parent's failure first: {rec}"
+    );
+    let first = t["first_failure_ms"].as_u64().expect("first_failure_ms");
+    assert!(
+        first < 6000,
+        "the probe's failure of test_c, not the run's own past 6 s: {rec}"
+    );
+    assert!(
+        stderr.contains("first failure after") && stderr.contains("tests/test_c.py::test_fc"),
+        "{stderr}"
+    );
+}

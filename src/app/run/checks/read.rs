@@ -223,7 +223,7 @@ pub(super) fn per_test_check(
         counts.note = None;
     } else {
         for f in &per_test.failures {
-            if counts.failures.len() >= gs_model::MAX_FAILURES {
+            if counts.failures.len() >= gs_parse::MAX_PARSED_FAILURES {
                 break;
             }
             if !counts.failures.iter().any(|g| g.name == f.name) {
