@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # Runs with the probe beside them against runs without, on a real project with its real history
-# (click, flask). The record is the command's own run either way; the probe (phase one: the tests
-# a change reaches, run alone beside it) only makes the first failure known early.
+# (click, flask, requests; express, a JavaScript project with mocha). The record is the
+# command's own run either way; the probe (phase one: the tests a change reaches, run alone
+# beside it) only makes the first failure known early.
+#
+# A project with a package.json and no pyproject.toml (express) is JavaScript: `git sandbox init`
+# proposes its command (`npm test`) and setup (`npm install`, allowed the network by the user
+# config); its .sandbox.toml is that, and the mutations are of its `lib/` and `index.js`.
 #
 # It clones the repository (a path or URL; default https://github.com/pallets/click), takes its
 # HEAD (or REV, a tag or commit: REV=8.2.1 pins a release) as the base, installs the project's
@@ -30,7 +35,7 @@
 # (`bench/selection.sh --report OUT`).
 #
 # Usage: bench/selection.sh [REPO]     REPO=/work/.mirror/pallets+flask/repo REV= COVERAGE=1 PYTHON=
-#                                      BREAKING=40 BENIGN=20 SEED=1 REPEAT=1
+#                                      BREAKING=40 BENIGN=20 SEED=1 REPEAT=1 TIMEOUT=900s
 #        bench/selection.sh --report OUT
 # Needs: target/release/git-sandbox (or GS=path), python3 with venv and pip (PYTHON=python3.12
 # makes the venv with another interpreter: 3.12 and later make the test map through
@@ -53,7 +58,7 @@ share = median([(r["first_ms"] if r["first_ms"] is not None else r["one_ms"]) / 
 split = [r for r in br if r["phases"] == 2]
 caught = sum(r["caught"] for r in br)
 tests_caught = sum(r.get("tests_caught", 0) for r in br)
-tests_failed = sum(min(r.get("tests_failed", 0), 50) for r in br)
+tests_failed = sum(r.get("tests_failed", 0) for r in br)
 mapping = {}
 try:
     mapping = json.load(open(os.path.join(os.path.dirname(sys.argv[1]), "map.json")))
@@ -84,6 +89,8 @@ SEED=${SEED:-1}
 REPEAT=${REPEAT:-1}
 REV=${REV:-}
 COVERAGE=${COVERAGE:-0}
+# A mutant that hangs the suite (a request never answered) runs until this, in both modes.
+TIMEOUT=${TIMEOUT:-900s}
 [ -x "$GS" ] || { echo "$GS not found: cargo build --release (or set GS)" >&2; exit 2; }
 NAME=$(basename "${REPO%/}" .git)
 [ "$NAME" = repo ] && NAME=$(basename "$(dirname "${REPO%/}")" | sed 's/.*+//')
@@ -104,14 +111,33 @@ SRC=$WORK/$NAME
 git clone -q "$REPO" "$SRC"
 cd "$SRC"
 git checkout -q -B main ${REV:+"$REV"}
-PKG=$(cd src && for d in */__init__.py; do echo "${d%/__init__.py}"; break; done)
-if [ ! -x "$VENV/bin/python3" ]; then
-  "$PYTHON" -m venv "$VENV"
-fi
-# The project's runtime dependencies and its test group (PEP 735: `tests`, or requests'
-# `test`), not the project itself:
-# the tests import it from src/.
-python3 - > "$WORK/requirements.txt" <<'EOF'
+# The user config every run starts from (the driver below writes its own lines after it).
+USER_BASE=""
+if [ -f package.json ] && [ ! -f pyproject.toml ]; then
+  LANGUAGE=js
+  PKG=lib
+  USER_BASE=$'[limits]\nsetup_network = true\n'
+  printf '%s' "$USER_BASE" > "$XDG_CONFIG_HOME/git-sandbox/config.toml"
+  "$GS" init >/dev/null
+  # init's proposal, as the repository's own, with the bench's timeout and no analysis.
+  "$GS" config --adopted | sed -n '/^\[test\]/,/^$/p' | sed "/^\[test\]/a timeout = \"$TIMEOUT\"" > .sandbox.toml
+  printf '[analysis]\nenabled = false\n' >> .sandbox.toml
+  git add -f .sandbox.toml && git commit -qm "bench: the test command"
+  export GIT_SANDBOX_NO_TEST_MAP=1
+  "$GS" run --json --force > "$WORK/base.json" || {
+    echo "the base does not pass its own tests: $WORK/base.json" >&2
+    exit 1
+  }
+else
+  LANGUAGE=py
+  PKG=$(cd src && for d in */__init__.py; do echo "${d%/__init__.py}"; break; done)
+  if [ ! -x "$VENV/bin/python3" ]; then
+    "$PYTHON" -m venv "$VENV"
+  fi
+  # The project's runtime dependencies and its test group (PEP 735: `tests`, or requests'
+  # `test`), not the project itself:
+  # the tests import it from src/.
+  python3 - > "$WORK/requirements.txt" <<'EOF'
 import tomllib
 d = tomllib.load(open("pyproject.toml", "rb"))
 deps = list(d.get("project", {}).get("dependencies", []))
@@ -121,66 +147,76 @@ for item in groups.get("tests", []) + groups.get("test", []):
         deps.append(item)
 print("\n".join(deps))
 EOF
-# pytest 9 dropped names flask's conftest.py imports (_pytest.monkeypatch.notset).
-"$VENV/bin/pip" install --quiet --disable-pip-version-check "pytest<9" pytest-cov -r "$WORK/requirements.txt"
-export PATH=$VENV/bin:$PATH VIRTUAL_ENV=$VENV
+  # pytest 9 dropped names flask's conftest.py imports (_pytest.monkeypatch.notset).
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check "pytest<9" pytest-cov -r "$WORK/requirements.txt"
+  export PATH=$VENV/bin:$PATH VIRTUAL_ENV=$VENV
 
-# warnings as errors (the projects' config) would fail on this interpreter's deprecations, and
-# click's test_light_imports lists the modules this interpreter imports: neither says anything
-# of the selection.
-# Lines, not branches (flask measures branches, and tests too): what the selection reads,
-# and a data file a tenth the size.
-printf '[run]\nbranch = false\n' > .coveragerc-bench
-COV=""
-[ "$COVERAGE" = 0 ] || COV="--cov=$PKG --cov-config=.coveragerc-bench --cov-context=test --cov-report= "
-cat > .sandbox.toml <<EOF
+  # warnings as errors (the projects' config) would fail on this interpreter's deprecations, and
+  # click's test_light_imports lists the modules this interpreter imports: neither says anything
+  # of the selection.
+  # Lines, not branches (flask measures branches, and tests too): what the selection reads,
+  # and a data file a tenth the size.
+  printf '[run]\nbranch = false\n' > .coveragerc-bench
+  COV=""
+  [ "$COVERAGE" = 0 ] || COV="--cov=$PKG --cov-config=.coveragerc-bench --cov-context=test --cov-report= "
+  cat > .sandbox.toml <<EOF
 [test]
 command = "python3 -m pytest -q -p no:cacheprovider -o pythonpath=src -o filterwarnings=ignore::DeprecationWarning $COV--deselect tests/test_imports.py::test_light_imports tests"
-timeout = "900s"
+timeout = "$TIMEOUT"
 [analysis]
 enabled = false
 EOF
-git add -f .sandbox.toml .coveragerc-bench && git commit -qm "bench: the test command"
-"$GS" init >/dev/null
-# The base's test map is made once, below, and timed; none behind the bench's back.
-export GIT_SANDBOX_NO_TEST_MAP=1
-# Tests that fail in the sandbox before any mutation (a pager test that needs a terminal, a
-# version read from the installed package's metadata) are deselected, by node id without
-# parameters, so that the base passes.
-# A collection error hides the failures behind it: a few rounds.
-for round in 1 2 3 4; do
-  "$GS" run --json --force > "$WORK/base.json" && break
-  [ "$round" = 4 ] && { echo "the base does not pass its own tests" >&2; exit 1; }
-  python3 - "$WORK/base.json" <<'EOF' > "$WORK/deselect"
+  git add -f .sandbox.toml .coveragerc-bench && git commit -qm "bench: the test command"
+  "$GS" init >/dev/null
+  # The base's test map is made once, below, and timed; none behind the bench's back.
+  export GIT_SANDBOX_NO_TEST_MAP=1
+  # Tests that fail in the sandbox before any mutation (a pager test that needs a terminal, a
+  # version read from the installed package's metadata) are deselected, by node id without
+  # parameters, so that the base passes.
+  # A collection error hides the failures behind it: a few rounds.
+  for round in 1 2 3 4; do
+    "$GS" run --json --force > "$WORK/base.json" && break
+    [ "$round" = 4 ] && { echo "the base does not pass its own tests" >&2; exit 1; }
+    python3 - "$WORK/base.json" <<'EOF' > "$WORK/deselect"
 import json, sys
 names = {f["name"].split("[")[0] for f in json.load(open(sys.argv[1]))[0]["tests"]["failures"]}
 # A file that fails to import (click's reads its installed version) is ignored whole.
 print(" ".join(f"--deselect {n}" if "::" in n else f"--ignore {n}" for n in sorted(names)))
 EOF
-  sed -i "s|--deselect tests/test_imports|$(cat "$WORK/deselect") --deselect tests/test_imports|" .sandbox.toml
-  git commit -qa --amend -m "bench: the test command"
-done
+    sed -i "s|--deselect tests/test_imports|$(cat "$WORK/deselect") --deselect tests/test_imports|" .sandbox.toml
+    git commit -qa --amend -m "bench: the test command"
+  done
+fi
 
-if [ "$COVERAGE" = 0 ]; then
+if [ "$COVERAGE" = 0 ] && [ "$LANGUAGE" = py ]; then
   "$GS" __testmap --json > "$OUT/map.json" || echo '{}' > "$OUT/map.json"
   echo "test map: $(cat "$OUT/map.json")" >&2
 fi
-python3 - "$GS" "$BREAKING" "$BENIGN" "$SEED" "$XDG_CONFIG_HOME/git-sandbox/config.toml" "$PKG" "$OUT/rows.jsonl" "$REPEAT" <<'EOF'
+[ -f "$OUT/map.json" ] || echo '{}' > "$OUT/map.json"
+python3 - "$GS" "$BREAKING" "$BENIGN" "$SEED" "$XDG_CONFIG_HOME/git-sandbox/config.toml" "$PKG" "$OUT/rows.jsonl" "$REPEAT" "$LANGUAGE" "$USER_BASE" <<'EOF'
 import json, random, statistics, subprocess, sys
-gs, breaking, benign, seed, user_config, pkg, rows_path, repeat = sys.argv[1:9]
+gs, breaking, benign, seed, user_config, pkg, rows_path, repeat, language, user_base = sys.argv[1:11]
 breaking, benign, seed, repeat = int(breaking), int(benign), int(seed), int(repeat)
 rng = random.Random(seed)
 git = lambda *a: subprocess.run(["git", *a], check=True, capture_output=True, text=True).stdout
-files = [f for f in git("ls-files", f"src/{pkg}").split() if f.endswith(".py")]
 # One-line mutations, as a mutation tester makes them.
-swaps = [(" == ", " != "), (" != ", " == "), (" < ", " <= "), (" > ", " >= "), ("True", "False"),
-         ("False", "True"), (" + 1", " + 2"), (" - 1", " - 2"), (" and ", " or "), (" or ", " and "),
-         ("return ", "return None  # ")]
+if language == "js":
+    files = [f for f in git("ls-files", "lib", "index.js").split() if f.endswith(".js")]
+    swaps = [(" === ", " !== "), (" !== ", " === "), (" < ", " <= "), (" > ", " >= "),
+             ("true", "false"), ("false", "true"), (" + 1", " + 2"), (" - 1", " - 2"),
+             (" && ", " || "), (" || ", " && "), ("return ", "return undefined; // ")]
+    comment = ("//", "/*", "*")
+else:
+    files = [f for f in git("ls-files", f"src/{pkg}").split() if f.endswith(".py")]
+    swaps = [(" == ", " != "), (" != ", " == "), (" < ", " <= "), (" > ", " >= "), ("True", "False"),
+             ("False", "True"), (" + 1", " + 2"), (" - 1", " - 2"), (" and ", " or "), (" or ", " and "),
+             ("return ", "return None  # ")]
+    comment = ("#", "\"", "'")
 candidates = []
 for f in files:
     for n, line in enumerate(open(f).read().split("\n")):
         s = line.strip()
-        if not s or s.startswith("#") or s.startswith(("\"", "'")):
+        if not s or s.startswith(comment):
             continue
         for a, b in swaps:
             if a in line:
@@ -188,7 +224,7 @@ for f in files:
 rng.shuffle(candidates)
 
 def run(config, *args):
-    open(user_config, "w").write(config)
+    open(user_config, "w").write(user_base + config)
     o = subprocess.run([gs, "run", "--json", *args], capture_output=True, text=True)
     return json.loads(o.stdout)[0]
 
@@ -229,12 +265,16 @@ for f, n, a, b in candidates:
         # Phase one held one of the run's failures (a run in one phase caught nothing); where
         # the run names no failure (the suite stopped at collection: a syntax error, a conftest
         # that fails to import), phase one failed too.
+        # (A probe that found none of the run's failures is `selection_missed`; one stopped
+        # before it ended having found none leaves no phases.)
         "caught": two["status"] == "failed" and len(phases) == 2 and (
-            (first.get("failed") or 0) > 0
-            or (not t2.get("failures") and first.get("exit_code") not in (0, None))),
+            not t2.get("selection_missed")
+            if t2.get("failures")
+            else first.get("exit_code") not in (0, None)),
         "tests_caught": (first.get("failed") or 0) if len(phases) == 2 else 0,
-        # Over the failures the record lists (its first 50), as phase one's count is.
-        "tests_failed": min((t2.get("failed") or 0) + (t2.get("errors") or 0), len(t2.get("failures") or [])),
+        # The run's failed and errored tests, as status counts recall by test (phase one's
+        # count is over every failure the output named).
+        "tests_failed": (t2.get("failed") or 0) + (t2.get("errors") or 0),
         "same": [one["status"]] + [t1.get(k) for k in ("passed", "failed", "skipped", "errors", "total")]
                 + [sorted(f["name"] for f in t1.get("failures") or [])]
                 == [two["status"]] + [t2.get(k) for k in ("passed", "failed", "skipped", "errors", "total")]

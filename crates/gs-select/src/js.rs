@@ -158,8 +158,8 @@ fn module_stem(path: &str) -> Option<String> {
 }
 
 /// Whether test file `test` is named for module `stem`: its name's first part (before any
-/// `.`, `-` or `_`, and without `test`/`spec`) is the module's name or, three letters or more,
-/// its start (`res.send.js` for `response.js`, `app.router.js` for `application.js`,
+/// `.`, `-` or `_`, after a `test_` or `test-` prefix) is the module's name or, three letters
+/// or more, its start (`res.send.js` for `response.js`, `app.router.js` for `application.js`,
 /// `utils.test.ts` for `utils.ts`).
 fn named_for(test: &str, stem: &str) -> bool {
     let name = test.rsplit('/').next().unwrap_or(test).to_ascii_lowercase();

@@ -313,9 +313,10 @@ impl Index {
         // cost does not grow with the history), read by their keys under `tests`: a pattern
         // over the whole record would also match a key elsewhere in it (a toolchain's program
         // word) and LIKE's `_` any character. PostgreSQL parses each record once, as `j`.
-        // A run lists its first 50 failures: recall by test is over those it lists (phase one's
-        // `failed` is counted among them), not the ones it only counts.
-        let (json, phases, first, missed, one, two, listed, least) = if self.conn.is_pg() {
+        // Recall by test: phase one's `failed` (the run's failures among the tests phase one
+        // ran, over every failure the output named) over phase one's and phase two's, which
+        // are the run's failed and errored tests.
+        let (json, phases, first, missed, one, two) = if self.conn.is_pg() {
             (
                 "CAST(record AS json)",
                 "json_typeof(j -> 'tests' -> 'phases') = 'array'",
@@ -323,8 +324,6 @@ impl Index {
                 "(j -> 'tests' ->> 'selection_missed') = 'true'",
                 "CAST(j -> 'tests' -> 'phases' -> 0 ->> 'failed' AS BIGINT)",
                 "CAST(j -> 'tests' -> 'phases' -> 1 ->> 'failed' AS BIGINT)",
-                "CAST(json_array_length(j -> 'tests' -> 'failures') AS BIGINT)",
-                "LEAST",
             )
         } else {
             (
@@ -334,8 +333,6 @@ impl Index {
                 "json_type(j, '$.tests.selection_missed') = 'true'",
                 "json_extract(j, '$.tests.phases[0].failed')",
                 "json_extract(j, '$.tests.phases[1].failed')",
-                "json_array_length(j, '$.tests.failures')",
-                "MIN",
             )
         };
         // (SUM of a BIGINT is a NUMERIC in PostgreSQL: cast back.)
@@ -345,8 +342,8 @@ impl Index {
                     "SELECT COALESCE(SUM(CASE WHEN {missed} THEN 0 ELSE 1 END), 0),
                             COALESCE(SUM(CASE WHEN {missed} THEN 1 ELSE 0 END), 0),
                             CAST(COALESCE(SUM(COALESCE({one}, 0)), 0) AS BIGINT),
-                            CAST(COALESCE(SUM({least}(COALESCE({one}, 0) + COALESCE({two}, 0),
-                                                      COALESCE({listed}, 0))), 0) AS BIGINT)
+                            CAST(COALESCE(SUM(COALESCE({one}, 0) + COALESCE({two}, 0)), 0)
+                                 AS BIGINT)
                      FROM (SELECT {json} AS j, cached_from FROM runs WHERE repository_id = ?1
                            ORDER BY id DESC LIMIT 1000) AS recent
                      WHERE cached_from IS NULL AND {phases} AND {first}"

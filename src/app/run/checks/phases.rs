@@ -221,26 +221,22 @@ fn phases_of(t: &Tests, p: &Tests, files: Vec<String>, probe_ms: u64) -> (Vec<Te
         .iter()
         .filter(|f| probe_failed.contains(f.name.as_str()))
         .count() as u64;
-    // Phase one's count is over the failures the record lists (its first 50), as recall by
-    // test is; whether the probe caught anything at all, over every failure the output named.
-    let listed = &t.failures[..t.failures.len().min(gs_model::MAX_FAILURES)];
+    // Over every failure the run's output named (up to 1,000), not only the 50 its record
+    // lists: recall by test is phase one's count over the run's.
     let (total, failed, passed) = if !t.ids.is_empty() && !p.ids.is_empty() {
         let ran: HashSet<&str> = p.ids.iter().map(String::as_str).collect();
         let total = t.ids.iter().filter(|id| ran.contains(id.as_str())).count() as u64;
-        let failed = listed
+        let failed = t
+            .failures
             .iter()
             .filter(|f| ran.contains(f.name.as_str()))
             .count() as u64;
         (Some(total), failed, Some(total.saturating_sub(failed)))
     } else {
-        let caught_listed = listed
-            .iter()
-            .filter(|f| probe_failed.contains(f.name.as_str()))
-            .count() as u64;
         let passed = p
             .total
             .map(|n| n.saturating_sub(caught + p.skipped.unwrap_or(0)));
-        (p.total, caught_listed, passed)
+        (p.total, caught, passed)
     };
     let less = |all: Option<u64>, part: Option<u64>| Some(all?.saturating_sub(part.unwrap_or(0)));
     let one = TestPhase {
