@@ -190,9 +190,11 @@ fn a_kept_checkout_that_was_tampered_with_is_rebuilt() {
         &[("a.txt", "a\n"), (".sandbox.toml", &quick("cat a.txt"))],
         "a",
     );
-    assert_eq!(w.sandbox(&repo, &["run"]).code, 0);
+    // One slot: the repository's first commit and this one (both pending) run in it one after
+    // the other, so one checkout is kept, the one the next run finds tampered with.
+    assert_eq!(w.sandbox(&repo, &["run", "-j", "1"]).code, 0);
     let kept = kept_trees(&scratch);
-    assert!(!kept.is_empty());
+    assert_eq!(kept.len(), 1, "{kept:?}");
     for k in &kept {
         std::fs::write(k.join("a.txt"), "tampered\n").unwrap();
     }
@@ -240,9 +242,11 @@ fn a_setup_step_is_never_built_on_a_kept_checkout_that_was_tampered_with() {
         &[("a.txt", "a\n"), (".sandbox.toml", &quick("cat a.txt"))],
         "a",
     );
-    assert_eq!(w.sandbox(&repo, &["run"]).code, 0);
+    // One slot: the repository's first commit and this one (both pending) run in it one after
+    // the other, so one checkout is kept, the one the next run finds tampered with.
+    assert_eq!(w.sandbox(&repo, &["run", "-j", "1"]).code, 0);
     let kept = kept_trees(&scratch);
-    assert!(!kept.is_empty());
+    assert_eq!(kept.len(), 1, "{kept:?}");
     for k in &kept {
         std::fs::write(k.join("a.txt"), "tampered\n").unwrap();
     }
