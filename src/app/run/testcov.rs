@@ -87,16 +87,7 @@ fn try_keep(home: &Path, repository: &str, commit: &str, bytes: &[u8]) -> std::i
     let tmp = dir.join(format!(".{commit}.tmp"));
     std::fs::write(&tmp, bytes)?;
     std::fs::rename(&tmp, dir.join(format!("{commit}.coverage")))?;
-    let mut all: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(&dir)?
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".coverage"))
-        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
-        .collect();
-    all.sort();
-    let excess = all.len().saturating_sub(KEPT);
-    for (_, p) in all.into_iter().take(excess) {
-        let _ = std::fs::remove_file(p);
-    }
+    super::testmap::prune(&dir, ".coverage", KEPT);
     Ok(())
 }
 

@@ -185,14 +185,15 @@ pub fn after(ctx: &Context, row: &RepoRow, made: &[RunRecord]) -> bool {
     }
 }
 
-/// Removes all but the newest `kept` maps of `dir` (by when they were written).
-fn prune(dir: &Path, kept: usize) {
+/// Removes all but the newest `kept` files of `dir` whose names end with `suffix` (by when
+/// they were written): the test maps here, the per-test coverage in [`super::testcov`].
+pub(super) fn prune(dir: &Path, suffix: &str, kept: usize) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     let mut all: Vec<(std::time::SystemTime, PathBuf)> = entries
         .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+        .filter(|e| e.file_name().to_string_lossy().ends_with(suffix))
         .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
         .collect();
     all.sort();
@@ -317,7 +318,7 @@ pub fn make(
     let path = file_of(&ctx.paths.home, &row.repository_id, &commit);
     gs_util::write_atomic(&path, &map.to_json())
         .map_err(crate::app::io_err("cannot write the test map"))?;
-    prune(&dir, KEPT);
+    prune(&dir, ".json", KEPT);
     Ok(Made {
         commit: commit.to_string(),
         tests: map.len(),
@@ -343,7 +344,7 @@ mod tests {
                 .unwrap();
         }
         std::fs::write(dir.path().join(".making"), "").unwrap();
-        prune(dir.path(), 2);
+        prune(dir.path(), ".json", 2);
         let mut left: Vec<String> = std::fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
