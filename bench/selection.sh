@@ -111,6 +111,9 @@ SRC=$WORK/$NAME
 git clone -q "$REPO" "$SRC"
 cd "$SRC"
 git checkout -q -B main ${REV:+"$REV"}
+# main is production (`init` takes the remote's default branch, express's master, else a local
+# main): production's setup layer then serves the test map's run and the mutants', as it would.
+git remote remove origin
 # The user config every run starts from (the driver below writes its own lines after it).
 USER_BASE=""
 if [ -f package.json ] && [ ! -f pyproject.toml ]; then
@@ -188,7 +191,7 @@ EOF
   done
 fi
 
-if [ "$COVERAGE" = 0 ] && [ "$LANGUAGE" = py ]; then
+if [ "$COVERAGE" = 0 ]; then
   "$GS" __testmap --json > "$OUT/map.json" || echo '{}' > "$OUT/map.json"
   echo "test map: $(cat "$OUT/map.json")" >&2
 fi

@@ -484,6 +484,9 @@ pub fn explained_text(e: &crate::app::run::selection::Explained) -> String {
                     tests.join(", ")
                 ),
                 Why::Named { file } => format!("named for {file} (changed)"),
+                Why::NamedForFunction { file, function } => {
+                    format!("named for {function} of {file} (changed): first")
+                }
                 Why::Calls { file, map } => format!(
                     "calls functions of {file} (changed), by the test map of {}",
                     gs_util::short(map)

@@ -10,6 +10,7 @@ pub mod cargograph;
 pub mod gograph;
 pub mod imports;
 pub mod jsgraph;
+pub mod jslines;
 pub mod lang;
 mod lines;
 pub mod manifest;

@@ -8,32 +8,8 @@
 /// (coverage.py records a statement of several lines at its first). `None` when the change
 /// reaches beyond the bodies of functions, or either text does not parse cleanly.
 pub fn changed_body_lines(old: &[u8], new: &[u8]) -> Option<Vec<u32>> {
+    let rows = changed_rows(old, new)?;
     let old_lines: Vec<&[u8]> = old.split(|&b| b == b'\n').collect();
-    let new_lines: Vec<&[u8]> = new.split(|&b| b == b'\n').collect();
-    let prefix = old_lines
-        .iter()
-        .zip(&new_lines)
-        .take_while(|(a, b)| a == b)
-        .count();
-    let room = old_lines.len().min(new_lines.len()) - prefix;
-    let suffix = old_lines
-        .iter()
-        .rev()
-        .zip(new_lines.iter().rev())
-        .take(room)
-        .take_while(|(a, b)| a == b)
-        .count();
-    // 0-based rows of `old` between the common start and end; an insertion touches the rows
-    // on either side of it.
-    let (from, to) = (prefix, old_lines.len() - suffix);
-    let rows: Vec<usize> = if from < to {
-        (from..to).collect()
-    } else {
-        (from.saturating_sub(1)..=from.min(old_lines.len() - 1)).collect()
-    };
-    if rows.is_empty() || rows.len() > 200 {
-        return None;
-    }
     let tree = super::parse(super::lang::Grammar::Python, old)?;
     let new_tree = super::parse(super::lang::Grammar::Python, new)?;
     if tree.root_node().has_error() || new_tree.root_node().has_error() {
@@ -78,6 +54,71 @@ pub fn changed_body_lines(old: &[u8], new: &[u8]) -> Option<Vec<u32>> {
     Some(lines)
 }
 
+/// The names of the functions whose bodies hold the lines a change touches
+/// ([`changed_body_lines`]), innermost first; empty when the change is not inside function
+/// bodies.
+pub fn changed_function_names(old: &[u8], new: &[u8]) -> Vec<String> {
+    let Some(lines) = changed_body_lines(old, new) else {
+        return Vec::new();
+    };
+    let Some(tree) = super::parse(super::lang::Grammar::Python, old) else {
+        return Vec::new();
+    };
+    let rows: Vec<&[u8]> = old.split(|&b| b == b'\n').collect();
+    let mut names = Vec::new();
+    for line in lines {
+        let row = line as usize - 1;
+        let col = rows
+            .get(row)
+            .and_then(|t| t.iter().position(|b| !b.is_ascii_whitespace()))
+            .unwrap_or(0);
+        let at = tree_sitter::Point::new(row, col);
+        let mut n = tree.root_node().descendant_for_point_range(at, at);
+        while let Some(cur) = n {
+            if cur.kind() == "function_definition" {
+                if let Some(name) = cur
+                    .child_by_field_name("name")
+                    .and_then(|n| n.utf8_text(old).ok())
+                {
+                    names.push(name.to_string());
+                }
+                break;
+            }
+            n = cur.parent();
+        }
+    }
+    names.dedup();
+    names
+}
+
+/// The 0-based rows of the parent's text `old` that a change to `new` touches: those between
+/// the common start and end (an insertion touches the rows on either side of it). `None` for no
+/// change, or a change of more than 200 rows.
+pub(crate) fn changed_rows(old: &[u8], new: &[u8]) -> Option<Vec<usize>> {
+    let old_lines: Vec<&[u8]> = old.split(|&b| b == b'\n').collect();
+    let new_lines: Vec<&[u8]> = new.split(|&b| b == b'\n').collect();
+    let prefix = old_lines
+        .iter()
+        .zip(&new_lines)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let room = old_lines.len().min(new_lines.len()) - prefix;
+    let suffix = old_lines
+        .iter()
+        .rev()
+        .zip(new_lines.iter().rev())
+        .take(room)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let (from, to) = (prefix, old_lines.len() - suffix);
+    let rows: Vec<usize> = if from < to {
+        (from..to).collect()
+    } else {
+        (from.saturating_sub(1)..=from.min(old_lines.len() - 1)).collect()
+    };
+    (!rows.is_empty() && rows.len() <= 200 && old != new).then_some(rows)
+}
+
 #[cfg(test)]
 mod tests {
     use super::changed_body_lines as lines;
@@ -107,6 +148,11 @@ mod tests {
             Some(vec![18])
         );
         assert_eq!(lines(o, o), None, "no change, no lines");
+        let names =
+            |line: usize, text: &str| super::changed_function_names(o, with(line, text).as_bytes());
+        assert_eq!(names(8, "        if a != 1:"), ["f"]);
+        assert_eq!(names(18, "    return a - b"), ["g"]);
+        assert!(names(5, "    x = 2").is_empty());
     }
 
     #[test]

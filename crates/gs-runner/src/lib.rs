@@ -8,6 +8,7 @@ pub mod detect;
 pub mod detect_setup;
 pub mod js_cmd;
 pub mod limit_hit;
+pub mod mocha_map;
 pub mod newer;
 pub mod pytest_capture;
 pub mod pytest_report;

@@ -10,7 +10,7 @@ use gs_analysis::{
     jsgraph, jsgraph::is_source, jsgraph::is_test_file, jsgraph::Layout, jsgraph::Runner,
     jsgraph::JS_IMPORTS_VERSION,
 };
-use gs_analysis::{pygraph::Edges, pygraph::Graph};
+use gs_analysis::{jslines, pygraph::Edges, pygraph::Graph};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The largest file whose imports are read; a bigger one (a bundle) is left out of the graph.
@@ -118,12 +118,16 @@ impl crate::Runner for JsRunner {
     }
 }
 
-/// The test files named for the changed files (a changed test file stands for itself, as
-/// `reached` has it), each with why; `None` when some changed file has none.
-fn named_tests(
+/// The test files likeliest to fail for a change to `changed` (a changed test file stands for
+/// itself, as `reached` has it): those named for each changed file, and those the test map says
+/// called the changed functions while they ran; each with why. `None` when some changed file
+/// has none.
+fn likely_tests(
+    src: &dyn Sources,
     changed: &[String],
     tests: &BTreeSet<String>,
     reached: &BTreeMap<String, Vec<Why>>,
+    map: Option<(&str, &dyn crate::PerTest)>,
 ) -> Option<BTreeMap<String, Vec<Why>>> {
     let mut out: BTreeMap<String, Vec<Why>> = BTreeMap::new();
     for f in changed {
@@ -131,12 +135,30 @@ fn named_tests(
             out.insert(f.clone(), reached.get(f)?.clone());
             continue;
         }
-        let stem = module_stem(f)?;
         let mut any = false;
-        for t in tests.iter().filter(|t| named_for(t, &stem)) {
-            out.entry(t.clone())
-                .or_default()
-                .push(Why::Named { file: f.clone() });
+        if let Some(stem) = module_stem(f) {
+            for t in tests.iter().filter(|t| named_for(t, &stem)) {
+                out.entry(t.clone())
+                    .or_default()
+                    .push(Why::Named { file: f.clone() });
+                any = true;
+            }
+        }
+        let calling = map.and_then(|(at, m)| {
+            let old = src.parent_blob(f, MAX_SOURCE_BYTES)?;
+            let new = src.text(f, MAX_SOURCE_BYTES)?;
+            let lines = jslines::changed_body_lines(f, &old, new.as_bytes())?;
+            Some((at, m.tests_calling_lines(f, &lines)?))
+        });
+        for (at, t) in calling
+            .iter()
+            .flat_map(|(at, ts)| ts.iter().map(move |t| (at, t)))
+            .filter(|(_, t)| tests.contains(*t))
+        {
+            out.entry(t.clone()).or_default().push(Why::Calls {
+                file: f.clone(),
+                map: at.to_string(),
+            });
             any = true;
         }
         if !any {
@@ -306,21 +328,53 @@ fn select(src: &dyn Sources, cmd: &JsCmd) -> Result<Selection> {
         )));
     }
     let graph = Graph::new(&edges);
+    // Where git-sandbox's test map (mocha's) says which test file called which function, a
+    // change inside function bodies reaches the files that called them; any other change, the
+    // import graph's.
+    let map = src.test_map();
+    let (by_graph, called) = match &map {
+        Some((at, m)) => crate::covered(
+            src,
+            &changed,
+            &tests,
+            &**m,
+            &jslines::changed_body_lines,
+            &|file, lines| Why::Called {
+                file,
+                lines,
+                map: at.clone(),
+            },
+        ),
+        None => (changed.clone(), Vec::new()),
+    };
     let mut files: BTreeMap<String, Vec<Why>> = BTreeMap::new();
-    for (test, path) in graph.reaching(&changed, &tests) {
+    for (test, path) in graph.reaching(&by_graph, &tests) {
         files.entry(test).or_default().push(Why::Reaches { path });
     }
     // Where imports reach nine tenths of the suite or more (every test builds the app through
-    // its entry point, as express's do), the test files named for each changed file pick phase
-    // one instead, when every changed file has some: a likelihood, as pytest's, whose misses
-    // recall reports.
-    if !changed.is_empty() && files.len() * 10 >= tests.len() * 9 {
-        if let Some(named) = named_tests(&changed, &tests, &files) {
-            if named.len() < files.len() {
-                files = named;
+    // its entry point, as express's do), likelier signals pick phase one instead, when every
+    // changed file has some: the test files named for it, and those the map says called the
+    // changed functions while they ran (where the functions were called outside any test too).
+    // A likelihood, as pytest's, whose misses recall reports.
+    if !by_graph.is_empty() && files.len() * 10 >= tests.len() * 9 {
+        let map = map.as_ref().map(|(at, m)| (at.as_str(), &**m));
+        if let Some(likely) = likely_tests(src, &by_graph, &tests, &files, map) {
+            if likely.len() < files.len() {
+                files = likely;
             }
         }
     }
+    for (test, why) in called {
+        if tests.contains(&test) {
+            files.entry(test).or_default().push(why);
+        }
+    }
+    let sources: Vec<String> = changed
+        .iter()
+        .filter(|p| !tests.contains(*p))
+        .cloned()
+        .collect();
+    crate::by_function_name(src, &sources, &mut files, &jslines::changed_function_names);
     for (file, names) in failed_before(src, runner, &tests)? {
         files
             .entry(file)
@@ -525,159 +579,4 @@ fn mocha_failures(log: &str, tests: &BTreeSet<String>) -> Vec<(String, String)> 
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn what_configures_the_tests_is_known() {
-        for p in [
-            "package.json",
-            "packages/a/package.json",
-            "jest.config.js",
-            "vitest.config.mts",
-            "vite.config.ts",
-            "babel.config.cjs",
-            ".babelrc",
-            "tsconfig.build.json",
-            "pnpm-lock.yaml",
-            "src/setupTests.ts",
-            "eslint.config.mjs",
-        ] {
-            assert!(configuration(p), "{p}");
-        }
-        for p in ["src/a.ts", "src/config.ts", "README.md", "src/jester.js"] {
-            assert!(!configuration(p), "{p}");
-        }
-    }
-
-    #[test]
-    fn test_files_are_named_for_the_module_they_test() {
-        for (test, module) in [
-            ("test/res.send.js", "lib/response.js"),
-            ("test/req.accepts.js", "lib/request.js"),
-            ("test/app.router.js", "lib/application.js"),
-            ("test/utils.js", "lib/utils.js"),
-            ("test/Router.js", "lib/router/index.js"),
-            ("src/utils.test.ts", "src/utils.ts"),
-            ("tests/test-parser.js", "src/parser.mjs"),
-        ] {
-            let stem = module_stem(module).unwrap();
-            assert!(named_for(test, &stem), "{test} for {module}");
-        }
-        for (test, module) in [
-            ("test/exports.js", "lib/express.js"),
-            ("test/app.js", "lib/view.js"),
-            ("test/re.js", "lib/request.js"),
-        ] {
-            let stem = module_stem(module).unwrap();
-            assert!(!named_for(test, &stem), "{test} for {module}");
-        }
-        assert_eq!(module_stem("lib/io.js"), None);
-    }
-
-    /// express's shape: every test file builds the app through `index.js`, so imports reach
-    /// them all; a change to `lib/response.js` runs the files named for it, a change to a
-    /// file no test is named for runs what imports reach, and a changed test runs itself.
-    #[test]
-    fn where_imports_reach_every_test_the_files_named_for_the_change_run() {
-        use crate::mem::MemTree;
-        let mut base: Vec<(String, String)> = vec![
-            (
-                "package.json".into(),
-                r#"{"name":"app","scripts":{"test":"mocha test/"},"devDependencies":{"mocha":"*"}}"#.into(),
-            ),
-            (
-                "index.js".into(),
-                "module.exports = require('./lib/app');\n".into(),
-            ),
-            (
-                "lib/app.js".into(),
-                "require('./response');\nrequire('./view');\nmodule.exports = {};\n".into(),
-            ),
-            ("lib/response.js".into(), "module.exports = 1;\n".into()),
-            ("lib/view.js".into(), "module.exports = 2;\n".into()),
-        ];
-        for t in [
-            "res.send",
-            "res.json",
-            "app.render",
-            "app.use",
-            "misc",
-            "more",
-        ] {
-            base.push((format!("test/{t}.js"), "require('..');\n".into()));
-        }
-        let base: Vec<(&str, &str)> = base.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
-        let pick = |after: &[(&str, Option<&str>)]| {
-            let t = MemTree::commit(&base, after);
-            let JsRunner { cmd } = runner(Some("npm test"), &t).unwrap().unwrap();
-            let s = select(&t, &cmd).unwrap();
-            (
-                s.one_phase.map(|o| o.to_string()),
-                s.files.into_keys().collect::<Vec<_>>(),
-            )
-        };
-        assert_eq!(
-            pick(&[("lib/response.js", Some("module.exports = 3;\n"))]),
-            (
-                None,
-                vec!["test/res.json.js".into(), "test/res.send.js".into()]
-            )
-        );
-        // No test is named for view.js: everything it reaches, so one phase.
-        let (why, _) = pick(&[("lib/view.js", Some("module.exports = 3;\n"))]);
-        assert!(why.is_some_and(|w| w.contains("every")));
-        // A changed test beside: it runs too.
-        let (_, files) = pick(&[
-            ("lib/response.js", Some("module.exports = 3;\n")),
-            ("test/misc.js", Some("require('..');\n// more\n")),
-        ]);
-        assert_eq!(
-            files,
-            ["test/misc.js", "test/res.json.js", "test/res.send.js"]
-        );
-    }
-
-    #[test]
-    fn mochas_failures_are_found_in_the_files_their_stacks_name() {
-        // Real mocha 12 output (tests/fixtures/output/README.md).
-        let log = include_str!("../../../tests/fixtures/output/mocha/some_fail.txt");
-        let tests: BTreeSet<String> = ["mfail/calc.test.js", "mfail/chai.test.js"]
-            .map(String::from)
-            .into();
-        let calc = "mfail/calc.test.js".to_string();
-        let chai = "mfail/chai.test.js".to_string();
-        assert_eq!(
-            mocha_failures(log, &tests),
-            [
-                ("calc adds wrong".into(), calc.clone()),
-                ("calc async rejects".into(), calc.clone()),
-                ("calc nested throws".into(), calc.clone()),
-                ("calc nested deep equal".into(), calc.clone()),
-                (
-                    "with hook \"before each\" hook for \"never runs\"".into(),
-                    calc
-                ),
-                ("chai equal".into(), chai.clone()),
-                ("chai deep".into(), chai),
-                // `string thrown`'s stack names no test file.
-            ]
-        );
-        // express's suite, one line of lib/response.js changed.
-        let log = include_str!("../../../tests/fixtures/output/mocha/express_some_fail.txt");
-        let tests: BTreeSet<String> = [
-            "test/express.static.js",
-            "test/res.sendStatus.js",
-            "test/app.js",
-        ]
-        .map(String::from)
-        .into();
-        let found = mocha_failures(log, &tests);
-        let files: BTreeSet<&str> = found.iter().map(|(_, f)| f.as_str()).collect();
-        assert_eq!(found.len(), 14);
-        assert_eq!(
-            files,
-            ["test/express.static.js", "test/res.sendStatus.js"].into()
-        );
-    }
-}
+mod tests;

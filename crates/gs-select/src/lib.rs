@@ -31,7 +31,7 @@ pub use reason::{ChangeWhy, CommandWhy, Discovery, OnePhase, Selects};
 pub use sources::{Error, File, PerTest, Result, Sources};
 
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Why a part (a test file, a single test, a crate, a package) is in phase one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -62,8 +62,12 @@ pub enum Why {
     },
     /// Its name is the changed `file`'s (`utils.py` ↔ `test_utils.py`).
     Named { file: String },
-    /// It called functions of the changed `file`, by the test map made at `map` (the change is
-    /// outside functions, so the map is a likelihood there, not a bound).
+    /// It is in phase one for another reason, and its name is that of `function`, a changed
+    /// function of `file` (`fresh` ↔ `test/req.fresh.js`, `make_response` ↔
+    /// `test_make_response`): it runs first.
+    NamedForFunction { file: String, function: String },
+    /// It called functions of the changed `file`, by the test map made at `map`: a likelihood,
+    /// not a bound (the change is outside functions, or in one called outside any test too).
     Calls { file: String, map: String },
 }
 
@@ -74,10 +78,11 @@ impl Why {
         match self {
             Why::FailedBefore { .. } => 0,
             Why::FailedWhenChanged { .. } => 1,
-            Why::Ran { .. } | Why::Called { .. } => 2,
-            Why::Named { .. } => 3,
-            Why::Calls { .. } => 4,
-            Why::Reaches { .. } | Why::DependsOn { .. } => 5,
+            Why::NamedForFunction { .. } => 2,
+            Why::Ran { .. } | Why::Called { .. } => 3,
+            Why::Named { .. } => 4,
+            Why::Calls { .. } => 5,
+            Why::Reaches { .. } | Why::DependsOn { .. } => 6,
         }
     }
 
@@ -89,6 +94,7 @@ impl Why {
             Why::Ran { .. } => "coverage",
             Why::Called { .. } | Why::Calls { .. } => "test_map",
             Why::Named { .. } => "name",
+            Why::NamedForFunction { .. } => "function_name",
             Why::Reaches { .. } => "imports",
             Why::DependsOn { .. } => "dependencies",
         }
@@ -192,6 +198,179 @@ pub fn runner(
     pytest::runner(command).map(|r| Box::new(r) as Box<dyn Runner>)
 }
 
+/// A language's changed lines inside function bodies: (path, the parent's text, the commit's).
+pub(crate) type BodyLines = dyn Fn(&str, &[u8], &[u8]) -> Option<Vec<u32>>;
+
+/// A language's changed functions' names: (path, the parent's text, the commit's).
+pub(crate) type FunctionNames = dyn Fn(&str, &[u8], &[u8]) -> Vec<String>;
+
+/// The largest changed file whose lines per-test coverage or the test map are asked about.
+const MAX_CHANGED_BYTES: u64 = 4 << 20;
+
+/// The changed files left to the import graph, and the tests (node ids, or whole files)
+/// per-test coverage picks, each with why.
+pub(crate) type Covered = (Vec<String>, Vec<(String, Why)>);
+
+/// Splits `changed` by what can say which tests it reaches: the files whose change lies inside
+/// function bodies (by `body_lines`, the parent's lines) that `per_test` measured (each test that ran a changed line, with why), and
+/// the rest (for the import graph).
+pub(crate) fn covered(
+    src: &dyn Sources,
+    changed: &[String],
+    tests: &BTreeSet<String>,
+    per_test: &dyn PerTest,
+    body_lines: &BodyLines,
+    why: &dyn Fn(String, Vec<u32>) -> Why,
+) -> Covered {
+    let mut by_graph = Vec::new();
+    let mut ran = Vec::new();
+    for path in changed {
+        let found = (!tests.contains(path))
+            .then(|| {
+                let old = src.parent_blob(path, MAX_CHANGED_BYTES)?;
+                let new = src.text(path, MAX_CHANGED_BYTES)?;
+                let lines = body_lines(path, &old, new.as_bytes())?;
+                Some((per_test.tests_running(path, &lines)?, lines))
+            })
+            .flatten();
+        match found {
+            Some((ids, lines)) => ran.extend(
+                ids.into_iter()
+                    .map(|id| (id, why(path.clone(), lines.clone()))),
+            ),
+            None => by_graph.push(path.clone()),
+        }
+    }
+    // A file all of whose tests are picked runs whole.
+    let chosen: BTreeSet<&str> = ran.iter().map(|(id, _)| id.as_str()).collect();
+    let file_of = |id: &str| id.split_once("::").map_or(id, |(f, _)| f).to_string();
+    let whole: BTreeSet<String> = chosen
+        .iter()
+        .map(|id| file_of(id))
+        .filter(|f| {
+            let prefix = format!("{f}::");
+            per_test
+                .tests()
+                .range(prefix.clone()..)
+                .take_while(|t| t.starts_with(&prefix))
+                .all(|t| chosen.contains(t.as_str()))
+        })
+        .collect();
+    let ran = ran
+        .into_iter()
+        .map(|(id, why)| match file_of(&id) {
+            f if whole.contains(&f) => (f, why),
+            _ => (id, why),
+        })
+        .collect();
+    (by_graph, ran)
+}
+
+/// Marks the parts of phase one named for a function the commit changed in a file of
+/// `changed` (`names` gives a file's changed functions from its parent's and its own text), so
+/// that they run first: a test of `fresh` is likelier to fail for a change to `fresh` than the
+/// other tests that call it. Adds no part.
+pub(crate) fn by_function_name(
+    src: &dyn Sources,
+    changed: &[String],
+    files: &mut BTreeMap<String, Vec<Why>>,
+    names: &FunctionNames,
+) {
+    for path in changed {
+        if files.contains_key(path) {
+            continue;
+        }
+        let (Some(old), Some(new)) = (
+            src.parent_blob(path, MAX_CHANGED_BYTES),
+            src.text(path, MAX_CHANGED_BYTES),
+        ) else {
+            continue;
+        };
+        for function in names(path, &old, new.as_bytes()) {
+            for (part, whys) in files.iter_mut() {
+                if named_for_function(part, &function) {
+                    whys.push(Why::NamedForFunction {
+                        file: path.clone(),
+                        function: function.clone(),
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// Whether test `part` (a test file, or a node id whose test name counts) is named for
+/// `function`: some run of the words of its name (split at `.`, `-`, `_` and case changes) is
+/// the function's name (`res.sendFile.js`, `test_make_response_ok` for `make_response`), or one
+/// of them is a word of five letters or more of it (`req.query.js` for `compileQueryParser`).
+pub(crate) fn named_for_function(part: &str, function: &str) -> bool {
+    let name = match part.rsplit_once("::") {
+        Some((_, test)) => test.split('[').next().unwrap_or(test),
+        None => {
+            let file = part.rsplit('/').next().unwrap_or(part);
+            file.split_once('.').map_or(file, |(stem, rest)| {
+                // `res.send.js` keeps `res.send`; `test_utils.py` keeps `test_utils`.
+                match rest.rsplit_once('.') {
+                    Some((mid, _)) => &file[..stem.len() + 1 + mid.len()],
+                    None => stem,
+                }
+            })
+        }
+    };
+    let parts: Vec<String> = name
+        .split(['.', '-', '_'])
+        .filter(|p| !p.is_empty())
+        .map(str::to_ascii_lowercase)
+        .collect();
+    let words = words_of(function);
+    let whole: String = words.concat();
+    if whole.len() < 3 {
+        return false;
+    }
+    for i in 0..parts.len() {
+        let mut run = String::new();
+        for p in &parts[i..] {
+            run.push_str(p);
+            if run == whole {
+                return true;
+            }
+            if run.len() >= whole.len() {
+                break;
+            }
+        }
+    }
+    words
+        .iter()
+        .filter(|w| w.len() >= 5)
+        .any(|w| parts.contains(w))
+}
+
+/// A function's name in lowercase words: `compileQueryParser` → compile, query, parser;
+/// `make_response` → make, response; `XMLHttpRequest` → xml, http, request.
+fn words_of(function: &str) -> Vec<String> {
+    let mut words: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    let chars: Vec<char> = function.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        if !c.is_alphanumeric() {
+            if !cur.is_empty() {
+                words.push(std::mem::take(&mut cur));
+            }
+            continue;
+        }
+        let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
+        let prev_lower = i > 0 && chars[i - 1].is_lowercase();
+        if c.is_uppercase() && !cur.is_empty() && (prev_lower || next_lower) {
+            words.push(std::mem::take(&mut cur));
+        }
+        cur.extend(c.to_lowercase());
+    }
+    if !cur.is_empty() {
+        words.push(cur);
+    }
+    words
+}
+
 /// What the commit changed, when its record lists every changed file; else why the whole suite
 /// runs (a first commit, or more files than the diff lists: an unlisted one could reach any
 /// test).
@@ -227,6 +406,40 @@ pub fn irrelevant(path: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_test_is_named_for_a_function_by_the_words_of_its_name() {
+        assert_eq!(words_of("XMLHttpRequest"), ["xml", "http", "request"]);
+        assert_eq!(words_of("make_response"), ["make", "response"]);
+        for (part, function) in [
+            ("test/req.fresh.js", "fresh"),
+            ("test/res.sendFile.js", "sendFile"),
+            ("test/req.query.js", "compileQueryParser"),
+            ("test/app.use.js", "use"),
+            (
+                "tests/test_basic.py::test_make_response_ok",
+                "make_response",
+            ),
+            (
+                "tests/test_basic.py::test_make_response[x]",
+                "make_response",
+            ),
+            ("tests/test_make_response.py", "make_response"),
+            ("src/utils.test.ts", "utils"),
+        ] {
+            assert!(named_for_function(part, function), "{part} {function}");
+        }
+        for (part, function) in [
+            ("test/res.send.js", "sendFile"),
+            ("test/res.sendFile.js", "send"),
+            ("test/req.query.js", "compileTrust"),
+            ("tests/test_basic.py::test_make", "make_response"),
+            ("tests/test_response.py::test_x", "make_response"),
+            ("test/app.js", "a"),
+        ] {
+            assert!(!named_for_function(part, function), "{part} {function}");
+        }
+    }
 
     /// A commit that changed more files than its diff lists runs whole with every runner: an
     /// unlisted file could reach any test (jest's, vitest's and mocha's rules used to read the

@@ -140,18 +140,26 @@ impl Runner for PytestRunner {
             None => src.test_map(),
         };
         let (by_graph, ran) = match (&coverage, &map) {
-            (Some(per_test), _) => covered(src, &changed, &tests, &**per_test, &|file, lines| {
-                Why::Ran { file, lines }
-            }),
-            (None, Some((made_at, per_test))) => {
-                covered(src, &changed, &tests, &**per_test, &|file, lines| {
-                    Why::Called {
-                        file,
-                        lines,
-                        map: made_at.clone(),
-                    }
-                })
-            }
+            (Some(per_test), _) => crate::covered(
+                src,
+                &changed,
+                &tests,
+                &**per_test,
+                &body_lines,
+                &|file, lines| Why::Ran { file, lines },
+            ),
+            (None, Some((made_at, per_test))) => crate::covered(
+                src,
+                &changed,
+                &tests,
+                &**per_test,
+                &body_lines,
+                &|file, lines| Why::Called {
+                    file,
+                    lines,
+                    map: made_at.clone(),
+                },
+            ),
             (None, None) => (changed.clone(), Vec::new()),
         };
         let mut picked: BTreeMap<String, Vec<Why>> = BTreeMap::new();
@@ -192,6 +200,14 @@ impl Runner for PytestRunner {
                 .or_default()
                 .push(Why::FailedBefore { tests: names });
         }
+        let sources: Vec<String> = changed
+            .iter()
+            .filter(|p| !tests.contains(*p))
+            .cloned()
+            .collect();
+        crate::by_function_name(src, &sources, &mut picked, &|_, old, new| {
+            gs_analysis::pylines::changed_function_names(old, new)
+        });
         let picked = whole_files(picked, &tests);
         let one_phase = if picked.is_empty() {
             Some(OnePhase::NothingReached(Selects::TestFiles))
@@ -286,62 +302,9 @@ fn named_for(test: &str, stem: &str) -> bool {
     bare == stem || bare.starts_with(&format!("{stem}_"))
 }
 
-/// The changed files left to the import graph, and the tests (node ids, or whole files)
-/// per-test coverage picks, each with why.
-type Covered = (Vec<String>, Vec<(String, Why)>);
-
-/// Splits `changed` by what can say which tests it reaches: the files whose change lies inside
-/// function bodies that `per_test` measured (each test that ran a changed line, with why), and
-/// the rest (for the import graph).
-fn covered(
-    src: &dyn Sources,
-    changed: &[String],
-    tests: &BTreeSet<String>,
-    per_test: &dyn PerTest,
-    why: &dyn Fn(String, Vec<u32>) -> Why,
-) -> Covered {
-    let mut by_graph = Vec::new();
-    let mut ran = Vec::new();
-    for path in changed {
-        let found = (!tests.contains(path))
-            .then(|| {
-                let old = src.parent_blob(path, MAX_SOURCE_BYTES)?;
-                let new = src.text(path, MAX_SOURCE_BYTES)?;
-                let lines = gs_analysis::pylines::changed_body_lines(&old, new.as_bytes())?;
-                Some((per_test.tests_running(path, &lines)?, lines))
-            })
-            .flatten();
-        match found {
-            Some((ids, lines)) => ran.extend(
-                ids.into_iter()
-                    .map(|id| (id, why(path.clone(), lines.clone()))),
-            ),
-            None => by_graph.push(path.clone()),
-        }
-    }
-    // A file all of whose tests are picked runs whole.
-    let chosen: BTreeSet<&str> = ran.iter().map(|(id, _)| id.as_str()).collect();
-    let file_of = |id: &str| id.split_once("::").map_or(id, |(f, _)| f).to_string();
-    let whole: BTreeSet<String> = chosen
-        .iter()
-        .map(|id| file_of(id))
-        .filter(|f| {
-            let prefix = format!("{f}::");
-            per_test
-                .tests()
-                .range(prefix.clone()..)
-                .take_while(|t| t.starts_with(&prefix))
-                .all(|t| chosen.contains(t.as_str()))
-        })
-        .collect();
-    let ran = ran
-        .into_iter()
-        .map(|(id, why)| match file_of(&id) {
-            f if whole.contains(&f) => (f, why),
-            _ => (id, why),
-        })
-        .collect();
-    (by_graph, ran)
+/// The lines of a changed Python file inside function bodies, as coverage.py counts them.
+fn body_lines(_path: &str, old: &[u8], new: &[u8]) -> Option<Vec<u32>> {
+    gs_analysis::pylines::changed_body_lines(old, new)
 }
 
 /// Phase one's entries with single tests folded into their file where the whole file is in

@@ -48,6 +48,12 @@ pub trait PerTest {
     fn tests_calling(&self, _path: &str) -> Option<BTreeSet<String>> {
         None
     }
+    /// The tests that called a function holding one of `lines` of `path` while they ran, even
+    /// where it was called outside any test too (when [`PerTest::tests_running`] answers
+    /// `None`): a likelihood, not a bound. `None`: not known.
+    fn tests_calling_lines(&self, _path: &str, _lines: &[u32]) -> Option<BTreeSet<String>> {
+        None
+    }
 }
 
 /// What a selection reads of one commit, its parent and the runs before.

@@ -1,5 +1,6 @@
 //! git-sandbox's own test map: which functions of the project each test calls, made by a run of
-//! its own off the critical path (the pytest reporter's map mode). A changed line inside a
+//! its own off the critical path (the pytest reporter's map mode: tests by node id; mocha's map
+//! script: tests by test file). A changed line inside a
 //! function reaches the tests that called that function; a function called outside any test (at
 //! import, in collection, in a fixture wider than a test) reaches every test, so its file is
 //! left to the import graph.
@@ -93,6 +94,22 @@ impl TestMap {
         .unwrap_or_default()
     }
 
+    /// This map and `other` as one (a command that ran pytest and mocha both).
+    pub fn merge(mut self, other: TestMap) -> TestMap {
+        let off = self.functions.len() as u32;
+        self.functions.extend(other.functions);
+        self.outside
+            .extend(other.outside.into_iter().map(|i| i + off));
+        for (t, f) in other.tests {
+            self.tests
+                .entry(t)
+                .or_default()
+                .extend(f.into_iter().map(|i| i + off));
+        }
+        self.ids = self.tests.keys().cloned().collect();
+        self
+    }
+
     /// How many tests it maps.
     pub fn len(&self) -> usize {
         self.tests.len()
@@ -117,37 +134,44 @@ impl PerTest for TestMap {
         let hit: BTreeSet<u32> = (0..self.functions.len() as u32)
             .filter(|i| self.functions[*i as usize].0 == path)
             .collect();
-        Some(
-            self.tests
-                .iter()
-                .filter(|(_, f)| f.iter().any(|i| hit.contains(i)))
-                .map(|(t, _)| t.clone())
-                .collect(),
-        )
+        Some(self.calling(&hit))
     }
 
     /// The tests that called a function of `path` holding one of `lines`; `None` when such a
     /// function was called outside any test (so for every test).
     fn tests_running(&self, path: &str, lines: &[u32]) -> Option<BTreeSet<String>> {
-        let hit: BTreeSet<u32> = self
-            .functions
+        let hit = self.holding(path, lines);
+        if hit.iter().any(|i| self.outside.contains(i)) {
+            return None;
+        }
+        Some(self.calling(&hit))
+    }
+
+    fn tests_calling_lines(&self, path: &str, lines: &[u32]) -> Option<BTreeSet<String>> {
+        Some(self.calling(&self.holding(path, lines)))
+    }
+}
+
+impl TestMap {
+    /// The functions of `path` holding one of `lines`.
+    fn holding(&self, path: &str, lines: &[u32]) -> BTreeSet<u32> {
+        self.functions
             .iter()
             .enumerate()
             .filter(|(_, (p, first, last))| {
                 p == path && lines.iter().any(|l| first <= l && l <= last)
             })
             .map(|(i, _)| i as u32)
-            .collect();
-        if hit.iter().any(|i| self.outside.contains(i)) {
-            return None;
-        }
-        Some(
-            self.tests
-                .iter()
-                .filter(|(_, f)| f.iter().any(|i| hit.contains(i)))
-                .map(|(t, _)| t.clone())
-                .collect(),
-        )
+            .collect()
+    }
+
+    /// The tests that called one of `functions`.
+    fn calling(&self, functions: &BTreeSet<u32>) -> BTreeSet<String> {
+        self.tests
+            .iter()
+            .filter(|(_, f)| f.iter().any(|i| functions.contains(i)))
+            .map(|(t, _)| t.clone())
+            .collect()
     }
 }
 
@@ -175,8 +199,36 @@ mod tests {
         // A line no test's function holds reaches none; one called at import, every test.
         assert_eq!(run("src/p/u.py", &[11]), Some(vec![]));
         assert_eq!(run("src/p/__init__.py", &[2]), None);
+        // Called outside any test as well as by test_a: every test may reach it, test_a likeliest.
+        let calling = m.tests_calling_lines("src/p/__init__.py", &[2]).unwrap();
+        assert!(calling.is_empty(), "{calling:?}");
+        let calling = m.tests_calling_lines("src/p/u.py", &[5]).unwrap();
+        assert_eq!(
+            calling.into_iter().collect::<Vec<_>>(),
+            ["tests/t.py::test_a"]
+        );
         assert_eq!(m.tests().len(), 3);
         assert_eq!(TestMap::parse(&m.to_json()).unwrap(), m);
+        // A mocha map beside: its files' tests, the pytest map's as they were.
+        let js = TestMap::parse(
+            br#"{"version":1,"functions":[["lib/a.js",2,4]],"outside":[],"tests":{"test/a.js":[0]}}"#,
+        )
+        .unwrap();
+        let both = m.clone().merge(js);
+        assert_eq!(both.len(), 4);
+        assert_eq!(
+            run("src/p/u.py", &[5]),
+            both.tests_running("src/p/u.py", &[5])
+                .map(|s| s.into_iter().collect())
+        );
+        assert_eq!(
+            both.tests_running("lib/a.js", &[3])
+                .unwrap()
+                .into_iter()
+                .collect::<Vec<_>>(),
+            ["test/a.js"]
+        );
+        assert_eq!(both.tests_running("src/p/__init__.py", &[2]), None);
     }
 
     #[test]

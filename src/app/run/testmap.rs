@@ -1,12 +1,13 @@
-//! git-sandbox's own test map: which functions of the project each pytest test calls (see
-//! `gs_select::testmap`), so that a change inside a function runs only the tests that called it
-//! in phase one, where the import graph would run every file that imports the package.
+//! git-sandbox's own test map: which functions of the project each pytest test, or each mocha
+//! test file, calls (see `gs_select::testmap`), so that a change inside a function runs only the
+//! tests that called it in phase one, where the import graph would run every file that imports
+//! the package.
 //!
-//! Tracing calls slows the tests (about 1.5–2× on Python 3.11), so the map is never made by the
-//! recorded run, whose time the record keeps: after a batch, a production commit with no map
-//! among its last [`MAP_EVERY`] first-parent ancestors has one made by a process of its own
-//! (`git-sandbox __testmap`), at idle priority (`SCHED_IDLE`), in the same sandbox as a run, its
-//! output thrown away. A selection reads the map nearest its parent, for the files whose blobs
+//! Recording calls slows the tests (about 1.5–2× on Python 3.11, 1.35× for mocha on express), so
+//! the map is never made by the recorded run, whose time the record keeps: after a batch, a
+//! production commit with no map among its last [`MAP_EVERY`] first-parent ancestors has one
+//! made by a process of its own (`git-sandbox __testmap`), at idle priority (`SCHED_IDLE`), in
+//! the same sandbox as a run, its output thrown away. A selection reads the map nearest its parent, for the files whose blobs
 //! are the same in both; any other file is left to the import graph.
 
 use super::exec::{self, Output};
@@ -102,12 +103,10 @@ pub struct MapAt<'a> {
     pub parent: ObjectId,
 }
 
-impl PerTest for MapAt<'_> {
-    fn tests(&self) -> &BTreeSet<String> {
-        self.map.tests()
-    }
-
-    fn tests_running(&self, path: &str, lines: &[u32]) -> Option<BTreeSet<String>> {
+impl MapAt<'_> {
+    /// `Some` when `path` is the same blob where the map was made as in the parent (so its
+    /// lines are the map's).
+    fn same_file(&self, path: &str) -> Option<()> {
         if self.made_at != self.parent {
             let blob = |c: ObjectId| {
                 let tree = objects::tree_of(self.repo, c)?;
@@ -117,7 +116,23 @@ impl PerTest for MapAt<'_> {
                 return None;
             }
         }
+        Some(())
+    }
+}
+
+impl PerTest for MapAt<'_> {
+    fn tests(&self) -> &BTreeSet<String> {
+        self.map.tests()
+    }
+
+    fn tests_running(&self, path: &str, lines: &[u32]) -> Option<BTreeSet<String>> {
+        self.same_file(path)?;
         self.map.tests_running(path, lines)
+    }
+
+    fn tests_calling_lines(&self, path: &str, lines: &[u32]) -> Option<BTreeSet<String>> {
+        self.same_file(path)?;
+        self.map.tests_calling_lines(path, lines)
     }
 
     fn tests_calling(&self, path: &str) -> Option<BTreeSet<String>> {
@@ -125,12 +140,12 @@ impl PerTest for MapAt<'_> {
     }
 }
 
-/// Whether `r` is a production run of pytest tests, not measured by the user's own per-test
-/// coverage (which serves instead).
+/// Whether `r` is a production run of pytest or mocha tests, not measured by the user's own
+/// per-test coverage (which serves instead).
 fn mappable(r: &RunRecord, production: &str) -> bool {
     r.refname.as_deref() == Some(production)
         && r.tests.as_ref().is_some_and(|t| {
-            t.framework == Some(Framework::Pytest)
+            matches!(t.framework, Some(Framework::Pytest | Framework::Mocha))
                 && t.total.unwrap_or(0) > 0
                 && !super::testcov::recorded_by(&t.command)
         })
@@ -265,10 +280,14 @@ pub fn make(
         let param = libc::sched_param { sched_priority: 0 };
         libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
     }
+    // pytest's map through its reporter, mocha's through node's preload: each is inert where
+    // the other runs, and a command running both makes both.
     let reporter = gs_runner::pytest_report::Reporter::mapping();
-    let Some(map_file) = reporter.map.clone() else {
+    let mocha = gs_runner::mocha_map::MochaMap::new();
+    let Some(py_file) = reporter.map.clone() else {
         return Err(AppError::refused("no map file was named"));
     };
+    let map_files = [py_file, mocha.file.clone()];
     let info = gs_git::commit_info(repo, commit)?;
     let config = crate::app::config::commit_config::config_for(
         ctx,
@@ -282,16 +301,17 @@ pub fn make(
             Some(c) => c,
             None => gs_runner::detect::detect(&work.host_tree())?.0,
         };
-        Some(reporter.wrap(&command))
+        Some(mocha.wrap(&reporter.wrap(&command)))
     };
     let executed = exec::run_line(
         ctx,
         repo,
         commit,
         &line,
-        std::slice::from_ref(&map_file),
+        &map_files,
         None,
-        Output::Capture(64 << 10),
+        // As much as a run may print (a spec reporter prints a line per test), thrown away.
+        Output::Capture(config.limits.output_bytes),
         interrupt,
     )?;
     let outcome = executed.outcome;
@@ -303,18 +323,25 @@ pub fn make(
         ))
         .hint("a map is made again after the next production run"));
     }
-    let text = outcome
+    let mut map: Option<TestMap> = None;
+    for text in outcome
         .artifacts
         .iter()
-        .find(|a| a.path == map_file)
-        .and_then(|a| a.text.clone())
-        .ok_or_else(|| {
-            AppError::refused(
-                "the tests wrote no test map: is the test command a pytest that loads plugins from PYTEST_PLUGINS?",
-            )
-        })?;
-    let map = TestMap::parse(text.as_bytes())
-        .map_err(|e| AppError::refused(format!("the test map was refused: {}", e.0)))?;
+        .filter(|a| map_files.contains(&a.path))
+        .filter_map(|a| a.text.as_deref())
+    {
+        let one = TestMap::parse(text.as_bytes())
+            .map_err(|e| AppError::refused(format!("the test map was refused: {}", e.0)))?;
+        map = Some(match map {
+            Some(m) => m.merge(one),
+            None => one,
+        });
+    }
+    let map = map.ok_or_else(|| {
+        AppError::refused(
+            "the tests wrote no test map: is the test command a pytest that loads plugins from PYTEST_PLUGINS, or mocha run by node (not in --parallel)?",
+        )
+    })?;
     let path = file_of(&ctx.paths.home, &row.repository_id, &commit);
     gs_util::write_atomic(&path, &map.to_json())
         .map_err(crate::app::io_err("cannot write the test map"))?;

@@ -344,3 +344,87 @@ fn yarn_test_and_pnpm_test_pass_phase_ones_files_to_jest_and_vitest() {
         );
     }
 }
+
+/// git-sandbox's own test map for mocha: which test file called which function. Every test
+/// loads the package, whose `index.js` loads every module (as express's do), so imports reach
+/// every test file and no test file is named for `lib/util.js`: without a map the commit runs in
+/// one phase; with the map made at main, phase one is the one file whose tests called the
+/// changed function. The test command is mocha's own, run by node, with the map's script
+/// preloaded through `NODE_OPTIONS` in a run of its own.
+#[test]
+fn the_test_map_runs_the_files_whose_tests_called_the_changed_function() {
+    let w = world();
+    let repo = w.new_repo("mocha-map");
+    let config = "[test]\ncommand = \"mocha --reporter dot test/\"\ntimeout = \"180s\"\n[analysis]\nenabled = false\n";
+    let package = r#"{"name":"calc","private":true,"scripts":{"test":"mocha test/"}}"#;
+    let util = "exports.add = function (x, y) {\n  return x + y;\n};\n";
+    let mut files: Vec<(String, String)> = vec![
+        (".sandbox.toml".into(), config.into()),
+        ("package.json".into(), package.into()),
+        ("lib/util.js".into(), util.into()),
+        (
+            "index.js".into(),
+            "for (const m of ['a', 'b', 'c', 'd', 'e']) {\n  exports[m] = require('./lib/' + m);\n}\nrequire('./lib/util');\n".into(),
+        ),
+    ];
+    for m in ["a", "b", "c", "d", "e"] {
+        let body = if m == "c" {
+            "const { add } = require('./util');\n\nmodule.exports = function (x) {\n  return add(x, 1);\n};\n"
+        } else {
+            "module.exports = function (x) {\n  return x + 1;\n};\n"
+        };
+        files.push((format!("lib/{m}.js"), body.into()));
+        files.push((
+            format!("test/{m}.js"),
+            format!("const assert = require('assert');\nconst calc = require('..');\n\ndescribe('{m}', () => {{\n  it('adds one', () => assert.strictEqual(calc.{m}(1), 2));\n}});\n"),
+        ));
+    }
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, b)| (p.as_str(), b.as_str()))
+        .collect();
+    w.git(&repo, &["rm", "-q", "tests/test_example.py"]);
+    w.commit(&repo, &refs, "a package and its tests");
+    let (base, _) = run_json(&w, &repo, &[]);
+    assert_eq!(base["status"], "passed", "{base}");
+    assert_eq!(base["tests"]["passed"], 5, "{base}");
+
+    w.git(&repo, &["checkout", "-q", "-b", "exp"]);
+    w.commit(
+        &repo,
+        &[("lib/util.js", &util.replace("x + y", "x + y + 1"))],
+        "break add",
+    );
+    let why = explain(&w, &repo);
+    assert!(why.contains("one phase, the whole suite"), "{why}");
+
+    // The map, made at main (git-sandbox starts this itself after a production run).
+    w.git(&repo, &["checkout", "-q", "main"]);
+    let made = w.sandbox(&repo, &["__testmap", "--json"]);
+    assert_eq!(made.code, 0, "{made:?}");
+    assert_eq!(made.json()["tests"], 5, "one entry per test file: {made:?}");
+    w.git(&repo, &["checkout", "-q", "exp"]);
+    let why = explain(&w, &repo);
+    assert!(
+        why.contains("phase one runs 1 of 5 test files")
+            && why.contains("test/c.js  called the function holding lib/util.js:2 (changed), by the test map of"),
+        "{why}"
+    );
+    let (rec, _) = run_json(&w, &repo, &[]);
+    assert_eq!(rec["status"], "failed", "{rec}");
+    let one = &rec["tests"]["phases"][0];
+    assert_eq!(one["files"], serde_json::json!(["test/c.js"]), "{rec}");
+    assert_eq!(one["failed"], 1, "{rec}");
+    assert!(rec["tests"].get("selection_missed").is_none(), "{rec}");
+
+    // A change to a module's own body (it runs as the module loads, for every test) is left
+    // to imports: one phase again.
+    w.git(&repo, &["checkout", "-q", "-b", "exp2", "main"]);
+    w.commit(
+        &repo,
+        &[("lib/util.js", &format!("'use strict';\n{util}"))],
+        "strict",
+    );
+    let why = explain(&w, &repo);
+    assert!(why.contains("one phase, the whole suite"), "{why}");
+}
