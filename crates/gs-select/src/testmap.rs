@@ -138,8 +138,10 @@ impl PerTest for TestMap {
     }
 
     /// The tests that called a function of `path` holding one of `lines`; `None` when such a
-    /// function was called outside any test (so for every test).
+    /// function was called outside any test (so for every test), or the map saw no function of
+    /// `path` called (a file it did not measure: another language's, one no test loaded).
     fn tests_running(&self, path: &str, lines: &[u32]) -> Option<BTreeSet<String>> {
+        self.measured(path)?;
         let hit = self.holding(path, lines);
         if hit.iter().any(|i| self.outside.contains(i)) {
             return None;
@@ -148,11 +150,20 @@ impl PerTest for TestMap {
     }
 
     fn tests_calling_lines(&self, path: &str, lines: &[u32]) -> Option<BTreeSet<String>> {
+        self.measured(path)?;
         Some(self.calling(&self.holding(path, lines)))
     }
 }
 
 impl TestMap {
+    /// `Some` when the map saw a function of `path` called.
+    fn measured(&self, path: &str) -> Option<()> {
+        self.functions
+            .iter()
+            .any(|(p, _, _)| p == path)
+            .then_some(())
+    }
+
     /// The functions of `path` holding one of `lines`.
     fn holding(&self, path: &str, lines: &[u32]) -> BTreeSet<u32> {
         self.functions
@@ -199,6 +210,10 @@ mod tests {
         // A line no test's function holds reaches none; one called at import, every test.
         assert_eq!(run("src/p/u.py", &[11]), Some(vec![]));
         assert_eq!(run("src/p/__init__.py", &[2]), None);
+        // A file the map never saw called (another language's, one no test loaded) is not
+        // known to reach no test.
+        assert_eq!(run("lib/a.js", &[2]), None);
+        assert_eq!(m.tests_calling_lines("lib/a.js", &[2]), None);
         // Called outside any test as well as by test_a: every test may reach it, test_a likeliest.
         let calling = m.tests_calling_lines("src/p/__init__.py", &[2]).unwrap();
         assert!(calling.is_empty(), "{calling:?}");

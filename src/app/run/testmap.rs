@@ -7,8 +7,9 @@
 //! the map is never made by the recorded run, whose time the record keeps: after a batch, a
 //! production commit with no map among its last [`MAP_EVERY`] first-parent ancestors has one
 //! made by a process of its own (`git-sandbox __testmap`), at idle priority (`SCHED_IDLE`), in
-//! the same sandbox as a run, its output thrown away. A selection reads the map nearest its parent, for the files whose blobs
-//! are the same in both; any other file is left to the import graph.
+//! the same sandbox as a run, its output thrown away. A selection reads the map nearest its
+//! parent, for the files whose blobs are the same in both; any other file is left to the import
+//! graph.
 
 use super::exec::{self, Output};
 use crate::app::{AppError, Context, Result};
