@@ -22,50 +22,7 @@ const FUNCTIONS: &[&str] = &[
 /// reaches beyond the bodies of functions, `path` is no JavaScript or TypeScript, or either text
 /// does not parse cleanly.
 pub fn changed_body_lines(path: &str, old: &[u8], new: &[u8]) -> Option<Vec<u32>> {
-    let grammar = Grammar::for_path(path)?;
-    if !matches!(
-        grammar,
-        Grammar::Javascript | Grammar::Typescript | Grammar::Tsx
-    ) {
-        return None;
-    }
-    let rows = super::pylines::changed_rows(old, new)?;
-    let old_lines: Vec<&[u8]> = old.split(|&b| b == b'\n').collect();
-    let tree = super::parse(grammar, old)?;
-    let new_tree = super::parse(grammar, new)?;
-    if tree.root_node().has_error() || new_tree.root_node().has_error() {
-        return None;
-    }
-    let mut lines = Vec::new();
-    for row in rows {
-        let text = old_lines[row];
-        let col = text
-            .iter()
-            .position(|b| !b.is_ascii_whitespace())
-            .unwrap_or(0);
-        let at = tree_sitter::Point::new(row, col);
-        let node = tree.root_node().descendant_for_point_range(at, at)?;
-        let mut inside = false;
-        let mut n = Some(node);
-        while let Some(cur) = n {
-            if FUNCTIONS.contains(&cur.kind()) {
-                let body = cur.child_by_field_name("body")?;
-                inside = body.start_position().row <= row && row > cur.start_position().row;
-                break;
-            }
-            if matches!(cur.kind(), "class_body" | "class_declaration" | "class") {
-                break;
-            }
-            n = cur.parent();
-        }
-        if !inside {
-            return None;
-        }
-        lines.push(row as u32 + 1);
-    }
-    lines.sort_unstable();
-    lines.dedup();
-    Some(lines)
+    bodies(path, old, new).map(|(lines, _)| lines)
 }
 
 /// The names of the functions whose bodies hold the lines of `old` a change to `new` touches
@@ -74,37 +31,46 @@ pub fn changed_body_lines(path: &str, old: &[u8], new: &[u8]) -> Option<Vec<u32>
 /// passed beside it (`defineGetter(req, 'fresh', function () {…})`). Empty when the change is
 /// not inside function bodies, or no function there has a name.
 pub fn changed_function_names(path: &str, old: &[u8], new: &[u8]) -> Vec<String> {
-    let Some(lines) = changed_body_lines(path, old, new) else {
-        return Vec::new();
-    };
-    let Some(tree) = Grammar::for_path(path).and_then(|g| super::parse(g, old)) else {
-        return Vec::new();
-    };
+    bodies(path, old, new)
+        .map(|(_, names)| names)
+        .unwrap_or_default()
+}
+
+/// [`changed_body_lines`] and [`changed_function_names`], from one walk.
+fn bodies(path: &str, old: &[u8], new: &[u8]) -> Option<(Vec<u32>, Vec<String>)> {
+    let grammar = Grammar::for_path(path)?;
+    if !matches!(
+        grammar,
+        Grammar::Javascript | Grammar::Typescript | Grammar::Tsx
+    ) {
+        return None;
+    }
     let text = |n: tree_sitter::Node| n.utf8_text(old).ok().map(str::to_string);
+    let mut lines = Vec::new();
     let mut names = Vec::new();
-    for line in lines {
-        let row = line as usize - 1;
-        let Some(row_text) = old.split(|&b| b == b'\n').nth(row) else {
-            continue;
-        };
-        let col = row_text
-            .iter()
-            .position(|b| !b.is_ascii_whitespace())
-            .unwrap_or(0);
-        let at = tree_sitter::Point::new(row, col);
-        let mut n = tree.root_node().descendant_for_point_range(at, at);
+    super::pylines::changed_nodes(grammar, old, new, &mut |row, node| {
+        let mut n = Some(node);
         while let Some(cur) = n {
             if FUNCTIONS.contains(&cur.kind()) {
-                if let Some(name) = function_name(cur, &text) {
-                    names.push(name);
+                let body = cur.child_by_field_name("body")?;
+                if body.start_position().row > row || row <= cur.start_position().row {
+                    return None;
                 }
-                break;
+                lines.push(row as u32 + 1);
+                names.extend(function_name(cur, &text));
+                return Some(());
+            }
+            if matches!(cur.kind(), "class_body" | "class_declaration" | "class") {
+                return None;
             }
             n = cur.parent();
         }
-    }
+        None
+    })?;
+    lines.sort_unstable();
+    lines.dedup();
     names.dedup();
-    names
+    Some((lines, names))
 }
 
 fn function_name(

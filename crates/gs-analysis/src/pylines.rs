@@ -8,24 +8,22 @@
 /// (coverage.py records a statement of several lines at its first). `None` when the change
 /// reaches beyond the bodies of functions, or either text does not parse cleanly.
 pub fn changed_body_lines(old: &[u8], new: &[u8]) -> Option<Vec<u32>> {
-    let rows = changed_rows(old, new)?;
-    let old_lines: Vec<&[u8]> = old.split(|&b| b == b'\n').collect();
-    let tree = super::parse(super::lang::Grammar::Python, old)?;
-    let new_tree = super::parse(super::lang::Grammar::Python, new)?;
-    if tree.root_node().has_error() || new_tree.root_node().has_error() {
-        return None;
-    }
+    bodies(old, new).map(|(lines, _)| lines)
+}
+
+/// The names of the functions whose bodies hold the lines a change touches
+/// ([`changed_body_lines`]), innermost first; empty when the change is not inside function
+/// bodies.
+pub fn changed_function_names(old: &[u8], new: &[u8]) -> Vec<String> {
+    bodies(old, new).map(|(_, names)| names).unwrap_or_default()
+}
+
+/// [`changed_body_lines`] and [`changed_function_names`], from one walk.
+fn bodies(old: &[u8], new: &[u8]) -> Option<(Vec<u32>, Vec<String>)> {
     let mut lines = Vec::new();
-    for row in rows {
-        let text = old_lines[row];
-        let col = text
-            .iter()
-            .position(|b| !b.is_ascii_whitespace())
-            .unwrap_or(0);
-        let at = tree_sitter::Point::new(row, col);
-        let node = tree.root_node().descendant_for_point_range(at, at)?;
+    let mut names = Vec::new();
+    changed_nodes(super::lang::Grammar::Python, old, new, &mut |row, node| {
         let mut statement = None;
-        let mut inside_body = false;
         let mut n = Some(node);
         while let Some(cur) = n {
             if statement.is_none() && cur.kind().ends_with("statement") {
@@ -33,62 +31,59 @@ pub fn changed_body_lines(old: &[u8], new: &[u8]) -> Option<Vec<u32>> {
             }
             if matches!(cur.kind(), "function_definition") {
                 let body = cur.child_by_field_name("body")?;
-                inside_body = body.start_position().row <= row && row > cur.start_position().row;
-                break;
-            }
-            if matches!(cur.kind(), "class_definition" | "decorated_definition") {
-                break;
-            }
-            n = cur.parent();
-        }
-        if !inside_body {
-            return None;
-        }
-        lines.push(row as u32 + 1);
-        if let Some(s) = statement {
-            lines.push(s as u32 + 1);
-        }
-    }
-    lines.sort_unstable();
-    lines.dedup();
-    Some(lines)
-}
-
-/// The names of the functions whose bodies hold the lines a change touches
-/// ([`changed_body_lines`]), innermost first; empty when the change is not inside function
-/// bodies.
-pub fn changed_function_names(old: &[u8], new: &[u8]) -> Vec<String> {
-    let Some(lines) = changed_body_lines(old, new) else {
-        return Vec::new();
-    };
-    let Some(tree) = super::parse(super::lang::Grammar::Python, old) else {
-        return Vec::new();
-    };
-    let rows: Vec<&[u8]> = old.split(|&b| b == b'\n').collect();
-    let mut names = Vec::new();
-    for line in lines {
-        let row = line as usize - 1;
-        let col = rows
-            .get(row)
-            .and_then(|t| t.iter().position(|b| !b.is_ascii_whitespace()))
-            .unwrap_or(0);
-        let at = tree_sitter::Point::new(row, col);
-        let mut n = tree.root_node().descendant_for_point_range(at, at);
-        while let Some(cur) = n {
-            if cur.kind() == "function_definition" {
+                if body.start_position().row > row || row <= cur.start_position().row {
+                    return None;
+                }
+                lines.push(row as u32 + 1);
+                if let Some(s) = statement {
+                    lines.push(s as u32 + 1);
+                }
                 if let Some(name) = cur
                     .child_by_field_name("name")
                     .and_then(|n| n.utf8_text(old).ok())
                 {
                     names.push(name.to_string());
                 }
-                break;
+                return Some(());
+            }
+            if matches!(cur.kind(), "class_definition" | "decorated_definition") {
+                return None;
             }
             n = cur.parent();
         }
-    }
+        None
+    })?;
+    lines.sort_unstable();
+    lines.dedup();
     names.dedup();
-    names
+    Some((lines, names))
+}
+
+/// Walks the rows of the parent's text `old` that a change to `new` touches ([`changed_rows`]),
+/// when both parse cleanly with `grammar`: `each` gets a row and the node its first word starts,
+/// and answers `None` to stop (the change reaches beyond what the caller follows).
+pub(crate) fn changed_nodes(
+    grammar: super::lang::Grammar,
+    old: &[u8],
+    new: &[u8],
+    each: &mut dyn FnMut(usize, tree_sitter::Node<'_>) -> Option<()>,
+) -> Option<()> {
+    let rows = changed_rows(old, new)?;
+    let old_lines: Vec<&[u8]> = old.split(|&b| b == b'\n').collect();
+    let tree = super::parse(grammar, old)?;
+    let new_tree = super::parse(grammar, new)?;
+    if tree.root_node().has_error() || new_tree.root_node().has_error() {
+        return None;
+    }
+    for row in rows {
+        let col = old_lines[row]
+            .iter()
+            .position(|b| !b.is_ascii_whitespace())
+            .unwrap_or(0);
+        let at = tree_sitter::Point::new(row, col);
+        each(row, tree.root_node().descendant_for_point_range(at, at)?)?;
+    }
+    Some(())
 }
 
 /// The 0-based rows of the parent's text `old` that a change to `new` touches: those between
