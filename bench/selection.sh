@@ -38,8 +38,7 @@
 #                                      BREAKING=40 BENIGN=20 SEED=1 REPEAT=1 TIMEOUT=900s
 #        bench/selection.sh --report OUT
 # Needs: target/release/git-sandbox (or GS=path), python3 with venv and pip (PYTHON=python3.12
-# makes the venv with another interpreter: 3.12 and later make the test map through
-# sys.monitoring), network to PyPI.
+# makes the venv with another interpreter), network to PyPI.
 # VENV (default ~/.cache/git-sandbox-bench/venv-NAME) must be outside /tmp: a run has a private
 # /tmp of its own.
 set -euo pipefail

@@ -15,33 +15,114 @@ _taken = []
 
 
 def _calls():
-    """Starts recording which functions are called: the set they go in, a function that re-arms
-    the recording after the set is emptied, and one that stops it."""
+    """Starts recording which of the project's functions are called: the set their numbers go
+    in, a function that stops the recording, and one that tells what a number is (the
+    function's file, first and last line).
+
+    A trace function (or sys.monitoring) runs at every call of every function, pytest's and the
+    libraries' too: it doubled flask's suite (3.11; +40% on 3.12). Instead the project's own
+    modules, as they are imported, are compiled with a call at the start of each function,
+    which adds the function's number to the set (C code, no Python frame): only the project's
+    functions pay, about 5% on flask."""
+    return _instrument(set())
+
+
+# The name the compiled call looks up (in builtins, where no module of the project defines it).
+_HIT = "__git_sandbox_map_hit__"
+
+
+def _instrument(seen):
+    import ast
+    import builtins
+    import importlib.machinery
     import sys
-    import threading
 
-    seen = set()
-    if hasattr(sys, "monitoring"):
-        # Python 3.12+: each function's start once per test, then disabled until the next.
-        mon = sys.monitoring
-        tool = mon.PROFILER_ID
-        mon.use_tool_id(tool, "git-sandbox-map")
+    root = os.path.realpath(os.getcwd()) + os.sep
+    functions = []  # number -> (file, first line, last line)
 
-        def start(code, offset):
-            seen.add(code)
-            return mon.DISABLE
+    def call(i, at):
+        hit = ast.Call(ast.Name(_HIT, ast.Load()), [ast.Constant(i)], [])
+        return ast.copy_location(hit, at)
 
-        mon.register_callback(tool, mon.events.PY_START, start)
-        mon.set_events(tool, mon.events.PY_START)
-        return seen, mon.restart_events, lambda: mon.set_events(tool, 0)
+    class Instrument(ast.NodeTransformer):
+        def __init__(self, path):
+            self.path = path
 
-    # Before 3.12: a global trace function, called at each call and tracing no line.
-    def trace(frame, event, arg):
-        seen.add(frame.f_code)
+        def number(self, node):
+            # From its first decorator, as its code object's lines start.
+            first = min([d.lineno for d in getattr(node, "decorator_list", ())] + [node.lineno])
+            functions.append((self.path, first, node.end_lineno or node.lineno))
+            return len(functions) - 1
 
-    sys.settrace(trace)
-    threading.settrace(trace)
-    return seen, lambda: None, lambda: (sys.settrace(None), threading.settrace(None))
+        def visit_FunctionDef(self, node):
+            self.generic_visit(node)
+            body = node.body
+            # After the docstring, which stays the function's.
+            at = 1 if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) and isinstance(body[0].value.value, str) else 0
+            first = body[at] if at < len(body) else body[-1]
+            body.insert(at, ast.copy_location(ast.Expr(call(self.number(node), first)), first))
+            return node
+
+        visit_AsyncFunctionDef = visit_FunctionDef
+
+        def visit_Lambda(self, node):
+            self.generic_visit(node)
+            pair = ast.Tuple([call(self.number(node), node.body), node.body], ast.Load())
+            node.body = ast.copy_location(ast.Subscript(ast.copy_location(pair, node.body), ast.Constant(-1), ast.Load()), node.body)
+            return node
+
+    class Loader(importlib.machinery.SourceFileLoader):
+        def get_code(self, fullname):
+            source = self.get_data(self.path)
+            try:
+                tree = Instrument(self.path).visit(ast.parse(source, self.path))
+                return compile(ast.fix_missing_locations(tree), self.path, "exec", dont_inherit=True)
+            except Exception:
+                # The module as it is, unmeasured: the import graph has it.
+                return compile(source, self.path, "exec", dont_inherit=True)
+
+    class Finder:
+        """Finds a module as the finders after it do; one of the project's own source files
+        (under the directory pytest started in, not an installed package) is loaded by Loader."""
+
+        on = True
+
+        def find_spec(self, name, path=None, target=None):
+            if not self.on:
+                return None
+            after = sys.meta_path[sys.meta_path.index(self) + 1:] if self in sys.meta_path else []
+            for finder in after:
+                find = getattr(finder, "find_spec", None)
+                spec = find(name, path, target) if find else None
+                if spec is not None:
+                    break
+            else:
+                return None
+            origin = spec.origin or ""
+            if (
+                type(spec.loader) is importlib.machinery.SourceFileLoader
+                and origin.endswith(".py")
+                and os.path.realpath(origin).startswith(root)
+                and "site-packages" not in origin
+                and "dist-packages" not in origin
+            ):
+                spec.loader = Loader(spec.loader.name, spec.loader.path)
+            return spec
+
+    finder = Finder()
+    setattr(builtins, _HIT, seen.add)
+    # After pytest's assertion rewriting (which takes the test files and conftests first).
+    at = next((i for i, f in enumerate(sys.meta_path) if f is importlib.machinery.PathFinder), 0)
+    sys.meta_path.insert(at, finder)
+
+    def stop():
+        finder.on = False
+        setattr(builtins, _HIT, id)
+
+    def span(key):
+        return functions[key] if isinstance(key, int) and 0 <= key < len(functions) else None
+
+    return seen, stop, span
 
 
 # The map's recording starts as pytest imports this module (from PYTEST_PLUGINS), before it
@@ -110,7 +191,7 @@ class GitSandboxMap:
     def __init__(self, config, path, calls):
         self.path = path
         self.root = str(config.rootpath) + os.sep
-        self.current, self.restart, self.stop = calls
+        self.current, self.stop, self.span = calls
         self.nodeid = None
         self.outside = set()
         self.tests = {}
@@ -118,7 +199,6 @@ class GitSandboxMap:
     def _take(self):
         taken = set(self.current)
         self.current.clear()
-        self.restart()
         return taken
 
     def pytest_runtest_protocol(self, item, nextitem):
@@ -148,20 +228,17 @@ class GitSandboxMap:
         self.outside |= self._take()
         spans, functions = {}, []
 
-        def index(code):
-            if code in spans:
-                return spans[code]
+        def index(key):
+            if key in spans:
+                return spans[key]
             found = None
-            f = code.co_filename
-            # Functions only (CO_NEWLOCALS): a module's or a class's body spans its whole file
-            # or class, and runs as it is imported; a change there is no function body's, and
-            # the import graph has it.
-            if code.co_flags & 0x2 and f.startswith(self.root) and "site-packages" not in f:
-                lines = [l for _, _, l in code.co_lines() if l]
-                first, last = min(lines, default=code.co_firstlineno), max(lines, default=code.co_firstlineno)
-                found = len(functions)
-                functions.append([f[len(self.root):], first, last])
-            spans[code] = found
+            span = self.span(key)
+            if span is not None:
+                f, first, last = span
+                if f.startswith(self.root) and "site-packages" not in f:
+                    found = len(functions)
+                    functions.append([f[len(self.root):], first, last])
+            spans[key] = found
             return found
 
         def indices(codes):
@@ -187,7 +264,7 @@ def pytest_configure(config):
     # A worker of pytest-xdist reports through its controller.
     if _OUT is None or hasattr(config, "workerinput"):
         if _CALLS is not None:
-            _CALLS[2]()
+            _CALLS[1]()
         return
     # The map is made where the tests run: not under pytest-xdist, whose workers run them.
     if _CALLS is not None:
@@ -196,7 +273,7 @@ def pytest_configure(config):
                 raise RuntimeError("pytest-xdist")
             config.pluginmanager.register(GitSandboxMap(config, _MAP, _CALLS), "git-sandbox-map")
         except Exception:
-            _CALLS[2]()
+            _CALLS[1]()
     try:
         report = GitSandboxReport(_OUT)
     except Exception:

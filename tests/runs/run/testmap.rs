@@ -288,3 +288,56 @@ fn a_change_to_a_function_only_an_import_calls_reaches_every_test_that_imports_i
         "{o}"
     );
 }
+
+/// The map sees each function of the project a test calls (a lambda, a decorated function and
+/// the wrapper its decorator made, a generator) and changes none of them: a test that calls
+/// `twice` only when `fa`'s docstring is still its own has `twice` in its map.
+#[test]
+fn the_map_sees_lambdas_decorated_functions_and_generators_and_changes_none() {
+    let mut w = World::new();
+    w.with_test_python("pytest");
+    let repo = w.new_repo("testmap-shapes");
+    project(&w, &repo);
+    let a = "import functools\n\n\ndef fa(x):\n    \"\"\"Adds one.\"\"\"\n    return x + 1\n\n\ntwice = lambda x: x * 2\n\n\ndef deco(f):\n    @functools.wraps(f)\n    def inner(*args):\n        return f(*args)\n\n    return inner\n\n\n@deco\ndef decorated(x):\n    return x - 1\n\n\ndef gen(n):\n    yield from range(n)\n";
+    let t = "from calc import a\n\n\ndef test_fa():\n    assert a.fa(1) == 2\n\n\ndef test_doc():\n    if a.fa.__doc__ == \"Adds one.\":\n        assert a.twice(2) == 4\n\n\ndef test_decorated():\n    assert a.decorated(1) == 0 and a.decorated.__name__ == \"decorated\"\n\n\ndef test_gen():\n    assert list(a.gen(2)) == [0, 1]\n";
+    w.commit(
+        &repo,
+        &[("src/calc/a.py", a), ("tests/test_a.py", t)],
+        "functions of every shape",
+    );
+    w.sandbox(&repo, &["__testmap"]).success();
+    let found = maps(&w);
+    let map: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&found[0]).unwrap()).unwrap();
+    // Each test's functions of a.py, by their first line.
+    let lines = |test: &str| -> Vec<u64> {
+        let mut v: Vec<u64> = map["tests"][test]
+            .as_array()
+            .unwrap_or_else(|| panic!("{test} is not in {map}"))
+            .iter()
+            .map(|i| &map["functions"][i.as_u64().unwrap() as usize])
+            .filter(|f| f[0] == "src/calc/a.py")
+            .map(|f| f[1].as_u64().unwrap())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(lines("tests/test_a.py::test_fa"), [4], "{map}");
+    assert_eq!(lines("tests/test_a.py::test_doc"), [9], "{map}");
+    assert_eq!(lines("tests/test_a.py::test_decorated"), [13, 20], "{map}");
+    assert_eq!(lines("tests/test_a.py::test_gen"), [25], "{map}");
+
+    // A change inside the decorated function runs the one test that called it.
+    w.git(&repo, &["checkout", "-q", "-b", "exp"]);
+    w.commit(
+        &repo,
+        &[("src/calc/a.py", a.replace("x - 1", "x - 2").as_str())],
+        "break decorated",
+    );
+    let o = explain(&w, &repo);
+    assert!(
+        o.contains("phase one runs 0 of 3 test files whole and 1 single tests")
+            && o.contains("tests/test_a.py::test_decorated  called the function holding src/calc/a.py:22 (changed)"),
+        "{o}"
+    );
+}
