@@ -706,3 +706,45 @@ fn a_probe_failure_past_the_records_first_fifty_is_still_the_runs() {
         "{stderr}"
     );
 }
+
+/// A suite that stops as it loads (a module every test imports raises) ends the run before the
+/// probe, which started with it and stops at the same error a moment later, could end: the probe
+/// runs on for a while (half the run's time) so that phase one says it failed too, where it was
+/// stopped and said nothing before.
+#[test]
+fn a_suite_that_stops_as_it_loads_still_has_phase_ones_verdict() {
+    let mut w = World::new();
+    w.with_test_python("pytest");
+    let repo = w.new_repo("phases-crash");
+    project(&w, &repo, 0.0);
+    // Loading takes a second; the probe (run with test files named) a third more.
+    w.commit(
+        &repo,
+        &[(
+            "tests/conftest.py",
+            "import sys\nimport time\n\ntime.sleep(1.0)\nif any(a.endswith('.py') for a in sys.argv[1:]):\n    time.sleep(0.3)\n",
+        )],
+        "slow to load",
+    );
+    let (base, _) = run_json(&w, &repo, &[]);
+    assert_eq!(base["status"], "passed", "{base}");
+    w.commit(
+        &repo,
+        &[(
+            "src/calc/c.py",
+            "raise RuntimeError('c cannot load')\n\n\ndef fc(x):\n    return x + 1\n",
+        )],
+        "c raises as it loads",
+    );
+    let (rec, _) = run_json(&w, &repo, &[]);
+    assert_eq!(rec["status"], "failed", "{rec}");
+    let t = &rec["tests"];
+    let one = &t["phases"][0];
+    assert_eq!(
+        one["files"],
+        serde_json::json!(["tests/test_c.py"]),
+        "{rec}"
+    );
+    assert!(one["exit_code"].as_i64().is_some_and(|c| c != 0), "{rec}");
+    assert!(t.get("selection_missed").is_none(), "{rec}");
+}

@@ -7,8 +7,8 @@
 //! of its own.
 //! Whichever output shows a failure first tells it, once, as a provisional hint; the record
 //! keeps the probe's failure (its moment, its phase counts) only when that test failed in the
-//! recorded run too. The probe stops when the run ends, and yields its slot to a run that needs
-//! it.
+//! recorded run too. The probe stops when the run ends (a failed run's lets it end by itself for
+//! a moment: see [`grace`]), and yields its slot to a run that needs it.
 
 use super::first::First;
 use super::tree_text::TreeText;
@@ -132,6 +132,10 @@ pub(super) fn run(place: &Place<'_>, spec: &Spec<'_>, probe: Probe) -> CheckResu
             })
         });
         drop(tx);
+        let mut main = Some(main);
+        let mut ran = None;
+        // Until when the probe may still run: set as the run ends.
+        let mut until: Option<Instant> = None;
         loop {
             match rx.recv_timeout(Duration::from_millis(50)) {
                 Ok((side, found, at)) => {
@@ -144,15 +148,28 @@ pub(super) fn run(place: &Place<'_>, spec: &Spec<'_>, probe: Probe) -> CheckResu
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
             }
-            // The probe ends with the run, on Ctrl-C, and when a run takes its slot back.
+            if let Some(done) = main.take_if(|h| h.is_finished()) {
+                let done = done.join().unwrap_or(Executed::Crashed);
+                until = Some(Instant::now() + grace(&done));
+                ran = Some(done);
+            }
+            // The probe ends with the run (or its grace), on Ctrl-C, and when a run takes its
+            // slot back.
             let yielded = slot
                 .as_ref()
                 .is_some_and(|s| s.yielded.load(Ordering::Relaxed));
-            if main.is_finished() || yielded || shared.interrupt.load(Ordering::Relaxed) {
+            if until.is_some_and(|u| Instant::now() >= u)
+                || yielded
+                || shared.interrupt.load(Ordering::Relaxed)
+            {
                 stop.store(true, Ordering::Relaxed);
             }
         }
-        let ran = main.join().unwrap_or(Executed::Crashed);
+        let ran = match (ran, main) {
+            (Some(r), _) => r,
+            (None, Some(h)) => h.join().unwrap_or(Executed::Crashed),
+            (None, None) => Executed::Crashed,
+        };
         let (probed, ms) = match probing.map(|h| h.join()) {
             Some(Ok((e, ms))) => (Some(e), ms),
             _ => (None, 0),
@@ -208,6 +225,25 @@ pub(super) fn run(place: &Place<'_>, spec: &Spec<'_>, probe: Probe) -> CheckResu
         }
     }
     r
+}
+
+/// The longest a probe may run on once a failed run has ended: half the run's time, up to this.
+const GRACE: Duration = Duration::from_secs(1);
+
+/// How long the probe may run on after the run `ran` ended: a run that failed before the probe
+/// could end (a suite that crashes as it loads ends both at about the same moment) lets it end
+/// on its own for half the run's time, up to [`GRACE`], so that phase one says whether it
+/// would have caught it; a stopped probe says nothing. Otherwise none: the probe only ever
+/// makes a failure known early, and a passed run has none to know.
+fn grace(ran: &Executed) -> Duration {
+    match ran {
+        Executed::Ran { outcome, .. }
+            if outcome.exit_code != Some(0) && outcome.killed_by.is_none() =>
+        {
+            (outcome.duration / 2).min(GRACE)
+        }
+        _ => Duration::ZERO,
+    }
 }
 
 /// The two phases, their failures as the run's results give them: phase one, the tests the
