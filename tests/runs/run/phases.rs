@@ -709,7 +709,8 @@ fn a_probe_failure_past_the_records_first_fifty_is_still_the_runs() {
 
 /// A suite that stops as it loads (a module every test imports raises) ends the run before the
 /// probe, which started with it and stops at the same error a moment later, could end: the probe
-/// runs on for a while (half the run's time) so that phase one says it failed too, where it was
+/// runs on for a while (as long as the run took, up to a second) so that phase one says it
+/// failed too, where it was
 /// stopped and said nothing before.
 #[test]
 fn a_suite_that_stops_as_it_loads_still_has_phase_ones_verdict() {

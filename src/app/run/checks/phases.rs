@@ -227,20 +227,22 @@ pub(super) fn run(place: &Place<'_>, spec: &Spec<'_>, probe: Probe) -> CheckResu
     r
 }
 
-/// The longest a probe may run on once a failed run has ended: half the run's time, up to this.
+/// The longest a probe may run on once a failed run has ended: as long as the run took, up to
+/// this.
 const GRACE: Duration = Duration::from_secs(1);
 
 /// How long the probe may run on after the run `ran` ended: a run that failed before the probe
-/// could end (a suite that crashes as it loads ends both at about the same moment) lets it end
-/// on its own for half the run's time, up to [`GRACE`], so that phase one says whether it
-/// would have caught it; a stopped probe says nothing. Otherwise none: the probe only ever
+/// could end lets it end on its own for as long again as the run took, up to [`GRACE`], so
+/// that phase one says whether it would have caught it (a suite that crashes as it loads ends
+/// the run at once; phase one's files, which may not load the file that crashed it, still fail
+/// a moment later); a stopped probe says nothing. Otherwise none: the probe only ever
 /// makes a failure known early, and a passed run has none to know.
 fn grace(ran: &Executed) -> Duration {
     match ran {
         Executed::Ran { outcome, .. }
             if outcome.exit_code != Some(0) && outcome.killed_by.is_none() =>
         {
-            (outcome.duration / 2).min(GRACE)
+            outcome.duration.min(GRACE)
         }
         _ => Duration::ZERO,
     }
