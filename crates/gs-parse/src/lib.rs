@@ -29,6 +29,10 @@ pub use failed_files::{jest_failed_files, mocha_failures};
 pub use gs_model::Framework;
 use gs_model::TestCounts;
 pub use text::MAX_FAILURES as MAX_PARSED_FAILURES;
+/// Most failures a per-test report (git-sandbox's pytest reporter: one id a line, no message to
+/// scan) lists: as many as a run's ids, so that a probe's failures are matched with every one of
+/// the run's, not the first [`MAX_PARSED_FAILURES`] (a change that fails 1,185 of click's tests).
+pub const MAX_REPORTED_FAILURES: usize = gs_model::MAX_TEST_IDS;
 pub use xml::decode_entities;
 
 /// Every framework name `parse_output` can return, in the order tried when the hint fails.

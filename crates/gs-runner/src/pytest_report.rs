@@ -137,7 +137,8 @@ pub fn read(text: &str) -> Option<TestCounts> {
         };
         *slot = slot.map(|n| n + 1);
         any = true;
-        if matches!(outcome, "failed" | "error") && c.failures.len() < gs_parse::MAX_PARSED_FAILURES
+        if matches!(outcome, "failed" | "error")
+            && c.failures.len() < gs_parse::MAX_REPORTED_FAILURES
         {
             c.failures.push(gs_model::Failure {
                 name: id.to_string(),

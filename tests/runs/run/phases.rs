@@ -749,3 +749,31 @@ fn a_suite_that_stops_as_it_loads_still_has_phase_ones_verdict() {
     assert!(one["exit_code"].as_i64().is_some_and(|c| c != 0), "{rec}");
     assert!(t.get("selection_missed").is_none(), "{rec}");
 }
+
+/// Phase one's failures are counted over every failure of the run pytest's report names, not
+/// the first 1,000 an output parser lists: a change that fails 1,200 tests, all in phase one,
+/// has phase one catching 1,200 of 1,200 (`status`'s recall by test reads this count).
+#[test]
+fn phase_one_counts_every_failure_the_report_names_past_a_thousand() {
+    let mut w = World::new();
+    w.with_test_python("pytest");
+    let repo = w.new_repo("phases-thousands");
+    let many = "import pytest\n\nfrom calc.c import fc\n\n\n@pytest.mark.parametrize('i', range(1200))\ndef test_fc_many(i):\n    assert fc(i) == i + 1\n";
+    w.calc_package(&repo, CONFIG, 0.0, false, &[("tests/test_c_many.py", many)]);
+    w.commit(
+        &repo,
+        &[("src/calc/c.py", "def fc(x):\n    return x + 2\n")],
+        "break c",
+    );
+    let (rec, _) = run_json(&w, &repo, &[]);
+    let t = &rec["tests"];
+    assert_eq!(t["failed"], 1201, "{}", t["output_tail"]);
+    let one = &t["phases"][0];
+    assert!(
+        one["files"].to_string().contains("tests/test_c_many.py"),
+        "{}",
+        t["phases"]
+    );
+    assert_eq!(one["failed"], 1201, "{}", t["phases"]);
+    assert_eq!(t["phases"][1]["failed"], 0, "{}", t["phases"]);
+}

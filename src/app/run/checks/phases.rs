@@ -259,7 +259,8 @@ fn phases_of(t: &Tests, p: &Tests, files: Vec<String>, probe_ms: u64) -> (Vec<Te
         .iter()
         .filter(|f| probe_failed.contains(f.name.as_str()))
         .count() as u64;
-    // Over every failure the run's output named (up to 1,000), not only the 50 its record
+    // Over every failure the run's output or report named (up to 1,000; 10,000 by pytest's
+    // report), not only the 50 its record
     // lists: recall by test is phase one's count over the run's.
     let (total, failed, passed) = if !t.ids.is_empty() && !p.ids.is_empty() {
         let ran: HashSet<&str> = p.ids.iter().map(String::as_str).collect();

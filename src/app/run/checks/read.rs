@@ -214,21 +214,19 @@ pub(super) fn per_test_check(
         counts
             .failures
             .retain(|f| failing.contains(f.name.as_str()));
-        for f in &per_test.failures {
-            if !counts.failures.iter().any(|g| g.name == f.name) {
-                counts.failures.push(f.clone());
-            }
-        }
         // The output's own note was about the same summary lines.
         counts.note = None;
-    } else {
-        for f in &per_test.failures {
-            if counts.failures.len() >= gs_parse::MAX_PARSED_FAILURES {
-                break;
-            }
-            if !counts.failures.iter().any(|g| g.name == f.name) {
-                counts.failures.push(f.clone());
-            }
+    }
+    // Every failure the report names (up to as many as a run's ids), after those the output
+    // named with their messages.
+    let mut named: std::collections::HashSet<String> =
+        counts.failures.iter().map(|f| f.name.clone()).collect();
+    for f in &per_test.failures {
+        if counts.failures.len() >= gs_parse::MAX_REPORTED_FAILURES {
+            break;
+        }
+        if named.insert(f.name.clone()) {
+            counts.failures.push(f.clone());
         }
     }
     counts.ids = per_test.ids;
