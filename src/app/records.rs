@@ -6,6 +6,7 @@ pub mod explain;
 pub mod failures;
 pub mod history;
 pub mod logs;
+pub mod quarantine;
 pub mod results;
 pub mod summary;
 pub mod views;

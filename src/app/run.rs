@@ -52,7 +52,7 @@ struct Along {
     sandbox: std::cell::OnceCell<gs_sandbox::Sandbox>,
     seen: SeenTrees,
     /// The repository's known-flaky tests, read when a failure may be retried.
-    flaky: Option<std::collections::HashSet<String>>,
+    flaky: Option<flaky::Excusable>,
     /// The config (and its result key) of the trees just seen: a commit's config follows from
     /// its tree and the run's options, so a batch of commits on one tree reads it once. Kept for
     /// [`CONFIG_FOR`], since the toolchain's fingerprint is part of it.
@@ -188,7 +188,7 @@ pub fn run_commits(
         }
         let info = git::commit_info(repo, commit)?;
         let (mut record, mut source) = run_one(at, &info, opts, &mut along)?;
-        if opts.retry_flaky > 0 && !trial && record.status == Status::Failed {
+        if !trial && record.status == Status::Failed {
             (record, source) = flaky::retry_flaky(at, &info, opts, &mut along, record, source)?;
         }
         // What this machine made, it vouches for (and signs when it writes the note).

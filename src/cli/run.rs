@@ -70,9 +70,9 @@ pub struct RunArgs {
     pub explain_selection: bool,
     /// Run a failing commit again, up to N times, while every test that failed on it is known
     /// to be flaky (see `git sandbox flaky`); the record says how often it was retried.
-    #[arg(long, value_name = "N", default_value_t = 0,
+    #[arg(long, value_name = "N",
           value_parser = clap::value_parser!(u32).range(0..=10))]
-    pub retry_flaky: u32,
+    pub retry_flaky: Option<u32>,
     /// Print the records as a JSON array.
     #[arg(long)]
     pub json: bool,

@@ -43,6 +43,7 @@ pub fn routes() -> Router<Arc<Web>> {
             "/api/v1/repositories/{repo}/experiments",
             get(repository_experiments),
         )
+        .route("/api/v1/repositories/{repo}/flaky", get(repository_flaky))
         .route("/api/v1/experiments/{repo}/{name}", get(experiment))
         .route(
             "/api/v1/experiments/{repo}/{name}/eval",
@@ -171,6 +172,39 @@ async fn repository_experiments(
         let (base, ranked) = compare::ranked(ctx, &repo, &row)?;
         Ok(Json(
             json!({"repository": row.name, "production": base, "experiments": ranked}),
+        ))
+    })
+    .await
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FlakyQuery {
+    /// How many days of runs the flips and rates count (1 to 36500; default 30).
+    days: Option<u64>,
+}
+
+/// The repository's flaky tests over a window and its quarantined tests, each with its state.
+async fn repository_flaky(
+    State(web): St,
+    headers: HeaderMap,
+    Path(key): Path<String>,
+    q: Result<Query<FlakyQuery>, QueryRejection>,
+) -> ApiResult<Json<Value>> {
+    web.require(&headers, Role::Read, true)?;
+    let q = query(q)?;
+    let days = q.days.unwrap_or(views::FLAKY_WINDOW_DAYS);
+    if !(1..=36_500).contains(&days) {
+        return Err(
+            ApiError::bad_request(format!("days={days} is out of range"))
+                .hint("give a number of days from 1 to 36500"),
+        );
+    }
+    blocking(move |ctx| {
+        let (repo, row) = repository(ctx, &key)?;
+        let tests = views::flaky_report(ctx, &repo, &row, days)?;
+        Ok(Json(
+            json!({"repository": row.name, "days": days, "total": tests.len(), "tests": tests}),
         ))
     })
     .await

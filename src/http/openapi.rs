@@ -3,7 +3,8 @@
 //! the server cannot drift apart. Served at `/api/v1/openapi.json`.
 
 use super::api::{
-    CreateRepository, EventsQuery, KillBody, LogQuery, PromoteBody, RunBody, RunsQuery, StreamQuery,
+    CreateRepository, EventsQuery, FlakyQuery, KillBody, LogQuery, PromoteBody, RunBody, RunsQuery,
+    StreamQuery,
 };
 use schemars::JsonSchema;
 use serde_json::{json, Map, Value};
@@ -161,6 +162,9 @@ pub fn document() -> Value {
             },
             "/api/v1/repositories/{repo}/experiments": {
                 "get": op("Experiments ranked against production", Some("read"), vec![repo()], None, &["200"]),
+            },
+            "/api/v1/repositories/{repo}/flaky": {
+                "get": op("Flaky tests over a window (flake rate, flips, state) and quarantined tests, as `git sandbox flaky` lists them", Some("read"), [vec![repo()], query_params::<FlakyQuery>()].concat(), None, &["200"]),
             },
             "/api/v1/experiments/{repo}/{name}": {
                 "get": op("An experiment with its commits, result and evaluation", Some("read"), vec![repo(), name()], None, &["200"]),

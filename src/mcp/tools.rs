@@ -129,7 +129,7 @@ tools! {
     "events_poll" => events_poll(EventsArgs), writes: false, destructive: false, idempotent: true,
         "Events of this repository (runs queued, started, completed, experiments evaluated, promoted, …): the newest, or those after a cursor. Pass the returned cursor to get only newer ones.";
     "flaky_list" => flaky_list(NoArgs), writes: false, destructive: false, idempotent: true,
-        "Tests of this repository that both passed and failed on one tree under one config (known-flaky: eval does not count their failures alone): flips, failures of runs, the last flip. Most flips first.";
+        "Tests of this repository that both passed and failed on one tree under one config over the last 30 days (known-flaky: eval does not count their failures alone), and its quarantined tests: each with its state (flaky, cache_dependent, quarantined, released, untrusted), flake rate (failures over the runs of those trees), flips and last flip. Most flips first.";
     "config_get" => config_get(ConfigArgs), writes: false, destructive: false, idempotent: true,
         "The effective config of a revision (default the production branch): test command, limits, analysis, promote policy; and what this machine's sandbox enforces.";
 }
@@ -239,7 +239,7 @@ fn experiment_list(c: &Call<'_>, _: NoArgs) -> Answer {
 }
 
 fn flaky_list(c: &Call<'_>, _: NoArgs) -> Answer {
-    let tests = views::flaky_tests(c.ctx, c.row)?;
+    let tests = views::flaky_report(c.ctx, c.repo, c.row, views::FLAKY_WINDOW_DAYS)?;
     Ok(fit(
         json!({"total": tests.len(), "tests": tests}),
         budget::COMPACT,

@@ -291,3 +291,123 @@ fn a_test_named_the_junit_way_and_by_node_id_is_one_flaky_test() {
     assert_eq!(found[0]["failures"], 2, "{found:?}");
     assert_eq!(found[0]["flips"], 2, "{found:?}");
 }
+
+/// The quarantine entry of `name` in `flaky --json`.
+fn quarantine_of(w: &World, repo: &Path, name: &str) -> serde_json::Value {
+    let found = flaky(w, repo);
+    let e = found.iter().find(|t| t["name"] == name);
+    e.unwrap_or_else(|| panic!("{name} not listed: {found:?}"))
+        .clone()
+}
+
+#[test]
+fn a_quarantined_test_still_runs_passes_only_by_a_retry_and_is_released_by_clean_runs() {
+    let mut w = World::new();
+    let dial = Dial::on(&mut w);
+    let repo = w.new_repo("quarantine");
+    w.commit(&repo, &[("tests/test_flaky.py", FLAKY_TEST)], "tests");
+    dial.queue(&["fail"]);
+    let o = w.sandbox(&repo, &["run", "--json"]);
+    assert_eq!(o.code, 1, "{o:?}");
+    let name = o.json()[0]["tests"]["failures"][0]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let o = w.sandbox(&repo, &["flaky", "quarantine", &name, "--runs", "2"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(o.stdout.contains("Quarantined"), "{o:?}");
+    // Git data: a signed file on a ref that push carries.
+    let file = w.git(&repo, &["show", "refs/sandbox/quarantine:quarantine.toml"]);
+    assert!(file.contains(&name), "{file}");
+    let sig = w.git(
+        &repo,
+        &["show", "refs/sandbox/quarantine:quarantine.toml.sig"],
+    );
+    // SSHSIG, base64 (as records are signed).
+    assert!(sig.starts_with("U1NIU0lH"), "{sig}");
+    let q = quarantine_of(&w, &repo, &name);
+    assert_eq!(q["state"], "quarantined", "{q}");
+    assert_eq!(q["quarantine"]["detail"], "0 of 2 clean runs", "{q}");
+
+    // It still runs and is reported; a failure only of it is run again (no --retry-flaky, no
+    // [test] retries), and the run passes because the retry did.
+    dial.queue(&["fail", "pass"]);
+    let o = w.sandbox(&repo, &["run", "--force", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let r = &o.json()[0];
+    assert_eq!(r["retried"]["attempts"], 1, "{r}");
+    assert_eq!(r["retried"]["flaky"][0], name.as_str(), "{r}");
+    // A retry that fails too is a failure.
+    dial.queue(&["fail", "fail"]);
+    let o = w.sandbox(&repo, &["run", "--force", "--json"]);
+    assert_eq!(o.code, 1, "{o:?}");
+    assert_eq!(o.json()[0]["status"], "failed");
+    assert_eq!(o.json()[0]["retried"]["attempts"], 1);
+
+    // Clean runs on two trees (the retry's pass on the first, a pass on the next) release it.
+    dial.queue(&["pass"]);
+    w.commit(&repo, &[("NOTES.md", "b\n")], "tree b");
+    assert_eq!(w.sandbox(&repo, &["run"]).code, 0);
+    let q = quarantine_of(&w, &repo, &name);
+    assert_eq!(q["quarantine"]["state"], "released", "{q}");
+    assert_eq!(
+        q["quarantine"]["detail"], "2 clean runs on different trees",
+        "{q}"
+    );
+    assert_eq!(q["state"], "flaky", "it flipped on one tree: {q}");
+    // Released, its failure is a failure again: nothing retries it.
+    dial.queue(&["fail", "pass"]);
+    w.commit(&repo, &[("NOTES.md", "c\n")], "tree c");
+    let o = w.sandbox(&repo, &["run", "--json"]);
+    assert_eq!(o.code, 1, "{o:?}");
+    assert!(o.json()[0]["retried"].is_null(), "{o:?}");
+
+    // [test] retries in the user's config is --retry-flaky's default: the known-flaky test's
+    // failure is run again.
+    w.user_config("[test]\nretries = 1\n");
+    dial.queue(&["fail", "pass"]);
+    w.commit(&repo, &[("NOTES.md", "d\n")], "tree d");
+    let o = w.sandbox(&repo, &["run", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(o.json()[0]["retried"]["attempts"], 1, "{o:?}");
+
+    // By hand: until a date, then released.
+    let o = w.sandbox(&repo, &["flaky", "quarantine", &name, "--until", "7d"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(quarantine_of(&w, &repo, &name)["state"], "quarantined");
+    let o = w.sandbox(&repo, &["flaky", "release", &name]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let q = quarantine_of(&w, &repo, &name);
+    assert_eq!(q["quarantine"]["state"], "released", "{q}");
+    assert!(q["quarantine"]["detail"]
+        .as_str()
+        .unwrap()
+        .starts_with("released by"));
+    let table = w.sandbox(&repo, &["flaky"]);
+    assert!(table.stdout.contains("FAILED/RUNS"), "{table:?}");
+
+    // Bad input: one line, the fix, nothing written.
+    let tip = w.git(&repo, &["rev-parse", "refs/sandbox/quarantine"]);
+    for (args, problem) in [
+        (
+            vec!["flaky", "release", "tests/nope.py::test_x"],
+            "is not quarantined",
+        ),
+        (
+            vec!["flaky", "quarantine", &name, "--until", "yesterday"],
+            "is no date",
+        ),
+        (
+            vec!["flaky", "quarantine", &name, "--until", "2001-01-01"],
+            "has passed",
+        ),
+    ] {
+        let o = w.sandbox(&repo, &args);
+        assert_eq!(o.code, 2, "{args:?} {o:?}");
+        let (said, hints) = o.error();
+        assert!(said.contains(problem), "{said}");
+        assert!(!hints.is_empty(), "{o:?}");
+    }
+    assert_eq!(w.git(&repo, &["rev-parse", "refs/sandbox/quarantine"]), tip);
+}

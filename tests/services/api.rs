@@ -244,6 +244,37 @@ fn every_endpoint_by_role_and_bad_input() {
         .iter()
         .all(|l| l["text"].as_str().unwrap().contains("ok")));
 
+    // Flaky tests and quarantines: none yet, then one quarantined from the command line.
+    let flaky = get(a, &format!("/api/v1/repositories/{id}/flaky"), read).json();
+    assert_eq!(
+        (flaky["total"].clone(), flaky["days"].clone()),
+        (json!(0), json!(30))
+    );
+    let o =
+        s.w.sandbox(&s.repo, &["flaky", "quarantine", "tests/test_a.py::test_x"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let flaky = get(a, "/api/v1/repositories/api/flaky?days=7", read).json();
+    assert_eq!(
+        flaky["tests"][0]["name"], "tests/test_a.py::test_x",
+        "{flaky}"
+    );
+    assert_eq!(flaky["tests"][0]["state"], "quarantined", "{flaky}");
+    error(
+        &get(a, "/api/v1/repositories/api/flaky?days=0", read),
+        400,
+        "days",
+    );
+    error(
+        &get(a, "/api/v1/repositories/api/flaky?weeks=1", read),
+        400,
+        "weeks",
+    );
+    error(
+        &get(a, "/api/v1/repositories/nowhere/flaky", read),
+        404,
+        "nowhere",
+    );
+
     // Experiments: ranked, one, evaluated (`run`), promoted and killed (`admin`).
     let ranked = get(a, &format!("/api/v1/repositories/{id}/experiments"), read).json();
     let names: Vec<&str> = ranked["experiments"]

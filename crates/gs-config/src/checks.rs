@@ -34,6 +34,29 @@ pub struct TestFile {
     /// Run the tests a change can reach as a probe beside the run, for an early first failure
     /// (pytest, jest, vitest, cargo test, go test): `false`, no probe.
     pub phases: Option<bool>,
+    /// How often a failure only of known-flaky (or quarantined) tests is retried: the default of
+    /// `run --retry-flaky N`. A repository can only lower the user's.
+    #[serde(default, deserialize_with = "de_runs")]
+    pub retries: Option<u32>,
+    /// How often a test the parent's run did not have runs in its commit's run (the first, in
+    /// order, decides; the others only mark it flaky at birth). 1: no extra runs.
+    #[serde(default, deserialize_with = "de_runs")]
+    pub new_test_runs: Option<u32>,
+}
+
+/// The most runs of a test `retries` and `new_test_runs` may ask for.
+pub const MAX_RUNS: u32 = 10;
+
+/// A count of runs: 0 to [`MAX_RUNS`].
+fn de_runs<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    let n = i64::deserialize(d)?;
+    match u32::try_from(n) {
+        Ok(n) if n <= MAX_RUNS => Ok(Some(n)),
+        _ => Err(hinted(
+            format!("{n} runs is out of range"),
+            format!("give a number from 0 to {MAX_RUNS}"),
+        )),
+    }
 }
 /// The longest check name: names appear in file names and in GitHub's status contexts.
 const MAX_NAME: usize = 32;

@@ -409,6 +409,10 @@ impl ConfigFile {
         }
         set(&mut c.test.parallel, t.parallel);
         set(&mut c.test.phases, t.phases);
+        if let Some(r) = t.retries {
+            c.test.retries = Some(r);
+        }
+        set(&mut c.test.new_test_runs, t.new_test_runs);
         if let Some(v) = &t.coverage {
             c.test.coverage = Some(v.clone());
         }

@@ -53,8 +53,8 @@ fn the_fix_is_a_hint_apart_from_the_message() {
     );
     let err = parse_file("cfg.toml", "[analysis]\nexclude = [\"a**\"]\n").unwrap_err();
     assert_eq!(err.hints, ["use `*` within a segment"], "{err}");
-    let err = parse_file("cfg.toml", "[test]\nretries = 3\n").unwrap_err();
-    assert!(err.message.starts_with("unknown field `retries`"), "{err}");
+    let err = parse_file("cfg.toml", "[test]\nreruns = 3\n").unwrap_err();
+    assert!(err.message.starts_with("unknown field `reruns`"), "{err}");
     assert_eq!(err.hints.len(), 1, "{err}");
     assert!(!err.message.contains('\u{1f}') && !err.to_string().contains('\u{1f}'));
 }

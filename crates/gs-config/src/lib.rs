@@ -155,7 +155,19 @@ pub struct TestConfig {
     /// the result key: the record is the command's own run either way.
     #[serde(skip)]
     pub phases: bool,
+    /// How often a failure only of known-flaky or quarantined tests is retried (`[test] retries`,
+    /// the default of `run --retry-flaky N`). Unset, it is left out of the result key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retries: Option<u32>,
+    /// How often a test new to a commit (not in its parent's run) runs in it, the first run in
+    /// the suite's order deciding (`[test] new_test_runs`, default 3). Not part of the result key:
+    /// the extra runs only mark a test flaky at birth.
+    #[serde(skip)]
+    pub new_test_runs: u32,
 }
+
+/// How often a new test runs in its commit's run when the config does not say.
+pub const NEW_TEST_RUNS: u32 = 3;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Limits {
@@ -335,6 +347,8 @@ impl Default for Config {
                 parallel: false,
                 coverage: None,
                 phases: true,
+                retries: None,
+                new_test_runs: NEW_TEST_RUNS,
             },
             checks: Vec::new(),
             toolchain: Default::default(),
@@ -505,6 +519,7 @@ impl Layers {
         let net_policy = c.network.clone();
         let timeout = c.test.timeout;
         let phases = c.test.phases;
+        let (retries, new_test_runs) = (c.test.retries, c.test.new_test_runs);
         let (gc, audit) = (c.gc.clone(), c.audit.clone());
         let cache_policy = c.cache.clone();
         let (gate, watch_mode) = (c.hooks.pre_push.clone(), c.watch.mode.clone());
@@ -551,6 +566,9 @@ impl Layers {
         c.test.timeout = c.test.timeout.min(timeout);
         // Phases are the user's choice: a commit may turn them off, never on against the user.
         c.test.phases = c.test.phases && phases;
+        // Retries and extra runs spend the user's CPU: a commit may ask fewer, never more.
+        c.test.retries = retries.map(|r| c.test.retries.map_or(r, |a| a.min(r)));
+        c.test.new_test_runs = c.test.new_test_runs.min(new_test_runs);
         c.cache.max_mb = tighten(cache_policy.max_mb, c.cache.max_mb);
         // A committed file narrows the user's hosts; the resolve table is the user's.
         c.network = NetworkConfig {

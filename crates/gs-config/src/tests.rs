@@ -154,6 +154,49 @@ fn a_repository_may_turn_phases_off_never_on() {
 }
 
 #[test]
+fn a_repository_may_lower_retries_and_new_test_runs_never_raise_them() {
+    let resolve = |user: &str, repo: &str| {
+        let t = Layers {
+            user: parse_file("user", user).unwrap(),
+            ..Layers::default()
+        }
+        .with_repo_text("repo", Some(repo))
+        .unwrap()
+        .resolve()
+        .test;
+        (t.retries, t.new_test_runs)
+    };
+    assert_eq!(resolve("", ""), (None, NEW_TEST_RUNS));
+    // Unset by the user: a repository cannot switch retries on.
+    assert_eq!(resolve("", "[test]\nretries = 5\n"), (None, NEW_TEST_RUNS));
+    assert_eq!(
+        resolve("[test]\nretries = 2\n", "[test]\nretries = 5\n").0,
+        Some(2)
+    );
+    assert_eq!(
+        resolve("[test]\nretries = 2\n", "[test]\nretries = 0\n").0,
+        Some(0)
+    );
+    assert_eq!(resolve("", "[test]\nnew_test_runs = 9\n").1, NEW_TEST_RUNS);
+    assert_eq!(resolve("", "[test]\nnew_test_runs = 1\n").1, 1);
+    assert_eq!(resolve("[test]\nnew_test_runs = 5\n", "").1, 5);
+    // Set, retries are part of the result key; unset, the key is what it was.
+    let key = |user: &str| {
+        Layers {
+            user: parse_file("user", user).unwrap(),
+            ..Layers::default()
+        }
+        .resolve()
+        .result_key()
+    };
+    assert_eq!(key(""), key("[test]\nnew_test_runs = 5\n"));
+    assert_ne!(key(""), key("[test]\nretries = 1\n"));
+    let err = parse_repository_file("repo", "[test]\nretries = 11\n").unwrap_err();
+    assert!(err.to_string().contains("11 runs is out of range"), "{err}");
+    assert!(parse_repository_file("repo", "[test]\nnew_test_runs = -1\n").is_err());
+}
+
+#[test]
 fn a_work_tree_config_that_is_a_symlink_is_refused_not_followed() {
     let d = tempfile::tempdir().unwrap();
     let layers = Layers::default();

@@ -126,20 +126,56 @@ impl Index {
         Ok(failed_here.values().any(|failed| !failed))
     }
 
+    /// On how many different trees a run made here since `since` (RFC 3339) passed the test
+    /// `name`: the run passed, or failed naming every failure and not this one. What releases
+    /// a quarantined test by itself.
+    pub fn clean_trees_since(&self, repository_id: &str, name: &str, since: &str) -> Result<u64> {
+        use gs_model::test_name::canonical;
+        let name = canonical(name);
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT e.id, e.tree_id, f.name FROM executions e
+             LEFT JOIN test_failures f ON f.execution_id = e.id
+             WHERE e.repository_id = ?1 AND e.finished_at >= ?2
+               AND (e.status = 'passed' OR (e.status = 'failed' AND e.complete = 1))
+             ORDER BY e.id",
+        )?;
+        let rows: Vec<(i64, String, Option<String>)> = stmt
+            .query_map(params![repository_id, since], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?
+            .collect::<super::sql::Result<_>>()?;
+        let mut failed_in: HashMap<i64, (String, bool)> = HashMap::new();
+        for (id, tree, failure) in rows {
+            let failed = failure.is_some_and(|f| canonical(&f) == name);
+            failed_in.entry(id).or_insert((tree, false)).1 |= failed;
+        }
+        let clean: std::collections::HashSet<&str> = failed_in
+            .values()
+            .filter(|(_, failed)| !failed)
+            .map(|(tree, _)| tree.as_str())
+            .collect();
+        Ok(clean.len() as u64)
+    }
+
     /// Tests of a repository that both passed and failed on one tree under one config in runs
     /// that read the same caches (both cold or both warm), most flips first.
     pub fn flaky_tests(&self, repository_id: &str) -> Result<Vec<FlakyTest>> {
-        Ok(self.outcome_flips(repository_id)?.0)
+        Ok(self.outcome_flips(repository_id, "")?.0)
     }
 
     /// Tests whose outcome on one tree under one config was not the same in a warm run as in a
     /// cold one ([`CACHE_DEPENDENT`]): the cold outcome stands.
     pub fn cache_dependent_tests(&self, repository_id: &str) -> Result<Vec<FlakyTest>> {
-        Ok(self.outcome_flips(repository_id)?.1)
+        Ok(self.outcome_flips(repository_id, "")?.1)
     }
 
-    /// The flaky tests and the cache-dependent ones.
-    fn outcome_flips(&self, repository_id: &str) -> Result<(Vec<FlakyTest>, Vec<FlakyTest>)> {
+    /// The flaky tests and the cache-dependent ones, over the runs that ended at `since` (RFC
+    /// 3339) or later (`""`: every run).
+    pub fn outcome_flips(
+        &self,
+        repository_id: &str,
+        since: &str,
+    ) -> Result<(Vec<FlakyTest>, Vec<FlakyTest>)> {
         // Runs of the trees that ran more than once, in order, with the tests each failed.
         let mut stmt = self.conn.prepare_cached(
             "SELECT e.id, e.tree_id, COALESCE(e.config_hash, ''), e.commit_id, e.finished_at,
@@ -147,11 +183,13 @@ impl Index {
              FROM executions e
              JOIN (SELECT tree_id, config_hash FROM executions
                    WHERE repository_id = ?1 AND status IN ('passed', 'failed')
+                     AND finished_at >= ?2
                    GROUP BY tree_id, config_hash HAVING COUNT(*) > 1) again
                ON again.tree_id = e.tree_id
               AND COALESCE(again.config_hash, '') = COALESCE(e.config_hash, '')
              LEFT JOIN test_failures f ON f.execution_id = e.id
              WHERE e.repository_id = ?1 AND e.status IN ('passed', 'failed')
+               AND e.finished_at >= ?2
              ORDER BY e.tree_id, 3, e.finished_at, e.id",
         )?;
         type Row = (
@@ -165,7 +203,7 @@ impl Index {
             i64,
         );
         let rows: Vec<Row> = stmt
-            .query_map(params![repository_id], |r| {
+            .query_map(params![repository_id, since], |r| {
                 Ok((
                     r.get(0)?,
                     r.get(1)?,

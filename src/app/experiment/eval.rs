@@ -65,7 +65,7 @@ pub fn evaluate(
     {
         if excused(ctx, row, h, &known)?.is_empty() {
             let opts = RunOptions {
-                retry_flaky: FLAKY_RETRIES,
+                retry_flaky: Some(FLAKY_RETRIES),
                 ..cold(trigger, &head_ref, interrupt)
             };
             let outcome = run_commits(at, &[head], &opts, &mut |_| {})?;

@@ -231,3 +231,77 @@ pub fn flaky_tests(ctx: &Context, row: &RepoRow) -> Result<Vec<FlakyTest>> {
     all.extend(ctx.index.cache_dependent_tests(&row.repository_id)?);
     Ok(all)
 }
+
+/// The days `flaky` looks back when not told.
+pub const FLAKY_WINDOW_DAYS: u64 = 30;
+
+/// One test of [`flaky_report`]: its flips over the window, if any, and its quarantine, if any.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FlakyEntry {
+    /// Its flips over the window (none, for a quarantined test that did not flip: `kind`
+    /// then says `quarantined`).
+    #[serde(flatten)]
+    pub test: FlakyTest,
+    /// `quarantined` (applied), `released`, `untrusted` (a copy nobody trusted signed: not
+    /// applied), else the flips' kind: `flaky` or `cache_dependent`.
+    pub state: String,
+    /// Failures over the runs of trees that ran more than once in the window (`None`: none).
+    pub rate: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quarantine: Option<super::quarantine::Quarantined>,
+}
+
+/// A repository's flaky tests over the last `days` (their flake rate: failures over the runs of
+/// trees that ran more than once) with every quarantined test, each with its state: what
+/// `flaky`, MCP `flaky_list` and `GET /api/v1/repositories/{repo}/flaky` answer.
+pub fn flaky_report(
+    ctx: &Context,
+    repo: &gs_git::Repository,
+    row: &RepoRow,
+    days: u64,
+) -> Result<Vec<FlakyEntry>> {
+    let since_ms = gs_util::time::now_millis() - (days.min(36_500) as i64) * 86_400_000;
+    let since = gs_util::time::rfc3339(since_ms);
+    let (flaky, dependent) = ctx.index.outcome_flips(&row.repository_id, &since)?;
+    let mut out: Vec<FlakyEntry> = flaky
+        .into_iter()
+        .chain(dependent)
+        .map(|t| FlakyEntry {
+            state: t.kind.clone(),
+            rate: (t.runs > 0).then(|| t.failures as f64 / t.runs as f64),
+            test: t,
+            quarantine: None,
+        })
+        .collect();
+    for q in super::quarantine::list(ctx, repo, row)? {
+        let state = match q.state {
+            super::quarantine::ACTIVE => "quarantined",
+            other => other,
+        };
+        match out.iter_mut().find(|e| e.test.name == q.entry.test) {
+            // A flaky test that is quarantined says so; a released one stays flaky.
+            Some(e) => {
+                if q.state == super::quarantine::ACTIVE {
+                    e.state = state.to_string();
+                }
+                e.quarantine = Some(q);
+            }
+            None => out.push(FlakyEntry {
+                test: FlakyTest {
+                    name: q.entry.test.clone(),
+                    flips: 0,
+                    runs: 0,
+                    failures: 0,
+                    last_flip_at: String::new(),
+                    last_flip_commit: String::new(),
+                    last_outcome: String::new(),
+                    kind: "quarantined".into(),
+                },
+                state: state.to_string(),
+                rate: None,
+                quarantine: Some(q),
+            }),
+        }
+    }
+    Ok(out)
+}

@@ -1,15 +1,32 @@
-//! `run --retry-flaky N`: a commit that failed only in known-flaky tests, run again.
+//! Retries: a commit that failed only in known-flaky or quarantined tests, run again
+//! (`run --retry-flaky N`, `[test] retries`).
 
 use super::{run_one, was_interrupted, Along, RunOptions, Source};
+use crate::app::records::quarantine;
 use crate::app::Repo;
 use crate::app::Result;
 use gs_git::CommitInfo;
 use gs_model::{RunRecord, Status};
 
-/// Run a failed commit again while every test that failed on it is known to be flaky, up to
-/// `opts.retry_flaky` times, each time forced. A failing run made now is kept as flaky
-/// evidence before the next (the index keeps one result per commit, its executions all).
-#[allow(clippy::too_many_arguments)]
+/// The tests a failure only of which is run again: the known-flaky ones, then those under a
+/// quarantine that applies.
+pub(super) struct Excusable {
+    pub flaky: std::collections::HashSet<String>,
+    pub quarantined: std::collections::HashSet<String>,
+}
+
+/// How often a failed run of `info` is retried: `run --retry-flaky N`, else the commit's
+/// `[test] retries`; at least once when it failed only in quarantined tests.
+fn retries(opts: &RunOptions<'_>, along: &Along, info: &CommitInfo) -> u32 {
+    opts.retry_flaky
+        .or_else(|| along.configs.get(&info.tree)?.1.test.retries)
+        .unwrap_or(0)
+}
+
+/// Run a failed commit again while every test that failed on it is known to be flaky or is
+/// quarantined, up to its retries (a quarantine asks for one at least), each time forced. A
+/// failing run made now is kept as flaky evidence before the next (the index keeps one result
+/// per commit, its executions all).
 pub(super) fn retry_flaky(
     at: Repo<'_>,
     info: &CommitInfo,
@@ -18,23 +35,37 @@ pub(super) fn retry_flaky(
     mut record: RunRecord,
     mut source: Source,
 ) -> Result<(RunRecord, Source)> {
-    let Repo { ctx, row, .. } = at;
+    let Repo { ctx, row, repo } = at;
+    let asked = retries(opts, along, info);
     if along.flaky.is_none() {
         let names = ctx.index.flaky_tests(&row.repository_id)?;
-        along.flaky = Some(names.into_iter().map(|t| t.name).collect());
+        along.flaky = Some(Excusable {
+            flaky: names.into_iter().map(|t| t.name).collect(),
+            quarantined: quarantine::applied(ctx, repo, row)?,
+        });
     }
-    let known = along.flaky.clone().expect("read above");
+    let known = along.flaky.as_ref().expect("read above");
+    let all: std::collections::HashSet<String> =
+        known.flaky.union(&known.quarantined).cloned().collect();
+    let quarantined_only = record
+        .failed_only_in(&known.quarantined)
+        .is_some_and(|names| !names.is_empty());
+    let times = if quarantined_only {
+        asked.max(1)
+    } else {
+        asked
+    };
     let forced = RunOptions {
         force: true,
-        retry_flaky: 0,
+        retry_flaky: Some(0),
         ..opts.clone()
     };
     let mut retried = record.retried.clone().unwrap_or(gs_model::Retried {
         attempts: 0,
         flaky: Vec::new(),
     });
-    for _ in 0..opts.retry_flaky {
-        let Some(names) = record.failed_only_in(&known) else {
+    for _ in 0..times {
+        let Some(names) = record.failed_only_in(&all) else {
             break;
         };
         if source == Source::Made {

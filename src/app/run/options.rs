@@ -30,8 +30,9 @@ pub struct RunOptions<'a> {
     /// that tree is committed), never to a note or GitHub.
     pub unnoted: bool,
     /// Run a failing commit again, up to this many times, while every test that failed is
-    /// known to be flaky (it both passed and failed on one tree before): `run --retry-flaky N`.
-    pub retry_flaky: u32,
+    /// known to be flaky (it both passed and failed on one tree before) or quarantined:
+    /// `run --retry-flaky N`. `None`: the commit's config says (`[test] retries`, else none).
+    pub retry_flaky: Option<u32>,
     /// The commits are probes (bisect): old commits run to judge them, which never write their
     /// branch's build cache.
     pub probe: bool,
@@ -55,7 +56,7 @@ impl<'a> RunOptions<'a> {
             yield_after_run: false,
             skip_superseded: false,
             unnoted: false,
-            retry_flaky: 0,
+            retry_flaky: None,
             probe: false,
             clean: false,
             on_first_failure: None,

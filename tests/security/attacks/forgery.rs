@@ -503,3 +503,108 @@ fn a_record_verifies_with_ssh_keygen() {
         .mode();
     assert_eq!(mode & 0o777, 0o600);
 }
+
+/// Anyone who can push can write `refs/sandbox/quarantine`, and a quarantine excuses a failure
+/// that passes a retry: a remote's copy applies only when a key the user trusts signed it.
+#[test]
+fn a_quarantine_pushed_by_someone_untrusted_is_shown_not_applied() {
+    let victim = World::new();
+    let repo = victim.new_repo("victim");
+    victim.commit(&repo, &[("tests/test_broken.py", BROKEN)], "Break it");
+    let o = victim.sandbox(&repo, &["run", "--json"]);
+    assert_eq!(o.code, 1, "{o:?}");
+    let name = o.json()[0]["tests"]["failures"][0]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let shared = shared_remote(&victim, &repo);
+
+    // Someone with push access quarantines the failing test with their own key.
+    let (attacker, clone) = attacker_clone(&shared);
+    assert_eq!(attacker.sandbox(&clone, &["init"]).code, 0);
+    let o = attacker.sandbox(&clone, &["flaky", "quarantine", &name]);
+    assert_eq!(o.code, 0, "{o:?}");
+    attacker.git(&clone, &["push", "-q", "origin", "refs/sandbox/quarantine"]);
+
+    assert_eq!(victim.sandbox(&repo, &["fetch"]).code, 0);
+    let listed = victim.sandbox(&repo, &["flaky", "--json"]).json();
+    let q = &listed[0];
+    assert_eq!(q["name"], name.as_str(), "{listed}");
+    assert_eq!(q["state"], "untrusted", "{listed}");
+    assert!(
+        q["quarantine"]["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("not applied"),
+        "{listed}"
+    );
+    // Not applied: the failure is not retried, the run fails.
+    let o = victim.sandbox(&repo, &["run", "--force", "--json"]);
+    assert_eq!(o.code, 1, "{o:?}");
+    assert!(o.json()[0]["retried"].is_null(), "{o:?}");
+
+    // A teammate's key, trusted: applied, so the failure is retried on its tree; it fails
+    // every time, and a failure that fails its retry stays a failure.
+    trust(
+        &victim,
+        &[key(&attacker)["allowed_signers"]
+            .as_str()
+            .unwrap()
+            .to_string()],
+    );
+    let listed = victim.sandbox(&repo, &["flaky", "--json"]).json();
+    assert_eq!(listed[0]["state"], "quarantined", "{listed}");
+    let o = victim.sandbox(&repo, &["run", "--force", "--json"]);
+    assert_eq!(o.code, 1, "{o:?}");
+    assert_eq!(o.json()[0]["retried"]["attempts"], 1, "{o:?}");
+
+    // A trusted copy altered after signing (another test added) is nobody's: not applied.
+    let file = attacker.git(&clone, &["show", "refs/sandbox/quarantine:quarantine.toml"]);
+    let sig = attacker.git(
+        &clone,
+        &["show", "refs/sandbox/quarantine:quarantine.toml.sig"],
+    );
+    let altered = format!(
+        "{file}\n[[test]]\ntest = \"tests/test_other.py::test_x\"\nat = \"2026-01-01T00:00:00.000Z\"\nby = \"x\"\n"
+    );
+    std::fs::write(clone.join("q.toml"), altered).unwrap();
+    std::fs::write(clone.join("q.sig"), sig).unwrap();
+    let blob = attacker.git(&clone, &["hash-object", "-w", "q.toml"]);
+    let sig_blob = attacker.git(&clone, &["hash-object", "-w", "q.sig"]);
+    let tree_text = format!(
+        "100644 blob {}\tquarantine.toml\n100644 blob {}\tquarantine.toml.sig\n",
+        blob.trim(),
+        sig_blob.trim()
+    );
+    std::fs::write(clone.join("q.tree"), tree_text).unwrap();
+    let mk = std::process::Command::new("git")
+        .current_dir(&clone)
+        .args(["mktree"])
+        .stdin(std::fs::File::open(clone.join("q.tree")).unwrap())
+        .output()
+        .unwrap();
+    let tree = String::from_utf8(mk.stdout).unwrap();
+    let parent = rev(&attacker, &clone, "refs/sandbox/quarantine");
+    let forged = attacker.git(
+        &clone,
+        &["commit-tree", tree.trim(), "-p", &parent, "-m", "more"],
+    );
+    attacker.git(
+        &clone,
+        &[
+            "push",
+            "-q",
+            "origin",
+            &format!("{}:refs/sandbox/quarantine", forged.trim()),
+        ],
+    );
+    assert_eq!(victim.sandbox(&repo, &["fetch"]).code, 0);
+    let listed = victim.sandbox(&repo, &["flaky", "--json"]).json();
+    let states: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(states, ["untrusted", "untrusted"], "{listed}");
+}
