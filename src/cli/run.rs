@@ -69,7 +69,8 @@ pub struct RunArgs {
     #[arg(long, conflicts_with = "explain_cache")]
     pub explain_selection: bool,
     /// Run a failing commit again, up to N times, while every test that failed on it is known
-    /// to be flaky (see `git sandbox flaky`); the record says how often it was retried.
+    /// to be flaky or is quarantined (see `git sandbox flaky`); the record says how often it was
+    /// retried. Default: `[test] retries` (unset: none; a quarantine retries once).
     #[arg(long, value_name = "N",
           value_parser = clap::value_parser!(u32).range(0..=10))]
     pub retry_flaky: Option<u32>,

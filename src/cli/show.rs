@@ -221,7 +221,7 @@ fn header(out: &mut String, r: &RunRecord, attempt: Option<&Attempt>, summary: &
     if let Some(rt) = &r.retried {
         say!(
             out,
-            "Retried:  {} after only known-flaky tests failed: {} (--retry-flaky)",
+            "Retried:  {} after only known-flaky or quarantined tests failed: {} (--retry-flaky, [test] retries)",
             ui::plural(rt.attempts as usize, "time"),
             ui::escape(&rt.flaky.join(", "))
         );
@@ -233,6 +233,32 @@ fn header(out: &mut String, r: &RunRecord, attempt: Option<&Attempt>, summary: &
     if let Some(e) = &r.error {
         say!(out, "Error: {}\n", ui::escape(e));
     }
+}
+
+/// The tests new to the commit, run again to catch a flaky one at birth.
+fn new_tests_line(n: &gs_model::NewTests) -> String {
+    let mut line = format!(
+        "{} run {} times",
+        ui::plural(n.tested as usize, "new test"),
+        n.runs
+    );
+    if n.omitted > 0 {
+        line.push_str(&format!(" ({} more ran once)", n.omitted));
+    }
+    if n.flaky.is_empty() {
+        line.push_str(", the same outcome each time");
+    } else {
+        let each: Vec<String> = n
+            .flaky
+            .iter()
+            .map(|f| format!("{} ({})", f.test, f.outcomes.join(", ")))
+            .collect();
+        line.push_str(&format!("; flaky at birth: {}", each.join("; ")));
+    }
+    if let Some(e) = &n.error {
+        line.push_str(&format!("; {e}"));
+    }
+    line
 }
 
 /// The tests: counts, command, setup step, exit, resources, where the log is, the sandbox,
@@ -280,6 +306,9 @@ fn tests_section(
             }
             if let Some(n) = &t.network {
                 say!(out, "  network:  {}", ui::escape(&network_line(n)));
+            }
+            if let Some(n) = &t.new_tests {
+                say!(out, "  new:      {}", ui::escape(&new_tests_line(n)));
             }
             if let Some(log) = logs(None) {
                 say!(out, "  log:      {}", log.display());

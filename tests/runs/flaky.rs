@@ -66,7 +66,14 @@ impl Dial {
                 std::thread::sleep(std::time::Duration::from_millis(2));
             }
         });
-        let path = std::env::var("PATH").unwrap_or_default();
+        // On the world's PATH (a test Python's, when it has one), first.
+        let path = w
+            .extra_env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| std::env::var("PATH").unwrap_or_default());
         w.extra_env
             .push(("PATH".into(), format!("{}:{path}", dir.path().display())));
         Dial { _dir: dir, queue }
@@ -144,7 +151,7 @@ fn a_test_that_flips_on_one_tree_is_found_retried_and_not_counted_by_eval() {
     assert!(
         shown
             .stdout
-            .contains("Retried:  1 time after only known-flaky tests failed"),
+            .contains("Retried:  1 time after only known-flaky or quarantined tests failed"),
         "{shown:?}"
     );
     // The failing run before the retry is evidence too.
@@ -410,4 +417,86 @@ fn a_quarantined_test_still_runs_passes_only_by_a_retry_and_is_released_by_clean
         assert!(!hints.is_empty(), "{o:?}");
     }
     assert_eq!(w.git(&repo, &["rev-parse", "refs/sandbox/quarantine"]), tip);
+}
+
+#[test]
+fn a_new_test_runs_three_times_and_one_that_wobbles_is_marked_flaky_at_birth() {
+    let mut w = World::new();
+    w.with_test_python("pytest");
+    let dial = Dial::on(&mut w);
+    let repo = w.new_repo("births");
+    let stable = "def test_one():\n    assert True\n";
+    w.commit(
+        &repo,
+        &[
+            // No probe beside the run: it would ask the dial too.
+            (
+                ".sandbox.toml",
+                "[test]\ncommand = \"python3 -m pytest -q tests\"\nphases = false\n",
+            ),
+            ("tests/test_stable.py", stable),
+        ],
+        "a stable test",
+    );
+    let o = w.sandbox(&repo, &["run"]);
+    assert_eq!(o.code, 0, "{o:?}");
+
+    // The next commit adds two tests, one asking the dial: the suite's own run passes (the
+    // commit's status), the second run of the new tests fails, the third passes.
+    dial.queue(&["pass", "fail", "pass"]);
+    let added = w.commit(&repo, &[("tests/test_flaky.py", FLAKY_TEST)], "new tests");
+    let o = w.sandbox(&repo, &["run", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let r = &o.json()[0];
+    assert_eq!(r["status"], "passed", "{r}");
+    let born = &r["tests"]["new_tests"];
+    assert_eq!(born["runs"], 3, "{r}");
+    assert_eq!(born["tested"], 2, "{r}");
+    let flaky_at_birth = born["flaky"].as_array().unwrap();
+    assert_eq!(flaky_at_birth.len(), 1, "{born}");
+    assert!(flaky_at_birth[0]["test"]
+        .as_str()
+        .unwrap()
+        .ends_with("test_flaky"));
+    assert_eq!(
+        flaky_at_birth[0]["outcomes"],
+        serde_json::json!(["passed", "failed", "passed"])
+    );
+    // The note says so, and show.
+    assert_eq!(w.note(&repo, &added).unwrap()["tests"]["new_tests"], *born);
+    let shown = w.sandbox(&repo, &["show"]);
+    assert!(
+        shown
+            .stdout
+            .contains("2 new tests run 3 times; flaky at birth:"),
+        "{shown:?}"
+    );
+    // Runs apart from the suite are no evidence of flakiness on record.
+    assert!(flaky(&w, &repo).is_empty());
+
+    // A new test that holds: ran again, nothing marked.
+    w.commit(&repo, &[("tests/test_more.py", stable)], "one more");
+    let o = w.sandbox(&repo, &["run", "--json"]);
+    let born = &o.json()[0]["tests"]["new_tests"];
+    assert_eq!(
+        (born["tested"].clone(), born["flaky"].clone()),
+        (1.into(), serde_json::Value::Null),
+        "{born}"
+    );
+
+    // A repository that says one run: no extra runs.
+    w.commit(
+        &repo,
+        &[
+            (
+                ".sandbox.toml",
+                "[test]\ncommand = \"python3 -m pytest -q tests\"\nphases = false\nnew_test_runs = 1\n",
+            ),
+            ("tests/test_last.py", stable),
+        ],
+        "one run is enough",
+    );
+    let o = w.sandbox(&repo, &["run", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(o.json()[0]["tests"]["new_tests"].is_null(), "{o:?}");
 }

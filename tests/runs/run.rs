@@ -315,17 +315,17 @@ fn bad_revisions_are_usage_errors() {
 fn a_broken_config_in_the_commit_is_an_error_record() {
     let w = World::new();
     let repo = w.new_repo("r6");
-    set_config(&w, &repo, "[test]\ncommand = \"true\"\nretries = 3\n");
+    set_config(&w, &repo, "[test]\ncommand = \"true\"\nreruns = 3\n");
     let o = w.sandbox(&repo, &["run", "--json"]);
     assert_eq!(o.code, 1, "{o:?}");
     let rec = &o.json()[0];
     assert_eq!(rec["status"], "error");
     let err = rec["error"].as_str().unwrap();
     assert!(
-        err.contains(".sandbox.toml:3: key `test.retries`: unknown field"),
+        err.contains(".sandbox.toml:3: key `test.reruns`: unknown field"),
         "{err}"
     );
-    assert!(o.stderr.contains("retries"), "{o:?}");
+    assert!(o.stderr.contains("reruns"), "{o:?}");
     assert_eq!(w.note(&repo, "HEAD").unwrap()["status"], "error");
 }
 

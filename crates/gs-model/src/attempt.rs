@@ -225,6 +225,7 @@ mod tests {
             selection_missed: false,
             ids: Vec::new(),
             network: None,
+            new_tests: None,
             setup: None,
         }
     }

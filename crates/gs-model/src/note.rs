@@ -406,6 +406,7 @@ mod tests {
                 selection_missed: false,
                 ids: Vec::new(),
                 network: None,
+                new_tests: None,
             }),
             analysis: None,
             changes: None,

@@ -487,6 +487,36 @@ pub struct Tests {
     /// runs and the experiment does not is removed, never an improvement.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ids: Vec<String>,
+    /// The tests new to this commit (absent from its parent's run), run again after the suite to
+    /// catch a flaky one at birth (`[test] new_test_runs`). Only marks: the status is the first,
+    /// in-order run's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_tests: Option<NewTests>,
+}
+
+/// Tests new to a commit, each run `runs` times in its run (the first in the suite's order).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewTests {
+    /// How often each ran, the suite's own run included.
+    pub runs: u32,
+    /// How many new tests ran again.
+    pub tested: u64,
+    /// New tests past the most that run again, left at their one run.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub omitted: u64,
+    /// The new tests whose outcomes differed: flaky at birth.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flaky: Vec<TestOutcomes>,
+    /// Why the extra runs gave no answer (a run that did not end by itself), when they did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// One test's outcomes over several runs, in order: `passed`, `failed`, `not run`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestOutcomes {
+    pub test: String,
+    pub outcomes: Vec<String>,
 }
 
 /// One phase of a run with a probe: phase one (the probe's tests), or phase two (the rest).

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
+mod births;
 mod first;
 mod phases;
 mod read;
@@ -179,6 +180,9 @@ pub(super) struct Env<'a> {
     pub on_first_failure: &'a dyn Fn(&str, u64),
     /// Withdraw the first failure told: the run's results do not hold it (a probe's hint).
     pub on_first_failure_withdrawn: &'a dyn Fn(&str),
+    /// The tests the parent's run named (`None`: no such run, or it named none): a test not
+    /// among them is new, and runs again to catch a flaky one at birth (see `births`).
+    pub parent_ids: Option<&'a [String]>,
 }
 
 /// Run every check of `config` in `work`: the parallel ones side by side, the others one after
@@ -308,7 +312,10 @@ pub(super) fn run_all(
             r
         })
         .collect();
-    let test = results.pop().expect("the test check is always there");
+    let mut test = results.pop().expect("the test check is always there");
+    if let (Some(spec), Some(tests)) = (specs.last(), test.tests.as_mut()) {
+        births::mark(env, &shared, work, setup, spec, tests);
+    }
     Ran {
         test,
         others: specs
@@ -578,6 +585,7 @@ fn conclude(
         first_failure_ms: None,
         selection_missed: false,
         network: outcome.network.clone(),
+        new_tests: None,
     };
     CheckResult {
         status,

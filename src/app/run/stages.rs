@@ -429,6 +429,9 @@ impl Bench<'_> {
             None
         };
         let phase_one = selection.as_ref().and_then(|s| s.phase_one());
+        let parent_ids = (config.test.new_test_runs > 1)
+            .then(|| self.parent_ids())
+            .flatten();
         let commit = c.info.id.to_string();
         let on_first_failure = |test: &str, ms: u64| {
             c.event(
@@ -509,6 +512,7 @@ impl Bench<'_> {
                 phase_one: phase_one.as_deref(),
                 on_first_failure: &on_first_failure,
                 on_first_failure_withdrawn: &on_first_failure_withdrawn,
+                parent_ids: parent_ids.as_deref(),
             };
             let mut ran = checks::run_all(&env, &work, setup.as_ref());
             if !work.confirm() {
@@ -563,6 +567,19 @@ impl Bench<'_> {
         record.cache_generations = std::mem::take(&mut work.cache_generations);
         drop(work);
         (ran, analysis, changes)
+    }
+
+    /// The tests the first parent's run named, when it has a result that named them.
+    fn parent_ids(&self) -> Option<Vec<String>> {
+        let c = self.c;
+        let parent = c.info.parents.first()?.to_string();
+        let run = c
+            .ctx
+            .index
+            .run_for_commit(&c.row.repository_id, &parent)
+            .ok()??;
+        let tests = run.record.tests?;
+        (run.record.status.is_result() && !tests.ids.is_empty()).then_some(tests.ids)
     }
 
     /// Where to look for this run's coverage and JUnit reports when the config names none: not

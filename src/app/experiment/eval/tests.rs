@@ -50,6 +50,7 @@ fn rec(status: Status, passed: u64, failed: u64, complexity: f64, issues: &[&str
             selection_missed: false,
             ids: Vec::new(),
             network: None,
+            new_tests: None,
         }),
         analysis: Some(Analysis {
             complexity_score: complexity,
