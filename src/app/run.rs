@@ -5,6 +5,7 @@
 pub mod audit;
 pub mod checks;
 pub mod exec;
+pub mod fix;
 pub mod selection;
 pub mod setup;
 pub mod slots;

@@ -17,6 +17,7 @@ mod events;
 mod exec;
 mod experiment;
 mod fetch;
+mod fix;
 mod flaky;
 mod forget;
 mod gc;
@@ -77,6 +78,7 @@ enum Command {
     Bisect(bisect::BisectArgs),
     Compare(compare::CompareArgs),
     Flaky(flaky::FlakyArgs),
+    Fix(fix::FixArgs),
     Propose(propose::ProposeArgs),
     Promote(promote::PromoteArgs),
     Kill(kill::KillArgs),
@@ -218,6 +220,7 @@ fn run_command(command: Command, json: bool) -> i32 {
         Command::Bisect(a) => bisect::cmd_bisect(a),
         Command::Compare(a) => compare::cmd_compare(a),
         Command::Flaky(a) => flaky::cmd_flaky(a),
+        Command::Fix(a) => fix::cmd_fix(a),
         Command::Propose(a) => propose::cmd_propose(a),
         Command::PrePush(a) => pre_push::cmd_pre_push(a),
         Command::Show(a) => show::cmd_show(a),

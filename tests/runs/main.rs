@@ -8,6 +8,7 @@ mod common;
 mod budgets;
 mod checks;
 mod first_run;
+mod fix;
 mod flaky;
 mod limits;
 mod process;

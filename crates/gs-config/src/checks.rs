@@ -75,6 +75,9 @@ pub struct CheckFile {
     pub coverage: Option<String>,
     pub required: Option<bool>,
     pub parallel: Option<bool>,
+    /// A formatter or a linter with `--fix`: `git sandbox fix RANGE --check NAME` may take what
+    /// it writes into the commits it runs on.
+    pub fix: Option<bool>,
 }
 
 /// A named check as a run sees it.
@@ -93,6 +96,9 @@ pub struct CheckConfig {
     pub required: bool,
     /// Whether it runs at the same time as the other checks that say so.
     pub parallel: bool,
+    /// Whether `git sandbox fix` may take what it writes. Left out of the result key when false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub fix: bool,
 }
 
 /// Whether `name` may name a check: lower-case letters, digits, `-` and `_`, starting with a
@@ -210,6 +216,7 @@ pub(super) fn apply(checks: &[(String, CheckFile)], c: &mut Config) {
             coverage: f.coverage.clone(),
             required: f.required.unwrap_or(true),
             parallel: f.parallel.unwrap_or(false),
+            fix: f.fix.unwrap_or(false),
         };
         match c.checks.iter_mut().find(|x| x.name == *name) {
             Some(slot) => *slot = check,

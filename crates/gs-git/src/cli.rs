@@ -99,8 +99,18 @@ pub fn git_status(
 /// `git update-ref --stdin` with one transaction: every update happens or none does, and each
 /// names the value it expects (compare-and-swap).
 pub fn update_refs(dir: &Path, transaction: &str, message: &str) -> Result<()> {
+    let input = format!("start\n{transaction}prepare\ncommit\n");
+    git_input(
+        dir,
+        &["update-ref", "-m", message, "--stdin"],
+        input.as_bytes(),
+    )
+    .map(drop)
+}
+
+/// `git -C dir args…` with `input` on its stdin; its stdout, or stderr as the error.
+pub fn git_input(dir: &Path, args: &[&str], input: &[u8]) -> Result<String> {
     use std::io::Write;
-    let args = ["update-ref", "-m", message, "--stdin"];
     let mut child = Command::new("git")
         .arg("-C")
         .arg(dir)
@@ -113,15 +123,21 @@ pub fn update_refs(dir: &Path, transaction: &str, message: &str) -> Result<()> {
             context: "cannot start git (is it installed and on PATH?)".into(),
             source,
         })?;
-    let input = format!("start\n{transaction}prepare\ncommit\n");
-    if let Some(mut stdin) = child.stdin.take() {
-        // git's own error (on stderr) says more than the EPIPE of a git that died early.
-        let _ = gs_util::without_sigpipe(|| stdin.write_all(input.as_bytes()));
-    }
+    // Written from a thread: git may fill its stdout before it has read all of its input.
+    let writer = child.stdin.take().map(|mut stdin| {
+        let input = input.to_vec();
+        std::thread::spawn(move || {
+            // git's own error (on stderr) says more than the EPIPE of a git that died early.
+            let _ = gs_util::without_sigpipe(|| stdin.write_all(&input));
+        })
+    });
     let out = child.wait_with_output().map_err(|source| GitError::Io {
-        context: "git update-ref did not finish".into(),
+        context: format!("git {} did not finish", args.first().unwrap_or(&"")),
         source,
     })?;
+    if let Some(w) = writer {
+        let _ = w.join();
+    }
     if !out.status.success() {
         return Err(GitError::Cli {
             cmd: format!("git {}", args.join(" ")),
@@ -130,7 +146,7 @@ pub fn update_refs(dir: &Path, transaction: &str, message: &str) -> Result<()> {
                 .replace('\n', " "),
         });
     }
-    Ok(())
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// The work trees (main and linked) that have `refs/heads/BRANCH` checked out.

@@ -14,10 +14,12 @@ pub mod objects;
 pub mod pack;
 pub mod remote;
 pub mod revs;
+pub mod rewrite;
 pub mod snapshot;
 /// Test helpers of this crate's tests and of the app's (feature `testutil`).
 #[cfg(any(test, feature = "testutil"))]
 pub mod testutil;
+pub mod upper;
 
 use gix::bstr::ByteSlice;
 /// The types the app holds and passes on; it calls gix through this crate only.

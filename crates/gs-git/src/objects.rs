@@ -39,7 +39,7 @@ impl Kind {
         }
     }
 
-    fn mode(self) -> gix::objs::tree::EntryMode {
+    pub(crate) fn mode(self) -> gix::objs::tree::EntryMode {
         use gix::objs::tree::EntryKind;
         match self {
             Kind::File => EntryKind::Blob,

@@ -76,8 +76,53 @@ pub fn run_line(
     output: Output,
     interrupt: &AtomicBool,
 ) -> Result<Executed> {
+    let at = At {
+        ctx,
+        repo,
+        commit,
+        config: None,
+    };
+    run_in::<()>(&at, line, artifacts, timeout, output, interrupt, None).map(|(e, _)| e)
+}
+
+/// Where [`run_in`] runs: a commit, under its own config unless one is given.
+pub struct At<'a> {
+    pub ctx: &'a Context,
+    pub repo: &'a gs_git::Repository,
+    pub commit: gs_git::ObjectId,
+    pub config: Option<gs_config::Config>,
+}
+
+/// What a command wrote to its tree: the upper layer of its overlay as the sandbox's helper
+/// merged it (`Layer`), or the whole tree it ran in, where it had no overlay (`Whole`).
+pub enum Written {
+    Layer(std::path::PathBuf),
+    Whole(std::path::PathBuf),
+    /// The merge did not finish: why.
+    Lost(String),
+}
+
+/// [`run_line`], with `keep` (a directory) given: what the command wrote to its tree is kept
+/// there and said by the [`Written`] returned, read while the checkout is still in place by
+/// `read_written`.
+#[allow(clippy::too_many_arguments)]
+pub fn run_in<T>(
+    at: &At<'_>,
+    line: Line<'_>,
+    artifacts: &[String],
+    timeout: Option<Duration>,
+    output: Output,
+    interrupt: &AtomicBool,
+    keep: Option<(&std::path::Path, &dyn Fn(Written) -> T)>,
+) -> Result<(Executed, Option<T>)> {
+    let At {
+        ctx, repo, commit, ..
+    } = *at;
     let info = git::commit_info(repo, commit)?;
-    let mut config = config_for(ctx, repo, &info, None, &ConfigFile::default())?;
+    let mut config = match &at.config {
+        Some(c) => c.clone(),
+        None => config_for(ctx, repo, &info, None, &ConfigFile::default())?,
+    };
     if let Some(t) = timeout {
         config.test.timeout = t;
     }
@@ -175,6 +220,9 @@ pub fn run_line(
         .hint("set [test] command in .sandbox.toml"));
     };
     let command = setup.as_ref().map_or(command.clone(), |s| s.wrap(&command));
+    // The tree's writes are merged out of the overlay's upper layer as a build cache's are.
+    let tree_path = ["tree".to_string()];
+    let keep_dir = keep.map(|(dir, _)| dir).filter(|_| work.lower().is_some());
     let outcome = process::run(process::Spec {
         command: &command,
         cwd: &work.path(),
@@ -189,18 +237,31 @@ pub fn run_line(
         lower: work.lower(),
         run_uid: work.run_uid,
         cache_layers: &work.cache_layers,
-        cache_out: None,
-        cache_paths: &[],
+        cache_out: keep_dir,
+        cache_paths: if keep_dir.is_some() { &tree_path } else { &[] },
         watch: None,
         egress: process::Egress::tests(&config),
     });
     if !work.confirm() {
         return Err(altered());
     }
-    Ok(Executed {
-        outcome,
-        timeout: config.test.timeout,
-    })
+    let read = keep.map(|(dir, read)| {
+        read(match keep_dir {
+            None => Written::Whole(work.path()),
+            Some(_) => match std::fs::read_to_string(dir.join("failed")) {
+                Ok(why) => Written::Lost(why.trim().to_string()),
+                // Nothing written anywhere: no layer is made.
+                Err(_) => Written::Layer(dir.join("layer/tree")),
+            },
+        })
+    });
+    Ok((
+        Executed {
+            outcome,
+            timeout: config.test.timeout,
+        },
+        read,
+    ))
 }
 
 /// The kept checkout the command ran in turned out to have been altered outside git-sandbox.
