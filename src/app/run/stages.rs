@@ -430,7 +430,7 @@ impl Bench<'_> {
         };
         let phase_one = selection.as_ref().and_then(|s| s.phase_one());
         let parent_ids = (config.test.new_test_runs > 1)
-            .then(|| self.parent_ids())
+            .then(|| self.tests_of_parent())
             .flatten();
         let commit = c.info.id.to_string();
         let on_first_failure = |test: &str, ms: u64| {
@@ -570,7 +570,7 @@ impl Bench<'_> {
     }
 
     /// The tests the first parent's run named, when it has a result that named them.
-    fn parent_ids(&self) -> Option<Vec<String>> {
+    fn tests_of_parent(&self) -> Option<Vec<String>> {
         let c = self.c;
         let parent = c.info.parents.first()?.to_string();
         let run = c
