@@ -225,6 +225,14 @@ fn header(out: &mut String, r: &RunRecord, attempt: Option<&Attempt>, summary: &
             ui::plural(rt.attempts as usize, "time"),
             ui::escape(&rt.flaky.join(", "))
         );
+        for t in &rt.tests {
+            say!(
+                out,
+                "          {}: {}",
+                ui::escape(&t.test),
+                t.outcomes.join(", ")
+            );
+        }
     }
     if let Some(e) = &r.experiment {
         say!(out, "Experiment: {}", ui::escape(e));

@@ -345,12 +345,18 @@ fn a_quarantined_test_still_runs_passes_only_by_a_retry_and_is_released_by_clean
     let r = &o.json()[0];
     assert_eq!(r["retried"]["attempts"], 1, "{r}");
     assert_eq!(r["retried"]["flaky"][0], name.as_str(), "{r}");
+    let each = serde_json::json!([{"test": name, "outcomes": ["failed", "passed"]}]);
+    assert_eq!(r["retried"]["tests"], each, "{r}");
     // A retry that fails too is a failure.
     dial.queue(&["fail", "fail"]);
     let o = w.sandbox(&repo, &["run", "--force", "--json"]);
     assert_eq!(o.code, 1, "{o:?}");
     assert_eq!(o.json()[0]["status"], "failed");
     assert_eq!(o.json()[0]["retried"]["attempts"], 1);
+    let each = serde_json::json!([{"test": name, "outcomes": ["failed", "failed"]}]);
+    assert_eq!(o.json()[0]["retried"]["tests"], each);
+    let shown = w.sandbox(&repo, &["show"]);
+    assert!(shown.stdout.contains(": failed, failed"), "{shown:?}");
 
     // Clean runs on two trees (the retry's pass on the first, a pass on the next) release it.
     dial.queue(&["pass"]);

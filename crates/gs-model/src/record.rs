@@ -278,8 +278,12 @@ impl RunRecord {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Retried {
     pub attempts: u32,
-    /// The known-flaky tests whose failures were retried.
+    /// The known-flaky (or quarantined) tests whose failures were retried.
     pub flaky: Vec<String>,
+    /// Each of those tests' outcomes, run after run: the failing run's first, then each retry's
+    /// (`passed`, `failed`, `unknown` when a run named no outcome for it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tests: Vec<TestOutcomes>,
 }
 
 /// One named check of a run: whether it counts, and what it ran and how it ended (the same

@@ -63,6 +63,7 @@ pub(super) fn retry_flaky(
     let mut retried = record.retried.clone().unwrap_or(gs_model::Retried {
         attempts: 0,
         flaky: Vec::new(),
+        tests: Vec::new(),
     });
     for _ in 0..times {
         let Some(names) = record.failed_only_in(&all) else {
@@ -73,13 +74,20 @@ pub(super) fn retry_flaky(
         }
         for n in names {
             if !retried.flaky.contains(&n) {
-                retried.flaky.push(n);
+                retried.flaky.push(n.clone());
+                retried.tests.push(gs_model::TestOutcomes {
+                    test: n,
+                    outcomes: vec!["failed".into()],
+                });
             }
         }
         retried.attempts += 1;
         let (again, _) = run_one(at, info, &forced, along)?;
         if was_interrupted(&again) {
             return Ok((again, Source::Made));
+        }
+        for t in &mut retried.tests {
+            t.outcomes.push(outcome_of(&again, &t.test).into());
         }
         (record, source) = (again, Source::Made);
         record.retried = Some(retried.clone());
@@ -88,4 +96,21 @@ pub(super) fn retry_flaky(
         }
     }
     Ok((record, source))
+}
+
+/// How `test` ended in the run `r`: named among its failures, or passed by a run whose
+/// failures are all named; else unknown.
+fn outcome_of(r: &RunRecord, test: &str) -> &'static str {
+    let failed = r.tests.as_ref().is_some_and(|t| {
+        t.failures
+            .iter()
+            .any(|f| gs_model::test_name::canonical(&f.name) == test)
+    });
+    if failed {
+        "failed"
+    } else if r.status == Status::Passed || r.failures_complete() {
+        "passed"
+    } else {
+        "unknown"
+    }
 }
