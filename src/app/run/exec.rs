@@ -102,9 +102,9 @@ pub enum Written {
     Lost(String),
 }
 
-/// [`run_line`], with `keep` (a directory) given: what the command wrote to its tree is kept
-/// there and said by the [`Written`] returned, read while the checkout is still in place by
-/// `read_written`.
+/// [`run_line`], with `keep` (a directory and a reader) given: what the command wrote to its
+/// tree is kept in the directory, and the reader is given it as a [`Written`] while the checkout
+/// is still in place; what it returns is returned beside the outcome.
 #[allow(clippy::too_many_arguments)]
 pub fn run_in<T>(
     at: &At<'_>,
@@ -248,10 +248,12 @@ pub fn run_in<T>(
     let read = keep.map(|(dir, read)| {
         read(match keep_dir {
             None => Written::Whole(work.path()),
+            // The helper says `added` once the merge is whole (`layer/tree` is absent when the
+            // command wrote nothing there), `failed` when an entry did not arrive.
             Some(_) => match std::fs::read_to_string(dir.join("failed")) {
                 Ok(why) => Written::Lost(why.trim().to_string()),
-                // Nothing written anywhere: no layer is made.
-                Err(_) => Written::Layer(dir.join("layer/tree")),
+                Err(_) if dir.join("added").exists() => Written::Layer(dir.join("layer/tree")),
+                Err(_) => Written::Lost("the sandbox kept nothing of what it wrote".into()),
             },
         })
     });
