@@ -104,7 +104,7 @@ for ((r = 0; r < REPS; r++)); do
   if command -v git-branchless >/dev/null; then
     PEER="git-branchless test fix"
     git branchless init >/dev/null 2>&1
-    git switch -q topic
+    git switch -q topic 2>/dev/null
     t0=$(now)
     git branchless test fix --exec "$FMT" 'main..topic' >/dev/null 2>&1
     t1=$(now)
