@@ -129,12 +129,7 @@ pub fn cmd_flaky(args: FlakyArgs) -> CmdResult {
             // A repository moved away still has its runs in the index.
             Err(_) => views::flaky_tests(&ctx, row)?
                 .into_iter()
-                .map(|t| views::FlakyEntry {
-                    state: t.kind.clone(),
-                    rate: (t.runs > 0).then(|| t.failures as f64 / t.runs as f64),
-                    test: t,
-                    quarantine: None,
-                })
+                .map(views::FlakyEntry::from)
                 .collect(),
         };
         for t in entries {

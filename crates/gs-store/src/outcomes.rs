@@ -27,6 +27,22 @@ pub struct FlakyTest {
     pub kind: String,
 }
 
+impl FlakyTest {
+    /// `name` with no runs counted yet.
+    pub fn new(name: &str, kind: &str) -> FlakyTest {
+        FlakyTest {
+            name: name.to_string(),
+            flips: 0,
+            runs: 0,
+            failures: 0,
+            last_flip_at: String::new(),
+            last_flip_commit: String::new(),
+            last_outcome: String::new(),
+            kind: kind.to_string(),
+        }
+    }
+}
+
 /// What [`FlakyTest::kind`] says.
 pub const FLAKY: &str = "flaky";
 pub const CACHE_DEPENDENT: &str = "cache_dependent";
@@ -342,16 +358,9 @@ fn add(
     newest: &Run,
     latest: bool,
 ) {
-    let entry = found.entry(name.to_string()).or_insert(FlakyTest {
-        name: name.to_string(),
-        flips: 0,
-        runs: 0,
-        failures: 0,
-        last_flip_at: String::new(),
-        last_flip_commit: String::new(),
-        last_outcome: String::new(),
-        kind: kind.to_string(),
-    });
+    let entry = found
+        .entry(name.to_string())
+        .or_insert_with(|| FlakyTest::new(name, kind));
     entry.flips += flips;
     entry.runs += seen.len() as u64;
     entry.failures += seen.iter().filter(|(_, f)| *f).count() as u64;

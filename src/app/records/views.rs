@@ -251,6 +251,18 @@ pub struct FlakyEntry {
     pub quarantine: Option<super::quarantine::Quarantined>,
 }
 
+impl From<FlakyTest> for FlakyEntry {
+    /// A test that flipped, with its rate and no quarantine.
+    fn from(t: FlakyTest) -> FlakyEntry {
+        FlakyEntry {
+            state: t.kind.clone(),
+            rate: (t.runs > 0).then(|| t.failures as f64 / t.runs as f64),
+            test: t,
+            quarantine: None,
+        }
+    }
+}
+
 /// A repository's flaky tests over the last `days` (their flake rate: failures over the runs of
 /// trees that ran more than once) with every quarantined test, each with its state: what
 /// `flaky`, MCP `flaky_list` and `GET /api/v1/repositories/{repo}/flaky` answer.
@@ -266,12 +278,7 @@ pub fn flaky_report(
     let mut out: Vec<FlakyEntry> = flaky
         .into_iter()
         .chain(dependent)
-        .map(|t| FlakyEntry {
-            state: t.kind.clone(),
-            rate: (t.runs > 0).then(|| t.failures as f64 / t.runs as f64),
-            test: t,
-            quarantine: None,
-        })
+        .map(FlakyEntry::from)
         .collect();
     for q in super::quarantine::list(ctx, repo, row)? {
         let state = match q.state {
@@ -287,16 +294,7 @@ pub fn flaky_report(
                 e.quarantine = Some(q);
             }
             None => out.push(FlakyEntry {
-                test: FlakyTest {
-                    name: q.entry.test.clone(),
-                    flips: 0,
-                    runs: 0,
-                    failures: 0,
-                    last_flip_at: String::new(),
-                    last_flip_commit: String::new(),
-                    last_outcome: String::new(),
-                    kind: "quarantined".into(),
-                },
+                test: FlakyTest::new(&q.entry.test, "quarantined"),
                 state: state.to_string(),
                 rate: None,
                 quarantine: Some(q),

@@ -181,8 +181,9 @@ pub(super) struct Env<'a> {
     /// Withdraw the first failure told: the run's results do not hold it (a probe's hint).
     pub on_first_failure_withdrawn: &'a dyn Fn(&str),
     /// The tests the parent's run named (`None`: no such run, or it named none): a test not
-    /// among them is new, and runs again to catch a flaky one at birth (see `births`).
-    pub parent_ids: Option<&'a [String]>,
+    /// among them is new, and runs again to catch a flaky one at birth (see `births`). Read
+    /// only when a run could have such tests (its runner named each test it ran).
+    pub parent_ids: &'a dyn Fn() -> Option<Vec<String>>,
 }
 
 /// Run every check of `config` in `work`: the parallel ones side by side, the others one after

@@ -429,9 +429,7 @@ impl Bench<'_> {
             None
         };
         let phase_one = selection.as_ref().and_then(|s| s.phase_one());
-        let parent_ids = (config.test.new_test_runs > 1)
-            .then(|| self.tests_of_parent())
-            .flatten();
+        let parent_ids = || self.tests_of_parent();
         let commit = c.info.id.to_string();
         let on_first_failure = |test: &str, ms: u64| {
             c.event(
@@ -512,7 +510,7 @@ impl Bench<'_> {
                 phase_one: phase_one.as_deref(),
                 on_first_failure: &on_first_failure,
                 on_first_failure_withdrawn: &on_first_failure_withdrawn,
-                parent_ids: parent_ids.as_deref(),
+                parent_ids: &parent_ids,
             };
             let mut ran = checks::run_all(&env, &work, setup.as_ref());
             if !work.confirm() {

@@ -25,11 +25,10 @@ pub(super) fn mark(
     tests: &mut Tests,
 ) {
     let runs = env.config.test.new_test_runs;
-    let Some(parent) = env.parent_ids else { return };
     // The suite ran its course (a run cut short names only the tests it reached).
     let ended =
         matches!(tests.status, Some(Status::Passed | Status::Failed)) && tests.killed_by.is_none();
-    if runs < 2 || tests.ids.is_empty() || parent.is_empty() || !ended {
+    if runs < 2 || tests.ids.is_empty() || !ended {
         return;
     }
     let command = match spec.command {
@@ -40,6 +39,9 @@ pub(super) fn mark(
         },
     };
     let Some(pytest) = pytest_cmd::recognise(&command) else {
+        return;
+    };
+    let Some(parent) = (env.parent_ids)().filter(|p| !p.is_empty()) else {
         return;
     };
     let parent: HashSet<&str> = parent.iter().map(String::as_str).collect();
