@@ -221,10 +221,17 @@ fn header(out: &mut String, r: &RunRecord, attempt: Option<&Attempt>, summary: &
     if let Some(rt) = &r.retried {
         say!(
             out,
-            "Retried:  {} after only known-flaky or quarantined tests failed: {} (--retry-flaky, [test] retries)",
+            "Retried:  {}{} after only known-flaky or quarantined tests failed: {} (--retry-flaky, [test] retries)",
             ui::plural(rt.attempts as usize, "time"),
+            if rt.alone { ", the failing tests alone," } else { "" },
             ui::escape(&rt.flaky.join(", "))
         );
+        if r.excused_alone() {
+            say!(
+                out,
+                "          excused: each passed a retry alone; the suite's own run failed them"
+            );
+        }
         for t in &rt.tests {
             say!(
                 out,

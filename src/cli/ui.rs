@@ -138,7 +138,8 @@ pub fn oneline(r: &RunRecord, summary: &str) -> String {
     };
     facts.push(duration(ms));
     if let Some(rt) = &r.retried {
-        facts.push(format!("retried {}× (flaky)", rt.attempts));
+        let alone = if rt.alone { " alone" } else { "" };
+        facts.push(format!("retried {}×{alone} (flaky)", rt.attempts));
     }
     format!(
         "{} {} {} {} [{}]{}{}",

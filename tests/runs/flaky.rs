@@ -154,8 +154,9 @@ fn a_test_that_flips_on_one_tree_is_found_retried_and_not_counted_by_eval() {
             .contains("Retried:  1 time after only known-flaky or quarantined tests failed"),
         "{shown:?}"
     );
-    // The failing run before the retry is evidence too.
-    assert_eq!(flaky(&w, &repo)[0]["flips"], 4);
+    // The failing run before the retry is evidence; the retry's pass is not (a retry never
+    // makes a test flaky): runs 1–4 passed, failed, passed, failed.
+    assert_eq!(flaky(&w, &repo)[0]["flips"], 3);
 
     // Without --retry-flaky a failure stays a failure (run 6).
     dial.queue(&["fail", "pass"]);
@@ -358,9 +359,20 @@ fn a_quarantined_test_still_runs_passes_only_by_a_retry_and_is_released_by_clean
     let shown = w.sandbox(&repo, &["show"]);
     assert!(shown.stdout.contains(": failed, failed"), "{shown:?}");
 
-    // Clean runs on two trees (the retry's pass on the first, a pass on the next) release it.
+    // Clean runs on two other trees release it: the retry's pass on the first tree does not
+    // count (the test failed there), and a retry never makes a test flaky.
     dial.queue(&["pass"]);
     w.commit(&repo, &[("NOTES.md", "b\n")], "tree b");
+    assert_eq!(w.sandbox(&repo, &["run"]).code, 0);
+    let q = quarantine_of(&w, &repo, &name);
+    assert_eq!(q["quarantine"]["detail"], "1 of 2 clean runs", "{q}");
+    assert_eq!(q["state"], "quarantined", "{q}");
+    assert_eq!(
+        q["flips"], 0,
+        "only retries passed it on the first tree: {q}"
+    );
+    dial.queue(&["pass"]);
+    w.commit(&repo, &[("NOTES.md", "c\n")], "tree c");
     assert_eq!(w.sandbox(&repo, &["run"]).code, 0);
     let q = quarantine_of(&w, &repo, &name);
     assert_eq!(q["quarantine"]["state"], "released", "{q}");
@@ -368,19 +380,22 @@ fn a_quarantined_test_still_runs_passes_only_by_a_retry_and_is_released_by_clean
         q["quarantine"]["detail"], "2 clean runs on different trees",
         "{q}"
     );
-    assert_eq!(q["state"], "flaky", "it flipped on one tree: {q}");
     // Released, its failure is a failure again: nothing retries it.
     dial.queue(&["fail", "pass"]);
-    w.commit(&repo, &[("NOTES.md", "c\n")], "tree c");
+    w.commit(&repo, &[("NOTES.md", "d\n")], "tree d");
     let o = w.sandbox(&repo, &["run", "--json"]);
     assert_eq!(o.code, 1, "{o:?}");
     assert!(o.json()[0]["retried"].is_null(), "{o:?}");
+    // A second run of that tree passes it: two runs, two outcomes, flaky on record.
+    dial.queue(&["pass"]);
+    assert_eq!(w.sandbox(&repo, &["run", "--force"]).code, 0);
+    assert_eq!(quarantine_of(&w, &repo, &name)["state"], "flaky");
 
     // [test] retries in the user's config is --retry-flaky's default: the known-flaky test's
     // failure is run again.
     w.user_config("[test]\nretries = 1\n");
     dial.queue(&["fail", "pass"]);
-    w.commit(&repo, &[("NOTES.md", "d\n")], "tree d");
+    w.commit(&repo, &[("NOTES.md", "e\n")], "tree e");
     let o = w.sandbox(&repo, &["run", "--json"]);
     assert_eq!(o.code, 0, "{o:?}");
     assert_eq!(o.json()[0]["retried"]["attempts"], 1, "{o:?}");
@@ -505,4 +520,104 @@ fn a_new_test_runs_three_times_and_one_that_wobbles_is_marked_flaky_at_birth() {
     let o = w.sandbox(&repo, &["run", "--json"]);
     assert_eq!(o.code, 0, "{o:?}");
     assert!(o.json()[0]["tests"]["new_tests"].is_null(), "{o:?}");
+}
+
+/// Two tests sharing a module's state: `test_b_alone` fails whenever `test_a_sets` ran before it
+/// (every full-suite run), and passes alone.
+const ORDER_TEST: &str = "SEEN = []\n\n\ndef test_a_sets():\n    SEEN.append(1)\n\n\ndef test_b_alone():\n    assert not SEEN, 'test_a_sets ran first'\n";
+
+#[test]
+fn a_test_flaky_in_full_suite_runs_is_retried_alone_and_one_failing_only_in_suite_order_never_is() {
+    let mut w = World::new();
+    w.with_test_python("pytest");
+    let dial = Dial::on(&mut w);
+    let repo = w.new_repo("alone");
+    w.commit(
+        &repo,
+        &[
+            // No probe (it would ask the dial too), no extra runs of new tests.
+            (
+                ".sandbox.toml",
+                "[test]\ncommand = \"python3 -m pytest -q tests\"\nphases = false\nnew_test_runs = 1\n",
+            ),
+            ("tests/test_flaky.py", FLAKY_TEST),
+        ],
+        "a stable and a flaky test",
+    );
+    // Two full-suite runs of one tree, two outcomes: flaky on record.
+    dial.queue(&["pass", "fail"]);
+    assert_eq!(w.sandbox(&repo, &["run"]).code, 0);
+    let o = w.sandbox(&repo, &["run", "--force", "--json"]);
+    assert_eq!(o.code, 1, "{o:?}");
+    let name = o.json()[0]["tests"]["failures"][0]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(name, "tests/test_flaky.py::TestFlaky::test_flaky");
+    assert_eq!(flaky(&w, &repo)[0]["name"], name.as_str());
+
+    // The suite fails it again; the retry runs it alone (one read of the dial: `pass`), and
+    // its pass excuses it. The record keeps the suite's own results.
+    dial.queue(&["fail", "pass"]);
+    let o = w.sandbox(&repo, &["run", "--force", "--retry-flaky", "2", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let r = &o.json()[0];
+    assert_eq!(r["status"], "passed", "{r}");
+    assert_eq!(r["retried"]["alone"], true, "{r}");
+    assert_eq!(r["retried"]["attempts"], 1, "{r}");
+    let each = serde_json::json!([{"test": name, "outcomes": ["failed", "passed"]}]);
+    assert_eq!(r["retried"]["tests"], each, "{r}");
+    assert_eq!(r["tests"]["status"], "failed", "{r}");
+    assert_eq!(r["tests"]["failures"][0]["name"], name.as_str(), "{r}");
+    let shown = w.sandbox(&repo, &["show"]);
+    assert!(
+        shown.stdout.contains("the failing tests alone")
+            && shown.stdout.contains("the suite's own run failed them"),
+        "{shown:?}"
+    );
+    // The index keeps the suite's failure, not the lone pass: three runs, one flip.
+    let f = &flaky(&w, &repo)[0];
+    assert_eq!(
+        (f["runs"].clone(), f["flips"].clone()),
+        (3.into(), 1.into()),
+        "{f}"
+    );
+    assert_eq!(f["failures"], 2, "{f}");
+
+    // A test that fails every retry alone is a failure, and the command is not run again
+    // after them (a further read of the dial would say `pass`).
+    dial.queue(&["fail", "fail", "fail"]);
+    let o = w.sandbox(&repo, &["run", "--force", "--retry-flaky", "2", "--json"]);
+    assert_eq!(o.code, 1, "{o:?}");
+    let r = &o.json()[0];
+    assert_eq!(r["retried"]["attempts"], 2, "{r}");
+    let each = serde_json::json!([{"test": name, "outcomes": ["failed", "failed", "failed"]}]);
+    assert_eq!(r["retried"]["tests"], each, "{r}");
+    dial.queue(&[]);
+
+    // A test failing only in suite order passes alone ...
+    w.commit(&repo, &[("tests/test_order.py", ORDER_TEST)], "order");
+    let order = "tests/test_order.py::test_b_alone";
+    let alone = format!("python3 -m pytest -q {order}");
+    let o = w.sandbox(&repo, &["run", "--command", &alone, "--json"]);
+    assert_eq!(o.json()[0]["status"], "passed", "{o:?}");
+    // ... but it is no flake in full-suite runs: even quarantined (which retries a failure
+    // once), its retry is the whole command, and it fails there again.
+    let o = w.sandbox(&repo, &["flaky", "quarantine", order, "--runs", "3"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let o = w.sandbox(&repo, &["run", "--retry-flaky", "2", "--json"]);
+    assert_eq!(o.code, 1, "{o:?}");
+    let r = &o.json()[0];
+    assert_eq!(r["status"], "failed", "{r}");
+    assert!(r["retried"]["alone"].is_null(), "{r}");
+    let each = serde_json::json!([{"test": order, "outcomes": ["failed", "failed", "failed"]}]);
+    assert_eq!(r["retried"]["tests"], each, "{r}");
+    // Its failures, the retries' among them, never make it flaky.
+    assert!(
+        flaky(&w, &repo)
+            .iter()
+            .all(|t| t["name"] != order || t["state"] != "flaky"),
+        "{:?}",
+        flaky(&w, &repo)
+    );
 }

@@ -756,7 +756,8 @@ fn an_index_of_the_schema_before_attempts_gains_them_and_keeps_its_runs() {
             .unwrap();
     }
     // The file as schema 11 left it: no attempts table, no delivery body hashes, no signers, no
-    // index of runs newest first, no kept run figures, no warm flag on executions, no notes tip.
+    // index of runs newest first, no kept run figures, no warm flag on executions, no notes tip,
+    // no retry flag on executions.
     let file = dir.path().join("index.db");
     rusqlite::Connection::open(&file)
         .unwrap()
@@ -766,7 +767,7 @@ fn an_index_of_the_schema_before_attempts_gains_them_and_keeps_its_runs() {
              DROP TABLE attempts; DROP INDEX deliveries_by_body;
              ALTER TABLE deliveries DROP COLUMN body_sha256; DROP TABLE signing_keys;
              ALTER TABLE runs DROP COLUMN verified; ALTER TABLE executions DROP COLUMN warm;
-             ALTER TABLE repositories DROP COLUMN notes_tip;
+             ALTER TABLE executions DROP COLUMN retry; ALTER TABLE repositories DROP COLUMN notes_tip;
              PRAGMA user_version = 11",
         )
         .unwrap();

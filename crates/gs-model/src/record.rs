@@ -156,8 +156,9 @@ pub struct RunRecord {
     /// which layers the result was made on. Empty: none (`run --clean`, caches off).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cache_generations: Vec<String>,
-    /// Runs of this commit before this one that failed only in tests known to be flaky, each
-    /// run again (`run --retry-flaky N`).
+    /// Retries of a run that failed only in tests known to be flaky (or quarantined): the
+    /// command run again, or (`alone`) only the failing tests (`run --retry-flaky N`,
+    /// `[test] retries`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retried: Option<Retried>,
     /// The `test` check: the tests' command, counts and output.
@@ -238,7 +239,7 @@ impl RunRecord {
     /// failures as it counts.
     pub fn failures_complete(&self) -> bool {
         let Some(t) = &self.tests else { return false };
-        match self.status {
+        match self.suite_status() {
             Status::Passed => t.failures.is_empty(),
             Status::Failed => {
                 let counted = t.failed.map(|f| f + t.errors.unwrap_or(0));
@@ -259,7 +260,7 @@ impl RunRecord {
             .checks
             .iter()
             .all(|(_, c)| !c.required || c.status() == Status::Passed);
-        (self.status == Status::Failed
+        (self.suite_status() == Status::Failed
             && checks_pass
             && self.failures_complete()
             && t.failures
@@ -274,10 +275,44 @@ impl RunRecord {
     }
 }
 
+impl RunRecord {
+    /// Whether the run passed only because each test that failed in the suite, flaky in
+    /// full-suite runs before, passed when run again alone on the same tree.
+    pub fn excused_alone(&self) -> bool {
+        self.status == Status::Passed && self.retried.as_ref().is_some_and(|r| r.alone)
+    }
+
+    /// How the run's own commands ended: a pass excused by lone retries is the suite's
+    /// failure. What the index keeps as evidence of the tree (flips, passes on a tree, clean
+    /// runs): a test run alone says nothing of the suite.
+    pub fn suite_status(&self) -> Status {
+        if self.excused_alone() {
+            Status::Failed
+        } else {
+            self.status
+        }
+    }
+
+    /// Whether `test` (in its one form) passed a retry run alone in this run.
+    pub fn passed_alone(&self, test: &str) -> bool {
+        self.retried.as_ref().is_some_and(|r| {
+            r.alone
+                && r.tests
+                    .iter()
+                    .any(|t| t.test == test && t.outcomes.iter().any(|o| o == "passed"))
+        })
+    }
+}
+
 /// How often a commit was run again because only known-flaky tests failed, and which.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Retried {
     pub attempts: u32,
+    /// The retries ran the failing tests alone (by pytest node id or cargo test name), each in
+    /// a fresh sandbox over the same tree and cache layers, not the whole command: the run's
+    /// `tests` stay the suite's, and only a test flaky in full-suite runs is retried so.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub alone: bool,
     /// The known-flaky (or quarantined) tests whose failures were retried.
     pub flaky: Vec<String>,
     /// Each of those tests' outcomes, run after run: the failing run's first, then each retry's

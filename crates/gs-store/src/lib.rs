@@ -35,7 +35,7 @@ use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 
 /// The schema this build writes. Bump it with a new entry in [`MIGRATIONS`].
-pub const SCHEMA_VERSION: i64 = 18;
+pub const SCHEMA_VERSION: i64 = 19;
 // Each migration moves the schema one version on: a migration added without its version (or the
 // other way round) does not build.
 const _: () = assert!(SCHEMA_VERSION as usize == MIGRATIONS.len());
@@ -362,6 +362,12 @@ const MIGRATIONS: &[&str] = &[
     // for its note without reading it.
     r#"
     ALTER TABLE repositories ADD COLUMN notes_tip TEXT;
+    "#,
+    // 19: whether an execution ran a commit again after a failure only of known-flaky or
+    // quarantined tests (`retry`): its CPU counts, its outcome is no evidence of the tree
+    // (a retry never makes a test flaky, passes a tree or releases a quarantine).
+    r#"
+    ALTER TABLE executions ADD COLUMN retry INTEGER NOT NULL DEFAULT 0;
     "#,
 ];
 

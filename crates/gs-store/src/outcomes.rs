@@ -57,6 +57,8 @@ impl Index {
     /// Keep a run that executed here (one not served from another commit's result); a record
     /// kept already (the same commit and end) is left as it is. Only runs this machine made
     /// are kept: a note fetched or read back (`reindex`) is no evidence of flakiness or spend.
+    /// A pass excused by tests retried alone is kept as the suite's failure; a run made again
+    /// after such a failure (`retried`) counts its CPU and is no evidence of its tree.
     pub fn add_execution(&self, repository_id: &str, r: &RunRecord) -> Result<()> {
         if r.cached_from.is_some() || !r.status.is_result() && r.status != Status::Error {
             return Ok(());
@@ -65,8 +67,8 @@ impl Index {
             .conn
             .query_row(
                 "INSERT INTO executions (repository_id, commit_id, tree_id, config_hash, experiment,
-                                         status, finished_at, cpu_ms, complete, warm)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+                                         status, finished_at, cpu_ms, complete, warm, retry)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
                  ON CONFLICT (repository_id, commit_id, finished_at) DO NOTHING
                  RETURNING id",
                 params![
@@ -75,11 +77,12 @@ impl Index {
                     r.tree,
                     r.config_hash,
                     r.experiment,
-                    r.status.as_str(),
+                    r.suite_status().as_str(),
                     r.finished_at,
                     cpu_ms(r) as i64,
                     r.failures_complete(),
-                    !r.is_cold()
+                    !r.is_cold(),
+                    r.retried.as_ref().is_some_and(|t| !t.alone)
                 ],
                 |row| row.get(0),
             )
@@ -110,7 +113,7 @@ impl Index {
 
     /// Whether a cold run made here of `tree` under `config_hash` passed the test `name`: the
     /// run passed, or failed naming every failure and not this one. A warm run's pass is no
-    /// evidence: the cache may have made it.
+    /// evidence: the cache may have made it; nor is a retry's.
     pub fn passed_on_tree(
         &self,
         repository_id: &str,
@@ -125,7 +128,7 @@ impl Index {
             "SELECT e.id, e.status, f.name FROM executions e
              LEFT JOIN test_failures f ON f.execution_id = e.id
              WHERE e.repository_id = ?1 AND e.tree_id = ?2
-               AND COALESCE(e.config_hash, '') = COALESCE(?3, '') AND e.warm = 0
+               AND COALESCE(e.config_hash, '') = COALESCE(?3, '') AND e.warm = 0 AND e.retry = 0
                AND (e.status = 'passed' OR (e.status = 'failed' AND e.complete = 1))
              ORDER BY e.id",
         )?;
@@ -143,15 +146,15 @@ impl Index {
     }
 
     /// On how many different trees a run made here since `since` (RFC 3339) passed the test
-    /// `name`: the run passed, or failed naming every failure and not this one. What releases
-    /// a quarantined test by itself.
+    /// `name`: the run passed, or failed naming every failure and not this one (a retry, made
+    /// after the test failed there, does not count). What releases a quarantined test by itself.
     pub fn clean_trees_since(&self, repository_id: &str, name: &str, since: &str) -> Result<u64> {
         use gs_model::test_name::canonical;
         let name = canonical(name);
         let mut stmt = self.conn.prepare_cached(
             "SELECT e.id, e.tree_id, f.name FROM executions e
              LEFT JOIN test_failures f ON f.execution_id = e.id
-             WHERE e.repository_id = ?1 AND e.finished_at >= ?2
+             WHERE e.repository_id = ?1 AND e.finished_at >= ?2 AND e.retry = 0
                AND (e.status = 'passed' OR (e.status = 'failed' AND e.complete = 1))
              ORDER BY e.id",
         )?;
@@ -174,7 +177,8 @@ impl Index {
     }
 
     /// Tests of a repository that both passed and failed on one tree under one config in runs
-    /// that read the same caches (both cold or both warm), most flips first.
+    /// that read the same caches (both cold or both warm), most flips first. Retries (runs made
+    /// again because only such tests failed) are left out: they never make a test flaky.
     pub fn flaky_tests(&self, repository_id: &str) -> Result<Vec<FlakyTest>> {
         Ok(self.outcome_flips(repository_id, "")?.0)
     }
@@ -199,13 +203,13 @@ impl Index {
              FROM executions e
              JOIN (SELECT tree_id, config_hash FROM executions
                    WHERE repository_id = ?1 AND status IN ('passed', 'failed')
-                     AND finished_at >= ?2
+                     AND finished_at >= ?2 AND retry = 0
                    GROUP BY tree_id, config_hash HAVING COUNT(*) > 1) again
                ON again.tree_id = e.tree_id
               AND COALESCE(again.config_hash, '') = COALESCE(e.config_hash, '')
              LEFT JOIN test_failures f ON f.execution_id = e.id
              WHERE e.repository_id = ?1 AND e.status IN ('passed', 'failed')
-               AND e.finished_at >= ?2
+               AND e.finished_at >= ?2 AND e.retry = 0
              ORDER BY e.tree_id, 3, e.finished_at, e.id",
         )?;
         type Row = (

@@ -94,7 +94,8 @@ pub fn evaluate(
 const FLAKY_RETRIES: u32 = 2;
 
 /// The known-flaky tests whose failure on `head` is excused: all those it failed, when every one
-/// of them has passed on its tree (under its config) in a run made here; else none.
+/// of them has passed on its tree (under its config) in a run made here, or passed a retry
+/// alone in `head`'s own run; else none.
 fn excused(
     ctx: &Context,
     row: &RepoRow,
@@ -105,6 +106,10 @@ fn excused(
         return Ok(HashSet::new());
     };
     for name in &failed {
+        // A pass alone on this tree, in this run, of a test flaky in full-suite runs.
+        if head.passed_alone(name) {
+            continue;
+        }
         let passed = ctx.index.passed_on_tree(
             &row.repository_id,
             &head.tree,

@@ -13,12 +13,16 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
+mod alone;
 mod births;
+mod commands;
 mod first;
 mod phases;
 mod read;
 mod tree_text;
 
+pub(super) use commands::ctest_report;
+use commands::missing_runner;
 use first::First;
 
 /// What running one check gave.
@@ -55,6 +59,8 @@ impl CheckResult {
 pub(super) struct Ran {
     pub test: CheckResult,
     pub others: Vec<(String, bool, CheckResult)>,
+    /// The failing tests retried alone (see `alone`), when they were.
+    pub retried: Option<gs_model::Retried>,
 }
 
 impl Ran {
@@ -184,6 +190,10 @@ pub(super) struct Env<'a> {
     /// among them is new, and runs again to catch a flaky one at birth (see `births`). Read
     /// only when a run could have such tests (its runner named each test it ran).
     pub parent_ids: &'a dyn Fn() -> Option<Vec<String>>,
+    /// How often a failure only of tests flaky on record is retried (0: never, a trial).
+    pub retries: u32,
+    /// The tests flaky in full-suite runs on record (read only when a suite failed).
+    pub flaky_on_record: &'a dyn Fn() -> std::collections::HashSet<String>,
 }
 
 /// Run every check of `config` in `work`: the parallel ones side by side, the others one after
@@ -314,10 +324,17 @@ pub(super) fn run_all(
         })
         .collect();
     let mut test = results.pop().expect("the test check is always there");
-    if let (Some(spec), Some(tests)) = (specs.last(), test.tests.as_mut()) {
+    let spec = specs.last().expect("the test check is always there");
+    let checks_pass = specs
+        .iter()
+        .zip(&results)
+        .all(|(s, r)| !s.required || r.status == Status::Passed);
+    let retried = alone::retry(env, &shared, work, setup, spec, &mut test, checks_pass);
+    if let Some(tests) = test.tests.as_mut() {
         births::mark(env, &shared, work, setup, spec, tests);
     }
     Ran {
+        retried,
         test,
         others: specs
             .iter()
@@ -693,94 +710,6 @@ impl Ended<'_> {
         } else {
             killed.map(|k| gs_runner::limit_hit::explain(k, &config.limits, &what, were))
         }
-    }
-}
-
-/// Where `ctest --output-junit FILE` in a test command writes its report: FILE in the directory
-/// ctest runs in (`--test-dir DIR`, else the `cd DIR` before it), relative to the checkout; `None`
-/// for a path outside it.
-pub(super) fn ctest_report(command: &str) -> Option<String> {
-    let words: Vec<&str> = command
-        .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|'))
-        .filter(|w| !w.is_empty())
-        .collect();
-    let at = words
-        .iter()
-        .position(|w| *w == "ctest" || w.ends_with("/ctest"))?;
-    let (before, after) = words.split_at(at);
-    let value = |flag: &str| {
-        after
-            .windows(2)
-            .find(|w| w[0] == flag)
-            .map(|w| w[1])
-            .or_else(|| {
-                after
-                    .iter()
-                    .find_map(|w| w.strip_prefix(flag)?.strip_prefix('='))
-            })
-    };
-    let file = value("--output-junit")?;
-    let dir = value("--test-dir")
-        .or_else(|| before.windows(2).rev().find(|w| w[0] == "cd").map(|w| w[1]));
-    let path = match dir {
-        Some(d) if !file.starts_with('/') => format!("{}/{file}", d.trim_end_matches('/')),
-        _ => file.to_string(),
-    };
-    let path = path.trim_start_matches("./").to_string();
-    (!path.starts_with('/') && !path.split('/').any(|c| c == "..") && !path.is_empty())
-        .then_some(path)
-}
-
-/// Why a test command could not run at all, when its output says its runner is missing: the
-/// shell's 126/127 (not found, not executable), Python's `No module named X` for `-m X`, or a
-/// toolchain rustup or pyenv selects that is not installed. A missing runner is an `error`,
-/// never a failing test (and, beside a result, an attempt: [`gs_model::could_not_run`]).
-fn missing_runner(
-    command: &str,
-    key: &str,
-    exit_code: Option<i32>,
-    output: &str,
-) -> Option<String> {
-    let last = output
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim();
-    match exit_code {
-        Some(127) => {
-            let said = if last.is_empty() { "no output" } else { last };
-            // The shell names what it did not find: a program the command runs (`npm test`
-            // running mocha) is named as that, not as the command.
-            let first = command.split_whitespace().next().unwrap_or(command);
-            return Some(match setup::not_found_program(last).filter(|p| *p != first) {
-                Some(program) => format!(
-                    "`{program}`, which `{command}` runs, was not found (exit 127: {said}); install it or set {key} command in .sandbox.toml"
-                ),
-                None => format!(
-                    "the command `{command}` was not found (exit 127: {said}); install it or set {key} command in .sandbox.toml"
-                ),
-            });
-        }
-        Some(126) => {
-            return Some(format!(
-                "the command `{command}` could not be executed (exit 126: {}); check its permissions or set {key} command in .sandbox.toml",
-                if last.is_empty() { "no output" } else { last }
-            ))
-        }
-        _ => {}
-    }
-    use gs_model::attempt::Missing;
-    match gs_model::attempt::missing_runner(command, output)? {
-        Missing::PythonModule(module) => Some(format!(
-            "the Python module `{module}` that `{command}` runs is not installed (No module named {module}); install it (python3 -m pip install {module}) or set {key} command in .sandbox.toml"
-        )),
-        Missing::Toolchain(line) => Some(format!(
-            "the toolchain that `{command}` runs is not installed here ({line}); install it, or set {key} command in .sandbox.toml"
-        )),
-        Missing::Environment(line) => Some(format!(
-            "`{command}` stopped before running any test, for want of what its toolchain downloads or of a newer toolchain ({line}); give the setup step the network ([limits] setup_network = true in your user config) or install that toolchain here"
-        )),
     }
 }
 

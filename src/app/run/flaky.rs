@@ -1,5 +1,7 @@
 //! Retries: a commit that failed only in known-flaky or quarantined tests, run again
-//! (`run --retry-flaky N`, `[test] retries`).
+//! (`run --retry-flaky N`, `[test] retries`) — the whole command, where its failing tests could
+//! not be retried alone in its run (see `checks/alone.rs`): a runner that names no test, or a
+//! test quarantined but not flaky in full-suite runs.
 
 use super::{run_one, was_interrupted, Along, RunOptions, Source};
 use crate::app::records::quarantine;
@@ -36,6 +38,10 @@ pub(super) fn retry_flaky(
     mut source: Source,
 ) -> Result<(RunRecord, Source)> {
     let Repo { ctx, row, repo } = at;
+    // Its failing tests were retried alone, and one failed every retry: a failure.
+    if record.retried.as_ref().is_some_and(|r| r.alone) {
+        return Ok((record, source));
+    }
     let asked = retries(opts, along, info);
     if along.flaky.is_none() {
         let names = ctx.index.flaky_tests(&row.repository_id)?;
@@ -62,6 +68,7 @@ pub(super) fn retry_flaky(
     };
     let mut retried = record.retried.clone().unwrap_or(gs_model::Retried {
         attempts: 0,
+        alone: false,
         flaky: Vec::new(),
         tests: Vec::new(),
     });

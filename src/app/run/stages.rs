@@ -430,6 +430,14 @@ impl Bench<'_> {
         };
         let phase_one = selection.as_ref().and_then(|s| s.phase_one());
         let parent_ids = || self.tests_of_parent();
+        let flaky_on_record = || {
+            let flaky = c.ctx.index.flaky_tests(&c.row.repository_id);
+            flaky
+                .unwrap_or_default()
+                .into_iter()
+                .map(|t| t.name)
+                .collect()
+        };
         let commit = c.info.id.to_string();
         let on_first_failure = |test: &str, ms: u64| {
             c.event(
@@ -511,6 +519,12 @@ impl Bench<'_> {
                 on_first_failure: &on_first_failure,
                 on_first_failure_withdrawn: &on_first_failure_withdrawn,
                 parent_ids: &parent_ids,
+                retries: if c.opts.is_trial() {
+                    0
+                } else {
+                    c.opts.retry_flaky.or(config.test.retries).unwrap_or(0)
+                },
+                flaky_on_record: &flaky_on_record,
             };
             let mut ran = checks::run_all(&env, &work, setup.as_ref());
             if !work.confirm() {
@@ -531,6 +545,7 @@ impl Bench<'_> {
                                 "checkout failed: {e}"
                             )),
                             others: Vec::new(),
+                            retried: None,
                         }
                     }
                 }
@@ -623,6 +638,7 @@ fn keep(
     record.error = ran.error();
     record.warnings = ran.warnings();
     record.checks = ran.checks();
+    record.retried = ran.retried.take();
     let coverage = ran
         .coverage()
         .map(|(check, report, r)| (check.to_string(), report.to_string(), r.clone()));

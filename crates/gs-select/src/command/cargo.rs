@@ -88,6 +88,30 @@ impl CargoTest {
         )
     }
 
+    /// The command for the tests `names` (libtest's `module::test`) alone, matched exactly in
+    /// the crates the command tests: a retry of the tests that failed. `None` when a name is
+    /// not a plain test path (a doc-test, or anything an output may claim).
+    pub fn alone(&self, names: &[String]) -> Option<String> {
+        let plain = |n: &String| {
+            !n.is_empty()
+                && !n.starts_with(':')
+                && n.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+        };
+        if names.is_empty() || !names.iter().all(plain) {
+            return None;
+        }
+        let mut all = self.before.clone();
+        if self.workspace {
+            all.push("--workspace".into());
+        }
+        all.push("--".into());
+        all.extend(self.after.iter().skip(1).cloned());
+        all.push("--exact".into());
+        all.extend(names.iter().cloned());
+        Some(all.join(" "))
+    }
+
     /// Phase two: the whole workspace but `crates`.
     pub fn without(&self, crates: &[String]) -> String {
         let mut middle = vec!["--workspace".to_string()];
@@ -116,6 +140,21 @@ mod tests {
             c.without(&two),
             "cargo test -q --workspace --exclude leaf --exclude mid -- --test-threads 2"
         );
+        // A retry of two tests alone, exactly, in every crate the command tests.
+        assert_eq!(
+            c.alone(&["a::t1".into(), "t2".into()]).unwrap(),
+            "cargo test -q --workspace -- --test-threads 2 --exact a::t1 t2"
+        );
+        assert_eq!(
+            recognise("cargo test")
+                .unwrap()
+                .alone(&["t".into()])
+                .unwrap(),
+            "cargo test -- --exact t"
+        );
+        for bad in ["src/lib.rs - f (line 3)", "--ignored", "", "a;b"] {
+            assert_eq!(c.alone(&[bad.into()]), None, "{bad}");
+        }
         let plain = recognise("RUST_BACKTRACE=1 cargo +stable test").unwrap();
         assert!(!plain.workspace);
         assert_eq!(

@@ -126,6 +126,22 @@ impl Pytest {
         c
     }
 
+    /// The command for `ids` (pytest node ids, `tests/test_a.py::TestX::test_y[p]`) alone, as
+    /// the suite's options run them: a retry of the tests that failed. `None` when one is not a
+    /// node id of a file (a collection error names a module; a name from the output may be
+    /// anything), so no option or path outside the suite is ever passed on.
+    pub fn alone(&self, ids: &[String]) -> Option<String> {
+        let node = |id: &String| {
+            let (file, rest) = id.split_once("::")?;
+            (file.ends_with(".py")
+                && !file.starts_with('-')
+                && !rest.is_empty()
+                && !id.chars().any(char::is_control))
+            .then_some(())
+        };
+        (!ids.is_empty() && ids.iter().all(|id| node(id).is_some())).then(|| self.only(ids))
+    }
+
     /// Whether the command's options say how verbose pytest is (`-v`, `-q`, `-vv`, `-xq`,
     /// `--verbose`, `--quiet`, `--verbosity=N`).
     pub fn sets_verbosity(&self) -> bool {
@@ -176,6 +192,33 @@ impl Pytest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tests_run_alone_by_node_id_and_nothing_else_is_passed_on() {
+        let p = recognise("python3 -m pytest -q tests").unwrap();
+        let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            p.alone(&ids(&[
+                "tests/test_a.py::TestX::test_y[a b]",
+                "t/b.py::test_z"
+            ])),
+            Some(
+                "python3 -m pytest -q 'tests/test_a.py::TestX::test_y[a b]' t/b.py::test_z".into()
+            )
+        );
+        for bad in [
+            &[][..],
+            &["tests/test_a.py"],
+            &["tests.test_a.TestX.test_y"],
+            &["--rootdir=/::x"],
+            &["-p.py::x"],
+            &["t/a.py::x\nrm"],
+            &["t/a.py::"],
+        ] {
+            let bad: Vec<String> = bad.iter().map(|s| s.to_string()).collect();
+            assert_eq!(p.alone(&bad), None, "{bad:?}");
+        }
+    }
 
     #[test]
     fn plain_pytest_invocations_are_recognised() {
