@@ -621,3 +621,55 @@ fn a_test_flaky_in_full_suite_runs_is_retried_alone_and_one_failing_only_in_suit
         flaky(&w, &repo)
     );
 }
+
+#[test]
+fn a_cargo_test_flaky_in_full_suite_runs_is_retried_alone_by_its_exact_name() {
+    let mut w = World::new();
+    let dial = Dial::on(&mut w);
+    let repo = w.new_repo("alone-cargo");
+    let test = "#[test]\nfn stable() {}\n\n#[test]\nfn flaky() {\n    let said = std::process::Command::new(\"dial\").output().unwrap();\n    assert_eq!(String::from_utf8_lossy(&said.stdout).trim(), \"pass\");\n}\n";
+    w.git(&repo, &["rm", "-q", "-r", "tests"]);
+    w.commit(
+        &repo,
+        &[
+            (
+                ".sandbox.toml",
+                "[test]\ncommand = \"cargo test\"\nphases = false\ntimeout = \"300s\"\n[analysis]\nenabled = false\n",
+            ),
+            (
+                "Cargo.toml",
+                "[package]\nname = \"wobble\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+            ),
+            ("src/lib.rs", ""),
+            ("tests/t.rs", test),
+        ],
+        "a stable and a flaky test",
+    );
+    // The first run is cold, the next two read its build cache: they flip, warm with warm.
+    dial.queue(&["pass", "fail", "pass"]);
+    assert_eq!(w.sandbox(&repo, &["run"]).code, 0);
+    let o = w.sandbox(&repo, &["run", "--force", "--json"]);
+    assert_eq!(o.code, 1, "{o:?}");
+    assert_eq!(
+        o.json()[0]["tests"]["failures"][0]["name"],
+        "flaky",
+        "{o:?}"
+    );
+    assert_eq!(w.sandbox(&repo, &["run", "--force"]).code, 0);
+    let f = &flaky(&w, &repo)[0];
+    assert_eq!(
+        (&f["name"], &f["kind"]),
+        (&"flaky".into(), &"flaky".into()),
+        "{f}"
+    );
+
+    // The suite fails it; `cargo test -- --exact flaky` alone passes it.
+    dial.queue(&["fail", "pass"]);
+    let o = w.sandbox(&repo, &["run", "--force", "--retry-flaky", "1", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let r = &o.json()[0];
+    assert_eq!(r["retried"]["alone"], true, "{r}");
+    let each = serde_json::json!([{"test": "flaky", "outcomes": ["failed", "passed"]}]);
+    assert_eq!(r["retried"]["tests"], each, "{r}");
+    assert_eq!(r["tests"]["status"], "failed", "{r}");
+}

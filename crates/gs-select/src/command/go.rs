@@ -151,6 +151,34 @@ impl GoTest {
         out
     }
 
+    /// The command for the top-level tests `names` (`TestX`) alone, matched exactly, verbose
+    /// (so each pass is named), in the packages the command tests: a retry of the tests that
+    /// failed. `None` when the command picks tests itself (`-run`) or a name is not a plain
+    /// test function (a subtest, a package that failed to build, anything an output may claim).
+    pub fn alone(&self, names: &[String]) -> Option<String> {
+        let plain = |n: &String| {
+            n.starts_with("Test") && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        };
+        let picks = self.base.iter().any(|w| {
+            let flag = w.trim_start_matches('-');
+            w.starts_with('-') && (flag == "run" || flag.starts_with("run="))
+        });
+        if names.is_empty() || picks || !names.iter().all(plain) {
+            return None;
+        }
+        let mut all = self.base.clone();
+        if !all
+            .iter()
+            .any(|w| matches!(w.as_str(), "-v" | "--v" | "-v=true"))
+        {
+            all.push("-v".into());
+        }
+        all.push("-run".into());
+        all.push(format!("'^({})$'", names.join("|")));
+        all.extend(self.patterns.iter().cloned());
+        Some(all.join(" "))
+    }
+
     /// The command for `packages` alone, each named as a directory (`./a`, `.`).
     pub fn only(&self, packages: &[String]) -> String {
         let mut all = self.base.clone();
@@ -172,6 +200,16 @@ mod tests {
             "CGO_ENABLED=0 go test -v -race -count=1 -run Test ./leaf ."
         );
         assert!(g.matches(".") && g.matches("./a/b"));
+        // A retry of failing tests alone: never beside the command's own -run.
+        assert_eq!(g.alone(&["TestA".into()]), None);
+        let plain = recognise("go test -count=1 ./...").unwrap();
+        assert_eq!(
+            plain.alone(&["TestA".into(), "TestB_2".into()]).unwrap(),
+            "go test -count=1 -v -run '^(TestA|TestB_2)$' ./..."
+        );
+        for bad in ["TestA/sub", "example.com/m/pkg", "-run", "TestA|.*", ""] {
+            assert_eq!(plain.alone(&[bad.into()]), None, "{bad}");
+        }
         let some = recognise("/usr/lib/go/bin/go test --timeout 60s ./pkg/... ./cmd/x/").unwrap();
         assert_eq!(some.patterns, ["./pkg/...", "./cmd/x"]);
         assert!(some.matches("./pkg") && some.matches("./pkg/a") && some.matches("./cmd/x"));

@@ -1,6 +1,6 @@
 //! Retries of the failing tests alone: a suite that failed only in tests flaky in full-suite
 //! runs before (on record in the index, where a retry or a lone run never enters) runs those
-//! tests again by name — pytest node ids, cargo test names — each retry in a fresh sandbox over
+//! tests again by name — pytest node ids, cargo test names, go test functions — each retry in a fresh sandbox over
 //! the same tree and cache layers, keeping nothing, up to the run's retries. A test that passes
 //! a retry is excused; one that fails every retry is a failure. The suite's own results stay
 //! the run's `tests` (and what the index keeps); only the run's status follows the excuse.
@@ -11,7 +11,7 @@
 use super::{conclude, execute, CheckResult, Env, Shared, Spec};
 use crate::app::run::setup;
 use gs_model::{Retried, Status, TestOutcomes, Tests};
-use gs_runner::{cargo_cmd, detect, pytest_cmd, workspace};
+use gs_runner::{cargo_cmd, detect, go_cmd, pytest_cmd, workspace};
 
 /// The most failing tests retried alone: more failing at once is no flake.
 const MAX_ALONE: usize = 50;
@@ -20,6 +20,7 @@ const MAX_ALONE: usize = 50;
 enum Runner {
     Pytest(pytest_cmd::Pytest),
     Cargo(cargo_cmd::CargoTest),
+    Go(go_cmd::GoTest),
 }
 
 impl Runner {
@@ -27,12 +28,14 @@ impl Runner {
         pytest_cmd::recognise(command)
             .map(Runner::Pytest)
             .or_else(|| cargo_cmd::recognise(command).map(Runner::Cargo))
+            .or_else(|| go_cmd::recognise(command).map(Runner::Go))
     }
 
     fn alone(&self, tests: &[String]) -> Option<String> {
         match self {
             Runner::Pytest(p) => p.alone(tests),
             Runner::Cargo(c) => c.alone(tests),
+            Runner::Go(g) => g.alone(tests),
         }
     }
 }
