@@ -14,6 +14,7 @@ pub mod records;
 pub mod repo;
 pub mod run;
 pub mod select;
+pub mod workspace;
 
 use gs_config::{ConfigError, Layers, Paths};
 use gs_git::GitError;

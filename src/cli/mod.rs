@@ -44,6 +44,7 @@ mod status;
 mod testmap;
 mod token;
 mod ui;
+mod workspace;
 
 pub use error::{CommandError, Kind};
 
@@ -79,6 +80,7 @@ enum Command {
     Compare(compare::CompareArgs),
     Flaky(flaky::FlakyArgs),
     Fix(fix::FixArgs),
+    Workspace(workspace::WorkspaceArgs),
     Propose(propose::ProposeArgs),
     Promote(promote::PromoteArgs),
     Kill(kill::KillArgs),
@@ -221,6 +223,7 @@ fn run_command(command: Command, json: bool) -> i32 {
         Command::Compare(a) => compare::cmd_compare(a),
         Command::Flaky(a) => flaky::cmd_flaky(a),
         Command::Fix(a) => fix::cmd_fix(a),
+        Command::Workspace(a) => workspace::cmd_workspace(a),
         Command::Propose(a) => propose::cmd_propose(a),
         Command::PrePush(a) => pre_push::cmd_pre_push(a),
         Command::Show(a) => show::cmd_show(a),

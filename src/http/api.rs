@@ -72,7 +72,7 @@ fn query<T>(q: Result<Query<T>, QueryRejection>) -> ApiResult<T> {
 }
 
 /// The JSON body, or 400 (413 when too large, 415 when not JSON) naming what is wrong with it.
-fn body<T>(b: Result<Json<T>, JsonRejection>) -> ApiResult<T> {
+pub(super) fn body<T>(b: Result<Json<T>, JsonRejection>) -> ApiResult<T> {
     b.map(|Json(t)| t).map_err(|e| {
         let status = match e.status() {
             StatusCode::PAYLOAD_TOO_LARGE => StatusCode::PAYLOAD_TOO_LARGE,

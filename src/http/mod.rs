@@ -10,6 +10,7 @@
 mod api;
 mod openapi;
 mod pages;
+mod workspaces;
 
 use crate::app::repo::tokens::{self, Role, Token};
 use crate::app::{AppError, Context, ErrorKind, Hinted};
@@ -40,6 +41,7 @@ pub fn router() -> Router {
         csrf_key: gs_util::random_hex(32).into_bytes(),
     });
     api::routes()
+        .merge(workspaces::routes())
         .merge(pages::routes())
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
         .with_state(web)

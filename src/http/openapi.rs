@@ -6,6 +6,7 @@ use super::api::{
     CreateRepository, EventsQuery, FlakyQuery, KillBody, LogQuery, PromoteBody, RunBody, RunsQuery,
     StreamQuery,
 };
+use super::workspaces::{CommitBody, ExecBody, NewBody, RemoveQuery, WriteBody};
 use schemars::JsonSchema;
 use serde_json::{json, Map, Value};
 
@@ -128,6 +129,8 @@ fn op(
 pub fn document() -> Value {
     let repo = || path_param("repo", "a repository's id or name", false);
     let name = || path_param("name", "an experiment's name", false);
+    let ws = || path_param("name", "a workspace's name", false);
+    let file = || path_param("path", "a path relative to the workspace's root", false);
     json!({
         "openapi": "3.1.0",
         "info": {
@@ -194,6 +197,27 @@ pub fn document() -> Value {
             "/api/v1/events": {
                 "get": op("Events, paged by id", Some("read"), query_params::<EventsQuery>(), None, &["200"]),
             },
+            "/api/v1/workspaces/{repo}": {
+                "get": op("The repository's workspaces: base, branch, size, last use, budget", Some("read"), vec![repo()], None, &["200"]),
+                "post": op("Start a workspace: its experiment's branch and a live sandbox on it", Some("run"), vec![repo()], Some(body::<NewBody>(true)), &["201"]),
+            },
+            "/api/v1/workspaces/{repo}/{name}": {
+                "get": op("One workspace", Some("read"), vec![repo(), ws()], None, &["200"]),
+                "delete": op("Remove a workspace (its branch stays unless kill=true)", Some("admin"), [vec![repo(), ws()], query_params::<RemoveQuery>()].concat(), None, &["200"]),
+            },
+            "/api/v1/workspaces/{repo}/{name}/exec": {
+                "post": op("Run a command in the workspace: exit code, files changed, the end of its output", Some("run"), vec![repo(), ws()], Some(body::<ExecBody>(true)), &["200"]),
+            },
+            "/api/v1/workspaces/{repo}/{name}/files/{path}": {
+                "get": op("A file of the workspace (its content), or a directory's entries", Some("read"), vec![repo(), ws(), file()], None, &["200"]),
+                "put": op("Write a file of the workspace (made, or replaced whole)", Some("run"), vec![repo(), ws(), file()], Some(body::<WriteBody>(true)), &["200"]),
+            },
+            "/api/v1/workspaces/{repo}/{name}/diff": {
+                "get": op("The workspace's changes against its base, as a unified diff", Some("read"), vec![repo(), ws()], None, &["200"]),
+            },
+            "/api/v1/workspaces/{repo}/{name}/commit": {
+                "post": op("Commit the workspace's changes on its branch and queue the commit's run", Some("run"), vec![repo(), ws()], Some(body::<CommitBody>(true)), &["200"]),
+            },
             "/api/v1/events/stream": {
                 "get": {
                     "summary": "Events as server-sent events; resumes from Last-Event-ID",
@@ -222,12 +246,16 @@ mod tests {
             .collect();
         // The first string literal after each `.route(` of api.rs; the description itself is
         // served beside the paths it describes.
-        let routed: Vec<&str> = include_str!("api.rs")
+        let routes = [include_str!("api.rs"), include_str!("workspaces.rs")].concat();
+        let routed: Vec<String> = routes
             .split(".route(")
             .skip(1)
             .filter_map(|r| r.split('"').nth(1))
             .filter(|p| *p != "/api/v1/openapi.json")
+            // axum's wildcard `{*path}` is OpenAPI's `{path}`.
+            .map(|p| p.replace("{*", "{"))
             .collect();
+        let routed: Vec<&str> = routed.iter().map(String::as_str).collect();
         assert!(routed.len() >= 14, "{routed:?}");
         for p in &routed {
             assert!(described.contains(p), "{p} is routed but not described");

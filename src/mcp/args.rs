@@ -217,3 +217,71 @@ pub struct ConfigArgs {
     #[serde(default)]
     pub(super) detail: bool,
 }
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceNewArgs {
+    /// The workspace's name, which is its experiment's (branch experiment/<name>).
+    pub(super) name: String,
+    /// Where its branch starts: a revision (default: the production branch).
+    pub(super) from: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceArgs {
+    /// The workspace's name.
+    pub(super) name: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceExecArgs {
+    /// The workspace's name.
+    pub(super) name: String,
+    /// The command and its arguments, e.g. ["python3", "-m", "pytest", "-x"].
+    pub(super) command: Vec<String>,
+    /// Stop it after this many seconds (default the repository's test timeout).
+    pub(super) timeout_seconds: Option<u64>,
+    #[serde(default)]
+    pub(super) detail: bool,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceFileArgs {
+    /// The workspace's name.
+    pub(super) name: String,
+    /// A path relative to the workspace's root, e.g. src/main.py.
+    pub(super) path: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceWriteArgs {
+    /// The workspace's name.
+    pub(super) name: String,
+    /// A path relative to the workspace's root, e.g. src/main.py.
+    pub(super) path: String,
+    /// The file's whole new content (UTF-8 text).
+    pub(super) content: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceCommitArgs {
+    /// The workspace's name.
+    pub(super) name: String,
+    /// The commit message.
+    pub(super) message: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceRmArgs {
+    /// The workspace's name.
+    pub(super) name: String,
+    /// Kill its experiment too (its branch archived); default: the branch stays.
+    #[serde(default)]
+    pub(super) kill: bool,
+}

@@ -8,6 +8,7 @@
 mod args;
 mod budget;
 mod tools;
+mod workspace;
 
 use crate::app::Repo;
 use crate::app::{

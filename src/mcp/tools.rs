@@ -4,6 +4,7 @@
 
 use super::args::*;
 use super::budget::{self, fit};
+use super::workspace::*;
 use crate::app::experiment::promote::{promote, PromoteOptions};
 use crate::app::intake::queue::{self, Standing};
 use crate::app::records::summary::Summary;
@@ -46,7 +47,7 @@ impl From<AppError> for CallError {
     }
 }
 
-type Answer = Result<Value, CallError>;
+pub(super) type Answer = Result<Value, CallError>;
 
 /// A tool as `tools/list` describes it.
 pub struct Def {
@@ -130,6 +131,22 @@ tools! {
         "Events of this repository (runs queued, started, completed, experiments evaluated, promoted, …): the newest, or those after a cursor. Pass the returned cursor to get only newer ones.";
     "flaky_list" => flaky_list(NoArgs), writes: false, destructive: false, idempotent: true,
         "Tests of this repository that both passed and failed on one tree under one config over the last 30 days (known-flaky: eval does not count their failures alone), and its quarantined tests: each with its state (flaky, cache_dependent, quarantined, released, untrusted), flake rate (failures over the runs of those trees), flips and last flip. Most flips first.";
+    "workspace_new" => workspace_new(WorkspaceNewArgs), writes: true, destructive: false, idempotent: false,
+        "Start a workspace: experiment <name> (branch experiment/<name> from `from`, default the production branch) and a live sandbox on it to work in. Commands run there sandboxed (workspace_exec) and files persist between calls; edit with workspace_write_file; workspace_commit turns it into a verified commit. The user's checkout is never touched.";
+    "workspace_exec" => workspace_exec(WorkspaceExecArgs), writes: true, destructive: false, idempotent: false,
+        "Run a command (argv list) in a workspace, over what earlier calls wrote, under the repository's limits; returns the exit code, the files it changed and the end of its output. What it writes is kept unless it was stopped (timeout, limit).";
+    "workspace_read_file" => workspace_read_file(WorkspaceFileArgs), writes: false, destructive: false, idempotent: true,
+        "A file of a workspace, as text. Paths are relative to its root; a path through a symlink, outside the workspace or at a special file is refused.";
+    "workspace_write_file" => workspace_write_file(WorkspaceWriteArgs), writes: true, destructive: false, idempotent: true,
+        "Write a file of a workspace (made, or replaced whole): returns its size and the lines added and removed. Refused through a symlink, outside the workspace, or over a directory.";
+    "workspace_diff" => workspace_diff(WorkspaceArgs), writes: false, destructive: false, idempotent: true,
+        "A workspace's changes against its base commit, as a unified git diff (binary files named), with the counts.";
+    "workspace_commit" => workspace_commit(WorkspaceCommitArgs), writes: true, destructive: false, idempotent: false,
+        "Commit a workspace's changes on its branch experiment/<name> (ignored files left out) and queue its verification; the workspace goes on from the new commit. Then call run_wait with the commit.";
+    "workspace_list" => workspace_list(NoArgs), writes: false, destructive: false, idempotent: true,
+        "The workspaces of this repository: base commit, branch, size, last use, commands run, CPU spent and budget.";
+    "workspace_rm" => workspace_rm(WorkspaceRmArgs), writes: true, destructive: true, idempotent: false,
+        "Remove a workspace and what it holds; its branch stays, unless kill: true (its experiment killed, the branch archived).";
     "config_get" => config_get(ConfigArgs), writes: false, destructive: false, idempotent: true,
         "The effective config of a revision (default the production branch): test command, limits, analysis, promote policy; and what this machine's sandbox enforces.";
 }
@@ -565,18 +582,7 @@ fn exec_tool(c: &Call<'_>, a: ExecArgs) -> Answer {
             "the command could not be started: {e}"
         ))));
     }
-    let text = String::from_utf8_lossy(&o.output);
-    // The end of the output is what tells: keep as much of it as fits.
-    let room = budget.saturating_sub(300);
-    let (output, cut) = if text.len() > room {
-        let mut start = text.len() - room;
-        while !text.is_char_boundary(start) {
-            start += 1;
-        }
-        (format!("…{}", &text[start..]), true)
-    } else {
-        (text.into_owned(), false)
-    };
+    let (output, cut) = tail(&o.output, budget.saturating_sub(300));
     Ok(fit(
         json!({
             "commit": commit.to_string(),
@@ -590,6 +596,21 @@ fn exec_tool(c: &Call<'_>, a: ExecArgs) -> Answer {
         }),
         budget,
     ))
+}
+
+/// The end of a command's output, at most `room` bytes (the end is what tells), and whether it
+/// was cut.
+pub(super) fn tail(output: &[u8], room: usize) -> (String, bool) {
+    let text = String::from_utf8_lossy(output);
+    if text.len() > room {
+        let mut start = text.len() - room;
+        while !text.is_char_boundary(start) {
+            start += 1;
+        }
+        (format!("…{}", &text[start..]), true)
+    } else {
+        (text.into_owned(), false)
+    }
 }
 
 fn events_poll(c: &Call<'_>, a: EventsArgs) -> Answer {

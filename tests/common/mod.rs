@@ -246,6 +246,20 @@ impl World {
         out(cmd.output().unwrap())
     }
 
+    /// Run `git-sandbox ARGS` in `dir` with `input` on its stdin.
+    pub fn sandbox_stdin(&self, dir: &Path, args: &[&str], input: &[u8]) -> Out {
+        use std::io::Write;
+        let mut cmd = Command::new(BIN);
+        cmd.args(args).current_dir(dir);
+        self.apply(&mut cmd, true);
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        out(child.wait_with_output().unwrap())
+    }
+
     /// Run git in `dir`; panics on failure.
     pub fn git(&self, dir: &Path, args: &[&str]) -> String {
         let o = self.git_out(dir, args, true);

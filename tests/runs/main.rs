@@ -15,3 +15,4 @@ mod process;
 mod run;
 mod setup;
 mod toolchains;
+mod workspace;

@@ -42,6 +42,7 @@ fn spec<'a>(
         cache_layers: &[],
         cache_out: None,
         cache_paths: &[],
+        work_layers: &[],
         watch: None,
         // These runs' network is the host's or none, as their limits say.
         egress: if limits.network {

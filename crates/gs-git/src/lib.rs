@@ -7,6 +7,7 @@ pub mod checkout;
 pub mod cli;
 pub mod diff;
 pub mod hooks;
+pub mod ignore;
 pub mod loose_refs;
 pub mod marks;
 pub mod notes;

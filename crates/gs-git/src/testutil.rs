@@ -26,3 +26,24 @@ pub fn git_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> String {
     assert!(out.status.success(), "git {args:?}: {out:?}");
     String::from_utf8(out.stdout).unwrap()
 }
+
+/// A repository with one commit holding `files` (path, content); its directory and the open
+/// repository.
+pub fn repo_with(files: &[(&str, &str)]) -> (tempfile::TempDir, gix::Repository) {
+    let d = tempfile::tempdir().unwrap();
+    git(d.path(), &["init", "-q"]);
+    for (p, body) in files {
+        let f = d.path().join(p);
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(&f, body).unwrap();
+    }
+    git(d.path(), &["add", "-A", "-f"]);
+    git(d.path(), &["commit", "-qm", "files"]);
+    let repo = gix::open(d.path()).unwrap();
+    (d, repo)
+}
+
+/// The tree of HEAD.
+pub fn head_tree(repo: &gix::Repository) -> gix::ObjectId {
+    repo.head_commit().unwrap().tree_id().unwrap().detach()
+}

@@ -67,12 +67,27 @@ pub fn read(
     layout: Layout,
     max_bytes: u64,
 ) -> Result<Changes> {
+    read_with(repo, base, dir, layout, max_bytes, &mut |_, _| true)
+}
+
+/// [`read`], asking `take(path, is_dir)` of each entry the base tree does not have (a new file,
+/// link or directory) before reading it or going below it: what it refuses is left out, unread
+/// (an ignored `node_modules/` costs nothing). What the base has is always read.
+pub fn read_with(
+    repo: &gix::Repository,
+    base: ObjectId,
+    dir: &Path,
+    layout: Layout,
+    max_bytes: u64,
+    take: &mut dyn FnMut(&str, bool) -> bool,
+) -> Result<Changes> {
     let mut walk = Walk {
         repo,
         max_bytes,
         bytes: 0,
         whole: layout == Layout::Whole,
         out: Changes::default(),
+        take,
     };
     if layout == Layout::Upper && std::fs::symlink_metadata(dir).is_err() {
         return Ok(walk.out);
@@ -109,6 +124,7 @@ struct Walk<'a> {
     bytes: u64,
     whole: bool,
     out: Changes,
+    take: &'a mut dyn FnMut(&str, bool) -> bool,
 }
 
 /// The entries of a tree by name.
@@ -190,6 +206,10 @@ impl Walk<'_> {
             let old = below.get(name).copied();
             let meta = std::fs::symlink_metadata(&path).map_err(|e| io(&path, e))?;
             let ft = meta.file_type();
+            let whiteout = ft.is_char_device() && meta.rdev() == 0;
+            if old.is_none() && !whiteout && !(self.take)(&at, ft.is_dir()) {
+                continue;
+            }
             if ft.is_char_device() && meta.rdev() == 0 {
                 // A whiteout: gone.
                 if old.is_some() {

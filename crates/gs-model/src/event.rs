@@ -69,6 +69,15 @@ kinds! {
     TestCompleted = "test.completed",
     TestStarted = "test.started",
     WebhookFailed = "webhook.failed",
+    /// A workspace's changes became a commit on its experiment's branch.
+    WorkspaceCommitted = "workspace.committed",
+    WorkspaceCreated = "workspace.created",
+    /// A command ran in a workspace (command, exit, duration).
+    WorkspaceExec = "workspace.exec",
+    /// A file of a workspace changed, by a write or a command (path, lines added and removed).
+    WorkspaceFileEdited = "workspace.file_edited",
+    WorkspaceRemoved = "workspace.removed",
+    WorkspaceReset = "workspace.reset",
 }
 
 impl fmt::Display for EventKind {

@@ -87,6 +87,13 @@ pub struct Caches {
     pub made: Vec<Made>,
 }
 
+/// The layers of an agent workspace kept as generations in `dir` (see [`Stage::for_workspace`]),
+/// topmost first, each held shared until the locks go: what its commands wrote so far.
+pub fn workspace_layers(dir: &Path) -> (Vec<PathBuf>, Vec<File>) {
+    let (chain, locks) = hold_chain(dir);
+    (chain.iter().map(|g| g.dir.join("layer")).collect(), locks)
+}
+
 /// The download caches of a run's home a branch keeps, by the file of the commit's root that
 /// says which toolchain it uses: only caches whose *archives* the package manager checks against
 /// a digest when it uses them (cargo's `.crate` files against `Cargo.lock`, Go's module zips

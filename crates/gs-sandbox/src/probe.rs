@@ -125,6 +125,7 @@ impl Probe {
                     cache_layers: &[],
                     cache_out: None,
                     cache_paths: &[],
+                    work_layers: &[],
                     watch: None,
                     egress: crate::process::Egress::Closed,
                 });

@@ -42,6 +42,9 @@ pub struct Spec<'a> {
     pub cache_layers: &'a [PathBuf],
     pub cache_out: Option<&'a Path>,
     pub cache_paths: &'a [String],
+    /// Layers laid *over* the kept checkout, topmost first (an agent workspace's writes so far:
+    /// see [`Plan::work_layers`]).
+    pub work_layers: &'a [PathBuf],
     /// Watch the captured output for the first failing test as it streams.
     pub watch: Option<Watch<'a>>,
     /// Where the run reaches the network, if anywhere.
@@ -221,6 +224,7 @@ pub fn run(spec: Spec<'_>) -> Outcome {
         cache_layers: spec.cache_layers.to_vec(),
         cache_out: spec.cache_out.map(Path::to_path_buf),
         cache_paths: spec.cache_paths.to_vec(),
+        work_layers: spec.work_layers.to_vec(),
         trace: gs_util::trace::wanted(),
         ..Plan::default()
     }

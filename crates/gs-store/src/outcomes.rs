@@ -100,6 +100,26 @@ impl Index {
         Ok(())
     }
 
+    /// Keep CPU an experiment spent outside a run of a commit (a command in its workspace):
+    /// counted against its budget, no evidence of anything (`status` is `exec`).
+    pub fn add_spend(
+        &self,
+        repository_id: &str,
+        experiment: &str,
+        commit: &str,
+        cpu_ms: u64,
+        at: &str,
+    ) -> Result<()> {
+        self.conn.execute(
+            "INSERT INTO executions (repository_id, commit_id, tree_id, config_hash, experiment,
+                                     status, finished_at, cpu_ms, complete, warm, retry)
+             VALUES (?1, ?2, '', NULL, ?3, 'exec', ?4, ?5, 0, 1, 0)
+             ON CONFLICT (repository_id, commit_id, finished_at) DO NOTHING",
+            params![repository_id, commit, experiment, at, cpu_ms as i64],
+        )?;
+        Ok(())
+    }
+
     /// CPU milliseconds the runs of an experiment's commits spent, every run counted.
     pub fn experiment_cpu_ms(&self, repository_id: &str, experiment: &str) -> Result<u64> {
         let ms: i64 = self.conn.query_row(

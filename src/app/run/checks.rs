@@ -458,6 +458,7 @@ fn execute(
             .as_deref()
             .filter(|_| keep_cache && !spec.probe),
         cache_paths: &work.cache_paths,
+        work_layers: &[],
         watch,
         egress: process::Egress::tests(shared.config),
     });

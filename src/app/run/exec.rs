@@ -76,12 +76,7 @@ pub fn run_line(
     output: Output,
     interrupt: &AtomicBool,
 ) -> Result<Executed> {
-    let at = At {
-        ctx,
-        repo,
-        commit,
-        config: None,
-    };
+    let at = At::commit(ctx, repo, commit);
     run_in::<()>(&at, line, artifacts, timeout, output, interrupt, None).map(|(e, _)| e)
 }
 
@@ -91,6 +86,32 @@ pub struct At<'a> {
     pub repo: &'a gs_git::Repository,
     pub commit: gs_git::ObjectId,
     pub config: Option<gs_config::Config>,
+    /// Layers laid over the commit's tree, topmost first (an agent workspace's), which need an
+    /// overlay: without one the command is refused.
+    pub over: Vec<std::path::PathBuf>,
+    /// The branch whose build cache is read (`None`: production's).
+    pub branch: Option<String>,
+    /// Keep what the command wrote to its home too, not only to its tree.
+    pub keep_home: bool,
+}
+
+impl<'a> At<'a> {
+    /// The commit alone, under its own config.
+    pub fn commit(
+        ctx: &'a Context,
+        repo: &'a gs_git::Repository,
+        commit: gs_git::ObjectId,
+    ) -> Self {
+        At {
+            ctx,
+            repo,
+            commit,
+            config: None,
+            over: Vec::new(),
+            branch: None,
+            keep_home: false,
+        }
+    }
 }
 
 /// What a command wrote to its tree: the upper layer of its overlay as the sandbox's helper
@@ -155,7 +176,7 @@ pub fn run_in<T>(
     // Production's build caches, read-only: an exec keeps nothing.
     let cache = config.cache.enabled.then(|| caches::CacheUse {
         home: &cache_home,
-        branch: None,
+        branch: at.branch.as_deref(),
         read: true,
         writes: caches::writes(caches::RunOf::Exec),
         production: &config.promote.target,
@@ -220,8 +241,18 @@ pub fn run_in<T>(
         .hint("set [test] command in .sandbox.toml"));
     };
     let command = setup.as_ref().map_or(command.clone(), |s| s.wrap(&command));
+    if !at.over.is_empty() && work.lower().is_none() {
+        return Err(AppError::refused(
+            "a workspace needs an overlay over a kept checkout, and this machine's sandbox has none",
+        )
+        .hint("run `git sandbox doctor` to see why overlayfs is unavailable"));
+    }
     // The tree's writes are merged out of the overlay's upper layer as a build cache's are.
-    let tree_path = ["tree".to_string()];
+    let kept_paths = if at.keep_home {
+        vec!["tree".to_string(), "home".to_string()]
+    } else {
+        vec!["tree".to_string()]
+    };
     let keep_dir = keep.map(|(dir, _)| dir).filter(|_| work.lower().is_some());
     let outcome = process::run(process::Spec {
         command: &command,
@@ -238,7 +269,8 @@ pub fn run_in<T>(
         run_uid: work.run_uid,
         cache_layers: &work.cache_layers,
         cache_out: keep_dir,
-        cache_paths: if keep_dir.is_some() { &tree_path } else { &[] },
+        cache_paths: if keep_dir.is_some() { &kept_paths } else { &[] },
+        work_layers: &at.over,
         watch: None,
         egress: process::Egress::tests(&config),
     });

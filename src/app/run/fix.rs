@@ -370,10 +370,8 @@ fn run_check(
         Ok(upper::read(repo, info.tree, &path, layout, max)?)
     };
     let place = At {
-        ctx,
-        repo,
-        commit: info.id,
         config: Some(run_config),
+        ..At::commit(ctx, repo, info.id)
     };
     let (executed, changes) = exec::run_in(
         &place,

@@ -284,6 +284,7 @@ pub fn prepare(
         cache_layers: &[],
         cache_out: Some(&layer.dir),
         cache_paths: &["tree".to_string(), "home".to_string()],
+        work_layers: &[],
         watch: None,
         egress: process::Egress::setup(config),
     });

@@ -161,9 +161,33 @@ pub struct Stage {
     /// experiment): a fold keeps the whiteouts that hide a name of theirs.
     below: Vec<PathBuf>,
     run_uid: Option<u32>,
+    /// An agent workspace's next layer (see [`Stage::for_workspace`]).
+    workspace: bool,
 }
 
 impl Stage {
+    /// The next layer of an agent workspace whose layers are kept in `dir` as generations (laid
+    /// over a checkout, not under one): published when the command's merge ended, folded past
+    /// [`MAX_CHAIN`] keeping every whiteout, never a spare.
+    pub fn for_workspace(dir: &Path, run_uid: Option<u32>) -> Option<Stage> {
+        let stage = tempfile::Builder::new()
+            .prefix(gs_sandbox::sandbox::layers::WORK_STAGE_PREFIX)
+            .tempdir_in(dir)
+            .ok()?
+            .keep();
+        open_to_runs(&stage, run_uid.is_some());
+        Some(Stage {
+            branch_dir: dir.to_path_buf(),
+            dir: stage,
+            base: false,
+            discard: false,
+            made: None,
+            below: Vec::new(),
+            run_uid,
+            workspace: true,
+        })
+    }
+
     /// `run_uid`: the run's uid as root (the stage is then writable for every run's gid).
     pub(super) fn new(
         branch_dir: &Path,
@@ -195,6 +219,7 @@ impl Stage {
             made: None,
             below,
             run_uid,
+            workspace: false,
         })
     }
 
@@ -217,7 +242,7 @@ impl Stage {
 impl Drop for Stage {
     fn drop(&mut self) {
         let layer = self.dir.join("layer");
-        if !self.base && holds_nothing(&self.dir) {
+        if !self.base && !self.workspace && holds_nothing(&self.dir) {
             keep_spare(&self.branch_dir, self.run_uid, &self.dir);
             return;
         }
@@ -243,7 +268,7 @@ impl Drop for Stage {
             let _ = std::fs::write(self.dir.join(MADE), made_text(&[record]));
         }
         let _t = gs_util::trace::span("build caches: publish");
-        publish(&self.branch_dir, &self.dir, &self.below);
+        publish(&self.branch_dir, &self.dir, &self.below, self.workspace);
     }
 }
 
@@ -337,7 +362,7 @@ pub fn drop_spares() {
 /// It waits for another run's publication, never dropping this one; a chain grown past
 /// [`MAX_CHAIN`] is folded, and the generations no chain uses that no run holds are removed (in
 /// the background).
-fn publish(branch_dir: &Path, staged: &Path, below: &[PathBuf]) {
+fn publish(branch_dir: &Path, staged: &Path, below: &[PathBuf], keep_whiteouts: bool) {
     let Ok(mutex) = gs_util::private::open_rw(&branch_dir.join("lock")) else {
         let _ = std::fs::remove_dir_all(staged);
         return;
@@ -352,7 +377,7 @@ fn publish(branch_dir: &Path, staged: &Path, below: &[PathBuf]) {
         return;
     }
     if chain(branch_dir).len() > MAX_CHAIN {
-        fold(branch_dir, next + 1, below);
+        fold(branch_dir, next + 1, below, keep_whiteouts);
     }
     drop(mutex);
     // Off the run's path: removing a folded chain unlinks every file of every generation in it
@@ -398,7 +423,7 @@ pub fn settle() {
 /// where they hide a name of a layer a run lays under the chain: the setup layers of the
 /// branch, and the chains and setup layers of the caches `below` it. Called with the branch's
 /// lock held.
-fn fold(branch_dir: &Path, number: u64, below: &[PathBuf]) {
+fn fold(branch_dir: &Path, number: u64, below: &[PathBuf], keep_whiteouts: bool) {
     use std::os::fd::{AsRawFd, OwnedFd};
     use std::os::unix::fs::MetadataExt;
     let chain = chain(branch_dir);
@@ -448,6 +473,9 @@ fn fold(branch_dir: &Path, number: u64, below: &[PathBuf]) {
         .filter_map(|l| File::open(l).ok().map(OwnedFd::from))
         .collect();
     let mut merged = gs_sandbox::sandbox::layers::Merged::default();
+    if keep_whiteouts {
+        merged = merged.keeping_every_whiteout();
+    }
     gs_sandbox::sandbox::layers::fold(
         &layers,
         &below,
@@ -524,7 +552,7 @@ pub fn prune(branch_dir: &Path, dry_run: bool) -> (u64, u64) {
     {
         let n = e.file_name().to_string_lossy().into_owned();
         let stale = n.starts_with("old-gen-")
-            || ["new-", "fold-"].iter().any(|p| n.starts_with(p))
+            || ["new-", "fold-", "work-"].iter().any(|p| n.starts_with(p))
                 && gs_util::modified_ms(&e.path()) < gs_util::time::now_millis() - 24 * 3600 * 1000;
         if stale {
             freed += gs_util::disk_size(&e.path());

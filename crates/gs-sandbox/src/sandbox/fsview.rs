@@ -19,6 +19,8 @@ pub struct Keep {
     pub kept: bool,
     /// Build-cache layers to lay under it, topmost first.
     pub layers: Vec<OwnedFd>,
+    /// Layers to lay over it, topmost first (an agent workspace's).
+    pub above: Vec<OwnedFd>,
 }
 
 /// Open `path` as an `O_PATH` descriptor (works through directories the run's uid cannot search).
@@ -42,6 +44,7 @@ pub fn open_keep(path: &Path, writable: bool) -> Option<Keep> {
         writable,
         kept: false,
         layers: Vec::new(),
+        above: Vec::new(),
     })
 }
 
@@ -212,7 +215,13 @@ fn bounded_overlay(
         // The commit's tree is the topmost lower layer, the caches below it: a cache can add
         // files where the tree has none (target/, node_modules/), never hide or replace one of
         // the tree's, whatever an earlier run left in it.
-        let mut lowers = vec![format!("/proc/self/fd/{}", keep.fd.as_raw_fd())];
+        // An agent workspace's layers are over the tree: they hold its edits.
+        let mut lowers: Vec<String> = keep
+            .above
+            .iter()
+            .map(|l| format!("/proc/self/fd/{}", l.as_raw_fd()))
+            .collect();
+        lowers.push(format!("/proc/self/fd/{}", keep.fd.as_raw_fd()));
         lowers.extend(
             keep.layers
                 .iter()

@@ -185,6 +185,17 @@ pub fn run(plan: Plan) -> i32 {
     }
     // The run's directory: the kept checkout when there is one (to lay the overlay over, at the
     // run's own mount point), else the fresh checkout itself.
+    // A workspace's layers, every one (a run without one of them would not see its edits).
+    let mut above = Vec::new();
+    for l in &plan.work_layers {
+        match fsview::open_keep(l, false) {
+            Some(k) => above.push(k.fd),
+            None => {
+                eprintln!("git-sandbox: cannot open the layer {}", l.display());
+                return HELPER_FAILED;
+            }
+        }
+    }
     let mut keeps: Vec<Keep> = match &plan.lower {
         Some(lower) => fsview::open_keep(lower, true).map(|mut k| {
             k.path = plan.root.clone();
@@ -194,6 +205,7 @@ pub fn run(plan: Plan) -> i32 {
                 .iter()
                 .filter_map(|l| fsview::open_keep(l, false).map(|c| c.fd))
                 .collect();
+            k.above = std::mem::take(&mut above);
             k
         }),
         None => fsview::open_keep(&plan.root, true),

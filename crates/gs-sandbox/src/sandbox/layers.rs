@@ -19,6 +19,9 @@ pub use fold::fold;
 /// the cached paths, unless it starts a base (holds `base`): the supervisor keeps it for its
 /// next run. Any other place writes are merged into (a setup step's layer) is always made.
 pub const STAGE_PREFIX: &str = "new-";
+/// How an agent workspace's next layer is named while a command writes it: not a build cache's
+/// stage, so what the command wrote is kept whole (its start-up files among it).
+pub const WORK_STAGE_PREFIX: &str = "work-";
 
 /// What a merge did.
 #[derive(Debug, Default)]
@@ -44,6 +47,9 @@ pub struct Merged {
     /// The start-up files a run wrote that were not kept, up to a few paths, and how many.
     pub refused: Vec<String>,
     pub refused_count: u64,
+    /// A fold keeps every whiteout, not only those hiding a name of the layers below it (an
+    /// agent workspace's layers lie over a checkout the fold does not see).
+    keep_whiteouts: bool,
 }
 
 impl Merged {
@@ -55,6 +61,12 @@ impl Merged {
             below: reuse::Below::new(layers),
             ..Merged::default()
         }
+    }
+
+    /// A fold of layers over something it does not see: every whiteout is kept.
+    pub fn keeping_every_whiteout(mut self) -> Merged {
+        self.keep_whiteouts = true;
+        self
     }
 
     /// A build cache's merge: the start-up files a run wrote are not kept ([`startup_file`]).

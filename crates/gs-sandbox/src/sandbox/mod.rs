@@ -168,6 +168,12 @@ pub struct Plan {
     /// The paths, relative to the run's directory (`tree/target`, `home`), whose writes are kept.
     #[serde(default)]
     pub cache_paths: Vec<String>,
+    /// Layers laid over the kept checkout, topmost first, each laid out like the run's
+    /// directory: what an agent workspace's earlier commands wrote (whiteouts and opaque
+    /// directories hide the checkout's entries). Never written: the run's writes go to its own
+    /// upper layer.
+    #[serde(default)]
+    pub work_layers: Vec<PathBuf>,
     /// A helper started ahead of its run: it makes its namespaces (for `network` and `skip`, the
     /// only fields it reads first), then reads the whole plan from stdin. See
     /// `process::Spare`.

@@ -86,7 +86,7 @@ fn fold_dir(
                     }
                 }
                 libc::S_IFCHR if is_whiteout(&st) => {
-                    if !below.iter().any(|&b| lstatat(b, &name).is_some()) {
+                    if !out.keep_whiteouts && !below.iter().any(|&b| lstatat(b, &name).is_some()) {
                         continue;
                     }
                     // SAFETY: mknodat with a valid descriptor and NUL-terminated name.
