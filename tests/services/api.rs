@@ -735,3 +735,93 @@ fn schemathesis_finds_no_server_error_anywhere_the_description_allows() {
     );
     assert!(out.contains("passed"), "{out}");
 }
+
+#[test]
+fn a_workspace_is_made_worked_in_and_committed_over_http_by_role() {
+    let s = setup();
+    let (_d, addr) = s.w.serve();
+    let a = addr.as_str();
+    let base = "/api/v1/workspaces/api";
+    let with = |method: &str, path: &str, token: &str, body: &Value| {
+        let auth = format!("Bearer {token}");
+        let headers = vec![
+            ("Content-Type", "application/json"),
+            ("Authorization", auth.as_str()),
+        ];
+        request(a, method, path, &headers, body.to_string().as_bytes())
+    };
+    // Making one needs `run`.
+    let r = post(a, base, Some(&s.read), &json!({"name": "agent"}));
+    assert_eq!(r.status, 403, "{r:?}");
+    let r = post(a, base, Some(&s.run), &json!({"name": "agent"}));
+    assert_eq!(r.status, 201, "{r:?}");
+    assert_eq!(r.json()["branch"], "experiment/agent");
+    let r = post(a, base, Some(&s.run), &json!({"name": "agent"}));
+    error(&r, 400, "already exists");
+
+    // Write, read, run, diff.
+    let file = format!("{base}/agent/files/notes/todo.txt");
+    let r = with("PUT", &file, &s.read, &json!({"content": "no"}));
+    assert_eq!(r.status, 403, "{r:?}");
+    let r = with("PUT", &file, &s.run, &json!({"content": "one\ntwo\n"}));
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.json()["lines_added"], 2, "{r:?}");
+    let r = get(a, &file, Some(&s.read));
+    assert_eq!(r.json()["content"], "one\ntwo\n", "{r:?}");
+    let r = get(a, &format!("{base}/agent/files/notes"), Some(&s.read));
+    assert_eq!(r.json()["entries"][0]["name"], "todo.txt", "{r:?}");
+    let r = with(
+        "PUT",
+        &format!("{base}/agent/files/..%2Fescape"),
+        &s.run,
+        &json!({"content": "x"}),
+    );
+    error(&r, 400, "climbs out");
+    let exec = format!("{base}/agent/exec");
+    let r = post(a, &exec, Some(&s.read), &json!({"command": ["true"]}));
+    assert_eq!(r.status, 403, "{r:?}");
+    let r = post(
+        a,
+        &exec,
+        Some(&s.run),
+        &json!({"command": ["sh", "-c", "cat notes/todo.txt; echo three >> notes/todo.txt"]}),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let v = r.json();
+    assert_eq!(
+        (v["exit_code"].clone(), v["output"].clone()),
+        (json!(0), json!("one\ntwo\n")),
+        "{v}"
+    );
+    assert_eq!(v["edited"][0]["path"], "notes/todo.txt", "{v}");
+    let r = post(a, &exec, Some(&s.run), &json!({"command": []}));
+    error(&r, 400, "command is empty");
+    let r = get(a, &format!("{base}/agent/diff"), Some(&s.read));
+    assert!(
+        r.json()["patch"].as_str().unwrap().contains("+three"),
+        "{r:?}"
+    );
+
+    // Commit (queued for its run), then removal needs `admin`.
+    let r = post(
+        a,
+        &format!("{base}/agent/commit"),
+        Some(&s.run),
+        &json!({"message": "notes"}),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let commit = r.json()["commit"].as_str().unwrap().to_string();
+    assert_eq!(
+        s.w.git(&s.repo, &["rev-parse", "experiment/agent"]).trim(),
+        commit
+    );
+    let r = get(a, base, Some(&s.read));
+    assert_eq!(r.json()["workspaces"][0]["base"], commit.as_str(), "{r:?}");
+    let one = format!("{base}/agent");
+    let r = with("DELETE", &one, &s.run, &json!({}));
+    assert_eq!(r.status, 403, "{r:?}");
+    let r = with("DELETE", &one, &s.admin, &json!({}));
+    assert_eq!(r.status, 200, "{r:?}");
+    let r = get(a, &one, Some(&s.read));
+    assert_eq!(r.status, 404, "{r:?}");
+}

@@ -32,6 +32,26 @@ fn an_agent_works_through_a_whole_experiment_over_mcp() {
     assert!(report["answers"].as_u64().unwrap() > 40, "{report}");
 }
 
+#[test]
+fn two_agents_work_in_workspaces_over_mcp_and_one_is_promoted() {
+    let python = common::tools::python("mcp.client.stdio");
+    let w = World::new();
+    let repo = w.new_repo("workspaces");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/services/mcp/workspace_agent.py");
+    let mut cmd = Command::new(python);
+    cmd.arg(&script).arg(BIN).arg(&repo).current_dir(&repo);
+    w.apply_env(&mut cmd);
+    let o = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        o.status.success(),
+        "the agents' sessions failed\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
+    );
+    assert!(stdout.contains("\"agents\": 2"), "{stdout}");
+}
+
 /// A server on stdin/stdout with raw JSON-RPC lines.
 struct Raw {
     child: std::process::Child,

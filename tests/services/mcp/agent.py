@@ -19,12 +19,13 @@ BIN, REPO = sys.argv[1], sys.argv[2]
 BUDGET = 2048
 WRITES = {
     "experiment_start", "run_request", "experiment_eval", "experiment_promote",
-    "experiment_kill", "exec",
+    "experiment_kill", "exec", "workspace_new", "workspace_exec", "workspace_write_file",
+    "workspace_commit", "workspace_rm",
 }
 ALL = WRITES | {
     "experiment_list", "experiment_status", "run_wait", "result_get", "failures_list",
     "log_read", "analysis_get", "analysis_diff", "compare", "events_poll", "config_get",
-    "flaky_list",
+    "flaky_list", "workspace_read_file", "workspace_diff", "workspace_list",
 }
 
 PASSING = """import unittest
