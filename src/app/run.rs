@@ -119,11 +119,11 @@ enum Source {
 }
 
 /// Start checking the kept checkout this process's first run will likely use, on another
-/// thread, while the commits are chosen (see `gs_runner::workspace::check_ahead`).
+/// thread, while the commits are chosen (see `gs_runner::rundir::check_ahead`).
 pub fn check_ahead(ctx: &Context, repo: &gs_git::Repository) {
     let scratch = gs_git::checkout::scratch_root();
     let home_id = crate::app::home::home_id(&ctx.paths.home);
-    gs_runner::workspace::check_ahead(repo, &scratch, &home_id);
+    gs_runner::rundir::check_ahead(repo, &scratch, &home_id);
 }
 
 pub fn run_commits(

@@ -7,4 +7,4 @@
 #[path = "../common/mod.rs"]
 mod common;
 
-mod workspace;
+mod kept_checkouts;

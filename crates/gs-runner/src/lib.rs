@@ -12,9 +12,9 @@ pub mod mocha_map;
 pub mod newer;
 pub mod pytest_capture;
 pub mod pytest_report;
+pub mod rundir;
 pub mod stamps;
 pub mod toolchain;
-pub mod workspace;
 
 // Test commands are recognised by the selection's layer; their old names here stay for the
 // callers that still use them.

@@ -8,7 +8,7 @@ use crate::app::{Context, Result};
 use gs_config::GcConfig;
 use gs_git as git;
 use gs_git::checkout;
-use gs_runner::{caches, workspace};
+use gs_runner::{caches, rundir};
 use gs_util as util;
 use gs_util::time;
 use serde::Serialize;
@@ -279,7 +279,7 @@ fn prune_caches(
             continue;
         }
         if let Ok(repo) = git::open(&k.path) {
-            live.insert(workspace::repo_key(&repo), repo);
+            live.insert(rundir::repo_key(&repo), repo);
         }
     }
     let cutoff = now - cfg.caches.as_millis().min(i64::MAX as u128) as i64;
@@ -337,14 +337,14 @@ fn prune_caches(
     // which no data dir uses any more, only by age.
     let scratch = checkout::scratch_root();
     let home_id = crate::app::home::home_id(&ctx.paths.home);
-    let own = workspace::kept_checkouts(&scratch, &home_id)
+    let own = rundir::kept_checkouts(&scratch, &home_id)
         .into_iter()
         .filter(|k| !(live.contains_key(&k.repo_key) && k.used_ms >= cutoff));
-    let old = workspace::old_kept_checkouts(&scratch)
+    let old = rundir::old_kept_checkouts(&scratch)
         .into_iter()
         .filter(|k| k.used_ms < cutoff);
     for k in own.chain(old) {
-        match workspace::remove_kept(&k, dry_run) {
+        match rundir::remove_kept(&k, dry_run) {
             Ok(true) => report.kept_checkouts.add(k.bytes),
             Ok(false) => report.caches_busy += 1,
             Err(e) => report
@@ -353,8 +353,8 @@ fn prune_caches(
         }
     }
     // Those of data dirs that are gone: no one can use them again.
-    for (dir, kept) in workspace::orphaned_homes(&scratch) {
-        match workspace::remove_home(&dir, dry_run) {
+    for (dir, kept) in rundir::orphaned_homes(&scratch) {
+        match rundir::remove_home(&dir, dry_run) {
             Ok(true) => kept.iter().for_each(|k| report.kept_checkouts.add(k.bytes)),
             Ok(false) => report.caches_busy += 1,
             Err(e) => report
@@ -434,14 +434,14 @@ fn duration_text(d: Duration) -> String {
 }
 
 /// The registered repositories by the key their build caches are kept under (see
-/// `gs_runner::workspace::repo_key`), read from the registry beside the data dir (no index):
+/// `gs_runner::rundir::repo_key`), read from the registry beside the data dir (no index):
 /// how `doctor` names a cache.
 pub fn repositories_by_cache_key(home: &Path) -> HashMap<String, PathBuf> {
     gs_store::registry::list(home)
         .into_iter()
         .filter_map(|e| {
             let repo = git::open(&e.path).ok()?;
-            Some((workspace::repo_key(&repo), e.path))
+            Some((rundir::repo_key(&repo), e.path))
         })
         .collect()
 }

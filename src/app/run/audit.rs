@@ -63,7 +63,7 @@ pub fn after(
     }
     let repo = gs_git::open_recent(std::path::Path::new(&row.path))?;
     let home = ctx.paths.caches();
-    let key = gs_runner::workspace::repo_key(&repo);
+    let key = gs_runner::rundir::repo_key(&repo);
     let now = gs_util::time::now_millis();
     let mut out = Vec::new();
     for (branch, warm) in newest {
@@ -153,7 +153,7 @@ fn audit(at: Repo<'_>, branch: &str, warm: &RunRecord, interrupt: &AtomicBool) -
         state.discarded = discarded.clone();
         state.rerun = rerun_made_on(at, &refname, &discarded, &warm.commit, interrupt)?;
     }
-    let key = gs_runner::workspace::repo_key(repo);
+    let key = gs_runner::rundir::repo_key(repo);
     caches::set_audit_state(&ctx.paths.caches(), &key, branch, &state);
     ctx.index.add_event(
         EventKind::CacheAudited,

@@ -7,7 +7,7 @@ use crate::app::{run::setup, Context};
 use gs_config::{Config, TEST_CHECK};
 use gs_model::{CheckRun, Checks, Framework, KilledBy, Status, TestCounts, Tests};
 use gs_parse as parse;
-use gs_runner::{coverage, detect, workspace};
+use gs_runner::{coverage, detect, rundir};
 use gs_sandbox::process;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -198,11 +198,7 @@ pub(super) struct Env<'a> {
 
 /// Run every check of `config` in `work`: the parallel ones side by side, the others one after
 /// another (the named checks in the order declared, then the tests).
-pub(super) fn run_all(
-    env: &Env<'_>,
-    work: &workspace::Workspace,
-    setup: Option<&setup::Setup>,
-) -> Ran {
+pub(super) fn run_all(env: &Env<'_>, work: &rundir::RunDir, setup: Option<&setup::Setup>) -> Ran {
     let config = env.config;
     let mut specs: Vec<Spec<'_>> = config
         .checks
@@ -374,7 +370,7 @@ type OnFound<'a> = &'a dyn Fn(gs_sandbox::first_fail::Found, std::time::Instant)
 fn execute(
     shared: &Shared<'_>,
     spec: &Spec<'_>,
-    work: &workspace::Workspace,
+    work: &rundir::RunDir,
     setup: Option<&setup::Setup>,
     keep_cache: bool,
     watch: Option<OnFound<'_>>,
@@ -480,7 +476,7 @@ fn conclude(
     env: &Env<'_>,
     spec: &Spec<'_>,
     executed: Executed,
-    work: &workspace::Workspace,
+    work: &rundir::RunDir,
     setup: Option<&setup::Setup>,
 ) -> CheckResult {
     let config = env.config;
@@ -636,7 +632,7 @@ impl Ended<'_> {
     fn status(
         &self,
         setup: Option<&setup::Setup>,
-        work: &workspace::Workspace,
+        work: &rundir::RunDir,
         config: &Config,
     ) -> (Status, Option<String>) {
         let o = self.outcome;

@@ -6,7 +6,7 @@ use crate::app::{config::commit_config::config_for, run::setup, AppError, Contex
 use gs_config::ConfigFile;
 use gs_git as git;
 use gs_git::checkout;
-use gs_runner::{caches, workspace};
+use gs_runner::{caches, rundir};
 use gs_sandbox::{env, process};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -55,12 +55,12 @@ pub fn exec(
         })?);
     }
     let command = format!("exec {}", words.join(" "));
-    let line = |_: &workspace::Workspace| Some(command.clone());
+    let line = |_: &rundir::RunDir| Some(command.clone());
     run_line(ctx, repo, commit, &line, &[], timeout, output, interrupt)
 }
 
 /// What [`run_line`] runs in the workspace: the line, or `None` for nothing to run.
-pub type Line<'a> = &'a dyn Fn(&workspace::Workspace) -> Option<String>;
+pub type Line<'a> = &'a dyn Fn(&rundir::RunDir) -> Option<String>;
 
 /// Run the shell line `line` makes in a sandboxed checkout of `commit`, as [`exec`] runs its
 /// command; the files `artifacts` names are read back into `outcome.artifacts`. `None` when
@@ -186,10 +186,10 @@ pub fn run_in<T>(
     });
     let prepare = || {
         let _t = gs_util::trace::span("workspace");
-        workspace::prepare(
+        rundir::prepare(
             repo,
             info.tree,
-            &workspace::Options {
+            &rundir::Options {
                 scratch: &scratch,
                 home_id: &home_id,
                 data_dir: &ctx.paths.home,

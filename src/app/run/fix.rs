@@ -349,7 +349,7 @@ fn run_check(
     let mut run_config = config.clone();
     run_config.test.timeout = config.check_timeout(check);
     let command = check.command.clone();
-    let line = move |_: &gs_runner::workspace::Workspace| Some(command.clone());
+    let line = move |_: &gs_runner::rundir::RunDir| Some(command.clone());
     let max = config
         .limits
         .checkout_mb

@@ -8,7 +8,7 @@ use gs_config::Config;
 use gs_git::ObjectId;
 use gs_model::{KilledBy, SetupRun};
 use gs_runner::caches;
-use gs_runner::{workspace, workspace::Workspace};
+use gs_runner::{rundir, rundir::RunDir};
 use gs_sandbox::{process, Sandbox};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -140,7 +140,7 @@ impl Setup {
     }
 
     /// Lay the setup's layer (if it has one) under another workspace of the same run.
-    pub fn lay_under(&self, work: &mut Workspace) {
+    pub fn lay_under(&self, work: &mut RunDir) {
         if let Setup::Layer(layer, _) = self {
             work.cache_layers.push(layer.layer());
         }
@@ -219,7 +219,7 @@ pub fn prepare(
     config: &Config,
     repo: &gs_git::Repository,
     tree: ObjectId,
-    work: &mut Workspace,
+    work: &mut RunDir,
     cache: Option<&caches::CacheUse<'_>>,
     sandbox: &Sandbox,
     output: SetupOutput<'_>,
@@ -238,7 +238,7 @@ pub fn prepare(
         traffic: None,
     };
     let layer = match (work.lower(), cache) {
-        (Some(_), Some(c)) => caches::setup_layer(c, &workspace::repo_key(repo), &key),
+        (Some(_), Some(c)) => caches::setup_layer(c, &rundir::repo_key(repo), &key),
         _ => None,
     };
     let Some(mut layer) = layer else {

@@ -15,7 +15,7 @@ use gs_git as git;
 use gs_git::ObjectId;
 use gs_git::{checkout, CommitInfo};
 use gs_model::{Analysis, EventKind, RunRecord, Status, RUN_SCHEMA};
-use gs_runner::{caches, workspace};
+use gs_runner::{caches, rundir};
 use gs_store::RepoRow;
 use gs_util::time;
 use std::collections::HashMap;
@@ -318,11 +318,11 @@ struct Bench<'b> {
 
 impl Bench<'_> {
     /// A workspace for the commit's tree, in an overlay on a kept checkout when `overlay`.
-    fn prepare(&self, overlay: bool) -> std::result::Result<workspace::Workspace, git::GitError> {
-        workspace::prepare(
+    fn prepare(&self, overlay: bool) -> std::result::Result<rundir::RunDir, git::GitError> {
+        rundir::prepare(
             self.c.repo,
             self.c.info.tree,
-            &workspace::Options {
+            &rundir::Options {
                 scratch: self.scratch,
                 home_id: self.home_id,
                 data_dir: &self.c.ctx.paths.home,
@@ -335,7 +335,7 @@ impl Bench<'_> {
     }
 
     /// [`Bench::prepare`] as the machine allows, told to the event log.
-    fn prepared(&self) -> std::result::Result<workspace::Workspace, git::GitError> {
+    fn prepared(&self) -> std::result::Result<rundir::RunDir, git::GitError> {
         let _t = gs_util::trace::span("workspace");
         let began = time::now_millis();
         let work = self.prepare(self.sandbox.overlay)?;
@@ -347,7 +347,7 @@ impl Bench<'_> {
     }
 
     /// Stage 4: the checkout. One that fails ends the run as an error.
-    fn checkout(&self, record: &mut RunRecord) -> Step<workspace::Workspace> {
+    fn checkout(&self, record: &mut RunRecord) -> Step<rundir::RunDir> {
         match self.prepared() {
             Ok(w) => Step::Next(w),
             Err(e) => {
@@ -363,10 +363,10 @@ impl Bench<'_> {
     /// run as an error.
     fn setup(
         &self,
-        work: &mut workspace::Workspace,
+        work: &mut rundir::RunDir,
         record: &mut RunRecord,
     ) -> Step<Option<setup::Setup>> {
-        let setup_of = |work: &mut workspace::Workspace| {
+        let setup_of = |work: &mut rundir::RunDir| {
             setup::prepare(
                 self.config,
                 self.c.repo,
@@ -413,7 +413,7 @@ impl Bench<'_> {
     /// runs them again in a fresh one. The workspace ends here; its cache generations stay.
     fn checks(
         &self,
-        mut work: workspace::Workspace,
+        mut work: rundir::RunDir,
         setup: Option<setup::Setup>,
         record: &mut RunRecord,
     ) -> (

@@ -297,7 +297,7 @@ pub fn make(
         None,
         &gs_config::ConfigFile::default(),
     )?;
-    let line = |work: &gs_runner::workspace::Workspace| {
+    let line = |work: &gs_runner::rundir::RunDir| {
         let command = match config.test.command.clone() {
             Some(c) => c,
             None => gs_runner::detect::detect(&work.host_tree())?.0,

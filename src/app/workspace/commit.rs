@@ -19,7 +19,7 @@ use std::path::Path;
 /// The view tree the state holds.
 pub(super) fn view_tree(repo: &gs_git::Repository, found: &Found) -> Result<ObjectId> {
     match ObjectId::from_hex(found.state.tree.as_bytes()) {
-        Ok(t) if repo.find_object(t).is_ok() => Ok(t),
+        Ok(t) if git::objects::size(repo, t).is_some() => Ok(t),
         // A state without one (or whose objects git lost): from the layers again.
         _ => rebuild(repo, found),
     }

@@ -85,7 +85,7 @@ pub fn exec(
                 .hint("check the data dir's disk (`git sandbox doctor`)")
         })?;
     let command = format!("exec {}", words.join(" "));
-    let line = |_: &gs_runner::workspace::Workspace| Some(command.clone());
+    let line = |_: &gs_runner::rundir::RunDir| Some(command.clone());
     let place = At {
         over: layers,
         branch: Some(format!("experiment/{name}")),

@@ -32,7 +32,7 @@ const AREAS: &[(&str, &[&str])] = &[
     ),
     // The tree-sitter analysis of a commit's code and the metrics over it.
     ("analysis", &["analyze", "metrics"]),
-    // One commit's execution: its stages, checks, setup step, workspace, the tests it selects,
+    // One commit's execution: its stages, checks, setup step, run directory, the tests it selects,
     // and running many commits.
     (
         "run",
@@ -85,6 +85,9 @@ const AREAS: &[(&str, &[&str])] = &[
             "lost_notes",
         ],
     ),
+    // Agents' workspaces: an experiment's branch with a live sandbox on it, whose commits are
+    // queued and verified like any other (above intake, experiments and runs).
+    ("workspace", &["workspace"]),
 ];
 
 /// The area of the module at `path` (under `app`), lowest first by index.

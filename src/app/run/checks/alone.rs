@@ -11,7 +11,7 @@
 use super::{conclude, execute, CheckResult, Env, Shared, Spec};
 use crate::app::run::setup;
 use gs_model::{Retried, Status, TestOutcomes, Tests};
-use gs_runner::{cargo_cmd, detect, go_cmd, pytest_cmd, workspace};
+use gs_runner::{cargo_cmd, detect, go_cmd, pytest_cmd, rundir};
 
 /// The most failing tests retried alone: more failing at once is no flake.
 const MAX_ALONE: usize = 50;
@@ -46,7 +46,7 @@ impl Runner {
 pub(super) fn retry(
     env: &Env<'_>,
     shared: &Shared<'_>,
-    work: &workspace::Workspace,
+    work: &rundir::RunDir,
     setup: Option<&setup::Setup>,
     spec: &Spec<'_>,
     test: &mut CheckResult,

@@ -8,7 +8,7 @@
 use super::{conclude, execute, Env, Shared, Spec};
 use crate::app::run::setup;
 use gs_model::{NewTests, Status, TestOutcomes, Tests};
-use gs_runner::{detect, pytest_cmd, workspace};
+use gs_runner::{detect, pytest_cmd, rundir};
 use std::collections::{BTreeSet, HashSet};
 
 /// The most new tests run again: a commit that adds more leaves the rest at their one run.
@@ -19,7 +19,7 @@ const MAX_NEW_TESTS: usize = 200;
 pub(super) fn mark(
     env: &Env<'_>,
     shared: &Shared<'_>,
-    work: &workspace::Workspace,
+    work: &rundir::RunDir,
     setup: Option<&setup::Setup>,
     spec: &Spec<'_>,
     tests: &mut Tests,

@@ -16,7 +16,7 @@ use super::{conclude, execute, CheckResult, Env, Executed, Shared, Spec};
 use crate::app::run::slots::ProbeSlot;
 use gs_analysis::jsgraph::Runner;
 use gs_model::{Status, TestPhase, Tests};
-use gs_runner::{cargo_cmd, detect, go_cmd, js_cmd, pytest_cmd, workspace};
+use gs_runner::{cargo_cmd, detect, go_cmd, js_cmd, pytest_cmd, rundir};
 use gs_sandbox::first_fail::{self, Found};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 pub(super) struct Place<'a> {
     pub env: &'a Env<'a>,
     pub shared: &'a Shared<'a>,
-    pub work: &'a workspace::Workspace,
+    pub work: &'a rundir::RunDir,
     pub setup: Option<&'a super::setup::Setup>,
     pub keep: bool,
 }
@@ -315,7 +315,7 @@ enum Split {
 }
 
 impl Split {
-    fn of(command: &str, work: &workspace::Workspace) -> Option<Split> {
+    fn of(command: &str, work: &rundir::RunDir) -> Option<Split> {
         if let Some(p) = pytest_cmd::recognise(command) {
             return Some(Split::Pytest(p));
         }

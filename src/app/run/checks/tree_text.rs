@@ -15,7 +15,7 @@ pub(super) struct TreeText {
 }
 
 impl TreeText {
-    pub(super) fn of(work: &gs_runner::workspace::Workspace) -> Self {
+    pub(super) fn of(work: &gs_runner::rundir::RunDir) -> Self {
         TreeText {
             tree: work.host_tree(),
             read: RefCell::default(),

@@ -31,7 +31,7 @@ const MAX_SLOTS: u32 = 64;
 /// Where the locks of slot uids live as root: one place for every scratch dir.
 const UID_LOCKS: &str = "/run/git-sandbox";
 
-/// How a workspace came about, for events and benchmarks.
+/// How a run directory came about, for events and benchmarks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Prepared {
     /// A fresh checkout for this run alone.
@@ -43,7 +43,7 @@ pub enum Prepared {
 }
 
 /// A run's directory: `root()` holds `tree/` (the working directory), `home/` and `tmp/`.
-pub struct Workspace {
+pub struct RunDir {
     root: tempfile::TempDir,
     /// The kept checkout to lay the overlay over (`None`: `root` holds a fresh checkout).
     lower: Option<PathBuf>,
@@ -60,7 +60,7 @@ pub struct Workspace {
     pub cache_paths: Vec<String>,
     /// The cache generations the run reads, topmost first (`main@7`), for its record.
     pub cache_generations: Vec<String>,
-    /// The branch's next cache generation, published when the workspace goes (unless the run
+    /// The branch's next cache generation, published when the run directory goes (unless the run
     /// turned out not to have seen the commit's tree).
     cache_stage: Option<super::caches::Stage>,
     /// The check of a kept checkout against its stamps, going on while the run starts.
@@ -71,7 +71,7 @@ pub struct Workspace {
     _cache_locks: Vec<File>,
 }
 
-impl Drop for Workspace {
+impl Drop for RunDir {
     fn drop(&mut self) {
         // Whatever the caller did with it, a kept checkout that failed its check is not trusted
         // again.
@@ -79,14 +79,14 @@ impl Drop for Workspace {
     }
 }
 
-impl Workspace {
+impl RunDir {
     /// The working directory of the run.
     pub fn path(&self) -> PathBuf {
         self.root.path().join("tree")
     }
 
     /// Where the supervisor reads the tree's files (to detect the test command): the kept
-    /// checkout, or the fresh one. Only the run sees its tree at [`Workspace::path`] when it is
+    /// checkout, or the fresh one. Only the run sees its tree at [`RunDir::path`] when it is
     /// an overlay.
     pub fn host_tree(&self) -> PathBuf {
         match &self.lower {
@@ -105,7 +105,7 @@ impl Workspace {
         self.lower.as_deref()
     }
 
-    /// Give up the slot and the cache locks (before preparing another workspace for the same
+    /// Give up the slot and the cache locks (before preparing another run directory for the same
     /// run, which may then take the same slot).
     pub fn release(&mut self) {
         self.confirm();
@@ -254,13 +254,13 @@ pub struct Options<'a> {
     pub cache: Option<super::caches::CacheUse<'a>>,
 }
 
-/// The workspace for a run of `tree`: a kept checkout brought to the tree where the machine
+/// The run directory for a run of `tree`: a kept checkout brought to the tree where the machine
 /// allows it, else a fresh checkout.
 pub fn prepare(
     repo: &gix::Repository,
     tree: ObjectId,
     opts: &Options<'_>,
-) -> Result<Workspace, GitError> {
+) -> Result<RunDir, GitError> {
     if opts.overlay {
         if let Some(slot) = acquire(&cache_root(opts.scratch, opts.home_id), opts.data_dir) {
             return kept(repo, tree, opts, slot);
@@ -268,7 +268,7 @@ pub fn prepare(
     }
     let fresh = checkout::checkout_tree(repo, tree, opts.scratch, opts.interrupt, opts.ceiling)?;
     let files = fresh.files;
-    Ok(Workspace {
+    Ok(RunDir {
         root: fresh.into_dir(),
         lower: None,
         run_uid: None,
@@ -302,7 +302,7 @@ fn kept(
     tree: ObjectId,
     opts: &Options<'_>,
     slot: Slot,
-) -> Result<Workspace, GitError> {
+) -> Result<RunDir, GitError> {
     let dir = slot.dir.join(repo_key(repo));
     let lower = dir.join("lower");
     let tree_dir = lower.join("tree");
@@ -316,7 +316,7 @@ fn kept(
     let key = lower.clone();
     // A seal this process checked, if the state still says the same (no other process used the
     // slot since); else the state's, and the tree is checked against it in full while the run
-    // goes on (see `Workspace::confirm`).
+    // goes on (see `RunDir::confirm`).
     let mut known = verified_here()
         .lock()
         .expect("cache map")
@@ -500,7 +500,7 @@ fn kept(
     // The run's own directory: the overlay's mount point, swept with the others when stale.
     let root = checkout::run_dir(opts.scratch)?;
     drop(_t);
-    Ok(Workspace {
+    Ok(RunDir {
         root,
         lower: Some(lower),
         run_uid: slot.uid,

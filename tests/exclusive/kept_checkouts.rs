@@ -357,7 +357,7 @@ fn a_slot_keeps_the_checkouts_of_its_most_recently_used_repositories_only() {
     let _serial = one_at_a_time();
     let mut w = World::new();
     let scratch = scratch(&mut w);
-    let most = gs_runner::workspace::KEPT_PER_SLOT;
+    let most = gs_runner::rundir::KEPT_PER_SLOT;
     let repos: Vec<PathBuf> = (0..most + 2)
         .map(|i| {
             let repo = w.new_repo(&format!("many{i}"));
