@@ -87,6 +87,12 @@ pub fn cmd_gc(args: GcArgs) -> CmdResult {
             r.retention.caches
         ));
     }
+    if r.workspaces.count > 0 {
+        lines.push(format!(
+            "{verb} {} (their branch is gone, or their repository is no longer registered)",
+            sized(r.workspaces.count, "workspace", r.workspaces.bytes),
+        ));
+    }
     if r.events > 0 {
         lines.push(format!(
             "{verb} {} older than {}",

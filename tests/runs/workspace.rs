@@ -360,9 +360,17 @@ fn a_stopped_command_leaves_the_workspace_as_it_was_and_workspaces_never_see_eac
     assert!(!w
         .git(&repo, &["rev-parse", "refs/sandbox/archive/two"])
         .is_empty());
+    // A workspace whose experiment was killed (its branch archived) is gone after gc.
+    assert_eq!(w.sandbox(&repo, &["kill", "one"]).code, 0);
+    let o = w.sandbox(&repo, &["gc", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(o.json()["workspaces"]["count"], 1, "{o:?}");
+    let o = w.sandbox(&repo, &["workspace", "list", "--json"]);
+    assert_eq!(o.json(), serde_json::json!([]), "{o:?}");
+    assert_eq!(w.sandbox(&repo, &["workspace", "new", "three"]).code, 0);
     // Bad names: one line, the fix.
     let o = w.sandbox(&repo, &["workspace", "new", "../evil"]);
     assert_eq!(o.code, 2, "{o:?}");
-    let o = w.sandbox(&repo, &["workspace", "new", "one"]);
+    let o = w.sandbox(&repo, &["workspace", "new", "three"]);
     assert_eq!(o.code, 2, "{o:?}");
 }

@@ -65,6 +65,9 @@ pub struct GcReport {
     /// Kept checkouts of repositories that are no longer registered or unused for longer than
     /// `[gc] caches`.
     pub kept_checkouts: Freed,
+    /// Agents' workspaces whose experiment's branch is gone (killed, deleted) or whose
+    /// repository is no longer registered.
+    pub workspaces: Freed,
     /// Build-cache generations that no run reads any more (a newer base replaced them).
     pub generations: Freed,
     /// Caches and kept checkouts that would have gone but a run is using them.
@@ -211,6 +214,7 @@ pub fn gc(ctx: &Context, dry_run: bool) -> Result<GcReport> {
         checkouts: Freed::default(),
         caches: Freed::default(),
         kept_checkouts: Freed::default(),
+        workspaces: Freed::default(),
         generations: Freed::default(),
         caches_busy: 0,
         caches_kept: Freed::default(),
@@ -258,7 +262,56 @@ pub fn gc(ctx: &Context, dry_run: bool) -> Result<GcReport> {
         report.checkouts.add(bytes);
     }
     prune_caches(ctx, &cfg, &gone, now, dry_run, &mut report)?;
+    prune_workspaces(ctx, dry_run, &mut report)?;
     Ok(report)
+}
+
+/// Agents' workspaces (`$GIT_SANDBOX_HOME/workspaces/<repository id>/<name>/`, see
+/// `app/workspace`) that nothing can use any more: their repository is not registered, or
+/// their branch `experiment/<name>` is gone. Never one a command holds (its `lock`).
+fn prune_workspaces(ctx: &Context, dry_run: bool, report: &mut GcReport) -> Result<()> {
+    let root = ctx.paths.home.join("workspaces");
+    let known: HashMap<String, PathBuf> = forget::known(ctx)?
+        .into_iter()
+        .map(|k| (k.repository_id, k.path))
+        .collect();
+    for repo_dir in std::fs::read_dir(&root).into_iter().flatten().flatten() {
+        let id = repo_dir.file_name().to_string_lossy().into_owned();
+        let repo = known.get(&id).and_then(|p| gs_git::open(p).ok());
+        for ws in std::fs::read_dir(repo_dir.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let name = ws.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') {
+                // A removal cut short (`.removed-…`): nothing reads it.
+            } else if let Some(repo) = &repo {
+                let branch = format!("refs/heads/experiment/{name}");
+                if gs_git::objects::ref_commit(repo, &branch)?.is_some() {
+                    continue;
+                }
+            }
+            let held = gs_util::private::open_rw(&ws.path().join("lock"))
+                .ok()
+                .filter(|f| f.try_lock().is_ok());
+            if held.is_none() && !name.starts_with('.') {
+                report.caches_busy += 1;
+                continue;
+            }
+            let bytes = util::disk_size(&ws.path());
+            if !dry_run {
+                if let Err(e) = std::fs::remove_dir_all(ws.path()) {
+                    report
+                        .warnings
+                        .push(format!("cannot remove {}: {e}", ws.path().display()));
+                    continue;
+                }
+            }
+            report.workspaces.add(bytes);
+        }
+    }
+    Ok(())
 }
 
 /// Build caches and kept checkouts: those of repositories that are not registered (or gone),

@@ -17,33 +17,43 @@ use serde::Serialize;
 use std::path::Path;
 
 /// The view tree the state holds.
-pub(super) fn view_tree(repo: &gs_git::Repository, found: &Found) -> Result<ObjectId> {
+pub(super) fn view_tree(at: Repo<'_>, found: &Found) -> Result<ObjectId> {
     match ObjectId::from_hex(found.state.tree.as_bytes()) {
-        Ok(t) if git::objects::size(repo, t).is_some() => Ok(t),
+        Ok(t) if git::objects::size(at.repo, t).is_some() => Ok(t),
         // A state without one (or whose objects git lost): from the layers again.
-        _ => rebuild(repo, found),
+        _ => rebuild(at, found),
     }
 }
 
 /// The view tree read again from every layer, oldest first.
-fn rebuild(repo: &gs_git::Repository, found: &Found) -> Result<ObjectId> {
+fn rebuild(at: Repo<'_>, found: &Found) -> Result<ObjectId> {
     let (layers, _locks) = gs_runner::caches::workspace_layers(&found.layers());
-    let mut tree = git::commit_info(repo, found.base())?.tree;
+    let mut tree = git::commit_info(at.repo, found.base())?.tree;
     for layer in layers.iter().rev() {
-        tree = apply_layer(repo, found, tree, layer)?;
+        tree = apply_layer(at, found, tree, layer)?;
     }
     Ok(tree)
 }
 
 /// `tree` with what the layer `layer` (laid out as a run's directory: its `tree/`) changed,
-/// new paths the base tree ignores left out.
+/// new paths the base tree ignores left out; its files bounded by the base commit's
+/// `[limits] checkout_mb`, as a checkout is.
 pub(super) fn apply_layer(
-    repo: &gs_git::Repository,
+    at: Repo<'_>,
     found: &Found,
     tree: ObjectId,
     layer: &Path,
 ) -> Result<ObjectId> {
-    let base_tree = git::commit_info(repo, found.base())?.tree;
+    let repo = at.repo;
+    let info = git::commit_info(repo, found.base())?;
+    let base_tree = info.tree;
+    let config = crate::app::config::commit_config::config_for(
+        at.ctx,
+        repo,
+        &info,
+        Some(&found.state.name),
+        &gs_config::ConfigFile::default(),
+    )?;
     let mut ignores = git::ignore::TreeIgnores::new(repo, base_tree);
     let mut take = |path: &str, is_dir: bool| !ignores.is_ignored(path, is_dir);
     let changes = git::upper::read_with(
@@ -51,7 +61,7 @@ pub(super) fn apply_layer(
         tree,
         &layer.join("tree"),
         git::upper::Layout::Upper,
-        git::upper::MAX_BYTES,
+        config.limits.checkout_bytes().min(git::upper::MAX_BYTES),
         &mut take,
     )?;
     Ok(git::upper::apply(repo, tree, &changes.changes)?)
@@ -83,7 +93,7 @@ pub struct Diff {
 /// `workspace diff NAME`: the workspace against its base, as `git diff` prints two trees.
 pub fn diff(at: Repo<'_>, name: &str) -> Result<Diff> {
     let found = super::find(at, name)?;
-    let tree = view_tree(at.repo, &found)?;
+    let tree = view_tree(at, &found)?;
     let base_tree = git::commit_info(at.repo, found.base())?.tree;
     let dir = experiments::git_dir_for_cli(at.repo);
     let (b, t) = (base_tree.to_string(), tree.to_string());
@@ -137,7 +147,7 @@ pub fn commit(
             .hint("say what the change does: -m \"fix the parser's off-by-one\""));
     }
     let (mut found, _held) = take(at, name)?;
-    let tree = view_tree(at.repo, &found)?;
+    let tree = view_tree(at, &found)?;
     let base = found.base();
     let base_tree = git::commit_info(at.repo, base)?.tree;
     if tree == base_tree {

@@ -489,7 +489,7 @@ pub fn write_file(at: Repo<'_>, name: &str, path: &str, content: &[u8]) -> Resul
         Seen::ThroughLink(l) => return Err(refused_link(name, &shown, &l)),
     };
     drop(v);
-    let before = super::commit::view_tree(at.repo, &found)?;
+    let before = super::commit::view_tree(at, &found)?;
     let mut stage = gs_runner::caches::Stage::for_workspace(&found.layers(), as_root())
         .ok_or_else(|| {
             AppError::refused("cannot make the workspace's next layer")
@@ -504,7 +504,7 @@ pub fn write_file(at: Repo<'_>, name: &str, path: &str, content: &[u8]) -> Resul
             source: e,
         });
     }
-    let after = super::commit::apply_layer(at.repo, &found, before, &layer)?;
+    let after = super::commit::apply_layer(at, &found, before, &layer)?;
     std::fs::write(stage.dir().join("added"), format!("{}\n", content.len()))
         .map_err(crate::app::io_err("cannot finish the workspace's layer"))?;
     drop(stage);

@@ -116,11 +116,11 @@ pub fn exec(
     } else {
         lost.flatten()
     };
-    let before = super::commit::view_tree(repo, &found)?;
+    let before = super::commit::view_tree(at, &found)?;
     let mut after = before;
     if dropped.is_none() {
         let layer = stage.dir().join("layer");
-        match super::commit::apply_layer(repo, &found, before, &layer) {
+        match super::commit::apply_layer(at, &found, before, &layer) {
             Ok(t) => after = t,
             Err(e) => {
                 stage.discard();
