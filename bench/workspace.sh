@@ -72,7 +72,7 @@ e=$(printf '%s\n' "${ex[@]}" | median)
 # commit: 10,000 files, one file changed each round.
 repo "$WORK/ten" 10000
 "$BIN" workspace new c >/dev/null
-git clone -q "$WORK/ten" "$WORK/peer"
+git clone -q --no-local "$WORK/ten" "$WORK/peer"
 co=() gc=()
 for ((r = 0; r < REPS; r++)); do
   printf 'round %d\n' "$r" | "$BIN" workspace write c d7/f7.txt >/dev/null

@@ -185,7 +185,7 @@ pub fn run_in<T>(
         max_mb: config.cache.max_mb,
     });
     let prepare = || {
-        let _t = gs_util::trace::span("workspace");
+        let _t = gs_util::trace::span("run directory");
         rundir::prepare(
             repo,
             info.tree,

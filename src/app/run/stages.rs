@@ -336,7 +336,7 @@ impl Bench<'_> {
 
     /// [`Bench::prepare`] as the machine allows, told to the event log.
     fn prepared(&self) -> std::result::Result<rundir::RunDir, git::GitError> {
-        let _t = gs_util::trace::span("workspace");
+        let _t = gs_util::trace::span("run directory");
         let began = time::now_millis();
         let work = self.prepare(self.sandbox.overlay)?;
         self.c.event(

@@ -44,6 +44,10 @@ pub(super) fn apply_layer(
     tree: ObjectId,
     layer: &Path,
 ) -> Result<ObjectId> {
+    // A layer with nothing under the tree (a command that wrote only to its home, or nothing).
+    if std::fs::symlink_metadata(layer.join("tree")).is_err() {
+        return Ok(tree);
+    }
     let repo = at.repo;
     let info = git::commit_info(repo, found.base())?;
     let base_tree = info.tree;

@@ -59,6 +59,7 @@ pub fn exec(
             .hint("leave the NUL out (pass such data in a file)")
         })?);
     }
+    let t = gs_util::trace::span("workspace: state, lock, budget");
     let (mut found, _held) = take(at, name)?;
     if let Some(b) = experiments::find(at, name)
         .ok()
@@ -75,6 +76,8 @@ pub fn exec(
             "raise it with `git sandbox experiment budget {name} 2h`"
         )));
     }
+    drop(t);
+    let t = gs_util::trace::span("workspace: layers, stage");
     let layers_dir = found.layers();
     let (layers, locks) = gs_runner::caches::workspace_layers(&layers_dir);
     // SAFETY: a plain getter.
@@ -84,6 +87,7 @@ pub fn exec(
             AppError::refused("cannot make the workspace's next layer")
                 .hint("check the data dir's disk (`git sandbox doctor`)")
         })?;
+    drop(t);
     let command = format!("exec {}", words.join(" "));
     let line = |_: &gs_runner::rundir::RunDir| Some(command.clone());
     let place = At {
@@ -116,6 +120,7 @@ pub fn exec(
     } else {
         lost.flatten()
     };
+    let t = gs_util::trace::span("workspace: the layer read, published");
     let before = super::commit::view_tree(at, &found)?;
     let mut after = before;
     if dropped.is_none() {
@@ -133,6 +138,8 @@ pub fn exec(
     drop(locks);
     // Published (or removed) here: the layer becomes the workspace's newest.
     drop(stage);
+    drop(t);
+    let _t = gs_util::trace::span("workspace: state, events");
     let changes = gs_git::diff::tree_changes(repo, Some(before), after)?;
     found.state.tree = after.to_string();
     found.state.execs += 1;
