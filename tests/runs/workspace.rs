@@ -150,6 +150,27 @@ fn a_workspace_is_worked_in_committed_from_and_verified_while_the_checkout_stays
     assert!(d.contains("-bye\n+hello"), "{d}");
     assert!(!d.contains("pipe") && !d.contains("build/out"), "{d}");
 
+    // A state cut off from its layers (a command killed between publishing its layer and
+    // writing the state) is read from the layers again: the same diff.
+    let state = std::fs::read_dir(w.data().join("workspaces"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+        .join("agent/workspace.json");
+    let mut s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+    s["layers_top"] = "".into();
+    // The base's own tree: a valid tree, but not what the layers make.
+    s["tree"] = w
+        .git(&repo, &["rev-parse", "experiment/agent^{tree}"])
+        .trim()
+        .into();
+    std::fs::write(&state, s.to_string()).unwrap();
+    let again = w.sandbox(&repo, &["workspace", "diff", "agent"]);
+    assert_eq!(again.stdout, o.stdout, "{again:?}");
+
     // Committed and verified: the check passes on the new commit.
     let o = w.sandbox(
         &repo,

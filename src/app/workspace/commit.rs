@@ -16,11 +16,17 @@ use gs_model::{EventKind, Trigger};
 use serde::Serialize;
 use std::path::Path;
 
-/// The view tree the state holds.
+/// The view tree the state holds, when it was made from the layers there are now.
 pub(super) fn view_tree(at: Repo<'_>, found: &Found) -> Result<ObjectId> {
     match ObjectId::from_hex(found.state.tree.as_bytes()) {
-        Ok(t) if git::objects::size(at.repo, t).is_some() => Ok(t),
-        // A state without one (or whose objects git lost): from the layers again.
+        Ok(t)
+            if git::objects::size(at.repo, t).is_some()
+                && found.state.layers_top == found.layers_top() =>
+        {
+            Ok(t)
+        }
+        // A state without one, of other layers (cut off between a layer and the state), or
+        // whose objects git lost: from the layers again.
         _ => rebuild(at, found),
     }
 }

@@ -510,6 +510,7 @@ pub fn write_file(at: Repo<'_>, name: &str, path: &str, content: &[u8]) -> Resul
     drop(stage);
     let (lines_added, lines_removed) = super::commit::lines_changed(at.repo, before, after, &shown);
     found.state.tree = after.to_string();
+    found.state.layers_top = found.layers_top();
     found.state.used_at = gs_util::time::now_rfc3339();
     found.save()?;
     event(

@@ -38,6 +38,11 @@ pub struct State {
     /// out), what `diff` shows and `commit` commits.
     #[serde(default)]
     pub tree: String,
+    /// The newest of its layers when `tree` was made (`gen-N`; `""`: none): a state that
+    /// names another (a command cut off between its layer and this file) is read from the
+    /// layers again.
+    #[serde(default)]
+    pub layers_top: String,
     pub created_at: String,
     pub used_at: String,
     /// Commands run in it, and the CPU they spent (milliseconds).
@@ -77,6 +82,16 @@ impl Found {
 
     pub fn base(&self) -> ObjectId {
         ObjectId::from_hex(self.state.base.as_bytes()).expect("a workspace's base is a full id")
+    }
+
+    /// The name of its newest layer's generation (`gen-N`), `""` with none.
+    pub fn layers_top(&self) -> String {
+        let (layers, _locks) = gs_runner::caches::workspace_layers(&self.layers());
+        layers
+            .first()
+            .and_then(|l| l.parent()?.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
     }
 
     pub fn branch(&self) -> String {
@@ -186,6 +201,7 @@ pub fn new(at: Repo<'_>, name: &str, from: Option<&str>) -> Result<Listed> {
             name: name.to_string(),
             base: started.commit.clone(),
             tree: tree.to_string(),
+            layers_top: String::new(),
             created_at: now.clone(),
             used_at: now,
             execs: 0,
@@ -280,6 +296,7 @@ pub fn reset(at: Repo<'_>, name: &str) -> Result<Listed> {
     let (mut found, _held) = take(at, name)?;
     drop_layers(&found)?;
     found.state.tree = gs_git::commit_info(at.repo, found.base())?.tree.to_string();
+    found.state.layers_top = String::new();
     found.state.used_at = time::now_rfc3339();
     found.save()?;
     event(

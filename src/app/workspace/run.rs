@@ -142,6 +142,7 @@ pub fn exec(
     let _t = gs_util::trace::span("workspace: state, events");
     let changes = gs_git::diff::tree_changes(repo, Some(before), after)?;
     found.state.tree = after.to_string();
+    found.state.layers_top = found.layers_top();
     found.state.execs += 1;
     found.state.cpu_ms += o.resources.cpu_ms;
     found.state.used_at = gs_util::time::now_rfc3339();
