@@ -41,7 +41,12 @@ pub fn cmd_exec(args: ExecArgs) -> CmdResult {
         exec::Output::Inherit,
         &gix::interrupt::IS_INTERRUPTED,
     )?;
-    let outcome = executed.outcome;
+    exit_code(executed.outcome, executed.timeout)
+}
+
+/// The exit code of a command that ran in the sandbox, as a shell gives it: its own, 128 + a
+/// signal's, 124 past its timeout (said on stderr).
+pub fn exit_code(outcome: gs_sandbox::process::Outcome, timeout: std::time::Duration) -> CmdResult {
     if let Some(e) = outcome.spawn_error {
         return Err(CommandError::failed(e));
     }
@@ -53,7 +58,7 @@ pub fn cmd_exec(args: ExecArgs) -> CmdResult {
         (Some(KilledBy::Timeout), _, _) => {
             eprintln!(
                 "error: the command ran past {}s and was stopped\nhint: pass --timeout to allow longer",
-                executed.timeout.as_secs()
+                timeout.as_secs()
             );
             Ok(124)
         }

@@ -2,7 +2,7 @@ use super::{cwd, print_json, ui, CmdResult, CommandError};
 use crate::app::intake::session::Session;
 use crate::app::run::exec::Output;
 use crate::app::workspace;
-use gs_model::{KilledBy, Trigger};
+use gs_model::Trigger;
 use std::io::{Read, Write};
 
 /// Workspaces for agents: a live sandbox on an experiment's branch to work in. Its commands run
@@ -209,22 +209,7 @@ pub fn cmd_workspace(args: WorkspaceArgs) -> CmdResult {
             if let Some(why) = &ran.dropped {
                 eprintln!("note: {why}: what it wrote was not kept");
             }
-            let o = ran.outcome;
-            if let Some(e) = o.spawn_error {
-                return Err(CommandError::failed(e));
-            }
-            match (o.killed_by.as_ref(), o.exit_code, o.signal) {
-                (Some(KilledBy::Timeout), _, _) => {
-                    eprintln!(
-                        "error: the command ran past {}s and was stopped\nhint: pass --timeout to allow longer",
-                        ran.timeout.as_secs()
-                    );
-                    Ok(124)
-                }
-                (_, Some(code), _) => Ok(code),
-                (_, None, Some(sig)) => Ok(128 + sig),
-                _ => Ok(1),
-            }
+            super::exec::exit_code(ran.outcome, ran.timeout)
         }
         WorkspaceAction::Read(a) => {
             let f = workspace::read_file(at, &a.name, &a.path)?;

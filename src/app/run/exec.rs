@@ -42,8 +42,14 @@ pub fn exec(
     interrupt: &AtomicBool,
 ) -> Result<Executed> {
     let _t = gs_util::trace::span("exec in all (after start-up)");
-    // Refused before anything is prepared: a NUL cannot reach `sh` (it used to cut the command
-    // line short, down to nothing).
+    let command = command_line(argv)?;
+    let line = |_: &rundir::RunDir| Some(command.clone());
+    run_line(ctx, repo, commit, &line, &[], timeout, output, interrupt)
+}
+
+/// `argv` as the shell line that runs it (`exec` and each word quoted). Refused before anything
+/// is prepared: a NUL cannot reach `sh` (it used to cut the command line short, down to nothing).
+pub fn command_line(argv: &[String]) -> Result<String> {
     let mut words = Vec::with_capacity(argv.len());
     for (i, a) in argv.iter().enumerate() {
         words.push(gs_util::shell::quote(a).map_err(|_| {
@@ -54,9 +60,7 @@ pub fn exec(
             .hint("leave the NUL out (pass such data in a file)")
         })?);
     }
-    let command = format!("exec {}", words.join(" "));
-    let line = |_: &rundir::RunDir| Some(command.clone());
-    run_line(ctx, repo, commit, &line, &[], timeout, output, interrupt)
+    Ok(format!("exec {}", words.join(" ")))
 }
 
 /// What [`run_line`] runs in the workspace: the line, or `None` for nothing to run.

@@ -49,16 +49,7 @@ pub fn exec(
             "pass it after `--`: git sandbox workspace exec {name} -- make test"
         )));
     }
-    let mut words = Vec::with_capacity(argv.len());
-    for (i, a) in argv.iter().enumerate() {
-        words.push(gs_util::shell::quote(a).map_err(|_| {
-            AppError::usage(format!(
-                "argument {} of the command holds a NUL byte, which no command line can carry",
-                i + 1
-            ))
-            .hint("leave the NUL out (pass such data in a file)")
-        })?);
-    }
+    let command = exec::command_line(argv)?;
     let t = gs_util::trace::span("workspace: state, lock, budget");
     let (mut found, _held) = take(at, name)?;
     if let Some(b) = experiments::find(at, name)
@@ -88,7 +79,6 @@ pub fn exec(
                 .hint("check the data dir's disk (`git sandbox doctor`)")
         })?;
     drop(t);
-    let command = format!("exec {}", words.join(" "));
     let line = |_: &gs_runner::rundir::RunDir| Some(command.clone());
     let place = At {
         over: layers,
