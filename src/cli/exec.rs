@@ -24,13 +24,7 @@ pub fn cmd_exec(args: ExecArgs) -> CmdResult {
     let repo = git::discover(&dir)?;
     let ctx = Context::load()?;
     let commit = git::resolve_commit(&repo, &args.rev)?;
-    let timeout = match &args.timeout {
-        Some(t) => Some(gs_config::parse_duration(t).ok_or_else(|| {
-            CommandError::usage(format!("invalid --timeout {t:?}"))
-                .hint("write a duration like \"90s\" or \"5m\"")
-        })?),
-        None => None,
-    };
+    let timeout = parse_timeout(args.timeout.as_deref())?;
     let _ = gix::interrupt::init_handler_default(1);
     let executed = exec::exec(
         &ctx,
@@ -42,6 +36,17 @@ pub fn cmd_exec(args: ExecArgs) -> CmdResult {
         &gix::interrupt::IS_INTERRUPTED,
     )?;
     exit_code(executed.outcome, executed.timeout)
+}
+
+/// `--timeout`, as a duration ("90s", "5m").
+pub fn parse_timeout(text: Option<&str>) -> Result<Option<std::time::Duration>, CommandError> {
+    text.map(|t| {
+        gs_config::parse_duration(t).ok_or_else(|| {
+            CommandError::usage(format!("invalid --timeout {t:?}"))
+                .hint("write a duration like \"90s\" or \"5m\"")
+        })
+    })
+    .transpose()
 }
 
 /// The exit code of a command that ran in the sandbox, as a shell gives it: its own, 128 + a

@@ -190,13 +190,7 @@ pub fn cmd_workspace(args: WorkspaceArgs) -> CmdResult {
             Ok(0)
         }
         WorkspaceAction::Exec(a) => {
-            let timeout = match &a.timeout {
-                Some(t) => Some(gs_config::parse_duration(t).ok_or_else(|| {
-                    CommandError::usage(format!("invalid --timeout {t:?}"))
-                        .hint("write a duration like \"90s\" or \"5m\"")
-                })?),
-                None => None,
-            };
+            let timeout = super::exec::parse_timeout(a.timeout.as_deref())?;
             let _ = gix::interrupt::init_handler_default(1);
             let ran = workspace::exec(
                 at,

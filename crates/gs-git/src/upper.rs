@@ -141,8 +141,9 @@ fn entries_of(
         .collect())
 }
 
-/// Whether the directory at `path` is opaque (hides everything below it).
-fn is_opaque(path: &Path) -> bool {
+/// Whether the directory at `path` is opaque (hides everything below it): overlayfs's
+/// `trusted.` or `user.overlay.opaque` attribute, read without following a link.
+pub fn is_opaque(path: &Path) -> bool {
     use std::os::unix::ffi::OsStrExt;
     let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
         return false;

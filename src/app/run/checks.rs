@@ -160,6 +160,35 @@ struct Spec<'a> {
     probe: bool,
 }
 
+impl Spec<'_> {
+    /// Run `command` once more in `work` in place of this check's own (a few of its tests
+    /// again): a fresh sandbox over the same tree and cache layers, keeping nothing, with no
+    /// reports, no probe and its own log (`log_ext`).
+    fn again(
+        &self,
+        env: &Env<'_>,
+        shared: &Shared<'_>,
+        work: &rundir::RunDir,
+        setup: Option<&setup::Setup>,
+        command: &str,
+        log_ext: &str,
+    ) -> CheckResult {
+        let extra = Spec {
+            command: Some(command),
+            log: self.log.with_extension(log_ext),
+            junit: Vec::new(),
+            junit_named: false,
+            coverage: Vec::new(),
+            coverage_named: false,
+            runner: None,
+            probe: false,
+            ..self.clone()
+        };
+        let executed = execute(shared, &extra, work, setup, false, None);
+        conclude(env, &extra, executed, work, setup)
+    }
+}
+
 /// What the checks of a run share. Only the config, the sandbox and the interrupt flag go to
 /// the threads of parallel checks; the index is written from the caller's thread.
 pub(super) struct Env<'a> {

@@ -67,28 +67,6 @@ fn is_whiteout(m: &std::fs::Metadata) -> bool {
     m.file_type().is_char_device() && m.rdev() == 0
 }
 
-fn is_opaque(path: &Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
-        return false;
-    };
-    let mut buf = [0u8; 4];
-    [c"trusted.overlay.opaque", c"user.overlay.opaque"]
-        .iter()
-        .any(|name| {
-            // SAFETY: reading an attribute of a path (not following a link) into a local buffer.
-            let n = unsafe {
-                libc::lgetxattr(
-                    c.as_ptr(),
-                    name.as_ptr(),
-                    buf.as_mut_ptr().cast(),
-                    buf.len(),
-                )
-            };
-            n == 1 && buf[0] == b'y'
-        })
-}
-
 /// How one layer answers for `parts`: `Some(seen)` when it decides, `None` when the path is not
 /// in it (`hides`: an opaque directory on the way hides the layers below).
 fn in_layer(layer: &Path, parts: &[&str], hides: &mut bool) -> Option<Seen> {
@@ -116,7 +94,7 @@ fn in_layer(layer: &Path, parts: &[&str], hides: &mut bool) -> Option<Seen> {
             return Some(Seen::ThroughLink(parts[..=i].join("/")));
         }
         if ft.is_dir() {
-            *hides |= is_opaque(&p);
+            *hides |= gs_git::upper::is_opaque(&p);
             if last {
                 return Some(Seen::Dir);
             }
@@ -342,7 +320,7 @@ pub fn list_dir(at: Repo<'_>, name: &str, path: &str) -> Result<Vec<DirEntry>> {
             }
             dir = dir.join(part);
             match std::fs::symlink_metadata(&dir) {
-                Ok(m) if m.is_dir() => hides |= is_opaque(&dir),
+                Ok(m) if m.is_dir() => hides |= gs_git::upper::is_opaque(&dir),
                 Ok(_) => {
                     // A whiteout or a file here hides the directory below (lookup said the
                     // directory is above it).

@@ -8,7 +8,7 @@
 //! A test that fails only in suite order passes alone: it is never flaky in full-suite runs,
 //! so it is never retried so (a quarantine of it retries the whole command).
 
-use super::{conclude, execute, CheckResult, Env, Shared, Spec};
+use super::{CheckResult, Env, Shared, Spec};
 use crate::app::run::setup;
 use gs_model::{Retried, Status, TestOutcomes, Tests};
 use gs_runner::{cargo_cmd, detect, go_cmd, pytest_cmd, rundir};
@@ -95,19 +95,7 @@ pub(super) fn retry(
         let Some(again) = runner.alone(&left) else {
             break;
         };
-        let extra = Spec {
-            command: Some(&again),
-            log: spec.log.with_extension(format!("alone{i}.log")),
-            junit: Vec::new(),
-            junit_named: false,
-            coverage: Vec::new(),
-            coverage_named: false,
-            runner: None,
-            probe: false,
-            ..spec.clone()
-        };
-        let executed = execute(shared, &extra, work, setup, false, None);
-        let r = conclude(env, &extra, executed, work, setup);
+        let r = spec.again(env, shared, work, setup, &again, &format!("alone{i}.log"));
         attempts += 1;
         for (name, seen) in names.iter().zip(outcomes.iter_mut()) {
             if left.contains(name) {

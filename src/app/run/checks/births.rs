@@ -5,7 +5,7 @@
 //! outcomes differ as flaky at birth in the record. They ran apart from the suite, so they are
 //! never evidence of flakiness in the index and never excuse a failure.
 
-use super::{conclude, execute, Env, Shared, Spec};
+use super::{Env, Shared, Spec};
 use crate::app::run::setup;
 use gs_model::{NewTests, Status, TestOutcomes, Tests};
 use gs_runner::{detect, pytest_cmd, rundir};
@@ -71,19 +71,7 @@ pub(super) fn mark(
         if shared.interrupt.load(std::sync::atomic::Ordering::Relaxed) {
             return;
         }
-        let extra = Spec {
-            command: Some(&again),
-            log: spec.log.with_extension(format!("new{i}.log")),
-            junit: Vec::new(),
-            junit_named: false,
-            coverage: Vec::new(),
-            coverage_named: false,
-            runner: None,
-            probe: false,
-            ..spec.clone()
-        };
-        let executed = execute(shared, &extra, work, setup, false, None);
-        let r = conclude(env, &extra, executed, work, setup);
+        let r = spec.again(env, shared, work, setup, &again, &format!("new{i}.log"));
         let Some(t) = r.tests.filter(|t| t.killed_by.is_none()) else {
             error = Some(format!(
                 "extra run {i} of the new tests did not end by itself{}",
