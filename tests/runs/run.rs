@@ -763,7 +763,7 @@ fn the_steps_timings_go_to_the_log_at_debug_level_and_leave_the_record_alone() {
     assert_eq!(o.code, 0, "{o:?}");
     // Each step of the hot path with its milliseconds, the sandbox helper's among them.
     for step in [
-        "step=\"workspace\"",
+        "step=\"run directory\"",
         "step=\"helper: ",
         "step=\"command, until it exits\"",
         "step=\"sandbox in all\"",
