@@ -386,7 +386,7 @@ fn malformed_json_rpc_unknown_tools_and_wrong_types_leave_the_server_running() {
         "{text}"
     );
     assert!(text.contains("\nhint: "), "{text}");
-    assert_eq!(by_id[&5]["result"]["tools"].as_array().unwrap().len(), 18);
+    assert_eq!(by_id[&5]["result"]["tools"].as_array().unwrap().len(), 26);
 
     // Closing stdin ends the server cleanly.
     drop(s.child.stdin.take());
