@@ -673,3 +673,51 @@ fn a_cargo_test_flaky_in_full_suite_runs_is_retried_alone_by_its_exact_name() {
     assert_eq!(r["retried"]["tests"], each, "{r}");
     assert_eq!(r["tests"]["status"], "failed", "{r}");
 }
+
+#[test]
+fn a_jest_test_flaky_in_full_suite_runs_is_retried_alone_by_its_whole_name() {
+    let mut w = World::new();
+    let path = std::env::var("PATH").unwrap_or_default();
+    w.extra_env.push((
+        "PATH".into(),
+        format!("{}:{path}", common::tools::jest().display()),
+    ));
+    let dial = Dial::on(&mut w);
+    let repo = w.new_repo("alone-jest");
+    let test = "const { execSync } = require('child_process');\n\ndescribe('calc', () => {\n  test('adds (1+1)', () => {\n    expect(1 + 1).toBe(2);\n  });\n  test('asks the dial', () => {\n    expect(execSync('dial').toString().trim()).toBe('pass');\n  });\n});\n";
+    w.git(&repo, &["rm", "-q", "-r", "tests"]);
+    w.commit(
+        &repo,
+        &[
+            (
+                ".sandbox.toml",
+                "[test]\ncommand = \"jest --ci\"\nphases = false\nnew_test_runs = 1\n[analysis]\nenabled = false\n",
+            ),
+            ("package.json", r#"{"name":"calc","private":true}"#),
+            ("calc.test.js", test),
+        ],
+        "a stable and a flaky jest test",
+    );
+    // The first run is cold (package.json: node_modules is a build cache), the next two warm.
+    dial.queue(&["pass", "fail", "pass"]);
+    assert_eq!(w.sandbox(&repo, &["run"]).code, 0);
+    let o = w.sandbox(&repo, &["run", "--force", "--json"]);
+    assert_eq!(o.code, 1, "{o:?}");
+    let name = o.json()[0]["tests"]["failures"][0]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(name, "calc › asks the dial");
+    assert_eq!(w.sandbox(&repo, &["run", "--force"]).code, 0);
+    assert_eq!(flaky(&w, &repo)[0]["kind"], "flaky");
+
+    // The suite fails it; `jest --ci -t '^(?:calc asks the dial)$'` alone passes it.
+    dial.queue(&["fail", "pass"]);
+    let o = w.sandbox(&repo, &["run", "--force", "--retry-flaky", "1", "--json"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let r = &o.json()[0];
+    assert_eq!(r["retried"]["alone"], true, "{r}");
+    let each = serde_json::json!([{"test": name, "outcomes": ["failed", "passed"]}]);
+    assert_eq!(r["retried"]["tests"], each, "{r}");
+    assert_eq!(r["tests"]["status"], "failed", "{r}");
+}

@@ -332,6 +332,29 @@ impl JsCmd {
         c
     }
 
+    /// The command for jest's tests `names` (as its failures name them: `describe › test`) alone,
+    /// matched whole by `-t` (each name's parts joined by spaces, as jest matches them, every
+    /// character taken literally): a retry of the tests that failed. `None` for vitest and
+    /// mocha, and for a name that holds a control character or none.
+    pub fn alone(&self, names: &[String]) -> Option<String> {
+        if self.runner != Runner::Jest || self.mocha.is_some() || names.is_empty() {
+            return None;
+        }
+        let mut alts = Vec::new();
+        for n in names {
+            if n.trim().is_empty() || n.chars().any(char::is_control) {
+                return None;
+            }
+            let whole = n.split(" › ").collect::<Vec<_>>().join(" ");
+            alts.push(path_pattern(&whole)[1..].to_string());
+        }
+        Some(format!(
+            "{} -t {}",
+            self.more,
+            quote(&format!("^(?:{})$", alts.join("|")))
+        ))
+    }
+
     /// The command as configured.
     pub fn command(&self) -> &str {
         &self.full
@@ -363,6 +386,21 @@ mod tests {
             Err(NotTaken::Refused(why)) => why,
             other => panic!("{command} / {script:?}: {other:?}"),
         }
+    }
+
+    #[test]
+    fn jests_failing_tests_run_alone_by_their_whole_names_taken_literally() {
+        let j = recognise("npx jest --ci", None).unwrap();
+        assert_eq!(
+            j.alone(&files(&["parse › reads (a) number", "adds 1+1"]))
+                .unwrap(),
+            r"npx jest --ci -t '^(?:parse reads \(a\) number|adds 1\+1)$'"
+        );
+        for bad in [&[][..], &["a\nb"], &["  "]] {
+            assert_eq!(j.alone(&files(bad)), None, "{bad:?}");
+        }
+        let v = recognise("vitest run", None).unwrap();
+        assert_eq!(v.alone(&files(&["a > b"])), None);
     }
 
     #[test]

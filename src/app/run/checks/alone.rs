@@ -1,6 +1,7 @@
 //! Retries of the failing tests alone: a suite that failed only in tests flaky in full-suite
 //! runs before (on record in the index, where a retry or a lone run never enters) runs those
-//! tests again by name — pytest node ids, cargo test names, go test functions — each retry in a fresh sandbox over
+//! tests again by name — pytest node ids, jest's test names, cargo test names, go test
+//! functions — each retry in a fresh sandbox over
 //! the same tree and cache layers, keeping nothing, up to the run's retries. A test that passes
 //! a retry is excused; one that fails every retry is a failure. The suite's own results stay
 //! the run's `tests` (and what the index keeps); only the run's status follows the excuse.
@@ -8,37 +9,14 @@
 //! A test that fails only in suite order passes alone: it is never flaky in full-suite runs,
 //! so it is never retried so (a quarantine of it retries the whole command).
 
+use super::phases::Split;
 use super::{CheckResult, Env, Shared, Spec};
 use crate::app::run::setup;
 use gs_model::{Retried, Status, TestOutcomes, Tests};
-use gs_runner::{cargo_cmd, detect, go_cmd, pytest_cmd, rundir};
+use gs_runner::{detect, rundir};
 
 /// The most failing tests retried alone: more failing at once is no flake.
 const MAX_ALONE: usize = 50;
-
-/// A command that can run named tests alone.
-enum Runner {
-    Pytest(pytest_cmd::Pytest),
-    Cargo(cargo_cmd::CargoTest),
-    Go(go_cmd::GoTest),
-}
-
-impl Runner {
-    fn of(command: &str) -> Option<Runner> {
-        pytest_cmd::recognise(command)
-            .map(Runner::Pytest)
-            .or_else(|| cargo_cmd::recognise(command).map(Runner::Cargo))
-            .or_else(|| go_cmd::recognise(command).map(Runner::Go))
-    }
-
-    fn alone(&self, tests: &[String]) -> Option<String> {
-        match self {
-            Runner::Pytest(p) => p.alone(tests),
-            Runner::Cargo(c) => c.alone(tests),
-            Runner::Go(g) => g.alone(tests),
-        }
-    }
-}
 
 /// Retry the failing tests of `test` (the suite's run of `spec`) alone when every one is flaky
 /// on record; `checks_pass`: no required named check failed (else nothing is excused). Marks
@@ -71,7 +49,7 @@ pub(super) fn retry(
         Some(c) => c.to_string(),
         None => detect::detect(&work.host_tree())?.0,
     };
-    let runner = Runner::of(&command)?;
+    let runner = Split::of(&command, work)?;
     runner.alone(&names)?;
     let flaky = (env.flaky_on_record)();
     if !names.iter().all(|n| flaky.contains(n)) {

@@ -307,7 +307,7 @@ const MAX_TREE_FILES: usize = 200_000;
 
 /// How a runner's command is narrowed to phase one: pytest's, jest's, vitest's and mocha's files,
 /// cargo test's crates, go test's packages.
-enum Split {
+pub(super) enum Split {
     Pytest(pytest_cmd::Pytest),
     Js(js_cmd::JsCmd),
     Cargo(cargo_cmd::CargoTest),
@@ -315,7 +315,7 @@ enum Split {
 }
 
 impl Split {
-    fn of(command: &str, work: &rundir::RunDir) -> Option<Split> {
+    pub(super) fn of(command: &str, work: &rundir::RunDir) -> Option<Split> {
         if let Some(p) = pytest_cmd::recognise(command) {
             return Some(Split::Pytest(p));
         }
@@ -368,6 +368,18 @@ impl Split {
             },
             Split::Cargo(_) => first_fail::Runner::Cargo,
             Split::Go(..) => first_fail::Runner::Go,
+        }
+    }
+
+    /// The command for the tests `names` alone (as the run's failures name them): a retry of
+    /// the tests that failed (see `alone`). `None` where the runner cannot name them so
+    /// (vitest, mocha) or a name is not one of its test names.
+    pub(super) fn alone(&self, names: &[String]) -> Option<String> {
+        match self {
+            Split::Pytest(p) => p.alone(names),
+            Split::Js(j) => j.alone(names),
+            Split::Cargo(c) => c.alone(names),
+            Split::Go(g) => g.alone(names),
         }
     }
 
