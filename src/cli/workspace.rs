@@ -40,7 +40,7 @@ pub enum WorkspaceAction {
     Diff(NameArgs),
     /// Commit the workspace's changes on experiment/NAME; the workspace goes on from there.
     Commit(CommitArgs),
-    /// Drop the workspace's changes since its last commit.
+    /// Drop every change it holds: its files are its base commit's again (built files too).
     Reset(NameArgs),
     /// Remove the workspace (its branch stays unless --kill).
     Rm(RmArgs),
