@@ -127,10 +127,7 @@ async fn one(
 ) -> ApiResult<Json<Value>> {
     web.require(&headers, Role::Read, true)?;
     on_repo(key, move |at| {
-        let w = workspace::list(at)?
-            .into_iter()
-            .find(|w| w.state.name == name)
-            .ok_or_else(|| ApiError::not_found(format!("no workspace {name:?}")))?;
+        let w = workspace::get(at, &name)?;
         Ok(Json(serde_json::to_value(&w).unwrap_or_default()))
     })
     .await

@@ -219,6 +219,11 @@ pub fn new(at: Repo<'_>, name: &str, from: Option<&str>) -> Result<Listed> {
     listed(at, found)
 }
 
+/// One workspace as `list` shows it.
+pub fn get(at: Repo<'_>, name: &str) -> Result<Listed> {
+    listed(at, find(at, name)?)
+}
+
 fn listed(at: Repo<'_>, found: Found) -> Result<Listed> {
     let budget = experiments::find(at, &found.state.name)
         .ok()
@@ -325,9 +330,4 @@ fn event(at: Repo<'_>, kind: EventKind, commit: &str, data: serde_json::Value) {
         .ctx
         .index
         .add_event(kind, Some(&at.row.repository_id), None, Some(commit), &data);
-}
-
-/// The workspaces' directories of every repository, with their bytes on disk (`gc`, `doctor`).
-pub fn disk_use(ctx: &Context) -> u64 {
-    gs_util::disk_size(&ctx.paths.home.join("workspaces"))
 }
