@@ -92,7 +92,7 @@ pub fn unpack(
         let raw = entry.path_bytes().into_owned();
         let name = String::from_utf8_lossy(&raw).into_owned();
         let refuse = |why: &str| format!("the layer's member {name:?} {why}; the image is refused");
-        let parts = components(&raw).map_err(|why| refuse(why))?;
+        let parts = components(&raw).map_err(&refuse)?;
         let kind = entry.header().entry_type();
         if matches!(
             kind,
@@ -107,7 +107,7 @@ pub fn unpack(
             continue; // the layer's root itself
         };
         let parent = walk(root, dirs, true).map_err(|why| refuse(&why))?;
-        let last_c = cstring(last).map_err(|why| refuse(why))?;
+        let last_c = cstring(last).map_err(&refuse)?;
         // Whiteouts and opaque markers.
         if last == OPAQUE {
             set_opaque(&parent).map_err(|e| refuse(&e))?;
@@ -118,7 +118,7 @@ pub fn unpack(
             if hidden.starts_with(".wh.") || hidden.is_empty() || hidden == "." || hidden == ".." {
                 continue; // AUFS's own metadata (.wh..wh.plnk and the like)
             }
-            let hidden_c = cstring(hidden).map_err(|why| refuse(why))?;
+            let hidden_c = cstring(hidden).map_err(&refuse)?;
             replace(&parent, &hidden_c).map_err(|e| refuse(&e))?;
             // SAFETY: a valid directory descriptor and name; 0/0 makes the whiteout.
             let r =
@@ -251,7 +251,7 @@ pub fn unpack(
                     refuse(&format!("is a hard link to {shown:?}, which this layer does not hold (a link out of the layer)"))
                 };
                 let tparent = walk(root, tdirs, false).map_err(|_| out())?;
-                let tlast_c = cstring(tlast).map_err(|why| refuse(why))?;
+                let tlast_c = cstring(tlast).map_err(&refuse)?;
                 match lstat_at(&tparent, &tlast_c) {
                     Some(st)
                         if st.st_mode & libc::S_IFMT == libc::S_IFREG
