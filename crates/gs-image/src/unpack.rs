@@ -339,9 +339,9 @@ fn open_dir_at(dir: RawFd, name: &CString) -> std::io::Result<OwnedFd> {
 /// The directory `dirs` below `root`, reached without following anything; missing ones made
 /// (`make`) as the tar implies them.
 fn walk(root: &OwnedFd, dirs: &[String], make: bool) -> Result<OwnedFd, String> {
-    // SAFETY: duplicating a descriptor we hold.
-    let mut at =
-        unsafe { OwnedFd::from_raw_fd(libc::fcntl(root.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0)) };
+    let mut at = root
+        .try_clone()
+        .map_err(|e| format!("could not be reached: {e}"))?;
     for d in dirs {
         let c = cstring(d).map_err(str::to_string)?;
         let next = match open_dir_at(at.as_raw_fd(), &c) {
