@@ -267,6 +267,10 @@ impl Store {
                 .into_iter()
                 .find(|m| m.platform.as_ref().is_some_and(|p| p.os == os && p.architecture == arch))
                 .ok_or_else(|| format!("{r} has no image for {os}/{arch}, this machine's platform; use an image built for it"))?;
+            // The index binds its manifests by digest: one that is not a sha256 digest could
+            // not be checked, so a pinned index would not pin what runs.
+            crate::reference::check_digest(&chosen.digest)
+                .map_err(|e| format!("{r}'s index: {e}; the image is refused"))?;
             let (b, d) = session.manifest(&chosen.digest)?;
             self.keep_document(&d, &b)?;
             let m: Document = serde_json::from_slice(&b)
