@@ -4,3 +4,4 @@
 pub mod adopted;
 pub mod commit_config;
 pub mod experiment_meta;
+pub mod image;

@@ -21,6 +21,7 @@ mod fix;
 mod flaky;
 mod forget;
 mod gc;
+mod image;
 mod init;
 mod install_man_pages;
 mod key;
@@ -90,6 +91,7 @@ enum Command {
     Reindex(reindex::ReindexArgs),
     Config(config::ConfigArgs),
     Gc(gc::GcArgs),
+    Image(image::ImageArgs),
     Forget(forget::ForgetArgs),
     Daemon(daemon::DaemonArgs),
     Events(events::EventsArgs),
@@ -146,6 +148,13 @@ pub fn main() -> i32 {
     {
         set_sigpipe(libc::SIG_IGN);
         return gs_sandbox::sandbox::helper::main();
+    }
+    // An image's layer is unpacked by a process of its own, in a user namespace (its layer on
+    // stdin, its directory on descriptor 3): straight to it, nothing else opened.
+    let mut args = std::env::args_os().skip(1);
+    if args.next().as_deref() == Some(std::ffi::OsStr::new(gs_image::isolate::SUBCOMMAND)) {
+        let rest: Vec<String> = args.map(|a| a.to_string_lossy().into_owned()).collect();
+        return gs_image::isolate::child_main(&rest);
     }
     let mut args = std::env::args_os().skip(1);
     if args.next().as_deref()
@@ -241,6 +250,7 @@ fn run_command(command: Command, json: bool) -> i32 {
         Command::Config(a) => config::cmd_config(a),
         Command::Gc(a) => gc::cmd_gc(a),
         Command::Forget(a) => forget::cmd_forget(a),
+        Command::Image(a) => image::cmd_image(a),
         Command::Daemon(a) => daemon::cmd_daemon(a),
         Command::Events(a) => events::cmd_events(a),
         Command::Mcp(a) => mcp::cmd_mcp(a),

@@ -11,6 +11,7 @@ pub mod http_git;
 pub mod postgres;
 pub mod prism;
 pub mod projects;
+pub mod registry;
 pub mod remotes;
 pub mod shown;
 pub mod tools;

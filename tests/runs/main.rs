@@ -10,6 +10,7 @@ mod checks;
 mod first_run;
 mod fix;
 mod flaky;
+mod image;
 mod limits;
 mod process;
 mod run;

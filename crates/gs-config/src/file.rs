@@ -54,6 +54,9 @@ pub struct ConfigFile {
     /// `allow` and `setup_allow` narrow the user's; `resolve` is the user's only.
     #[serde(default)]
     pub network: super::network::NetworkFile,
+    /// `image` and a lower `image_mb` from anywhere; the registries from the user only.
+    #[serde(default)]
+    pub environment: super::environment::EnvironmentFile,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -342,6 +345,8 @@ pub struct GcFile {
     pub caches: Option<Duration>,
     #[serde(default, deserialize_with = "de_positive")]
     pub max_cache_mb: Option<u64>,
+    #[serde(default, deserialize_with = "de_duration")]
+    pub images: Option<Duration>,
 }
 
 fn de_positive<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
@@ -476,6 +481,8 @@ impl ConfigFile {
         set(&mut c.gc.max_log_mb, g.max_log_mb);
         set(&mut c.gc.caches, g.caches);
         set(&mut c.gc.max_cache_mb, g.max_cache_mb);
+        set(&mut c.gc.images, g.images);
+        self.environment.apply(&mut c.environment);
         // The machine's own sections.
         set(&mut c.remote.auto_push, self.remote.auto_push);
         if let Some(p) = self.remote.poll {
@@ -621,6 +628,16 @@ pub fn parse_repository_file(label: &str, text: &str) -> Result<ConfigFile, Conf
             "network.ca_files",
             file.network.ca_files.is_some(),
             "which certificate authorities this machine's runs trust",
+        ),
+        (
+            "environment.registries",
+            file.environment.registries.is_some(),
+            "which registries this machine pulls images from",
+        ),
+        (
+            "environment.insecure_registries",
+            file.environment.insecure_registries.is_some(),
+            "which registries this machine reaches over plain HTTP, at any address",
         ),
         (
             "limits.network",

@@ -5,6 +5,7 @@
 mod checks;
 mod de;
 mod env;
+mod environment;
 mod file;
 mod machine;
 mod network;
@@ -14,6 +15,7 @@ mod network;
 pub const EXAMPLE: &str = include_str!("../sandbox.toml.example");
 
 pub use checks::{valid_name as valid_check_name, CheckConfig, TEST_CHECK};
+pub use environment::{EnvironmentConfig, DEFAULT_IMAGE_MB};
 pub use file::{parse_file, parse_repository_file, ConfigFile, Limit};
 pub use machine::{
     check_index_url, redact_url, GithubConfig, IndexConfig, NotifyConfig, RemoteConfig, TrustConfig,
@@ -262,6 +264,9 @@ pub struct GcConfig {
     /// The most a repository's build caches may take; past it, the least recently used
     /// branches' caches go first.
     pub max_cache_mb: u64,
+    /// Images no run used for this long are removed from the image store.
+    #[serde(serialize_with = "ser_duration")]
+    pub images: Duration,
 }
 
 pub fn ser_opt_duration<S: serde::Serializer>(
@@ -327,6 +332,8 @@ pub struct Config {
     pub trust: TrustConfig,
     /// Where runs with the network may reach (`[network]`).
     pub network: NetworkConfig,
+    /// The image runs use as their root, and where images may come from (`[environment]`).
+    pub environment: EnvironmentConfig,
 }
 
 const DAY: u64 = 86_400;
@@ -404,6 +411,7 @@ impl Default for Config {
                 max_log_mb: 1024,
                 caches: Duration::from_secs(14 * DAY),
                 max_cache_mb: 16_384,
+                images: Duration::from_secs(14 * DAY),
             },
             remote: RemoteConfig {
                 auto_push: false,
@@ -423,6 +431,7 @@ impl Default for Config {
             notify: NotifyConfig::default(),
             trust: TrustConfig::default(),
             network: NetworkConfig::default(),
+            environment: EnvironmentConfig::default(),
         }
     }
 }
@@ -517,6 +526,7 @@ impl Layers {
         self.user.apply(&mut c);
         let policy = c.limits.clone();
         let net_policy = c.network.clone();
+        let env_policy = c.environment.clone();
         let timeout = c.test.timeout;
         let phases = c.test.phases;
         let (retries, new_test_runs) = (c.test.retries, c.test.new_test_runs);
@@ -577,6 +587,8 @@ impl Layers {
             resolve: net_policy.resolve,
             ca_files: net_policy.ca_files,
         };
+        // A committed file names the image; the registries stay the user's, the size only lowers.
+        c.environment = environment::narrow(&env_policy, &c.environment);
         c.cache.enabled = c.cache.enabled && cache_policy.enabled;
         // The gate and the watch mode guard the user's remote and runs: a commit may make the
         // gate stricter and run every commit, never the other way.

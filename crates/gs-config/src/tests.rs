@@ -643,3 +643,78 @@ fn a_build_step_enters_the_result_key_only_when_set() {
     assert_eq!(built.test.build.as_deref(), Some("pnpm build"));
     assert_ne!(plain.result_key(), built.result_key());
 }
+
+#[test]
+fn a_repository_names_the_image_but_never_the_registries_and_only_lowers_image_mb() {
+    let repo = |text: &str| parse_repository_file(".sandbox.toml", text);
+    for key in ["registries", "insecure_registries"] {
+        let e = repo(&format!("[environment]\n{key} = [\"evil.example\"]\n")).unwrap_err();
+        assert_eq!(
+            e.location.key.as_deref(),
+            Some(&*format!("environment.{key}"))
+        );
+        assert!(e.message.contains("cannot set this"), "{}", e.message);
+    }
+    let user = parse_file(
+        "user",
+        "[environment]\nimage_mb = 1000\nregistries = [\"127.0.0.1:5000\"]\n",
+    )
+    .unwrap();
+    let layers = |text: &str| {
+        Layers {
+            user: user.clone(),
+            repo: repo(text).unwrap(),
+            repo_found: true,
+            ..Layers::default()
+        }
+        .resolve()
+    };
+    let c = layers("[environment]\nimage = \"127.0.0.1:5000/x:1\"\nimage_mb = 5000\n");
+    assert_eq!(c.environment.image.as_deref(), Some("127.0.0.1:5000/x:1"));
+    assert_eq!(
+        c.environment.image_mb, 1000,
+        "a repository cannot raise image_mb"
+    );
+    assert_eq!(c.environment.registries, vec!["127.0.0.1:5000".to_string()]);
+    assert_eq!(
+        layers("[environment]\nimage_mb = 10\n")
+            .environment
+            .image_mb,
+        10
+    );
+    assert_eq!(
+        layers("[environment]\nimage = \"\"\n").environment.image,
+        None
+    );
+    // Without a user list, the default registries.
+    assert_eq!(
+        Config::default().environment.registries,
+        ["docker.io", "ghcr.io", "quay.io"]
+    );
+}
+
+#[test]
+fn a_bad_image_reference_or_registry_is_one_line_with_the_fix() {
+    let e = parse_file("f", "[environment]\nimage = \"Python:3\"\n").unwrap_err();
+    assert_eq!(e.location.line, Some(2));
+    assert!(
+        e.message.contains("\"Python:3\" is not an image reference"),
+        "{}",
+        e.message
+    );
+    assert!(
+        e.hints.iter().any(|h| h.contains("python:3.12-slim")),
+        "{:?}",
+        e.hints
+    );
+    let e = parse_file("f", "[environment]\nregistries = [\"not a host\"]\n").unwrap_err();
+    assert!(e.message.contains("not a registry host"), "{}", e.message);
+    let e = parse_file("f", "[environment]\nimage_mb = 0\n").unwrap_err();
+    assert!(e.message.contains("at least 1"), "{}", e.message);
+    let e = from_env_for_test("SANDBOX_ENVIRONMENT_IMAGE", "a b").unwrap_err();
+    assert!(e.to_string().contains("SANDBOX_ENVIRONMENT_IMAGE"), "{e}");
+}
+
+fn from_env_for_test(k: &str, v: &str) -> Result<ConfigFile, ConfigError> {
+    env::from_env(std::iter::once((k.to_string(), v.to_string())))
+}

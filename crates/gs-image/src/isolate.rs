@@ -79,8 +79,12 @@ pub fn unpack_layer(
         .map_err(|e| format!("starting {} {SUBCOMMAND}: {e}", exe.display()))?;
     drop(dir);
     let mut out = BufReader::new(child.stdout.take().expect("piped"));
+    // As root, the process says when its namespace waits to be mapped; else its first line is
+    // already its report.
     let mut line = String::new();
-    let _ = out.read_line(&mut line);
+    if root {
+        let _ = out.read_line(&mut line);
+    }
     if root && line.trim() == "ready" {
         let pid = child.id();
         let map = format!("0 {IMAGE_UID_BASE} {IMAGE_IDS}\n");

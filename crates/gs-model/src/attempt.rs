@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 pub const SETUP_FAILED: &str = "the setup step ";
 /// What the setup step's error says when it had no network (`[limits] setup_network`).
 pub const SETUP_OFFLINE: &str = "it has no network";
+/// How the error of a run whose image (`[environment] image`) could not be had begins: such a
+/// run is an attempt, never a result.
+pub const IMAGE_UNAVAILABLE: &str = "cannot get the image";
 
 /// An attempt as `show` and `log` give it beside the commit's result: the newest of those made
 /// since the result, and how many there were.
@@ -139,7 +142,12 @@ pub fn could_not_run(r: &RunRecord) -> Option<String> {
         && r.error
             .as_deref()
             .is_some_and(|e| e.starts_with(SETUP_FAILED) && e.contains(SETUP_OFFLINE));
-    offline_setup.then(reason)
+    // Before anything ran: its image could not be pulled.
+    let no_image = r.tests.is_none()
+        && r.error
+            .as_deref()
+            .is_some_and(|e| e.starts_with(IMAGE_UNAVAILABLE));
+    (offline_setup || no_image).then(reason)
 }
 
 #[cfg(test)]
@@ -247,6 +255,7 @@ mod tests {
             error: error.map(str::to_string),
             config_hash: Some("k".into()),
             toolchain: Default::default(),
+            environment: None,
             superseded_by: None,
             by: None,
             verified: None,

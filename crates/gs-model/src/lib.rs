@@ -9,7 +9,7 @@ mod open_enum;
 pub mod record;
 pub mod test_name;
 
-pub use attempt::{could_not_run, Attempt};
+pub use attempt::{could_not_run, Attempt, IMAGE_UNAVAILABLE};
 pub use enforced::*;
 pub use event::EventKind;
 pub use experiment::*;

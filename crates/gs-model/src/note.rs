@@ -379,6 +379,7 @@ mod tests {
             cache_generations: Vec::new(),
             retried: None,
             toolchain: Default::default(),
+            environment: None,
             coverage: None,
             checks: Default::default(),
             tests: Some(Tests {

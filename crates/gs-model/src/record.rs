@@ -149,6 +149,9 @@ pub struct RunRecord {
     /// executable, size and mtime, and the toolchain a manager's shim selected).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub toolchain: BTreeMap<String, String>,
+    /// The image the run's root was (`[environment] image`): `None`, the host's own root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<Environment>,
     /// For `status: skipped`: the commit its branch had moved to when its run was due.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub superseded_by: Option<String>,
@@ -189,6 +192,18 @@ pub struct RunRecord {
     /// Only a verified record is evidence.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verified: Option<Verified>,
+}
+
+/// The image a run's root was: as the commit named it, the digest it resolved to (which is part
+/// of the result key), and the platform of the manifest used.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Environment {
+    pub image: String,
+    pub digest: String,
+    pub platform: String,
+    /// The registry could not be reached: the digest the tag resolved to last was used.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub offline: bool,
 }
 
 /// A signature this machine checked and trusts: whose key made it.

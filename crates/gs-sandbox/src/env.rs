@@ -183,6 +183,38 @@ pub fn sandbox_env(root: &Path) -> Vec<(String, String)> {
     env
 }
 
+/// The environment of a run in an image: the image's `Env` (`NAME=value`), then the run's own
+/// variables over it, but for the host's toolchain (`PATH`, the managers' roots, the locale:
+/// [`PASS`]), which the image has its own of. A passed variable the run itself points into
+/// `root` (`CARGO_HOME` in its home) stays.
+pub fn in_image(
+    image: &[String],
+    run: Vec<(String, String)>,
+    root: &Path,
+) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = image
+        .iter()
+        .filter_map(|kv| kv.split_once('='))
+        .filter(|(k, _)| !k.is_empty())
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    if !env.iter().any(|(k, _)| k == "PATH") {
+        env.push((
+            "PATH".into(),
+            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into(),
+        ));
+    }
+    for (k, v) in run {
+        let host_tool = PASS.contains(&k.as_str()) && !Path::new(&v).starts_with(root);
+        if host_tool {
+            continue;
+        }
+        env.retain(|(name, _)| *name != k);
+        env.push((k, v));
+    }
+    env
+}
+
 /// Without the network, package managers are told so: npm and pnpm otherwise retry every
 /// request with backoff until the timeout and print nothing meanwhile; offline they fail at
 /// once with their own message ("ENOTCACHED", "not in the cache"), which the log then holds.
@@ -325,5 +357,44 @@ mod tests {
                 ("NVM_DIR", nvm),
             ]
         );
+    }
+}
+
+#[cfg(test)]
+mod image_tests {
+    use super::in_image;
+    use std::path::Path;
+
+    #[test]
+    fn in_an_image_its_variables_stand_under_the_runs_and_no_host_toolchain_passes() {
+        let env = in_image(
+            &[
+                "PATH=/opt/py/bin:/usr/bin".into(),
+                "LANG=C.UTF-8".into(),
+                "HOME=/root".into(),
+                "BROKEN".into(),
+            ],
+            vec![
+                ("PATH".into(), "/root/.pyenv/shims:/usr/bin".into()),
+                ("PYENV_ROOT".into(), "/root/.pyenv".into()),
+                ("HOME".into(), "/run/x/home".into()),
+                ("CARGO_HOME".into(), "/run/x/home/.cargo".into()),
+                ("CI".into(), "true".into()),
+            ],
+            Path::new("/run/x"),
+        );
+        let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("PATH"), Some("/opt/py/bin:/usr/bin"));
+        assert_eq!(get("LANG"), Some("C.UTF-8"));
+        assert_eq!(get("PYENV_ROOT"), None);
+        assert_eq!(get("HOME"), Some("/run/x/home"));
+        assert_eq!(get("CARGO_HOME"), Some("/run/x/home/.cargo"));
+        assert_eq!(get("CI"), Some("true"));
+        assert_eq!(env.iter().filter(|(k, _)| k == "HOME").count(), 1);
+        // An image without PATH gets the usual one.
+        let bare = in_image(&[], vec![], Path::new("/r"));
+        assert!(bare
+            .iter()
+            .any(|(k, v)| k == "PATH" && v.contains("/usr/bin")));
     }
 }

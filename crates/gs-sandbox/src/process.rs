@@ -189,10 +189,22 @@ pub fn run(spec: Spec<'_>) -> Outcome {
         );
     }
     let online = !matches!(spec.egress, Egress::Closed);
-    let mut env = super::env::with_offline(spec.env.clone(), online);
-    // The user's CA files, for a run that reaches the network: its TLS clients trust them too.
+    let image = spec.sandbox.image.as_ref();
+    let env = match image {
+        // The image's variables, under the sandbox's own; none of the host's toolchain.
+        Some(i) => super::env::in_image(&i.env, spec.env.clone(), spec.root),
+        None => spec.env.clone(),
+    };
+    let mut env = super::env::with_offline(env, online);
+    // The user's CA files, for a run that reaches the network: its TLS clients trust them too
+    // (an image's clients trust the image's store: the bundle is a host path).
     let mut ca = Vec::new();
-    match spec.sandbox.ca_bundle.as_ref().filter(|_| online) {
+    match spec
+        .sandbox
+        .ca_bundle
+        .as_ref()
+        .filter(|_| online && image.is_none())
+    {
         Some(Ok(bundle)) => {
             env.extend(sandbox::egress::ca_env(bundle));
             ca.push(bundle.clone());
@@ -226,12 +238,18 @@ pub fn run(spec: Spec<'_>) -> Outcome {
         cache_paths: spec.cache_paths.to_vec(),
         work_layers: spec.work_layers.to_vec(),
         trace: gs_util::trace::wanted(),
+        image: image.cloned(),
         ..Plan::default()
-    }
-    .with_paths(spec.sandbox.hide.clone())
-    .with_user_programs(&spec.sandbox.programs)
-    // The bundle's directory is kept readable as a user-named program's is.
-    .with_user_programs(&ca);
+    };
+    // In an image, nothing of the host is bound back: no toolchain, no program.
+    let plan = if image.is_some() {
+        plan
+    } else {
+        plan.with_paths(spec.sandbox.hide.clone())
+            .with_user_programs(&spec.sandbox.programs)
+            // The bundle's directory is kept readable as a user-named program's is.
+            .with_user_programs(&ca)
+    };
     let launched = match super::launch::launch(&spec.sandbox.helper, &plan, &spec.output) {
         Ok(l) => l,
         Err(e) => return spawn_failed(started, e),

@@ -41,7 +41,11 @@ pub fn config_for(
     }
     layers.flags = flags.clone();
     let mut config = layers.resolve();
-    config.toolchain = toolchain_of(&config, repo, info);
+    // In an image, the image is the toolchain (the host's is not in the view).
+    config.toolchain = match super::image::toolchain_held(ctx, &config) {
+        Some(image) => image,
+        None => toolchain_of(&config, repo, info),
+    };
     Ok(config)
 }
 

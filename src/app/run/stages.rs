@@ -8,6 +8,7 @@ use super::reports::{coverage_of, COVERAGE_REPORTS, JUNIT_DIRS};
 use super::{checks, setup, Along, RunOptions, SeenTrees, Source, CONFIG_FOR};
 use crate::app::analysis::analyze;
 use crate::app::config::commit_config::{cache_dirs, config_for, experiment_of};
+use crate::app::config::image;
 use crate::app::records::results::{self, NoteReader};
 use crate::app::{AppError, Context, Repo, Result};
 use gs_config::Config;
@@ -102,7 +103,7 @@ fn stages(c: &Commit<'_>, along: &mut Along, record: &mut RunRecord) -> Result<E
         analysis_index,
         ..
     } = along;
-    let (config, key) = next!(config(c, configs, record)?);
+    let (config, key, image) = next!(config(c, configs, record)?);
     next!(earlier(c, reader, own, seen, &key, record)?);
     next!(gates(c, &config, record)?);
     c.event(
@@ -115,6 +116,18 @@ fn stages(c: &Commit<'_>, along: &mut Along, record: &mut RunRecord) -> Result<E
         s.warm();
         s
     });
+    // In an image, the commit's runs have it as their root.
+    let in_image;
+    let sandbox = match image {
+        Some(i) => {
+            in_image = gs_sandbox::Sandbox {
+                image: Some(i.root),
+                ..sandbox.clone()
+            };
+            &in_image
+        }
+        None => sandbox,
+    };
     let scratch = checkout::scratch_root();
     let home_id = crate::app::home::home_id(&c.ctx.paths.home);
     let cache_home = c.ctx.paths.caches();
@@ -159,12 +172,13 @@ fn stages(c: &Commit<'_>, along: &mut Along, record: &mut RunRecord) -> Result<E
 }
 
 /// Stage 1: the commit's config and its result key, taken from its tree's when that was read
-/// within [`CONFIG_FOR`]. A config that cannot be read ends the run as an error.
+/// within [`CONFIG_FOR`], and its image, pulled (a tag resolved anew: its digest is part of the
+/// key). A config that cannot be read, or an image that cannot be had, ends the run as an error.
 fn config(
     c: &Commit<'_>,
     configs: &mut HashMap<ObjectId, (Instant, Config, String)>,
     record: &mut RunRecord,
-) -> Result<Step<(Config, String)>> {
+) -> Result<Step<(Config, String, Option<image::ForRun>)>> {
     let (config, key) = match configs.get(&c.info.tree) {
         Some((at, config, key)) if at.elapsed() < CONFIG_FOR => (config.clone(), key.clone()),
         _ => match config_for(
@@ -187,9 +201,28 @@ fn config(
             Err(e) => return Err(e),
         },
     };
+    let (mut config, mut key) = (config, key);
+    let image = match image::for_run(c.ctx, &config) {
+        Ok(Some(i)) => {
+            config.toolchain = i.toolchain.clone();
+            key = config.result_key();
+            record.environment = Some(i.environment.clone());
+            configs.insert(c.info.tree, (Instant::now(), config.clone(), key.clone()));
+            Some(i)
+        }
+        Ok(None) => None,
+        Err(e @ (AppError::Refused(_) | AppError::Usage(_))) => {
+            record.status = Status::Error;
+            record.error = Some(e.to_string());
+            record.config_hash = Some(key);
+            record.toolchain = config.toolchain.clone();
+            return Ok(Step::End(End::Made { diff: true }));
+        }
+        Err(e) => return Err(e),
+    };
     record.config_hash = Some(key.clone());
     record.toolchain = config.toolchain.clone();
-    Ok(Step::Next((config, key)))
+    Ok(Step::Next((config, key, image)))
 }
 
 /// Stage 2 (not with `--force`): the commit's own result (its note, else the index: a deleted
@@ -687,6 +720,7 @@ fn base_record(info: &CommitInfo, opts: &RunOptions<'_>, started: i64) -> RunRec
         cache_generations: Vec::new(),
         retried: None,
         toolchain: Default::default(),
+        environment: None,
         coverage: None,
         checks: Default::default(),
         tests: None,

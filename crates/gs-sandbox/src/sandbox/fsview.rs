@@ -48,11 +48,11 @@ pub fn open_keep(path: &Path, writable: bool) -> Option<Keep> {
     })
 }
 
-fn cstr(p: &Path) -> CString {
+pub(super) fn cstr(p: &Path) -> CString {
     CString::new(p.as_os_str().as_bytes()).unwrap_or_default()
 }
 
-fn check(r: libc::c_int, what: &str) -> Result<(), String> {
+pub(super) fn check(r: libc::c_int, what: &str) -> Result<(), String> {
     if r < 0 {
         Err(format!(
             "{what}: {}",
@@ -63,7 +63,7 @@ fn check(r: libc::c_int, what: &str) -> Result<(), String> {
     }
 }
 
-fn mount(
+pub(super) fn mount(
     src: &str,
     target: &Path,
     fstype: &str,
@@ -109,7 +109,7 @@ const MOUNT_ATTR_NOSUID: u64 = 0x2;
 const AT_RECURSIVE: libc::c_uint = 0x8000;
 
 /// Set or clear read-only on the mount at `path` and every mount below it (one syscall).
-fn set_readonly(path: &Path, readonly: bool) -> Result<(), String> {
+pub(super) fn set_readonly(path: &Path, readonly: bool) -> Result<(), String> {
     let attr = MountAttr {
         attr_set: if readonly {
             MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID
@@ -147,6 +147,8 @@ pub struct View {
     pub disk_mb: Option<u64>,
     /// Where the run sees its directory, when not at its host path: [`VIEW_ROOT`].
     pub root: Option<PathBuf>,
+    /// Where the run sees its tree, when not in its directory: an image's `WorkingDir`.
+    pub tree_at: Option<PathBuf>,
 }
 
 /// Where every run sees its directory (`tree/`, `home/`, `tmp/`) when it has a private /tmp: one
@@ -170,7 +172,7 @@ fn fs_size_mb(path: &Path) -> Option<u64> {
 /// hidden) and whose upper layer is a fresh tmpfs of `size_mb` (0: the kernel's default) — so
 /// every byte the run writes (its tree, HOME, TMPDIR) counts against the size, whatever backs
 /// the checkout, and nothing it writes reaches the host. Returns the size in force.
-fn bounded_overlay(
+pub(super) fn bounded_overlay(
     keep: &Keep,
     path: &Path,
     size_mb: u64,
@@ -269,6 +271,7 @@ pub fn setup(keeps: &[Keep], hide: &[PathBuf], disk_mb: u64, uid: u32) -> View {
             private_tmp,
             disk_mb: None,
             root: None,
+            tree_at: None,
         };
     }
     layers.push(match set_readonly(Path::new("/"), true) {
@@ -421,6 +424,7 @@ pub fn setup(keeps: &[Keep], hide: &[PathBuf], disk_mb: u64, uid: u32) -> View {
         private_tmp,
         disk_mb: disk,
         root: relocated,
+        tree_at: None,
     }
 }
 

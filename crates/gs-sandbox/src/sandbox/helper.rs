@@ -217,6 +217,17 @@ pub fn run(plan: Plan) -> i32 {
             .iter()
             .filter_map(|t| fsview::open_keep(t, false)),
     );
+    // An image's layers, every one (a run that asked for an image never runs without it).
+    let mut image_layers = Vec::new();
+    for l in plan.image.iter().flat_map(|i| &i.layers) {
+        match fsview::open_keep(l, false) {
+            Some(k) => image_layers.push(k.fd),
+            None => {
+                eprintln!("git-sandbox: cannot open the image's layer {}", l.display());
+                return HELPER_FAILED;
+            }
+        }
+    }
     // The branch cache this run's writes go to: a detached clone of its mount, taken before
     // init makes every mount of this namespace read-only, so the merge can write it afterwards.
     let cache_out = plan
@@ -240,9 +251,13 @@ pub fn run(plan: Plan) -> i32 {
     if init == 0 {
         // SAFETY: closing our copy of the read end.
         unsafe { libc::close(status_pipe[0]) };
-        run_init(&plan, layers, limits, keeps, root, run_uid, status_pipe[1]);
+        let view = Views {
+            keeps,
+            image_layers,
+        };
+        run_init(&plan, layers, limits, view, root, run_uid, status_pipe[1]);
     }
-    drop(keeps);
+    drop((keeps, image_layers));
     // SAFETY: closing descriptors we own (init holds the report and artifact ones).
     unsafe {
         libc::close(REPORT_FD);
@@ -685,17 +700,36 @@ fn run_init(
     plan: &Plan,
     mut layers: Vec<Layer>,
     mut limits: AppliedLimits,
-    keeps: Vec<Keep>,
+    opened: Views,
     root: bool,
     uid: u32,
     status_fd: i32,
 ) -> ! {
     die_with_parent(None);
     step(plan, "init forked");
-    let view = fsview::setup(&keeps, &plan.hide, plan.limits.disk_mb, uid);
-    drop(keeps);
+    let Views {
+        keeps,
+        image_layers,
+    } = opened;
+    let view = match &plan.image {
+        Some(image) => {
+            match super::imageview::setup(image, &image_layers, &keeps, plan.limits.disk_mb, uid) {
+                Ok(v) => v,
+                Err(e) => {
+                    eprintln!("git-sandbox: cannot make the image the run's root: {e}");
+                    // SAFETY: leaving the forked init without unwinding.
+                    unsafe { libc::_exit(HELPER_FAILED) }
+                }
+            }
+        }
+        None => fsview::setup(&keeps, &plan.hide, plan.limits.disk_mb, uid),
+    };
+    drop((keeps, image_layers));
     step(plan, "mounts (view, overlay)");
-    let relocated = view.root.as_deref().map(|r| relocate(plan, r));
+    let relocated = view
+        .root
+        .as_deref()
+        .map(|r| relocate(plan, r, view.tree_at.as_deref()));
     let plan = relocated.as_ref().unwrap_or(plan);
     layers.extend(view.layers);
     limits.disk_mb = view.disk_mb;
@@ -738,7 +772,9 @@ fn run_init(
     ));
     guard::read_rlimits(&mut limits);
     step(plan, "uid dropped, rlimits");
-    confine(plan, &mut layers, &view.private_tmp, !plan.network);
+    let mut writable = view.private_tmp.clone();
+    writable.extend(view.tree_at.clone());
+    confine(plan, &mut layers, &writable, !plan.network);
     step(plan, "landlock, seccomp");
     let unhidden = hide_artifacts(plan);
     write_report(&layers, &limits);
@@ -775,15 +811,27 @@ fn run_init(
     }
 }
 
+/// What init builds the run's view from: the directories opened before anything was mounted.
+struct Views {
+    keeps: Vec<Keep>,
+    image_layers: Vec<std::os::fd::OwnedFd>,
+}
+
 /// The plan as the run sees it when its directory is at `view` instead of its host path: its
-/// working directory, and the variables that point into it (HOME, TMPDIR).
-fn relocate(plan: &Plan, view: &Path) -> Plan {
+/// working directory, and the variables that point into it (HOME, TMPDIR); with `tree_at` (an
+/// image's working directory), the tree is seen there.
+fn relocate(plan: &Plan, view: &Path, tree_at: Option<&Path>) -> Plan {
     let moved = |p: &Path| match p.strip_prefix(&plan.root) {
         Ok(rest) => view.join(rest),
         Err(_) => p.to_path_buf(),
     };
     let mut out = plan.clone();
     out.cwd = moved(&plan.cwd);
+    if let Some(at) = tree_at {
+        if let Ok(rest) = plan.cwd.strip_prefix(plan.root.join("tree")) {
+            out.cwd = at.join(rest);
+        }
+    }
     out.root = view.to_path_buf();
     for (_, v) in &mut out.env {
         if Path::new(v.as_str()).starts_with(&plan.root) {

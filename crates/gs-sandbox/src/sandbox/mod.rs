@@ -26,6 +26,7 @@ mod fsview;
 pub use fsview::VIEW_ROOT;
 mod guard;
 pub mod helper;
+mod imageview;
 pub mod layers;
 mod toolchains;
 
@@ -179,6 +180,23 @@ pub struct Plan {
     /// `process::Spare`.
     #[serde(default)]
     pub rest_on_stdin: bool,
+    /// The image the run's root is (see [`ImageRoot`]); `None`: the host's root, read-only.
+    #[serde(default)]
+    pub image: Option<ImageRoot>,
+}
+
+/// An image as a run's root (`[environment] image`): its unpacked layers, topmost first, where
+/// the tree goes, and the variables it sets. Nothing of the host's file system is in the view
+/// but `/dev` and the run's own directory.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ImageRoot {
+    pub layers: Vec<PathBuf>,
+    /// The image's `WorkingDir` (empty: `/src`), where the run sees its tree.
+    pub workdir: PathBuf,
+    /// The image's `Env` (`NAME=value`), under the sandbox's own variables.
+    pub env: Vec<String>,
+    /// `REFERENCE@DIGEST`, for the report.
+    pub label: String,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -278,6 +296,8 @@ pub struct Sandbox {
     /// The CA bundle for runs with the network (the system's store and the user's
     /// `[network] ca_files`), or why it could not be made; `None` without `ca_files`.
     pub ca_bundle: Option<Result<PathBuf, String>>,
+    /// The image runs use as their root (`[environment] image`), set for one commit's runs.
+    pub image: Option<ImageRoot>,
 }
 
 impl Sandbox {
@@ -291,6 +311,7 @@ impl Sandbox {
             overlay: false,
             programs: Vec::new(),
             ca_bundle: None,
+            image: None,
         }
     }
 

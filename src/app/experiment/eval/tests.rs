@@ -23,6 +23,7 @@ fn rec(status: Status, passed: u64, failed: u64, complexity: f64, issues: &[&str
         cache_generations: Vec::new(),
         retried: None,
         toolchain: Default::default(),
+        environment: None,
         coverage: None,
         checks: Default::default(),
         tests: Some(Tests {

@@ -1,0 +1,128 @@
+//! A commit's environment (`[environment] image`): the image its runs use as their root, pulled
+//! from the registries the user allows into the home's image store, and what stands for it in
+//! the result key (its digest and platform, in place of the host's toolchain).
+
+use crate::app::{AppError, Context, Result};
+use gs_config::Config;
+use gs_image::{Image, Pulled, Reference, Store};
+use std::collections::BTreeMap;
+
+/// Why a run has no image: the start of its record's `error` (an attempt, never a result).
+pub const UNAVAILABLE: &str = gs_model::IMAGE_UNAVAILABLE;
+
+/// An image ready for a run: its sandbox root and what the record says of it.
+#[derive(Debug, Clone)]
+pub struct ForRun {
+    pub root: gs_sandbox::sandbox::ImageRoot,
+    pub environment: gs_model::Environment,
+    pub toolchain: BTreeMap<String, String>,
+}
+
+/// The home's image store.
+pub fn store(ctx: &Context) -> Store {
+    Store::at(&ctx.paths.home)
+}
+
+/// `text` as a reference, or a usage error naming what is wrong.
+pub fn parse(text: &str) -> Result<Reference> {
+    Reference::parse(text).map_err(|e| match e.split_once("; write ") {
+        Some((problem, fix)) => AppError::usage(problem).hint(format!("write {fix}")),
+        None => AppError::usage(e),
+    })
+}
+
+/// Pull `reference` under `config`'s `[environment]`: refused before any connection when its
+/// registry is not one the user allows.
+pub fn pull(ctx: &Context, config: &Config, reference: &Reference) -> Result<Pulled> {
+    let env = &config.environment;
+    let registries = gs_image::Registries {
+        allowed: env.registries.clone(),
+        insecure: env.insecure_registries.clone(),
+    };
+    registries.check(reference).map_err(|e| {
+        let (problem, fix) = e.split_once("; ").unwrap_or((&e, ""));
+        AppError::refused(problem.to_string()).hint(fix.to_string())
+    })?;
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let docker = std::env::var_os("DOCKER_CONFIG").map(std::path::PathBuf::from);
+    let opts = gs_image::PullOptions {
+        net: registries.net(),
+        credentials: gs_image::registry::docker_credentials(
+            reference.registry_host(),
+            home.as_deref(),
+            docker.as_deref(),
+        ),
+        max_bytes: env.image_mb.saturating_mul(1 << 20),
+        how: gs_image::isolate::How::Helper(
+            std::env::current_exe().unwrap_or_else(|_| "git-sandbox".into()),
+        ),
+    };
+    store(ctx).pull(reference, &opts).map_err(|e| {
+        AppError::refused(format!("cannot pull {reference}: {e}"))
+            .hint("check the reference and that the registry is reachable")
+    })
+}
+
+/// What stands for the image in the result key: its digest and platform.
+fn toolchain_of(image: &Image) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        ("image".to_string(), image.digest.clone()),
+        ("image_platform".to_string(), image.platform.clone()),
+    ])
+}
+
+/// The key's stand-in for the image `config` names, from what this machine resolved it to last
+/// (no registry is asked): looking a result up needs no network. `None` without an image.
+pub fn toolchain_held(ctx: &Context, config: &Config) -> Option<BTreeMap<String, String>> {
+    let text = config.environment.image.as_deref()?;
+    let held = Reference::parse(text)
+        .ok()
+        .and_then(|r| store(ctx).find(&r));
+    Some(match held {
+        Some(image) => toolchain_of(&image),
+        // Nothing matches until it is pulled.
+        None => BTreeMap::from([("image".to_string(), format!("{text} (not pulled)"))]),
+    })
+}
+
+/// The image `config` names, pulled for a run (a tag is resolved anew: one manifest request;
+/// offline, the digest it resolved to last). `None` without an image; an error that starts
+/// with [`UNAVAILABLE`] when it cannot be had.
+pub fn for_run(ctx: &Context, config: &Config) -> Result<Option<ForRun>> {
+    let Some(text) = config.environment.image.as_deref() else {
+        return Ok(None);
+    };
+    let unavailable = |why: String| AppError::refused(format!("{UNAVAILABLE} {text}: {why}"));
+    let reference = Reference::parse(text).map_err(unavailable)?;
+    let pulled = pull(ctx, config, &reference).map_err(|e| unavailable(e.to_string()))?;
+    let image = pulled.image;
+    let root = gs_sandbox::sandbox::ImageRoot {
+        layers: store(ctx).layer_dirs(&image),
+        workdir: image.working_dir.clone().unwrap_or_default().into(),
+        env: image.env.clone(),
+        label: format!("{text}@{}", image.digest),
+    };
+    Ok(Some(ForRun {
+        root,
+        toolchain: toolchain_of(&image),
+        environment: gs_model::Environment {
+            image: text.to_string(),
+            digest: image.digest.clone(),
+            platform: image.platform.clone(),
+            offline: pulled.offline,
+        },
+    }))
+}
+
+/// Every image in the store, most recently used first.
+pub fn list(ctx: &Context) -> Vec<Image> {
+    store(ctx).images()
+}
+
+/// Remove the image `reference` names from the store.
+pub fn remove(ctx: &Context, reference: &Reference) -> Result<Image> {
+    store(ctx).remove(reference).map_err(|e| {
+        let (problem, fix) = e.split_once("; ").unwrap_or((&e, ""));
+        AppError::not_found(problem.to_string()).hint(fix.to_string())
+    })
+}

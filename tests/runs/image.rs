@@ -1,0 +1,203 @@
+//! Runs in an image (`[environment] image`): pulled from a real registry (Debian's
+//! docker-registry on 127.0.0.1, images the tests make and push with skopeo), the image's files as
+//! the run's root with none of the host's, its digest in the record and the result key.
+
+use crate::common;
+
+use common::registry::{busybox_root, tar_of, Registry, TestImage};
+use common::World;
+use serde_json::Value;
+use std::path::Path;
+
+fn worlds() -> Vec<(&'static str, World)> {
+    let mut out = vec![("root", World::new())];
+    if let Some(w) = World::unprivileged() {
+        out.push(("nobody", w));
+    }
+    out
+}
+
+/// The busybox root with a file saying which version of the tag it is.
+fn image(version: &str) -> TestImage {
+    TestImage {
+        layers: vec![
+            busybox_root(),
+            tar_of(&[("etc/version", format!("{version}\n").as_bytes())]),
+        ],
+        env: vec!["PATH=/bin".into(), "IMAGE_VAR=from-the-image".into()],
+        workdir: Some("/work".into()),
+    }
+}
+
+/// What the tests check inside: the host's tools are absent, the image's variables and working
+/// directory apply, the commit's tree is there, and its root cannot be written.
+const INSIDE: &str = "test ! -e /usr/bin/python3 && test ! -e /usr/bin/git && test ! -e /usr/bin/cargo && test \\\"$IMAGE_VAR\\\" = from-the-image && test \\\"$(pwd)\\\" = /work && test -f marker.txt && ! touch /etc/x 2>/dev/null && touch made-here && echo version $(cat /etc/version)";
+
+fn config(image: &str) -> String {
+    format!("[environment]\nimage = \"{image}\"\n[test]\ncommand = \"{INSIDE}\"\n[analysis]\nenabled = false\n")
+}
+
+fn run(who: &str, w: &World, repo: &Path) -> Value {
+    let o = w.sandbox(repo, &["run", "--json"]);
+    let rec = o.json()[0].clone();
+    assert_eq!(rec["status"], "passed", "{who}: {o:?}");
+    rec
+}
+
+#[test]
+fn a_commit_runs_in_its_image_pinned_by_the_digest_its_tag_resolves_to() {
+    let registry = Registry::start();
+    let host = registry.host();
+    for (who, w) in worlds() {
+        let name = format!("test/{who}/busybox");
+        let first = registry.push(&name, "1", &image("one"));
+        w.user_config(&format!(
+            "[environment]\ninsecure_registries = [\"{host}\"]\n"
+        ));
+        let repo = w.new_repo("in-image");
+        let tagged = format!("{host}/{name}:1");
+        w.commit(
+            &repo,
+            &[(".sandbox.toml", &config(&tagged)), ("marker.txt", "x\n")],
+            "runs in an image",
+        );
+        let rec = run(who, &w, &repo);
+        assert_eq!(rec["environment"]["digest"], first, "{who}: {rec}");
+        assert_eq!(rec["environment"]["image"], tagged.as_str());
+        assert_eq!(rec["environment"]["platform"], "linux/amd64");
+        assert_eq!(
+            rec["toolchain"]["image"], first,
+            "the digest stands for the toolchain"
+        );
+        assert!(
+            rec["tests"]["output_tail"]
+                .as_str()
+                .unwrap()
+                .contains("version one"),
+            "{who}: {rec}"
+        );
+        let isolation = w
+            .sandbox(&repo, &["show", "--isolation", "--json"])
+            .success()
+            .json()["layers"]
+            .to_string();
+        assert!(
+            isolation.contains("the host's root is not mounted"),
+            "{who}: {isolation}"
+        );
+        // Nothing the run wrote reached the commit's checkout or the image's layers.
+        let store = w.data().join("images/layers");
+        let written: Vec<_> = common::files_under(&store)
+            .into_iter()
+            .filter(|p| p.ends_with("made-here"))
+            .collect();
+        assert!(written.is_empty(), "{who}: {written:?}");
+
+        // Unchanged, the commit's result stands.
+        let again = run(who, &w, &repo);
+        assert_eq!(again["started_at"], rec["started_at"], "{who}: reused");
+
+        // The tag pushed anew: the same commit runs again, in the new image.
+        let second = registry.push(&name, "1", &image("two"));
+        assert_ne!(first, second);
+        let moved = run(who, &w, &repo);
+        assert_eq!(moved["environment"]["digest"], second, "{who}: {moved}");
+        assert!(moved["tests"]["output_tail"]
+            .as_str()
+            .unwrap()
+            .contains("version two"));
+        assert_ne!(moved["config_hash"], rec["config_hash"]);
+
+        // Pinned by its digest, a commit keeps its result when the tag moves.
+        let pinned = format!("{host}/{name}@{second}");
+        w.commit(&repo, &[(".sandbox.toml", &config(&pinned))], "pinned");
+        let at_pin = run(who, &w, &repo);
+        assert_eq!(at_pin["environment"]["digest"], second);
+        registry.push(&name, "1", &image("three"));
+        let still = run(who, &w, &repo);
+        assert_eq!(
+            still["started_at"], at_pin["started_at"],
+            "{who}: not run again"
+        );
+        assert!(still["tests"]["output_tail"]
+            .as_str()
+            .unwrap()
+            .contains("version two"));
+
+        // The store lists what was pulled.
+        let list = w
+            .sandbox(&repo, &["image", "list", "--json"])
+            .success()
+            .json();
+        let digests: Vec<&str> = list["images"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|i| i["digest"].as_str())
+            .collect();
+        assert!(digests.contains(&second.as_str()), "{who}: {list}");
+    }
+}
+
+#[test]
+fn an_unlisted_registry_is_refused_naming_the_key_and_nothing_connects() {
+    let w = World::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let host = format!("127.0.0.1:{}", listener.local_addr().unwrap().port());
+    let repo = w.new_repo("unlisted");
+    w.commit(
+        &repo,
+        &[(".sandbox.toml", &config(&format!("{host}/x/y:1")))],
+        "names a registry nobody allowed",
+    );
+    let o = w.sandbox(&repo, &["run", "--json"]);
+    let rec = o.json()[0].clone();
+    assert_eq!(rec["status"], "error", "{o:?}");
+    let error = rec["error"].as_str().unwrap();
+    assert!(
+        error.contains("cannot get the image") && error.contains("[environment] registries"),
+        "{error}"
+    );
+    assert!(rec["tests"].is_null(), "nothing ran: {rec}");
+    let pulled = w.sandbox(&repo, &["image", "pull", &format!("{host}/x/y:1")]);
+    assert_eq!(pulled.code, 1, "{pulled:?}");
+    assert!(
+        pulled.stderr.contains("[environment] registries"),
+        "{pulled:?}"
+    );
+
+    // Listed, but not as insecure: a loopback address is refused after resolution.
+    w.user_config(&format!("[environment]\nregistries = [\"{host}\"]\n"));
+    let pulled = w.sandbox(&repo, &["image", "pull", &format!("{host}/x/y:1")]);
+    assert_eq!(pulled.code, 1, "{pulled:?}");
+    assert!(pulled.stderr.contains("127.0.0.1"), "{pulled:?}");
+    assert!(
+        matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "something connected to the registry the user did not allow"
+    );
+}
+
+#[test]
+fn a_repository_cannot_name_the_registries() {
+    let w = World::new();
+    let repo = w.new_repo("widens");
+    w.commit(
+        &repo,
+        &[(
+            ".sandbox.toml",
+            "[environment]\ninsecure_registries = [\"127.0.0.1:1\"]\nimage = \"127.0.0.1:1/x\"\n",
+        )],
+        "widens the user's policy",
+    );
+    let o = w.sandbox(&repo, &["run", "--json"]);
+    let rec = o.json()[0].clone();
+    assert_eq!(rec["status"], "error", "{o:?}");
+    assert!(
+        rec["error"]
+            .as_str()
+            .unwrap()
+            .contains("environment.insecure_registries"),
+        "{rec}"
+    );
+}
