@@ -1,4 +1,4 @@
-use super::ui::say;
+use super::ui::{self, say};
 use super::{print_json, CmdResult, CommandError};
 use gs_config::Paths;
 use gs_model::LayerStatus;
@@ -47,6 +47,7 @@ pub fn cmd_doctor(args: DoctorArgs) -> CmdResult {
             }
         }
         value["caches"] = serde_json::to_value(cache_generations(&paths)).expect("plain data");
+        value["images"] = images_json(&paths);
         print_json(&value);
     } else {
         let mut out = String::new();
@@ -77,6 +78,7 @@ pub fn cmd_doctor(args: DoctorArgs) -> CmdResult {
         limits_lines(&mut out, &probe);
         network_lines(&mut out, &paths);
         caches_lines(&mut out, &paths);
+        images_lines(&mut out, &paths);
         say!(
             out,
             "(cached in {})",
@@ -177,6 +179,62 @@ fn caches_lines(out: &mut String, paths: &Paths) {
                 None => {}
             }
         }
+    }
+}
+
+/// The image store and where images may come from, by the user's policy.
+fn images_json(paths: &Paths) -> serde_json::Value {
+    let env = gs_config::Layers::load(paths)
+        .map(|l| l.resolve().environment)
+        .unwrap_or_default();
+    let store = gs_image::Store::at(&paths.home);
+    serde_json::json!({
+        "store": store.root,
+        "registries": env.registries,
+        "insecure_registries": env.insecure_registries,
+        "image_mb": env.image_mb,
+        "images": store.images(),
+    })
+}
+
+fn images_lines(out: &mut String, paths: &Paths) {
+    let v = images_json(paths);
+    let list = |k: &str| {
+        let items: Vec<&str> = v[k]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s.as_str())
+            .collect();
+        if items.is_empty() {
+            "none".to_string()
+        } else {
+            items.join(", ")
+        }
+    };
+    say!(out, "\nimages ([environment] in your user config):");
+    say!(out, "  registries    {}", list("registries"));
+    say!(out, "  plain HTTP    {}", list("insecure_registries"));
+    let images = v["images"].as_array().cloned().unwrap_or_default();
+    let bytes: u64 = images
+        .iter()
+        .map(|i| i["size"].as_u64().unwrap_or(0) + i["unpacked"].as_u64().unwrap_or(0))
+        .sum();
+    say!(
+        out,
+        "  store         {} ({}, {})",
+        v["store"].as_str().unwrap_or_default(),
+        ui::plural(images.len() as u64, "image"),
+        ui::bytes(bytes)
+    );
+    for i in &images {
+        say!(
+            out,
+            "    {} {} {}",
+            i["reference"].as_str().unwrap_or_default(),
+            i["digest"].as_str().unwrap_or_default(),
+            i["platform"].as_str().unwrap_or_default()
+        );
     }
 }
 

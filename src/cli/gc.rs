@@ -8,7 +8,8 @@ use crate::app::{repo::gc, Context};
 /// exist, the registration of repositories whose directory is gone, and build caches and kept
 /// checkouts: of branches that are gone, of repositories no longer registered, unused for
 /// `[gc] caches` (default 14d), and a repository's least recently used branches' caches while
-/// they take more than `[gc] max_cache_mb` (default 16384).
+/// they take more than `[gc] max_cache_mb` (default 16384), and images no run used for `[gc]
+/// images` (default 14d).
 ///
 /// It never removes a log of a run in progress, a note, or anything inside a repository. The
 /// `[gc]` keys are read from your user config (and `SANDBOX_GC_*`), never from a repository.
@@ -85,6 +86,13 @@ pub fn cmd_gc(args: GcArgs) -> CmdResult {
                 r.kept_checkouts.bytes
             ),
             r.retention.caches
+        ));
+    }
+    if r.images.count > 0 {
+        lines.push(format!(
+            "{verb} {} no run used for {}",
+            sized(r.images.count, "image", r.images.bytes),
+            r.retention.images
         ));
     }
     if r.workspaces.count > 0 {

@@ -297,6 +297,20 @@ fn tests_section(
                 )
             );
             say!(out, "  command:  {}", ui::escape(&t.command));
+            if let Some(e) = &r.environment {
+                say!(
+                    out,
+                    "  image:    {}@{} ({}){}",
+                    ui::escape(&e.image),
+                    ui::escape(&e.digest),
+                    ui::escape(&e.platform),
+                    if e.offline {
+                        ", offline: the digest its tag resolved to last"
+                    } else {
+                        ""
+                    }
+                );
+            }
             if let Some(s) = &t.setup {
                 setup_lines(out, s, setup_log);
             }

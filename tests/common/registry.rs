@@ -222,3 +222,45 @@ pub fn busybox_root() -> Vec<u8> {
     entries.push(("etc/os-release", b"ID=test-busybox\n"));
     tar_of(&entries)
 }
+
+/// A member of a layer as an attacker writes it (see [`raw_tar`]).
+pub enum Raw<'a> {
+    File(&'a str, &'a [u8], u32),
+    Hard(&'a str, &'a str),
+    Symlink(&'a str, &'a str),
+    Char(&'a str),
+}
+
+/// A tar with raw names and link targets (the tar crate's builder refuses `..` and absolute
+/// names; an attacker's does not).
+pub fn raw_tar(members: &[Raw]) -> Vec<u8> {
+    let mut b = tar::Builder::new(Vec::new());
+    for m in members {
+        let mut h = tar::Header::new_gnu();
+        let (name, kind, data, mode, link): (&str, tar::EntryType, &[u8], u32, Option<&str>) =
+            match m {
+                Raw::File(n, d, mode) => (n, tar::EntryType::Regular, d, *mode, None),
+                Raw::Hard(n, t) => (n, tar::EntryType::Link, b"", 0o644, Some(t)),
+                Raw::Symlink(n, t) => (n, tar::EntryType::Symlink, b"", 0o777, Some(t)),
+                Raw::Char(n) => (n, tar::EntryType::Char, b"", 0o666, None),
+            };
+        let g = h.as_gnu_mut().unwrap();
+        g.name[..name.len()].copy_from_slice(name.as_bytes());
+        if let Some(l) = link {
+            g.linkname[..l.len()].copy_from_slice(l.as_bytes());
+        }
+        h.set_entry_type(kind);
+        h.set_mode(mode);
+        h.set_size(data.len() as u64);
+        h.set_uid(0);
+        h.set_gid(0);
+        h.set_mtime(0);
+        if kind == tar::EntryType::Char {
+            h.set_device_major(1).unwrap();
+            h.set_device_minor(1).unwrap();
+        }
+        h.set_cksum();
+        b.append(&h, data).unwrap();
+    }
+    b.into_inner().unwrap()
+}

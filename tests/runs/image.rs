@@ -201,3 +201,140 @@ fn a_repository_cannot_name_the_registries() {
         "{rec}"
     );
 }
+
+#[test]
+fn offline_a_tag_runs_on_the_digest_it_resolved_to_last_and_the_record_says_so() {
+    let w = World::new();
+    let registry = Registry::start();
+    let host = registry.host();
+    let pushed = registry.push("test/offline", "1", &image("one"));
+    w.user_config(&format!(
+        "[environment]\ninsecure_registries = [\"{host}\"]\n[gc]\nimages = \"1s\"\n"
+    ));
+    let repo = w.new_repo("offline");
+    let tagged = format!("{host}/test/offline:1");
+    w.commit(
+        &repo,
+        &[(".sandbox.toml", &config(&tagged)), ("marker.txt", "1\n")],
+        "first",
+    );
+    run("online", &w, &repo);
+    drop(registry);
+    w.commit(
+        &repo,
+        &[("marker.txt", "2\n")],
+        "second, with the registry away",
+    );
+    let rec = run("offline", &w, &repo);
+    assert_eq!(rec["environment"]["digest"], pushed, "{rec}");
+    assert_eq!(rec["environment"]["offline"], true, "{rec}");
+    let shown = w.sandbox(&repo, &["show"]).success().stdout;
+    assert!(
+        shown.contains(&format!("image:    {tagged}@{pushed}")) && shown.contains("offline"),
+        "{shown}"
+    );
+    let doctor = w.sandbox(&repo, &["doctor", "--json"]).json();
+    assert_eq!(doctor["images"]["insecure_registries"][0], host.as_str());
+    assert_eq!(doctor["images"]["images"][0]["digest"], pushed.as_str());
+
+    // Unused for longer than `[gc] images`, the image and its layers go.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let gc = w.sandbox(&repo, &["gc", "--json"]).success().json();
+    assert_eq!(gc["images"]["count"], 1, "{gc}");
+    let list = w
+        .sandbox(&repo, &["image", "list", "--json"])
+        .success()
+        .json();
+    assert_eq!(list["images"].as_array().unwrap().len(), 0, "{list}");
+    assert!(common::files_under(&w.data().join("images/layers")).is_empty());
+}
+
+#[test]
+fn hostile_layers_from_a_registry_are_refused_by_member_or_lose_their_device_and_setuid() {
+    use common::registry::{raw_tar, Raw};
+    let w = World::new();
+    let registry = Registry::start();
+    let host = registry.host();
+    w.user_config(&format!(
+        "[environment]\ninsecure_registries = [\"{host}\"]\n"
+    ));
+    let repo = w.new_repo("hostile");
+    let with = |layer: Vec<u8>| TestImage {
+        layers: vec![busybox_root(), layer],
+        ..image("x")
+    };
+    for (name, layer, member) in [
+        (
+            "shadow",
+            raw_tar(&[Raw::Hard("etc/copy", "/etc/shadow")]),
+            "etc/copy",
+        ),
+        (
+            "traversal",
+            raw_tar(&[Raw::File("../../escaped", b"x", 0o644)]),
+            "../../escaped",
+        ),
+        (
+            "absolute",
+            raw_tar(&[Raw::File("/tmp/escaped", b"x", 0o644)]),
+            "/tmp/escaped",
+        ),
+        (
+            "through-its-link",
+            raw_tar(&[
+                Raw::Symlink("etc/out", "/tmp"),
+                Raw::File("etc/out/escaped", b"x", 0o644),
+            ]),
+            "etc/out/escaped",
+        ),
+    ] {
+        registry.push(&format!("test/{name}"), "1", &with(layer));
+        let o = w.sandbox(&repo, &["image", "pull", &format!("{host}/test/{name}:1")]);
+        assert_eq!(o.code, 1, "{name}: {o:?}");
+        assert!(o.stderr.contains(member), "{name}: {o:?}");
+        assert!(!Path::new("/tmp/escaped").exists());
+    }
+    // A run that names such an image is an error, not a result.
+    w.commit(
+        &repo,
+        &[(".sandbox.toml", &config(&format!("{host}/test/shadow:1")))],
+        "names the image that links to /etc/shadow",
+    );
+    let o = w.sandbox(&repo, &["run", "--json"]);
+    let rec = o.json()[0].clone();
+    assert_eq!(rec["status"], "error", "{o:?}");
+    assert!(rec["error"].as_str().unwrap().contains("etc/copy"), "{rec}");
+
+    // A device node is dropped and a setuid bit cleared; ownership is kept (as root, the
+    // image's uid 0 is the first of its reserved host uids).
+    registry.push(
+        "test/bits",
+        "1",
+        &with(raw_tar(&[
+            Raw::File("bin/su", b"#!/bin/sh\n", 0o4755),
+            Raw::Char("etc/mem"),
+        ])),
+    );
+    let command = "test -x /bin/su && test ! -u /bin/su && test ! -e /etc/mem && echo clean";
+    w.commit(
+        &repo,
+        &[(
+            ".sandbox.toml",
+            &format!(
+                "[environment]\nimage = \"{host}/test/bits:1\"\n[test]\ncommand = \"{command}\"\n"
+            ),
+        )],
+        "setuid and a device",
+    );
+    let rec = run("root", &w, &repo);
+    assert!(rec["tests"]["output_tail"]
+        .as_str()
+        .unwrap()
+        .contains("clean"));
+    use std::os::unix::fs::MetadataExt;
+    let busybox = common::files_under(&w.data().join("images/layers"))
+        .into_iter()
+        .find(|p| p.ends_with("bin/busybox"))
+        .unwrap();
+    assert_eq!(std::fs::metadata(busybox).unwrap().uid(), 2_000_000_000);
+}

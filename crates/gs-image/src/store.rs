@@ -442,19 +442,24 @@ impl Store {
         Ok(image)
     }
 
-    /// Remove images unused for `unused_for`, then what no image left uses; what was removed.
-    pub fn gc(&self, unused_for: Duration) -> Vec<Image> {
+    /// Remove images unused for `unused_for`, then what no image left uses; what was removed
+    /// (with `dry_run`, what would be, and nothing is).
+    pub fn gc(&self, unused_for: Duration, dry_run: bool) -> Vec<Image> {
         let cutoff =
             jiff::Timestamp::now() - jiff::SignedDuration::try_from(unused_for).unwrap_or_default();
         let mut gone = Vec::new();
         for image in self.images() {
             let used: Option<jiff::Timestamp> = image.used_at.parse().ok();
             if used.is_some_and(|u| u < cutoff) {
-                let _ = std::fs::remove_file(self.image_file(&image.digest));
+                if !dry_run {
+                    let _ = std::fs::remove_file(self.image_file(&image.digest));
+                }
                 gone.push(image);
             }
         }
-        self.sweep();
+        if !dry_run {
+            self.sweep();
+        }
         gone
     }
 

@@ -68,6 +68,26 @@ pub struct CacheUse<'a> {
     pub home_dirs: &'a [String],
     /// Over this many MiB added, a branch's cache starts over.
     pub max_mb: u64,
+    /// What else the caches are kept apart by: the image a run's root is (its digest), whose
+    /// toolchain built them; empty on the host's root.
+    pub variant: &'a str,
+}
+
+impl CacheUse<'_> {
+    /// The directory name of `branch`'s caches for this use.
+    fn key(&self, branch: &str) -> String {
+        branch_key(branch, self.variant)
+    }
+}
+
+/// Name a branch's cache directory after its branch (and variant), for `gc`.
+fn mark(dir: &Path, branch: &str, variant: &str) {
+    if !dir.join("branch").exists() {
+        let _ = std::fs::write(dir.join("branch"), branch);
+        if !variant.is_empty() {
+            let _ = std::fs::write(dir.join("variant"), variant);
+        }
+    }
 }
 
 /// A run's build caches: the layers it sees (topmost first), the directory its writes are
@@ -142,7 +162,7 @@ pub fn home_caches(has: impl Fn(&str) -> bool) -> Vec<String> {
 /// caches of no branch.
 const LAYOUT: &str = "2";
 
-fn branch_key(name: &str) -> String {
+fn branch_key(name: &str, variant: &str) -> String {
     let safe: String = name
         .chars()
         .map(|c| {
@@ -154,7 +174,11 @@ fn branch_key(name: &str) -> String {
         })
         .take(40)
         .collect();
-    let versioned = format!("{LAYOUT}\0{name}");
+    let versioned = if variant.is_empty() {
+        format!("{LAYOUT}\0{name}")
+    } else {
+        format!("{LAYOUT}\0{name}\0{variant}")
+    };
     format!("{safe}-{}", &gs_util::fnv64_hex(versioned.as_bytes())[..8])
 }
 
@@ -190,11 +214,9 @@ pub fn for_run(use_: &CacheUse<'_>, repo_key: &str, run_uid: Option<u32>) -> Cac
         c.locks.extend(locks);
     };
     if let Some(b) = use_.branch {
-        let own = base.join(branch_key(b));
+        let own = base.join(use_.key(b));
         let _ = std::fs::create_dir(&own);
-        if !own.join("branch").exists() {
-            let _ = std::fs::write(own.join("branch"), b);
-        }
+        mark(&own, b, use_.variant);
         // Last used, for gc.
         if let Ok(f) = gs_util::private::open_rw(&own.join("lock")) {
             let _ = f.set_modified(std::time::SystemTime::now());
@@ -219,7 +241,7 @@ pub fn for_run(use_: &CacheUse<'_>, repo_key: &str, run_uid: Option<u32>) -> Cac
         }
         if use_.writes {
             let below = (Some(use_.production) != use_.branch)
-                .then(|| base.join(branch_key(use_.production)))
+                .then(|| base.join(use_.key(use_.production)))
                 .into_iter()
                 .collect();
             c.stage = Stage::new(&own, chain.is_empty(), run_uid, below);
@@ -228,7 +250,7 @@ pub fn for_run(use_: &CacheUse<'_>, repo_key: &str, run_uid: Option<u32>) -> Cac
         read(&mut c, b, chain, locks);
     }
     if use_.read && use_.branch != Some(use_.production) {
-        let prod = base.join(branch_key(use_.production));
+        let prod = base.join(use_.key(use_.production));
         if prod.is_dir() {
             let (chain, locks) = hold_chain(&prod);
             read(&mut c, use_.production, chain, locks);
@@ -287,7 +309,7 @@ pub fn setup_layer(use_: &CacheUse<'_>, repo_key: &str, key: &str) -> Option<Set
     let name = format!("setup-{key}");
     let mut dirs = Vec::new();
     if let Some(b) = use_.branch {
-        dirs.push(base.join(branch_key(b)).join(&name));
+        dirs.push(base.join(use_.key(b)).join(&name));
     }
     // Built for the branch only by a run that may write its cache and reads it; else thrown
     // away.
@@ -295,7 +317,7 @@ pub fn setup_layer(use_: &CacheUse<'_>, repo_key: &str, key: &str) -> Option<Set
     if !use_.read {
         dirs.clear();
     } else if use_.branch != Some(use_.production) {
-        dirs.push(base.join(branch_key(use_.production)).join(&name));
+        dirs.push(base.join(use_.key(use_.production)).join(&name));
     }
     for dir in &dirs {
         if dir.join("done").exists() {
@@ -311,11 +333,9 @@ pub fn setup_layer(use_: &CacheUse<'_>, repo_key: &str, key: &str) -> Option<Set
     }
     let (dir, temp) = match builds_for {
         Some(b) => {
-            let branch = base.join(branch_key(b));
+            let branch = base.join(use_.key(b));
             std::fs::create_dir_all(&branch).ok()?;
-            if !branch.join("branch").exists() {
-                let _ = std::fs::write(branch.join("branch"), b);
-            }
+            mark(&branch, b, use_.variant);
             // A branch keeps the setup of its latest key only.
             for e in std::fs::read_dir(&branch).into_iter().flatten().flatten() {
                 let n = e.file_name().to_string_lossy().into_owned();
@@ -382,7 +402,9 @@ pub struct AuditState {
 }
 
 fn audit_path(home: &Path, repo_key: &str, branch: &str) -> PathBuf {
-    home.join(repo_key).join(branch_key(branch)).join("audit")
+    home.join(repo_key)
+        .join(branch_key(branch, ""))
+        .join("audit")
 }
 
 /// The last audit of `branch`'s cache in the repository `repo_key`, if any.
@@ -440,9 +462,10 @@ pub fn list(home: &Path) -> Vec<BranchCache> {
                 continue;
             }
             let dir = b.path();
+            let variant = std::fs::read_to_string(dir.join("variant")).unwrap_or_default();
             let branch = std::fs::read_to_string(dir.join("branch"))
                 .ok()
-                .filter(|n| branch_key(n) == b.file_name().to_string_lossy());
+                .filter(|n| branch_key(n, &variant) == b.file_name().to_string_lossy());
             out.push(BranchCache {
                 repo_key: repo_key.clone(),
                 branch,
@@ -536,6 +559,7 @@ mod tests {
             dirs,
             home_dirs: &HOME,
             max_mb: 1,
+            variant: "",
         }
     }
 
@@ -874,7 +898,7 @@ mod tests {
     #[test]
     fn a_cache_of_the_layout_before_generations_is_read_as_generation_0() {
         let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("r").join(branch_key("main"));
+        let dir = tmp.path().join("r").join(branch_key("main", ""));
         std::fs::create_dir_all(dir.join("layer/home")).unwrap();
         std::fs::write(dir.join("layer/home/old"), "kept").unwrap();
         let c = for_run(&use_(tmp.path(), Some("main"), &[]), "r", None);

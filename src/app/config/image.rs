@@ -71,6 +71,15 @@ fn toolchain_of(image: &Image) -> BTreeMap<String, String> {
     ])
 }
 
+/// What keeps the build caches and setup layers of runs in an image apart from the host's and
+/// other images': the image's digest (empty on the host's root).
+pub fn cache_variant(config: &Config) -> &str {
+    match config.environment.image {
+        Some(_) => config.toolchain.get("image").map_or("", String::as_str),
+        None => "",
+    }
+}
+
 /// The key's stand-in for the image `config` names, from what this machine resolved it to last
 /// (no registry is asked): looking a result up needs no network. `None` without an image.
 pub fn toolchain_held(ctx: &Context, config: &Config) -> Option<BTreeMap<String, String>> {

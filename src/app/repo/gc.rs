@@ -42,6 +42,7 @@ pub struct Retention {
     pub max_log_mb: u64,
     pub caches: String,
     pub max_cache_mb: u64,
+    pub images: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -70,6 +71,8 @@ pub struct GcReport {
     pub workspaces: Freed,
     /// Build-cache generations that no run reads any more (a newer base replaced them).
     pub generations: Freed,
+    /// Images no run used for `[gc] images` (with their layers no other image uses).
+    pub images: Freed,
     /// Caches and kept checkouts that would have gone but a run is using them.
     pub caches_busy: u64,
     /// The build caches that remain.
@@ -206,6 +209,7 @@ pub fn gc(ctx: &Context, dry_run: bool) -> Result<GcReport> {
             max_log_mb: cfg.max_log_mb,
             caches: duration_text(cfg.caches),
             max_cache_mb: cfg.max_cache_mb,
+            images: duration_text(cfg.images),
         },
         logs_expired: Freed::default(),
         logs_over_bound: Freed::default(),
@@ -216,6 +220,7 @@ pub fn gc(ctx: &Context, dry_run: bool) -> Result<GcReport> {
         kept_checkouts: Freed::default(),
         workspaces: Freed::default(),
         generations: Freed::default(),
+        images: Freed::default(),
         caches_busy: 0,
         caches_kept: Freed::default(),
         events: 0,
@@ -263,6 +268,9 @@ pub fn gc(ctx: &Context, dry_run: bool) -> Result<GcReport> {
     }
     prune_caches(ctx, &cfg, &gone, now, dry_run, &mut report)?;
     prune_workspaces(ctx, dry_run, &mut report)?;
+    for image in crate::app::config::image::store(ctx).gc(cfg.images, dry_run) {
+        report.images.add(image.size + image.unpacked);
+    }
     Ok(report)
 }
 

@@ -151,7 +151,12 @@ pub fn run_in<T>(
     if let Some(t) = timeout {
         config.test.timeout = t;
     }
-    let sandbox = ctx.sandbox();
+    let mut sandbox = ctx.sandbox();
+    // The commit's image, as its runs have it (pulled: a tag resolved anew).
+    if let Some(image) = crate::app::config::image::for_run(ctx, &config)? {
+        config.toolchain = image.toolchain;
+        sandbox.image = Some(image.root);
+    }
     let scratch = checkout::scratch_root();
     let home_id = crate::app::home::home_id(&ctx.paths.home);
     let capture = match output {
@@ -187,6 +192,7 @@ pub fn run_in<T>(
         dirs: &dirs,
         home_dirs: &home_dirs,
         max_mb: config.cache.max_mb,
+        variant: crate::app::config::image::cache_variant(&config),
     });
     let prepare = || {
         let _t = gs_util::trace::span("run directory");

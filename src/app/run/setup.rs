@@ -75,6 +75,11 @@ pub fn key(config: &Config, command: &str, repo: &gs_git::Repository, tree: Obje
     for (path, id) in inputs(repo, tree) {
         text.push_str(&format!("{path}\0{id}\0"));
     }
+    // In an image, what it installs with is the image's (none keeps the keys of host layers).
+    let image = crate::app::config::image::cache_variant(config);
+    if !image.is_empty() {
+        text.push_str(&format!("image\0{image}\0"));
+    }
     // What it installs from: a company's mirror (none set keeps the keys of layers before).
     for (k, v) in gs_sandbox::env::mirrors() {
         text.push_str(&format!("mirror\0{k}={v}\0"));

@@ -147,6 +147,7 @@ fn stages(c: &Commit<'_>, along: &mut Along, record: &mut RunRecord) -> Result<E
         dirs: &dirs,
         home_dirs: &home_dirs,
         max_mb: config.cache.max_mb,
+        variant: image::cache_variant(&config),
     });
     let logs = c.ctx.paths.logs().join(&c.row.repository_id);
     let bench = Bench {

@@ -583,6 +583,7 @@ mod tests {
             dirs: &[],
             home_dirs: &HOME,
             max_mb: 0,
+            variant: "",
         }
     }
 
@@ -614,7 +615,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let home = tmp.path().to_path_buf();
         assert!(run(&home, "main", &["home/0"], &[]));
-        let dir = home.join("r").join(super::super::branch_key("main"));
+        let dir = home.join("r").join(super::super::branch_key("main", ""));
         // Another process's prune (gc's, or a run's of the same branch) at any moment.
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let pruner = {
@@ -663,7 +664,7 @@ mod tests {
             assert!(run(home, "exp", &[&made], &[&gone]));
         }
         settle();
-        let dir = home.join("r").join(super::super::branch_key("exp"));
+        let dir = home.join("r").join(super::super::branch_key("exp", ""));
         let chain = chain(&dir);
         assert_eq!(chain.len(), 1, "folded: {chain:?}");
         let base = chain[0].dir.join("layer");
