@@ -14,12 +14,17 @@
 #   +analysis the same with SANDBOX_ANALYSIS_ENABLED=true: each commit's analysis is its
 #            parent's updated by the diff (issue 36). Its first run (the first commit's tree
 #            analysed whole) is shown apart.
+#   image    the same with SANDBOX_ENVIRONMENT_IMAGE naming a busybox image on a local
+#            docker-registry (issue 56): each commit's run resolves the tag (one manifest
+#            request) and has the image's layers as its root. Only when docker-registry, skopeo
+#            and Debian's busybox-static are installed; else n/a.
 #
 # The five alternate over REPS rounds; medians are shown as ms per commit, with git-sandbox's
 # overhead (sandbox - bare) and its ratio to git-test and to the loop. Targets (issue 12):
 # 200 files: at most the loop; 2,000 and 10,000 files: overhead <= 10 ms per commit and at most
 # 0.3x git-test. Issue 36, analysis on at 2,000 and 10,000 files: at most 0.3x git-test and
-# 15 ms per commit. The script also prints how git-sandbox's checkouts were made in its last run
+# 15 ms per commit. Issue 56: a run in an image costs at most 1.3x a host run's overhead
+# (image - bare against sandbox - bare). The script also prints how git-sandbox's checkouts were made in its last run
 # (`checkout.completed` events: fresh / rebuilt / updated, and their summed ms).
 #
 # git-test and the loop run with core.hooksPath pointed at an empty dir, so the git-sandbox
@@ -113,7 +118,55 @@ EOF
 
 # ---- the measurements for one size ---------------------------------------------------------
 # Results, per size, in these arrays (microseconds, medians over REPS).
-R_FILES=() R_BARE=() R_LOOP=() R_GT=() R_SB=() R_SB1=() R_HOW=() R_SBA=() R_SBA1=() R_AHOW=()
+R_FILES=() R_BARE=() R_LOOP=() R_GT=() R_SB=() R_SB1=() R_HOW=() R_SBA=() R_SBA1=() R_AHOW=() R_SBI=()
+
+# ---- the image (issue 56): a local registry holding a busybox root -------------------------
+IMAGE=
+if command -v docker-registry >/dev/null && command -v skopeo >/dev/null && [ -x /bin/busybox ]; then
+  PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  mkdir -p "$WORK/registry"
+  printf 'version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: 127.0.0.1:%s\n' \
+    "$WORK/registry/data" "$PORT" >"$WORK/registry/config.yml"
+  docker-registry serve "$WORK/registry/config.yml" >/dev/null 2>&1 &
+  REGISTRY_PID=$!
+  trap 'kill $REGISTRY_PID 2>/dev/null; cleanup' EXIT
+  for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break; sleep 0.1; done
+  # An OCI layout of one layer: /bin/busybox and its applets, gzipped, with its diff_id.
+  python3 - "$WORK/oci" <<'EOF'
+import gzip, hashlib, io, json, os, sys, tarfile
+out = sys.argv[1]
+blobs = os.path.join(out, "blobs", "sha256")
+os.makedirs(blobs)
+def put(b):
+    d = hashlib.sha256(b).hexdigest()
+    open(os.path.join(blobs, d), "wb").write(b)
+    return "sha256:" + d, len(b)
+raw = io.BytesIO()
+with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as t:
+    t.add("/bin/busybox", arcname="bin/busybox")
+    for a in ["sh", "true", "cat", "ls", "echo"]:
+        i = tarfile.TarInfo("bin/" + a); i.type = tarfile.SYMTYPE; i.linkname = "busybox"; t.addfile(i)
+tar = raw.getvalue()
+layer, lsize = put(gzip.compress(tar, 1))
+config, csize = put(json.dumps({"architecture": "amd64", "os": "linux", "config": {"Env": ["PATH=/bin"]},
+    "rootfs": {"type": "layers", "diff_ids": ["sha256:" + hashlib.sha256(tar).hexdigest()]}}).encode())
+manifest, msize = put(json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+    "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": config, "size": csize},
+    "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": layer, "size": lsize}]}).encode())
+open(os.path.join(out, "oci-layout"), "w").write('{"imageLayoutVersion":"1.0.0"}')
+open(os.path.join(out, "index.json"), "w").write(json.dumps({"schemaVersion": 2, "manifests": [{
+    "mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": manifest, "size": msize,
+    "annotations": {"org.opencontainers.image.ref.name": "1"}}]}))
+EOF
+  if skopeo copy --quiet --insecure-policy --dest-tls-verify=false "oci:$WORK/oci:1" \
+      "docker://127.0.0.1:$PORT/bench/busybox:1" >>"$LOG" 2>&1; then
+    IMAGE=127.0.0.1:$PORT/bench/busybox:1
+    mkdir -p "$XDG_CONFIG_HOME/git-sandbox"
+    printf '[environment]\ninsecure_registries = ["127.0.0.1:%s"]\n' "$PORT" >"$XDG_CONFIG_HOME/git-sandbox/config.toml"
+  else
+    warn_log "skopeo could not push the benchmark's image"
+  fi
+fi
 
 measure() {
   local n=$1 repo=$WORK/repo-$1 gtwt=$WT_PARENT/gt-$1 loopwt=$WT_PARENT/loop-$1
@@ -175,6 +228,12 @@ EOF
     (cd "$repo" && git sandbox run -j 1 --force "$base..$head") >>"$LOG" 2>&1 || warn_log "git sandbox run exited non-zero ($n files)"
     now_us; REPLY=$((REPLY - t0))
   }
+  t_sbi() {
+    [ -n "$IMAGE" ] || { REPLY=0; return; }
+    now_us; t0=$REPLY
+    (cd "$repo" && SANDBOX_ENVIRONMENT_IMAGE=$IMAGE git sandbox run -j 1 --force "$base..$head") >>"$LOG" 2>&1 || warn_log "git sandbox run (in an image) exited non-zero ($n files)"
+    now_us; REPLY=$((REPLY - t0))
+  }
   t_sba() {
     now_us; t0=$REPLY
     (cd "$repo" && SANDBOX_ANALYSIS_ENABLED=true git sandbox run -j 1 --force "$base..$head") >>"$LOG" 2>&1 || warn_log "git sandbox run (analysis on) exited non-zero ($n files)"
@@ -183,14 +242,15 @@ EOF
 
   t_sb; R_SB1+=("$REPLY")  # first run: the kept checkout is built
   t_sba; R_SBA1+=("$REPLY") # first run with analysis: the first commit's tree analysed whole
-  t_gt; t_loop             # warm-ups: first checkout of their worktrees
+  t_gt; t_loop; t_sbi      # warm-ups: first checkout of their worktrees, the image pulled
   # Each commit has its own tree, and git-test keeps one note per tree tested.
   if [ -n "$GIT_TEST" ] && [ "$(git -C "$repo" notes --ref=tests/default list | wc -l)" -ne "$ncommits" ]; then
     echo "warning: git-test did not test all $ncommits commits ($n files); see the log" >&2
   fi
-  local bare=() loop=() gt=() sb=() sba=()
+  local bare=() loop=() gt=() sb=() sba=() sbi=()
   for ((r = 1; r <= REPS; r++)); do
     t_sb; sb+=("$REPLY")
+    t_sbi; sbi+=("$REPLY")
     t_sba; sba+=("$REPLY")
     t_gt; gt+=("$REPLY")
     t_loop; loop+=("$REPLY")
@@ -217,6 +277,7 @@ EOF
   R_SB+=("$(per "$(median "${sb[@]}")")")
   R_SB1[${#R_SB1[@]} - 1]=$(per "${R_SB1[${#R_SB1[@]} - 1]}")
   R_SBA+=("$(per "$(median "${sba[@]}")")")
+  R_SBI+=("$(per "$(median "${sbi[@]}")")")
   R_SBA1[${#R_SBA1[@]} - 1]=$(per "${R_SBA1[${#R_SBA1[@]} - 1]}")
   R_HOW+=("$how")
   R_AHOW+=("$ahow")
@@ -225,6 +286,7 @@ EOF
     printf '%s files:' "$files"
     printf ' sandbox'; for x in "${sb[@]}"; do printf ' %.0f' "$((x / 1000))"; done
     printf '; +analysis'; for x in "${sba[@]}"; do printf ' %.0f' "$((x / 1000))"; done
+    printf '; image'; for x in "${sbi[@]}"; do printf ' %.0f' "$((x / 1000))"; done
     printf '; git-test'; for x in "${gt[@]}"; do printf ' %.0f' "$((x / 1000))"; done
     printf '; loop'; for x in "${loop[@]}"; do printf ' %.0f' "$((x / 1000))"; done
     printf '; bare'; for x in "${bare[@]}"; do printf ' %.0f' "$((x / 1000))"; done
@@ -275,6 +337,20 @@ for i in "${!R_FILES[@]}"; do
     "$(ms "${R_SBA1[$i]}")"
 done
 echo "  added = +analysis - sandbox (what the analysis adds per commit)."
+echo
+if [ -n "$IMAGE" ]; then
+  printf '  %-7s %9s %9s %9s %9s\n' "files" "image" "overhead" "host's" "ratio"
+  printf '  %-7s %9s %9s %9s %9s\n' "" "ms/c" "ms/c" "ms/c" ""
+  for i in "${!R_FILES[@]}"; do
+    printf '  %-7s %9s %9s %9s %9s\n' "${R_FILES[$i]}" "$(ms "${R_SBI[$i]}")" \
+      "$(ms $((R_SBI[i] - R_BARE[i])))" "$(ms $((R_SB[i] - R_BARE[i])))" \
+      "$(ratio $((R_SBI[i] - R_BARE[i])) $((R_SB[i] - R_BARE[i])))"
+  done
+  echo "  image: the runs with SANDBOX_ENVIRONMENT_IMAGE=$IMAGE (a busybox root);"
+  echo "  ratio = its overhead over the host run's. Target (issue 56): <= 1.30x"
+else
+  echo "  image: n/a (needs docker-registry, skopeo and busybox-static)"
+fi
 echo "  targets (issue 36): 2,000 and 10,000 files, analysis on: <= 15 ms/commit and vs g-t <= 0.30x"
 echo "  analyses in the last +analysis run (analysis.completed events):"
 for i in "${!R_FILES[@]}"; do

@@ -247,6 +247,16 @@ fn offline_a_tag_runs_on_the_digest_it_resolved_to_last_and_the_record_says_so()
         .json();
     assert_eq!(list["images"].as_array().unwrap().len(), 0, "{list}");
     assert!(common::files_under(&w.data().join("images/layers")).is_empty());
+    let gone = w.sandbox(&repo, &["image", "rm", &tagged]);
+    assert_eq!(gone.code, 2, "{gone:?}");
+    assert!(gone.stderr.contains("image list"), "{gone:?}");
+
+    // With the registry away and the image gone, a forced run cannot get it: the commit keeps
+    // its result, and the run is only an attempt.
+    let o = w.sandbox(&repo, &["run", "--force", "--json"]);
+    let kept = o.json()[0].clone();
+    assert_eq!(kept["status"], "passed", "{o:?}");
+    assert_eq!(kept["started_at"], rec["started_at"], "{o:?}");
 }
 
 #[test]

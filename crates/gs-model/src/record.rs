@@ -201,6 +201,10 @@ pub struct Environment {
     pub image: String,
     pub digest: String,
     pub platform: String,
+    /// The image's `USER`: recorded, never honoured (a run is the sandbox's own unprivileged
+    /// uid).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
     /// The registry could not be reached: the digest the tag resolved to last was used.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub offline: bool,

@@ -118,6 +118,7 @@ pub fn for_run(ctx: &Context, config: &Config) -> Result<Option<ForRun>> {
             image: text.to_string(),
             digest: image.digest.clone(),
             platform: image.platform.clone(),
+            user: image.user.clone().filter(|u| !u.is_empty()),
             offline: pulled.offline,
         },
     }))
