@@ -18,6 +18,7 @@
 //! Every one of them dies with its parent (`PR_SET_PDEATHSIG`, set by single-threaded processes),
 //! and when init dies the kernel kills everything left in its PID namespace.
 
+mod artifacts;
 pub mod cgroup;
 mod command;
 pub mod egress;
@@ -27,6 +28,7 @@ pub use fsview::VIEW_ROOT;
 mod guard;
 pub mod helper;
 mod imageview;
+mod keep;
 pub mod layers;
 mod toolchains;
 
