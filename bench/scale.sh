@@ -337,6 +337,11 @@ for i in "${!R_FILES[@]}"; do
     "$(ms "${R_SBA1[$i]}")"
 done
 echo "  added = +analysis - sandbox (what the analysis adds per commit)."
+echo "  targets (issue 36): 2,000 and 10,000 files, analysis on: <= 15 ms/commit and vs g-t <= 0.30x"
+echo "  analyses in the last +analysis run (analysis.completed events):"
+for i in "${!R_FILES[@]}"; do
+  printf '    %6s files: %s\n' "${R_FILES[$i]}" "${R_AHOW[$i]}"
+done
 echo
 if [ -n "$IMAGE" ]; then
   printf '  %-7s %9s %9s %9s %9s\n' "files" "image" "overhead" "host's" "ratio"
@@ -351,11 +356,6 @@ if [ -n "$IMAGE" ]; then
 else
   echo "  image: n/a (needs docker-registry, skopeo and busybox-static)"
 fi
-echo "  targets (issue 36): 2,000 and 10,000 files, analysis on: <= 15 ms/commit and vs g-t <= 0.30x"
-echo "  analyses in the last +analysis run (analysis.completed events):"
-for i in "${!R_FILES[@]}"; do
-  printf '    %6s files: %s\n' "${R_FILES[$i]}" "${R_AHOW[$i]}"
-done
 echo "  git-sandbox's checkouts in its last timed run (checkout.completed events):"
 for i in "${!R_FILES[@]}"; do
   printf '    %6s files: %s\n' "${R_FILES[$i]}" "${R_HOW[$i]}"

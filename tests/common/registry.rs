@@ -99,12 +99,18 @@ impl Registry {
         let mut layer_descs = Vec::new();
         for tar in &image.layers {
             diff_ids.push(sha256(tar));
-            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-            gz.write_all(tar).unwrap();
-            let (d, size) = put(&gz.finish().unwrap());
+            // A large layer goes as a plain tar (OCI allows it): gzip would only slow the test.
+            let (d, size, media) = if tar.len() > 16 << 20 {
+                let (d, size) = put(tar);
+                (d, size, "application/vnd.oci.image.layer.v1.tar")
+            } else {
+                let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                gz.write_all(tar).unwrap();
+                let (d, size) = put(&gz.finish().unwrap());
+                (d, size, "application/vnd.oci.image.layer.v1.tar+gzip")
+            };
             layer_descs.push(serde_json::json!({
-                "mediaType": "application/vnd.oci.image.layer.v1.tar+gzip",
-                "digest": d, "size": size,
+                "mediaType": media, "digest": d, "size": size,
             }));
         }
         let mut config = serde_json::json!({
@@ -141,6 +147,9 @@ impl Registry {
             serde_json::to_vec(&index).unwrap(),
         )
         .unwrap();
+        // skopeo may compress a plain layer as it pushes, making another manifest: the digest
+        // the registry holds is the one it writes to this file.
+        let digest_file = layout.join("pushed-digest");
         let out = Command::new("skopeo")
             .args([
                 "copy",
@@ -148,6 +157,8 @@ impl Registry {
                 "--insecure-policy",
                 "--dest-tls-verify=false",
             ])
+            .arg("--digestfile")
+            .arg(&digest_file)
             .arg(format!("oci:{}:{tag}", layout.display()))
             .arg(format!("docker://{}/{name}:{tag}", self.host()))
             .env("HOME", layout)
@@ -158,7 +169,16 @@ impl Registry {
             "skopeo copy: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        md
+        let pushed = std::fs::read_to_string(&digest_file).unwrap();
+        let pushed = pushed.trim().to_string();
+        // A gzip'd image arrives as written.
+        if image.layers.iter().all(|l| l.len() <= 16 << 20) {
+            assert_eq!(
+                pushed, md,
+                "skopeo pushed another manifest than the one written"
+            );
+        }
+        pushed
     }
 }
 
@@ -263,4 +283,27 @@ pub fn raw_tar(members: &[Raw]) -> Vec<u8> {
         b.append(&h, data).unwrap();
     }
     b.into_inner().unwrap()
+}
+
+/// Where `./test` keeps what it builds once per machine for the image tests, outside the clone:
+/// a Debian root with python3 and pytest made by mmdebstrap (`debian-python.tar`) and click's
+/// source distribution (`click-8.1.7.tar.gz`).
+pub fn machine_cache() -> std::path::PathBuf {
+    if let Some(d) = std::env::var_os("GIT_SANDBOX_TEST_CACHE") {
+        return d.into();
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))
+        .unwrap_or_else(|| "/tmp".into());
+    base.join("git-sandbox-tests")
+}
+
+/// A file of [`machine_cache`], or the test fails saying `./test` makes it.
+pub fn cached(name: &str) -> std::path::PathBuf {
+    let p = machine_cache().join(name);
+    if !p.is_file() {
+        super::tools::missing(&format!("{} (./test builds it)", p.display()));
+    }
+    p
 }

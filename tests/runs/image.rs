@@ -348,3 +348,66 @@ fn hostile_layers_from_a_registry_are_refused_by_member_or_lose_their_device_and
         .unwrap();
     assert_eq!(std::fs::metadata(busybox).unwrap().uid(), 2_000_000_000);
 }
+
+/// click's own suite, from its source distribution, in a Debian root with python3 and pytest
+/// (mmdebstrap's, once per machine): the image's interpreter, none of the host's toolchain.
+#[test]
+fn a_real_project_runs_its_suite_in_a_debian_image_without_the_hosts_toolchain() {
+    use common::registry::cached;
+    let w = World::new();
+    let registry = Registry::start();
+    let host = registry.host();
+    let root = std::fs::read(cached("debian-python.tar")).unwrap();
+    let digest = registry.push(
+        "test/debian-python",
+        "bookworm",
+        &TestImage {
+            layers: vec![root],
+            env: vec!["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into()],
+            workdir: None,
+        },
+    );
+    w.user_config(&format!(
+        "[environment]\ninsecure_registries = [\"{host}\"]\n"
+    ));
+    let repo = w.new_repo("click");
+    // The source distribution, as committed.
+    let sdist = std::fs::read(cached("click-8.1.7.tar.gz")).unwrap();
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(&sdist[..]));
+    let mut files: Vec<(String, String)> = Vec::new();
+    for entry in archive.entries().unwrap() {
+        let mut e = entry.unwrap();
+        if !e.header().entry_type().is_file() {
+            continue;
+        }
+        let path = e.path().unwrap().to_string_lossy().into_owned();
+        let rel = path.split_once('/').unwrap().1.to_string();
+        let mut body = String::new();
+        if std::io::Read::read_to_string(&mut e, &mut body).is_ok() {
+            files.push((rel, body));
+        }
+    }
+    assert!(files.iter().any(|(p, _)| p == "tests/test_basic.py"));
+    let command = "test ! -e /usr/bin/git && test ! -e /usr/bin/cargo && test \\\"$(command -v python3)\\\" = /usr/bin/python3 && test \\\"$PWD\\\" = /src && PYTHONPATH=src python3 -m pytest tests -q -p no:cacheprovider";
+    files.push((
+        ".sandbox.toml".into(),
+        format!("[environment]\nimage = \"{host}/test/debian-python:bookworm\"\n[test]\ncommand = \"{command}\"\n[analysis]\nenabled = false\n"),
+    ));
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, b)| (p.as_str(), b.as_str()))
+        .collect();
+    w.git(&repo, &["rm", "-q", "tests/test_example.py"]);
+    w.commit(&repo, &refs, "click 8.1.7 from its source distribution");
+    let o = w.sandbox(&repo, &["run", "--json"]);
+    let rec = o.json()[0].clone();
+    assert_eq!(rec["status"], "passed", "{o:?}");
+    assert_eq!(rec["environment"]["digest"], digest.as_str());
+    assert_eq!(rec["tests"]["framework"], "pytest", "{rec}");
+    let passed = rec["tests"]["passed"].as_u64().unwrap_or(0);
+    assert!(passed > 500, "click's suite ran in the image: {rec}");
+    assert!(
+        rec["toolchain"].get("python3").is_none(),
+        "the host's python is no part of the key: {rec}"
+    );
+}
