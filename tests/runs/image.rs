@@ -347,6 +347,10 @@ fn hostile_layers_from_a_registry_are_refused_by_member_or_lose_their_device_and
         .find(|p| p.ends_with("bin/busybox"))
         .unwrap();
     assert_eq!(std::fs::metadata(busybox).unwrap().uid(), 2_000_000_000);
+    // Those uids cannot reach the store by path: it is the supervisor's alone.
+    use std::os::unix::fs::PermissionsExt;
+    let store = std::fs::metadata(w.data().join("images")).unwrap();
+    assert_eq!(store.permissions().mode() & 0o777, 0o700);
 }
 
 /// click's own suite, from its source distribution, in a Debian root with python3 and pytest

@@ -261,6 +261,18 @@ impl Net {
 trait ReadWrite: Read + Write + Send {}
 impl<T: Read + Write + Send> ReadWrite for T {}
 
+/// How the errors of a host that could not be reached (not resolved, no connection) read, and
+/// only those: a pull offline falls back on what it resolved last, a refusal never does.
+const UNRESOLVED: &str = "cannot be resolved: ";
+const CONNECTING: &str = "connecting to ";
+
+/// Whether `error` (from a request) says the host could not be reached at all.
+pub fn is_unreachable(error: &str) -> bool {
+    error.contains(UNRESOLVED)
+        || error.starts_with(CONNECTING)
+        || error.contains(&format!(": {CONNECTING}"))
+}
+
 /// Connect to `url`'s host at an address it may have: public ones only, unless `insecure`.
 fn connect(url: &Url, insecure: bool) -> Result<TcpStream, String> {
     let host = url.host.trim_matches(['[', ']']);
@@ -268,7 +280,7 @@ fn connect(url: &Url, insecure: bool) -> Result<TcpStream, String> {
         Ok(ip) => vec![SocketAddr::new(ip, url.port)],
         Err(_) => (host, url.port)
             .to_socket_addrs()
-            .map_err(|e| format!("{host} cannot be resolved: {e}"))?
+            .map_err(|e| format!("{host} {UNRESOLVED}{e}"))?
             .collect(),
     };
     let allowed: Vec<&SocketAddr> = addrs
@@ -290,7 +302,7 @@ fn connect(url: &Url, insecure: bool) -> Result<TcpStream, String> {
                 let _ = s.set_write_timeout(Some(TIMEOUT));
                 return Ok(s);
             }
-            Err(e) => last = format!("connecting to {host} ({a}): {e}"),
+            Err(e) => last = format!("{CONNECTING}{host} ({a}): {e}"),
         }
     }
     Err(last)
@@ -400,6 +412,23 @@ impl<R: BufRead> Read for Chunked<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_host_that_cannot_be_reached_is_unreachable() {
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = closed.local_addr().unwrap().port();
+        drop(closed);
+        let url = Url::parse(&format!("http://127.0.0.1:{port}/v2/")).unwrap();
+        let refused = connect(&url, true).unwrap_err();
+        assert!(is_unreachable(&refused), "{refused}");
+        let nowhere = Url::parse("https://no-such-host.invalid/v2/").unwrap();
+        let unresolved = connect(&nowhere, false).unwrap_err();
+        assert!(is_unreachable(&unresolved), "{unresolved}");
+        assert!(is_unreachable(&format!("ghcr.io's token realm: {refused}")));
+        // A refusal is not: it must never fall back on an earlier digest.
+        let private = connect(&url, false).unwrap_err();
+        assert!(!is_unreachable(&private), "{private}");
+    }
 
     #[test]
     fn urls_are_read_and_locations_joined() {

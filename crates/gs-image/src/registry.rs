@@ -409,15 +409,7 @@ fn challenge_params(s: &str) -> Vec<(String, String)> {
 }
 
 fn encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
+    gs_util::percent_encode(s, b"")
 }
 
 #[cfg(test)]

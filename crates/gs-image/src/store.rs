@@ -193,6 +193,10 @@ impl Store {
 
     /// Pull `r`: one manifest request when the store already holds what it resolves to.
     pub fn pull(&self, r: &Reference, opts: &PullOptions) -> Result<Pulled, String> {
+        // The store is the supervisor's alone: the unprivileged uids that unpack layers (each
+        // handed only its own directory) cannot reach another layer by path through it.
+        gs_util::private::create_dir_all(&self.root)
+            .map_err(|e| format!("{}: {e}", self.root.display()))?;
         // A digest names its content for ever: held, it needs no registry.
         if r.digest.is_some() {
             if let Some(mut image) = self.find(r) {
@@ -211,7 +215,7 @@ impl Store {
             Ok(m) => m,
             Err(e) => {
                 // Offline (not refused): the digest the tag resolved to last, when held.
-                let unreachable = e.contains("connecting to") || e.contains("cannot be resolved");
+                let unreachable = crate::http::is_unreachable(&e);
                 if let Some(mut image) = self.find(r).filter(|_| unreachable) {
                     self.touch(&mut image);
                     return Ok(Pulled {

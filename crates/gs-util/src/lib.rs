@@ -188,8 +188,6 @@ pub fn files_held_open() -> Option<std::collections::HashSet<std::path::PathBuf>
     seen_any.then_some(open)
 }
 
-/// FNV-1a 64 of `bytes` as 16 hex digits: stable across builds and platforms, unlike std's
-/// hasher; for fingerprints, not for security.
 /// `s` with the characters special in git's value regexes (`git config --unset KEY REGEX`)
 /// escaped.
 pub fn regex_escape(s: &str) -> String {
@@ -204,6 +202,22 @@ pub fn regex_escape(s: &str) -> String {
         .collect()
 }
 
+/// `s` percent-encoded for a URL: every byte but the unreserved ones (letters, digits, `-`,
+/// `_`, `.`, `~`) and those of `keep` (`/` for a path) as `%XX`.
+pub fn percent_encode(s: &str, keep: &[u8]) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) || keep.contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// FNV-1a 64 of `bytes` as 16 hex digits: stable across builds and platforms, unlike std's
+/// hasher; for fingerprints, not for security.
 pub fn fnv64_hex(bytes: &[u8]) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for &b in bytes {
@@ -262,6 +276,12 @@ pub fn without_sigpipe<T>(f: impl FnOnce() -> T) -> T {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn percent_encoding_keeps_the_unreserved_and_what_is_asked() {
+        assert_eq!(percent_encode("a b/c~d?é", b""), "a%20b%2Fc~d%3F%C3%A9");
+        assert_eq!(percent_encode("/tmp/a b", b"/"), "/tmp/a%20b");
+    }
 
     #[test]
     fn names() {

@@ -464,15 +464,10 @@ fn shared_remote(root: &Path) -> Option<String> {
 }
 
 fn file_url(path: &Path) -> String {
-    let mut url = String::from("file://");
-    for b in path.display().to_string().bytes() {
-        if b.is_ascii_alphanumeric() || b"/-_.~".contains(&b) {
-            url.push(b as char);
-        } else {
-            url.push_str(&format!("%{b:02X}"));
-        }
-    }
-    url
+    format!(
+        "file://{}",
+        gs_util::percent_encode(&path.display().to_string(), b"/")
+    )
 }
 
 fn absolute(p: &Path) -> Result<PathBuf> {

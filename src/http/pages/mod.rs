@@ -331,15 +331,7 @@ fn urldecode(s: &str) -> Option<String> {
 }
 
 fn urlencode(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
+    gs_util::percent_encode(s, b"")
 }
 
 #[cfg(test)]
