@@ -415,3 +415,60 @@ fn a_real_project_runs_its_suite_in_a_debian_image_without_the_hosts_toolchain()
         "the host's python is no part of the key: {rec}"
     );
 }
+
+/// The setup step and `exec` in an image: the setup's layer is kept and reused as on the host,
+/// keyed by the image's digest (the host's root does not take it), and `exec` runs in the image.
+#[test]
+fn a_setup_step_in_an_image_is_kept_by_its_digest_and_exec_runs_there() {
+    let w = World::new();
+    let registry = Registry::start();
+    let host = registry.host();
+    let digest = registry.push("test/setup", "1", &image("one"));
+    w.user_config(&format!(
+        "[environment]\ninsecure_registries = [\"{host}\"]\n"
+    ));
+    let repo = w.new_repo("setup-in-image");
+    let setup = "mkdir -p deps && cat /proc/sys/kernel/random/uuid > deps/stamp && cp package-lock.json deps/lock";
+    let toml = |image: &str| {
+        format!("{image}[test]\nsetup = \"{setup}\"\ncommand = \"cat deps/lock deps/stamp /etc/version\"\n[analysis]\nenabled = false\n")
+    };
+    let in_image = format!("[environment]\nimage = \"{host}/test/setup:1\"\n");
+    w.commit(
+        &repo,
+        &[
+            (".sandbox.toml", &toml(&in_image)),
+            ("package-lock.json", "lock-1\n"),
+        ],
+        "a setup step in an image",
+    );
+    let first = run("first", &w, &repo);
+    assert_eq!(first["tests"]["setup"]["how"], "built", "{first}");
+    assert_eq!(first["environment"]["digest"], digest.as_str());
+    let out = first["tests"]["output_tail"].as_str().unwrap().to_string();
+    assert!(
+        out.starts_with("lock-1\n") && out.trim_end().ends_with("\none"),
+        "{out:?}"
+    );
+    w.commit(&repo, &[("src.txt", "x")], "no new dependencies");
+    let second = run("second", &w, &repo);
+    assert_eq!(second["tests"]["setup"]["how"], "reused", "{second}");
+    assert_eq!(second["tests"]["output_tail"].as_str().unwrap(), out);
+    let o = w.sandbox(
+        &repo,
+        &["exec", "HEAD", "--", "cat", "/etc/version", "deps/lock"],
+    );
+    assert_eq!((o.code, o.stdout.as_str()), (0, "one\nlock-1\n"), "{o:?}");
+    // On the host's root the same lockfile is set up anew: the image's layer is not its.
+    w.commit(
+        &repo,
+        &[(".sandbox.toml", &toml("").replace(" /etc/version", ""))],
+        "on the host",
+    );
+    let host_run = run("host", &w, &repo);
+    assert_eq!(host_run["tests"]["setup"]["how"], "built", "{host_run}");
+    assert_ne!(
+        host_run["tests"]["setup"]["key"],
+        second["tests"]["setup"]["key"]
+    );
+    assert!(host_run["environment"].is_null());
+}

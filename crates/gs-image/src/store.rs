@@ -191,6 +191,18 @@ impl Store {
         let _ = self.save_image(image);
     }
 
+    /// A pull of an image the store already holds (marked used now): nothing fetched.
+    fn held(&self, mut image: Image, requests: u32, offline: bool) -> Pulled {
+        self.touch(&mut image);
+        Pulled {
+            image,
+            requests,
+            blobs_fetched: 0,
+            layers_unpacked: 0,
+            offline,
+        }
+    }
+
     /// Pull `r`: one manifest request when the store already holds what it resolves to.
     pub fn pull(&self, r: &Reference, opts: &PullOptions) -> Result<Pulled, String> {
         // The store is the supervisor's alone: the unprivileged uids that unpack layers (each
@@ -199,15 +211,8 @@ impl Store {
             .map_err(|e| format!("{}: {e}", self.root.display()))?;
         // A digest names its content for ever: held, it needs no registry.
         if r.digest.is_some() {
-            if let Some(mut image) = self.find(r) {
-                self.touch(&mut image);
-                return Ok(Pulled {
-                    image,
-                    requests: 0,
-                    blobs_fetched: 0,
-                    layers_unpacked: 0,
-                    offline: false,
-                });
+            if let Some(image) = self.find(r) {
+                return Ok(self.held(image, 0, false));
             }
         }
         let mut session = Session::new(&opts.net, r, opts.credentials.clone());
@@ -216,15 +221,8 @@ impl Store {
             Err(e) => {
                 // Offline (not refused): the digest the tag resolved to last, when held.
                 let unreachable = crate::http::is_unreachable(&e);
-                if let Some(mut image) = self.find(r).filter(|_| unreachable) {
-                    self.touch(&mut image);
-                    return Ok(Pulled {
-                        image,
-                        requests: session.requests,
-                        blobs_fetched: 0,
-                        layers_unpacked: 0,
-                        offline: true,
-                    });
+                if let Some(image) = self.find(r).filter(|_| unreachable) {
+                    return Ok(self.held(image, session.requests, true));
                 }
                 return Err(e);
             }
@@ -245,14 +243,7 @@ impl Store {
         if let Some(mut image) = self.read_image(&digest) {
             record_tag(&digest);
             image.reference = r.to_string();
-            self.touch(&mut image);
-            return Ok(Pulled {
-                image,
-                requests: session.requests,
-                blobs_fetched: 0,
-                layers_unpacked: 0,
-                offline: false,
-            });
+            return Ok(self.held(image, session.requests, false));
         }
         let mut fetched = 0;
         self.keep_document(&digest, &body)?;
