@@ -96,6 +96,20 @@ fn a_commit_runs_in_its_image_pinned_by_the_digest_its_tag_resolves_to() {
         // Unchanged, the commit's result stands.
         let again = run(who, &w, &repo);
         assert_eq!(again["started_at"], rec["started_at"], "{who}: reused");
+        // A pull of the unchanged tag is one manifest request, and fetches nothing.
+        let pulled = w
+            .sandbox(&repo, &["image", "pull", &tagged, "--json"])
+            .success()
+            .json();
+        assert_eq!(
+            (
+                &pulled["requests"],
+                &pulled["blobs_fetched"],
+                &pulled["layers_unpacked"]
+            ),
+            (&1.into(), &0.into(), &0.into()),
+            "{who}: {pulled}"
+        );
 
         // The tag pushed anew: the same commit runs again, in the new image.
         let second = registry.push(&name, "1", &image("two"));
@@ -471,4 +485,52 @@ fn a_setup_step_in_an_image_is_kept_by_its_digest_and_exec_runs_there() {
         second["tests"]["setup"]["key"]
     );
     assert!(host_run["environment"].is_null());
+}
+
+/// A registry the user allows over plain HTTP that sends the client elsewhere on 127.0.0.1, over
+/// HTTPS: to a token realm, or by a redirect. Neither is followed to an address the user did
+/// not list: nothing connects there, and the pull says why.
+#[test]
+fn a_registry_cannot_send_the_client_to_a_loopback_address_by_its_realm_or_a_redirect() {
+    use std::io::{BufRead, BufReader, Write};
+    let w = World::new();
+    let victim = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    victim.set_nonblocking(true).unwrap();
+    let target = format!("127.0.0.1:{}", victim.local_addr().unwrap().port());
+    for (case, answer) in [
+        (
+            "realm",
+            format!("HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer realm=\"https://{target}/token\",service=\"registry\"\r\nContent-Length: 0\r\n\r\n"),
+        ),
+        (
+            "redirect",
+            format!("HTTP/1.1 307 Temporary Redirect\r\nLocation: https://{target}/v2/x/manifests/1\r\nContent-Length: 0\r\n\r\n"),
+        ),
+    ] {
+        // The hostile registry: every request gets the same answer.
+        let hostile = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let host = format!("127.0.0.1:{}", hostile.local_addr().unwrap().port());
+        std::thread::spawn(move || {
+            for conn in hostile.incoming().flatten() {
+                let mut reader = BufReader::new(&conn);
+                let mut line = String::new();
+                while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                    line.clear();
+                }
+                let _ = (&conn).write_all(answer.as_bytes());
+            }
+        });
+        w.user_config(&format!("[environment]\ninsecure_registries = [\"{host}\"]\n"));
+        let o = w.sandbox(&w.work(), &["image", "pull", &format!("{host}/x:1")]);
+        assert_eq!(o.code, 1, "{case}: {o:?}");
+        assert!(
+            o.stderr.contains(&format!("{} resolves to 127.0.0.1 (loopback", "127.0.0.1"))
+                && o.stderr.contains("insecure_registries"),
+            "{case}: {o:?}"
+        );
+        assert!(
+            matches!(victim.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+            "{case}: the client connected to {target}"
+        );
+    }
 }

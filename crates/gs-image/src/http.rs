@@ -290,8 +290,9 @@ fn connect(url: &Url, insecure: bool) -> Result<TcpStream, String> {
     if allowed.is_empty() {
         let shown: Vec<String> = addrs.iter().map(|a| a.ip().to_string()).collect();
         return Err(format!(
-            "{host} resolves to {} (loopback, private or link-local), which git-sandbox does not connect to for a registry; list {host} under [environment] insecure_registries in your user config if you mean it",
-            shown.join(", ")
+            "{host} resolves to {} (loopback, private or link-local), which git-sandbox does not connect to for a registry; list {} under [environment] insecure_registries in your user config if you mean it",
+            shown.join(", "),
+            url.authority()
         ));
     }
     let mut last = String::new();
