@@ -34,15 +34,33 @@ pub fn parse(text: &str) -> Result<Reference> {
 /// Pull `reference` under `config`'s `[environment]`: refused before any connection when its
 /// registry is not one the user allows.
 pub fn pull(ctx: &Context, config: &Config, reference: &Reference) -> Result<Pulled> {
+    pulled(ctx, config, reference).map_err(|e| {
+        let unreachable = gs_image::http::is_unreachable(&e);
+        let (problem, fix) = match e.split_once("; ") {
+            Some((p, f)) => (p.to_string(), Some(f.to_string())),
+            None => (e.clone(), None),
+        };
+        let err = AppError::refused(format!("cannot pull {reference}: {problem}"));
+        match (fix, unreachable) {
+            (Some(f), _) => err.hint(f),
+            (None, true) => err.hint("check that the registry is reachable from this machine"),
+            (None, false) => err,
+        }
+    })
+}
+
+/// [`pull`], its error as the client said it.
+fn pulled(
+    ctx: &Context,
+    config: &Config,
+    reference: &Reference,
+) -> std::result::Result<Pulled, String> {
     let env = &config.environment;
     let registries = gs_image::Registries {
         allowed: env.registries.clone(),
         insecure: env.insecure_registries.clone(),
     };
-    registries.check(reference).map_err(|e| {
-        let (problem, fix) = e.split_once("; ").unwrap_or((&e, ""));
-        AppError::refused(problem.to_string()).hint(fix.to_string())
-    })?;
+    registries.check(reference)?;
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let docker = std::env::var_os("DOCKER_CONFIG").map(std::path::PathBuf::from);
     let opts = gs_image::PullOptions {
@@ -57,10 +75,7 @@ pub fn pull(ctx: &Context, config: &Config, reference: &Reference) -> Result<Pul
             std::env::current_exe().unwrap_or_else(|_| "git-sandbox".into()),
         ),
     };
-    store(ctx).pull(reference, &opts).map_err(|e| {
-        AppError::refused(format!("cannot pull {reference}: {e}"))
-            .hint("check the reference and that the registry is reachable")
-    })
+    store(ctx).pull(reference, &opts)
 }
 
 /// What stands for the image in the result key: its digest and platform.
@@ -103,7 +118,7 @@ pub fn for_run(ctx: &Context, config: &Config) -> Result<Option<ForRun>> {
     };
     let unavailable = |why: String| AppError::refused(format!("{UNAVAILABLE} {text}: {why}"));
     let reference = Reference::parse(text).map_err(unavailable)?;
-    let pulled = pull(ctx, config, &reference).map_err(|e| unavailable(e.to_string()))?;
+    let pulled = pulled(ctx, config, &reference).map_err(unavailable)?;
     let image = pulled.image;
     let root = gs_sandbox::sandbox::ImageRoot {
         layers: store(ctx).layer_dirs(&image),
