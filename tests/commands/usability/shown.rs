@@ -166,6 +166,11 @@ fn doctor_lists_every_layer_limit_and_network_policy_whole() {
           setup         none (setup_network = false)
 
         build caches: none kept
+
+        images ([environment] in your user config):
+          registries    docker.io, ghcr.io, quay.io
+          plain HTTP    none
+          store         [TMP]/data/images (0 images, 0 B)
         (cached in [TMP]/data/probe.json)
         "#);
     assert!(
