@@ -534,3 +534,38 @@ fn a_registry_cannot_send_the_client_to_a_loopback_address_by_its_realm_or_a_red
         );
     }
 }
+
+/// A branch's build cache made in an image is read by its next run in the image, never by a
+/// run on the host's root (whose toolchain did not make it).
+#[test]
+fn a_build_cache_made_in_an_image_is_that_images_own() {
+    let w = World::new();
+    let registry = Registry::start();
+    let host = registry.host();
+    registry.push("test/cache", "1", &image("one"));
+    w.user_config(&format!(
+        "[environment]\ninsecure_registries = [\"{host}\"]\n"
+    ));
+    let repo = w.new_repo("cache-in-image");
+    let command = "cat out/seen 2>/dev/null; mkdir -p out && echo cached > out/seen && echo done";
+    let toml = |env: &str| {
+        format!("{env}[test]\ncommand = \"{command}\"\n[cache]\ndirs = [\"out\"]\n[analysis]\nenabled = false\n")
+    };
+    let tail = |rec: &Value| rec["tests"]["output_tail"].as_str().unwrap().to_string();
+    let in_image = format!("[environment]\nimage = \"{host}/test/cache:1\"\n");
+    w.commit(&repo, &[(".sandbox.toml", &toml(&in_image))], "in an image");
+    let first = run("first", &w, &repo);
+    assert!(!tail(&first).contains("cached"), "{first}");
+    w.commit(&repo, &[("src.txt", "x")], "again in the image");
+    let second = run("second", &w, &repo);
+    assert!(
+        tail(&second).contains("cached"),
+        "the image's cache is read: {second}"
+    );
+    w.commit(&repo, &[(".sandbox.toml", &toml(""))], "on the host");
+    let on_host = run("host", &w, &repo);
+    assert!(
+        !tail(&on_host).contains("cached"),
+        "the host's run does not read the image's cache: {on_host}"
+    );
+}
