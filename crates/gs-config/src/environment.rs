@@ -2,8 +2,9 @@
 //! the user lets images come from (`registries`, `insecure_registries`: the user's config only)
 //! and how large an image may be (`image_mb`: a repository may only lower it).
 
-use super::de::hinted;
+use super::de::{de_relative_path, hinted};
 use serde::{Deserialize, Deserializer, Serialize};
+use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -19,6 +20,9 @@ pub struct EnvironmentFile {
     pub insecure_registries: Option<Vec<String>>,
     #[serde(default, deserialize_with = "de_image_mb")]
     pub image_mb: Option<u64>,
+    /// A devcontainer.json in the commit's tree (see [`super::devcontainer`]).
+    #[serde(default, deserialize_with = "de_relative_path")]
+    pub devcontainer: Option<String>,
 }
 
 /// The resolved `[environment]`.
@@ -30,6 +34,16 @@ pub struct EnvironmentConfig {
     pub insecure_registries: Vec<String>,
     /// The most an image may hold, pulled and unpacked alike, in MiB.
     pub image_mb: u64,
+    /// The devcontainer.json the image, variables and setup come from (a path in the tree).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub devcontainer: Option<String>,
+    /// Variables the environment sets (a devcontainer's `containerEnv`): over the image's, under
+    /// the sandbox's own. Part of the result key when set.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// The user a devcontainer names (`remoteUser`): recorded, never honoured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote_user: Option<String>,
 }
 
 /// `image_mb` when unset.
@@ -45,6 +59,9 @@ impl Default for EnvironmentConfig {
                 .collect(),
             insecure_registries: Vec::new(),
             image_mb: DEFAULT_IMAGE_MB,
+            devcontainer: None,
+            env: BTreeMap::new(),
+            remote_user: None,
         }
     }
 }
@@ -63,6 +80,9 @@ impl EnvironmentFile {
         if let Some(m) = self.image_mb {
             c.image_mb = m;
         }
+        if let Some(d) = &self.devcontainer {
+            c.devcontainer = Some(d.clone());
+        }
     }
 }
 
@@ -73,6 +93,9 @@ pub(super) fn narrow(policy: &EnvironmentConfig, asked: &EnvironmentConfig) -> E
         registries: policy.registries.clone(),
         insecure_registries: policy.insecure_registries.clone(),
         image_mb: asked.image_mb.min(policy.image_mb),
+        devcontainer: asked.devcontainer.clone(),
+        env: BTreeMap::new(),
+        remote_user: None,
     }
 }
 

@@ -4,6 +4,7 @@
 
 mod checks;
 mod de;
+pub mod devcontainer;
 mod env;
 mod environment;
 mod file;
@@ -661,6 +662,10 @@ impl Config {
         // Named checks change the result; without any, the keys of earlier results stay.
         if !self.checks.is_empty() {
             json["checks"] = serde_json::json!(self.checks);
+        }
+        // The variables an environment sets change what runs (unset, earlier keys stay).
+        if !self.environment.env.is_empty() {
+            json["environment_env"] = serde_json::json!(self.environment.env);
         }
         // A result holds only for the tools it was made with.
         if !self.toolchain.is_empty() {

@@ -192,12 +192,16 @@ pub fn in_image(
     run: Vec<(String, String)>,
     root: &Path,
 ) -> Vec<(String, String)> {
-    let mut env: Vec<(String, String)> = image
+    // A name set twice (the image's, then the environment's own) is the later one's.
+    let mut env: Vec<(String, String)> = Vec::new();
+    for (k, v) in image
         .iter()
         .filter_map(|kv| kv.split_once('='))
         .filter(|(k, _)| !k.is_empty())
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+    {
+        env.retain(|(name, _)| name != k);
+        env.push((k.to_string(), v.to_string()));
+    }
     if !env.iter().any(|(k, _)| k == "PATH") {
         env.push((
             "PATH".into(),
@@ -373,6 +377,7 @@ mod image_tests {
                 "LANG=C.UTF-8".into(),
                 "HOME=/root".into(),
                 "BROKEN".into(),
+                "LANG=en_US.UTF-8".into(),
             ],
             vec![
                 ("PATH".into(), "/root/.pyenv/shims:/usr/bin".into()),
@@ -385,7 +390,9 @@ mod image_tests {
         );
         let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
         assert_eq!(get("PATH"), Some("/opt/py/bin:/usr/bin"));
-        assert_eq!(get("LANG"), Some("C.UTF-8"));
+        // Set twice (the image's, then a devcontainer's), the later stands, once.
+        assert_eq!(get("LANG"), Some("en_US.UTF-8"));
+        assert_eq!(env.iter().filter(|(k, _)| k == "LANG").count(), 1);
         assert_eq!(get("PYENV_ROOT"), None);
         assert_eq!(get("HOME"), Some("/run/x/home"));
         assert_eq!(get("CARGO_HOME"), Some("/run/x/home/.cargo"));

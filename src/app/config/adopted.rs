@@ -122,6 +122,18 @@ pub fn propose(repo: &gs_git::Repository) -> Adoption {
             ));
         }
     }
+    // A devcontainer.json names the environment: the runs' image, variables and create commands.
+    let devcontainer = workdir.filter(|_| !own_file).and_then(|d| {
+        [".devcontainer/devcontainer.json", ".devcontainer.json"]
+            .into_iter()
+            .find(|p| std::fs::symlink_metadata(d.join(p)).is_ok_and(|m| m.file_type().is_file()))
+    });
+    if let Some(path) = devcontainer {
+        text.push_str(&format!(
+            "\n[environment]\n# Proposed from {path}: the runs' root is its image (from a registry your user\n# config allows under [environment] registries), with its containerEnv, and its\n# onCreateCommand and postCreateCommand are the setup step when [test] names none.\ndevcontainer = {}\n",
+            quote(path)
+        ));
+    }
     let list = watch
         .iter()
         .map(|b| quote(b))

@@ -41,6 +41,16 @@ pub fn config_for(
     }
     layers.flags = flags.clone();
     let mut config = layers.resolve();
+    // A devcontainer.json of the commit's own names the image, its variables and its setup.
+    if let Some(path) = config.environment.devcontainer.clone() {
+        let label = format!("{}:{path}", util::short(&info.id.to_string()));
+        let text = committed_text(repo, info, &path, &label)?.ok_or_else(|| {
+            AppError::usage(format!("{label}: no such file in the commit"))
+                .hint("commit it, or take [environment] devcontainer out of the config")
+        })?;
+        let dc = gs_config::devcontainer::parse(&label, &text)?;
+        gs_config::devcontainer::apply(&dc, &mut config);
+    }
     // In an image, the image is the toolchain (the host's is not in the view).
     config.toolchain = match super::image::toolchain_held(ctx, &config) {
         Some(image) => image,

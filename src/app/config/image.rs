@@ -123,7 +123,19 @@ pub fn for_run(ctx: &Context, config: &Config) -> Result<Option<ForRun>> {
     let root = gs_sandbox::sandbox::ImageRoot {
         layers: store(ctx).layer_dirs(&image),
         workdir: image.working_dir.clone().unwrap_or_default().into(),
-        env: image.env.clone(),
+        // The environment's own variables (a devcontainer's `containerEnv`) over the image's.
+        env: image
+            .env
+            .iter()
+            .cloned()
+            .chain(
+                config
+                    .environment
+                    .env
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}")),
+            )
+            .collect(),
         label: format!("{text}@{}", image.digest),
     };
     Ok(Some(ForRun {
@@ -133,7 +145,12 @@ pub fn for_run(ctx: &Context, config: &Config) -> Result<Option<ForRun>> {
             image: text.to_string(),
             digest: image.digest.clone(),
             platform: image.platform.clone(),
-            user: image.user.clone().filter(|u| !u.is_empty()),
+            user: config
+                .environment
+                .remote_user
+                .clone()
+                .or_else(|| image.user.clone())
+                .filter(|u| !u.is_empty()),
             offline: pulled.offline,
         },
     }))
