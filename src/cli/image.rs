@@ -1,9 +1,9 @@
 //! `git sandbox image`: the images runs use as their root (`[environment] image`): pull ahead,
 //! list, remove.
 
-use super::{print_json, ui, CmdResult};
+use super::{cwd, print_json, ui, CmdResult};
 use crate::app::config::image;
-use crate::app::Context;
+use crate::app::{intake::session::Session, Context};
 
 /// The images runs use as their root: pull one ahead, list those held, remove one.
 ///
@@ -14,7 +14,8 @@ use crate::app::Context;
 /// blob and stored once for every repository of this home. Images no run used for `[gc] images`
 /// (default 14d) go with `git sandbox gc`.
 ///
-/// Examples: `git sandbox image pull python:3.12-slim`, `git sandbox image list`,
+/// Examples: `git sandbox image pull python:3.12-slim`, `git sandbox image pull` (the image
+/// HEAD's config names), `git sandbox image list`,
 /// `git sandbox image rm python:3.12-slim`
 #[derive(clap::Args)]
 pub struct ImageArgs {
@@ -26,8 +27,9 @@ pub struct ImageArgs {
 pub enum ImageCommand {
     /// Pull an image into the store (a tag is resolved anew; what is held is not fetched again).
     Pull {
-        /// [REGISTRY/]NAME[:TAG][@sha256:DIGEST], like python:3.12-slim.
-        reference: String,
+        /// [REGISTRY/]NAME[:TAG][@sha256:DIGEST], like python:3.12-slim; without it, the image
+        /// the config of the repository's HEAD names.
+        reference: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -48,8 +50,14 @@ pub fn cmd_image(args: ImageArgs) -> CmdResult {
     let ctx = Context::load()?;
     match args.command {
         ImageCommand::Pull { reference, json } => {
-            let r = image::parse(&reference)?;
-            let config = ctx.layers.resolve();
+            let (config, r) = match reference {
+                Some(text) => (ctx.layers.resolve(), image::parse(&text)?),
+                None => {
+                    let Session { ctx, repo, .. } = Session::open(&cwd()?)?;
+                    let head = gs_git::resolve_commit(&repo, "HEAD")?;
+                    image::named_at(&ctx, &repo, head)?
+                }
+            };
             let pulled = image::pull(&ctx, &config, &r)?;
             if json {
                 print_json(&pulled);

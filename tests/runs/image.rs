@@ -633,6 +633,17 @@ fn a_devcontainer_json_gives_the_image_its_variables_and_the_setup_and_init_prop
     assert_eq!(rec["tests"]["setup"]["how"], "built", "{rec}");
     let out = rec["tests"]["output_tail"].as_str().unwrap();
     assert!(out.contains("made") && out.contains("one"), "{out}");
+    // `image pull` with no reference pulls what HEAD's config names (here, through the
+    // devcontainer.json): held, one request.
+    let pulled = w
+        .sandbox(&repo, &["image", "pull", "--json"])
+        .success()
+        .json();
+    assert_eq!(pulled["image"]["digest"], digest.as_str(), "{pulled}");
+    let plain = w.new_repo("no-image");
+    let o = w.sandbox(&plain, &["image", "pull"]);
+    assert_eq!(o.code, 2, "{o:?}");
+    assert!(o.stderr.contains("names no image"), "{o:?}");
 
     // A devcontainer that asks for what git-sandbox cannot honour: an error naming the key.
     w.commit(

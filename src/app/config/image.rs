@@ -156,6 +156,24 @@ pub fn for_run(ctx: &Context, config: &Config) -> Result<Option<ForRun>> {
     }))
 }
 
+/// The image the config of `commit` names (its `.sandbox.toml`, the adopted settings or its
+/// devcontainer.json), with that config; a usage error when it names none.
+pub fn named_at(
+    ctx: &Context,
+    repo: &gs_git::Repository,
+    commit: gs_git::ObjectId,
+) -> Result<(Config, Reference)> {
+    let config = super::commit_config::config_at(ctx, repo, commit, None)?;
+    let Some(text) = config.environment.image.clone() else {
+        return Err(AppError::usage(format!(
+            "the config of {} names no image",
+            gs_util::short(&commit.to_string())
+        ))
+        .hint("name one: `git sandbox image pull REF`, or [environment] image in .sandbox.toml"));
+    };
+    Ok((config, parse(&text)?))
+}
+
 /// Every image in the store, most recently used first.
 pub fn list(ctx: &Context) -> Vec<Image> {
     store(ctx).images()
