@@ -2,6 +2,7 @@
 //! `.sandbox.toml` and an experiment's `[config]` from its metadata.
 
 pub mod adopted;
+pub mod build;
 pub mod commit_config;
 pub mod experiment_meta;
 pub mod image;

@@ -666,3 +666,101 @@ fn a_devcontainer_json_gives_the_image_its_variables_and_the_setup_and_init_prop
         "{error}"
     );
 }
+
+/// A Dockerfile of the commit's own, built here: FROM an image on the registry, ENV, WORKDIR,
+/// USER and COPY of the commit's files as a layer; kept by its key, so an unrelated change builds
+/// nothing; what is not the subset refused with its line.
+#[test]
+fn a_dockerfile_builds_the_runs_root_from_the_commits_files_and_is_kept_by_its_key() {
+    let w = World::new();
+    let registry = Registry::start();
+    let host = registry.host();
+    let base = registry.push("test/base", "1", &image("one"));
+    w.user_config(&format!(
+        "[environment]\ninsecure_registries = [\"{host}\"]\n"
+    ));
+    let repo = w.new_repo("dockerfile");
+    let dockerfile = format!(
+        "# The project's environment\nARG BASE={host}/test/base:1\nFROM ${{BASE}}\nENV APP_HOME=/app \\\n    GREETING=\"hello from the build\"\nWORKDIR $APP_HOME\nCOPY conf/ /opt/conf/\nCOPY tools/run.sh /usr/local/bin/run-tests\nCOPY tools/link /opt/link\nUSER nobody\n"
+    );
+    let command = "test \\\"$GREETING\\\" = 'hello from the build' && test \\\"$PWD\\\" = /app && test -L /opt/link && cat /opt/conf/settings.ini && /usr/local/bin/run-tests";
+    w.commit(
+        &repo,
+        &[
+            ("Dockerfile", &dockerfile),
+            ("conf/settings.ini", "mode=one\n"),
+            ("tools/run.sh", "#!/bin/sh\necho ran in the build\n"),
+            (
+                ".sandbox.toml",
+                &format!("[environment]\ndockerfile = \"Dockerfile\"\n[test]\ncommand = \"{command}\"\n[analysis]\nenabled = false\n"),
+            ),
+        ],
+        "an environment built from the commit",
+    );
+    std::os::unix::fs::symlink("/etc/shadow", repo.join("tools/link")).unwrap();
+    std::fs::set_permissions(
+        repo.join("tools/run.sh"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    w.git(&repo, &["add", "tools"]);
+    w.git(&repo, &["commit", "-q", "-m", "an executable and a link"]);
+    let first = run("built", &w, &repo);
+    let env = &first["environment"];
+    assert_eq!(env["layers"].as_array().unwrap().len(), 3, "{first}");
+    assert_ne!(env["digest"], base.as_str());
+    assert_eq!(env["user"], "nobody");
+    assert!(
+        env["image"].as_str().unwrap().contains("Dockerfile"),
+        "{env}"
+    );
+    let out = first["tests"]["output_tail"].as_str().unwrap();
+    assert!(
+        out.contains("mode=one") && out.contains("ran in the build"),
+        "{out}"
+    );
+    assert_eq!(first["toolchain"]["image"], env["digest"]);
+
+    // A change the Dockerfile does not copy builds nothing: the same environment.
+    let layers = common::files_under(&w.data().join("images/layers")).len();
+    w.commit(&repo, &[("src.txt", "x\n")], "unrelated");
+    let second = run("unrelated", &w, &repo);
+    assert_eq!(second["environment"]["digest"], env["digest"]);
+    assert_eq!(
+        common::files_under(&w.data().join("images/layers")).len(),
+        layers
+    );
+    // A file it copies is a new environment.
+    w.commit(
+        &repo,
+        &[("conf/settings.ini", "mode=two\n")],
+        "new settings",
+    );
+    let third = run("copied", &w, &repo);
+    assert_ne!(third["environment"]["digest"], env["digest"]);
+    assert!(third["tests"]["output_tail"]
+        .as_str()
+        .unwrap()
+        .contains("mode=two"));
+
+    // Not the subset: an error naming the line; nothing runs.
+    for (text, says) in [
+        ("CMD [\"x\"]", "line 11: CMD is not supported"),
+        ("RUN make", "line 11: RUN is not built yet"),
+        ("COPY ../outside /x", "is not a path inside the commit"),
+    ] {
+        w.commit(
+            &repo,
+            &[("Dockerfile", &format!("{dockerfile}{text}\n"))],
+            "not the subset",
+        );
+        let o = w.sandbox(&repo, &["run", "--json"]);
+        let rec = o.json()[0].clone();
+        assert_eq!(rec["status"], "error", "{text}: {o:?}");
+        assert!(
+            rec["error"].as_str().unwrap().contains(says),
+            "{text}: {rec}"
+        );
+        assert!(rec["tests"].is_null());
+    }
+}

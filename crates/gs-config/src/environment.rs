@@ -23,6 +23,9 @@ pub struct EnvironmentFile {
     /// A devcontainer.json in the commit's tree (see [`super::devcontainer`]).
     #[serde(default, deserialize_with = "de_relative_path")]
     pub devcontainer: Option<String>,
+    /// A Dockerfile in the commit's tree, built (its subset) into the runs' root.
+    #[serde(default, deserialize_with = "de_relative_path")]
+    pub dockerfile: Option<String>,
 }
 
 /// The resolved `[environment]`.
@@ -37,6 +40,10 @@ pub struct EnvironmentConfig {
     /// The devcontainer.json the image, variables and setup come from (a path in the tree).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub devcontainer: Option<String>,
+    /// The Dockerfile the runs' root is built from (a path in the tree; its directory is not
+    /// the context: the context is the tree's root).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dockerfile: Option<String>,
     /// Variables the environment sets (a devcontainer's `containerEnv`): over the image's, under
     /// the sandbox's own. Part of the result key when set.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
@@ -60,6 +67,7 @@ impl Default for EnvironmentConfig {
             insecure_registries: Vec::new(),
             image_mb: DEFAULT_IMAGE_MB,
             devcontainer: None,
+            dockerfile: None,
             env: BTreeMap::new(),
             remote_user: None,
         }
@@ -83,6 +91,9 @@ impl EnvironmentFile {
         if let Some(d) = &self.devcontainer {
             c.devcontainer = Some(d.clone());
         }
+        if let Some(d) = &self.dockerfile {
+            c.dockerfile = Some(d.clone());
+        }
     }
 }
 
@@ -94,6 +105,7 @@ pub(super) fn narrow(policy: &EnvironmentConfig, asked: &EnvironmentConfig) -> E
         insecure_registries: policy.insecure_registries.clone(),
         image_mb: asked.image_mb.min(policy.image_mb),
         devcontainer: asked.devcontainer.clone(),
+        dockerfile: asked.dockerfile.clone(),
         env: BTreeMap::new(),
         remote_user: None,
     }

@@ -14,8 +14,10 @@
 //!   uid 0 of a user namespace mapped onto unprivileged host uids.
 //! - [`rootfs`]: a path looked up in an image's merged layers.
 
+pub mod dockerfile;
 pub mod http;
 pub mod isolate;
+pub mod layer;
 pub mod reference;
 pub mod registry;
 pub mod rootfs;

@@ -320,35 +320,16 @@ impl Store {
             }
             crate::reference::check_digest(diff_id).map_err(|e| format!("{r}'s config: {e}"))?;
             fetched += self.fetch(&mut session, l)?;
-            let dir = self.layer_dir(diff_id);
-            if !dir.is_dir() {
-                let layers_root = self.root.join("layers");
-                std::fs::create_dir_all(&layers_root)
-                    .map_err(|e| format!("{}: {e}", layers_root.display()))?;
-                let tmp = tempfile::Builder::new()
-                    .prefix(".tmp-")
-                    .tempdir_in(&layers_root)
-                    .map_err(|e| format!("{}: {e}", layers_root.display()))?
-                    .keep();
-                let bounds = Bounds {
-                    bytes: opts.max_bytes.saturating_sub(unpacked_total),
-                    members: 1_000_000,
-                };
-                let done =
-                    isolate::unpack_layer(&opts.how, &self.blob(&l.digest), &tmp, diff_id, bounds);
-                match done {
-                    Ok(d) => {
-                        unpacked_total += d.bytes;
-                        if std::fs::rename(&tmp, &dir).is_err() {
-                            remove_tree(&tmp); // unpacked meanwhile by another pull
-                        }
-                        unpacked_count += 1;
-                    }
-                    Err(e) => {
-                        remove_tree(&tmp);
-                        return Err(format!("{r}: {e}"));
-                    }
-                }
+            let bounds = Bounds {
+                bytes: opts.max_bytes.saturating_sub(unpacked_total),
+                members: 1_000_000,
+            };
+            if let Some(bytes) = self
+                .add_layer(&opts.how, &self.blob(&l.digest), diff_id, bounds)
+                .map_err(|e| format!("{r}: {e}"))?
+            {
+                unpacked_total += bytes;
+                unpacked_count += 1;
             }
             infos.push(LayerInfo {
                 digest: l.digest.clone(),
@@ -416,6 +397,53 @@ impl Store {
         tmp.persist(&path)
             .map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(1)
+    }
+
+    /// Unpack the layer (a tar, gzip'd or not) at `blob`, whose content is `diff_id`, into the
+    /// store as hostile input, unless it is there already; the bytes unpacked, `None` when it
+    /// was there.
+    pub fn add_layer(
+        &self,
+        how: &How,
+        blob: &Path,
+        diff_id: &str,
+        bounds: Bounds,
+    ) -> Result<Option<u64>, String> {
+        let dir = self.layer_dir(diff_id);
+        if dir.is_dir() {
+            return Ok(None);
+        }
+        let layers_root = self.root.join("layers");
+        std::fs::create_dir_all(&layers_root)
+            .map_err(|e| format!("{}: {e}", layers_root.display()))?;
+        let tmp = tempfile::Builder::new()
+            .prefix(".tmp-")
+            .tempdir_in(&layers_root)
+            .map_err(|e| format!("{}: {e}", layers_root.display()))?
+            .keep();
+        match isolate::unpack_layer(how, blob, &tmp, diff_id, bounds) {
+            Ok(d) => {
+                if std::fs::rename(&tmp, &dir).is_err() {
+                    remove_tree(&tmp); // unpacked meanwhile by another pull
+                }
+                Ok(Some(d.bytes))
+            }
+            Err(e) => {
+                remove_tree(&tmp);
+                Err(e)
+            }
+        }
+    }
+
+    /// Keep `image` (one built here from layers [`Store::add_layer`] holds) as the store keeps a
+    /// pulled one: `gc` goes by its use, and its layers stay while it does.
+    pub fn record(&self, image: &Image) -> Result<(), String> {
+        self.save_image(image)
+    }
+
+    /// The image the store holds under `digest`, with every layer unpacked.
+    pub fn image(&self, digest: &str) -> Option<Image> {
+        self.read_image(digest)
     }
 
     /// Remove the image `r` names (and what no other image uses).

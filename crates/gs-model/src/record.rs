@@ -205,6 +205,10 @@ pub struct Environment {
     /// uid).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
+    /// The layers built here from the commit's Dockerfile (their `diff_id`s, bottom first),
+    /// over its `FROM` image.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub layers: Vec<String>,
     /// The registry could not be reached: the digest the tag resolved to last was used.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub offline: bool,

@@ -52,7 +52,7 @@ pub fn config_for(
         gs_config::devcontainer::apply(&dc, &mut config);
     }
     // In an image, the image is the toolchain (the host's is not in the view).
-    config.toolchain = match super::image::toolchain_held(ctx, &config) {
+    config.toolchain = match super::image::toolchain_held(ctx, repo, info, &config) {
         Some(image) => image,
         None => toolchain_of(&config, repo, info),
     };

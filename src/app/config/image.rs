@@ -97,7 +97,27 @@ pub fn cache_variant(config: &Config) -> &str {
 
 /// The key's stand-in for the image `config` names, from what this machine resolved it to last
 /// (no registry is asked): looking a result up needs no network. `None` without an image.
-pub fn toolchain_held(ctx: &Context, config: &Config) -> Option<BTreeMap<String, String>> {
+pub fn toolchain_held(
+    ctx: &Context,
+    repo: &gs_git::Repository,
+    info: &gs_git::CommitInfo,
+    config: &Config,
+) -> Option<BTreeMap<String, String>> {
+    if config.environment.dockerfile.is_some() {
+        // Built from the commit's Dockerfile on the base's last digest: the key, nothing built.
+        let held = (|| {
+            let plan = super::build::read(repo, info, config).ok()??;
+            let base = store(ctx).find(&plan.from)?;
+            let key = super::build::key(ctx, repo, info, config, &plan, &base).ok()?;
+            Some(BTreeMap::from([
+                ("image".to_string(), key),
+                ("image_platform".to_string(), base.platform),
+            ]))
+        })();
+        return Some(held.unwrap_or_else(|| {
+            BTreeMap::from([("image".to_string(), "Dockerfile (not built)".to_string())])
+        }));
+    }
     let text = config.environment.image.as_deref()?;
     let held = Reference::parse(text)
         .ok()
@@ -112,16 +132,64 @@ pub fn toolchain_held(ctx: &Context, config: &Config) -> Option<BTreeMap<String,
 /// The image `config` names, pulled for a run (a tag is resolved anew: one manifest request;
 /// offline, the digest it resolved to last). `None` without an image; an error that starts
 /// with [`UNAVAILABLE`] when it cannot be had.
-pub fn for_run(ctx: &Context, config: &Config) -> Result<Option<ForRun>> {
+pub fn for_run(
+    ctx: &Context,
+    repo: &gs_git::Repository,
+    info: &gs_git::CommitInfo,
+    config: &Config,
+) -> Result<Option<ForRun>> {
+    // Built from the commit's Dockerfile: a file the commit got wrong is its error; a base that
+    // cannot be had, or a build that cannot be made here, leaves the run an attempt.
+    if let Some(plan) = super::build::read(repo, info, config)? {
+        let unavailable =
+            |why: String| AppError::refused(format!("{UNAVAILABLE} {}: {why}", plan.label));
+        let base = pulled(ctx, config, &plan.from).map_err(unavailable)?;
+        let image = super::build::build(ctx, repo, info, config, &plan, &base.image).map_err(
+            |e| match e {
+                e @ AppError::Usage(_) => e,
+                e => unavailable(e.to_string()),
+            },
+        )?;
+        let built: Vec<String> = image.layers[base.image.layers.len().min(image.layers.len())..]
+            .iter()
+            .map(|l| l.diff_id.clone())
+            .collect();
+        return Ok(Some(ready(
+            ctx,
+            config,
+            &image,
+            &image.reference,
+            base.offline,
+            built,
+        )));
+    }
     let Some(text) = config.environment.image.as_deref() else {
         return Ok(None);
     };
     let unavailable = |why: String| AppError::refused(format!("{UNAVAILABLE} {text}: {why}"));
     let reference = Reference::parse(text).map_err(unavailable)?;
     let pulled = pulled(ctx, config, &reference).map_err(unavailable)?;
-    let image = pulled.image;
+    Ok(Some(ready(
+        ctx,
+        config,
+        &pulled.image,
+        text,
+        pulled.offline,
+        Vec::new(),
+    )))
+}
+
+/// `image` (named `text`) as a run's root and what its record says.
+fn ready(
+    ctx: &Context,
+    config: &Config,
+    image: &Image,
+    text: &str,
+    offline: bool,
+    built: Vec<String>,
+) -> ForRun {
     let root = gs_sandbox::sandbox::ImageRoot {
-        layers: store(ctx).layer_dirs(&image),
+        layers: store(ctx).layer_dirs(image),
         workdir: image.working_dir.clone().unwrap_or_default().into(),
         // The environment's own variables (a devcontainer's `containerEnv`) over the image's.
         env: image
@@ -138,9 +206,9 @@ pub fn for_run(ctx: &Context, config: &Config) -> Result<Option<ForRun>> {
             .collect(),
         label: format!("{text}@{}", image.digest),
     };
-    Ok(Some(ForRun {
+    ForRun {
         root,
-        toolchain: toolchain_of(&image),
+        toolchain: toolchain_of(image),
         environment: gs_model::Environment {
             image: text.to_string(),
             digest: image.digest.clone(),
@@ -151,9 +219,10 @@ pub fn for_run(ctx: &Context, config: &Config) -> Result<Option<ForRun>> {
                 .clone()
                 .or_else(|| image.user.clone())
                 .filter(|u| !u.is_empty()),
-            offline: pulled.offline,
+            layers: built,
+            offline,
         },
-    }))
+    }
 }
 
 /// The image the config of `commit` names (its `.sandbox.toml`, the adopted settings or its

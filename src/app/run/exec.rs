@@ -153,7 +153,7 @@ pub fn run_in<T>(
     }
     let mut sandbox = ctx.sandbox();
     // The commit's image, as its runs have it (pulled: a tag resolved anew).
-    if let Some(image) = crate::app::config::image::for_run(ctx, &config)? {
+    if let Some(image) = crate::app::config::image::for_run(ctx, repo, &info, &config)? {
         config.toolchain = image.toolchain;
         sandbox.image = Some(image.root);
     }

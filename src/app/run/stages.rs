@@ -203,7 +203,7 @@ fn config(
         },
     };
     let (mut config, mut key) = (config, key);
-    let image = match image::for_run(c.ctx, &config) {
+    let image = match image::for_run(c.ctx, c.repo, c.info, &config) {
         Ok(Some(i)) => {
             config.toolchain = i.toolchain.clone();
             key = config.result_key();

@@ -21,7 +21,10 @@ const AREAS: &[(&str, &[&str])] = &[
     ),
     // A commit's config: the user's layers, its `.sandbox.toml`, an experiment's `[config]`
     // and the metadata that holds it. Below the records, which find a commit's result by it.
-    ("config", &["commit_config", "experiment_meta", "image"]),
+    (
+        "config",
+        &["commit_config", "experiment_meta", "image", "build"],
+    ),
     // The records of runs: writing a note and its index row, reading them back (one commit,
     // its logs and failures, views over many), and why a result stands.
     (
