@@ -156,6 +156,12 @@ pub fn main() -> i32 {
         let rest: Vec<String> = args.map(|a| a.to_string_lossy().into_owned()).collect();
         return gs_image::isolate::child_main(&rest);
     }
+    // A Dockerfile's RUN, in a user namespace of its own (its directories as descriptors).
+    let mut args = std::env::args_os().skip(1);
+    if args.next().as_deref() == Some(std::ffi::OsStr::new(gs_image::buildrun::SUBCOMMAND)) {
+        let rest: Vec<String> = args.map(|a| a.to_string_lossy().into_owned()).collect();
+        return gs_image::buildrun::child_main(&rest);
+    }
     let mut args = std::env::args_os().skip(1);
     if args.next().as_deref()
         == Some(std::ffi::OsStr::new(

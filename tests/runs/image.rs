@@ -463,6 +463,8 @@ fn a_setup_step_in_an_image_is_kept_by_its_digest_and_exec_runs_there() {
         out.starts_with("lock-1\n") && out.trim_end().ends_with("\none"),
         "{out:?}"
     );
+    // RUN ran as the image's root, at the WORKDIR; its delete is a whiteout over the base.
+    assert!(out.contains("built as 0 in /app"), "{out}");
     w.commit(&repo, &[("src.txt", "x")], "no new dependencies");
     let second = run("second", &w, &repo);
     assert_eq!(second["tests"]["setup"]["how"], "reused", "{second}");
@@ -668,8 +670,9 @@ fn a_devcontainer_json_gives_the_image_its_variables_and_the_setup_and_init_prop
 }
 
 /// A Dockerfile of the commit's own, built here: FROM an image on the registry, ENV, WORKDIR,
-/// USER and COPY of the commit's files as a layer; kept by its key, so an unrelated change builds
-/// nothing; what is not the subset refused with its line.
+/// USER, COPY of the commit's files and RUN (as the image's root, in a user namespace), each a
+/// layer; kept by its key, so an unrelated change builds nothing; a failing RUN and what is not
+/// the subset are errors naming the line.
 #[test]
 fn a_dockerfile_builds_the_runs_root_from_the_commits_files_and_is_kept_by_its_key() {
     let w = World::new();
@@ -681,9 +684,9 @@ fn a_dockerfile_builds_the_runs_root_from_the_commits_files_and_is_kept_by_its_k
     ));
     let repo = w.new_repo("dockerfile");
     let dockerfile = format!(
-        "# The project's environment\nARG BASE={host}/test/base:1\nFROM ${{BASE}}\nENV APP_HOME=/app \\\n    GREETING=\"hello from the build\"\nWORKDIR $APP_HOME\nCOPY conf/ /opt/conf/\nCOPY tools/run.sh /usr/local/bin/run-tests\nCOPY tools/link /opt/link\nUSER nobody\n"
+        "# The project's environment\nARG BASE={host}/test/base:1\nFROM ${{BASE}}\nENV APP_HOME=/app \\\n    GREETING=\"hello from the build\"\nWORKDIR $APP_HOME\nCOPY conf/ /opt/conf/\nCOPY tools/run.sh /usr/local/bin/run-tests\nCOPY tools/link /opt/link\nRUN mkdir -p /opt/made && echo built as $(id -u) in $PWD > /opt/made/stamp\nRUN rm /etc/os-release\nUSER nobody\n"
     );
-    let command = "test \\\"$GREETING\\\" = 'hello from the build' && test \\\"$PWD\\\" = /app && test -L /opt/link && cat /opt/conf/settings.ini && /usr/local/bin/run-tests";
+    let command = "test \\\"$GREETING\\\" = 'hello from the build' && test \\\"$PWD\\\" = /app && test -L /opt/link && cat /opt/conf/settings.ini && /usr/local/bin/run-tests && cat /opt/made/stamp && test ! -e /etc/os-release";
     w.commit(
         &repo,
         &[
@@ -707,7 +710,8 @@ fn a_dockerfile_builds_the_runs_root_from_the_commits_files_and_is_kept_by_its_k
     w.git(&repo, &["commit", "-q", "-m", "an executable and a link"]);
     let first = run("built", &w, &repo);
     let env = &first["environment"];
-    assert_eq!(env["layers"].as_array().unwrap().len(), 3, "{first}");
+    // Three COPYs and two RUNs, each a layer.
+    assert_eq!(env["layers"].as_array().unwrap().len(), 5, "{first}");
     assert_ne!(env["digest"], base.as_str());
     assert_eq!(env["user"], "nobody");
     assert!(
@@ -745,8 +749,11 @@ fn a_dockerfile_builds_the_runs_root_from_the_commits_files_and_is_kept_by_its_k
 
     // Not the subset: an error naming the line; nothing runs.
     for (text, says) in [
-        ("CMD [\"x\"]", "line 11: CMD is not supported"),
-        ("RUN make", "line 11: RUN is not built yet"),
+        ("CMD [\"x\"]", "line 13: CMD is not supported"),
+        (
+            "RUN echo failing && exit 3",
+            "line 13: RUN echo failing && exit 3: exited with 3; the end of its output: failing",
+        ),
         ("COPY ../outside /x", "is not a path inside the commit"),
     ] {
         w.commit(
@@ -762,5 +769,48 @@ fn a_dockerfile_builds_the_runs_root_from_the_commits_files_and_is_kept_by_its_k
             "{text}: {rec}"
         );
         assert!(rec["tests"].is_null());
+    }
+}
+
+/// RUN as root (its namespace mapped onto the image's reserved uids) and as another user (that
+/// user alone): the step's files are the layer, the build is kept.
+#[test]
+fn a_dockerfile_run_builds_for_root_and_for_an_unprivileged_user() {
+    let registry = Registry::start();
+    let host = registry.host();
+    registry.push("test/run-base", "1", &image("one"));
+    for (who, w) in worlds() {
+        w.user_config(&format!(
+            "[environment]\ninsecure_registries = [\"{host}\"]\n"
+        ));
+        let repo = w.new_repo("run-step");
+        w.commit(
+            &repo,
+            &[
+                (
+                    "Dockerfile",
+                    &format!("FROM {host}/test/run-base:1\nRUN echo made by $(id -u) > /made && mkdir -p /var/cache/x\n"),
+                ),
+                (
+                    ".sandbox.toml",
+                    "[environment]\ndockerfile = \"Dockerfile\"\n[test]\ncommand = \"cat /made && test -d /var/cache/x\"\n[analysis]\nenabled = false\n",
+                ),
+            ],
+            "a RUN",
+        );
+        let rec = run(who, &w, &repo);
+        assert!(
+            rec["tests"]["output_tail"]
+                .as_str()
+                .unwrap()
+                .contains("made by 0"),
+            "{who}: {rec}"
+        );
+        w.commit(&repo, &[("src.txt", "x\n")], "unrelated");
+        let again = run(who, &w, &repo);
+        assert_eq!(
+            again["environment"]["digest"], rec["environment"]["digest"],
+            "{who}"
+        );
     }
 }

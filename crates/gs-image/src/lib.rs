@@ -14,6 +14,7 @@
 //!   uid 0 of a user namespace mapped onto unprivileged host uids.
 //! - [`rootfs`]: a path looked up in an image's merged layers.
 
+pub mod buildrun;
 pub mod dockerfile;
 pub mod http;
 pub mod isolate;

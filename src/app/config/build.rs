@@ -41,13 +41,6 @@ pub fn read(repo: &gs_git::Repository, info: &CommitInfo, config: &Config) -> Re
     for s in steps {
         match s.instruction {
             Instruction::From(image) => from = Some(image),
-            Instruction::Run(_) => {
-                return Err(AppError::usage(format!(
-                    "{label}: line {}: RUN is not built yet",
-                    s.line
-                ))
-                .hint("build and push the image elsewhere and name it with [environment] image, or keep to FROM, COPY, ADD, ENV, ARG, WORKDIR and USER"))
-            }
             other => rest.push((s.line, other)),
         }
     }
@@ -59,6 +52,89 @@ pub fn read(repo: &gs_git::Repository, info: &CommitInfo, config: &Config) -> Re
         from,
         steps: rest,
     }))
+}
+
+/// What makes a layer.
+enum Make {
+    Copy(Vec<Copied>),
+    Run {
+        line: usize,
+        command: String,
+        env: Vec<String>,
+        workdir: String,
+    },
+}
+
+/// Run a `RUN` over `layers` (bottom first); its layer goes to the store under `step_key`. The
+/// bytes it wrote. A command that fails is the commit's error, with the end of its output.
+#[allow(clippy::too_many_arguments)]
+fn run_step(
+    config: &Config,
+    store: &gs_image::Store,
+    plan: &Plan,
+    layers: &[LayerInfo],
+    step_key: &str,
+    line: usize,
+    command: &str,
+    env: &[String],
+    workdir: &str,
+) -> Result<u64> {
+    let dest = store.layer_dir(&format!("sha256:{step_key}"));
+    if dest.is_dir() {
+        return Ok(gs_util::disk_size(&dest));
+    }
+    let at = format!("{}: line {line}: RUN {command}", plan.label);
+    let failed = |why: String| AppError::refused(format!("{at}: {why}"));
+    let root = store.root.join("layers");
+    std::fs::create_dir_all(&root).map_err(|e| failed(e.to_string()))?;
+    let tmp = tempfile::Builder::new()
+        .prefix(".run-")
+        .tempdir_in(&root)
+        .map_err(|e| failed(e.to_string()))?;
+    let (upper, work) = (tmp.path().join("upper"), tmp.path().join("work"));
+    for d in [&upper, &work] {
+        std::fs::create_dir(d).map_err(|e| failed(e.to_string()))?;
+    }
+    let lowers: Vec<std::path::PathBuf> = layers
+        .iter()
+        .rev()
+        .map(|l| store.layer_dir(&l.diff_id))
+        .collect();
+    let log = tmp.path().join("output.log");
+    let exe = std::env::current_exe().unwrap_or_else(|_| "git-sandbox".into());
+    let code = gs_image::buildrun::run(&gs_image::buildrun::Step {
+        exe: &exe,
+        lowers: &lowers,
+        scratch: tmp.path(),
+        command,
+        env,
+        workdir,
+        host_network: config.limits.setup_network && config.limits.network_host,
+        timeout: config.test.timeout,
+        log: &log,
+    })
+    .map_err(failed);
+    let output = std::fs::read(&log).unwrap_or_default();
+    let tail = String::from_utf8_lossy(&output[output.len().saturating_sub(600)..])
+        .trim()
+        .replace('\n', " | ");
+    let code = code?;
+    if code != 0 {
+        gs_image::store::remove_tree(tmp.path());
+        return Err(AppError::usage(format!(
+            "{at}: exited with {code}; the end of its output: {tail}"
+        ))
+        .hint(
+            "fix the step; it runs with no network unless your user config gives builds the host's",
+        ));
+    }
+    let bytes = gs_util::disk_size(&upper);
+    if std::fs::rename(&upper, &dest).is_err() && !dest.is_dir() {
+        gs_image::store::remove_tree(tmp.path());
+        return Err(failed("its layer could not be kept".into()));
+    }
+    gs_image::store::remove_tree(tmp.path());
+    Ok(bytes)
 }
 
 /// One `COPY`'s files: each one's path in the image (relative to `/`) and what it is.
@@ -181,8 +257,11 @@ fn walk(
     let mut env = base.env.clone();
     let mut workdir = base.working_dir.clone().unwrap_or_default();
     let mut user = base.user.clone();
-    // Each `COPY`'s files, with its key: made only when the image is not held.
-    let mut copies: Vec<(String, Vec<Copied>)> = Vec::new();
+    // What makes a layer (a `COPY`'s files, a `RUN`), in order: made only when the image is
+    // not held.
+    let mut makes: Vec<(String, Make)> = Vec::new();
+    // A `RUN` is not a function of its text alone: its layers are never another repository's.
+    let repository = gs_git::objects::common_dir(repo).display().to_string();
     let mut entries = None;
     for (line, step) in &plan.steps {
         let at = format!("{}: line {line}", plan.label);
@@ -226,9 +305,21 @@ fn walk(
                     })
                     .collect();
                 key = hash(&[&key, "COPY", &listing.join("\n")]);
-                copies.push((key.clone(), files));
+                makes.push((key.clone(), Make::Copy(files)));
             }
-            Instruction::From(_) | Instruction::Run(_) => {}
+            Instruction::Run(command) => {
+                key = hash(&[&key, "RUN", command, &repository]);
+                makes.push((
+                    key.clone(),
+                    Make::Run {
+                        line: *line,
+                        command: command.clone(),
+                        env: env.clone(),
+                        workdir: workdir.clone(),
+                    },
+                ));
+            }
+            Instruction::From(_) => {}
         }
     }
     let digest = format!("sha256:{key}");
@@ -245,7 +336,28 @@ fn walk(
         let how = gs_image::isolate::How::Helper(
             std::env::current_exe().unwrap_or_else(|_| "git-sandbox".into()),
         );
-        for (_, files) in &copies {
+        for (step_key, make) in &makes {
+            let files = match make {
+                Make::Copy(files) => files,
+                Make::Run {
+                    line,
+                    command,
+                    env,
+                    workdir,
+                } => {
+                    let bytes = run_step(
+                        config, &store, plan, &layers, step_key, *line, command, env, workdir,
+                    )?;
+                    unpacked += bytes;
+                    let id = format!("sha256:{step_key}");
+                    layers.push(LayerInfo {
+                        digest: id.clone(),
+                        diff_id: id,
+                        size: bytes,
+                    });
+                    continue;
+                }
+            };
             let mut members = Vec::new();
             let mut bytes = 0u64;
             for f in files {
