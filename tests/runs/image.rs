@@ -463,8 +463,6 @@ fn a_setup_step_in_an_image_is_kept_by_its_digest_and_exec_runs_there() {
         out.starts_with("lock-1\n") && out.trim_end().ends_with("\none"),
         "{out:?}"
     );
-    // RUN ran as the image's root, at the WORKDIR; its delete is a whiteout over the base.
-    assert!(out.contains("built as 0 in /app"), "{out}");
     w.commit(&repo, &[("src.txt", "x")], "no new dependencies");
     let second = run("second", &w, &repo);
     assert_eq!(second["tests"]["setup"]["how"], "reused", "{second}");
@@ -723,6 +721,8 @@ fn a_dockerfile_builds_the_runs_root_from_the_commits_files_and_is_kept_by_its_k
         out.contains("mode=one") && out.contains("ran in the build"),
         "{out}"
     );
+    // RUN ran as the image's root, at the WORKDIR; its delete is a whiteout over the base.
+    assert!(out.contains("built as 0 in /app"), "{out}");
     assert_eq!(first["toolchain"]["image"], env["digest"]);
 
     // A change the Dockerfile does not copy builds nothing: the same environment.

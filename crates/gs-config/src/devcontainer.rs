@@ -12,6 +12,10 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct DevContainer {
     pub image: Option<String>,
+    /// `build.dockerfile`, relative to the devcontainer.json's directory; its `context` must be
+    /// the repository's root (as git-sandbox builds it).
+    pub dockerfile: Option<String>,
+    pub context: Option<String>,
     pub env: BTreeMap<String, String>,
     pub remote_user: Option<String>,
     /// `onCreateCommand` then `postCreateCommand`, as one shell line.
@@ -71,11 +75,7 @@ pub fn parse(label: &str, text: &str) -> Result<DevContainer, ConfigError> {
         })?;
     }
     // What a run here cannot do as the file means it: said, not skipped.
-    let unsupported: [(&str, &str); 5] = [
-        (
-            "build",
-            "building the image from a Dockerfile is not supported yet; name an image (\"image\"), built and pushed to a registry you allow",
-        ),
+    let unsupported: [(&str, &str); 4] = [
         (
             "dockerComposeFile",
             "Docker Compose is not supported; name one image (\"image\")",
@@ -104,11 +104,46 @@ pub fn parse(label: &str, text: &str) -> Result<DevContainer, ConfigError> {
             return Err(err(Some(key), format!("{key} cannot be honoured"), fix));
         }
     }
-    if image.is_none() {
+    let (mut dockerfile, mut context) = (None, None);
+    match top.get("build") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(b)) => {
+            for (k, v) in b {
+                let text = v.as_str().filter(|t| !t.contains('\0'));
+                match (k.as_str(), text) {
+                    ("dockerfile", Some(t)) => dockerfile = Some(t.to_string()),
+                    ("context", Some(t)) => context = Some(t.to_string()),
+                    ("args", _) if v.as_object().is_some_and(|a| a.is_empty()) => {}
+                    _ => {
+                        return Err(err(
+                            Some("build"),
+                            format!("build.{k} cannot be honoured"),
+                            "keep to build.dockerfile and build.context (the Dockerfile's ARG defaults stand for args)",
+                        ))
+                    }
+                }
+            }
+            if dockerfile.is_none() {
+                return Err(err(
+                    Some("build"),
+                    "build names no dockerfile".into(),
+                    "add \"dockerfile\": \"Dockerfile\" (relative to the devcontainer.json)",
+                ));
+            }
+        }
+        Some(_) => {
+            return Err(err(
+                Some("build"),
+                "build is not an object".into(),
+                "write {\"dockerfile\": \"…\"}",
+            ))
+        }
+    }
+    if image.is_some() == dockerfile.is_some() {
         return Err(err(
             Some("image"),
-            "names no image".into(),
-            "add \"image\": \"REGISTRY/NAME:TAG\" (an image from a registry your user config allows)",
+            if image.is_some() { "names both an image and a build".into() } else { "names no image".into() },
+            "name one: \"image\": \"REGISTRY/NAME:TAG\" (from a registry your user config allows), or \"build\": {\"dockerfile\": \"…\"}",
         ));
     }
     let mut env = BTreeMap::new();
@@ -162,6 +197,8 @@ pub fn parse(label: &str, text: &str) -> Result<DevContainer, ConfigError> {
     }
     Ok(DevContainer {
         image,
+        dockerfile,
+        context,
         env,
         remote_user: text_of("remoteUser")?.filter(|u| !u.is_empty()),
         setup: (!setup.is_empty()).then(|| setup.join(" && ")),
@@ -198,17 +235,64 @@ fn command_line(v: &Value) -> Result<Option<String>, String> {
     }
 }
 
-/// Lay `dc` over `config`: its image unless `[environment] image` names one, its variables, its
-/// user, and its create commands as the setup step unless `[test] setup` is set.
-pub fn apply(dc: &DevContainer, config: &mut Config) {
-    if config.environment.image.is_none() {
+/// Lay `dc`, read from `path`, over `config`: its image (or its Dockerfile) unless the config
+/// names one, its variables, its user, and its create commands as the setup step unless
+/// `[test] setup` is set. A build whose context is not the repository's root is refused.
+pub fn apply(dc: &DevContainer, path: &str, config: &mut Config) -> Result<(), ConfigError> {
+    let named = config.environment.image.is_some() || config.environment.dockerfile.is_some();
+    if !named {
         config.environment.image = dc.image.clone();
+        if let Some(file) = &dc.dockerfile {
+            let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
+            let err = |message: String| ConfigError {
+                location: Location {
+                    source_label: path.to_string(),
+                    line: None,
+                    key: Some("build".into()),
+                },
+                message,
+                hints: vec![
+                    "set build.context to the repository's root (\"..\" from .devcontainer/)"
+                        .into(),
+                ],
+            };
+            let context = clean(dir, dc.context.as_deref().unwrap_or("."))
+                .ok_or_else(|| err("build.context leaves the repository".into()))?;
+            if !context.is_empty() {
+                return Err(err(format!(
+                    "build.context is {context:?}: git-sandbox builds with the repository's root as the context"
+                )));
+            }
+            config.environment.dockerfile = Some(
+                clean(dir, file)
+                    .ok_or_else(|| err("build.dockerfile leaves the repository".into()))?,
+            );
+        }
     }
     config.environment.env = dc.env.clone();
     config.environment.remote_user = dc.remote_user.clone();
     if config.test.setup.is_none() {
         config.test.setup = dc.setup.clone();
     }
+    Ok(())
+}
+
+/// `rel` under the directory `dir` of the repository, made clean; `None` when it leaves it.
+fn clean(dir: &str, rel: &str) -> Option<String> {
+    if rel.starts_with('/') {
+        return None;
+    }
+    let mut parts: Vec<&str> = dir.split('/').filter(|c| !c.is_empty()).collect();
+    for c in rel.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            c => parts.push(c),
+        }
+    }
+    Some(parts.join("/"))
 }
 
 #[cfg(test)]
@@ -244,7 +328,11 @@ mod tests {
     #[test]
     fn what_cannot_be_honoured_is_refused_by_key() {
         for (text, key) in [
-            (r#"{"build": {"dockerfile": "Dockerfile"}}"#, "build"),
+            (
+                r#"{"build": {"dockerfile": "D", "target": "dev"}}"#,
+                "build",
+            ),
+            (r#"{"image": "x", "build": {"dockerfile": "D"}}"#, "image"),
             (
                 r#"{"image": "x", "features": {"ghcr.io/f/node:1": {}}}"#,
                 "features",
@@ -278,5 +366,44 @@ mod tests {
         }
         let e = parse("d.json", "{ not json").unwrap_err();
         assert!(e.message.contains("not JSON"), "{e:?}");
+    }
+}
+
+#[cfg(test)]
+mod build_tests {
+    use super::*;
+
+    #[test]
+    fn a_build_names_the_dockerfile_with_the_repository_as_its_context() {
+        let dc = parse(
+            "d",
+            r#"{"build": {"dockerfile": "Dockerfile", "context": ".."}}"#,
+        )
+        .unwrap();
+        let mut c = Config::default();
+        apply(&dc, ".devcontainer/devcontainer.json", &mut c).unwrap();
+        assert_eq!(
+            c.environment.dockerfile.as_deref(),
+            Some(".devcontainer/Dockerfile")
+        );
+        let dc = parse("d", r#"{"build": {"dockerfile": "Dockerfile"}}"#).unwrap();
+        let e = apply(
+            &dc,
+            ".devcontainer/devcontainer.json",
+            &mut Config::default(),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("\".devcontainer\""), "{e:?}");
+        let dc = parse(
+            "d",
+            r#"{"build": {"dockerfile": "../../x", "context": ".."}}"#,
+        )
+        .unwrap();
+        assert!(apply(
+            &dc,
+            ".devcontainer/devcontainer.json",
+            &mut Config::default()
+        )
+        .is_err());
     }
 }

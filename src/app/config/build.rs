@@ -2,10 +2,12 @@
 //! `gs_image::dockerfile` reads): `FROM` pulled as `[environment] image` is, then each
 //! instruction in turn. `ENV`, `WORKDIR` and `USER` change what the image records; `COPY` and
 //! `ADD` write the commit's files as a layer made here (fixed owners and times: the same files
-//! give the same layer), unpacked as any layer is. Every instruction's key is its parent's, its
-//! text and the blob ids it copies; the built image is kept in the store under the last key, so
-//! a tree whose Dockerfile and copied files did not change builds nothing. `RUN` is refused for
-//! now: it needs a build sandbox of its own (uid 0 of a user namespace).
+//! give the same layer), unpacked as any layer is; `RUN` runs in `gs_image::buildrun` (uid 0 of
+//! a user namespace over the image so far, no network unless the user's config gives builds the
+//! host's), its upper directory the layer. Every instruction's key is its parent's, its text and
+//! the blob ids it copies (a `RUN`'s, the repository too: its layer is never another's); the
+//! built image is kept in the store under the last key, so a tree whose Dockerfile and copied
+//! files did not change builds nothing.
 
 use super::commit_config::committed_text;
 use crate::app::{AppError, Context, Result};

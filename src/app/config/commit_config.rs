@@ -49,7 +49,7 @@ pub fn config_for(
                 .hint("commit it, or take [environment] devcontainer out of the config")
         })?;
         let dc = gs_config::devcontainer::parse(&label, &text)?;
-        gs_config::devcontainer::apply(&dc, &mut config);
+        gs_config::devcontainer::apply(&dc, &path, &mut config)?;
     }
     // In an image, the image is the toolchain (the host's is not in the view).
     config.toolchain = match super::image::toolchain_held(ctx, repo, info, &config) {
