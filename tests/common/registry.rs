@@ -233,7 +233,7 @@ pub fn busybox_root() -> Vec<u8> {
         vec![("bin/", b""), ("etc/", b""), ("bin/busybox", &busybox)];
     let applets = [
         "sh", "ls", "cat", "echo", "mkdir", "printf", "test", "id", "env", "pwd", "rm", "touch",
-        "grep", "which", "stat", "cp",
+        "grep", "which", "stat", "cp", "head",
     ];
     let links: Vec<String> = applets.iter().map(|a| format!("bin/{a}")).collect();
     for l in &links {

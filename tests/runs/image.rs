@@ -814,3 +814,75 @@ fn a_dockerfile_run_builds_for_root_and_for_an_unprivileged_user() {
         );
     }
 }
+
+/// A RUN is kept by its key: a later instruction that changes does not run it again; and what
+/// it may write is bounded by `[environment] image_mb`.
+#[test]
+fn a_run_step_is_kept_by_its_key_and_bounded_by_image_mb() {
+    let w = World::new();
+    let registry = Registry::start();
+    let host = registry.host();
+    registry.push("test/kept", "1", &image("one"));
+    w.user_config(&format!(
+        "[environment]\ninsecure_registries = [\"{host}\"]\nimage_mb = 16\n"
+    ));
+    let repo = w.new_repo("kept-step");
+    let dockerfile = format!(
+        "FROM {host}/test/kept:1\nRUN cat /proc/sys/kernel/random/uuid > /stamp\nCOPY late.txt /late.txt\n"
+    );
+    w.commit(
+        &repo,
+        &[
+            ("Dockerfile", &dockerfile),
+            ("late.txt", "one\n"),
+            (
+                ".sandbox.toml",
+                "[environment]\ndockerfile = \"Dockerfile\"\n[test]\ncommand = \"cat /stamp /late.txt\"\n[analysis]\nenabled = false\n",
+            ),
+        ],
+        "a RUN, then a COPY",
+    );
+    let first = run("first", &w, &repo);
+    let stamp = |rec: &Value| {
+        rec["tests"]["output_tail"]
+            .as_str()
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    w.commit(&repo, &[("late.txt", "two\n")], "the COPY changes");
+    let second = run("second", &w, &repo);
+    assert_ne!(
+        second["environment"]["digest"],
+        first["environment"]["digest"]
+    );
+    assert!(second["tests"]["output_tail"]
+        .as_str()
+        .unwrap()
+        .contains("two"));
+    assert_eq!(
+        stamp(&second),
+        stamp(&first),
+        "the RUN before it was not run again"
+    );
+    // Past image_mb, the step runs out of room: the commit's error, naming the line.
+    w.commit(
+        &repo,
+        &[(
+            "Dockerfile",
+            &format!("{dockerfile}RUN head -c 40000000 /dev/zero > /big\n"),
+        )],
+        "writes too much",
+    );
+    let o = w.sandbox(&repo, &["run", "--json"]);
+    let rec = o.json()[0].clone();
+    assert_eq!(rec["status"], "error", "{o:?}");
+    let error = rec["error"].as_str().unwrap();
+    // (busybox's head says "I/O error" when its tmpfs is full.)
+    assert!(
+        error.contains("line 4: RUN head") && error.contains("exited with 1"),
+        "{error}"
+    );
+}

@@ -1,13 +1,16 @@
 //! A Dockerfile's `RUN`, in a process of its own (`git-sandbox __image-run`): uid 0 of a new user
 //! namespace that the supervisor (as root) maps onto the image's reserved host uids
 //! ([`IMAGE_UID_BASE`], 65,536 of them; as another user, only that user), with its own mount,
-//! PID, IPC, UTS and network namespaces (loopback only, unless the user's config gives builds
-//! the host's network). Its root is an overlay of the image's layers so far with an empty upper
-//! directory, which is what the step wrote: the new layer (overlayfs's whiteouts and
-//! `user.overlay.opaque` marks, as an unpacked layer has them). `/proc` is the namespace's own,
+//! PID, IPC, UTS and network namespaces (no network, unless the user's config gives builds the
+//! host's). Its root is an overlay of the image's layers so far whose upper
+//! directory is a tmpfs of the room `image_mb` leaves: what the step wrote, written out once it
+//! ended as a layer tar ([`crate::export`]) that the supervisor unpacks by the rules of any
+//! pulled layer (setuid cleared, devices dropped, bounds). `/proc` is the namespace's own,
 //! `/tmp` a tmpfs (not kept), `/dev` a tmpfs with the host's null, zero, full, random, urandom
-//! and tty bound in. It is handed its directories as descriptors only (the store is not
-//! reachable to it by path), and runs `/bin/sh -c LINE` with no new privileges.
+//! and tty bound in. The layers are bound into its mount namespace while it is still root (as
+//! root: overlayfs takes only mounts of its own namespace; as another user, it reaches them as
+//! their owner); after `pivot_root` the command sees nothing of the host's file system, and runs
+//! as `/bin/sh -c LINE` with no new privileges.
 
 use crate::isolate::IMAGE_UID_BASE;
 use crate::unpack::IMAGE_IDS;
@@ -23,8 +26,11 @@ use std::time::{Duration, Instant};
 /// The hidden subcommand a `RUN` runs in.
 pub const SUBCOMMAND: &str = "__image-run";
 
-/// The descriptor of the handshake with the supervisor.
+/// The descriptor of the handshake with the supervisor, and the one the layer's tar goes to.
 const HANDSHAKE_FD: i32 = 3;
+const LAYER_FD: i32 = 4;
+/// Where the step writes: a tmpfs of its own (bounded), `upper` and overlayfs's `work`.
+const SCRATCH: &str = "/tmp/scratch";
 /// Where the step's root is assembled: a tmpfs over `/tmp` of its own mount namespace (the
 /// directories bound there as root, before the user namespace, and the overlay at `root`).
 const STAGE: &str = "/tmp";
@@ -36,9 +42,11 @@ pub struct Step<'a> {
     pub exe: &'a Path,
     /// The image's layers so far, topmost first.
     pub lowers: &'a [PathBuf],
-    /// A directory of its own holding two empty ones, `upper` (which becomes the step's layer)
-    /// and `work` (overlayfs's): one mount, as overlayfs wants them.
-    pub scratch: &'a Path,
+    /// Where the step's layer goes, as a tar (what it wrote, whiteouts as `.wh.` files): it is
+    /// unpacked as any layer is.
+    pub layer_out: &'a Path,
+    /// The most the step may write (its upper directory is a tmpfs of this size).
+    pub max_bytes: u64,
     pub command: &'a str,
     /// `NAME=value`, as the image and the Dockerfile's `ENV` set them.
     pub env: &'a [String],
@@ -57,7 +65,7 @@ pub struct Step<'a> {
 #[derive(Serialize, Deserialize)]
 struct Spec {
     lowers: Vec<PathBuf>,
-    scratch: PathBuf,
+    max_bytes: u64,
     command: String,
     env: Vec<String>,
     workdir: String,
@@ -69,16 +77,9 @@ struct Spec {
 pub fn run(step: &Step<'_>) -> Result<i32, String> {
     // SAFETY: no arguments.
     let root = unsafe { libc::geteuid() } == 0;
-    if root {
-        let (upper, work) = (step.scratch.join("upper"), step.scratch.join("work"));
-        for d in [step.scratch, &upper, &work] {
-            std::os::unix::fs::chown(d, Some(IMAGE_UID_BASE), Some(IMAGE_UID_BASE))
-                .map_err(|e| format!("{}: {e}", d.display()))?;
-        }
-    }
     let spec = Spec {
         lowers: step.lowers.to_vec(),
-        scratch: step.scratch.to_path_buf(),
+        max_bytes: step.max_bytes.max(1 << 20),
         command: step.command.to_string(),
         env: step.env.to_vec(),
         workdir: step.workdir.to_string(),
@@ -97,11 +98,16 @@ pub fn run(step: &Step<'_>) -> Result<i32, String> {
         .stdout(Stdio::from(log))
         .stderr(Stdio::from(log2))
         .process_group(0);
-    let raw = theirs.as_raw_fd();
-    // SAFETY: only dup2, async-signal-safe, between fork and exec (it clears close-on-exec).
+    let out = std::fs::File::create(step.layer_out)
+        .map_err(|e| format!("{}: {e}", step.layer_out.display()))?;
+    let (raw, out_raw) = (theirs.as_raw_fd(), out.as_raw_fd());
+    // SAFETY: only fcntl and dup2, async-signal-safe, between fork and exec: both moved out of
+    // the way, then to their places (which clears close-on-exec).
     unsafe {
         cmd.pre_exec(move || {
-            if libc::dup2(raw, HANDSHAKE_FD) < 0 {
+            let a = libc::fcntl(raw, libc::F_DUPFD_CLOEXEC, 100);
+            let b = libc::fcntl(out_raw, libc::F_DUPFD_CLOEXEC, 100);
+            if a < 0 || b < 0 || libc::dup2(a, HANDSHAKE_FD) < 0 || libc::dup2(b, LAYER_FD) < 0 {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())
@@ -110,7 +116,7 @@ pub fn run(step: &Step<'_>) -> Result<i32, String> {
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("starting {} {SUBCOMMAND}: {e}", step.exe.display()))?;
-    drop(theirs);
+    drop((theirs, out));
     let mut ours = ours;
     let _ = ours.set_read_timeout(Some(Duration::from_secs(10)));
     if root {
@@ -234,6 +240,20 @@ fn hold(dirs: &[String]) -> Result<(Vec<std::os::fd::OwnedFd>, Vec<String>), Str
     Ok((held, names))
 }
 
+fn open_dir(p: &str) -> Result<std::os::fd::OwnedFd, String> {
+    let c = cstr(p)?;
+    // SAFETY: a valid C string; the result is checked.
+    let fd = unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    };
+    check(fd, p)?;
+    // SAFETY: a fresh descriptor we own.
+    Ok(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) })
+}
+
 /// A private tmpfs over `/tmp` holding the mount point of the step's root: nothing is made on
 /// the host's `/tmp`.
 fn stage() -> Result<(), String> {
@@ -245,7 +265,10 @@ fn stage() -> Result<(), String> {
         libc::MS_NOSUID | libc::MS_NODEV,
         "mode=0755,size=1m",
     )?;
-    std::fs::create_dir(ROOT_AT).map_err(|e| format!("{ROOT_AT}: {e}"))
+    for d in [ROOT_AT, SCRATCH] {
+        std::fs::create_dir(d).map_err(|e| format!("{d}: {e}"))?;
+    }
+    Ok(())
 }
 
 fn child(args: &[String]) -> Result<Never, String> {
@@ -259,12 +282,7 @@ fn child(args: &[String]) -> Result<Never, String> {
     // namespace of this process (the user namespace's own, made next, copies it); as another
     // user, where they are (that user owns them).
     let path = |p: &Path| p.display().to_string();
-    let mut dirs: Vec<String> = spec
-        .lowers
-        .iter()
-        .chain([&spec.scratch])
-        .map(|p| path(p))
-        .collect();
+    let mut dirs: Vec<String> = spec.lowers.iter().map(|p| path(p)).collect();
     if spec.mapped {
         // SAFETY: plain calls, results checked.
         check(
@@ -315,6 +333,30 @@ fn child(args: &[String]) -> Result<Never, String> {
         }
         check(libc::unshare(flags), "namespaces")?;
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+    }
+    mount("none", "/", "", libc::MS_REC | libc::MS_PRIVATE, "")?;
+    let _held;
+    if !spec.mapped {
+        let (held, names) = hold(&dirs)?;
+        stage()?;
+        dirs = names;
+        _held = held;
+    }
+    // What the step writes, bounded, in this namespace alone; held open, for the tar made of
+    // it once the step ended (its root is then the namespace's, and this path is gone).
+    mount(
+        "tmpfs",
+        SCRATCH,
+        "tmpfs",
+        libc::MS_NOSUID | libc::MS_NODEV,
+        &format!("mode=0755,size={}", spec.max_bytes),
+    )?;
+    for d in ["upper", "work"] {
+        std::fs::create_dir(format!("{SCRATCH}/{d}")).map_err(|e| format!("{d}: {e}"))?;
+    }
+    let upper = open_dir(&format!("{SCRATCH}/upper"))?;
+    // SAFETY: a single-threaded process forks; each side's calls are checked.
+    unsafe {
         let pid = libc::fork();
         check(pid, "fork")?;
         if pid > 0 {
@@ -325,19 +367,19 @@ fn child(args: &[String]) -> Result<Never, String> {
             } else {
                 128 + libc::WTERMSIG(status)
             };
+            if code == 0 {
+                let out = <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(LAYER_FD);
+                if let Err(e) = crate::export::tar_of_upper(upper, out) {
+                    eprintln!("git-sandbox: the step's layer could not be kept: {e}");
+                    libc::_exit(125);
+                }
+            }
             libc::_exit(code);
         }
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
     }
+    drop(upper);
     // PID 1 of the step's namespace.
-    mount("none", "/", "", libc::MS_REC | libc::MS_PRIVATE, "")?;
-    let _held;
-    if !spec.mapped {
-        let (held, names) = hold(&dirs)?;
-        stage()?;
-        dirs = names;
-        _held = held;
-    }
     let root_at = ROOT_AT;
     let n = spec.lowers.len();
     // Paths with ':' or ',' cannot be overlay options: the store's never have them.
@@ -350,10 +392,8 @@ fn child(args: &[String]) -> Result<Never, String> {
         "overlay",
         libc::MS_NOSUID,
         &format!(
-            "lowerdir={},upperdir={}/upper,workdir={}/work,userxattr",
-            dirs[..n].join(":"),
-            dirs[n],
-            dirs[n]
+            "lowerdir={},upperdir={SCRATCH}/upper,workdir={SCRATCH}/work,userxattr",
+            dirs[..n].join(":")
         ),
     )?;
     let inside = |p: &str| format!("{root_at}{p}");

@@ -16,6 +16,7 @@
 
 pub mod buildrun;
 pub mod dockerfile;
+pub mod export;
 pub mod http;
 pub mod isolate;
 pub mod layer;

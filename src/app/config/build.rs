@@ -67,8 +67,10 @@ enum Make {
     },
 }
 
-/// Run a `RUN` over `layers` (bottom first); its layer goes to the store under `step_key`. The
-/// bytes it wrote. A command that fails is the commit's error, with the end of its output.
+/// Run a `RUN` over `layers` (bottom first): its layer (a tar of what it wrote) is unpacked into
+/// the store as any layer is, and the step's key kept beside it, so that the same step on the same
+/// layers is not run again. The layer. A command that fails is the commit's error, with the end
+/// of its output.
 #[allow(clippy::too_many_arguments)]
 fn run_step(
     config: &Config,
@@ -80,34 +82,34 @@ fn run_step(
     command: &str,
     env: &[String],
     workdir: &str,
-) -> Result<u64> {
-    let dest = store.layer_dir(&format!("sha256:{step_key}"));
-    if dest.is_dir() {
-        return Ok(gs_util::disk_size(&dest));
+    room: u64,
+) -> Result<(LayerInfo, u64)> {
+    let kept = store.root.join("steps").join(step_key);
+    if let Some(layer) = std::fs::read(&kept)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<LayerInfo>(&b).ok())
+        .filter(|l| store.layer_dir(&l.diff_id).is_dir())
+    {
+        return Ok((layer, 0));
     }
     let at = format!("{}: line {line}: RUN {command}", plan.label);
     let failed = |why: String| AppError::refused(format!("{at}: {why}"));
-    let root = store.root.join("layers");
-    std::fs::create_dir_all(&root).map_err(|e| failed(e.to_string()))?;
     let tmp = tempfile::Builder::new()
         .prefix(".run-")
-        .tempdir_in(&root)
+        .tempdir_in(&store.root)
         .map_err(|e| failed(e.to_string()))?;
-    let (upper, work) = (tmp.path().join("upper"), tmp.path().join("work"));
-    for d in [&upper, &work] {
-        std::fs::create_dir(d).map_err(|e| failed(e.to_string()))?;
-    }
     let lowers: Vec<std::path::PathBuf> = layers
         .iter()
         .rev()
         .map(|l| store.layer_dir(&l.diff_id))
         .collect();
-    let log = tmp.path().join("output.log");
+    let (log, tar) = (tmp.path().join("output.log"), tmp.path().join("layer.tar"));
     let exe = std::env::current_exe().unwrap_or_else(|_| "git-sandbox".into());
     let code = gs_image::buildrun::run(&gs_image::buildrun::Step {
         exe: &exe,
         lowers: &lowers,
-        scratch: tmp.path(),
+        layer_out: &tar,
+        max_bytes: room,
         command,
         env,
         workdir,
@@ -115,14 +117,12 @@ fn run_step(
         timeout: config.test.timeout,
         log: &log,
     })
-    .map_err(failed);
-    let output = std::fs::read(&log).unwrap_or_default();
-    let tail = String::from_utf8_lossy(&output[output.len().saturating_sub(600)..])
-        .trim()
-        .replace('\n', " | ");
-    let code = code?;
+    .map_err(failed)?;
     if code != 0 {
-        gs_image::store::remove_tree(tmp.path());
+        let output = std::fs::read(&log).unwrap_or_default();
+        let tail = String::from_utf8_lossy(&output[output.len().saturating_sub(600)..])
+            .trim()
+            .replace('\n', " | ");
         return Err(AppError::usage(format!(
             "{at}: exited with {code}; the end of its output: {tail}"
         ))
@@ -130,13 +130,39 @@ fn run_step(
             "fix the step; it runs with no network unless your user config gives builds the host's",
         ));
     }
-    let bytes = gs_util::disk_size(&upper);
-    if std::fs::rename(&upper, &dest).is_err() && !dest.is_dir() {
-        gs_image::store::remove_tree(tmp.path());
-        return Err(failed("its layer could not be kept".into()));
+    let diff_id = {
+        use std::io::Read;
+        let mut f = std::fs::File::open(&tar).map_err(|e| failed(e.to_string()))?;
+        let mut h = Sha256::new();
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            let n = f.read(&mut buf).map_err(|e| failed(e.to_string()))?;
+            if n == 0 {
+                break;
+            }
+            h.update(&buf[..n]);
+        }
+        format!("sha256:{:x}", h.finalize())
+    };
+    let how = gs_image::isolate::How::Helper(exe);
+    let bounds = gs_image::unpack::Bounds {
+        bytes: room,
+        members: 1_000_000,
+    };
+    let bytes = store
+        .add_layer(&how, &tar, &diff_id, bounds)
+        .map_err(failed)?
+        .unwrap_or(0);
+    let layer = LayerInfo {
+        digest: diff_id.clone(),
+        diff_id,
+        size: std::fs::metadata(&tar).map(|m| m.len()).unwrap_or(0),
+    };
+    if let Some(dir) = kept.parent() {
+        let _ = std::fs::create_dir_all(dir);
     }
-    gs_image::store::remove_tree(tmp.path());
-    Ok(bytes)
+    let _ = gs_util::write_atomic(&kept, &serde_json::to_vec(&layer).unwrap_or_default());
+    Ok((layer, bytes))
 }
 
 /// One `COPY`'s files: each one's path in the image (relative to `/`) and what it is.
@@ -347,16 +373,20 @@ fn walk(
                     env,
                     workdir,
                 } => {
-                    let bytes = run_step(
-                        config, &store, plan, &layers, step_key, *line, command, env, workdir,
+                    let (layer, bytes) = run_step(
+                        config,
+                        &store,
+                        plan,
+                        &layers,
+                        step_key,
+                        *line,
+                        command,
+                        env,
+                        workdir,
+                        max.saturating_sub(unpacked),
                     )?;
                     unpacked += bytes;
-                    let id = format!("sha256:{step_key}");
-                    layers.push(LayerInfo {
-                        digest: id.clone(),
-                        diff_id: id,
-                        size: bytes,
-                    });
+                    layers.push(layer);
                     continue;
                 }
             };
