@@ -33,6 +33,12 @@ pub enum ImageCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Build ahead the environment the config of the repository's HEAD names (its Dockerfile, or
+    /// its devcontainer's build; an image is pulled): what its next run would build.
+    Build {
+        #[arg(long)]
+        json: bool,
+    },
     /// The images held: reference, digest, platform, size, when last used.
     List {
         #[arg(long)]
@@ -81,6 +87,27 @@ pub fn cmd_image(args: ImageArgs) -> CmdResult {
                     } else {
                         ""
                     }
+                );
+            }
+        }
+        ImageCommand::Build { json } => {
+            let Session { ctx, repo, .. } = Session::open(&cwd()?)?;
+            let head = gs_git::resolve_commit(&repo, "HEAD")?;
+            let Some(env) = image::environment_at(&ctx, &repo, head)? else {
+                return Err(super::CommandError::usage(
+                    "the config of HEAD names no environment to build",
+                )
+                .hint("set [environment] dockerfile (or image) in .sandbox.toml"));
+            };
+            if json {
+                print_json(&env);
+            } else {
+                println!(
+                    "{} {} {} ({} layers built)",
+                    env.image,
+                    env.digest,
+                    env.platform,
+                    env.layers.len()
                 );
             }
         }

@@ -842,7 +842,14 @@ fn a_run_step_is_kept_by_its_key_and_bounded_by_image_mb() {
         ],
         "a RUN, then a COPY",
     );
+    // Built ahead: the run then builds nothing.
+    let built = w
+        .sandbox(&repo, &["image", "build", "--json"])
+        .success()
+        .json();
+    assert_eq!(built["layers"].as_array().unwrap().len(), 2, "{built}");
     let first = run("first", &w, &repo);
+    assert_eq!(first["environment"]["digest"], built["digest"]);
     let stamp = |rec: &Value| {
         rec["tests"]["output_tail"]
             .as_str()

@@ -243,6 +243,18 @@ pub fn named_at(
     Ok((config, parse(&text)?))
 }
 
+/// The environment the config of `commit` names, built or pulled now as its run would have it;
+/// `None` when it names none.
+pub fn environment_at(
+    ctx: &Context,
+    repo: &gs_git::Repository,
+    commit: gs_git::ObjectId,
+) -> Result<Option<gs_model::Environment>> {
+    let info = gs_git::commit_info(repo, commit)?;
+    let config = super::commit_config::config_at(ctx, repo, commit, None)?;
+    Ok(for_run(ctx, repo, &info, &config)?.map(|r| r.environment))
+}
+
 /// Every image in the store, most recently used first.
 pub fn list(ctx: &Context) -> Vec<Image> {
     store(ctx).images()
