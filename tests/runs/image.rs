@@ -789,7 +789,7 @@ fn a_dockerfile_run_builds_for_root_and_for_an_unprivileged_user() {
             &[
                 (
                     "Dockerfile",
-                    &format!("FROM {host}/test/run-base:1\nRUN echo made by $(id -u) > /made && mkdir -p /var/cache/x\n"),
+                    &format!("FROM {host}/test/run-base:1\nARG WHO=an-arg\nRUN echo made by $(id -u) for $WHO > /made && mkdir -p /var/cache/x\n"),
                 ),
                 (
                     ".sandbox.toml",
@@ -803,7 +803,7 @@ fn a_dockerfile_run_builds_for_root_and_for_an_unprivileged_user() {
             rec["tests"]["output_tail"]
                 .as_str()
                 .unwrap()
-                .contains("made by 0"),
+                .contains("made by 0 for an-arg"),
             "{who}: {rec}"
         );
         w.commit(&repo, &[("src.txt", "x\n")], "unrelated");

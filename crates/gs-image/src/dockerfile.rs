@@ -31,6 +31,9 @@ pub enum Instruction {
 pub struct Step {
     pub line: usize,
     pub instruction: Instruction,
+    /// The `ARG`s in scope (their defaults): a `RUN` has them in its environment, under the
+    /// `ENV`s of the same names; the image does not keep them.
+    pub args: Vec<(String, String)>,
 }
 
 /// The most a Dockerfile may hold, and the most instructions.
@@ -45,6 +48,7 @@ pub fn parse(text: &str) -> Result<Vec<Step>, String> {
     let mut steps = Vec::new();
     // What `ARG` and `ENV` have set so far: the only variables the file's words see.
     let mut vars: BTreeMap<String, String> = BTreeMap::new();
+    let mut args: BTreeMap<String, String> = BTreeMap::new();
     let mut from_seen = false;
     for (line, logical) in logical_lines(text)? {
         let bad = |why: String| Err(format!("line {line}: {why}"));
@@ -160,7 +164,8 @@ pub fn parse(text: &str) -> Result<Vec<Step>, String> {
                 // An ARG's value is its default: no build arguments are passed.
                 if let Some(d) = default {
                     let d = expand(&d, &vars).map_err(|e| format!("line {line}: {e}"))?;
-                    vars.entry(name.to_string()).or_insert(d);
+                    vars.entry(name.to_string()).or_insert(d.clone());
+                    args.entry(name.to_string()).or_insert(d);
                 }
                 continue;
             }
@@ -184,7 +189,11 @@ pub fn parse(text: &str) -> Result<Vec<Step>, String> {
                 ))
             }
         };
-        steps.push(Step { line, instruction });
+        steps.push(Step {
+            line,
+            instruction,
+            args: args.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        });
         if steps.len() > MAX_STEPS {
             return bad(format!("more than {MAX_STEPS} instructions"));
         }
@@ -440,6 +449,11 @@ mod tests {
         assert_eq!(i[7], &Instruction::Run("echo 'two words'".into()));
         assert_eq!(steps[6].line, 9);
         assert_eq!(i[8], &Instruction::User("app".into()));
+        // A RUN has the ARGs in scope (a default only; ENVs of the same name stand over them).
+        assert_eq!(
+            steps[6].args,
+            vec![("BASE".to_string(), "python:3.12-slim".to_string())]
+        );
     }
 
     #[test]

@@ -24,7 +24,8 @@ pub struct Plan {
     /// The label errors name the file by (`abc1234:Dockerfile`).
     pub label: String,
     pub from: Reference,
-    steps: Vec<(usize, Instruction)>,
+    /// Every step but `FROM`.
+    steps: Vec<dockerfile::Step>,
 }
 
 /// What the Dockerfile `config` names says, read from the commit; `None` without one.
@@ -43,7 +44,7 @@ pub fn read(repo: &gs_git::Repository, info: &CommitInfo, config: &Config) -> Re
     for s in steps {
         match s.instruction {
             Instruction::From(image) => from = Some(image),
-            other => rest.push((s.line, other)),
+            _ => rest.push(s),
         }
     }
     let from = from.unwrap_or_default();
@@ -291,7 +292,12 @@ fn walk(
     // A `RUN` is not a function of its text alone: its layers are never another repository's.
     let repository = gs_git::objects::common_dir(repo).display().to_string();
     let mut entries = None;
-    for (line, step) in &plan.steps {
+    for dockerfile::Step {
+        line,
+        instruction: step,
+        args,
+    } in &plan.steps
+    {
         let at = format!("{}: line {line}", plan.label);
         match step {
             Instruction::Env(pairs) => {
@@ -336,13 +342,19 @@ fn walk(
                 makes.push((key.clone(), Make::Copy(files)));
             }
             Instruction::Run(command) => {
-                key = hash(&[&key, "RUN", command, &repository]);
+                // The ARGs in scope, under the ENVs of the same names.
+                let run_env: Vec<String> = args
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .chain(env.iter().cloned())
+                    .collect();
+                key = hash(&[&key, "RUN", command, &run_env.join("\n"), &repository]);
                 makes.push((
                     key.clone(),
                     Make::Run {
                         line: *line,
                         command: command.clone(),
-                        env: env.clone(),
+                        env: run_env,
                         workdir: workdir.clone(),
                     },
                 ));
