@@ -11,6 +11,7 @@ mod first_run;
 mod fix;
 mod flaky;
 mod image;
+mod image_build;
 mod limits;
 mod process;
 mod run;
