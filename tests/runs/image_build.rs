@@ -333,3 +333,47 @@ fn a_run_step_is_kept_by_its_key_and_bounded_by_image_mb() {
         "{error}"
     );
 }
+
+/// A COPY goes where the image means its directory: through the image's own links (as a
+/// merged-/usr root's /bin is usr/bin), never over them.
+#[test]
+fn a_copy_follows_the_images_links_inside_the_image() {
+    use common::registry::{busybox_root, tar_of, TestImage};
+    let w = World::new();
+    let registry = Registry::start();
+    let host = registry.host();
+    registry.push(
+        "test/linked",
+        "1",
+        &TestImage {
+            layers: vec![
+                busybox_root(),
+                tar_of(&[
+                    ("opt/real/", b""),
+                    ("opt/real/kept", b"kept\n"),
+                    ("opt/alias", b"-> real"),
+                ]),
+            ],
+            ..image("one")
+        },
+    );
+    w.user_config(&format!(
+        "[environment]\ninsecure_registries = [\"{host}\"]\n"
+    ));
+    let repo = w.new_repo("linked");
+    w.commit(
+        &repo,
+        &[
+            ("Dockerfile", &format!("FROM {host}/test/linked:1\nCOPY run.sh /opt/alias/run.sh\n")),
+            ("run.sh", "echo copied\n"),
+            (
+                ".sandbox.toml",
+                "[environment]\ndockerfile = \"Dockerfile\"\n[test]\ncommand = \"test -L /opt/alias && cat /opt/real/run.sh /opt/alias/kept\"\n[analysis]\nenabled = false\n",
+            ),
+        ],
+        "a COPY through the image's link",
+    );
+    let rec = run("linked", &w, &repo);
+    let out = rec["tests"]["output_tail"].as_str().unwrap();
+    assert!(out.contains("copied") && out.contains("kept"), "{out}");
+}

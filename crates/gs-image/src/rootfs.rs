@@ -130,6 +130,53 @@ fn merged(layers: &[PathBuf], parts: &[String]) -> Option<(libc::stat, Option<Ve
     None
 }
 
+/// Where a directory `path` (absolute, inside the image) is once the image's symlinks on the way
+/// are followed inside the image (40 at most), as a path relative to its root; the components
+/// that do not exist yet are kept as they are. `None` when a file is in the way or the links
+/// loop: nothing can be made there. A layer that writes to the result writes where the image
+/// means, not over its links (`/bin` in a merged-`/usr` Debian is `usr/bin`).
+pub fn resolve_dir(layers: &[PathBuf], path: &str) -> Option<String> {
+    let mut todo: Vec<String> = path
+        .split('/')
+        .filter(|c| !c.is_empty() && *c != ".")
+        .map(str::to_string)
+        .collect();
+    todo.reverse();
+    let mut done: Vec<String> = Vec::new();
+    let mut hops = 0;
+    while let Some(c) = todo.pop() {
+        if c == ".." {
+            done.pop();
+            continue;
+        }
+        done.push(c);
+        let Some((st, link)) = merged(layers, &done) else {
+            // Not there yet: the rest is made as it is named.
+            done.extend(todo.into_iter().rev());
+            return Some(done.join("/"));
+        };
+        if let Some(target) = link {
+            hops += 1;
+            if hops > 40 {
+                return None;
+            }
+            done.pop();
+            let t = String::from_utf8_lossy(&target).into_owned();
+            if t.starts_with('/') {
+                done.clear();
+            }
+            for p in t.split('/').filter(|c| !c.is_empty() && *c != ".").rev() {
+                todo.push(p.to_string());
+            }
+            continue;
+        }
+        if st.st_mode & libc::S_IFMT != libc::S_IFDIR {
+            return None;
+        }
+    }
+    Some(done.join("/"))
+}
+
 /// What `path` (absolute, inside the image) is, symlinks resolved inside the image (40 at most).
 pub fn lookup(layers: &[PathBuf], path: &str) -> Option<Kind> {
     let mut todo: Vec<String> = path

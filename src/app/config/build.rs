@@ -404,17 +404,45 @@ fn walk(
             };
             let mut members = Vec::new();
             let mut bytes = 0u64;
+            // Each file goes where the image means its directory: through the image's own links
+            // (a merged-/usr root's /bin is usr/bin), never over them.
+            let lowers: Vec<std::path::PathBuf> = layers
+                .iter()
+                .rev()
+                .map(|l| store.layer_dir(&l.diff_id))
+                .collect();
+            let mut resolved: std::collections::HashMap<String, String> = Default::default();
+            let mut place = |p: &str| -> Result<String> {
+                let (dir, name) = p.rsplit_once('/').unwrap_or(("", p));
+                if !resolved.contains_key(dir) {
+                    let r = gs_image::rootfs::resolve_dir(&lowers, &format!("/{dir}")).ok_or_else(
+                        || {
+                            AppError::usage(format!(
+                                "{}: COPY to /{p}: a file of the image is in the way",
+                                plan.label
+                            ))
+                        },
+                    )?;
+                    resolved.insert(dir.to_string(), r);
+                }
+                let d = &resolved[dir];
+                Ok(if d.is_empty() {
+                    name.to_string()
+                } else {
+                    format!("{d}/{name}")
+                })
+            };
             for f in files {
                 match f {
                     Copied::File(p, id, x) => {
                         let body = gs_git::objects::blob(repo, *id)?;
                         bytes += body.len() as u64;
-                        members.push(Member::File(p.clone(), body, *x));
+                        members.push(Member::File(place(p)?, body, *x));
                     }
                     Copied::Link(p, id) => {
                         let target = String::from_utf8_lossy(&gs_git::objects::blob(repo, *id)?)
                             .into_owned();
-                        members.push(Member::Symlink(p.clone(), target));
+                        members.push(Member::Symlink(place(p)?, target));
                     }
                 }
                 if unpacked + bytes > max {
