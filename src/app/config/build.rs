@@ -4,10 +4,10 @@
 //! `ADD` write the commit's files as a layer made here (fixed owners and times: the same files
 //! give the same layer), unpacked as any layer is; `RUN` runs in `gs_image::buildrun` (uid 0 of
 //! a user namespace over the image so far, no network unless the user's config gives builds the
-//! host's), its upper directory the layer. Every instruction's key is its parent's, its text and
-//! the blob ids it copies (a `RUN`'s, the repository too: its layer is never another's); the
-//! built image is kept in the store under the last key, so a tree whose Dockerfile and copied
-//! files did not change builds nothing.
+//! host's), and what it wrote becomes a layer tar unpacked as any layer is. Every instruction's
+//! key is its parent's, its text and the blob ids it copies (a `RUN`'s, the repository too: its
+//! layer is never another's); each `RUN` is kept by its key, and the built image under the last
+//! key, so a tree whose Dockerfile and copied files did not change builds nothing.
 
 use super::commit_config::committed_text;
 use crate::app::{AppError, Context, Result};
@@ -70,8 +70,8 @@ enum Make {
 
 /// Run a `RUN` over `layers` (bottom first): its layer (a tar of what it wrote) is unpacked into
 /// the store as any layer is, and the step's key kept beside it, so that the same step on the same
-/// layers is not run again. The layer. A command that fails is the commit's error, with the end
-/// of its output.
+/// layers is not run again. The layer and the bytes unpacked (0 when it was kept). A command
+/// that fails is the commit's error, with the end of its output.
 #[allow(clippy::too_many_arguments)]
 fn run_step(
     config: &Config,
