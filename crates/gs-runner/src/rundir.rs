@@ -254,6 +254,22 @@ pub struct Options<'a> {
     pub cache: Option<super::caches::CacheUse<'a>>,
 }
 
+/// The run directory for a run of `tree` on a kept checkout, when the machine allows them and a
+/// slot is free; `None` otherwise (nothing is checked out).
+pub fn prepare_kept(
+    repo: &gix::Repository,
+    tree: ObjectId,
+    opts: &Options<'_>,
+) -> Result<Option<RunDir>, GitError> {
+    if !opts.overlay {
+        return Ok(None);
+    }
+    match acquire(&cache_root(opts.scratch, opts.home_id), opts.data_dir) {
+        Some(slot) => kept(repo, tree, opts, slot).map(Some),
+        None => Ok(None),
+    }
+}
+
 /// The run directory for a run of `tree`: a kept checkout brought to the tree where the machine
 /// allows it, else a fresh checkout.
 pub fn prepare(
@@ -261,10 +277,8 @@ pub fn prepare(
     tree: ObjectId,
     opts: &Options<'_>,
 ) -> Result<RunDir, GitError> {
-    if opts.overlay {
-        if let Some(slot) = acquire(&cache_root(opts.scratch, opts.home_id), opts.data_dir) {
-            return kept(repo, tree, opts, slot);
-        }
+    if let Some(work) = prepare_kept(repo, tree, opts)? {
+        return Ok(work);
     }
     let fresh = checkout::checkout_tree(repo, tree, opts.scratch, opts.interrupt, opts.ceiling)?;
     let files = fresh.files;

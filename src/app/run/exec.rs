@@ -194,25 +194,40 @@ pub fn run_in<T>(
         max_mb: config.cache.max_mb,
         variant: crate::app::config::image::cache_variant(&config),
     });
+    let options = rundir::Options {
+        scratch: &scratch,
+        home_id: &home_id,
+        data_dir: &ctx.paths.home,
+        overlay: sandbox.overlay,
+        ceiling: config.limits.checkout_bytes(),
+        interrupt,
+        cache,
+    };
     let prepare = || {
         let _t = gs_util::trace::span("run directory");
-        rundir::prepare(
-            repo,
-            info.tree,
-            &rundir::Options {
-                scratch: &scratch,
-                home_id: &home_id,
-                data_dir: &ctx.paths.home,
-                overlay: sandbox.overlay,
-                ceiling: config.limits.checkout_bytes(),
-                interrupt,
-                cache,
-            },
-        )
+        rundir::prepare(repo, info.tree, &options)
     };
+    // A workspace's layers go over a kept checkout: with every slot busy (runs beside it), it
+    // waits for one rather than be refused, as long as its command may take.
+    let mut waited = None;
+    if !at.over.is_empty() && sandbox.overlay {
+        let since = std::time::Instant::now();
+        while since.elapsed() < config.test.timeout
+            && !interrupt.load(std::sync::atomic::Ordering::Relaxed)
+        {
+            if let Some(w) = rundir::prepare_kept(repo, info.tree, &options)? {
+                waited = Some(w);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
     // The setup step's layer (production's, else one built for this exec and thrown away). A
     // kept checkout found altered before a setup is built is checked out afresh, once.
-    let mut work = prepare()?;
+    let mut work = match waited {
+        Some(w) => w,
+        None => prepare()?,
+    };
     let mut setup = None;
     for attempt in 0..2 {
         match setup::prepare(
@@ -252,10 +267,16 @@ pub fn run_in<T>(
     };
     let command = setup.as_ref().map_or(command.clone(), |s| s.wrap(&command));
     if !at.over.is_empty() && work.lower().is_none() {
-        return Err(AppError::refused(
-            "a workspace needs an overlay over a kept checkout, and this machine's sandbox has none",
-        )
-        .hint("run `git sandbox doctor` to see why overlayfs is unavailable"));
+        return Err(AppError::refused(if sandbox.overlay {
+            "a workspace needs an overlay over a kept checkout, and every one of this machine's slots stayed busy"
+        } else {
+            "a workspace needs an overlay over a kept checkout, and this machine's sandbox has none"
+        })
+        .hint(if sandbox.overlay {
+            "try again when fewer runs are going on"
+        } else {
+            "run `git sandbox doctor` to see why overlayfs is unavailable"
+        }));
     }
     // The tree's writes are merged out of the overlay's upper layer as a build cache's are.
     let kept_paths = if at.keep_home {
