@@ -282,17 +282,7 @@ fn clean(dir: &str, rel: &str) -> Option<String> {
     if rel.starts_with('/') {
         return None;
     }
-    let mut parts: Vec<&str> = dir.split('/').filter(|c| !c.is_empty()).collect();
-    for c in rel.split('/') {
-        match c {
-            "" | "." => {}
-            ".." => {
-                parts.pop()?;
-            }
-            c => parts.push(c),
-        }
-    }
-    Some(parts.join("/"))
+    gs_util::path_within(dir, rel)
 }
 
 #[cfg(test)]

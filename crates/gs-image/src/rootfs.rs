@@ -130,12 +130,18 @@ fn merged(layers: &[PathBuf], parts: &[String]) -> Option<(libc::stat, Option<Ve
     None
 }
 
-/// Where a directory `path` (absolute, inside the image) is once the image's symlinks on the way
-/// are followed inside the image (40 at most), as a path relative to its root; the components
-/// that do not exist yet are kept as they are. `None` when a file is in the way or the links
-/// loop: nothing can be made there. A layer that writes to the result writes where the image
-/// means, not over its links (`/bin` in a merged-`/usr` Debian is `usr/bin`).
-pub fn resolve_dir(layers: &[PathBuf], path: &str) -> Option<String> {
+/// How a walk through the merged layers ended.
+enum Walked {
+    /// Every component there: the resolved path and what the last one is.
+    Found(Vec<String>, libc::stat),
+    /// A component absent: the resolved path so far with the rest as named.
+    Absent(Vec<String>),
+}
+
+/// Walk `path` (absolute, inside the image) through the merged layers, the image's symlinks
+/// followed inside the image (40 at most); `None` when a non-directory is on the way or the
+/// links loop.
+fn walk(layers: &[PathBuf], path: &str) -> Option<Walked> {
     let mut todo: Vec<String> = path
         .split('/')
         .filter(|c| !c.is_empty() && *c != ".")
@@ -143,6 +149,7 @@ pub fn resolve_dir(layers: &[PathBuf], path: &str) -> Option<String> {
         .collect();
     todo.reverse();
     let mut done: Vec<String> = Vec::new();
+    let mut last: Option<libc::stat> = None;
     let mut hops = 0;
     while let Some(c) = todo.pop() {
         if c == ".." {
@@ -151,9 +158,8 @@ pub fn resolve_dir(layers: &[PathBuf], path: &str) -> Option<String> {
         }
         done.push(c);
         let Some((st, link)) = merged(layers, &done) else {
-            // Not there yet: the rest is made as it is named.
             done.extend(todo.into_iter().rev());
-            return Some(done.join("/"));
+            return Some(Walked::Absent(done));
         };
         if let Some(target) = link {
             hops += 1;
@@ -170,57 +176,42 @@ pub fn resolve_dir(layers: &[PathBuf], path: &str) -> Option<String> {
             }
             continue;
         }
-        if st.st_mode & libc::S_IFMT != libc::S_IFDIR {
+        if !todo.is_empty() && st.st_mode & libc::S_IFMT != libc::S_IFDIR {
             return None;
         }
+        last = Some(st);
     }
-    Some(done.join("/"))
+    Some(match last {
+        Some(st) => Walked::Found(done, st),
+        // The root itself.
+        None => Walked::Absent(done),
+    })
+}
+
+/// Where a directory `path` (absolute, inside the image) is once the image's symlinks on the way
+/// are followed inside the image (40 at most), as a path relative to its root; the components
+/// that do not exist yet are kept as they are. `None` when a file is in the way or the links
+/// loop: nothing can be made there. A layer that writes to the result writes where the image
+/// means, not over its links (`/bin` in a merged-`/usr` Debian is `usr/bin`).
+pub fn resolve_dir(layers: &[PathBuf], path: &str) -> Option<String> {
+    match walk(layers, path)? {
+        Walked::Found(_, st) if st.st_mode & libc::S_IFMT != libc::S_IFDIR => None,
+        Walked::Found(done, _) | Walked::Absent(done) => Some(done.join("/")),
+    }
 }
 
 /// What `path` (absolute, inside the image) is, symlinks resolved inside the image (40 at most).
 pub fn lookup(layers: &[PathBuf], path: &str) -> Option<Kind> {
-    let mut todo: Vec<String> = path
-        .split('/')
-        .filter(|c| !c.is_empty() && *c != ".")
-        .map(str::to_string)
-        .collect();
-    todo.reverse();
-    let mut done: Vec<String> = Vec::new();
-    let mut hops = 0;
-    while let Some(c) = todo.pop() {
-        if c == ".." {
-            done.pop();
-            continue;
-        }
-        done.push(c);
-        let (st, link) = merged(layers, &done)?;
-        if let Some(target) = link {
-            hops += 1;
-            if hops > 40 {
-                return None;
-            }
-            done.pop();
-            let t = String::from_utf8_lossy(&target).into_owned();
-            if t.starts_with('/') {
-                done.clear();
-            }
-            for p in t.split('/').filter(|c| !c.is_empty() && *c != ".").rev() {
-                todo.push(p.to_string());
-            }
-            continue;
-        }
-        if todo.is_empty() {
-            return Some(match st.st_mode & libc::S_IFMT {
-                libc::S_IFREG => Kind::File {
-                    executable: st.st_mode & 0o111 != 0,
-                },
-                libc::S_IFDIR => Kind::Dir,
-                _ => Kind::Other,
-            });
-        }
-        if st.st_mode & libc::S_IFMT != libc::S_IFDIR {
-            return None;
-        }
+    match walk(layers, path)? {
+        Walked::Found(_, st) => Some(match st.st_mode & libc::S_IFMT {
+            libc::S_IFREG => Kind::File {
+                executable: st.st_mode & 0o111 != 0,
+            },
+            libc::S_IFDIR => Kind::Dir,
+            _ => Kind::Other,
+        }),
+        // The root is a directory; anything else absent is nothing.
+        Walked::Absent(done) if done.is_empty() => Some(Kind::Dir),
+        Walked::Absent(_) => None,
     }
-    Some(Kind::Dir)
 }

@@ -202,6 +202,28 @@ pub fn regex_escape(s: &str) -> String {
         .collect()
 }
 
+/// `path` under `base` (an absolute `path` stands for itself), made clean and relative to the
+/// root: `.` and empty components dropped, `..` taken back; `None` when it would leave the root.
+/// Lexical only: nothing on disk is looked at (so no link is followed).
+pub fn path_within(base: &str, path: &str) -> Option<String> {
+    let joined = if path.starts_with('/') {
+        path.to_string()
+    } else {
+        format!("{base}/{path}")
+    };
+    let mut parts: Vec<&str> = Vec::new();
+    for c in joined.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            c => parts.push(c),
+        }
+    }
+    Some(parts.join("/"))
+}
+
 /// `s` percent-encoded for a URL: every byte but the unreserved ones (letters, digits, `-`,
 /// `_`, `.`, `~`) and those of `keep` (`/` for a path) as `%XX`.
 pub fn percent_encode(s: &str, keep: &[u8]) -> String {
@@ -276,6 +298,15 @@ pub fn without_sigpipe<T>(f: impl FnOnce() -> T) -> T {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paths_stay_within_the_root() {
+        assert_eq!(path_within("/app", "src").as_deref(), Some("app/src"));
+        assert_eq!(path_within("/app", "/etc/x").as_deref(), Some("etc/x"));
+        assert_eq!(path_within("/app", "./a/../b").as_deref(), Some("app/b"));
+        assert_eq!(path_within("", ".").as_deref(), Some(""));
+        assert_eq!(path_within("/", "../../etc"), None);
+    }
 
     #[test]
     fn percent_encoding_keeps_the_unreserved_and_what_is_asked() {

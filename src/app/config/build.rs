@@ -172,27 +172,6 @@ enum Copied {
     Link(String, gs_git::ObjectId),
 }
 
-/// `path` made clean and relative to the image's root, under `base` when relative; `None` when
-/// it leaves the root.
-fn inside(base: &str, path: &str) -> Option<String> {
-    let joined = if path.starts_with('/') {
-        path.to_string()
-    } else {
-        format!("{base}/{path}")
-    };
-    let mut parts: Vec<&str> = Vec::new();
-    for c in joined.split('/') {
-        match c {
-            "" | "." => {}
-            ".." => {
-                parts.pop()?;
-            }
-            c => parts.push(c),
-        }
-    }
-    Some(parts.join("/"))
-}
-
 /// The files a `COPY sources dest` copies from the commit's tree (the context is its root).
 fn copied(
     entries: &[gs_git::objects::Entry],
@@ -203,12 +182,12 @@ fn copied(
 ) -> Result<Vec<Copied>> {
     use gs_git::objects::Kind;
     let bad = |why: String| AppError::usage(format!("{at}: {why}"));
-    let dest_path = inside(workdir, dest)
+    let dest_path = gs_util::path_within(workdir, dest)
         .ok_or_else(|| bad(format!("the destination {dest} leaves the image's root")))?;
     let mut out = Vec::new();
     let into_dir = dest.ends_with('/') || dest == "." || sources.len() > 1;
     for src in sources {
-        let clean = inside("", src)
+        let clean = gs_util::path_within("", src)
             .filter(|_| !src.starts_with('/') && !src.split('/').any(|c| c == ".."))
             .ok_or_else(|| bad(format!("{src} is not a path inside the commit")))?;
         let file = entries
@@ -310,7 +289,7 @@ fn walk(
             Instruction::Workdir(w) => {
                 workdir = format!(
                     "/{}",
-                    inside(&workdir, w).ok_or_else(|| AppError::usage(format!(
+                    gs_util::path_within(&workdir, w).ok_or_else(|| AppError::usage(format!(
                         "{at}: WORKDIR {w} leaves the image's root"
                     )))?
                 );
@@ -520,18 +499,4 @@ pub fn key(
     base: &Image,
 ) -> Result<String> {
     Ok(walk(ctx, repo, info, config, plan, base, false)?.digest)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::inside;
-
-    #[test]
-    fn paths_stay_inside_the_image() {
-        assert_eq!(inside("/app", "src").as_deref(), Some("app/src"));
-        assert_eq!(inside("/app", "/etc/x").as_deref(), Some("etc/x"));
-        assert_eq!(inside("/app", "./a/../b").as_deref(), Some("app/b"));
-        assert_eq!(inside("", ".").as_deref(), Some(""));
-        assert_eq!(inside("/", "../../etc"), None);
-    }
 }
