@@ -7,6 +7,7 @@
 //! tunnel's server name must be the host it was opened to. What was contacted and refused is
 //! counted in [`Traffic`].
 
+pub mod door;
 mod pattern;
 mod relay;
 mod request;

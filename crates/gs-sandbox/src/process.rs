@@ -94,7 +94,7 @@ impl Egress {
     }
 
     /// The proxy's policy, for a run that has one.
-    fn policy(&self) -> Option<gs_egress::Policy> {
+    pub fn policy(&self) -> Option<gs_egress::Policy> {
         let Egress::Proxy { allow, resolve } = self else {
             return None;
         };
@@ -281,13 +281,13 @@ pub fn run(spec: Spec<'_>) -> Outcome {
         read_in_background(move || {
             let mut first = None;
             if let Some(policy) = policy {
-                match sandbox::egress::receive(&report_r) {
-                    sandbox::egress::Received::Listener(listener) => {
+                match gs_egress::door::receive(&report_r) {
+                    gs_egress::door::Received::Listener(listener) => {
                         let served = gs_egress::Proxy::serve(listener, policy);
                         *proxy.lock().unwrap_or_else(|p| p.into_inner()) = Some(served);
                     }
-                    sandbox::egress::Received::Report(b) => first = Some(b),
-                    sandbox::egress::Received::Nothing => {}
+                    gs_egress::door::Received::Report(b) => first = Some(b),
+                    gs_egress::door::Received::Nothing => {}
                 }
             }
             (read_report(first, report_r), gs_util::trace::mono_ns())

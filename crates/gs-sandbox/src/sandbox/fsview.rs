@@ -439,29 +439,6 @@ pub fn fresh_proc() -> Result<(), String> {
     )
 }
 
-/// Bring up `lo` in the new network namespace (the only interface it has).
-pub fn loopback_up() -> Result<(), String> {
-    // SAFETY: plain socket/ioctl calls on a zeroed ifreq; the fd is closed on every path.
-    unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
-        check(fd, "socket")?;
-        let mut ifr: libc::ifreq = std::mem::zeroed();
-        for (i, b) in b"lo\0".iter().enumerate() {
-            ifr.ifr_name[i] = *b as libc::c_char;
-        }
-        let r = libc::ioctl(fd, libc::SIOCGIFFLAGS as _, &mut ifr);
-        if r < 0 {
-            let e = check(r, "SIOCGIFFLAGS");
-            libc::close(fd);
-            return e;
-        }
-        ifr.ifr_ifru.ifru_flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
-        let r = libc::ioctl(fd, libc::SIOCSIFFLAGS as _, &ifr);
-        libc::close(fd);
-        check(r, "SIOCSIFFLAGS")
-    }
-}
-
 pub fn set_hostname(name: &str) {
     // SAFETY: valid pointer and length.
     unsafe { libc::sethostname(name.as_ptr().cast(), name.len()) };

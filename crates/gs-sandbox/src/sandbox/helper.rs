@@ -169,7 +169,7 @@ pub fn run(plan: Plan) -> i32 {
             "needs a mount namespace: the run writes to its directory's file system unbounded",
         ));
         if plan.proxy {
-            super::egress::send_none(REPORT_FD);
+            gs_egress::door::send_none(REPORT_FD);
         }
         layers.push(drop_privileges(root, run_uid));
         die_with_parent(None);
@@ -578,7 +578,7 @@ fn run_init(
         }
     }
     if !plan.network {
-        if let Err(e) = fsview::loopback_up() {
+        if let Err(e) = gs_egress::door::loopback_up() {
             if let Some(l) = layers.iter_mut().find(|l| l.layer == "network") {
                 l.detail.push_str(&format!("; loopback is down ({e})"));
             }
@@ -586,10 +586,10 @@ fn run_init(
     }
     // The proxy's listener, on the loopback just brought up; the command is told where it is.
     let with_proxy = plan.proxy.then(|| {
-        let (note, p) = match super::egress::listen_and_send(REPORT_FD) {
+        let (note, p) = match gs_egress::door::listen_and_send(REPORT_FD) {
             Ok(port) => {
                 let mut p = plan.clone();
-                p.env.extend(super::egress::proxy_env(port));
+                p.env.extend(gs_egress::door::proxy_env(port));
                 (format!("; the proxy listens on 127.0.0.1:{port}"), Some(p))
             }
             Err(e) => (format!("; no way out: {e}"), None),
