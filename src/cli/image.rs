@@ -93,7 +93,9 @@ pub fn cmd_image(args: ImageArgs) -> CmdResult {
         ImageCommand::Build { json } => {
             let Session { ctx, repo, .. } = Session::open(&cwd()?)?;
             let head = gs_git::resolve_commit(&repo, "HEAD")?;
-            let Some(env) = image::environment_at(&ctx, &repo, head)? else {
+            // Built as a run of HEAD's branch would have it (kept for it: HEAD is its tip).
+            let branch = gs_git::head_branch(&repo);
+            let Some(env) = image::environment_at(&ctx, &repo, head, branch.as_deref())? else {
                 return Err(super::CommandError::usage(
                     "the config of HEAD names no environment to build",
                 )

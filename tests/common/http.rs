@@ -106,3 +106,62 @@ fn dechunk(mut b: &[u8]) -> Vec<u8> {
         b = &b[(start + size + 2).min(b.len())..];
     }
 }
+
+/// A file server on 127.0.0.1 (one request per connection, `GET` and `HEAD`), as a package
+/// directory is served: `files` by path, 404 for anything else. It remembers the paths asked.
+pub struct Files {
+    pub port: u16,
+    asked: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Files {
+    pub fn serve(files: std::collections::BTreeMap<String, Vec<u8>>) -> Files {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = asked.clone();
+        std::thread::spawn(move || {
+            for mut s in listener.incoming().flatten() {
+                let mut head = Vec::new();
+                let mut b = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && s.read(&mut b).unwrap_or(0) == 1 {
+                    head.push(b[0]);
+                }
+                let text = String::from_utf8_lossy(&head).into_owned();
+                let mut words = text.split_whitespace();
+                let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+                // Origin-form, or absolute-form from a client that skipped the proxy.
+                let path = match target.strip_prefix("http://") {
+                    Some(rest) => rest.find('/').map_or("/", |i| &rest[i..]),
+                    None => target,
+                };
+                let path = path.replace("/./", "/");
+                log.lock().unwrap().push(path.clone());
+                let reply = match files.get(&path) {
+                    Some(body) => {
+                        let mut r = format!(
+                            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                            body.len()
+                        )
+                        .into_bytes();
+                        if method != "HEAD" {
+                            r.extend_from_slice(body);
+                        }
+                        r
+                    }
+                    None => {
+                        b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                            .to_vec()
+                    }
+                };
+                let _ = s.write_all(&reply);
+            }
+        });
+        Files { port, asked }
+    }
+
+    /// The paths asked so far.
+    pub fn asked(&self) -> Vec<String> {
+        self.asked.lock().unwrap().clone()
+    }
+}

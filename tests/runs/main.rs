@@ -12,6 +12,7 @@ mod fix;
 mod flaky;
 mod image;
 mod image_build;
+mod image_network;
 mod limits;
 mod process;
 mod run;

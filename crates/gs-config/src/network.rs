@@ -53,6 +53,22 @@ impl NetworkConfig {
     }
 }
 
+impl super::Config {
+    /// The setup step's network as the keys of what it builds take it (a setup layer, a
+    /// Dockerfile's `RUN`): none, the host's, or the proxy's hosts and the user's `resolve`.
+    pub fn setup_network_key(&self) -> String {
+        match (self.limits.setup_network, self.limits.network_host) {
+            (false, _) => "false\0".into(),
+            (true, true) => "true\0host\0".into(),
+            (true, false) => format!(
+                "true\0proxy\0{}\0{:?}\0",
+                self.network.setup_hosts().join(","),
+                self.network.resolve
+            ),
+        }
+    }
+}
+
 /// What a setup step with `setup_network = true` and no `setup_allow` may reach: the package
 /// registries of the toolchains it installs with (PyPI, npm, crates.io, the Go module proxy).
 pub const SETUP_REGISTRIES: &[&str] = &[

@@ -1,8 +1,10 @@
 //! A Dockerfile's `RUN`, in a process of its own (`git-sandbox __image-run`): uid 0 of a new user
 //! namespace that the supervisor (as root) maps onto the image's reserved host uids
 //! ([`IMAGE_UID_BASE`], 65,536 of them; as another user, only that user), with its own mount,
-//! PID, IPC, UTS and network namespaces (no network, unless the user's config gives builds the
-//! host's). Its root is an overlay of the image's layers so far whose upper
+//! PID, IPC, UTS and network namespaces. Its network is none, or the setup step's: the proxy
+//! (`gs_egress`) to the hosts the user's setup policy allows, through a listener on the
+//! namespace's own loopback handed to the supervisor (`gs_egress::door`), or the host's when the
+//! user's config says `network = "host"`. Its root is an overlay of the image's layers so far whose upper
 //! directory is a tmpfs of the room `image_mb` leaves: what the step wrote, written out once it
 //! ended as a layer tar ([`crate::export`]) that the supervisor unpacks by the rules of any
 //! pulled layer (setuid cleared, devices dropped, bounds). `/proc` is the namespace's own,
@@ -52,11 +54,26 @@ pub struct Step<'a> {
     pub env: &'a [String],
     /// Where the command starts (made when missing).
     pub workdir: &'a str,
-    /// The host's network (the user's `network = "host"` with `setup_network`): else none.
-    pub host_network: bool,
+    pub network: Network,
     pub timeout: Duration,
     /// Where its output goes.
     pub log: &'a Path,
+}
+
+/// A step's way out.
+pub enum Network {
+    /// None: a network namespace of its own, loopback only.
+    Closed,
+    /// The proxy, serving this policy from the supervisor.
+    Proxy(gs_egress::Policy),
+    /// The host's own network namespace (the user's `network = "host"`).
+    Host,
+}
+
+/// How a step ended: its exit code (a signal as 128 + its number), and what its proxy saw.
+pub struct Ended {
+    pub code: i32,
+    pub traffic: Option<gs_egress::Traffic>,
 }
 
 /// What the process is told. Its directories by path: an overlay takes only mounts of the
@@ -70,11 +87,13 @@ struct Spec {
     env: Vec<String>,
     workdir: String,
     host_network: bool,
+    /// A listener on its loopback is handed back on the handshake socket.
+    proxy: bool,
     mapped: bool,
 }
 
-/// Run `step`; its exit code (a signal as 128 + its number), or why it could not run.
-pub fn run(step: &Step<'_>) -> Result<i32, String> {
+/// Run `step`: how it ended, or why it could not run.
+pub fn run(step: &Step<'_>) -> Result<Ended, String> {
     // SAFETY: no arguments.
     let root = unsafe { libc::geteuid() } == 0;
     let spec = Spec {
@@ -83,7 +102,8 @@ pub fn run(step: &Step<'_>) -> Result<i32, String> {
         command: step.command.to_string(),
         env: step.env.to_vec(),
         workdir: step.workdir.to_string(),
-        host_network: step.host_network,
+        host_network: matches!(step.network, Network::Host),
+        proxy: matches!(step.network, Network::Proxy(_)),
         mapped: root,
     };
     let (ours, theirs) = UnixStream::pair().map_err(|e| e.to_string())?;
@@ -140,13 +160,28 @@ pub fn run(step: &Step<'_>) -> Result<i32, String> {
             return Err(format!("its namespace could not be made: {why}"));
         }
     }
+    // Its way out: the listener it made on its loopback, served here until it ends.
+    let proxy = match &step.network {
+        Network::Proxy(policy) => match gs_egress::door::receive(&ours) {
+            gs_egress::door::Received::Listener(l) => {
+                Some(gs_egress::Proxy::serve(l, policy.clone()))
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err("its way out to the proxy could not be made".into());
+            }
+        },
+        _ => None,
+    };
+    drop(ours);
     let start = Instant::now();
-    loop {
+    let code = loop {
         if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
             use std::os::unix::process::ExitStatusExt;
-            return Ok(status
+            break status
                 .code()
-                .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)));
+                .unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
         }
         if start.elapsed() > step.timeout {
             // SAFETY: the whole process group the step made (its namespace dies with it).
@@ -158,7 +193,11 @@ pub fn run(step: &Step<'_>) -> Result<i32, String> {
             ));
         }
         std::thread::sleep(Duration::from_millis(20));
-    }
+    };
+    Ok(Ended {
+        code,
+        traffic: proxy.map(gs_egress::Proxy::stop),
+    })
 }
 
 /// The process: the spec as its one argument, the handshake and the directories as
@@ -320,7 +359,6 @@ fn child(args: &[String]) -> Result<Never, String> {
             std::fs::write("/proc/self/gid_map", format!("0 {gid} 1\n"))
                 .map_err(|e| e.to_string())?;
         }
-        libc::close(HANDSHAKE_FD);
         if spec.mapped {
             check(libc::setgroups(0, std::ptr::null()), "setgroups")?;
         }
@@ -334,6 +372,15 @@ fn child(args: &[String]) -> Result<Never, String> {
         check(libc::unshare(flags), "namespaces")?;
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
     }
+    // The way out: a listener on the new namespace's loopback, handed to the supervisor.
+    let mut proxy_env = Vec::new();
+    if spec.proxy {
+        gs_egress::door::loopback_up()?;
+        let port = gs_egress::door::listen_and_send(HANDSHAKE_FD)?;
+        proxy_env = gs_egress::door::proxy_env(port);
+    }
+    // SAFETY: our own descriptor, used no more.
+    unsafe { libc::close(HANDSHAKE_FD) };
     mount("none", "/", "", libc::MS_REC | libc::MS_PRIVATE, "")?;
     let _held;
     if !spec.mapped {
@@ -460,6 +507,10 @@ fn child(args: &[String]) -> Result<Never, String> {
             "PATH".into(),
             "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into(),
         ));
+    }
+    for (k, v) in proxy_env {
+        env.retain(|(n, _)| *n != k);
+        env.push((k, v));
     }
     if !env.iter().any(|(k, _)| k == "HOME") {
         env.push(("HOME".into(), "/root".into()));

@@ -3,11 +3,18 @@
 //! instruction in turn. `ENV`, `WORKDIR` and `USER` change what the image records; `COPY` and
 //! `ADD` write the commit's files as a layer made here (fixed owners and times: the same files
 //! give the same layer), unpacked as any layer is; `RUN` runs in `gs_image::buildrun` (uid 0 of
-//! a user namespace over the image so far, no network unless the user's config gives builds the
-//! host's), and what it wrote becomes a layer tar unpacked as any layer is. Every instruction's
-//! key is its parent's, its text and the blob ids it copies (a `RUN`'s, the repository too: its
-//! layer is never another's); each `RUN` is kept by its key, and the built image under the last
-//! key, so a tree whose Dockerfile and copied files did not change builds nothing.
+//! a user namespace over the image so far, with the setup step's network: none, unless the
+//! user's config gives setup steps the proxy or the host's), and what it wrote becomes a layer
+//! tar unpacked as any layer is. Every instruction's key is its parent's, its text and the blob
+//! ids it copies (a `RUN`'s, the repository and the network too: its layer is never another
+//! repository's); each `RUN` is kept by its key, and the built image under the last key, so a
+//! tree whose Dockerfile and copied files did not change builds nothing.
+//!
+//! A `RUN` with the network is not a function of its key (what it downloads changes), so its
+//! layer follows the build caches' rule ([`Scope`]): kept for a branch only by runs of that
+//! branch that may write its cache, read by the branch's runs, else production's; a run that
+//! may write neither builds one it throws away. The result key stands for the plan (the same
+//! on every branch); the record's digest names the image the run had.
 
 use super::commit_config::committed_text;
 use crate::app::{AppError, Context, Result};
@@ -57,6 +64,28 @@ pub fn read(repo: &gs_git::Repository, info: &CommitInfo, config: &Config) -> Re
     }))
 }
 
+/// Whose kept layers a build reads and writes: the run's branch, production, and whether the
+/// run may keep what it builds for its branch ([`gs_runner::caches::writes`]).
+pub struct Scope<'a> {
+    pub branch: Option<&'a str>,
+    pub production: &'a str,
+    pub writes: bool,
+    /// `false` (`run --clean`): nothing kept is read.
+    pub read: bool,
+}
+
+impl Scope<'_> {
+    /// A run that keeps nothing and reads production's (a build with no branch).
+    pub fn production_only(production: &str) -> Scope<'_> {
+        Scope {
+            branch: None,
+            production,
+            writes: false,
+            read: true,
+        }
+    }
+}
+
 /// What makes a layer.
 enum Make {
     Copy(Vec<Copied>),
@@ -65,6 +94,9 @@ enum Make {
         command: String,
         env: Vec<String>,
         workdir: String,
+        /// Kept under its key (`false`: a step with the network built for a run that may not
+        /// keep it).
+        keep: bool,
     },
 }
 
@@ -83,14 +115,11 @@ fn run_step(
     command: &str,
     env: &[String],
     workdir: &str,
+    keep: bool,
     room: u64,
 ) -> Result<(LayerInfo, u64)> {
-    let kept = store.root.join("steps").join(step_key);
-    if let Some(layer) = std::fs::read(&kept)
-        .ok()
-        .and_then(|b| serde_json::from_slice::<LayerInfo>(&b).ok())
-        .filter(|l| store.layer_dir(&l.diff_id).is_dir())
-    {
+    let kept = kept_step(store, step_key);
+    if let Some(layer) = read_kept(store, step_key) {
         return Ok((layer, 0));
     }
     let at = format!("{}: line {line}: RUN {command}", plan.label);
@@ -106,7 +135,13 @@ fn run_step(
         .collect();
     let (log, tar) = (tmp.path().join("output.log"), tmp.path().join("layer.tar"));
     let exe = std::env::current_exe().unwrap_or_else(|_| "git-sandbox".into());
-    let code = gs_image::buildrun::run(&gs_image::buildrun::Step {
+    let egress = gs_sandbox::process::Egress::setup(config);
+    let network = match (&egress, egress.policy()) {
+        (_, Some(policy)) => gs_image::buildrun::Network::Proxy(policy),
+        (gs_sandbox::process::Egress::Host, _) => gs_image::buildrun::Network::Host,
+        _ => gs_image::buildrun::Network::Closed,
+    };
+    let ended = gs_image::buildrun::run(&gs_image::buildrun::Step {
         exe: &exe,
         lowers: &lowers,
         layer_out: &tar,
@@ -114,22 +149,40 @@ fn run_step(
         command,
         env,
         workdir,
-        host_network: config.limits.setup_network && config.limits.network_host,
+        network,
         timeout: config.test.timeout,
         log: &log,
     })
     .map_err(failed)?;
-    if code != 0 {
+    if ended.code != 0 {
         let output = std::fs::read(&log).unwrap_or_default();
         let tail = String::from_utf8_lossy(&output[output.len().saturating_sub(600)..])
             .trim()
             .replace('\n', " | ");
+        let refused: Vec<String> = ended
+            .traffic
+            .iter()
+            .flat_map(|t| &t.refused)
+            .map(|r| format!("{}:{}", r.host, r.port))
+            .collect();
+        let (seen, hint) = if !refused.is_empty() {
+            (
+                format!("; the proxy refused {}", refused.join(", ")),
+                "allow those hosts under [network] setup_allow in your user config, or fix the step",
+            )
+        } else if config.limits.setup_network {
+            (String::new(), "fix the step")
+        } else {
+            (
+                String::new(),
+                "fix the step; it has no network unless your user config says `setup_network = true` under [limits]",
+            )
+        };
         return Err(AppError::usage(format!(
-            "{at}: exited with {code}; the end of its output: {tail}"
+            "{at}: exited with {}{seen}; the end of its output: {tail}",
+            ended.code
         ))
-        .hint(
-            "fix the step; it runs with no network unless your user config gives builds the host's",
-        ));
+        .hint(hint));
     }
     let diff_id = {
         use std::io::Read;
@@ -159,11 +212,26 @@ fn run_step(
         diff_id,
         size: std::fs::metadata(&tar).map(|m| m.len()).unwrap_or(0),
     };
-    if let Some(dir) = kept.parent() {
-        let _ = std::fs::create_dir_all(dir);
+    if keep {
+        if let Some(dir) = kept.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let _ = gs_util::write_atomic(&kept, &serde_json::to_vec(&layer).unwrap_or_default());
     }
-    let _ = gs_util::write_atomic(&kept, &serde_json::to_vec(&layer).unwrap_or_default());
     Ok((layer, bytes))
+}
+
+/// Where the layer a `RUN` of `key` made is named.
+fn kept_step(store: &gs_image::Store, key: &str) -> std::path::PathBuf {
+    store.root.join("steps").join(key)
+}
+
+/// The layer kept for a `RUN` of `key`, when it is still held.
+fn read_kept(store: &gs_image::Store, key: &str) -> Option<LayerInfo> {
+    std::fs::read(kept_step(store, key))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<LayerInfo>(&b).ok())
+        .filter(|l| store.layer_dir(&l.diff_id).is_dir())
 }
 
 /// One `COPY`'s files: each one's path in the image (relative to `/`) and what it is.
@@ -249,8 +317,61 @@ fn hash(parts: &[&str]) -> String {
     format!("{:x}", h.finalize())
 }
 
+/// The key a step is kept under: the plan's, and whose layers the steps with the network before
+/// it (and it) are.
+fn kept_key(key: &str, whose: &[String]) -> String {
+    if whose.is_empty() {
+        key.to_string()
+    } else {
+        hash(&[key, &whose.join("\n")])
+    }
+}
+
+/// Whose layer a `RUN` with the network of plan key `key` is, the steps before it being
+/// `whose`: the first kept one of the run's branch and production, else the branch's when the
+/// run may keep it (`true`), else one built for this run alone (`false`).
+fn whose_run(
+    store: &gs_image::Store,
+    scope: &Scope<'_>,
+    key: &str,
+    whose: &[String],
+) -> (String, bool) {
+    if scope.read {
+        let mut candidates: Vec<&str> = scope.branch.into_iter().collect();
+        if scope.branch != Some(scope.production) {
+            candidates.push(scope.production);
+        }
+        for c in candidates {
+            let mut w = whose.to_vec();
+            w.push(c.to_string());
+            if read_kept(store, &kept_key(key, &w)).is_some() {
+                return (c.to_string(), true);
+            }
+        }
+    }
+    match scope.branch.filter(|_| scope.writes && scope.read) {
+        Some(b) => (b.to_string(), true),
+        None => (
+            format!(
+                "once {} {}",
+                std::process::id(),
+                gs_util::time::now_millis()
+            ),
+            false,
+        ),
+    }
+}
+
+/// What a plan built: the image (its digest names whose layers it has) and the plan's key (the
+/// same on every branch: what the result key takes).
+pub struct Built {
+    pub image: Image,
+    pub key: String,
+}
+
 /// What the plan builds on `base`: each instruction's key in turn, and the image the last one
-/// stands for. With `build`, the layers are made (a key whose image is held makes nothing).
+/// stands for. With a scope, the layers are made (a key whose image is held makes nothing);
+/// without, only the plan's key is had.
 fn walk(
     ctx: &Context,
     repo: &gs_git::Repository,
@@ -258,9 +379,14 @@ fn walk(
     config: &Config,
     plan: &Plan,
     base: &Image,
-    build: bool,
-) -> Result<Image> {
+    scope: Option<&Scope<'_>>,
+) -> Result<Built> {
+    let build = scope.is_some();
     let store = super::image::store(ctx);
+    let networked = config.limits.setup_network;
+    // Whose layers the steps with the network are, in order; and whether all of them are kept.
+    let mut whose: Vec<String> = Vec::new();
+    let mut keep_all = true;
     let mut key = hash(&["git-sandbox build 1", &base.digest, &base.platform]);
     let mut env = base.env.clone();
     let mut workdir = base.working_dir.clone().unwrap_or_default();
@@ -318,7 +444,7 @@ fn walk(
                     })
                     .collect();
                 key = hash(&[&key, "COPY", &listing.join("\n")]);
-                makes.push((key.clone(), Make::Copy(files)));
+                makes.push((kept_key(&key, &whose), Make::Copy(files)));
             }
             Instruction::Run(command) => {
                 // The ARGs in scope, under the ENVs of the same names.
@@ -327,26 +453,44 @@ fn walk(
                     .map(|(k, v)| format!("{k}={v}"))
                     .chain(env.iter().cloned())
                     .collect();
-                key = hash(&[&key, "RUN", command, &run_env.join("\n"), &repository]);
+                let mut parts = vec![key.as_str(), "RUN", command];
+                let (env_text, network) = (run_env.join("\n"), config.setup_network_key());
+                parts.extend([env_text.as_str(), repository.as_str()]);
+                if networked {
+                    parts.push(&network);
+                }
+                key = hash(&parts);
+                let mut keep = true;
+                if let Some(scope) = scope.filter(|_| networked) {
+                    let (who, kept) = whose_run(&store, scope, &key, &whose);
+                    whose.push(who);
+                    keep = kept;
+                    keep_all &= kept;
+                }
                 makes.push((
-                    key.clone(),
+                    kept_key(&key, &whose),
                     Make::Run {
                         line: *line,
                         command: command.clone(),
                         env: run_env,
                         workdir: workdir.clone(),
+                        keep,
                     },
                 ));
             }
             Instruction::From(_) => {}
         }
     }
-    let digest = format!("sha256:{key}");
+    let plan_key = format!("sha256:{key}");
+    let digest = format!("sha256:{}", kept_key(&key, &whose));
     if let Some(mut held) = store.image(&digest) {
         if build {
             store.touch(&mut held);
         }
-        return Ok(held);
+        return Ok(Built {
+            image: held,
+            key: plan_key,
+        });
     }
     let mut layers = base.layers.clone();
     let mut unpacked = base.unpacked;
@@ -363,6 +507,7 @@ fn walk(
                     command,
                     env,
                     workdir,
+                    keep,
                 } => {
                     let (layer, bytes) = run_step(
                         config,
@@ -374,6 +519,7 @@ fn walk(
                         command,
                         env,
                         workdir,
+                        *keep,
                         max.saturating_sub(unpacked),
                     )?;
                     unpacked += bytes;
@@ -469,15 +615,20 @@ fn walk(
         pulled_at: now.clone(),
         used_at: now,
     };
-    if build {
+    // An image with a layer built for this run alone is not kept.
+    if build && keep_all {
         store
             .record(&image)
             .map_err(|e| AppError::refused(format!("{}: {e}", plan.label)))?;
     }
-    Ok(image)
+    Ok(Built {
+        image,
+        key: plan_key,
+    })
 }
 
-/// The image the Dockerfile builds on `base`: held under its key, else built now.
+/// The image the Dockerfile builds on `base` for a run of `scope`: held under its key, else
+/// built now.
 pub fn build(
     ctx: &Context,
     repo: &gs_git::Repository,
@@ -485,8 +636,9 @@ pub fn build(
     config: &Config,
     plan: &Plan,
     base: &Image,
-) -> Result<Image> {
-    walk(ctx, repo, info, config, plan, base, true)
+    scope: &Scope<'_>,
+) -> Result<Built> {
+    walk(ctx, repo, info, config, plan, base, Some(scope))
 }
 
 /// The key the Dockerfile would build to on `base`, building nothing.
@@ -498,5 +650,5 @@ pub fn key(
     plan: &Plan,
     base: &Image,
 ) -> Result<String> {
-    Ok(walk(ctx, repo, info, config, plan, base, false)?.digest)
+    Ok(walk(ctx, repo, info, config, plan, base, None)?.key)
 }

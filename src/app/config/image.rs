@@ -130,13 +130,14 @@ pub fn toolchain_held(
 }
 
 /// The image `config` names, pulled for a run (a tag is resolved anew: one manifest request;
-/// offline, the digest it resolved to last). `None` without an image; an error that starts
-/// with [`UNAVAILABLE`] when it cannot be had.
+/// offline, the digest it resolved to last; a Dockerfile is built for a run of `scope`). `None`
+/// without an image; an error that starts with [`UNAVAILABLE`] when it cannot be had.
 pub fn for_run(
     ctx: &Context,
     repo: &gs_git::Repository,
     info: &gs_git::CommitInfo,
     config: &Config,
+    scope: &super::build::Scope<'_>,
 ) -> Result<Option<ForRun>> {
     // Built from the commit's Dockerfile: a file the commit got wrong is its error; a base that
     // cannot be had, or a build that cannot be made here, leaves the run an attempt.
@@ -144,24 +145,22 @@ pub fn for_run(
         let unavailable =
             |why: String| AppError::refused(format!("{UNAVAILABLE} {}: {why}", plan.label));
         let base = pulled(ctx, config, &plan.from).map_err(unavailable)?;
-        let image = super::build::build(ctx, repo, info, config, &plan, &base.image).map_err(
-            |e| match e {
-                e @ AppError::Usage(_) => e,
-                e => unavailable(e.to_string()),
-            },
-        )?;
+        let super::build::Built { image, key } =
+            super::build::build(ctx, repo, info, config, &plan, &base.image, scope).map_err(
+                |e| match e {
+                    e @ AppError::Usage(_) => e,
+                    e => unavailable(e.to_string()),
+                },
+            )?;
         let built: Vec<String> = image.layers[base.image.layers.len().min(image.layers.len())..]
             .iter()
             .map(|l| l.diff_id.clone())
             .collect();
-        return Ok(Some(ready(
-            ctx,
-            config,
-            &image,
-            &image.reference,
-            base.offline,
-            built,
-        )));
+        let mut run = ready(ctx, config, &image, &image.reference, base.offline, built);
+        // The plan's key stands for it in the result key: the same on every branch, whose layers
+        // of a step with the network it had (the record's digest says which).
+        run.toolchain.insert("image".into(), key);
+        return Ok(Some(run));
     }
     let Some(text) = config.environment.image.as_deref() else {
         return Ok(None);
@@ -243,16 +242,24 @@ pub fn named_at(
     Ok((config, parse(&text)?))
 }
 
-/// The environment the config of `commit` names, built or pulled now as its run would have it;
-/// `None` when it names none.
+/// The environment the config of `commit` names, built or pulled now as a run of `branch`
+/// would have it (kept for the branch when `commit` is its tip); `None` when it names none.
 pub fn environment_at(
     ctx: &Context,
     repo: &gs_git::Repository,
     commit: gs_git::ObjectId,
+    branch: Option<&str>,
 ) -> Result<Option<gs_model::Environment>> {
     let info = gs_git::commit_info(repo, commit)?;
     let config = super::commit_config::config_at(ctx, repo, commit, None)?;
-    Ok(for_run(ctx, repo, &info, &config)?.map(|r| r.environment))
+    let tip = branch.and_then(|b| gs_git::objects::ref_peeled(repo, &format!("refs/heads/{b}")));
+    let scope = super::build::Scope {
+        branch,
+        production: &config.promote.target,
+        writes: tip == Some(commit),
+        read: true,
+    };
+    Ok(for_run(ctx, repo, &info, &config, &scope)?.map(|r| r.environment))
 }
 
 /// Every image in the store, most recently used first.

@@ -153,7 +153,14 @@ pub fn run_in<T>(
     }
     let mut sandbox = ctx.sandbox();
     // The commit's image, as its runs have it (pulled: a tag resolved anew).
-    if let Some(image) = crate::app::config::image::for_run(ctx, repo, &info, &config)? {
+    // An exec keeps nothing it builds (a Dockerfile's steps with the network included).
+    let scope = crate::app::config::build::Scope {
+        branch: at.branch.as_deref(),
+        production: &config.promote.target,
+        writes: false,
+        read: true,
+    };
+    if let Some(image) = crate::app::config::image::for_run(ctx, repo, &info, &config, &scope)? {
         config.toolchain = image.toolchain;
         sandbox.image = Some(image.root);
     }

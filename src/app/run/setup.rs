@@ -60,18 +60,7 @@ fn is_input(name: &str) -> bool {
 /// the host's), the paths and blob ids of every lockfile and manifest in the tree, and the
 /// mirrors it installs from.
 pub fn key(config: &Config, command: &str, repo: &gs_git::Repository, tree: ObjectId) -> String {
-    let mut text = format!("{command}\0{}\0", config.limits.setup_network);
-    if config.limits.setup_network {
-        // Layers built on the host's network before the proxy existed are not reused.
-        match config.limits.network_host {
-            true => text.push_str("host\0"),
-            false => text.push_str(&format!(
-                "proxy\0{}\0{:?}\0",
-                config.network.setup_hosts().join(","),
-                config.network.resolve
-            )),
-        }
-    }
+    let mut text = format!("{command}\0{}", config.setup_network_key());
     for (path, id) in inputs(repo, tree) {
         text.push_str(&format!("{path}\0{id}\0"));
     }

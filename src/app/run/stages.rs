@@ -3,7 +3,7 @@
 //! either goes on or ends the run early; [`run_one`] is the one exit, where every record made
 //! now gets its changes and its end time.
 
-use super::branch::run_of;
+use super::branch::{run_of, BranchWalk};
 use super::reports::{coverage_of, COVERAGE_REPORTS, JUNIT_DIRS};
 use super::{checks, setup, Along, RunOptions, SeenTrees, Source, CONFIG_FOR};
 use crate::app::analysis::analyze;
@@ -103,7 +103,7 @@ fn stages(c: &Commit<'_>, along: &mut Along, record: &mut RunRecord) -> Result<E
         analysis_index,
         ..
     } = along;
-    let (config, key, image) = next!(config(c, configs, record)?);
+    let (config, key, image) = next!(config(c, configs, branch_walk, record)?);
     next!(earlier(c, reader, own, seen, &key, record)?);
     next!(gates(c, &config, record)?);
     c.event(
@@ -178,6 +178,7 @@ fn stages(c: &Commit<'_>, along: &mut Along, record: &mut RunRecord) -> Result<E
 fn config(
     c: &Commit<'_>,
     configs: &mut HashMap<ObjectId, (Instant, Config, String)>,
+    branch_walk: &mut BranchWalk,
     record: &mut RunRecord,
 ) -> Result<Step<(Config, String, Option<image::ForRun>)>> {
     let (config, key) = match configs.get(&c.info.tree) {
@@ -203,7 +204,19 @@ fn config(
         },
     };
     let (mut config, mut key) = (config, key);
-    let image = match image::for_run(c.ctx, c.repo, c.info, &config) {
+    // A Dockerfile's steps with the network are kept by the build caches' rule.
+    let branch = c
+        .opts
+        .refname
+        .as_deref()
+        .and_then(|r| r.strip_prefix("refs/heads/"));
+    let scope = crate::app::config::build::Scope {
+        branch,
+        production: &config.promote.target,
+        writes: caches::writes(run_of(c.opts, c.repo, branch_walk, c.info.id)),
+        read: !c.opts.clean,
+    };
+    let image = match image::for_run(c.ctx, c.repo, c.info, &config, &scope) {
         Ok(Some(i)) => {
             config.toolchain = i.toolchain.clone();
             key = config.result_key();
