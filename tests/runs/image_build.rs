@@ -377,3 +377,57 @@ fn a_copy_follows_the_images_links_inside_the_image() {
     let out = rec["tests"]["output_tail"].as_str().unwrap();
     assert!(out.contains("copied") && out.contains("kept"), "{out}");
 }
+
+/// A devcontainer.json's `build`: its Dockerfile (beside it, the repository's root the context)
+/// and its `args`, the values of the Dockerfile's `ARG`s; new args are a new environment.
+#[test]
+fn a_devcontainers_build_args_are_the_dockerfiles_arg_values() {
+    let w = World::new();
+    let registry = Registry::start();
+    let host = registry.host();
+    registry.push("test/dev-build", "1", &image("one"));
+    w.user_config(&format!(
+        "[environment]\ninsecure_registries = [\"{host}\"]\n"
+    ));
+    let repo = w.new_repo("devcontainer-build");
+    let devcontainer = |greeting: &str| {
+        format!(
+            r#"{{
+  // built here, from the Dockerfile beside this file
+  "build": {{"dockerfile": "Dockerfile", "context": "..", "args": {{"GREETING": "{greeting}"}}}},
+}}
+"#
+        )
+    };
+    w.commit(
+        &repo,
+        &[
+            (".devcontainer/devcontainer.json", &devcontainer("from the args")),
+            (
+                ".devcontainer/Dockerfile",
+                &format!("FROM {host}/test/dev-build:1\nARG GREETING=the-default\nARG OTHER=kept\nRUN echo \"$GREETING, $OTHER\" > /greeting\n"),
+            ),
+            (
+                ".sandbox.toml",
+                "[environment]\ndevcontainer = \".devcontainer/devcontainer.json\"\n[test]\ncommand = \"cat /greeting\"\n[analysis]\nenabled = false\n",
+            ),
+        ],
+        "a devcontainer that builds",
+    );
+    let first = run("args", &w, &repo);
+    assert_eq!(
+        first["tests"]["output_tail"], "from the args, kept",
+        "{first}"
+    );
+    w.commit(
+        &repo,
+        &[(".devcontainer/devcontainer.json", &devcontainer("new args"))],
+        "new args",
+    );
+    let second = run("new args", &w, &repo);
+    assert_eq!(second["tests"]["output_tail"], "new args, kept", "{second}");
+    assert_ne!(
+        second["environment"]["digest"],
+        first["environment"]["digest"]
+    );
+}

@@ -16,6 +16,8 @@ pub struct DevContainer {
     /// the repository's root (as git-sandbox builds it).
     pub dockerfile: Option<String>,
     pub context: Option<String>,
+    /// `build.args`: the values of the Dockerfile's `ARG`s of those names.
+    pub args: BTreeMap<String, String>,
     pub env: BTreeMap<String, String>,
     pub remote_user: Option<String>,
     /// `onCreateCommand` then `postCreateCommand`, as one shell line.
@@ -105,6 +107,7 @@ pub fn parse(label: &str, text: &str) -> Result<DevContainer, ConfigError> {
         }
     }
     let (mut dockerfile, mut context) = (None, None);
+    let mut args = BTreeMap::new();
     match top.get("build") {
         None | Some(Value::Null) => {}
         Some(Value::Object(b)) => {
@@ -113,12 +116,15 @@ pub fn parse(label: &str, text: &str) -> Result<DevContainer, ConfigError> {
                 match (k.as_str(), text) {
                     ("dockerfile", Some(t)) => dockerfile = Some(t.to_string()),
                     ("context", Some(t)) => context = Some(t.to_string()),
-                    ("args", _) if v.as_object().is_some_and(|a| a.is_empty()) => {}
+                    ("args", _) => {
+                        args = string_map(v, "build.args")
+                            .map_err(|(m, h)| err(Some("build"), m, h))?
+                    }
                     _ => {
                         return Err(err(
                             Some("build"),
                             format!("build.{k} cannot be honoured"),
-                            "keep to build.dockerfile and build.context (the Dockerfile's ARG defaults stand for args)",
+                            "keep to build.dockerfile, build.context and build.args",
                         ))
                     }
                 }
@@ -146,41 +152,12 @@ pub fn parse(label: &str, text: &str) -> Result<DevContainer, ConfigError> {
             "name one: \"image\": \"REGISTRY/NAME:TAG\" (from a registry your user config allows), or \"build\": {\"dockerfile\": \"…\"}",
         ));
     }
-    let mut env = BTreeMap::new();
-    match top.get("containerEnv") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(vars)) => {
-            for (name, v) in vars {
-                let ok_name = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-                    && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-                let Some(v) = v.as_str().filter(|v| ok_name && !v.contains('\0')) else {
-                    return Err(err(
-                        Some("containerEnv"),
-                        format!("containerEnv {name:?} is not a variable name with a string value"),
-                        "write \"NAME\": \"value\" (letters, digits and _ in the name)",
-                    ));
-                };
-                // The host's environment is never read for a commit.
-                if v.contains("${localEnv:") {
-                    return Err(err(
-                        Some("containerEnv"),
-                        format!(
-                            "containerEnv {name} reads the host's environment (${{localEnv:…}})"
-                        ),
-                        "write the value itself; a repository never reads this machine's variables",
-                    ));
-                }
-                env.insert(name.clone(), v.to_string());
-            }
+    let env = match top.get("containerEnv") {
+        None | Some(Value::Null) => BTreeMap::new(),
+        Some(v) => {
+            string_map(v, "containerEnv").map_err(|(m, h)| err(Some("containerEnv"), m, h))?
         }
-        Some(_) => {
-            return Err(err(
-                Some("containerEnv"),
-                "containerEnv is not an object".into(),
-                "write {\"NAME\": \"value\", …}",
-            ))
-        }
-    }
+    };
     let mut setup = Vec::new();
     for key in ["onCreateCommand", "postCreateCommand"] {
         if let Some(v) = top.get(key) {
@@ -199,10 +176,42 @@ pub fn parse(label: &str, text: &str) -> Result<DevContainer, ConfigError> {
         image,
         dockerfile,
         context,
+        args,
         env,
         remote_user: text_of("remoteUser")?.filter(|u| !u.is_empty()),
         setup: (!setup.is_empty()).then(|| setup.join(" && ")),
     })
+}
+
+/// An object of variables (`containerEnv`, `build.args`): names of letters, digits and `_`,
+/// string values that do not read the host's environment. The error: what and the fix.
+fn string_map(v: &Value, key: &str) -> Result<BTreeMap<String, String>, (String, &'static str)> {
+    let Value::Object(vars) = v else {
+        return Err((
+            format!("{key} is not an object"),
+            "write {\"NAME\": \"value\", …}",
+        ));
+    };
+    let mut out = BTreeMap::new();
+    for (name, v) in vars {
+        let ok_name = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        let Some(v) = v.as_str().filter(|v| ok_name && !v.contains('\0')) else {
+            return Err((
+                format!("{key} {name:?} is not a variable name with a string value"),
+                "write \"NAME\": \"value\" (letters, digits and _ in the name)",
+            ));
+        };
+        // The host's environment is never read for a commit.
+        if v.contains("${localEnv:") {
+            return Err((
+                format!("{key} {name} reads the host's environment (${{localEnv:…}})"),
+                "write the value itself; a repository never reads this machine's variables",
+            ));
+        }
+        out.insert(name.clone(), v.to_string());
+    }
+    Ok(out)
 }
 
 /// A lifecycle command as one shell line: a string as it is, an array as its words quoted, an
@@ -267,6 +276,7 @@ pub fn apply(dc: &DevContainer, path: &str, config: &mut Config) -> Result<(), C
                 clean(dir, file)
                     .ok_or_else(|| err("build.dockerfile leaves the repository".into()))?,
             );
+            config.environment.build_args = dc.args.clone();
         }
     }
     config.environment.env = dc.env.clone();
@@ -395,5 +405,34 @@ mod build_tests {
             &mut Config::default()
         )
         .is_err());
+    }
+
+    #[test]
+    fn build_args_reach_the_config_and_never_read_the_hosts_environment() {
+        let dc = parse(
+            "d",
+            r#"{"build": {"dockerfile": "Dockerfile", "context": "..", "args": {"VARIANT": "3.12", "NODE_VERSION": "none"}}}"#,
+        )
+        .unwrap();
+        let mut c = Config::default();
+        apply(&dc, ".devcontainer/devcontainer.json", &mut c).unwrap();
+        assert_eq!(
+            c.environment.build_args,
+            BTreeMap::from([
+                ("NODE_VERSION".to_string(), "none".to_string()),
+                ("VARIANT".to_string(), "3.12".to_string()),
+            ])
+        );
+        for args in [
+            r#"{"T": "${localEnv:GITHUB_TOKEN}"}"#,
+            r#"{"A B": "x"}"#,
+            r#"{"N": 5}"#,
+            r#"["x"]"#,
+        ] {
+            let text = format!(r#"{{"build": {{"dockerfile": "D", "args": {args}}}}}"#);
+            let e = parse("d", &text).unwrap_err();
+            assert_eq!(e.location.key.as_deref(), Some("build"), "{args}: {e:?}");
+            assert!(e.message.starts_with("build.args"), "{args}: {e:?}");
+        }
     }
 }

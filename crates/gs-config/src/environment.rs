@@ -51,6 +51,9 @@ pub struct EnvironmentConfig {
     /// The user a devcontainer names (`remoteUser`): recorded, never honoured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub remote_user: Option<String>,
+    /// A devcontainer's `build.args`: the values of the Dockerfile's `ARG`s of those names.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub build_args: BTreeMap<String, String>,
 }
 
 /// `image_mb` when unset.
@@ -70,6 +73,7 @@ impl Default for EnvironmentConfig {
             dockerfile: None,
             env: BTreeMap::new(),
             remote_user: None,
+            build_args: BTreeMap::new(),
         }
     }
 }
@@ -108,6 +112,7 @@ pub(super) fn narrow(policy: &EnvironmentConfig, asked: &EnvironmentConfig) -> E
         dockerfile: asked.dockerfile.clone(),
         env: BTreeMap::new(),
         remote_user: None,
+        build_args: BTreeMap::new(),
     }
 }
 

@@ -42,6 +42,13 @@ pub const MAX_STEPS: usize = 200;
 
 /// Parse `text`; an error names the line and what to do.
 pub fn parse(text: &str) -> Result<Vec<Step>, String> {
+    parse_with(text, &BTreeMap::new())
+}
+
+/// Parse `text` with build arguments (a devcontainer's `build.args`): each one is the value of
+/// the `ARG` of its name, over its default; one the file declares no `ARG` for is not used (as
+/// Docker does).
+pub fn parse_with(text: &str, build_args: &BTreeMap<String, String>) -> Result<Vec<Step>, String> {
     if text.len() > MAX_BYTES {
         return Err("the Dockerfile is over 256 KiB; keep it to instructions".into());
     }
@@ -161,11 +168,17 @@ pub fn parse(text: &str) -> Result<Vec<Step>, String> {
                 if !is_name(name) {
                     return bad(format!("ARG {name:?} is not a variable name"));
                 }
-                // An ARG's value is its default: no build arguments are passed.
-                if let Some(d) = default {
-                    let d = expand(&d, &vars).map_err(|e| format!("line {line}: {e}"))?;
-                    vars.entry(name.to_string()).or_insert(d.clone());
-                    args.entry(name.to_string()).or_insert(d);
+                // An ARG's value is the build argument of its name, else its default.
+                let value = match (build_args.get(name), default) {
+                    (Some(given), _) => Some(given.clone()),
+                    (None, Some(d)) => {
+                        Some(expand(&d, &vars).map_err(|e| format!("line {line}: {e}"))?)
+                    }
+                    (None, None) => None,
+                };
+                if let Some(v) = value {
+                    vars.entry(name.to_string()).or_insert(v.clone());
+                    args.entry(name.to_string()).or_insert(v);
                 }
                 continue;
             }
@@ -479,6 +492,42 @@ mod tests {
             assert!(e.contains(says), "{text:?}: {e}");
         }
         assert!(parse("# nothing\n").unwrap_err().contains("no FROM"));
+    }
+
+    #[test]
+    fn build_arguments_stand_over_the_arg_defaults_and_an_undeclared_one_is_unused() {
+        let given = BTreeMap::from([
+            ("BASE".to_string(), "debian:bookworm".to_string()),
+            ("LEVEL".to_string(), "3".to_string()),
+            ("UNUSED".to_string(), "x".to_string()),
+        ]);
+        let steps = parse_with(
+            "ARG BASE=python:3.12
+FROM $BASE
+ARG LEVEL
+ARG MODE=fast
+RUN make
+ENV L=$LEVEL-$MODE-${UNUSED:-none}
+",
+            &given,
+        )
+        .unwrap();
+        assert_eq!(
+            steps[0].instruction,
+            Instruction::From("debian:bookworm".into())
+        );
+        assert_eq!(
+            steps[1].args,
+            vec![
+                ("BASE".to_string(), "debian:bookworm".to_string()),
+                ("LEVEL".to_string(), "3".to_string()),
+                ("MODE".to_string(), "fast".to_string()),
+            ]
+        );
+        assert_eq!(
+            steps[2].instruction,
+            Instruction::Env(vec![("L".into(), "3-fast-none".into())])
+        );
     }
 
     #[test]

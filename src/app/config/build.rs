@@ -45,7 +45,8 @@ pub fn read(repo: &gs_git::Repository, info: &CommitInfo, config: &Config) -> Re
         AppError::usage(format!("{label}: no such file in the commit"))
             .hint("commit it, or take [environment] dockerfile out of the config")
     })?;
-    let steps = dockerfile::parse(&text).map_err(|e| AppError::usage(format!("{label}: {e}")))?;
+    let steps = dockerfile::parse_with(&text, &config.environment.build_args)
+        .map_err(|e| AppError::usage(format!("{label}: {e}")))?;
     let mut from = None;
     let mut rest = Vec::new();
     for s in steps {
