@@ -230,10 +230,11 @@ fn images_lines(out: &mut String, paths: &Paths) {
     for i in &images {
         say!(
             out,
-            "    {} {} {}",
+            "    {} {} {} ({} layers)",
             i["reference"].as_str().unwrap_or_default(),
             i["digest"].as_str().unwrap_or_default(),
-            i["platform"].as_str().unwrap_or_default()
+            i["platform"].as_str().unwrap_or_default(),
+            i["layers"].as_array().map_or(0, Vec::len)
         );
     }
 }
@@ -288,7 +289,7 @@ network (your policy):"
         )
     };
     say!(out, "  tests         {tests}");
-    say!(out, "  setup         {setup}");
+    say!(out, "  setup, RUN    {setup}");
 }
 
 /// What holds `[limits] cpu_cores` here: the probe's run asked for a quota of every core.

@@ -163,7 +163,7 @@ fn doctor_lists_every_layer_limit_and_network_policy_whole() {
 
         network (your policy):
           tests         none (network = false)
-          setup         none (setup_network = false)
+          setup, RUN    none (setup_network = false)
 
         build caches: none kept
 
