@@ -78,6 +78,43 @@ fn dockerfile(host: &str, port: u16, extra: &str) -> String {
     )
 }
 
+/// A world with the Debian image on a registry, the package directory served, and a repository
+/// whose Dockerfile installs the package and whose tests run `command`.
+struct Setup {
+    w: World,
+    _registry: Registry,
+    host: String,
+    files: Files,
+    repo: std::path::PathBuf,
+}
+
+impl Setup {
+    fn new(name: &str, command: &str) -> Setup {
+        let w = World::new();
+        let registry = Registry::start();
+        let host = registry.host();
+        debian(&registry);
+        let files = Files::serve(package_directory(&w));
+        let repo = w.new_repo(name);
+        let toml = format!("[environment]\ndockerfile = \"Dockerfile\"\n[test]\ncommand = \"{command}\"\n[analysis]\nenabled = false\n");
+        w.commit(
+            &repo,
+            &[
+                ("Dockerfile", &dockerfile(&host, files.port, "")),
+                (".sandbox.toml", &toml),
+            ],
+            "a Debian package from a local directory",
+        );
+        Setup {
+            w,
+            _registry: registry,
+            host,
+            files,
+            repo,
+        }
+    }
+}
+
 fn user_config(w: &World, host: &str, network: &str) {
     w.user_config(&format!(
         "[environment]\ninsecure_registries = [\"{host}\"]\n{network}"
@@ -105,22 +142,14 @@ fn passed(rec: &Value) -> &Value {
 /// named. Built once: later runs of production fetch nothing.
 #[test]
 fn a_run_step_installs_a_package_through_the_proxy_and_production_keeps_it() {
-    let w = World::new();
-    let registry = Registry::start();
-    let host = registry.host();
-    debian(&registry);
-    let files = Files::serve(package_directory(&w));
+    let Setup {
+        w,
+        host,
+        files,
+        repo,
+        _registry,
+    } = Setup::new("apt", "gs-hello");
     let port = files.port;
-    let repo = w.new_repo("apt");
-    let toml = "[environment]\ndockerfile = \"Dockerfile\"\n[test]\ncommand = \"gs-hello\"\n[analysis]\nenabled = false\n";
-    w.commit(
-        &repo,
-        &[
-            ("Dockerfile", &dockerfile(&host, port, "")),
-            (".sandbox.toml", toml),
-        ],
-        "a Debian package from a local directory",
-    );
     // No consent: the step has no network, and the error says what would give it one.
     user_config(&w, &host, "");
     let rec = run_json(&w, &repo);
@@ -181,11 +210,16 @@ fn a_run_step_installs_a_package_through_the_proxy_and_production_keeps_it() {
 /// layer, even for the same step, and builds its own.
 #[test]
 fn a_run_step_with_the_network_is_kept_per_branch_and_never_flows_to_production() {
-    let w = World::new();
-    let registry = Registry::start();
-    let host = registry.host();
-    debian(&registry);
-    let files = Files::serve(package_directory(&w));
+    let Setup {
+        w,
+        host,
+        files,
+        repo,
+        _registry,
+    } = Setup::new(
+        "apt-branches",
+        "gs-hello; cat /etc/marker 2>/dev/null; true",
+    );
     let port = files.port;
     user_config(
         &w,
@@ -194,16 +228,6 @@ fn a_run_step_with_the_network_is_kept_per_branch_and_never_flows_to_production(
             "[limits]\nsetup_network = true\n[network]\nsetup_allow = [\"debs.test:{port}\"]\n\
              resolve = {{ \"debs.test\" = \"127.0.0.1\" }}\n"
         ),
-    );
-    let repo = w.new_repo("apt-branches");
-    let toml = "[environment]\ndockerfile = \"Dockerfile\"\n[test]\ncommand = \"gs-hello; cat /etc/marker 2>/dev/null; true\"\n[analysis]\nenabled = false\n";
-    w.commit(
-        &repo,
-        &[
-            ("Dockerfile", &dockerfile(&host, port, "")),
-            (".sandbox.toml", toml),
-        ],
-        "production's environment",
     );
     let production = passed(&run_json(&w, &repo)).clone();
     let fetched = |files: &Files| files.asked().iter().filter(|p| p.ends_with(DEB)).count();
