@@ -16,6 +16,7 @@
 
 use crate::isolate::IMAGE_UID_BASE;
 use crate::unpack::IMAGE_IDS;
+use gs_util::mount::{check, mount};
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
@@ -214,45 +215,8 @@ pub fn child_main(args: &[String]) -> i32 {
 
 enum Never {}
 
-fn check(r: libc::c_int, what: &str) -> Result<(), String> {
-    if r < 0 {
-        Err(format!("{what}: {}", std::io::Error::last_os_error()))
-    } else {
-        Ok(())
-    }
-}
-
 fn cstr(s: &str) -> Result<std::ffi::CString, String> {
     std::ffi::CString::new(s).map_err(|_| format!("{s:?} holds a NUL"))
-}
-
-fn mount(
-    src: &str,
-    target: &str,
-    fstype: &str,
-    flags: libc::c_ulong,
-    data: &str,
-) -> Result<(), String> {
-    let (s, t, f, d) = (cstr(src)?, cstr(target)?, cstr(fstype)?, cstr(data)?);
-    // SAFETY: valid C strings.
-    let r = unsafe {
-        libc::mount(
-            s.as_ptr(),
-            t.as_ptr(),
-            if fstype.is_empty() {
-                std::ptr::null()
-            } else {
-                f.as_ptr()
-            },
-            flags,
-            if data.is_empty() {
-                std::ptr::null()
-            } else {
-                d.as_ptr().cast()
-            },
-        )
-    };
-    check(r, &format!("mount {target}"))
 }
 
 /// Each of `dirs` opened (`O_PATH`): the descriptors, and their names (`/proc/self/fd/N`),
@@ -449,21 +413,21 @@ fn child(args: &[String]) -> Result<Never, String> {
     }
     mount(
         "proc",
-        &inside("/proc"),
+        inside("/proc"),
         "proc",
         libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
         "",
     )?;
     mount(
         "tmpfs",
-        &inside("/tmp"),
+        inside("/tmp"),
         "tmpfs",
         libc::MS_NOSUID | libc::MS_NODEV,
         "mode=1777",
     )?;
     mount(
         "tmpfs",
-        &inside("/dev"),
+        inside("/dev"),
         "tmpfs",
         libc::MS_NOSUID,
         "mode=0755",
@@ -473,18 +437,9 @@ fn child(args: &[String]) -> Result<Never, String> {
         std::fs::write(&at, b"").map_err(|e| format!("{at}: {e}"))?;
         mount(&format!("/dev/{dev}"), &at, "", libc::MS_BIND, "")?;
     }
-    let root = cstr(root_at)?;
-    // SAFETY: valid C strings; the classic pivot_root(".", ".") and a lazy detach of the old root.
+    gs_util::mount::pivot_into(Path::new(root_at))?;
+    // SAFETY: plain calls on static C strings.
     unsafe {
-        check(libc::chdir(root.as_ptr()), "chdir")?;
-        check(
-            libc::syscall(libc::SYS_pivot_root, c".".as_ptr(), c".".as_ptr()) as libc::c_int,
-            "pivot_root",
-        )?;
-        check(
-            libc::umount2(c".".as_ptr(), libc::MNT_DETACH),
-            "detaching the old root",
-        )?;
         libc::sethostname(c"build".as_ptr(), 5);
         libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
     }

@@ -5,6 +5,7 @@ pub mod beneath;
 pub mod fds;
 pub mod glob;
 pub mod hint;
+pub mod mount;
 pub mod private;
 pub mod shell;
 pub mod time;

@@ -52,50 +52,7 @@ pub(super) fn cstr(p: &Path) -> CString {
     CString::new(p.as_os_str().as_bytes()).unwrap_or_default()
 }
 
-pub(super) fn check(r: libc::c_int, what: &str) -> Result<(), String> {
-    if r < 0 {
-        Err(format!(
-            "{what}: {}",
-            errno_text(&std::io::Error::last_os_error())
-        ))
-    } else {
-        Ok(())
-    }
-}
-
-pub(super) fn mount(
-    src: &str,
-    target: &Path,
-    fstype: &str,
-    flags: libc::c_ulong,
-    data: &str,
-) -> Result<(), String> {
-    let (s, t, f, d) = (
-        CString::new(src).unwrap_or_default(),
-        cstr(target),
-        CString::new(fstype).unwrap_or_default(),
-        CString::new(data).unwrap_or_default(),
-    );
-    // SAFETY: valid C strings.
-    let r = unsafe {
-        libc::mount(
-            s.as_ptr(),
-            t.as_ptr(),
-            if fstype.is_empty() {
-                std::ptr::null()
-            } else {
-                f.as_ptr()
-            },
-            flags,
-            if data.is_empty() {
-                std::ptr::null()
-            } else {
-                d.as_ptr().cast()
-            },
-        )
-    };
-    check(r, &format!("mount {}", target.display()))
-}
+pub(super) use gs_util::mount::{check, mount};
 
 #[repr(C)]
 struct MountAttr {

@@ -8,7 +8,7 @@
 //! (`/proc/self/fd/N` as lower directories: a path the image names is never one the supervisor
 //! opens, and many layers do not overflow the mount options' page).
 
-use super::fsview::{bounded_overlay, check, cstr, mount, set_readonly, Keep, View, VIEW_ROOT};
+use super::fsview::{bounded_overlay, mount, set_readonly, Keep, View, VIEW_ROOT};
 use super::ImageRoot;
 use gs_model::{Layer, LayerStatus};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -91,13 +91,7 @@ pub fn setup(
     tmpfs(&inside("/tmp"), "1777")?;
     tmpfs(&inside("/var/tmp"), "1777")?;
     // The host's devices as the host root's view has them: read-only, nosuid.
-    mount(
-        "/dev",
-        &inside("/dev"),
-        "",
-        libc::MS_BIND | libc::MS_REC,
-        "",
-    )?;
+    mount("/dev", inside("/dev"), "", libc::MS_BIND | libc::MS_REC, "")?;
     set_readonly(&inside("/dev"), true)?;
     let mut private_tmp = vec![PathBuf::from("/tmp"), PathBuf::from("/var/tmp")];
     if inside("/dev/shm").is_dir() {
@@ -114,12 +108,12 @@ pub fn setup(
         .map_err(|e| format!("the run's directory: {e}"))?;
     mount(
         &run_dir.join("tree").display().to_string(),
-        &root.join(&rel_workdir),
+        root.join(&rel_workdir),
         "",
         libc::MS_BIND,
         "",
     )?;
-    pivot_into(&root)?;
+    gs_util::mount::pivot_into(&root)?;
     let shown = if image.label.is_empty() {
         "the image".to_string()
     } else {
@@ -197,26 +191,6 @@ fn workdir_of(image: &ImageRoot) -> Result<PathBuf, String> {
 fn mkdirs(p: &Path) -> Result<(), String> {
     std::fs::create_dir_all(p)
         .map_err(|e| format!("mkdir {}: {}", p.display(), super::errno_text(&e)))
-}
-
-/// Make `root` the root of this mount namespace and detach the old one.
-fn pivot_into(root: &Path) -> Result<(), String> {
-    let c = cstr(root);
-    // SAFETY: valid C strings; the classic `pivot_root(".", ".")`: the old root is stacked
-    // under the new one at "/" and detached at once.
-    unsafe {
-        check(libc::chdir(c.as_ptr()), "chdir to the image's root")?;
-        check(
-            libc::syscall(libc::SYS_pivot_root, c".".as_ptr(), c".".as_ptr()) as libc::c_int,
-            "pivot_root",
-        )?;
-        check(
-            libc::umount2(c".".as_ptr(), libc::MNT_DETACH),
-            "detaching the host's root",
-        )?;
-        check(libc::chdir(c"/".as_ptr()), "chdir /")?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -354,23 +354,4 @@ fn passwd_home() -> Option<PathBuf> {
     }
 }
 
-/// `strerror`-style text with the errno name, e.g. "Operation not permitted (EPERM)".
-pub fn errno_text(e: &std::io::Error) -> String {
-    let name = match e.raw_os_error() {
-        Some(libc::EPERM) => " (EPERM)",
-        Some(libc::EACCES) => " (EACCES)",
-        Some(libc::EINVAL) => " (EINVAL)",
-        Some(libc::ENOSYS) => " (ENOSYS)",
-        Some(libc::ENOSPC) => " (ENOSPC)",
-        Some(libc::EOPNOTSUPP) => " (EOPNOTSUPP)",
-        Some(libc::ENOENT) => " (ENOENT)",
-        Some(libc::EROFS) => " (EROFS)",
-        Some(libc::EBUSY) => " (EBUSY)",
-        Some(libc::EMFILE) => " (EMFILE)",
-        Some(libc::EMLINK) => " (EMLINK)",
-        _ => "",
-    };
-    let text = e.to_string();
-    let text = text.split(" (os error").next().unwrap_or(&text).to_string();
-    format!("{text}{name}")
-}
+pub use gs_util::mount::errno_text;
