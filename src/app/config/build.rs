@@ -75,18 +75,6 @@ pub struct Scope<'a> {
     pub read: bool,
 }
 
-impl Scope<'_> {
-    /// A run that keeps nothing and reads production's (a build with no branch).
-    pub fn production_only(production: &str) -> Scope<'_> {
-        Scope {
-            branch: None,
-            production,
-            writes: false,
-            read: true,
-        }
-    }
-}
-
 /// What makes a layer.
 enum Make {
     Copy(Vec<Copied>),
@@ -95,8 +83,8 @@ enum Make {
         command: String,
         env: Vec<String>,
         workdir: String,
-        /// Kept under its key (`false`: a step with the network built for a run that may not
-        /// keep it).
+        /// Kept under its key (`false`: a step with the network, or one after it, built for a
+        /// run that may not keep it).
         keep: bool,
     },
 }
@@ -461,13 +449,13 @@ fn walk(
                     parts.push(&network);
                 }
                 key = hash(&parts);
-                let mut keep = true;
                 if let Some(scope) = scope.filter(|_| networked) {
                     let (who, kept) = whose_run(&store, scope, &key, &whose);
                     whose.push(who);
-                    keep = kept;
                     keep_all &= kept;
                 }
+                // A step over one built for this run alone is not kept either.
+                let keep = keep_all;
                 makes.push((
                     kept_key(&key, &whose),
                     Make::Run {
