@@ -150,15 +150,10 @@ pub fn run(step: &Step<'_>) -> Result<Ended, String> {
                 .iter()
                 .all(|f| std::fs::write(format!("/proc/{pid}/{f}"), &map).is_ok());
         if !mapped || ours.write_all(b"g").is_err() {
-            let _ = child.kill();
-            let _ = child.wait();
-            let said = std::fs::read_to_string(step.log).unwrap_or_default();
-            let why = said
-                .lines()
-                .rev()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("");
-            return Err(format!("its namespace could not be made: {why}"));
+            return Err(format!(
+                "its namespace could not be made: {}",
+                stopped(&mut child, step.log)
+            ));
         }
     }
     // Its way out: the listener it made on its loopback, served here until it ends.
@@ -168,9 +163,10 @@ pub fn run(step: &Step<'_>) -> Result<Ended, String> {
                 Some(gs_egress::Proxy::serve(l, policy.clone()))
             }
             _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err("its way out to the proxy could not be made".into());
+                return Err(format!(
+                    "its way out to the proxy could not be made: {}",
+                    stopped(&mut child, step.log)
+                ));
             }
         },
         _ => None,
@@ -199,6 +195,18 @@ pub fn run(step: &Step<'_>) -> Result<Ended, String> {
         code,
         traffic: proxy.map(gs_egress::Proxy::stop),
     })
+}
+
+/// Stop `child` (it could not start the step): the last line it wrote to its log, which says why.
+fn stopped(child: &mut std::process::Child, log: &Path) -> String {
+    let _ = child.kill();
+    let _ = child.wait();
+    let said = std::fs::read_to_string(log).unwrap_or_default();
+    said.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .to_string()
 }
 
 /// The process: the spec as its one argument, the handshake and the directories as
