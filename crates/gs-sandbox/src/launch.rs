@@ -39,7 +39,7 @@ pub struct Pipes {
     stdin: OwnedFd,
     /// A spare's end of that socket.
     plan_w: Option<std::os::unix::net::UnixStream>,
-    /// The report's socket (the proxy's listener may come on it first: see `sandbox::egress`).
+    /// The report's socket (the proxy's listener may come on it first: see `gs_egress::door`).
     pub report: (
         std::os::unix::net::UnixStream,
         std::os::unix::net::UnixStream,
