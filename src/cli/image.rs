@@ -95,7 +95,8 @@ pub fn cmd_image(args: ImageArgs) -> CmdResult {
             let head = gs_git::resolve_commit(&repo, "HEAD")?;
             // Built as a run of HEAD's branch would have it (kept for it: HEAD is its tip).
             let branch = gs_git::head_branch(&repo);
-            let Some(env) = image::environment_at(&ctx, &repo, head, branch.as_deref())? else {
+            let Some((env, ran)) = image::environment_at(&ctx, &repo, head, branch.as_deref())?
+            else {
                 return Err(super::CommandError::usage(
                     "the config of HEAD names no environment to build",
                 )
@@ -110,6 +111,16 @@ pub fn cmd_image(args: ImageArgs) -> CmdResult {
                     env.digest,
                     env.platform,
                     env.layers.len()
+                );
+            }
+            // What this build did, beside the record: a build kept whole runs nothing.
+            if !env.layers.is_empty() {
+                eprintln!(
+                    "{}",
+                    match ran {
+                        0 => "every step was kept: nothing ran".to_string(),
+                        n => format!("{} ran now", ui::plural(n as u64, "RUN step")),
+                    }
                 );
             }
         }

@@ -283,11 +283,16 @@ fn a_run_step_is_kept_by_its_key_and_bounded_by_image_mb() {
         "a RUN, then a COPY",
     );
     // Built ahead: the run then builds nothing.
-    let built = w
-        .sandbox(&repo, &["image", "build", "--json"])
-        .success()
-        .json();
+    let o = w.sandbox(&repo, &["image", "build", "--json"]).success();
+    assert!(o.stderr.contains("1 RUN step ran now"), "{o:?}");
+    let built = o.json();
     assert_eq!(built["layers"].as_array().unwrap().len(), 2, "{built}");
+    let again = w.sandbox(&repo, &["image", "build"]).success();
+    assert!(
+        again.stderr.contains("every step was kept: nothing ran")
+            && again.stdout.contains(built["digest"].as_str().unwrap()),
+        "{again:?}"
+    );
     let first = run("first", &w, &repo);
     assert_eq!(first["environment"]["digest"], built["digest"]);
     let stamp = |rec: &Value| {

@@ -91,8 +91,8 @@ enum Make {
 
 /// Run a `RUN` over `layers` (bottom first): its layer (a tar of what it wrote) is unpacked into
 /// the store as any layer is, and the step's key kept beside it, so that the same step on the same
-/// layers is not run again. The layer and the bytes unpacked (0 when it was kept). A command
-/// that fails is the commit's error, with the end of its output.
+/// layers is not run again. The layer, the bytes unpacked and whether it ran (a kept one: 0 and
+/// `false`). A command that fails is the commit's error, with the end of its output.
 #[allow(clippy::too_many_arguments)]
 fn run_step(
     config: &Config,
@@ -106,10 +106,10 @@ fn run_step(
     workdir: &str,
     keep: bool,
     room: u64,
-) -> Result<(LayerInfo, u64)> {
+) -> Result<(LayerInfo, u64, bool)> {
     let kept = kept_step(store, step_key);
     if let Some(layer) = read_kept(store, step_key) {
-        return Ok((layer, 0));
+        return Ok((layer, 0, false));
     }
     let at = format!("{}: line {line}: RUN {command}", plan.label);
     let failed = |why: String| AppError::refused(format!("{at}: {why}"));
@@ -207,7 +207,7 @@ fn run_step(
         }
         let _ = gs_util::write_atomic(&kept, &serde_json::to_vec(&layer).unwrap_or_default());
     }
-    Ok((layer, bytes))
+    Ok((layer, bytes, true))
 }
 
 /// Where the layer a `RUN` of `key` made is named.
@@ -351,11 +351,12 @@ fn whose_run(
     }
 }
 
-/// What a plan built: the image (its digest names whose layers it has) and the plan's key (the
-/// same on every branch: what the result key takes).
+/// What a plan built: the image (its digest names whose layers it has), the plan's key (the
+/// same on every branch: what the result key takes) and how many `RUN`s ran now.
 pub struct Built {
     pub image: Image,
     pub key: String,
+    pub ran: usize,
 }
 
 /// What the plan builds on `base`: each instruction's key in turn, and the image the last one
@@ -479,10 +480,12 @@ fn walk(
         return Ok(Built {
             image: held,
             key: plan_key,
+            ran: 0,
         });
     }
     let mut layers = base.layers.clone();
     let mut unpacked = base.unpacked;
+    let mut ran = 0;
     let max = config.environment.image_mb.saturating_mul(1 << 20);
     if build {
         let how = gs_image::isolate::How::Helper(
@@ -498,7 +501,7 @@ fn walk(
                     workdir,
                     keep,
                 } => {
-                    let (layer, bytes) = run_step(
+                    let (layer, bytes, now) = run_step(
                         config,
                         &store,
                         plan,
@@ -512,6 +515,7 @@ fn walk(
                         max.saturating_sub(unpacked),
                     )?;
                     unpacked += bytes;
+                    ran += usize::from(now);
                     layers.push(layer);
                     continue;
                 }
@@ -613,6 +617,7 @@ fn walk(
     Ok(Built {
         image,
         key: plan_key,
+        ran,
     })
 }
 

@@ -16,6 +16,8 @@ pub struct ForRun {
     pub root: gs_sandbox::sandbox::ImageRoot,
     pub environment: gs_model::Environment,
     pub toolchain: BTreeMap<String, String>,
+    /// A Dockerfile's `RUN`s that ran now (0: each was kept, or there are none).
+    pub ran: usize,
 }
 
 /// The home's image store.
@@ -145,7 +147,7 @@ pub fn for_run(
         let unavailable =
             |why: String| AppError::refused(format!("{UNAVAILABLE} {}: {why}", plan.label));
         let base = pulled(ctx, config, &plan.from).map_err(unavailable)?;
-        let super::build::Built { image, key } =
+        let super::build::Built { image, key, ran } =
             super::build::build(ctx, repo, info, config, &plan, &base.image, scope).map_err(
                 |e| match e {
                     e @ AppError::Usage(_) => e,
@@ -160,6 +162,7 @@ pub fn for_run(
         // The plan's key stands for it in the result key: the same on every branch, whose layers
         // of a step with the network it had (the record's digest says which).
         run.toolchain.insert("image".into(), key);
+        run.ran = ran;
         return Ok(Some(run));
     }
     let Some(text) = config.environment.image.as_deref() else {
@@ -207,6 +210,7 @@ fn ready(
     };
     ForRun {
         root,
+        ran: 0,
         toolchain: toolchain_of(image),
         environment: gs_model::Environment {
             image: text.to_string(),
@@ -243,13 +247,14 @@ pub fn named_at(
 }
 
 /// The environment the config of `commit` names, built or pulled now as a run of `branch`
-/// would have it (kept for the branch when `commit` is its tip); `None` when it names none.
+/// would have it (kept for the branch when `commit` is its tip), and how many of a
+/// Dockerfile's `RUN`s ran now; `None` when it names none.
 pub fn environment_at(
     ctx: &Context,
     repo: &gs_git::Repository,
     commit: gs_git::ObjectId,
     branch: Option<&str>,
-) -> Result<Option<gs_model::Environment>> {
+) -> Result<Option<(gs_model::Environment, usize)>> {
     let info = gs_git::commit_info(repo, commit)?;
     let config = super::commit_config::config_at(ctx, repo, commit, None)?;
     let tip = branch.and_then(|b| gs_git::objects::ref_peeled(repo, &format!("refs/heads/{b}")));
@@ -259,7 +264,7 @@ pub fn environment_at(
         writes: tip == Some(commit),
         read: true,
     };
-    Ok(for_run(ctx, repo, &info, &config, &scope)?.map(|r| r.environment))
+    Ok(for_run(ctx, repo, &info, &config, &scope)?.map(|r| (r.environment, r.ran)))
 }
 
 /// Every image in the store, most recently used first.
