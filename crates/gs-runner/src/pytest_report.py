@@ -1,6 +1,7 @@
 # git-sandbox's pytest reporter: each test's outcome, as pytest's own summary counts it, one JSON
 # line per outcome, to the file git-sandbox named for this run. It changes nothing of the run:
-# no order, no selection, no output. git-sandbox loads it through PYTEST_PLUGINS under a module
+# no order, no selection, no output (but in a probe, never the recorded run: there the tests the
+# selection names by test run before the others, GIT_SANDBOX_PYTEST_FIRST). git-sandbox loads it through PYTEST_PLUGINS under a module
 # name made for the run (so no file of the commit can stand in for it) and reads the file back as
 # the run's per-test results, beside pytest's summary line.
 import json
@@ -11,7 +12,25 @@ import pytest
 # Taken once, so that a session started by a test (pytester, a subprocess) reports nothing here.
 _OUT = os.environ.pop("GIT_SANDBOX_PYTEST_REPORT", None)
 _MAP = os.environ.pop("GIT_SANDBOX_PYTEST_MAP", None)
+_FIRST = os.environ.pop("GIT_SANDBOX_PYTEST_FIRST", None)
 _taken = []
+
+
+class GitSandboxFirst:
+    """A probe's order: the collected tests named first, in their order; the rest keep theirs.
+    Last of the ordering hooks, so that it is this order the probe runs."""
+
+    def __init__(self, names):
+        self.rank = {}
+        for i, n in enumerate(names):
+            self.rank.setdefault(n, i)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, session, config, items):
+        last = len(self.rank)
+        keyed = [(self.rank.get(item.nodeid, last), i) for i, item in enumerate(items)]
+        keyed.sort()
+        items[:] = [items[i] for _, i in keyed]
 
 
 def _calls():
@@ -274,6 +293,13 @@ def pytest_configure(config):
             config.pluginmanager.register(GitSandboxMap(config, _MAP, _CALLS), "git-sandbox-map")
         except Exception:
             _CALLS[1]()
+    if _FIRST:
+        try:
+            config.pluginmanager.register(
+                GitSandboxFirst([n for n in _FIRST.split("\n") if n]), "git-sandbox-first"
+            )
+        except Exception:
+            pass
     try:
         report = GitSandboxReport(_OUT)
     except Exception:

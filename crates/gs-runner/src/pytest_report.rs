@@ -21,6 +21,8 @@ pub struct Reporter {
     /// Where the test map is written, relative to the same directory, when the run makes one
     /// (see [`Reporter::mapping`]).
     pub map: Option<String>,
+    /// Tests (node ids) run before the others, in this order (a probe's; see [`Reporter::first`]).
+    first: Vec<String>,
 }
 
 impl Reporter {
@@ -31,7 +33,15 @@ impl Reporter {
             module: format!("_git_sandbox_report_{id}"),
             file: format!(".git-sandbox-report-{id}.jsonl"),
             map: None,
+            first: Vec::new(),
         }
+    }
+
+    /// The reporter of a probe: the collected tests named in `first` run before the others, in
+    /// its order (the rest keep theirs). Names pytest did not collect are passed over.
+    pub fn first(mut self, first: &[String]) -> Reporter {
+        self.first = first.to_vec();
+        self
     }
 
     /// A reporter that also makes the test map: which functions of the project each test calls
@@ -55,7 +65,7 @@ impl Reporter {
             "if mkdir -p {dir} 2>/dev/null && printf '%s' {source} 2>/dev/null > {dir}/{m}.py; then \
              export PYTHONPATH={dir}\"${{PYTHONPATH:+:$PYTHONPATH}}\" \
              PYTEST_PLUGINS={m}\"${{PYTEST_PLUGINS:+,$PYTEST_PLUGINS}}\" \
-             GIT_SANDBOX_PYTEST_REPORT=\"$PWD/{file}\"{map}; fi; {line}",
+             GIT_SANDBOX_PYTEST_REPORT=\"$PWD/{file}\"{map}{first}; fi; {line}",
             line = with_plugin_path(line, &dir),
             source = gs_select::command::quote(PLUGIN),
             m = self.module,
@@ -65,6 +75,21 @@ impl Reporter {
                 .as_ref()
                 .map(|m| format!(" GIT_SANDBOX_PYTEST_MAP=\"$PWD/{m}\""))
                 .unwrap_or_default(),
+            // One name a line: a node id holds no newline (pytest's ids are of one line).
+            first = if self.first.is_empty() {
+                String::new()
+            } else {
+                let names: Vec<&str> = self
+                    .first
+                    .iter()
+                    .filter(|n| !n.contains(['\n', '\0']))
+                    .map(String::as_str)
+                    .collect();
+                format!(
+                    " GIT_SANDBOX_PYTEST_FIRST={}",
+                    gs_select::command::quote(&names.join("\n"))
+                )
+            },
         )
     }
 }

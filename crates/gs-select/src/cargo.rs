@@ -105,6 +105,7 @@ impl Runner for CargoRunner {
                 .map(|(name, path)| (name, vec![Why::DependsOn { path }]))
                 .collect(),
             rest: Vec::new(),
+            first: Vec::new(),
         })
     }
 }

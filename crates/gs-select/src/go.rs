@@ -233,6 +233,7 @@ impl Runner for GoRunner {
             changed: changed_files,
             test_files: tests.len(),
             rest,
+            first: Vec::new(),
         })
     }
 }

@@ -428,6 +428,7 @@ fn select(src: &dyn Sources, cmd: &JsCmd) -> Result<Selection> {
         changed,
         test_files: tests.len(),
         rest: Vec::new(),
+        first: Vec::new(),
     })
 }
 

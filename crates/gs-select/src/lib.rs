@@ -117,7 +117,16 @@ pub struct Selection {
     pub test_files: usize,
     /// The packages the probe leaves to the run (go test); empty for the other runners.
     pub rest: Vec<String>,
+    /// Single tests (pytest node ids) the probe runs before the rest of phase one, most likely
+    /// first: those a signal names by test (failed before, failed when the file changed, named
+    /// for a changed function, ran or called the changed lines), also where their whole file is
+    /// in phase one. Empty for the other runners.
+    pub first: Vec<String>,
 }
+
+/// The most single tests the probe is told to run first (their names go to it in its
+/// environment).
+pub const MAX_FIRST: usize = 500;
 
 impl Selection {
     /// No probe, for `why`.
@@ -157,6 +166,8 @@ impl Serialize for Selection {
             test_files: usize,
             #[serde(skip_serializing_if = "<[String]>::is_empty")]
             rest: &'a [String],
+            #[serde(skip_serializing_if = "<[String]>::is_empty")]
+            first: &'a [String],
         }
         Out {
             selects: self.selects,
@@ -166,6 +177,7 @@ impl Serialize for Selection {
             changed: &self.changed,
             test_files: self.test_files,
             rest: &self.rest,
+            first: &self.first,
         }
         .serialize(s)
     }

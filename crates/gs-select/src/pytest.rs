@@ -208,6 +208,7 @@ impl Runner for PytestRunner {
         crate::by_function_name(src, &sources, &mut picked, &|_, old, new| {
             gs_analysis::pylines::changed_function_names(old, new)
         });
+        let first = first_tests(&picked, &tests);
         let picked = whole_files(picked, &tests);
         let one_phase = if picked.is_empty() {
             Some(OnePhase::NothingReached(Selects::TestFiles))
@@ -223,8 +224,45 @@ impl Runner for PytestRunner {
             test_files: tests.len(),
             selects: Selects::TestFiles,
             rest: Vec::new(),
+            first,
         })
     }
+}
+
+/// The single tests the signals name (see [`Selection::first`]), most likely first (by the
+/// best rank among their reasons, then by name), at most [`crate::MAX_FIRST`]; only those of
+/// the suite's test files.
+fn first_tests(picked: &BTreeMap<String, Vec<Why>>, tests: &BTreeSet<String>) -> Vec<String> {
+    let mut best: BTreeMap<&str, u8> = BTreeMap::new();
+    for (part, whys) in picked {
+        for why in whys {
+            let named: Vec<&str> = match why {
+                Why::FailedBefore { tests } | Why::FailedWhenChanged { tests, .. } => {
+                    tests.iter().map(String::as_str).collect()
+                }
+                Why::NamedForFunction { .. } | Why::Ran { .. } | Why::Called { .. }
+                    if part.contains("::") =>
+                {
+                    vec![part.as_str()]
+                }
+                _ => Vec::new(),
+            };
+            for id in named {
+                let file = id.split_once("::").map_or(id, |(f, _)| f);
+                if id.contains("::") && tests.contains(file) {
+                    let r = best.entry(id).or_insert(u8::MAX);
+                    *r = (*r).min(why.rank());
+                }
+            }
+        }
+    }
+    let mut ordered: Vec<(u8, &str)> = best.into_iter().map(|(id, r)| (r, id)).collect();
+    ordered.sort();
+    ordered
+        .into_iter()
+        .take(crate::MAX_FIRST)
+        .map(|(_, id)| id.to_string())
+        .collect()
 }
 
 /// The parts of the suite likeliest to fail for a change to `changed` (files the import graph
@@ -614,6 +652,12 @@ mod tests {
                 "tests/test_b.py",
                 "tests/test_c.py::test_c"
             ]
+        );
+        // Inside their files, the tests the signals name run first: failed before, then
+        // failed when core.py changed (the map's callers by file only are not named).
+        assert_eq!(
+            s.first,
+            ["tests/test_a.py::test_a", "tests/test_b.py::test_b"]
         );
         assert_eq!(
             s.files["tests/test_b.py"],

@@ -158,6 +158,9 @@ struct Spec<'a> {
     /// The probe beside the tests (see `phases`): its own sandbox and cgroup, reading the
     /// build caches without writing them, keeping no reports.
     probe: bool,
+    /// The tests the probe runs first, in this order (pytest node ids; see
+    /// `gs_select::Selection::first`); empty for anything else.
+    first: &'a [String],
 }
 
 impl Spec<'_> {
@@ -182,6 +185,7 @@ impl Spec<'_> {
             coverage_named: false,
             runner: None,
             probe: false,
+            first: &[],
             ..self.clone()
         };
         let executed = execute(shared, &extra, work, setup, false, None);
@@ -210,6 +214,8 @@ pub(super) struct Env<'a> {
     pub on_done: &'a dyn Fn(&str, &CheckResult),
     /// The test files a probe beside the tests runs (see `phases`): `Some` when they may have one.
     pub phase_one: Option<&'a [String]>,
+    /// The single tests the probe runs before the rest of phase one (pytest node ids).
+    pub probe_first: &'a [String],
     /// Publish the first failing test (its name, or why the tests could not run) and the
     /// milliseconds from the start of the tests to the moment it was known.
     pub on_first_failure: &'a dyn Fn(&str, u64),
@@ -250,6 +256,7 @@ pub(super) fn run_all(env: &Env<'_>, work: &rundir::RunDir, setup: Option<&setup
             ),
             runner: None,
             probe: false,
+            first: &[],
         })
         .collect();
     specs.push(Spec {
@@ -271,6 +278,7 @@ pub(super) fn run_all(env: &Env<'_>, work: &rundir::RunDir, setup: Option<&setup
         log: crate::app::records::logs::log_path(env.logs, env.commit, None, env.trial),
         runner: None,
         probe: false,
+        first: &[],
     });
     // A check keeps its build-cache writes by merging them into the branch's layer once it
     // ends; runs side by side have that layer mounted under them, and a layer must not change
@@ -422,7 +430,7 @@ fn execute(
     }
     // The tests' per-test results, out of reach of their prints: any command may start pytest.
     let reporter = (spec.name == TEST_CHECK && matches!(framework, None | Some(Framework::Pytest)))
-        .then(gs_runner::pytest_report::Reporter::new);
+        .then(|| gs_runner::pytest_report::Reporter::new().first(spec.first));
     if let Some(r) = &reporter {
         artifacts.push(r.file.clone());
     }

@@ -563,6 +563,7 @@ impl Bench<'_> {
                 trial: c.opts.is_trial(),
                 on_done: &on_done,
                 phase_one: phase_one.as_deref(),
+                probe_first: selection.as_ref().map_or(&[][..], |s| &s.first),
                 on_first_failure: &on_first_failure,
                 on_first_failure_withdrawn: &on_first_failure_withdrawn,
                 parent_ids: &parent_ids,

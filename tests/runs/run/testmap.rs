@@ -341,3 +341,77 @@ fn the_map_sees_lambdas_decorated_functions_and_generators_and_changes_none() {
         "{o}"
     );
 }
+
+/// Where phase one runs a test file whole (the changed function is called as the package is
+/// imported, so the change reaches every test file: the file named for the changed module runs),
+/// the probe still runs the test named for the changed function first, before the file's earlier
+/// tests; the record keeps the suite's own order.
+#[test]
+fn inside_a_whole_file_the_probe_runs_the_test_named_for_the_changed_function_first() {
+    let mut w = World::new();
+    w.with_test_python("pytest");
+    let repo = w.new_repo("testmap-first");
+    let c = "def compute(x):\n    y = x + 1\n    return y\n\n\ndef other(x):\n    return x\n\n\nSTART = compute(0)\n";
+    let test_c = "import calc.c\n\n\ndef test_c_first():\n    assert calc.c.other(1) == 1\n\n\ndef test_c_second():\n    assert calc.c.other(2) == 2\n\n\ndef test_compute():\n    assert calc.c.compute(1) == 2\n";
+    w.git(&repo, &["rm", "-q", "tests/test_example.py"]);
+    w.commit(
+        &repo,
+        &[
+            (".sandbox.toml", CONFIG),
+            (
+                "src/calc/__init__.py",
+                "from calc.a import fa\nfrom calc.c import compute\n",
+            ),
+            ("src/calc/a.py", "def fa(x):\n    return x\n"),
+            ("src/calc/c.py", c),
+            (
+                "tests/test_a.py",
+                "import calc\n\n\ndef test_fa():\n    assert calc.fa(1) == 1 and calc.compute is not None\n",
+            ),
+            ("tests/test_c.py", test_c),
+        ],
+        "a package and its tests",
+    );
+    let base = w.sandbox(&repo, &["run", "--json"]).json()[0].clone();
+    assert_eq!(base["status"], "passed", "{base}");
+    w.sandbox(&repo, &["__testmap"]).success();
+    w.git(&repo, &["checkout", "-q", "-b", "exp"]);
+    let broken = w.commit(
+        &repo,
+        &[("src/calc/c.py", &c.replace("x + 1", "x + 2"))],
+        "break compute",
+    );
+    let explained = w
+        .sandbox(&repo, &["run", "--explain-selection", "--json", "HEAD"])
+        .json();
+    assert_eq!(
+        explained[0]["first"],
+        serde_json::json!(["tests/test_c.py::test_compute"]),
+        "{explained}"
+    );
+    let rec = w.sandbox(&repo, &["run", "--json"]).json()[0].clone();
+    assert_eq!(rec["status"], "failed", "{rec}");
+    assert_eq!(
+        rec["tests"]["phases"][0]["files"],
+        serde_json::json!(["tests/test_c.py"]),
+        "{rec}"
+    );
+    // Progress letters: the probe's F before its file's other tests; the run's in file order.
+    let letters = |log: &str| -> String {
+        log.lines()
+            .find(|l| l.chars().next().is_some_and(|c| ".FE".contains(c)))
+            .unwrap_or_default()
+            .chars()
+            .filter(|c| ".FE".contains(*c))
+            .collect()
+    };
+    let log = |ext: &str| {
+        crate::common::files_under(&w.data().join("logs"))
+            .into_iter()
+            .find(|p| p.to_string_lossy().ends_with(&format!("{broken}.{ext}")))
+            .map(|p| std::fs::read_to_string(p).unwrap())
+            .unwrap_or_default()
+    };
+    assert_eq!(letters(&log("probe.log")), "F..", "{}", log("probe.log"));
+    assert_eq!(letters(&log("log")), "...F", "{}", log("log"));
+}

@@ -37,6 +37,8 @@ pub(super) struct Probe {
     files: Vec<String>,
     command: String,
     runner: first_fail::Runner,
+    /// The single tests it runs before the rest (pytest node ids of its files).
+    first: Vec<String>,
 }
 
 impl Probe {
@@ -57,10 +59,25 @@ impl Probe {
         if files.is_empty() {
             return None;
         }
+        // Only pytest orders single tests (its plugin does), and only those of its files.
+        let first = match &split {
+            Split::Pytest(_) => place
+                .env
+                .probe_first
+                .iter()
+                .filter(|id| {
+                    let file = id.split_once("::").map_or(id.as_str(), |(f, _)| f);
+                    files.iter().any(|p| p == *id || p == file)
+                })
+                .cloned()
+                .collect(),
+            _ => Vec::new(),
+        };
         Some(Probe {
             command: split.only(&files),
             runner: split.runner(),
             files,
+            first,
         })
     }
 }
@@ -85,6 +102,7 @@ pub(super) fn run(place: &Place<'_>, spec: &Spec<'_>, probe: Probe) -> CheckResu
         log: spec.log.with_extension("probe.log"),
         runner: Some(probe.runner),
         probe: true,
+        first: &probe.first,
         junit: Vec::new(),
         coverage: Vec::new(),
         ..spec.clone()
