@@ -124,9 +124,10 @@ pub struct Selection {
     pub first: Vec<String>,
 }
 
-/// The most single tests the probe is told to run first (their names go to it in its
-/// environment).
+/// The most single tests the probe is told to run first, and the most bytes of their names
+/// (they go to it in its command line, one argument of `sh -c` beside phase one's own ids).
 pub const MAX_FIRST: usize = 500;
+pub const MAX_FIRST_BYTES: usize = 16 << 10;
 
 impl Selection {
     /// No probe, for `why`.

@@ -230,8 +230,8 @@ impl Runner for PytestRunner {
 }
 
 /// The single tests the signals name (see [`Selection::first`]), most likely first (by the
-/// best rank among their reasons, then by name), at most [`crate::MAX_FIRST`]; only those of
-/// the suite's test files.
+/// best rank among their reasons, then by name), at most [`crate::MAX_FIRST`] of them and
+/// [`crate::MAX_FIRST_BYTES`] of names; only those of the suite's test files.
 fn first_tests(picked: &BTreeMap<String, Vec<Why>>, tests: &BTreeSet<String>) -> Vec<String> {
     let mut best: BTreeMap<&str, u8> = BTreeMap::new();
     for (part, whys) in picked {
@@ -258,9 +258,14 @@ fn first_tests(picked: &BTreeMap<String, Vec<Why>>, tests: &BTreeSet<String>) ->
     }
     let mut ordered: Vec<(u8, &str)> = best.into_iter().map(|(id, r)| (r, id)).collect();
     ordered.sort();
+    let mut bytes = 0;
     ordered
         .into_iter()
         .take(crate::MAX_FIRST)
+        .take_while(|(_, id)| {
+            bytes += id.len() + 1;
+            bytes <= crate::MAX_FIRST_BYTES
+        })
         .map(|(_, id)| id.to_string())
         .collect()
 }
@@ -674,6 +679,36 @@ mod tests {
                 map: "parent".into()
             }]
         );
+    }
+
+    #[test]
+    fn the_tests_named_first_are_bounded_in_count_and_bytes() {
+        let tests: BTreeSet<String> = ["tests/test_a.py".to_string()].into();
+        let why = Why::FailedBefore { tests: Vec::new() };
+        let picked: BTreeMap<String, Vec<Why>> = (0..2000)
+            .map(|i| {
+                let id = format!("tests/test_a.py::test_{i:04}[{}]", "p".repeat(i % 200));
+                let named = Why::FailedWhenChanged {
+                    file: "a.py".into(),
+                    commit: "c".into(),
+                    tests: vec![id.clone()],
+                };
+                (id, vec![why.clone(), named])
+            })
+            .collect();
+        let first = first_tests(&picked, &tests);
+        assert!(!first.is_empty() && first.len() <= crate::MAX_FIRST);
+        let bytes: usize = first.iter().map(|n| n.len() + 1).sum();
+        assert!(bytes <= crate::MAX_FIRST_BYTES, "{bytes}");
+        // A name outside the suite's test files is never named.
+        let outside: BTreeMap<String, Vec<Why>> = [(
+            "tests/test_a.py".to_string(),
+            vec![Why::FailedBefore {
+                tests: vec!["elsewhere/test_x.py::test_x".into()],
+            }],
+        )]
+        .into();
+        assert!(first_tests(&outside, &tests).is_empty());
     }
 
     #[test]
