@@ -210,31 +210,27 @@ pub fn run_in<T>(
         interrupt,
         cache,
     };
+    // A workspace's layers go over a kept checkout: with every slot busy (runs beside it), it
+    // waits for one rather than be refused, as long as its command may take — each time it
+    // needs one (a kept checkout found altered is taken again below).
     let prepare = || {
         let _t = gs_util::trace::span("run directory");
+        if !at.over.is_empty() && sandbox.overlay {
+            let since = std::time::Instant::now();
+            while since.elapsed() < config.test.timeout
+                && !interrupt.load(std::sync::atomic::Ordering::Relaxed)
+            {
+                if let Some(w) = rundir::prepare_kept(repo, info.tree, &options)? {
+                    return Ok(w);
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
         rundir::prepare(repo, info.tree, &options)
     };
-    // A workspace's layers go over a kept checkout: with every slot busy (runs beside it), it
-    // waits for one rather than be refused, as long as its command may take.
-    let mut waited = None;
-    if !at.over.is_empty() && sandbox.overlay {
-        let since = std::time::Instant::now();
-        while since.elapsed() < config.test.timeout
-            && !interrupt.load(std::sync::atomic::Ordering::Relaxed)
-        {
-            if let Some(w) = rundir::prepare_kept(repo, info.tree, &options)? {
-                waited = Some(w);
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
     // The setup step's layer (production's, else one built for this exec and thrown away). A
     // kept checkout found altered before a setup is built is checked out afresh, once.
-    let mut work = match waited {
-        Some(w) => w,
-        None => prepare()?,
-    };
+    let mut work = prepare()?;
     let mut setup = None;
     for attempt in 0..2 {
         match setup::prepare(
