@@ -174,17 +174,10 @@ fn run_step(
         .hint(hint));
     }
     let diff_id = {
-        use std::io::Read;
-        let mut f = std::fs::File::open(&tar).map_err(|e| failed(e.to_string()))?;
         let mut h = Sha256::new();
-        let mut buf = vec![0u8; 1 << 16];
-        loop {
-            let n = f.read(&mut buf).map_err(|e| failed(e.to_string()))?;
-            if n == 0 {
-                break;
-            }
-            h.update(&buf[..n]);
-        }
+        std::fs::File::open(&tar)
+            .and_then(|mut f| std::io::copy(&mut f, &mut h))
+            .map_err(|e| failed(e.to_string()))?;
         format!("sha256:{:x}", h.finalize())
     };
     let how = gs_image::isolate::How::Helper(exe);

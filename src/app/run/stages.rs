@@ -204,16 +204,19 @@ fn config(
         },
     };
     let (mut config, mut key) = (config, key);
-    // A Dockerfile's steps with the network are kept by the build caches' rule.
+    // A Dockerfile's steps with the network are kept by the build caches' rule: whether this
+    // run may write its branch's is asked only then (it walks the branch; a range of results
+    // already made needs no walk).
     let branch = c
         .opts
         .refname
         .as_deref()
         .and_then(|r| r.strip_prefix("refs/heads/"));
+    let networked_build = config.environment.dockerfile.is_some() && config.limits.setup_network;
     let scope = crate::app::config::build::Scope {
         branch,
         production: &config.promote.target,
-        writes: caches::writes(run_of(c.opts, c.repo, branch_walk, c.info.id)),
+        writes: networked_build && caches::writes(run_of(c.opts, c.repo, branch_walk, c.info.id)),
         read: !c.opts.clean,
     };
     let image = match image::for_run(c.ctx, c.repo, c.info, &config, &scope) {
