@@ -236,6 +236,20 @@ fn fork_servers() -> Vec<i32> {
         .collect()
 }
 
+/// The fork servers once `n` of them are seen (a server is known by its command line, which is
+/// the test's own between its fork and its exec: under load, for a moment); else those seen
+/// after 5 s.
+fn fork_servers_settled(n: usize) -> Vec<i32> {
+    for _ in 0..100 {
+        let seen = fork_servers();
+        if seen.len() == n {
+            return seen;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    fork_servers()
+}
+
 struct Child {
     pid: i32,
     session: i32,
@@ -350,7 +364,7 @@ fn a_fork_server_killed_or_hung_costs_no_run_and_runs_none_twice() {
     };
     let ran = |what: &str| ran_with(what, &limits);
     ran("first");
-    let servers = fork_servers();
+    let servers = fork_servers_settled(1);
     assert_eq!(servers.len(), 1, "one server, kept for the next run");
     ran("second");
     assert_eq!(fork_servers(), servers, "the same server");
@@ -359,7 +373,7 @@ fn a_fork_server_killed_or_hung_costs_no_run_and_runs_none_twice() {
     unsafe { libc::kill(servers[0], libc::SIGKILL) };
     ran("after the server was killed");
     ran("with a new server");
-    let now = fork_servers();
+    let now = fork_servers_settled(1);
     assert!(now.len() == 1 && now != servers, "{servers:?} then {now:?}");
     // Hung: the run waits for its answer a bounded time, then execs its helper. When the server
     // wakes it forks the request it had, but that helper gets no go: it exits 125 at once, and
