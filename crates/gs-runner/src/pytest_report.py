@@ -15,6 +15,17 @@ _MAP = os.environ.pop("GIT_SANDBOX_PYTEST_MAP", None)
 _FIRST = os.environ.pop("GIT_SANDBOX_PYTEST_FIRST", None)
 _taken = []
 
+# A probe's pytest read "--assert=plain" first in PYTEST_ADDOPTS before it imported this module:
+# the variable is given back as the user had it.
+if os.environ.pop("GIT_SANDBOX_PYTEST_PLAIN", None):
+    _addopts = os.environ.get("PYTEST_ADDOPTS", "")
+    if _addopts.startswith("--assert=plain"):
+        _addopts = _addopts[len("--assert=plain") :].lstrip(" ")
+        if _addopts:
+            os.environ["PYTEST_ADDOPTS"] = _addopts
+        else:
+            os.environ.pop("PYTEST_ADDOPTS", None)
+
 
 class GitSandboxFirst:
     """A probe's order: the collected tests named first, in their order; the rest keep theirs.

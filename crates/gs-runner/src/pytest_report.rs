@@ -13,6 +13,9 @@ use std::collections::HashSet;
 
 const PLUGIN: &str = include_str!("pytest_report.py");
 
+/// What a probe's pytest gets first in `PYTEST_ADDOPTS` (the reporter takes it off again).
+const PLAIN: &str = "--assert=plain";
+
 /// One run's reporter: its module's name and the file it writes, relative to the tree.
 pub struct Reporter {
     module: String,
@@ -21,8 +24,10 @@ pub struct Reporter {
     /// Where the test map is written, relative to the same directory, when the run makes one
     /// (see [`Reporter::mapping`]).
     pub map: Option<String>,
-    /// Tests (node ids) run before the others, in this order (a probe's; see [`Reporter::first`]).
+    /// Tests (node ids) run before the others, in this order (a probe's; see [`Reporter::probe`]).
     first: Vec<String>,
+    /// A probe's pytest runs with plain asserts (see [`Reporter::probe`]).
+    plain: bool,
 }
 
 impl Reporter {
@@ -34,14 +39,25 @@ impl Reporter {
             file: format!(".git-sandbox-report-{id}.jsonl"),
             map: None,
             first: Vec::new(),
+            plain: false,
         }
     }
 
-    /// The reporter of a probe: the collected tests named in `first` run before the others, in
-    /// its order (the rest keep theirs). Names pytest did not collect are passed over.
-    pub fn first(mut self, first: &[String]) -> Reporter {
-        self.first = first.to_vec();
-        self
+    /// The reporter of a probe, never of the recorded run: the collected tests named in `first`
+    /// run before the others, in its order (the rest keep theirs; names pytest did not collect
+    /// are passed over), and pytest runs with `--assert=plain` (through `PYTEST_ADDOPTS`, before
+    /// the command's own options, so a command's `--assert` stands). Rewriting a test file's
+    /// asserts costs more than compiling it (flask's `tests/test_basic.py`: about 150 ms, a
+    /// third of a one-test probe) and every run pays it again, as runs write no bytecode; a
+    /// plain assert fails the same tests, only its message says less, and the record's
+    /// messages are the run's. The reporter gives `PYTEST_ADDOPTS` back as it was once pytest
+    /// has read it, so a session a test starts sees the user's.
+    pub fn probe(first: &[String]) -> Reporter {
+        Reporter {
+            first: first.to_vec(),
+            plain: true,
+            ..Reporter::new()
+        }
     }
 
     /// A reporter that also makes the test map: which functions of the project each test calls
@@ -65,7 +81,7 @@ impl Reporter {
             "if mkdir -p {dir} 2>/dev/null && printf '%s' {source} 2>/dev/null > {dir}/{m}.py; then \
              export PYTHONPATH={dir}\"${{PYTHONPATH:+:$PYTHONPATH}}\" \
              PYTEST_PLUGINS={m}\"${{PYTEST_PLUGINS:+,$PYTEST_PLUGINS}}\" \
-             GIT_SANDBOX_PYTEST_REPORT=\"$PWD/{file}\"{map}{first}; fi; {line}",
+             GIT_SANDBOX_PYTEST_REPORT=\"$PWD/{file}\"{map}{first}{plain}; fi; {line}",
             line = with_plugin_path(line, &dir),
             source = gs_select::command::quote(PLUGIN),
             m = self.module,
@@ -89,6 +105,13 @@ impl Reporter {
                     " GIT_SANDBOX_PYTEST_FIRST={}",
                     gs_select::command::quote(&names.join("\n"))
                 )
+            },
+            plain = if self.plain {
+                format!(
+                    " GIT_SANDBOX_PYTEST_PLAIN=1 PYTEST_ADDOPTS=\"{PLAIN}${{PYTEST_ADDOPTS:+ $PYTEST_ADDOPTS}}\""
+                )
+            } else {
+                String::new()
             },
         )
     }
@@ -234,6 +257,34 @@ mod tests {
             .unwrap();
         assert_eq!(o.status.code(), Some(3), "{o:?}");
         assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "|");
+    }
+
+    /// A probe's pytest reads plain asserts first and the command's own options after them
+    /// (pytest takes the last `--assert`); a run's line leaves `PYTEST_ADDOPTS` as it was.
+    #[test]
+    fn a_probe_asks_for_plain_asserts_before_the_users_options() {
+        let tmp = tempfile::tempdir().unwrap();
+        let show = "echo \"${PYTEST_ADDOPTS-unset}|${GIT_SANDBOX_PYTEST_PLAIN-}\"";
+        let said = |r: &Reporter, theirs: Option<&str>| {
+            let mut c = std::process::Command::new("sh");
+            c.args(["-c", &r.wrap(show)])
+                .env("TMPDIR", tmp.path())
+                .env_remove("PYTEST_ADDOPTS")
+                .current_dir(tmp.path());
+            if let Some(t) = theirs {
+                c.env("PYTEST_ADDOPTS", t);
+            }
+            let o = c.output().unwrap();
+            String::from_utf8_lossy(&o.stdout).trim().to_string()
+        };
+        let probe = Reporter::probe(&[]);
+        assert_eq!(said(&probe, None), "--assert=plain|1");
+        assert_eq!(
+            said(&probe, Some("--assert=rewrite -x")),
+            "--assert=plain --assert=rewrite -x|1"
+        );
+        assert_eq!(said(&Reporter::new(), None), "unset|");
+        assert_eq!(said(&Reporter::new(), Some("-x")), "-x|");
     }
 
     #[test]

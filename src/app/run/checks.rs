@@ -430,7 +430,13 @@ fn execute(
     }
     // The tests' per-test results, out of reach of their prints: any command may start pytest.
     let reporter = (spec.name == TEST_CHECK && matches!(framework, None | Some(Framework::Pytest)))
-        .then(|| gs_runner::pytest_report::Reporter::new().first(spec.first));
+        .then(|| {
+            if spec.probe {
+                gs_runner::pytest_report::Reporter::probe(spec.first)
+            } else {
+                gs_runner::pytest_report::Reporter::new()
+            }
+        });
     if let Some(r) = &reporter {
         artifacts.push(r.file.clone());
     }

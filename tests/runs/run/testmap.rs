@@ -345,14 +345,15 @@ fn the_map_sees_lambdas_decorated_functions_and_generators_and_changes_none() {
 /// Where phase one runs a test file whole (the changed function is called as the package is
 /// imported, so the change reaches every test file: the file named for the changed module runs),
 /// the probe still runs the test named for the changed function first, before the file's earlier
-/// tests; the record keeps the suite's own order.
+/// tests, with plain asserts; the record keeps the suite's own order and pytest's messages.
 #[test]
 fn inside_a_whole_file_the_probe_runs_the_test_named_for_the_changed_function_first() {
     let mut w = World::new();
     w.with_test_python("pytest");
     let repo = w.new_repo("testmap-first");
     let c = "def compute(x):\n    y = x + 1\n    return y\n\n\ndef other(x):\n    return x\n\n\nSTART = compute(0)\n";
-    let test_c = "import calc.c\n\n\ndef test_c_first():\n    assert calc.c.other(1) == 1\n\n\ndef test_c_second():\n    assert calc.c.other(2) == 2\n\n\ndef test_compute():\n    assert calc.c.compute(1) == 2\n";
+    // test_c_first: a session a test starts sees PYTEST_ADDOPTS as the user had it (unset).
+    let test_c = "import os\nimport calc.c\n\n\ndef test_c_first():\n    assert calc.c.other(1) == 1 and 'PYTEST_ADDOPTS' not in os.environ\n\n\ndef test_c_second():\n    assert calc.c.other(2) == 2\n\n\ndef test_compute():\n    assert calc.c.compute(1) == 2\n";
     w.git(&repo, &["rm", "-q", "tests/test_example.py"]);
     w.commit(
         &repo,
@@ -414,4 +415,13 @@ fn inside_a_whole_file_the_probe_runs_the_test_named_for_the_changed_function_fi
     };
     assert_eq!(letters(&log("probe.log")), "F..", "{}", log("probe.log"));
     assert_eq!(letters(&log("log")), "...F", "{}", log("log"));
+    // The run's failure is explained by pytest's rewritten assert; the probe's assert is plain
+    // (rewriting a test file costs more than compiling it, and the record's messages are the
+    // run's).
+    assert!(log("log").contains("where 3 = "), "{}", log("log"));
+    let probe = log("probe.log");
+    assert!(
+        probe.contains("AssertionError") && !probe.contains("where 3 = "),
+        "{probe}"
+    );
 }
