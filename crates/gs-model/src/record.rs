@@ -537,7 +537,8 @@ pub struct Tests {
     /// known (by the run's output or the probe's); `None` when nothing failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_failure_ms: Option<u64>,
-    /// The run failed, and its probe ran to its end without finding any of its failures: the
+    /// The run failed, and its probe ran to its end without finding any of its failures (where
+    /// the run names none, its suite stopping as it loaded, without failing itself): the
     /// selection missed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub selection_missed: bool,

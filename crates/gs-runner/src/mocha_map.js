@@ -5,10 +5,13 @@
 // ES module, so its Runner is known by the events it emits, not by how it is loaded). There it
 // starts V8's precise coverage (a count per function, no blocks) at once, and takes the
 // functions called each time the run moves from one test file to another:
-// - what a test file's tests and hooks call counts for that file;
-// - what runs before the first test (loading the test files, their describe bodies, the
-//   modules they load), as a module of the project is first loaded during a test (its body,
-//   what that calls), and in root hooks counts for every test: the map's "outside".
+// - what a test file's tests and hooks call counts for that file, and so does what its loading
+//   calls (its describe bodies run then: a function one calls that throws stops the whole
+//   suite as it loads, so the file that calls it must be in phase one);
+// - what runs before the test files load (a --require'd file), as a module of the project is
+//   first loaded (its body, what that calls), and in root hooks counts for every test: the
+//   map's "outside"; a module first loaded by a test file (or its test) counts for that file
+//   too (express's acceptance tests load an example app whose body calls app.use).
 // Written once, as JSON, when the run ends. It changes no test, order or output.
 "use strict";
 (function () {
@@ -105,20 +108,23 @@
       }
       return null;
     };
-    // Loading a module of the project the first time, in a test, counts for every test.
+    // Loading a module of the project the first time, in a test or a test file's loading,
+    // counts for every test, and for that file.
     const load = Module._load;
     let depth = 0;
+    // The test file mocha is loading (itself no module "first loaded": its body is its own).
+    let loading = null;
     Module._load = function (request, parent, isMain) {
       let first = false;
       if (current !== outside && depth === 0 && typeof request === "string" && /^[./]/.test(request)) {
         try {
           const file = Module._resolveFilename(request, parent, isMain);
-          first = mine(file) && !Module._cache[file];
+          first = mine(file) && !Module._cache[file] && file !== loading;
         } catch (e) {}
       }
       if (!first && depth === 0) return load.apply(this, arguments);
       const was = current;
-      if (depth === 0) switchTo(outside);
+      if (depth === 0) switchTo({ add: (i) => (was.add(i), outside.add(i)) });
       depth++;
       try {
         return load.apply(this, arguments);
@@ -172,11 +178,24 @@
         fs.writeFileSync(OUT, JSON.stringify(out));
       } catch (e) {}
     };
-    // mocha's Runner, by its events: a test's or hook's start, and the run's end. The runner of
+    // mocha's root Suite, by its events as it loads each test file (the file is their second
+    // argument), and its Runner: a test's or hook's start, and the run's end. The runner of
     // --parallel only replays its workers' events, and makes no map.
     const emit = EventEmitter.prototype.emit;
     EventEmitter.prototype.emit = function (event, arg) {
       const C = this.constructor && this.constructor.constants;
+      if (C && C.EVENT_FILE_PRE_REQUIRE === "pre-require" && !started && !written) {
+        if (event === C.EVENT_FILE_PRE_REQUIRE && typeof arguments[2] === "string") {
+          loading = path.resolve(arguments[2]);
+          try {
+            loading = fs.realpathSync(loading);
+          } catch (e) {}
+          switchTo(setOf(arguments[2]));
+        } else if (event === C.EVENT_FILE_POST_REQUIRE) {
+          loading = null;
+          switchTo(outside);
+        }
+      }
       if (C && C.EVENT_RUN_BEGIN === "start" && !written) {
         if (this.constructor.name === "ParallelBufferedRunner") {
           written = true;

@@ -350,7 +350,9 @@ fn yarn_test_and_pnpm_test_pass_phase_ones_files_to_jest_and_vitest() {
 /// every test file and no test file is named for `lib/util.js`: without a map the commit runs in
 /// one phase; with the map made at main, phase one is the one file whose tests called the
 /// changed function. The test command is mocha's own, run by node, with the map's script
-/// preloaded through `NODE_OPTIONS` in a run of its own.
+/// preloaded through `NODE_OPTIONS` in a run of its own. What a test file's describe body calls
+/// as mocha loads it counts for that file: a change there that throws stops the whole suite as
+/// it loads, and phase one, holding that file, stops too (caught, not a miss).
 #[test]
 fn the_test_map_runs_the_files_whose_tests_called_the_changed_function() {
     let w = world();
@@ -358,16 +360,35 @@ fn the_test_map_runs_the_files_whose_tests_called_the_changed_function() {
     let config = "[test]\ncommand = \"mocha --reporter dot test/\"\ntimeout = \"180s\"\n[analysis]\nenabled = false\n";
     let package = r#"{"name":"calc","private":true,"scripts":{"test":"mocha test/"}}"#;
     let util = "exports.add = function (x, y) {\n  return x + y;\n};\n";
+    let table = "exports.rows = function () {\n  return [1, 2, 3];\n};\n\nexports.count = function () {\n  return 3;\n};\n";
     let mut files: Vec<(String, String)> = vec![
         (".sandbox.toml".into(), config.into()),
         ("package.json".into(), package.into()),
         ("lib/util.js".into(), util.into()),
         (
             "index.js".into(),
-            "for (const m of ['a', 'b', 'c', 'd', 'e']) {\n  exports[m] = require('./lib/' + m);\n}\nrequire('./lib/util');\n".into(),
+            "for (const m of ['a', 'b', 'c', 'd', 'e']) {\n  exports[m] = require('./lib/' + m);\n}\nrequire('./lib/util');\nexports.table = require('./lib/table');\n".into(),
+        ),
+        ("lib/table.js".into(), table.into()),
+        // As mocha loads f, before any test runs: an example app f alone loads calls `rows`
+        // (as express's acceptance tests load theirs), f's describe body calls `count`.
+        (
+            "examples/rows.js".into(),
+            "module.exports = require('..').table.rows();\n".into(),
+        ),
+        (
+            "test/f.js".into(),
+            "const assert = require('assert');\nconst calc = require('..');\nconst rows = require('../examples/rows');\n\ndescribe('f', () => {\n  const count = calc.table.count();\n  it('has three rows', () => assert.strictEqual(rows.length, count));\n});\n".into(),
         ),
     ];
     for m in ["a", "b", "c", "d", "e"] {
+        // a's loading takes a second (the run's, not phase one's: the probe of a change that
+        // stops the suite as it loads has that long to stop too).
+        let wait = if m == "a" {
+            "Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1000);\n"
+        } else {
+            ""
+        };
         let body = if m == "c" {
             "const { add } = require('./util');\n\nmodule.exports = function (x) {\n  return add(x, 1);\n};\n"
         } else {
@@ -376,7 +397,7 @@ fn the_test_map_runs_the_files_whose_tests_called_the_changed_function() {
         files.push((format!("lib/{m}.js"), body.into()));
         files.push((
             format!("test/{m}.js"),
-            format!("const assert = require('assert');\nconst calc = require('..');\n\ndescribe('{m}', () => {{\n  it('adds one', () => assert.strictEqual(calc.{m}(1), 2));\n}});\n"),
+            format!("{wait}const assert = require('assert');\nconst calc = require('..');\n\ndescribe('{m}', () => {{\n  it('adds one', () => assert.strictEqual(calc.{m}(1), 2));\n}});\n"),
         ));
     }
     let refs: Vec<(&str, &str)> = files
@@ -387,7 +408,7 @@ fn the_test_map_runs_the_files_whose_tests_called_the_changed_function() {
     w.commit(&repo, &refs, "a package and its tests");
     let (base, _) = run_json(&w, &repo, &[]);
     assert_eq!(base["status"], "passed", "{base}");
-    assert_eq!(base["tests"]["passed"], 5, "{base}");
+    assert_eq!(base["tests"]["passed"], 6, "{base}");
 
     w.git(&repo, &["checkout", "-q", "-b", "exp"]);
     w.commit(
@@ -402,11 +423,11 @@ fn the_test_map_runs_the_files_whose_tests_called_the_changed_function() {
     w.git(&repo, &["checkout", "-q", "main"]);
     let made = w.sandbox(&repo, &["__testmap", "--json"]);
     assert_eq!(made.code, 0, "{made:?}");
-    assert_eq!(made.json()["tests"], 5, "one entry per test file: {made:?}");
+    assert_eq!(made.json()["tests"], 6, "one entry per test file: {made:?}");
     w.git(&repo, &["checkout", "-q", "exp"]);
     let why = explain(&w, &repo);
     assert!(
-        why.contains("phase one runs 1 of 5 test files")
+        why.contains("phase one runs 1 of 6 test files")
             && why.contains("test/c.js  called the function holding lib/util.js:2 (changed), by the test map of"),
         "{why}"
     );
@@ -427,4 +448,45 @@ fn the_test_map_runs_the_files_whose_tests_called_the_changed_function() {
     );
     let why = explain(&w, &repo);
     assert!(why.contains("one phase, the whole suite"), "{why}");
+
+    // A function f's describe body calls is changed: phase one is f, by the map.
+    w.git(&repo, &["checkout", "-q", "-b", "exp4", "main"]);
+    w.commit(
+        &repo,
+        &[("lib/table.js", &table.replace("return 3;", "return 4;"))],
+        "four",
+    );
+    let why = explain(&w, &repo);
+    assert!(
+        why.contains("phase one runs 1 of 6 test files")
+            && why.contains("test/f.js  called the function holding lib/table.js:6 (changed), by the test map of"),
+        "{why}"
+    );
+
+    // The function the example app calls as f loads it now throws: the suite stops as mocha
+    // loads f, naming no test. Phase one is f, by the map, and stops the same way.
+    w.git(&repo, &["checkout", "-q", "-b", "exp3", "main"]);
+    w.commit(
+        &repo,
+        &[(
+            "lib/table.js",
+            &table.replace("return [1, 2, 3];", "throw new Error('no table');"),
+        )],
+        "no table",
+    );
+    let why = explain(&w, &repo);
+    assert!(
+        why.contains("phase one runs 1 of 6 test files")
+            && why.contains(
+                "test/f.js  calls functions of lib/table.js (changed), by the test map of"
+            ),
+        "{why}"
+    );
+    let (rec, _) = run_json(&w, &repo, &[]);
+    assert_eq!(rec["status"], "failed", "{rec}");
+    assert_eq!(rec["tests"]["failures"], serde_json::json!([]), "{rec}");
+    let one = &rec["tests"]["phases"][0];
+    assert_eq!(one["files"], serde_json::json!(["test/f.js"]), "{rec}");
+    assert_ne!(one["exit_code"], 0, "{rec}");
+    assert!(rec["tests"].get("selection_missed").is_none(), "{rec}");
 }

@@ -237,9 +237,16 @@ pub(super) fn run(place: &Place<'_>, spec: &Spec<'_>, probe: Probe) -> CheckResu
     if let Some(p) = probed.as_ref().and_then(|p| p.tests.as_ref()) {
         let (phases, caught) = phases_of(t, p, probe.files, probe_ms);
         let ended = p.killed_by.is_none();
+        // A run that names no failure (its suite stopped as it loaded) was caught when the
+        // probe failed too.
+        let held = if t.failures.is_empty() && !unlisted {
+            p.exit_code.is_some_and(|c| c != 0)
+        } else {
+            caught > 0
+        };
         if ended || caught > 0 {
             t.phases = phases;
-            t.selection_missed = failed && ended && caught == 0;
+            t.selection_missed = failed && ended && !held;
         }
     }
     r
